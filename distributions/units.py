@@ -1,0 +1,208 @@
+"""The one home of every acceptance-length formula in golden-al.
+
+Conventions (shared by vLLM, SGLang, ATOM and TensorRT-LLM, see engine-facts §0):
+
+* ``k`` is the draft length (vLLM/ATOM ``num_speculative_tokens``, SGLang EAGLE
+  ``speculative_num_steps``, DFLASH ``num_draft_tokens - 1``, TensorRT-LLM
+  ``max_draft_len``).
+* ``L`` is the number of tokens one verify step emits for one request:
+  accepted drafts + 1 bonus token, so ``1 <= L <= k + 1``.
+* **AL** (acceptance length) is the mean of ``L``. It always includes the bonus
+  token: ``AL = 1 + accepted_drafts / verify_steps``.
+* The acceptance *rate* is ``(AL - 1) / k`` (vLLM's "draft acceptance rate",
+  ATOM's ``--spec-decode-acceptance-rate``).
+* TensorRT-LLM's ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` counts draft
+  tokens only: ``AL - 1``.
+* Unconditional per-position rates ``p_j = P(L - 1 >= j)`` for ``j = 1..k``
+  (vLLM's ``synthetic_acceptance_rates``, its per-position counters divided by
+  ``num_drafts``); conditional rates ``c_j = p_j / p_{j-1}`` with ``p_0 = 1``.
+
+Nothing else in the code base may re-derive these; import them from here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from distributions.errors import DistributionError
+
+__all__ = [
+    "acceptance_rate_from_al",
+    "al_from_acceptance_rate",
+    "al_from_counts",
+    "al_from_pmf",
+    "al_from_trtllm_forced",
+    "check_al",
+    "check_draft_len",
+    "conditional_to_unconditional",
+    "min_variance_unconditional_rates",
+    "pmf_from_unconditional",
+    "trtllm_forced_from_al",
+    "unconditional_from_pmf",
+    "unconditional_to_conditional",
+]
+
+#: Relative tolerance used when checking that probabilities sum to one.
+_PMF_ATOL = 1e-9
+
+
+def check_draft_len(k: int) -> int:
+    """Return ``k`` if it is a valid draft length (an int >= 1), else raise."""
+    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+        raise DistributionError(
+            f"draft length k must be an integer >= 1, got {k!r}",
+            hint="k is num_speculative_tokens (SGLang DFLASH: num_draft_tokens - 1)",
+        )
+    return int(k)
+
+
+def check_al(al: float, k: int) -> float:
+    """Return ``al`` if ``1 <= al <= k + 1`` (and finite), else raise."""
+    k = check_draft_len(k)
+    if not isinstance(al, (int, float, np.floating, np.integer)) or not math.isfinite(al):
+        raise DistributionError(f"AL must be a finite number, got {al!r}")
+    if not (1.0 <= float(al) <= k + 1):
+        raise DistributionError(
+            f"AL {al:g} is outside [1, {k + 1}] for draft length k={k}",
+            hint="AL counts the bonus token, so it ranges from 1 (nothing accepted) to k+1",
+        )
+    return float(al)
+
+
+def al_from_counts(num_accepted_drafts: float, num_verify_steps: float) -> float:
+    """AL = 1 + accepted draft tokens / verify steps.
+
+    Both counts exclude the bonus token (vLLM ``num_accepted_tokens`` /
+    ``num_drafts``; ATOM ``total_accepted_tokens`` / ``total_steps``; the
+    histogram sums of SGLang's ``spec_correct_drafts_histogram``).
+
+    Raises:
+        DistributionError: if there are no verify steps (AL is undefined, not 0
+            or 1) or a count is negative.
+    """
+    if num_verify_steps is None or num_accepted_drafts is None:
+        raise DistributionError("AL needs both accepted-draft and verify-step counts")
+    if num_verify_steps < 0 or num_accepted_drafts < 0:
+        raise DistributionError(
+            f"counts must be >= 0, got accepted={num_accepted_drafts}, steps={num_verify_steps}"
+        )
+    if num_verify_steps == 0:
+        raise DistributionError(
+            "AL is undefined: zero verify steps were observed",
+            hint="no request reached a decode step with drafts; send more or longer requests",
+        )
+    return 1.0 + float(num_accepted_drafts) / float(num_verify_steps)
+
+
+def acceptance_rate_from_al(al: float, k: int) -> float:
+    """Mean draft acceptance rate ``(AL - 1) / k`` (ATOM's rate knob, vLLM's %)."""
+    al = check_al(al, k)
+    return (al - 1.0) / k
+
+
+def al_from_acceptance_rate(rate: float, k: int) -> float:
+    """Inverse of :func:`acceptance_rate_from_al`: ``AL = 1 + k * rate``."""
+    k = check_draft_len(k)
+    if not (0.0 <= rate <= 1.0):
+        raise DistributionError(f"acceptance rate must be in [0, 1], got {rate!r}")
+    return 1.0 + k * float(rate)
+
+
+def trtllm_forced_from_al(al: float) -> float:
+    """TensorRT-LLM's ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` for a target AL.
+
+    The variable counts draft tokens only, so it is ``AL - 1``. The result is
+    rounded to 12 significant decimals so that ``4.05`` gives ``3.05`` rather
+    than ``3.0499999999999998``.
+    """
+    if not math.isfinite(al) or al < 1.0:
+        raise DistributionError(f"AL must be >= 1, got {al!r}")
+    return round(float(al) - 1.0, 12)
+
+
+def al_from_trtllm_forced(forced: float) -> float:
+    """Inverse of :func:`trtllm_forced_from_al`: ``AL = forced + 1``."""
+    if not math.isfinite(forced) or forced < 0.0:
+        raise DistributionError(f"forced accepted tokens must be >= 0, got {forced!r}")
+    return round(float(forced) + 1.0, 12)
+
+
+def _as_rates(rates: ArrayLike, name: str) -> NDArray[np.float64]:
+    arr = np.asarray(rates, dtype=np.float64)
+    if arr.ndim != 1 or arr.size < 1:
+        raise DistributionError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
+    if not np.all(np.isfinite(arr)) or np.any(arr < -_PMF_ATOL) or np.any(arr > 1 + _PMF_ATOL):
+        raise DistributionError(f"{name} must lie in [0, 1], got {arr.tolist()}")
+    return np.clip(arr, 0.0, 1.0)
+
+
+def unconditional_to_conditional(p: ArrayLike) -> NDArray[np.float64]:
+    """Conditional rates ``c_j = p_j / p_{j-1}`` (``p_0 = 1``; ``c_j = 0`` once ``p_{j-1} = 0``).
+
+    Same convention as vLLM's ``unconditional_to_conditional_rates``
+    (``vllm/v1/spec_decode/utils.py``, 0.33.0).
+
+    Raises:
+        DistributionError: if ``p`` is not non-increasing.
+    """
+    arr = _as_rates(p, "unconditional rates")
+    prev = np.concatenate(([1.0], arr[:-1]))
+    if np.any(arr > prev + 1e-12):
+        raise DistributionError(
+            f"unconditional rates must be non-increasing, got {arr.tolist()}",
+            hint="p_j = P(accepted drafts >= j) cannot grow with j",
+        )
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(prev > 0.0, arr / np.where(prev > 0.0, prev, 1.0), 0.0)
+    return np.clip(c, 0.0, 1.0)
+
+
+def conditional_to_unconditional(c: ArrayLike) -> NDArray[np.float64]:
+    """Unconditional rates ``p_j = prod_{i<=j} c_i`` from conditional rates."""
+    return np.cumprod(_as_rates(c, "conditional rates"))
+
+
+def pmf_from_unconditional(p: ArrayLike) -> NDArray[np.float64]:
+    """pmf of ``L`` (``pmf[i] = P(L = i + 1)``, length k+1) from unconditional rates."""
+    arr = _as_rates(p, "unconditional rates")
+    prev = np.concatenate(([1.0], arr[:-1]))
+    if np.any(arr > prev + 1e-12):
+        raise DistributionError(
+            f"unconditional rates must be non-increasing, got {arr.tolist()}"
+        )
+    sf = np.concatenate(([1.0], np.minimum.accumulate(arr), [0.0]))
+    return np.clip(sf[:-1] - sf[1:], 0.0, 1.0)
+
+
+def unconditional_from_pmf(pmf: ArrayLike) -> NDArray[np.float64]:
+    """``p_j = P(L - 1 >= j) = sum_{i >= j} pmf[i]`` for ``j = 1..k``."""
+    arr = np.asarray(pmf, dtype=np.float64)
+    tail = np.cumsum(arr[::-1])[::-1]
+    return np.clip(tail[1:], 0.0, 1.0)
+
+
+def al_from_pmf(pmf: ArrayLike) -> float:
+    """Mean of ``L`` for ``pmf[i] = P(L = i + 1)``."""
+    arr = np.asarray(pmf, dtype=np.float64)
+    return float(np.dot(np.arange(1, arr.size + 1), arr))
+
+
+def min_variance_unconditional_rates(al: float, k: int) -> NDArray[np.float64]:
+    """vLLM's / ATOM's "minimum-variance schedule" for a target AL.
+
+    With ``d = AL - 1`` and ``m = floor(d)``: ``[1.0] * m + [d - m] + [0.0] * ...``
+    truncated to ``k`` entries (vLLM ``SpeculativeConfig._acceptance_length_to_rates``,
+    ``vllm/config/speculative.py`` 0.33.0; ATOM ``acceptance_length_to_rates``,
+    ``atom/model_ops/rejection_sampler.py`` HEAD ffdf3bb5d). The resulting L takes
+    only the two values ``floor(AL)`` and ``floor(AL) + 1``.
+    """
+    al = check_al(al, k)
+    d = al - 1.0
+    m = int(math.floor(d))
+    rates = [1.0] * m + [d - m] + [0.0] * max(0, k - m - 1)
+    return np.asarray(rates[:k], dtype=np.float64)
+

