@@ -6,7 +6,7 @@ about bad input can catch ``ValueError``. The CLI maps it to exit code 2.
 
 from __future__ import annotations
 
-__all__ = ["DistributionError", "FitError"]
+__all__ = ["CounterWentBackwardsError", "DistributionError", "FitError"]
 
 
 class DistributionError(ValueError):
@@ -23,3 +23,13 @@ class DistributionError(ValueError):
 
 class FitError(DistributionError):
     """A curve fit could not be carried out (too few points, inconsistent input)."""
+
+
+class CounterWentBackwardsError(DistributionError):
+    """A cumulative counter is smaller in the later snapshot than in the earlier one.
+
+    Engine counters (vLLM Prometheus, ATOM ``/debug/mtp_stats``) only grow while
+    a server lives, so a decrease means the server restarted (or the snapshots
+    came from different servers) between the two reads. The delta is then
+    meaningless; it is never replaced by a silent zero.
+    """

@@ -23,7 +23,6 @@ Nothing else in the code base may re-derive these; import them from here.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -32,12 +31,16 @@ from distributions.errors import DistributionError
 
 __all__ = [
     "acceptance_rate_from_al",
+    "al_curve_from_conditional",
+    "al_curve_from_unconditional",
     "al_from_acceptance_rate",
     "al_from_counts",
     "al_from_pmf",
     "al_from_trtllm_forced",
     "check_al",
     "check_draft_len",
+    "format_number",
+    "check_draft_lens",
     "conditional_to_unconditional",
     "min_variance_unconditional_rates",
     "pmf_from_unconditional",
@@ -163,7 +166,7 @@ def unconditional_to_conditional(p: ArrayLike) -> NDArray[np.float64]:
 
 def conditional_to_unconditional(c: ArrayLike) -> NDArray[np.float64]:
     """Unconditional rates ``p_j = prod_{i<=j} c_i`` from conditional rates."""
-    return np.cumprod(_as_rates(c, "conditional rates"))
+    return np.asarray(np.cumprod(_as_rates(c, "conditional rates")), dtype=np.float64)
 
 
 def pmf_from_unconditional(p: ArrayLike) -> NDArray[np.float64]:
@@ -202,7 +205,67 @@ def min_variance_unconditional_rates(al: float, k: int) -> NDArray[np.float64]:
     """
     al = check_al(al, k)
     d = al - 1.0
-    m = int(math.floor(d))
+    m = math.floor(d)
     rates = [1.0] * m + [d - m] + [0.0] * max(0, k - m - 1)
     return np.asarray(rates[:k], dtype=np.float64)
 
+
+def check_draft_lens(ks: ArrayLike) -> NDArray[np.int64]:
+    """Return ``ks`` as a 1-D int array if every entry is a valid draft length, else raise."""
+    arr = np.atleast_1d(np.asarray(ks))
+    if arr.ndim != 1 or arr.size == 0:
+        raise DistributionError(f"draft lengths must be a non-empty 1-D list, got {ks!r}")
+    if arr.dtype.kind not in "iuf" or np.any(arr != np.floor(arr)) or np.any(arr < 1):
+        raise DistributionError(
+            f"draft lengths must be integers >= 1, got {np.asarray(ks).tolist()!r}",
+            hint="k is num_speculative_tokens (SGLang DFLASH: num_draft_tokens - 1)",
+        )
+    return arr.astype(np.int64)
+
+
+def al_curve_from_unconditional(p: ArrayLike, ks: ArrayLike) -> NDArray[np.float64]:
+    """AL at each draft length in ``ks`` for a chain draft with unconditional rates ``p``.
+
+    A chain draft proposes the same first ``k`` tokens whatever ``k`` is, so
+    ``AL(k) = 1 + sum_{j<=k} p_j`` with ``p_j = P(L - 1 >= j)`` (the mean of a
+    variable on ``{0..k}`` is the sum of its tail probabilities). ``p`` must hold
+    at least ``max(ks)`` rates.
+    """
+    arr = _as_rates(p, "unconditional rates")
+    prev = np.concatenate(([1.0], arr[:-1]))
+    if np.any(arr > prev + 1e-12):
+        raise DistributionError(
+            f"unconditional rates must be non-increasing, got {arr.tolist()}",
+            hint="p_j = P(accepted drafts >= j) cannot grow with j",
+        )
+    k = check_draft_lens(ks)
+    if int(k.max()) > arr.size:
+        raise DistributionError(
+            f"the profile has {arr.size} rates, too few for draft length k={int(k.max())}",
+            hint="a profile c_1..c_K gives AL(k) only for k <= K",
+        )
+    cum = np.concatenate(([0.0], np.cumsum(arr)))
+    return 1.0 + cum[k]
+
+
+def al_curve_from_conditional(c: ArrayLike, ks: ArrayLike) -> NDArray[np.float64]:
+    """AL at each draft length in ``ks`` from a conditional profile ``c_1..c_K``.
+
+    ``AL(k) = 1 + sum_{j<=k} prod_{i<=j} c_i`` (chain drafts). This is THE formula
+    for a curve from a profile; the fit, the parametric families and every caller
+    use it rather than re-deriving it.
+    """
+    return al_curve_from_unconditional(conditional_to_unconditional(c), ks)
+
+
+def format_number(x: float) -> str:
+    """A number as the harnesses write it into env vars, flags and YAML (``f"{x:g}"`` style).
+
+    Float noise from arithmetic is removed by rounding to 10 decimals first, and up
+    to 15 significant digits are kept: ``4.05 -> "4.05"``, ``4.0 -> "4"``,
+    ``4.05 - 1 -> "3.05"`` (not ``3.0499999999999998``), ``10.400390625`` unchanged.
+    """
+    if not math.isfinite(x):
+        raise DistributionError(f"cannot format non-finite value {x!r}")
+    text = f"{round(float(x), 10):.15g}"
+    return "0" if text == "-0" else text

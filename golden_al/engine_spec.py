@@ -113,8 +113,7 @@ def format_value(x: float) -> str:
     """
     if not math.isfinite(x):
         raise UsageError(f"cannot format non-finite value {x!r}")
-    text = f"{round(float(x), 10):.10g}"
-    return "0" if text == "-0" else text
+    return units.format_number(x)
 
 
 def _int_flag(value: Any, name: str) -> int | None:
@@ -281,10 +280,21 @@ def vllm_speculative_config(k: int, *, method: str | None = None, model: str | N
 
 
 def trtllm_draft_len(speculative_config: Mapping[str, Any]) -> DraftLen:
-    """``k = speculative_config.max_draft_len`` for TensorRT-LLM."""
+    """``k = speculative_config.max_draft_len`` for TensorRT-LLM.
+
+    For ``decoding_type: MTP`` TensorRT-LLM sets ``max_draft_len`` to
+    ``num_nextn_predict_layers`` (``tensorrt_llm/llmapi/llm_args.py``
+    ``MTPDecodingConfig.set_max_total_draft_tokens``), so that key gives k there, with or
+    without ``max_draft_len``.
+    """
+    decoding = str(speculative_config.get("decoding_type") or "").strip().lower()
+    layers = _int_flag(speculative_config.get("num_nextn_predict_layers"), "num_nextn_predict_layers")
+    if decoding == "mtp" and layers is not None:
+        return DraftLen(units.check_draft_len(layers), "num_nextn_predict_layers (MTP)", chain=True)
     k = _int_flag(speculative_config.get("max_draft_len"), "max_draft_len")
     if k is None:
-        raise UsageError("TensorRT-LLM speculative_config has no max_draft_len")
+        raise UsageError("TensorRT-LLM speculative_config has no max_draft_len",
+                         hint="set max_draft_len (MTP: num_nextn_predict_layers)")
     return DraftLen(units.check_draft_len(k), "max_draft_len", chain=True)
 
 

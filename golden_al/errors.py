@@ -7,14 +7,17 @@ The tree::
     +-- InputFileError                 a file that cannot be read or parsed (file, line)
     |   +-- SchemaError                a record or curve that violates its schema
     +-- NoGoldenValueError             no committed value for (model, mode, k)
+    |   +-- AmbiguousCurveError        several curves match; a method/variant must choose
     +-- ModelError                     a model cannot be found, fetched or loaded
     |   +-- HashMismatchError          a downloaded or assembled file has the wrong SHA-256
     +-- EngineError                    a serving engine misbehaved
     |   +-- ServerError                a server failed to start, died, or answered badly
     |   +-- MetricMissingError         an expected metric or field is absent (never read as 0)
     |   +-- CounterResetError          a cumulative counter went backwards (server restarted)
+    |   +-- NoVerifyStepsError         zero verify steps: AL is undefined (``exit_code`` 2)
     |   +-- SyntheticAcceptanceActiveError  a "measurement" would read injected acceptance
     +-- CheckFailedError               a check ran and failed (``exit_code`` 1)
+        +-- InjectionConflictError     a recipe already pins a different value (``inject``)
 
 :class:`distributions.DistributionError` (a ValueError) is raised by the pure
 math layer and is treated by the CLI like a :class:`UsageError`.
@@ -26,15 +29,18 @@ from __future__ import annotations
 from pathlib import Path
 
 __all__ = [
+    "AmbiguousCurveError",
     "CheckFailedError",
     "CounterResetError",
     "EngineError",
     "GoldenALError",
     "HashMismatchError",
+    "InjectionConflictError",
     "InputFileError",
     "MetricMissingError",
     "ModelError",
     "NoGoldenValueError",
+    "NoVerifyStepsError",
     "SchemaError",
     "ServerError",
     "SyntheticAcceptanceActiveError",
@@ -87,6 +93,10 @@ class NoGoldenValueError(GoldenALError):
     """No committed golden value exists for the requested (model, mode, k)."""
 
 
+class AmbiguousCurveError(NoGoldenValueError):
+    """Several golden curves match (e.g. two variants of one model and method); never guess."""
+
+
 class ModelError(GoldenALError):
     """A model cannot be found, fetched or loaded."""
 
@@ -113,6 +123,16 @@ class CounterResetError(EngineError):
     """A cumulative counter went backwards: the server restarted mid-measurement."""
 
 
+class NoVerifyStepsError(EngineError):
+    """Zero verify steps (drafts) were observed, so AL is undefined: never read as 0 or 1.
+
+    The input is usable in form but carries no evidence (no request reached a decode
+    step with drafts, or the window between two snapshots saw none).
+    """
+
+    exit_code = 2
+
+
 class SyntheticAcceptanceActiveError(EngineError):
     """Synthetic (forced) acceptance is active, so a measurement would not be real."""
 
@@ -123,3 +143,7 @@ class CheckFailedError(GoldenALError):
     """A check ran to completion and failed."""
 
     exit_code = 1
+
+
+class InjectionConflictError(CheckFailedError):
+    """A recipe already pins a different synthetic-acceptance value (``inject`` without --force)."""

@@ -1,0 +1,228 @@
+"""Shared vocabulary of the static check: knob names, thinking settings, agentic paths.
+
+The knobs (engine-facts.md): SGLang ``SGLANG_SIMULATE_ACC_LEN`` (+ legacy
+``SIMULATE_ACC_LEN``) with ``SGLANG_SIMULATE_ACC_METHOD`` /
+``SGLANG_SIMULATE_ACC_TOKEN_MODE``; vLLM ``rejection_sample_method: synthetic`` with
+``synthetic_acceptance_length`` or ``synthetic_acceptance_rates`` inside
+``--speculative-config`` (older vLLM: ``synthetic_acceptance_rate``); TensorRT-LLM
+``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` (AL - 1); ATOM
+``--spec-decode-acceptance-length`` / ``--spec-decode-acceptance-rate``.
+
+**Agentic or not** (the rule, from what InferenceX's files really say):
+
+1. A path condition or setting ``IS_AGENTIC`` (``1``/``true`` agentic, ``0``/``false``
+   not): ``.github/workflows/benchmark-tmpl.yml`` sets ``IS_AGENTIC=1`` exactly for the
+   ``agentic-coding`` scenario, and ``benchmarks/multi_node/amd_utils/server_sglang.sh``
+   branches on it.
+2. A master-config entry's scenario: ``agentic-coding`` (or any scenario named
+   ``agentic*``) is agentic; ``fixed-seq-len`` is not (the workflow maps the scenario
+   type to ``SCENARIO_SUBDIR`` ``agentic/`` or ``fixed_seq_len/``).
+3. An srt-slurm recipe's ``benchmark`` section: a command running ``agentic_srt.sh`` (or
+   any ``agentic`` script) is agentic; ``type: sa-bench`` (fixed ISL/OSL) is not.
+4. The file's directory: ``agentic``/``agentx`` components are agentic (the runners pick
+   ``benchmarks/single_node/${SCENARIO_SUBDIR}``); ``fixed_seq_len``, ``1k1k``,
+   ``8k1k``, ``1k8k`` are fixed-length throughput; ``speedbench`` holds the golden
+   collection scripts (real acceptance by definition).
+5. Otherwise the finding says it could not tell and does not flag it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from pathlib import PurePath
+from typing import Any
+
+from golden_al.checks.findings import AgenticInfo, ThinkingSignal
+
+__all__ = [
+    "ATOM_KNOBS",
+    "KEYWORDS",
+    "SGLANG_COMPANIONS",
+    "SGLANG_KNOBS",
+    "TRTLLM_KNOB",
+    "VLLM_KEYS",
+    "agentic_from_flag",
+    "agentic_from_path",
+    "agentic_from_scenario",
+    "has_keyword",
+    "parse_number",
+    "thinking_from_kwargs",
+    "thinking_from_setting",
+]
+
+SGLANG_KNOBS = ("SGLANG_SIMULATE_ACC_LEN", "SIMULATE_ACC_LEN")
+SGLANG_COMPANIONS = ("SGLANG_SIMULATE_ACC_METHOD", "SGLANG_SIMULATE_ACC_TOKEN_MODE")
+SGLANG_LEGACY_COMPANIONS = ("SIMULATE_ACC_METHOD",)
+TRTLLM_KNOB = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
+ATOM_KNOBS = ("--spec-decode-acceptance-length", "--spec-decode-acceptance-rate")
+VLLM_KEYS = ("synthetic_acceptance_length", "synthetic_acceptance_rates", "synthetic_acceptance_rate")
+
+#: Substrings that make a file worth parsing (a cheap pre-filter).
+KEYWORDS = ("SIMULATE_ACC_LEN", "synthetic_acceptance", "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS",
+            "spec-decode-acceptance", "SYNTHETIC_ACCEPTANCE", "rejection_sample_method")
+
+
+def has_keyword(text: str) -> bool:
+    """Whether ``text`` mentions any synthetic-acceptance knob."""
+    return any(k in text for k in KEYWORDS)
+
+
+_NUM = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
+
+
+def parse_number(text: str | None) -> float | None:
+    """A plain decimal number, or None (no expressions, no units)."""
+    if text is None:
+        return None
+    t = str(text).strip().strip("'\"").strip()
+    if not _NUM.match(t):
+        return None
+    try:
+        return float(t)
+    except ValueError:
+        return None
+
+
+_TRUE = {"1", "true", "yes", "on", "enabled", "enable"}
+_FALSE = {"0", "false", "no", "off", "disabled", "disable"}
+
+
+def _truth(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        return bool(value)
+    if isinstance(value, str):
+        v = value.strip().strip("'\"").lower()
+        if v in _TRUE:
+            return True
+        if v in _FALSE:
+            return False
+    return None
+
+
+#: chat_template_kwargs keys that switch thinking (Qwen3/GLM ``enable_thinking``,
+#: DeepSeek/Kimi ``thinking``, MiniMax ``thinking_mode``).
+_KWARG_KEYS = ("enable_thinking", "thinking", "thinking_mode")
+
+
+def thinking_from_kwargs(value: Any, source: str, priority: int) -> list[ThinkingSignal]:
+    """Signals from a chat_template_kwargs object (dict or JSON text)."""
+    obj = value
+    if isinstance(value, str):
+        try:
+            obj = json.loads(value)
+        except json.JSONDecodeError:
+            return []
+    if not isinstance(obj, dict):
+        return []
+    out: list[ThinkingSignal] = []
+    for key in _KWARG_KEYS:
+        if key in obj:
+            t = _truth(obj[key])
+            if t is not None:
+                out.append(ThinkingSignal("on" if t else "off", f"{source} {key}={obj[key]!r}".replace("'", '"'),
+                                          priority))
+    return out
+
+
+#: Settings (env variables, flags, recipe keys) that set a default thinking mode.
+_SETTINGS: dict[str, int] = {
+    "SGLANG_DEFAULT_THINKING": 2,
+    "SGLANG_ENABLE_THINKING": 2,
+    "DYN_DEFAULT_THINKING_MODE": 3,
+    "dyn-default-thinking-mode": 3,
+    "--dyn-default-thinking-mode": 3,
+    "THINKING_MODE": 0,
+}
+_KWARG_SETTINGS: dict[str, int] = {
+    "default-chat-template-kwargs": 3,
+    "--default-chat-template-kwargs": 3,
+    "default_chat_template_kwargs": 3,
+    "chat-template-kwargs": 4,
+    "--chat-template-kwargs": 4,
+    "chat_template_kwargs": 4,
+}
+
+
+def thinking_from_setting(name: str, value: Any, where: str) -> list[ThinkingSignal]:
+    """Signals from one named setting (empty when the name is not a thinking setting)."""
+    if name in _KWARG_SETTINGS:
+        return thinking_from_kwargs(value, f"{where}{name}", _KWARG_SETTINGS[name])
+    if name in _SETTINGS:
+        if name == "THINKING_MODE":
+            v = str(value).strip().lower()
+            if v in ("thinking_on", "on"):
+                return [ThinkingSignal("on", f"{where}THINKING_MODE={value}", 0)]
+            if v in ("thinking_off", "off"):
+                return [ThinkingSignal("off", f"{where}THINKING_MODE={value}", 0)]
+            return []
+        t = _truth(value)
+        if t is None:
+            return []
+        return [ThinkingSignal("on" if t else "off", f"{where}{name}={value}", _SETTINGS[name])]
+    if name == "AIPERF_EXTRA_INPUTS" and isinstance(value, str):
+        out: list[ThinkingSignal] = []
+        for item in re.split(r"[\s,]+", value):
+            key, _, val = item.partition(":")
+            if key in _KWARG_KEYS:
+                t = _truth(val)
+                if t is not None:
+                    out.append(ThinkingSignal("on" if t else "off", f"{where}AIPERF_EXTRA_INPUTS {item}", 4))
+        return out
+    if name in ("--chat-template", "chat-template", "chat_template") and isinstance(value, str):
+        base = PurePath(value.replace("\\", "/")).name.lower()
+        if base.endswith((".jinja", ".jinja2", ".j2")):
+            if re.search(r"(^|[_-])(no[_-]?think(ing)?|non[_-]?thinking|nothink)([_.-]|$)", base):
+                return [ThinkingSignal("off", f"{where}{name} {PurePath(value).name}", 1)]
+            if re.search(r"(^|[_-])think(ing)?([_.-]|$)", base):
+                return [ThinkingSignal("on", f"{where}{name} {PurePath(value).name}", 1)]
+    return []
+
+
+_AGENTIC_DIRS = {"agentic", "agentx", "agentic-coding", "agentic_coding"}
+_FIXED_DIRS = {"fixed_seq_len", "fixed-seq-len", "1k1k", "8k1k", "1k8k", "8k8k"}
+
+
+def agentic_from_path(path: str | PurePath) -> AgenticInfo:
+    """Rule 4: the directory a file lives in."""
+    parts = [p.lower() for p in PurePath(path).parts[:-1]]
+    name = PurePath(path).name.lower()
+    for p in reversed(parts):
+        if p in _AGENTIC_DIRS or p.startswith("agentx"):
+            return AgenticInfo(True, f"it lives under an '{p}' directory")
+        if p in _FIXED_DIRS:
+            return AgenticInfo(False, f"it lives under '{p}' (fixed-length throughput benchmarks)")
+        if p == "speedbench":
+            return AgenticInfo(False, "it is a SPEED-Bench golden-collection script (real acceptance is the point)")
+    if "agentic" in name or "agentx" in name:
+        return AgenticInfo(True, "its file name says agentic")
+    return AgenticInfo(None, "neither its settings nor its directory say whether it is an agentic benchmark")
+
+
+def agentic_from_scenario(scenario: str) -> AgenticInfo:
+    """Rule 2: a master-config scenario name."""
+    s = scenario.lower()
+    if s.startswith("agentic") or "agentic" in s or s.startswith("agentx"):
+        return AgenticInfo(True, f"master-config scenario '{scenario}' (IS_AGENTIC=1)")
+    if s in ("fixed-seq-len", "fixed_seq_len") or "seq-len" in s:
+        return AgenticInfo(False, f"master-config scenario '{scenario}' is a fixed-sequence-length benchmark "
+                                  "(IS_AGENTIC=0)")
+    return AgenticInfo(None, f"master-config scenario '{scenario}' is not known to be agentic or not")
+
+
+def agentic_from_flag(value: Any, where: str) -> AgenticInfo | None:
+    """Rule 1: an ``IS_AGENTIC`` value."""
+    t = _truth(value)
+    if t is None:
+        return None
+    return AgenticInfo(t, f"{where}IS_AGENTIC={value}")
+
+
+def first(items: Iterable[Any]) -> Any:
+    """The first item, or None."""
+    for item in items:
+        return item
+    return None

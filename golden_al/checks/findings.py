@@ -1,0 +1,143 @@
+"""What ``golden-al check`` reports: pins found in files, and one finding per pin.
+
+A :class:`Pin` is one pinned synthetic-acceptance value with everything the file
+says around it (engine, algorithm, draft-length flags, companions, thinking signals,
+model names, agentic or not). :func:`golden_al.checks.static.evaluate` turns a pin
+into a :class:`Finding`, the JSON contract of ``golden-al check --format json``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "FAILING_VERDICTS",
+    "SEVERITY",
+    "VERDICTS",
+    "AgenticInfo",
+    "DraftInfo",
+    "Finding",
+    "ModelName",
+    "Pin",
+    "ThinkingSignal",
+    "Verdict",
+]
+
+Verdict = Literal["match", "mismatch", "no-golden", "undetermined", "missing-companion",
+                  "non-agentic-simulation", "unsafe-value"]
+VERDICTS: tuple[str, ...] = ("match", "mismatch", "no-golden", "undetermined", "missing-companion",
+                             "non-agentic-simulation", "unsafe-value")
+#: Verdicts that make ``golden-al check`` exit 1.
+FAILING_VERDICTS: frozenset[str] = frozenset({"mismatch", "missing-companion", "non-agentic-simulation",
+                                              "unsafe-value"})
+#: Which verdict a finding gets when several problems apply (highest first).
+SEVERITY: tuple[str, ...] = ("unsafe-value", "missing-companion", "non-agentic-simulation", "mismatch",
+                             "undetermined", "no-golden", "match")
+
+
+@dataclass(frozen=True)
+class ThinkingSignal:
+    """One setting that says thinking is on or off, and how strongly.
+
+    ``priority``: 4 per-request kwargs sent by the benchmark client; 3 server default
+    chat-template kwargs / front-end default thinking mode; 2 engine environment
+    defaults (``SGLANG_DEFAULT_THINKING``); 1 chat-template file name; 0 the harness's
+    lookup setting (InferenceX ``THINKING_MODE``).
+    """
+
+    mode: Literal["on", "off"]
+    source: str
+    priority: int
+
+
+@dataclass(frozen=True)
+class ModelName:
+    """A name the config gives the served model (tried against the store in order)."""
+
+    name: str
+    source: str
+
+
+@dataclass
+class DraftInfo:
+    """The draft length and how it was derived (``problem`` says why it is unknown)."""
+
+    k: int | None = None
+    rule: str = ""
+    problem: str | None = None
+    chain: bool = True
+    two_model: bool | None = None  # TensorRT-LLM only
+
+
+@dataclass(frozen=True)
+class AgenticInfo:
+    """Whether the config is an agentic benchmark (None: the files do not say)."""
+
+    agentic: bool | None
+    reason: str
+
+
+@dataclass
+class Pin:
+    """One pinned synthetic-acceptance value and its surroundings in the config."""
+
+    file: str
+    line: int
+    engine: str  # sglang | vllm | trtllm | atom
+    knob: str  # the name as written
+    raw_value: str | None  # the value as written (after static expansion); None: unresolved
+    unresolved: str | None = None  # why raw_value is None
+    algorithm: str | None = None
+    draft: DraftInfo = field(default_factory=DraftInfo)
+    companions: dict[str, str | None] = field(default_factory=dict)
+    thinking: list[ThinkingSignal] = field(default_factory=list)
+    models: list[ModelName] = field(default_factory=list)
+    draft_model: str | None = None
+    draft_sample_method: str | None = None
+    agentic: AgenticInfo = AgenticInfo(None, "the files do not say")
+    problems: list[tuple[str, str]] = field(default_factory=list)  # (verdict, text) found while reading
+    notes: list[str] = field(default_factory=list)
+    spec: dict[str, Any] = field(default_factory=dict)  # engine-specific extras (vLLM config, ATOM flags)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One row of ``golden-al check`` output (the JSON contract)."""
+
+    file: str
+    line: int
+    engine: str
+    algorithm: str | None
+    model: str | None
+    thinking: str | None  # "on" | "off" | None
+    thinking_source: str
+    draft_len: int | None
+    pinned_value: str | None
+    implied_al: float | None
+    expected_al: float | None
+    verdict: str
+    message: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON object, keys in contract order."""
+        return {
+            "file": self.file,
+            "line": self.line,
+            "engine": self.engine,
+            "algorithm": self.algorithm,
+            "model": self.model,
+            "thinking": self.thinking,
+            "thinking_source": self.thinking_source,
+            "draft_len": self.draft_len,
+            "pinned_value": self.pinned_value,
+            "implied_al": self.implied_al,
+            "expected_al": self.expected_al,
+            "verdict": self.verdict,
+            "message": self.message,
+        }
+
+    @property
+    def failing(self) -> bool:
+        """Whether this finding makes the check fail."""
+        return self.verdict in FAILING_VERDICTS

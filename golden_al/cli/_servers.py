@@ -1,0 +1,279 @@
+"""Options and the run of server measurements, shared by ``measure --engine sglang|vllm|atom`` and ``sweep``.
+
+Only this CLI layer reads environment variables (the launch environment, the API
+key); it passes plain values to :mod:`golden_al.servers`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import shlex
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from golden_al.errors import UsageError
+
+__all__ = [
+    "SERVER_ENGINES",
+    "add_prompt_arguments",
+    "add_server_arguments",
+    "build_modes",
+    "run_server_sweep",
+    "server_options_from_args",
+]
+
+SERVER_ENGINES = ("sglang", "vllm", "atom")
+_AL_SOURCES = ("auto", "sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate", "vllm-per-request",
+               "vllm-prometheus", "atom-mtp-stats")
+
+
+def _json_object(text: str, name: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"{name} is not valid JSON: {exc.msg} at column {exc.colno}: {text!r}") from None
+    if not isinstance(value, dict):
+        raise UsageError(f"{name} must be a JSON object, got {text!r}")
+    return value
+
+
+def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool = False) -> None:
+    """The server options (``--server``/``--launch`` and everything about the engine)."""
+    g = parser.add_argument_group("serving engine (sglang, vllm, atom)")
+    if with_engine:
+        g.add_argument("--engine", choices=SERVER_ENGINES, required=True, help="the serving engine")
+    where = g.add_mutually_exclusive_group()
+    where.add_argument("--server", metavar="URL", help="attach to a running server (e.g. http://127.0.0.1:30000)")
+    where.add_argument("--launch", action="store_true",
+                       help="start the server from these options (per draft length), capture its log, always stop it")
+    g.add_argument("--algorithm", metavar="NAME",
+                   help="SGLang --speculative-algorithm (dflash, eagle, eagle3, nextn, dspark, standalone, ngram); "
+                   "vLLM method (ngram, draft_model, eagle3, mtp, dflash, ...); ATOM --method (mtp, eagle3, dspark)")
+    g.add_argument("--tp", type=int, default=1, metavar="N", help="tensor parallelism (default 1)")
+    g.add_argument("--engine-arg", action="append", default=[], metavar="ARG",
+                   help="one more engine argument, verbatim (repeat; write --engine-arg=--flag for dashes)")
+    g.add_argument("--engine-args", default="", metavar="STRING", help="more engine arguments, shell-split")
+    g.add_argument("--speculative-extra", default=None, metavar="JSON",
+                   help='vLLM: keys merged into --speculative-config, e.g. \'{"prompt_lookup_max": 4}\'')
+    g.add_argument("--per-request-metrics", choices=("summary", "detailed"), default=None,
+                   help="vLLM >= 0.33 launch: add --per-request-spec-decode-metrics (AL source vllm-per-request)")
+    g.add_argument("--python", default="python3", metavar="PATH", help="interpreter with the engine (default python3)")
+    g.add_argument("--command-prefix", default="", metavar="STRING",
+                   help="words before the command, shell-split (e.g. 'srun --gres=gpu:8' or 'docker exec C')")
+    g.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra launch environment (repeat)")
+    g.add_argument("--image", metavar="IMAGE", help="container image, recorded in the record")
+    g.add_argument("--host", default="127.0.0.1", help="launch: host to bind (default 127.0.0.1)")
+    g.add_argument("--port", type=int, default=None, help="launch: port (default: a free one)")
+    g.add_argument("--served-model-name", metavar="NAME", help="model name in requests (default: first of /v1/models)")
+    g.add_argument("--ready-timeout", type=float, default=1800.0, metavar="S", help="launch: readiness timeout (1800)")
+    g.add_argument("--request-timeout", type=float, default=1800.0, metavar="S", help="per request timeout (1800)")
+    g.add_argument("--retries", type=int, default=3, metavar="N",
+                   help="retries of a request on 5xx, timeouts and connection errors, with exponential backoff (3)")
+    g.add_argument("--backoff", type=float, default=2.0, metavar="S", help="first retry delay, doubled each time (2)")
+    g.add_argument("--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)")
+    g.add_argument("--al-source", choices=_AL_SOURCES, default="auto",
+                   help="where AL comes from (auto: sglang-meta-info, vllm-prometheus or vllm-per-request, atom-mtp-stats)")
+    g.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
+    g.add_argument("--server-log", metavar="FILE", help="attach: the server's log, checked for synthetic acceptance")
+    g.add_argument("--extra-body", default=None, metavar="JSON", help="more fields merged into every request body")
+    g.add_argument("--save-text", action="store_true", help="keep each response text in requests.jsonl")
+    g.add_argument("--print-command", action="store_true",
+                   help="print the exact server command(s) --launch would run, and exit")
+    g.add_argument("--resume", action="store_true",
+                   help="continue an interrupted run in --out (finished requests are kept, none counted twice)")
+
+
+def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
+    """Prompt and sampling options of ``sweep`` (``measure`` has its own)."""
+    g = parser.add_argument_group("prompts and sampling")
+    g.add_argument("--prompts", default="humaneval", metavar="SRC",
+                   help="humaneval, speed-bench:PATH[:category], chat-jsonl:PATH, ... (default humaneval)")
+    g.add_argument("--num-prompts", type=int, default=None, metavar="N", help="use the first N prompts")
+    g.add_argument("--max-tokens", type=int, default=4096, metavar="M", help="max_tokens per request (default 4096)")
+    g.add_argument("--temperature", type=float, default=None, help="override the thinking preset's temperature")
+    g.add_argument("--top-p", type=float, default=None, help="override the thinking preset's top_p")
+    g.add_argument("--seed", type=int, default=None, help="request seed base (request i gets seed+i)")
+    g.add_argument("--model-family", default=None, metavar="FAMILY",
+                   help="thinking preset family (default: guessed from --target / the served model)")
+    g.add_argument("--chat-template-kwargs", default=None, metavar="JSON",
+                   help="chat_template_kwargs for every request, instead of the thinking preset's")
+
+
+# ---------------------------------------------------------------------------- options
+def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
+    """:class:`golden_al.servers.sweep.ServerOptions` from parsed arguments (reads the environment)."""
+    from golden_al.servers.client import RetryPolicy
+    from golden_al.servers.launch import LaunchSpec
+    from golden_al.servers.sweep import ServerOptions
+
+    if not args.server and not args.launch:
+        raise UsageError(f"--engine {engine} needs --server URL or --launch")
+    if args.retries < 0:
+        raise UsageError(f"--retries must be >= 0, got {args.retries}")
+    env: dict[str, str] = {}
+    for item in args.env:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--env expects KEY=VALUE, got {item!r}")
+        env[key] = value
+    engine_args = list(args.engine_arg) + shlex.split(args.engine_args or "")
+    launch = None
+    if args.launch:
+        target = getattr(args, "target", None)
+        if not target:
+            raise UsageError("--launch needs --target (the model the server loads)")
+        launch = LaunchSpec(
+            engine=engine, target=target, draft_len=1, algorithm=args.algorithm, draft=getattr(args, "draft", None),
+            tp=args.tp, host=args.host, port=args.port, served_model_name=args.served_model_name,
+            engine_args=engine_args,
+            speculative_extra=_json_object(args.speculative_extra, "--speculative-extra") if args.speculative_extra else {},
+            per_request_metrics=args.per_request_metrics, python=args.python,
+            command_prefix=shlex.split(args.command_prefix or ""), env=env, image=args.image,
+        )
+    elif env or engine_args or args.speculative_extra or args.per_request_metrics or args.print_command:
+        raise UsageError("--env, --engine-arg(s), --speculative-extra, --per-request-metrics and --print-command "
+                         "only apply with --launch")
+    api_key = None
+    if args.api_key_env:
+        api_key = os.environ.get(args.api_key_env)
+        if not api_key:
+            raise UsageError(f"--api-key-env {args.api_key_env}: the variable is not set")
+    return ServerOptions(
+        engine=engine, url=args.server, launch=launch, base_env=dict(os.environ),
+        ready_timeout_s=args.ready_timeout,
+        policy=RetryPolicy(max_attempts=args.retries + 1, backoff_initial_s=args.backoff,
+                           request_timeout_s=args.request_timeout),
+        al_source=args.al_source, concurrency=args.concurrency, api_key=api_key, server_log=args.server_log,
+        served_model_name=args.served_model_name,
+        extra_body=_json_object(args.extra_body, "--extra-body") if args.extra_body else {},
+        save_text=args.save_text,
+    )
+
+
+# ---------------------------------------------------------------------------- prompts
+def _messages_hash(messages: Sequence[Any], kwargs: dict[str, Any]) -> str:
+    blob = json.dumps({"messages": list(messages), "chat_template_kwargs": kwargs}, sort_keys=True,
+                      ensure_ascii=False, default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _prompt_items(prompt_set: Any) -> list[Any]:
+    for attr in ("prompts", "items", "traces"):
+        value = getattr(prompt_set, attr, None)
+        if value is not None and not callable(value):
+            return list(value)
+    return list(prompt_set)
+
+
+def _item_messages(item: Any) -> list[dict[str, Any]]:
+    messages = item.get("messages") if isinstance(item, dict) else getattr(item, "messages", None)
+    if not messages:
+        raise UsageError(f"prompt {item!r} has no chat messages")
+    return [dict(m) for m in messages]
+
+
+def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_name: str | None) -> list[Any]:
+    """One :class:`~golden_al.servers.sweep.ModeSpec` per thinking mode (prompts, preset sampling, kwargs)."""
+    from golden_al.cli._common import cache_dir
+    from golden_al.measurement import DatasetInfo, SamplingInfo
+    from golden_al.servers.measure import ChatPrompt
+    from golden_al.servers.sweep import ModeSpec
+
+    try:
+        from golden_al.prompts import load_prompts
+    except ImportError as exc:  # pragma: no cover - golden_al.prompts ships with the package
+        raise UsageError(f"prompt loading is unavailable: {exc}") from None
+    prompt_set = load_prompts(args.prompts, cache_dir=cache_dir(getattr(args, "cache_dir", None)),
+                              limit=args.num_prompts, seed=0)
+    items = _prompt_items(prompt_set)
+    if not items:
+        raise UsageError(f"--prompts {args.prompts} holds no prompts")
+    explicit_kwargs = _json_object(args.chat_template_kwargs, "--chat-template-kwargs") \
+        if getattr(args, "chat_template_kwargs", None) else None
+    modes = []
+    for mode in thinking:
+        kwargs, temperature, top_p, top_k = _preset(args, mode, target_name)
+        if explicit_kwargs is not None:
+            kwargs = dict(explicit_kwargs)
+        if args.temperature is not None:
+            temperature = args.temperature
+        if args.top_p is not None:
+            top_p = args.top_p
+        prompts = []
+        for i, item in enumerate(items):
+            msgs = _item_messages(item)
+            prompts.append(ChatPrompt(i, tuple(msgs), _messages_hash(msgs, kwargs)))
+        dataset = DatasetInfo(
+            name=str(getattr(prompt_set, "name", None) or args.prompts.split(":", 1)[0]),
+            category=getattr(prompt_set, "category", None),
+            count=len(prompts),
+            hash=hashlib.sha256("".join(p.prompt_hash for p in prompts).encode()).hexdigest(),
+            source=args.prompts,
+        )
+        sampling = SamplingInfo(temperature=temperature, top_p=top_p, top_k=top_k, max_tokens=args.max_tokens,
+                                seed=args.seed)
+        modes.append(ModeSpec(mode, prompts, dataset, sampling, kwargs))  # type: ignore[arg-type]
+    return modes
+
+
+def _preset(args: argparse.Namespace, mode: str, target_name: str | None) -> tuple[dict[str, Any], float, float, int | None]:
+    """``(chat_template_kwargs, temperature, top_p, top_k)`` from the thinking-preset registry.
+
+    Sampling the preset does not document falls back to greedy (temperature 0, top_p 1).
+    """
+    from golden_al.prompts import thinking as presets
+
+    family = getattr(args, "model_family", None)
+    preset = presets.preset_for(family or target_name or "generic")
+    kwargs = preset.kwargs_for(mode)
+    sampling = preset.sampling_for(mode)
+    top_k = sampling.get("top_k")
+    return (kwargs, float(sampling.get("temperature", 0.0)), float(sampling.get("top_p", 1.0)),
+            int(top_k) if top_k is not None else None)
+
+
+# ---------------------------------------------------------------------------- running
+def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[int], thinking: list[str],
+                     out: Path, layout: str, one_run: bool = False, validate_k: Sequence[int] = ()) -> int:
+    """Run a server measurement or sweep from parsed arguments; prints a summary line per record."""
+    from golden_al.cli._common import progress as progress_bar
+    from golden_al.measurement import ModelInfo
+    from golden_al.servers.sweep import SweepSpec, launch_commands, run_sweep
+
+    options = server_options_from_args(args, engine)
+    target = getattr(args, "target", None)
+    draft = getattr(args, "draft", None)
+    modes = [] if args.print_command else build_modes(args, thinking, target_name=target or options.served_model_name)
+    target_info = ModelInfo(name=target or options.served_model_name or options.url or "server", source="server")
+    draft_name = draft or (args.algorithm or "").lower() or "server-draft"
+    draft_info = ModelInfo(name=draft_name, source="ngram" if (args.algorithm or "").lower() == "ngram" else "server")
+    spec = SweepSpec(draft_lens=draft_lens, modes=modes, target=target_info, draft=draft_info,
+                     draft_method=(args.algorithm or None) and args.algorithm.lower(), one_run=one_run,
+                     validate_k=list(validate_k), bootstrap_seed=args.seed or 0, layout=layout,  # type: ignore[arg-type]
+                     check_modes=not args.print_command)
+    if args.print_command:
+        for line in launch_commands(options, spec):
+            sys.stdout.write(line + "\n")
+        return 0
+    def note(line: str) -> None:
+        sys.stderr.write(f"golden-al: {line}\n")
+
+    with progress_bar(f"{engine} measurement", total=None, unit="requests") as bar:
+        result = run_sweep(options, spec, out, resume=args.resume, progress=bar, note=note)
+    for r in sorted(result.records, key=lambda r: (r.thinking, r.draft_len)):
+        tag = f" (derived from k={r.derived_from_draft_len})" if r.derived else ""
+        sys.stdout.write(f"{engine} thinking {r.thinking} k={r.draft_len}: AL {r.al:.3f} "
+                         f"[{r.al_ci95[0]:.3f}, {r.al_ci95[1]:.3f}] over {r.num_requests} requests, "
+                         f"{r.num_verify_steps} verify steps, source {r.al_source}{tag}\n")
+    for v in result.validation:
+        sys.stdout.write(f"validate thinking {v.thinking} k={v.draft_len}: derived {v.derived_al:.3f} vs measured "
+                         f"{v.measured_al:.3f}, difference {v.difference:+.3f} "
+                         f"({'within' if v.within_ci else 'OUTSIDE'} the combined 95% CI)\n")
+    for w in result.warnings:
+        sys.stderr.write(f"golden-al: warning: {w}\n")
+    return 0

@@ -1,0 +1,303 @@
+"""``golden-al draft-lengths``: throughput, speedup and latency against draft length for a curve.
+
+Takes AL per draft length (``--curve 1=1.83,2=2.43,...`` or ``--curve-file``) and a
+cost model (every term an option), and prints per k the expected tokens per step,
+step time, tokens/s per user, speedup over no speculation and the best k; with
+``--output-tokens`` also the per-request latency percentiles under the engines'
+two-point schedule against a measured-shaped distribution with the same mean.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+from pathlib import Path
+from typing import Any
+
+from golden_al.cli._common import add_format_option, print_json
+from golden_al.errors import InputFileError, SchemaError, UsageError
+
+__all__ = ["EXAMPLES", "add_arguments", "parse_curve", "read_curve_file", "run"]
+
+DESCRIPTION = (
+    "Model throughput and speedup against draft length for an AL curve: tokens per step, step "
+    "time, tokens/s per user, speedup over no speculation, the best draft length, and the latency "
+    "spread of the engines' two-point schedule against a measured-shaped distribution."
+)
+
+EXAMPLES = """\
+cost model (milliseconds; illustrative defaults, override every term):
+  step(k) = overhead + k * (draft-cost + draft-cost-per-request * B) + verify-cost + verify-cost-per-token * B * (k+1)
+  step(0) = overhead + verify-cost + verify-cost-per-token * B          (no speculation, 1 token per step)
+
+examples:
+  golden-al draft-lengths --curve 1=1.83,2=2.43,3=2.88,4=3.24,5=3.46,6=3.62,7=3.71,8=3.77
+  golden-al draft-lengths --curve 1=1.83,2=2.43,3=2.88,4=3.24 --batch 64 --verify-cost-per-token 0.05 --format json
+  golden-al draft-lengths --curve-file golden_al/golden/curves/kimik2.5_eagle3.yaml --thinking on --output-tokens 1024
+  golden-al draft-lengths --curve-file curve.txt --draft-cost 1.2 --overhead 2   # curve.txt: lines of K=AL
+"""
+
+_PAIR = re.compile(r"^\s*(\d+)\s*[=:]\s*([^\s=:;]+)\s*$")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``golden-al draft-lengths``."""
+    src = parser.add_mutually_exclusive_group(required=True)
+    src.add_argument("--curve", metavar="K=AL,...", help="AL per draft length, e.g. 1=1.83,2=2.43,3=2.88")
+    src.add_argument("--curve-file", metavar="FILE",
+                     help="a file of K=AL lines, a YAML mapping {K: AL}, a golden-al curve YAML, or an "
+                     "InferenceX golden YAML (model -> thinking_on/thinking_off -> K -> AL); pick with "
+                     "--model/--thinking")
+    parser.add_argument("--model", default=None, help="model key inside a golden YAML (default: the only one)")
+    parser.add_argument("--thinking", choices=("on", "off"), default=None,
+                        help="thinking mode inside a golden YAML (required when the file has both)")
+    parser.add_argument("--draft-cost", type=float, default=None, metavar="MS",
+                        help="draft time per drafted token per step (default: 0.5)")
+    parser.add_argument("--draft-cost-per-request", type=float, default=None, metavar="MS",
+                        help="extra draft time per drafted token per request in the batch (default: 0)")
+    parser.add_argument("--verify-cost", type=float, default=None, metavar="MS",
+                        help="fixed part of the target's verify forward, i.e. reading the weights (default: 10)")
+    parser.add_argument("--verify-cost-per-token", type=float, default=None, metavar="MS",
+                        help="marginal target time per verified token, B*(k+1) tokens per step (default: 0.02)")
+    parser.add_argument("--overhead", type=float, default=None, metavar="MS",
+                        help="fixed per-step overhead: scheduling, sampling, launches (default: 1)")
+    parser.add_argument("--batch", type=int, default=None, metavar="B", help="concurrent requests (default: 1)")
+    parser.add_argument("--output-tokens", type=int, default=None, metavar="N",
+                        help="also give per-request latency percentiles for N output tokens: the two-point "
+                        "schedule vs a measured-shaped distribution with the same mean")
+    add_format_option(parser, ("text", "json"), "text")
+
+
+def _al_value(text: str, where: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise UsageError(f"{where}: AL {text!r} is not a number; expected K=AL pairs like '1=1.83,2=2.43'") from None
+    if not math.isfinite(value):
+        raise UsageError(f"{where}: AL {text!r} is not a finite number; expected K=AL pairs like '1=1.83,2=2.43'")
+    return value
+
+
+def parse_curve(text: str) -> dict[int, float]:
+    """Parse ``"1=1.83,2=2.43"`` into ``{1: 1.83, 2: 2.43}``.
+
+    Raises:
+        UsageError: a malformed entry, a repeated draft length, or no entries.
+    """
+    curve: dict[int, float] = {}
+    for part in str(text).split(","):
+        if not part.strip():
+            continue
+        m = _PAIR.match(part)
+        if not m:
+            raise UsageError(
+                f"--curve: malformed entry {part.strip()!r}; expected K=AL pairs separated by commas, "
+                "e.g. '1=1.83,2=2.43,3=2.88'"
+            )
+        k = int(m.group(1))
+        if k in curve:
+            raise UsageError(f"--curve: draft length {k} appears twice")
+        curve[k] = _al_value(m.group(2), f"--curve entry {part.strip()!r}")
+    if not curve:
+        raise UsageError("--curve is empty; expected K=AL pairs like '1=1.83,2=2.43'")
+    return curve
+
+
+def _mapping_curve(mapping: dict[Any, Any], path: Path) -> dict[int, float]:
+    curve: dict[int, float] = {}
+    for key, value in mapping.items():
+        try:
+            k = int(key)
+        except (TypeError, ValueError):
+            raise SchemaError(f"draft length {key!r} is not an integer", path=path) from None
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise SchemaError(f"AL for draft length {k} is {value!r}, not a number", path=path)
+        curve[k] = float(value)
+    if not curve:
+        raise SchemaError("no draft lengths found", path=path)
+    return curve
+
+
+def _golden_curve(data: dict[str, Any], path: Path, *, model: str | None, thinking: str | None) -> dict[int, float]:
+    """golden-al's own curve YAML: ``thinking_on|thinking_off: {points: {K: {al: AL}}}``."""
+    if model is not None and model != data.get("model") and model not in (data.get("aliases") or []):
+        raise UsageError(f"{path}: is the curve of {data.get('model')!r}, not {model!r}")
+    modes = [m for m in ("thinking_on", "thinking_off") if isinstance(data.get(m), dict)]
+    if not modes:
+        raise SchemaError("golden curve without thinking_on or thinking_off", path=path)
+    if thinking is None:
+        if len(modes) != 1:
+            raise UsageError(f"{path}: has {', '.join(modes)}; pick one with --thinking on|off")
+        key = modes[0]
+    else:
+        key = f"thinking_{thinking}"
+        if key not in modes:
+            raise UsageError(f"{path}: has no {key} (has: {', '.join(modes)})")
+    points = data[key].get("points")
+    if not isinstance(points, dict):
+        raise SchemaError(f"{key} has no points", path=path)
+    return _mapping_curve({k: (v.get("al") if isinstance(v, dict) else v) for k, v in points.items()}, path)
+
+
+def read_curve_file(path: str | Path, *, model: str | None = None, thinking: str | None = None) -> dict[int, float]:
+    """Read a curve: K=AL lines, a YAML ``{K: AL}`` mapping, a golden-al curve or an InferenceX golden YAML.
+
+    Raises:
+        InputFileError: the file cannot be read; SchemaError: it holds no usable curve.
+    """
+    import yaml
+
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as err:
+        raise InputFileError(f"cannot read the curve file: {err.strerror}", path=p) from None
+    lines = [ln.split("#", 1)[0] for ln in text.splitlines()]
+    if any("=" in ln for ln in lines):
+        curve: dict[int, float] = {}
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            m = _PAIR.match(line)
+            if not m:
+                raise SchemaError(f"expected a K=AL line such as '7=3.71', got {line.strip()!r}", path=p, line=number)
+            k = int(m.group(1))
+            if k in curve:
+                raise SchemaError(f"draft length {k} appears twice", path=p, line=number)
+            try:
+                curve[k] = float(m.group(2))
+            except ValueError:
+                raise SchemaError(f"AL {m.group(2)!r} is not a number", path=p, line=number) from None
+        if not curve:
+            raise SchemaError("no K=AL lines found", path=p)
+        return curve
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as err:
+        mark = getattr(err, "problem_mark", None)
+        raise SchemaError(f"not valid YAML: {getattr(err, 'problem', err)}", path=p,
+                          line=None if mark is None else mark.line + 1) from None
+    if not isinstance(data, dict) or not data:
+        raise SchemaError("expected K=AL lines or a YAML mapping", path=p)
+    if all(not isinstance(v, dict) for v in data.values()):
+        return _mapping_curve(data, p)
+    if "schema_version" in data:
+        return _golden_curve(data, p, model=model, thinking=thinking)
+    models = list(data)
+    if model is None:
+        if len(models) != 1:
+            raise UsageError(f"{p}: holds several models; pick one with --model (one of: {', '.join(map(str, models))})")
+        model = str(models[0])
+    if model not in data or not isinstance(data[model], dict):
+        raise UsageError(f"{p}: no model {model!r} (models: {', '.join(map(str, models))})")
+    modes = data[model]
+    if all(not isinstance(v, dict) for v in modes.values()):
+        return _mapping_curve(modes, p)
+    names = [str(m) for m in modes]
+    if thinking is None:
+        if len(names) != 1:
+            raise UsageError(f"{p}: model {model!r} has {', '.join(names)}; pick one with --thinking on|off")
+        key = names[0]
+    else:
+        key = f"thinking_{thinking}"
+        if key not in modes:
+            raise UsageError(f"{p}: model {model!r} has no {key} (has: {', '.join(names)})")
+    return _mapping_curve(modes[key], p)
+
+
+def _cost_model(args: argparse.Namespace) -> Any:
+    from simulators.throughput import CostModel
+
+    fields = {
+        "draft_ms_per_token": args.draft_cost,
+        "draft_ms_per_token_per_request": args.draft_cost_per_request,
+        "verify_ms": args.verify_cost,
+        "verify_ms_per_token": args.verify_cost_per_token,
+        "overhead_ms": args.overhead,
+        "batch_size": args.batch,
+    }
+    flags = {
+        "draft_ms_per_token": "--draft-cost",
+        "draft_ms_per_token_per_request": "--draft-cost-per-request",
+        "verify_ms": "--verify-cost",
+        "verify_ms_per_token": "--verify-cost-per-token",
+        "overhead_ms": "--overhead",
+        "batch_size": "--batch",
+    }
+    for name, value in fields.items():
+        if value is None:
+            continue
+        if name == "batch_size" and value < 1:
+            raise UsageError(f"--batch must be an integer >= 1, got {value}")
+        if name != "batch_size" and (not math.isfinite(value) or value < 0):
+            raise UsageError(f"{flags[name]} must be a finite number of milliseconds >= 0, got {value}")
+    return CostModel(**{k: v for k, v in fields.items() if v is not None})
+
+
+def _table(args: argparse.Namespace) -> dict[str, Any]:
+    from distributions import DistributionError, units
+    from simulators.throughput import evaluate_draft_lengths
+
+    if args.curve_file is None and (args.model is not None or args.thinking is not None):
+        raise UsageError("--model and --thinking apply only to --curve-file")
+    if args.curve is not None:
+        curve, source = parse_curve(args.curve), "--curve"
+    else:
+        curve = read_curve_file(args.curve_file, model=args.model, thinking=args.thinking)
+        source = str(args.curve_file)
+    for k, al in sorted(curve.items()):
+        try:
+            units.check_al(al, k)
+        except DistributionError as err:
+            raise UsageError(f"{source}: draft length {k}: {err}") from None
+    if args.output_tokens is not None and not (1 <= args.output_tokens <= 100_000):
+        raise UsageError(f"--output-tokens must be in [1, 100000], got {args.output_tokens}")
+    table = evaluate_draft_lengths(curve, _cost_model(args), output_tokens=args.output_tokens)
+    out = table.to_dict()
+    out["curve"] = {str(k): v for k, v in sorted(curve.items())}
+    return out
+
+
+def _text(t: dict[str, Any]) -> str:
+    cm = t["cost_model"]
+    b = t["baseline"]
+    lines = [
+        f"cost model: draft {cm['draft_ms_per_token']:g} ms/token (+{cm['draft_ms_per_token_per_request']:g} "
+        f"per request), verify {cm['verify_ms']:g} ms + {cm['verify_ms_per_token']:g} ms/token, "
+        f"overhead {cm['overhead_ms']:g} ms, batch {cm['batch_size']}",
+        f"no speculation: 1 token/step, {b['step_ms']:.2f} ms/step, {b['tokens_per_s_per_user']:.1f} tokens/s per user",
+        "",
+        f"  {'k':>2}  {'AL':>6}  {'step ms':>8}  {'tok/s/user':>10}  {'tok/s':>9}  {'speedup':>7}",
+    ]
+    best = t["best_draft_len"]
+    for r in t["rows"]:
+        mark = "  <- best" if r["draft_len"] == best else ""
+        lines.append(
+            f"  {r['draft_len']:>2}  {r['al']:>6.3f}  {r['step_ms']:>8.2f}  {r['tokens_per_s_per_user']:>10.1f}  "
+            f"{r['tokens_per_s']:>9.1f}  {r['speedup']:>6.3f}x{mark}"
+        )
+    if t["rows"] and "latency" in t["rows"][0]:
+        n = t["rows"][0]["latency"]["output_tokens"]
+        lines += ["", f"latency of a {n}-token request in verify steps (P50/P90/P99), same mean AL:",
+                  f"  {'k':>2}  {'two-point (engines)':>22}  {'measured-shaped':>20}  shape"]
+        for r in t["rows"]:
+            lat = r["latency"]
+            tp, sh = lat["two_point"]["steps"], lat["shaped"]["steps"]
+            lines.append(
+                f"  {r['draft_len']:>2}  {tp['p50']:>6.0f} {tp['p90']:>6.0f} {tp['p99']:>6.0f}    "
+                f"  {sh['p50']:>6.0f} {sh['p90']:>6.0f} {sh['p99']:>6.0f}  {lat['shape']}"
+            )
+    lines += ["", f"best draft length: {best}"]
+    lines += [f"note: {n}" for n in t["notes"]]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run ``golden-al draft-lengths``; returns the exit code."""
+    table = _table(args)
+    if args.format == "json":
+        print_json(table)
+    else:
+        print(_text(table))
+    return 0

@@ -1,0 +1,183 @@
+"""``golden-al env``: the exact synthetic-acceptance settings one engine needs.
+
+The golden AL comes from the store (``--golden-dir`` or the shipped curves); the
+settings are :func:`golden_al.engine_spec.synthetic_settings`. The draft length is
+``--draft-len K`` or the engine's own spelling:
+
+* ``--algorithm dflash --num-draft-tokens 8`` (or ``--block-size 8``): k = 7, a DFlash
+  block holds the verified token plus 7 drafts;
+* ``--algorithm eagle|eagle3|nextn --num-steps N``: k = N (chain, topk 1);
+* ``--algorithm dspark --block-size G``: k = G (gamma);
+* ``--algorithm ngram --num-draft-tokens N``: k = N - 1;
+* ``--num-speculative-tokens N`` (vLLM/ATOM) or ``--max-draft-len N`` (TensorRT-LLM): k = N.
+
+``--num-steps``, ``--num-draft-tokens`` and ``--block-size`` are SGLang's spellings and
+follow SGLang's rules (:func:`golden_al.engine_spec.sglang_draft_len`) whatever
+``--engine`` is. ``--algorithm`` also picks the curve's method
+(:func:`golden_al.golden.curve_method_for`: SGLang EAGLE/NEXTN -> mtp, or eagle3 for
+Kimi-K2.5 and MiniMax-M3).
+
+Formats (stdout carries nothing else):
+
+* ``json``: exactly ``synthetic_settings`` (one line);
+* ``yaml``: the same mapping (environment values quoted as strings);
+* ``shell``: ``export K=V`` lines, values quoted for POSIX shells;
+* ``dotenv``: ``K=V`` lines (a value with spaces or quotes is single-quoted).
+
+SGLang and TensorRT-LLM settings are environment variables. For vLLM, shell/dotenv
+print ``GOLDEN_AL_VLLM_SPECULATIVE_CONFIG`` holding a whole ``--speculative-config``
+JSON (``num_speculative_tokens``, ``method`` when known, and the synthetic fields) for
+``vllm serve M --speculative-config "$GOLDEN_AL_VLLM_SPECULATIVE_CONFIG"``; merge it into
+your own config if it carries more keys (``model``, ...). For ATOM, shell/dotenv print
+``GOLDEN_AL_ATOM_ARGS`` (the flag and its value) for ``... $GOLDEN_AL_ATOM_ARGS``.
+
+A model, mode or k without a committed value exits 2 and lists what exists.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import shlex
+import sys
+from typing import Any
+
+from golden_al import engine_spec
+from golden_al.cli._common import add_golden_dir_option, golden_dir
+from golden_al.errors import UsageError
+
+DESCRIPTION = __doc__
+
+EXAMPLES = """\
+examples:
+  golden-al env --model muse-spark-open-816b-a42b-nvfp4 --thinking on \\
+      --engine sglang --algorithm dflash --num-draft-tokens 8 --format json
+  golden-al env --model deepseek-ai/DeepSeek-V4-Pro --thinking on --draft-len 3 --engine trtllm
+  golden-al env --model kimi-k3 --thinking on --engine vllm --algorithm dspark \\
+      --num-speculative-tokens 7 --draft-sample-method probabilistic --format shell
+  eval "$(golden-al env --model qwen3.5 --thinking off --engine sglang --algorithm nextn --num-steps 3)"
+"""
+
+FORMATS = ("shell", "dotenv", "yaml", "json")
+VLLM_SHELL_VAR = "GOLDEN_AL_VLLM_SPECULATIVE_CONFIG"
+ATOM_SHELL_VAR = "GOLDEN_AL_ATOM_ARGS"
+
+#: curve method -> vLLM ``speculative-config`` ``method`` value
+_VLLM_METHOD_NAMES = {"mtp": "mtp", "eagle": "eagle", "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark",
+                      "ngram": "ngram", "draft-model": "draft_model", "medusa": "medusa", "suffix": "suffix"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--model", required=True, help="model key, alias, served name, repo id or checkpoint path")
+    parser.add_argument("--thinking", required=True, choices=("on", "off"), help="thinking mode")
+    parser.add_argument("--engine", required=True, choices=engine_spec.ENGINES, help="engine to emit settings for")
+    k = parser.add_argument_group("draft length (give --draft-len, or the engine's own spelling)")
+    k.add_argument("--draft-len", type=int, metavar="K", help="draft length k (num_speculative_tokens)")
+    k.add_argument("--algorithm", metavar="A",
+                   help="speculative algorithm/method as the engine spells it (dflash, eagle, eagle3, nextn, "
+                        "dspark, ngram, mtp, ...); also selects the curve method")
+    k.add_argument("--num-steps", type=int, metavar="N", help="SGLang --speculative-num-steps (EAGLE family: k = N)")
+    k.add_argument("--num-draft-tokens", type=int, metavar="N",
+                   help="SGLang --speculative-num-draft-tokens (DFLASH/NGRAM: k = N - 1)")
+    k.add_argument("--block-size", type=int, metavar="G",
+                   help="SGLang block size: DSPARK --speculative-dspark-block-size (k = G), "
+                        "DFLASH --speculative-dflash-block-size (k = G - 1)")
+    k.add_argument("--num-speculative-tokens", type=int, metavar="N", help="vLLM/ATOM num_speculative_tokens (k = N)")
+    k.add_argument("--max-draft-len", type=int, metavar="N", help="TensorRT-LLM max_draft_len (k = N)")
+    c = parser.add_argument_group("curve selection (when a model has several curves)")
+    c.add_argument("--method", metavar="M", help="curve method (mtp, eagle3, dflash, dspark, ...)")
+    c.add_argument("--variant", metavar="V", help="curve variant or curve name (e.g. gqa)")
+    c.add_argument("--draft-model", metavar="ID", help="draft model id or path (selects among variants)")
+    c.add_argument("--draft-sample-method", choices=("greedy", "probabilistic"),
+                   help="vLLM draft_sample_method (selects among variants)")
+    parser.add_argument("--format", choices=FORMATS, default="shell", help="output format (default: shell)")
+    add_golden_dir_option(parser)
+
+
+def resolve_draft_len(args: argparse.Namespace) -> int:
+    """k from --draft-len or the engine spellings; contradictions are usage errors."""
+    ks: list[tuple[int, str]] = []
+    if args.draft_len is not None:
+        ks.append((args.draft_len, "--draft-len"))
+    if args.num_speculative_tokens is not None:
+        ks.append((args.num_speculative_tokens, "--num-speculative-tokens"))
+    if args.max_draft_len is not None:
+        ks.append((args.max_draft_len, "--max-draft-len"))
+    sglang_flags = (args.num_steps, args.num_draft_tokens, args.block_size)
+    if any(v is not None for v in sglang_flags):
+        if not args.algorithm:
+            raise UsageError("--num-steps/--num-draft-tokens/--block-size need --algorithm",
+                             hint="e.g. --algorithm dflash --num-draft-tokens 8")
+        algo = engine_spec.normalize_sglang_algorithm(args.algorithm)
+        family = engine_spec.SGLANG_ALGORITHMS[algo]
+        dl = engine_spec.sglang_draft_len(
+            algo,
+            num_steps=args.num_steps,
+            num_draft_tokens=args.num_draft_tokens,
+            dflash_block_size=args.block_size if family == "dflash" else None,
+            dspark_block_size=args.block_size if family == "dspark" else None,
+        )
+        if args.block_size is not None and family not in ("dflash", "dspark"):
+            raise UsageError(f"--block-size applies to DFLASH and DSPARK, not {args.algorithm}")
+        ks.append((dl.k, f"--algorithm {args.algorithm} ({dl.rule})"))
+    if not ks:
+        raise UsageError("no draft length given",
+                         hint="pass --draft-len K, or e.g. --algorithm dflash --num-draft-tokens 8")
+    values = {k for k, _ in ks}
+    if len(values) > 1:
+        raise UsageError("the draft lengths given disagree: " + ", ".join(f"{src} gives k={k}" for k, src in ks))
+    k = ks[0][0]
+    if k < 1:
+        raise UsageError(f"draft length must be >= 1, got {k}")
+    return k
+
+
+def _dotenv_value(value: str) -> str:
+    if value and all(ch.isalnum() or ch in "._-/:+,=@" for ch in value):
+        return value
+    return "'" + value.replace("'", "'\\''") + "'"
+
+
+def render(settings: dict[str, Any], fmt: str, *, engine: str, k: int, method: str | None) -> str:
+    """The text ``golden-al env`` prints for ``settings`` in format ``fmt``."""
+    if fmt == "json":
+        return json.dumps(settings) + "\n"
+    if fmt == "yaml":
+        from ruamel.yaml import YAML
+
+        buf = io.StringIO()
+        y = YAML(typ="rt")
+        y.default_flow_style = False
+        y.dump(dict(settings), buf)
+        return buf.getvalue()
+    pairs: list[tuple[str, str]]
+    if engine == "vllm":
+        vllm_method = _VLLM_METHOD_NAMES.get(method) if method else None
+        cfg = engine_spec.vllm_speculative_config(k, method=vllm_method, extra=settings)
+        pairs = [(VLLM_SHELL_VAR, json.dumps(cfg, separators=(",", ":")))]
+    elif engine == "atom":
+        pairs = [(ATOM_SHELL_VAR, " ".join(f"{flag} {value}" for flag, value in settings.items()))]
+    else:
+        pairs = [(key, str(value)) for key, value in settings.items()]
+    if fmt == "shell":
+        return "".join(f"export {key}={shlex.quote(value)}\n" for key, value in pairs)
+    return "".join(f"{key}={_dotenv_value(value)}\n" for key, value in pairs)
+
+
+def run(args: argparse.Namespace) -> int:
+    from golden_al.golden import load_store
+
+    k = resolve_draft_len(args)
+    store = load_store(golden_dir(args.golden_dir))
+    method = args.method
+    if args.algorithm:
+        algo_method = store.method_for(args.engine, args.algorithm, args.model)
+        if method is not None and method != algo_method:
+            raise UsageError(f"--method {method} contradicts --algorithm {args.algorithm} (curve method {algo_method})")
+        method = algo_method
+    point = store.lookup(args.model, args.thinking, k, method=method, variant=args.variant,
+                         draft_model=args.draft_model, draft_sample_method=args.draft_sample_method)
+    settings = engine_spec.synthetic_settings(args.engine, point.al, k)
+    sys.stdout.write(render(settings, args.format, engine=args.engine, k=k, method=point.method))
+    return 0

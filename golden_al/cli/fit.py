@@ -1,0 +1,122 @@
+"""``golden-al fit``: measurement records -> one golden curve (our schema) + fit diagnostics.
+
+Reads ``measurement.json`` records (files, or directories searched recursively), refuses
+records that disagree on a setting (sampling, chat template, dataset, engine, target or
+draft identity and dtype; the message names the records and the field), pools records of
+the same (thinking mode, k) by summing their counts, fits one per-position profile per
+thinking mode, and writes ``CURVE.yaml`` (AL per k rounded to two decimals, CI, counts,
+measured/derived) and ``CURVE.fit.json`` beside it (every record and its hash, pooled
+counts and histograms, the profile, fitted values, residuals and flags).
+See :mod:`golden_al.curvefit.build` for the rules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from golden_al.cli._common import add_format_option, print_json
+from golden_al.errors import CheckFailedError, UsageError
+
+DESCRIPTION = (
+    "Fit measurement records into a golden curve: one per-position profile per thinking mode, "
+    "AL per draft length rounded to two decimals with its CI and counts, measured and derived "
+    "points marked, and diagnostics (residuals, flagged points) in a CURVE.fit.json sidecar. "
+    "Records that disagree on settings are refused, never averaged."
+)
+
+EXAMPLES = """\
+examples:
+  golden-al fit experiments/qwen-coder-curve/ --out qwen-coder.yaml
+  golden-al fit runs/k*/measurement.json --out curve.yaml --model-key qwen2.5-coder-1.5b-instruct \\
+      --alias Qwen/Qwen2.5-Coder-1.5B-Instruct --provenance-note "HumanEval, greedy, reference engine"
+  golden-al fit sweep/ --out curve.yaml --fill-derived --monotone-conditional --format json
+
+pooling: several records of the same thinking mode and k with identical settings are
+pooled by summing their counts (AL = 1 + sum accepted / sum steps); their CI is a cluster
+bootstrap over the union of their requests (seeded by --seed), or the records' CIs
+combined when a requests.jsonl is missing. A measured k supersedes one-run derived
+records at that k (the difference is reported in CURVE.fit.json).
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Options of ``golden-al fit``."""
+    parser.add_argument("records", nargs="+", metavar="RECORD",
+                        help="measurement.json files or directories holding them (searched recursively)")
+    parser.add_argument("--out", required=True, metavar="CURVE.yaml",
+                        help="the curve to write (our schema); diagnostics go to CURVE.fit.json beside it")
+    parser.add_argument("--model-key", default=None, metavar="KEY",
+                        help="the curve's model key (default: from the target name, e.g. qwen2.5-coder-1.5b-instruct)")
+    parser.add_argument("--alias", action="append", default=[], metavar="NAME",
+                        help="another name of the model (served name, repo id); repeatable")
+    parser.add_argument("--method", default=None, metavar="METHOD",
+                        help="the curve's draft method (default: the records' draft_method, e.g. draft-model, mtp, eagle3)")
+    parser.add_argument("--monotone-conditional", action="store_true",
+                        help="also constrain the conditional profile c_1 >= c_2 >= ... (default: 0 <= c_j <= 1 only)")
+    parser.add_argument("--fill-derived", action="store_true",
+                        help="fill every unmeasured k <= the largest measured k from the profile, marked derived")
+    parser.add_argument("--provenance-note", default=None, metavar="TEXT",
+                        help="a sentence for the curve's provenance notes (where, why, by whom)")
+    parser.add_argument("--tolerance", type=float, default=None, metavar="AL",
+                        help="absolute residual tolerance for flags (default: 3 standard errors from the CIs)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the pooled-CI bootstrap (default: 0)")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 1 (after writing) when the profile cannot explain a point")
+    add_format_option(parser, ("text", "json"), "text")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Fit, write the curve and its sidecar, print a table (or the diagnostics as JSON)."""
+    from golden_al.curvefit import FitOptions, fit_records, load_records, sidecar_path
+    from golden_al.golden import save_curve
+    from golden_al.provenance import atomic_write_text, collect, sha256_file
+
+    out = Path(args.out)
+    if out.suffix not in (".yaml", ".yml"):
+        raise UsageError(f"--out {args.out!r} must end in .yaml or .yml")
+    if args.tolerance is not None and not args.tolerance > 0:
+        raise UsageError(f"--tolerance must be > 0, got {args.tolerance!r}")
+    started = collect()["started"]
+    records = load_records(args.records)
+    fit = fit_records(records, FitOptions(
+        model_key=args.model_key, aliases=tuple(args.alias), method=args.method,
+        monotone_conditional=args.monotone_conditional, fill_derived=args.fill_derived,
+        provenance_note=args.provenance_note, tolerance=args.tolerance, seed=args.seed,
+    ))
+    save_curve(fit.curve, out)
+    side = sidecar_path(out)
+    diag = fit.diagnostics(curve_file=out.name, curve_sha256=sha256_file(out), provenance=collect(started=started))
+    atomic_write_text(side, json.dumps(diag, indent=2) + "\n")
+    for w in fit.warnings:
+        sys.stderr.write(f"golden-al: warning: {w}\n")
+    flags = fit.flags
+    if args.format == "json":
+        print_json(diag)
+    else:
+        for mode, mf in fit.modes.items():
+            blk = fit.curve.mode(mode)
+            assert blk is not None
+            print(f"{fit.curve.model} {mode} ({mf.fit.weighting}-weighted profile, c = "
+                  + ", ".join(f"{c:.3f}" for c in mf.fit.conditional) + ")")
+            print(f"  {'k':>2}  {'AL':>5}  {'95% CI':<15}  {'origin':<8}  {'steps':>8}  {'fitted':>6}  {'resid':>7}  flags")
+            fitted = dict(zip(mf.fit.ks.tolist(), zip(mf.fit.fitted, mf.fit.residuals, strict=True), strict=True))
+            for k, p in blk.points.items():
+                ci = f"[{p.ci95[0]:.3f}, {p.ci95[1]:.3f}]" if p.ci95 else "-"
+                f, r = fitted.get(k, (mf.fit.curve([k])[k], None))
+                kinds = ",".join(sorted({fl.kind for fl in mf.point_flags(k)})) or "-"
+                steps = str(p.num_verify_steps) if p.num_verify_steps is not None else "-"
+                resid = f"{r:+.4f}" if r is not None else "-"
+                print(f"  {k:>2}  {p.al:>5.2f}  {ci:<15}  {p.origin:<8}  {steps:>8}  {f:>6.3f}  {resid:>7}  {kinds}")
+            for fl in mf.fit.flags:
+                print(f"  flag {fl}")
+        n_points = sum(len(b.points) for b in fit.curve.modes().values())
+        print(f"wrote {out} ({n_points} points, {len(fit.modes)} thinking mode(s), {len(records)} records, "
+              f"{len(flags)} flag(s)) and {side}")
+    if flags and args.strict:
+        raise CheckFailedError(f"the profile cannot explain {len(flags)} point(s): "
+                               + "; ".join(f"{m} {f}" for m, f in flags[:3]),
+                               hint=f"see {side}; re-measure the flagged k or fit without --strict")
+    return 0

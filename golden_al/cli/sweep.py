@@ -1,0 +1,76 @@
+"""``golden-al sweep``: measure every (thinking mode, draft length) cell against a server, resumably."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from golden_al.cli._common import parse_int_list
+from golden_al.cli._servers import add_prompt_arguments, add_server_arguments, run_server_sweep
+from golden_al.errors import UsageError
+
+DESCRIPTION = (
+    "Measure every (thinking mode, draft length) cell against SGLang, vLLM or ATOM: one measurement.json per "
+    "cell in OUT/thinking_{on,off}/k{K}/, per-request results appended as they finish. With --launch the "
+    "server is started per draft length (its log captured in OUT/logs/) and always stopped. --resume "
+    "continues a killed sweep without losing or double-counting a request. --one-run measures the largest "
+    "k once and derives the smaller ones from its per-step acceptance."
+)
+
+EXAMPLES = """\
+examples:
+  # SGLang DFLASH, both thinking modes, k=1..7 (server relaunched per k with --speculative-num-draft-tokens k+1)
+  golden-al sweep --engine sglang --launch --target /models/Target --draft /models/Target-DFlash \\
+      --algorithm dflash --tp 8 --draft-lens 1-7 --thinking on,off \\
+      --prompts speed-bench:/data/speed-bench:coding --out runs/dflash
+  # resume it after a crash or Ctrl-C
+  golden-al sweep ... --out runs/dflash --resume
+  # one server run at k=7, k=1..6 derived, k=3 and k=5 measured to validate the derivation
+  golden-al sweep --engine vllm --launch --target /m/t --algorithm mtp --draft-lens 1-7 --thinking on \\
+      --one-run --validate-k 3,5 --out runs/mtp-onerun
+  # against an already running server (its own draft length)
+  golden-al sweep --engine sglang --server http://127.0.0.1:30000 --draft-lens 3 --thinking on,off --out runs/k3
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_server_arguments(parser, with_engine=True)
+    g = parser.add_argument_group("cells")
+    g.add_argument("--draft-lens", required=True, metavar="LIST", help="draft lengths k, e.g. 1-8 or 1,3,5")
+    g.add_argument("--thinking", default="off", metavar="LIST", help="thinking modes: on, off or on,off (default off)")
+    g.add_argument("--target", metavar="MODEL", help="target model (path or hub id) the server loads / serves")
+    g.add_argument("--draft", metavar="MODEL", help="draft model (path or hub id), if the method has one")
+    g.add_argument("--out", required=True, metavar="DIR", help="output directory")
+    g.add_argument("--one-run", action="store_true",
+                   help="measure only the largest k and derive the smaller ones (records marked derived)")
+    g.add_argument("--validate-k", default=None, metavar="LIST",
+                   help="with --one-run: also measure these k for real and compare with the derived AL")
+    g.add_argument("--cache-dir", metavar="DIR", help="prompt/model cache (default $GOLDEN_AL_CACHE)")
+    add_prompt_arguments(parser)
+
+
+def parse_thinking(text: str) -> list[str]:
+    """``"on,off"`` -> ``["on", "off"]`` (order kept, duplicates dropped)."""
+    out: list[str] = []
+    for part in str(text).split(","):
+        part = part.strip().lower()
+        if not part:
+            continue
+        if part not in ("on", "off"):
+            raise UsageError(f"--thinking: {part!r} is not on or off")
+        if part not in out:
+            out.append(part)
+    if not out:
+        raise UsageError("--thinking: no mode given")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    draft_lens = parse_int_list(args.draft_lens, name="--draft-lens")
+    if min(draft_lens) < 1:
+        raise UsageError(f"--draft-lens must be >= 1, got {args.draft_lens}")
+    validate = parse_int_list(args.validate_k, name="--validate-k") if args.validate_k else []
+    if validate and not args.one_run:
+        raise UsageError("--validate-k needs --one-run")
+    return run_server_sweep(args, engine=args.engine, draft_lens=draft_lens, thinking=parse_thinking(args.thinking),
+                            out=Path(args.out), layout="sweep", one_run=args.one_run, validate_k=validate)

@@ -1,0 +1,1 @@
+"""Engines that produce measurements: the offline reference engine (``reference/``) and serving engines."""

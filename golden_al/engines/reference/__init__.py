@@ -1,0 +1,43 @@
+"""The offline reference engine: chain speculative decoding in transformers + torch.
+
+torch and transformers are imported only inside this package (the ``[engine]``
+extra); nothing on the import path of the torch-free commands imports it.
+
+Public API:
+
+* :class:`ReferenceEngine` (``generate``, ``iter_generate``, ``replay``,
+  ``iter_replay``, ``target_generate``) and :func:`make_generator`;
+* :class:`SamplingParams`; results :class:`RequestOutput` (live),
+  :class:`ReplayOutput` (replay), :class:`TargetOutput`;
+* the counting rules of :mod:`.accounting` (:class:`StepCounts`,
+  :func:`greedy_accept_counts`, :func:`expected_step_counts`);
+* :func:`assisted_generate` (transformers' own assisted generation, for comparison).
+"""
+
+from __future__ import annotations
+
+from golden_al.engines.reference.accounting import (
+    StepCounts,
+    counts_from_accept_counts,
+    expected_step_counts,
+    first_step,
+    greedy_accept_counts,
+)
+from golden_al.engines.reference.engine import ReferenceEngine, make_generator
+from golden_al.engines.reference.live import RequestOutput
+from golden_al.engines.reference.replay import ReplayOutput, TargetOutput
+from golden_al.engines.reference.sampling import SamplingParams
+
+__all__ = [
+    "ReferenceEngine",
+    "ReplayOutput",
+    "RequestOutput",
+    "SamplingParams",
+    "StepCounts",
+    "TargetOutput",
+    "counts_from_accept_counts",
+    "expected_step_counts",
+    "first_step",
+    "greedy_accept_counts",
+    "make_generator",
+]

@@ -1,0 +1,195 @@
+"""Replay: one target generation plus one teacher-forced draft pass gives every k.
+
+1. The target generates each request on its own (greedy or sampled; KV cache,
+   batched like :mod:`.live`).
+2. The draft runs once, teacher-forced, over prompt + output, giving at every
+   output position ``j`` its distribution ``q_j`` given the target's prefix
+   ``y_<j``.
+
+**Greedy** (temperature 0): at each step boundary of live decoding the draft's
+context equals the target's prefix throughout an accepted run, so the draft's
+proposal at position ``j`` is ``argmax q_j`` and it is accepted iff it equals
+``y_j``. The step sequence for any ``k`` follows from this per-position
+agreement (:func:`.accounting.greedy_accept_counts`): replay is **exact** and
+equals live decoding step for step (tests prove it on tiny models).
+
+**Sampling**: the per-position acceptance probability ``beta_j = sum_x min(p_j(x),
+q_j(x))`` (``p`` the target's, ``q`` the draft's, both warped the same way) is
+accumulated along the target's sampled trajectory into expected counts
+(:func:`.accounting.expected_step_counts`). This is an **estimate**: records
+carry ``estimate: true`` and ``mode: replay``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from golden_al.engines.reference.accounting import (
+    StepCounts,
+    counts_from_accept_counts,
+    expected_step_counts,
+    first_step,
+    greedy_accept_counts,
+)
+from golden_al.engines.reference.batch_cache import BatchedKV, left_pad
+from golden_al.engines.reference.live import ProgressFn, target_generate_step
+from golden_al.engines.reference.sampling import SamplingParams, sample, warp
+
+__all__ = ["ReplayOutput", "TargetOutput", "draft_agreement", "iter_replay", "iter_target_generate"]
+
+
+@dataclass
+class TargetOutput:
+    """The target's own generation of one request."""
+
+    index: int
+    prompt_token_ids: list[int]
+    output_token_ids: list[int] = field(default_factory=list)
+    finish_reason: str = ""
+    wall_s: float = 0.0
+    p: list[torch.Tensor] | None = None
+    """Warped target distributions per output position (sampling only)."""
+
+
+@dataclass
+class ReplayOutput:
+    """One replayed request: the target's output and the counts at each ``k``."""
+
+    index: int
+    prompt_token_ids: list[int]
+    output_token_ids: list[int]
+    finish_reason: str
+    estimate: bool
+    """True for sampling (expected counts from sum-of-min(p, q)); False for exact greedy."""
+    agreement: list[float]
+    """Per output position: 1/0 draft-target agreement (greedy) or ``beta_j`` (sampling)."""
+    counts: dict[int, StepCounts]
+    wall_s: float = 0.0
+
+    def accepted(self, k: int) -> list[int] | None:
+        """``n`` per verify step at draft length ``k`` (greedy only)."""
+        c = self.counts[k]
+        return None if c.accept_lengths is None else [L - 1 for L in c.accept_lengths]
+
+
+def iter_target_generate(
+    target: Any,
+    prompts: Sequence[Sequence[int]],
+    *,
+    sampling: SamplingParams,
+    eos_token_ids: Sequence[int],
+    generator: torch.Generator,
+    batch_size: int = 8,
+    keep_distributions: bool = False,
+    indices: Sequence[int] | None = None,
+) -> Iterator[TargetOutput]:
+    """Plain autoregressive generation by the target alone (KV cache, batched)."""
+    eos = {int(e) for e in eos_token_ids}
+    idx = list(range(len(prompts))) if indices is None else list(indices)
+    M = sampling.max_tokens
+    for start in range(0, len(prompts), max(1, batch_size)):
+        t0 = time.perf_counter()
+        reqs = [TargetOutput(index=idx[i], prompt_token_ids=[int(t) for t in prompts[i]],
+                             p=[] if keep_distributions else None)
+                for i in range(start, min(len(prompts), start + batch_size))]
+        with torch.inference_mode():
+            kv = BatchedKV(target, len(reqs))
+            ids, valid = left_pad([r.prompt_token_ids for r in reqs], device=kv.device)
+            logits = kv.forward(ids, valid, logits_to_keep=1)[:, -1]
+            if sampling.greedy:
+                tok = logits.argmax(dim=-1)
+            else:
+                p = warp(logits, sampling)
+                tok = sample(p, generator)
+            active = list(range(len(reqs)))
+            while True:
+                toks = [int(v) for v in tok.tolist()]
+                for row, ri in enumerate(active):
+                    r = reqs[ri]
+                    r.output_token_ids.append(toks[row])
+                    if r.p is not None:
+                        r.p.append(warp(logits[row], sampling).float())
+                    if toks[row] in eos:
+                        r.finish_reason = "stop"
+                    elif len(r.output_token_ids) >= M:
+                        r.finish_reason = "length"
+                keep = [row for row, ri in enumerate(active) if not reqs[ri].finish_reason]
+                for ri in active:
+                    if reqs[ri].finish_reason and not reqs[ri].wall_s:
+                        reqs[ri].wall_s = time.perf_counter() - t0
+                        yield reqs[ri]
+                if not keep:
+                    break
+                if len(keep) < len(active):
+                    kv.select(torch.tensor(keep, dtype=torch.long, device=kv.device))
+                    toks = [toks[row] for row in keep]
+                    active = [active[row] for row in keep]
+                tok, logits = target_generate_step(kv, toks, sampling, generator)
+
+
+def draft_agreement(draft: Any, out: TargetOutput, sampling: SamplingParams) -> list[float]:
+    """Teacher-forced draft pass over prompt + output: agreement (greedy) or ``beta_j`` per position."""
+    y = out.output_token_ids
+    seq = out.prompt_token_ids + y[:-1]
+    with torch.inference_mode():
+        kv = BatchedKV(draft, 1)
+        ids = torch.tensor([seq], dtype=torch.long, device=kv.device)
+        logits = kv.forward(ids, torch.ones_like(ids, dtype=torch.bool), logits_to_keep=len(y))[0]
+        if sampling.greedy:
+            guess = logits.argmax(dim=-1)
+            return [float(v) for v in (guess == torch.tensor(y, device=guess.device)).tolist()]
+        assert out.p is not None, "sampling replay needs the target's distributions"
+        q = warp(logits, sampling).float()
+        p = torch.stack(out.p)
+        return [float(v) for v in torch.minimum(p, q).sum(dim=-1).clamp(max=1.0).tolist()]
+
+
+def iter_replay(
+    target: Any,
+    draft: Any,
+    prompts: Sequence[Sequence[int]],
+    *,
+    draft_lens: Sequence[int],
+    sampling: SamplingParams,
+    eos_token_ids: Sequence[int],
+    generator: torch.Generator,
+    batch_size: int = 8,
+    prefill_emits_token: bool = True,
+    indices: Sequence[int] | None = None,
+    progress: ProgressFn | None = None,
+) -> Iterator[ReplayOutput]:
+    """Replay ``prompts`` once and yield each request with its counts at every ``k`` in ``draft_lens``."""
+    ks = sorted({int(k) for k in draft_lens})
+    if not ks or ks[0] < 1:
+        raise ValueError(f"draft lengths must be >= 1, got {list(draft_lens)}")
+    start = first_step(prefill_emits_token)
+    if progress is not None:
+        progress(0, total=len(prompts))
+    for out in iter_target_generate(target, prompts, sampling=sampling, eos_token_ids=eos_token_ids,
+                                    generator=generator, batch_size=batch_size,
+                                    keep_distributions=not sampling.greedy, indices=indices):
+        t0 = time.perf_counter()
+        agree = draft_agreement(draft, out, sampling)
+        out.p = None  # free the distributions
+        if sampling.greedy:
+            flags = [a > 0.5 for a in agree]
+            counts = {k: counts_from_accept_counts(greedy_accept_counts(flags, k, start=start), k) for k in ks}
+        else:
+            counts = {k: expected_step_counts(agree, k, start=start) for k in ks}
+        if progress is not None:
+            progress(1)
+        yield ReplayOutput(
+            index=out.index,
+            prompt_token_ids=out.prompt_token_ids,
+            output_token_ids=out.output_token_ids,
+            finish_reason=out.finish_reason,
+            estimate=not sampling.greedy,
+            agreement=agree,
+            counts=counts,
+            wall_s=out.wall_s + time.perf_counter() - t0,
+        )

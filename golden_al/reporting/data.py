@@ -1,0 +1,267 @@
+"""The numbers behind every report plot (no matplotlib): one :class:`Series` per curve and thinking mode.
+
+A series comes from measurement records (fitted in memory by
+:func:`golden_al.curvefit.fit_records`, so the measured histograms and per-position
+counts are at hand) or from a golden curve file (our schema or the InferenceX legacy
+shape; a ``CURVE.fit.json`` sidecar beside it adds its histograms and counts). Each
+``*_data`` function returns the plain-JSON document that its plot shows and that is
+saved beside it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distributions import AcceptanceDistribution, units
+from distributions.errors import DistributionError
+from distributions.fit import FitResult, fit_profile
+from golden_al.golden.schema import GoldenCurve
+
+__all__ = [
+    "DEFAULT_BATCH_SIZES",
+    "SAMPLERS",
+    "PointView",
+    "Series",
+    "al_vs_k_data",
+    "histogram_data",
+    "per_position_data",
+    "series_from_curve",
+    "series_from_fit",
+    "slug",
+    "throughput_data",
+]
+
+#: (engine, method, options, label) of every sampler the histogram plot compares.
+SAMPLERS: tuple[tuple[str, str, dict[str, Any], str], ...] = (
+    ("sglang", "match-expected", {}, "SGLang match-expected"),
+    ("sglang", "multinomial", {}, "SGLang multinomial (clamped normal)"),
+    ("vllm", "synthetic", {}, "vLLM synthetic"),
+    ("trtllm", "force", {}, "TRT-LLM force (one-model)"),
+    ("atom", "synthetic", {}, "ATOM synthetic"),
+)
+#: Batch sizes of the modelled throughput plot.
+DEFAULT_BATCH_SIZES: tuple[int, ...] = (1, 64)
+
+
+def slug(text: str) -> str:
+    """A file-name-safe version of ``text``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "series"
+
+
+@dataclass(frozen=True)
+class PointView:
+    """One point as a report shows it."""
+
+    al: float
+    ci95: tuple[float, float] | None
+    origin: str
+    al_exact: float | None = None
+
+
+@dataclass
+class Series:
+    """One curve in one thinking mode, with what is known about its per-step distribution."""
+
+    label: str
+    model: str
+    method: str
+    mode: str
+    source: str
+    points: dict[int, PointView]
+    profile: FitResult | None
+    histograms: dict[int, list[float]] = field(default_factory=dict)
+    steps: dict[int, float] = field(default_factory=dict)
+    per_position_accepted: dict[int, list[float]] = field(default_factory=dict)
+    flags: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def curve(self) -> dict[int, float]:
+        """``{k: golden AL}``."""
+        return {k: p.al for k, p in sorted(self.points.items())}
+
+    def measured_unconditional(self) -> tuple[int, list[float]] | None:
+        """``(k, p_1..p_k)`` from the per-position counts at the largest k that has them."""
+        if not self.per_position_accepted:
+            return None
+        k = max(self.per_position_accepted)
+        steps = self.steps.get(k)
+        if not steps:
+            return None
+        return k, [float(x) / steps for x in self.per_position_accepted[k]]
+
+
+def _profile_from_points(points: dict[int, PointView]) -> FitResult | None:
+    ks = sorted(points)
+    als = [points[k].al_exact if points[k].al_exact is not None else points[k].al for k in ks]
+    cis = [points[k].ci95 for k in ks]
+    try:
+        if all(c is not None and c[1] > c[0] for c in cis):
+            return fit_profile(ks, als, ci95=cis)  # type: ignore[arg-type]
+        return fit_profile(ks, als)
+    except DistributionError:
+        return None
+
+
+def series_from_fit(fit: Any, source: str) -> list[Series]:
+    """Series of a :class:`golden_al.curvefit.CurveFit` (records fitted in memory)."""
+    out: list[Series] = []
+    curve: GoldenCurve = fit.curve
+    for mode, mf in fit.modes.items():
+        blk = curve.mode(mode)
+        assert blk is not None
+        points = {}
+        for k, p in blk.points.items():
+            cell = mf.cells.get(k)
+            points[k] = PointView(p.al, tuple(cell.ci95) if cell else p.ci95, p.origin, cell.al if cell else None)
+        s = Series(
+            label=f"{curve.model} ({curve.draft.method}) {mode}", model=curve.model, method=curve.draft.method,
+            mode=mode, source=source, points=points, profile=mf.fit,
+            flags=[{"k": f.k, "kind": f.kind, "message": f.message} for f in mf.fit.flags],
+        )
+        for k, cell in mf.cells.items():
+            s.histograms[k] = [float(x) for x in cell.histogram]
+            s.steps[k] = float(cell.num_verify_steps)
+            s.per_position_accepted[k] = [float(x) for x in cell.per_position_accepted]
+        out.append(s)
+    return out
+
+
+def series_from_curve(curve: GoldenCurve, source: str, sidecar: dict[str, Any] | None = None) -> list[Series]:
+    """Series of a golden curve; ``sidecar`` is its ``CURVE.fit.json`` document when present."""
+    out: list[Series] = []
+    for mode, blk in curve.modes().items():
+        side = (sidecar or {}).get("modes", {}).get(mode, {})
+        side_points = side.get("points", {})
+        points = {}
+        for k, p in blk.points.items():
+            sp = side_points.get(str(k), {})
+            ci = tuple(sp["ci95_exact"]) if sp.get("ci95_exact") else p.ci95
+            points[k] = PointView(p.al, ci, p.origin, sp.get("al_exact"))  # type: ignore[arg-type]
+        s = Series(label=f"{curve.model} ({curve.draft.method}) {mode}", model=curve.model,
+                   method=curve.draft.method, mode=mode, source=source, points=points,
+                   profile=_profile_from_points({k: v for k, v in points.items() if v.origin == "measured"} or points),
+                   flags=side.get("flags", []))
+        for k, p in blk.points.items():
+            sp = side_points.get(str(k), {})
+            if sp.get("histogram"):
+                s.histograms[k] = [float(x) for x in sp["histogram"]]
+            steps = sp.get("num_verify_steps", p.num_verify_steps)
+            pos = sp.get("per_position_accepted", p.per_position_accepted)
+            if steps and pos:
+                s.steps[k] = float(steps)
+                s.per_position_accepted[k] = [float(x) for x in pos]
+        out.append(s)
+    return out
+
+
+# ------------------------------------------------------------------------------------- plot data
+def al_vs_k_data(series: Sequence[Series]) -> dict[str, Any]:
+    """AL per k with its CI and origin, and the fitted profile's curve, per series."""
+    rows = []
+    for s in series:
+        fitted = s.profile.curve() if s.profile is not None else {}
+        rows.append({
+            "label": s.label, "model": s.model, "method": s.method, "thinking": s.mode, "source": s.source,
+            "points": [{"k": k, "al": p.al, "al_exact": p.al_exact, "ci95": list(p.ci95) if p.ci95 else None,
+                        "origin": p.origin} for k, p in sorted(s.points.items())],
+            "fitted": [{"k": k, "al": v} for k, v in sorted(fitted.items())],
+            "flags": s.flags,
+        })
+    return {"plot": "al_vs_k", "x": "draft length k (drafted tokens per verify step)",
+            "y": "acceptance length AL (tokens per verify step, bonus token included)", "series": rows}
+
+
+def per_position_data(series: Sequence[Series]) -> dict[str, Any]:
+    """Per-position acceptance: fitted unconditional p_j and conditional c_j, and measured ones."""
+    rows = []
+    for s in series:
+        entry: dict[str, Any] = {"label": s.label, "thinking": s.mode}
+        if s.profile is not None:
+            entry["fitted_unconditional"] = [float(x) for x in s.profile.unconditional]
+            entry["fitted_conditional"] = [float(x) for x in s.profile.conditional]
+        measured = s.measured_unconditional()
+        if measured is not None:
+            k, p = measured
+            entry["measured_at_k"] = k
+            entry["measured_unconditional"] = p
+            entry["measured_conditional"] = [float(x) for x in units.unconditional_to_conditional(
+                np.minimum.accumulate(np.clip(p, 0.0, 1.0)))]
+        rows.append(entry)
+    return {"plot": "per_position",
+            "x": "draft position j",
+            "y": "acceptance probability: unconditional p_j = P(accepted >= j), conditional c_j = p_j / p_(j-1)",
+            "series": rows}
+
+
+def _sampler_pmfs(al: float, k: int) -> dict[str, Any]:
+    from simulators import get_sampler
+    from simulators.base import SamplerError
+
+    out: dict[str, Any] = {}
+    for engine, method, opts, label in SAMPLERS:
+        try:
+            dist = get_sampler(engine, method, **opts).pmf(al, k)
+            out[label] = {"pmf": dist.to_list(), "mean": dist.mean()}
+        except (SamplerError, DistributionError) as exc:
+            out[label] = {"pmf": None, "mean": None, "why": str(exc)}
+    return out
+
+
+def histogram_data(s: Series) -> dict[str, Any]:
+    """Per k: the measured pmf of L and each engine sampler's pmf when injected with the measured mean."""
+    panels = []
+    for k in sorted(s.histograms):
+        dist = AcceptanceDistribution.from_accepted_histogram(s.histograms[k], k=k)
+        al = dist.mean()
+        panels.append({
+            "k": k, "measured_al": al, "measured_pmf": dist.to_list(), "measured_std": dist.std(),
+            "num_verify_steps": s.steps.get(k), "samplers": _sampler_pmfs(min(max(al, 1.0), k + 1.0), k),
+        })
+    return {"plot": "histograms", "label": s.label, "thinking": s.mode,
+            "x": "tokens per verify step L (accepted drafts + 1)", "y": "probability",
+            "note": "each sampler is injected with the measured mean AL of that k", "panels": panels}
+
+
+def throughput_data(series: Sequence[Series], batch_sizes: Iterable[int] = DEFAULT_BATCH_SIZES,
+                    cost_overrides: dict[str, float] | None = None) -> dict[str, Any]:
+    """Modelled tokens/s per user and speedup against k (:func:`simulators.throughput.evaluate_draft_lengths`)."""
+    from dataclasses import asdict
+
+    from simulators.throughput import CostModel, evaluate_draft_lengths
+
+    rows = []
+    models = []
+    for b in batch_sizes:
+        cost = CostModel(batch_size=int(b), **(cost_overrides or {}))
+        models.append(asdict(cost))
+        for s in series:
+            table = evaluate_draft_lengths(s.curve, cost)
+            rows.append({"label": s.label, "thinking": s.mode, "batch_size": int(b), **table.to_dict()})
+    return {"plot": "throughput", "x": "draft length k",
+            "y": "tokens/s per user (left) and speedup over no speculation (right)",
+            "cost_models": models,
+            "cost_formula": "step(k) = overhead + k*(draft_ms_per_token + draft_ms_per_token_per_request*B) "
+                            "+ verify_ms + verify_ms_per_token*B*(k+1); step(0) = overhead + verify_ms + "
+                            "verify_ms_per_token*B (milliseconds, simulators.throughput.CostModel)",
+            "series": rows}
+
+
+def load_sidecar(path: Path) -> dict[str, Any] | None:
+    """The ``CURVE.fit.json`` beside ``path``, or None."""
+    from golden_al.curvefit import sidecar_path
+
+    side = sidecar_path(path)
+    if not side.is_file():
+        return None
+    try:
+        data = json.loads(side.read_text(encoding="utf-8"))
+    except json.JSONDecodeError:
+        return None
+    return data if isinstance(data, dict) and data.get("kind") == "golden-al-fit" else None

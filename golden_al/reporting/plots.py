@@ -1,0 +1,193 @@
+"""Draw the report plots from their JSON data (matplotlib, imported lazily, Agg canvas).
+
+Every function takes the document made by :mod:`golden_al.reporting.data` and a PNG
+path, draws with matplotlib's object API (``Figure`` + ``FigureCanvasAgg``: no pyplot,
+no global backend switch, nothing shown on screen) and returns the path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from golden_al.errors import GoldenALError
+
+__all__ = ["MatplotlibMissingError", "plot_al_vs_k", "plot_histograms", "plot_per_position", "plot_throughput"]
+
+_DPI = 110
+
+
+class MatplotlibMissingError(GoldenALError):
+    """matplotlib is not installed (it is the ``plot`` extra)."""
+
+
+def _figure(ncols: int, nrows: int = 1, *, width: float = 6.0, height: float = 4.2) -> Any:
+    try:
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+    except ImportError:
+        raise MatplotlibMissingError(
+            "golden-al report draws its plots with matplotlib, which is not installed",
+            hint="pip install 'golden-al[plot]' (or pip install matplotlib)",
+        ) from None
+    fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
+    FigureCanvasAgg(fig)
+    return fig
+
+
+def _save(fig: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=_DPI)
+    return path
+
+
+def _modes(series: list[dict[str, Any]]) -> list[str]:
+    return [m for m in ("thinking_on", "thinking_off") if any(s["thinking"] == m for s in series)]
+
+
+def _colors(n: int) -> list[Any]:
+    from matplotlib import colormaps
+
+    cmap = colormaps["tab10"]
+    return [cmap(i % 10) for i in range(n)]
+
+
+def plot_al_vs_k(data: dict[str, Any], path: Path) -> Path:
+    """AL against k per thinking mode: points (filled measured, hollow derived), 95% CI band, fitted profile."""
+    series = data["series"]
+    modes = _modes(series) or ["thinking_off"]
+    fig = _figure(len(modes))
+    axes = fig.subplots(1, len(modes), squeeze=False)[0]
+    colors = _colors(len(series))
+    for ax, mode in zip(axes, modes, strict=True):
+        for color, s in zip(colors, series, strict=True):
+            if s["thinking"] != mode:
+                continue
+            pts = s["points"]
+            ks = [p["k"] for p in pts]
+            als = [p["al"] for p in pts]
+            label = s["label"].replace(f" {mode}", "")
+            ax.plot(ks, als, color=color, lw=1.5, label=label)
+            with_ci = [p for p in pts if p["ci95"]]
+            if with_ci:
+                ax.fill_between([p["k"] for p in with_ci], [p["ci95"][0] for p in with_ci],
+                                [p["ci95"][1] for p in with_ci], color=color, alpha=0.2, lw=0)
+            meas = [p for p in pts if p["origin"] == "measured"]
+            der = [p for p in pts if p["origin"] != "measured"]
+            ax.plot([p["k"] for p in meas], [p["al"] for p in meas], "o", color=color, ms=5)
+            if der:
+                ax.plot([p["k"] for p in der], [p["al"] for p in der], "o", mfc="white", color=color, ms=5)
+            if s["fitted"]:
+                ax.plot([f["k"] for f in s["fitted"]], [f["al"] for f in s["fitted"]], "--", color=color,
+                        lw=1, alpha=0.8)
+            for fl in s["flags"]:
+                if fl["k"] in ks:
+                    ax.annotate(fl["kind"], (fl["k"], als[ks.index(fl["k"])]), textcoords="offset points",
+                                xytext=(4, -12), fontsize=7, color="crimson")
+        ax.set_title(f"Acceptance length against draft length ({mode.replace('_', ' ')})")
+        ax.set_xlabel("draft length k (drafted tokens per verify step)")
+        ax.set_ylabel("AL (tokens per verify step, incl. bonus token)")
+        ax.grid(alpha=0.3)
+        handles, labels = ax.get_legend_handles_labels()
+        from matplotlib.lines import Line2D
+
+        handles += [Line2D([], [], marker="o", ls="", color="gray", label="measured"),
+                    Line2D([], [], marker="o", ls="", mfc="white", color="gray", label="derived"),
+                    Line2D([], [], ls="--", color="gray", label="fitted profile")]
+        ax.legend(handles=handles, fontsize=8, loc="lower right")
+        ax.text(0.01, 0.99, "shaded: 95% CI", transform=ax.transAxes, va="top", fontsize=8, color="dimgray")
+    return _save(fig, path)
+
+
+def plot_per_position(data: dict[str, Any], path: Path) -> Path:
+    """Unconditional p_j and conditional c_j against position j: fitted profile lines, measured markers."""
+    series = data["series"]
+    fig = _figure(2)
+    ax_p, ax_c = fig.subplots(1, 2)
+    for color, s in zip(_colors(len(series)), series, strict=True):
+        for ax, fitted_key, meas_key in ((ax_p, "fitted_unconditional", "measured_unconditional"),
+                                         (ax_c, "fitted_conditional", "measured_conditional")):
+            if s.get(fitted_key):
+                js = list(range(1, len(s[fitted_key]) + 1))
+                ax.plot(js, s[fitted_key], "-", color=color, lw=1.5, label=f"{s['label']} (fitted)")
+            if s.get(meas_key):
+                js = list(range(1, len(s[meas_key]) + 1))
+                ax.plot(js, s[meas_key], "o", color=color, ms=5,
+                        label=f"{s['label']} (measured at k={s['measured_at_k']})")
+    ax_p.set_title("Unconditional acceptance p_j = P(accepted drafts >= j)")
+    ax_c.set_title("Conditional acceptance c_j = P(j accepted | j-1 accepted)")
+    for ax in (ax_p, ax_c):
+        ax.set_xlabel("draft position j")
+        ax.set_ylabel("probability")
+        ax.set_ylim(0, 1.05)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower left")
+    return _save(fig, path)
+
+
+def plot_histograms(data: dict[str, Any], path: Path) -> Path:
+    """Per k: measured pmf of L against each engine sampler injected with the same mean."""
+    panels = data["panels"]
+    ncols = min(4, max(1, len(panels)))
+    nrows = max(1, -(-len(panels) // ncols))
+    fig = _figure(ncols, nrows, width=4.2, height=3.2)
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    names = ["measured", *panels[0]["samplers"]] if panels else ["measured"]
+    colors = dict(zip(names, _colors(len(names)), strict=True))
+    width = 0.8 / len(names)
+    for ax, panel in zip(axes, panels, strict=False):
+        k = panel["k"]
+        xs = list(range(1, k + 2))
+        bars = [("measured", panel["measured_pmf"])]
+        bars += [(name, v["pmf"]) for name, v in panel["samplers"].items()]
+        for i, (name, pmf) in enumerate(bars):
+            if pmf is None:
+                continue
+            ax.bar([x - 0.4 + (i + 0.5) * width for x in xs], pmf, width=width, color=colors[name],
+                   label=name, edgecolor="black" if name == "measured" else "none", lw=0.5)
+        ax.set_title(f"k={k}: measured AL {panel['measured_al']:.2f}", fontsize=9)
+        ax.set_xticks(xs)
+        ax.set_xlabel("tokens per verify step L", fontsize=8)
+        ax.set_ylabel("probability", fontsize=8)
+        ax.grid(alpha=0.3, axis="y")
+    for ax in axes[len(panels):]:
+        ax.set_visible(False)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=min(6, len(labels)), fontsize=8)
+    fig.suptitle(f"{data['label']}: measured per-step distribution vs. what each engine injects for the same AL")
+    return _save(fig, path)
+
+
+def plot_throughput(data: dict[str, Any], path: Path) -> Path:
+    """Modelled tokens/s per user and speedup against k, per series and batch size; best k starred."""
+    fig = _figure(2)
+    ax_t, ax_s = fig.subplots(1, 2)
+    rows = data["series"]
+    colors = dict(zip(sorted({r["label"] for r in rows}), _colors(len(rows)), strict=False))
+    styles = ["-", "--", ":", "-."]
+    batches = sorted({r["batch_size"] for r in rows})
+    for r in rows:
+        ks = [row["draft_len"] for row in r["rows"]]
+        tps = [row["tokens_per_s_per_user"] for row in r["rows"]]
+        spd = [row["speedup"] for row in r["rows"]]
+        style = styles[batches.index(r["batch_size"]) % len(styles)]
+        label = f"{r['label']}, batch {r['batch_size']}"
+        ax_t.plot([0, *ks], [r["baseline"]["tokens_per_s_per_user"], *tps], style, marker="o", ms=3,
+                  color=colors[r["label"]], label=label)
+        ax_s.plot(ks, spd, style, marker="o", ms=3, color=colors[r["label"]], label=label)
+        best = r["best_draft_len"]
+        ax_s.plot([best], [spd[ks.index(best)]], "*", ms=12, color=colors[r["label"]])
+    ax_s.axhline(1.0, color="gray", lw=1)
+    ax_t.set_title("Modelled decode throughput per user")
+    ax_t.set_xlabel("draft length k (0 = no speculation)")
+    ax_t.set_ylabel("tokens/s per user")
+    ax_s.set_title("Modelled speedup over no speculation (star: best k)")
+    ax_s.set_xlabel("draft length k")
+    ax_s.set_ylabel("speedup (x)")
+    for ax in (ax_t, ax_s):
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7)
+    cm = data["cost_models"][0]
+    fig.suptitle(f"cost model (ms): verify {cm['verify_ms']:g} + {cm['verify_ms_per_token']:g}/token, "
+                 f"draft {cm['draft_ms_per_token']:g}/token, overhead {cm['overhead_ms']:g}", fontsize=9)
+    return _save(fig, path)

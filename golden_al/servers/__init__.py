@@ -1,0 +1,21 @@
+"""Measuring AL on real serving engines (SGLang, vLLM, ATOM) and serving the reference engine.
+
+* :mod:`golden_al.servers.launch`: exact launch commands per engine and a managed
+  server process (readiness wait, captured log, always stopped).
+* :mod:`golden_al.servers.client`: async OpenAI-compatible chat client with
+  bounded retries and exponential backoff.
+* :mod:`golden_al.servers.synthetic`: refuse a "measurement" while synthetic
+  (forced) acceptance is active.
+* :mod:`golden_al.servers.sources`: bias-free AL sources (SGLang per-request
+  histograms, vLLM counters or per-request metrics, ATOM ``/debug/mtp_stats``).
+* :mod:`golden_al.servers.measure`: measure one cell resumably into a
+  ``measurement.json`` record.
+* :mod:`golden_al.servers.sweep`: every (thinking mode, draft length) cell,
+  relaunching per draft length, resumable, with one-run derivation.
+* :mod:`golden_al.servers.reference_server`: ``serve-reference``, an HTTP server
+  answering like SGLang or vLLM with fault injection for tests.
+
+Everything here is torch-free except the engine behind ``serve-reference``.
+"""
+
+from __future__ import annotations

@@ -1,0 +1,518 @@
+"""Measure one cell (draft length, thinking mode) against a server, resumably.
+
+A cell directory holds:
+
+* ``cell.json``: the cell's fingerprint (engine, k, thinking, sampling, template
+  kwargs, prompts hash, model, AL source, unit size). A resumed run must match it.
+* ``requests.jsonl``: one :class:`~golden_al.measurement.RequestResult` per finished
+  *unit*, appended (flushed, fsynced) as soon as its counts are known.
+* ``measurement.json``: the record, written when every prompt has a result.
+
+What resume means (``resume=True``):
+
+* per-request sources: a line is written only after the response with its own
+  counts arrived, so a request is either counted once or re-sent; a request in
+  flight when the run died is simply sent again (the server may be a new one).
+* counter-delta sources: a unit is one request at concurrency 1 (else a window of
+  ``concurrency`` requests sent together). Its counts are the delta of two
+  snapshots taken with the server idle before it, and exactly the unit's requests
+  finished between them; a unit interrupted at any point has no line and is
+  redone from a fresh snapshot. A restart *during* a session (a counter or the
+  process start time went backwards) stops the run with CounterResetError; a
+  resumed session starts a fresh chain of snapshots, so a restart between sessions
+  is fine.
+
+A torn last line (a crash mid-write) is cut off before appending; two
+processes can never write one cell (an exclusive lock on ``.lock``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distributions.counts import AcceptanceCounts
+from golden_al.errors import GoldenALError, NoVerifyStepsError, SchemaError, ServerError, UsageError
+from golden_al.measurement import (
+    MEASUREMENT_FILE,
+    REQUESTS_FILE,
+    DatasetInfo,
+    MeasurementRecord,
+    ModelInfo,
+    RequestResult,
+    SamplingInfo,
+    ServerInfo,
+    append_request_result,
+    bootstrap_ci,
+    counts_from_requests,
+    read_request_results,
+    write_record,
+)
+from golden_al.provenance import atomic_write_text, collect, now_iso
+from golden_al.servers.client import RequestFailedError, ServerClient
+from golden_al.servers.sources import CounterSource, PerRequestSource, Source
+
+__all__ = [
+    "CELL_FILE",
+    "CellPlan",
+    "ChatPrompt",
+    "cell_lock",
+    "completed_indices",
+    "measure_cell",
+    "read_cell_results",
+    "record_from_results",
+    "repair_jsonl_tail",
+    "request_body",
+]
+
+CELL_FILE = "cell.json"
+_CELL_SCHEMA = "golden-al/server-cell/1"
+
+ProgressFn = Callable[..., None]
+
+
+@dataclass(frozen=True)
+class ChatPrompt:
+    """One prompt: its position, the chat messages sent, and the hash recorded."""
+
+    index: int
+    messages: tuple[Mapping[str, Any], ...]
+    prompt_hash: str
+    text: str | None = None
+    """The rendered prompt, for SGLang ``/generate`` (None when not rendered)."""
+
+
+@dataclass
+class CellPlan:
+    """Everything that defines one cell's measurement."""
+
+    engine: str
+    draft_len: int
+    thinking: str
+    sampling: SamplingInfo
+    chat_template_kwargs: dict[str, Any]
+    prompts: list[ChatPrompt]
+    dataset: DatasetInfo
+    target: ModelInfo
+    draft: ModelInfo
+    draft_method: str
+    served_model: str
+    concurrency: int = 1
+    save_text: bool = False
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    bootstrap_seed: int = 0
+
+    def fingerprint(self, source: Source) -> dict[str, Any]:
+        """What must not change between a run and its resumption."""
+        return {
+            "engine": self.engine,
+            "draft_len": self.draft_len,
+            "thinking": self.thinking,
+            "sampling": self.sampling.model_dump(mode="json"),
+            "chat_template_kwargs": self.chat_template_kwargs,
+            "dataset_hash": self.dataset.hash,
+            "num_prompts": len(self.prompts),
+            "served_model": self.served_model,
+            "al_source": source.name,
+            "unit_size": self.unit_size(source),
+            "extra_body": self.extra_body,
+        }
+
+    def unit_size(self, source: Source) -> int:
+        """Requests per unit: 1, or the concurrency for counter-delta sources."""
+        return 1 if source.per_request else max(1, self.concurrency)
+
+
+def request_body(plan: CellPlan, prompt: ChatPrompt, source: Source) -> dict[str, Any]:
+    """The JSON body sent for ``prompt``."""
+    s = plan.sampling
+    seed = None if s.seed is None else int(s.seed) + prompt.index
+    if source.endpoint == "/generate":
+        if prompt.text is None:
+            raise UsageError("--al-source sglang-generate needs rendered prompts (text), but prompt "
+                             f"{prompt.index} has only chat messages", hint="use --al-source sglang-meta-info")
+        sp: dict[str, Any] = {"max_new_tokens": s.max_tokens, "temperature": s.temperature, "top_p": s.top_p}
+        if s.top_k is not None:
+            sp["top_k"] = s.top_k
+        if seed is not None:
+            sp["sampling_seed"] = seed
+        body: dict[str, Any] = {"text": prompt.text, "sampling_params": sp}
+    else:
+        body = {"model": plan.served_model, "messages": [dict(m) for m in prompt.messages],
+                "max_tokens": s.max_tokens, "temperature": s.temperature, "top_p": s.top_p, "stream": False}
+        if s.top_k is not None:
+            body["top_k"] = s.top_k
+        if seed is not None:
+            body["seed"] = seed
+        if plan.chat_template_kwargs:
+            body["chat_template_kwargs"] = dict(plan.chat_template_kwargs)
+    body.update(source.payload_extra())
+    body.update(plan.extra_body)
+    return body
+
+
+# ---------------------------------------------------------------------------- files
+def repair_jsonl_tail(path: Path) -> bool:
+    """Cut a torn last line (no trailing newline) off ``path``; True if something was cut."""
+    if not path.exists():
+        return False
+    with path.open("rb+") as fh:
+        fh.seek(0, os.SEEK_END)
+        size = fh.tell()
+        if size == 0:
+            return False
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return False
+        fh.seek(0)
+        data = fh.read()
+        keep = data.rfind(b"\n") + 1
+        fh.truncate(keep)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return True
+
+
+@contextlib.contextmanager
+def cell_lock(directory: Path) -> Iterator[None]:
+    """An exclusive lock on ``directory/.lock`` (UsageError if another process holds it)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    fh = (directory / ".lock").open("a")
+    try:
+        try:
+            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise UsageError(f"another golden-al process is measuring into {directory}",
+                             hint="wait for it, or use another --out") from None
+        yield
+    finally:
+        fh.close()
+
+
+def unit_indices(result: RequestResult) -> list[int]:
+    """Prompt indices a result line covers (a window lists them in ``extra.unit``)."""
+    if result.extra and isinstance(result.extra.get("unit"), list):
+        return [int(i) for i in result.extra["unit"]]
+    return [result.index]
+
+
+def read_cell_results(directory: Path) -> list[RequestResult]:
+    """Results of a cell (torn tail tolerated); SchemaError on a prompt counted twice."""
+    results = read_request_results(directory / REQUESTS_FILE)
+    seen: dict[int, int] = {}
+    for line, r in enumerate(results, start=1):
+        for i in unit_indices(r):
+            if i in seen:
+                raise SchemaError(f"prompt {i} has two results (lines {seen[i]} and {line})",
+                                  path=directory / REQUESTS_FILE, hint="the file was edited or two runs shared it")
+            seen[i] = line
+    return results
+
+
+def completed_indices(results: Sequence[RequestResult]) -> set[int]:
+    """Every prompt index with a result."""
+    return {i for r in results for i in unit_indices(r)}
+
+
+def _check_resume(directory: Path, plan: CellPlan, source: Source, resume: bool) -> list[RequestResult]:
+    cell_file = directory / CELL_FILE
+    req_file = directory / REQUESTS_FILE
+    fingerprint = plan.fingerprint(source)
+    if cell_file.exists() or req_file.exists():
+        if not resume:
+            raise UsageError(f"{directory} already holds a measurement",
+                             hint="pass --resume to continue it, or choose another --out")
+        if cell_file.exists():
+            try:
+                stored = json.loads(cell_file.read_text(encoding="utf-8")).get("fingerprint", {})
+            except (OSError, json.JSONDecodeError) as exc:
+                raise SchemaError(f"cannot read cell plan: {exc}", path=cell_file) from None
+            diff = sorted(k for k in set(stored) | set(fingerprint) if stored.get(k) != fingerprint.get(k))
+            if diff:
+                details = "; ".join(f"{k}: was {stored.get(k)!r}, now {fingerprint.get(k)!r}" for k in diff)
+                raise UsageError(f"cannot resume {directory}: the settings changed ({details})",
+                                 hint="resume with the same options, or measure into another --out")
+    if repair_jsonl_tail(req_file):
+        pass  # the torn line was never acknowledged; its unit is redone
+    results = read_cell_results(directory)
+    by_index = {p.index: p for p in plan.prompts}
+    for r in results:
+        hashes = r.extra.get("prompt_hashes") if r.extra and "unit" in r.extra else [r.prompt_hash]
+        for i, h in zip(unit_indices(r), hashes or [], strict=False):
+            if i not in by_index or by_index[i].prompt_hash != h:
+                raise UsageError(f"cannot resume {directory}: prompt {i} differs from the one measured before",
+                                 hint="the prompt set changed; measure into another --out")
+        if r.draft_len != plan.draft_len:
+            raise UsageError(f"cannot resume {directory}: it holds results for k={r.draft_len}, not {plan.draft_len}")
+    atomic_write_text(cell_file, json.dumps({"schema": _CELL_SCHEMA, "fingerprint": fingerprint}, indent=2) + "\n")
+    return results
+
+
+# ---------------------------------------------------------------------------- results
+def _usage(resp: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    usage = resp.get("usage")
+    if isinstance(usage, Mapping):
+        p, c = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        return (int(p) if isinstance(p, (int, float)) else None, int(c) if isinstance(c, (int, float)) else None)
+    meta = resp.get("meta_info")
+    if isinstance(meta, Mapping):
+        p, c = meta.get("prompt_tokens"), meta.get("completion_tokens")
+        return (int(p) if isinstance(p, (int, float)) else None, int(c) if isinstance(c, (int, float)) else None)
+    return None, None
+
+
+def _text_and_finish(resp: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    choices = resp.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        c = choices[0]
+        msg = c.get("message") if isinstance(c.get("message"), Mapping) else {}
+        content = msg.get("content")
+        reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+        text = content if isinstance(content, str) else None
+        if isinstance(reasoning, str) and reasoning:
+            text = f"<think>{reasoning}</think>{text or ''}"
+        return text, (str(c["finish_reason"]) if c.get("finish_reason") is not None else None)
+    meta = resp.get("meta_info") if isinstance(resp.get("meta_info"), Mapping) else {}
+    fr = meta.get("finish_reason")
+    if isinstance(fr, Mapping):
+        fr = fr.get("type")
+    return (resp.get("text") if isinstance(resp.get("text"), str) else None), (str(fr) if fr else None)
+
+
+def _result(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequence[Mapping[str, Any]],
+            counts: AcceptanceCounts, wall_s: float, extra: dict[str, Any]) -> RequestResult:
+    k = plan.draft_len
+    hist = [round(float(v)) if float(v).is_integer() else float(v) for v in counts.histogram or ()]
+    pos = [round(float(v)) if float(v).is_integer() else float(v) for v in counts.per_position_accepted or ()]
+    prompt_tokens = 0
+    out_tokens = 0
+    known_prompt = True
+    texts: list[str] = []
+    finishes: list[str] = []
+    ids: list[str] = []
+    for resp in responses:
+        p, c = _usage(resp)
+        if p is None:
+            known_prompt = False
+        prompt_tokens += p or 0
+        out_tokens += c or 0
+        text, finish = _text_and_finish(resp)
+        texts.append(text or "")
+        finishes.append(finish or "")
+        ids.append(str(resp.get("id") or (resp.get("meta_info") or {}).get("id") or ""))
+    window = len(prompts) > 1
+    if window:
+        extra = {**extra, "unit": [p.index for p in prompts], "prompt_hashes": [p.prompt_hash for p in prompts],
+                 "request_ids": ids, "finish_reasons": finishes}
+        prompt_hash = hashlib.sha256("".join(p.prompt_hash for p in prompts).encode()).hexdigest()
+    else:
+        prompt_hash = prompts[0].prompt_hash
+    return RequestResult(
+        index=prompts[0].index,
+        request_id=ids[0] if not window else ",".join(ids),
+        draft_len=k,
+        prompt_hash=prompt_hash,
+        num_prompt_tokens=prompt_tokens if known_prompt else None,
+        num_output_tokens=out_tokens,
+        num_verify_steps=counts.num_verify_steps,
+        num_accepted_drafts=counts.num_accepted_drafts,
+        histogram=hist,
+        per_position_accepted=pos,
+        finish_reason=None if window else (finishes[0] or None),
+        wall_s=round(wall_s, 4),
+        text=("\n\x1e".join(texts) if plan.save_text else None),
+        extra=extra or None,
+    )
+
+
+def _reported_al(resp: Mapping[str, Any]) -> float | None:
+    choices = resp.get("choices")
+    meta = None
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        meta = choices[0].get("meta_info")
+    meta = meta or resp.get("meta_info")
+    if isinstance(meta, Mapping) and isinstance(meta.get("spec_accept_length"), (int, float)):
+        return float(meta["spec_accept_length"])
+    return None
+
+
+# ---------------------------------------------------------------------------- running
+async def _run_per_request(client: ServerClient, plan: CellPlan, source: PerRequestSource,
+                           todo: list[ChatPrompt], req_file: Path, progress: ProgressFn) -> None:
+    sem = asyncio.Semaphore(max(1, plan.concurrency))
+    stop = asyncio.Event()
+    failures: list[GoldenALError] = []
+
+    async def one(prompt: ChatPrompt) -> None:
+        async with sem:
+            if stop.is_set():
+                return
+            label = f"request {prompt.index} (k={plan.draft_len}, thinking {plan.thinking})"
+            t0 = time.monotonic()
+            try:
+                resp = await client.post_json(source.endpoint, request_body(plan, prompt, source), label=label)
+                counts = source.counts(resp, plan.draft_len, label)
+            except GoldenALError as exc:
+                failures.append(exc)
+                stop.set()
+                return
+            extra: dict[str, Any] = {}
+            rep = _reported_al(resp)
+            if rep is not None:
+                extra["server_reported_al"] = rep
+            append_request_result(req_file, _result(plan, [prompt], [resp], counts, time.monotonic() - t0, extra))
+            progress(1)
+
+    await asyncio.gather(*(one(p) for p in todo))
+    if failures:
+        first = failures[0]
+        if len(failures) > 1:
+            others = "; ".join(str(f) for f in failures[1:4])
+            raise type(first)(f"{first.message} (and {len(failures) - 1} more failed: {others})", hint=first.hint)
+        raise first
+
+
+async def _run_counter(client: ServerClient, plan: CellPlan, source: CounterSource, todo: list[ChatPrompt],
+                       req_file: Path, progress: ProgressFn) -> None:
+    size = plan.unit_size(source)
+    units = [todo[i:i + size] for i in range(0, len(todo), size)]
+    previous = None
+    policy = client.policy
+    for unit in units:
+        label = (f"request {unit[0].index}" if len(unit) == 1 else
+                 f"requests {unit[0].index}..{unit[-1].index}") + f" (k={plan.draft_len}, thinking {plan.thinking})"
+        errors: list[str] = []
+        for attempt in range(1, policy.max_attempts + 1):
+            before = await source.wait_idle(client, label)
+            source.check_continuity(previous, before, label)
+            t0 = time.monotonic()
+            try:
+                resps = await asyncio.gather(*(
+                    client.post_json(source.endpoint, request_body(plan, p, source), label=label, retry=False)
+                    for p in unit))
+            except RequestFailedError as exc:
+                errors.extend(f"attempt {attempt}: {e.split(': ', 1)[-1]}" for e in exc.errors)
+                previous = before
+                if not exc.retryable:
+                    raise RequestFailedError(label, errors, retryable=False,
+                                             hint="the server rejected the request itself; not retried") from None
+                if attempt < policy.max_attempts:
+                    if client.on_retry is not None:
+                        client.on_retry(f"{label}: {errors[-1]}; retrying in {policy.delay(attempt):g} s")
+                    await asyncio.sleep(policy.delay(attempt))
+                continue
+            wall = time.monotonic() - t0
+            after = await source.after_unit(client, before, len(unit), label)
+            source.check_continuity(before, after, label)
+            counts = source.delta_counts(before, after, plan.draft_len, label)
+            append_request_result(req_file, _result(plan, unit, resps, counts, wall, {"attempts": attempt}))
+            progress(len(unit))
+            previous = after
+            break
+        else:
+            raise RequestFailedError(label, errors)
+
+
+def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, source_name: str,
+                        server: ServerInfo | None, engine_version: str | None, warnings: list[str],
+                        started: str) -> MeasurementRecord:
+    """The ``measurement.json`` record of a finished cell."""
+    k = plan.draft_len
+    rows = [r for r in results if r.draft_len == k]
+    counts = counts_from_requests(rows, k)
+    num_requests = len(completed_indices(rows))
+    if float(counts.num_verify_steps) <= 0:
+        raise NoVerifyStepsError(
+            f"the {num_requests} requests at k={k} (thinking {plan.thinking}) produced zero verify steps: "
+            "AL is undefined",
+            hint="no decode step carried drafts (n-gram found no matches?); use longer outputs or other prompts",
+        )
+    al, ci = bootstrap_ci(rows, k, rng=np.random.default_rng(plan.bootstrap_seed))
+    warn = list(warnings)
+    if any(r.extra and "unit" in r.extra for r in rows):
+        warn.append(f"counts attributed per window of up to {plan.concurrency} requests (counter deltas at "
+                    "concurrency > 1); the CI is a cluster bootstrap over windows")
+    return MeasurementRecord(
+        engine=plan.engine,
+        engine_version=engine_version,
+        mode="server",
+        target=plan.target,
+        draft=plan.draft,
+        draft_method=plan.draft_method,
+        draft_len=k,
+        thinking=plan.thinking,  # type: ignore[arg-type]
+        chat_template_kwargs=plan.chat_template_kwargs,
+        sampling=plan.sampling,
+        dataset=plan.dataset,
+        al=al,
+        al_ci95=ci,
+        al_source=source_name,
+        num_requests=num_requests,
+        num_verify_steps=counts.num_verify_steps,
+        num_accepted_drafts=counts.num_accepted_drafts,
+        per_position_accepted=counts.per_position_accepted,
+        histogram=counts.histogram,
+        per_request_file=REQUESTS_FILE,
+        server=server,
+        warnings=warn,
+        provenance=collect(started=started, ended=now_iso()),
+    )
+
+
+async def measure_cell(client: ServerClient, plan: CellPlan, source: Source, directory: str | Path, *,
+                       resume: bool = False, progress: ProgressFn | None = None, server: ServerInfo | None = None,
+                 engine_version: str | None = None, warnings: Sequence[str] = ()) -> MeasurementRecord:
+    """Measure every prompt of ``plan`` not measured yet, then write ``measurement.json``.
+
+    Returns the record (also written to ``directory/measurement.json``).
+
+    Raises:
+        UsageError: the directory holds another measurement (without ``resume``), or
+            the settings changed since it was started.
+        RequestFailedError / MetricMissingError / CounterResetError / ServerError: a
+            request or the server failed; finished requests stay in ``requests.jsonl``.
+    """
+    d = Path(directory)
+    progress = progress or (lambda *a, **k: None)
+    started = now_iso()
+    with cell_lock(d):
+        results = _check_resume(d, plan, source, resume)
+        done = completed_indices(results)
+        todo = [p for p in plan.prompts if p.index not in done]
+        progress(len(plan.prompts) - len(todo))
+        req_file = d / REQUESTS_FILE
+        if todo:
+            if isinstance(source, PerRequestSource):
+                await _run_per_request(client, plan, source, todo, req_file, progress)
+            elif isinstance(source, CounterSource):
+                await _run_counter(client, plan, source, todo, req_file, progress)
+            else:  # pragma: no cover - every source is one of the two
+                raise ServerError(f"unknown source type {type(source).__name__}")
+        results = read_cell_results(d)
+        missing = sorted({p.index for p in plan.prompts} - completed_indices(results))
+        if missing:
+            raise ServerError(f"{len(missing)} prompts have no result after the run: {missing[:10]}",
+                              hint="rerun with --resume")
+        record = record_from_results(plan, results, source_name=source.name, server=server,
+                                     engine_version=engine_version, warnings=list(warnings), started=started)
+        write_record(record, d)
+        return record
+
+
+def load_finished(directory: str | Path) -> MeasurementRecord | None:
+    """The cell's record if it was finished, else None."""
+    from golden_al.measurement import load_record
+
+    p = Path(directory) / MEASUREMENT_FILE
+    return load_record(p) if p.exists() else None

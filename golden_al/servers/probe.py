@@ -1,0 +1,199 @@
+"""What a running server says about itself: version, arguments, draft length, synthetic state.
+
+* SGLang: ``GET /server_info`` (``/get_server_info`` on older versions): the server
+  args flattened at the top level, ``internal_states`` and ``version``
+  (``python/sglang/srt/entrypoints/http_server.py``). The draft length follows from
+  ``speculative_algorithm`` and the ``speculative_*`` args by
+  :func:`golden_al.engine_spec.sglang_draft_len`.
+* vLLM: ``GET /version``; ``GET /server_info`` only in dev mode
+  (``VLLM_SERVER_DEV_MODE=1``); the draft length is the number of ``position``
+  series of ``vllm:spec_decode_num_accepted_tokens_per_pos_total`` (all present at
+  0 from startup); the args from the log's ``non-default args: {...}`` line.
+* ATOM: ``GET /server_info`` (model, tp, dp); the draft length from
+  ``/debug/mtp_stats`` (drafted tokens / steps) once it has steps.
+
+Every source of self-description is also checked for synthetic acceptance
+(:mod:`golden_al.servers.synthetic`).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from golden_al import engine_spec as es
+from golden_al.errors import GoldenALError, MetricMissingError, ServerError
+from golden_al.servers import synthetic
+from golden_al.servers.client import ServerClient
+
+__all__ = ["ServerFacts", "filter_args", "probe_server", "vllm_args_from_log"]
+
+_SECRET = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
+_NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")
+_BLOCK_DRAFTS = ("dflash", "dspark")
+
+
+@dataclass
+class ServerFacts:
+    """A server's self-description."""
+
+    engine: str
+    version: str | None = None
+    models: list[str] = field(default_factory=list)
+    server_args: dict[str, Any] | None = None
+    draft_len: int | None = None
+    draft_len_rule: str | None = None
+    draft_method: str | None = None
+    chain: bool | None = None
+    warnings: list[str] = field(default_factory=list)
+
+
+def filter_args(args: Mapping[str, Any]) -> dict[str, Any]:
+    """JSON-scalar (and short list) arguments, without anything that looks secret."""
+    out: dict[str, Any] = {}
+    for key, value in args.items():
+        if _SECRET.search(str(key)):
+            continue
+        if value is None or isinstance(value, (bool, int, float, str)):
+            out[str(key)] = value
+        elif isinstance(value, (list, tuple)) and len(value) <= 16 and all(
+                isinstance(v, (bool, int, float, str)) or v is None for v in value):
+            out[str(key)] = list(value)
+        elif isinstance(value, Mapping) and len(value) <= 32:
+            out[str(key)] = filter_args(value)
+    return out
+
+
+def vllm_args_from_log(text: str) -> dict[str, Any] | None:
+    """The ``non-default args: {...}`` dict vLLM logs at startup (last one wins)."""
+    found: dict[str, Any] | None = None
+    for line in text.splitlines():
+        m = _NON_DEFAULT.search(line)
+        if m:
+            try:
+                value = ast.literal_eval(m.group(1))
+            except (ValueError, SyntaxError):
+                continue
+            if isinstance(value, dict):
+                found = value
+    return found
+
+
+def is_chain(engine: str, method: str | None, topk: int | None = None) -> bool:
+    """Whether drafts form a chain (a smaller k proposes a prefix of the same tokens)."""
+    m = (method or "").lower()
+    if any(b in m for b in _BLOCK_DRAFTS):
+        return False
+    return topk in (None, 1)
+
+
+async def probe_server(client: ServerClient, engine: str, *, log_path: str | Path | None = None) -> ServerFacts:
+    """Ask the server who it is; raises SyntheticAcceptanceActiveError when it injects acceptance."""
+    facts = ServerFacts(engine)
+    models = await client.get_json("/v1/models", label="GET /v1/models")
+    if isinstance(models, Mapping):
+        facts.models = [str(m.get("id")) for m in models.get("data") or [] if isinstance(m, Mapping)]
+    log_text = None
+    if log_path is not None:
+        try:
+            log_text = Path(log_path).read_text(encoding="utf-8", errors="replace")
+        except OSError as exc:
+            facts.warnings.append(f"cannot read server log {log_path}: {exc.strerror or exc}")
+    if log_text is not None:
+        synthetic.check_server_log(engine, log_text, where=f"server log {log_path}")
+    if engine == "sglang":
+        await _probe_sglang(client, facts)
+    elif engine == "vllm":
+        await _probe_vllm(client, facts, log_text)
+    else:
+        await _probe_atom(client, facts, has_log=log_text is not None)
+    return facts
+
+
+async def _probe_sglang(client: ServerClient, facts: ServerFacts) -> None:
+    info = await client.get_json("/server_info", label="GET /server_info", optional=True)
+    if info is None:
+        info = await client.get_json("/get_server_info", label="GET /get_server_info", optional=True)
+    if not isinstance(info, Mapping):
+        raise MetricMissingError("SGLang answered neither /server_info nor /get_server_info",
+                                 hint="is this an SGLang server? (--engine)")
+    synthetic.check_server_info("sglang", info)
+    facts.version = str(info["version"]) if info.get("version") is not None else None
+    facts.server_args = filter_args({k: v for k, v in info.items() if k != "internal_states"})
+    algo = info.get("speculative_algorithm")
+    if not algo:
+        raise ServerError("the SGLang server runs without speculative decoding (speculative_algorithm is null)",
+                          hint="launch it with --speculative-algorithm")
+    try:
+        dl = es.sglang_draft_len(
+            str(algo),
+            num_steps=info.get("speculative_num_steps"),
+            eagle_topk=info.get("speculative_eagle_topk"),
+            num_draft_tokens=info.get("speculative_num_draft_tokens"),
+            dspark_block_size=info.get("speculative_dspark_block_size"),
+        )
+    except GoldenALError as exc:
+        facts.warnings.append(f"cannot tell the draft length from /server_info: {exc}")
+        return
+    facts.draft_len, facts.draft_len_rule = dl.k, f"/server_info {dl.rule}"
+    facts.draft_method = str(algo).lower()
+    facts.chain = dl.chain and is_chain("sglang", facts.draft_method, info.get("speculative_eagle_topk"))
+
+
+async def _probe_vllm(client: ServerClient, facts: ServerFacts, log_text: str | None) -> None:
+    from golden_al.formats import prometheus as prom
+
+    version = await client.get_json("/version", label="GET /version", optional=True)
+    if isinstance(version, Mapping) and version.get("version") is not None:
+        facts.version = str(version["version"])
+    dev_info = await client.get_json("/server_info", label="GET /server_info", optional=True)
+    if isinstance(dev_info, Mapping):
+        synthetic.check_server_info("vllm", dev_info)
+    args = vllm_args_from_log(log_text) if log_text else None
+    if args is not None:
+        facts.server_args = filter_args(args)
+        spec = args.get("speculative_config")
+        if isinstance(spec, Mapping):
+            method = spec.get("method") or ("draft_model" if spec.get("model") else None)
+            facts.draft_method = str(method) if method else None
+    text = await client.get_text("/metrics", label="GET /metrics", optional=True)
+    if text is not None:
+        snap = prom.parse_metrics_text(text, source=f"{client.base_url}/metrics")
+        if not snap.has(prom.VLLM_DRAFTS):
+            raise ServerError("the vLLM server exposes no vllm:spec_decode_* counters: speculative decoding is off "
+                              "(or --disable-log-stats is set)", hint="launch it with --speculative-config")
+        if snap.select(prom.VLLM_ACCEPTED_PER_POS):
+            positions = snap.by_label(prom.VLLM_ACCEPTED_PER_POS, "position")
+            facts.draft_len = len(positions)
+            facts.draft_len_rule = "number of position series of vllm:spec_decode_num_accepted_tokens_per_pos_total"
+    facts.chain = is_chain("vllm", facts.draft_method)
+    if dev_info is None and log_text is None:
+        facts.warnings.append("attached vLLM server: synthetic acceptance could not be ruled out from the server "
+                              "itself (no /server_info outside dev mode); pass --server-log FILE to check its log")
+
+
+async def _probe_atom(client: ServerClient, facts: ServerFacts, *, has_log: bool) -> None:
+    info = await client.get_json("/server_info", label="GET /server_info", optional=True)
+    if isinstance(info, Mapping):
+        synthetic.check_server_info("atom", info)
+        facts.server_args = filter_args(info)
+    stats = await client.get_json("/debug/mtp_stats", label="GET /debug/mtp_stats", optional=True)
+    if stats is None:
+        raise MetricMissingError("the ATOM server has no /debug/mtp_stats", hint="is this an ATOM server? (--engine)")
+    if isinstance(stats, Mapping):
+        if stats.get("enabled") is False:
+            raise ServerError("the ATOM server runs without speculative decoding (mtp_stats enabled: false)",
+                              hint="launch it with --method and --num-speculative-tokens")
+        dist = stats.get("distribution") or {}
+        steps = sum(float(v) for v in dist.values()) if isinstance(dist, Mapping) else 0.0
+        drafted = float(stats.get("total_draft_tokens") or 0)
+        if steps > 0 and drafted > 0 and abs(drafted / steps - round(drafted / steps)) < 1e-9:
+            facts.draft_len = round(drafted / steps)
+            facts.draft_len_rule = "/debug/mtp_stats total_draft_tokens / steps"
+    if not has_log:
+        facts.warnings.append("attached ATOM server: forced acceptance is only detected from its log "
+                              "(pass --server-log FILE, or --launch)")

@@ -1,0 +1,485 @@
+"""Sweeps: every (thinking mode, draft length) cell against a server, resumable, with one-run curves.
+
+Layout (``layout="sweep"``)::
+
+    OUT/sweep.json                        the sweep's fingerprint (a resume must match)
+    OUT/logs/k{K}.server.log              captured log of the server launched for k=K
+    OUT/thinking_{on,off}/k{K}/           one cell: cell.json, requests.jsonl, measurement.json
+    OUT/thinking_{on,off}/k{K}/validate/  --one-run --validate-k: the real measurement at K
+    OUT/validation.json                   derived vs measured AL at the --validate-k lengths
+
+``layout="flat"`` (``golden-al measure`` with one cell) puts the cell in ``OUT``
+itself and the log in ``OUT/server.log``.
+
+When launching, the server is started once per draft length and serves both
+thinking modes (thinking is a per-request setting), then stopped; a draft length
+whose cells are all finished is not relaunched on ``--resume``. With an attached
+server there is one draft length: the server's.
+
+``one_run``: only the largest ``k`` is measured; every smaller ``k`` is derived by
+truncating each request's per-step histogram (mass above ``k`` folds onto ``k``;
+:meth:`distributions.AcceptanceDistribution.truncate` applied per request, so the
+pooled pmf is exactly the truncated pooled pmf). For chain drafts this is exact in
+expectation (``derivation_exact: true``); for block drafts (DFLASH, DSPARK) it is
+not (``false``) and should be checked with ``validate_k``, which measures those
+lengths for real and compares.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from distributions import units
+from golden_al.errors import SchemaError, ServerError, UsageError
+from golden_al.measurement import (
+    MEASUREMENT_FILE,
+    REQUESTS_FILE,
+    DatasetInfo,
+    MeasurementRecord,
+    ModelInfo,
+    RequestResult,
+    SamplingInfo,
+    ServerInfo,
+    append_request_result,
+    bootstrap_ci,
+    counts_from_requests,
+    load_record,
+    write_record,
+)
+from golden_al.provenance import atomic_write_text, collect, now_iso
+from golden_al.servers import launch as launch_mod
+from golden_al.servers import synthetic
+from golden_al.servers.client import RetryPolicy, ServerClient
+from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results
+from golden_al.servers.probe import ServerFacts, is_chain, probe_server
+from golden_al.servers.sources import default_source, make_source
+
+__all__ = [
+    "ModeSpec",
+    "ServerOptions",
+    "SweepResult",
+    "SweepSpec",
+    "ValidationRow",
+    "cell_dir",
+    "derive_record",
+    "launch_commands",
+    "run_sweep",
+    "truncate_result",
+]
+
+SWEEP_FILE = "sweep.json"
+VALIDATION_FILE = "validation.json"
+_SWEEP_SCHEMA = "golden-al/sweep/1"
+ProgressFn = Callable[..., None]
+LogFn = Callable[[str], None]
+
+
+@dataclass
+class ServerOptions:
+    """How to reach (or start) the server, and how to talk to it."""
+
+    engine: str
+    url: str | None = None
+    launch: launch_mod.LaunchSpec | None = None
+    base_env: dict[str, str] | None = None
+    ready_timeout_s: float = 1800.0
+    stop_timeout_s: float = 30.0
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
+    al_source: str = "auto"
+    concurrency: int = 1
+    api_key: str | None = None
+    server_log: str | None = None
+    served_model_name: str | None = None
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    save_text: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.url is None) == (self.launch is None):
+            raise UsageError("give exactly one of --server URL and --launch")
+        if self.engine not in launch_mod.SERVER_ENGINES:
+            raise UsageError(f"unknown server engine {self.engine!r}", hint="sglang, vllm or atom")
+        if self.concurrency < 1:
+            raise UsageError(f"--concurrency must be >= 1, got {self.concurrency}")
+
+    def source_name(self) -> str:
+        """The AL source actually used."""
+        if self.al_source != "auto":
+            return self.al_source
+        per_req = bool(self.launch and self.launch.per_request_metrics)
+        return default_source(self.engine, per_request_metrics=per_req)
+
+
+@dataclass
+class ModeSpec:
+    """One thinking mode: its prompts (as sent), sampling and chat-template kwargs."""
+
+    thinking: Literal["on", "off"]
+    prompts: list[ChatPrompt]
+    dataset: DatasetInfo
+    sampling: SamplingInfo
+    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class SweepSpec:
+    """What to measure."""
+
+    draft_lens: list[int]
+    modes: list[ModeSpec]
+    target: ModelInfo
+    draft: ModelInfo
+    draft_method: str | None = None
+    one_run: bool = False
+    validate_k: list[int] = field(default_factory=list)
+    bootstrap_seed: int = 0
+    layout: Literal["sweep", "flat"] = "sweep"
+    check_modes: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.draft_lens:
+            raise UsageError("no draft lengths to measure")
+        for k in self.draft_lens:
+            units.check_draft_len(k)
+        if self.check_modes and not self.modes:
+            raise UsageError("no thinking modes to measure")
+        if self.validate_k and not self.one_run:
+            raise UsageError("--validate-k needs --one-run")
+        kmax = max(self.draft_lens)
+        bad = [k for k in self.validate_k if k >= kmax or k not in self.draft_lens]
+        if bad:
+            raise UsageError(f"--validate-k {bad}: each must be one of the draft lengths below the largest ({kmax})")
+        if self.layout == "flat" and (len(set(self.draft_lens)) > 1 or len(self.modes) > 1 or self.one_run):
+            raise UsageError("a flat layout holds one cell (one draft length, one thinking mode)")
+
+    def measured_lens(self) -> list[int]:
+        """Draft lengths measured for real, in the order they are measured."""
+        if self.one_run:
+            kmax = max(self.draft_lens)
+            return [kmax, *sorted(set(self.validate_k))]
+        return sorted(set(self.draft_lens))
+
+
+@dataclass
+class ValidationRow:
+    """Derived against measured AL at one draft length."""
+
+    thinking: str
+    draft_len: int
+    derived_al: float
+    derived_ci95: tuple[float, float]
+    measured_al: float
+    measured_ci95: tuple[float, float]
+    difference: float
+    within_ci: bool
+    derivation_exact: bool
+
+
+@dataclass
+class SweepResult:
+    """Every record written (measured and derived) and the validation rows."""
+
+    records: list[MeasurementRecord]
+    validation: list[ValidationRow]
+    warnings: list[str]
+
+
+def cell_dir(out: Path, thinking: str, k: int, layout: str = "sweep", *, validate: bool = False) -> Path:
+    """Where one cell lives."""
+    if layout == "flat":
+        return out
+    d = out / f"thinking_{thinking}" / f"k{k}"
+    return d / "validate" if validate else d
+
+
+def _log_path(out: Path, k: int, layout: str) -> Path:
+    return out / "server.log" if layout == "flat" else out / "logs" / f"k{k}.server.log"
+
+
+def _fingerprint(options: ServerOptions, spec: SweepSpec) -> dict[str, Any]:
+    launch = None
+    if options.launch is not None:
+        ls = dataclasses.replace(options.launch, draft_len=1, port=0)
+        launch = {"engine": ls.engine, "target": ls.target, "draft": ls.draft, "algorithm": ls.algorithm,
+                  "tp": ls.tp, "engine_args": ls.engine_args, "speculative_extra": ls.speculative_extra,
+                  "per_request_metrics": ls.per_request_metrics, "image": ls.image}
+    return {
+        "engine": options.engine,
+        "server": options.url,
+        "launch": launch,
+        "draft_lens": sorted(spec.draft_lens),
+        "thinking": [m.thinking for m in spec.modes],
+        "one_run": spec.one_run,
+        "validate_k": sorted(spec.validate_k),
+        "al_source": options.source_name(),
+    }
+
+
+def _check_sweep_state(out: Path, options: ServerOptions, spec: SweepSpec, resume: bool) -> None:
+    if spec.layout == "flat":
+        return
+    path = out / SWEEP_FILE
+    fp = _fingerprint(options, spec)
+    if path.exists():
+        if not resume:
+            raise UsageError(f"{out} already holds a sweep", hint="pass --resume to continue it, or another --out")
+        try:
+            stored = json.loads(path.read_text(encoding="utf-8")).get("fingerprint", {})
+        except (OSError, json.JSONDecodeError) as exc:
+            raise SchemaError(f"cannot read sweep plan: {exc}", path=path) from None
+        diff = sorted(k for k in set(stored) | set(fp) if stored.get(k) != fp.get(k))
+        if diff:
+            details = "; ".join(f"{k}: was {stored.get(k)!r}, now {fp.get(k)!r}" for k in diff)
+            raise UsageError(f"cannot resume {out}: the sweep settings changed ({details})",
+                             hint="resume with the same options, or sweep into another --out")
+    atomic_write_text(path, json.dumps({"schema": _SWEEP_SCHEMA, "fingerprint": fp, "updated": now_iso()},
+                                       indent=2) + "\n")
+
+
+def _finished(d: Path) -> bool:
+    return (d / MEASUREMENT_FILE).exists()
+
+
+# ---------------------------------------------------------------------------- derivation
+def truncate_result(r: RequestResult, k: int) -> RequestResult:
+    """One request's counts at the smaller draft length ``k`` (chain truncation)."""
+    if k > r.draft_len:
+        raise UsageError(f"cannot derive k={k} from a result at k={r.draft_len}")
+    hist = [float(v) for v in r.histogram]
+    new_hist = [*hist[:k], math.fsum(hist[k:])]
+    acc = math.fsum(j * v for j, v in enumerate(new_hist))
+
+    def tidy(x: float) -> int | float:
+        return round(x) if abs(x - round(x)) < 1e-9 else x
+
+    extra = dict(r.extra or {})
+    extra["derived_from_draft_len"] = r.draft_len
+    return r.model_copy(update={
+        "draft_len": k,
+        "num_accepted_drafts": tidy(acc),
+        "histogram": [tidy(v) for v in new_hist],
+        "per_position_accepted": list(r.per_position_accepted[:k]),
+        "accept_lengths": None if r.accept_lengths is None else [min(L, k + 1) for L in r.accept_lengths],
+        "text": None,
+        "extra": extra,
+    })
+
+
+def derive_record(source: MeasurementRecord, results: Sequence[RequestResult], k: int, out_dir: Path, *,
+                  chain: bool, bootstrap_seed: int = 0) -> MeasurementRecord:
+    """The record at ``k`` derived from a measured cell at a larger draft length."""
+    started = now_iso()
+    kmax = source.draft_len
+    rows = [truncate_result(r, k) for r in results if r.draft_len == kmax]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    req = out_dir / REQUESTS_FILE
+    tmp = out_dir / (REQUESTS_FILE + ".tmp")
+    tmp.unlink(missing_ok=True)
+    for r in rows:
+        append_request_result(tmp, r)
+    os.replace(tmp, req)
+    counts = counts_from_requests(rows, k)
+    al, ci = bootstrap_ci(rows, k, rng=np.random.default_rng(bootstrap_seed))
+    warning = (f"derived from the measurement at k={kmax} by truncating each request's per-step acceptance; "
+               + ("exact in expectation for a chain draft" if chain else
+                  "NOT exact for a block draft (its drafts depend on the block size): validate with --validate-k"))
+    record = source.model_copy(update={
+        "derived": True,
+        "derived_from_draft_len": kmax,
+        "derivation_exact": chain,
+        "draft_len": k,
+        "al": al,
+        "al_ci95": ci,
+        "al_source": f"{source.al_source}+truncated-from-k{kmax}",
+        "num_verify_steps": counts.num_verify_steps,
+        "num_accepted_drafts": counts.num_accepted_drafts,
+        "per_position_accepted": counts.per_position_accepted,
+        "histogram": counts.histogram,
+        "per_request_file": REQUESTS_FILE,
+        "warnings": [*source.warnings, warning],
+        "provenance": collect(started=started, ended=now_iso()),
+    })
+    record = MeasurementRecord.model_validate(record.model_dump())
+    write_record(record, out_dir)
+    return record
+
+
+def _se(ci: tuple[float, float]) -> float:
+    return (ci[1] - ci[0]) / (2 * 1.959963984540054)
+
+
+def compare(derived: MeasurementRecord, measured: MeasurementRecord) -> ValidationRow:
+    """Derived vs measured: the difference and whether it is within the combined 95% CI."""
+    diff = derived.al - measured.al
+    se = math.hypot(_se(derived.al_ci95), _se(measured.al_ci95))
+    within = abs(diff) <= 1.959963984540054 * se if se > 0 else abs(diff) < 1e-12
+    return ValidationRow(derived.thinking, derived.draft_len, derived.al, derived.al_ci95, measured.al,
+                         measured.al_ci95, diff, within, bool(derived.derivation_exact))
+
+
+# ---------------------------------------------------------------------------- running
+def _server_info(options: ServerOptions, url: str, command: list[str] | None, env: Mapping[str, str] | None,
+                 facts: ServerFacts, log: Path | None, cell: Path) -> ServerInfo:
+    log_rel = None
+    if log is not None:
+        log_rel = os.path.relpath(log, cell)
+    return ServerInfo(
+        url=url,
+        launched=options.launch is not None,
+        command=command,
+        env=launch_mod.relevant_env(env) if env is not None else None,
+        server_args=facts.server_args,
+        log_file=log_rel,
+        image=options.launch.image if options.launch else None,
+    )
+
+
+async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, cells: list[tuple[ModeSpec, Path]],
+                   url: str, command: list[str] | None, env: Mapping[str, str] | None, log: Path | None,
+                   resume: bool, progress: ProgressFn, note: LogFn) -> list[MeasurementRecord]:
+    async with ServerClient(url, policy=options.policy, api_key=options.api_key, on_retry=note) as client:
+        facts = await probe_server(client, options.engine, log_path=log)
+        for w in facts.warnings:
+            note(w)
+        if facts.draft_len is not None and facts.draft_len != k:
+            raise ServerError(
+                f"the server drafts k={facts.draft_len} ({facts.draft_len_rule}) but k={k} was asked for",
+                hint="pass the server's draft length (--draft-len), or --launch to start one per k",
+            )
+        warnings = list(facts.warnings)
+        if facts.draft_len is None:
+            warnings.append(f"the server's draft length could not be confirmed; recorded as the requested k={k}")
+        served = options.served_model_name or (facts.models[0] if facts.models else None)
+        if not served:
+            raise ServerError("the server lists no model at /v1/models", hint="pass --served-model-name")
+        source = make_source(options.source_name(), options.engine)
+        method = spec.draft_method or (options.launch.draft_method() if options.launch else None) \
+            or facts.draft_method or "unknown"
+        records = []
+        for mode, d in cells:
+            if resume and (d / MEASUREMENT_FILE).exists():
+                continue
+            plan = CellPlan(
+                engine=options.engine, draft_len=k, thinking=mode.thinking, sampling=mode.sampling,
+                chat_template_kwargs=mode.chat_template_kwargs, prompts=mode.prompts, dataset=mode.dataset,
+                target=spec.target, draft=spec.draft, draft_method=method, served_model=served,
+                concurrency=options.concurrency, save_text=options.save_text, extra_body=options.extra_body,
+                bootstrap_seed=spec.bootstrap_seed,
+            )
+            info = _server_info(options, url, command, env, facts, log, d)
+            progress(0, description=f"k={k} thinking {mode.thinking}")
+            records.append(await measure_cell(client, plan, source, d, resume=resume, progress=progress,
+                                              server=info, engine_version=facts.version, warnings=warnings))
+        return records
+
+
+def _chain(options: ServerOptions, spec: SweepSpec) -> bool:
+    method = spec.draft_method or (options.launch.draft_method() if options.launch else None)
+    return is_chain(options.engine, method)
+
+
+def launch_commands(options: ServerOptions, spec: SweepSpec) -> list[str]:
+    """The shell lines ``--launch`` would run, one per measured draft length (``--print-command``).
+
+    The environment shown is what the options add (``--env``); both it and the
+    inherited environment are checked for synthetic acceptance.
+    """
+    if options.launch is None:
+        raise UsageError("--print-command needs --launch")
+    lines = []
+    for k in spec.measured_lens():
+        spec_k = dataclasses.replace(options.launch, draft_len=k, port=options.launch.port or 30000)
+        synthetic.check_launch_env({**(options.base_env or {}), **spec_k.env})
+        lines.append(launch_mod.shell_line(launch_mod.build_command(spec_k), spec_k.env))
+    return lines
+
+
+def run_sweep(options: ServerOptions, spec: SweepSpec, out: str | Path, *, resume: bool = False,
+              progress: ProgressFn | None = None, note: LogFn | None = None) -> SweepResult:
+    """Measure (and derive) every cell of ``spec``; see the module docstring.
+
+    Args:
+        progress: ``progress(advance, *, total=None, description=None)``, counts requests.
+        note: receives one-line notices (retries, warnings, server starts).
+    """
+    out = Path(out)
+    progress = progress or (lambda *a, **k: None)
+    note = note or (lambda s: None)
+    measured = spec.measured_lens()
+    if options.url is not None and len(measured) > 1:
+        raise UsageError(
+            f"an attached server has one draft length, but k={measured} would be measured",
+            hint="use --launch to start a server per draft length, or --one-run without --validate-k",
+        )
+    out.mkdir(parents=True, exist_ok=True)
+    _check_sweep_state(out, options, spec, resume)
+    kmax = max(spec.draft_lens)
+    total = len(measured) * sum(len(m.prompts) for m in spec.modes)
+    progress(0, total=total)
+    records: list[MeasurementRecord] = []
+    for k in measured:
+        validate = spec.one_run and k != kmax
+        cells = [(m, cell_dir(out, m.thinking, k, spec.layout, validate=validate)) for m in spec.modes]
+        if resume and all(_finished(d) for _, d in cells):
+            progress(sum(len(m.prompts) for m, _ in cells))
+            note(f"k={k}: already measured, skipped")
+        elif options.launch is not None:
+            _launch_and_measure(options, spec, out, k, cells, resume, progress, note)
+        else:
+            assert options.url is not None
+            log = Path(options.server_log) if options.server_log else None
+            asyncio.run(_session(options, spec, out, k, cells, options.url, None, None, log, resume, progress, note))
+        records.extend(load_record(d) for _, d in cells)
+    validation: list[ValidationRow] = []
+    warnings: list[str] = []
+    if spec.one_run:
+        chain = _chain(options, spec)
+        for m in spec.modes:
+            src_dir = cell_dir(out, m.thinking, kmax, spec.layout)
+            source = load_record(src_dir)
+            results = read_cell_results(src_dir)
+            for k in sorted(spec.draft_lens):
+                if k == kmax:
+                    continue
+                derived = derive_record(source, results, k, cell_dir(out, m.thinking, k, spec.layout),
+                                        chain=chain, bootstrap_seed=spec.bootstrap_seed)
+                records.append(derived)
+                if k in spec.validate_k:
+                    real = load_record(cell_dir(out, m.thinking, k, spec.layout, validate=True))
+                    validation.append(compare(derived, real))
+        if validation:
+            atomic_write_text(out / VALIDATION_FILE, json.dumps(
+                {"rows": [dataclasses.asdict(v) for v in validation], "provenance": collect()}, indent=2) + "\n")
+        if not chain:
+            warnings.append("block draft: one-run derivation is not exact; check validation.json")
+    return SweepResult(records, validation, warnings)
+
+
+def _launch_and_measure(options: ServerOptions, spec: SweepSpec, out: Path, k: int,
+                        cells: list[tuple[ModeSpec, Path]], resume: bool, progress: ProgressFn,
+                        note: LogFn) -> list[MeasurementRecord]:
+    assert options.launch is not None
+    port = options.launch.port or launch_mod.free_port(options.launch.host)
+    spec_k = dataclasses.replace(options.launch, draft_len=k, port=port)
+    command = launch_mod.build_command(spec_k)
+    env = {**(options.base_env if options.base_env is not None else os.environ), **spec_k.env}
+    for w in synthetic.check_launch_env(env):
+        note(w)
+    log = _log_path(out, k, spec.layout)
+    note(f"k={k}: starting {options.engine}: {launch_mod.shell_line(command, spec_k.env)}")
+    progress(0, description=f"k={k}: starting {options.engine} server")
+    with launch_mod.ManagedServer(command, url=spec_k.url, log_path=log, env=env,
+                                  ready_timeout_s=options.ready_timeout_s,
+                                  stop_timeout_s=options.stop_timeout_s) as server:
+        note(f"k={k}: server ready after {server.ready_after_s or 0:.1f} s (log {log})")
+        return asyncio.run(_session(options, spec, out, k, cells, spec_k.url, command, env, log, resume,
+                                    progress, note))

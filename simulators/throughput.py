@@ -1,0 +1,259 @@
+"""Draft-length trade-offs: tokens per step, step time, tokens/s, speedup, best k.
+
+A decode step with draft length ``k`` drafts ``k`` tokens per request, verifies
+``k + 1`` tokens per request in one target forward, and emits ``L`` tokens per
+request (``E[L] = AL``). With batch size ``B`` the step takes (milliseconds)::
+
+    step(k) = overhead + draft(B, k) + verify(B, k + 1)          (k >= 1)
+    step(0) = overhead + verify(B, 1)                            (no speculation)
+    draft(B, k)  = k * (draft_ms_per_token + draft_ms_per_token_per_request * B)
+    verify(B, n) = verify_ms + verify_ms_per_token * B * n
+
+``verify_ms`` is the part of a target forward that does not grow with tokens
+(reading the weights: decode is memory-bound), ``verify_ms_per_token`` the
+marginal cost of each token in the forward (compute), so verifying k+1 tokens is
+nearly free at batch 1 and costs in proportion at large batch. The defaults are
+illustrative (a dense target of tens of billions of parameters on one accelerator,
+an EAGLE-style one-layer draft); every term is a field to override.
+
+Tokens/s per user is ``AL / step(k)``; the speedup over no speculation is
+``AL * step(0) / step(k)``; the best k maximizes it. :func:`latency_spread`
+compares per-request latency percentiles of the engines' two-point
+(minimum-variance) schedule with a measured-shaped distribution of the same mean.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from distributions import AcceptanceDistribution, DistributionError, units
+from simulators.batch import DEFAULT_QUANTILES, completion_percentiles
+
+__all__ = [
+    "CostModel",
+    "DraftLengthRow",
+    "DraftLengthTable",
+    "curve_shape",
+    "evaluate_draft_lengths",
+    "geometric_with_mean",
+    "latency_spread",
+]
+
+
+@dataclass(frozen=True)
+class CostModel:
+    """Per-step cost model in milliseconds (see the module docstring for the formulas).
+
+    Attributes:
+        draft_ms_per_token: draft time per drafted token per step (batched; memory-bound).
+        draft_ms_per_token_per_request: extra draft time per drafted token per request.
+        verify_ms: fixed part of the target's verify forward (weights read).
+        verify_ms_per_token: marginal target time per verified token (B * (k + 1) tokens).
+        overhead_ms: fixed per-step overhead (scheduling, sampling, launches).
+        batch_size: concurrent requests decoding in lockstep.
+    """
+
+    draft_ms_per_token: float = 0.5
+    draft_ms_per_token_per_request: float = 0.0
+    verify_ms: float = 10.0
+    verify_ms_per_token: float = 0.02
+    overhead_ms: float = 1.0
+    batch_size: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("draft_ms_per_token", "draft_ms_per_token_per_request", "verify_ms",
+                     "verify_ms_per_token", "overhead_ms"):
+            value = getattr(self, name)
+            if not np.isfinite(value) or value < 0:
+                raise DistributionError(f"cost model: {name} must be a finite number >= 0, got {value!r}")
+        if isinstance(self.batch_size, bool) or int(self.batch_size) != self.batch_size or self.batch_size < 1:
+            raise DistributionError(f"cost model: batch_size must be an integer >= 1, got {self.batch_size!r}")
+        if self.verify_ms + self.verify_ms_per_token + self.overhead_ms <= 0:
+            raise DistributionError("cost model: a step must take some time (verify_ms, verify_ms_per_token or overhead_ms > 0)")
+
+    def draft_time(self, k: int) -> float:
+        """Draft time (ms) for ``k`` drafted tokens per request."""
+        return k * (self.draft_ms_per_token + self.draft_ms_per_token_per_request * self.batch_size)
+
+    def verify_time(self, tokens_per_request: int) -> float:
+        """Target forward time (ms) verifying ``tokens_per_request`` tokens for each request."""
+        return self.verify_ms + self.verify_ms_per_token * self.batch_size * tokens_per_request
+
+    def step_time(self, k: int) -> float:
+        """One decode step (ms) at draft length ``k`` (``k = 0``: no speculation)."""
+        if k == 0:
+            return self.overhead_ms + self.verify_time(1)
+        return self.overhead_ms + self.draft_time(k) + self.verify_time(k + 1)
+
+
+@dataclass(frozen=True)
+class DraftLengthRow:
+    """One draft length's expected throughput."""
+
+    draft_len: int
+    al: float
+    tokens_per_step: float
+    step_ms: float
+    tokens_per_s_per_user: float
+    tokens_per_s: float
+    speedup: float
+    latency: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        if self.latency is None:
+            out.pop("latency")
+        return out
+
+
+@dataclass(frozen=True)
+class DraftLengthTable:
+    """Rows per draft length, the no-speculation baseline and the best draft length."""
+
+    rows: list[DraftLengthRow]
+    baseline: dict[str, float]
+    best_draft_len: int
+    cost_model: CostModel
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "rows": [r.to_dict() for r in self.rows],
+            "best_draft_len": self.best_draft_len,
+            "baseline": self.baseline,
+            "cost_model": asdict(self.cost_model),
+            "notes": list(self.notes),
+        }
+
+
+def _al_of(value: float | AcceptanceDistribution, k: int) -> float:
+    if isinstance(value, AcceptanceDistribution):
+        if value.k != k:
+            raise DistributionError(f"the distribution given for draft length {k} has k={value.k}")
+        return value.mean()
+    return units.check_al(float(value), k)
+
+
+def geometric_with_mean(al: float, k: int) -> AcceptanceDistribution:
+    """Constant conditional acceptance ``c`` at every position, with mean ``al``.
+
+    The truncated-geometric family :class:`distributions.families.ConstantConditional`
+    solved for ``AL(k) = al`` (a stand-in "measured-like" shape when no measured
+    profile is at hand).
+    """
+    from distributions.families import ConstantConditional
+
+    al = units.check_al(al, k)
+    return ConstantConditional.from_al(al, k).distribution(k)
+
+
+def curve_shape(curve: Mapping[int, float], k: int) -> tuple[AcceptanceDistribution, str]:
+    """A measured-shaped pmf at draft length ``k`` with mean ``curve[k]``, and how it was made.
+
+    For a chain draft ``AL(k) = 1 + sum_{j<=k} p_j``, so the curve's increments
+    ``p_j = AL(j) - AL(j-1)`` (``AL(0) = 1``) are the unconditional per-position
+    rates (``"curve-increments"``). When the curve lacks a point below ``k`` or its
+    increments are not a valid non-increasing profile in [0, 1] (a noisy tail),
+    the shape falls back to :func:`geometric_with_mean` (``"geometric"``).
+    """
+    al_k = units.check_al(float(curve[k]), k)
+    if all(j in curve for j in range(1, k + 1)):
+        prev = np.concatenate(([1.0], [float(curve[j]) for j in range(1, k)]))
+        inc = np.array([float(curve[j]) for j in range(1, k + 1)]) - prev
+        if np.all(inc >= 0) and np.all(inc <= 1) and np.all(np.diff(inc) <= 1e-12):
+            return AcceptanceDistribution.from_unconditional_rates(np.minimum.accumulate(inc)), "curve-increments"
+    return geometric_with_mean(al_k, k), "geometric"
+
+
+def latency_spread(
+    al: float,
+    k: int,
+    shaped: AcceptanceDistribution,
+    output_tokens: int,
+    step_ms: float,
+    quantiles: Sequence[float] = DEFAULT_QUANTILES,
+) -> dict[str, Any]:
+    """Exact per-request latency percentiles: two-point schedule vs ``shaped`` (same mean).
+
+    Returns, for ``"two_point"`` and ``"shaped"``, the step-count percentiles and
+    the same in milliseconds (``steps * step_ms``).
+    """
+    two_point = AcceptanceDistribution.min_variance(al, k)
+    if abs(shaped.mean() - al) > 1e-6:
+        raise DistributionError(
+            f"the shaped distribution has mean {shaped.mean():.6f}, not the AL {al:g} it is compared at"
+        )
+    out: dict[str, Any] = {"output_tokens": int(output_tokens)}
+    for label, dist in (("two_point", two_point), ("shaped", shaped)):
+        steps = completion_percentiles(dist, output_tokens, quantiles)
+        out[label] = {
+            "std_L": dist.std(),
+            "steps": steps,
+            "ms": {key: val * step_ms for key, val in steps.items() if key != "std"},
+        }
+    return out
+
+
+def evaluate_draft_lengths(
+    curve: Mapping[int, float | AcceptanceDistribution],
+    cost: CostModel | None = None,
+    *,
+    output_tokens: int | None = None,
+) -> DraftLengthTable:
+    """Expected tokens per step, step time, tokens/s, speedup and the best draft length.
+
+    Args:
+        curve: per draft length ``k >= 1``, the AL or a full acceptance distribution.
+        cost: the cost model (defaults: :class:`CostModel`).
+        output_tokens: when given, each row also carries :func:`latency_spread` for
+            requests of that many output tokens (shaped: the distribution given, else
+            :func:`curve_shape` of the curve).
+    """
+    if not curve:
+        raise DistributionError("the curve is empty; give AL for at least one draft length")
+    cost = cost or CostModel()
+    base_step = cost.step_time(0)
+    baseline = {
+        "draft_len": 0,
+        "tokens_per_step": 1.0,
+        "step_ms": base_step,
+        "tokens_per_s_per_user": 1000.0 / base_step,
+        "tokens_per_s": 1000.0 * cost.batch_size / base_step,
+        "speedup": 1.0,
+    }
+    plain_curve = {int(k): _al_of(v, int(k)) for k, v in curve.items()}
+    rows: list[DraftLengthRow] = []
+    notes: list[str] = []
+    for k in sorted(plain_curve):
+        units.check_draft_len(k)
+        al = plain_curve[k]
+        step = cost.step_time(k)
+        latency = None
+        if output_tokens is not None:
+            given = curve[k]
+            if isinstance(given, AcceptanceDistribution):
+                shaped, how = given, "given"
+            else:
+                shaped, how = curve_shape(plain_curve, k)
+            latency = latency_spread(al, k, shaped, output_tokens, step)
+            latency["shape"] = how
+        rows.append(
+            DraftLengthRow(
+                draft_len=k,
+                al=al,
+                tokens_per_step=al,
+                step_ms=step,
+                tokens_per_s_per_user=1000.0 * al / step,
+                tokens_per_s=1000.0 * al * cost.batch_size / step,
+                speedup=al * base_step / step,
+                latency=latency,
+            )
+        )
+    best = max(rows, key=lambda r: (r.speedup, -r.draft_len))
+    if best.speedup < 1.0:
+        notes.append("no draft length beats plain decoding under this cost model")
+    return DraftLengthTable(rows=rows, baseline=baseline, best_draft_len=best.draft_len, cost_model=cost, notes=notes)

@@ -1,0 +1,198 @@
+"""Uncertainty: bootstrap coverage, the sample-size planner, counts-only intervals, z-scores."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from distributions import (
+    AcceptanceDistribution,
+    ConstantConditional,
+    DistributionError,
+    cluster_bootstrap_al,
+    iid_ci_from_counts,
+    mean_tolerance,
+    mean_z_score,
+    plan_sample_size,
+    ratio_stats,
+    requests_needed,
+    verify_steps_needed,
+)
+from distributions.uncertainty import IID_LABEL, z_for_confidence
+
+# A heterogeneous population of requests: each request's drafts are accepted with
+# its own constant conditional rate c, and requests have different lengths.
+K = 4
+RATES = (0.6, 0.75, 0.9)
+PMFS = np.stack([ConstantConditional(c).distribution(K).probs for c in RATES])
+TRUE_AL = 1.0 + float(np.mean([ConstantConditional(c).al(K) - 1.0 for c in RATES]))
+
+
+def simulate_requests(n: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray]:
+    """Per-request (accepted drafts, verify steps) for ``n`` requests of the population above."""
+    steps = rng.integers(20, 200, size=n)
+    which = rng.integers(0, len(RATES), size=n)
+    accepted = np.zeros(n)
+    for i in range(len(RATES)):
+        m = which == i
+        accepted[m] = rng.multinomial(steps[m], PMFS[i]) @ np.arange(K + 1)
+    return accepted, steps
+
+
+# ---------------------------------------------------------------------------- closed forms
+def test_z_for_confidence():
+    assert z_for_confidence(0.95) == pytest.approx(1.959964, abs=1e-6)
+    with pytest.raises(DistributionError, match=r"in \(0, 1\)"):
+        z_for_confidence(1.0)
+
+
+def test_verify_steps_needed_closed_form():
+    assert verify_steps_needed(0.01, step_variance=1.0) == math.ceil(1.959964**2 / 1e-4)
+    assert verify_steps_needed(0.02, step_variance=0.0) == 1
+
+
+def test_requests_needed_closed_form():
+    z = z_for_confidence(0.95)
+    n = requests_needed(0.02, residual_var=900.0, mean_steps=100.0)
+    assert n == math.ceil(z * z * 900.0 / (0.02**2 * 100.0**2))
+    assert requests_needed(0.5, residual_var=1e-6, mean_steps=100.0) == 2
+
+
+def test_ratio_stats_closed_form():
+    acc, steps = np.array([10.0, 30.0, 20.0]), np.array([10.0, 20.0, 10.0])
+    s = ratio_stats(acc, steps)
+    assert s.al == pytest.approx(2.5)
+    resid = acc - 1.5 * steps  # a_i - (AL - 1) s_i
+    assert s.residual_var == pytest.approx(np.var(resid, ddof=1))
+    assert s.std_error() == pytest.approx(math.sqrt(np.var(resid, ddof=1) / (3 * (40 / 3) ** 2)))
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: ratio_stats([1.0], [2.0]), "at least 2 requests"),
+        (lambda: ratio_stats([1.0, 2.0], [2.0]), "equal length"),
+        (lambda: ratio_stats([1.0, -2.0], [2.0, 3.0]), ">= 0"),
+        (lambda: requests_needed(0.0, residual_var=1.0, mean_steps=1.0), "half-width must be a number > 0"),
+        (lambda: verify_steps_needed(0.01, step_variance=-1.0), "variance must be >= 0"),
+        (lambda: mean_z_score(1.0, 1.0, 1.0, 0), "num_draws > 0"),
+        (lambda: iid_ci_from_counts(10, 10), "per-step variance is unknown"),
+        (lambda: iid_ci_from_counts(30, 10, k=2), r"outside \[1, 3\]"),
+    ],
+)
+def test_bad_input(call, match):
+    with pytest.raises(DistributionError, match=match):
+        call()
+
+
+# ---------------------------------------------------------------------------- counts only
+def test_iid_ci_from_histogram_closed_form():
+    hist = [20, 30, 30, 20]
+    d = AcceptanceDistribution.from_accepted_histogram(hist)
+    ci = iid_ci_from_counts(150, 100, histogram=hist)
+    assert ci.al == pytest.approx(2.5)
+    assert ci.std_error == pytest.approx(math.sqrt(d.var() / 100))
+    assert ci.ci_high - ci.al == pytest.approx(1.959964 * ci.std_error, rel=1e-6)
+    assert ci.variance_source == "histogram"
+    assert "optimistic" in ci.label
+    assert ci.label == IID_LABEL
+
+
+def test_iid_ci_with_only_k_uses_the_widest_variance():
+    narrow = iid_ci_from_counts(150, 100, histogram=[20, 30, 30, 20])
+    wide = iid_ci_from_counts(150, 100, k=3)
+    assert wide.step_variance == pytest.approx(1.5 * 1.5)  # (AL-1)(k+1-AL)
+    assert wide.std_error > narrow.std_error
+    assert wide.ci_low >= 1.0
+    assert wide.ci_high <= 4.0
+
+
+def test_iid_ci_rejects_a_histogram_from_another_run():
+    with pytest.raises(DistributionError, match="disagrees"):
+        iid_ci_from_counts(100, 100, histogram=[20, 30, 30, 20])
+
+
+def test_iid_ci_coverage_for_iid_steps(rng):
+    """For truly i.i.d. steps (the engines' synthetic samplers) the interval covers ~95%."""
+    d = ConstantConditional(0.7).distribution(K)
+    reps, n = 400, 500
+    cover = 0
+    for _ in range(reps):
+        x = d.rvs(n, rng)
+        ci = iid_ci_from_counts(float((x - 1).sum()), n, histogram=np.bincount(x - 1, minlength=K + 1))
+        cover += ci.ci_low <= d.mean() <= ci.ci_high
+    tol = 5 * math.sqrt(0.95 * 0.05 / reps)
+    assert abs(cover / reps - 0.95) < tol
+
+
+# ---------------------------------------------------------------------------- bootstrap
+def test_cluster_bootstrap_coverage_sanity(rng):
+    reps, n = 200, 60
+    cover = 0
+    for _ in range(reps):
+        acc, steps = simulate_requests(n, rng)
+        boot = cluster_bootstrap_al(acc, steps, rng=rng, num_resamples=500)
+        cover += boot.ci_low <= TRUE_AL <= boot.ci_high
+    tol = 5 * math.sqrt(0.95 * 0.05 / reps)
+    assert abs(cover / reps - 0.95) < tol
+
+
+def test_iid_interval_is_optimistic_for_clustered_requests(rng):
+    acc, steps = simulate_requests(300, rng)
+    boot = cluster_bootstrap_al(acc, steps, rng=rng, num_resamples=1000)
+    iid = iid_ci_from_counts(acc.sum(), steps.sum(), k=K)  # even the widest i.i.d. interval...
+    assert (iid.ci_high - iid.ci_low) < (boot.ci_high - boot.ci_low)  # ...is narrower than the truth
+
+
+# ---------------------------------------------------------------------------- planner
+@pytest.mark.parametrize("target", [0.04, 0.08])
+def test_planned_requests_reach_the_target_half_width(rng, target):
+    pilot_n = 2000
+    acc, steps = simulate_requests(pilot_n, rng)
+    plan = plan_sample_size(acc, steps, target)
+    assert plan.num_requests > 2
+    assert plan.num_verify_steps == math.ceil(plan.num_requests * plan.observed.mean_steps)
+    reps = 300
+    als = np.empty(reps)
+    for i in range(reps):
+        a, s = simulate_requests(plan.num_requests, rng)
+        als[i] = 1.0 + a.sum() / s.sum()
+    realized = 1.959964 * als.std(ddof=1)
+    resid = acc - (plan.al - 1.0) * steps
+    kurt = float(np.mean((resid - resid.mean()) ** 4) / np.var(resid) ** 2)
+    # relative standard error of the realized sd (reps) and of the pilot's sd estimate
+    rel_se = math.sqrt(1.0 / (2 * (reps - 1)) + (kurt - 1.0) / (4 * pilot_n))
+    assert abs(realized / target - 1.0) < 5 * rel_se + 0.02  # + the ceil and delta-method slack
+
+
+def test_plan_reports_iid_steps_and_design_effect(rng):
+    acc, steps = simulate_requests(500, rng)
+    pooled = np.mean(PMFS, axis=0)
+    var_l = AcceptanceDistribution.from_pmf(pooled).var()
+    plan = plan_sample_size(acc, steps, 0.02, step_variance=var_l)
+    assert plan.num_verify_steps_iid == verify_steps_needed(0.02, step_variance=var_l)
+    # clustering makes the real requirement larger than the i.i.d. one
+    assert plan.design_effect is not None
+    assert plan.design_effect > 1.5
+    assert plan.num_verify_steps > plan.num_verify_steps_iid
+    halving = plan_sample_size(acc, steps, 0.01)
+    assert halving.num_requests == pytest.approx(4 * plan.num_requests, rel=0.01)
+
+
+# ---------------------------------------------------------------------------- z-scores
+def test_mean_z_score_closed_form():
+    assert mean_z_score(3.05, 3.0, 0.25, 100) == pytest.approx(1.0)
+    assert mean_z_score(2.95, 3.0, 0.25, 100) == pytest.approx(-1.0)
+    assert mean_z_score(3.0, 3.0, 0.0, 10) == 0.0
+    assert mean_z_score(3.1, 3.0, 0.0, 10) == math.inf
+    assert mean_tolerance(0.25, 100, z=5) == pytest.approx(0.25)
+
+
+def test_mean_z_score_of_a_sampler_is_standard_normal(rng):
+    d = AcceptanceDistribution.min_variance(3.4, 4)
+    n, reps = 1000, 500
+    z = np.array([mean_z_score(d.rvs(n, rng).mean(), d.mean(), d.var(), n) for _ in range(reps)])
+    assert abs(z.mean()) < 5 / math.sqrt(reps)
+    assert abs(z.std(ddof=1) - 1.0) < 5 / math.sqrt(2 * (reps - 1))

@@ -1,0 +1,165 @@
+"""Per-request spec counts: SGLang meta_info (new and alias keys), vLLM metrics, ATOM mtp_stats."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from golden_al.errors import InputFileError, MetricMissingError, NoVerifyStepsError
+from golden_al.formats import (
+    find_spec_records,
+    parse_atom_mtp_stats,
+    parse_sglang_meta_info,
+    parse_vllm_spec_metrics,
+    read_atom_mtp_stats_file,
+    sum_request_counts,
+)
+
+# A finished SGLang 0.5.23 request: 10 verify steps, histogram over accepted drafts 0..3,
+# completion_tokens = 1 (prefill) + sum of step lengths.
+HIST = [1, 2, 4, 3]
+STEPS = sum(HIST)
+ACC = sum(j * n for j, n in enumerate(HIST))
+COMPLETION = 1 + STEPS + ACC
+META_0_5_23 = {
+    "completion_tokens": COMPLETION,
+    "spec_verify_ct": STEPS,
+    "spec_accept_length": COMPLETION / STEPS,
+    "spec_accept_rate": ACC / (STEPS * 3),
+    "spec_num_correct_drafts": ACC,
+    "spec_num_proposed_drafts": STEPS * 3,
+    "spec_correct_drafts_histogram": HIST,
+}
+META_0_5_15 = {  # 0.5.15.post1 emits both names
+    **META_0_5_23,
+    "spec_accepted_drafts": ACC,
+    "spec_proposed_drafts": STEPS * 3,
+    "spec_accept_histogram": HIST,
+}
+META_OLD = {  # older trees: spec_accept_token_num / spec_draft_token_num / spec_accept_histogram
+    "completion_tokens": COMPLETION,
+    "spec_verify_ct": STEPS,
+    "spec_accept_length": COMPLETION / STEPS,
+    "spec_accept_token_num": ACC,
+    "spec_draft_token_num": STEPS * 3,
+    "spec_accept_histogram": HIST,
+}
+
+
+@pytest.mark.parametrize("meta", [META_0_5_23, META_0_5_15, META_OLD], ids=["0.5.23", "0.5.15.post1", "older"])
+def test_sglang_meta_info_versions(meta: dict) -> None:
+    r = parse_sglang_meta_info(meta)  # k inferred from proposed / verify steps
+    assert (r.verify_steps, r.accepted_drafts, r.counts.num_draft_tokens) == (STEPS, ACC, STEPS * 3)
+    assert r.counts.k == 3
+    assert r.counts.histogram == tuple(HIST)
+    assert r.al == pytest.approx(1 + ACC / STEPS)
+    # SGLang's own per-request value includes the prefill token: 1/verify_ct too high
+    assert r.reported_al == pytest.approx(r.al + 1 / STEPS)
+
+
+def test_sglang_histogram_only_needs_k() -> None:
+    meta = {"spec_verify_ct": sum(HIST[:3]), "spec_correct_drafts_histogram": HIST[:3]}
+    with pytest.raises(InputFileError, match="k"):
+        parse_sglang_meta_info(meta, source="resp.json")
+    r = parse_sglang_meta_info(meta, k=5)
+    assert r.counts.histogram == (*HIST[:3], 0, 0, 0)  # grown histogram padded to k+1
+    assert r.accepted_drafts == sum(j * n for j, n in enumerate(HIST[:3]))
+    assert r.counts.num_draft_tokens is None
+
+
+def test_sglang_oldest_histogram_name() -> None:
+    r = parse_sglang_meta_info({"spec_verify_ct": STEPS, "spec_acceptance_histogram": HIST}, k=3)
+    assert r.accepted_drafts == ACC
+
+
+def test_sglang_inconsistent_fields_name_the_source() -> None:
+    bad = {**META_0_5_23, "spec_num_correct_drafts": ACC + 1}
+    with pytest.raises(InputFileError, match=r"resp\.json: SGLang meta_info"):
+        parse_sglang_meta_info(bad, source="resp.json")
+
+
+def test_sglang_missing_fields() -> None:
+    with pytest.raises(MetricMissingError, match="spec_verify_ct"):
+        parse_sglang_meta_info({"completion_tokens": 5})
+    with pytest.raises(MetricMissingError, match="spec_num_correct_drafts"):
+        parse_sglang_meta_info({"spec_verify_ct": 3})
+    with pytest.raises(InputFileError, match="must be a number"):
+        parse_sglang_meta_info({"spec_verify_ct": "3", "spec_num_correct_drafts": 1}, k=3)
+    with pytest.raises(InputFileError, match="must be an object"):
+        parse_sglang_meta_info([1, 2])  # type: ignore[arg-type]
+
+
+def test_zero_verify_steps() -> None:
+    r = parse_sglang_meta_info({"spec_verify_ct": 0, "spec_num_correct_drafts": 0}, k=3)
+    with pytest.raises(NoVerifyStepsError):
+        _ = r.al
+
+
+def test_find_records_in_sglang_and_openai_shapes() -> None:
+    generate = {"text": "x", "meta_info": META_0_5_23}
+    chat = {"choices": [{"message": {}, "meta_info": META_0_5_23}, {"message": {}, "meta_info": {"id": "a"}}]}
+    ext_list = {"choices": [], "sglext": {"spec_tokens_details": [META_0_5_23, META_0_5_23]}}
+    ext_one = {"sglext": {"spec_tokens_details": META_0_5_15}}
+    recs = find_spec_records([generate, chat, ext_list, ext_one])
+    assert len(recs) == 5
+    total = sum_request_counts(recs)
+    assert (total.num_verify_steps, total.num_accepted_drafts) == (5 * STEPS, 5 * ACC)
+    assert total.histogram == tuple(5 * h for h in HIST)
+    with pytest.raises(InputFileError, match="no per-request"):
+        sum_request_counts([])
+
+
+VLLM_SPEC = {
+    "mean_acceptance_length": 1 + 7 / 4,
+    "draft_acceptance_rate": 7 / 12,
+    "acceptance_histogram": [0, 2, 1, 1],
+    "num_spec_steps": 4,
+    "num_accepted_draft_tokens": 7,
+    "num_draft_tokens": 12,
+    "num_spec_tokens": 3,
+}
+
+
+def test_vllm_per_request_metrics() -> None:
+    for obj in (VLLM_SPEC, {"metrics": {"speculative_decoding": VLLM_SPEC}}):
+        r = parse_vllm_spec_metrics(obj)
+        assert (r.verify_steps, r.accepted_drafts, r.counts.num_draft_tokens) == (4, 7, 12)
+        assert r.al == pytest.approx(VLLM_SPEC["mean_acceptance_length"])
+    recs = find_spec_records({"id": "c", "choices": [], "metrics": {"speculative_decoding": VLLM_SPEC}})
+    assert len(recs) == 1
+    assert recs[0].engine == "vllm"
+    with pytest.raises(MetricMissingError, match="per-request-spec-decode-metrics"):
+        parse_vllm_spec_metrics({"metrics": {}})
+
+
+MTP_STATS = {
+    "enabled": True,
+    "total_draft_tokens": 3000,
+    "total_accepted_tokens": 1780,
+    "acceptance_rate": 1780 / 3000,
+    "average_tokens_per_forward": 2.78,
+    "distribution": {"0": 0, "1": 220, "2": 780, "3": 0},
+    "distribution_percent": {"0": 0.0, "1": 0.22, "2": 0.78, "3": 0.0},
+}
+
+
+def test_atom_mtp_stats(tmp_path: Path) -> None:
+    r = parse_atom_mtp_stats(MTP_STATS)
+    assert r.verify_steps == 1000
+    assert r.counts.histogram == (0, 220, 780, 0)
+    assert r.counts.k == 3
+    assert r.al == pytest.approx(MTP_STATS["average_tokens_per_forward"])
+    path = tmp_path / "mtp_stats.json"
+    path.write_text(json.dumps(MTP_STATS))
+    assert read_atom_mtp_stats_file(path).al == r.al
+    with pytest.raises(MetricMissingError, match="disabled"):
+        parse_atom_mtp_stats({"enabled": False, "total_draft_tokens": 0})
+    with pytest.raises(InputFileError, match="total_draft_tokens"):
+        parse_atom_mtp_stats({**MTP_STATS, "total_draft_tokens": 2999})  # not K per step
+    with pytest.raises(MetricMissingError, match="distribution"):
+        parse_atom_mtp_stats({"enabled": True, "total_draft_tokens": 1, "total_accepted_tokens": 1})
+    path.write_text("{not json")
+    with pytest.raises(InputFileError, match="not JSON"):
+        read_atom_mtp_stats_file(path)

@@ -1,0 +1,207 @@
+"""The golden store: shipped curves, name resolution, lookups, variants, directories."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, SchemaError, UsageError
+from golden_al.golden import curve_method_for, load_store
+from golden_al.golden.import_legacy import convert_file, load_metadata
+from golden_al.golden.import_legacy import main as import_main
+
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = REPO / "tests" / "fixtures" / "inferencex" / "golden_al_distribution"
+METADATA = REPO / "experiments" / "import-inferencex-curves" / "metadata.yaml"
+HEAD_FILES = sorted(FIXTURES.glob("*.yaml"))
+
+
+@pytest.fixture(scope="module")
+def store():
+    return load_store()
+
+
+def test_every_inferencex_curve_is_shipped_with_its_exact_values(store) -> None:
+    """Independent of our legacy reader: yaml.safe_load of their files vs our store."""
+    for path in HEAD_FILES:
+        raw = yaml.safe_load(path.read_text())
+        (model_key,) = raw
+        sc = next(sc for sc in store.curves if sc.name == path.stem)
+        assert sc.format == "golden-al" and sc.model == model_key
+        for mode in ("thinking_on", "thinking_off"):
+            expected = raw[model_key].get(mode)
+            blk = sc.curve.mode(mode)
+            assert (blk is None) == (expected is None), (path.name, mode)
+            if expected is not None:
+                assert {k: p.al for k, p in blk.points.items()} == expected, (path.name, mode)
+                for k, al in expected.items():
+                    assert store.lookup(sc.model, mode, k, method=sc.method, variant=sc.variant or sc.name).al == al
+        url = next(line.split(": ", 1)[1] for line in path.read_text().splitlines() if line.startswith("# Source"))
+        assert sc.curve.provenance.source_url == url
+        assert sc.curve.dataset is not None and sc.curve.dataset.category == "coding"
+
+
+def test_shipped_store_has_the_muse_spark_point(store) -> None:
+    p = store.lookup("muse-spark-open-816b-a42b-nvfp4", "on", 7)
+    assert (p.al, p.method, p.curve, p.k, p.thinking) == (4.05, "dflash", "musespark_dflash", 7, "thinking_on")
+    sc = store.curve("muse-spark-open-816b-a42b-nvfp4")
+    assert sc.curve.draft.precision == "bf16" and sc.curve.engine.name == "sglang"
+    assert sc.curve.provenance.source_url is None and "not public" in sc.curve.provenance.notes
+    with pytest.raises(NoGoldenValueError, match=r"no thinking_off values \(it has thinking_on k=7\)"):
+        store.lookup("muse-spark-open-816b-a42b-nvfp4", "off", 7)
+    with pytest.raises(NoGoldenValueError, match=r"no value at k=6 \(k = 7\)"):
+        store.lookup("muse-spark-open-816b-a42b-nvfp4", "on", 6)
+
+
+@pytest.mark.parametrize(
+    ("name", "key"),
+    [
+        ("deepseek-v4-pro", "deepseek-v4-pro"),            # exact key
+        ("dsv4", "deepseek-v4-pro"),                       # exact alias (InferenceX model prefix)
+        ("deepseek-ai/DeepSeek-V4-Pro", "deepseek-v4-pro"),  # repo id alias
+        ("DEEPSEEK-AI/deepseek-v4-pro", "deepseek-v4-pro"),  # case-insensitive
+        ("DeepSeek-V4-Pro", "deepseek-v4-pro"),            # repo id without org
+        ("/scratch/models/DeepSeek-V4-Pro", "deepseek-v4-pro"),  # checkpoint path basename
+        ("hf:zai-org/GLM-5.2-FP8", "glm-5.2-fp8"),         # srt-slurm hf: prefix
+        ("nvidia/GLM-5.2-NVFP4", "glm-5.2-fp8"),           # another precision's repo id
+        ("glm-5.2-fp4", "glm-5.2-fp8"),                    # recipe model.path
+        ("'nvidia/Kimi-K2.5-NVFP4'", "kimi-k2.5-nvfp4"),    # quoted served name
+        ("other-org/Kimi-K2.5-NVFP4", "kimi-k2.5-nvfp4"),   # last component equals the key
+        ("some-org/Muse-Spark-Open-816B-A42B-NVFP4", "muse-spark-open-816b-a42b-nvfp4"),
+        ("muse-spark-open-816b-a42b", "muse-spark-open-816b-a42b-nvfp4"),
+        ("deepseek-ai/DeepSeek-V4-Pro-DSpark", "deepseek-v4-pro-0813"),
+        ("/model/", None),                                 # no guessing from generic paths
+        ("DeepSeek-V4", None),                             # no prefix matching
+        ("glm-5.2", None),                                 # no stripping of precision suffixes
+        ("Kimi-K2.6-NVFP4", None),
+        ("", None),
+    ],
+)
+def test_resolve_model(store, name: str, key: str | None) -> None:
+    assert store.resolve_model(name) == key
+
+
+def test_resolution_never_picks_between_two_models(tmp_path: Path) -> None:
+    for stem in ("dsv4_mtp", "glm5.2_mtp"):
+        shutil.copy(FIXTURES / f"{stem}.yaml", tmp_path)
+    s = load_store(tmp_path)
+    assert s.resolve_model("dsv4") == "deepseek-v4-pro"
+    # a curve in our schema whose alias equals dsv4 case-insensitively
+    (tmp_path / "x_mtp.yaml").write_text(
+        "schema_version: 1\nmodel: other\naliases: [DSV4, org/dsv4]\ndraft: {method: mtp}\n"
+        "thinking_on: {points: {1: {al: 1.5}}}\nprovenance: {notes: test}\n")
+    s = load_store(tmp_path)
+    assert s.resolve_model("dsv4") == "deepseek-v4-pro"  # exact names win (rule 1)
+    assert s.resolve_model("DSV4") == "other"
+    assert s.resolve_model("org/dsv4") == "other"
+    with pytest.raises(AmbiguousCurveError, match=r"'Dsv4' matches several models .*deepseek-v4-pro, other"):
+        s.resolve_model("Dsv4")
+
+
+def test_variants_need_disambiguation(store) -> None:
+    with pytest.raises(AmbiguousCurveError) as info:
+        store.lookup("minimax-m3", "on", 3)
+    assert "minimaxm3_eagle3 (" in str(info.value) and "minimaxm3_eagle3_gqa (" in str(info.value)
+    assert store.lookup("minimax-m3", "on", 3, variant="gqa").al == 2.78
+    assert store.lookup("minimax-m3", "on", 3, variant="minimaxm3_eagle3").al == 2.83  # curve name
+    assert store.lookup("minimaxm3", "on", 3, draft_model="Inferact/MiniMax-M3-EAGLE3-GQA").al == 2.78
+    assert store.lookup("minimaxm3", "on", 3, draft_model="/tmp/MiniMax-M3-EAGLE3").al == 2.83
+    with pytest.raises(AmbiguousCurveError, match="kimi-k3"):
+        store.lookup("moonshotai/Kimi-K3", "on", 7, method="dspark")
+    assert store.lookup("kimik3", "on", 7, draft_sample_method="greedy").al == 3.78
+    assert store.lookup("kimik3", "on", 7, draft_sample_method="probabilistic").al == 3.84
+    assert store.lookup("kimik3", "on", 7, rejection_sample_method="block").al == 3.84
+    assert store.lookup("kimik3", "on", 7, variant="probabilistic-block").al == 3.84
+
+
+def test_lookup_errors_list_what_exists(store) -> None:
+    with pytest.raises(NoGoldenValueError, match=r"no golden curve for model 'llama-5'.*models: deepseek-v4-pro, "):
+        store.lookup("llama-5", "on", 3)
+    with pytest.raises(NoGoldenValueError, match=r"no curve with method 'dspark' \(curves: dsv4_mtp \(method mtp\)\)"):
+        store.lookup("deepseek-v4-pro", "on", 3, method="dspark")
+    with pytest.raises(NoGoldenValueError, match=r"glm5\.2_mtp has no thinking_off values \(it has thinking_on k=1-8\)"):
+        store.lookup("glm5.2", "off", 3)
+    with pytest.raises(NoGoldenValueError, match=r"no value at k=9 \(k = 1-8\)"):
+        store.lookup("qwen3.5", "on", 9)
+    with pytest.raises(UsageError):
+        store.lookup("qwen3.5", "maybe", 3)
+    with pytest.raises(NoGoldenValueError, match="no curve of 'minimax-m3' matches draft model 'unknown/Draft'"):
+        store.lookup("minimax-m3", "on", 3, draft_model="unknown/Draft")
+
+
+@pytest.mark.parametrize(
+    ("engine", "algorithm", "model", "method"),
+    [
+        ("sglang", "EAGLE", "deepseek-v4-pro", "mtp"),
+        ("sglang", "NEXTN", "qwen3.5", "mtp"),
+        ("sglang", "EAGLE", "kimik2.5", "eagle3"),
+        ("sglang", "eagle", "minimax-m3", "eagle3"),
+        ("sglang", "EAGLE3", "minimaxm3", "eagle3"),
+        ("sglang", "DFLASH", "musespark", "dflash"),
+        ("sglang", "DSPARK", "kimik3", "dspark"),
+        ("sglang", "NGRAM", None, "ngram"),
+        ("sglang", "STANDALONE", None, "draft-model"),
+        ("vllm", "mtp", None, "mtp"),
+        ("vllm", "deepseek_mtp", None, "mtp"),
+        ("vllm", "eagle3", None, "eagle3"),
+        ("vllm", "dspark", None, "dspark"),
+        ("vllm", "draft_model", None, "draft-model"),
+        ("trtllm", "MTP", None, "mtp"),
+        ("trtllm", "Eagle3", None, "eagle3"),
+        ("trtllm", "Eagle", "kimik2.5", "eagle3"),
+        ("atom", "mtp", None, "mtp"),
+        ("atom", "dspark", None, "dspark"),
+    ],
+)
+def test_curve_method_for(engine: str, algorithm: str, model: str | None, method: str) -> None:
+    assert curve_method_for(engine, algorithm, model) == method
+
+
+@pytest.mark.parametrize(("engine", "algorithm"), [("sglang", "MEDUSA2"), ("vllm", "magic"), ("atom", "dflash"),
+                                                   ("tgi", "mtp")])
+def test_curve_method_for_rejects_unknown(engine: str, algorithm: str) -> None:
+    with pytest.raises(UsageError):
+        curve_method_for(engine, algorithm)
+
+
+def test_method_for_resolves_aliases(store) -> None:
+    assert store.method_for("sglang", "EAGLE", "nvidia/Kimi-K2.5-NVFP4") == "eagle3"
+    assert store.method_for("sglang", "EAGLE", "MiniMaxAI/MiniMax-M3-MXFP8") == "eagle3"
+    assert store.method_for("sglang", "EAGLE", "nvidia/GLM-5.2-NVFP4") == "mtp"
+
+
+def test_golden_dir_with_their_files(tmp_path: Path) -> None:
+    s = load_store(FIXTURES)
+    assert all(sc.format == "inferencex-legacy" for sc in s.curves) and len(s.curves) == 9
+    assert s.lookup("dsv4", "off", 8).al == 3.11  # prefix from the file name is an alias
+    assert s.lookup("kimi-k3", "on", 7, draft_sample_method="probabilistic").al == 3.84
+    # mixed directory: ours and theirs, detected per file
+    shutil.copy(FIXTURES / "glm5.2_mtp.yaml", tmp_path)
+    shutil.copy(REPO / "golden_al" / "golden" / "curves" / "musespark_dflash.yaml", tmp_path)
+    s = load_store(tmp_path)
+    assert {sc.format for sc in s.curves} == {"golden-al", "inferencex-legacy"}
+    assert s.lookup("glm5.2", "on", 8).al == 4.06 and s.lookup("musespark", "on", 7).al == 4.05
+
+
+def test_golden_dir_errors(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="does not exist"):
+        load_store(tmp_path / "missing")
+    with pytest.raises(UsageError, match=r"has no \*\.yaml"):
+        load_store(tmp_path)
+    (tmp_path / "bad_mtp.yaml").write_text("m:\n  thinking_on:\n    1: 2.5\n")
+    with pytest.raises(SchemaError, match=r"bad_mtp\.yaml:3: m\.thinking_on\.1: AL must be in \[1, 2\]"):
+        load_store(tmp_path)
+
+
+def test_import_legacy_reproduces_the_shipped_curves(tmp_path: Path) -> None:
+    meta = load_metadata(METADATA)
+    shipped = {sc.name: sc.curve for sc in load_store().curves}
+    for path in HEAD_FILES:
+        assert convert_file(path, meta) == shipped[path.stem], path.name
+    out = REPO / "golden_al" / "golden" / "curves"
+    assert import_main([str(FIXTURES), "--metadata", str(METADATA), "--out", str(out), "--check"]) == 0
+    assert import_main([str(FIXTURES), "--metadata", str(METADATA), "--out", str(tmp_path)]) == 0
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in HEAD_FILES)

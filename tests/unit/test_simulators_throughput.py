@@ -1,0 +1,96 @@
+"""Throughput model: step times, speedup, best draft length, measured-shaped latency."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distributions import AcceptanceDistribution, DistributionError
+from simulators.throughput import (
+    CostModel,
+    curve_shape,
+    evaluate_draft_lengths,
+    geometric_with_mean,
+    latency_spread,
+)
+
+KIMI = {1: 1.83, 2: 2.43, 3: 2.88, 4: 3.24, 5: 3.46, 6: 3.62, 7: 3.71, 8: 3.77}
+DSV4 = {1: 1.79, 2: 2.27, 3: 2.49, 4: 2.54, 5: 2.55, 6: 2.55, 7: 2.54, 8: 2.58}
+
+
+def test_step_time_formula():
+    cm = CostModel(draft_ms_per_token=1.0, draft_ms_per_token_per_request=0.1, verify_ms=10.0,
+                   verify_ms_per_token=0.5, overhead_ms=2.0, batch_size=4)
+    assert cm.step_time(0) == pytest.approx(2 + 10 + 0.5 * 4 * 1)
+    assert cm.step_time(3) == pytest.approx(2 + 3 * (1.0 + 0.1 * 4) + 10 + 0.5 * 4 * 4)
+
+
+def test_speedup_and_best_k_by_hand():
+    cm = CostModel(draft_ms_per_token=1.0, verify_ms=10.0, verify_ms_per_token=0.0, overhead_ms=0.0)
+    table = evaluate_draft_lengths({1: 1.8, 2: 2.4, 3: 2.55}, cm)
+    # speedup = AL * step(0) / step(k) = AL * 10 / (10 + k)
+    assert [r.speedup for r in table.rows] == pytest.approx([1.8 * 10 / 11, 2.4 * 10 / 12, 2.55 * 10 / 13])
+    assert table.best_draft_len == 2
+    assert table.baseline["tokens_per_s_per_user"] == pytest.approx(100.0)
+    row = table.rows[1]
+    assert row.tokens_per_step == 2.4
+    assert row.tokens_per_s_per_user == pytest.approx(1000 * 2.4 / 12)
+
+
+def test_batch_scales_total_throughput_and_verify_cost():
+    small = evaluate_draft_lengths(KIMI, CostModel(batch_size=1))
+    large = evaluate_draft_lengths(KIMI, CostModel(batch_size=256, verify_ms_per_token=0.05))
+    assert large.rows[0].tokens_per_s == pytest.approx(256 * large.rows[0].tokens_per_s_per_user)
+    # verifying k+1 tokens for 256 requests is expensive: the best k shrinks
+    assert large.best_draft_len < small.best_draft_len
+
+
+def test_distribution_inputs_and_mismatch():
+    dist = AcceptanceDistribution.min_variance(2.5, 3)
+    table = evaluate_draft_lengths({3: dist})
+    assert table.rows[0].al == pytest.approx(2.5)
+    with pytest.raises(DistributionError, match="k=3"):
+        evaluate_draft_lengths({4: dist})
+    with pytest.raises(DistributionError, match="outside"):
+        evaluate_draft_lengths({2: 3.5})
+
+
+def test_curve_shape_uses_increments_for_a_chain_curve():
+    for k in range(1, 9):
+        dist, how = curve_shape(KIMI, k)
+        assert how == "curve-increments"
+        assert dist.mean() == pytest.approx(KIMI[k], abs=1e-12)
+    dist, _ = curve_shape(KIMI, 8)
+    inc = np.diff([1.0] + [KIMI[k] for k in range(1, 9)])
+    np.testing.assert_allclose(dist.unconditional_rates(), inc, atol=1e-12)
+
+
+def test_curve_shape_falls_back_to_geometric_for_a_noisy_tail():
+    dist, how = curve_shape(DSV4, 8)  # increments go negative at k=7
+    assert how == "geometric"
+    assert dist.mean() == pytest.approx(DSV4[8], abs=1e-9)
+    c = dist.conditional_rates()
+    np.testing.assert_allclose(c, c[0], atol=1e-9)
+
+
+@pytest.mark.parametrize(("al", "k"), [(1.0, 3), (4.0, 3), (2.2, 5), (3.77, 8)])
+def test_geometric_with_mean(al, k):
+    assert geometric_with_mean(al, k).mean() == pytest.approx(al, abs=1e-9)
+
+
+def test_latency_spread_rows():
+    table = evaluate_draft_lengths(KIMI, output_tokens=256)
+    for row in table.rows:
+        lat = row.latency
+        assert lat["shape"] == "curve-increments"
+        assert lat["shaped"]["steps"]["p99"] >= lat["two_point"]["steps"]["p99"]
+        assert lat["two_point"]["ms"]["p50"] == pytest.approx(lat["two_point"]["steps"]["p50"] * row.step_ms)
+    with pytest.raises(DistributionError, match="not the AL"):
+        latency_spread(3.0, 4, AcceptanceDistribution.min_variance(2.9, 4), 100, 10.0)
+
+
+def test_cost_model_validation():
+    with pytest.raises(DistributionError, match="overhead_ms"):
+        CostModel(overhead_ms=-1)
+    with pytest.raises(DistributionError, match="batch_size"):
+        CostModel(batch_size=0)
