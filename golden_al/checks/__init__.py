@@ -1,0 +1,30 @@
+"""CI validators: ``golden-al check`` (static) and ``golden-al check-run`` (did the run hit its target).
+
+* :func:`check_paths` -> :class:`CheckReport` of :class:`Finding` (the JSON contract of
+  ``golden-al check --format json``), :func:`evaluate` for one
+  :class:`~golden_al.checks.findings.Pin`;
+* :func:`check_run` -> :class:`RunCheckResult`; :func:`evidence_from_files` for the
+  realized AL and its sample size alone.
+
+Torch-free; nothing under check ever executes the files it reads.
+"""
+
+from __future__ import annotations
+
+from golden_al.checks.findings import FAILING_VERDICTS, VERDICTS, Finding, Pin
+from golden_al.checks.run import RunCheckResult, RunEvidence, check_run, evidence_from_files
+from golden_al.checks.static import CheckReport, check_paths, evaluate
+
+__all__ = [
+    "FAILING_VERDICTS",
+    "VERDICTS",
+    "CheckReport",
+    "Finding",
+    "Pin",
+    "RunCheckResult",
+    "RunEvidence",
+    "check_paths",
+    "check_run",
+    "evaluate",
+    "evidence_from_files",
+]

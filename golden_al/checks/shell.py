@@ -29,7 +29,6 @@ import operator
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Union
 
 __all__ = [
     "MAX_STATES",
@@ -384,7 +383,7 @@ class AndOr:
     line: int
 
 
-Node = Union[Cmd, If, Case, Loop, FuncDef, Group, AndOr]
+Node = Cmd | If | Case | Loop | FuncDef | Group | AndOr
 
 
 class _Parser:
@@ -645,7 +644,7 @@ def parse_script(text: str) -> list[Node]:
 # ------------------------------------------------------------------------ values
 
 
-Value = Union[str, tuple[str, ...]]
+Value = str | tuple[str, ...]
 
 
 @dataclass
@@ -656,15 +655,14 @@ class State:
     exported: set[str] = field(default_factory=set)
     conds: tuple[str, ...] = ()
     done: bool = False
-    notes: list[object] = field(default_factory=list)  # what the caller recorded on this path
+    notes: list[tuple[object, ...]] = field(default_factory=list)  # hashable records of the caller
 
     def fork(self, cond: str | None = None) -> State:
         return State(dict(self.env), set(self.exported), self.conds + ((cond,) if cond else ()), self.done,
                      list(self.notes))
 
     def key(self) -> tuple[object, ...]:
-        return (tuple(sorted(self.env.items())), self.done, len(self.notes),
-                tuple(id(n) for n in self.notes))
+        return (tuple(sorted(self.env.items())), self.done, tuple(self.notes))
 
 
 class Unknown(Exception):
@@ -690,6 +688,14 @@ def has_unknown(text: str) -> bool:
     return _UNKNOWN_MARK in text
 
 
+_SOFT_SEP = "\x01"
+_SOFT_RE = re.compile(f"{_SOFT_OPEN}([^{_SOFT_SEP}]*){_SOFT_SEP}([^{_SOFT_CLOSE}]*){_SOFT_CLOSE}")
+
+
+def _soft(name: str, default: str) -> str:
+    return f"{_SOFT_OPEN}{name}{_SOFT_SEP}{harden(default)}{_SOFT_CLOSE}"
+
+
 def is_soft(text: str) -> bool:
     """Whether an expanded text holds a default of a variable the file never sets."""
     return _SOFT_OPEN in text
@@ -697,7 +703,7 @@ def is_soft(text: str) -> bool:
 
 def harden(text: str) -> str:
     """The text with soft-default marks removed (the default taken as the value)."""
-    return text.replace(_SOFT_OPEN, "").replace(_SOFT_CLOSE, "")
+    return _SOFT_RE.sub(r"\2", text) if _SOFT_OPEN in text else text
 
 
 def unknown_names(text: str) -> list[str]:
@@ -706,8 +712,9 @@ def unknown_names(text: str) -> list[str]:
 
 
 def show(text: str) -> str:
-    """An expanded text for messages (unknown parts written back as ``$NAME``)."""
-    return harden(re.sub(rf"{_UNKNOWN_MARK}\$([^{_UNKNOWN_MARK}]*){_UNKNOWN_MARK}", r"$\1", text))
+    """An expanded text for messages (unknown parts as ``$NAME``, defaults as ``${NAME:-x}``)."""
+    text = _SOFT_RE.sub(lambda m: "${" + m.group(1) + ":-" + m.group(2) + "}", text)
+    return re.sub(rf"{_UNKNOWN_MARK}\$([^{_UNKNOWN_MARK}]*){_UNKNOWN_MARK}", r"$\1", text)
 
 
 def _strip_glob(pattern: str, value: str, mode: str) -> str:
@@ -785,24 +792,26 @@ class Expander:
                 if op.endswith("-") or op.endswith("="):
                     if is_set:
                         return value  # type: ignore[return-value]
-                    out = self.expand_text(arg, quoted=True)
+                    out = self.expand_text(arg, quoted=False)
                     if raw is None and name not in self.state.env:
-                        out = _SOFT_OPEN + out + _SOFT_CLOSE  # the caller may set it
+                        out = _soft(name, out)  # the caller may set it
                     if op.endswith("="):
                         self.state.env[name] = out
                     return out
                 if op.endswith("+"):
                     if value is None:
                         return _placeholder(name)
-                    return self.expand_text(arg, quoted=True) if is_set else ""
+                    return self.expand_text(arg, quoted=False) if is_set else ""
                 return value if value is not None else _placeholder(name)
         for op in ("##", "#", "%%", "%"):
             if rest.startswith(op):
                 if value is None:
                     return _placeholder(name)
-                pat = self.expand_text(rest[len(op):], quoted=True)
-                if has_unknown(pat):
+                pat = harden(self.expand_text(rest[len(op):], quoted=False))
+                if has_unknown(pat) or has_unknown(value):
                     return _placeholder(name)
+                if is_soft(value):  # a default: keep it marked as one
+                    return _soft(name, _strip_glob(pat, harden(value), op))
                 return _strip_glob(pat, value, op)
         if rest.startswith("/") or rest.startswith(":"):
             return _placeholder(name)
@@ -820,6 +829,17 @@ class Expander:
             words: list[str] = []
             for t in toks:
                 words.extend(self.expand_word_list(t.text))
+            if not words:
+                return ""
+            if any(is_soft(w) for w in words):  # computed from defaults: the result is one too
+                out = self._command([harden(w) for w in words])
+                return out if has_unknown(out) else _soft(words[0], out)
+            return self._command(words)
+        finally:
+            self.depth -= 1
+
+    def _command(self, words: list[str]) -> str:
+        if True:
             cmd = words[0]
             if cmd == "printf" and len(words) >= 2:
                 args = words[1:]
@@ -836,11 +856,10 @@ class Expander:
                 return (p.rsplit("/", 1)[0] or "/") if cmd == "dirname" and "/" in p else (
                     "." if cmd == "dirname" else p.rsplit("/", 1)[-1])
             return _placeholder("(" + " ".join(show(w) for w in words)[:60] + ")")
-        finally:
-            self.depth -= 1
+        return ""
 
     def arith(self, expr: str) -> str:
-        text = self.expand_text(expr, quoted=True, bare_names=True)
+        text = self.expand_text(expr, quoted=False, bare_names=True)
         if has_unknown(text):
             return _placeholder("((" + show(text) + "))")
         value = safe_arith(text)
@@ -1090,19 +1109,19 @@ def _test(words: list[str]) -> bool | None:
     for sep in ("-o", "||"):
         if sep in words:
             i = words.index(sep)
-            a, b = _test(words[:i]), _test(words[i + 1:])
-            if a is True or b is True:
+            left, right = _test(words[:i]), _test(words[i + 1:])
+            if left is True or right is True:
                 return True
-            if a is False and b is False:
+            if left is False and right is False:
                 return False
             return None
     for sep in ("-a", "&&"):
         if sep in words:
             i = words.index(sep)
-            a, b = _test(words[:i]), _test(words[i + 1:])
-            if a is False or b is False:
+            left, right = _test(words[:i]), _test(words[i + 1:])
+            if left is False or right is False:
                 return False
-            if a is True and b is True:
+            if left is True and right is True:
                 return True
             return None
     if words[0] == "!":
@@ -1197,7 +1216,7 @@ class Walker:
         if self.relevant_vars is None:
             return s.key()
         env = tuple(sorted((k, v) for k, v in s.env.items() if k in self.relevant_vars))
-        return (env, s.done, tuple(id(n) for n in s.notes))
+        return (env, s.done, tuple(s.notes))
 
     def _cap(self, states: list[State]) -> list[State]:
         seen: dict[tuple[object, ...], State] = {}
@@ -1248,7 +1267,7 @@ class Walker:
         # a && b: b runs when a succeeds; a || b: b runs when a fails. Commands other
         # than tests always "may" succeed, so the assignments of b are one more path.
         result = self.exec(node.items[0], states)
-        for op, item in zip(node.ops, node.items[1:]):
+        for op, item in zip(node.ops, node.items[1:], strict=False):
             if op in ("|", "|&"):
                 result = self.exec(item, result)
                 continue
@@ -1339,7 +1358,7 @@ class Walker:
                 if append:
                     old = state.env.get(name)
                     if isinstance(old, tuple):
-                        state.env[name] = old + (text,)
+                        state.env[name] = (*old, text)
                     else:
                         state.env[name] = (old if old is not None else _placeholder(name)) + text
                 else:
@@ -1399,7 +1418,7 @@ def _test_words(cmd: Cmd, state: State) -> tuple[list[str], list[str]] | None:
     if raw and raw[-1] in ("]", "]]"):
         raw = raw[:-1]
     ex = Expander(state)
-    return [ex.expand_text(r, quoted=True) for r in raw], raw
+    return [ex.expand_text(r, quoted=False) for r in raw], raw
 
 
 def _cond_value(node: Node, state: State) -> bool | None:
@@ -1420,7 +1439,7 @@ def _decide(cond: list[Node], state: State) -> tuple[bool | None, str, list[tupl
             text += (f" {node.ops[i - 1]} " if i else "") + v[1]
         # left-to-right evaluation of a && b || c
         acc = vals[0][0]
-        for op, v in zip(node.ops, vals[1:]):
+        for op, v in zip(node.ops, vals[1:], strict=False):
             if op == "&&":
                 acc = False if acc is False or v[0] is False else (True if acc is True and v[0] is True else None)
             else:
@@ -1437,7 +1456,7 @@ def _decide(cond: list[Node], state: State) -> tuple[bool | None, str, list[tupl
             cmd = Cmd(cmd.assigns, cmd.words[1:], cmd.heredocs, cmd.line)
         tw = _test_words(cmd, state)
         if tw is None:
-            text = " ".join(show(Expander(state).expand_text(w.raw, quoted=True)) for w in cmd.words)[:80]
+            text = " ".join(show(Expander(state).expand_text(w.raw, quoted=False)) for w in cmd.words)[:80]
             return None, ("! " if negate else "") + text, [], []
         words, raw = tw
         truth = _test(words)
@@ -1478,7 +1497,7 @@ def _case_bindings(subject_raw: str, patterns: list[str]) -> list[tuple[str, str
         pieces += [a, b]
     if len(pieces) != len(names):
         return []
-    return [(name, piece) for name, piece in zip(names, pieces) if piece and not any(ch in piece for ch in "*?[")]
+    return [(name, piece) for name, piece in zip(names, pieces, strict=False) if piece and not any(ch in piece for ch in "*?[")]
 
 
 def iter_cmds(nodes: Iterable[Node]) -> Iterator[Cmd]:

@@ -23,11 +23,15 @@ __all__ = [
     "add_prompt_arguments",
     "add_server_arguments",
     "build_modes",
+    "is_default",
+    "mark_defaults",
     "run_server_sweep",
     "server_options_from_args",
 ]
 
 SERVER_ENGINES = ("sglang", "vllm", "atom")
+#: max_tokens per request for server measurements, as in the maintainers' collection (vLLM SPEED-Bench 4096).
+SERVER_MAX_TOKENS = 4096
 _AL_SOURCES = ("auto", "sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate", "vllm-per-request",
                "vllm-prometheus", "atom-mtp-stats")
 
@@ -42,7 +46,8 @@ def _json_object(text: str, name: str) -> dict[str, Any]:
     return value
 
 
-def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool = False) -> None:
+def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool = False,
+                         with_resume: bool = True) -> None:
     """The server options (``--server``/``--launch`` and everything about the engine)."""
     g = parser.add_argument_group("serving engine (sglang, vllm, atom)")
     if with_engine:
@@ -82,10 +87,50 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
     g.add_argument("--server-log", metavar="FILE", help="attach: the server's log, checked for synthetic acceptance")
     g.add_argument("--extra-body", default=None, metavar="JSON", help="more fields merged into every request body")
     g.add_argument("--save-text", action="store_true", help="keep each response text in requests.jsonl")
+    g.add_argument("--tokenizer", default=None, metavar="DIR",
+                   help="render prompts locally with this tokenizer's chat template (needed by --al-source "
+                   "sglang-generate; also makes prompt and dataset hashes match the reference engine's)")
+    g.add_argument("--model-family", default=None, metavar="FAMILY",
+                   help="thinking preset family (default: guessed from --target / the served model)")
+    g.add_argument("--chat-template-kwargs", default=None, metavar="JSON",
+                   help="chat_template_kwargs instead of the thinking preset's: one object for every request, or "
+                   '{"on": {...}, "off": {...}} per thinking mode')
     g.add_argument("--print-command", action="store_true",
                    help="print the exact server command(s) --launch would run, and exit")
-    g.add_argument("--resume", action="store_true",
-                   help="continue an interrupted run in --out (finished requests are kept, none counted twice)")
+    if with_resume:
+        g.add_argument("--resume", action="store_true",
+                       help="continue an interrupted run in --out (finished requests are kept, none counted twice)")
+
+
+# ---------------------------------------------------------------------------- shared defaults
+class _DefaultInt(int):
+    """An int default that can be told apart from the same value given on the command line."""
+
+
+class _DefaultFloat(float):
+    """A float default that can be told apart from the same value given on the command line."""
+
+
+class _DefaultStr(str):
+    """A str default that can be told apart from the same value given on the command line."""
+
+
+def mark_defaults(parser: argparse.ArgumentParser, dests: Sequence[str]) -> None:
+    """Wrap the defaults of ``dests`` so :func:`is_default` can tell them from explicit values.
+
+    ``measure`` shares ``--max-tokens``, ``--temperature``, ``--target``, ... with the
+    reference engine, whose defaults do not fit a server (4096 tokens and the thinking
+    preset's sampling do). The wrapped values behave exactly like the originals.
+    """
+    kinds = {int: _DefaultInt, float: _DefaultFloat, str: _DefaultStr}
+    for action in parser._actions:
+        if action.dest in dests and type(action.default) in kinds:
+            action.default = kinds[type(action.default)](action.default)
+
+
+def is_default(value: Any) -> bool:
+    """Whether ``value`` is a default wrapped by :func:`mark_defaults` (not given by the user)."""
+    return isinstance(value, (_DefaultInt, _DefaultFloat, _DefaultStr))
 
 
 def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
@@ -98,13 +143,14 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--temperature", type=float, default=None, help="override the thinking preset's temperature")
     g.add_argument("--top-p", type=float, default=None, help="override the thinking preset's top_p")
     g.add_argument("--seed", type=int, default=None, help="request seed base (request i gets seed+i)")
-    g.add_argument("--model-family", default=None, metavar="FAMILY",
-                   help="thinking preset family (default: guessed from --target / the served model)")
-    g.add_argument("--chat-template-kwargs", default=None, metavar="JSON",
-                   help="chat_template_kwargs for every request, instead of the thinking preset's")
 
 
 # ---------------------------------------------------------------------------- options
+def _explicit(value: Any) -> Any:
+    """``value`` unless it is an unchanged shared default (then None)."""
+    return None if is_default(value) else value
+
+
 def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
     """:class:`golden_al.servers.sweep.ServerOptions` from parsed arguments (reads the environment)."""
     from golden_al.servers.client import RetryPolicy
@@ -124,11 +170,12 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
     engine_args = list(args.engine_arg) + shlex.split(args.engine_args or "")
     launch = None
     if args.launch:
-        target = getattr(args, "target", None)
+        target = _explicit(getattr(args, "target", None))
         if not target:
             raise UsageError("--launch needs --target (the model the server loads)")
         launch = LaunchSpec(
-            engine=engine, target=target, draft_len=1, algorithm=args.algorithm, draft=getattr(args, "draft", None),
+            engine=engine, target=target, draft_len=1, algorithm=args.algorithm,
+            draft=_explicit(getattr(args, "draft", None)),
             tp=args.tp, host=args.host, port=args.port, served_model_name=args.served_model_name,
             engine_args=engine_args,
             speculative_extra=_json_object(args.speculative_extra, "--speculative-extra") if args.speculative_extra else {},
@@ -162,76 +209,102 @@ def _messages_hash(messages: Sequence[Any], kwargs: dict[str, Any]) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def _prompt_items(prompt_set: Any) -> list[Any]:
-    for attr in ("prompts", "items", "traces"):
-        value = getattr(prompt_set, attr, None)
-        if value is not None and not callable(value):
-            return list(value)
-    return list(prompt_set)
-
-
-def _item_messages(item: Any) -> list[dict[str, Any]]:
-    messages = item.get("messages") if isinstance(item, dict) else getattr(item, "messages", None)
-    if not messages:
-        raise UsageError(f"prompt {item!r} has no chat messages")
-    return [dict(m) for m in messages]
 
 
 def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_name: str | None) -> list[Any]:
     """One :class:`~golden_al.servers.sweep.ModeSpec` per thinking mode (prompts, preset sampling, kwargs)."""
     from golden_al.cli._common import cache_dir
     from golden_al.measurement import DatasetInfo, SamplingInfo
+    from golden_al.prompts import load_prompts
+    from golden_al.prompts.render import dataset_hash, prompt_hash, render_messages
     from golden_al.servers.measure import ChatPrompt
     from golden_al.servers.sweep import ModeSpec
 
-    try:
-        from golden_al.prompts import load_prompts
-    except ImportError as exc:  # pragma: no cover - golden_al.prompts ships with the package
-        raise UsageError(f"prompt loading is unavailable: {exc}") from None
+    tokenizer = _tokenizer(args)
     prompt_set = load_prompts(args.prompts, cache_dir=cache_dir(getattr(args, "cache_dir", None)),
-                              limit=args.num_prompts, seed=0)
-    items = _prompt_items(prompt_set)
+                              limit=args.num_prompts)
+    items = list(prompt_set.conversations)
     if not items:
         raise UsageError(f"--prompts {args.prompts} holds no prompts")
-    explicit_kwargs = _json_object(args.chat_template_kwargs, "--chat-template-kwargs") \
+    explicit = _json_object(args.chat_template_kwargs, "--chat-template-kwargs") \
         if getattr(args, "chat_template_kwargs", None) else None
+    per_mode = explicit is not None and bool(explicit) and set(explicit) <= {"on", "off"} \
+        and all(isinstance(v, dict) for v in explicit.values())
     modes = []
     for mode in thinking:
         kwargs, temperature, top_p, top_k = _preset(args, mode, target_name)
-        if explicit_kwargs is not None:
-            kwargs = dict(explicit_kwargs)
-        if args.temperature is not None:
-            temperature = args.temperature
-        if args.top_p is not None:
-            top_p = args.top_p
+        if explicit is not None:
+            if per_mode and mode not in explicit:
+                raise UsageError(f"--chat-template-kwargs gives no kwargs for thinking {mode}",
+                                 hint='e.g. \'{"on": {"enable_thinking": true}, "off": {"enable_thinking": false}}\'')
+            kwargs = dict(explicit[mode]) if per_mode else dict(explicit)
+        if args.temperature is not None and not is_default(args.temperature):
+            temperature = float(args.temperature)
+        if args.top_p is not None and not is_default(args.top_p):
+            top_p = float(args.top_p)
         prompts = []
         for i, item in enumerate(items):
-            msgs = _item_messages(item)
-            prompts.append(ChatPrompt(i, tuple(msgs), _messages_hash(msgs, kwargs)))
+            msgs = [dict(m) for m in item.messages]
+            if tokenizer is not None:
+                text, _ids = render_messages(tokenizer, msgs, kwargs=kwargs)
+                prompts.append(ChatPrompt(i, tuple(msgs), prompt_hash(text), text))
+            else:
+                prompts.append(ChatPrompt(i, tuple(msgs), _messages_hash(msgs, kwargs)))
+        if tokenizer is not None:  # the reference engine's hash over rendered prompts
+            data_hash = dataset_hash(p.text or "" for p in prompts)
+        else:
+            data_hash = hashlib.sha256("".join(p.prompt_hash for p in prompts).encode()).hexdigest()
         dataset = DatasetInfo(
-            name=str(getattr(prompt_set, "name", None) or args.prompts.split(":", 1)[0]),
-            category=getattr(prompt_set, "category", None),
+            name=str(prompt_set.name or args.prompts.split(":", 1)[0]),
+            category=prompt_set.category,
             count=len(prompts),
-            hash=hashlib.sha256("".join(p.prompt_hash for p in prompts).encode()).hexdigest(),
+            hash=data_hash,
             source=args.prompts,
         )
-        sampling = SamplingInfo(temperature=temperature, top_p=top_p, top_k=top_k, max_tokens=args.max_tokens,
-                                seed=args.seed)
+        max_tokens = SERVER_MAX_TOKENS if is_default(args.max_tokens) else int(args.max_tokens)
+        seed = None if args.seed is None or is_default(args.seed) else int(args.seed)
+        sampling = SamplingInfo(temperature=temperature, top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed)
         modes.append(ModeSpec(mode, prompts, dataset, sampling, kwargs))  # type: ignore[arg-type]
     return modes
+
+
+def _tokenizer(args: argparse.Namespace) -> Any:
+    """The tokenizer that renders prompts locally, or None (messages are sent as they are)."""
+    path = getattr(args, "tokenizer", None)
+    if path is None and getattr(args, "al_source", None) == "sglang-generate":
+        path = _explicit(getattr(args, "target", None))
+        if path is None:
+            raise UsageError("--al-source sglang-generate sends rendered prompts: pass --tokenizer DIR")
+    if path is None:
+        return None
+    try:
+        from transformers import AutoTokenizer
+    except ImportError:
+        raise UsageError("--tokenizer needs transformers", hint="pip install 'golden-al[engine]'") from None
+    try:
+        return AutoTokenizer.from_pretrained(str(path))
+    except (OSError, ValueError) as exc:
+        raise UsageError(f"cannot load the tokenizer {path}: {exc}") from None
 
 
 def _preset(args: argparse.Namespace, mode: str, target_name: str | None) -> tuple[dict[str, Any], float, float, int | None]:
     """``(chat_template_kwargs, temperature, top_p, top_k)`` from the thinking-preset registry.
 
     Sampling the preset does not document falls back to greedy (temperature 0, top_p 1).
+    With explicit ``--chat-template-kwargs`` a family without this thinking mode is fine:
+    the kwargs are the user's, and the sampling comes from ``--temperature``/``--top-p``.
     """
     from golden_al.prompts import thinking as presets
 
     family = getattr(args, "model_family", None)
     preset = presets.preset_for(family or target_name or "generic")
-    kwargs = preset.kwargs_for(mode)
-    sampling = preset.sampling_for(mode)
+    try:
+        kwargs = preset.kwargs_for(mode)
+        sampling = preset.sampling_for(mode)
+    except UsageError:
+        if not getattr(args, "chat_template_kwargs", None):
+            raise
+        kwargs, sampling = {}, {}
     top_k = sampling.get("top_k")
     return (kwargs, float(sampling.get("temperature", 0.0)), float(sampling.get("top_p", 1.0)),
             int(top_k) if top_k is not None else None)
@@ -246,15 +319,15 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
     from golden_al.servers.sweep import SweepSpec, launch_commands, run_sweep
 
     options = server_options_from_args(args, engine)
-    target = getattr(args, "target", None)
-    draft = getattr(args, "draft", None)
+    target = _explicit(getattr(args, "target", None))
+    draft = _explicit(getattr(args, "draft", None))
     modes = [] if args.print_command else build_modes(args, thinking, target_name=target or options.served_model_name)
     target_info = ModelInfo(name=target or options.served_model_name or options.url or "server", source="server")
     draft_name = draft or (args.algorithm or "").lower() or "server-draft"
     draft_info = ModelInfo(name=draft_name, source="ngram" if (args.algorithm or "").lower() == "ngram" else "server")
     spec = SweepSpec(draft_lens=draft_lens, modes=modes, target=target_info, draft=draft_info,
                      draft_method=(args.algorithm or None) and args.algorithm.lower(), one_run=one_run,
-                     validate_k=list(validate_k), bootstrap_seed=args.seed or 0, layout=layout,  # type: ignore[arg-type]
+                     validate_k=list(validate_k), bootstrap_seed=int(args.seed or 0), layout=layout,  # type: ignore[arg-type]
                      check_modes=not args.print_command)
     if args.print_command:
         for line in launch_commands(options, spec):

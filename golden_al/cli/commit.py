@@ -18,7 +18,12 @@ from pathlib import Path
 from golden_al.cli._common import ENV_GOLDEN_DIR, golden_dir
 from golden_al.errors import UsageError
 
-DESCRIPTION = __doc__
+DESCRIPTION = (
+    "Add or update a golden curve in the store. Shows every value against what is committed (per "
+    "thinking mode and k: committed -> new, added, removed; changed settings), refuses to change or "
+    "remove a committed value or setting without --force (exit 1; adding points is allowed), writes "
+    "atomically, and with --export inferencex also writes the maintainers' legacy YAML."
+)
 
 EXAMPLES = f"""\
 examples:

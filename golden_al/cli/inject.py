@@ -5,9 +5,11 @@ change (see :mod:`golden_al.injection.inject` for exactly what is written where)
 engine comes from the recipe's ``backend.type`` (or ``--engine``); the draft length k
 from its generating role (``decode``, else ``aggregated``) by each engine's rules
 (SGLang EAGLE/NEXTN ``speculative-num-steps``, DFLASH ``num-draft-tokens - 1``, DSPARK
-``dspark-block-size``; vLLM ``num_speculative_tokens``; TensorRT-LLM ``max_draft_len``);
-the curve method from the recipe's algorithm and, among variants, its draft model and
-``draft_sample_method``.
+``dspark-block-size``; vLLM ``num_speculative_tokens``; TensorRT-LLM ``max_draft_len``,
+MTP ``num_nextn_predict_layers``); the curve method from the recipe's algorithm and,
+among variants, its draft model and ``draft_sample_method``. SGLang and TensorRT-LLM
+environment blocks all get the generating role's value; each vLLM
+``speculative-config`` gets the value at its own ``num_speculative_tokens``.
 
 Output: the unified diff of the change on stdout (nothing when the recipe already
 holds the golden values); a one-line summary on stderr. Exit codes: 0 written or

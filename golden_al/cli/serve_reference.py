@@ -26,7 +26,8 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--flavor", choices=("sglang", "vllm"), required=True, help="answer like SGLang or like vLLM")
+    parser.add_argument("--flavor", choices=("sglang", "vllm", "atom"), required=True,
+                        help="answer like SGLang, vLLM or ATOM")
     parser.add_argument("--draft-len", type=int, required=True, metavar="K", help="draft length k")
     parser.add_argument("--target", metavar="DIR|NAME", help="target model directory or known model name "
                         "(default: the cached Qwen2.5-Coder pair)")
@@ -45,7 +46,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="SGLang flavor: speculative_algorithm reported by /server_info (standalone, eagle, dflash, ...)")
     parser.add_argument("--meta-version", default="0.5.23", choices=("0.5.23", "0.5.15", "old"),
                         help="SGLang flavor: meta_info field names of this SGLang version")
-    parser.add_argument("--decode-log-interval", type=int, default=40, help="SGLang flavor: request-steps per decode log line")
+    parser.add_argument("--decode-log-interval", type=int, default=40,
+                        help="SGLang/ATOM flavor: request-steps per decode / MTP stats log line")
     parser.add_argument("--log-stats-interval", type=float, default=10.0, metavar="S",
                         help="vLLM flavor: seconds between SpecDecoding log lines")
     parser.add_argument("--per-request-spec-decode-metrics", choices=("none", "summary", "detailed"), default="none",

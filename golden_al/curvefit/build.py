@@ -14,7 +14,9 @@
    recorded; a flagged point carries a short ``note`` in the curve;
 4. with ``fill_derived`` every missing ``k <= K`` gets the profile's AL, marked
    ``origin: derived``;
-5. the golden AL of a measured or record-derived point is the pooled value rounded to
+5. the provenance date is the date of the latest measurement (so the same records give the
+   same curve on any day), ``record_sha256`` the hash of the records' hashes;
+6. the golden AL of a measured or record-derived point is the pooled value rounded to
    two decimals, as the harnesses read it (exactly from the integer counts, half up);
    its CI is rounded outwards to three decimals and always contains the rounded AL.
 
@@ -241,6 +243,23 @@ class CurveFit:
         }
 
 
+def _measured_on(records: Sequence[LoadedRecord]) -> str:
+    """The date of the latest measurement (its provenance ``ended``/``started``), else today (UTC).
+
+    Using the measurement's date keeps ``fit`` deterministic: the same records give the
+    same curve, byte for byte, on any day.
+    """
+    dates = []
+    for lr in records:
+        stamp = lr.record.provenance.get("ended") or lr.record.provenance.get("started")
+        if isinstance(stamp, str):
+            try:
+                dates.append(_dt.datetime.fromisoformat(stamp.replace("Z", "+00:00")).date())
+            except ValueError:
+                continue
+    return (max(dates) if dates else _dt.datetime.now(_dt.timezone.utc).date()).isoformat()
+
+
 def _manifest_sha256(records: Sequence[LoadedRecord]) -> str:
     text = "".join(f"{h}\n" for h in sorted(lr.sha256 for lr in records))
     return hashlib.sha256(text.encode()).hexdigest()
@@ -313,9 +332,9 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
     mode_fits: dict[str, ModeFit] = {}
     mode_blocks: dict[str, Any] = {}
     for mode in THINKING_MODES:
-        recs = by_mode.get(mode)
-        if not recs:
+        if not by_mode.get(mode):
             continue
+        recs = by_mode[mode]
         measured: dict[int, list[LoadedRecord]] = {}
         derived: dict[int, list[LoadedRecord]] = {}
         for lr in recs:
@@ -365,7 +384,7 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
         from golden_al.models.registry import get_model
 
         extra_aliases.append(get_model(first.target.name).hf_id)
-    except Exception:  # noqa: BLE001 - not a registry name; nothing to add
+    except Exception:
         pass
     for a in extra_aliases:
         if not a or a.startswith(("/", ".", "~")):  # a local path is no alias
@@ -400,7 +419,7 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
         "provenance": {
             "record_sha256": _manifest_sha256(records),
             "tool": f"golden-al {tool_version()} (golden-al fit)",
-            "date": _dt.datetime.now(_dt.timezone.utc).date().isoformat(),
+            "date": _measured_on(records),
             "collector": "golden-al fit",
             "notes": " ".join(notes),
         },

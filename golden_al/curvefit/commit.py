@@ -98,21 +98,26 @@ class PointChange:
         """True when the change needs ``--force``."""
         return self.kind in _GUARDED_POINT_KINDS
 
-    def describe(self) -> str:
+    def body(self) -> str:
+        """What changes, without the diff marker and the ``--force`` note."""
         where = f"{self.mode} k={self.k}"
-        force = "  (needs --force)" if self.guarded else ""
         if self.kind == "added":
             assert self.new is not None
-            return f"+ {where}: added {_point_text(self.new)}"
+            return f"{where}: added {_point_text(self.new)}"
         if self.kind == "removed":
             assert self.old is not None
-            return f"- {where}: {self.old.al:.2f} -> removed{force}"
+            return f"{where}: {self.old.al:.2f} -> removed"
         assert self.old is not None and self.new is not None
         if self.kind == "changed":
-            return f"~ {where}: {self.old.al:.2f} -> {self.new.al:.2f} ({self.new.al - self.old.al:+.2f}){force}"
+            return f"{where}: {self.old.al:.2f} -> {self.new.al:.2f} ({self.new.al - self.old.al:+.2f})"
         if self.kind in ("revised", "completed"):
-            return f"~ {where}: {self.new.al:.2f} unchanged; {'; '.join(self.details)}{force}"
-        return f"  {where}: {self.new.al:.2f} unchanged"
+            return f"{where}: {self.new.al:.2f} unchanged; {'; '.join(self.details)}"
+        return f"{where}: {self.new.al:.2f} unchanged"
+
+    def describe(self) -> str:
+        """One diff line: ``+`` added, ``-`` removed, ``~`` changed, two spaces unchanged."""
+        mark = {"added": "+", "removed": "-", "unchanged": " "}.get(self.kind, "~")
+        return f"{mark} {self.body()}" + ("  (needs --force)" if self.guarded else "")
 
 
 @dataclass(frozen=True)
@@ -124,9 +129,13 @@ class FieldChange:
     new: Any
     guarded: bool
 
+    def body(self) -> str:
+        """What changes, without the diff marker and the ``--force`` note."""
+        return f"{self.path}: {_fmt(self.old)} -> {_fmt(self.new)}"
+
     def describe(self) -> str:
-        force = "  (needs --force)" if self.guarded else ""
-        return f"~ {self.path}: {_fmt(self.old)} -> {_fmt(self.new)}{force}"
+        """One diff line."""
+        return f"~ {self.body()}" + ("  (needs --force)" if self.guarded else "")
 
 
 @dataclass(frozen=True)
@@ -154,7 +163,8 @@ class CommitPlan:
     @property
     def guarded(self) -> list[str]:
         """Descriptions of every change that needs ``--force``."""
-        return [c.describe().lstrip("~- +").split("  (needs")[0] for c in (*self.points, *self.fields) if c.guarded]
+        changes: list[PointChange | FieldChange] = [*self.points, *self.fields]
+        return [c.body() for c in changes if c.guarded]
 
     def counts(self) -> dict[str, int]:
         out = {k: 0 for k in ("added", "changed", "removed", "revised", "completed", "unchanged")}
@@ -209,7 +219,8 @@ def _diff_points(old: GoldenCurve | None, new: GoldenCurve) -> list[PointChange]
             elif o.al != n.al:
                 out.append(PointChange(mode, k, "changed", o, n))
             else:
-                revised, completed = [], []
+                revised: list[str] = []
+                completed: list[str] = []
                 for name in _DETAIL_FIELDS:
                     ov, nv = getattr(o, name), getattr(n, name)
                     if ov == nv:

@@ -33,7 +33,7 @@ _Z95 = NormalDist().inv_cdf(0.975)
 
 
 def _tidy(x: float) -> int | float:
-    return int(round(x)) if abs(x - round(x)) < 1e-9 else float(x)
+    return round(x) if abs(x - round(x)) < 1e-9 else float(x)
 
 
 @dataclass(frozen=True)

@@ -297,7 +297,8 @@ def read_legacy_text(text: str, *, path: str | Path = "<string>", doc: Any = Non
     if not isinstance(data, Mapping) or not data:
         raise SchemaError("a legacy golden file must be a non-empty mapping {model: ...}", path=p, line=1)
     header = parse_legacy_header(text)
-    meta = data.get("_metadata") if isinstance(data.get("_metadata"), Mapping) else {}
+    raw_meta = data.get("_metadata")
+    meta: Mapping[str, Any] = raw_meta if isinstance(raw_meta, Mapping) else {}
     prefix, name_method, variant = legacy_name_parts(p.stem)
     method = name_method or header.method
     if method is None:

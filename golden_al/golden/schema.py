@@ -36,6 +36,7 @@ reads one file.
 from __future__ import annotations
 
 import datetime as _dt
+import itertools
 import math
 import types
 from collections.abc import Iterable, Mapping, Sequence
@@ -179,7 +180,7 @@ def point_problems(k: int, p: Point) -> list[tuple[tuple[Any, ...], Any, str]]:
         pos = p.per_position_accepted
         if len(pos) != k:
             out.append((("per_position_accepted",), pos, f"needs exactly k={k} entries (one per draft position)"))
-        elif any(x < 0 for x in pos) or any(b > a for a, b in zip(pos, pos[1:])):
+        elif any(x < 0 for x in pos) or any(b > a for a, b in itertools.pairwise(pos)):
             out.append((("per_position_accepted",), pos,
                         "entries must be >= 0 and non-increasing (position j is accepted only after j-1)"))
         elif acc is not None and sum(pos) != acc:

@@ -10,10 +10,14 @@ What is written (the same settings as ``golden-al env``, :func:`engine_spec.synt
 
 Rules:
 
-* k, and so the golden AL, comes from the generating role (``decode``, else
-  ``aggregated``; :mod:`golden_al.injection.recipe`), and the same values go to every
-  role (InferenceX does the same). The generating role gets an environment block if it
-  has none; existing ``prefill`` blocks get the values too.
+* SGLang/TensorRT-LLM: k, and so the golden AL, comes from the generating role
+  (``decode``, else ``aggregated``; :mod:`golden_al.injection.recipe`), and the same
+  values go to every environment block (InferenceX: "generation defines the AL
+  target"). The generating role gets an environment block if it has none; existing
+  ``prefill`` blocks get the values too.
+* vLLM: each ``speculative-config`` gets the golden AL at its *own*
+  ``num_speculative_tokens`` (vLLM rejects a length above k + 1 per server); with one
+  k in every role that is the generating role's value everywhere.
 * Merge keys and anchors are honoured: a value inherited through ``<<: *anchor`` is
   checked (and if needed changed) where it is defined; a block that is an alias of
   another is written once.
@@ -32,7 +36,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -366,7 +370,8 @@ def _plan_env(p: _Planner, a: RecipeAnalysis, desired: dict[str, str]) -> None:
             p.insert_keys(value, [(v, desired[v]) for v in to_insert], loc, after=list(desired))
     # the generating role needs a block of its own
     target = a.target
-    assert target is not None and a.engine is not None
+    assert target is not None
+    assert a.engine is not None
     env_name = _ENV_NAME[target.role]
     backend = a.doc
     for part in backend_loc:
@@ -381,12 +386,16 @@ def _json_separators(text: str) -> tuple[str, str]:
     return item, key
 
 
-def _plan_vllm(p: _Planner, a: RecipeAnalysis, al: float) -> None:
-    """vLLM: the synthetic fields in every speculative-config under vllm_config."""
+def _plan_vllm(p: _Planner, a: RecipeAnalysis, golden: Callable[[int], float]) -> None:
+    """vLLM: the synthetic fields in every speculative-config under vllm_config.
+
+    Each config gets the golden AL at its own ``num_speculative_tokens`` (each vLLM
+    server validates ``synthetic_acceptance_length <= num_speculative_tokens + 1``); when
+    every role uses the generating role's k, that is its value everywhere.
+    """
     found = p.occurrences(lambda key, loc: key in _SPEC_KEYS and "vllm_config" in loc[:-1])
     if not found:
         raise UsageError(f"{a.path}: no speculative-config under vllm_config; nothing to inject")
-    al_text = engine_spec.format_value(al)
     for parent, key, value, loc in found:
         line = p.value_pos(parent, key)[0] + 1
         if isinstance(value, str):
@@ -400,14 +409,12 @@ def _plan_vllm(p: _Planner, a: RecipeAnalysis, al: float) -> None:
             raise InputFileError(f"{p.where(loc)} must be a JSON string or a mapping", path=p.path, line=line)
         if not isinstance(spec, dict):
             raise InputFileError(f"{p.where(loc)} must be a JSON object", path=p.path, line=line)
-        n = spec.get("num_speculative_tokens")
-        if isinstance(n, int) and not isinstance(n, bool) and al > n + 1:
-            raise UsageError(
-                f"{a.path}:{line}: {p.where(loc)} has num_speculative_tokens={n}; vLLM rejects "
-                f"synthetic_acceptance_length {al_text} > {n + 1} (the golden AL is for k={a.k} of the "
-                f"{a.target.role if a.target else '?'} role)",
-                hint="use the same draft length in every role",
-            )
+        try:
+            k = engine_spec.vllm_draft_len(spec).k
+        except UsageError as exc:
+            raise UsageError(f"{a.path}:{line}: {p.where(loc)}: {exc.message}", hint=exc.hint) from None
+        al = golden(k)
+        al_text = engine_spec.format_value(al)
         if isinstance(value, str):
             _plan_vllm_json(p, parent, key, value, spec, loc, al, al_text)
         else:
@@ -499,14 +506,23 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
     k = a.target.draft_len.k
     t = a.target
     method = store.method_for(a.engine, t.algorithm, model) if t.algorithm else None
-    point = store.lookup(
-        model, thinking, k, method=method, draft_model=t.draft_model, draft_sample_method=t.draft_sample_method,
-        rejection_sample_method=t.rejection_sample_method if t.rejection_sample_method != "synthetic" else None,
-    )
+    points: dict[int, GoldenPoint] = {}
+
+    def golden(kk: int) -> float:
+        if kk not in points:
+            points[kk] = store.lookup(
+                model, thinking, kk, method=method, draft_model=t.draft_model,
+                draft_sample_method=t.draft_sample_method,
+                rejection_sample_method=t.rejection_sample_method if t.rejection_sample_method != "synthetic" else None,
+            )
+        return points[kk].al
+
+    golden(k)
+    point = points[k]
     settings = engine_spec.synthetic_settings(a.engine, point.al, k)
     p = _Planner(text, path, doc)
     if a.engine == "vllm":
-        _plan_vllm(p, a, point.al)
+        _plan_vllm(p, a, golden)
         names = {engine_spec.VLLM_METHOD_KEY, engine_spec.VLLM_LENGTH_KEY, engine_spec.VLLM_RATES_KEY}
     else:
         if a.engine == "trtllm" and t.trtllm_two_model:

@@ -231,9 +231,10 @@ def _role_spec(engine: str, role: str, cfg: Mapping[str, Any], loc: tuple[Any, .
         return RoleSpec(role, engine, str(spec.get("method") or "") or None, dl, spec.get("model"),
                         spec.get("draft_sample_method"), spec.get("rejection_sample_method"), loc, line)
     # trtllm
-    spec = cfg.get("speculative_config")
-    if not isinstance(spec, Mapping) or not spec:
+    trt = cfg.get("speculative_config")
+    if not isinstance(trt, Mapping) or not trt:
         return RoleSpec(role, engine, None, None, None, None, None, loc, line)
+    spec = trt
     try:
         dl = engine_spec.trtllm_draft_len(spec)
     except UsageError as exc:
@@ -320,7 +321,8 @@ def analyze_recipe(text: str, *, path: str | Path = "<string>", engine: str | No
 
 def _check_overrides(a: RecipeAnalysis) -> None:
     """Refuse override sections that change the generating role's draft length."""
-    assert a.target is not None and a.engine is not None
+    assert a.target is not None
+    assert a.engine is not None
     cfg_key = CONFIG_KEYS[a.engine]
     base_cfg = _get(a.doc, *a.target.loc)
     for name, section in iter_own_items(a.doc):

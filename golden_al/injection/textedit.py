@@ -9,6 +9,7 @@ stay byte-for-byte.
 
 from __future__ import annotations
 
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -57,7 +58,7 @@ def apply_edits(text: str, edits: list[Edit]) -> str:
         return min(starts[line] + col, len(text))
 
     spans = sorted(((off(e.line, e.col), off(e.end_line, e.end_col), e.text) for e in edits), key=lambda s: (s[0], s[1]))
-    for (a0, a1, _), (b0, _, _) in zip(spans, spans[1:]):
+    for (_a0, a1, _), (b0, _, _) in itertools.pairwise(spans):
         if b0 < a1:
             raise ValueError("overlapping text edits")
     out = text

@@ -97,9 +97,13 @@ class Series:
         return k, [float(x) / steps for x in self.per_position_accepted[k]]
 
 
+def _exact_or_rounded(p: PointView) -> float:
+    return p.al if p.al_exact is None else p.al_exact
+
+
 def _profile_from_points(points: dict[int, PointView]) -> FitResult | None:
     ks = sorted(points)
-    als = [points[k].al_exact if points[k].al_exact is not None else points[k].al for k in ks]
+    als = [_exact_or_rounded(points[k]) for k in ks]
     cis = [points[k].ci95 for k in ks]
     try:
         if all(c is not None and c[1] > c[0] for c in cis):

@@ -58,11 +58,13 @@ def plot_al_vs_k(data: dict[str, Any], path: Path) -> Path:
     modes = _modes(series) or ["thinking_off"]
     fig = _figure(len(modes))
     axes = fig.subplots(1, len(modes), squeeze=False)[0]
-    colors = _colors(len(series))
+    keys = list(dict.fromkeys(f"{s['model']} ({s['method']})" for s in series))
+    by_model = dict(zip(keys, _colors(len(keys)), strict=True))
     for ax, mode in zip(axes, modes, strict=True):
-        for color, s in zip(colors, series, strict=True):
+        for s in series:
             if s["thinking"] != mode:
                 continue
+            color = by_model[f"{s['model']} ({s['method']})"]
             pts = s["points"]
             ks = [p["k"] for p in pts]
             als = [p["al"] for p in pts]
@@ -88,7 +90,7 @@ def plot_al_vs_k(data: dict[str, Any], path: Path) -> Path:
         ax.set_xlabel("draft length k (drafted tokens per verify step)")
         ax.set_ylabel("AL (tokens per verify step, incl. bonus token)")
         ax.grid(alpha=0.3)
-        handles, labels = ax.get_legend_handles_labels()
+        handles, _labels = ax.get_legend_handles_labels()
         from matplotlib.lines import Line2D
 
         handles += [Line2D([], [], marker="o", ls="", color="gray", label="measured"),

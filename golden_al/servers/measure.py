@@ -186,9 +186,13 @@ def repair_jsonl_tail(path: Path) -> bool:
 
 @contextlib.contextmanager
 def cell_lock(directory: Path) -> Iterator[None]:
-    """An exclusive lock on ``directory/.lock`` (UsageError if another process holds it)."""
+    """An exclusive lock on ``directory/.lock`` (UsageError if another process holds it).
+
+    The lock file is removed when the cell is finished (``measurement.json`` exists).
+    """
     directory.mkdir(parents=True, exist_ok=True)
-    fh = (directory / ".lock").open("a")
+    lock = directory / ".lock"
+    fh = lock.open("a")
     try:
         try:
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -196,6 +200,8 @@ def cell_lock(directory: Path) -> Iterator[None]:
             raise UsageError(f"another golden-al process is measuring into {directory}",
                              hint="wait for it, or use another --out") from None
         yield
+        if (directory / MEASUREMENT_FILE).exists():
+            lock.unlink(missing_ok=True)
     finally:
         fh.close()
 
@@ -276,14 +282,14 @@ def _text_and_finish(resp: Mapping[str, Any]) -> tuple[str | None, str | None]:
     choices = resp.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
         c = choices[0]
-        msg = c.get("message") if isinstance(c.get("message"), Mapping) else {}
+        msg: Mapping[str, Any] = c["message"] if isinstance(c.get("message"), Mapping) else {}
         content = msg.get("content")
         reasoning = msg.get("reasoning_content") or msg.get("reasoning")
         text = content if isinstance(content, str) else None
         if isinstance(reasoning, str) and reasoning:
             text = f"<think>{reasoning}</think>{text or ''}"
         return text, (str(c["finish_reason"]) if c.get("finish_reason") is not None else None)
-    meta = resp.get("meta_info") if isinstance(resp.get("meta_info"), Mapping) else {}
+    meta: Mapping[str, Any] = resp["meta_info"] if isinstance(resp.get("meta_info"), Mapping) else {}
     fr = meta.get("finish_reason")
     if isinstance(fr, Mapping):
         fr = fr.get("type")
@@ -414,7 +420,6 @@ async def _run_counter(client: ServerClient, plan: CellPlan, source: CounterSour
                 continue
             wall = time.monotonic() - t0
             after = await source.after_unit(client, before, len(unit), label)
-            source.check_continuity(before, after, label)
             counts = source.delta_counts(before, after, plan.draft_len, label)
             append_request_result(req_file, _result(plan, unit, resps, counts, wall, {"attempts": attempt}))
             progress(len(unit))

@@ -32,7 +32,8 @@ from golden_al.servers.client import ServerClient
 
 __all__ = ["ServerFacts", "filter_args", "probe_server", "vllm_args_from_log"]
 
-_SECRET = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
+# api_key, hf_token, access_token, password, ... (but not num_speculative_tokens or max_num_batched_tokens)
+_SECRET = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|credentials?)$", re.IGNORECASE)
 _NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")
 _BLOCK_DRAFTS = ("dflash", "dspark")
 

@@ -1,4 +1,4 @@
-"""``serve-reference``: an HTTP server that answers like SGLang or like vLLM.
+"""``serve-reference``: an HTTP server that answers like SGLang, vLLM or ATOM.
 
 It wraps a :class:`~golden_al.servers.served_engine.ServedEngine` (the reference
 engine, or the deterministic fake) behind the endpoints, fields, counters and log
@@ -29,6 +29,12 @@ them can be tested end to end over real HTTP. Formats reproduced:
   metrics: ...`` log line every ``log_stats_interval_s`` seconds; the
   ``non-default args: {...}`` startup line.
 
+* ATOM (ROCm/ATOM HEAD ffdf3bb5d ``atom/entrypoints/openai/api_server.py``,
+  ``atom/model_engine/llm_engine.py``, ``scheduler.py``): ``/debug/mtp_stats``
+  (cumulative, K draft tokens charged per step), ``/server_info``, ``/metrics`` with
+  ``atom:mtp_*`` counters, and ``[MTP Stats Interval]`` / ``[MTP Stats         ]``
+  lines every ``decode_log_interval`` steps.
+
 Faults for tests (:class:`FaultPlan`, ``--fault KIND@N`` on the command line; ``N``
 counts chat/generate requests received, from 1, as ``N``, ``N-M`` or ``N+``):
 ``500``/``502``/``503`` answer that status; ``sleep`` sleeps ``fault_sleep_s`` first
@@ -58,7 +64,7 @@ from golden_al.servers.served_engine import Generation, ServedEngine
 
 __all__ = ["FLAVORS", "Fault", "FaultPlan", "ReferenceServer", "ServeConfig", "parse_fault"]
 
-FLAVORS = ("sglang", "vllm")
+FLAVORS = ("sglang", "vllm", "atom")
 _FAULT_KINDS = ("500", "502", "503", "sleep", "reset", "nospec", "die")
 _FAULT_RE = re.compile(r"^(?P<kind>[a-z0-9-]+)@(?P<lo>\d+)(?:(?P<plus>\+)|-(?P<hi>\d+))?$")
 
@@ -177,16 +183,23 @@ class _Stats:
                 self.c_success.labels("0", reason, name).inc(0)
             self.g_running.labels("0", name).set(self.running)
             self.g_waiting.labels("0", name).set(0)
+        elif flavor == "atom":
+            self.c_atom_draft = Counter("atom:mtp_draft_tokens", "Total MTP draft tokens.", registry=r)
+            self.c_atom_accepted = Counter("atom:mtp_accepted_tokens", "Total MTP accepted tokens.", registry=r)
+            self.c_atom_steps = Counter("atom:mtp_decode_steps", "MTP decode steps by accepted draft tokens.",
+                                        ("accepted_tokens",), registry=r)
+            for j in range(k + 1):
+                self.c_atom_steps.labels(str(j)).inc(0)
         else:
-            lab = ("model_name", "engine_type", "tp_rank")
+            sg = ("model_name", "engine_type", "tp_rank")
             self.c_verify = Counter("sglang:spec_verify_calls", "Number of speculative decoding verification calls.",
-                                    lab, registry=r)
-            self.c_gen = Counter("sglang:generation_tokens", "Number of generation tokens processed.", lab, registry=r)
-            self.c_requests = Counter("sglang:num_requests", "The number of processed requests.", lab, registry=r)
+                                    sg, registry=r)
+            self.c_gen = Counter("sglang:generation_tokens", "Number of generation tokens processed.", sg, registry=r)
+            self.c_requests = Counter("sglang:num_requests", "The number of processed requests.", sg, registry=r)
             self.g_accept_len = Gauge("sglang:spec_accept_length", "The average acceptance length of speculative decoding.",
-                                      lab, registry=r)
+                                      sg, registry=r)
             self.g_accept_rate = Gauge("sglang:spec_accept_rate", "The average acceptance rate of speculative decoding.",
-                                       lab, registry=r)
+                                       sg, registry=r)
             for c in (self.c_verify, self.c_gen, self.c_requests):
                 c.labels(name, "unified", "0").inc(0)
 
@@ -211,6 +224,11 @@ class _Stats:
         self.sg_total_tokens = 0
         self.sg_total_forward = 0
         self.sg_iv_start = time.monotonic()
+        # ATOM (cumulative /debug/mtp_stats; interval for the log line)
+        self.atom_draft = 0
+        self.atom_accepted = 0
+        self.atom_dist = [0] * (self.engine.draft_len + 1)
+        self.atom_iv = [0, 0, [0] * (self.engine.draft_len + 1)]
         self._build_registry()
 
     # ------------------------------------------------------------------ recording
@@ -234,6 +252,21 @@ class _Stats:
                 self.c_prompt.labels("0", name).inc(gen.prompt_tokens)
                 self.c_gen.labels("0", name).inc(gen.output_tokens)
                 self.c_success.labels("0", gen.finish_reason, name).inc()
+            elif self.config.flavor == "atom":
+                k = self.engine.draft_len
+                for n in gen.accepted:  # ATOM charges K draft tokens per step (scheduler.py SpecStats.update)
+                    self.atom_draft += k
+                    self.atom_accepted += n
+                    self.atom_dist[n] += 1
+                    self.c_atom_draft.inc(k)
+                    self.c_atom_accepted.inc(n)
+                    self.c_atom_steps.labels(str(n)).inc()
+                    iv = self.atom_iv
+                    iv[0] += k
+                    iv[1] += n
+                    iv[2][n] += 1
+                    if sum(iv[2]) >= self.config.decode_log_interval:
+                        self._atom_lines()
             else:
                 k = self.engine.draft_len
                 self.c_verify.labels(name, "unified", "0").inc(len(gen.accepted))
@@ -264,6 +297,38 @@ class _Stats:
         )
         self.sg_batches = self.sg_tokens = self.sg_bs = self.sg_correct = 0
         self.sg_iv_start = time.monotonic()
+
+    def _atom_lines(self) -> None:
+        """ATOM's ``[MTP Stats Interval]`` and cumulative ``[MTP Stats         ]`` lines."""
+        now = _dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
+
+        def line(tag: str, draft: int, acc: int, dist: list[int]) -> str:
+            steps = sum(dist) or 1
+            pct = ", ".join(f"{j}: '{100.0 * c / steps:.2f}%'" for j, c in enumerate(dist))
+            rate = 100.0 * acc / draft if draft else 0.0
+            return (f"{now} - atom - INFO - [MTP Stats {tag}] Average toks/fwd: {1 + acc / steps:.2f}, "
+                    f"Accepted/Total Draft tokens: {acc}/{draft}, Acceptance rate: {rate:.2f}%, "
+                    f"Accepted tokens distribution: {{{pct}}}")
+
+        iv = self.atom_iv
+        self.log(line("Interval", iv[0], iv[1], iv[2]))
+        self.log(line("        ", self.atom_draft, self.atom_accepted, self.atom_dist))
+        self.atom_iv = [0, 0, [0] * (self.engine.draft_len + 1)]
+
+    def mtp_stats(self) -> dict[str, Any]:
+        """ATOM ``GET /debug/mtp_stats`` (``LLMEngine.get_mtp_statistics``), cumulative."""
+        with self.lock:
+            steps = sum(self.atom_dist)
+            dist = {j: c for j, c in enumerate(self.atom_dist) if c}
+            return {
+                "enabled": True,
+                "total_draft_tokens": self.atom_draft,
+                "total_accepted_tokens": self.atom_accepted,
+                "acceptance_rate": self.atom_accepted / self.atom_draft if self.atom_draft else 0.0,
+                "average_tokens_per_forward": 1 + self.atom_accepted / steps if steps else 0.0,
+                "distribution": dist,
+                "distribution_percent": {j: c / steps for j, c in dist.items()},
+            }
 
     def vllm_log_tick(self) -> None:
         """Write the ``SpecDecoding metrics`` line for the interval (nothing without drafts)."""
@@ -324,7 +389,7 @@ class ReferenceServer:
 
     def __init__(self, engine: ServedEngine, config: ServeConfig, log_stream: TextIO) -> None:
         if config.flavor not in FLAVORS:
-            raise UsageError(f"unknown flavor {config.flavor!r}", hint="sglang or vllm")
+            raise UsageError(f"unknown flavor {config.flavor!r}", hint="sglang, vllm or atom")
         if config.meta_version not in ("0.5.23", "0.5.15", "old"):
             raise UsageError(f"unknown SGLang meta_info version {config.meta_version!r}", hint="0.5.23, 0.5.15 or old")
         if config.per_request_metrics not in (None, "none", "summary", "detailed"):
@@ -359,6 +424,10 @@ class ReferenceServer:
             args = {"model": self.engine.target_name, "host": cfg.host, "port": self.port,
                     "served_model_name": [self.stats.model_name], "speculative_config": spec}
             self.log(f"(APIServer pid={os.getpid()}) INFO {_now_vllm()} [api_utils.py:286] non-default args: {args!r}")
+        elif cfg.flavor == "atom":
+            if cfg.claim_synthetic:
+                self.log(f"{_now_sglang()} - atom - INFO - Forced speculative acceptance ON: mean acceptance "
+                         f"length 2.50 (per-position rates ...)")
         else:
             self.log(f"[{_now_sglang()}] server_args=ServerArgs(model_path={self.engine.target_name!r}, "
                      f"speculative_algorithm={self.config.algorithm.upper()!r}, speculative_num_steps={k}, "
@@ -538,7 +607,7 @@ class ReferenceServer:
                 path = self.path.split("?", 1)[0]
                 flavor = server.config.flavor
                 if path in ("/health", "/health_generate"):
-                    self._send(200, b"" if flavor == "vllm" else b"{}")
+                    self._send(200, {"vllm": b"", "atom": b'{"status": "ok"}'}.get(flavor, b"{}"))
                 elif path == "/v1/models":
                     self._json(200, {"object": "list", "data": [
                         {"id": server.stats.model_name, "object": "model", "owned_by": "golden-al",
@@ -549,6 +618,11 @@ class ReferenceServer:
                     self._json(200, {"version": server.config.version})
                 elif path in ("/server_info", "/get_server_info") and flavor == "sglang":
                     self._json(200, server.server_info())
+                elif path == "/debug/mtp_stats" and flavor == "atom":
+                    self._json(200, server.stats.mtp_stats())
+                elif path == "/server_info" and flavor == "atom":
+                    self._json(200, {"model_id": server.stats.model_name, "served_model_name": server.stats.model_name,
+                                     "tp_size": 1, "dp_size": 1})
                 elif path == "/get_model_info" and flavor == "sglang":
                     self._json(200, {"model_path": server.engine.target_name, "is_generation": True})
                 else:

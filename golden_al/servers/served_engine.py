@@ -145,9 +145,10 @@ class ReferenceServedEngine:
         from golden_al.engines.reference import ReferenceEngine
 
         torch_dtype = getattr(torch, dtype)
-        self.tokenizer = AutoTokenizer.from_pretrained(target)
-        t_model = AutoModelForCausalLM.from_pretrained(target, dtype=torch_dtype).to(device)
-        d_model = AutoModelForCausalLM.from_pretrained(draft, dtype=torch_dtype).to(device)
+        self.tokenizer: Any = AutoTokenizer.from_pretrained(target)
+        loader: Any = AutoModelForCausalLM
+        t_model = loader.from_pretrained(target, dtype=torch_dtype).to(device)
+        d_model = loader.from_pretrained(draft, dtype=torch_dtype).to(device)
         eos = t_model.generation_config.eos_token_id
         eos_ids = [eos] if isinstance(eos, int) else list(eos or [])
         if self.tokenizer.eos_token_id is not None and self.tokenizer.eos_token_id not in eos_ids:
@@ -164,6 +165,7 @@ class ReferenceServedEngine:
                  chat_template_kwargs: Mapping[str, Any] | None) -> Generation:
         from golden_al.engines.reference import SamplingParams
 
+        ids: Any
         if messages is not None:
             ids = self.tokenizer.apply_chat_template(
                 list(messages), add_generation_prompt=True, tokenize=True, **dict(chat_template_kwargs or {})
@@ -176,6 +178,6 @@ class ReferenceServedEngine:
         sampling = SamplingParams(temperature=float(temperature), top_p=float(top_p), max_tokens=int(max_tokens))
         with self._lock:
             out = self.engine.generate([ids], draft_len=self.draft_len, sampling=sampling, seed=seed, batch_size=1)[0]
-        decoded = self.tokenizer.decode(out.output_token_ids, skip_special_tokens=True)
+        decoded = str(self.tokenizer.decode(out.output_token_ids, skip_special_tokens=True))
         return Generation(decoded, len(ids), len(out.output_token_ids), list(out.accepted), list(out.drafted),
                           out.finish_reason or "length")

@@ -285,19 +285,24 @@ class CounterSource(Source):
             snap = await self.snapshot(client)
 
     async def after_unit(self, client: ServerClient, before: Snapshot, n_requests: int, label: str) -> Snapshot:
-        """The snapshot closing a unit of ``n_requests``; checks that exactly those finished."""
+        """The snapshot closing a unit of ``n_requests``; checks that exactly those finished.
+
+        Raises:
+            CounterResetError: the server restarted during the unit.
+            ServerError: other requests finished on the server meanwhile.
+        """
         after = await self.snapshot(client)
+        self.check_continuity(before, after, label)
         if before.finished is None or after.finished is None:
             return after
+        start = before.finished
+        done = after.finished - start
         deadline = time.monotonic() + 10.0
-        while after.finished - before.finished < n_requests and time.monotonic() < deadline:
+        while done < n_requests and time.monotonic() < deadline:
             await asyncio.sleep(0.2)  # counters not current yet
             after = await self.snapshot(client)
-        done = after.finished - before.finished
-        if done < 0:
-            raise CounterResetError(f"{label}: finished-request counter went backwards ({before.finished:g} -> "
-                                    f"{after.finished:g}): the server restarted",
-                                    hint="rerun with --resume; finished requests are kept")
+            self.check_continuity(before, after, label)
+            done = (after.finished if after.finished is not None else start) - start
         if done != n_requests:
             raise ServerError(
                 f"{label}: {done:g} requests finished on the server between the snapshots, expected {n_requests}: "
@@ -319,6 +324,7 @@ class VllmPrometheusSource(CounterSource):
         text = await client.get_text("/metrics", label="GET /metrics")
         snap = prom.parse_metrics_text(text or "", source=f"{client.base_url}/metrics")
         counters = prom.spec_counters(snap, "vllm")
+        assert isinstance(counters, prom.VllmSpecCounters)
 
         def opt(name: str) -> float | None:
             return snap.total(name) if snap.has(name) else None
@@ -336,6 +342,7 @@ class VllmPrometheusSource(CounterSource):
 
         try:
             d = prom.counters_delta(before.counts, after.counts)
+            assert isinstance(d, prom.VllmSpecCounters)
             counts = dcounts.from_vllm_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
                                                 list(d.accepted_per_position) or None, k=k)
         except Exception as exc:

@@ -36,7 +36,8 @@ def test_list_json_and_their_directory(capsys: pytest.CaptureFixture[str]) -> No
     rc, out, _ = run(capsys, "list", "--format", "json", "--golden-dir", str(FIXTURES))
     assert rc == 0
     data = json.loads(out)
-    assert len(data) == 9 and {d["format"] for d in data} == {"inferencex-legacy"}
+    assert len(data) == 9
+    assert {d["format"] for d in data} == {"inferencex-legacy"}
     dsv4 = next(d for d in data if d["name"] == "dsv4_mtp")
     assert dsv4["thinking_off"]["points"]["8"]["al"] == 3.11
 
@@ -47,7 +48,8 @@ def test_show_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert out.startswith("dsv4_mtp  (golden-al: ")
     table = [line.split() for line in out.splitlines() if line.startswith("    ")]
     assert table[0] == ["k", "thinking_on", "thinking_off"]
-    assert table[3] == ["3", "2.49", "2.97"] and table[8] == ["8", "2.58", "3.11"]
+    assert table[3] == ["3", "2.49", "2.97"]
+    assert table[8] == ["8", "2.58", "3.11"]
     assert "source:     https://github.com/SemiAnalysisAI/InferenceX/actions/runs/27180633016" in out
     assert 'chat_template_kwargs={"thinking": true, "reasoning_effort": "high"}' in out
 
@@ -55,7 +57,8 @@ def test_show_text(capsys: pytest.CaptureFixture[str]) -> None:
 def test_show_several_curves_json(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, _ = run(capsys, "show", "kimik3", "--format", "json")
     data = json.loads(out)
-    assert rc == 0 and [d["name"] for d in data] == [
+    assert rc == 0
+    assert [d["name"] for d in data] == [
         "kimik3_dspark", "kimik3_dspark_probabilistic_sample_method_block_rejection_sample_method"]
     assert data[1]["draft"]["variant"] == "probabilistic-block"
     assert data[1]["thinking_on"]["points"]["7"]["al"] == 3.84
@@ -71,6 +74,9 @@ def test_show_legacy_is_their_shape(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_show_unknown_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
     rc, out, err = run(capsys, "show", "llama-5")
-    assert rc == 2 and out == "" and "no golden curve for model 'llama-5'" in err
+    assert rc == 2
+    assert out == ""
+    assert "no golden curve for model 'llama-5'" in err
     rc, out, err = run(capsys, "show", "dsv4", "--method", "dspark")
-    assert rc == 2 and "dsv4_mtp (method mtp)" in err
+    assert rc == 2
+    assert "dsv4_mtp (method mtp)" in err

@@ -68,11 +68,15 @@ def test_comments_are_ignored_for_values() -> None:
 
 def test_header_fields() -> None:
     h = parse_legacy_header((FIXTURES / "qwen3.5_mtp.yaml").read_text())
-    assert h.category == "coding" and h.output_len == 4096 and h.dataset_name == "SPEED-Bench"
+    assert h.category == "coding"
+    assert h.output_len == 4096
+    assert h.dataset_name == "SPEED-Bench"
     assert h.mode_sampling["thinking_on"] == {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "presence_penalty": 0.0,
                                               "chat_template_kwargs": {"enable_thinking": True}}
     assert h.mode_sampling["thinking_off"]["presence_penalty"] == 1.5
-    assert h.engine == "vllm" and h.hardware == "B300" and h.method == "mtp"
+    assert h.engine == "vllm"
+    assert h.hardware == "B300"
+    assert h.method == "mtp"
     assert h.collector == "benchmarks/single_node/speedbench/qwen3.5_fp4_b300_vllm.sh"
     h = parse_legacy_header((FIXTURES / "kimik3_dspark_probabilistic_sample_method_block_rejection_sample_method.yaml")
                             .read_text())
@@ -107,7 +111,8 @@ def test_flat_list_shape_reads_into_both_modes() -> None:
         got = {k: p.al for k, p in curve.mode(mode).points.items()}
         assert got == {k: inferencex_lookup(raw, "deepseek-v4-pro", k, mode) for k in range(1, 9)}
     assert "flat shape without thinking modes" in (curve.provenance.notes or "")
-    assert curve.draft.method == "mtp" and "dsv4" in curve.aliases
+    assert curve.draft.method == "mtp"
+    assert "dsv4" in curve.aliases
 
 
 def test_plain_mapping_shape_and_method_from_header() -> None:
@@ -121,7 +126,8 @@ def test_plain_mapping_shape_and_method_from_header() -> None:
 
 def test_metadata_block_gives_the_draft_model() -> None:
     (curve,) = read_legacy(FIXTURES / "history" / "ce4e6f073" / "minimaxm3_eagle3_gqa.yaml")
-    assert curve.model == "minimax-m3" and curve.draft.model == "Inferact/MiniMax-M3-EAGLE3-GQA"
+    assert curve.model == "minimax-m3"
+    assert curve.draft.model == "Inferact/MiniMax-M3-EAGLE3-GQA"
     assert curve.draft.variant == "gqa"
 
 
@@ -142,7 +148,8 @@ def test_legacy_errors_name_file_and_line(body: str, needle: str, message: str) 
     with pytest.raises(SchemaError, match=message) as info:
         read_legacy_text(body, path="x_mtp.yaml")
     line = next(i for i, s in enumerate(body.splitlines(), 1) if needle in s)
-    assert info.value.line == line and str(info.value).startswith(f"x_mtp.yaml:{line}: ")
+    assert info.value.line == line
+    assert str(info.value).startswith(f"x_mtp.yaml:{line}: ")
 
 
 def test_null_value_means_no_value() -> None:
@@ -169,7 +176,8 @@ def test_write_legacy_is_readable_by_their_lookup(stored: Any) -> None:
     for mode, blk in curve.modes().items():
         for k, p in blk.points.items():
             got = inferencex_lookup(data, curve.model, k, mode)
-            assert isinstance(got, float) and got == p.al, (mode, k, got, p.al)
+            assert isinstance(got, float), (mode, k, got)
+            assert got == p.al, (mode, k, got, p.al)
     assert text.splitlines()[0].startswith("# Source") or curve.provenance.source_url is None
     # and it reads back through our own legacy reader with the same values
     (back,) = read_legacy_text(text, path=f"{stored.name}.yaml")
@@ -181,7 +189,8 @@ def test_write_legacy_is_readable_by_their_lookup(stored: Any) -> None:
 def test_write_legacy_writes_two_decimals_as_they_do() -> None:
     (curve,) = read_legacy(FIXTURES / "dsv4_mtp.yaml")
     text = write_legacy(curve)
-    assert "    4: 3.00\n" in text and "    5: 3.10\n" in text
+    assert "    4: 3.00\n" in text
+    assert "    5: 3.10\n" in text
     body = [s for s in text.splitlines() if not s.startswith("#")]
     original = [s for s in (FIXTURES / "dsv4_mtp.yaml").read_text().splitlines() if s and not s.startswith("#")]
     assert body == original  # the value lines are byte-identical to theirs

@@ -60,13 +60,17 @@ def _line_of(text: str, needle: str) -> int:
 def test_valid_curve_loads(tmp_path: Path) -> None:
     curve = load_curve_file(_write(tmp_path, VALID))
     assert curve.model == "tiny-model"
-    assert curve.draft.method == "eagle3" and curve.draft.precision == "bf16"
+    assert curve.draft.method == "eagle3"
+    assert curve.draft.precision == "bf16"
     on = curve.mode("on")
-    assert on is not None and curve.mode("off") is None
+    assert on is not None
+    assert curve.mode("off") is None
     assert {k: p.al for k, p in on.points.items()} == {1: 1.8, 2: 2.4, 3: 2.75}
     assert on.points[2].ci95 == (2.35, 2.45)
-    assert on.points[3].origin == "derived" and on.points[1].origin == "measured"
-    assert on.sampling is not None and on.sampling.chat_template_kwargs == {"enable_thinking": True}
+    assert on.points[3].origin == "derived"
+    assert on.points[1].origin == "measured"
+    assert on.sampling is not None
+    assert on.sampling.chat_template_kwargs == {"enable_thinking": True}
     assert str(curve.provenance.date) == "2026-08-20"
 
 
@@ -124,21 +128,25 @@ def test_no_thinking_mode(tmp_path: Path) -> None:
 
 def test_wrong_schema_version(tmp_path: Path) -> None:
     err = _error(tmp_path, VALID.replace("schema_version: 1", "schema_version: 2"))
-    assert err.line == 1 and "schema_version: unsupported value 2" in str(err)
+    assert err.line == 1
+    assert "schema_version: unsupported value 2" in str(err)
 
 
 def test_invalid_yaml_and_duplicate_key(tmp_path: Path) -> None:
     err = _error(tmp_path, VALID.replace("    1: {al: 1.8}", "    1: {al: 1.8"))
-    assert "invalid YAML" in str(err) and err.line is not None
+    assert "invalid YAML" in str(err)
+    assert err.line is not None
     dup = VALID.replace("    3: {al: 2.75, origin: derived}", "    3: {al: 2.75}\n    3: {al: 2.8}")
     err = _error(tmp_path, dup)
-    assert "invalid YAML" in str(err) and err.line == _line_of(dup, "3: {al: 2.8}")
+    assert "invalid YAML" in str(err)
+    assert err.line == _line_of(dup, "3: {al: 2.8}")
 
 
 def test_several_errors_reported_together(tmp_path: Path) -> None:
     text = VALID.replace("  method: eagle3", "  method: eagle4").replace("    1: {al: 1.8}", "    1: {al: '1.8'}")
     err = _error(tmp_path, text)
-    assert "draft.method" in str(err) and f"line {_line_of(text, chr(39) + '1.8')}: thinking_on.points.1.al" in str(err)
+    assert "draft.method" in str(err)
+    assert f"line {_line_of(text, chr(39) + '1.8')}: thinking_on.points.1.al" in str(err)
 
 
 def test_dump_is_stable_and_round_trips(tmp_path: Path) -> None:

@@ -30,7 +30,8 @@ def test_every_inferencex_curve_is_shipped_with_its_exact_values(store) -> None:
         raw = yaml.safe_load(path.read_text())
         (model_key,) = raw
         sc = next(sc for sc in store.curves if sc.name == path.stem)
-        assert sc.format == "golden-al" and sc.model == model_key
+        assert sc.format == "golden-al"
+        assert sc.model == model_key
         for mode in ("thinking_on", "thinking_off"):
             expected = raw[model_key].get(mode)
             blk = sc.curve.mode(mode)
@@ -41,15 +42,18 @@ def test_every_inferencex_curve_is_shipped_with_its_exact_values(store) -> None:
                     assert store.lookup(sc.model, mode, k, method=sc.method, variant=sc.variant or sc.name).al == al
         url = next(line.split(": ", 1)[1] for line in path.read_text().splitlines() if line.startswith("# Source"))
         assert sc.curve.provenance.source_url == url
-        assert sc.curve.dataset is not None and sc.curve.dataset.category == "coding"
+        assert sc.curve.dataset is not None
+        assert sc.curve.dataset.category == "coding"
 
 
 def test_shipped_store_has_the_muse_spark_point(store) -> None:
     p = store.lookup("muse-spark-open-816b-a42b-nvfp4", "on", 7)
     assert (p.al, p.method, p.curve, p.k, p.thinking) == (4.05, "dflash", "musespark_dflash", 7, "thinking_on")
     sc = store.curve("muse-spark-open-816b-a42b-nvfp4")
-    assert sc.curve.draft.precision == "bf16" and sc.curve.engine.name == "sglang"
-    assert sc.curve.provenance.source_url is None and "not public" in sc.curve.provenance.notes
+    assert sc.curve.draft.precision == "bf16"
+    assert sc.curve.engine.name == "sglang"
+    assert sc.curve.provenance.source_url is None
+    assert "not public" in sc.curve.provenance.notes
     with pytest.raises(NoGoldenValueError, match=r"no thinking_off values \(it has thinking_on k=7\)"):
         store.lookup("muse-spark-open-816b-a42b-nvfp4", "off", 7)
     with pytest.raises(NoGoldenValueError, match=r"no value at k=6 \(k = 7\)"):
@@ -104,7 +108,8 @@ def test_resolution_never_picks_between_two_models(tmp_path: Path) -> None:
 def test_variants_need_disambiguation(store) -> None:
     with pytest.raises(AmbiguousCurveError) as info:
         store.lookup("minimax-m3", "on", 3)
-    assert "minimaxm3_eagle3 (" in str(info.value) and "minimaxm3_eagle3_gqa (" in str(info.value)
+    assert "minimaxm3_eagle3 (" in str(info.value)
+    assert "minimaxm3_eagle3_gqa (" in str(info.value)
     assert store.lookup("minimax-m3", "on", 3, variant="gqa").al == 2.78
     assert store.lookup("minimax-m3", "on", 3, variant="minimaxm3_eagle3").al == 2.83  # curve name
     assert store.lookup("minimaxm3", "on", 3, draft_model="Inferact/MiniMax-M3-EAGLE3-GQA").al == 2.78
@@ -175,7 +180,8 @@ def test_method_for_resolves_aliases(store) -> None:
 
 def test_golden_dir_with_their_files(tmp_path: Path) -> None:
     s = load_store(FIXTURES)
-    assert all(sc.format == "inferencex-legacy" for sc in s.curves) and len(s.curves) == 9
+    assert all(sc.format == "inferencex-legacy" for sc in s.curves)
+    assert len(s.curves) == 9
     assert s.lookup("dsv4", "off", 8).al == 3.11  # prefix from the file name is an alias
     assert s.lookup("kimi-k3", "on", 7, draft_sample_method="probabilistic").al == 3.84
     # mixed directory: ours and theirs, detected per file
@@ -183,7 +189,8 @@ def test_golden_dir_with_their_files(tmp_path: Path) -> None:
     shutil.copy(REPO / "golden_al" / "golden" / "curves" / "musespark_dflash.yaml", tmp_path)
     s = load_store(tmp_path)
     assert {sc.format for sc in s.curves} == {"golden-al", "inferencex-legacy"}
-    assert s.lookup("glm5.2", "on", 8).al == 4.06 and s.lookup("musespark", "on", 7).al == 4.05
+    assert s.lookup("glm5.2", "on", 8).al == 4.06
+    assert s.lookup("musespark", "on", 7).al == 4.05
 
 
 def test_golden_dir_errors(tmp_path: Path) -> None:

@@ -27,6 +27,15 @@ pytestmark = pytest.mark.torch
 MAX_TOKENS = 40
 
 
+@pytest.fixture(scope="module", autouse=True)
+def _one_thread():
+    """Tiny models gain nothing from threads; one avoids oversubscribing a shared CPU."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)
+
+
 def _prompts(n: int, vocab: int, seed: int) -> list[list[int]]:
     rng = np.random.default_rng(seed)
     return [rng.integers(4, vocab, size=int(rng.integers(1, 12))).tolist() for _ in range(n)]
@@ -199,3 +208,48 @@ def test_sampled_replay_is_an_estimate_close_to_live():
     # tolerance: 5 standard errors of the per-request mean accepted-per-step of live decoding
     se = np.std(per_live[:, 0] / per_live[:, 1]) / np.sqrt(len(live))
     assert abs(al_live - al_rep) < 5 * se + 0.02, (al_live, al_rep, se)
+
+
+@pytest.mark.parametrize("k", [1, 4, 8])
+def test_transformers_assisted_generation_agrees_after_recount(pair, case, k):
+    """transformers' own assisted generation gives the same steps (see assisted.recount for the mapping)."""
+    from golden_al.engines.reference.assisted import assisted_generate, recount
+
+    target, draft = pair
+    prompts, eos, _ = case
+    engine = ReferenceEngine(target, draft, eos_token_ids=eos, prefill_emits_token=False)
+    live = engine.generate(prompts, draft_len=k, sampling=SamplingParams(max_tokens=MAX_TOKENS))
+    for prompt, lo in zip(prompts, live, strict=True):
+        hf = assisted_generate(target, draft, prompt, num_assistant_tokens=k, max_new_tokens=MAX_TOKENS + 1,
+                               eos_token_ids=eos)
+        assert hf.output_token_ids[:MAX_TOKENS] == lo.output_token_ids
+        assert recount(hf, eos_token_ids=eos, max_tokens=MAX_TOKENS) == lo.accepted, f"k={k} prompt {lo.index}"
+
+
+def test_batched_cache_with_holes_matches_a_full_forward():
+    """Incremental forwards with padding, rejected slots (holes) and compaction give the
+    same logits as one forward over the kept tokens (float64, 1e-9)."""
+    from golden_al.engines.reference.batch_cache import BatchedKV, left_pad
+
+    model, _ = tiny_pair(vocab_size=64, seed=9)
+    rng = np.random.default_rng(0)
+    rows = [rng.integers(4, 64, size=n).tolist() for n in (3, 7, 1)]
+    kv = BatchedKV(model, len(rows))
+    with torch.no_grad():
+        ids, valid = left_pad(rows)
+        kv.forward(ids, valid)
+        kept = [list(r) for r in rows]
+        for step in range(6):
+            new = torch.tensor(rng.integers(4, 64, size=(3, 4)))
+            kv.forward(new, torch.ones_like(new, dtype=torch.bool))
+            drop = torch.tensor([int(rng.integers(0, 5)) for _ in rows])
+            kv.drop_last(drop)
+            for b in range(3):
+                kept[b] += new[b, : 4 - int(drop[b])].tolist()
+            if step == 3:
+                kv.maybe_compact(max_hole_fraction=0.0)
+        probe = torch.tensor(rng.integers(4, 64, size=(3, 2)))
+        logits = kv.forward(probe, torch.ones_like(probe, dtype=torch.bool))
+        for b in range(3):
+            full = model(torch.tensor([kept[b] + probe[b].tolist()])).logits[0, -2:]
+            torch.testing.assert_close(logits[b], full, rtol=0, atol=1e-9)

@@ -34,7 +34,9 @@ def test_retries_5xx_then_succeeds():
     out = _run(handler, lambda c: c.post_json("/v1/chat/completions", {"a": 1}, label="request 7"), notes=notes)
     assert out == {"ok": True}
     assert len(calls) == 3
-    assert len(notes) == 2 and "request 7" in notes[0] and "HTTP 503" in notes[0]
+    assert len(notes) == 2
+    assert "request 7" in notes[0]
+    assert "HTTP 503" in notes[0]
 
 
 def test_exhausted_retries_name_the_request_and_every_attempt():
@@ -44,7 +46,8 @@ def test_exhausted_retries_name_the_request_and_every_attempt():
     with pytest.raises(RequestFailedError) as info:
         _run(handler, lambda c: c.post_json("/v1/chat/completions", {}, label="request 3 (k=2)"))
     msg = str(info.value)
-    assert "request 3 (k=2)" in msg and "failed after 3 attempts" in msg
+    assert "request 3 (k=2)" in msg
+    assert "failed after 3 attempts" in msg
     assert msg.count("timed out") == 3
     assert info.value.retryable
 
@@ -58,7 +61,8 @@ def test_4xx_is_not_retried():
 
     with pytest.raises(RequestFailedError, match="HTTP 400") as info:
         _run(handler, lambda c: c.post_json("/x", {}, label="r"))
-    assert len(calls) == 1 and not info.value.retryable
+    assert len(calls) == 1
+    assert not info.value.retryable
 
 
 def test_connection_errors_are_retried():

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 
 from golden_al.errors import ServerError, SyntheticAcceptanceActiveError, UsageError
-from golden_al.servers.launch import LaunchSpec, ManagedServer, build_command, free_port, relevant_env, shell_line
+from golden_al.servers.launch import (
+    LaunchSpec,
+    ManagedServer,
+    build_command,
+    free_port,
+    relevant_env,
+    shell_line,
+)
 
 
 def _flags(cmd: list[str], start: int) -> list[str]:
@@ -171,7 +178,9 @@ def test_managed_server_ready_logged_and_whole_group_stopped(tmp_path):
         time.sleep(0.05)
     assert not _alive(child), "the engine's child process outlived the stop"
     log = (tmp_path / "logs" / "server.log").read_text()
-    assert "fake engine starting" in log and "server stopped" in log and "# golden-al" in log
+    assert "fake engine starting" in log
+    assert "server stopped" in log
+    assert "# golden-al" in log
 
 
 def test_managed_server_stopped_on_exception(tmp_path):
@@ -182,10 +191,14 @@ def test_managed_server_stopped_on_exception(tmp_path):
 
 
 def test_managed_server_stopped_on_sigterm_to_us(tmp_path):
-    srv, child_file = _server(tmp_path)
-    with pytest.raises(KeyboardInterrupt), srv:
-        os.kill(os.getpid(), signal.SIGTERM)
-        time.sleep(5)
+    srv, _child_file = _server(tmp_path)
+    def interrupted() -> None:
+        with srv:
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(5)
+
+    with pytest.raises(KeyboardInterrupt):
+        interrupted()
     assert not srv.alive()
     assert signal.getsignal(signal.SIGTERM) in (signal.SIG_DFL, signal.default_int_handler) or callable(
         signal.getsignal(signal.SIGTERM))

@@ -10,13 +10,12 @@ import asyncio
 import hashlib
 import io
 import json
-import threading
 from pathlib import Path
 
 import pytest
 
 from golden_al.errors import CounterResetError, NoVerifyStepsError, ServerError, UsageError
-from golden_al.measurement import DatasetInfo, ModelInfo, SamplingInfo, load_record, read_request_results
+from golden_al.measurement import DatasetInfo, ModelInfo, SamplingInfo, read_request_results
 from golden_al.servers.client import RequestFailedError, RetryPolicy, ServerClient
 from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results, repair_jsonl_tail
 from golden_al.servers.reference_server import FaultPlan, ReferenceServer, ServeConfig, parse_fault
@@ -103,7 +102,9 @@ def test_sources_agree_and_match_the_server(clean):
     assert len(counts) == 1, "the same fake engine must give the same counts through every source"
     rec = clean["sglang-meta-info"]
     assert rec.al == pytest.approx(1 + rec.num_accepted_drafts / rec.num_verify_steps)
-    assert rec.num_requests == N and rec.mode == "server" and rec.al_source == "sglang-meta-info"
+    assert rec.num_requests == N
+    assert rec.mode == "server"
+    assert rec.al_source == "sglang-meta-info"
     assert sum(rec.histogram) == rec.num_verify_steps
     assert rec.al_ci95[0] <= rec.al <= rec.al_ci95[1]
 
@@ -191,7 +192,7 @@ def test_resume_with_other_settings_is_refused(servers, tmp_path):
     _measure(s.url, _plan("sglang", n=3), tmp_path, "sglang-meta-info")
     other = _plan("sglang", n=3)
     other.sampling = SamplingInfo(temperature=0.7, max_tokens=64)
-    with pytest.raises(UsageError, match="settings changed.*sampling"):
+    with pytest.raises(UsageError, match=r"settings changed.*sampling"):
         _measure(s.url, other, tmp_path, "sglang-meta-info", resume=True)
 
 
@@ -216,14 +217,10 @@ def test_zero_verify_steps_is_undefined_not_zero(servers, tmp_path):
 def test_foreign_traffic_is_detected():
     src = VllmPrometheusSource()
 
-    class Fake:
-        policy = FAST
+    from golden_al.formats.prometheus import VllmSpecCounters
 
-        def __init__(self, snaps):
-            self.snaps = list(snaps)
-
-    before = Snapshot(None, 10.0, 0.0, 1.0, 3)
-    after = Snapshot(None, 12.0, 0.0, 1.0, 3)
+    before = Snapshot(VllmSpecCounters(10, 30, 20, (8, 7, 5)), 10.0, 0.0, 1.0, 3)
+    after = Snapshot(VllmSpecCounters(14, 42, 26, (10, 9, 7)), 12.0, 0.0, 1.0, 3)
 
     async def run():
         async def snapshot(client):
@@ -232,7 +229,7 @@ def test_foreign_traffic_is_detected():
         src.snapshot = snapshot  # type: ignore[method-assign]
         return await src.after_unit(None, before, 1, "request 4")  # type: ignore[arg-type]
 
-    with pytest.raises(ServerError, match="2 requests finished.*expected 1.*other traffic"):
+    with pytest.raises(ServerError, match=r"2 requests finished.*expected 1.*other traffic"):
         asyncio.run(run())
 
 
@@ -253,6 +250,7 @@ def test_lock_prevents_two_writers(tmp_path):
 
 def test_record_is_valid_json_with_server_fields(clean, tmp_path):
     rec = clean["vllm-prometheus"]
-    assert rec.engine == "vllm" and rec.engine_version is None  # not set by measure_cell's caller here
+    assert rec.engine == "vllm"
+    assert rec.engine_version is None
     data = json.loads(rec.model_dump_json())
     assert data["per_request_file"] == "requests.jsonl"

@@ -62,7 +62,8 @@ def test_sglang_meta_info_fields_and_bias(serve):
     assert r["sglext"]["spec_tokens_details"]["spec_correct_drafts_histogram"] == hist
     assert r["usage"]["completion_tokens"] == meta["completion_tokens"]
     plain = _chat(srv.url, 0).json()
-    assert "meta_info" not in plain["choices"][0] and "sglext" not in plain
+    assert "meta_info" not in plain["choices"][0]
+    assert "sglext" not in plain
 
 
 @pytest.mark.parametrize(("version", "present", "absent"), [
@@ -73,7 +74,8 @@ def test_sglang_meta_info_fields_and_bias(serve):
 def test_sglang_old_meta_info_names(serve, version, present, absent):
     srv, _ = serve("sglang", meta_version=version)
     meta = _chat(srv.url, 1, return_meta_info=True).json()["choices"][0]["meta_info"]
-    assert present <= set(meta) and not (absent & set(meta))
+    assert present <= set(meta)
+    assert not (absent & set(meta))
 
 
 def test_sglang_server_info_and_decode_log(serve):
@@ -87,7 +89,8 @@ def test_sglang_server_info_and_decode_log(serve):
     assert dl.k == 4
     records = [r for r in flogs.scan_log_text(log.getvalue()).records if r.engine == "sglang"]
     steps = [n for m in metas for n, h in enumerate(m["spec_correct_drafts_histogram"]) for _ in range(h)]
-    assert len(records) == len(steps) // 5 and records
+    assert len(records) == len(steps) // 5
+    assert records
     # every line: accept len = sum(n+1)/steps over its interval, accept rate = sum(n)/(steps*k)
     total_tokens = sum(round(r.accept_len * 5) for r in records)
     assert info["internal_states"][0]["avg_spec_accept_length"] == pytest.approx(total_tokens / (5 * len(records)),
@@ -106,7 +109,8 @@ def test_sglang_generate(serve):
     srv, _ = serve("sglang")
     r = httpx.post(f"{srv.url}/generate", json={"text": "hi", "sampling_params": {"max_new_tokens": 30,
                                                                                   "temperature": 0}}).json()
-    assert r["meta_info"]["completion_tokens"] <= 30 and "spec_verify_ct" in r["meta_info"]
+    assert r["meta_info"]["completion_tokens"] <= 30
+    assert "spec_verify_ct" in r["meta_info"]
 
 
 def test_vllm_metrics_match_the_real_capture(serve):
@@ -144,7 +148,8 @@ def test_vllm_log_lines_sum_to_the_counters(serve):
 def test_vllm_per_request_metrics(serve):
     srv, _ = serve("vllm", per_request_metrics="detailed")
     spec = _chat(srv.url, 0).json()["metrics"]["speculative_decoding"]
-    assert len(spec["acceptance_histogram"]) == 4 and spec["num_spec_tokens"] == 3
+    assert len(spec["acceptance_histogram"]) == 4
+    assert spec["num_spec_tokens"] == 3
     assert len(spec["per_step_accepted"]) == spec["num_spec_steps"] == sum(spec["acceptance_histogram"])
 
 
@@ -164,7 +169,8 @@ def test_faults(serve):
 def test_hook_and_bad_fault_specs():
     hook_plan = FaultPlan(hook=lambda n, body: ["500"] if body.get("messages", [{}])[0].get("content") == "x" else [])
     assert hook_plan.kinds(1, {"messages": [{"content": "x"}]}) == ["500"]
-    assert parse_fault("sleep@2-4").covers(3) and not parse_fault("sleep@2-4").covers(5)
+    assert parse_fault("sleep@2-4").covers(3)
+    assert not parse_fault("sleep@2-4").covers(5)
     assert parse_fault("500@3+").covers(100)
     for bad in ("explode@1", "500@0", "500@3-2", "500"):
         with pytest.raises(UsageError):
@@ -172,9 +178,9 @@ def test_hook_and_bad_fault_specs():
 
 
 def test_claim_synthetic(serve):
-    srv, log = serve("sglang", claim_synthetic=True)
+    srv, _log = serve("sglang", claim_synthetic=True)
     assert httpx.get(f"{srv.url}/server_info").json()["environ"]["SGLANG_SIMULATE_ACC_LEN"] == "2.5"
-    srv2, log2 = serve("vllm", claim_synthetic=True)
+    _srv2, log2 = serve("vllm", claim_synthetic=True)
     assert "'rejection_sample_method': 'synthetic'" in log2.getvalue()
 
 
@@ -184,3 +190,23 @@ def test_bad_requests(serve):
     assert httpx.post(f"{srv.url}/v1/chat/completions", json={"messages": []}).status_code == 400
     assert httpx.get(f"{srv.url}/nope").status_code == 404
     assert httpx.get(f"{srv.url}/health").status_code == 200
+
+
+def test_atom_mtp_stats_and_log_lines(serve):
+    srv, log = serve("atom", k=3, decode_log_interval=7)
+    for i in range(4):
+        _chat(srv.url, i)
+    stats = httpx.get(f"{srv.url}/debug/mtp_stats").json()
+    steps = sum(stats["distribution"].values())
+    assert stats["total_draft_tokens"] == 3 * steps  # K charged per step
+    assert stats["total_accepted_tokens"] == sum(int(j) * c for j, c in stats["distribution"].items())
+    assert stats["average_tokens_per_forward"] == pytest.approx(1 + stats["total_accepted_tokens"] / steps)
+    records = [r for r in flogs.scan_log_text(log.getvalue()).records if r.engine == "atom"]
+    cumulative = [r for r in records if r.kind == "cumulative"]
+    assert cumulative and cumulative[-1].draft_tokens <= stats["total_draft_tokens"]
+    assert sum(r.accepted_tokens for r in records if r.kind == "interval") == cumulative[-1].accepted_tokens
+    snap = prom.parse_metrics_text(httpx.get(f"{srv.url}/metrics").text)
+    c = prom.spec_counters(snap, "atom")
+    assert c.num_verify_steps == steps and c.accepted_tokens == stats["total_accepted_tokens"]
+    assert httpx.get(f"{srv.url}/health").json() == {"status": "ok"}
+

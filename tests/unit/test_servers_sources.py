@@ -96,8 +96,10 @@ def _chat(meta):
 ], ids=["0.5.23", "0.5.15.post1", "older"])
 def test_sglang_meta_info_versions_give_the_same_counts(meta):
     counts = PerRequestSource("sglang-meta-info").counts(_chat(meta), 3, "request 0")
-    assert counts.num_verify_steps == 8 and counts.num_accepted_drafts == 11
-    assert list(counts.histogram) == [2, 3, 1, 2] and list(counts.per_position_accepted) == [6, 3, 2]
+    assert counts.num_verify_steps == 8
+    assert counts.num_accepted_drafts == 11
+    assert list(counts.histogram) == [2, 3, 1, 2]
+    assert list(counts.per_position_accepted) == [6, 3, 2]
     # bias-free: 1 + 11/8 = 2.375, not SGLang's completion_tokens/verify_ct = 2.5
     assert counts.al == pytest.approx(2.375)
 
@@ -122,7 +124,7 @@ def test_response_without_spec_fields_is_named_never_zero():
     no_spec = {k: v for k, v in _META_0523.items() if not k.startswith("spec_")}
     with pytest.raises(MetricMissingError, match="request 5"):
         PerRequestSource("sglang-meta-info").counts(_chat(no_spec), 3, "request 5")
-    with pytest.raises(MetricMissingError, match="metrics.speculative_decoding"):
+    with pytest.raises(MetricMissingError, match=r"metrics\.speculative_decoding"):
         PerRequestSource("vllm-per-request").counts({"choices": []}, 3, "request 6")
 
 
@@ -154,7 +156,8 @@ def test_atom_mtp_stats_delta_and_reset():
                       "distribution": {"0": 4, "1": 4, "2": 4, "3": 8}})
     src = AtomMtpStatsSource()
     counts = src.delta_counts(before, after, 3, "request 1")
-    assert list(counts.histogram) == [1, 2, 2, 5] and counts.num_accepted_drafts == 21
+    assert list(counts.histogram) == [1, 2, 2, 5]
+    assert counts.num_accepted_drafts == 21
     with pytest.raises(CounterResetError):
         src.delta_counts(after, before, 3, "request 1")
     with pytest.raises(CounterResetError):

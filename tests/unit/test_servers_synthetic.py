@@ -35,7 +35,8 @@ def test_inert_settings_pass(env):
 
 def test_inert_leftovers_are_warned():
     warnings = synthetic.check_launch_env({"SGLANG_SIMULATE_ACC_LEN": "-1", "SGLANG_SIMULATE_ACC_METHOD": "x"})
-    assert len(warnings) == 1 and "SGLANG_SIMULATE_ACC_METHOD" in warnings[0]
+    assert len(warnings) == 1
+    assert "SGLANG_SIMULATE_ACC_METHOD" in warnings[0]
     assert synthetic.check_launch_env({"PATH": "/bin"}) == []
 
 
@@ -63,7 +64,7 @@ def test_atom_flags(flag):
 
 
 def test_server_info_scan():
-    with pytest.raises(SyntheticAcceptanceActiveError, match="environ.SGLANG_SIMULATE_ACC_LEN"):
+    with pytest.raises(SyntheticAcceptanceActiveError, match=r"environ\.SGLANG_SIMULATE_ACC_LEN"):
         synthetic.check_server_info("sglang", {"version": "x", "environ": {"SGLANG_SIMULATE_ACC_LEN": "2.5"}})
     with pytest.raises(SyntheticAcceptanceActiveError):
         synthetic.check_server_info("vllm", {"vllm_config": "SpeculativeConfig(rejection_sample_method='synthetic')"})

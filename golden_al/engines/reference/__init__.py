@@ -40,4 +40,13 @@ __all__ = [
     "first_step",
     "greedy_accept_counts",
     "make_generator",
+    "quiet_transformers",
 ]
+
+
+def quiet_transformers() -> None:
+    """Silence transformers' own progress bars and info logs (the CLI shows its own progress)."""
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    hf_logging.set_verbosity_error()

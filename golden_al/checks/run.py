@@ -1,0 +1,343 @@
+"""``golden-al check-run``: did a run with injected acceptance actually achieve its target AL?
+
+The evidence is what the engine itself reported (:mod:`golden_al.formats`): SGLang
+``Decode batch`` log lines, vLLM ``SpecDecoding metrics`` lines, ATOM ``[MTP Stats]``
+lines, or two Prometheus snapshots (before/after, told apart by their monotone
+counters). The realized AL is compared with the injected one in units of the standard
+error the engine's *sampler* implies (:mod:`simulators`: the exact pmf of ``L`` for
+that engine and method at (AL, k)) over the number of independent draws:
+
+* vLLM, ATOM (and TensorRT-LLM) draw ``L`` independently **per request-step**: the
+  draws are the verify request-steps (vLLM ``Drafted / k`` per log line, or
+  ``Δnum_drafts``; ATOM ``draft tokens / k``, or the step distribution).
+* SGLang draws **one L per verify step for the whole batch**
+  (``sample_simulated_acc_len`` has ``size=(1,)``), so a decode line at
+  ``#running-req: 32`` rests on its ``--decode-log-interval`` (40) batch steps, not on
+  1280 draws. Each line is weighted by its request-steps (interval x batch size) for the
+  mean, as SGLang's own ``accept len`` is; the variance of that weighted mean is
+  ``var(L) * sum(w_l^2 / I) / (sum w_l)^2``, i.e. the batch steps with Kish's effective
+  count when batch sizes differ between lines, plus the rounding of the printed
+  two-decimal value.
+
+The check passes when ``|realized - target| <= Z * standard error`` (``Z`` =
+``--tolerance-sigma``). A sampler whose own mean differs from the target (SGLang's
+``multinomial`` near the bounds) is reported: such a run cannot meet its target.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from distributions import units
+from distributions.uncertainty import mean_z_score
+from golden_al.errors import InputFileError, NoVerifyStepsError, UsageError
+from golden_al.formats import (
+    AtomMtpStatsRecord,
+    SglangDecodeRecord,
+    VllmSpecDecodingRecord,
+    counters_delta,
+    detect_engine,
+    order_snapshots,
+    parse_metrics_text,
+    scan_log_text,
+    spec_counters,
+)
+from golden_al.formats.prometheus import MetricsSnapshot, SglangSpecCounters, SpecCounters
+
+__all__ = [
+    "DEFAULT_DECODE_LOG_INTERVAL",
+    "DEFAULT_METHODS",
+    "DEFAULT_TOLERANCE_SIGMA",
+    "RunCheckResult",
+    "RunEvidence",
+    "check_run",
+    "evidence_from_files",
+]
+
+#: SGLang ``--decode-log-interval`` default (``arg_groups/fields/observability.py``, 0.5.23).
+DEFAULT_DECODE_LOG_INTERVAL = 40
+#: Default tolerance in standard errors (two-sided false-alarm rate ~6e-5 under normality).
+DEFAULT_TOLERANCE_SIGMA = 4.0
+#: The sampler each engine uses for the injected knob (simulators registry names).
+DEFAULT_METHODS = {"sglang": "match-expected", "vllm": "synthetic", "atom": "synthetic", "trtllm": "force"}
+#: Rounding of a value printed with ``{:.2f}``: uniform error of width 0.01.
+_ROUND_VAR = 0.01 ** 2 / 12.0
+
+
+@dataclass(frozen=True)
+class RunEvidence:
+    """What the files say about one run: realized AL and what it rests on."""
+
+    engine: str
+    source: str  # "sglang decode log", "vllm SpecDecoding log", "atom MTP stats log", "prometheus delta"
+    realized_al: float
+    request_steps: float
+    independent_draws: float  # batch steps for SGLang, request-steps otherwise
+    effective_draws: float  # Kish effective count used for the variance
+    lines_used: int
+    extra_variance: float = 0.0  # variance of the realized mean from printed rounding
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RunCheckResult:
+    """The verdict of ``check-run``."""
+
+    engine: str
+    method: str
+    draft_len: int
+    expected_al: float
+    realized_al: float
+    request_steps: float
+    independent_draws: float
+    effective_draws: float
+    sampler_mean: float
+    sampler_var: float
+    std_error: float
+    z_score: float
+    tolerance_sigma: float
+    tolerance: float
+    passed: bool
+    verdict: str
+    source: str
+    lines_used: int
+    files: tuple[str, ...]
+    warnings: tuple[str, ...] = field(default_factory=tuple)
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready dict."""
+        d = asdict(self)
+        d["files"] = list(self.files)
+        d["warnings"] = list(self.warnings)
+        for key in ("z_score", "std_error", "tolerance"):
+            if isinstance(d[key], float) and not math.isfinite(d[key]):
+                d[key] = str(d[key])
+        return d
+
+
+# ----------------------------------------------------------------------- reading
+
+
+def _looks_like_metrics(text: str) -> bool:
+    head = text[:4096]
+    return "# TYPE " in head or "# HELP " in head or any(
+        line and not line.startswith("#") and ("_total" in line.split(" ")[0] or "{" in line.split(" ")[0])
+        and len(line.split(" ")) == 2 for line in head.splitlines()[:5])
+
+
+def _read(path: str | Path) -> str:
+    p = Path(path)
+    try:
+        return p.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise InputFileError(f"cannot read: {exc.strerror or exc}", path=p) from None
+
+
+def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
+                        decode_log_interval: int = DEFAULT_DECODE_LOG_INTERVAL,
+                        batch_size: float | None = None,
+                        labels: dict[str, str] | None = None) -> RunEvidence:
+    """Realized AL and its sample size from logs or two Prometheus snapshots.
+
+    Raises:
+        UsageError: a single snapshot, mixed snapshots and logs, or SGLang counters
+            without ``batch_size``.
+        InputFileError: no usable line in the files.
+        CounterResetError: a counter went backwards between the snapshots.
+        NoVerifyStepsError: the window holds no verify step.
+    """
+    if not files:
+        raise UsageError("no input files")
+    snapshots: list[tuple[MetricsSnapshot, SpecCounters]] = []
+    logs: list[tuple[str, Any]] = []
+    other_engines: dict[str, int] = {}
+    for f in files:
+        text = _read(f)
+        if _looks_like_metrics(text):
+            try:
+                snap = parse_metrics_text(text, source=f)
+            except InputFileError:
+                snap = None
+            if snap is not None and detect_engine(snap) is not None:
+                snapshots.append((snap, spec_counters(snap, engine if detect_engine(snap) == engine else None,
+                                                      labels)))
+                continue
+        scan = scan_log_text(text, source=f)
+        for r in scan.records:
+            if r.engine != engine:
+                other_engines[r.engine] = other_engines.get(r.engine, 0) + 1
+        logs.append((str(f), scan))
+    if snapshots and any(scan.of(engine) for _, scan in logs):
+        raise UsageError("mix of Prometheus snapshots and log files", hint="pass either two snapshots or logs")
+    if snapshots:
+        if len(snapshots) != 2:
+            raise UsageError(f"{len(snapshots)} Prometheus snapshot(s) given; check-run needs exactly two "
+                             "(before and after the run)")
+        return _from_snapshots(snapshots, engine, batch_size)
+    if engine == "sglang":
+        return _from_sglang(logs, decode_log_interval, other_engines)
+    if engine == "vllm":
+        return _from_vllm(logs, k, other_engines)
+    if engine == "atom":
+        return _from_atom(logs, k, other_engines)
+    raise UsageError(f"no log format is known for engine {engine!r}",
+                     hint="TensorRT-LLM's AL reporting is not verified against its source; use vLLM, SGLang or ATOM "
+                          "evidence")
+
+
+def _no_lines(what: str, logs: list[tuple[str, Any]], other: dict[str, int]) -> InputFileError:
+    names = ", ".join(name for name, _ in logs)
+    extra = f" (found {', '.join(f'{n} {e} line(s)' for e, n in other.items())} instead)" if other else ""
+    return InputFileError(f"no usable {what} in {names}{extra}",
+                          hint="pass the server log (or the lines extracted from it) of the engine named by --engine")
+
+
+def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, int]) -> RunEvidence:
+    if interval < 1:
+        raise UsageError(f"--decode-log-interval must be >= 1, got {interval}")
+    recs = [r for _, scan in logs for r in scan.of("sglang") if isinstance(r, SglangDecodeRecord)]
+    usable = [r for r in recs if r.accept_len is not None and math.isfinite(r.accept_len) and r.running_req > 0]
+    if not usable:
+        if recs:
+            raise InputFileError(f"{len(recs)} SGLang decode line(s) but none carries 'accept len' with a running "
+                                 "batch (speculative decoding off?)", path=logs[0][0])
+        raise _no_lines("SGLang 'Decode batch' lines", logs, other)
+    weights = [interval * r.running_req for r in usable]
+    total = math.fsum(weights)
+    realized = math.fsum(w * r.accept_len for w, r in zip(weights, usable, strict=False)) / total  # type: ignore[operator]
+    sum_sq = math.fsum(w * w / interval for w in weights)
+    n_eff = total * total / sum_sq
+    extra = _ROUND_VAR * math.fsum(w * w for w in weights) / (total * total)
+    notes = [f"{len(usable)} decode line(s) x {interval} batch steps; #running-req "
+             f"{min(r.running_req for r in usable)}..{max(r.running_req for r in usable)}"]
+    if len(usable) < len(recs):
+        notes.append(f"{len(recs) - len(usable)} decode line(s) without accept len skipped")
+    if any(r.dp_rank is not None for r in usable) and len({r.dp_rank for r in usable}) > 1:
+        notes.append("lines from several DP ranks are counted as independent batches (each rank draws its own L)")
+    notes.append("#running-req is the batch size when the line was written; the interval's own batch sizes "
+                 "are not logged")
+    return RunEvidence("sglang", "sglang decode log", realized, total, float(interval * len(usable)), n_eff,
+                       len(usable), extra, tuple(notes))
+
+
+def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
+    recs = [r for _, scan in logs for r in scan.of("vllm") if isinstance(r, VllmSpecDecodingRecord)]
+    if not recs:
+        raise _no_lines("vLLM 'SpecDecoding metrics' lines", logs, other)
+    accepted = sum(r.accepted_tokens for r in recs)
+    drafted = sum(r.drafted_tokens for r in recs)
+    notes = [f"{len(recs)} SpecDecoding line(s): Accepted {accepted} / Drafted {drafted} tokens; "
+             f"request-steps = Drafted / k"]
+    if drafted % k:
+        notes.append(f"Drafted {drafted} is not a multiple of k={k} (grammar-invalidated drafts, or a wrong "
+                     "--draft-len)")
+    steps = drafted / k
+    if steps <= 0:
+        raise NoVerifyStepsError("the vLLM lines report zero drafted tokens: AL is undefined")
+    if accepted > drafted:
+        raise InputFileError(f"Accepted {accepted} > Drafted {drafted} tokens", path=logs[0][0])
+    notes.append("vLLM never logs the last partial interval; stop the server >= 11 s after the last request "
+                 "for complete totals")
+    realized = units.al_from_counts(accepted, steps)
+    return RunEvidence("vllm", "vllm SpecDecoding log", realized, steps, steps, steps, len(recs), 0.0, tuple(notes))
+
+
+def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
+    recs = [r for _, scan in logs for r in scan.of("atom") if isinstance(r, AtomMtpStatsRecord)]
+    if not recs:
+        raise _no_lines("ATOM '[MTP Stats ...]' lines", logs, other)
+    intervals = [r for r in recs if r.kind == "interval"]
+    use = intervals or [recs[-1]]
+    accepted = sum(r.accepted_tokens for r in use)
+    drafted = sum(r.draft_tokens for r in use)
+    if drafted % k:
+        raise InputFileError(f"ATOM charges k draft tokens per step, but {drafted} is not a multiple of k={k}",
+                             path=logs[0][0], hint="is --draft-len the server's --num-speculative-tokens?")
+    steps = drafted / k
+    if steps <= 0:
+        raise NoVerifyStepsError("the ATOM lines report zero steps: AL is undefined")
+    note = (f"{len(intervals)} interval line(s)" if intervals else "the last cumulative line (no interval lines)")
+    realized = units.al_from_counts(accepted, steps)
+    return RunEvidence("atom", "atom MTP stats log", realized, steps, steps, steps, len(use), 0.0,
+                       (f"{note}: accepted {accepted} / draft tokens {drafted}",))
+
+
+def _from_snapshots(snapshots: list[tuple[MetricsSnapshot, SpecCounters]], engine: str,
+                    batch_size: float | None) -> RunEvidence:
+    engines = {c.engine for _, c in snapshots}
+    if engines != {engine}:
+        raise UsageError(f"the snapshots hold {', '.join(sorted(engines))} counters, but --engine is {engine}")
+    (snap_a, before), (snap_b, after) = order_snapshots(snapshots)
+    d = counters_delta(before, after)
+    steps = d.num_verify_steps
+    if steps <= 0:
+        raise NoVerifyStepsError(f"{snap_a.source} -> {snap_b.source}: zero verify steps between the snapshots",
+                                 hint="was the run sent between the two scrapes?")
+    notes = [f"before: {snap_a.source}; after: {snap_b.source} (ordered by their counters)"]
+    if isinstance(d, SglangSpecCounters):
+        if batch_size is None or batch_size <= 0:
+            raise UsageError("SGLang counters do not say how many independent draws (one per batch step) the AL "
+                             "rests on", hint="pass --batch-size (the mean #running-req), or check the decode log")
+        draws = steps / batch_size
+        notes.append(f"independent draws = verify calls / --batch-size {batch_size:g}")
+        if d.num_requests is None:
+            notes.append("sglang:num_requests_total is absent: the prefill token of each request is not removed "
+                         f"(AL as SGLang reports it, {d.al_as_reported:.4f})")
+        return RunEvidence(engine, "prometheus delta", d.al, steps, draws, draws, 2, 0.0, tuple(notes))
+    return RunEvidence(engine, "prometheus delta", d.al, steps, steps, steps, 2, 0.0, tuple(notes))
+
+
+# ------------------------------------------------------------------------ checking
+
+
+def check_run(files: Sequence[str | Path], *, expect_al: float, draft_len: int, engine: str,
+              method: str | None = None, tolerance_sigma: float = DEFAULT_TOLERANCE_SIGMA,
+              decode_log_interval: int = DEFAULT_DECODE_LOG_INTERVAL, batch_size: float | None = None,
+              labels: dict[str, str] | None = None) -> RunCheckResult:
+    """Compare a run's realized AL with ``expect_al`` (see the module docstring).
+
+    Raises:
+        UsageError / DistributionError: bad arguments (unknown engine or method, AL
+            outside [1, k+1], a non-positive tolerance).
+        InputFileError / NoVerifyStepsError / CounterResetError: unusable input.
+    """
+    from simulators.base import get_sampler
+
+    if engine not in DEFAULT_METHODS:
+        raise UsageError(f"unknown engine {engine!r}", hint="one of " + ", ".join(DEFAULT_METHODS))
+    k = units.check_draft_len(draft_len)
+    al = units.check_al(expect_al, k)
+    if not (tolerance_sigma > 0 and math.isfinite(tolerance_sigma)):
+        raise UsageError(f"--tolerance-sigma must be > 0, got {tolerance_sigma!r}")
+    method = method or DEFAULT_METHODS[engine]
+    sampler = get_sampler(engine, method)
+    pmf = sampler.pmf(al, k)
+    s_mean, s_var = float(pmf.mean()), float(pmf.var())
+    ev = evidence_from_files(files, engine, k, decode_log_interval=decode_log_interval, batch_size=batch_size,
+                             labels=labels)
+    var_mean = s_var / ev.effective_draws + ev.extra_variance
+    se = math.sqrt(var_mean)
+    if se > 0:
+        z = mean_z_score(ev.realized_al, al, var_mean * ev.effective_draws, ev.effective_draws)
+    else:
+        z = 0.0 if abs(ev.realized_al - al) <= 1e-9 else math.copysign(math.inf, ev.realized_al - al)
+    tol = tolerance_sigma * se
+    passed = abs(z) <= tolerance_sigma
+    warnings = list(ev.notes)
+    if abs(s_mean - al) > 1e-9:
+        warnings.append(f"the {engine}/{method} sampler's own mean at AL {al:g}, k={k} is {s_mean:.4f}, not {al:g}: "
+                        "this configuration cannot realize its target")
+    warnings += sampler.warnings(al, k)
+    if ev.realized_al > k + 1 + 1e-9:
+        warnings.append(f"realized AL {ev.realized_al:.4f} exceeds k+1 = {k + 1}: is --draft-len right?")
+    return RunCheckResult(
+        engine=engine, method=method, draft_len=k, expected_al=al, realized_al=ev.realized_al,
+        request_steps=ev.request_steps, independent_draws=ev.independent_draws, effective_draws=ev.effective_draws,
+        sampler_mean=s_mean, sampler_var=s_var, std_error=se, z_score=z, tolerance_sigma=tolerance_sigma,
+        tolerance=tol, passed=passed, verdict="pass" if passed else "fail", source=ev.source,
+        lines_used=ev.lines_used, files=tuple(str(f) for f in files), warnings=tuple(warnings),
+    )

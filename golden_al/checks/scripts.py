@@ -1,0 +1,566 @@
+"""Pins in shell scripts (InferenceX ``benchmarks/**/*.sh``), read statically.
+
+A *site* is where a knob literally appears in the source: an assignment or export of
+``SGLANG_SIMULATE_ACC_LEN`` / ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` (or those
+names inside a string, e.g. an env prefix built for a launch command), a
+``--speculative-config`` JSON with ``synthetic_acceptance_*`` (also built with
+``printf``), or ATOM's ``--spec-decode-acceptance-length`` / ``-rate`` flag. The
+script is walked over every feasible path (:mod:`golden_al.checks.shell`) with
+``EVAL_ONLY=false`` and ``RUN_EVAL=false`` (throughput runs; evals use real
+acceptance); each path that reaches a site yields a pin, resolved against the flags and
+variables of that same path (``--speculative-num-steps``, ``--num-speculative-tokens``,
+here-document ``max_draft_len``, ``SGLANG_DEFAULT_THINKING``, ...). Identical pins
+from several paths become one finding that names the path conditions.
+
+The legacy ``SIMULATE_ACC_LEN`` counts only when exported or passed as an environment
+prefix (a plain shell variable of that name, as in ATOM scripts, is not a pin).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import PurePath
+from typing import Any
+
+from golden_al.checks.context import (
+    SGLANG_COMPANIONS,
+    TRTLLM_KNOB,
+    VLLM_KEYS,
+    agentic_from_flag,
+    agentic_from_path,
+    thinking_from_setting,
+)
+from golden_al.checks.findings import AgenticInfo, ModelName, Pin, ThinkingSignal
+from golden_al.checks.shell import (
+    AndOr,
+    ArrayAssign,
+    Case,
+    Cmd,
+    Expander,
+    FuncDef,
+    Group,
+    If,
+    Loop,
+    Node,
+    State,
+    Walker,
+    harden,
+    has_unknown,
+    is_soft,
+    iter_cmds,
+    parse_script,
+    show,
+)
+from golden_al.checks.spec import atom_draft, config_json, sglang_draft, trtllm_draft, vllm_draft
+
+__all__ = ["extract_shell_pins"]
+
+_ENV_PIN = re.compile(r"(?<![A-Za-z0-9_])(SGLANG_SIMULATE_ACC_LEN|SIMULATE_ACC_LEN|"
+                      r"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS)=")
+_VLLM_PIN = re.compile(r"synthetic_acceptance_(?:length|rates?)\b|rejection_sample_method[\\\"' :=]+synthetic")
+_ATOM_FLAGS = ("--spec-decode-acceptance-length", "--spec-decode-acceptance-rate")
+_FLAGS = (
+    "--speculative-algorithm", "--speculative-algo", "--speculative-num-steps", "--speculative-eagle-topk",
+    "--speculative-num-draft-tokens", "--speculative-dflash-block-size", "--speculative-dspark-block-size",
+    "--speculative-draft-model-path", "--speculative-config", "--num-speculative-tokens", "--method",
+    "--draft-model", "--model-path", "--model", "--served-model-name", "--chat-template",
+    "--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
+    "--dspark-config", "--reasoning-parser", *_ATOM_FLAGS,
+)
+_HEREDOC_KEYS = ("max_draft_len", "decoding_type", "eagle3_one_model", "mtp_eagle_one_model", "speculative_model",
+                 "speculative_model_dir", "num_nextn_predict_layers")
+_ENV_NAMES = ("SGLANG_DEFAULT_THINKING", "SGLANG_ENABLE_THINKING", "DYN_DEFAULT_THINKING_MODE", "THINKING_MODE",
+              "IS_AGENTIC", "MODEL", "MODEL_PATH", "MODEL_PREFIX", "SERVED_MODEL_NAME", "DRAFT_MODEL",
+              "DRAFT_MODEL_PATH", "SGLANG_RAGGED_VERIFY_MODE", "AIPERF_EXTRA_INPUTS",
+              *SGLANG_COMPANIONS, "SIMULATE_ACC_METHOD")
+_ASSUME = {"EVAL_ONLY": "false", "RUN_EVAL": "false"}
+#: InferenceX single-node scripts: ``<model-prefix>_<precision>_<gpu>[_<framework>][_mtp].sh``
+#: (runners/launch_*.sh build ``${EXP_NAME%%_*}_${PRECISION}_<gpu>...``).
+_SCRIPT_NAME = re.compile(r"^([A-Za-z0-9.\-]+)_(fp4|fp8|bf16|fp16|int4|int8|mxfp4|nvfp4|mxfp8|w4a8|w4a16|w8a8)_")
+_REF = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)")
+
+
+# ------------------------------------------------------------------- site finding
+
+
+def _cmd_texts(cmd: Cmd) -> list[str]:
+    out = [w.raw for w in cmd.words]
+    for _, _, v in cmd.assigns:
+        out.extend([w.raw for w in v.items] if isinstance(v, ArrayAssign) else [v.raw])
+    out.extend(h.body for h in cmd.heredocs)
+    return out
+
+
+def _is_site(cmd: Cmd) -> bool:
+    names = {n for n, _, _ in cmd.assigns}
+    if names & set(_ENV_NAMES) or any(n in ("SGLANG_SIMULATE_ACC_LEN", TRTLLM_KNOB) for n in names):
+        return True
+    for text in _cmd_texts(cmd):
+        if _ENV_PIN.search(text) or _VLLM_PIN.search(text) or any(f in text for f in _FLAGS):
+            return True
+        if any(re.search(rf"\b{k}\s*:", text) for k in _HEREDOC_KEYS):
+            return True
+        if any(re.search(rf"\b{n}=", text) for n in _ENV_NAMES):
+            return True
+    return False
+
+
+def _relevant_refs(cmd: Cmd) -> set[str]:
+    """Variables whose values a site uses (values of relevant flags, pin texts)."""
+    refs: set[str] = set()
+    for name, _, v in cmd.assigns:
+        if name in _ENV_NAMES or name in ("SGLANG_SIMULATE_ACC_LEN", "SIMULATE_ACC_LEN", TRTLLM_KNOB):
+            texts = [w.raw for w in v.items] if isinstance(v, ArrayAssign) else [v.raw]
+            for t in texts:
+                refs |= set(_REF.findall(t))
+    seqs: list[list[str]] = [[w.raw for w in cmd.words]]
+    seqs += [[w.raw for w in v.items] for _, _, v in cmd.assigns if isinstance(v, ArrayAssign)]
+    for seq in seqs:
+        for i, w in enumerate(seq):
+            if _ENV_PIN.search(w) or _VLLM_PIN.search(w):
+                refs |= set(_REF.findall(w))
+            flag = w.split("=", 1)[0]
+            if flag in _FLAGS:
+                if "=" in w:
+                    refs |= set(_REF.findall(w))
+                elif i + 1 < len(seq):
+                    refs |= set(_REF.findall(seq[i + 1]))
+    for _, _, v in cmd.assigns:
+        if isinstance(v, ArrayAssign):
+            continue
+        if _ENV_PIN.search(v.raw) or _VLLM_PIN.search(v.raw):
+            refs |= set(_REF.findall(v.raw))
+        elif any(f in v.raw for f in _FLAGS):
+            toks = v.raw.split()
+            for i, t in enumerate(toks):
+                if t.split("=", 1)[0].strip("'\"") in _FLAGS:
+                    refs |= set(_REF.findall(t if "=" in t else (toks[i + 1] if i + 1 < len(toks) else "")))
+    for h in cmd.heredocs:
+        for line in h.body.splitlines():
+            if any(re.match(rf"\s*{k}\s*:", line) for k in _HEREDOC_KEYS):
+                refs |= set(_REF.findall(line))
+    return refs
+
+
+class _Relevance:
+    """Which variables and compound statements matter for the sites (to prune forks)."""
+
+    def __init__(self, nodes: list[Node]) -> None:
+        cmds = list(iter_cmds(nodes))
+        self.sites = {id(c) for c in cmds if _is_site(c)}
+        self.vars: set[str] = set(_ASSUME) | {"IS_AGENTIC"}
+        for c in cmds:
+            if id(c) in self.sites:
+                self.vars |= _relevant_refs(c)
+        self.funcs: dict[str, list[Node]] = {}
+        self._collect_funcs(nodes)
+        for _ in range(6):
+            before = len(self.vars)
+            for c in cmds:
+                for name, _, v in c.assigns:
+                    if name in self.vars:
+                        texts = [w.raw for w in v.items] if isinstance(v, ArrayAssign) else [v.raw]
+                        for t in texts:
+                            self.vars |= set(_REF.findall(t))
+                if c.words and c.words[0].raw in ("export", "local", "declare", "readonly"):
+                    for w in c.words[1:]:
+                        m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)", w.raw)
+                        if m and m.group(1) in self.vars:
+                            self.vars |= set(_REF.findall(m.group(2)))
+            self._cache: dict[int, bool] = {}
+            for n in _compound(nodes):
+                if self.relevant(n):
+                    self.vars |= _cond_refs(n)
+            if len(self.vars) == before:
+                break
+        self._cache = {}
+
+    def _collect_funcs(self, nodes: Iterable[Node]) -> None:
+        for n in nodes:
+            if isinstance(n, FuncDef):
+                self.funcs[n.name] = n.body
+            for child in _children(n):
+                self._collect_funcs([child])
+
+    def relevant(self, node: Node, depth: int = 0) -> bool:
+        key = id(node)
+        if key in self._cache:
+            return self._cache[key]
+        self._cache[key] = False  # recursion guard
+        result = False
+        if depth < 12:
+            for c in _all_cmds(node):
+                if id(c) in self.sites or any(name in self.vars for name, _, _ in c.assigns):
+                    result = True
+                    break
+                if c.words and c.words[0].raw in ("export", "local", "declare") and any(
+                        re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", w.raw) and w.raw.split("=")[0] in self.vars
+                        for w in c.words[1:]):
+                    result = True
+                    break
+                if c.words and c.words[0].raw in self.funcs and any(
+                        self.relevant(b, depth + 1) for b in self.funcs[c.words[0].raw]):
+                    result = True
+                    break
+        self._cache[key] = result
+        return result
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, If):
+        out: list[Node] = []
+        for cond, body in node.branches:
+            out += cond + body
+        return out + (node.orelse or [])
+    if isinstance(node, Case):
+        return [n for _, body in node.arms for n in body]
+    if isinstance(node, (Loop, FuncDef, Group)):
+        return list(node.body)
+    if isinstance(node, AndOr):
+        return list(node.items)
+    return []
+
+
+def _all_cmds(node: Node) -> Iterable[Cmd]:
+    return iter_cmds([node])
+
+
+def _compound(nodes: Iterable[Node]) -> Iterable[Node]:
+    for n in nodes:
+        if isinstance(n, (If, Case, AndOr)):
+            yield n
+        yield from _compound(_children(n))
+
+
+def _cond_refs(node: Node) -> set[str]:
+    refs: set[str] = set()
+    if isinstance(node, If):
+        for cond, _ in node.branches:
+            for c in iter_cmds(cond):
+                for w in c.words:
+                    refs |= set(_REF.findall(w.raw))
+    elif isinstance(node, Case) and node.subject is not None:
+        refs |= set(_REF.findall(node.subject.raw))
+    elif isinstance(node, AndOr):
+        for c in iter_cmds(node.items[:-1]):
+            for w in c.words:
+                refs |= set(_REF.findall(w.raw))
+    return refs
+
+
+# ------------------------------------------------------------------------ visiting
+
+
+def _flags_in(words: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for i, w in enumerate(words):
+        flag, eq, val = w.partition("=")
+        if flag in _FLAGS:
+            if eq:
+                out.append((flag, val))
+            elif i + 1 < len(words):
+                out.append((flag, words[i + 1]))
+    # `vllm serve MODEL` and `trtllm-serve MODEL`: the positional model
+    for i, w in enumerate(words[:-1]):
+        if (w == "serve" and i > 0 and words[i - 1].endswith("vllm")) or w.endswith("trtllm-serve"):
+            nxt = words[i + 1]
+            if not nxt.startswith("-"):
+                out.append(("--model", nxt))
+    return out
+
+
+class _Visitor:
+    """Records flags and pin sites on each path (as hashable notes on the state)."""
+
+    def __init__(self, relevance: _Relevance) -> None:
+        self.rel = relevance
+
+    def __call__(self, cmd: Cmd, state: State, walker: Walker) -> None:
+        if id(cmd) not in self.rel.sites:
+            return
+        ex = Expander(state)
+        words = []
+        for w in cmd.words:
+            words.extend(ex.expand_word_list(w.raw))
+        arrays: list[list[str]] = []
+        for name, _, v in cmd.assigns:
+            if isinstance(v, ArrayAssign):
+                value = state.env.get(name)
+                arrays.append(list(value) if isinstance(value, tuple) else [])
+        for name, _, v in cmd.assigns:  # flags inside a command line kept in a string
+            if not isinstance(v, ArrayAssign) and any(f in v.raw for f in _FLAGS):
+                value = state.env.get(name)
+                if isinstance(value, str):
+                    arrays.append(value.split())
+        for seq in [words, *arrays]:
+            for flag, value in _flags_in(seq):
+                state.notes.append(("flag", flag, value, cmd.line))
+        for h in cmd.heredocs:
+            body = ex.expand_text(h.body, quoted=True) if h.expand else h.body
+            for i, line in enumerate(body.splitlines()):
+                m = re.match(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*(\S.*?)\s*$", line)
+                if m and m.group(1) in _HEREDOC_KEYS:
+                    state.notes.append(("flag", m.group(1), m.group(2), h.line + i))
+                elif m and m.group(1) in ("chat_template_kwargs", "default_chat_template_kwargs"):
+                    state.notes.append(("flag", "--" + m.group(1).replace("_", "-"), m.group(2), h.line + i))
+        self._sites(cmd, state, ex, words, arrays)
+
+    def _sites(self, cmd: Cmd, state: State, ex: Expander, words: list[str], arrays: list[list[str]]) -> None:
+        head = words[0] if words else ""
+        exported_stmt = head in ("export", "declare", "typeset") or (bool(cmd.assigns) and bool(words)
+                                                                    and head not in ("local", "readonly"))
+        # 1. assignments of the knobs themselves
+        for name, _, v in cmd.assigns:
+            if isinstance(v, ArrayAssign):
+                continue
+            if name in ("SGLANG_SIMULATE_ACC_LEN", TRTLLM_KNOB) or (name == "SIMULATE_ACC_LEN" and exported_stmt):
+                value = state.env.get(name)
+                state.notes.append(("pin", "env", name, v.line, value if isinstance(value, str) else "",
+                                    "prefix" if words and head not in ("export",) else "assign"))
+            elif _ENV_PIN.search(v.raw):  # NAME=... inside a string value
+                text = ex.expand_text(v.raw, quoted=False)
+                self._string_pins(text, v.line, state)
+            if m := _VLLM_PIN.search(v.raw):
+                text = ex.expand_text(v.raw, quoted=False)
+                state.notes.append(("pin", "vllm", "", v.line + v.raw[:m.start()].count("\n"), text, ""))
+        # 2. words: export NAME=..., env NAME=..., JSON configs, ATOM flags
+        for w in cmd.words:
+            raw = w.raw
+            m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", raw)
+            if m and m.group(1) in ("SGLANG_SIMULATE_ACC_LEN", "SIMULATE_ACC_LEN", TRTLLM_KNOB) and (
+                    head in ("export", "env", "declare")):
+                name = m.group(1)
+                value = ex.expand_text(raw[m.end():], quoted=False)
+                state.notes.append(("pin", "env", name, w.line, value, "export"))
+                state.exported.add(name)
+            elif _ENV_PIN.search(raw) and not m and head == "env":
+                self._string_pins(ex.expand_text(raw, quoted=False), w.line, state)
+            if vm := _VLLM_PIN.search(raw):
+                state.notes.append(("pin", "vllm", "", w.line + raw[:vm.start()].count("\n"),
+                                    ex.expand_text(raw, quoted=False), ""))
+        items = [(w, cmd.words) for w in cmd.words]
+        for _, _, v in cmd.assigns:
+            if isinstance(v, ArrayAssign):
+                items += [(w, list(v.items)) for w in v.items]
+                for w in v.items:
+                    if vm := _VLLM_PIN.search(w.raw):
+                        state.notes.append(("pin", "vllm", "", w.line + w.raw[:vm.start()].count("\n"),
+                                            ex.expand_text(w.raw, quoted=False), ""))
+        for w, seq in items:
+            flag = w.raw.strip("'\"").split("=", 1)[0]
+            if flag in _ATOM_FLAGS:
+                if "=" in w.raw:
+                    value = ex.expand_text(w.raw, quoted=False).split("=", 1)[1]
+                else:
+                    idx = seq.index(w)
+                    value = ex.expand_text(seq[idx + 1].raw, quoted=False) if idx + 1 < len(seq) else ""
+                state.notes.append(("pin", "atom", flag, w.line, value, ""))
+
+    def _string_pins(self, text: str, line: int, state: State) -> None:
+        for m in re.finditer(r"(?<![A-Za-z0-9_])(SGLANG_SIMULATE_ACC_LEN|SIMULATE_ACC_LEN|"
+                             r"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS)=(\S*)", text):
+            comps = dict(re.findall(r"(?<![A-Za-z0-9_])(SGLANG_SIMULATE_ACC_METHOD|SGLANG_SIMULATE_ACC_TOKEN_MODE|"
+                                    r"SIMULATE_ACC_METHOD)=(\S*)", text))
+            state.notes.append(("pin", "env", m.group(1), line, m.group(2),
+                                "string:" + ";".join(f"{k}={v}" for k, v in sorted(comps.items()))))
+
+
+# ------------------------------------------------------------------------- resolving
+
+
+def _flags(state: State) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for note in state.notes:
+        if isinstance(note, tuple) and note[0] == "flag":
+            out[str(note[1])] = str(note[2])
+    return out
+
+
+def _env(state: State, name: str) -> str | None:
+    v = state.env.get(name)
+    if v is None or isinstance(v, tuple):
+        return None
+    return v
+
+
+def _models(state: State, flags: dict[str, str], path: str) -> list[ModelName]:
+    out: list[ModelName] = []
+
+    def add(value: str | None, source: str) -> None:
+        if value and not has_unknown(value):
+            value = harden(value).strip().strip("'\"")
+            if value and re.search(r"[A-Za-z0-9]", value) and value not in [m.name for m in out]:
+                out.append(ModelName(value, source))
+
+    add(flags.get("--served-model-name"), "--served-model-name")
+    add(flags.get("--model-path"), "--model-path")
+    add(flags.get("--model"), "--model")
+    for name in ("SERVED_MODEL_NAME", "MODEL", "MODEL_PATH", "MODEL_PREFIX"):
+        add(_env(state, name), f"${name}")
+    m = _SCRIPT_NAME.match(PurePath(path).name)
+    if m:
+        out.append(ModelName(m.group(1), "the script's file-name prefix (InferenceX runners name scripts "
+                                         "<model-prefix>_<precision>_<gpu>...)"))
+    return out
+
+
+def _thinking(state: State, flags: dict[str, str]) -> list[ThinkingSignal]:
+    out: list[ThinkingSignal] = []
+    for name in ("SGLANG_DEFAULT_THINKING", "SGLANG_ENABLE_THINKING", "DYN_DEFAULT_THINKING_MODE", "THINKING_MODE",
+                 "AIPERF_EXTRA_INPUTS"):
+        v = _env(state, name)
+        if v is not None and not has_unknown(v):
+            out += thinking_from_setting(name, harden(v), "")
+    for flag in ("--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
+                 "--chat-template"):
+        v = flags.get(flag)
+        if v is not None and not has_unknown(v):
+            out += thinking_from_setting(flag, harden(v), "")
+    return out
+
+
+def _value(text: str) -> tuple[str | None, str | None]:
+    """(value, why unresolved)."""
+    if text is None:
+        return None, "no value"
+    if has_unknown(text):
+        return None, f"the value is {show(text)}, set outside this file"
+    value = harden(text).strip().strip("'\"")
+    return value, None
+
+
+def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
+    _, kind, knob, line, text, how = note
+    flags = _flags(state)
+    conds = [c for c in state.conds if "EVAL_ONLY" not in c and "RUN_EVAL" not in c]
+    models = _models(state, flags, path)
+    thinking = _thinking(state, flags)
+    agentic = agentic_from_path(path)
+    flag = _env(state, "IS_AGENTIC")
+    if flag is not None and not has_unknown(flag) and not is_soft(flag):
+        agentic = agentic_from_flag(flag, "path assumes ") or agentic
+    else:
+        taken = [c for c in state.conds if "IS_AGENTIC" in c and not c.startswith("not (")]
+        if taken and all(re.search(r"IS_AGENTIC[^ ]* ==? \"?(1|true)", show(c)) for c in taken):
+            agentic = AgenticInfo(True, f"the pin sits on the path where {show(taken[-1])}")
+    if kind == "env":
+        engine = "trtllm" if knob == TRTLLM_KNOB else "sglang"
+        value, why = _value(text)
+        if value is None and text == "":
+            value, why = None, f"{knob} has no value on this path"
+        pin = Pin(file=path, line=line, engine=engine, knob=knob, raw_value=value, unresolved=why,
+                  models=models, thinking=thinking, agentic=agentic)
+        if engine == "sglang":
+            algo = flags.get("--speculative-algorithm", flags.get("--speculative-algo"))
+            sflags = {k[2:]: v for k, v in flags.items() if k.startswith("--speculative-")}
+            pin.algorithm = show(algo) if algo else None
+            pin.draft = sglang_draft(algo, sflags, "the launch flags")
+            pin.draft_model = _clean(flags.get("--speculative-draft-model-path")) or _clean(_env(state, "DRAFT_MODEL"))
+            pin.spec["topk"] = sflags.get("speculative-eagle-topk")
+            pin.spec["ragged_verify_mode"] = _env(state, "SGLANG_RAGGED_VERIFY_MODE")
+            if how.startswith("string:"):
+                comps = dict(kv.split("=", 1) for kv in how[len("string:"):].split(";") if "=" in kv)
+                for comp in SGLANG_COMPANIONS:
+                    pin.companions[comp] = comps.get(comp)
+                pin.notes.append("set inside a string that is put in front of the launch command")
+            else:
+                for comp in SGLANG_COMPANIONS:
+                    v = _env(state, comp)
+                    pin.companions[comp] = None if v is None else harden(v)
+                if knob == "SIMULATE_ACC_LEN" and _env(state, "SIMULATE_ACC_METHOD") is not None:
+                    pin.companions["SIMULATE_ACC_METHOD"] = _env(state, "SIMULATE_ACC_METHOD")
+                if how == "assign" and knob not in state.exported:
+                    pin.notes.append(f"{knob} is assigned but never exported in this file")
+        else:
+            spec = {k: flags[k] for k in _HEREDOC_KEYS if k in flags}
+            pin.algorithm = spec.get("decoding_type")
+            pin.draft = trtllm_draft(spec or None, "the TensorRT-LLM config written by the script")
+            pin.draft_model = _clean(spec.get("speculative_model") or spec.get("speculative_model_dir")) or _clean(
+                _env(state, "DRAFT_MODEL"))
+    elif kind == "vllm":
+        cfg = config_json(text)
+        if cfg is None:
+            return Pin(file=path, line=line, engine="vllm", knob="speculative-config", raw_value=None,
+                       unresolved=f"cannot read a JSON object from {show(text)[:120]!r}", models=models,
+                       thinking=thinking, agentic=agentic)
+        knob = next((k for k in VLLM_KEYS if k in cfg), "rejection_sample_method")
+        raw = cfg.get(knob)
+        if isinstance(raw, list):
+            value = "[" + ", ".join(show(str(x)) for x in raw) + "]"
+            why = None if not any(has_unknown(str(x)) for x in raw) else "a rate is set outside this file"
+            if why:
+                value = None
+        elif raw is None:
+            value, why = None, "no synthetic_acceptance_length or _rates in the config"
+        else:
+            value, why = _value(str(raw))
+        pin = Pin(file=path, line=line, engine="vllm", knob=knob, raw_value=value, unresolved=why, models=models,
+                  thinking=thinking, agentic=agentic)
+        pin.algorithm = show(str(cfg["method"])) if cfg.get("method") else None
+        pin.draft = vllm_draft(cfg, "the speculative-config")
+        pin.draft_model = _clean(cfg.get("model")) if isinstance(cfg.get("model"), str) else None
+        pin.draft_sample_method = cfg.get("draft_sample_method") if isinstance(cfg.get("draft_sample_method"),
+                                                                                str) else None
+        pin.spec["config"] = cfg
+    else:  # atom
+        value, why = _value(text)
+        pin = Pin(file=path, line=line, engine="atom", knob=knob, raw_value=value, unresolved=why, models=models,
+                  thinking=thinking, agentic=agentic)
+        method = flags.get("--method")
+        pin.algorithm = show(method) if method else None
+        n = flags.get("--num-speculative-tokens")
+        pin.draft = atom_draft(n, "the ATOM launch flags")
+        pin.draft_model = _clean(flags.get("--draft-model"))
+        other = "--spec-decode-acceptance-rate" if knob.endswith("length") else "--spec-decode-acceptance-length"
+        pin.spec["both"] = other in flags
+        pin.spec["dspark_config"] = flags.get("--dspark-config")
+        if value is not None:
+            pin.spec["decimals"] = len(value.split(".", 1)[1]) if "." in value else 0
+    if conds:
+        pin.notes.append("on the path where " + "; ".join(_short(c) for c in conds[-4:]))
+    return pin
+
+
+def _short(cond: str) -> str:
+    c = show(cond)
+    return c if len(c) <= 70 else c[:67] + "..."
+
+
+def _clean(value: Any) -> str | None:
+    if not isinstance(value, str) or not value.strip():
+        return None
+    return show(value).strip().strip("'\"")
+
+
+def extract_shell_pins(text: str, path: str) -> tuple[list[Pin], list[str]]:
+    """Pins of one shell script and diagnostics (e.g. the path cap was reached)."""
+    nodes = parse_script(text)
+    relevance = _Relevance(nodes)
+    if not relevance.sites:
+        return [], []
+    visitor = _Visitor(relevance)
+    walker = Walker(nodes, visitor, assume=_ASSUME, relevant=relevance.relevant, relevant_vars=relevance.vars)
+    states = walker.run(State())
+    diags = []
+    if walker.truncated:
+        diags.append(f"{path}: more than {walker.max_states} paths; only the first were followed")
+    pins: dict[tuple[Any, ...], Pin] = {}
+    for state in states:
+        for note in state.notes:
+            if not (isinstance(note, tuple) and note[0] == "pin"):
+                continue
+            pin = _make_pin(note, state, path)
+            if pin is None:
+                continue
+            key = (pin.line, pin.knob, pin.raw_value, pin.unresolved, pin.draft.k, pin.draft.problem,
+                   tuple(pin.models), tuple(pin.thinking), tuple(sorted(pin.companions.items())),
+                   pin.agentic, pin.algorithm)
+            if key in pins:
+                old = pins[key]
+                more = [n for n in pin.notes if n.startswith("on the path") and n not in old.notes]
+                if more and sum(n.startswith("on the path") for n in old.notes) < 2:
+                    old.notes.extend(more)
+                continue
+            pins[key] = pin
+    return sorted(pins.values(), key=lambda p: (p.line, p.knob, p.draft.k or 0)), diags

@@ -1,0 +1,607 @@
+"""``golden-al check``: every pinned synthetic-acceptance value in a tree, against the golden store.
+
+:func:`check_paths` walks files and directories (recipe and master-config YAML, shell
+scripts, JSON submissions; other files are skipped, and nothing is ever executed),
+collects every :class:`~golden_al.checks.findings.Pin` (:mod:`~golden_al.checks.yaml_configs`,
+:mod:`~golden_al.checks.scripts`) and turns each into a
+:class:`~golden_al.checks.findings.Finding` with :func:`evaluate`:
+
+* **implied AL** of the pinned value: SGLang and ATOM length and vLLM length as is;
+  TensorRT-LLM value + 1 (:func:`distributions.units.al_from_trtllm_forced`); ATOM rate
+  ``1 + k * rate`` (:func:`distributions.units.al_from_acceptance_rate`); vLLM rates
+  ``1 + sum(rates)``;
+* **expected AL**: the store's golden value for (model, thinking mode, k) on the curve
+  of the engine's draft method (:meth:`GoldenStore.lookup`);
+* **verdict** (the most severe that applies, in this order): ``unsafe-value`` (the
+  engine would reject, clamp, bias or silently ignore the value), ``missing-companion``
+  (a setting the value needs is absent), ``non-agentic-simulation`` (simulated
+  acceptance on a benchmark that is not agentic), ``mismatch``, ``undetermined`` (the
+  files do not fix the value, k, model or thinking mode), ``no-golden`` (no committed
+  value for what the files say), ``match``.
+
+Thinking mode comes from the strongest setting found (per-request kwargs >
+server/front-end defaults > engine environment defaults > chat-template file name >
+the harness's ``THINKING_MODE``); when nothing says, thinking on is assumed and the
+finding says so. Malformed YAML/JSON gives an ``undetermined`` finding at the line of
+the problem (and one per knob line found by a plain text scan), and the rest of the
+tree is still checked.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import os
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from distributions import units
+from distributions.errors import DistributionError
+from golden_al.checks.context import has_keyword, parse_number
+from golden_al.checks.findings import (
+    FAILING_VERDICTS,
+    SEVERITY,
+    Finding,
+    ModelName,
+    Pin,
+    ThinkingSignal,
+)
+from golden_al.engine_spec import format_value
+from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UsageError
+
+__all__ = ["CheckReport", "check_paths", "evaluate", "iter_candidate_files"]
+
+_SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache",
+              ".hypothesis", ".ruff_cache", ".eggs", "site-packages"}
+_YAML = (".yaml", ".yml")
+_SHELL = (".sh", ".bash", ".slurm")
+_JSON = (".json",)
+_MAX_BYTES = 8 * 1024 * 1024
+
+
+@dataclass
+class CheckReport:
+    """Findings of one run, with what was scanned."""
+
+    findings: list[Finding] = field(default_factory=list)
+    files_scanned: int = 0
+    files_with_pins: int = 0
+    diagnostics: list[str] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        """Whether any finding has a failing verdict."""
+        return any(f.verdict in FAILING_VERDICTS for f in self.findings)
+
+    def counts(self) -> dict[str, int]:
+        """Findings per verdict (every verdict listed, zeros included)."""
+        out = {v: 0 for v in reversed(SEVERITY)}
+        for f in self.findings:
+            out[f.verdict] = out.get(f.verdict, 0) + 1
+        return out
+
+
+# ------------------------------------------------------------------------ walking
+
+
+def _kind(path: Path, head: bytes) -> str | None:
+    suffix = path.suffix.lower()
+    if suffix in _YAML:
+        return "yaml"
+    if suffix in _SHELL:
+        return "shell"
+    if suffix in _JSON:
+        return "json"
+    if suffix == "" and head.startswith(b"#!") and re.match(rb"#![^\n]*\b(ba|z|k|da)?sh\b", head):
+        return "shell"
+    return None
+
+
+def iter_candidate_files(paths: Sequence[str | Path]) -> Iterable[tuple[Path, str]]:
+    """(file, kind) for every YAML/shell/JSON file under ``paths`` (given files always)."""
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            for dirpath, dirnames, filenames in os.walk(p):
+                dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+                for name in sorted(filenames):
+                    f = Path(dirpath) / name
+                    try:
+                        with f.open("rb") as fh:
+                            head = fh.read(64)
+                    except OSError:
+                        continue
+                    kind = _kind(f, head)
+                    if kind:
+                        yield f, kind
+        else:
+            head = b""
+            try:
+                with p.open("rb") as fh:
+                    head = fh.read(64)
+            except OSError:
+                pass
+            yield p, _kind(p, head) or "text"
+
+
+# ---------------------------------------------------------------------- evaluation
+
+
+def _resolve_thinking(signals: Sequence[ThinkingSignal]) -> tuple[str | None, str]:
+    if not signals:
+        return "on", ("assumed: nothing in the config sets the thinking mode; thinking on assumed "
+                      "(InferenceX's THINKING_MODE default and the models' chat-template default)")
+    top = max(s.priority for s in signals)
+    best = [s for s in signals if s.priority == top]
+    modes = {s.mode for s in best}
+    sources = "; ".join(dict.fromkeys(s.source for s in best))
+    if len(modes) > 1:
+        return None, f"conflicting settings: {sources}"
+    mode = best[0].mode
+    overridden = [s for s in signals if s.priority < top and s.mode != mode]
+    if overridden:
+        sources += " (overrides " + "; ".join(dict.fromkeys(s.source for s in overridden)) + ")"
+    return mode, sources
+
+
+def _resolve_model(models: Sequence[ModelName], store: Any) -> tuple[str | None, str | None, str]:
+    """(store key, display name, how)."""
+    if not models:
+        return None, None, "the config names no model"
+    if store is None:
+        return None, models[0].name, "no golden store"
+    tried = []
+    for m in models:
+        try:
+            key = store.resolve_model(m.name)
+        except AmbiguousCurveError as exc:
+            return None, m.name, f"ambiguous: {exc}"
+        if key:
+            return key, key, f"model {m.name!r} ({m.source}) -> {key}"
+        tried.append(f"{m.name!r} ({m.source})")
+    return None, models[0].name, "no curve for " + ", ".join(tried)
+
+
+def _variant_tokens(name: str | None) -> set[str]:
+    if not name:
+        return set()
+    return {t for t in re.split(r"[^a-z0-9.]+", name.lower().rsplit("/", 1)[-1]) if t}
+
+
+def _pick_curve(store: Any, model: str, method: str | None, pin: Pin) -> Any:
+    """The curve for the pin, as the store chooses; on ambiguity, by variant tokens of the draft name."""
+    try:
+        return store.curve(model, method, draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method)
+    except AmbiguousCurveError:
+        cands = store.curves_for(model, method)
+        tokens = _variant_tokens(pin.draft_model)
+        named = [sc for sc in cands if sc.variant and set(sc.variant.lower().replace("_", "-").split("-")) <= tokens]
+        if len(named) == 1:  # the draft's own name carries the variant (e.g. ...-EAGLE3-GQA -> gqa)
+            return named[0]
+        raise
+
+
+def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
+    """(implied AL, problems, notes) of the pinned value."""
+    problems: list[tuple[str, str]] = []
+    notes: list[str] = []
+    k = pin.draft.k
+    raw = pin.raw_value
+    if pin.knob == "SIMULATE_ACC_LEN":
+        problems.append(("unsafe-value", "legacy SIMULATE_ACC_LEN: current SGLang (0.5.x) reads only "
+                                         "SGLANG_SIMULATE_ACC_LEN, so this value is ignored (and old SGLang "
+                                         "defaulted to the biased 'multinomial' method)"))
+    if raw is None:
+        return None, problems, notes
+    if pin.engine == "sglang" or (pin.knob == "SYNTHETIC_ACCEPTANCE_LENGTH" and pin.engine in ("sglang", "vllm",
+                                                                                                "atom")):
+        v = parse_number(raw)
+        if v is None:
+            problems.append(("unsafe-value", f"{pin.knob}={raw!r} is not a number"))
+            return None, problems, notes
+        if pin.engine == "sglang" and pin.knob != "SYNTHETIC_ACCEPTANCE_LENGTH":
+            _sglang_checks(pin, v, problems, notes)
+        elif k is not None and not 1.0 <= v <= k + 1:
+            problems.append(("unsafe-value", f"AL {raw} is outside [1, k+1] = [1, {k + 1}]"))
+        return v, problems, notes
+    if pin.engine == "trtllm":
+        v = parse_number(raw)
+        if v is None:
+            problems.append(("unsafe-value", f"{pin.knob}={raw!r} is not a number: TensorRT-LLM reads it as 0 "
+                                             "and forcing is off"))
+            return None, problems, notes
+        if v <= 0:
+            problems.append(("unsafe-value", f"{pin.knob}={raw} {'is 0, which' if v == 0 else 'is negative and'} "
+                                             "disables forcing (an AL of 1 cannot be forced)"))
+            return None, problems, notes
+        if not float(v).is_integer():
+            if pin.draft.two_model:
+                problems.append(("unsafe-value", f"{pin.knob}={raw} is fractional on TensorRT-LLM's two-model path, "
+                                                 "where int() fails and forcing silently turns off"))
+            elif pin.draft.two_model is None:
+                notes.append("fractional values work only on TensorRT-LLM's one-model path; the path is not known")
+        al = units.al_from_trtllm_forced(v)
+        if k is not None and al > k + 1 + 1e-9:
+            problems.append(("unsafe-value", f"{pin.knob}={raw} means AL {format_value(al)} > k+1 = {k + 1}; "
+                                             "TensorRT-LLM caps it"))
+        notes.append(f"TensorRT-LLM counts draft tokens only: AL = {raw} + 1")
+        return al, problems, notes
+    if pin.engine == "vllm":
+        return _vllm_implied(pin, problems, notes)
+    if pin.engine == "atom":
+        v = parse_number(raw)
+        if v is None:
+            problems.append(("unsafe-value", f"{pin.knob}={raw!r} is not a number"))
+            return None, problems, notes
+        if pin.spec.get("both"):
+            problems.append(("unsafe-value", "both --spec-decode-acceptance-length and -rate are set; ATOM rejects "
+                                             "the pair (atom/config.py _resolve_synthetic_acceptance)"))
+        dsc = pin.spec.get("dspark_config")
+        if isinstance(dsc, str) and re.search(r'"confidence_schedule"\s*:\s*true', dsc):
+            problems.append(("unsafe-value", "ATOM rejects forced acceptance with the DSpark confidence_schedule"))
+        if pin.knob.endswith("rate"):
+            if not 0.0 <= v <= 1.0:
+                problems.append(("unsafe-value", f"rate {raw} is outside [0, 1]"))
+                return None, problems, notes
+            if k is None:
+                return None, problems, notes
+            al = units.al_from_acceptance_rate(v, k)
+            notes.append(f"ATOM rate: AL = 1 + k*rate = 1 + {k}*{raw}")
+            return al, problems, notes
+        if k is not None and not 1.0 <= v <= k + 1:
+            problems.append(("unsafe-value", f"AL {raw} is outside [1, k+1] = [1, {k + 1}]; ATOM rejects it"))
+        return v, problems, notes
+    return parse_number(raw), problems, notes
+
+
+def _sglang_checks(pin: Pin, v: float, problems: list[tuple[str, str]], notes: list[str]) -> None:
+    k = pin.draft.k
+    algo = (pin.algorithm or "").upper()
+    if v <= 0:
+        problems.append(("unsafe-value", f"{pin.knob}={pin.raw_value} <= 0 turns simulation off"))
+    elif k is not None and v > k + 1:
+        problems.append(("unsafe-value", f"{pin.knob}={pin.raw_value} > k+1 = {k + 1}: SGLang clamps it to {k + 1}"))
+    if not pin.companions:
+        return
+    method = pin.companions.get("SGLANG_SIMULATE_ACC_METHOD")
+    mode = pin.companions.get("SGLANG_SIMULATE_ACC_TOKEN_MODE")
+    if pin.spec.get("role") == "prefill" and (method is None or mode is None):
+        notes.append("the prefill block lacks SGLANG_SIMULATE_ACC_METHOD/_TOKEN_MODE; harmless there (a prefill "
+                     "worker runs no verify steps)")
+        method = method or "match-expected"
+        mode = mode or "real-draft-token"
+    if method is None:
+        problems.append(("missing-companion", "SGLANG_SIMULATE_ACC_METHOD is not set next to it (InferenceX requires "
+                                              "match-expected; old SGLang defaults to the biased multinomial)"))
+    elif method != "match-expected":
+        if method == "multinomial":
+            problems.append(("unsafe-value", "SGLANG_SIMULATE_ACC_METHOD=multinomial is a clamped rounded normal "
+                                             "whose mean is biased near the bounds"))
+        else:
+            problems.append(("unsafe-value", f"SGLANG_SIMULATE_ACC_METHOD={method!r}: SGLang raises ValueError "
+                                             "(allowed: match-expected, multinomial)"))
+    if algo == "DSPARK":
+        notes.append("DSPARK ignores SGLANG_SIMULATE_ACC_TOKEN_MODE (real drafts are always used)")
+        rvm = pin.spec.get("ragged_verify_mode")
+        if rvm not in ("static", None):
+            notes.append(f"DSPARK simulation needs SGLANG_RAGGED_VERIFY_MODE=static, found {rvm}")
+        return
+    if algo == "NGRAM":
+        if mode == "real-draft-token":
+            problems.append(("unsafe-value", "NGRAM has no draft chain: SGLang rejects "
+                                             "SGLANG_SIMULATE_ACC_TOKEN_MODE=real-draft-token"))
+        return
+    if mode is None:
+        problems.append(("missing-companion", "SGLANG_SIMULATE_ACC_TOKEN_MODE is not set next to it (the default "
+                                              "'fixed' emits token id 100 instead of real draft tokens)"))
+    elif mode == "fixed":
+        problems.append(("unsafe-value", "SGLANG_SIMULATE_ACC_TOKEN_MODE=fixed emits token id 100 instead of the "
+                                         "real draft tokens"))
+    elif mode != "real-draft-token":
+        problems.append(("unsafe-value", f"SGLANG_SIMULATE_ACC_TOKEN_MODE={mode!r}: SGLang raises ValueError "
+                                         "(allowed: fixed, real-draft-token)"))
+    else:
+        topk = parse_number(str(pin.spec.get("topk"))) if pin.spec.get("topk") is not None else None
+        if topk is not None and topk > 1:
+            problems.append(("unsafe-value", "real-draft-token needs --speculative-eagle-topk 1 (SGLang raises "
+                                             "ValueError for trees)"))
+
+
+def _vllm_implied(pin: Pin, problems: list[tuple[str, str]], notes: list[str]) -> tuple[float | None,
+                                                                                       list[tuple[str, str]], list[str]]:
+    cfg: dict[str, Any] = pin.spec.get("config") or {}
+    k = pin.draft.k
+    method = cfg.get("rejection_sample_method")
+    has_len = "synthetic_acceptance_length" in cfg
+    has_rates = "synthetic_acceptance_rates" in cfg
+    has_old = "synthetic_acceptance_rate" in cfg
+    if method != "synthetic":
+        shown = repr(method) if method else "absent"
+        problems.append(("missing-companion", f"rejection_sample_method is {shown}, not "
+                                              "'synthetic': vLLM rejects synthetic_acceptance_* without it"))
+    if has_len and has_rates:
+        problems.append(("unsafe-value", "both synthetic_acceptance_length and _rates are set; vLLM requires exactly "
+                                         "one"))
+    if not has_len and not has_rates and not has_old:
+        problems.append(("missing-companion", "rejection_sample_method is synthetic but neither "
+                                              "synthetic_acceptance_length nor _rates is set"))
+        return None, problems, notes
+    if has_old and not has_len and not has_rates:
+        notes.append("synthetic_acceptance_rate (singular) is the older vLLM MRV2 key (PR #38045, geometric decay); "
+                     "its mean is not comparable with a golden AL")
+        return None, problems, notes
+    raw = pin.raw_value
+    if pin.knob == "synthetic_acceptance_rates" or (has_rates and not has_len):
+        rates = cfg.get("synthetic_acceptance_rates")
+        if not isinstance(rates, list) or not all(isinstance(r, (int, float)) and not isinstance(r, bool)
+                                                  for r in rates):
+            return None, problems, notes
+        if k is not None and len(rates) != k:
+            problems.append(("unsafe-value", f"synthetic_acceptance_rates has {len(rates)} entries, "
+                                             f"num_speculative_tokens is {k}: vLLM rejects it"))
+        if any(not 0.0 <= r <= 1.0 for r in rates) or any(b > a + 1e-12 for a, b in itertools.pairwise(rates)):
+            problems.append(("unsafe-value", "synthetic_acceptance_rates must lie in [0, 1] and not increase: "
+                                             "vLLM rejects them"))
+            return None, problems, notes
+        notes.append("vLLM rates: AL = 1 + sum(rates)")
+        return 1.0 + math.fsum(float(r) for r in rates), problems, notes
+    v = parse_number(raw)
+    if v is None:
+        problems.append(("unsafe-value", f"synthetic_acceptance_length={raw!r} is not a number"))
+        return None, problems, notes
+    if k is not None and not 1.0 <= v <= k + 1:
+        problems.append(("unsafe-value", f"synthetic_acceptance_length {raw} is outside [1, k+1] = [1, {k + 1}]: "
+                                         "vLLM rejects it"))
+    return v, problems, notes
+
+
+def _tolerance(pin: Pin) -> float:
+    """How close the implied AL must be: exact, except for an ATOM rate, which is a rounded
+    ``(AL - 1) / k``: it matches when it is the golden rate rounded to the digits written and
+    still gives the golden AL to half a unit of its second decimal."""
+    if pin.engine == "atom" and pin.knob.endswith("rate") and pin.draft.k:
+        decimals = int(pin.spec.get("decimals", 6))
+        return min(pin.draft.k * 0.5 * 10.0 ** (-decimals), 0.005) + 1e-9
+    return 1e-9
+
+
+def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Finding:
+    """The finding for one pin (see the module docstring for the rules)."""
+    problems: list[tuple[str, str]] = list(pin.problems)
+    notes: list[str] = []
+    thinking, thinking_source = _resolve_thinking(pin.thinking)
+    implied, vproblems, vnotes = _implied(pin)
+    problems += vproblems
+    notes += vnotes
+    if pin.agentic.agentic is False:
+        problems.append(("non-agentic-simulation", f"simulated acceptance on a benchmark that is not agentic: "
+                                                   f"{pin.agentic.reason}"))
+    model_key, model_shown, model_how = _resolve_model(pin.models, store)
+    expected: float | None = None
+    golden: tuple[str, str]
+    k = pin.draft.k
+    if pin.raw_value is None:
+        golden = ("undetermined", f"the value cannot be read statically: {pin.unresolved}")
+    elif k is None:
+        golden = ("undetermined", f"the draft length is unknown: {pin.draft.problem}")
+    elif store is None:
+        golden = ("no-golden", store_problem or "no golden store")
+    elif model_key is None:
+        golden = ("undetermined" if not pin.models or model_how.startswith("ambiguous") else "no-golden",
+                  f"{model_how}" if pin.models else "the config names no model the golden store could resolve")
+    elif thinking is None:
+        golden = ("undetermined", f"thinking mode: {thinking_source}")
+    else:
+        golden = _golden(pin, store, model_key, thinking, k, implied)
+        if golden[0] in ("match", "mismatch"):
+            expected = float(golden[2])  # type: ignore[misc]
+        golden = (golden[0], golden[1])
+    if implied is None and golden[0] in ("match", "mismatch"):
+        golden = ("undetermined", "the implied AL cannot be computed")
+    problems.append(golden)
+    verdict = min((p[0] for p in problems), key=SEVERITY.index)
+    message = _message(pin, implied, expected, golden[1], problems, verdict, notes + pin.notes, model_how, k)
+    return Finding(
+        file=pin.file, line=pin.line, engine=pin.engine, algorithm=pin.algorithm,
+        model=model_shown, thinking=thinking, thinking_source=thinking_source,
+        draft_len=k, pinned_value=pin.raw_value,
+        implied_al=None if implied is None else round(implied, 12),
+        expected_al=expected, verdict=verdict, message=message,
+    )
+
+
+def _golden(pin: Pin, store: Any, model: str, thinking: str, k: int, implied: float | None) -> tuple[Any, ...]:
+    method: str | None = None
+    if pin.algorithm:
+        try:
+            method = store.method_for(pin.engine, pin.algorithm, model)
+        except UsageError as exc:
+            return ("undetermined", f"draft method: {exc}")
+    try:
+        sc = _pick_curve(store, model, method, pin)
+        point = store.lookup(model, thinking, k, method=method, variant=sc.name,
+                             draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method)
+    except AmbiguousCurveError:
+        return ("undetermined", _ambiguous(store, model, method, thinking, k, implied))
+    except NoGoldenValueError as exc:
+        return ("no-golden", str(exc))
+    except UsageError as exc:
+        return ("undetermined", str(exc))
+    where = f"golden {point.model} thinking_{thinking} k={k} = {format_value(point.al)} [{point.curve}]"
+    if implied is None:
+        return ("undetermined", where, point.al)
+    if abs(implied - point.al) <= _tolerance(pin):
+        return ("match", where, point.al)
+    return ("mismatch", where, point.al)
+
+
+def _ambiguous(store: Any, model: str, method: str | None, thinking: str, k: int, implied: float | None) -> str:
+    values = []
+    for sc in store.curves_for(model, method):
+        try:
+            point = store.lookup(model, thinking, k, method=method, variant=sc.name)
+        except (NoGoldenValueError, UsageError):
+            continue
+        same = implied is not None and abs(implied - point.al) <= 1e-9
+        values.append(f"{sc.name}={format_value(point.al)}" + (" (equals the pinned value)" if same else ""))
+    return ("several golden curves fit and nothing in the config tells them apart (draft model, "
+            "draft_sample_method): " + ", ".join(values or ["none has this (mode, k)"]))
+
+
+def _message(pin: Pin, implied: float | None, expected: float | None, golden_text: str,
+             problems: list[tuple[str, str]], verdict: str, notes: list[str], model_how: str, k: int | None) -> str:
+    parts = []
+    value = f"{pin.knob}={pin.raw_value}" if pin.raw_value is not None else f"{pin.knob} (unresolved)"
+    head = value
+    if implied is not None and pin.raw_value is not None and parse_number(pin.raw_value) != implied:
+        head += f" (AL {format_value(implied)})"
+    if verdict == "match":
+        parts.append(f"{head} matches {golden_text}")
+    elif verdict == "mismatch":
+        parts.append(f"{head} differs from {golden_text}")
+    else:
+        parts.append(head)
+    for v, text in problems:
+        if v in ("match", "mismatch"):
+            continue
+        parts.append(f"[{v}] {text}")
+    if k is not None and pin.draft.rule:
+        parts.append(f"k={k} from {pin.draft.rule}")
+    parts.append(model_how)
+    parts += notes
+    return "; ".join(p for p in parts if p)
+
+
+# ------------------------------------------------------------------------ orchestration
+
+
+def _read(path: Path) -> str | None:
+    try:
+        if path.stat().st_size > _MAX_BYTES:
+            return None
+        return path.read_bytes().decode("utf-8", errors="replace")
+    except OSError:
+        return None
+
+
+def _malformed(path: str, text: str, error: str, line: int | None) -> list[Finding]:
+    from golden_al.checks.yaml_configs import pin_keyword_lines
+
+    out = [Finding(file=path, line=line or 1, engine="unknown", algorithm=None, model=None, thinking=None,
+                   thinking_source="not read", draft_len=None, pinned_value=None, implied_al=None,
+                   expected_al=None, verdict="undetermined",
+                   message=f"{error}" + (f" at line {line}" if line else "") + "; its pinned values cannot be checked")]
+    for ln, snippet in pin_keyword_lines(text):
+        out.append(Finding(file=path, line=ln, engine="unknown", algorithm=None, model=None, thinking=None,
+                           thinking_source="not read", draft_len=None, pinned_value=None, implied_al=None,
+                           expected_al=None, verdict="undetermined",
+                           message=f"a synthetic-acceptance setting in a file that does not parse ({error}): "
+                                   f"{snippet[:160]}"))
+    return out
+
+
+def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem: str | None = None) -> CheckReport:
+    """Check every file under ``paths`` against ``store`` (a :class:`GoldenStore`)."""
+    from golden_al.checks.scripts import extract_shell_pins
+    from golden_al.checks.yaml_configs import (
+        YamlError,
+        extract_json_pins,
+        extract_yaml_pins,
+        load_yaml_docs,
+        master_refs,
+        recipe_context,
+    )
+
+    report = CheckReport()
+    roots = [Path(p).resolve() for p in paths if Path(p).is_dir()]
+    recipe_cache: dict[Path, Any] = {}
+    files = list(iter_candidate_files(paths))
+    texts: dict[Path, str] = {}
+    docs_cache: dict[Path, Any] = {}
+    refs: dict[Path, list[Any]] = {}
+    for path, kind in files:  # master configs first: which recipes do they run, for which model
+        if kind != "yaml":
+            continue
+        text = _read(path)
+        if text is None or "CONFIG_FILE" not in text or "scenarios" not in text:
+            continue
+        texts[path] = text
+        try:
+            docs_cache[path] = load_yaml_docs(text)
+        except YamlError as exc:
+            docs_cache[path] = exc
+            continue
+        for doc in docs_cache[path]:
+            for rp, lst in master_refs(doc, str(path), roots).items():
+                refs.setdefault(rp, []).extend(r for r in lst if r not in refs.get(rp, []))
+
+    def load_recipe(path: Path) -> Any:
+        key = path.resolve()
+        if key not in recipe_cache:
+            try:
+                text = key.read_text(encoding="utf-8", errors="replace")
+                docs = load_yaml_docs(text)
+                recipe_cache[key] = next((c for d in docs if (c := recipe_context(d, str(path), refs.get(key)))
+                                          is not None), None)
+            except YamlError as exc:
+                recipe_cache[key] = f"{exc} (line {exc.line})" if exc.line else str(exc)
+            except OSError as exc:
+                recipe_cache[key] = f"cannot read: {exc.strerror or exc}"
+        return recipe_cache[key]
+
+    for path, kind in files:
+        report.files_scanned += 1
+        shown = str(path)
+        if not path.exists():
+            raise UsageError(f"{shown}: no such file or directory")
+        text = texts.get(path) or _read(path)
+        if text is None:
+            report.diagnostics.append(f"{shown}: cannot read, or larger than {_MAX_BYTES // (1024 * 1024)} MiB")
+            continue
+        if not has_keyword(text):
+            continue
+        pins: list[Pin] = []
+        try:
+            if kind == "yaml":
+                cached = docs_cache.get(path)
+                if isinstance(cached, YamlError):
+                    raise cached
+                pins = extract_yaml_pins(text, shown, load_recipe=load_recipe, roots=roots,
+                                         refs=refs.get(path.resolve()), docs=cached)
+            elif kind == "json":
+                pins = extract_json_pins(text, shown)
+            elif kind == "shell":
+                pins, diags = extract_shell_pins(text, shown)
+                report.diagnostics.extend(diags)
+            else:
+                report.diagnostics.append(f"{shown}: not a YAML, JSON or shell file; skipped")
+                continue
+        except YamlError as exc:
+            report.findings.extend(_malformed(shown, text, str(exc), exc.line))
+            report.files_with_pins += 1
+            continue
+        except (RecursionError, ValueError, IndexError, KeyError, TypeError, DistributionError) as exc:
+            report.findings.extend(_malformed(shown, text, f"cannot analyse ({type(exc).__name__}: {exc})", None))
+            report.files_with_pins += 1
+            continue
+        if pins:
+            report.files_with_pins += 1
+        for pin in pins:
+            report.findings.append(evaluate(pin, store, store_problem=store_problem))
+    report.findings = _dedupe(report.findings)
+    report.findings.sort(key=lambda f: (f.file, f.line, f.draft_len or 0))
+    return report
+
+
+def _dedupe(findings: list[Finding]) -> list[Finding]:
+    """One finding per (file, line, value, k, model, thinking, verdict): several code paths of
+    a script can reach the same pin with the same outcome."""
+    seen: dict[tuple[Any, ...], Finding] = {}
+    for f in findings:
+        key = (f.file, f.line, f.engine, f.pinned_value, f.draft_len, f.model, f.thinking, f.verdict,
+               f.implied_al, f.expected_al)
+        seen.setdefault(key, f)
+    return list(seen.values())

