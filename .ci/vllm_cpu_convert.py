@@ -64,16 +64,16 @@ def main() -> int:
     try:
         from golden_al.models.convert import convert_gguf
     except Exception as exc:  # our converter needs only torch/transformers/gguf; fall back if it cannot load
-        print(f"vllm_cpu_convert: golden_al converter unavailable ({exc}); using the fallback recipe")
+        sys.stdout.write(f"vllm_cpu_convert: golden_al converter unavailable ({exc}); using the fallback recipe\n")
         _fallback(gguf, a.out, a.dtype)
     else:
         try:
             convert_gguf(gguf, a.out, dtype=a.dtype, gguf_sha256=a.sha256, check_tensors=False)
-        except Exception as exc:
-            print(f"vllm_cpu_convert: golden_al converter failed in this venv ({type(exc).__name__}: {exc}); "
-                  "using the fallback recipe")
+        except Exception as exc:  # e.g. a transformers version without GgufConfig
+            sys.stdout.write(f"vllm_cpu_convert: golden_al converter failed in this venv ({type(exc).__name__}: "
+                             f"{exc}); using the fallback recipe\n")
             _fallback(gguf, a.out, a.dtype)
-    print(f"vllm_cpu_convert: wrote {a.out}")
+    sys.stdout.write(f"vllm_cpu_convert: wrote {a.out}\n")
     return 0
 
 

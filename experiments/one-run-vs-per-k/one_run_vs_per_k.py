@@ -266,7 +266,7 @@ def plots(res: dict[str, Any]) -> None:
                       yerr=[[r["difference"] - r["difference_ci95"][0] for r in crow],
                             [r["difference_ci95"][1] - r["difference"] for r in crow]], fmt="o-", capsize=3, label=name)
     ax_c.axhline(0, color="gray", lw=1)
-    ax_c.set_title("Synthetic control: step boundaries matter only with bursts")
+    ax_c.set_title("Synthetic control: bias only with bursts")
     ax_c.set_xlabel("draft length k")
     ax_c.set_ylabel("derived − measured AL")
     ax_c.grid(alpha=0.3)

@@ -97,8 +97,8 @@ def main() -> None:
               for p in prompts]
         wall_hf[k] = time.perf_counter() - t0
         hf_acc[k] = [recount(h, eos_token_ids=eos, max_tokens=M) for h in hf]
-        hf_native[k] = [[n for n, s in zip(h.num_matches, h.step_starts) if s < M] for h in hf]
-        for i, (r, lo_, h) in enumerate(zip(replay, live, hf)):
+        hf_native[k] = [[n for n, s in zip(h.num_matches, h.step_starts, strict=True) if s < M] for h in hf]
+        for i, (r, lo_, h) in enumerate(zip(replay, live, hf, strict=True)):
             outputs_equal["live"] &= lo_.output_token_ids == r.output_token_ids
             outputs_equal["assisted"] &= h.output_token_ids[:M] == r.output_token_ids
             if not (replay_acc[k][i] == live_acc[k][i] == hf_acc[k][i]):
@@ -123,7 +123,7 @@ def main() -> None:
             "accepted": sum(x.num_accepted_drafts for x in c),
             "per_step_equal": per_step_equal,
             "last_step_differs_native": sum(
-                1 for a, b in zip(hf_acc[k], hf_native[k]) if a != b),
+                1 for a, b in zip(hf_acc[k], hf_native[k], strict=True) if a != b),
             "wall_live_s": round(wall_live[k], 2),
             "wall_assisted_s": round(wall_hf[k], 2),
         })

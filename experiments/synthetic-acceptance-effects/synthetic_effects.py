@@ -63,34 +63,44 @@ OUTPUT_TOKENS = 512
 NUM_REQUESTS = 64 * 128  # a multiple of every batch size
 TOKEN_STEPS = 20_000
 RUN_STEPS = 200  # steps in one "benchmark run" for the realized-AL spread
-DEFAULT_RECORD = REPO / "experiments" / "qwen-coder-curve" / f"k{K}" / "measurement.json"
+DEFAULT_RECORDS = [REPO / "experiments" / "qwen-coder-curve" / d / f"k{K}" / "measurement.json"
+                   for d in ("humaneval", "mt-bench-coding")]
 PUBLIC = ("kimi-k2.5-nvfp4", "thinking_on")
 
 
-def shapes(record_path: Path) -> dict[str, dict[str, Any]]:
-    """The two measured shapes at k=7 and where they come from."""
-    rec = load_record(record_path)
-    if rec.draft_len != K:
-        raise SystemExit(f"{record_path}: expected a k={K} record, got k={rec.draft_len}")
-    qwen = AcceptanceDistribution.from_accepted_histogram(rec.histogram, k=K)
+def _rel(p: Path) -> str:
+    try:
+        return str(p.resolve().relative_to(REPO))
+    except ValueError:
+        return str(p)
+
+
+def shapes(record_paths: list[Path]) -> dict[str, dict[str, Any]]:
+    """The measured shapes at k=7 (one per Qwen record, then the public curve) and where they come from."""
+    out: dict[str, dict[str, Any]] = {}
+    for path in record_paths:
+        rec = load_record(path)
+        if rec.draft_len != K:
+            raise SystemExit(f"{path}: expected a k={K} record, got k={rec.draft_len}")
+        dataset = rec.dataset.name + (f":{rec.dataset.category}" if rec.dataset.category else "")
+        name = f"qwen2.5-coder {dataset} (measured histogram)"
+        while name in out:
+            name += " (again)"
+        out[name] = {
+            "dist": AcceptanceDistribution.from_accepted_histogram(rec.histogram, k=K), "source": _rel(path),
+            "sha256": sha256_file(path), "record": path,
+            "detail": f"{rec.target.name} / {rec.draft.name}, {dataset}, {rec.num_requests} prompts, "
+                      f"{rec.num_verify_steps} verify steps, max_tokens {rec.sampling.max_tokens}",
+        }
     store = load_store(SHIPPED_CURVES_DIR)
     sc = store.curve(PUBLIC[0])
     curve = {k: p.al for k, p in sc.curve.mode(PUBLIC[1]).points.items()}
     public, how = curve_shape(curve, K)
-    try:
-        rel = str(record_path.resolve().relative_to(REPO))
-    except ValueError:
-        rel = str(record_path)
-    return {
-        "qwen2.5-coder (measured histogram)": {
-            "dist": qwen, "source": rel, "sha256": sha256_file(record_path),
-            "detail": f"{rec.target.name} / {rec.draft.name}, {rec.dataset.name}, {rec.num_verify_steps} verify steps",
-        },
-        "kimi-k2.5 eagle3 thinking_on (public curve profile)": {
-            "dist": public, "source": f"golden_al/golden/curves/{sc.path.name}",
-            "sha256": sha256_file(sc.path), "detail": f"shape from {how} of the committed curve, AL({K}) = {curve[K]}",
-        },
+    out["kimi-k2.5 eagle3 thinking_on (public curve profile)"] = {
+        "dist": public, "source": f"golden_al/golden/curves/{sc.path.name}", "record": None,
+        "sha256": sha256_file(sc.path), "detail": f"shape from {how} of the committed curve, AL({K}) = {curve[K]}",
     }
+    return out
 
 
 def _request_sequences(record_path: Path) -> list[np.ndarray] | None:
@@ -163,11 +173,10 @@ def scenario(dist: AcceptanceDistribution, b: int, shared: bool, rng: np.random.
     }
 
 
-def analyse(record_path: Path, seed: int) -> dict[str, Any]:
-    src = shapes(record_path)
-    seqs = _request_sequences(record_path)
+def analyse(record_paths: list[Path], seed: int) -> dict[str, Any]:
+    src = shapes(record_paths)
     ss = np.random.SeedSequence(seed)
-    streams = iter(ss.spawn(len(src) * 2 * 2 * len(BATCH_SIZES) + len(BATCH_SIZES)))
+    streams = iter(ss.spawn(len(src) * (2 * 2 + 1) * len(BATCH_SIZES)))
     out: dict[str, Any] = {"k": K, "output_tokens": OUTPUT_TOKENS, "num_requests": NUM_REQUESTS,
                            "token_steps": TOKEN_STEPS, "run_steps": RUN_STEPS, "seed": seed, "sources": {}}
     for name, info in src.items():
@@ -188,7 +197,8 @@ def analyse(record_path: Path, seed: int) -> dict[str, Any]:
                 entry["scenarios"][key] = {
                     str(b): scenario(dist, b, shared, np.random.default_rng(next(streams))) for b in BATCH_SIZES
                 }
-        if name.startswith("qwen") and seqs is not None:
+        seqs = _request_sequences(info["record"]) if info["record"] is not None else None
+        if seqs is not None:
             entry["scenarios"]["measured requests (resampled whole) / per-request"] = {
                 str(b): real_requests_scenario(seqs, b, np.random.default_rng(next(streams))) for b in BATCH_SIZES
             }
@@ -220,48 +230,67 @@ def tables(res: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+STYLES = {"measured / per-request": ("tab:blue", "-"), "measured / shared": ("tab:blue", "--"),
+          "two-point / per-request": ("tab:orange", "-"), "two-point / shared": ("tab:orange", "--"),
+          "measured requests (resampled whole) / per-request": ("tab:green", "-")}
+
+
+def _short(name: str) -> str:
+    if name.startswith("qwen2.5-coder "):
+        return "Qwen2.5-Coder, " + name.split(" ")[1] + " (measured)"
+    return "Kimi-K2.5 EAGLE3, thinking on (public curve)"
+
+
+def _legend(fig: Any, extra: list[Any] | None = None) -> None:
+    from matplotlib.lines import Line2D
+
+    handles = [Line2D([], [], color=c, ls=ls, label=key) for key, (c, ls) in STYLES.items()] + (extra or [])
+    fig.legend(handles=handles, loc="outside lower center", ncols=3, fontsize=8)
+
+
 def plots(res: dict[str, Any]) -> None:
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
+    from matplotlib.lines import Line2D
 
     names = list(res["sources"])
-    styles = {"measured / per-request": ("tab:blue", "-"), "measured / shared": ("tab:blue", "--"),
-              "two-point / per-request": ("tab:orange", "-"), "two-point / shared": ("tab:orange", "--"),
-              "measured requests (resampled whole) / per-request": ("tab:green", "-")}
-    # 1. the two shapes side by side
-    fig = Figure(figsize=(12, 4), layout="constrained")
+    ncol = len(names)
+    # 1. the shapes side by side
+    fig = Figure(figsize=(4.5 * ncol, 4), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(1, len(names))
+    axes = fig.subplots(1, ncol, squeeze=False)[0]
     pdata: dict[str, Any] = {"x": "tokens per verify step L", "y": "probability", "panels": []}
     for ax, name in zip(axes, names, strict=True):
         e = res["sources"][name]
         xs = np.arange(1, K + 2)
-        ax.bar(xs - 0.2, e["pmfs"]["measured"], 0.4, label=f"measured shape (std {e['std_L']['measured']:.2f})")
-        ax.bar(xs + 0.2, e["pmfs"]["two-point"], 0.4, label=f"two-point, same mean (std {e['std_L']['two-point']:.2f})")
-        ax.set_title(f"{name}\nAL({K}) = {e['al']:.2f}", fontsize=9)
+        ax.bar(xs - 0.2, e["pmfs"]["measured"], 0.4, color="tab:blue",
+               label=f"measured (std {e['std_L']['measured']:.2f})")
+        ax.bar(xs + 0.2, e["pmfs"]["two-point"], 0.4, color="tab:orange",
+               label=f"two-point, same mean (std {e['std_L']['two-point']:.2f})")
+        ax.set_title(f"{_short(name)}\nAL({K}) = {e['al']:.2f}", fontsize=9)
         ax.set_xlabel("tokens per verify step L")
         ax.set_ylabel("probability")
-        ax.legend(fontsize=8)
+        ax.legend(fontsize=8, loc="upper left")
         ax.grid(alpha=0.3, axis="y")
         pdata["panels"].append({"source": name, "al": e["al"], "pmfs": e["pmfs"]})
-    fig.suptitle(f"Per-step distribution at k={K}: measured vs. the engines' two-point schedule")
+    fig.suptitle(f"Per-step distribution at k={K}: measured vs. the engines' two-point schedule", fontsize=10)
     fig.savefig(HERE / "shapes.png", dpi=100)
     write_json(HERE / "shapes.json", {"plot": "shapes", **pdata})
 
-    # 2. tokens per step spread and a run's realized-AL spread against batch size
-    fig = Figure(figsize=(12, 8), layout="constrained")
+    # 2. per-step spread and a run's realized-AL spread against batch size
+    fig = Figure(figsize=(4.5 * ncol, 7.5), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(2, len(names), squeeze=False)
+    axes = fig.subplots(2, ncol, squeeze=False)
     tdata: dict[str, Any] = {"x": "batch size B", "panels": []}
     for col, name in enumerate(names):
         e = res["sources"][name]
         for row, (metric, ylabel) in enumerate((
-                ("tokens_per_step_per_request_std", "std of batch tokens per step / B (tokens)"),
+                ("tokens_per_step_per_request_std", "std of the batch's per-step AL (tokens)"),
                 ("run_al_std", f"std of a {RUN_STEPS}-step run's realized AL"))):
             ax = axes[row][col]
             for key, by_b in e["scenarios"].items():
-                color, ls = styles[key]
-                ax.plot(BATCH_SIZES, [by_b[str(b)][metric] for b in BATCH_SIZES], ls, marker="o", color=color, label=key)
+                color, ls = STYLES[key]
+                ax.plot(BATCH_SIZES, [by_b[str(b)][metric] for b in BATCH_SIZES], ls, marker="o", ms=4, color=color)
                 tdata["panels"].append({"source": name, "metric": metric, "scenario": key,
                                         "values": {str(b): by_b[str(b)][metric] for b in BATCH_SIZES}})
             ax.set_xscale("log", base=2)
@@ -269,51 +298,53 @@ def plots(res: dict[str, Any]) -> None:
             ax.set_xticks(BATCH_SIZES, [str(b) for b in BATCH_SIZES])
             ax.set_xlabel("batch size B (concurrent requests)")
             ax.set_ylabel(ylabel)
-            ax.set_title(f"{name}", fontsize=9)
-            ax.grid(alpha=0.3)
-            ax.legend(fontsize=8)
-    fig.suptitle("Shared per-batch draw (SGLang) vs per-request draws (vLLM/TRT-LLM/ATOM): per-step spread does "
-                 "not average out over the batch", fontsize=10)
+            ax.set_title(_short(name), fontsize=9)
+            ax.grid(alpha=0.3, which="both")
+    _legend(fig)
+    fig.suptitle("Shared per-batch draw (SGLang, dashed) vs per-request draws (vLLM/TRT-LLM/ATOM, solid): "
+                 "the shared draw's spread does not average out over the batch", fontsize=10)
     fig.savefig(HERE / "tokens_per_step.png", dpi=100)
     write_json(HERE / "tokens_per_step.json", {"plot": "tokens_per_step", **tdata})
 
-    # 3. latency tails: request P99 and batch drain P99 (steps) against batch size
-    fig = Figure(figsize=(12, 8), layout="constrained")
+    # 3. latency tails: per-request and static-batch drain, P50 and P99, against batch size
+    fig = Figure(figsize=(4.5 * ncol, 7.5), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(2, len(names), squeeze=False)
+    axes = fig.subplots(2, ncol, squeeze=False)
     ldata: dict[str, Any] = {"x": "batch size B", "y": f"verify steps to emit {OUTPUT_TOKENS} tokens", "panels": []}
     for col, name in enumerate(names):
         e = res["sources"][name]
         for row, (metric, title) in enumerate((("request_steps", "per-request latency"),
-                                               ("drain_steps", "static-batch drain (slowest request)"))):
+                                               ("drain_steps", "batch drain (slowest request)"))):
             ax = axes[row][col]
             for key, by_b in e["scenarios"].items():
-                color, ls = styles[key]
+                color, ls = STYLES[key]
                 for q, marker in (("p50", "o"), ("p99", "^")):
-                    ax.plot(BATCH_SIZES, [by_b[str(b)][metric][q] for b in BATCH_SIZES], ls, marker=marker,
-                            color=color, label=f"{key} {q.upper()}")
+                    ax.plot(BATCH_SIZES, [by_b[str(b)][metric][q] for b in BATCH_SIZES], ls, marker=marker, ms=4,
+                            color=color)
                 ldata["panels"].append({"source": name, "metric": metric, "scenario": key,
                                         "values": {str(b): by_b[str(b)][metric] for b in BATCH_SIZES}})
             ax.set_xscale("log", base=2)
             ax.set_xticks(BATCH_SIZES, [str(b) for b in BATCH_SIZES])
             ax.set_xlabel("batch size B (concurrent requests)")
-            ax.set_ylabel(f"verify steps to emit {OUTPUT_TOKENS} tokens")
-            ax.set_title(f"{title}: {name}", fontsize=9)
+            ax.set_ylabel(f"verify steps for {OUTPUT_TOKENS} tokens")
+            ax.set_title(f"{title}\n{_short(name)}", fontsize=9)
             ax.grid(alpha=0.3)
-            ax.legend(fontsize=7, ncols=2)
-    fig.suptitle("Latency tail (P50 circles, P99 triangles): the two-point schedule hides the measured tail",
-                 fontsize=10)
+    _legend(fig, [Line2D([], [], marker="o", ls="", color="gray", label="P50"),
+                  Line2D([], [], marker="^", ls="", color="gray", label="P99")])
+    fig.suptitle("Latency tail: the two-point schedule (orange) hides the measured tail (blue, green)", fontsize=10)
     fig.savefig(HERE / "latency_tail.png", dpi=100)
     write_json(HERE / "latency_tail.json", {"plot": "latency_tail", **ldata})
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--record", type=Path, default=DEFAULT_RECORD, help="a k=7 Qwen measurement record")
+    parser.add_argument("--record", type=Path, action="append", default=None,
+                        help="a k=7 Qwen measurement record (repeatable; default: the HumanEval and MT-Bench coding "
+                        "records of experiments/qwen-coder-curve)")
     parser.add_argument("--seed", type=int, default=20261130)
     parser.add_argument("--check", action="store_true", help="recompute and compare with the committed results.json")
     args = parser.parse_args(argv)
-    res = analyse(args.record, args.seed)
+    res = analyse(args.record or DEFAULT_RECORDS, args.seed)
     if args.check:
         diffs = compare_results(load_results(HERE / "results.json"), res)
         for d in diffs[:20]:

@@ -92,6 +92,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--mode", choices=("live", "replay"), default="live",
                         help="live: real speculative decoding per k (default); replay: one target generation + "
                         "one teacher-forced draft pass for every k (exact for greedy, an estimate when sampling)")
+    parser.add_argument("--replay-trajectory-k", type=int, default=None, metavar="K",
+                        help="greedy replay: produce the target's output by speculative decoding at draft length K "
+                        "(the same output, faster when acceptance is high; replay at K is checked against it)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the bootstrap (default: 0)")
     parser.add_argument("--out", metavar="DIR", default=None,
                         help="output directory (default: runs/measure-<target>-k<K>-<UTC time>)")
@@ -140,7 +143,7 @@ def _run_reference(args: argparse.Namespace) -> int:
         draft_lens=ks, target=args.target, draft=args.draft, prompts=args.prompts, num_prompts=args.num_prompts,
         max_tokens=args.max_tokens, thinking=args.thinking, temperature=args.temperature, top_p=args.top_p,
         mode=args.mode, seed=args.seed, dtype=args.dtype, allow_lower_precision=args.force,
-        batch_size=args.batch_size,
+        batch_size=args.batch_size, replay_trajectory_k=args.replay_trajectory_k,
     )
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR (the run to continue)")

@@ -39,7 +39,7 @@ __all__ = ["RequestLog", "build_record", "request_result"]
 
 
 def _tidy(x: float) -> int | float:
-    return int(round(x)) if abs(x - round(x)) < 1e-9 else float(x)
+    return round(x) if abs(x - round(x)) < 1e-9 else float(x)
 
 
 def request_result(

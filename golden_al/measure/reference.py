@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.errors import UsageError
-from golden_al.measurement import DatasetInfo, MeasurementRecord, SamplingInfo, write_record
 from golden_al.measure.records import RequestLog, build_record, request_result
+from golden_al.measurement import DatasetInfo, MeasurementRecord, SamplingInfo, write_record
 from golden_al.provenance import collect, now_iso, package_versions
 
 __all__ = [
@@ -48,9 +48,9 @@ DEFAULT_DRAFT = "qwen2.5-coder-0.5b-instruct"
 DEFAULT_PROMPTS = "humaneval"
 #: The embedded default (``golden-al measure --draft-len 7``): sized to take a few minutes on
 #: a 2-core CPU once the models are cached (see experiments/qwen-coder-curve/README.md).
-DEFAULT_NUM_PROMPTS = 12
+DEFAULT_NUM_PROMPTS = 16
 DEFAULT_MAX_TOKENS = 128
-DEFAULT_BATCH_SIZE = 6
+DEFAULT_BATCH_SIZE = 8
 MAX_DRAFT_LEN = 16
 MODES = ("live", "replay")
 
@@ -76,6 +76,8 @@ class ReferenceSettings:
     allow_lower_precision: bool = False
     batch_size: int = DEFAULT_BATCH_SIZE
     prefill_emits_token: bool = True
+    replay_trajectory_k: int | None = None
+    """Replay only, greedy: make the target's output by speculative decoding at this k."""
 
     def __post_init__(self) -> None:
         if not self.draft_lens:
@@ -100,6 +102,12 @@ class ReferenceSettings:
             raise UsageError(f"num-prompts must be >= 1, got {self.num_prompts}")
         if self.batch_size < 1:
             raise UsageError(f"batch-size must be >= 1, got {self.batch_size}")
+        if self.replay_trajectory_k is not None:
+            if self.mode != "replay" or not self.greedy:
+                raise UsageError("--replay-trajectory-k applies to greedy --mode replay only")
+            if not 1 <= self.replay_trajectory_k <= MAX_DRAFT_LEN:
+                raise UsageError(f"--replay-trajectory-k {self.replay_trajectory_k} is out of range; "
+                                 f"expected 1..{MAX_DRAFT_LEN}")
 
     @property
     def greedy(self) -> bool:
@@ -178,6 +186,7 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
     from golden_al.prompts import chat_template_hash, dataset_hash, render_all
 
     t0 = time.perf_counter()
+    checked_here = prompt_set is None
     if prompt_set is None:
         prompt_set = check_inputs(settings, cache_dir=cache_dir)
     t1 = time.perf_counter()
@@ -196,7 +205,7 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
         source=settings.prompts,
         chat_template_hash=chat_template_hash(tokenizer),
     )
-    timings = {"prompts": round(t1 - t0, 3), "models": round(t2 - t1, 3), "render": round(time.perf_counter() - t2, 3)}
+    timings = {**({"prompts": round(t1 - t0, 3)} if checked_here else {}), "models": round(t2 - t1, 3), "render": round(time.perf_counter() - t2, 3)}
     return ReferenceInputs(pair=pair, prompt_set=prompt_set, rendered=rendered, dataset=dataset,
                            chat_template_kwargs=kwargs, load_seconds=timings)
 
@@ -261,6 +270,7 @@ def run_measurement(
                 "num_prompt_tokens": p.num_tokens}
 
     wall: dict[int, float] = {}
+    trajectory_mismatch: list[int] = []
     if settings.mode == "live":
         todo_by_k = {k: [i for i in range(len(prompts)) if i not in logs[k].done] for k in ks}
         if progress is not None:
@@ -291,7 +301,9 @@ def run_measurement(
         t0 = time.perf_counter()
         for rout in engine.iter_replay([prompts[i].token_ids for i in todo], draft_lens=ks, sampling=sampling,
                                        generator=make_generator(settings.seed), batch_size=settings.batch_size,
-                                       indices=todo):
+                                       indices=todo, trajectory_draft_len=settings.replay_trajectory_k):
+            if rout.trajectory_check is False:
+                trajectory_mismatch.append(rout.index)
             for k in ks:
                 if rout.index in logs[k].done:
                     continue
@@ -301,7 +313,8 @@ def run_measurement(
                     num_verify_steps=c.num_verify_steps, num_accepted_drafts=c.num_accepted_drafts,
                     histogram=c.histogram, per_position_accepted=c.per_position_accepted,
                     accept_lengths=c.accept_lengths, finish_reason=rout.finish_reason, wall_s=rout.wall_s,
-                    extra={"output_token_ids": rout.output_token_ids},
+                    extra={"output_token_ids": rout.output_token_ids,
+                           **({} if rout.trajectory_check is None else {"trajectory_check": rout.trajectory_check})},
                 ))
             if progress is not None:
                 progress(1)
@@ -318,6 +331,11 @@ def run_measurement(
     if settings.mode == "replay" and not settings.greedy:
         warnings.append("sampled replay: counts are expectations from sum-of-min(p, q) along the target's "
                         "trajectory (an estimate, not an observation)")
+    if trajectory_mismatch:
+        warnings.append(
+            f"replay at k={settings.replay_trajectory_k} differs from the live steps that produced the output for "
+            f"{len(trajectory_mismatch)} request(s) {trajectory_mismatch[:10]} (floating-point near-ties between "
+            "the draft's incremental and teacher-forced passes)")
     ended = now_iso()
     sampling_info = SamplingInfo(temperature=settings.temperature, top_p=settings.top_p, top_k=None,
                                  max_tokens=settings.max_tokens, seed=settings.seed)

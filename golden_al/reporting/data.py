@@ -113,7 +113,7 @@ def _profile_from_points(points: dict[int, PointView]) -> FitResult | None:
         return None
 
 
-def series_from_fit(fit: Any, source: str) -> list[Series]:
+def series_from_fit(fit: Any, source: str, *, label_suffix: str = "") -> list[Series]:
     """Series of a :class:`golden_al.curvefit.CurveFit` (records fitted in memory)."""
     out: list[Series] = []
     curve: GoldenCurve = fit.curve
@@ -125,8 +125,8 @@ def series_from_fit(fit: Any, source: str) -> list[Series]:
             cell = mf.cells.get(k)
             points[k] = PointView(p.al, tuple(cell.ci95) if cell else p.ci95, p.origin, cell.al if cell else None)
         s = Series(
-            label=f"{curve.model} ({curve.draft.method}) {mode}", model=curve.model, method=curve.draft.method,
-            mode=mode, source=source, points=points, profile=mf.fit,
+            label=f"{curve.model} ({curve.draft.method}){label_suffix} {mode}", model=curve.model + label_suffix,
+            method=curve.draft.method, mode=mode, source=source, points=points, profile=mf.fit,
             flags=[{"k": f.k, "kind": f.kind, "message": f.message} for f in mf.fit.flags],
         )
         for k, cell in mf.cells.items():

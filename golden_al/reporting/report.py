@@ -2,8 +2,8 @@
 
 :func:`load_sources` turns RECORD_OR_CURVE arguments into :class:`~golden_al.reporting.data.Series`:
 
-* ``measurement.json`` files and directories holding them are grouped by target, draft and
-  draft method and fitted in memory (:func:`golden_al.curvefit.fit_records`, the same
+* ``measurement.json`` files and directories holding them are grouped by target, draft,
+  draft method, engine and dataset (one series per dataset) and fitted in memory (:func:`golden_al.curvefit.fit_records`, the same
   refusals as ``golden-al fit``);
 * ``*.yaml``/``*.yml`` files are golden curves, in our schema or the InferenceX legacy
   shape (a legacy file may hold several models); a ``CURVE.fit.json`` beside a curve adds
@@ -98,14 +98,17 @@ def load_sources(paths: Iterable[str | Path]) -> tuple[list[Series], list[Report
     inputs: list[ReportInput] = []
     if record_paths:
         records = load_records(record_paths)
-        groups: dict[tuple[str, str, str], list[Any]] = {}
+        groups: dict[tuple[str, ...], list[Any]] = {}
         for lr in records:
             r = lr.record
-            groups.setdefault((r.target.name, r.draft.name, r.draft_method), []).append(lr)
-        for recs in groups.values():
+            key = (r.target.name, r.draft.name, r.draft_method, r.engine, r.dataset.name, r.dataset.category or "")
+            groups.setdefault(key, []).append(lr)
+        several_datasets = len({k[4:] for k in groups}) > 1
+        for key, recs in groups.items():
             fit = fit_records(recs, FitOptions())
             source = ", ".join(sorted({str(lr.path.parent) for lr in recs}))
-            series.extend(series_from_fit(fit, source))
+            dataset = key[4] + (f":{key[5]}" if key[5] else "")
+            series.extend(series_from_fit(fit, source, label_suffix=f" [{dataset}]" if several_datasets else ""))
         inputs += [ReportInput(str(lr.path), "measurement-record", lr.sha256) for lr in records]
     for cp in curve_paths:
         side = load_sidecar(cp)

@@ -6,14 +6,17 @@
   bounded retries and exponential backoff.
 * :mod:`golden_al.servers.synthetic`: refuse a "measurement" while synthetic
   (forced) acceptance is active.
+* :mod:`golden_al.servers.probe`: what a server says about itself (version, args,
+  draft length), checked against the requested draft length.
 * :mod:`golden_al.servers.sources`: bias-free AL sources (SGLang per-request
   histograms, vLLM counters or per-request metrics, ATOM ``/debug/mtp_stats``).
 * :mod:`golden_al.servers.measure`: measure one cell resumably into a
   ``measurement.json`` record.
 * :mod:`golden_al.servers.sweep`: every (thinking mode, draft length) cell,
   relaunching per draft length, resumable, with one-run derivation.
-* :mod:`golden_al.servers.reference_server`: ``serve-reference``, an HTTP server
-  answering like SGLang or vLLM with fault injection for tests.
+* :mod:`golden_al.servers.reference_server` and :mod:`golden_al.servers.served_engine`:
+  ``serve-reference``, an HTTP server answering like SGLang, vLLM or ATOM (the
+  reference engine or a deterministic fake behind it), with fault injection for tests.
 
 Everything here is torch-free except the engine behind ``serve-reference``.
 """

@@ -87,6 +87,21 @@ def test_measure_launch_records_command_and_log_and_stops_server(tmp_path, promp
     assert wait_dead(server_pids(tmp_path))
 
 
+def test_measure_launch_atom(tmp_path, prompts, capsys):
+    out = tmp_path / "out"
+    code, _, err = cli(["measure", "--engine", "atom", "--launch", "--target", "fake-target", "--algorithm", "mtp",
+                        "--tp", "8", "--python", sys.executable, *shim_env(tmp_path), "--draft-len", "3",
+                        *_common(prompts, 4), "--out", str(out)], capsys)
+    assert code == 0, err
+    rec = record(out)
+    cmd = rec["server"]["command"]
+    assert cmd[1:3] == ["-m", "atom.entrypoints.openai_server"]
+    assert cmd[cmd.index("--method"):cmd.index("--method") + 4] == ["--method", "mtp", "--num-speculative-tokens", "3"]
+    assert rec["al_source"] == "atom-mtp-stats"
+    assert rec["draft_method"] == "mtp"
+    assert wait_dead(server_pids(tmp_path))
+
+
 def test_print_command_is_exact(capsys):
     code, out, _ = cli(["measure", "--engine", "sglang", "--launch", "--target", "/models/Target",
                         "--draft", "/models/Target-DFlash", "--algorithm", "dflash", "--tp", "8",

@@ -141,3 +141,24 @@ def test_wrong_target_fails_at_the_engine_sample_size(tmp_path, rng) -> None:
     path.write_text(_sglang_log(rng, 3.2, 3, lines=50, batch=8))
     assert check_run([path], expect_al=3.2, draft_len=3, engine="sglang").passed
     assert not check_run([path], expect_al=3.0, draft_len=3, engine="sglang").passed
+
+
+def test_sglang_prometheus_needs_batch_size(tmp_path) -> None:
+    from prometheus_client import CollectorRegistry, Counter, generate_latest
+
+    def snap(verify: float, gen: float, requests: float) -> str:
+        reg = CollectorRegistry()
+        Counter("sglang:spec_verify_calls", "d", ["model_name"], registry=reg).labels(model_name="m").inc(verify)
+        Counter("sglang:generation_tokens", "d", ["model_name"], registry=reg).labels(model_name="m").inc(gen)
+        Counter("sglang:num_requests", "d", ["model_name"], registry=reg).labels(model_name="m").inc(requests)
+        return generate_latest(reg).decode()
+
+    (tmp_path / "a.txt").write_text(snap(0, 0, 0))
+    (tmp_path / "b.txt").write_text(snap(3200, 8000 + 10, 10))  # 10 prefill tokens, AL 2.5 over 3200 steps
+    files = [tmp_path / "b.txt", tmp_path / "a.txt"]
+    with pytest.raises(UsageError, match="batch-size"):
+        check_run(files, expect_al=2.5, draft_len=3, engine="sglang")
+    r = check_run(files, expect_al=2.5, draft_len=3, engine="sglang", batch_size=32)
+    assert r.realized_al == pytest.approx(2.5)
+    assert r.independent_draws == pytest.approx(100)
+    assert r.passed

@@ -10,9 +10,9 @@ import pytest
 pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from distributions import units  # noqa: E402
-from golden_al.cli.main import main  # noqa: E402
-from golden_al.measurement import load_record, read_request_results  # noqa: E402
+from distributions import units
+from golden_al.cli.main import main
+from golden_al.measurement import load_record, read_request_results
 
 pytestmark = pytest.mark.torch
 
@@ -44,13 +44,23 @@ def test_single_k_writes_a_valid_record(tiny, tmp_path, capsys):
     assert _measure(tiny, out, "--draft-len", "3") == 0
     captured = capsys.readouterr()
     lines = captured.out.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("AL ") and "k=3" in lines[0] and "requests=5" in lines[0]
+    assert len(lines) == 1
+    assert lines[0].startswith("AL ")
+    assert "k=3" in lines[0]
+    assert "requests=5" in lines[0]
     record = load_record(out)
-    assert record.engine == "reference" and record.mode == "live" and not record.estimate
-    assert record.draft_len == 3 and record.thinking == "off"
-    assert record.draft.dtype == "float32" and record.draft.shipped_dtype == "float32"
-    assert record.sampling.temperature == 0.0 and record.sampling.max_tokens == 24
-    assert record.dataset.name and record.dataset.count == NUM_PROMPTS and len(record.dataset.hash) == 64
+    assert record.engine == "reference"
+    assert record.mode == "live"
+    assert not record.estimate
+    assert record.draft_len == 3
+    assert record.thinking == "off"
+    assert record.draft.dtype == "float32"
+    assert record.draft.shipped_dtype == "float32"
+    assert record.sampling.temperature == 0.0
+    assert record.sampling.max_tokens == 24
+    assert record.dataset.name
+    assert record.dataset.count == NUM_PROMPTS
+    assert len(record.dataset.hash) == 64
     assert record.provenance["started"] <= record.provenance["ended"]
     assert record.per_request_file == "requests.jsonl"
     results = read_request_results(out / "requests.jsonl", strict=True)
@@ -61,7 +71,8 @@ def test_single_k_writes_a_valid_record(tiny, tmp_path, capsys):
     assert record.al_ci95[0] <= record.al <= record.al_ci95[1]
     assert sum(record.histogram) == record.num_verify_steps
     for r in results:
-        assert r.accept_lengths is not None and len(r.accept_lengths) == r.num_verify_steps
+        assert r.accept_lengths is not None
+        assert len(r.accept_lengths) == r.num_verify_steps
         assert sum(L - 1 for L in r.accept_lengths) == r.num_accepted_drafts
         assert len(r.extra["output_token_ids"]) == r.num_output_tokens
 
@@ -71,10 +82,12 @@ def test_curve_live_equals_replay(tiny, tmp_path, capsys):
     assert _measure(tiny, live, "--draft-lens", "1-3") == 0
     assert _measure(tiny, replay, "--draft-lens", "1-3", "--mode", "replay") == 0
     table = capsys.readouterr().out.strip().splitlines()
-    assert table[0].split()[:2] == ["k", "AL"] and len(table) == 8
+    assert table[0].split()[:2] == ["k", "AL"]
+    assert len(table) == 8
     for k in (1, 2, 3):
         a, b = load_record(live / f"k{k}"), load_record(replay / f"k{k}")
-        assert b.mode == "replay" and not b.estimate
+        assert b.mode == "replay"
+        assert not b.estimate
         assert (a.num_verify_steps, a.num_accepted_drafts, a.histogram) == (
             b.num_verify_steps, b.num_accepted_drafts, b.histogram)
 
@@ -85,8 +98,11 @@ def test_sampled_replay_is_marked_as_an_estimate(tiny, tmp_path, capsys):
                     "--top-p", "0.9", "--seed", "3") == 0
     assert "(estimate)" in capsys.readouterr().out
     record = load_record(out)
-    assert record.estimate and record.mode == "replay" and record.al_source == "reference-replay-expected"
-    assert record.sampling.top_p == 0.9 and record.sampling.seed == 3
+    assert record.estimate
+    assert record.mode == "replay"
+    assert record.al_source == "reference-replay-expected"
+    assert record.sampling.top_p == 0.9
+    assert record.sampling.seed == 3
 
 
 def test_resume_does_not_double_count(tiny, tmp_path, capsys):
@@ -126,7 +142,9 @@ def test_resume_does_not_double_count(tiny, tmp_path, capsys):
 def test_bad_options_give_one_line_errors(tiny, tmp_path, capsys, args, needle):
     assert _measure(tiny, tmp_path / "x", *args) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and err[0].startswith("golden-al: error:") and needle in err[0], err
+    assert len(err) == 1, err
+    assert err[0].startswith("golden-al: error:")
+    assert needle in err[0]
 
 
 def test_missing_model_and_bad_prompt_file(tiny, tmp_path, capsys):
@@ -134,14 +152,20 @@ def test_missing_model_and_bad_prompt_file(tiny, tmp_path, capsys):
     code = main(["measure", "--draft-len", "3", "--target", str(missing), "--draft", tiny["draft"],
                  "--prompts", tiny["prompts"], "--out", str(tmp_path / "a"), "--cache-dir", tiny["cache"]])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and str(missing) in err[0] and "does not exist" in err[0]
+    assert code == 2
+    assert len(err) == 1
+    assert str(missing) in err[0]
+    assert "does not exist" in err[0]
 
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"messages": [{"role": "user", "content": "hi"}]}\n{"messages": [oops\n')
     code = main(["measure", "--draft-len", "3", "--target", tiny["target"], "--draft", tiny["draft"],
                  "--prompts", f"chat-jsonl:{bad}", "--out", str(tmp_path / "b"), "--cache-dir", tiny["cache"]])
     err = capsys.readouterr().err.strip().splitlines()
-    assert code == 2 and len(err) == 1 and f"{bad}:2" in err[0], err
+    assert code == 2
+    assert len(err) == 1, err
+    assert f"{bad}:2" in err[0]
 
     code = main(["measure", "--draft-len", "3", "--resume", "--target", tiny["target"]])
-    assert code == 2 and "--resume needs --out" in capsys.readouterr().err
+    assert code == 2
+    assert "--resume needs --out" in capsys.readouterr().err

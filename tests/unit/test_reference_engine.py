@@ -67,7 +67,8 @@ def case(pair):
     else:  # pragma: no cover - depends only on the fixed seeds above
         raise AssertionError("no suitable EOS token for these seeds")
     ref = [_target_greedy(target, p, eos, MAX_TOKENS) for p in prompts]
-    assert any(len(r) < MAX_TOKENS for r in ref) and any(len(r) == MAX_TOKENS for r in ref)
+    assert any(len(r) < MAX_TOKENS for r in ref)
+    assert any(len(r) == MAX_TOKENS for r in ref)
     return prompts, eos, ref
 
 
@@ -84,7 +85,7 @@ def test_greedy_live_equals_target_greedy(pair, case, k, batch_size):
         assert o.finish_reason == ("stop" if r[-1] in eos else "length")
         # every output token is accounted for: prefill token + sum over steps of emitted tokens
         assert len(o.accepted) == len(o.drafted)
-        assert all(0 <= n <= g <= k for n, g in zip(o.accepted, o.drafted))
+        assert all(0 <= n <= g <= k for n, g in zip(o.accepted, o.drafted, strict=True))
     all_n = [n for o in outs for n in o.accepted]
     assert 0 < np.mean(all_n) < k, "the tiny draft should be right sometimes, wrong sometimes"
 
@@ -253,3 +254,17 @@ def test_batched_cache_with_holes_matches_a_full_forward():
         for b in range(3):
             full = model(torch.tensor([kept[b] + probe[b].tolist()])).logits[0, -2:]
             torch.testing.assert_close(logits[b], full, rtol=0, atol=1e-9)
+
+
+def test_replay_from_a_speculative_trajectory_is_the_same(pair, case):
+    target, draft = pair
+    prompts, eos, _ = case
+    engine = ReferenceEngine(target, draft, eos_token_ids=eos)
+    sampling = SamplingParams(max_tokens=MAX_TOKENS)
+    plain = engine.replay(prompts, draft_lens=range(1, 9), sampling=sampling, batch_size=3)
+    spec = engine.replay(prompts, draft_lens=range(1, 9), sampling=sampling, batch_size=3, trajectory_draft_len=5)
+    for a, b in zip(plain, spec, strict=True):
+        assert a.trajectory_check is None
+        assert b.trajectory_check is True
+        assert a.output_token_ids == b.output_token_ids
+        assert all(a.accepted(k) == b.accepted(k) for k in range(1, 9))

@@ -95,3 +95,15 @@ def test_missing_matplotlib_names_the_extra(tmp_path: Path, monkeypatch, capsys)
     err = capsys.readouterr().err
     assert "matplotlib" in err
     assert "golden-al[plot]" in err
+
+
+def test_records_of_two_datasets_are_two_series(tmp_path: Path) -> None:
+    make_curve_dir(tmp_path / "he", [1, 2])
+    make_curve_dir(tmp_path / "mt", [1, 2], dataset_name="mt-bench", dataset_category="coding", dataset_hash="a" * 64)
+    out = tmp_path / "r"
+    assert main(["report", str(tmp_path / "he"), str(tmp_path / "mt"), "--out", str(out)]) == 0
+    labels = [s["label"] for s in json.loads((out / "al_vs_k.json").read_text())["series"]]
+    assert len(labels) == 2
+    assert any("[humaneval]" in lab for lab in labels)
+    assert any("[mt-bench:coding]" in lab for lab in labels)
+    assert len(list(out.glob("histograms_*.png"))) == 2

@@ -203,10 +203,12 @@ def test_atom_mtp_stats_and_log_lines(serve):
     assert stats["average_tokens_per_forward"] == pytest.approx(1 + stats["total_accepted_tokens"] / steps)
     records = [r for r in flogs.scan_log_text(log.getvalue()).records if r.engine == "atom"]
     cumulative = [r for r in records if r.kind == "cumulative"]
-    assert cumulative and cumulative[-1].draft_tokens <= stats["total_draft_tokens"]
+    assert cumulative
+    assert cumulative[-1].draft_tokens <= stats["total_draft_tokens"]
     assert sum(r.accepted_tokens for r in records if r.kind == "interval") == cumulative[-1].accepted_tokens
     snap = prom.parse_metrics_text(httpx.get(f"{srv.url}/metrics").text)
     c = prom.spec_counters(snap, "atom")
-    assert c.num_verify_steps == steps and c.accepted_tokens == stats["total_accepted_tokens"]
+    assert c.num_verify_steps == steps
+    assert c.accepted_tokens == stats["total_accepted_tokens"]
     assert httpx.get(f"{srv.url}/health").json() == {"status": "ok"}
 

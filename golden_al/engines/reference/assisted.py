@@ -110,7 +110,7 @@ def recount(out: AssistedOutput, *, eos_token_ids: Sequence[int], max_tokens: in
     eos = {int(e) for e in eos_token_ids}
     y = out.output_token_ids
     counts: list[int] = []
-    for start, n, cand in zip(out.step_starts, out.num_matches, out.candidate_ids):
+    for start, n, cand in zip(out.step_starts, out.num_matches, out.candidate_ids, strict=True):
         if start >= max_tokens:
             break
         last = start + n  # index of the token that ends this step's emitted tokens

@@ -83,19 +83,26 @@ class ReferenceEngine:
     def iter_replay(self, prompts: Sequence[Sequence[int]], *, draft_lens: Sequence[int],
                     sampling: SamplingParams, seed: int | None = None, generator: torch.Generator | None = None,
                     batch_size: int = 8, indices: Sequence[int] | None = None,
-                    progress: ProgressFn | None = None) -> Iterator[ReplayOutput]:
-        """Replay (one target generation + one teacher-forced draft pass) for every ``k`` at once."""
+                    progress: ProgressFn | None = None,
+                    trajectory_draft_len: int | None = None) -> Iterator[ReplayOutput]:
+        """Replay (one target generation + one teacher-forced draft pass) for every ``k`` at once.
+
+        ``trajectory_draft_len``: greedy only; generate the target's output by speculative
+        decoding at that draft length (same output, faster; checked, see :func:`.replay.iter_replay`).
+        """
         return iter_replay(self.target, self.draft, prompts, draft_lens=draft_lens, sampling=sampling,
                            eos_token_ids=self.eos_token_ids, generator=self._gen(seed, generator),
                            batch_size=batch_size, prefill_emits_token=self.prefill_emits_token,
-                           indices=indices, progress=progress)
+                           indices=indices, progress=progress, trajectory_draft_len=trajectory_draft_len)
 
     def replay(self, prompts: Sequence[Sequence[int]], *, draft_lens: Sequence[int], sampling: SamplingParams,
                seed: int | None = None, generator: torch.Generator | None = None,
-               batch_size: int = 8, progress: ProgressFn | None = None) -> list[ReplayOutput]:
+               batch_size: int = 8, progress: ProgressFn | None = None,
+               trajectory_draft_len: int | None = None) -> list[ReplayOutput]:
         """:meth:`iter_replay`, collected in prompt order."""
         outs = list(self.iter_replay(prompts, draft_lens=draft_lens, sampling=sampling, seed=seed,
-                                     generator=generator, batch_size=batch_size, progress=progress))
+                                     generator=generator, batch_size=batch_size, progress=progress,
+                                     trajectory_draft_len=trajectory_draft_len))
         return sorted(outs, key=lambda o: o.index)
 
     def target_generate(self, prompts: Sequence[Sequence[int]], *, sampling: SamplingParams,

@@ -169,7 +169,7 @@ def _generate_batch(
         y0 = _tokens(_choose(logits, sampling, generator))
         pending_t = [[y] for y in y0]
         pending_d = [[y] for y in y0]
-        for r, y in zip(reqs, y0):
+        for r, y in zip(reqs, y0, strict=True):
             r.output_token_ids.append(y)
             if y in eos:
                 r.finish_reason = "stop"
@@ -185,7 +185,7 @@ def _generate_batch(
     def retire() -> Iterator[RequestOutput]:
         nonlocal active, pending_t, pending_d
         keep = [row for row, ri in enumerate(active) if not reqs[ri].finish_reason]
-        for row, ri in enumerate(active):
+        for ri in active:
             if reqs[ri].finish_reason:
                 reqs[ri].wall_s = time.perf_counter() - t0
                 yield reqs[ri]

@@ -37,7 +37,7 @@ from golden_al.engines.reference.accounting import (
     greedy_accept_counts,
 )
 from golden_al.engines.reference.batch_cache import BatchedKV, left_pad
-from golden_al.engines.reference.live import ProgressFn, target_generate_step
+from golden_al.engines.reference.live import ProgressFn, iter_generate, target_generate_step
 from golden_al.engines.reference.sampling import SamplingParams, sample, warp
 
 __all__ = ["ReplayOutput", "TargetOutput", "draft_agreement", "iter_replay", "iter_target_generate"]
@@ -70,6 +70,9 @@ class ReplayOutput:
     """Per output position: 1/0 draft-target agreement (greedy) or ``beta_j`` (sampling)."""
     counts: dict[int, StepCounts]
     wall_s: float = 0.0
+    trajectory_check: bool | None = None
+    """With a speculative trajectory at ``k0``: True when replay's steps at ``k0`` equal the
+    live steps that produced the output (an internal consistency check); None otherwise."""
 
     def accepted(self, k: int) -> list[int] | None:
         """``n`` per verify step at draft length ``k`` (greedy only)."""
@@ -162,17 +165,40 @@ def iter_replay(
     prefill_emits_token: bool = True,
     indices: Sequence[int] | None = None,
     progress: ProgressFn | None = None,
+    trajectory_draft_len: int | None = None,
 ) -> Iterator[ReplayOutput]:
-    """Replay ``prompts`` once and yield each request with its counts at every ``k`` in ``draft_lens``."""
+    """Replay ``prompts`` once and yield each request with its counts at every ``k`` in ``draft_lens``.
+
+    ``trajectory_draft_len`` (greedy only): produce the target's greedy output by live
+    speculative decoding at that draft length instead of by the target alone. The
+    output is the same (greedy speculative decoding is lossless) and it is faster when
+    acceptance is high; replay's steps at that draft length must then equal the live
+    steps, which is checked (``ReplayOutput.trajectory_check``).
+    """
     ks = sorted({int(k) for k in draft_lens})
     if not ks or ks[0] < 1:
         raise ValueError(f"draft lengths must be >= 1, got {list(draft_lens)}")
+    if trajectory_draft_len is not None and not sampling.greedy:
+        raise ValueError("a speculative trajectory is for greedy replay only (sampled replay needs p at every position)")
     start = first_step(prefill_emits_token)
     if progress is not None:
         progress(0, total=len(prompts))
-    for out in iter_target_generate(target, prompts, sampling=sampling, eos_token_ids=eos_token_ids,
-                                    generator=generator, batch_size=batch_size,
-                                    keep_distributions=not sampling.greedy, indices=indices):
+    live_accepted: dict[int, list[int]] = {}
+    if trajectory_draft_len is None:
+        outs: Iterator[TargetOutput] = iter_target_generate(
+            target, prompts, sampling=sampling, eos_token_ids=eos_token_ids, generator=generator,
+            batch_size=batch_size, keep_distributions=not sampling.greedy, indices=indices)
+    else:
+        def _spec() -> Iterator[TargetOutput]:
+            for o in iter_generate(target, draft, prompts, draft_len=trajectory_draft_len, sampling=sampling,
+                                   eos_token_ids=eos_token_ids, generator=generator, batch_size=batch_size,
+                                   prefill_emits_token=prefill_emits_token, indices=indices):
+                live_accepted[o.index] = o.accepted
+                yield TargetOutput(index=o.index, prompt_token_ids=o.prompt_token_ids,
+                                   output_token_ids=o.output_token_ids, finish_reason=o.finish_reason,
+                                   wall_s=o.wall_s)
+        outs = _spec()
+    for out in outs:
         t0 = time.perf_counter()
         agree = draft_agreement(draft, out, sampling)
         out.p = None  # free the distributions
@@ -181,6 +207,11 @@ def iter_replay(
             counts = {k: counts_from_accept_counts(greedy_accept_counts(flags, k, start=start), k) for k in ks}
         else:
             counts = {k: expected_step_counts(agree, k, start=start) for k in ks}
+        check: bool | None = None
+        if trajectory_draft_len is not None:
+            k0 = int(trajectory_draft_len)
+            derived = greedy_accept_counts([a > 0.5 for a in agree], k0, start=start)
+            check = derived == live_accepted.pop(out.index)
         if progress is not None:
             progress(1)
         yield ReplayOutput(
@@ -192,4 +223,5 @@ def iter_replay(
             agreement=agree,
             counts=counts,
             wall_s=out.wall_s + time.perf_counter() - t0,
+            trajectory_check=check,
         )

@@ -97,7 +97,7 @@ def greedy_verification(x: torch.Tensor, p_logits: torch.Tensor, gamma_eff: torc
         p_logits: `(B, gamma + 1, vocab)` target logits at the ``gamma + 1`` positions.
         gamma_eff: `(B,)` drafts actually proposed per row (``<= gamma``).
     """
-    B, gamma = x.shape
+    gamma = x.shape[1]
     target_tokens = p_logits.argmax(dim=-1)  # (B, gamma + 1)
     idx = torch.arange(gamma, device=x.device)
     ok = (x == target_tokens[:, :gamma]) & (idx[None, :] < gamma_eff[:, None])

@@ -1,4 +1,5 @@
-"""Test-only stand-ins for ``python -m sglang.launch_server`` and ``vllm.entrypoints.openai.api_server``.
+"""Test-only stand-ins for ``python -m sglang.launch_server``, ``vllm.entrypoints.openai.api_server`` and
+``atom.entrypoints.openai_server``.
 
 They parse the engine's own launch flags (as golden-al's ``--launch`` writes them),
 derive the draft length by the engine's rules, and serve ``serve-reference`` in that
@@ -88,3 +89,17 @@ def vllm_main(argv: list[str]) -> None:
     a, _unknown = ap.parse_known_args(argv)
     cfg = json.loads(a.speculative_config)
     serve("vllm", int(cfg["num_speculative_tokens"]), a.host, a.port, a.model, cfg.get("model"), a.served_model_name)
+
+
+def atom_main(argv: list[str]) -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--server-port", type=int, default=8000)
+    ap.add_argument("-tp", "--tensor-parallel-size", type=int, default=1)
+    ap.add_argument("--method", required=True)
+    ap.add_argument("--num-speculative-tokens", type=int, default=1)
+    ap.add_argument("--draft-model")
+    ap.add_argument("--served-model-name")
+    a, _unknown = ap.parse_known_args(argv)
+    serve("atom", a.num_speculative_tokens, a.host, a.server_port, a.model, a.draft_model, a.served_model_name)
