@@ -62,7 +62,8 @@ def analyse(paths: list[Path], seed: int) -> dict[str, Any]:
     records = load_records(paths)
     ss = np.random.SeedSequence(seed)
     rows: list[dict[str, Any]] = []
-    for lr in sorted(records, key=lambda r: (r.record.thinking, r.k)):
+    for lr in sorted(records, key=lambda r: (r.record.dataset.name, r.record.dataset.category or "",
+                                             r.record.thinking, r.k)):
         reqs = lr.requests()
         if not reqs:
             continue
@@ -74,6 +75,7 @@ def analyse(paths: list[Path], seed: int) -> dict[str, Any]:
         pilot = cluster_bootstrap_al(acc, steps, rng=rng, num_resamples=RESAMPLES)
         entry: dict[str, Any] = {
             "record": _rel(lr.path), "sha256": lr.sha256, "thinking": lr.record.thinking, "k": lr.k,
+            "dataset": lr.record.dataset.name + (f":{lr.record.dataset.category}" if lr.record.dataset.category else ""),
             "pilot_requests": int(acc.size), "pilot_verify_steps": float(steps.sum()), "al": pilot.al,
             "pilot_bootstrap_ci95": [pilot.ci_low, pilot.ci_high],
             "pilot_bootstrap_half_width": (pilot.ci_high - pilot.ci_low) / 2.0,
@@ -101,15 +103,15 @@ def analyse(paths: list[Path], seed: int) -> dict[str, Any]:
 
 
 def table_md(res: dict[str, Any]) -> str:
-    lines = ["| thinking | k | AL | pilot prompts | pilot 95% half-width (bootstrap / delta) | "
+    lines = ["| dataset | thinking | k | AL | pilot prompts | pilot 95% half-width (bootstrap / delta) | "
              "prompts for ±0.02 | bootstrap half-width, coverage at that n | prompts for ±0.01 | "
              "bootstrap half-width, coverage at that n | verify steps for ±0.01 (clustered / if i.i.d.) | "
              "design effect |",
-             "| --- | ---: | ---: | ---: | --- | ---: | --- | ---: | --- | --- | ---: |"]
+             "| --- | --- | ---: | ---: | ---: | --- | ---: | --- | ---: | --- | --- | ---: |"]
     for r in res["rows"]:
         a, b = r["targets"]["0.02"], r["targets"]["0.01"]
         lines.append(
-            f"| {r['thinking']} | {r['k']} | {r['al']:.3f} | {r['pilot_requests']} | "
+            f"| {r['dataset']} | {r['thinking']} | {r['k']} | {r['al']:.3f} | {r['pilot_requests']} | "
             f"{r['pilot_bootstrap_half_width']:.3f} / {r['pilot_delta_half_width']:.3f} | {a['requests']} | "
             f"{a['bootstrap_half_width_at_n']:.4f}, {100 * a['bootstrap_coverage_at_n']:.1f}% | {b['requests']} | "
             f"{b['bootstrap_half_width_at_n']:.4f}, {100 * b['bootstrap_coverage_at_n']:.1f}% | "
@@ -127,36 +129,38 @@ def plot(res: dict[str, Any]) -> None:
     data: dict[str, Any] = {"panels": []}
     ns = np.unique(np.geomspace(10, 20000, 60).astype(int))
     curves = []
-    for r in res["rows"]:
+    for r in [r for r in res["rows"] if r["k"] in (1, 4, 8)]:
         # delta-method half-width scales as 1/sqrt(n) from the pilot's
         hw = r["pilot_delta_half_width"] * np.sqrt(r["pilot_requests"] / ns)
-        (line,) = ax_n.plot(ns, hw, label=f"k={r['k']} ({r['thinking']})")
+        (line,) = ax_n.plot(ns, hw, label=f"{r['dataset']}, k={r['k']}")
         for h in HALF_WIDTHS:
             t = r["targets"][f"{h:g}"]
             ax_n.plot([t["requests"]], [t["bootstrap_half_width_at_n"]], "o", color=line.get_color(), ms=4)
-        curves.append({"k": r["k"], "thinking": r["thinking"], "n": ns.tolist(), "half_width": hw.tolist()})
+        curves.append({"dataset": r["dataset"], "k": r["k"], "thinking": r["thinking"], "n": ns.tolist(),
+                       "half_width": hw.tolist()})
     for h in HALF_WIDTHS:
         ax_n.axhline(h, color="gray", ls="--", lw=1)
     ax_n.set_xscale("log")
     ax_n.set_yscale("log")
     ax_n.set_xlabel("prompts (requests) in the measurement")
     ax_n.set_ylabel("95% CI half-width of AL (tokens per step)")
-    ax_n.set_title("Planner (lines, delta method) and bootstrap check at the planned n (dots)")
+    ax_n.set_title("Half-width against prompts, k = 1, 4, 8\n(lines: planner; dots: bootstrap at the planned n)",
+                   fontsize=10)
     ax_n.grid(alpha=0.3, which="both")
     ax_n.legend(fontsize=7, ncols=2)
     data["panels"].append({"plot": "half_width_vs_prompts", "curves": curves})
     for h, marker in zip(HALF_WIDTHS, ("o", "s"), strict=True):
-        for mode in sorted({r["thinking"] for r in res["rows"]}):
-            rows = [r for r in res["rows"] if r["thinking"] == mode]
+        for ds in sorted({r["dataset"] for r in res["rows"]}):
+            rows = [r for r in res["rows"] if r["dataset"] == ds]
             ax_k.plot([r["k"] for r in rows], [r["targets"][f"{h:g}"]["requests"] for r in rows], marker=marker,
-                      label=f"±{h:g} (thinking {mode})")
+                      label=f"±{h:g}, {ds}")
     ax_k.set_yscale("log")
     ax_k.set_xlabel("draft length k")
     ax_k.set_ylabel("prompts needed (planner)")
     ax_k.set_title("Prompts needed per golden point against k")
     ax_k.grid(alpha=0.3, which="both")
     ax_k.legend(fontsize=8)
-    data["panels"].append({"plot": "prompts_vs_k", "rows": [{"k": r["k"], "thinking": r["thinking"],
+    data["panels"].append({"plot": "prompts_vs_k", "rows": [{"dataset": r["dataset"], "k": r["k"], "thinking": r["thinking"],
                                                              **{f"n_{h:g}": r["targets"][f"{h:g}"]["requests"]
                                                                 for h in HALF_WIDTHS}} for r in res["rows"]]})
     fig.savefig(HERE / "prompts_needed.png", dpi=100)

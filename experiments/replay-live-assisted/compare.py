@@ -51,6 +51,8 @@ def al(accepted: list[list[int]]) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cache-dir", default=str(Path.home() / ".cache" / "golden-al"))
+    ap.add_argument("--target", default="qwen2.5-coder-1.5b-instruct")
+    ap.add_argument("--draft", default="qwen2.5-coder-0.5b-instruct")
     ap.add_argument("--humaneval", type=int, default=2, help="first N HumanEval prompts")
     ap.add_argument("--mt-bench-coding", type=int, default=2, help="first N MT-Bench coding prompts")
     ap.add_argument("--max-tokens", type=int, default=64)
@@ -63,7 +65,7 @@ def main() -> None:
     started = now_iso()
     quiet_transformers()
 
-    pair = load_pair("qwen2.5-coder-1.5b-instruct", "qwen2.5-coder-0.5b-instruct", cache_dir=args.cache_dir)
+    pair = load_pair(args.target, args.draft, cache_dir=args.cache_dir)
     tok = pair.target.tokenizer
     convs = (load_prompts("humaneval", cache_dir=args.cache_dir, limit=args.humaneval).conversations
              + load_prompts("mt-bench:coding", cache_dir=args.cache_dir, limit=args.mt_bench_coding).conversations)

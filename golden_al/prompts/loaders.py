@@ -314,8 +314,8 @@ def _load_speed_bench(rest: str, turns: str) -> PromptSet:
                 "this row is an unresolved placeholder (the HF dataset withholds its text)", path=where, line=lineno,
                 hint="run NeMo-Skills' speed-bench prepare.py, which fetches the text from the source dataset",
             )
-        meta = {k: row[k] for k in ("question_id", "sub_category", "source", "src_id", "difficulty", "multiturn")
-                if k in row}
+        meta: dict[str, Any] = {k: row[k] for k in ("question_id", "sub_category", "source", "src_id",
+                                                    "difficulty", "multiturn") if k in row}
         meta["shape"] = shape
         meta["num_user_turns"] = len(user_turns)
         cid = str(row.get("question_id") or f"{file.stem}:{lineno}")

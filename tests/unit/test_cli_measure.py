@@ -136,7 +136,6 @@ def test_resume_does_not_double_count(tiny, tmp_path, capsys):
     (["--draft-len", "17"], "1..16"),
     (["--draft-lens", "1-20"], "out of range"),
     (["--draft-len", "3", "--thinking", "on"], "no thinking mode"),
-    (["--draft-len", "3", "--engine", "sglang"], "--engine sglang"),
     (["--draft-len", "3", "--top-p", "0.5"], "temperature"),
 ])
 def test_bad_options_give_one_line_errors(tiny, tmp_path, capsys, args, needle):

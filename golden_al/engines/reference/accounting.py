@@ -74,12 +74,14 @@ def counts_from_accept_counts(accepted: Sequence[int], k: int) -> StepCounts:
         if not 0 <= n <= k:
             raise ValueError(f"accepted count {n} outside [0, {k}]")
         hist[n] += 1
-    pos = [int(hist[j + 1:].sum()) for j in range(k)]
+    # ints (observed counts) stored in the float-typed fields that expectations also use
+    counts: list[float] = [int(v) for v in hist]
+    pos: list[float] = [int(hist[j + 1:].sum()) for j in range(k)]
     return StepCounts(
         k=k,
         num_verify_steps=len(accepted),
         num_accepted_drafts=int(sum(accepted)),
-        histogram=[int(v) for v in hist],
+        histogram=counts,
         per_position_accepted=pos,
         accept_lengths=[int(n) + 1 for n in accepted],
     )

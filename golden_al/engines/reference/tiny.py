@@ -29,7 +29,8 @@ def tiny_model(*, vocab_size: int = 128, num_layers: int = 2, hidden_size: int =
     """A random causal LM (Qwen2 or Llama architecture) from a small config."""
     from transformers import LlamaConfig, LlamaForCausalLM, Qwen2Config, Qwen2ForCausalLM
 
-    cfg_cls, model_cls = (Qwen2Config, Qwen2ForCausalLM) if family == "qwen2" else (LlamaConfig, LlamaForCausalLM)
+    cfg_cls: Any = Qwen2Config if family == "qwen2" else LlamaConfig
+    model_cls: Any = Qwen2ForCausalLM if family == "qwen2" else LlamaForCausalLM
     cfg = cfg_cls(
         vocab_size=vocab_size, hidden_size=hidden_size, intermediate_size=2 * hidden_size,
         num_hidden_layers=num_layers, num_attention_heads=4, num_key_value_heads=2,
