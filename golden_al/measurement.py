@@ -160,7 +160,7 @@ class MeasurementRecord(_Strict):
     derived: bool = Field(default=False, description="True when derived from a measurement at a larger k")
     derived_from_draft_len: int | None = None
     derivation_exact: bool | None = Field(
-        default=None, description="chain drafts: exact in expectation; block drafts must be validated"
+        default=None, description="True only when the derivation is known to be exact (acceptance independent of the step start); real drafts: false, validate with measured points"
     )
     target: ModelInfo
     draft: ModelInfo

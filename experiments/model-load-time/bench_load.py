@@ -98,6 +98,10 @@ def make_bf16_copy(src: Path, dst: Path) -> None:
     cfg = json.loads((dst / "config.json").read_text())
     cfg["dtype"] = "bfloat16"
     (dst / "config.json").write_text(json.dumps(cfg, indent=2))
+    # keep the conversion facts (shipped Q4_K_M, verified fast tokenizer) so only the weights' dtype differs
+    manifest = json.loads((src / "golden_al_conversion.json").read_text())
+    manifest.update(dtype="bfloat16", files={})
+    (dst / "golden_al_conversion.json").write_text(json.dumps(manifest, indent=2))
 
 
 def bf16_exactness(src: Path) -> dict[str, Any]:

@@ -127,7 +127,7 @@ def plot(res: dict[str, Any]) -> None:
     FigureCanvasAgg(fig)
     ax_n, ax_k = fig.subplots(1, 2)
     data: dict[str, Any] = {"panels": []}
-    ns = np.unique(np.geomspace(10, 20000, 60).astype(int))
+    ns = np.unique(np.geomspace(5, 40000, 60).astype(int))
     curves = []
     for r in [r for r in res["rows"] if r["k"] in (1, 4, 8)]:
         # delta-method half-width scales as 1/sqrt(n) from the pilot's

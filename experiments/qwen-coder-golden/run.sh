@@ -27,3 +27,7 @@ fi
 cat "$HERE/check-stale.txt"
 # 5. the report: AL against k with CIs, per-position acceptance, histograms vs engine samplers, throughput
 $GA report "$RECORDS" --out "$HERE/report" --title "Qwen2.5-Coder-1.5B/0.5B golden curve (HumanEval)"
+mkdir -p "$HERE/comparison"
+# 6. for comparison only (not committed): the same pair on the MT-Bench coding questions
+$GA fit experiments/qwen-coder-curve/mt-bench-coding --out "$HERE/comparison/mt-bench-coding.yaml" \
+    | tee "$HERE/comparison/fit-mt-bench-coding.txt"

@@ -55,6 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     """Plan, print the diff, then write (or refuse)."""
     from golden_al.curvefit import apply_commit, plan_commit
+    from golden_al.curvefit.commit import display_path
     from golden_al.golden import SHIPPED_CURVES_DIR, load_curve_file
 
     if args.export_dir and not args.export:
@@ -73,9 +74,9 @@ def run(args: argparse.Namespace) -> int:
     c = plan.counts()
     summary = (f"{c['added']} added, {c['changed']} changed, {c['removed']} removed, {c['revised']} revised, "
                f"{c['completed']} completed, {c['unchanged']} unchanged, {c['settings']} setting change(s)")
-    action = ("dry run" if args.dry_run else f"wrote {result.written}" if result.written
+    action = ("dry run" if args.dry_run else f"wrote {display_path(result.written)}" if result.written
               else "nothing to write")
     if result.exported:
-        action += f"; exported {result.exported}"
+        action += f"; exported {display_path(result.exported)}"
     print(f"{summary}; {action}")
     return 0

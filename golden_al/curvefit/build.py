@@ -295,8 +295,9 @@ def _point(cell: PooledCell, flags: list[Any]) -> dict[str, Any]:
     notes = []
     if cell.derived:
         src = ",".join(map(str, cell.derived_from)) or "a larger k"
-        exact = ("exact in expectation for a chain draft" if cell.derivation_exact is not False
-                 else "block draft: not exact, validate with a measured k")
+        exact = ("exact: acceptance independent of the step start" if cell.derivation_exact is True
+                 else "approximate: real drafts accept in bursts and block drafts depend on the block "
+                      "size; validate with a measured k")
         notes.append(f"derived from the k={src} run by truncation ({exact})")
         out["origin"] = "derived"
     if cell.estimate:

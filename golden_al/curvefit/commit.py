@@ -50,12 +50,21 @@ __all__ = [
     "PointChange",
     "apply_commit",
     "curve_file_name",
+    "display_path",
     "plan_commit",
 ]
 
 PointKind = Literal["added", "unchanged", "changed", "removed", "revised", "completed"]
 _GUARDED_POINT_KINDS = ("changed", "removed", "revised")
 _DETAIL_FIELDS = ("ci95", "num_verify_steps", "num_accepted_drafts", "per_position_accepted", "origin")
+
+
+def display_path(path: Path) -> str:
+    """``path`` relative to the working directory when it lies below it (stable output), else as is."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def curve_file_name(curve: GoldenCurve) -> str:
@@ -65,6 +74,8 @@ def curve_file_name(curve: GoldenCurve) -> str:
 
 
 def _fmt(v: Any) -> str:
+    if isinstance(v, str) and len(v) > 72:
+        return repr(v[:60] + "…")
     if isinstance(v, float):
         return f"{v:g}"
     if isinstance(v, (list, tuple)):
@@ -107,7 +118,8 @@ class PointChange:
         if self.kind == "removed":
             assert self.old is not None
             return f"{where}: {self.old.al:.2f} -> removed"
-        assert self.old is not None and self.new is not None
+        assert self.old is not None
+        assert self.new is not None
         if self.kind == "changed":
             return f"{where}: {self.old.al:.2f} -> {self.new.al:.2f} ({self.new.al - self.old.al:+.2f})"
         if self.kind in ("revised", "completed"):
@@ -175,7 +187,7 @@ class CommitPlan:
 
     def lines(self, *, show_unchanged: bool = True) -> list[str]:
         """The diff, one line per value."""
-        head = (f"{self.curve.model} ({self.curve.draft.method}) -> {self.target}"
+        head = (f"{self.curve.model} ({self.curve.draft.method}) -> {display_path(self.target)}"
                 + (" (new file)" if self.is_new else f" (committed: {self.existing.name})" if self.existing else ""))
         out = [head]
         out += [c.describe() for c in self.points if show_unchanged or c.kind != "unchanged"]
@@ -331,7 +343,8 @@ def apply_commit(plan: CommitPlan, *, force: bool = False, dry_run: bool = False
     if guarded and not force:
         shown = "; ".join(guarded[:4]) + (f"; and {len(guarded) - 4} more" if len(guarded) > 4 else "")
         raise CommitRefusedError(
-            f"refusing to change {len(guarded)} committed value(s) of {plan.curve.model} in {plan.target}: {shown}",
+            f"refusing to change {len(guarded)} committed value(s) of {plan.curve.model} in "
+            f"{display_path(plan.target)}: {shown}",
             hint="re-run with --force to replace them (the diff above lists every value)",
         )
     notes: list[str] = []
@@ -340,14 +353,14 @@ def apply_commit(plan: CommitPlan, *, force: bool = False, dry_run: bool = False
         notes.append("dry run: nothing written")
         return CommitResult(None, None, plan, notes)
     if plan.unchanged:
-        notes.append(f"{plan.target} already holds this curve byte for byte; not rewritten")
+        notes.append(f"{display_path(plan.target)} already holds this curve byte for byte; not rewritten")
     else:
         written = save_curve(plan.curve, plan.target)
     if export_dir is not None:
         legacy = write_legacy(plan.curve)
         dest = Path(export_dir) / plan.target.name
         if dest.exists() and dest.read_text(encoding="utf-8") == legacy:
-            notes.append(f"{dest} already up to date; not rewritten")
+            notes.append(f"{display_path(dest)} already up to date; not rewritten")
         else:
             exported = atomic_write_text(dest, legacy)
     return CommitResult(written, exported, plan, notes)

@@ -214,7 +214,7 @@ def _parse_header_line(line: str, h: LegacyHeader) -> bool:
     if m:
         h.collector = m.group(1)
         return True
-    m = re.match(r"^key = num_speculative_tokens \((\w+) level\)", line)
+    m = re.match(r"^key = num_speculative_tokens \(([\w-]+) level\)", line)
     if m:
         h.method = h.method or _HEADER_METHODS.get(m.group(1).lower())
         return True
@@ -228,6 +228,11 @@ def legacy_name_parts(stem: str) -> tuple[str, str | None, str | None]:
     (``mtp``, ``eagle3``, ``dspark``, ...); before it is the InferenceX model prefix,
     after it the variant. Without a method token: ``(stem, None, None)``.
     """
+    for hyphenated in sorted((m for m in DRAFT_METHODS if "-" in m), key=len, reverse=True):
+        found = re.search(rf"[_-]({re.escape(hyphenated)})(?=$|[_-])", stem, re.IGNORECASE)
+        if found:
+            rest = stem[found.end() + 1:]
+            return stem[: found.start()], hyphenated, (rest.lower() or None)
     tokens = re.split(r"([_-])", stem)
     words = tokens[0::2]
     for i, w in enumerate(words):

@@ -17,6 +17,7 @@ the provenance), then ``report.md`` with the tables, the fit flags and the prove
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -101,12 +102,13 @@ def load_sources(paths: Iterable[str | Path]) -> tuple[list[Series], list[Report
         groups: dict[tuple[str, ...], list[Any]] = {}
         for lr in records:
             r = lr.record
-            key = (r.target.name, r.draft.name, r.draft_method, r.engine, r.dataset.name, r.dataset.category or "")
-            groups.setdefault(key, []).append(lr)
+            groups.setdefault((r.target.name, r.draft.name, r.draft_method, r.engine, r.dataset.name,
+                               r.dataset.category or ""), []).append(lr)
         several_datasets = len({k[4:] for k in groups}) > 1
         for key, recs in groups.items():
             fit = fit_records(recs, FitOptions())
-            source = ", ".join(sorted({str(lr.path.parent) for lr in recs}))
+            parents = sorted({str(lr.path.parent) for lr in recs})
+            source = parents[0] if len(parents) == 1 else f"{os.path.commonpath(parents)}/ ({len(recs)} records)"
             dataset = key[4] + (f":{key[5]}" if key[5] else "")
             series.extend(series_from_fit(fit, source, label_suffix=f" [{dataset}]" if several_datasets else ""))
         inputs += [ReportInput(str(lr.path), "measurement-record", lr.sha256) for lr in records]

@@ -9,6 +9,7 @@ import pytest
 import yaml
 
 from golden_al.cli.main import main
+from golden_al.golden import load_store
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inferencex" / "golden_al_distribution"
 
@@ -25,11 +26,12 @@ def test_list_text(capsys: pytest.CaptureFixture[str]) -> None:
     lines = out.splitlines()
     assert lines[0].split() == ["CURVE", "MODEL", "METHOD", "VARIANT", "THINKING_ON", "k", "THINKING_OFF", "k", "SOURCE"]
     rows = {line.split()[0]: line.split() for line in lines[1:-1]}
-    assert len(rows) == 10
+    store = load_store()
+    assert len(rows) == len(store.curves)
     assert rows["dsv4_mtp"][1:6] == ["deepseek-v4-pro", "mtp", "-", "1-8", "1-8"]
     assert rows["musespark_dflash"][1:6] == ["muse-spark-open-816b-a42b-nvfp4", "dflash", "-", "7", "-"]
     assert rows["minimaxm3_eagle3_gqa"][3] == "gqa"
-    assert lines[-1].startswith("10 curves, 8 models")
+    assert lines[-1].startswith(f"{len(store.curves)} curves, {len(store.models())} models")
 
 
 def test_list_json_and_their_directory(capsys: pytest.CaptureFixture[str]) -> None:
