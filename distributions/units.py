@@ -39,9 +39,9 @@ __all__ = [
     "al_from_trtllm_forced",
     "check_al",
     "check_draft_len",
-    "format_number",
     "check_draft_lens",
     "conditional_to_unconditional",
+    "format_number",
     "min_variance_unconditional_rates",
     "pmf_from_unconditional",
     "trtllm_forced_from_al",
@@ -143,6 +143,18 @@ def _as_rates(rates: ArrayLike, name: str) -> NDArray[np.float64]:
     return np.clip(arr, 0.0, 1.0)
 
 
+def _unconditional_rates(p: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Validated unconditional rates and their predecessors ``p_{j-1}`` (``p_0 = 1``)."""
+    arr = _as_rates(p, "unconditional rates")
+    prev = np.concatenate(([1.0], arr[:-1]))
+    if np.any(arr > prev + 1e-12):
+        raise DistributionError(
+            f"unconditional rates must be non-increasing, got {arr.tolist()}",
+            hint="p_j = P(accepted drafts >= j) cannot grow with j",
+        )
+    return arr, prev
+
+
 def unconditional_to_conditional(p: ArrayLike) -> NDArray[np.float64]:
     """Conditional rates ``c_j = p_j / p_{j-1}`` (``p_0 = 1``; ``c_j = 0`` once ``p_{j-1} = 0``).
 
@@ -152,13 +164,7 @@ def unconditional_to_conditional(p: ArrayLike) -> NDArray[np.float64]:
     Raises:
         DistributionError: if ``p`` is not non-increasing.
     """
-    arr = _as_rates(p, "unconditional rates")
-    prev = np.concatenate(([1.0], arr[:-1]))
-    if np.any(arr > prev + 1e-12):
-        raise DistributionError(
-            f"unconditional rates must be non-increasing, got {arr.tolist()}",
-            hint="p_j = P(accepted drafts >= j) cannot grow with j",
-        )
+    arr, prev = _unconditional_rates(p)
     with np.errstate(divide="ignore", invalid="ignore"):
         c = np.where(prev > 0.0, arr / np.where(prev > 0.0, prev, 1.0), 0.0)
     return np.clip(c, 0.0, 1.0)
@@ -171,12 +177,7 @@ def conditional_to_unconditional(c: ArrayLike) -> NDArray[np.float64]:
 
 def pmf_from_unconditional(p: ArrayLike) -> NDArray[np.float64]:
     """pmf of ``L`` (``pmf[i] = P(L = i + 1)``, length k+1) from unconditional rates."""
-    arr = _as_rates(p, "unconditional rates")
-    prev = np.concatenate(([1.0], arr[:-1]))
-    if np.any(arr > prev + 1e-12):
-        raise DistributionError(
-            f"unconditional rates must be non-increasing, got {arr.tolist()}"
-        )
+    arr, _ = _unconditional_rates(p)
     sf = np.concatenate(([1.0], np.minimum.accumulate(arr), [0.0]))
     return np.clip(sf[:-1] - sf[1:], 0.0, 1.0)
 
@@ -231,13 +232,7 @@ def al_curve_from_unconditional(p: ArrayLike, ks: ArrayLike) -> NDArray[np.float
     variable on ``{0..k}`` is the sum of its tail probabilities). ``p`` must hold
     at least ``max(ks)`` rates.
     """
-    arr = _as_rates(p, "unconditional rates")
-    prev = np.concatenate(([1.0], arr[:-1]))
-    if np.any(arr > prev + 1e-12):
-        raise DistributionError(
-            f"unconditional rates must be non-increasing, got {arr.tolist()}",
-            hint="p_j = P(accepted drafts >= j) cannot grow with j",
-        )
+    arr, _ = _unconditional_rates(p)
     k = check_draft_lens(ks)
     if int(k.max()) > arr.size:
         raise DistributionError(

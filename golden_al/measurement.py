@@ -151,7 +151,7 @@ class CellCounts(_Strict):
 class MeasurementRecord(_Strict):
     """``measurement.json``: one measured or derived (model, thinking mode, k) cell."""
 
-    schema_version: Literal[1] = SCHEMA_VERSION
+    schema_version: Literal[1] = 1
     kind: Literal["measurement"] = "measurement"
     engine: str = Field(description="reference | sglang | vllm | atom")
     engine_version: str | None = None
@@ -223,7 +223,7 @@ def counts_from_requests(results: Sequence[RequestResult], draft_len: int) -> Ce
         acc += float(r.num_accepted_drafts)
 
     def tidy(x: float) -> int | float:
-        return int(round(x)) if abs(x - round(x)) < 1e-9 else float(x)
+        return round(x) if abs(x - round(x)) < 1e-9 else float(x)
 
     return CellCounts(
         num_requests=n,

@@ -140,7 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as err:  # noqa: BLE001 - last-resort handler for the CLI only
+    except Exception as err:  # last-resort handler: the CLI only
         if debug:
             traceback.print_exc()
         _print_error(f"internal error: {type(err).__name__}: {err} (run with --debug for the traceback)")

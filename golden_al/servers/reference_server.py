@@ -228,7 +228,7 @@ class _Stats:
         self.atom_draft = 0
         self.atom_accepted = 0
         self.atom_dist = [0] * (self.engine.draft_len + 1)
-        self.atom_iv = [0, 0, [0] * (self.engine.draft_len + 1)]
+        self.atom_iv: list[Any] = [0, 0, [0] * (self.engine.draft_len + 1)]
         self._build_registry()
 
     # ------------------------------------------------------------------ recording
