@@ -15,6 +15,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property and fuzz tests are reproducible by default (the same examples on every run, no
+# wall-clock deadline on a loaded 2-core CI machine); explore new examples locally with
+# `python -m pytest --hypothesis-profile=explore`.
+settings.register_profile("golden-al", deadline=None, derandomize=True, print_blob=True)
+settings.register_profile("explore", deadline=None, max_examples=1000)
+settings.load_profile("golden-al")
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 SHARED_FIXTURES = REPO_ROOT / "tests" / "fixtures"

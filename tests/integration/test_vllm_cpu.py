@@ -207,7 +207,10 @@ def test_sweep_interrupted_and_resumed(tmp_path, vllm_cpu, prompt_args):
     cmd = [sys.executable, "-m", "golden_al", "sweep", "--engine", "vllm", "--launch", "--target", model, *NGRAM,
            "--python", python, *_env_args(), *ENGINE_ARGS, "--ready-timeout", "300", "--draft-lens", "2,3",
            "--thinking", "off", *prompt_args, "--out", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    # A job started in the background by a non-interactive shell (as CI may run us) inherits
+    # SIGINT ignored; give the child Ctrl-C back so the test sends what a user would.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     req3 = out / "thinking_off" / "k3" / "requests.jsonl"
     deadline = time.monotonic() + 400
     while time.monotonic() < deadline and not (req3.exists() and req3.read_text().count("\n") >= 1):
