@@ -23,20 +23,20 @@ __all__ = ["COMMANDS", "main"]
 
 #: name -> (module, one-line help). Order is the order shown by ``golden-al --help``.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "measure": ("golden_al.cli.measure", "measure real AL at one or more draft lengths (reference engine, SGLang, vLLM, ATOM)"),
-    "sweep": ("golden_al.cli.sweep", "measure every (thinking mode, draft length) cell against a server, resumably"),
-    "models": ("golden_al.cli.models", "fetch, verify, convert and list cached target/draft models"),
-    "fit": ("golden_al.cli.fit", "fit measurement records into a golden curve with diagnostics"),
-    "commit": ("golden_al.cli.commit", "add or update a golden curve in the store, showing the diff"),
+    "measure": ("golden_al.cli.measure", "measure real AL (reference engine, SGLang, vLLM, ATOM)"),
+    "sweep": ("golden_al.cli.sweep", "measure every (thinking, k) cell on a server, resumably"),
+    "models": ("golden_al.cli.models", "fetch, verify, convert and list cached models"),
+    "fit": ("golden_al.cli.fit", "fit measurement records into a golden curve"),
+    "commit": ("golden_al.cli.commit", "add or update a curve in the store, showing the diff"),
     "report": ("golden_al.cli.report", "write report.md and plots for records or curves"),
     "curves": ("golden_al.cli.curves", "list and show the committed golden curves"),
-    "env": ("golden_al.cli.env", "print the exact synthetic-acceptance settings one engine needs"),
-    "inject": ("golden_al.cli.inject", "write the golden AL into a recipe in place, keeping its comments"),
-    "check": ("golden_al.cli.check", "statically validate pinned synthetic-acceptance values in configs and scripts"),
-    "check-run": ("golden_al.cli.check_run", "check that a run's logs or metrics achieved the injected AL"),
-    "simulate": ("golden_al.cli.simulate", "reproduce an engine's synthetic sampler: exact pmf, sampled mean, bias"),
-    "draft-lengths": ("golden_al.cli.draft_lengths", "model throughput and speedup against draft length for a curve"),
-    "serve-reference": ("golden_al.cli.serve_reference", "serve the reference engine over HTTP, answering like SGLang or vLLM"),
+    "env": ("golden_al.cli.env", "print the synthetic-acceptance settings for an engine"),
+    "inject": ("golden_al.cli.inject", "write the golden AL into a recipe, keeping comments"),
+    "check": ("golden_al.cli.check", "validate pinned values in configs and scripts (CI)"),
+    "check-run": ("golden_al.cli.check_run", "check that a run's logs or metrics hit the target AL"),
+    "simulate": ("golden_al.cli.simulate", "reproduce an engine's synthetic sampler: pmf and bias"),
+    "draft-lengths": ("golden_al.cli.draft_lengths", "model throughput and speedup against draft length"),
+    "serve-reference": ("golden_al.cli.serve_reference", "serve the reference engine like SGLang or vLLM"),
 }
 
 _TOP_EPILOG = """\
@@ -49,6 +49,20 @@ examples:
 
 Run 'golden-al COMMAND --help' for a command's options and examples.
 """
+
+
+class _TopHelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps each command's help on one line: a wide name column and no narrow wrapping."""
+
+    def __init__(self, prog: str) -> None:
+        super().__init__(prog, max_help_position=24, width=100)
+
+    def add_argument(self, action: argparse.Action) -> None:
+        super().add_argument(action)
+        if isinstance(action, argparse._SubParsersAction):  # argparse has no public name for it
+            # argparse measures subcommand names before indenting them; leave room for the indent.
+            names = [len(name) for name in action.choices]
+            self._action_max_length = max(self._action_max_length, max(names, default=0) + 6)
 
 
 class _OneLineErrorParser(argparse.ArgumentParser):
@@ -71,7 +85,7 @@ def _build_parser(selected: str | None) -> argparse.ArgumentParser:
         "golden curves, generate per-engine synthetic-acceptance settings, check them in CI, "
         "and simulate engines and draft lengths.",
         epilog=_TOP_EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_TopHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"golden-al {_version()}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
