@@ -1,0 +1,46 @@
+"""The command table: every subcommand listed on one line, each with --help and examples."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from golden_al.cli.main import COMMANDS, main
+
+
+def test_top_level_help_lists_every_command_on_one_line(capsys):
+    assert main(["--help"]) == 0
+    out = capsys.readouterr().out
+    listed = {}
+    for line in out.splitlines():
+        words = line.split()
+        if line.startswith("    ") and words and words[0] in COMMANDS:
+            listed[words[0]] = line
+    assert set(listed) == set(COMMANDS)
+    for name, (_, help_line) in COMMANDS.items():
+        assert help_line in listed[name], f"{name}: help not on its own line"
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_every_command_has_help_with_an_example(name, capsys):
+    assert main([name, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "examples" in out.lower()
+    assert f"golden-al {name}" in out.split("examples", 1)[-1].lower().replace("\n", " ")
+
+
+def test_unknown_command_is_one_line_exit_2(capsys):
+    assert main(["no-such-command"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1
+    assert "invalid choice" in err
+
+
+def test_console_script_runs_without_traceback():
+    proc = subprocess.run([sys.executable, "-m", "golden_al", "simulate", "--engine", "nope", "--method", "x",
+                           "--al", "2", "--draft-len", "3"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
