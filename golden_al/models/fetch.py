@@ -402,11 +402,14 @@ def fetch_model(
                     if conv_manifest and k in conv_manifest}}
                 if convert else None
             ),
-            "updated": now_iso(),
+            "updated": (manifest or {}).get("updated"),
             "provenance": (manifest or {}).get("provenance") if not (assembled or converted) and manifest
             else collect(),
         }
+        # Rewrite (and stamp "updated") only when something besides the stamp changed,
+        # so a second call leaves the manifest byte for byte as it was.
         if new_manifest != manifest:
+            new_manifest["updated"] = now_iso()
             atomic_write_text(manifest_path, json.dumps(new_manifest, indent=2) + "\n")
     return FetchedModel(
         name=entry.name,

