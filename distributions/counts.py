@@ -62,6 +62,7 @@ __all__ = [
     "from_vllm_prometheus",
     "from_vllm_request_metrics",
     "sglang_biased_al",
+    "tidy_count",
 ]
 
 Count = int | float
@@ -123,7 +124,7 @@ def _count(value: Any, name: str) -> Count:
     v = float(value)
     if not math.isfinite(v) or v < 0:
         raise DistributionError(f"{name} must be a finite count >= 0, got {value!r}")
-    return (round(v)) if abs(v - round(v)) <= _REL_TOL * max(1.0, abs(v)) else v
+    return tidy_count(v)
 
 
 def _counts(values: Any, name: str) -> list[Count]:
@@ -179,8 +180,9 @@ def _tail_sums(histogram: Sequence[float]) -> list[float]:
     return [float(v) for v in tail[1:]]
 
 
-def _tidy(x: float) -> Count:
-    return (round(x)) if abs(x - round(x)) <= _REL_TOL * max(1.0, abs(x)) else float(x)
+def tidy_count(x: float) -> Count:
+    """A summed count as an ``int`` when it is integral up to float noise, else the float."""
+    return round(x) if abs(x - round(x)) <= _REL_TOL * max(1.0, abs(x)) else float(x)
 
 
 # ---------------------------------------------------------------------------- the counts
@@ -262,16 +264,16 @@ class AcceptanceCounts:
                 )
             derived = _tail_sums(hist)
             if pos is None:
-                pos = [_tidy(v) for v in derived]
+                pos = [tidy_count(v) for v in derived]
             elif not all(_close(a, b) for a, b in zip(pos, derived, strict=True)):
                 raise DistributionError(
                     f"{where}per-position accepted counts {pos} disagree with the histogram {hist} "
-                    f"(which implies {[_tidy(v) for v in derived]})",
+                    f"(which implies {[tidy_count(v) for v in derived]})",
                     hint="for a chain draft, position j is accepted exactly when at least j drafts are",
                 )
         elif pos is not None:
             edges = [steps, *pos, 0]
-            hist = [_tidy(float(edges[j]) - float(edges[j + 1])) for j in range(k + 1)]
+            hist = [tidy_count(float(edges[j]) - float(edges[j + 1])) for j in range(k + 1)]
         object.__setattr__(self, "k", k)
         object.__setattr__(self, "num_verify_steps", steps)
         object.__setattr__(self, "num_accepted_drafts", acc)
@@ -347,8 +349,8 @@ class AcceptanceCounts:
             if a is None or b is None:
                 return None
             if isinstance(a, tuple):
-                return tuple(_tidy(float(x) + float(y)) for x, y in zip(a, b, strict=True))
-            return _tidy(float(a) + float(b))
+                return tuple(tidy_count(float(x) + float(y)) for x, y in zip(a, b, strict=True))
+            return tidy_count(float(a) + float(b))
 
         return AcceptanceCounts(
             k=self.k,
@@ -410,8 +412,8 @@ def from_histogram(histogram: Sequence[Count], *, k: int | None = None,
         k = max(len(hist) - 1, 1)
     k = units.check_draft_len(k)
     hist = _fit_length(hist, k + 1, f"{source}: histogram", f"k+1={k + 1}")
-    steps = _tidy(float(sum(hist)))
-    acc = _tidy(float(np.dot(np.arange(k + 1), hist)))
+    steps = tidy_count(float(sum(hist)))
+    acc = tidy_count(float(np.dot(np.arange(k + 1), hist)))
     return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=acc,
                             num_draft_tokens=num_draft_tokens, histogram=tuple(hist), source=source)
 
@@ -472,7 +474,7 @@ def _delta(before: Any, after: Any, path: str, ignore: tuple[str, ...]) -> Any:
     a_val = _count(after, f"{path} (after)")
     if a_val < b_val and not _close(a_val, b_val):
         raise _backwards(path, b_val, a_val)
-    return _tidy(max(float(a_val) - float(b_val), 0.0))
+    return tidy_count(max(float(a_val) - float(b_val), 0.0))
 
 
 def _nonzero(value: Any) -> bool:

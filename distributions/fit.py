@@ -40,7 +40,6 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 from typing import Literal
 
 import numpy as np
@@ -50,6 +49,7 @@ from distributions import units
 from distributions.acceptance import AcceptanceDistribution
 from distributions.errors import DistributionError, FitError
 from distributions.families import ConstantConditional, DecayingConditional
+from distributions.uncertainty import se_from_ci
 
 __all__ = [
     "DEFAULT_TOLERANCE",
@@ -65,7 +65,6 @@ __all__ = [
 #: Residual tolerance (absolute AL) when neither CIs nor counts are given.
 DEFAULT_TOLERANCE = 0.03
 
-_Z95 = NormalDist().inv_cdf(0.975)
 FlagKind = Literal["drop", "jump", "residual"]
 
 
@@ -381,7 +380,7 @@ def fit_profile(
             bad = int(k[np.argmax(~np.isfinite(width) | (width <= 0))])
             raise FitError(f"the 95% CI at k={bad} has zero or negative width: {ci.tolist()}",
                            hint="give (lo, hi) with lo < hi, or omit ci95")
-        sigma = width / (2.0 * _Z95)
+        sigma = se_from_ci(ci[:, 0], ci[:, 1])
         w, weighting = 1.0 / sigma**2, "ci"
     elif st is not None:
         w, weighting = st.copy(), "steps"

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from statistics import NormalDist
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -39,6 +40,7 @@ __all__ = [
     "plan_sample_size",
     "ratio_stats",
     "requests_needed",
+    "se_from_ci",
     "verify_steps_needed",
     "z_for_confidence",
 ]
@@ -123,6 +125,14 @@ def z_for_confidence(confidence: float) -> float:
     if not 0.0 < confidence < 1.0:
         raise DistributionError(f"confidence must be in (0, 1), got {confidence!r}")
     return NormalDist().inv_cdf(0.5 + confidence / 2.0)
+
+
+def se_from_ci(lo: ArrayLike, hi: ArrayLike, confidence: float = 0.95) -> Any:
+    """Normal-approximation standard error behind a two-sided CI ``(lo, hi)``: width / (2 z).
+
+    Broadcasts like numpy: floats give a float, arrays of bounds an array.
+    """
+    return (np.asarray(hi, dtype=np.float64) - np.asarray(lo, dtype=np.float64)) / (2.0 * z_for_confidence(confidence))
 
 
 def _check_half_width(half_width: float) -> float:

@@ -24,6 +24,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from distributions import units
+from distributions.counts import tidy_count
 from distributions.uncertainty import cluster_bootstrap_al
 from golden_al.errors import InputFileError, SchemaError
 from golden_al.provenance import atomic_write_text
@@ -221,16 +222,12 @@ def counts_from_requests(results: Sequence[RequestResult], draft_len: int) -> Ce
         pos += np.asarray(r.per_position_accepted, dtype=np.float64)
         steps += float(r.num_verify_steps)
         acc += float(r.num_accepted_drafts)
-
-    def tidy(x: float) -> int | float:
-        return round(x) if abs(x - round(x)) < 1e-9 else float(x)
-
     return CellCounts(
         num_requests=n,
-        num_verify_steps=tidy(steps),
-        num_accepted_drafts=tidy(acc),
-        histogram=[tidy(v) for v in hist],
-        per_position_accepted=[tidy(v) for v in pos],
+        num_verify_steps=tidy_count(steps),
+        num_accepted_drafts=tidy_count(acc),
+        histogram=[tidy_count(v) for v in hist],
+        per_position_accepted=[tidy_count(v) for v in pos],
     )
 
 

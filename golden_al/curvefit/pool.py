@@ -19,21 +19,16 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from statistics import NormalDist
 
 import numpy as np
 
 from distributions import units
-from distributions.uncertainty import cluster_bootstrap_al
+from distributions.counts import tidy_count
+from distributions.uncertainty import cluster_bootstrap_al, se_from_ci, z_for_confidence
 from golden_al.curvefit.records import LoadedRecord
 
 __all__ = ["PooledCell", "pool_cell"]
 
-_Z95 = NormalDist().inv_cdf(0.975)
-
-
-def _tidy(x: float) -> int | float:
-    return round(x) if abs(x - round(x)) < 1e-9 else float(x)
 
 
 @dataclass(frozen=True)
@@ -107,9 +102,9 @@ def pool_cell(records: Sequence[LoadedRecord], *, rng: np.random.Generator, num_
             var = 0.0
             for lr in records:
                 lo, hi = lr.record.al_ci95
-                se = (float(hi) - float(lo)) / (2.0 * _Z95)
+                se = float(se_from_ci(lo, hi))
                 var += (float(lr.record.num_verify_steps) / steps * se) ** 2
-            half = _Z95 * math.sqrt(var)
+            half = z_for_confidence(0.95) * math.sqrt(var)
             ci, method = (max(1.0, al - half), min(k + 1.0, al + half)), "delta"
     froms = tuple(sorted({lr.record.derived_from_draft_len for lr in records
                           if lr.record.derived_from_draft_len is not None}))
@@ -119,10 +114,10 @@ def pool_cell(records: Sequence[LoadedRecord], *, rng: np.random.Generator, num_
         k=k,
         records=tuple(records),
         num_requests=n_req,
-        num_verify_steps=_tidy(steps),
-        num_accepted_drafts=_tidy(acc),
-        histogram=tuple(_tidy(v) for v in hist),
-        per_position_accepted=tuple(_tidy(v) for v in pos),
+        num_verify_steps=tidy_count(steps),
+        num_accepted_drafts=tidy_count(acc),
+        histogram=tuple(tidy_count(v) for v in hist),
+        per_position_accepted=tuple(tidy_count(v) for v in pos),
         al=al,
         ci95=ci,
         ci_method=method,

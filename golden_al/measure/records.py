@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from distributions import units
+from distributions.counts import tidy_count
 from golden_al.errors import InputFileError, UsageError
 from golden_al.measurement import (
     MEASUREMENT_FILE,
@@ -36,10 +37,6 @@ from golden_al.measurement import (
 )
 
 __all__ = ["RequestLog", "build_record", "request_result"]
-
-
-def _tidy(x: float) -> int | float:
-    return round(x) if abs(x - round(x)) < 1e-9 else float(x)
 
 
 def request_result(
@@ -67,10 +64,10 @@ def request_result(
         prompt_hash=prompt_hash,
         num_prompt_tokens=num_prompt_tokens,
         num_output_tokens=num_output_tokens,
-        num_verify_steps=_tidy(num_verify_steps),
-        num_accepted_drafts=_tidy(num_accepted_drafts),
-        histogram=[_tidy(v) for v in histogram],
-        per_position_accepted=[_tidy(v) for v in per_position_accepted],
+        num_verify_steps=tidy_count(num_verify_steps),
+        num_accepted_drafts=tidy_count(num_accepted_drafts),
+        histogram=[tidy_count(v) for v in histogram],
+        per_position_accepted=[tidy_count(v) for v in per_position_accepted],
         accept_lengths=list(accept_lengths) if accept_lengths is not None else None,
         finish_reason=finish_reason,
         wall_s=None if wall_s is None else round(float(wall_s), 3),

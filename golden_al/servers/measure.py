@@ -42,7 +42,7 @@ from typing import Any
 
 import numpy as np
 
-from distributions.counts import AcceptanceCounts
+from distributions.counts import AcceptanceCounts, tidy_count
 from golden_al.errors import GoldenALError, NoVerifyStepsError, SchemaError, ServerError, UsageError
 from golden_al.measurement import (
     MEASUREMENT_FILE,
@@ -299,8 +299,8 @@ def _text_and_finish(resp: Mapping[str, Any]) -> tuple[str | None, str | None]:
 def _result(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequence[Mapping[str, Any]],
             counts: AcceptanceCounts, wall_s: float, extra: dict[str, Any]) -> RequestResult:
     k = plan.draft_len
-    hist = [round(float(v)) if float(v).is_integer() else float(v) for v in counts.histogram or ()]
-    pos = [round(float(v)) if float(v).is_integer() else float(v) for v in counts.per_position_accepted or ()]
+    hist = [tidy_count(float(v)) for v in counts.histogram or ()]
+    pos = [tidy_count(float(v)) for v in counts.per_position_accepted or ()]
     prompt_tokens = 0
     out_tokens = 0
     known_prompt = True

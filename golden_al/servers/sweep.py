@@ -46,6 +46,8 @@ from typing import Any, Literal
 import numpy as np
 
 from distributions import units
+from distributions.counts import tidy_count
+from distributions.uncertainty import se_from_ci, z_for_confidence
 from golden_al.errors import SchemaError, ServerError, UsageError
 from golden_al.measurement import (
     MEASUREMENT_FILE,
@@ -266,15 +268,12 @@ def truncate_result(r: RequestResult, k: int) -> RequestResult:
     new_hist = [*hist[:k], math.fsum(hist[k:])]
     acc = math.fsum(j * v for j, v in enumerate(new_hist))
 
-    def tidy(x: float) -> int | float:
-        return round(x) if abs(x - round(x)) < 1e-9 else x
-
     extra = dict(r.extra or {})
     extra["derived_from_draft_len"] = r.draft_len
     return r.model_copy(update={
         "draft_len": k,
-        "num_accepted_drafts": tidy(acc),
-        "histogram": [tidy(v) for v in new_hist],
+        "num_accepted_drafts": tidy_count(acc),
+        "histogram": [tidy_count(v) for v in new_hist],
         "per_position_accepted": list(r.per_position_accepted[:k]),
         "accept_lengths": None if r.accept_lengths is None else [min(L, k + 1) for L in r.accept_lengths],
         "text": None,
@@ -324,15 +323,11 @@ def derive_record(source: MeasurementRecord, results: Sequence[RequestResult], k
     return record
 
 
-def _se(ci: tuple[float, float]) -> float:
-    return (ci[1] - ci[0]) / (2 * 1.959963984540054)
-
-
 def compare(derived: MeasurementRecord, measured: MeasurementRecord) -> ValidationRow:
     """Derived vs measured: the difference and whether it is within the combined 95% CI."""
     diff = derived.al - measured.al
-    se = math.hypot(_se(derived.al_ci95), _se(measured.al_ci95))
-    within = abs(diff) <= 1.959963984540054 * se if se > 0 else abs(diff) < 1e-12
+    se = math.hypot(float(se_from_ci(*derived.al_ci95)), float(se_from_ci(*measured.al_ci95)))
+    within = abs(diff) <= z_for_confidence(0.95) * se if se > 0 else abs(diff) < 1e-12
     chain = not any("block draft" in w for w in derived.warnings)
     return ValidationRow(derived.thinking, derived.draft_len, derived.al, derived.al_ci95, measured.al,
                          measured.al_ci95, diff, within, chain)

@@ -331,3 +331,14 @@ def test_expected_counts_may_be_fractional():
     c = AcceptanceCounts(k=2, num_verify_steps=10.5, num_accepted_drafts=6.75, histogram=(5.5, 3.25, 1.75))
     assert c.per_position_accepted == (5.0, 1.75)
     assert c.al == pytest.approx(1 + 6.75 / 10.5)
+
+
+def test_tidy_count_makes_integral_sums_ints_and_keeps_expectations():
+    from distributions.counts import tidy_count
+
+    assert tidy_count(0.1 + 0.2 + 0.7) == 1
+    assert isinstance(tidy_count(0.1 + 0.2 + 0.7), int)
+    assert isinstance(tidy_count(3e9 + 1e-3), int)  # float noise relative to a large counter
+    assert tidy_count(2.5) == 2.5
+    assert isinstance(tidy_count(2.5), float)
+    assert tidy_count(7.0001) == 7.0001

@@ -20,7 +20,7 @@ from distributions import (
     requests_needed,
     verify_steps_needed,
 )
-from distributions.uncertainty import IID_LABEL, z_for_confidence
+from distributions.uncertainty import IID_LABEL, se_from_ci, z_for_confidence
 
 # A heterogeneous population of requests: each request's drafts are accepted with
 # its own constant conditional rate c, and requests have different lengths.
@@ -196,3 +196,12 @@ def test_mean_z_score_of_a_sampler_is_standard_normal(rng):
     z = np.array([mean_z_score(d.rvs(n, rng).mean(), d.mean(), d.var(), n) for _ in range(reps)])
     assert abs(z.mean()) < 5 / math.sqrt(reps)
     assert abs(z.std(ddof=1) - 1.0) < 5 / math.sqrt(2 * (reps - 1))
+
+
+def test_se_from_ci_inverts_a_normal_interval():
+    z = z_for_confidence(0.95)
+    assert z == pytest.approx(1.959963984540054, abs=1e-12)
+    assert float(se_from_ci(3.0 - z * 0.1, 3.0 + z * 0.1)) == pytest.approx(0.1, rel=1e-12)
+    assert float(se_from_ci(0.0, 2 * z_for_confidence(0.9), confidence=0.9)) == pytest.approx(1.0, rel=1e-12)
+    arr = se_from_ci(np.array([1.0, 2.0]), np.array([1.0 + 2 * z, 2.0 + 4 * z]))
+    assert arr.tolist() == pytest.approx([1.0, 2.0], rel=1e-12)
