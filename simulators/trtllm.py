@@ -148,56 +148,53 @@ class TrtllmForce(EngineSampler):
             "integer ALs 2..k+1",
         )
 
-    def pmf(self, al: float, k: int) -> AcceptanceDistribution:
+    def _one_model_step(self, al: float, k: int) -> tuple[int, float, int]:
+        """``(base, extra, k)`` on the one-model path: L = base, plus one with probability ``extra``.
+
+        ``extra`` is frac(F) below the cap k+1 and 0 at it (the engine clamps to k+1).
+        """
         env, forced, k = self._forced(al, k)
-        probs = np.zeros(k + 1)
+        if forced == 0:
+            raise self._disabled(al, env, "is 0, which means off")
+        base = min(int(forced) + 1, k + 1)
+        extra = forced - int(forced) if base < k + 1 else 0.0
+        return base, extra, k
+
+    def pmf(self, al: float, k: int) -> AcceptanceDistribution:
         if self.path == "two-model":
+            env, forced, k = self._forced(al, k)
             f_int = parse_two_model(env)
             if f_int == 0:
                 why = "is 0, which means off" if forced == 0 else "fails int() and is read as 0 (off)"
                 raise self._disabled(al, env, why)
+            probs = np.zeros(k + 1)
             probs[min(f_int, k)] = 1.0  # L = min(F, drafts) + 1
             return AcceptanceDistribution(probs)
-        if forced == 0:
-            raise self._disabled(al, env, "is 0, which means off")
-        int_part = int(forced)
-        frac = forced - int_part
-        max_total = k + 1
-        base = min(int_part + 1, max_total)
-        if frac > 0 and base < max_total:
-            probs[base - 1] = 1.0 - frac
-            probs[base] = frac
-        else:
-            probs[base - 1] = 1.0
+        base, extra, k = self._one_model_step(al, k)
+        probs = np.zeros(k + 1)
+        probs[base - 1] = 1.0 - extra
+        if extra > 0:
+            probs[base] = extra
         return AcceptanceDistribution(probs)
 
     def simulate(self, al: float, k: int, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
-        env, forced, k = self._forced(al, k)
         if self.path == "two-model":
             return fast_point(self.pmf(al, k), size)
-        if forced == 0:
-            raise self._disabled(al, env, "is 0, which means off")
-        int_part = int(forced)
-        frac = forced - int_part
-        max_total = k + 1
-        base = min(int_part + 1, max_total)
+        base, extra, k = self._one_model_step(al, k)
         out = np.full(size, base, dtype=np.int64)
-        if frac > 0 and base < max_total:
-            # extra = (rand < frac) with float32 rands, then clamp to max_total
-            out += rng.random(size, dtype=np.float32) < frac
-            np.minimum(out, max_total, out=out)
+        if extra > 0:
+            # extra = (rand < frac) with float32 rands, then clamp to k+1
+            out += rng.random(size, dtype=np.float32) < extra
+            np.minimum(out, k + 1, out=out)
         return out
 
     def long_run_mean(self, al: float, k: int) -> float:
         """Mean the one-model path realizes over a long run from its fixed uniform pool."""
-        dist = self.pmf(al, k)
         if self.path == "two-model":
-            return dist.mean()
-        _, forced, k = self._forced(al, k)
-        frac = forced - int(forced)
-        base = min(int(forced) + 1, k + 1)
-        if frac > 0 and base < k + 1:
-            return base + force_pool_fraction(frac)
+            return self.pmf(al, k).mean()
+        base, extra, _ = self._one_model_step(al, k)
+        if extra > 0:
+            return base + force_pool_fraction(extra)
         return float(base)
 
     def engine_settings(self, al: float, k: int) -> dict[str, Any]:
