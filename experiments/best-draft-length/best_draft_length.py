@@ -23,13 +23,9 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.golden import SHIPPED_CURVES_DIR, load_store
-from golden_al.provenance import collect
 from golden_al.reporting.experiment import (
-    compare_results,
-    load_results,
-    replace_section,
+    check_or_publish,
     write_json,
-    write_results,
 )
 from simulators.throughput import CostModel, evaluate_draft_lengths
 
@@ -158,19 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="recompute and compare with the committed results.json")
     args = parser.parse_args(argv)
     res = analyse(args.golden_dir)
-    if args.check:
-        diffs = compare_results(load_results(HERE / "results.json"), res)
-        for d in diffs:
-            print(d)
-        print("reproduced exactly" if not diffs else f"{len(diffs)} difference(s)")
-        return 1 if diffs else 0
-    md = table_md(res)
-    write_results(HERE / "results.json", res, provenance=collect())
-    (HERE / "results.md").write_text(md + "\n", encoding="utf-8")
-    replace_section(HERE / "README.md", "results", md)
-    plots(res)
-    print(md)
-    return 0
+    code, text = check_or_publish(HERE, res, check=args.check, table=table_md, plot=plots, show=None)
+    print(text)
+    return code
 
 
 if __name__ == "__main__":

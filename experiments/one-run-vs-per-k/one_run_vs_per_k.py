@@ -45,13 +45,10 @@ from distributions import units
 from distributions.fit import derive_curve
 from distributions.uncertainty import cluster_bootstrap_al
 from golden_al.measurement import RequestResult, load_record, read_request_results
-from golden_al.provenance import collect, sha256_file
+from golden_al.provenance import sha256_file
 from golden_al.reporting.experiment import (
-    compare_results,
-    load_results,
-    replace_section,
+    check_or_publish,
     write_json,
-    write_results,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -291,19 +288,9 @@ def main(argv: list[str] | None = None) -> int:
             subprocess.run(cmd, check=True)
     res = analyse_records(args.live, args.replay, args.seed)
     res["synthetic_control"] = synthetic_control(args.seed)
-    if args.check:
-        diffs = compare_results(load_results(HERE / "results.json"), res)
-        for d in diffs[:20]:
-            print(d)
-        print("reproduced exactly" if not diffs else f"{len(diffs)} difference(s)")
-        return 1 if diffs else 0
-    md = table_md(res)
-    write_results(HERE / "results.json", res, provenance=collect())
-    (HERE / "results.md").write_text(md + "\n", encoding="utf-8")
-    replace_section(HERE / "README.md", "results", md)
-    plots(res)
-    print(md)
-    return 0
+    code, text = check_or_publish(HERE, res, check=args.check, table=table_md, plot=plots)
+    print(text)
+    return code
 
 
 if __name__ == "__main__":

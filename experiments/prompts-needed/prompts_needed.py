@@ -35,13 +35,9 @@ import numpy as np
 from distributions import AcceptanceDistribution
 from distributions.uncertainty import cluster_bootstrap_al, plan_sample_size
 from golden_al.curvefit import load_records
-from golden_al.provenance import collect
 from golden_al.reporting.experiment import (
-    compare_results,
-    load_results,
-    replace_section,
+    check_or_publish,
     write_json,
-    write_results,
 )
 
 HERE = Path(__file__).resolve().parent
@@ -175,19 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="recompute and compare with the committed results.json")
     args = parser.parse_args(argv)
     res = analyse(args.records, args.seed)
-    if args.check:
-        diffs = compare_results(load_results(HERE / "results.json"), res)
-        for d in diffs[:20]:
-            print(d)
-        print("reproduced exactly" if not diffs else f"{len(diffs)} difference(s)")
-        return 1 if diffs else 0
-    md = table_md(res)
-    write_results(HERE / "results.json", res, provenance=collect())
-    (HERE / "results.md").write_text(md + "\n", encoding="utf-8")
-    replace_section(HERE / "README.md", "results", md)
-    plot(res)
-    print(md)
-    return 0
+    code, text = check_or_publish(HERE, res, check=args.check, table=table_md, plot=plot)
+    print(text)
+    return code
 
 
 if __name__ == "__main__":

@@ -44,13 +44,10 @@ import numpy as np
 from distributions import AcceptanceDistribution
 from golden_al.golden import SHIPPED_CURVES_DIR, load_store
 from golden_al.measurement import load_record
-from golden_al.provenance import collect, sha256_file
+from golden_al.provenance import sha256_file
 from golden_al.reporting.experiment import (
-    compare_results,
-    load_results,
-    replace_section,
+    check_or_publish,
     write_json,
-    write_results,
 )
 from simulators.batch import completion_percentiles, simulate_batch, simulate_completion
 from simulators.throughput import CostModel, curve_shape
@@ -345,19 +342,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", action="store_true", help="recompute and compare with the committed results.json")
     args = parser.parse_args(argv)
     res = analyse(args.record or DEFAULT_RECORDS, args.seed)
-    if args.check:
-        diffs = compare_results(load_results(HERE / "results.json"), res)
-        for d in diffs[:20]:
-            print(d)
-        print("reproduced exactly" if not diffs else f"{len(diffs)} difference(s)")
-        return 1 if diffs else 0
-    md = tables(res)
-    write_results(HERE / "results.json", res, provenance=collect())
-    (HERE / "results.md").write_text(md, encoding="utf-8")
-    replace_section(HERE / "README.md", "results", md)
-    plots(res)
-    print(md)
-    return 0
+    code, text = check_or_publish(HERE, res, check=args.check, table=tables, plot=plots)
+    print(text)
+    return code
 
 
 if __name__ == "__main__":

@@ -12,12 +12,21 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from golden_al.provenance import atomic_write_text, collect
 
-__all__ = ["compare_results", "load_results", "plain", "replace_section", "write_json", "write_results"]
+__all__ = [
+    "check_or_publish",
+    "compare_results",
+    "load_results",
+    "plain",
+    "replace_section",
+    "write_json",
+    "write_results",
+]
 
 
 def plain(obj: Any) -> Any:
@@ -97,3 +106,26 @@ def replace_section(path: str | Path, name: str, text: str) -> bool:
         return False
     atomic_write_text(p, new)
     return True
+
+
+def check_or_publish(here: str | Path, results: Any, *, check: bool, table: Callable[[Any], str],
+                     plot: Callable[[Any], object], show: int | None = 20) -> tuple[int, str]:
+    """The end of every experiment script: ``--check``, or write the results, table and plots.
+
+    Returns ``(exit code, text to print)``. With ``check``: compare ``results`` with the
+    committed ``here/results.json``; the text is the first ``show`` differences (all when
+    None) and a verdict line, and the code 1 when they differ. Otherwise write
+    ``results.json`` (with provenance), ``results.md``, the README's ``results`` section
+    and the plots; the text is the table and the code 0.
+    """
+    d = Path(here)
+    if check:
+        diffs = compare_results(load_results(d / "results.json"), results)
+        verdict = "reproduced exactly" if not diffs else f"{len(diffs)} difference(s)"
+        return (1 if diffs else 0), "\n".join([*diffs[:show], verdict])
+    md = table(results).rstrip("\n")
+    write_results(d / "results.json", results, provenance=collect())
+    atomic_write_text(d / "results.md", md + "\n")
+    replace_section(d / "README.md", "results", md)
+    plot(results)
+    return 0, md
