@@ -119,6 +119,16 @@ def _skip_quoted(text: str, i: int, quote: str) -> int:
     return n
 
 
+def _skip_nested(text: str, i: int) -> int | None:
+    """Index just past a quoted string or ``$(...)``/``${...}`` starting at ``text[i]``; None if none does."""
+    c = text[i]
+    if c in "'\"`":
+        return _skip_quoted(text, i, c)
+    if c == "$" and i + 1 < len(text) and text[i + 1] in "({":
+        return _skip_dollar(text, i)
+    return None
+
+
 def _skip_dollar(text: str, i: int) -> int:
     """Index just past ``$(...)``, ``$((...))`` or ``${...}`` starting at ``text[i] == '$'``."""
     n = len(text)
@@ -254,15 +264,10 @@ def tokenize(text: str) -> list[_Tok]:
                     line += 1
                 i += 2
                 continue
-            if c in "'\"`":
-                j = _skip_quoted(text, i, c)
-                line += text.count("\n", i, j)
-                i = j
-                continue
-            if c == "$" and i + 1 < n and text[i + 1] in "({":
-                j = _skip_dollar(text, i)
-                line += text.count("\n", i, j)
-                i = j
+            end = _skip_nested(text, i)
+            if end is not None:
+                line += text.count("\n", i, end)
+                i = end
                 continue
             i += 1
         raw = text[start:i]
@@ -302,15 +307,10 @@ def tokenize(text: str) -> list[_Tok]:
                     items.append(Word(text[item_start:j], item_line))
                     item_start = None
                     continue
-                if c in "'\"`":
-                    k = _skip_quoted(text, j, c)
-                    line += text.count("\n", j, k)
-                    j = k
-                    continue
-                if c == "$" and j + 1 < n and text[j + 1] in "({":
-                    k = _skip_dollar(text, j)
-                    line += text.count("\n", j, k)
-                    j = k
+                end = _skip_nested(text, j)
+                if end is not None:
+                    line += text.count("\n", j, end)
+                    j = end
                     continue
                 if c == "\\":
                     j += 2
