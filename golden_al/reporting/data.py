@@ -113,6 +113,10 @@ def _profile_from_points(points: dict[int, PointView]) -> FitResult | None:
         return None
 
 
+def _flag_dicts(fit: FitResult | None) -> list[dict[str, Any]]:
+    return [{"k": f.k, "kind": f.kind, "message": f.message} for f in fit.flags] if fit is not None else []
+
+
 def series_from_fit(fit: Any, source: str, *, label_suffix: str = "") -> list[Series]:
     """Series of a :class:`golden_al.curvefit.CurveFit` (records fitted in memory)."""
     out: list[Series] = []
@@ -127,7 +131,7 @@ def series_from_fit(fit: Any, source: str, *, label_suffix: str = "") -> list[Se
         s = Series(
             label=f"{curve.model} ({curve.draft.method}){label_suffix} {mode}", model=curve.model + label_suffix,
             method=curve.draft.method, mode=mode, source=source, points=points, profile=mf.fit,
-            flags=[{"k": f.k, "kind": f.kind, "message": f.message} for f in mf.fit.flags],
+            flags=_flag_dicts(mf.fit),
         )
         for k, cell in mf.cells.items():
             s.histograms[k] = [float(x) for x in cell.histogram]
@@ -148,10 +152,11 @@ def series_from_curve(curve: GoldenCurve, source: str, sidecar: dict[str, Any] |
             sp = side_points.get(str(k), {})
             ci = tuple(sp["ci95_exact"]) if sp.get("ci95_exact") else p.ci95
             points[k] = PointView(p.al, ci, p.origin, sp.get("al_exact"))  # type: ignore[arg-type]
+        profile = _profile_from_points({k: v for k, v in points.items() if v.origin == "measured"} or points)
+        # the sidecar's flags come from the count-weighted fit; without one, the profile's own
         s = Series(label=f"{curve.model} ({curve.draft.method}) {mode}", model=curve.model,
-                   method=curve.draft.method, mode=mode, source=source, points=points,
-                   profile=_profile_from_points({k: v for k, v in points.items() if v.origin == "measured"} or points),
-                   flags=side.get("flags", []))
+                   method=curve.draft.method, mode=mode, source=source, points=points, profile=profile,
+                   flags=side["flags"] if "flags" in side else _flag_dicts(profile))
         for k, p in blk.points.items():
             sp = side_points.get(str(k), {})
             if sp.get("histogram"):

@@ -69,6 +69,16 @@ def test_report_from_curves_without_histograms(tmp_path: Path) -> None:
     assert "qwen3.5-397b-a17b-nvfp4" in md
 
 
+def test_report_of_a_curve_without_sidecar_shows_its_profile_flags(tmp_path: Path) -> None:
+    out = tmp_path / "report"
+    assert main(["report", str(SHIPPED_CURVES_DIR / "dsv4_mtp.yaml"), "--out", str(out)]) == 0
+    on = next(s for s in json.loads((out / "al_vs_k.json").read_text())["series"] if s["thinking"] == "thinking_on")
+    assert {(f["k"], f["kind"]) for f in on["flags"]} == {(7, "drop"), (8, "jump")}
+    md = (out / "report.md").read_text()
+    assert "| 7 | 2.54 | - | measured | 2.559 | drop |" in md
+    assert "- flag k=8 jump:" in md
+
+
 def test_report_uses_the_fit_sidecar_of_a_curve(tmp_path: Path) -> None:
     recs = make_curve_dir(tmp_path / "recs", range(1, 4))
     curve = tmp_path / "curve.yaml"
