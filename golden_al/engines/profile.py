@@ -1,0 +1,156 @@
+"""The shape of one serving engine's knowledge: :class:`EngineProfile`.
+
+Every engine golden-al knows (SGLang, vLLM, TensorRT-LLM, ATOM, llama.cpp, ...) lives in
+one module of this package that exports one ``PROFILE: EngineProfile``. Commands never
+spell an engine's flag, env var, metric, field or log line themselves: they read it here.
+Adding an engine is its module, its tests and one line in :data:`golden_al.engines.REGISTRY`
+(``docs/adding-an-engine.md``).
+
+This module is pure data plus small typed callables: no I/O, no torch, fast to import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+__all__ = [
+    "Caveat",
+    "DraftLenRule",
+    "EngineProfile",
+    "Limit",
+    "LogPattern",
+    "Metric",
+    "ResponseField",
+    "Source",
+    "SyntheticKnob",
+]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a fact comes from: an upstream file at a version."""
+
+    repo: str  #: e.g. ``sgl-project/sglang``
+    path: str  #: e.g. ``python/sglang/srt/environ.py``
+    version: str  #: release, tag or commit, e.g. ``0.5.23``
+
+
+@dataclass(frozen=True)
+class SyntheticKnob:
+    """One synthetic-acceptance setting an engine reads.
+
+    ``kind``: where it is set (an environment variable, a command-line flag, or a key inside
+    a JSON config flag such as vLLM's ``--speculative-config``). ``unit``: what the value
+    means (``al``: mean accepted length incl. the bonus token; ``al-1``: draft tokens only;
+    ``rates``: per-position unconditional rates; ``rate``: mean rate; ``choice``: a mode
+    string, with ``choices``).
+    """
+
+    name: str
+    kind: Literal["env", "flag", "config-key"]
+    unit: Literal["al", "al-1", "rates", "rate", "choice"]
+    role: Literal["value", "companion"] = "value"  #: the pinned value, or a setting it needs
+    choices: tuple[str, ...] = ()
+    required_value: str | None = None  #: what a companion must be set to (e.g. ``match-expected``)
+    aliases: tuple[str, ...] = ()  #: legacy spellings still found in the wild
+    env: str | None = None  #: the environment-variable form of a flag, where the engine has one
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class DraftLenRule:
+    """How ``k`` (draft tokens per verify step) follows from an algorithm's flags."""
+
+    algorithm: str  #: the engine's own spelling (``EAGLE3``, ``mtp``, ``draft``, ...)
+    rule: str  #: human text, e.g. ``k = --speculative-num-steps``
+    chain: bool = True  #: False for trees and n-gram
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A limit the engine enforces (or silently applies), e.g. ATOM's ``k <= 4`` for mtp."""
+
+    what: str
+    algorithms: tuple[str, ...] = ()  #: empty: every algorithm
+    max_k: int | None = None
+    message: str = ""
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class Caveat:
+    """Something true of the engine that a user must be told (e.g. greedy-only forcing)."""
+
+    text: str
+    applies_to: tuple[str, ...] = ()  #: commands or algorithms it concerns; empty: all
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A Prometheus metric (name as exposed, with ``_total`` for counters)."""
+
+    name: str
+    kind: Literal["counter", "gauge", "histogram"]
+    meaning: str
+    labels: tuple[str, ...] = ()
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class ResponseField:
+    """A per-request response field and its names across versions (newest first)."""
+
+    meaning: str
+    names: tuple[str, ...]
+    path: str = ""  #: where it sits, e.g. ``meta_info`` or ``timings``
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class LogPattern:
+    """A log line the engine prints about acceptance, as a regular expression."""
+
+    name: str
+    regex: str
+    meaning: str
+    source: Source | None = None
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """Everything golden-al knows about one engine. One instance per engine module."""
+
+    name: str  #: the ``--engine`` value
+    display_name: str
+    algorithms: tuple[str, ...]
+    draft_len_rules: tuple[DraftLenRule, ...]
+    synthetic_knobs: tuple[SyntheticKnob, ...]
+    #: ``(al, k, **options) -> settings``: the exact ``golden-al env --format json`` mapping.
+    synthetic_settings: Callable[..., dict[str, Any]]
+    #: ``(algorithm, k, **options) -> argv``: the launch flags that ask for draft length k.
+    spec_flags: Callable[..., list[str]] | None = None
+    launch_command: tuple[str, ...] = ()  #: e.g. ``("-m", "sglang.launch_server")`` after the python
+    metrics: tuple[Metric, ...] = ()
+    response_fields: Mapping[str, ResponseField] = field(default_factory=dict)
+    log_patterns: tuple[LogPattern, ...] = ()
+    server_info_fields: Mapping[str, str] = field(default_factory=dict)
+    limits: tuple[Limit, ...] = ()
+    caveats: tuple[Caveat, ...] = ()
+    sources: tuple[Source, ...] = ()
+
+    def knob(self, name: str) -> SyntheticKnob:
+        """The synthetic knob called ``name`` (or one of its aliases)."""
+        for k in self.synthetic_knobs:
+            if name == k.name or name in k.aliases or name == k.env:
+                return k
+        raise KeyError(f"{self.name} has no synthetic knob {name!r}")
+
+    def max_k(self, algorithm: str) -> int | None:
+        """The largest draft length the engine accepts for ``algorithm`` (None: no limit known)."""
+        caps = [lim.max_k for lim in self.limits
+                if lim.max_k is not None and (not lim.algorithms or algorithm in lim.algorithms)]
+        return min(caps) if caps else None
