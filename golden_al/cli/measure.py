@@ -149,7 +149,7 @@ def _run_reference(args: argparse.Namespace) -> int:
         raise UsageError("--resume needs --out DIR (the run to continue)")
     out = Path(args.out) if args.out is not None else _default_out(args.target, settings.draft_lens)
     cache = cache_dir(args.cache_dir)
-    from golden_al.engines.reference import quiet_transformers
+    from golden_al.engines.offline_reference import quiet_transformers
 
     quiet_transformers()
     prompt_set = check_inputs(settings, cache_dir=cache)

@@ -1,5 +1,5 @@
 """Engines: one module per serving engine, each exporting ``PROFILE`` (:mod:`.profile`),
-plus the offline reference engine (``reference/``).
+plus the offline reference engine on transformers (``offline_reference/``).
 
 :data:`REGISTRY` maps each ``--engine`` name to the module holding its profile; modules are
 imported on first use so that ``env``, ``check`` and ``simulate`` stay fast to start.

@@ -9,7 +9,7 @@ appends each finished request to ``requests.jsonl`` as it finishes, and writes
 already in ``requests.jsonl`` are skipped (never counted twice).
 
 The step rules (what a verify step counts, the last step of a request, drafts
-beyond the budget) are those of :mod:`golden_al.engines.reference.accounting`.
+beyond the budget) are those of :mod:`golden_al.engines.offline_reference.accounting`.
 Library code: returns values, raises :mod:`golden_al.errors`, reports progress
 through a callback, never prints.
 """
@@ -248,7 +248,7 @@ def run_measurement(
         progress: ``progress(advance, total=..., description=...)``.
         argv: command line for provenance.
     """
-    from golden_al.engines.reference import ReferenceEngine, SamplingParams, make_generator
+    from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams, make_generator
 
     started = now_iso()
     t_start = time.perf_counter()

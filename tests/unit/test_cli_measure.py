@@ -21,7 +21,7 @@ NUM_PROMPTS = 5
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from golden_al.engines.reference.tiny import save_tiny_pair
+    from golden_al.engines.offline_reference.tiny import save_tiny_pair
 
     root = tmp_path_factory.mktemp("tiny")
     target, draft = save_tiny_pair(root / "models")

@@ -18,9 +18,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from golden_al.engines.reference import ReferenceEngine, SamplingParams  # noqa: E402
-from golden_al.engines.reference.sampling import warp  # noqa: E402
-from golden_al.engines.reference.tiny import tiny_pair  # noqa: E402
+from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams  # noqa: E402
+from golden_al.engines.offline_reference.sampling import warp  # noqa: E402
+from golden_al.engines.offline_reference.tiny import tiny_pair  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -214,7 +214,7 @@ def test_sampled_replay_is_an_estimate_close_to_live():
 @pytest.mark.parametrize("k", [1, 4, 8])
 def test_transformers_assisted_generation_agrees_after_recount(pair, case, k):
     """transformers' own assisted generation gives the same steps (see assisted.recount for the mapping)."""
-    from golden_al.engines.reference.assisted import assisted_generate, recount
+    from golden_al.engines.offline_reference.assisted import assisted_generate, recount
 
     target, draft = pair
     prompts, eos, _ = case
@@ -230,7 +230,7 @@ def test_transformers_assisted_generation_agrees_after_recount(pair, case, k):
 def test_batched_cache_with_holes_matches_a_full_forward():
     """Incremental forwards with padding, rejected slots (holes) and compaction give the
     same logits as one forward over the kept tokens (float64, 1e-9)."""
-    from golden_al.engines.reference.batch_cache import BatchedKV, left_pad
+    from golden_al.engines.offline_reference.batch_cache import BatchedKV, left_pad
 
     model, _ = tiny_pair(vocab_size=64, seed=9)
     rng = np.random.default_rng(0)

@@ -23,9 +23,9 @@ from typing import Any
 
 import torch
 
-from golden_al.engines.reference.accounting import StepCounts, counts_from_accept_counts
-from golden_al.engines.reference.batch_cache import BatchedKV, left_pad
-from golden_al.engines.reference.sampling import (
+from golden_al.engines.offline_reference.accounting import StepCounts, counts_from_accept_counts
+from golden_al.engines.offline_reference.batch_cache import BatchedKV, left_pad
+from golden_al.engines.offline_reference.sampling import (
     SamplingParams,
     greedy_verification,
     sample,
