@@ -427,12 +427,10 @@ def _choose(cands: list[StoredCurve], what: str, given: str | None, attr, same) 
 
 # ---------------------------------------------------------------------------- loading
 def _read_file(path: Path) -> list[StoredCurve]:
+    from golden_al import safeio
     from golden_al.golden.legacy import is_legacy_document, read_legacy_text
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SchemaError(f"cannot read golden file: {exc.strerror}", path=path) from None
+    text = safeio.read_text(path)
     doc = load_yaml_roundtrip(text, path=path)
     data = to_plain(doc)
     if data is None:

@@ -100,9 +100,12 @@ def test_thinking_assumption_is_stated(findings) -> None:
 
 def test_malformed_yaml_is_reported_and_the_rest_checked(findings) -> None:
     bad = [f for f in findings.findings if f.file.endswith("broken/bad-recipe.yaml")]
-    assert {f.verdict for f in bad} == {"undetermined"}
+    assert {f.verdict for f in bad} == {"unreadable"}  # fail closed: a failing verdict
     assert any(f.line == 6 and "not valid YAML" in f.message for f in bad)  # the parse error's line
-    assert any(f.line == 4 and "SGLANG_SIMULATE_ACC_LEN" in f.message for f in bad)  # the pin's line
+    pin = next(f for f in bad if f.line == 4)  # the pin's line, found by the text scan
+    assert "SGLANG_SIMULATE_ACC_LEN" in pin.message
+    assert (pin.engine, pin.pinned_value) == ("sglang", "2.49")
+    assert findings.failed
     assert len(findings.findings) > len(bad) + 10
 
 
