@@ -33,6 +33,7 @@ import errno
 import fcntl
 import json
 import os
+import re
 import stat
 import tempfile
 import time
@@ -68,11 +69,13 @@ __all__ = [
     "read_text",
     "safe_load_yaml",
     "store_lock",
+    "yaml_depth_bound",
 ]
 
-#: Byte cap of a structured input (recipe, config, script, curve, record, JSON). The
-#: largest file of InferenceX (``perf-changelog.yaml``) is 0.4 MiB.
-DEFAULT_MAX_BYTES = 16 * 1024 * 1024
+#: Byte cap of a structured input (recipe, config, script, curve, record, JSON): 5x the
+#: largest file of InferenceX (``perf-changelog.yaml``, 0.4 MiB), and small enough that
+#: parsing a hostile file under it stays within seconds and a few hundred MB.
+DEFAULT_MAX_BYTES = 2 * 1024 * 1024
 #: Byte cap of a streamed input (server log, ``/metrics`` snapshot).
 DEFAULT_MAX_LOG_BYTES = 1024 * 1024 * 1024
 #: Longest line :func:`iter_lines` keeps; the rest of a longer line is skipped.
@@ -432,14 +435,37 @@ def _compose_events(loader: Any, *, path: str | Path | None, max_depth: int) -> 
     return root
 
 
+_BLOCK_LEAD = re.compile(r"^(?:[ ]*[-?][ ]+)*[ ]*", re.MULTILINE)
+_FLOW = re.compile(r"[\[\]{}]")
+#: Depth bound under which libyaml's own (recursive, C) composer is safe and used.
+_C_COMPOSE_SAFE = 1000
+
+
+def yaml_depth_bound(text: str) -> int:
+    """A cheap upper bound of a YAML text's nesting depth (over-estimates, never under).
+
+    Block nesting needs more indentation or a ``-``/``?`` indicator on the line, and at
+    most one sequence per indentation level sits at its parent key's indentation, so it is
+    at most twice the longest run of leading spaces and indicators, plus one; flow nesting
+    is at most the running count of open brackets (quotes ignored, which only over-counts).
+    """
+    block = max((len(m.group(0)) for m in _BLOCK_LEAD.finditer(text)), default=0)
+    flow = top = 0
+    for m in _FLOW.finditer(text):
+        flow = flow + 1 if m.group(0) in "[{" else max(flow - 1, 0)
+        top = max(top, flow)
+    return 2 * block + 2 + top
+
+
 def _marked(exc: Any) -> int | None:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     return mark.line + 1 if mark is not None else None
 
 
 def load_yaml_documents(text: str, *, path: str | Path | None = None, max_depth: int = YAML_MAX_DEPTH,
-                        alias_budget: int = YAML_ALIAS_BUDGET) -> list[tuple[Any, Any]]:
-    """``(data, node)`` of every document of ``text`` (PyYAML safe schema), bounded.
+                        alias_budget: int = YAML_ALIAS_BUDGET, construct: bool = True) -> list[tuple[Any, Any]]:
+    """``(data, node)`` of every document of ``text`` (PyYAML safe schema), bounded
+    (``construct=False``: nodes only, data None).
 
     Raises:
         UnreadableInputError: not valid YAML (``reason`` ``parse-error`` with the line), a
@@ -449,12 +475,22 @@ def load_yaml_documents(text: str, *, path: str | Path | None = None, max_depth:
 
     loader = _pyyaml_loader()(text)
     out: list[tuple[Any, Any]] = []
+    bound = yaml_depth_bound(text)
+    fast = bound <= _C_COMPOSE_SAFE  # libyaml's composer is safe at this depth; else compose in Python
+    graph = "&" in text or bound > max_depth  # no anchor: no alias; shallow: no depth to check
     try:
+        if fast:
+            while loader.check_node():
+                node = loader.get_node()
+                if graph:
+                    check_node_graph(node, path=path, max_depth=max_depth, alias_budget=alias_budget)
+                out.append((None if node is None or not construct else loader.construct_document(node), node))
+            return out
         loader.get_event()  # StreamStartEvent
         while not loader.check_event(yaml.StreamEndEvent):
             node = _compose_events(loader, path=path, max_depth=max_depth)
             check_node_graph(node, path=path, max_depth=max_depth, alias_budget=alias_budget)
-            out.append((None if node is None else loader.construct_document(node), node))
+            out.append((None if node is None or not construct else loader.construct_document(node), node))
         return out
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -502,16 +538,15 @@ def _prescan(text: str, *, path: str | Path | None, max_depth: int, alias_budget
     are left for ruamel to report in its own words."""
     import yaml
 
-    loader = _pyyaml_loader()(text)
+    if "&" not in text and yaml_depth_bound(text) <= max_depth:
+        return
     try:
-        loader.get_event()
-        while not loader.check_event(yaml.StreamEndEvent):
-            node = _compose_events(loader, path=path, max_depth=max_depth)
-            check_node_graph(node, path=path, max_depth=max_depth, alias_budget=alias_budget)
+        load_yaml_documents(text, path=path, max_depth=max_depth, alias_budget=alias_budget, construct=False)
+    except UnreadableInputError as exc:
+        if exc.reason != "parse-error":
+            raise
     except yaml.YAMLError:
         return
-    finally:
-        loader.dispose()
 
 
 def load_yaml_roundtrip(text: str, *, path: str | Path | None = None, allow_duplicate_keys: bool = False,
@@ -703,6 +738,9 @@ def store_lock(directory: str | Path, *, shared: bool = False, timeout: float = 
     """
     root = Path(directory)
     lock_path = root / LOCK_NAME
+    if shared and not root.is_dir():
+        yield lock_path  # nothing to read yet; a reader creates nothing
+        return
     try:
         root.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)

@@ -34,7 +34,13 @@ from typing import Any
 
 from distributions import units
 from distributions.uncertainty import mean_z_score
-from golden_al.errors import InputFileError, NoVerifyStepsError, UsageError
+from golden_al.errors import (
+    CounterSemanticsError,
+    InputFileError,
+    NoVerifyStepsError,
+    UnreadableInputError,
+    UsageError,
+)
 from golden_al.formats import (
     AtomMtpStatsRecord,
     SglangDecodeRecord,
@@ -42,11 +48,18 @@ from golden_al.formats import (
     counters_delta,
     detect_engine,
     order_snapshots,
-    parse_metrics_text,
-    scan_log_text,
     spec_counters,
 )
-from golden_al.formats.prometheus import MetricsSnapshot, SglangSpecCounters, SpecCounters
+from golden_al.formats.logs import read_log_file
+from golden_al.formats.prometheus import (
+    MetricsSnapshot,
+    SglangSpecCounters,
+    SpecCounters,
+    check_same_lifetime,
+    read_metrics_file,
+    validate_counters,
+)
+from golden_al.formats.validate import check_counts
 
 __all__ = [
     "DEFAULT_DECODE_LOG_INTERVAL",
@@ -129,12 +142,16 @@ def _looks_like_metrics(text: str) -> bool:
         and len(line.split(" ")) == 2 for line in head.splitlines()[:5])
 
 
-def _read(path: str | Path) -> str:
-    p = Path(path)
-    try:
-        return p.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise InputFileError(f"cannot read: {exc.strerror or exc}", path=p) from None
+def _head(path: str | Path) -> str:
+    """The first lines of a file (regular files only: a FIFO or device is refused unopened)."""
+    from golden_al import safeio
+
+    lines = []
+    for n, line in safeio.iter_lines(path):
+        lines.append(line)
+        if n >= 5:
+            break
+    return "\n".join(lines)
 
 
 def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
@@ -156,17 +173,20 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
     logs: list[tuple[str, Any]] = []
     other_engines: dict[str, int] = {}
     for f in files:
-        text = _read(f)
-        if _looks_like_metrics(text):
+        if _looks_like_metrics(_head(f)):
             try:
-                snap = parse_metrics_text(text, source=f)
+                snap = read_metrics_file(f)
+            except CounterSemanticsError:
+                raise
+            except UnreadableInputError:
+                raise
             except InputFileError:
                 snap = None
             if snap is not None and detect_engine(snap) is not None:
                 snapshots.append((snap, spec_counters(snap, engine if detect_engine(snap) == engine else None,
                                                       labels)))
                 continue
-        scan = scan_log_text(text, source=f)
+        scan = read_log_file(f)
         for r in scan.records:
             if r.engine != engine:
                 other_engines[r.engine] = other_engines.get(r.engine, 0) + 1
@@ -177,7 +197,7 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
         if len(snapshots) != 2:
             raise UsageError(f"{len(snapshots)} Prometheus snapshot(s) given; check-run needs exactly two "
                              "(before and after the run)")
-        return _from_snapshots(snapshots, engine, batch_size)
+        return _from_snapshots(snapshots, engine, batch_size, k)
     if engine == "sglang":
         return _from_sglang(logs, decode_log_interval, other_engines)
     if engine == "vllm":
@@ -238,8 +258,7 @@ def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
     steps = drafted / k
     if steps <= 0:
         raise NoVerifyStepsError("the vLLM lines report zero drafted tokens: AL is undefined")
-    if accepted > drafted:
-        raise InputFileError(f"Accepted {accepted} > Drafted {drafted} tokens", path=logs[0][0])
+    check_counts(what="vLLM SpecDecoding lines (totals)", accepted=accepted, drafted=drafted, path=logs[0][0])
     notes.append("vLLM never logs the last partial interval; stop the server >= 11 s after the last request "
                  "for complete totals")
     realized = units.al_from_counts(accepted, steps)
@@ -260,6 +279,8 @@ def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
     steps = drafted / k
     if steps <= 0:
         raise NoVerifyStepsError("the ATOM lines report zero steps: AL is undefined")
+    check_counts(what="ATOM MTP stats lines (totals)", accepted=accepted, drafted=drafted, drafts=steps, k=k,
+                 path=logs[0][0])
     note = (f"{len(intervals)} interval line(s)" if intervals else "the last cumulative line (no interval lines)")
     realized = units.al_from_counts(accepted, steps)
     return RunEvidence("atom", "atom MTP stats log", realized, steps, steps, steps, len(use), 0.0,
@@ -267,12 +288,15 @@ def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
 
 
 def _from_snapshots(snapshots: list[tuple[MetricsSnapshot, SpecCounters]], engine: str,
-                    batch_size: float | None) -> RunEvidence:
+                    batch_size: float | None, k: int | None = None) -> RunEvidence:
     engines = {c.engine for _, c in snapshots}
     if engines != {engine}:
         raise UsageError(f"the snapshots hold {', '.join(sorted(engines))} counters, but --engine is {engine}")
+    # Never order across server lifetimes: a restart makes "by their counters" meaningless.
+    check_same_lifetime(snapshots[0][0], snapshots[1][0])
     (snap_a, before), (snap_b, after) = order_snapshots(snapshots)
     d = counters_delta(before, after)
+    validate_counters(d, k)
     steps = d.num_verify_steps
     if steps <= 0:
         raise NoVerifyStepsError(f"{snap_a.source} -> {snap_b.source}: zero verify steps between the snapshots",

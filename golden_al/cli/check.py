@@ -43,9 +43,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_golden_dir_option(parser)
     parser.add_argument("--format", choices=("text", "json", "github"), default="text",
                         help="text report, a JSON list of findings, or GitHub workflow annotations (default: text)")
-    parser.add_argument("--max-file-size", default="16M", metavar="SIZE",
-                        help="largest file read (e.g. 16M, 512k); a larger file is 'unreadable', a failure "
-                             "(default: 16M)")
+    parser.add_argument("--max-file-size", default="2M", metavar="SIZE",
+                        help="largest file read (e.g. 2M, 512k); a larger file is 'unreadable', a failure "
+                             "(default: 2M, five times the largest config of InferenceX)")
 
 
 def _escape_data(text: str) -> str:
