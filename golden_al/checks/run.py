@@ -199,7 +199,7 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
                              "(before and after the run)")
         return _from_snapshots(snapshots, engine, batch_size, k)
     if engine == "sglang":
-        return _from_sglang(logs, decode_log_interval, other_engines)
+        return _from_sglang(logs, decode_log_interval, other_engines, k)
     if engine == "vllm":
         return _from_vllm(logs, k, other_engines)
     if engine == "atom":
@@ -216,9 +216,14 @@ def _no_lines(what: str, logs: list[tuple[str, Any]], other: dict[str, int]) -> 
                           hint="pass the server log (or the lines extracted from it) of the engine named by --engine")
 
 
-def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, int]) -> RunEvidence:
+def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, int],
+                 k: int | None = None) -> RunEvidence:
     if interval < 1:
         raise UsageError(f"--decode-log-interval must be >= 1, got {interval}")
+    for name, scan in logs:
+        for r in scan.of("sglang"):
+            if isinstance(r, SglangDecodeRecord) and r.accept_len is not None and r.running_req > 0:
+                check_counts(what="SGLang decode line", al=r.accept_len, k=k, path=name, line=r.line_no)
     recs = [r for _, scan in logs for r in scan.of("sglang") if isinstance(r, SglangDecodeRecord)]
     usable = [r for r in recs if r.accept_len is not None and math.isfinite(r.accept_len) and r.running_req > 0]
     if not usable:
@@ -248,6 +253,12 @@ def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
     recs = [r for _, scan in logs for r in scan.of("vllm") if isinstance(r, VllmSpecDecodingRecord)]
     if not recs:
         raise _no_lines("vLLM 'SpecDecoding metrics' lines", logs, other)
+    for name, scan in logs:  # now that k is known: AL <= k+1, at most k positions, drafted <= k*drafts
+        for r in scan.of("vllm"):
+            if isinstance(r, VllmSpecDecodingRecord):
+                check_counts(what="vLLM SpecDecoding line", accepted=r.accepted_tokens, drafted=r.drafted_tokens,
+                             k=k, al=r.mean_acceptance_length, per_position=r.per_position_rates or None,
+                             path=name, line=r.line_no)
     accepted = sum(r.accepted_tokens for r in recs)
     drafted = sum(r.drafted_tokens for r in recs)
     notes = [f"{len(recs)} SpecDecoding line(s): Accepted {accepted} / Drafted {drafted} tokens; "
@@ -269,6 +280,11 @@ def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
     recs = [r for _, scan in logs for r in scan.of("atom") if isinstance(r, AtomMtpStatsRecord)]
     if not recs:
         raise _no_lines("ATOM '[MTP Stats ...]' lines", logs, other)
+    for name, scan in logs:
+        for r in scan.of("atom"):
+            if isinstance(r, AtomMtpStatsRecord):
+                check_counts(what="ATOM MTP stats line", accepted=r.accepted_tokens, drafted=r.draft_tokens,
+                             drafts=r.draft_tokens / k, k=k, al=r.avg_tokens_per_forward, path=name, line=r.line_no)
     intervals = [r for r in recs if r.kind == "interval"]
     use = intervals or [recs[-1]]
     accepted = sum(r.accepted_tokens for r in use)

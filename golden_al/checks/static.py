@@ -257,6 +257,10 @@ def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
         if v is None:
             problems.append(("unsafe-value", f"{pin.knob}={raw!r} is not a number"))
             return None, problems, notes
+        if pin.spec.get("method_flag") is False:
+            problems.append(("unsafe-value", f"{pin.knob} without --method: ATOM ignores it (speculative decoding, "
+                                             "and with it synthetic acceptance, is off unless --method is given; "
+                                             "atom/config.py _resolve_synthetic_acceptance)"))
         if pin.spec.get("both"):
             problems.append(("unsafe-value", "both --spec-decode-acceptance-length and -rate are set; ATOM rejects "
                                              "the pair (atom/config.py _resolve_synthetic_acceptance)"))
