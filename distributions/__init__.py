@@ -11,8 +11,8 @@ numpy and scipy only. Modules:
 * :mod:`distributions.families`: constant and decaying conditional profiles.
 * :mod:`distributions.fit`: one conditional profile shared by every draft length,
   with flags for points it cannot explain; :func:`derive_curve`.
-* :mod:`distributions.uncertainty`: cluster bootstrap, sample-size planning,
-  counts-only intervals, z-scores.
+* :mod:`distributions.uncertainty`: :func:`al_interval` (the one AL interval, over
+  independent clusters), cluster bootstrap, sample-size planning, counts-only intervals, z-scores.
 * :mod:`distributions.errors`: :class:`DistributionError` and subclasses.
 """
 
@@ -36,10 +36,13 @@ from distributions.fit import (
     fit_profile,
 )
 from distributions.uncertainty import (
+    ALInterval,
     BootstrapResult,
     CountsInterval,
     RatioStats,
     SampleSizePlan,
+    al_interval,
+    al_interval_result,
     cluster_bootstrap_al,
     iid_ci_from_counts,
     mean_tolerance,
@@ -52,6 +55,7 @@ from distributions.uncertainty import (
 from distributions.units import al_curve_from_conditional, al_curve_from_unconditional
 
 __all__ = [
+    "ALInterval",
     "AcceptanceCounts",
     "AcceptanceDistribution",
     "BootstrapResult",
@@ -67,6 +71,8 @@ __all__ = [
     "SampleSizePlan",
     "al_curve_from_conditional",
     "al_curve_from_unconditional",
+    "al_interval",
+    "al_interval_result",
     "cluster_bootstrap_al",
     "curve_flags",
     "delta",
