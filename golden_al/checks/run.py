@@ -19,9 +19,24 @@ that engine and method at (AL, k)) over the number of independent draws:
   count when batch sizes differ between lines, plus the rounding of the printed
   two-decimal value.
 
-The check passes when ``|realized - target| <= Z * standard error`` (``Z`` =
-``--tolerance-sigma``). A sampler whose own mean differs from the target (SGLang's
-``multinomial`` near the bounds) is reported: such a run cannot meet its target.
+The decision rule holds its false-alarm rate at every log length. Its units are
+independent: SGLang decode lines (each the mean of its interval's batch draws, then
+printed to two decimals), or the request-steps / batch steps of the other sources,
+whose counts are integers. For SGLang the law of one line's printed value is computed
+exactly (the interval's batch draws convolved, then rounded with Python's formatting, as
+SGLang prints it: :func:`distributions.uncertainty.printed_interval_law`). With a
+constant batch over an interval that law's mean sits a little off the sampler's (+0.0021
+at AL 4.05 over 40 steps); when the batch changes inside an interval the grid blurs and
+the offset vanishes, so the expected realized AL is taken as the whole range between
+the two. The run passes when the realized AL lies within that range widened by Chernoff
+thresholds (:func:`distributions.uncertainty.chernoff_half_width`) at the one-sided tail
+``exp(-Z^2/2)``, ``Z`` = ``--tolerance-sigma``: on long logs this is ``Z`` standard
+errors, and at any length (one line of a skewed sampler included) a correctly injected
+run fails with probability at most ``2 exp(-Z^2/2)`` (6.7e-4 at the default 4; about
+``2(1 - Phi(Z))`` = 6.3e-5 on long logs). Calibrated by simulation with each engine's
+sampler in ``experiments/check-run-calibration``. A sampler whose own mean differs from
+the target (SGLang's ``multinomial`` near the bounds) is reported: such a run cannot
+meet its target.
 """
 
 from __future__ import annotations
@@ -32,8 +47,15 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from distributions import units
-from distributions.uncertainty import mean_z_score
+from distributions.uncertainty import (
+    LatticeLaw,
+    chernoff_half_width,
+    gaussian_tail_for_sigma,
+    printed_interval_law,
+)
 from golden_al.errors import (
     CounterSemanticsError,
     InputFileError,
@@ -65,20 +87,28 @@ __all__ = [
     "DEFAULT_DECODE_LOG_INTERVAL",
     "DEFAULT_METHODS",
     "DEFAULT_TOLERANCE_SIGMA",
+    "SGLANG_ACCEPT_LEN_DECIMALS",
     "RunCheckResult",
     "RunEvidence",
+    "check_evidence",
     "check_run",
     "evidence_from_files",
+    "false_alarm_bound",
 ]
 
 #: SGLang ``--decode-log-interval`` default (``arg_groups/fields/observability.py``, 0.5.23).
 DEFAULT_DECODE_LOG_INTERVAL = 40
-#: Default tolerance in standard errors (two-sided false-alarm rate ~6e-5 under normality).
+#: Default tolerance in standard errors on long logs; false-alarm rate <= 2 exp(-Z^2/2) = 6.7e-4 at any length.
 DEFAULT_TOLERANCE_SIGMA = 4.0
 #: The sampler each engine uses for the injected knob (simulators registry names).
 DEFAULT_METHODS = {"sglang": "match-expected", "vllm": "synthetic", "atom": "synthetic", "trtllm": "force"}
-#: Rounding of a value printed with ``{:.2f}``: uniform error of width 0.01.
-_ROUND_VAR = 0.01 ** 2 / 12.0
+#: SGLang prints ``accept len`` with ``{:.2f}``.
+SGLANG_ACCEPT_LEN_DECIMALS = 2
+
+
+def false_alarm_bound(tolerance_sigma: float) -> float:
+    """The most often a correctly injected run fails at ``--tolerance-sigma``: ``2 exp(-Z^2/2)``."""
+    return 2.0 * gaussian_tail_for_sigma(tolerance_sigma)
 
 
 @dataclass(frozen=True)
@@ -92,8 +122,10 @@ class RunEvidence:
     independent_draws: float  # batch steps for SGLang, request-steps otherwise
     effective_draws: float  # Kish effective count used for the variance
     lines_used: int
-    extra_variance: float = 0.0  # variance of the realized mean from printed rounding
     notes: tuple[str, ...] = ()
+    #: SGLang decode lines: batch steps per line, and (share of the realized mean, lines) per batch size.
+    steps_per_line: int | None = None
+    line_weights: tuple[tuple[float, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -114,6 +146,9 @@ class RunCheckResult:
     z_score: float
     tolerance_sigma: float
     tolerance: float
+    accept_low: float
+    accept_high: float
+    false_alarm_bound: float
     passed: bool
     verdict: str
     source: str
@@ -126,7 +161,7 @@ class RunCheckResult:
         d = asdict(self)
         d["files"] = list(self.files)
         d["warnings"] = list(self.warnings)
-        for key in ("z_score", "std_error", "tolerance"):
+        for key in ("z_score", "std_error", "tolerance", "accept_low", "accept_high"):
             if isinstance(d[key], float) and not math.isfinite(d[key]):
                 d[key] = str(d[key])
         return d
@@ -236,7 +271,10 @@ def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, in
     realized = math.fsum(w * r.accept_len for w, r in zip(weights, usable, strict=False)) / total  # type: ignore[operator]
     sum_sq = math.fsum(w * w / interval for w in weights)
     n_eff = total * total / sum_sq
-    extra = _ROUND_VAR * math.fsum(w * w for w in weights) / (total * total)
+    per_batch: dict[int, int] = {}
+    for r in usable:
+        per_batch[r.running_req] = per_batch.get(r.running_req, 0) + 1
+    line_weights = tuple((interval * b / total, n) for b, n in sorted(per_batch.items()))
     notes = [f"{len(usable)} decode line(s) x {interval} batch steps; #running-req "
              f"{min(r.running_req for r in usable)}..{max(r.running_req for r in usable)}"]
     if len(usable) < len(recs):
@@ -246,7 +284,7 @@ def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, in
     notes.append("#running-req is the batch size when the line was written; the interval's own batch sizes "
                  "are not logged")
     return RunEvidence("sglang", "sglang decode log", realized, total, float(interval * len(usable)), n_eff,
-                       len(usable), extra, tuple(notes))
+                       len(usable), tuple(notes), steps_per_line=interval, line_weights=line_weights)
 
 
 def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
@@ -273,7 +311,7 @@ def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
     notes.append("vLLM never logs the last partial interval; stop the server >= 11 s after the last request "
                  "for complete totals")
     realized = units.al_from_counts(accepted, steps)
-    return RunEvidence("vllm", "vllm SpecDecoding log", realized, steps, steps, steps, len(recs), 0.0, tuple(notes))
+    return RunEvidence("vllm", "vllm SpecDecoding log", realized, steps, steps, steps, len(recs), tuple(notes))
 
 
 def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
@@ -299,7 +337,7 @@ def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
                  path=logs[0][0])
     note = (f"{len(intervals)} interval line(s)" if intervals else "the last cumulative line (no interval lines)")
     realized = units.al_from_counts(accepted, steps)
-    return RunEvidence("atom", "atom MTP stats log", realized, steps, steps, steps, len(use), 0.0,
+    return RunEvidence("atom", "atom MTP stats log", realized, steps, steps, steps, len(use),
                        (f"{note}: accepted {accepted} / draft tokens {drafted}",))
 
 
@@ -327,8 +365,8 @@ def _from_snapshots(snapshots: list[tuple[MetricsSnapshot, SpecCounters]], engin
         if d.num_requests is None:
             notes.append("sglang:num_requests_total is absent: the prefill token of each request is not removed "
                          f"(AL as SGLang reports it, {d.al_as_reported:.4f})")
-        return RunEvidence(engine, "prometheus delta", d.al, steps, draws, draws, 2, 0.0, tuple(notes))
-    return RunEvidence(engine, "prometheus delta", d.al, steps, steps, steps, 2, 0.0, tuple(notes))
+        return RunEvidence(engine, "prometheus delta", d.al, steps, draws, draws, 2, tuple(notes))
+    return RunEvidence(engine, "prometheus delta", d.al, steps, steps, steps, 2, tuple(notes))
 
 
 # ------------------------------------------------------------------------ checking
@@ -345,10 +383,22 @@ def check_run(files: Sequence[str | Path], *, expect_al: float, draft_len: int, 
             outside [1, k+1], a non-positive tolerance).
         InputFileError / NoVerifyStepsError / CounterResetError: unusable input.
     """
-    from simulators.base import get_sampler
-
     if engine not in DEFAULT_METHODS:
         raise UsageError(f"unknown engine {engine!r}", hint="one of " + ", ".join(DEFAULT_METHODS))
+    k = units.check_draft_len(draft_len)
+    units.check_al(expect_al, k)
+    ev = evidence_from_files(files, engine, k, decode_log_interval=decode_log_interval, batch_size=batch_size,
+                             labels=labels)
+    return check_evidence(ev, expect_al=expect_al, draft_len=k, method=method, tolerance_sigma=tolerance_sigma,
+                          files=tuple(str(f) for f in files))
+
+
+def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method: str | None = None,
+                   tolerance_sigma: float = DEFAULT_TOLERANCE_SIGMA, files: tuple[str, ...] = ()) -> RunCheckResult:
+    """The decision rule of :func:`check_run` on evidence already read (see the module docstring)."""
+    from simulators.base import get_sampler
+
+    engine = ev.engine
     k = units.check_draft_len(draft_len)
     al = units.check_al(expect_al, k)
     if not (tolerance_sigma > 0 and math.isfinite(tolerance_sigma)):
@@ -357,16 +407,28 @@ def check_run(files: Sequence[str | Path], *, expect_al: float, draft_len: int, 
     sampler = get_sampler(engine, method)
     pmf = sampler.pmf(al, k)
     s_mean, s_var = float(pmf.mean()), float(pmf.var())
-    ev = evidence_from_files(files, engine, k, decode_log_interval=decode_log_interval, batch_size=batch_size,
-                             labels=labels)
-    var_mean = s_var / ev.effective_draws + ev.extra_variance
-    se = math.sqrt(var_mean)
-    if se > 0:
-        z = mean_z_score(ev.realized_al, al, var_mean * ev.effective_draws, ev.effective_draws)
+    if ev.steps_per_line is not None:
+        # SGLang decode lines: the exact law of one printed line (constant batch over the interval)
+        law = printed_interval_law(pmf.probs, ev.steps_per_line, SGLANG_ACCEPT_LEN_DECIMALS)
+        groups = [(law, w, float(n)) for w, n in ev.line_weights]
+        offset = law.mean() - s_mean
     else:
-        z = 0.0 if abs(ev.realized_al - al) <= 1e-9 else math.copysign(math.inf, ev.realized_al - al)
-    tol = tolerance_sigma * se
-    passed = abs(z) <= tolerance_sigma
+        law = LatticeLaw(values=pmf.support.astype(np.float64), probs=pmf.probs)
+        groups = [(law, 1.0 / ev.effective_draws, float(ev.effective_draws))]
+        offset = 0.0
+    se = math.sqrt(math.fsum(w * w * n * law.var() for law, w, n in groups))
+    t_low, t_high = chernoff_half_width(groups, gaussian_tail_for_sigma(tolerance_sigma))
+    accept_low = al + min(offset, 0.0) - t_low
+    accept_high = al + max(offset, 0.0) + t_high
+    expected_line_mean = al + offset
+    if se > 0:
+        z = (ev.realized_al - expected_line_mean) / se
+    else:
+        z = 0.0 if abs(ev.realized_al - expected_line_mean) <= 1e-9 else math.copysign(
+            math.inf, ev.realized_al - expected_line_mean)
+    slack = 1e-9 * max(1.0, al)
+    passed = accept_low - slack <= ev.realized_al <= accept_high + slack
+    tol = max(al - accept_low, accept_high - al)
     warnings = list(ev.notes)
     if abs(s_mean - al) > 1e-9:
         warnings.append(f"the {engine}/{method} sampler's own mean at AL {al:g}, k={k} is {s_mean:.4f}, not {al:g}: "
@@ -378,6 +440,7 @@ def check_run(files: Sequence[str | Path], *, expect_al: float, draft_len: int, 
         engine=engine, method=method, draft_len=k, expected_al=al, realized_al=ev.realized_al,
         request_steps=ev.request_steps, independent_draws=ev.independent_draws, effective_draws=ev.effective_draws,
         sampler_mean=s_mean, sampler_var=s_var, std_error=se, z_score=z, tolerance_sigma=tolerance_sigma,
-        tolerance=tol, passed=passed, verdict="pass" if passed else "fail", source=ev.source,
-        lines_used=ev.lines_used, files=tuple(str(f) for f in files), warnings=tuple(warnings),
+        tolerance=tol, accept_low=accept_low, accept_high=accept_high,
+        false_alarm_bound=false_alarm_bound(tolerance_sigma), passed=passed, verdict="pass" if passed else "fail", source=ev.source,
+        lines_used=ev.lines_used, files=files, warnings=tuple(warnings),
     )

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
-from golden_al.checks.context import ATOM_KNOBS, SGLANG_KNOBS, TRTLLM_KNOB, VLLM_KEYS
 from golden_al.checks.findings import Finding
+from golden_al.engines import engine_names, get_profile
 from golden_al.errors import UnreadableInputError
 
 __all__ = ["KnobLine", "scan_knob_lines", "unreadable_findings"]
@@ -27,27 +28,30 @@ __all__ = ["KnobLine", "scan_knob_lines", "unreadable_findings"]
 _HARNESS_KNOB = "SYNTHETIC_ACCEPTANCE_LENGTH"
 
 
+@lru_cache(maxsize=1)
+def _knob_engines() -> dict[str, str]:
+    """Every pinned-value knob (and its legacy spellings) of every engine profile -> engine."""
+    out = {_HARNESS_KNOB: "unknown"}
+    for engine in engine_names():
+        for knob in get_profile(engine).synthetic_knobs:
+            if knob.role == "value":
+                for name in (knob.name, *knob.aliases):
+                    out[name] = engine
+    return out
+
+
 def _engine_of(knob: str) -> str:
-    if knob in SGLANG_KNOBS:
-        return "sglang"
-    if knob == TRTLLM_KNOB:
-        return "trtllm"
-    if knob in VLLM_KEYS:
-        return "vllm"
-    if knob in ATOM_KNOBS:
-        return "atom"
-    return "unknown"
+    return _knob_engines().get(knob, "unknown")
 
 
-def _knob_pattern() -> re.Pattern[str]:
-    names = sorted({*SGLANG_KNOBS, TRTLLM_KNOB, *VLLM_KEYS, *ATOM_KNOBS, _HARNESS_KNOB}, key=len, reverse=True)
+@lru_cache(maxsize=1)
+def _pattern() -> re.Pattern[str]:
+    names = sorted(_knob_engines(), key=len, reverse=True)
     alt = "|".join(re.escape(n) for n in names)
     # KNOB = v | KNOB: v | "KNOB": v | --flag v | --flag=v ; a value is a list or one token.
     return re.compile(rf"(?<![A-Za-z0-9_-])(?P<knob>{alt})(?![A-Za-z0-9_-])[\"']?\s*(?:[:=]\s*|\s+)"
                       r"(?P<value>\[[^\]\n]{0,400}\]|[\"']?[^\s\"',;}\]#)]{1,80})")
 
-
-_PATTERN = _knob_pattern()
 
 
 @dataclass(frozen=True)
@@ -68,7 +72,7 @@ def scan_knob_lines(text: str) -> list[KnobLine]:
         stripped = line.strip()
         if stripped.startswith("#"):
             continue
-        for m in _PATTERN.finditer(line):
+        for m in _pattern().finditer(line):
             value = m.group("value").strip("'\"") or None
             out.append(KnobLine(number, m.group("knob"), _engine_of(m.group("knob")), value, stripped[:160]))
     return out

@@ -25,6 +25,7 @@ __all__ = [
     "add_format_option",
     "add_golden_dir_option",
     "cache_dir",
+    "clusters_text",
     "escape_control",
     "golden_dir",
     "parse_int_list",
@@ -32,6 +33,7 @@ __all__ = [
     "print_json",
     "progress",
     "stderr_console",
+    "warn_few_clusters",
 ]
 
 #: Environment variable overriding the model/data cache (default ``~/.cache/golden-al``).
@@ -191,3 +193,25 @@ def progress(description: str, total: int | None = None, *, unit: str = "") -> I
                 bar.advance(task, advance)
 
         yield callback
+
+
+def clusters_text(record: Any) -> str:
+    """What a record's interval rests on, e.g. ``16 clusters (request)`` or ``24 clusters (counter window batch)``.
+
+    Records written before ``uncertainty`` existed say ``N requests`` (their interval was over requests).
+    """
+    u = getattr(record, "uncertainty", None)
+    if u is None:
+        return f"{record.num_requests} requests"
+    return f"{u.clusters} cluster{'s' if u.clusters != 1 else ''} ({u.unit or 'cluster'})"
+
+
+def warn_few_clusters(records: Any) -> None:
+    """One stderr warning per record whose interval rests on too few clusters."""
+    from distributions.uncertainty import few_clusters_warning
+
+    for r in records:
+        u = getattr(r, "uncertainty", None)
+        w = few_clusters_warning(u.clusters) if u is not None else None
+        if w:
+            sys.stderr.write(f"golden-al: warning: k={r.draft_len} thinking {r.thinking}: {w}\n")

@@ -57,7 +57,7 @@ __all__ = [
 
 PointKind = Literal["added", "unchanged", "changed", "removed", "revised", "completed"]
 _GUARDED_POINT_KINDS = ("changed", "removed", "revised")
-_DETAIL_FIELDS = ("ci95", "num_verify_steps", "num_accepted_drafts", "per_position_accepted", "origin")
+_DETAIL_FIELDS = ("ci95", "uncertainty", "num_verify_steps", "num_accepted_drafts", "per_position_accepted", "origin")
 
 
 def display_path(path: Path) -> str:

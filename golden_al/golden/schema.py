@@ -17,6 +17,7 @@ Example (abridged)::
       points:
         3: {al: 2.49}
         4: {al: 2.54, ci95: [2.50, 2.58], num_verify_steps: 120000,
+            uncertainty: {method: studentized-cluster-bootstrap, clusters: 80, confidence: 0.95},
             num_accepted_drafts: 184800, per_position_accepted: [...]}
     provenance: {source_url: https://github.com/.../actions/runs/27180633016}
 
@@ -67,6 +68,7 @@ __all__ = [
     "Engine",
     "GoldenCurve",
     "Point",
+    "PointUncertainty",
     "Provenance",
     "Sampling",
     "ThinkingMode",
@@ -123,11 +125,24 @@ class Sampling(_Strict):
     chat_template_kwargs: dict[str, Any] | None = None
 
 
+class PointUncertainty(_Strict):
+    """What ``ci95`` rests on: ``{method, clusters, confidence}`` (optional; older curves lack it).
+
+    ``clusters`` counts independent units (requests, or batches of counter windows): see
+    :func:`distributions.uncertainty.al_interval`.
+    """
+
+    method: str
+    clusters: int = Field(ge=0)
+    confidence: float = Field(gt=0.0, lt=1.0)
+
+
 class Point(_Strict):
     """The golden value at one draft length ``k`` (the key of ``points``)."""
 
     al: float
     ci95: tuple[float, float] | None = None
+    uncertainty: PointUncertainty | None = None
     num_verify_steps: int | None = Field(default=None, ge=1)
     num_accepted_drafts: int | None = Field(default=None, ge=0)
     per_position_accepted: list[int] | None = None

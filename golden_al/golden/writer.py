@@ -19,7 +19,7 @@ from golden_al.provenance import atomic_write_text
 
 __all__ = ["dump_curve", "save_curve"]
 
-_FLOW_KEYS = {"ci95", "per_position_accepted", "aliases", "chat_template_kwargs"}
+_FLOW_KEYS = {"ci95", "per_position_accepted", "aliases", "chat_template_kwargs", "uncertainty"}
 
 
 def _to_node(value: Any, key: str | None = None, *, flow: bool = False) -> Any:

@@ -206,15 +206,18 @@ def test_vllm_value_rules(tmp_path, store, cfg, verdict, implied, needle) -> Non
 
 
 @pytest.mark.parametrize(("flags", "verdict", "needle"), [
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-length 2.49", "match", "matches"),
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-rate 0.4967", "match", "1 + k*rate"),  # 4-decimal rounding
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-rate 0.49", "mismatch", "differs"),
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-rate 0.5", "mismatch", "differs"),  # AL 2.5, not 2.49
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-rate 0.496667", "match", "1 + k*rate"),
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-length 2.49 --spec-decode-acceptance-rate 0.5",
-     "unsafe-value", "both"),
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-length 4.49", "unsafe-value", "ATOM rejects"),
-    ("--spec-decode-acceptance-length 1.79", "match", "default (1)"),
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-length 2.49", "match", "matches"),
+    # 4-decimal rounding
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-rate 0.4967", "match", "1 + k*rate"),
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-rate 0.49", "mismatch", "differs"),
+    # AL 2.5, not 2.49
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-rate 0.5", "mismatch", "differs"),
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-rate 0.496667", "match", "1 + k*rate"),
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-length 2.49 "
+     "--spec-decode-acceptance-rate 0.5", "unsafe-value", "both"),
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-length 4.49", "unsafe-value", "ATOM rejects"),
+    ("--method mtp --spec-decode-acceptance-length 1.79", "match", "default (1)"),
+    ("--num-speculative-tokens 3 --spec-decode-acceptance-length 2.49", "unsafe-value", "ATOM ignores it"),
 ])
 def test_atom_flags(tmp_path, store, flags, verdict, needle) -> None:
     script = f"#!/bin/bash\npython -m atom.entrypoints.openai_server --model deepseek-ai/DeepSeek-V4-Pro \\\n  {flags}\n"
