@@ -173,20 +173,24 @@ def _run_reference(args: argparse.Namespace) -> int:
 
 
 def _print_summary(records: list[Any], out: Path, *, per_k: bool) -> None:
+    from golden_al.cli._common import clusters_text, warn_few_clusters
+
     def line(r: Any, path: Path) -> str:
         est = " (estimate)" if r.estimate else ""
-        return (f"AL {r.al:.3f}{est}  95% CI [{r.al_ci95[0]:.3f}, {r.al_ci95[1]:.3f}]  k={r.draft_len}  "
-                f"steps={r.num_verify_steps:g}  requests={r.num_requests}  {path / 'measurement.json'}")
+        return (f"AL {r.al:.3f}{est}  95% CI [{r.al_ci95[0]:.3f}, {r.al_ci95[1]:.3f}] over {clusters_text(r)}  "
+                f"k={r.draft_len}  steps={r.num_verify_steps:g}  {path / 'measurement.json'}")
 
+    warn_few_clusters(records)
     if not per_k:
         r = records[0]
         sys.stdout.write(line(r, out) + "\n")
         return
-    sys.stdout.write(f"{'k':>3}  {'AL':>7}  {'95% CI':>17}  {'steps':>8}  {'requests':>8}  record\n")
+    sys.stdout.write(f"{'k':>3}  {'AL':>7}  {'95% CI':>17}  {'steps':>8}  {'clusters':>8}  record\n")
     for r in records:
         ci = f"[{r.al_ci95[0]:.3f}, {r.al_ci95[1]:.3f}]"
+        n = r.uncertainty.clusters if r.uncertainty is not None else r.num_requests
         sys.stdout.write(f"{r.draft_len:>3}  {r.al:>7.3f}  {ci:>17}  {r.num_verify_steps:>8g}  "
-                         f"{r.num_requests:>8}  {out / f'k{r.draft_len}' / 'measurement.json'}\n")
+                         f"{n:>8}  {out / f'k{r.draft_len}' / 'measurement.json'}\n")
     if records and records[0].estimate:
         sys.stdout.write("(sampled replay: counts are expectations, records carry estimate: true)\n")
 
