@@ -268,6 +268,36 @@ def _quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+@contextlib.contextmanager
+def _counting_dequantize(name: str, total: int, progress: ProgressFn) -> Iterator[None]:
+    """Report "tensor i/N" (with an ETA from the rate so far) while transformers dequantizes.
+
+    transformers' GGUF loader (transformers/modeling_gguf_pytorch_utils.py, 5.x,
+    ``load_gguf_checkpoint``) imports ``gguf.dequantize`` when it runs and calls it once per
+    tensor, so wrapping that module attribute for the duration counts the tensors.
+    """
+    import gguf
+
+    original = gguf.dequantize
+    count = 0
+    start = time.perf_counter()
+
+    def counted(data: Any, qtype: Any) -> Any:
+        nonlocal count
+        out = original(data, qtype)
+        count += 1
+        elapsed = time.perf_counter() - start
+        eta = f", about {(total - count) * elapsed / count:.0f} s left" if total and count < total else ""
+        progress(0, description=f"dequantizing {name}: tensor {count}/{total or '?'}{eta}")
+        return out
+
+    gguf.dequantize = counted
+    try:
+        yield
+    finally:
+        gguf.dequantize = original
+
+
 def _write_full_tokenizer_json(saved_dir: Path) -> dict[str, Any]:
     """Rewrite ``tokenizer.json`` as the complete backend AutoTokenizer builds, and verify the fast path.
 
@@ -344,10 +374,11 @@ def _convert(gguf_path: Path, out_dir: Path, *, meta: dict[str, Any], digest: st
 
     progress(0, description=f"dequantizing {gguf_path.name}")
     t0 = time.perf_counter()
-    model = AutoModelForCausalLM.from_pretrained(
-        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32,
-        quantization_config=GgufConfig(dequantize=True),
-    )
+    with _counting_dequantize(gguf_path.name, int(meta.get("tensor_count") or 0), progress):
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32,
+            quantization_config=GgufConfig(dequantize=True),
+        )
     load_s = time.perf_counter() - t0
     model.eval()
     _check_dense(model, torch.float32)
