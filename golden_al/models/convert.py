@@ -33,6 +33,7 @@ Imports torch, transformers and gguf lazily (inside functions).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -100,7 +101,23 @@ def _field_value(reader: Any, key: str) -> Any:
 
 
 def gguf_metadata(path: str | Path) -> dict[str, Any]:
-    """Architecture, file type (e.g. ``Q4_K_M``), name and tensor-type counts of a GGUF file."""
+    """Architecture, file type (e.g. ``Q4_K_M``), name and tensor-type counts of a GGUF file.
+
+    Memoized per file (path, size, modification time): gguf-py's reader parses every
+    metadata field in Python (seconds for a 150k-token vocabulary), and one ``measure`` run
+    resolves the same file several times.
+    """
+    try:
+        st = Path(path).stat()
+    except OSError as err:
+        raise ModelError(f"{path} is not a readable GGUF file: {err}",
+                         hint="check the file (its SHA-256) or re-fetch it") from err
+    meta = _gguf_metadata(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    return {**meta, "tensor_types": dict(meta["tensor_types"])}
+
+
+@functools.lru_cache(maxsize=16)
+def _gguf_metadata(path: str, size: int, mtime_ns: int) -> dict[str, Any]:
     try:
         import gguf
     except ImportError as err:
