@@ -2,12 +2,12 @@
 
 The float32 side is the committed curve (experiments/qwen-coder-curve/humaneval, 80 prompts,
 256 tokens, greedy, replay with a k = 6 trajectory). The bfloat16 side is the same command
-with ``--dtype bfloat16``. Requests are paired by index; the interval of each AL difference is a
+with ``--dtype bfloat16`` (over the first N of those prompts). Requests are paired by index; the interval of each AL difference is a
 paired percentile bootstrap over requests (the independent units: each resample draws the same
 requests on both sides), 4,000 resamples, seed 0.
 
     flock /tmp/golden-al-heavy.lock golden-al measure --draft-lens 1-8 --mode replay \
-        --replay-trajectory-k 6 --prompts humaneval --num-prompts 80 --max-tokens 256 --batch-size 16 \
+        --replay-trajectory-k 6 --prompts humaneval --num-prompts 40 --max-tokens 256 --batch-size 16 \
         --thinking off --seed 0 --dtype bfloat16 --out runs/humaneval-bf16
     python experiments/bf16-vs-fp32/compare.py runs/humaneval-bf16
 """
@@ -86,7 +86,8 @@ def main() -> int:
     t32 = r32["provenance"]["reference_engine"].get("measure_wall_s")
     t16 = r16["provenance"]["reference_engine"].get("measure_wall_s")
     doc = {
-        "what": "bfloat16 vs float32, Qwen2.5-Coder-1.5B/0.5B, HumanEval first 80, 256 tokens, greedy, k = 1..8",
+        "what": "bfloat16 vs float32, Qwen2.5-Coder-1.5B/0.5B, HumanEval (the bf16 run's prompts), 256 tokens, "
+                "greedy, k = 1..8",
         "fp32_run": str(args.fp32_run), "bf16_run": str(args.bf16_run),
         "fp32_started": r32["provenance"].get("started"), "bf16_started": r16["provenance"].get("started"),
         "per_k": per_k, "token_agreement": agreement,
