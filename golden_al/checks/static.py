@@ -165,23 +165,9 @@ def _resolve_model(models: Sequence[ModelName], store: Any) -> tuple[str | None,
     return None, models[0].name, "no curve for " + ", ".join(tried)
 
 
-def _variant_tokens(name: str | None) -> set[str]:
-    if not name:
-        return set()
-    return {t for t in re.split(r"[^a-z0-9.]+", name.lower().rsplit("/", 1)[-1]) if t}
-
-
 def _pick_curve(store: Any, model: str, method: str | None, pin: Pin) -> Any:
-    """The curve for the pin, as the store chooses; on ambiguity, by variant tokens of the draft name."""
-    try:
-        return store.curve(model, method, draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method)
-    except AmbiguousCurveError:
-        cands = store.curves_for(model, method)
-        tokens = _variant_tokens(pin.draft_model)
-        named = [sc for sc in cands if sc.variant and set(sc.variant.lower().replace("_", "-").split("-")) <= tokens]
-        if len(named) == 1:  # the draft's own name carries the variant (e.g. ...-EAGLE3-GQA -> gqa)
-            return named[0]
-        raise
+    """The curve for the pin, as the store chooses it (the same choice ``inject`` and ``env`` make)."""
+    return store.curve(model, method, draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method)
 
 
 def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:

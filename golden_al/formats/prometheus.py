@@ -464,8 +464,9 @@ class AtomSpecCounters:
 
     def to_counts(self, k: int | None = None) -> AcceptanceCounts:
         """:class:`~distributions.counts.AcceptanceCounts`; ``k`` defaults to draft tokens / steps."""
-        stats = {"enabled": True, "total_draft_tokens": self.draft_tokens,
-                 "total_accepted_tokens": self.accepted_tokens, "distribution": dict(self.decode_steps)}
+        stats = {atom_engine.STATS_ENABLED: True, atom_engine.STATS_DRAFT_TOKENS: self.draft_tokens,
+                 atom_engine.STATS_ACCEPTED: self.accepted_tokens,
+                 atom_engine.STATS_DISTRIBUTION: dict(self.decode_steps)}
         return _to_counts(lambda: atom_engine.counts_from_mtp_stats(stats, k=k), self.source)
 
     def minus(self, before: AtomSpecCounters) -> AtomSpecCounters:
