@@ -21,7 +21,8 @@ def test_registry_has_the_four_engines_with_profiles():
     for name in ("sglang", "vllm", "trtllm", "atom"):
         profile = engines.get_profile(name)
         assert profile.name == name
-        assert profile.sources and all(s.repo and s.path and s.version for s in profile.sources)
+        assert profile.sources
+        assert all(s.repo and s.path and s.version for s in profile.sources)
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("golden_al.engine_spec")
 
@@ -116,11 +117,13 @@ def test_inject_and_check_choose_the_gqa_curve_from_the_draft_name(tmp_path, dra
     store = load_store(golden)
     text = _RECIPE.format(draft=draft)
     res = plan_injection(text, path="r.yaml", store=store, model="minimax-m3", thinking="on")
-    assert res.point.al == al and res.point.curve == "minimaxm3_eagle3_gqa"
+    assert res.point.al == al
+    assert res.point.curve == "minimaxm3_eagle3_gqa"
     recipe = tmp_path / "r.yaml"
     recipe.write_text(res.new_text)
     report = check_paths([str(recipe)], store=store)
-    assert [f.verdict for f in report.findings] and all(f.verdict == "match" for f in report.findings)
+    assert report.findings
+    assert all(f.verdict == "match" for f in report.findings)
 
 
 _TOKENS = ("SGLANG_SIMULATE", "SIMULATE_ACC", "TLLM_SPEC_DECODE", "speculative-num-steps", "vllm:spec_decode",
