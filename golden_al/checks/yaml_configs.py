@@ -48,6 +48,7 @@ from golden_al.checks.spec import (
     trtllm_draft,
     vllm_draft,
 )
+from golden_al.injection.recipe import canonical_role, env_block_role
 
 __all__ = [
     "MasterRef",
@@ -152,11 +153,16 @@ def _walk(obj: Any, path: tuple[str, ...] = (), depth: int = 0) -> Iterator[tupl
 
 
 def _role_of(path: tuple[str, ...]) -> str | None:
+    """The canonical worker role a key path belongs to (the same roles ``inject`` reads)."""
     for part in path:
         p = part.lower()
-        for role in _ROLES:
-            if p == role or p.startswith(role + "_") or p == role[:3]:
-                return role
+        role = canonical_role(p) or env_block_role(p)
+        if role is None and "_" in p:
+            role = canonical_role(p.split("_", 1)[0])
+        if role is None:
+            role = next((r for r in _ROLES if p == r[:3]), None)
+        if role is not None:
+            return role
     return None
 
 
@@ -312,7 +318,7 @@ def _recipe_context(data: dict[str, Any], doc: YamlDoc, path: str, prefixes: tup
             engine = engine or _BACKEND_ENGINE.get(key.split("_config")[0])
             for role, role_args in value.items():
                 if isinstance(role_args, dict):
-                    args[str(role)] = role_args
+                    args[canonical_role(role) or str(role)] = role_args
         elif key.endswith("environment"):
             role = _role_of((key,)) or "all"
             envs[role] = (key, value)

@@ -151,3 +151,51 @@ def test_no_engine_literal_outside_the_profiles(rel):
     hits = [f"{f.relative_to(ROOT)}:{line}: {value!r}" for f in files for line, value in _code_strings(f)
             if any(t.lower() in value.lower() for t in _TOKENS)]
     assert hits == []
+
+
+_AGG_RECIPE = """\
+name: agg
+model: {{path: qwen3.5}}
+backend:
+  type: sglang
+  agg_environment:
+    SGLANG_SIMULATE_ACC_LEN: "{value}"
+    SGLANG_SIMULATE_ACC_METHOD: match-expected
+    SGLANG_SIMULATE_ACC_TOKEN_MODE: real-draft-token
+  sglang_config:
+    agg:
+      speculative-algorithm: EAGLE
+      speculative-num-steps: 3
+      speculative-eagle-topk: 1
+      speculative-num-draft-tokens: 4
+"""
+
+_QWEN = """\
+# key = num_speculative_tokens (MTP level); value = golden AL
+qwen3.5:
+  thinking_on:
+    3: 2.61
+  thinking_off:
+    3: 2.7
+"""
+
+
+def test_check_and_inject_read_the_agg_role_alike(tmp_path):
+    """``agg`` is ``aggregated``: check judges the pin (it said undetermined), inject rewrites its block only."""
+    from golden_al.checks.static import check_paths
+    from golden_al.golden import load_store
+    from golden_al.injection.inject import plan_injection
+
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    (golden / "qwen3.5_mtp.yaml").write_text(_QWEN)
+    store = load_store(golden)
+    recipe = tmp_path / "agg.yaml"
+    recipe.write_text(_AGG_RECIPE.format(value="3.5"))
+    report = check_paths([str(recipe)], store=store)
+    assert [f.verdict for f in report.findings] == ["mismatch"]
+    res = plan_injection(recipe.read_text(), path=recipe, store=store, model="qwen3.5", thinking="on")
+    assert res.new_text.count("_environment:") == 1
+    assert 'SGLANG_SIMULATE_ACC_LEN: "2.61"' in res.new_text
+    recipe.write_text(res.new_text)
+    assert [f.verdict for f in check_paths([str(recipe)], store=store).findings] == ["match"]
