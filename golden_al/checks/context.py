@@ -1,6 +1,6 @@
 """Shared vocabulary of the static check: knob names, thinking settings, agentic paths.
 
-The knobs (engine-facts.md): SGLang ``SGLANG_SIMULATE_ACC_LEN`` (+ legacy
+The knobs (names in each engine's profile, ``golden_al/engines/``): SGLang ``SGLANG_SIMULATE_ACC_LEN`` (+ legacy
 ``SIMULATE_ACC_LEN``) with ``SGLANG_SIMULATE_ACC_METHOD`` /
 ``SGLANG_SIMULATE_ACC_TOKEN_MODE``; vLLM ``rejection_sample_method: synthetic`` with
 ``synthetic_acceptance_length`` or ``synthetic_acceptance_rates`` inside

@@ -27,7 +27,7 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 import yaml
@@ -855,6 +855,3 @@ def pin_keyword_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def pure_name(path: str) -> str:
-    """File name of a path (for messages)."""
-    return PurePath(path).name

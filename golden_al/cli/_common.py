@@ -151,3 +151,16 @@ def progress(description: str, total: int | None = None, *, unit: str = "") -> I
                 bar.advance(task, advance)
 
         yield callback
+
+
+_ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|exc):`~?([^`]+)`")
+
+
+def plain_text(doc: str) -> str:
+    """A docstring as help text: reST roles and literal markup removed.
+
+    ``:func:`golden_al.golden.curve_method_for``` -> ``curve_method_for``; ````x```` -> ``x``.
+    """
+    text = _ROLE.sub(lambda m: m.group(1).rsplit(".", 1)[-1], doc)
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    return re.sub(r"(?<![`\w])`([^`]+)`(?![`\w])", r"\1", text)

