@@ -49,7 +49,9 @@ DECODING_TYPE = "decoding_type"
 MAX_DRAFT_LEN = "max_draft_len"
 MTP_LAYERS = "num_nextn_predict_layers"
 ONE_MODEL_KEYS: tuple[str, ...] = ("eagle3_one_model", "mtp_eagle_one_model")
-SPEC_KEYS: tuple[str, ...] = (MAX_DRAFT_LEN, DECODING_TYPE, *ONE_MODEL_KEYS, "speculative_model", MTP_LAYERS)
+#: Where the draft checkpoint is named, newest spelling first.
+DRAFT_MODEL_KEYS: tuple[str, ...] = ("speculative_model", "speculative_model_dir")
+SPEC_KEYS: tuple[str, ...] = (MAX_DRAFT_LEN, DECODING_TYPE, *ONE_MODEL_KEYS, *DRAFT_MODEL_KEYS, MTP_LAYERS)
 #: ``decoding_type`` values (lower-cased, no ``_``/``-``) that always run the two-model path.
 TWO_MODEL_TYPES: tuple[str, ...] = ("drafttarget", "ngram", "draftmodel")
 #: ``decoding_type`` values whose default is the one-model path.

@@ -252,7 +252,7 @@ def _role_spec(engine: str, role: str, cfg: Mapping[str, Any], loc: tuple[Any, .
         raise fail(exc) from None
     decoding = str(spec.get(trtllm.DECODING_TYPE) or "") or None
     two_model = trtllm.two_model_path(spec) is True
-    return RoleSpec(role, engine, decoding, dl, spec.get("speculative_model") or spec.get("speculative_model_dir"),
+    return RoleSpec(role, engine, decoding, dl, next((spec[k] for k in trtllm.DRAFT_MODEL_KEYS if spec.get(k)), None),
                     None, None, loc, line, trtllm_two_model=two_model)
 
 
