@@ -40,6 +40,7 @@ from golden_al.engines import atom, sglang, trtllm, vllm
 __all__ = [
     "ATOM_KNOBS",
     "KEYWORDS",
+    "MASTER_LENGTH_KEY",
     "SGLANG_COMPANIONS",
     "SGLANG_KNOBS",
     "TRTLLM_KNOB",
@@ -61,6 +62,8 @@ ATOM_KNOBS = (atom.LENGTH_FLAG, atom.RATE_FLAG)
 VLLM_KEYS = (vllm.LENGTH_KEY, vllm.RATES_KEY, vllm.LEGACY_RATE_KEY)
 #: InferenceX master configs' own key for a golden AL (``.github/configs/*-master.yaml``).
 MASTER_KEY = "SYNTHETIC_ACCEPTANCE"
+#: The master-config setting that holds the golden AL itself.
+MASTER_LENGTH_KEY = "SYNTHETIC_ACCEPTANCE_LENGTH"
 
 #: Substrings that make a file worth parsing (a cheap pre-filter).
 KEYWORDS = (sglang.LEGACY_ENV_LEN, vllm.LENGTH_KEY.rsplit("_", 1)[0], trtllm.ENV_FORCE,
