@@ -34,6 +34,7 @@ from typing import Any
 
 from distributions import units
 from distributions.uncertainty import mean_z_score
+from golden_al.engines import atom, sglang, vllm
 from golden_al.errors import InputFileError, NoVerifyStepsError, UsageError
 from golden_al.formats import (
     AtomMtpStatsRecord,
@@ -205,7 +206,7 @@ def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, in
         if recs:
             raise InputFileError(f"{len(recs)} SGLang decode line(s) but none carries 'accept len' with a running "
                                  "batch (speculative decoding off?)", path=logs[0][0])
-        raise _no_lines("SGLang 'Decode batch' lines", logs, other)
+        raise _no_lines(f"SGLang '{sglang.PROFILE.log_pattern('decode-head').marker}' lines", logs, other)
     weights = [interval * r.running_req for r in usable]
     total = math.fsum(weights)
     realized = math.fsum(w * r.accept_len for w, r in zip(weights, usable, strict=False)) / total  # type: ignore[operator]
@@ -227,7 +228,7 @@ def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, in
 def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
     recs = [r for _, scan in logs for r in scan.of("vllm") if isinstance(r, VllmSpecDecodingRecord)]
     if not recs:
-        raise _no_lines("vLLM 'SpecDecoding metrics' lines", logs, other)
+        raise _no_lines(f"vLLM '{vllm.PROFILE.log_pattern('spec-head').marker}' lines", logs, other)
     accepted = sum(r.accepted_tokens for r in recs)
     drafted = sum(r.drafted_tokens for r in recs)
     notes = [f"{len(recs)} SpecDecoding line(s): Accepted {accepted} / Drafted {drafted} tokens; "
@@ -249,14 +250,14 @@ def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
 def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
     recs = [r for _, scan in logs for r in scan.of("atom") if isinstance(r, AtomMtpStatsRecord)]
     if not recs:
-        raise _no_lines("ATOM '[MTP Stats ...]' lines", logs, other)
+        raise _no_lines(f"ATOM '{atom.PROFILE.log_pattern('mtp-stats').marker} ...]' lines", logs, other)
     intervals = [r for r in recs if r.kind == "interval"]
     use = intervals or [recs[-1]]
     accepted = sum(r.accepted_tokens for r in use)
     drafted = sum(r.draft_tokens for r in use)
     if drafted % k:
         raise InputFileError(f"ATOM charges k draft tokens per step, but {drafted} is not a multiple of k={k}",
-                             path=logs[0][0], hint="is --draft-len the server's --num-speculative-tokens?")
+                             path=logs[0][0], hint=f"is --draft-len the server's {atom.FLAG_K}?")
     steps = drafted / k
     if steps <= 0:
         raise NoVerifyStepsError("the ATOM lines report zero steps: AL is undefined")

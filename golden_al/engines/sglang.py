@@ -131,6 +131,8 @@ META_PROPOSED_KEYS: tuple[str, ...] = ("spec_num_proposed_drafts", "spec_propose
 META_ACCEPT_LENGTH = "spec_accept_length"
 META_DETAILS = "spec_tokens_details"  # sglext.spec_tokens_details on the OpenAI endpoints
 META_INFO = "meta_info"
+#: The OpenAI endpoints' extension object that holds :data:`META_DETAILS`.
+META_EXTENSION = "sglext"
 
 _FIELD_NAMES = {
     "num_verify_steps": META_VERIFY,

@@ -553,7 +553,7 @@ def _atom(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> AtomSpecCo
     if not snap.select(ATOM_DECODE_STEPS, labels):
         raise MetricMissingError(
             f"{snap._where()}metric {ATOM_DECODE_STEPS} is absent: ATOM exposes it only when MTP is enabled",
-            hint="start ATOM with --method and --num-speculative-tokens",
+            hint=f"start ATOM with {atom_engine.FLAG_METHOD} and {atom_engine.FLAG_K}",
         )
     by_j = snap.by_label(ATOM_DECODE_STEPS, _ACCEPTED_TOKENS, labels)
     steps = tuple(sorted((_int_label(snap, ATOM_DECODE_STEPS, _ACCEPTED_TOKENS, k), v) for k, v in by_j.items()))
