@@ -150,12 +150,20 @@ def spec_flags(method: str, k: int, *, draft_model: str | None = None) -> list[s
 
 
 def review_pin(knob: str, raw: str, value: float | None, k: int | None, *, both: bool = False,
-               dspark_config: str | None = None) -> PinReview:
-    """ATOM's rules for a forced length or rate (``atom/config.py`` ``_resolve_synthetic_acceptance``)."""
+               dspark_config: str | None = None, method_flag: bool | None = None) -> PinReview:
+    """ATOM's rules for a forced length or rate (``atom/config.py`` ``_resolve_synthetic_acceptance``).
+
+    ``method_flag``: whether the launch line gives ``--method`` (False: it does not, so
+    speculative decoding and with it the forced acceptance are off; None: not known).
+    """
     r = PinReview()
     if value is None:
         r.problems.append(("unsafe-value", f"{knob}={raw!r} is not a number"))
         return r
+    if method_flag is False:
+        r.problems.append(("unsafe-value", f"{knob} without {FLAG_METHOD}: ATOM ignores it (speculative decoding, "
+                                           f"and with it synthetic acceptance, is off unless {FLAG_METHOD} is given; "
+                                           "atom/config.py _resolve_synthetic_acceptance)"))
     if both:
         r.problems.append(("unsafe-value", f"both {LENGTH_FLAG} and -rate are set; ATOM rejects "
                                            "the pair (atom/config.py _resolve_synthetic_acceptance)"))
