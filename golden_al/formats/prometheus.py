@@ -248,8 +248,10 @@ def _parse_lines(lines: Iterable[tuple[int, str]], src: str | None) -> MetricsSn
 
 
 #: Families whose ``*_created`` times identify a server lifetime (with ``process_start_time_seconds``).
-_KEEP_PREFIXES = ("vllm:spec_decode", "sglang:spec_", "sglang:generation_tokens", "sglang:num_requests",
-                  "atom:mtp_", "process_start_time_seconds")
+_KEEP_PREFIXES = (vllm_engine.METRIC_PREFIX, sglang_engine.METRIC_SPEC_PREFIX,
+                  sglang_engine.METRIC_GENERATION_TOKENS.removesuffix("_total"),
+                  sglang_engine.METRIC_NUM_REQUESTS.removesuffix("_total"), atom_engine.METRIC_PREFIX,
+                  "process_start_time_seconds")
 #: Byte cap of one saved ``/metrics`` body (a real one is well under 1 MiB).
 MAX_METRICS_BYTES = 64 * 1024 * 1024
 
