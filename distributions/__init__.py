@@ -1,13 +1,13 @@
 """Pure math on per-step speculative-decoding acceptance distributions.
 
-No I/O, no engine knowledge beyond the shape of what engines report, no torch:
+No I/O, no engine knowledge (no engine's field, metric or flag names), no torch:
 numpy and scipy only. Modules:
 
 * :mod:`distributions.units`: the one home of every AL formula and conversion
-  (AL from counts, AL <-> rate, TensorRT-LLM's AL-1, rates, AL(k) from a profile).
+  (AL from counts, AL <-> rate, accepted drafts AL-1, rates, AL(k) from a profile).
 * :mod:`distributions.acceptance`: :class:`AcceptanceDistribution`, the pmf of L.
-* :mod:`distributions.counts`: :class:`AcceptanceCounts` from vLLM / SGLang / ATOM
-  reports, and :func:`delta` of cumulative snapshots.
+* :mod:`distributions.counts`: :class:`AcceptanceCounts` (verify steps, accepted
+  drafts, histogram), and :func:`delta` of cumulative snapshots.
 * :mod:`distributions.families`: constant and decaying conditional profiles.
 * :mod:`distributions.fit`: one conditional profile shared by every draft length,
   with flags for points it cannot explain; :func:`derive_curve`.
@@ -21,15 +21,8 @@ from __future__ import annotations
 from distributions.acceptance import AcceptanceDistribution
 from distributions.counts import (
     AcceptanceCounts,
-    atom_mtp_stats_delta,
     delta,
-    from_atom_mtp_stats,
     from_histogram,
-    from_sglang_meta_info,
-    from_vllm_counters,
-    from_vllm_prometheus,
-    from_vllm_request_metrics,
-    sglang_biased_al,
 )
 from distributions.errors import CounterWentBackwardsError, DistributionError, FitError
 from distributions.families import ConstantConditional, DecayingConditional
@@ -80,7 +73,6 @@ __all__ = [
     "al_curve_from_unconditional",
     "al_interval",
     "al_interval_result",
-    "atom_mtp_stats_delta",
     "cluster_bootstrap_al",
     "curve_flags",
     "delta",
@@ -88,18 +80,12 @@ __all__ = [
     "derive_distributions",
     "fit_curve",
     "fit_profile",
-    "from_atom_mtp_stats",
     "from_histogram",
-    "from_sglang_meta_info",
-    "from_vllm_counters",
-    "from_vllm_prometheus",
-    "from_vllm_request_metrics",
     "iid_ci_from_counts",
     "mean_tolerance",
     "mean_z_score",
     "plan_sample_size",
     "ratio_stats",
     "requests_needed",
-    "sglang_biased_al",
     "verify_steps_needed",
 ]

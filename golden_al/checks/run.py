@@ -56,7 +56,13 @@ from distributions.uncertainty import (
     gaussian_tail_for_sigma,
     printed_interval_law,
 )
-from golden_al.errors import InputFileError, NoVerifyStepsError, UsageError
+from golden_al.errors import (
+    CounterSemanticsError,
+    InputFileError,
+    NoVerifyStepsError,
+    UnreadableInputError,
+    UsageError,
+)
 from golden_al.formats import (
     AtomMtpStatsRecord,
     SglangDecodeRecord,
@@ -64,11 +70,18 @@ from golden_al.formats import (
     counters_delta,
     detect_engine,
     order_snapshots,
-    parse_metrics_text,
-    scan_log_text,
     spec_counters,
 )
-from golden_al.formats.prometheus import MetricsSnapshot, SglangSpecCounters, SpecCounters
+from golden_al.formats.logs import read_log_file
+from golden_al.formats.prometheus import (
+    MetricsSnapshot,
+    SglangSpecCounters,
+    SpecCounters,
+    check_same_lifetime,
+    read_metrics_file,
+    validate_counters,
+)
+from golden_al.formats.validate import check_counts
 
 __all__ = [
     "DEFAULT_DECODE_LOG_INTERVAL",
@@ -164,12 +177,16 @@ def _looks_like_metrics(text: str) -> bool:
         and len(line.split(" ")) == 2 for line in head.splitlines()[:5])
 
 
-def _read(path: str | Path) -> str:
-    p = Path(path)
-    try:
-        return p.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise InputFileError(f"cannot read: {exc.strerror or exc}", path=p) from None
+def _head(path: str | Path) -> str:
+    """The first lines of a file (regular files only: a FIFO or device is refused unopened)."""
+    from golden_al import safeio
+
+    lines = []
+    for n, line in safeio.iter_lines(path):
+        lines.append(line)
+        if n >= 5:
+            break
+    return "\n".join(lines)
 
 
 def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
@@ -191,17 +208,20 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
     logs: list[tuple[str, Any]] = []
     other_engines: dict[str, int] = {}
     for f in files:
-        text = _read(f)
-        if _looks_like_metrics(text):
+        if _looks_like_metrics(_head(f)):
             try:
-                snap = parse_metrics_text(text, source=f)
+                snap = read_metrics_file(f)
+            except CounterSemanticsError:
+                raise
+            except UnreadableInputError:
+                raise
             except InputFileError:
                 snap = None
             if snap is not None and detect_engine(snap) is not None:
                 snapshots.append((snap, spec_counters(snap, engine if detect_engine(snap) == engine else None,
                                                       labels)))
                 continue
-        scan = scan_log_text(text, source=f)
+        scan = read_log_file(f)
         for r in scan.records:
             if r.engine != engine:
                 other_engines[r.engine] = other_engines.get(r.engine, 0) + 1
@@ -212,9 +232,9 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
         if len(snapshots) != 2:
             raise UsageError(f"{len(snapshots)} Prometheus snapshot(s) given; check-run needs exactly two "
                              "(before and after the run)")
-        return _from_snapshots(snapshots, engine, batch_size)
+        return _from_snapshots(snapshots, engine, batch_size, k)
     if engine == "sglang":
-        return _from_sglang(logs, decode_log_interval, other_engines)
+        return _from_sglang(logs, decode_log_interval, other_engines, k)
     if engine == "vllm":
         return _from_vllm(logs, k, other_engines)
     if engine == "atom":
@@ -231,9 +251,14 @@ def _no_lines(what: str, logs: list[tuple[str, Any]], other: dict[str, int]) -> 
                           hint="pass the server log (or the lines extracted from it) of the engine named by --engine")
 
 
-def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, int]) -> RunEvidence:
+def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, int],
+                 k: int | None = None) -> RunEvidence:
     if interval < 1:
         raise UsageError(f"--decode-log-interval must be >= 1, got {interval}")
+    for name, scan in logs:
+        for r in scan.of("sglang"):
+            if isinstance(r, SglangDecodeRecord) and r.accept_len is not None and r.running_req > 0:
+                check_counts(what="SGLang decode line", al=r.accept_len, k=k, path=name, line=r.line_no)
     recs = [r for _, scan in logs for r in scan.of("sglang") if isinstance(r, SglangDecodeRecord)]
     usable = [r for r in recs if r.accept_len is not None and math.isfinite(r.accept_len) and r.running_req > 0]
     if not usable:
@@ -266,6 +291,12 @@ def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
     recs = [r for _, scan in logs for r in scan.of("vllm") if isinstance(r, VllmSpecDecodingRecord)]
     if not recs:
         raise _no_lines("vLLM 'SpecDecoding metrics' lines", logs, other)
+    for name, scan in logs:  # now that k is known: AL <= k+1, at most k positions, drafted <= k*drafts
+        for r in scan.of("vllm"):
+            if isinstance(r, VllmSpecDecodingRecord):
+                check_counts(what="vLLM SpecDecoding line", accepted=r.accepted_tokens, drafted=r.drafted_tokens,
+                             k=k, al=r.mean_acceptance_length, per_position=r.per_position_rates or None,
+                             path=name, line=r.line_no)
     accepted = sum(r.accepted_tokens for r in recs)
     drafted = sum(r.drafted_tokens for r in recs)
     notes = [f"{len(recs)} SpecDecoding line(s): Accepted {accepted} / Drafted {drafted} tokens; "
@@ -276,8 +307,7 @@ def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
     steps = drafted / k
     if steps <= 0:
         raise NoVerifyStepsError("the vLLM lines report zero drafted tokens: AL is undefined")
-    if accepted > drafted:
-        raise InputFileError(f"Accepted {accepted} > Drafted {drafted} tokens", path=logs[0][0])
+    check_counts(what="vLLM SpecDecoding lines (totals)", accepted=accepted, drafted=drafted, path=logs[0][0])
     notes.append("vLLM never logs the last partial interval; stop the server >= 11 s after the last request "
                  "for complete totals")
     realized = units.al_from_counts(accepted, steps)
@@ -288,6 +318,11 @@ def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
     recs = [r for _, scan in logs for r in scan.of("atom") if isinstance(r, AtomMtpStatsRecord)]
     if not recs:
         raise _no_lines("ATOM '[MTP Stats ...]' lines", logs, other)
+    for name, scan in logs:
+        for r in scan.of("atom"):
+            if isinstance(r, AtomMtpStatsRecord):
+                check_counts(what="ATOM MTP stats line", accepted=r.accepted_tokens, drafted=r.draft_tokens,
+                             drafts=r.draft_tokens / k, k=k, al=r.avg_tokens_per_forward, path=name, line=r.line_no)
     intervals = [r for r in recs if r.kind == "interval"]
     use = intervals or [recs[-1]]
     accepted = sum(r.accepted_tokens for r in use)
@@ -298,6 +333,8 @@ def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
     steps = drafted / k
     if steps <= 0:
         raise NoVerifyStepsError("the ATOM lines report zero steps: AL is undefined")
+    check_counts(what="ATOM MTP stats lines (totals)", accepted=accepted, drafted=drafted, drafts=steps, k=k,
+                 path=logs[0][0])
     note = (f"{len(intervals)} interval line(s)" if intervals else "the last cumulative line (no interval lines)")
     realized = units.al_from_counts(accepted, steps)
     return RunEvidence("atom", "atom MTP stats log", realized, steps, steps, steps, len(use),
@@ -305,12 +342,15 @@ def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
 
 
 def _from_snapshots(snapshots: list[tuple[MetricsSnapshot, SpecCounters]], engine: str,
-                    batch_size: float | None) -> RunEvidence:
+                    batch_size: float | None, k: int | None = None) -> RunEvidence:
     engines = {c.engine for _, c in snapshots}
     if engines != {engine}:
         raise UsageError(f"the snapshots hold {', '.join(sorted(engines))} counters, but --engine is {engine}")
+    # Never order across server lifetimes: a restart makes "by their counters" meaningless.
+    check_same_lifetime(snapshots[0][0], snapshots[1][0])
     (snap_a, before), (snap_b, after) = order_snapshots(snapshots)
     d = counters_delta(before, after)
+    validate_counters(d, k)
     steps = d.num_verify_steps
     if steps <= 0:
         raise NoVerifyStepsError(f"{snap_a.source} -> {snap_b.source}: zero verify steps between the snapshots",
