@@ -58,7 +58,7 @@ __all__ = [
 ]
 
 Engine = Literal["sglang", "vllm", "trtllm", "atom"]
-ENGINES: tuple[str, ...] = ("sglang", "vllm", "trtllm", "atom")
+ENGINES: tuple[str, ...] = ("sglang", "vllm", "trtllm", "atom", "llamacpp")
 
 # SGLang (python/sglang/srt/environ.py, 0.5.23): read once at import, so they must be in
 # the server's launch environment.
@@ -328,7 +328,12 @@ def synthetic_settings(engine: str, al: float, k: int, *, sglang_method: str = "
     * vllm: ``{"rejection_sample_method": "synthetic", "synthetic_acceptance_length": 4.05}``
       (fields to merge into ``--speculative-config``)
     * atom: ``{"--spec-decode-acceptance-length": "4.05"}``
+    * llamacpp: ``{"--spec-synth-len": "4.05"}`` (AL incl. the target token)
     """
+    if engine == "llamacpp":  # golden_al/engines/llamacpp.py: {"--spec-synth-len": "4.05"}
+        from golden_al.engines import get_profile
+
+        return get_profile(engine).synthetic_settings(al, k)
     al = units.check_al(al, k)
     if engine == "sglang":
         if sglang_method not in SGLANG_METHODS:

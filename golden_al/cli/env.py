@@ -29,7 +29,9 @@ print ``GOLDEN_AL_VLLM_SPECULATIVE_CONFIG`` holding a whole ``--speculative-conf
 JSON (``num_speculative_tokens``, ``method`` when known, and the synthetic fields) for
 ``vllm serve M --speculative-config "$GOLDEN_AL_VLLM_SPECULATIVE_CONFIG"``; merge it into
 your own config if it carries more keys (``model``, ...). For ATOM, shell/dotenv print
-``GOLDEN_AL_ATOM_ARGS`` (the flag and its value) for ``... $GOLDEN_AL_ATOM_ARGS``.
+``GOLDEN_AL_ATOM_ARGS`` (the flag and its value) for ``... $GOLDEN_AL_ATOM_ARGS``. For
+llama.cpp, json is ``{"--spec-synth-len": "4.05"}`` and shell/dotenv the environment form
+``LLAMA_ARG_SPEC_SYNTH_LEN`` that llama-server reads instead of the flag.
 
 A model, mode or k without a committed value exits 2 and lists what exists.
 """
@@ -158,6 +160,10 @@ def render(settings: dict[str, Any], fmt: str, *, engine: str, k: int, method: s
         pairs = [(VLLM_SHELL_VAR, json.dumps(cfg, separators=(",", ":")))]
     elif engine == "atom":
         pairs = [(ATOM_SHELL_VAR, " ".join(f"{flag} {value}" for flag, value in settings.items()))]
+    elif engine == "llamacpp":  # llama-server reads LLAMA_ARG_SPEC_SYNTH_LEN as --spec-synth-len
+        from golden_al.engines import llamacpp
+
+        pairs = list(llamacpp.synthetic_shell_env(settings).items())
     else:
         pairs = [(key, str(value)) for key, value in settings.items()]
     if fmt == "shell":

@@ -39,7 +39,7 @@ examples:
       continue an interrupted run; requests already in runs/x/requests.jsonl are skipped
 """
 
-ENGINES = ("reference", "sglang", "vllm", "atom")
+ENGINES = ("reference", "sglang", "vllm", "atom", "llamacpp")
 
 
 def _num_prompts(text: str) -> int | None:
@@ -71,7 +71,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     k.add_argument("--draft-lens", metavar="LIST",
                    help="several draft lengths, e.g. '1-8' or '1,3,7': one record per k under OUT/k{K}/")
     parser.add_argument("--engine", choices=ENGINES, default="reference",
-                        help="reference: offline transformers engine (default); sglang|vllm|atom: a server")
+                        help="reference: offline transformers engine (default); sglang|vllm|atom|llamacpp: a server")
     parser.add_argument("--target", default=DEFAULT_TARGET, metavar="T",
                         help="target model: a known name, a model directory, a .gguf file or a hub id "
                         f"(default: {DEFAULT_TARGET})")

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 __all__ = ["REGISTRY", "engine_names", "get_profile"]
 
 #: ``--engine`` name -> module exporting ``PROFILE``. Adding an engine adds one line here.
-REGISTRY: dict[str, str] = {}
+REGISTRY: dict[str, str] = {
+    "llamacpp": "golden_al.engines.llamacpp",
+}
 
 
 def engine_names() -> tuple[str, ...]:

@@ -41,6 +41,7 @@ from distributions import counts as dcounts
 from distributions import units
 from distributions.counts import AcceptanceCounts
 from distributions.errors import DistributionError
+from golden_al.engines import llamacpp as llamacpp_profile
 from golden_al.errors import (
     CounterResetError,
     InputFileError,
@@ -48,6 +49,8 @@ from golden_al.errors import (
     NoVerifyStepsError,
     UsageError,
 )
+from golden_al.formats.llamacpp import LlamaCppSpecCounters
+from golden_al.formats.llamacpp import read_counters as read_llamacpp_counters
 
 __all__ = [
     "ATOM_ACCEPTED",
@@ -94,7 +97,7 @@ ATOM_ACCEPTED = "atom:mtp_accepted_tokens_total"
 ATOM_DECODE_STEPS = "atom:mtp_decode_steps_total"
 ATOM_AVG_TOKENS_PER_FORWARD = "atom:mtp_average_tokens_per_forward"
 
-Engine = Literal["vllm", "sglang", "atom"]
+Engine = Literal["vllm", "sglang", "atom", "llamacpp"]
 _PARSE_ERRORS = (ValueError, TypeError, IndexError, KeyError, AttributeError)
 
 
@@ -486,7 +489,7 @@ class AtomSpecCounters:
         )
 
 
-SpecCounters = VllmSpecCounters | SglangSpecCounters | AtomSpecCounters
+SpecCounters = VllmSpecCounters | SglangSpecCounters | AtomSpecCounters | LlamaCppSpecCounters
 
 
 def _counter(snap: MetricsSnapshot, name: str, labels: Mapping[str, str] | None) -> float:
@@ -564,6 +567,7 @@ _MARKERS: tuple[tuple[Engine, str], ...] = (
     ("vllm", VLLM_DRAFTS),
     ("sglang", SGLANG_VERIFY_CALLS),
     ("atom", ATOM_DRAFT_TOKENS),
+    ("llamacpp", llamacpp_profile.DRAFTS_METRIC),
 )
 
 
@@ -598,7 +602,7 @@ def spec_counters(
                 hint="was the server started with speculative decoding (and SGLang with --enable-metrics)?",
             )
     readers: dict[str, Callable[[MetricsSnapshot, Mapping[str, str] | None], SpecCounters]] = {
-        "vllm": _vllm, "sglang": _sglang, "atom": _atom}
+        "vllm": _vllm, "sglang": _sglang, "atom": _atom, "llamacpp": read_llamacpp_counters}
     if engine not in readers:
         raise UsageError(f"no Prometheus spec-decode counters are known for engine {engine!r}",
                          hint="one of " + ", ".join(readers))
@@ -631,4 +635,6 @@ def _secondary(c: SpecCounters) -> float:
         return c.num_draft_tokens + c.num_accepted_tokens
     if isinstance(c, SglangSpecCounters):
         return c.generation_tokens
+    if isinstance(c, LlamaCppSpecCounters):
+        return c.num_draft_tokens + c.num_accepted_tokens
     return c.draft_tokens + c.accepted_tokens

@@ -40,6 +40,7 @@ from types import FrameType
 from typing import Any
 
 from golden_al import engine_spec as es
+from golden_al.engines import llamacpp
 from golden_al.errors import ServerError, UsageError
 from golden_al.provenance import now_iso
 from golden_al.servers import synthetic
@@ -57,7 +58,7 @@ __all__ = [
     "wait_ready",
 ]
 
-SERVER_ENGINES: tuple[str, ...] = ("sglang", "vllm", "atom")
+SERVER_ENGINES: tuple[str, ...] = ("sglang", "vllm", "atom", "llamacpp")
 ENGINE_MODULES: dict[str, str] = {
     "sglang": "sglang.launch_server",
     "vllm": "vllm.entrypoints.openai.api_server",
@@ -79,9 +80,10 @@ _RESERVED = {
              "-sc", "--served-model-name", "--per-request-spec-decode-metrics"),
     "atom": ("--model", "--server-port", "--host", "--tensor-parallel-size", "-tp", "--method",
              "--num-speculative-tokens", "--draft-model", "--served-model-name"),
+    "llamacpp": llamacpp.RESERVED_FLAGS,
 }
 # Environment variables worth recording (never secrets: no tokens or keys).
-_ENV_PREFIXES = ("SGLANG_", "SIMULATE_ACC_", "VLLM_", "TLLM_", "ATOM_", "CUDA_VISIBLE_DEVICES",
+_ENV_PREFIXES = ("SGLANG_", "SIMULATE_ACC_", "VLLM_", "TLLM_", "ATOM_", "LLAMA_ARG_", "CUDA_VISIBLE_DEVICES",
                  "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "NCCL_", "HF_HUB_OFFLINE",
                  "TRANSFORMERS_OFFLINE", "OMP_NUM_THREADS")
 _SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
@@ -128,6 +130,8 @@ class LaunchSpec:
     command_prefix: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     image: str | None = None
+    binary: str | None = None
+    """llama.cpp only: the ``llama-server`` executable (``golden-al engines build llamacpp``)."""
 
     @property
     def url(self) -> str:
@@ -141,6 +145,8 @@ class LaunchSpec:
         """The record's ``draft_method`` (lower-case algorithm/method)."""
         if self.engine == "vllm":
             return vllm_method(self)
+        if self.engine == "llamacpp":
+            return "draft-model"
         return (self.algorithm or "").lower() or "unknown"
 
 
@@ -203,6 +209,8 @@ def build_command(spec: LaunchSpec) -> list[str]:
         raise UsageError(f"--tp must be >= 1, got {spec.tp}")
     _check_reserved(spec.engine, spec.engine_args)
     synthetic.check_engine_args(spec.engine, spec.engine_args, where="--engine-arg")
+    if spec.engine == "llamacpp":
+        return [*spec.command_prefix, *_llamacpp_command(spec), *spec.engine_args]
     cmd = [*spec.command_prefix, spec.python, "-m", ENGINE_MODULES[spec.engine]]
     if spec.engine == "sglang":
         if not spec.algorithm:
@@ -229,6 +237,28 @@ def build_command(spec: LaunchSpec) -> list[str]:
         cmd += ["--served-model-name", spec.served_model_name]
     cmd += list(spec.engine_args)
     return cmd
+
+
+def _llamacpp_command(spec: LaunchSpec) -> list[str]:
+    """``llama-server`` with the GGUF pair and a fixed draft length (:func:`golden_al.engines.llamacpp.launch_args`)."""
+    if not spec.binary:
+        raise UsageError("llama.cpp launch needs the llama-server binary",
+                         hint="golden-al engines build llamacpp, or --llama-server PATH")
+    if not spec.draft:
+        raise UsageError("llama.cpp launch needs --draft (the draft model's .gguf file)")
+    if spec.tp != 1:
+        raise UsageError(f"llama.cpp launch runs on one device; --tp {spec.tp} is not supported")
+    try:
+        llamacpp.spec_flags(spec.algorithm, spec.draft_len)
+    except ValueError as exc:
+        raise UsageError(str(exc), hint="omit --algorithm for llama.cpp (draft-model speculation)") from None
+    for what, path in (("--target", spec.target), ("--draft", spec.draft)):
+        if not str(path).endswith(".gguf"):
+            raise UsageError(f"llama.cpp loads GGUF files; {what} {path} is not a .gguf file",
+                             hint="golden-al models list shows the cached GGUF pair")
+    assert spec.port is not None
+    return [spec.binary, *llamacpp.launch_args(target=spec.target, draft=spec.draft, k=spec.draft_len,
+                                              host=spec.host, port=spec.port, alias=spec.served_model_name)]
 
 
 def relevant_env(env: Mapping[str, str]) -> dict[str, str]:

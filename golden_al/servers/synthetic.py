@@ -15,6 +15,10 @@ has its own switch (engine-facts.md; names in :mod:`golden_al.engine_spec`):
 * ATOM: ``--spec-decode-acceptance-length`` / ``--spec-decode-acceptance-rate``
   (HEAD ffdf3bb5d ``atom/model_engine/arg_utils.py``); it logs "Forced
   speculative acceptance ON".
+* llama.cpp: ``--spec-synth-len`` / ``--spec-synth-rates`` or their environment forms
+  ``LLAMA_ARG_SPEC_SYNTH_LEN`` / ``_RATES`` (commit 0c1e570 ``common/arg.cpp``; any value
+  is on), and it logs "synthetic speculative acceptance is enabled for benchmarking"
+  (``common/speculative.cpp``). Names in :mod:`golden_al.engines.llamacpp`.
 
 Every check raises :class:`~golden_al.errors.SyntheticAcceptanceActiveError`
 naming what it found and where.
@@ -29,6 +33,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from golden_al import engine_spec as es
+from golden_al.engines import llamacpp
 from golden_al.errors import SyntheticAcceptanceActiveError
 
 __all__ = [
@@ -79,6 +84,9 @@ def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment
         if f is None or f != 0.0:
             raise _refuse(f"{es.TRTLLM_ENV_FORCE}={env[es.TRTLLM_ENV_FORCE]}", where,
                           f"unset {es.TRTLLM_ENV_FORCE} {_HINT_ENV}")
+    for flag, name in llamacpp.SYNTH_FLAG_FORMS.items():
+        if name in env:
+            raise _refuse(f"{name}={env[name]}", where, f"unset {name} (the env form of llama.cpp's {flag}) {_HINT_ENV}")
     leftovers = sorted(k for k in env if k.startswith(("SGLANG_SIMULATE_", "SIMULATE_ACC_")) and k not in _SGLANG_LEN_VARS)
     inert = [k for k in _SGLANG_LEN_VARS if k in env]
     if leftovers or inert:
@@ -124,7 +132,7 @@ def check_engine_args(engine: str, args: Sequence[str], *, where: str = "server 
         cfg = find_speculative_config(args)
         if cfg is not None:
             check_vllm_speculative_config(cfg, where=where)
-    for flag in (es.ATOM_LENGTH_FLAG, es.ATOM_RATE_FLAG):
+    for flag in (es.ATOM_LENGTH_FLAG, es.ATOM_RATE_FLAG, *llamacpp.SYNTH_FLAG_FORMS):
         for i, arg in enumerate(args):
             if arg == flag or arg.startswith(flag + "="):
                 value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
@@ -171,6 +179,7 @@ def check_server_info(engine: str, info: Mapping[str, Any], *, where: str = "/se
 _VLLM_ARGS_LINE = re.compile(r"non-default args: (\{.*\})\s*$")
 _VLLM_SPEC_REPR = re.compile(r"rejection_sample_method\s*=\s*'synthetic'")
 _ATOM_FORCED = re.compile(r"Forced speculative acceptance ON")
+_LLAMACPP_SYNTH = re.compile(f"{llamacpp.LOG_SYNTH_WARNING}|{llamacpp.LOG_SYNTH_INFO}")
 
 
 def check_server_log(engine: str, text: str, *, where: str = "server log") -> None:
@@ -194,3 +203,7 @@ def check_server_log(engine: str, text: str, *, where: str = "server log") -> No
         if _ATOM_FORCED.search(line):
             raise _refuse("ATOM forced acceptance", f"{where} line {lineno}",
                           f"restart ATOM without {es.ATOM_LENGTH_FLAG}/{es.ATOM_RATE_FLAG}")
+        if _LLAMACPP_SYNTH.search(line):
+            raise _refuse("llama.cpp synthetic acceptance", f"{where} line {lineno}",
+                          f"restart llama-server without {llamacpp.FLAG_SYNTH_LEN}/{llamacpp.FLAG_SYNTH_RATES} "
+                          f"(and without {llamacpp.ENV_SYNTH_LEN}/{llamacpp.ENV_SYNTH_RATES})")
