@@ -24,7 +24,7 @@ larger variance.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -153,11 +153,6 @@ class LlamaCppSynthetic(EngineSampler):
             alive = alive[rng.random(alive.size) < c]
             out[alive] += 1
         return out
-
-    def engine_settings(self, al: float | None, k: int) -> dict[str, Any]:
-        if self.rates is not None:
-            return {"--spec-synth-rates": ",".join(units.format_number(r) for r in self.rates)}
-        return {"--spec-synth-len": units.format_number(units.check_al(al, k)) if al is not None else None}
 
     def warnings(self, al: float | None, k: int) -> list[str]:
         if self.rates is not None or al is None:

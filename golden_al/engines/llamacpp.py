@@ -36,10 +36,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from distributions import units
+from distributions.counts import AcceptanceCounts, Count, as_count, fit_length, position_counts
+from distributions.errors import DistributionError
 from golden_al.engines.profile import (
     Caveat,
     DraftLenRule,
     EngineProfile,
+    LaunchRequest,
     Limit,
     LogPattern,
     Metric,
@@ -65,8 +68,11 @@ __all__ = [
     "LLAMA_CPP_COMMIT",
     "PROFILE",
     "SYNTH_FLAG_FORMS",
+    "counts_from_counters",
     "draft_len_from_args",
     "launch_args",
+    "server_args",
+    "simulator_settings",
     "spec_flags",
     "synthetic_settings",
     "synthetic_shell_env",
@@ -146,6 +152,47 @@ LOG_SYNTH_INFO = (
 )
 
 
+_COUNTER_FIELDS = {
+    "num_verify_steps": DRAFTS_METRIC,
+    "num_accepted_drafts": ACCEPTED_METRIC,
+    "num_draft_tokens": DRAFT_TOKENS_METRIC,
+    "per_position_accepted": ACCEPTED_PER_POS_METRIC,
+}
+
+
+def counts_from_counters(num_drafts: Count, num_draft_tokens: Count, num_accepted_tokens: Count,
+                         accepted_per_position: Sequence[Count] | None, *, k: int | None = None) -> AcceptanceCounts:
+    """Counts from llama-server's spec-decode counters (one snapshot, or a delta of two).
+
+    ``num_drafts`` is +1 per verify step (``n_draft_verif_steps``), accepted tokens exclude
+    the bonus token, and position ``i`` counts the steps that accepted at least ``i + 1``
+    drafts (server-context.cpp), so the per-position counts fix the histogram of a chain.
+    With ``n_min = n_max = k`` every step drafts exactly k tokens: ``draft tokens = k x steps``.
+
+    Raises:
+        DistributionError: the counters contradict each other or ``k``.
+    """
+    src = "llamacpp-counters"
+    pos = None if accepted_per_position is None else position_counts(list(accepted_per_position),
+                                                                     f"{src}: {ACCEPTED_PER_POS_METRIC}")
+    if k is None:
+        if not pos:
+            raise DistributionError(f"{src}: the draft length k is unknown (no per-position counters yet)",
+                                    hint=f"pass k = {FLAG_N_MAX}")
+        k = len(pos)
+    k = units.check_draft_len(k)
+    if pos is not None:
+        pos = fit_length(pos, k, f"{src}: {ACCEPTED_PER_POS_METRIC}", f"k={k} positions")
+    steps = as_count(num_drafts, f"{src}: {DRAFTS_METRIC}")
+    drafted = as_count(num_draft_tokens, f"{src}: {DRAFT_TOKENS_METRIC}")
+    if drafted > k * steps * (1 + 1e-9):
+        raise DistributionError(f"{src}: {drafted:g} draft tokens exceed k x verify steps = {k} x {steps:g}",
+                                hint=f"is k the server's {FLAG_N_MAX}?")
+    return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=num_accepted_tokens,
+                            num_draft_tokens=drafted, per_position_accepted=None if pos is None else tuple(pos),
+                            source=src, field_names=_COUNTER_FIELDS)
+
+
 def spec_flags(algorithm: str | None, k: int, **options: Any) -> list[str]:
     """The llama-server flags that ask for a fixed draft length ``k`` (see the module docstring)."""
     k = units.check_draft_len(k)
@@ -165,6 +212,37 @@ def launch_args(*, target: str, draft: str, k: int, host: str, port: int, alias:
     if alias:
         args += [FLAG_ALIAS, alias]
     return args
+
+
+def server_args(req: LaunchRequest) -> list[str]:
+    """``measure --launch``: llama-server's arguments for a :class:`LaunchRequest` (GGUF target and draft).
+
+    Raises:
+        UsageError: no draft, a non-GGUF file, ``--tp`` > 1, or an algorithm other than
+            draft-model speculation.
+    """
+    from golden_al.errors import UsageError
+
+    if not req.draft:
+        raise UsageError("llama.cpp launch needs --draft (the draft model's .gguf file)")
+    if req.tp != 1:
+        raise UsageError(f"llama.cpp launch runs on one device; --tp {req.tp} is not supported")
+    for what, path in (("--target", req.target), ("--draft", req.draft)):
+        if not str(path).endswith(".gguf"):
+            raise UsageError(f"llama.cpp loads GGUF files; {what} {path} is not a .gguf file",
+                             hint="golden-al models list shows the cached GGUF pair")
+    try:
+        spec_flags(req.algorithm, req.draft_len)
+    except ValueError as exc:
+        raise UsageError(str(exc), hint="omit --algorithm for llama.cpp (draft-model speculation)") from None
+    return launch_args(target=req.target, draft=req.draft, k=req.draft_len, host=req.host, port=req.port)
+
+
+def simulator_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
+    """The flag a :mod:`simulators.llamacpp` sampler stands for (``--spec-synth-len`` or ``-rates``)."""
+    if sampler.rates is not None:
+        return {FLAG_SYNTH_RATES: ",".join(units.format_number(r) for r in sampler.rates)}
+    return {FLAG_SYNTH_LEN: units.format_number(units.check_al(al, k)) if al is not None else None}
 
 
 def synthetic_settings(al: float, k: int, **_options: Any) -> dict[str, Any]:
@@ -230,7 +308,7 @@ PROFILE = EngineProfile(
     ),
     synthetic_settings=synthetic_settings,
     spec_flags=spec_flags,
-    launch_command=("llama-server",),
+    launch_command=("llama-server",),  # an executable (see ``executable``), not a Python module
     metrics=(
         Metric(DRAFTS_METRIC, "counter", "verify steps that carried a draft", source=_TASK),
         Metric(DRAFT_TOKENS_METRIC, "counter", "draft tokens proposed", source=_TASK),
@@ -265,4 +343,12 @@ PROFILE = EngineProfile(
                ("measure", "check-run"), _CTX),
     ),
     sources=(_ARG, _SPEC, _CTX, _TASK, _COMMON),
+    simulator_settings=simulator_settings,
+    curve_methods={SPEC_TYPE_DRAFT: "draft-model", "draft-model": "draft-model"},
+    server_args=server_args,
+    reserved_flags=RESERVED_FLAGS,
+    env_prefixes=("LLAMA_ARG_",),
+    shell_env=synthetic_shell_env,
+    executable="llama-server",
+    served_name_flag=FLAG_ALIAS,
 )

@@ -5,9 +5,9 @@ Names and patterns come from :mod:`golden_al.engines.llamacpp` (llama.cpp commit
 * ``/metrics`` (``tools/server/server-task.cpp``, server started with ``--metrics``):
   ``llamacpp:spec_decode_num_drafts_total`` (verify steps), ``..._num_draft_tokens_total``,
   ``..._num_accepted_tokens_total`` and ``..._num_accepted_tokens_per_pos_total{position=i}``.
-  They mean what vLLM's do (one verify step per request step with a draft, accepted
-  excludes the bonus token), so :func:`distributions.counts.from_vllm_counters` turns them
-  into counts. The per-position series appear only after the first request with drafts.
+  One verify step per request step with a draft, accepted excludes the bonus token
+  (:func:`golden_al.engines.llamacpp.counts_from_counters` turns them into counts). The
+  per-position series appear only after the first request with drafts.
 * the per-request log line ``draft acceptance = R (A accepted / N generated), mean len = L``
   (``server_slot::print_timings``, ``tools/server/server-context.cpp``);
 * the startup lines of synthetic acceptance (``common/speculative.cpp``
@@ -24,7 +24,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from distributions import counts as dcounts
 from distributions import units
 from distributions.counts import AcceptanceCounts
 from golden_al.engines import llamacpp as profile
@@ -80,8 +79,8 @@ class LlamaCppSpecCounters:
 
     def to_counts(self, k: int | None = None) -> AcceptanceCounts:
         """:class:`~distributions.counts.AcceptanceCounts` (``k`` defaults to the positions seen)."""
-        return dcounts.from_vllm_counters(self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens,
-                                          list(self.accepted_per_position) or None, k=k)
+        return profile.counts_from_counters(self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens,
+                                            list(self.accepted_per_position) or None, k=k)
 
     def minus(self, before: LlamaCppSpecCounters) -> LlamaCppSpecCounters:
         """``self - before``; CounterResetError when a counter went backwards (a restart)."""

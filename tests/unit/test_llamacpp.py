@@ -93,7 +93,10 @@ def test_launch_command(tmp_path):
     assert cmd[0] == "/opt/llama-server"
     assert cmd[-2:] == ["--threads", "2"]
     assert spec.draft_method() == "draft-model"
-    for bad, match in ((dict(draft=None), "needs --draft"), (dict(binary=None), "binary"),
+    assert launch.build_command(launch.LaunchSpec(**{**spec.__dict__, "binary": None}))[0] == "llama-server"
+    served = launch.build_command(launch.LaunchSpec(**{**spec.__dict__, "served_model_name": "qwen"}))
+    assert served[served.index("--alias") + 1] == "qwen"
+    for bad, match in ((dict(draft=None), "needs --draft"),
                        (dict(target="/m/t"), "not a .gguf"), (dict(tp=2), "--tp 2"),
                        (dict(engine_args=["--spec-draft-n-max", "7"]), "sets --spec-draft-n-max"),
                        (dict(engine_args=["--spec-synth-len", "3"]), "synthetic acceptance is active")):
