@@ -61,7 +61,8 @@ VLLM_KEYS = ("synthetic_acceptance_length", "synthetic_acceptance_rates", "synth
 
 #: Substrings that make a file worth parsing (a cheap pre-filter).
 KEYWORDS = ("SIMULATE_ACC_LEN", "synthetic_acceptance", "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS",
-            "spec-decode-acceptance", "SYNTHETIC_ACCEPTANCE", "rejection_sample_method")
+            "spec-decode-acceptance", "SYNTHETIC_ACCEPTANCE", "rejection_sample_method",
+            "spec-synth-", "SPEC_SYNTH_")  # the last two: llama.cpp (--spec-synth-len, LLAMA_ARG_SPEC_SYNTH_LEN)
 
 
 def has_keyword(text: str) -> bool:

@@ -231,6 +231,8 @@ def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
         return al, problems, notes
     if pin.engine == "vllm":
         return _vllm_implied(pin, problems, notes)
+    if pin.engine == "llamacpp":
+        return _llamacpp_implied(pin, raw, k, problems, notes)
     if pin.engine == "atom":
         v = parse_number(raw)
         if v is None:
@@ -255,6 +257,34 @@ def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
             problems.append(("unsafe-value", f"AL {raw} is outside [1, k+1] = [1, {k + 1}]; ATOM rejects it"))
         return v, problems, notes
     return parse_number(raw), problems, notes
+
+
+def _llamacpp_implied(pin: Pin, raw: str, k: int | None, problems: list[tuple[str, str]],
+                      notes: list[str]) -> tuple[float | None, list[tuple[str, str]], list[str]]:
+    """llama.cpp: ``--spec-synth-len`` is AL itself; ``--spec-synth-rates`` gives AL = 1 + sum of the rates."""
+    from simulators.base import SamplerError
+    from simulators.llamacpp import resolve_rates
+
+    if pin.knob == "--spec-synth-rates":
+        rates = [parse_number(x) for x in raw.strip("[]").split(",")]
+        if any(r is None for r in rates):
+            problems.append(("unsafe-value", f"--spec-synth-rates {raw!r} is not a comma-separated list of numbers"))
+            return None, problems, notes
+        if k is not None:
+            try:
+                resolve_rates(None, k, [float(r) for r in rates if r is not None])
+            except SamplerError as exc:
+                problems.append(("unsafe-value", f"llama.cpp refuses --spec-synth-rates {raw}: {exc.message}"))
+                return None, problems, notes
+        notes.append("llama.cpp rates are unconditional per-position probabilities: AL = 1 + their sum")
+        return 1.0 + sum(float(r) for r in rates if r is not None), problems, notes
+    v = parse_number(raw)
+    if v is None:
+        problems.append(("unsafe-value", f"{pin.knob}={raw!r} is not a number"))
+        return None, problems, notes
+    if k is not None and not 1.0 <= v <= k + 1:
+        problems.append(("unsafe-value", f"AL {raw} is outside [1, k+1] = [1, {k + 1}]; llama.cpp refuses it"))
+    return v, problems, notes
 
 
 def _sglang_checks(pin: Pin, v: float, problems: list[tuple[str, str]], notes: list[str]) -> None:

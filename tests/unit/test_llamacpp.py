@@ -303,3 +303,30 @@ def test_given_binary_is_checked(tmp_path):
     os.chmod(f, 0o644)
     with pytest.raises(UsageError, match="not executable"):
         build.check_binary(f)
+
+
+# ---------------------------------------------------------------------------- check (scripts)
+CHECK_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "check" / "llamacpp"
+
+
+def test_check_finds_llamacpp_pins_in_flags_and_env(capsys):
+    assert main(["check", str(CHECK_FIXTURES), "--format", "json"]) == 1  # one mismatch fails the check
+    rows = {Path(r["file"]).name: r for r in json.loads(capsys.readouterr().out)}
+    flag, env = rows["bench_llamacpp.sh"], rows["bench_env.sh"]
+    assert (flag["engine"], flag["draft_len"], flag["thinking"], flag["verdict"]) == ("llamacpp", 3, "off", "match")
+    assert flag["pinned_value"] == "3.85"
+    assert flag["expected_al"] == 3.85
+    assert (env["line"], env["pinned_value"], env["verdict"]) == (3, "3.2", "mismatch")
+
+
+def test_check_reads_llamacpp_rates_and_refuses_a_varying_draft_length(tmp_path, capsys):
+    head = "MODEL=qwen2.5-coder-1.5b-instruct\nllama-server -m /m/t.gguf -md /m/d.gguf --spec-draft-n-max 3 "
+    tail = " --chat-template-kwargs '{\"enable_thinking\": false}'\n"
+    (tmp_path / "rates.sh").write_text(head + "--spec-draft-n-min 3 --spec-synth-rates 0.95,0.95,0.95" + tail)
+    (tmp_path / "varying.sh").write_text(head + "--spec-synth-len 3.85" + tail)
+    main(["check", str(tmp_path), "--format", "json"])
+    rows = {Path(r["file"]).name: r for r in json.loads(capsys.readouterr().out)}
+    assert rows["rates.sh"]["implied_al"] == pytest.approx(3.85)
+    assert rows["rates.sh"]["verdict"] == "match"
+    assert rows["varying.sh"]["draft_len"] is None
+    assert "n-min 0 != --spec-draft-n-max 3" in rows["varying.sh"]["message"]
