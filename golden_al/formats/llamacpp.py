@@ -22,17 +22,14 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
-from distributions import units
-from distributions.counts import AcceptanceCounts
 from golden_al.engines import llamacpp as profile
-from golden_al.errors import CounterResetError, InputFileError, NoVerifyStepsError
+from golden_al.errors import InputFileError
 
 __all__ = [
     "DraftAcceptanceLine",
     "LlamaCppLog",
-    "LlamaCppSpecCounters",
     "SyntheticLine",
     "read_counters",
     "scan_log",
@@ -46,70 +43,15 @@ _SYNTH_INFO_RE = re.compile(profile.LOG_SYNTH_INFO)
 _MAX_LINE = 4096
 
 
-@dataclass(frozen=True)
-class LlamaCppSpecCounters:
-    """llama-server's cumulative spec-decode counters (or a delta of two snapshots)."""
-
-    num_drafts: float
-    num_draft_tokens: float
-    num_accepted_tokens: float
-    accepted_per_position: tuple[float, ...] = ()
-    source: str | None = None
-    busy: float | None = None  #: requests processing + deferred (gauges), None when absent
-
-    engine: Literal["llamacpp"] = "llamacpp"
-
-    @property
-    def num_verify_steps(self) -> float:
-        """Verify steps (``spec_decode_num_drafts_total``)."""
-        return self.num_drafts
-
-    @property
-    def num_accepted_drafts(self) -> float:
-        """Accepted draft tokens (bonus excluded)."""
-        return self.num_accepted_tokens
-
-    @property
-    def al(self) -> float:
-        """``1 + accepted / verify steps``."""
-        if self.num_drafts <= 0:
-            raise NoVerifyStepsError(f"{self.source + ': ' if self.source else ''}llama.cpp recorded zero verify "
-                                     "steps: AL is undefined", hint="send requests long enough to draft")
-        return units.al_from_counts(self.num_accepted_tokens, self.num_drafts)
-
-    def to_counts(self, k: int | None = None) -> AcceptanceCounts:
-        """:class:`~distributions.counts.AcceptanceCounts` (``k`` defaults to the positions seen)."""
-        return profile.counts_from_counters(self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens,
-                                            list(self.accepted_per_position) or None, k=k)
-
-    def minus(self, before: LlamaCppSpecCounters) -> LlamaCppSpecCounters:
-        """``self - before``; CounterResetError when a counter went backwards (a restart)."""
-        n = max(len(before.accepted_per_position), len(self.accepted_per_position))
-        pb = list(before.accepted_per_position) + [0.0] * (n - len(before.accepted_per_position))
-        pa = list(self.accepted_per_position) + [0.0] * (n - len(self.accepted_per_position))
-        pairs = [(profile.DRAFTS_METRIC, before.num_drafts, self.num_drafts),
-                 (profile.DRAFT_TOKENS_METRIC, before.num_draft_tokens, self.num_draft_tokens),
-                 (profile.ACCEPTED_METRIC, before.num_accepted_tokens, self.num_accepted_tokens)]
-        pairs += [(f'{profile.ACCEPTED_PER_POS_METRIC}{{position="{i}"}}', b, a)
-                  for i, (b, a) in enumerate(zip(pb, pa, strict=True))]
-        for name, b, a in pairs:
-            if a < b:
-                raise CounterResetError(f"{self.source + ': ' if self.source else ''}counter {name} went backwards "
-                                        f"({b:g} -> {a:g}): the server restarted between the snapshots",
-                                        hint="take both snapshots from one server run")
-        return LlamaCppSpecCounters(self.num_drafts - before.num_drafts,
-                                    self.num_draft_tokens - before.num_draft_tokens,
-                                    self.num_accepted_tokens - before.num_accepted_tokens,
-                                    tuple(a - b for a, b in zip(pa, pb, strict=True)), source=self.source)
-
-
-def read_counters(snap: Any, labels: Mapping[str, str] | None = None) -> LlamaCppSpecCounters:
-    """The llama.cpp counters of a :class:`~golden_al.formats.prometheus.MetricsSnapshot`.
+def read_counters(snap: Any, labels: Mapping[str, str] | None = None) -> Any:
+    """The :class:`~golden_al.formats.prometheus.LlamaCppSpecCounters` of a ``MetricsSnapshot``.
 
     Raises:
         MetricMissingError: ``spec_decode_num_drafts_total`` is absent (no ``--metrics``).
         InputFileError: a counter is not a finite count, or a position label is not an integer.
     """
+    from golden_al.formats.prometheus import LlamaCppSpecCounters
+
     def counter(name: str) -> float:
         value = float(snap.total(name, labels))  # MetricMissingError when absent
         if not math.isfinite(value) or value < 0:

@@ -51,8 +51,6 @@ from golden_al.errors import (
     NoVerifyStepsError,
     UsageError,
 )
-from golden_al.formats.llamacpp import LlamaCppSpecCounters
-from golden_al.formats.llamacpp import read_counters as read_llamacpp_counters
 
 __all__ = [
     "ATOM_ACCEPTED",
@@ -355,6 +353,53 @@ class VllmSpecCounters:
 
 
 @dataclass(frozen=True)
+class LlamaCppSpecCounters(VllmSpecCounters):
+    """llama-server's counters (``golden_al/engines/llamacpp.py``): vLLM's meaning, its own names.
+
+    ``busy`` is ``requests_processing + requests_deferred`` (None when not exposed).
+    """
+
+    busy: float | None = None
+    engine: Literal["llamacpp"] = "llamacpp"  # type: ignore[assignment]
+
+    @property
+    def al(self) -> float:
+        """``1 + accepted / verify steps``; NoVerifyStepsError when there were none."""
+        if self.num_drafts <= 0:
+            raise _no_steps("llama.cpp", f"{self.source}: " if self.source else "")
+        return units.al_from_counts(self.num_accepted_tokens, self.num_drafts)
+
+    def to_counts(self, k: int | None = None) -> AcceptanceCounts:
+        """Counts (:func:`golden_al.engines.llamacpp.counts_from_counters`)."""
+        return llamacpp_profile.counts_from_counters(self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens,
+                                                     list(self.accepted_per_position) or None, k=k)
+
+    def minus(self, before: VllmSpecCounters) -> LlamaCppSpecCounters:
+        """``self - before``; CounterResetError when a counter went backwards (a restart)."""
+        where = f"{self.source}: " if self.source else ""
+        n = max(len(before.accepted_per_position), len(self.accepted_per_position))
+        pb = list(before.accepted_per_position) + [0.0] * (n - len(before.accepted_per_position))
+        pa = list(self.accepted_per_position) + [0.0] * (n - len(self.accepted_per_position))
+        names = (llamacpp_profile.DRAFTS_METRIC, llamacpp_profile.DRAFT_TOKENS_METRIC, llamacpp_profile.ACCEPTED_METRIC)
+        pairs = [*zip(names, (before.num_drafts, before.num_draft_tokens, before.num_accepted_tokens),
+                      (self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens), strict=True),
+                 *((f'{llamacpp_profile.ACCEPTED_PER_POS_METRIC}{{position="{i}"}}', b, a)
+                   for i, (b, a) in enumerate(zip(pb, pa, strict=True)))]
+        for name, b, a in pairs:
+            _check_not_backwards(name, b, a, where)
+        return LlamaCppSpecCounters(self.num_drafts - before.num_drafts, self.num_draft_tokens - before.num_draft_tokens,
+                                    self.num_accepted_tokens - before.num_accepted_tokens,
+                                    tuple(a - b for a, b in zip(pa, pb, strict=True)), source=self.source)
+
+
+def _llamacpp(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> LlamaCppSpecCounters:
+    from golden_al.formats.llamacpp import read_counters
+
+    counters: LlamaCppSpecCounters = read_counters(snap, labels)
+    return counters
+
+
+@dataclass(frozen=True)
 class SglangSpecCounters:
     """SGLang's finished-request counters (or a delta of two snapshots).
 
@@ -604,7 +649,7 @@ def spec_counters(
                 hint="was the server started with speculative decoding (and SGLang with --enable-metrics)?",
             )
     readers: dict[str, Callable[[MetricsSnapshot, Mapping[str, str] | None], SpecCounters]] = {
-        "vllm": _vllm, "sglang": _sglang, "atom": _atom, "llamacpp": read_llamacpp_counters}
+        "vllm": _vllm, "sglang": _sglang, "atom": _atom, "llamacpp": _llamacpp}
     if engine not in readers:
         raise UsageError(f"no Prometheus spec-decode counters are known for engine {engine!r}",
                          hint="one of " + ", ".join(readers))
@@ -637,6 +682,4 @@ def _secondary(c: SpecCounters) -> float:
         return c.num_draft_tokens + c.num_accepted_tokens
     if isinstance(c, SglangSpecCounters):
         return c.generation_tokens
-    if isinstance(c, LlamaCppSpecCounters):
-        return c.num_draft_tokens + c.num_accepted_tokens
     return c.draft_tokens + c.accepted_tokens
