@@ -63,7 +63,7 @@ def compare_runs(reference_dir: str | Path, other_dir: str | Path, *, tokenizer:
     common = sorted(set(rows_ref) & set(rows_oth))
     if not common:
         raise InputFileError("the two runs share no prompt index", path=oth_dir)
-    per_prompt = []
+    per_prompt: list[dict[str, Any]] = []
     for i in common:
         a, b = _token_ids(rows_ref[i], tokenizer), _token_ids(rows_oth[i], tokenizer)
         if a is None or b is None:

@@ -20,9 +20,10 @@ import json
 import random
 import sys
 import threading
+from typing import Any
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-STATE = {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_pos": [], "processing": 0}
+STATE: dict[str, Any] = {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_pos": [], "processing": 0}
 LOCK = threading.Lock()
 
 
