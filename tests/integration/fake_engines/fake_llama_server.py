@@ -20,8 +20,8 @@ import json
 import random
 import sys
 import threading
-from typing import Any
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 STATE: dict[str, Any] = {"drafts": 0, "draft_tokens": 0, "accepted": 0, "per_pos": [], "processing": 0}
 LOCK = threading.Lock()
