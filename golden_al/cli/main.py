@@ -13,7 +13,9 @@ Errors are one line on stderr; ``--debug`` (anywhere on the line) shows the trac
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -70,6 +72,11 @@ class _OneLineErrorParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are a single line on stderr (exit 2)."""
 
     def error(self, message: str) -> NoReturn:
+        m = re.search(r"invalid choice: '([^']*)' \(choose from ", message)
+        if m and self.prog == "golden-al":
+            close = difflib.get_close_matches(m.group(1), list(COMMANDS), n=1, cutoff=0.6)
+            if close:
+                message = f"unknown command {m.group(1)!r}; did you mean {close[0]!r}?"
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
@@ -80,6 +87,8 @@ def _version() -> str:
 
 
 def _build_parser(selected: str | None) -> argparse.ArgumentParser:
+    from golden_al.cli._common import plain_text
+
     parser = _OneLineErrorParser(
         prog="golden-al",
         description="Speculative-decoding acceptance length (AL): measure it, fit and commit "
@@ -100,7 +109,7 @@ def _build_parser(selected: str | None) -> argparse.ArgumentParser:
         cmd_parser = sub.add_parser(
             name,
             help=help_line,
-            description=getattr(module, "DESCRIPTION", None) or (help_line[0].upper() + help_line[1:] + "."),
+            description=plain_text(getattr(module, "DESCRIPTION", None) or (help_line[0].upper() + help_line[1:] + ".")),
             epilog=getattr(module, "EXAMPLES", None),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
@@ -119,7 +128,22 @@ def _selected_command(argv: Sequence[str]) -> str | None:
 
 
 def _print_error(message: str) -> None:
-    sys.stderr.write(f"golden-al: error: {message}\n")
+    from golden_al.cli._common import escape_control
+
+    sys.stderr.write(f"golden-al: error: {escape_control(message)}\n")
+
+
+def _input_problem(err: BaseException) -> str:
+    if isinstance(err, OSError):
+        where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+        return f"{where}{err.strerror or err} (hint: check the file's path and permissions)"
+    if isinstance(err, UnicodeError):
+        return f"an input is not valid text ({err}) (hint: save it as UTF-8)"
+    if isinstance(err, RecursionError):
+        return "an input is nested too deeply to read (hint: flatten it)"
+    if isinstance(err, OverflowError):
+        return f"a number in the input is out of range ({err})"
+    return "out of memory reading an input (hint: is it far larger than expected?)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -155,6 +179,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except (OSError, UnicodeError, RecursionError, OverflowError, MemoryError) as err:
+        # Bad input that a reader did not name itself: still exit 2 with the file, never "internal".
+        if debug:
+            traceback.print_exc()
+        _print_error(_input_problem(err))
+        return 2
     except Exception as err:  # last-resort handler: the CLI only
         if debug:
             traceback.print_exc()

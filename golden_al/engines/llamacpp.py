@@ -46,6 +46,7 @@ from golden_al.engines.profile import (
     Limit,
     LogPattern,
     Metric,
+    PinReview,
     ResponseField,
     Source,
     SyntheticKnob,
@@ -71,6 +72,7 @@ __all__ = [
     "counts_from_counters",
     "draft_len_from_args",
     "launch_args",
+    "review_pin",
     "server_args",
     "simulator_settings",
     "spec_flags",
@@ -212,6 +214,42 @@ def launch_args(*, target: str, draft: str, k: int, host: str, port: int, alias:
     if alias:
         args += [FLAG_ALIAS, alias]
     return args
+
+
+def review_pin(knob: str, raw: str, k: int | None) -> PinReview:
+    """``check``: what llama.cpp makes of a pinned value (``common_speculative_synth_rates_resolve``).
+
+    ``--spec-synth-len`` is AL itself, in ``[1, k + 1]``; ``--spec-synth-rates`` are k
+    unconditional per-position rates, non-increasing, AL = 1 + their sum.
+    """
+    from golden_al.checks.context import parse_number
+    from simulators.base import SamplerError
+    from simulators.llamacpp import resolve_rates
+
+    r = PinReview()
+    if knob in (FLAG_SYNTH_RATES, ENV_SYNTH_RATES):
+        rates = [parse_number(x) for x in raw.strip("[]").split(",")]
+        if any(v is None for v in rates):
+            r.problems.append(("unsafe-value", f"{FLAG_SYNTH_RATES} {raw!r} is not a comma-separated list of numbers"))
+            return r
+        values = [float(v) for v in rates if v is not None]
+        if k is not None:
+            try:
+                resolve_rates(None, k, values)
+            except SamplerError as exc:
+                r.problems.append(("unsafe-value", f"llama.cpp refuses {FLAG_SYNTH_RATES} {raw}: {exc.message}"))
+                return r
+        r.notes.append("llama.cpp rates are unconditional per-position probabilities: AL = 1 + their sum")
+        r.al = 1.0 + sum(values)
+        return r
+    v = parse_number(raw)
+    if v is None:
+        r.problems.append(("unsafe-value", f"{knob}={raw!r} is not a number"))
+        return r
+    if k is not None and not 1.0 <= v <= k + 1:
+        r.problems.append(("unsafe-value", f"AL {raw} is outside [1, k+1] = [1, {k + 1}]; llama.cpp refuses it"))
+    r.al = v
+    return r
 
 
 def server_args(req: LaunchRequest) -> list[str]:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,6 +32,7 @@ __all__ = [
     "LlamaCppLog",
     "SyntheticLine",
     "read_counters",
+    "scan_lines",
     "scan_log",
     "timings_counts",
 ]
@@ -118,9 +119,14 @@ class LlamaCppLog:
 
 
 def scan_log(text: str, *, source: str | None = None) -> LlamaCppLog:
-    """Every acceptance line of a llama-server log, with line numbers (1-based)."""
+    """Every acceptance line of a llama-server log text, with line numbers (1-based)."""
+    return scan_lines(enumerate(text.splitlines(), start=1), source=source)
+
+
+def scan_lines(lines: Iterable[tuple[int, str]], *, source: str | None = None) -> LlamaCppLog:
+    """:func:`scan_log` over ``(line number, text)`` pairs (e.g. :func:`golden_al.safeio.iter_lines`)."""
     out = LlamaCppLog(source)
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in lines:
         if len(line) > _MAX_LINE:
             continue
         m = _DRAFT_RE.search(line)

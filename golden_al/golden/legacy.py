@@ -386,7 +386,7 @@ def _curve_from_legacy(model: str, modes: Mapping[str, Mapping[int, float]], fla
     return parse_curve(data, path=path)
 
 
-#: SPEED-Bench qualitative categories (engine-facts §5): a category from this set means
+#: SPEED-Bench qualitative categories (nvidia/SPEED-Bench dataset card, ``qualitative`` split): a category from this set means
 #: the qualitative split.
 _SPEED_BENCH_QUALITATIVE = {"coding", "humanities", "math", "multilingual", "qa", "rag", "reasoning",
                             "roleplay", "stem", "summarization", "writing"}
@@ -402,11 +402,10 @@ def _dataset(h: LegacyHeader) -> dict[str, Any] | None:
 
 def read_legacy(path: str | Path) -> list[GoldenCurve]:
     """Curves of one legacy file on disk (see :func:`read_legacy_text`)."""
+    from golden_al import safeio
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SchemaError(f"cannot read legacy golden file: {exc.strerror}", path=p) from None
+    text = safeio.read_text(p)
     return read_legacy_text(text, path=p)
 
 

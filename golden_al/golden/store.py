@@ -32,6 +32,7 @@ several, lookups raise :class:`AmbiguousCurveError` listing them.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,6 +181,18 @@ def curve_method_for(engine: str, algorithm: str, model: str | None = None) -> s
 
 
 # ---------------------------------------------------------------------------- names
+def _name_tokens(name: str) -> set[str]:
+    """Lower-case tokens of the last path part of a model name (``Org/M-EAGLE3-GQA`` -> m, eagle3, gqa)."""
+    return {t for t in re.split(r"[^a-z0-9.]+", name.lower().rsplit("/", 1)[-1]) if t}
+
+
+def _variant_named_by(variant: str | None, draft_model: str) -> bool:
+    """Whether every token of ``variant`` is a token of the draft model's name."""
+    if not variant:
+        return False
+    return set(variant.lower().replace("_", "-").split("-")) <= _name_tokens(draft_model)
+
+
 def _norm(name: str) -> str:
     s = str(name).strip().strip("'\"").strip()
     if s.lower().startswith("hf:"):
@@ -314,11 +327,16 @@ class GoldenStore:
         if len(cands) > 1:
             cands = _choose(cands, "rejection_sample_method", rejection_sample_method,
                             lambda sc: sc.curve.draft.rejection_sample_method, lambda a, b: a == b)
+        if len(cands) > 1 and draft_model:
+            named = [sc for sc in cands if _variant_named_by(sc.variant, draft_model)]
+            if len(named) == 1:  # the draft's own name carries the variant (...-EAGLE3-GQA -> gqa)
+                cands = named
         if len(cands) > 1:
             raise AmbiguousCurveError(
                 f"model {key!r} has {len(cands)} curves{' for method ' + repr(method) if method else ''}: "
                 + "; ".join(sc.label() for sc in cands),
-                hint="choose one with --method/--variant (or the recipe's draft model / draft_sample_method)",
+                hint="name the draft model (a recipe's speculative draft, or env/lookup --draft-model), "
+                "its draft_sample_method, or the variant (env --variant)",
             )
         return cands[0]
 
@@ -399,12 +417,10 @@ def _choose(cands: list[StoredCurve], what: str, given: str | None, attr, same) 
 
 # ---------------------------------------------------------------------------- loading
 def _read_file(path: Path) -> list[StoredCurve]:
+    from golden_al import safeio
     from golden_al.golden.legacy import is_legacy_document, read_legacy_text
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SchemaError(f"cannot read golden file: {exc.strerror}", path=path) from None
+    text = safeio.read_text(path)
     doc = load_yaml_roundtrip(text, path=path)
     data = to_plain(doc)
     if data is None:
@@ -415,6 +431,14 @@ def _read_file(path: Path) -> list[StoredCurve]:
         return [StoredCurve(f"{path.stem}:{c.model}" if many else path.stem, path, "inferencex-legacy", c)
                 for c in curves]
     return [StoredCurve(path.stem, path, "golden-al", parse_curve(data, path=path, doc=doc))]
+
+
+def _signature(p: Path) -> tuple[str, int, int]:
+    try:
+        st = p.stat()
+    except OSError:
+        return (p.name, -1, -1)  # read (and refused with a named reason) by _read_file
+    return (p.name, st.st_mtime_ns, st.st_size)
 
 
 @functools.lru_cache(maxsize=16)
@@ -440,9 +464,11 @@ def load_store(golden_dir: str | Path | None = None) -> GoldenStore:
     root = Path(golden_dir).expanduser() if golden_dir is not None else SHIPPED_CURVES_DIR
     if not root.is_dir():
         raise UsageError(f"golden directory {str(root)!r} does not exist or is not a directory")
-    files = sorted(p for p in root.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    # Fail closed: a *.yaml that is not a regular file (FIFO, device, dangling link) is read, and refused,
+    # by golden_al.safeio rather than skipped.
+    files = sorted(p for p in root.iterdir() if p.suffix in (".yaml", ".yml") and not p.is_dir())
     if not files:
         raise UsageError(f"golden directory {str(root)!r} has no *.yaml golden curve files")
-    signature = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+    signature = tuple(_signature(p) for p in files)
     return _load_cached(str(root.resolve()), signature)
 

@@ -52,6 +52,8 @@ from golden_al.injection.recipe import (
     ENV_BLOCK_RE,
     RecipeAnalysis,
     analyze_recipe,
+    canonical_role,
+    env_block_role,
     iter_own_items,
     load_recipe,
 )
@@ -378,7 +380,8 @@ def _plan_env(p: _Planner, a: RecipeAnalysis, desired: dict[str, str]) -> None:
     backend = a.doc
     for part in backend_loc:
         backend = backend[part]
-    if env_name not in names_in_backend and env_name not in backend:
+    have = {env_block_role(name) for name in (*names_in_backend, *map(str, backend))}
+    if canonical_role(target.role) not in have:
         p.create_block(backend, CONFIG_KEYS[a.engine], env_name, list(desired.items()), backend_loc)
 
 
@@ -579,13 +582,10 @@ def inject_file(path: str | Path, *, store: GoldenStore, model: str, thinking: s
             nothing is written.
         the errors of :func:`plan_injection`.
     """
+    from golden_al import safeio
+
     p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise InputFileError(f"cannot read recipe: {exc.strerror}", path=p) from None
-    except UnicodeDecodeError:
-        raise InputFileError("recipe is not UTF-8 text", path=p) from None
+    text = safeio.read_text(p)  # regular file, byte cap, BOM/UTF-16, no NUL
     result = plan_injection(text, path=p, store=store, model=model, thinking=thinking, engine=engine)
     if result.conflicts and not force:
         first = result.conflicts[0]
@@ -596,7 +596,7 @@ def inject_file(path: str | Path, *, store: GoldenStore, model: str, thinking: s
             hint="--force replaces it",
         )
     if result.changed and not dry_run:
-        atomic_write_text(p, result.new_text)
+        atomic_write_text(p, result.new_text, force=force)  # keeps mode and symlink; read-only needs --force
         result = InjectionResult(result.path, result.engine, result.k, result.point, result.settings,
                                  result.changes, result.old_text, result.new_text, written=True)
     return result

@@ -40,8 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from distributions.counts import AcceptanceCounts, tidy_count
 from golden_al.errors import GoldenALError, NoVerifyStepsError, SchemaError, ServerError, UsageError
 from golden_al.measurement import (
@@ -53,9 +51,10 @@ from golden_al.measurement import (
     RequestResult,
     SamplingInfo,
     ServerInfo,
+    Uncertainty,
     append_request_result,
-    bootstrap_ci,
     counts_from_requests,
+    interval_from_requests,
     read_request_results,
     write_record,
 )
@@ -245,7 +244,9 @@ def _check_resume(directory: Path, plan: CellPlan, source: Source, resume: bool)
             except (OSError, json.JSONDecodeError) as exc:
                 raise SchemaError(f"cannot read cell plan: {exc}", path=cell_file) from None
             diff = sorted(k for k in set(stored) | set(fingerprint) if stored.get(k) != fingerprint.get(k))
-            if diff:
+            grown = (set(diff) <= {"dataset_hash", "num_prompts"}
+                     and int(fingerprint.get("num_prompts") or 0) > int(stored.get("num_prompts") or 0))
+            if diff and not grown:  # a grown prompt set continues (the measured prompts are checked below)
                 details = "; ".join(f"{k}: was {stored.get(k)!r}, now {fingerprint.get(k)!r}" for k in diff)
                 raise UsageError(f"cannot resume {directory}: the settings changed ({details})",
                                  hint="resume with the same options, or measure into another --out")
@@ -444,11 +445,13 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
             "AL is undefined",
             hint="no decode step carried drafts (n-gram found no matches?); use longer outputs or other prompts",
         )
-    al, ci = bootstrap_ci(rows, k, rng=np.random.default_rng(plan.bootstrap_seed))
+    interval, unit = interval_from_requests(rows, k, seed=plan.bootstrap_seed)
     warn = list(warnings)
     if any(r.extra and "unit" in r.extra for r in rows):
         warn.append(f"counts attributed per window of up to {plan.concurrency} requests (counter deltas at "
-                    "concurrency > 1); the CI is a cluster bootstrap over windows")
+                    f"concurrency > 1); the interval is over {interval.clusters} windows, not requests")
+    if interval.warning:
+        warn.append(interval.warning)
     return MeasurementRecord(
         engine=plan.engine,
         engine_version=engine_version,
@@ -461,8 +464,9 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
         chat_template_kwargs=plan.chat_template_kwargs,
         sampling=plan.sampling,
         dataset=plan.dataset,
-        al=al,
-        al_ci95=ci,
+        al=interval.al,
+        al_ci95=interval.ci,
+        uncertainty=Uncertainty.of(interval, unit),
         al_source=source_name,
         num_requests=num_requests,
         num_verify_steps=counts.num_verify_steps,
