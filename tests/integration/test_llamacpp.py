@@ -36,8 +36,8 @@ from golden_al.servers.launch import ManagedServer, free_port
 pytestmark = pytest.mark.llamacpp
 
 K = 3
-NUM_PROMPTS = int(os.environ.get("GOLDEN_AL_LLAMACPP_PROMPTS", "4"))
-MAX_TOKENS = int(os.environ.get("GOLDEN_AL_LLAMACPP_MAX_TOKENS", "96"))
+NUM_PROMPTS = int(os.environ.get("GOLDEN_AL_LLAMACPP_PROMPTS", "2"))
+MAX_TOKENS = int(os.environ.get("GOLDEN_AL_LLAMACPP_MAX_TOKENS", "48"))
 ARTIFACTS = os.environ.get("GOLDEN_AL_LLAMACPP_ARTIFACTS")
 COMMON = ["--prompts", "humaneval", "--num-prompts", str(NUM_PROMPTS), "--max-tokens", str(MAX_TOKENS),
           "--temperature", "0", "--draft-len", str(K)]
