@@ -36,8 +36,8 @@ from golden_al.servers.launch import ManagedServer, free_port
 pytestmark = pytest.mark.llamacpp
 
 K = 3
-NUM_PROMPTS = int(os.environ.get("GOLDEN_AL_LLAMACPP_PROMPTS", "4"))
-MAX_TOKENS = int(os.environ.get("GOLDEN_AL_LLAMACPP_MAX_TOKENS", "96"))
+NUM_PROMPTS = int(os.environ.get("GOLDEN_AL_LLAMACPP_PROMPTS", "2"))
+MAX_TOKENS = int(os.environ.get("GOLDEN_AL_LLAMACPP_MAX_TOKENS", "48"))
 ARTIFACTS = os.environ.get("GOLDEN_AL_LLAMACPP_ARTIFACTS")
 COMMON = ["--prompts", "humaneval", "--num-prompts", str(NUM_PROMPTS), "--max-tokens", str(MAX_TOKENS),
           "--temperature", "0", "--draft-len", str(K)]
@@ -206,9 +206,9 @@ def test_3_fit_commit_env_synthetic_run_and_check_run(binary, pair, state, tmp_p
         # the benchmark point: the same prompts, each with its own seed (one mt19937 stream per request)
         from golden_al.prompts import load_prompts
 
-        prompts = load_prompts("humaneval", cache_dir=_cache(), limit=NUM_PROMPTS * 4)
+        prompts = load_prompts("humaneval", cache_dir=_cache(), limit=NUM_PROMPTS * 2)
         for i, conv in enumerate(prompts.conversations):
-            body = {"messages": [dict(m) for m in conv.messages], "max_tokens": MAX_TOKENS * 2, "temperature": 0,
+            body = {"messages": [dict(m) for m in conv.messages], "max_tokens": MAX_TOKENS, "temperature": 0,
                     "seed": 1000 + i}
             r = httpx.post(f"{url}/v1/chat/completions", json=body, timeout=600)
             assert r.status_code == 200, r.text[:300]
