@@ -199,3 +199,18 @@ def test_check_and_inject_read_the_agg_role_alike(tmp_path):
     assert 'SGLANG_SIMULATE_ACC_LEN: "2.61"' in res.new_text
     recipe.write_text(res.new_text)
     assert [f.verdict for f in check_paths([str(recipe)], store=store).findings] == ["match"]
+
+
+def test_check_says_two_model_forcing_is_greedy_only():
+    review = trtllm.review_pin(trtllm.ENV_FORCE, "2", 2.0, 3, two_model=True)
+    assert review.al == 3.0
+    assert any("greedy" in n for n in review.notes)
+    assert not any("greedy" in n for n in trtllm.review_pin(trtllm.ENV_FORCE, "2", 2.0, 3, two_model=False).notes)
+    frac = trtllm.review_pin(trtllm.ENV_FORCE, "1.5", 1.5, 3, two_model=True)
+    assert [v for v, _ in frac.problems] == ["unsafe-value"]
+
+
+def test_atom_pin_without_method_is_unsafe():
+    review = atom.review_pin(atom.LENGTH_FLAG, "2.5", 2.5, 3, method_flag=False)
+    assert [v for v, _ in review.problems] == ["unsafe-value"]
+    assert atom.review_pin(atom.LENGTH_FLAG, "2.5", 2.5, 3, method_flag=True).problems == []
