@@ -80,7 +80,17 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
     g.add_argument("--retries", type=int, default=3, metavar="N",
                    help="retries of a request on 5xx, timeouts and connection errors, with exponential backoff (3)")
     g.add_argument("--backoff", type=float, default=2.0, metavar="S", help="first retry delay, doubled each time (2)")
-    g.add_argument("--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)")
+    g.add_argument("--concurrency", type=int, default=1, metavar="N",
+                   help="requests in flight at all times, per server: a new one starts the moment any finishes "
+                   "(default 1)")
+    g.add_argument("--request-rate", type=float, default=None, metavar="R",
+                   help="Poisson arrivals at R requests/s (seeded by --seed), capped by --concurrency "
+                   "(default: as fast as --concurrency allows)")
+    g.add_argument("--warmup", type=int, default=0, metavar="N",
+                   help="send N requests first (prompts from the set) and leave them out of the record (default 0)")
+    g.add_argument("--scrape-interval", type=float, default=1.0, metavar="S",
+                   help="aggregate counters (vllm-prometheus, atom-mtp-stats) at --concurrency > 1: seconds between "
+                   "two scrapes; the interval is by batch means over the windows (default 1.0)")
     g.add_argument("--al-source", choices=_AL_SOURCES, default="auto",
                    help="where AL comes from (auto: sglang-meta-info, vllm-prometheus or vllm-per-request, atom-mtp-stats)")
     g.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
@@ -196,6 +206,8 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
         policy=RetryPolicy(max_attempts=args.retries + 1, backoff_initial_s=args.backoff,
                            request_timeout_s=args.request_timeout),
         al_source=args.al_source, concurrency=args.concurrency, api_key=api_key, server_log=args.server_log,
+        request_rate=args.request_rate, warmup=args.warmup, scrape_interval_s=args.scrape_interval,
+        arrival_seed=int(args.seed or 0),
         served_model_name=args.served_model_name,
         extra_body=_json_object(args.extra_body, "--extra-body") if args.extra_body else {},
         save_text=args.save_text,

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al import engine_spec as es
-from golden_al.errors import GoldenALError, MetricMissingError, ServerError
+from golden_al.errors import GoldenALError, MetricMissingError, MixedDraftLengthsError, ServerError
 from golden_al.servers import synthetic
 from golden_al.servers.client import ServerClient
 
@@ -126,6 +126,13 @@ async def _probe_sglang(client: ServerClient, facts: ServerFacts) -> None:
     facts.version = str(info["version"]) if info.get("version") is not None else None
     facts.server_args = filter_args({k: v for k, v in info.items() if k != "internal_states"})
     algo = info.get("speculative_algorithm")
+    if info.get("speculative_adaptive"):
+        # python/sglang/srt/server_args.py (sgl-project/sglang 469c63e5): speculative_adaptive "dynamically
+        # adjusts num_steps based on acceptance rate", so one run mixes draft lengths
+        raise MixedDraftLengthsError(
+            "the SGLang server runs adaptive speculation (speculative_adaptive: true in /server_info): it changes "
+            "the draft length step by step, and a histogram that mixes draft lengths is not a curve point",
+            hint="restart it without --speculative-adaptive, at a fixed --speculative-num-steps")
     if not algo:
         raise ServerError("the SGLang server runs without speculative decoding (speculative_algorithm is null)",
                           hint="launch it with --speculative-algorithm")

@@ -69,6 +69,7 @@ from golden_al.servers import launch as launch_mod
 from golden_al.servers import synthetic
 from golden_al.servers.client import RetryPolicy, ServerClient
 from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results
+from golden_al.servers.pipeline import Schedule
 from golden_al.servers.probe import ServerFacts, is_chain, probe_server
 from golden_al.servers.sources import default_source, make_source
 
@@ -110,14 +111,19 @@ class ServerOptions:
     served_model_name: str | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
     save_text: bool = False
+    request_rate: float | None = None
+    warmup: int = 0
+    scrape_interval_s: float = 1.0
+    arrival_seed: int = 0
 
     def __post_init__(self) -> None:
         if (self.url is None) == (self.launch is None):
             raise UsageError("give exactly one of --server URL and --launch")
         if self.engine not in launch_mod.SERVER_ENGINES:
             raise UsageError(f"unknown server engine {self.engine!r}", hint="sglang, vllm or atom")
-        if self.concurrency < 1:
-            raise UsageError(f"--concurrency must be >= 1, got {self.concurrency}")
+        Schedule(self.concurrency, self.request_rate, self.arrival_seed, self.warmup)  # validates
+        if not self.scrape_interval_s > 0:
+            raise UsageError(f"--scrape-interval must be > 0 seconds, got {self.scrape_interval_s}")
 
     def source_name(self) -> str:
         """The AL source actually used."""
@@ -380,7 +386,8 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
                 chat_template_kwargs=mode.chat_template_kwargs, prompts=mode.prompts, dataset=mode.dataset,
                 target=spec.target, draft=spec.draft, draft_method=method, served_model=served,
                 concurrency=options.concurrency, save_text=options.save_text, extra_body=options.extra_body,
-                bootstrap_seed=spec.bootstrap_seed,
+                bootstrap_seed=spec.bootstrap_seed, request_rate=options.request_rate, warmup=options.warmup,
+                arrival_seed=options.arrival_seed, scrape_interval_s=options.scrape_interval_s,
             )
             info = _server_info(options, url, command, env, facts, log, d)
             progress(0, description=f"k={k} thinking {mode.thinking}")

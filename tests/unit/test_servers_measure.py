@@ -160,13 +160,26 @@ def test_response_without_spec_fields_is_a_named_failure(servers, tmp_path):
         _measure(s.url, _plan("sglang"), tmp_path, "sglang-meta-info")
 
 
-def test_windows_at_concurrency(servers, tmp_path, clean):
+def test_waves_at_concurrency(servers, tmp_path, clean):
     s = servers("vllm")
-    rec = _measure(s.url, _plan("vllm", concurrency=3), tmp_path, "vllm-prometheus")
+    plan = _plan("vllm", concurrency=3)
+    plan.waves = True
+    rec = _measure(s.url, plan, tmp_path, "vllm-prometheus")
     assert _counts(rec) == _counts(clean["vllm-prometheus"])
     rows = read_cell_results(tmp_path)
     assert [r.extra["unit"] for r in rows] == [[0, 1, 2], [3, 4, 5], [6, 7]]
     assert any("window" in w for w in rec.warnings)
+
+
+def test_timed_windows_at_concurrency_count_everything_once(servers, tmp_path, clean):
+    s = servers("vllm")
+    rec = _measure(s.url, _plan("vllm", concurrency=3), tmp_path, "vllm-prometheus")
+    assert _counts(rec) == _counts(clean["vllm-prometheus"])
+    rows = read_cell_results(tmp_path)
+    assert all("batch" in r.extra for r in rows)
+    assert sorted(i for r in rows for i in r.extra["unit"]) == list(range(N))
+    assert any("batch means" in w for w in rec.warnings)
+    assert not (tmp_path / "windows.session.jsonl").exists()
 
 
 def test_per_request_concurrency(servers, tmp_path, clean):
