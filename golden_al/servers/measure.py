@@ -637,22 +637,35 @@ def batch_windows(windows: Sequence[_Window], batches: int) -> list[list[_Window
 
 
 def _batch_result(plan: CellPlan, batch: Sequence[_Window], number: int, retried: int) -> RequestResult:
+    """One cluster line: a batch's counts and the requests that finished in it (possibly none)."""
     total = batch[0].counts
     for w in batch[1:]:
         total = total + w.counts
     prompts = [p for w in batch for p in w.prompts]
     resps = [r for w in batch for r in w.responses]
-    extra: dict[str, Any] = {"batch": number, "windows": len(batch), "t": [round(batch[0].t0, 4),
-                                                                           round(batch[-1].t1, 4)]}
+    usage = [_usage(r) for r in resps]
+    ids = [str(r.get("id") or (r.get("meta_info") or {}).get("id") or "") for r in resps]
+    extra: dict[str, Any] = {"batch": number, "windows": len(batch),
+                             "t": [round(batch[0].t0, 4), round(batch[-1].t1, 4)],
+                             "unit": [p.index for p in prompts], "prompt_hashes": [p.prompt_hash for p in prompts],
+                             "request_ids": ids, "finish_reasons": [_text_and_finish(r)[1] or "" for r in resps]}
     if retried:
         extra["retried_attempts_in_session"] = retried
-    row = _result(plan, prompts or [ChatPrompt(0, (), "")], resps, total, batch[-1].t1 - batch[0].t0, extra)
-    update: dict[str, Any] = {"index": prompts[0].index if prompts else 0}
-    if len(prompts) <= 1:  # _result writes a window's unit only for several prompts
-        extra = {**(row.extra or {}), "unit": [p.index for p in prompts],
-                 "prompt_hashes": [p.prompt_hash for p in prompts]}
-        update.update(extra=extra, finish_reason=None)
-    return row.model_copy(update=update)
+    return RequestResult(
+        index=prompts[0].index if prompts else 0,
+        request_id=",".join(ids),
+        draft_len=plan.draft_len,
+        prompt_hash=hashlib.sha256("".join(p.prompt_hash for p in prompts).encode()).hexdigest(),
+        num_prompt_tokens=None if any(p is None for p, _ in usage) else sum(p or 0 for p, _ in usage),
+        num_output_tokens=sum(c or 0 for _, c in usage),
+        num_verify_steps=total.num_verify_steps,
+        num_accepted_drafts=total.num_accepted_drafts,
+        histogram=[tidy_count(float(v)) for v in total.histogram or ()],
+        per_position_accepted=[tidy_count(float(v)) for v in total.per_position_accepted or ()],
+        wall_s=round(batch[-1].t1 - batch[0].t0, 4),
+        text=("\n\x1e".join(_text_and_finish(r)[0] or "" for r in resps) if plan.save_text else None),
+        extra=extra,
+    )
 
 
 def _commit_rows(req_file: Path, rows: Sequence[RequestResult]) -> None:
