@@ -40,6 +40,7 @@ __all__ = [
     "RequestResult",
     "SamplingInfo",
     "ServerInfo",
+    "ServerShare",
     "append_request_result",
     "counts_from_requests",
     "load_record",
@@ -107,6 +108,18 @@ class ServerInfo(_Strict):
     server_args: dict[str, Any] | None = None
     log_file: str | None = None
     image: str | None = None
+
+
+class ServerShare(_Strict):
+    """One data-parallel replica's part of a cell measured on several ``--server`` URLs."""
+
+    url: str
+    num_requests: int = Field(ge=0)
+    clusters: int = Field(ge=0, description="lines of requests.jsonl (requests, or counter batches)")
+    num_verify_steps: Count
+    num_accepted_drafts: Count
+    histogram: list[Count]
+    al: float | None = Field(default=None, description="this replica's AL (None without verify steps)")
 
 
 class RequestResult(_Strict):
@@ -181,6 +194,8 @@ class MeasurementRecord(_Strict):
     histogram: list[Count]
     per_request_file: str | None = Field(description="JSONL beside this record, relative path")
     server: ServerInfo | None = None
+    per_server: list[ServerShare] | None = Field(
+        default=None, description="sub-counts per data-parallel replica (several --server URLs); totals above")
     warnings: list[str] = Field(default_factory=list)
     provenance: dict[str, Any]
 

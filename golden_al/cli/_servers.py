@@ -53,7 +53,10 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
     if with_engine:
         g.add_argument("--engine", choices=SERVER_ENGINES, required=True, help="the serving engine")
     where = g.add_mutually_exclusive_group()
-    where.add_argument("--server", metavar="URL", help="attach to a running server (e.g. http://127.0.0.1:30000)")
+    where.add_argument("--server", metavar="URL", action="append", default=None,
+                       help="attach to a running server (e.g. http://127.0.0.1:30000); repeat for data-parallel "
+                       "replicas of one configuration: prompts are sharded over them, each keeps --concurrency "
+                       "in flight, and the record holds totals plus per-server sub-counts")
     where.add_argument("--launch", action="store_true",
                        help="start the server from these options (per draft length), capture its log, always stop it")
     g.add_argument("--algorithm", metavar="NAME",
@@ -201,7 +204,7 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
         if not api_key:
             raise UsageError(f"--api-key-env {args.api_key_env}: the variable is not set")
     return ServerOptions(
-        engine=engine, url=args.server, launch=launch, base_env=dict(os.environ),
+        engine=engine, urls=list(args.server or []), launch=launch, base_env=dict(os.environ),
         ready_timeout_s=args.ready_timeout,
         policy=RetryPolicy(max_attempts=args.retries + 1, backoff_initial_s=args.backoff,
                            request_timeout_s=args.request_timeout),

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
 import itertools
@@ -127,6 +128,8 @@ class CellPlan:
     arrival_seed: int = 0
     scrape_interval_s: float = 1.0
     """Counter sources at concurrency > 1: seconds between two scrapes (one window)."""
+    num_servers: int = 1
+    """Data-parallel replicas the prompts are sharded over (set by :func:`measure_cell`)."""
     waves: bool = False
     """The old schedule (waves of ``concurrency`` that wait for their slowest member); for comparisons."""
 
@@ -154,6 +157,7 @@ class CellPlan:
             "al_source": source.name,
             "unit_size": self.unit_size(source),
             "extra_body": self.extra_body,
+            **({"servers": self.num_servers} if self.num_servers > 1 else {}),
         }
 
     def unit_size(self, source: Source) -> int:
@@ -439,8 +443,8 @@ class MixedDraftLengths:
 
 
 async def _run_per_request(client: ServerClient, plan: CellPlan, source: PerRequestSource,
-                           todo: list[ChatPrompt], req_file: Path, progress: ProgressFn) -> None:
-    stats = PipelineStats(total=len(todo))
+                           todo: list[ChatPrompt], req_file: Path, progress: ProgressFn, stats: PipelineStats,
+                           tag: Mapping[str, Any]) -> None:
     mixed = MixedDraftLengths() if source.engine == "sglang" else None
 
     async def send(prompt: ChatPrompt) -> None:
@@ -450,7 +454,7 @@ async def _run_per_request(client: ServerClient, plan: CellPlan, source: PerRequ
         counts = source.counts(resp, plan.draft_len, label)
         if mixed is not None:
             mixed.check(counts, label)
-        extra: dict[str, Any] = {}
+        extra: dict[str, Any] = dict(tag)
         rep = _reported_al(resp)
         if rep is not None:
             extra["server_reported_al"] = rep
@@ -467,13 +471,12 @@ async def _run_per_request(client: ServerClient, plan: CellPlan, source: PerRequ
 
 
 async def _run_counter(client: ServerClient, plan: CellPlan, source: CounterSource, todo: list[ChatPrompt],
-                       req_file: Path, progress: ProgressFn) -> None:
+                       req_file: Path, progress: ProgressFn, stats: PipelineStats, tag: Mapping[str, Any]) -> None:
     """One request per unit (concurrency 1, or ``plan.waves``): exact per-unit deltas around an idle server."""
     size = plan.unit_size(source)
     units = [todo[i:i + size] for i in range(0, len(todo), size)]
     previous = None
     policy = client.policy
-    stats = PipelineStats(total=len(todo))
     for unit in units:
         label = _label(plan, f"request {unit[0].index}" if len(unit) == 1 else
                        f"requests {unit[0].index}..{unit[-1].index}")
@@ -500,7 +503,7 @@ async def _run_counter(client: ServerClient, plan: CellPlan, source: CounterSour
             wall = time.monotonic() - t0
             after = await source.after_unit(client, before, len(unit), label)
             counts = source.delta_counts(before, after, plan.draft_len, label)
-            row = _result(plan, unit, resps, counts, wall, {"attempts": attempt})
+            row = _result(plan, unit, resps, counts, wall, {"attempts": attempt, **tag})
             append_request_result(req_file, row)
             stats.add(requests=len(unit), output_tokens=row.num_output_tokens,
                       accepted=float(row.num_accepted_drafts), steps=float(row.num_verify_steps))
@@ -523,7 +526,8 @@ class _Window:
 
 
 async def _run_counter_windows(client: ServerClient, plan: CellPlan, source: CounterSource, todo: list[ChatPrompt],
-                               req_file: Path, progress: ProgressFn) -> None:
+                               req_file: Path, progress: ProgressFn, stats: PipelineStats,
+                               tag: Mapping[str, Any]) -> None:
     """Counter deltas at concurrency > 1: the pipeline keeps the server busy while the counters are
     scraped every ``plan.scrape_interval_s``; the windows are grouped into contiguous batches (batch
     means), which become the cell's clusters.
@@ -536,11 +540,10 @@ async def _run_counter_windows(client: ServerClient, plan: CellPlan, source: Cou
     """
     k = plan.draft_len
     label = _label(plan, f"counter session of {len(todo)} requests")
-    staging = req_file.with_name(SESSION_FILE)
+    staging = req_file.with_name(SESSION_FILE if not tag else f"windows.session.{tag['server']}.jsonl")
     staging.unlink(missing_ok=True)
     start = await source.wait_idle(client, label)
     t_start = time.monotonic()
-    stats = PipelineStats(total=len(todo))
     finished: list[tuple[ChatPrompt, Mapping[str, Any]]] = []
     taken = 0  # finished requests already assigned to a window
     windows: list[_Window] = []
@@ -615,7 +618,7 @@ async def _run_counter_windows(client: ServerClient, plan: CellPlan, source: Cou
                 + (f" (up to {len(todo) + failed_attempts[0]} with the retried attempts)" if failed_attempts[0] else "")
                 + ": other traffic reached the server, so the counter windows cannot be attributed",
                 hint="measure on a server nobody else uses, or use a per-request --al-source")
-    rows = [_batch_result(plan, batch, i, failed_attempts[0])
+    rows = [_batch_result(plan, batch, i, failed_attempts[0], tag)
             for i, batch in enumerate(batch_windows(windows, BATCHES))]
     _commit_rows(req_file, rows)
     staging.unlink(missing_ok=True)
@@ -636,7 +639,8 @@ def batch_windows(windows: Sequence[_Window], batches: int) -> list[list[_Window
     return [list(windows[a:b]) for a, b in itertools.pairwise(edges.tolist()) if b > a]
 
 
-def _batch_result(plan: CellPlan, batch: Sequence[_Window], number: int, retried: int) -> RequestResult:
+def _batch_result(plan: CellPlan, batch: Sequence[_Window], number: int, retried: int,
+                  tag: Mapping[str, Any]) -> RequestResult:
     """One cluster line: a batch's counts and the requests that finished in it (possibly none)."""
     total = batch[0].counts
     for w in batch[1:]:
@@ -649,6 +653,7 @@ def _batch_result(plan: CellPlan, batch: Sequence[_Window], number: int, retried
                              "t": [round(batch[0].t0, 4), round(batch[-1].t1, 4)],
                              "unit": [p.index for p in prompts], "prompt_hashes": [p.prompt_hash for p in prompts],
                              "request_ids": ids, "finish_reasons": [_text_and_finish(r)[1] or "" for r in resps]}
+    extra.update(tag)
     if retried:
         extra["retried_attempts_in_session"] = retried
     return RequestResult(
@@ -677,14 +682,17 @@ def _commit_rows(req_file: Path, rows: Sequence[RequestResult]) -> None:
 
 def _set_aside_session(directory: Path, note: Callable[[str], None] | None = None) -> str | None:
     """Move a dead counter session's windows out of the way; returns a warning or None."""
-    staging = directory / SESSION_FILE
-    if not staging.exists():
+    moved = []
+    lines = 0
+    for staging in sorted(directory.glob("windows.session*.jsonl")):
+        lines += sum(1 for _ in staging.open("rb"))
+        dest = directory / f"windows.discarded-{int(time.time())}-{staging.name.removeprefix('windows.')}"
+        os.replace(staging, dest)
+        moved.append(dest.name)
+    if not moved:
         return None
-    lines = sum(1 for _ in staging.open("rb"))
-    dest = directory / f"windows.discarded-{int(time.time())}.jsonl"
-    os.replace(staging, dest)
-    return (f"an interrupted counter session's {lines} windows were set aside ({dest.name}) and its prompts sent "
-            "again: requests in flight at the interruption make its windows unattributable")
+    return (f"an interrupted counter session's {lines} windows were set aside ({', '.join(moved)}) and its prompts "
+            "sent again: requests in flight at the interruption make its windows unattributable")
 
 
 def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, source_name: str,
@@ -742,10 +750,16 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
     )
 
 
-async def measure_cell(client: ServerClient, plan: CellPlan, source: Source, directory: str | Path, *,
-                       resume: bool = False, progress: ProgressFn | None = None, server: ServerInfo | None = None,
-                 engine_version: str | None = None, warnings: Sequence[str] = ()) -> MeasurementRecord:
+async def measure_cell(client: ServerClient | Sequence[ServerClient], plan: CellPlan, source: Source,
+                       directory: str | Path, *, resume: bool = False, progress: ProgressFn | None = None,
+                       server: ServerInfo | None = None, engine_version: str | None = None,
+                       warnings: Sequence[str] = ()) -> MeasurementRecord:
     """Measure every prompt of ``plan`` not measured yet, then write ``measurement.json``.
+
+    ``client`` may be several clients, one per data-parallel replica: prompt ``i`` goes
+    to replica ``i mod n``, each keeps ``plan.concurrency`` in flight and has its own
+    counter windows, and the record holds the totals plus ``per_server`` sub-counts
+    (check that the replicas agree first: :func:`golden_al.servers.replicas.check_replicas_agree`).
 
     Returns the record (also written to ``directory/measurement.json``).
 
@@ -755,6 +769,12 @@ async def measure_cell(client: ServerClient, plan: CellPlan, source: Source, dir
         RequestFailedError / MetricMissingError / CounterResetError / ServerError: a
             request or the server failed; finished requests stay in ``requests.jsonl``.
     """
+    from golden_al.servers.replicas import per_server_shares, shard
+
+    clients = [client] if isinstance(client, ServerClient) else list(client)
+    if not clients:
+        raise UsageError("no server to measure against")
+    plan = dataclasses.replace(plan, num_servers=len(clients))
     d = Path(directory)
     progress = progress or (lambda *a, **k: None)
     started = now_iso()
@@ -770,15 +790,15 @@ async def measure_cell(client: ServerClient, plan: CellPlan, source: Source, dir
         progress(len(plan.prompts) - len(todo))
         req_file = d / REQUESTS_FILE
         if todo:
-            await _warmup(client, plan, source, progress)
-            if isinstance(source, PerRequestSource):
-                await _run_per_request(client, plan, source, todo, req_file, progress)
-            elif isinstance(source, CounterSource) and plan.windowed(source):
-                await _run_counter_windows(client, plan, source, todo, req_file, progress)
-            elif isinstance(source, CounterSource):
-                await _run_counter(client, plan, source, todo, req_file, progress)
-            else:  # pragma: no cover - every source is one of the two
-                raise ServerError(f"unknown source type {type(source).__name__}")
+            stats = PipelineStats(total=len(todo))
+            shards = shard(todo, len(clients)) if len(clients) > 1 else [todo]
+            outcomes = await asyncio.gather(*(
+                _measure_shard(c, plan, source, part, req_file, progress, stats,
+                               {"server": i} if len(clients) > 1 else {})
+                for i, (c, part) in enumerate(zip(clients, shards, strict=True)) if part), return_exceptions=True)
+            errors = [e for e in outcomes if isinstance(e, BaseException)]
+            if errors:
+                raise errors[0]
         results = read_cell_results(d)
         missing = sorted({p.index for p in plan.prompts} - completed_indices(results))
         if missing:
@@ -786,8 +806,23 @@ async def measure_cell(client: ServerClient, plan: CellPlan, source: Source, dir
                               hint="rerun with --resume")
         record = record_from_results(plan, results, source_name=source.name, server=server,
                                      engine_version=engine_version, warnings=list(warnings), started=started)
+        if len(clients) > 1:
+            record.per_server = per_server_shares([c.base_url for c in clients], results, plan.draft_len)
         write_record(record, d)
         return record
+
+
+async def _measure_shard(client: ServerClient, plan: CellPlan, source: Source, todo: list[ChatPrompt],
+                         req_file: Path, progress: ProgressFn, stats: PipelineStats, tag: Mapping[str, Any]) -> None:
+    await _warmup(client, plan, source, progress)
+    if isinstance(source, PerRequestSource):
+        await _run_per_request(client, plan, source, todo, req_file, progress, stats, tag)
+    elif isinstance(source, CounterSource) and plan.windowed(source):
+        await _run_counter_windows(client, plan, source, todo, req_file, progress, stats, tag)
+    elif isinstance(source, CounterSource):
+        await _run_counter(client, plan, source, todo, req_file, progress, stats, tag)
+    else:  # pragma: no cover - every source is one of the two
+        raise ServerError(f"unknown source type {type(source).__name__}")
 
 
 def load_finished(directory: str | Path) -> MeasurementRecord | None:

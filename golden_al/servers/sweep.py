@@ -34,6 +34,7 @@ every derived record says ``derivation_exact: false`` with a warning, and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import math
@@ -71,6 +72,7 @@ from golden_al.servers.client import RetryPolicy, ServerClient
 from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results
 from golden_al.servers.pipeline import Schedule
 from golden_al.servers.probe import ServerFacts, is_chain, probe_server
+from golden_al.servers.replicas import check_replicas_agree
 from golden_al.servers.sources import default_source, make_source
 
 __all__ = [
@@ -100,6 +102,8 @@ class ServerOptions:
     engine: str
     url: str | None = None
     launch: launch_mod.LaunchSpec | None = None
+    urls: list[str] = field(default_factory=list)
+    """Every ``--server`` (data-parallel replicas); ``url`` is the first."""
     base_env: dict[str, str] | None = None
     ready_timeout_s: float = 1800.0
     stop_timeout_s: float = 30.0
@@ -117,6 +121,10 @@ class ServerOptions:
     arrival_seed: int = 0
 
     def __post_init__(self) -> None:
+        if self.urls and self.url is None:
+            self.url = self.urls[0]
+        elif self.url is not None and not self.urls:
+            self.urls = [self.url]
         if (self.url is None) == (self.launch is None):
             raise UsageError("give exactly one of --server URL and --launch")
         if self.engine not in launch_mod.SERVER_ENGINES:
@@ -230,7 +238,7 @@ def _fingerprint(options: ServerOptions, spec: SweepSpec) -> dict[str, Any]:
                   "per_request_metrics": ls.per_request_metrics, "image": ls.image}
     return {
         "engine": options.engine,
-        "server": options.url,
+        "server": options.url if len(options.urls) <= 1 else options.urls,
         "launch": launch,
         "draft_lens": sorted(spec.draft_lens),
         "thinking": [m.thinking for m in spec.modes],
@@ -359,8 +367,15 @@ def _server_info(options: ServerOptions, url: str, command: list[str] | None, en
 async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, cells: list[tuple[ModeSpec, Path]],
                    url: str, command: list[str] | None, env: Mapping[str, str] | None, log: Path | None,
                    resume: bool, progress: ProgressFn, note: LogFn) -> list[MeasurementRecord]:
-    async with ServerClient(url, policy=options.policy, api_key=options.api_key, on_retry=note) as client:
-        facts = await probe_server(client, options.engine, log_path=log)
+    urls = [url] if options.launch is not None else (options.urls or [url])
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(
+            ServerClient(u, policy=options.policy, api_key=options.api_key, on_retry=note)) for u in urls]
+        every = [await probe_server(c, options.engine, log_path=log if i == 0 else None)
+                 for i, c in enumerate(clients)]
+        check_replicas_agree(urls, every)
+        facts = every[0]
+        client = clients[0] if len(clients) == 1 else clients
         for w in facts.warnings:
             note(w)
         if facts.draft_len is not None and facts.draft_len != k:
@@ -391,7 +406,7 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
             )
             info = _server_info(options, url, command, env, facts, log, d)
             progress(0, description=f"k={k} thinking {mode.thinking}")
-            records.append(await measure_cell(client, plan, source, d, resume=resume, progress=progress,
+            records.append(await measure_cell(client, plan, source, d, resume=resume, progress=progress,  # type: ignore[arg-type]
                                               server=info, engine_version=facts.version, warnings=warnings))
         return records
 
