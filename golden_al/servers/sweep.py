@@ -73,7 +73,7 @@ from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_c
 from golden_al.servers.pipeline import Schedule
 from golden_al.servers.probe import ServerFacts, is_chain, probe_server
 from golden_al.servers.replicas import check_replicas_agree
-from golden_al.servers.sources import default_source, make_source
+from golden_al.servers.sources import default_source, make_source, per_request_alternative
 
 __all__ = [
     "ModeSpec",
@@ -390,6 +390,12 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
         if not served:
             raise ServerError("the server lists no model at /v1/models", hint="pass --served-model-name")
         source = make_source(options.source_name(), options.engine)
+        if options.al_source == "auto" and not source.per_request and spec.modes and spec.modes[0].prompts:
+            better = await per_request_alternative(clients[0], options.engine, served, spec.modes[0].prompts[0])
+            if better is not None:
+                note(f"the server returns per-request spec-decode metrics: AL source {better.name} "
+                     f"instead of the aggregate {source.name}")
+                source = better
         method = spec.draft_method or (options.launch.draft_method() if options.launch else None) \
             or facts.draft_method or "unknown"
         records = []

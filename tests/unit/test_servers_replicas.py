@@ -186,3 +186,14 @@ def test_shard_is_by_index_mod_n():
 
     parts = shard([P(i) for i in (0, 1, 2, 3, 5, 8)], 3)
     assert [[p.index for p in part] for part in parts] == [[0, 3], [1], [2, 5, 8]]
+
+
+@pytest.mark.parametrize(("per_request", "expected"), [("summary", "vllm-per-request"), (None, "vllm-prometheus")])
+def test_auto_prefers_a_per_request_source_when_the_server_offers_one(servers, tmp_path, capsys, per_request,
+                                                                     expected):
+    prompts = _prompts(tmp_path, 4)
+    s = servers("vllm", per_request_metrics=per_request)
+    code, err = _measure(capsys, "vllm", [s.url], tmp_path / "out", prompts, "--concurrency", "2")
+    assert code == 0, err
+    assert _record(tmp_path / "out")["al_source"] == expected
+    assert ("per-request spec-decode metrics" in err) == (per_request is not None)
