@@ -96,6 +96,15 @@ class DatasetInfo(_Strict):
     hash: str = Field(description="sha256 over the rendered prompts in order")
     source: str | None = Field(default=None, description="the --prompts spec or file path")
     chat_template_hash: str | None = None
+    source_hash: str | None = Field(
+        default=None, description="sha256 over every prompt of the set the selection is drawn from (shards of one "
+        "set share it)")
+    selection: list[int] | None = Field(
+        default=None, description="indices (in that set) of the prompts this record holds; None: all of them")
+
+    def prompt_set_key(self) -> str:
+        """What must match for two records to hold prompts of one set: ``source_hash``, else ``hash``."""
+        return self.source_hash or self.hash
 
 
 class ServerInfo(_Strict):

@@ -91,6 +91,9 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
                    "(default: as fast as --concurrency allows)")
     g.add_argument("--warmup", type=int, default=0, metavar="N",
                    help="send N requests first (prompts from the set) and leave them out of the record (default 0)")
+    g.add_argument("--shard", default=None, metavar="I/N",
+                   help="measure only prompts i with i mod N == I (0 <= I < N); records of the N shards pool into "
+                   "one cell with 'golden-al pool' or 'fit'")
     g.add_argument("--scrape-interval", type=float, default=1.0, metavar="S",
                    help="aggregate counters (vllm-prometheus, atom-mtp-stats) at --concurrency > 1: seconds between "
                    "two scrapes; the interval is by batch means over the windows (default 1.0)")
@@ -236,6 +239,7 @@ def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_nam
     from golden_al.servers.sweep import ModeSpec
 
     tokenizer = _tokenizer(args)
+    shard = parse_shard(getattr(args, "shard", None))
     prompt_set = load_prompts(args.prompts, cache_dir=cache_dir(getattr(args, "cache_dir", None)),
                               limit=args.num_prompts)
     items = list(prompt_set.conversations)
@@ -265,6 +269,11 @@ def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_nam
                 prompts.append(ChatPrompt(i, tuple(msgs), prompt_hash(text), text))
             else:
                 prompts.append(ChatPrompt(i, tuple(msgs), _messages_hash(msgs, kwargs)))
+        source_hash = hashlib.sha256("".join(p.prompt_hash for p in prompts).encode()).hexdigest()
+        if shard is not None:
+            prompts = [p for p in prompts if p.index % shard[1] == shard[0]]
+            if not prompts:
+                raise UsageError(f"--shard {shard[0]}/{shard[1]} holds no prompt of the {len(items)} in the set")
         if tokenizer is not None:  # the reference engine's hash over rendered prompts
             data_hash = dataset_hash(p.text or "" for p in prompts)
         else:
@@ -275,12 +284,28 @@ def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_nam
             count=len(prompts),
             hash=data_hash,
             source=args.prompts,
+            source_hash=source_hash,
+            selection=[p.index for p in prompts],
         )
         max_tokens = SERVER_MAX_TOKENS if is_default(args.max_tokens) else int(args.max_tokens)
         seed = None if args.seed is None or is_default(args.seed) else int(args.seed)
         sampling = SamplingInfo(temperature=temperature, top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed)
         modes.append(ModeSpec(mode, prompts, dataset, sampling, kwargs))  # type: ignore[arg-type]
     return modes
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"I/N"`` -> ``(I, N)`` with ``0 <= I < N`` (None stays None)."""
+    if text is None:
+        return None
+    i, sep, n = text.partition("/")
+    try:
+        pair = (int(i), int(n)) if sep else None
+    except ValueError:
+        pair = None
+    if pair is None or not 0 <= pair[0] < pair[1]:
+        raise UsageError(f"--shard expects I/N with 0 <= I < N, got {text!r}", hint="e.g. --shard 0/4 ... --shard 3/4")
+    return pair
 
 
 def _tokenizer(args: argparse.Namespace) -> Any:
