@@ -42,8 +42,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from distributions import counts as dcounts
 from distributions.counts import AcceptanceCounts, tidy_count
+from golden_al.engines import vllm as vllm_engine
 from golden_al.errors import InputFileError, UsageError
 from golden_al.measurement import (
     REQUESTS_FILE,
@@ -63,11 +63,10 @@ FORMATS = ("vllm-bench", "vllm-log", "inferencex-speedbench")
 MAX_BYTES = 1 << 30
 """Largest file read (1 GiB): bench JSON with --save-detailed texts and long server logs fit."""
 
-# vllm/benchmarks/serve.py (009e6d4a) result keys
-_VB_DRAFTS = "spec_decode_num_drafts"
-_VB_DRAFT_TOKENS = "spec_decode_draft_tokens"
-_VB_ACCEPTED = "spec_decode_accepted_tokens"
-_VB_RATES = "spec_decode_per_position_acceptance_rates"
+_VB_DRAFTS = vllm_engine.BENCH_DRAFTS
+_VB_DRAFT_TOKENS = vllm_engine.BENCH_DRAFT_TOKENS
+_VB_ACCEPTED = vllm_engine.BENCH_ACCEPTED
+_VB_RATES = vllm_engine.BENCH_POSITION_RATES
 _IX_CELL = re.compile(r"^speedbench_(?P<mode>on|off)_mtp(?P<k>\d+)(?:\.json)?$")
 _IX_MODE_LINE = re.compile(r"^#\s*thinking_(?P<mode>on|off)\s*:\s*temp\s+(?P<t>\S+)\s+top_p\s+(?P<p>\S+)"
                            r"(?:\s+top_k\s+(?P<k>\S+))?.*?(?:\|\s*chat_template_kwargs:\s*(?P<kw>.*))?$")
@@ -143,7 +142,7 @@ def _bench_counts(doc: Mapping[str, Any], path: Path, k: int | None) -> Acceptan
     drafts = float(doc[_VB_DRAFTS])
     pos = _positions_from_rates(doc[_VB_RATES], drafts, path)
     try:
-        return dcounts.from_vllm_counters(drafts, doc[_VB_DRAFT_TOKENS], doc[_VB_ACCEPTED], pos or None,
+        return vllm_engine.counts_from_counters(drafts, doc[_VB_DRAFT_TOKENS], doc[_VB_ACCEPTED], pos or None,
                                           k=k or len(pos) or None)
     except Exception as exc:
         raise InputFileError(f"the spec-decode counts are inconsistent: {exc}", path=path) from None
@@ -168,7 +167,7 @@ def _window_counts(snapshots: Sequence[Path], k: int | None) -> list[AcceptanceC
         assert isinstance(d, prom.VllmSpecCounters)
         if d.num_drafts <= 0:
             continue
-        out.append(dcounts.from_vllm_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
+        out.append(vllm_engine.counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
                                               list(d.accepted_per_position) or None, k=k))
     return out
 
@@ -194,7 +193,7 @@ def _log_windows(path: Path, k: int | None) -> list[AcceptanceCounts]:
         if pos is not None and sum(pos) != r.accepted_tokens:
             pos[0] += r.accepted_tokens - sum(pos)  # keep the exact total; the rounding lands on position 1
         try:
-            out.append(dcounts.from_vllm_counters(round(drafts), r.drafted_tokens, r.accepted_tokens, pos, k=kk))
+            out.append(vllm_engine.counts_from_counters(round(drafts), r.drafted_tokens, r.accepted_tokens, pos, k=kk))
         except Exception as exc:
             raise InputFileError(f"line {r.line_no}: the interval's counts are inconsistent: {exc}",
                                  path=path) from None
@@ -217,10 +216,8 @@ def _rows(windows: Sequence[AcceptanceCounts], k: int, what: str, output_tokens:
 def _record(rows: list[RequestResult], *, k: int, opts: ImportOptions, engine: str, source: str, files: Sequence[Path],
             model: str | None, num_requests: int, dataset: DatasetInfo, warnings: list[str],
             max_concurrency: Any = None) -> Imported:
-    import numpy as np
-
     from distributions import units
-    from distributions.uncertainty import cluster_bootstrap_al
+    from distributions.uncertainty import al_interval
 
     missing = [name for name, v in (("--thinking", opts.thinking), ("--temperature", opts.temperature),
                                     ("--max-tokens", opts.max_tokens)) if v is None]
@@ -234,8 +231,9 @@ def _record(rows: list[RequestResult], *, k: int, opts: ImportOptions, engine: s
     al = units.al_from_counts(acc, steps)
     warn = list(warnings)
     if len(rows) >= 2:
-        ci = cluster_bootstrap_al([float(r.num_accepted_drafts) for r in rows], [float(r.num_verify_steps) for r in rows],
-                                  rng=np.random.default_rng(0)).ci
+        ci = al_interval([float(r.num_accepted_drafts) for r in rows], [float(r.num_verify_steps) for r in rows],
+                         confidence=0.95, seed=0)
+        ci = (max(1.0, ci[0]), min(float(k + 1), ci[1]))
     else:
         ci = (1.0, float(k + 1))
         warn.append("one aggregate window: the counts carry no interval, so al_ci95 is the whole range [1, k+1]; "

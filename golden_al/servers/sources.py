@@ -108,13 +108,15 @@ async def per_request_alternative(client: ServerClient, engine: str, served_mode
     sent before any counter snapshot) shows whether it does. ATOM has no per-request
     source; SGLang's default is already per-request.
     """
+    from golden_al.engines import vllm
+
     if engine != "vllm":
         return None
     body = {"model": served_model, "messages": [dict(m) for m in prompt.messages], "max_tokens": 2,
             "temperature": 0.0, "stream": False}
     resp = await client.post_json("/v1/chat/completions", body, label="per-request metrics probe")
-    metrics = resp.get("metrics") if isinstance(resp, Mapping) else None
-    if isinstance(metrics, Mapping) and isinstance(metrics.get("speculative_decoding"), Mapping):
+    metrics = resp.get(vllm.REQUEST_METRICS) if isinstance(resp, Mapping) else None
+    if isinstance(metrics, Mapping) and isinstance(metrics.get(vllm.REQUEST_SPEC), Mapping):
         return PerRequestSource("vllm-per-request")
     return None
 
@@ -359,13 +361,13 @@ class VllmPrometheusSource(CounterSource):
                         len(counters.accepted_per_position) or None)
 
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
-        from distributions import counts as dcounts
+        from golden_al.engines import vllm as vllm_engine
         from golden_al.formats import prometheus as prom
 
         try:
             d = prom.counters_delta(before.counts, after.counts)
             assert isinstance(d, prom.VllmSpecCounters)
-            counts = dcounts.from_vllm_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
+            counts = vllm_engine.counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
                                                 list(d.accepted_per_position) or None, k=k)
         except Exception as exc:
             raise _as_server_error(exc, label) from None
@@ -403,10 +405,10 @@ class AtomMtpStatsSource(CounterSource):
         return Snapshot(dict(stats))
 
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
-        from distributions import counts as dcounts
+        from golden_al.engines import atom as atom_engine
 
         try:
-            counts = dcounts.atom_mtp_stats_delta(before.counts, after.counts, k=k)
+            counts = atom_engine.mtp_stats_delta(before.counts, after.counts, k=k)
         except Exception as exc:
             raise _as_server_error(exc, label) from None
         return _require_distribution(counts, label, self.name)
