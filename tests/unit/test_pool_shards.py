@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 
 import pytest
+from _inproc import InProcessServer
 
 from golden_al.cli.main import main
-from golden_al.servers.reference_server import ReferenceServer, ServeConfig
-from golden_al.servers.served_engine import FakeServedEngine
 
 K = 3
 N = 9
@@ -23,8 +21,7 @@ def measured(tmp_path_factory):
     prompts = root / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"id": f"p{i}", "messages": [{"role": "user", "content": f"Task {i}."}]})
                                + "\n" for i in range(N)))
-    srv = ReferenceServer(FakeServedEngine(K), ServeConfig(flavor="sglang", port=0), io.StringIO())
-    srv.start()
+    srv = InProcessServer("sglang", k=K)
     try:
         for name, extra in (("full", []), ("s0", ["--shard", "0/3"]), ("s1", ["--shard", "1/3"]),
                             ("s2", ["--shard", "2/3"])):
@@ -32,7 +29,7 @@ def measured(tmp_path_factory):
                          f"chat-jsonl:{prompts}", "--max-tokens", "48", "--out", str(root / name), *extra])
             assert code == 0
     finally:
-        srv.shutdown()
+        srv.close()
     return root
 
 

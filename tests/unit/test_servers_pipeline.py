@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import io
 import json
 import math
 import time
 
 import numpy as np
 import pytest
+from _inproc import InProcessServer
 
 from distributions.counts import AcceptanceCounts
 from golden_al.errors import MixedDraftLengthsError, ServerError, UsageError
@@ -26,8 +26,6 @@ from golden_al.servers.measure import (
 )
 from golden_al.servers.pipeline import PipelineStats, Schedule, arrival_offsets, run_pipeline, run_waves
 from golden_al.servers.probe import probe_server
-from golden_al.servers.reference_server import ReferenceServer, ServeConfig
-from golden_al.servers.served_engine import FakeServedEngine
 from golden_al.servers.sources import make_source
 
 K = 3
@@ -142,20 +140,6 @@ def _plan(engine: str, n: int, **kw) -> CellPlan:
                     served_model="fake-target", **kw)
 
 
-class _Server:
-    def __init__(self, flavor: str, step_delay_s: float = 0.0, **cfg):
-        self.srv = ReferenceServer(FakeServedEngine(K, step_delay_s=step_delay_s),
-                                   ServeConfig(flavor=flavor, port=0, **cfg), io.StringIO())
-        self.srv.start()
-        self.url = self.srv.url
-
-    def __enter__(self) -> _Server:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.srv.shutdown()
-
-
 def _measure(url, plan, out, source, *, resume=False, progress=None):
     async def main():
         async with ServerClient(url, policy=FAST) as client:
@@ -170,7 +154,7 @@ def _counts(r):
 
 
 def test_warmup_requests_are_sent_but_not_recorded(tmp_path):
-    with _Server("sglang") as s:
+    with InProcessServer("sglang") as s:
         clean = _measure(s.url, _plan("sglang", 6), tmp_path / "a", "sglang-meta-info")
         seen_before = s.srv.next_request_number()
         warm = _measure(s.url, _plan("sglang", 6, warmup=3, concurrency=2), tmp_path / "b", "sglang-meta-info")
@@ -186,7 +170,7 @@ def test_progress_reports_a_status_line(tmp_path):
         if status:
             lines.append(status)
 
-    with _Server("sglang") as s:
+    with InProcessServer("sglang") as s:
         _measure(s.url, _plan("sglang", 4, concurrency=2), tmp_path, "sglang-meta-info", progress=progress)
     assert lines[-1].startswith("4/4 requests,")
     assert "output tok/s" in lines[-1]
@@ -205,9 +189,9 @@ def test_windows_group_into_contiguous_batches():
 def test_timed_counter_windows_count_every_step_once(tmp_path):
     # serve-reference advances its counters when a request finishes, so a window needs a finished request
     n = 24
-    with _Server("vllm") as s:
+    with InProcessServer("vllm") as s:
         clean = _measure(s.url, _plan("vllm", n), tmp_path / "clean", "vllm-prometheus")
-    with _Server("vllm", step_delay_s=0.002) as s:
+    with InProcessServer("vllm", step_delay_s=0.002) as s:
         plan = _plan("vllm", n, concurrency=4, scrape_interval_s=0.01)
         rec = _measure(s.url, plan, tmp_path / "w", "vllm-prometheus")
     assert _counts(rec) == _counts(clean)
@@ -221,7 +205,7 @@ def test_timed_counter_windows_count_every_step_once(tmp_path):
 
 
 def test_a_dead_counter_session_is_set_aside_and_redone(tmp_path):
-    with _Server("vllm") as s:
+    with InProcessServer("vllm") as s:
         clean = _measure(s.url, _plan("vllm", 8), tmp_path / "clean", "vllm-prometheus")
         d = tmp_path / "cell"
         d.mkdir()
@@ -233,7 +217,7 @@ def test_a_dead_counter_session_is_set_aside_and_redone(tmp_path):
 
 
 def test_foreign_traffic_during_a_windowed_session_is_refused(tmp_path):
-    with _Server("vllm", step_delay_s=0.01) as s:
+    with InProcessServer("vllm", step_delay_s=0.01) as s:
         async def main():
             async with ServerClient(s.url, policy=FAST) as client:
                 plan = _plan("vllm", 6, concurrency=2, scrape_interval_s=0.05)
@@ -251,7 +235,7 @@ def test_foreign_traffic_during_a_windowed_session_is_refused(tmp_path):
 
 # ---------------------------------------------------------------------------- one draft length only
 def test_adaptive_sglang_server_is_refused():
-    with _Server("sglang", speculative_adaptive=True) as s:
+    with InProcessServer("sglang", speculative_adaptive=True) as s:
         async def main():
             async with ServerClient(s.url, policy=FAST) as client:
                 return await probe_server(client, "sglang")

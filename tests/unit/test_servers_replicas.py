@@ -6,7 +6,6 @@ round-robin router; the CLI runs in process.
 
 from __future__ import annotations
 
-import io
 import itertools
 import json
 import threading
@@ -15,39 +14,19 @@ from pathlib import Path
 
 import httpx
 import pytest
+from _inproc import server_factory
 
 from golden_al.cli.main import main
 from golden_al.errors import ServerError, UsageError
 from golden_al.servers.probe import ServerFacts
-from golden_al.servers.reference_server import ReferenceServer, ServeConfig
 from golden_al.servers.replicas import check_replicas_agree, shard
-from golden_al.servers.served_engine import FakeServedEngine
 
 K = 3
 
 
-class _Server:
-    def __init__(self, flavor: str, k: int = K, **cfg):
-        self.srv = ReferenceServer(FakeServedEngine(k), ServeConfig(flavor=flavor, port=0, **cfg), io.StringIO())
-        self.srv.start()
-        self.url = self.srv.url
-
-    def close(self) -> None:
-        self.srv.shutdown()
-
-
 @pytest.fixture
 def servers():
-    made: list[_Server] = []
-
-    def make(flavor: str, **kw) -> _Server:
-        s = _Server(flavor, **kw)
-        made.append(s)
-        return s
-
-    yield make
-    for s in made:
-        s.close()
+    yield from server_factory()
 
 
 class _Router:
