@@ -24,6 +24,8 @@ import asyncio
 import hashlib
 import io
 import json
+import os
+import platform
 import statistics
 import sys
 import tempfile
@@ -37,11 +39,14 @@ CONCURRENCIES = (1, 8, 64)
 STEP_DELAY = 0.004
 
 
+PROMPTS_SPEC = "humaneval"
+
+
 def _prompts(n: int) -> list[Any]:
     from golden_al.prompts import load_prompts
     from golden_al.servers.measure import ChatPrompt
 
-    ps = load_prompts("humaneval", cache_dir=Path("~/.cache/golden-al").expanduser(), limit=n)
+    ps = load_prompts(PROMPTS_SPEC, cache_dir=Path("~/.cache/golden-al").expanduser(), limit=n)
     out = []
     for i, conv in enumerate(ps.conversations):
         msgs = tuple(dict(m) for m in conv.messages)
@@ -83,7 +88,7 @@ def _serve(engine: Any, flavor: str) -> Any:
     return srv
 
 
-def part_a(tmp: Path, n: int, max_tokens: int) -> list[dict[str, Any]]:
+def part_a(tmp: Path, n: int, max_tokens: int, device: str) -> list[dict[str, Any]]:
     import torch
 
     from golden_al.engines.offline_reference.tiny import save_tiny_pair
@@ -95,7 +100,7 @@ def part_a(tmp: Path, n: int, max_tokens: int) -> list[dict[str, Any]]:
     prompts = _prompts(n)
     rows = []
     for flavor, source in (("sglang", "sglang-meta-info"), ("vllm", "vllm-prometheus")):
-        srv = _serve(ReferenceServedEngine(str(target), str(draft), K, model_name="m"), flavor)
+        srv = _serve(ReferenceServedEngine(str(target), str(draft), K, model_name="m", device=device), flavor)
         try:
             for c in CONCURRENCIES:
                 out = tmp / f"a-{source}-c{c}"
@@ -187,17 +192,24 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=32, help="part A max_tokens (default 32)")
     ap.add_argument("--reps", type=int, default=3)
     ap.add_argument("--out", type=Path, default=HERE)
+    ap.add_argument("--prompts-file", type=Path, default=None,
+                    help="the same HumanEval prompts as chat-jsonl (for a machine without the HumanEval package)")
+    ap.add_argument("--device", default="cpu", help="torch device of the tiny reference pair (default cpu)")
     args = ap.parse_args(argv)
+    global PROMPTS_SPEC
+    if args.prompts_file is not None:
+        PROMPTS_SPEC = f"chat-jsonl:{args.prompts_file}"
     from golden_al.provenance import collect
 
     with tempfile.TemporaryDirectory() as tmp:
-        a = part_a(Path(tmp), args.prompts, args.max_tokens)
+        a = part_a(Path(tmp), args.prompts, args.max_tokens, args.device)
         b = part_b(Path(tmp), args.prompts_b, args.reps)
     summary = summarize(a, b)
     result = {"settings": {"k": K, "prompts": args.prompts, "prompts_b": args.prompts_b,
                            "prompt_set": "humaneval (first N)",
                            "part_a_engine": "reference engine, tiny random pair from a config (2 layers, hidden 32)",
-                           "part_a_max_tokens": args.max_tokens, "part_b_engine": "fake engine, step delay "
+                           "part_a_max_tokens": args.max_tokens, "part_a_device": args.device,
+                           "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}, "part_b_engine": "fake engine, step delay "
                            f"{STEP_DELAY} s per verify step, answers 16..256 tokens", "reps": args.reps},
               "al_vs_concurrency": a, "pipeline_vs_waves": b, "summary": summary, "provenance": collect()}
     args.out.mkdir(parents=True, exist_ok=True)

@@ -176,3 +176,20 @@ def test_auto_prefers_a_per_request_source_when_the_server_offers_one(servers, t
     assert code == 0, err
     assert _record(tmp_path / "out")["al_source"] == expected
     assert ("per-request spec-decode metrics" in err) == (per_request is not None)
+
+
+def test_pipeline_options_through_the_cli(servers, tmp_path, capsys):
+    prompts = _prompts(tmp_path, 6)
+    s = servers("vllm")
+    code, err = _measure(capsys, "vllm", [s.url], tmp_path / "out", prompts, "--concurrency", "3", "--request-rate",
+                         "40", "--warmup", "2", "--scrape-interval", "0.05", "--seed", "3")
+    assert code == 0, err
+    rec = _record(tmp_path / "out")
+    assert rec["num_requests"] == 6
+    assert any("batch means" in w for w in rec["warnings"])
+    # 6 measured, 2 warmup, 1 auto-source probe (does vLLM return per-request metrics?), 1 this call's own count
+    assert s.srv.next_request_number() == 6 + 2 + 1 + 1
+    for bad in (["--request-rate", "0"], ["--warmup", "-1"], ["--scrape-interval", "0"], ["--concurrency", "0"]):
+        code, err = _measure(capsys, "vllm", [s.url], tmp_path / "bad", prompts, *bad)
+        assert code == 2, bad
+        assert bad[0] in err
