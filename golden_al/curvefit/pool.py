@@ -7,11 +7,12 @@ accepted per position, requests): the pooled AL is ``1 + sum(accepted) / sum(ste
 run would give. Typical cases: several seeds of a sampled setting, a measurement
 resumed into a second directory, or the same prompts measured twice.
 
-The CI of one record is its own ``al_ci95`` (a cluster bootstrap over its requests).
-The CI of several records is a cluster bootstrap over the union of their requests
-when every record's ``requests.jsonl`` is present; otherwise the records' CIs are
-combined by the delta method (each standard error from its CI width / 3.92, weighted
-by its share of verify steps), which assumes the records are independent.
+The CI of one record is its own ``al_ci95`` (:func:`distributions.uncertainty.al_interval`
+over its clusters). The CI of several records is that interval over the union of their
+clusters when every record's ``requests.jsonl`` is present (the same prompt measured in
+two records is one cluster); otherwise the records' CIs are combined by the delta method
+(each standard error from its CI width / 3.92, weighted by its share of verify steps),
+which assumes the records are independent.
 """
 
 from __future__ import annotations
@@ -27,9 +28,9 @@ import numpy as np
 
 from distributions import units
 from distributions.counts import tidy_count
-from distributions.uncertainty import cluster_bootstrap_al, se_from_ci, z_for_confidence
+from distributions.uncertainty import se_from_ci, z_for_confidence
 from golden_al.curvefit.records import LoadedRecord
-from golden_al.measurement import MeasurementRecord
+from golden_al.measurement import MeasurementRecord, Uncertainty, interval_from_requests
 
 __all__ = ["PooledCell", "check_shards", "pool_cell", "pool_records", "selection_of"]
 
@@ -80,8 +81,9 @@ class PooledCell:
     """One (thinking mode, k) cell: the pooled counts, AL and CI, and where they come from.
 
     Attributes:
-        ci_method: ``record`` (one record's own CI), ``cluster-bootstrap`` (over the
-            union of the pooled records' requests) or ``delta`` (records' CIs combined).
+        ci_method: ``record`` (one record's own CI), ``clusters`` (the AL interval over the
+            union of the pooled records' clusters) or ``delta`` (records' CIs combined).
+        uncertainty: what the CI rests on (None for records that predate it, and for ``delta``).
         derived: the records are one-run derivations (truncation of a larger k).
         derived_from: the draft lengths they were derived from.
         integral: every count is an integer (observed, not expected, counts).
@@ -102,6 +104,7 @@ class PooledCell:
     derived_from: tuple[int, ...]
     derivation_exact: bool | None
     estimate: bool
+    uncertainty: Uncertainty | None = None
 
     @property
     def integral(self) -> bool:
@@ -113,7 +116,7 @@ class PooledCell:
         return self.ci95[1] - self.ci95[0]
 
 
-def pool_cell(records: Sequence[LoadedRecord], *, rng: np.random.Generator, num_resamples: int = 2000) -> PooledCell:
+def pool_cell(records: Sequence[LoadedRecord], *, seed: int = 0) -> PooledCell:
     """Pool ``records`` (one mode, one k, one derived-ness, settings already checked)."""
     if not records:
         raise ValueError("pool_cell needs at least one record")
@@ -132,17 +135,18 @@ def pool_cell(records: Sequence[LoadedRecord], *, rng: np.random.Generator, num_
         acc += float(r.num_accepted_drafts)
         n_req += r.num_requests
     al = units.al_from_counts(acc, steps)
+    uncertainty = None
     if len(records) == 1:
         lo, hi = first.record.al_ci95
         ci, method = (float(lo), float(hi)), "record"
+        uncertainty = first.record.uncertainty
     else:
         per_record = [lr.requests() for lr in records]
         if all(reqs for reqs in per_record):
-            rows = [q for reqs in per_record for q in reqs if float(q.num_verify_steps) > 0]  # type: ignore[union-attr]
-            boot = cluster_bootstrap_al([float(q.num_accepted_drafts) for q in rows],
-                                        [float(q.num_verify_steps) for q in rows],
-                                        rng=rng, num_resamples=num_resamples)
-            ci, method = boot.ci, "cluster-bootstrap"
+            rows = [q for reqs in per_record for q in reqs]  # type: ignore[union-attr]
+            interval, unit = interval_from_requests(rows, k, seed=seed, merge_same_prompt=True)
+            ci, method = interval.ci, "clusters"
+            uncertainty = Uncertainty.of(interval, unit)
         else:
             var = 0.0
             for lr in records:
@@ -170,11 +174,11 @@ def pool_cell(records: Sequence[LoadedRecord], *, rng: np.random.Generator, num_
         derived_from=froms,
         derivation_exact=all(exact) if exact else None,
         estimate=first.record.estimate,
+        uncertainty=uncertainty,
     )
 
 
-def pool_records(records: Sequence[LoadedRecord], out_dir: str | Path, *, seed: int = 0,
-                 num_resamples: int = 2000) -> MeasurementRecord:
+def pool_records(records: Sequence[LoadedRecord], out_dir: str | Path, *, seed: int = 0) -> MeasurementRecord:
     """Pool the records of one cell (disjoint shards of one prompt set) into one record in ``out_dir``.
 
     Writes ``measurement.json`` (the summed counts, the interval over every cluster of
@@ -205,7 +209,7 @@ def pool_records(records: Sequence[LoadedRecord], out_dir: str | Path, *, seed: 
     if missing:
         raise UsageError(f"{missing[0].label()} has no requests.jsonl beside it: the pooled interval needs its "
                          "clusters", hint="copy the record's requests.jsonl along with it")
-    cell = pool_cell(records, rng=np.random.default_rng(seed), num_resamples=num_resamples)
+    cell = pool_cell(records, seed=seed)
     first = records[0].record
     sel = selection_of(records)
     ds = first.dataset.model_copy(update={
@@ -226,6 +230,7 @@ def pool_records(records: Sequence[LoadedRecord], out_dir: str | Path, *, seed: 
         "dataset": ds,
         "al": cell.al,
         "al_ci95": cell.ci95,
+        "uncertainty": cell.uncertainty,
         "al_source": sources[0] if len(sources) == 1 else "+".join(sources),
         "num_requests": cell.num_requests,
         "num_verify_steps": cell.num_verify_steps,

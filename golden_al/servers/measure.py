@@ -42,8 +42,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from distributions.counts import AcceptanceCounts, tidy_count
 from golden_al.errors import (
     MixedDraftLengthsError,
@@ -61,9 +59,10 @@ from golden_al.measurement import (
     RequestResult,
     SamplingInfo,
     ServerInfo,
+    Uncertainty,
     append_request_result,
-    bootstrap_ci,
     counts_from_requests,
+    interval_from_requests,
     read_request_results,
     write_record,
 )
@@ -635,8 +634,8 @@ def batch_windows(windows: Sequence[_Window], batches: int) -> list[list[_Window
     n = len(windows)
     if n <= batches:
         return [[w] for w in windows]
-    edges = np.linspace(0, n, batches + 1).round().astype(int)
-    return [list(windows[a:b]) for a, b in itertools.pairwise(edges.tolist()) if b > a]
+    edges = [round(i * n / batches) for i in range(batches + 1)]
+    return [list(windows[a:b]) for a, b in itertools.pairwise(edges) if b > a]
 
 
 def _batch_result(plan: CellPlan, batch: Sequence[_Window], number: int, retried: int,
@@ -709,9 +708,10 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
             "AL is undefined",
             hint="no decode step carried drafts (n-gram found no matches?); use longer outputs or other prompts",
         )
-    al, ci = bootstrap_ci(rows, k, rng=np.random.default_rng(plan.bootstrap_seed))
+    interval, unit = interval_from_requests(rows, k, seed=plan.bootstrap_seed)
     warn = list(warnings)
     batches = [r for r in rows if r.extra and "batch" in r.extra]
+    n_windows = 0
     if batches:
         n_windows = sum(int(r.extra["windows"]) for r in batches if r.extra)
         warn.append(f"aggregate counters at concurrency {plan.concurrency}: scraped every {plan.scrape_interval_s:g} s "
@@ -722,7 +722,9 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
                         "lower --scrape-interval or measure more prompts")
     elif any(r.extra and "unit" in r.extra for r in rows):
         warn.append(f"counts attributed per window of up to {plan.concurrency} requests (counter deltas at "
-                    "concurrency > 1); the CI is a cluster bootstrap over windows")
+                    f"concurrency > 1); the interval is over {interval.clusters} windows, not requests")
+    if interval.warning:
+        warn.append(interval.warning)
     return MeasurementRecord(
         engine=plan.engine,
         engine_version=engine_version,
@@ -735,8 +737,9 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
         chat_template_kwargs=plan.chat_template_kwargs,
         sampling=plan.sampling,
         dataset=plan.dataset,
-        al=al,
-        al_ci95=ci,
+        al=interval.al,
+        al_ci95=interval.ci,
+        uncertainty=Uncertainty.of(interval, unit).model_copy(update={"windows": n_windows} if batches else {}),
         al_source=source_name,
         num_requests=num_requests,
         num_verify_steps=counts.num_verify_steps,

@@ -201,6 +201,10 @@ def test_timed_counter_windows_count_every_step_once(tmp_path):
     assert len(rows) == min(windows, 24)
     assert sorted(i for r in rows for i in r["extra"]["unit"]) == list(range(n))
     assert any(f"{windows} windows" in w for w in rec.warnings)
+    assert rec.uncertainty is not None
+    assert rec.uncertainty.windows == windows
+    assert rec.uncertainty.clusters == sum(1 for r in rows if r["num_verify_steps"] > 0)  # zero-step batches weigh nothing
+    assert rec.uncertainty.unit == "counter window batch"
     assert any("fewer than 20" in w for w in rec.warnings) == (windows < 20)
 
 
