@@ -52,6 +52,7 @@ from golden_al.measurement import (
     ModelInfo,
     RequestResult,
     SamplingInfo,
+    Uncertainty,
     append_request_result,
     write_record,
 )
@@ -217,7 +218,7 @@ def _record(rows: list[RequestResult], *, k: int, opts: ImportOptions, engine: s
             model: str | None, num_requests: int, dataset: DatasetInfo, warnings: list[str],
             max_concurrency: Any = None) -> Imported:
     from distributions import units
-    from distributions.uncertainty import al_interval
+    from distributions.uncertainty import al_interval_result
 
     missing = [name for name, v in (("--thinking", opts.thinking), ("--temperature", opts.temperature),
                                     ("--max-tokens", opts.max_tokens)) if v is None]
@@ -230,12 +231,17 @@ def _record(rows: list[RequestResult], *, k: int, opts: ImportOptions, engine: s
         raise InputFileError("no verify steps in the imported counts: AL is undefined", path=files[0])
     al = units.al_from_counts(acc, steps)
     warn = list(warnings)
+    unit = "imported counter window"
     if len(rows) >= 2:
-        ci = al_interval([float(r.num_accepted_drafts) for r in rows], [float(r.num_verify_steps) for r in rows],
-                         confidence=0.95, seed=0)
-        ci = (max(1.0, ci[0]), min(float(k + 1), ci[1]))
+        res = al_interval_result([float(r.num_accepted_drafts) for r in rows],
+                                 [float(r.num_verify_steps) for r in rows], seed=0, draft_len=k)
+        ci = (max(1.0, res.low), min(float(k + 1), res.high))
+        uncertainty = Uncertainty.of(res, unit)
+        if res.warning:
+            warn.append(res.warning)
     else:
         ci = (1.0, float(k + 1))
+        uncertainty = Uncertainty(method="none: one aggregate window", clusters=1, confidence=0.95, unit=unit)
         warn.append("one aggregate window: the counts carry no interval, so al_ci95 is the whole range [1, k+1]; "
                     "import /metrics snapshots taken during the run, or the server log, for windows")
     hist = [tidy_count(math.fsum(float(r.histogram[j]) for r in rows)) for j in range(k + 1)]
@@ -247,7 +253,8 @@ def _record(rows: list[RequestResult], *, k: int, opts: ImportOptions, engine: s
         chat_template_kwargs=dict(opts.chat_template_kwargs),
         sampling=SamplingInfo(temperature=float(opts.temperature or 0.0), top_p=float(opts.top_p or 1.0),
                               top_k=opts.top_k, max_tokens=int(opts.max_tokens or 1)),
-        dataset=dataset, al=al, al_ci95=(float(ci[0]), float(ci[1])), al_source=source, num_requests=num_requests,
+        dataset=dataset, al=al, al_ci95=(float(ci[0]), float(ci[1])), uncertainty=uncertainty, al_source=source,
+        num_requests=num_requests,
         num_verify_steps=tidy_count(steps), num_accepted_drafts=tidy_count(acc), per_position_accepted=pos,
         histogram=hist, per_request_file=REQUESTS_FILE, warnings=warn,
         provenance={**collect(), "imported_from": [{"path": str(p), "sha256": sha256_file(p)} for p in files],

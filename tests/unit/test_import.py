@@ -42,6 +42,7 @@ def test_vllm_bench_json_alone_is_one_window_without_an_interval(tmp_path, capsy
     assert r["mode"] == "imported"
     assert r["al_source"] == "vllm-bench-aggregate"
     assert r["al_ci95"] == [1.0, 4.0]
+    assert r["uncertainty"]["clusters"] == 1
     assert "no interval" in err
     assert r["provenance"]["imported_from"][0]["path"] == str(BENCH)
     assert r["num_requests"] == 10
@@ -90,6 +91,8 @@ def test_vllm_server_log_intervals_are_the_clusters(tmp_path, capsys):
     assert lo < r["al"] < hi
     assert hi - lo < 3.0
     assert any("aggregate" in w for w in r["warnings"])
+    assert r["uncertainty"]["clusters"] == 3
+    assert r["uncertainty"]["unit"] == "imported counter window"
 
 
 def _collector_dir(tmp_path: Path) -> Path:
