@@ -36,7 +36,9 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 K = 4
 CONCURRENCIES = (1, 8, 64)
-STEP_DELAY = 0.004
+STEP_DELAY = 0.02
+"""Seconds per verify step in part B: long enough that sleeping, not the Python work of 64 threads on a
+shared 2-core machine, sets the pace (at 4 ms the stand-in was CPU-bound at concurrency 64)."""
 
 
 PROMPTS_SPEC = "humaneval"
@@ -201,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         PROMPTS_SPEC = f"chat-jsonl:{args.prompts_file}"
     from golden_al.provenance import collect
 
+    load_at_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
         a = part_a(Path(tmp), args.prompts, args.max_tokens, args.device)
         b = part_b(Path(tmp), args.prompts_b, args.reps)
@@ -209,7 +212,8 @@ def main(argv: list[str] | None = None) -> int:
                            "prompt_set": "humaneval (first N)",
                            "part_a_engine": "reference engine, tiny random pair from a config (2 layers, hidden 32)",
                            "part_a_max_tokens": args.max_tokens, "part_a_device": args.device,
-                           "machine": {"cpus": os.cpu_count(), "platform": platform.platform()}, "part_b_engine": "fake engine, step delay "
+                           "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
+                                       "loadavg_at_start": list(load_at_start)}, "part_b_engine": "fake engine, step delay "
                            f"{STEP_DELAY} s per verify step, answers 16..256 tokens", "reps": args.reps},
               "al_vs_concurrency": a, "pipeline_vs_waves": b, "summary": summary, "provenance": collect()}
     args.out.mkdir(parents=True, exist_ok=True)
