@@ -19,6 +19,7 @@ The tree::
     |   +-- CounterResetError          a cumulative counter went backwards (server restarted)
     |   +-- NoVerifyStepsError         zero verify steps: AL is undefined (``exit_code`` 2)
     |   +-- SyntheticAcceptanceActiveError  a "measurement" would read injected acceptance
+    |   +-- MixedDraftLengthsError     the server drafted at more than one length (adaptive speculation)
     +-- CheckFailedError               a check ran and failed (``exit_code`` 1)
         +-- InjectionConflictError     a recipe already pins a different value (``inject``)
 
@@ -42,6 +43,7 @@ __all__ = [
     "InjectionConflictError",
     "InputFileError",
     "MetricMissingError",
+    "MixedDraftLengthsError",
     "ModelError",
     "NoGoldenValueError",
     "NoVerifyStepsError",
@@ -177,3 +179,9 @@ class CheckFailedError(GoldenALError):
 
 class InjectionConflictError(CheckFailedError):
     """A recipe already pins a different synthetic-acceptance value (``inject`` without --force)."""
+
+
+class MixedDraftLengthsError(EngineError):
+    """The server drafted at more than one length in one cell (SGLang adaptive speculation)."""
+
+    exit_code = 2

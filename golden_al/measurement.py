@@ -41,6 +41,7 @@ __all__ = [
     "RequestResult",
     "SamplingInfo",
     "ServerInfo",
+    "ServerShare",
     "Uncertainty",
     "append_request_result",
     "clusters_from_requests",
@@ -99,6 +100,15 @@ class DatasetInfo(_Strict):
     hash: str = Field(description="sha256 over the rendered prompts in order")
     source: str | None = Field(default=None, description="the --prompts spec or file path")
     chat_template_hash: str | None = None
+    source_hash: str | None = Field(
+        default=None, description="sha256 over every prompt of the set the selection is drawn from (shards of one "
+        "set share it)")
+    selection: list[int] | None = Field(
+        default=None, description="indices (in that set) of the prompts this record holds; None: all of them")
+
+    def prompt_set_key(self) -> str:
+        """What must match for two records to hold prompts of one set: ``source_hash``, else ``hash``."""
+        return self.source_hash or self.hash
 
 
 class ServerInfo(_Strict):
@@ -111,6 +121,18 @@ class ServerInfo(_Strict):
     server_args: dict[str, Any] | None = None
     log_file: str | None = None
     image: str | None = None
+
+
+class ServerShare(_Strict):
+    """One data-parallel replica's part of a cell measured on several ``--server`` URLs."""
+
+    url: str
+    num_requests: int = Field(ge=0)
+    clusters: int = Field(ge=0, description="lines of requests.jsonl (requests, or counter batches)")
+    num_verify_steps: Count
+    num_accepted_drafts: Count
+    histogram: list[Count]
+    al: float | None = Field(default=None, description="this replica's AL (None without verify steps)")
 
 
 class RequestResult(_Strict):
@@ -166,6 +188,9 @@ class Uncertainty(_Strict):
     unit: str | None = None
     resamples: int | None = Field(default=None, ge=0)
     seed: int | None = None
+    windows: int | None = Field(
+        default=None, ge=0, description="aggregate counters at concurrency: the timed counter windows behind the "
+        "clusters (batch means: each cluster is a batch of contiguous windows)")
 
     @classmethod
     def of(cls, interval: ALInterval, unit: str | None) -> Uncertainty:
@@ -207,6 +232,8 @@ class MeasurementRecord(_Strict):
     histogram: list[Count]
     per_request_file: str | None = Field(description="JSONL beside this record, relative path")
     server: ServerInfo | None = None
+    per_server: list[ServerShare] | None = Field(
+        default=None, description="sub-counts per data-parallel replica (several --server URLs); totals above")
     warnings: list[str] = Field(default_factory=list)
     provenance: dict[str, Any]
 

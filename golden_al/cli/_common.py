@@ -154,9 +154,10 @@ def stderr_console() -> Any:
 
 
 class ProgressCallback(Protocol):
-    """What library code calls to report progress: ``advance(n)`` and optional ``total``."""
+    """What library code calls to report progress: ``advance(n)``, optional ``total`` and a ``status`` text."""
 
-    def __call__(self, advance: int = 1, *, total: int | None = None, description: str | None = None) -> None: ...
+    def __call__(self, advance: int = 1, *, total: int | None = None, description: str | None = None,
+                 status: str | None = None) -> None: ...
 
 
 @contextmanager
@@ -180,11 +181,15 @@ def progress(description: str, total: int | None = None, *, unit: str = "") -> I
         TextColumn(unit),
         TimeElapsedColumn(),
         TimeRemainingColumn(),
+        TextColumn("{task.fields[status]}"),
     ]
     with Progress(*columns, console=stderr_console(), transient=False) as bar:
-        task = bar.add_task(description, total=total)
+        task = bar.add_task(description, total=total, status="")
 
-        def callback(advance: int = 1, *, total: int | None = None, description: str | None = None) -> None:
+        def callback(advance: int = 1, *, total: int | None = None, description: str | None = None,
+                     status: str | None = None) -> None:
+            if status is not None:
+                bar.update(task, status=status)
             if total is not None:
                 bar.update(task, total=total)
             if description is not None:

@@ -53,7 +53,10 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
     if with_engine:
         g.add_argument("--engine", choices=SERVER_ENGINES, required=True, help="the serving engine")
     where = g.add_mutually_exclusive_group()
-    where.add_argument("--server", metavar="URL", help="attach to a running server (e.g. http://127.0.0.1:30000)")
+    where.add_argument("--server", metavar="URL", action="append", default=None,
+                       help="attach to a running server (e.g. http://127.0.0.1:30000); repeat for data-parallel "
+                       "replicas of one configuration: prompts are sharded over them, each keeps --concurrency "
+                       "in flight, and the record holds totals plus per-server sub-counts")
     where.add_argument("--launch", action="store_true",
                        help="start the server from these options (per draft length), capture its log, always stop it")
     g.add_argument("--algorithm", metavar="NAME",
@@ -83,7 +86,20 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
     g.add_argument("--retries", type=int, default=3, metavar="N",
                    help="retries of a request on 5xx, timeouts and connection errors, with exponential backoff (3)")
     g.add_argument("--backoff", type=float, default=2.0, metavar="S", help="first retry delay, doubled each time (2)")
-    g.add_argument("--concurrency", type=int, default=1, metavar="N", help="requests in flight (default 1)")
+    g.add_argument("--concurrency", type=int, default=1, metavar="N",
+                   help="requests in flight at all times, per server: a new one starts the moment any finishes "
+                   "(default 1)")
+    g.add_argument("--request-rate", type=float, default=None, metavar="R",
+                   help="Poisson arrivals at R requests/s (seeded by --seed), capped by --concurrency "
+                   "(default: as fast as --concurrency allows)")
+    g.add_argument("--warmup", type=int, default=0, metavar="N",
+                   help="send N requests first (prompts from the set) and leave them out of the record (default 0)")
+    g.add_argument("--shard", default=None, metavar="I/N",
+                   help="measure only prompts i with i mod N == I (0 <= I < N); records of the N shards pool into "
+                   "one cell with 'golden-al pool' or 'fit'")
+    g.add_argument("--scrape-interval", type=float, default=1.0, metavar="S",
+                   help="aggregate counters (vllm-prometheus, atom-mtp-stats) at --concurrency > 1: seconds between "
+                   "two scrapes; the interval is by batch means over the windows (default 1.0)")
     g.add_argument("--al-source", choices=_AL_SOURCES, default="auto",
                    help="where AL comes from (auto: sglang-meta-info, vllm-prometheus or vllm-per-request, atom-mtp-stats)")
     g.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
@@ -202,11 +218,13 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
         if not api_key:
             raise UsageError(f"--api-key-env {args.api_key_env}: the variable is not set")
     return ServerOptions(
-        engine=engine, url=args.server, launch=launch, base_env=dict(os.environ),
+        engine=engine, urls=list(args.server or []), launch=launch, base_env=dict(os.environ),
         ready_timeout_s=args.ready_timeout,
         policy=RetryPolicy(max_attempts=args.retries + 1, backoff_initial_s=args.backoff,
                            request_timeout_s=args.request_timeout),
         al_source=args.al_source, concurrency=args.concurrency, api_key=api_key, server_log=args.server_log,
+        request_rate=args.request_rate, warmup=args.warmup, scrape_interval_s=args.scrape_interval,
+        arrival_seed=int(args.seed or 0),
         served_model_name=args.served_model_name,
         extra_body=_json_object(args.extra_body, "--extra-body") if args.extra_body else {},
         save_text=args.save_text,
@@ -288,6 +306,7 @@ def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_nam
     from golden_al.servers.sweep import ModeSpec, prompts_hash
 
     tokenizer = _tokenizer(args)
+    shard = parse_shard(getattr(args, "shard", None))
     prompt_set = load_prompts(args.prompts, cache_dir=cache_dir(getattr(args, "cache_dir", None)),
                               limit=args.num_prompts)
     items = list(prompt_set.conversations)
@@ -317,6 +336,11 @@ def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_nam
                 prompts.append(ChatPrompt(i, tuple(msgs), prompt_hash(text), text))
             else:
                 prompts.append(ChatPrompt(i, tuple(msgs), _messages_hash(msgs, kwargs)))
+        source_hash = prompts_hash(prompts)
+        if shard is not None:
+            prompts = [p for p in prompts if p.index % shard[1] == shard[0]]
+            if not prompts:
+                raise UsageError(f"--shard {shard[0]}/{shard[1]} holds no prompt of the {len(items)} in the set")
         data_hash = prompts_hash(prompts)
         dataset = DatasetInfo(
             name=str(prompt_set.name or args.prompts.split(":", 1)[0]),
@@ -324,12 +348,28 @@ def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_nam
             count=len(prompts),
             hash=data_hash,
             source=args.prompts,
+            source_hash=source_hash,
+            selection=[p.index for p in prompts],
         )
         max_tokens = SERVER_MAX_TOKENS if is_default(args.max_tokens) else int(args.max_tokens)
         seed = None if args.seed is None or is_default(args.seed) else int(args.seed)
         sampling = SamplingInfo(temperature=temperature, top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed)
         modes.append(ModeSpec(mode, prompts, dataset, sampling, kwargs))  # type: ignore[arg-type]
     return modes
+
+
+def parse_shard(text: str | None) -> tuple[int, int] | None:
+    """``"I/N"`` -> ``(I, N)`` with ``0 <= I < N`` (None stays None)."""
+    if text is None:
+        return None
+    i, sep, n = text.partition("/")
+    try:
+        pair = (int(i), int(n)) if sep else None
+    except ValueError:
+        pair = None
+    if pair is None or not 0 <= pair[0] < pair[1]:
+        raise UsageError(f"--shard expects I/N with 0 <= I < N, got {text!r}", hint="e.g. --shard 0/4 ... --shard 3/4")
+    return pair
 
 
 def _tokenizer(args: argparse.Namespace) -> Any:

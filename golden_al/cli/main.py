@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sweep": ("golden_al.cli.sweep", "measure every (thinking, k) cell on a server, resumably"),
     "models": ("golden_al.cli.models", "fetch, verify, convert and list cached models"),
     "fit": ("golden_al.cli.fit", "fit measurement records into a golden curve"),
+    "pool": ("golden_al.cli.pool", "pool records of disjoint prompt shards into one cell"),
+    "import": ("golden_al.cli.import_records", "write records from vLLM bench results, server logs, InferenceX"),
     "commit": ("golden_al.cli.commit", "add or update a curve in the store, showing the diff"),
     "report": ("golden_al.cli.report", "write report.md and plots for records or curves"),
     "curves": ("golden_al.cli.curves", "list and show the committed golden curves"),

@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 from distributions.fit import FitResult, fit_profile
-from golden_al.curvefit.pool import PooledCell, pool_cell
+from golden_al.curvefit.errors import SettingsMismatchError
+from golden_al.curvefit.pool import PooledCell, pool_cell, selection_of
 from golden_al.curvefit.records import LoadedRecord
 from golden_al.curvefit.settings import check_agreement, settings_of
 from golden_al.errors import UsageError
@@ -362,6 +363,15 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
                     superseded.append(pool_cell(derived[k], seed=options.seed))
             else:
                 cells[k] = pool_cell(derived[k], seed=options.seed)
+        held = {k: sel for k, cell in cells.items() if (sel := selection_of(cell.records)) is not None}
+        if len(set(held.values())) > 1:
+            ks = sorted(held)
+            raise SettingsMismatchError(
+                f"{mode}: the draft lengths hold different prompts of the set (pooled shards): "
+                + "; ".join(f"k={k} {len(held[k])} prompts" for k in ks)
+                + ", so the points would not be of one prompt set",
+                field="dataset.selection", groups={f"k={k}": [str(lr.path) for lr in cells[k].records] for k in ks},
+                hint="measure the same shards at every k, or fit the k of one selection")
         for k, cell in cells.items():
             if float(cell.num_verify_steps) <= 0:
                 raise UsageError(f"{mode} k={k}: the records hold zero verify steps, so AL is undefined",

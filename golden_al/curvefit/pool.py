@@ -17,9 +17,12 @@ which assumes the records are independent.
 
 from __future__ import annotations
 
+import hashlib
 import math
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -27,9 +30,49 @@ from distributions import units
 from distributions.counts import tidy_count
 from distributions.uncertainty import se_from_ci, z_for_confidence
 from golden_al.curvefit.records import LoadedRecord
-from golden_al.measurement import Uncertainty, interval_from_requests
+from golden_al.measurement import MeasurementRecord, Uncertainty, interval_from_requests
 
-__all__ = ["PooledCell", "pool_cell"]
+__all__ = ["PooledCell", "check_shards", "pool_cell", "pool_records", "selection_of"]
+
+
+def selection_of(records: Sequence[LoadedRecord]) -> frozenset[int] | None:
+    """The prompt indices ``records`` hold together (None when a record does not say)."""
+    out: set[int] = set()
+    for lr in records:
+        sel = lr.record.dataset.selection
+        if sel is None:
+            return None
+        out.update(sel)
+    return frozenset(out)
+
+
+def check_shards(records: Sequence[LoadedRecord]) -> None:
+    """Refuse records of one cell that hold the same prompt twice (overlapping shards).
+
+    Records that name their prompts (``dataset.selection``) pool only when their
+    selections are disjoint: a prompt measured twice would be two clusters of one
+    unit and narrow the interval falsely. Records that do not name them (older
+    records) are pooled as before. The settings (one prompt set: ``source_hash``) are
+    checked by :func:`golden_al.curvefit.settings.check_agreement`.
+    """
+    from golden_al.curvefit.errors import SettingsMismatchError
+
+    named = [lr for lr in records if lr.record.dataset.selection is not None]
+    if len(named) < 2:
+        return
+    owner: dict[int, LoadedRecord] = {}
+    for lr in named:
+        for i in lr.record.dataset.selection or ():
+            if i in owner:
+                other = owner[i]
+                both = sorted(set(other.record.dataset.selection or ()) & set(lr.record.dataset.selection or ()))
+                raise SettingsMismatchError(
+                    f"{lr.label()} and {other.label()} overlap: both hold prompts {both[:10]}"
+                    + (f" and {len(both) - 10} more" if len(both) > 10 else "")
+                    + " of the same set; pooling them would count those prompts twice",
+                    field="dataset.selection", groups={"overlap": [lr.label(), other.label()]},
+                    hint="pool disjoint shards only (measure --shard I/N); drop one of the two records")
+            owner[i] = lr
 
 
 
@@ -79,6 +122,7 @@ def pool_cell(records: Sequence[LoadedRecord], *, seed: int = 0) -> PooledCell:
         raise ValueError("pool_cell needs at least one record")
     first = records[0]
     k = first.k
+    check_shards(records)
     hist = np.zeros(k + 1)
     pos = np.zeros(k)
     steps = acc = 0.0
@@ -132,3 +176,75 @@ def pool_cell(records: Sequence[LoadedRecord], *, seed: int = 0) -> PooledCell:
         estimate=first.record.estimate,
         uncertainty=uncertainty,
     )
+
+
+def pool_records(records: Sequence[LoadedRecord], out_dir: str | Path, *, seed: int = 0) -> MeasurementRecord:
+    """Pool the records of one cell (disjoint shards of one prompt set) into one record in ``out_dir``.
+
+    Writes ``measurement.json`` (the summed counts, the interval over every cluster of
+    every record, the union of the selections, and provenance naming each source
+    record and its sha256) and ``requests.jsonl`` (every record's lines, in order).
+
+    Raises:
+        UsageError: no records, records of several cells, or a record without its
+            ``requests.jsonl`` (the interval needs the clusters).
+        SettingsMismatchError: the records disagree on a setting or overlap.
+    """
+    from golden_al.curvefit.settings import check_agreement
+    from golden_al.errors import UsageError
+    from golden_al.measurement import REQUESTS_FILE, append_request_result, write_record
+    from golden_al.provenance import collect
+
+    if not records:
+        raise UsageError("no measurement records to pool")
+    cells = sorted({(lr.mode_key, lr.k, lr.record.derived) for lr in records})
+    if len(cells) > 1:
+        raise UsageError("the records are of several cells: " + ", ".join(
+            f"{m} k={k}{' (derived)' if d else ''}" for m, k, d in cells),
+            hint="pool one (thinking mode, k) cell at a time; fit pools every cell itself")
+    check_agreement(records, "curve", context="pooled records")
+    check_agreement(records, "mode", context="pooled records")
+    rows_by_record = [lr.requests() for lr in records]
+    missing = [lr for lr, rows in zip(records, rows_by_record, strict=True) if rows is None]
+    if missing:
+        raise UsageError(f"{missing[0].label()} has no requests.jsonl beside it: the pooled interval needs its "
+                         "clusters", hint="copy the record's requests.jsonl along with it")
+    cell = pool_cell(records, seed=seed)
+    first = records[0].record
+    sel = selection_of(records)
+    ds = first.dataset.model_copy(update={
+        "count": len(sel) if sel is not None else sum(lr.record.dataset.count for lr in records),
+        "selection": sorted(sel) if sel is not None else None,
+        "hash": hashlib.sha256("".join(sorted(lr.record.dataset.hash for lr in records)).encode()).hexdigest(),
+    })
+    sources = sorted({lr.record.al_source for lr in records})
+    warnings = sorted({w for lr in records for w in lr.record.warnings})
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    tmp = out / (REQUESTS_FILE + ".tmp")
+    tmp.unlink(missing_ok=True)
+    for rows in rows_by_record:
+        for r in rows or ():
+            append_request_result(tmp, r)
+    record = first.model_copy(update={
+        "dataset": ds,
+        "al": cell.al,
+        "al_ci95": cell.ci95,
+        "uncertainty": cell.uncertainty,
+        "al_source": sources[0] if len(sources) == 1 else "+".join(sources),
+        "num_requests": cell.num_requests,
+        "num_verify_steps": cell.num_verify_steps,
+        "num_accepted_drafts": cell.num_accepted_drafts,
+        "histogram": list(cell.histogram),
+        "per_position_accepted": list(cell.per_position_accepted),
+        "per_request_file": REQUESTS_FILE,
+        "per_server": None,
+        "warnings": [*warnings, f"pooled from {len(records)} records ({cell.ci_method} interval over their "
+                     f"{sum(len(rows or ()) for rows in rows_by_record)} clusters)"],
+        "provenance": {**collect(), "pooled_from": [{"path": str(lr.path), "sha256": lr.sha256}
+                                                   for lr in records]},
+    })
+    record = MeasurementRecord.model_validate(record.model_dump())
+    os.replace(tmp, out / REQUESTS_FILE)
+    write_record(record, out)
+    return record

@@ -11,7 +11,9 @@ different settings are never averaged into one golden value. Two scopes:
 * **mode** (the records of one thinking mode): ``sampling.temperature``,
   ``sampling.top_p``, ``sampling.top_k``, ``sampling.max_tokens``,
   ``chat_template_kwargs``, ``dataset.hash`` (the rendered prompts, so the same
-  prompts at every k), ``dataset.chat_template_hash`` and ``estimate`` (expected
+  prompts at every k; for shards of one set, ``dataset.source_hash``: the set they are
+  drawn from, their selections checked by :func:`golden_al.curvefit.pool.check_shards`),
+  ``dataset.chat_template_hash`` and ``estimate`` (expected
   counts from sampled replay are not mixed with observed counts).
 
 Not compared: ``sampling.seed`` (different seeds of one setting may be pooled), ``mode``
@@ -70,7 +72,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("sampling.top_k", "mode", lambda r: r.sampling.top_k),
     Setting("sampling.max_tokens", "mode", lambda r: r.sampling.max_tokens),
     Setting("chat_template_kwargs", "mode", lambda r: r.chat_template_kwargs),
-    Setting("dataset.hash", "mode", lambda r: r.dataset.hash),
+    Setting("dataset.hash", "mode", lambda r: r.dataset.prompt_set_key()),
     Setting("dataset.chat_template_hash", "mode", lambda r: r.dataset.chat_template_hash),
     Setting("estimate", "mode", lambda r: r.estimate),
 )

@@ -163,7 +163,11 @@ SERVER_INFO_FIELDS: dict[str, str] = {
     "served_model_name": "served_model_name",
     "model_path": "model_path",
     "tp_size": "tp_size",
+    # python/sglang/srt/server_args.py (sgl-project/sglang 469c63e5): "adaptive speculative decoding that
+    # dynamically adjusts num_steps based on acceptance rate" -- one run mixes draft lengths
+    "adaptive": "speculative_adaptive",
 }
+FLAG_ADAPTIVE = "--speculative-adaptive"
 
 # ----------------------------------------------------------------- log line
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"

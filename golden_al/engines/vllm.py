@@ -124,6 +124,13 @@ REQ_K = "num_spec_tokens"
 REQ_PER_STEP = "per_step_accepted"
 REQ_MEAN_AL = "mean_acceptance_length"
 
+# `vllm bench serve --save-result` JSON (vllm-project/vllm vllm/benchmarks/serve.py, commit 009e6d4a):
+# deltas of the /metrics spec-decode counters over the run; rates = accepted at the position / drafts
+BENCH_DRAFTS = "spec_decode_num_drafts"
+BENCH_DRAFT_TOKENS = "spec_decode_draft_tokens"
+BENCH_ACCEPTED = "spec_decode_accepted_tokens"
+BENCH_POSITION_RATES = "spec_decode_per_position_acceptance_rates"
+
 _COUNTER_FIELDS = {
     "num_verify_steps": "num_drafts",
     "num_accepted_drafts": "num_accepted_tokens",

@@ -30,8 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import fcntl
 import hashlib
+import itertools
 import json
 import os
 import time
@@ -41,7 +43,13 @@ from pathlib import Path
 from typing import Any
 
 from distributions.counts import AcceptanceCounts, tidy_count
-from golden_al.errors import GoldenALError, NoVerifyStepsError, SchemaError, ServerError, UsageError
+from golden_al.errors import (
+    MixedDraftLengthsError,
+    NoVerifyStepsError,
+    SchemaError,
+    ServerError,
+    UsageError,
+)
 from golden_al.measurement import (
     MEASUREMENT_FILE,
     REQUESTS_FILE,
@@ -60,6 +68,7 @@ from golden_al.measurement import (
 )
 from golden_al.provenance import atomic_write_text, collect, now_iso
 from golden_al.servers.client import RequestFailedError, ServerClient
+from golden_al.servers.pipeline import PipelineStats, Schedule, run_pipeline, run_waves
 from golden_al.servers.sources import CounterSource, PerRequestSource, Source
 
 __all__ = [
@@ -111,6 +120,27 @@ class CellPlan:
     save_text: bool = False
     extra_body: dict[str, Any] = field(default_factory=dict)
     bootstrap_seed: int = 0
+    request_rate: float | None = None
+    """Poisson arrivals per second (None: as fast as ``concurrency`` allows)."""
+    warmup: int = 0
+    """Requests sent first and left out of the record."""
+    arrival_seed: int = 0
+    scrape_interval_s: float = 1.0
+    """Counter sources at concurrency > 1: seconds between two scrapes (one window)."""
+    num_servers: int = 1
+    """Data-parallel replicas the prompts are sharded over (set by :func:`measure_cell`)."""
+    waves: bool = False
+    """The old schedule (waves of ``concurrency`` that wait for their slowest member); for comparisons."""
+
+    @property
+    def schedule(self) -> Schedule:
+        """How requests are sent (validated)."""
+        return Schedule(concurrency=self.concurrency, request_rate=self.request_rate, seed=self.arrival_seed,
+                        warmup=self.warmup)
+
+    def windowed(self, source: Source) -> bool:
+        """Whether counts come from timed counter windows (a counter source at concurrency > 1)."""
+        return not source.per_request and self.concurrency > 1 and not self.waves
 
     def fingerprint(self, source: Source) -> dict[str, Any]:
         """What must not change between a run and its resumption."""
@@ -126,11 +156,14 @@ class CellPlan:
             "al_source": source.name,
             "unit_size": self.unit_size(source),
             "extra_body": self.extra_body,
+            **({"servers": self.num_servers} if self.num_servers > 1 else {}),
         }
 
     def unit_size(self, source: Source) -> int:
-        """Requests per unit: 1, or the concurrency for counter-delta sources."""
-        return 1 if source.per_request else max(1, self.concurrency)
+        """Requests per unit: 1, the concurrency for counter waves, 0 for timed counter windows."""
+        if source.per_request:
+            return 1
+        return 0 if self.windowed(source) else max(1, self.concurrency)
 
 
 def request_body(plan: CellPlan, prompt: ChatPrompt, source: Source) -> dict[str, Any]:
@@ -355,50 +388,99 @@ def _reported_al(resp: Mapping[str, Any]) -> float | None:
 
 
 # ---------------------------------------------------------------------------- running
+def _label(plan: CellPlan, what: str) -> str:
+    return f"{what} (k={plan.draft_len}, thinking {plan.thinking})"
+
+
+async def _warmup(client: ServerClient, plan: CellPlan, source: Source, progress: ProgressFn) -> None:
+    """Send ``plan.warmup`` requests (prompts cycled from the set) and discard their answers."""
+    n = plan.schedule.warmup
+    if n <= 0 or not plan.prompts:
+        return
+    items = [plan.prompts[i % len(plan.prompts)] for i in range(n)]
+    progress(0, status=f"warmup: {n} requests (not recorded)")
+
+    async def send(prompt: ChatPrompt) -> None:
+        await client.post_json(source.endpoint, request_body(plan, prompt, source),
+                               label=_label(plan, f"warmup request {prompt.index}"))
+
+    await run_pipeline(items, send, schedule=plan.schedule)
+
+
+class MixedDraftLengths:
+    """Refuses a cell whose requests were drafted at more than one draft length (SGLang adaptive
+    speculation changes ``speculative_num_steps`` step by step).
+
+    SGLang reports ``spec_num_proposed_drafts = spec_verify_ct * (speculative_num_draft_tokens - 1)``
+    for a fixed draft length (sgl-project/sglang ``python/sglang/srt/managers/tokenizer_manager.py``
+    ``_calculate_spec_decoding_metrics``, 0.5.23), so proposed drafts per verify step is one integer,
+    the same for every request; a fraction, or two values in one cell, means the steps were drafted at
+    different lengths and the histogram is not one curve point.
+    """
+
+    def __init__(self) -> None:
+        self.per_step: float | None = None
+        self.first: str | None = None
+
+    def check(self, counts: AcceptanceCounts, label: str) -> None:
+        """Raise MixedDraftLengthsError when ``counts`` disagree with one fixed draft length."""
+        proposed, steps = counts.num_draft_tokens, float(counts.num_verify_steps)
+        if proposed is None or steps <= 0:
+            return
+        ratio = float(proposed) / steps
+        if abs(ratio - round(ratio)) > 1e-6:
+            raise MixedDraftLengthsError(
+                f"{label}: {proposed:g} drafts proposed over {steps:g} verify steps ({ratio:.3f} per step): the "
+                "server drafted at more than one length (adaptive speculation?); a histogram that mixes draft "
+                "lengths is not a curve point",
+                hint="start SGLang without --speculative-adaptive")
+        if self.per_step is None:
+            self.per_step, self.first = ratio, label
+        elif abs(ratio - self.per_step) > 1e-6:
+            raise MixedDraftLengthsError(
+                f"{label}: {ratio:g} drafts proposed per verify step, but {self.first} had {self.per_step:g}: the "
+                "server changed its draft length during the cell (adaptive speculation?)",
+                hint="start SGLang without --speculative-adaptive")
+
+
 async def _run_per_request(client: ServerClient, plan: CellPlan, source: PerRequestSource,
-                           todo: list[ChatPrompt], req_file: Path, progress: ProgressFn) -> None:
-    sem = asyncio.Semaphore(max(1, plan.concurrency))
-    stop = asyncio.Event()
-    failures: list[GoldenALError] = []
+                           todo: list[ChatPrompt], req_file: Path, progress: ProgressFn, stats: PipelineStats,
+                           tag: Mapping[str, Any]) -> None:
+    mixed = MixedDraftLengths() if source.engine == "sglang" else None
 
-    async def one(prompt: ChatPrompt) -> None:
-        async with sem:
-            if stop.is_set():
-                return
-            label = f"request {prompt.index} (k={plan.draft_len}, thinking {plan.thinking})"
-            t0 = time.monotonic()
-            try:
-                resp = await client.post_json(source.endpoint, request_body(plan, prompt, source), label=label)
-                counts = source.counts(resp, plan.draft_len, label)
-            except GoldenALError as exc:
-                failures.append(exc)
-                stop.set()
-                return
-            extra: dict[str, Any] = {}
-            rep = _reported_al(resp)
-            if rep is not None:
-                extra["server_reported_al"] = rep
-            append_request_result(req_file, _result(plan, [prompt], [resp], counts, time.monotonic() - t0, extra))
-            progress(1)
+    async def send(prompt: ChatPrompt) -> None:
+        label = _label(plan, f"request {prompt.index}")
+        t0 = time.monotonic()
+        resp = await client.post_json(source.endpoint, request_body(plan, prompt, source), label=label)
+        counts = source.counts(resp, plan.draft_len, label)
+        if mixed is not None:
+            mixed.check(counts, label)
+        extra: dict[str, Any] = dict(tag)
+        rep = _reported_al(resp)
+        if rep is not None:
+            extra["server_reported_al"] = rep
+        row = _result(plan, [prompt], [resp], counts, time.monotonic() - t0, extra)
+        append_request_result(req_file, row)
+        stats.add(requests=1, output_tokens=row.num_output_tokens, accepted=float(row.num_accepted_drafts),
+                  steps=float(row.num_verify_steps))
+        progress(1, status=stats.line())
 
-    await asyncio.gather(*(one(p) for p in todo))
-    if failures:
-        first = failures[0]
-        if len(failures) > 1:
-            others = "; ".join(str(f) for f in failures[1:4])
-            raise type(first)(f"{first.message} (and {len(failures) - 1} more failed: {others})", hint=first.hint)
-        raise first
+    if plan.waves:
+        await run_waves(todo, send, concurrency=plan.concurrency)
+    else:
+        await run_pipeline(todo, send, schedule=plan.schedule)
 
 
 async def _run_counter(client: ServerClient, plan: CellPlan, source: CounterSource, todo: list[ChatPrompt],
-                       req_file: Path, progress: ProgressFn) -> None:
+                       req_file: Path, progress: ProgressFn, stats: PipelineStats, tag: Mapping[str, Any]) -> None:
+    """One request per unit (concurrency 1, or ``plan.waves``): exact per-unit deltas around an idle server."""
     size = plan.unit_size(source)
     units = [todo[i:i + size] for i in range(0, len(todo), size)]
     previous = None
     policy = client.policy
     for unit in units:
-        label = (f"request {unit[0].index}" if len(unit) == 1 else
-                 f"requests {unit[0].index}..{unit[-1].index}") + f" (k={plan.draft_len}, thinking {plan.thinking})"
+        label = _label(plan, f"request {unit[0].index}" if len(unit) == 1 else
+                       f"requests {unit[0].index}..{unit[-1].index}")
         errors: list[str] = []
         for attempt in range(1, policy.max_attempts + 1):
             before = await source.wait_idle(client, label)
@@ -423,12 +505,196 @@ async def _run_counter(client: ServerClient, plan: CellPlan, source: CounterSour
             after = await source.after_unit(client, before, len(unit), label)
             counts = source.delta_counts(before, after, plan.draft_len, label)
             source.cross_check(resps, counts, plan.draft_len, label)
-            append_request_result(req_file, _result(plan, unit, resps, counts, wall, {"attempts": attempt}))
-            progress(len(unit))
+            row = _result(plan, unit, resps, counts, wall, {"attempts": attempt, **tag})
+            append_request_result(req_file, row)
+            stats.add(requests=len(unit), output_tokens=row.num_output_tokens,
+                      accepted=float(row.num_accepted_drafts), steps=float(row.num_verify_steps))
+            progress(len(unit), status=stats.line())
             previous = after
             break
         else:
             raise RequestFailedError(label, errors)
+
+
+@dataclass
+class _Window:
+    """Counts between two scrapes, and the requests that finished in between."""
+
+    t0: float
+    t1: float
+    counts: AcceptanceCounts
+    prompts: list[ChatPrompt]
+    responses: list[Mapping[str, Any]]
+
+
+async def _run_counter_windows(client: ServerClient, plan: CellPlan, source: CounterSource, todo: list[ChatPrompt],
+                               req_file: Path, progress: ProgressFn, stats: PipelineStats,
+                               tag: Mapping[str, Any]) -> None:
+    """Counter deltas at concurrency > 1: the pipeline keeps the server busy while the counters are
+    scraped every ``plan.scrape_interval_s``; the windows are grouped into contiguous batches (batch
+    means), which become the cell's clusters.
+
+    The session is committed to ``requests.jsonl`` only when it ends cleanly (the server drained,
+    exactly this session's requests finished on it). A session that dies leaves its windows in
+    ``windows.session.jsonl``; they are set aside on resume (a request in flight at the crash had
+    part of its steps counted, so no window of that session can be attributed) and the session's
+    prompts are sent again.
+    """
+    k = plan.draft_len
+    label = _label(plan, f"counter session of {len(todo)} requests")
+    staging = req_file.with_name(SESSION_FILE if not tag else f"windows.session.{tag['server']}.jsonl")
+    staging.unlink(missing_ok=True)
+    start = await source.wait_idle(client, label)
+    t_start = time.monotonic()
+    finished: list[tuple[ChatPrompt, Mapping[str, Any]]] = []
+    taken = 0  # finished requests already assigned to a window
+    windows: list[_Window] = []
+    state = {"snap": start, "t": t_start}
+    lock = asyncio.Lock()
+    failed_attempts = [0]
+
+    def on_retry(line: str) -> None:
+        failed_attempts[0] += 1
+        if outer_retry is not None:
+            outer_retry(line)
+
+    outer_retry = client.on_retry
+    client.on_retry = on_retry
+
+    async def close_window(*, final: bool) -> None:
+        nonlocal taken
+        async with lock:
+            snap = await source.snapshot(client)
+            now = time.monotonic()
+            source.check_continuity(state["snap"], snap, label)  # type: ignore[arg-type]
+            counts = source.delta_counts(state["snap"], snap, k, label)  # type: ignore[arg-type]
+            done = finished[taken:]
+            if float(counts.num_verify_steps) <= 0 and not done and not final:
+                return  # nothing happened: the window grows into the next scrape
+            taken += len(done)
+            w = _Window(float(state["t"]) - t_start, now - t_start, counts,  # type: ignore[arg-type]
+                        [p for p, _ in done], [r for _, r in done])
+            windows.append(w)
+            state["snap"], state["t"] = snap, now
+            stats.add(accepted=float(counts.num_accepted_drafts), steps=float(counts.num_verify_steps))
+            with staging.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"window": len(windows) - 1, "t": [round(w.t0, 4), round(w.t1, 4)],
+                                     "verify_steps": counts.num_verify_steps,
+                                     "accepted": counts.num_accepted_drafts,
+                                     "finished": [p.index for p in w.prompts]}) + "\n")
+
+    async def send(prompt: ChatPrompt) -> None:
+        resp = await client.post_json(source.endpoint, request_body(plan, prompt, source),
+                                      label=_label(plan, f"request {prompt.index}"))
+        finished.append((prompt, resp))
+        _p, c = _usage(resp)
+        stats.add(requests=1, output_tokens=c or 0)
+        progress(1, status=stats.line())
+
+    all_sent = asyncio.Event()
+
+    async def scraper() -> None:
+        while not all_sent.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(all_sent.wait(), timeout=plan.scrape_interval_s)
+            if not all_sent.is_set():
+                await close_window(final=False)
+
+    scrape_task = asyncio.create_task(scraper())
+    try:
+        try:
+            await run_pipeline(todo, send, schedule=plan.schedule)
+        finally:
+            all_sent.set()
+            await scrape_task
+        end = await source.wait_idle(client, label)
+        source.check_continuity(start, end, label)
+        await close_window(final=True)
+    finally:
+        client.on_retry = outer_retry
+    if start.finished is not None and end.finished is not None:
+        n = end.finished - start.finished
+        if not len(todo) <= n <= len(todo) + failed_attempts[0]:
+            raise ServerError(
+                f"{label}: {n:g} requests finished on the server during the session, expected {len(todo)}"
+                + (f" (up to {len(todo) + failed_attempts[0]} with the retried attempts)" if failed_attempts[0] else "")
+                + ": other traffic reached the server, so the counter windows cannot be attributed",
+                hint="measure on a server nobody else uses, or use a per-request --al-source")
+    rows = [_batch_result(plan, batch, i, failed_attempts[0], tag)
+            for i, batch in enumerate(batch_windows(windows, BATCHES))]
+    _commit_rows(req_file, rows)
+    staging.unlink(missing_ok=True)
+
+
+#: batches the counter windows of a session are grouped into (batch means over >= MIN_WINDOWS).
+BATCHES = 24
+MIN_WINDOWS = 20
+SESSION_FILE = "windows.session.jsonl"
+
+
+def batch_windows(windows: Sequence[_Window], batches: int) -> list[list[_Window]]:
+    """Contiguous groups of windows, as equal in count as possible (one per window when fewer)."""
+    n = len(windows)
+    if n <= batches:
+        return [[w] for w in windows]
+    edges = [round(i * n / batches) for i in range(batches + 1)]
+    return [list(windows[a:b]) for a, b in itertools.pairwise(edges) if b > a]
+
+
+def _batch_result(plan: CellPlan, batch: Sequence[_Window], number: int, retried: int,
+                  tag: Mapping[str, Any]) -> RequestResult:
+    """One cluster line: a batch's counts and the requests that finished in it (possibly none)."""
+    total = batch[0].counts
+    for w in batch[1:]:
+        total = total + w.counts
+    prompts = [p for w in batch for p in w.prompts]
+    resps = [r for w in batch for r in w.responses]
+    usage = [_usage(r) for r in resps]
+    ids = [str(r.get("id") or (r.get("meta_info") or {}).get("id") or "") for r in resps]
+    extra: dict[str, Any] = {"batch": number, "windows": len(batch),
+                             "t": [round(batch[0].t0, 4), round(batch[-1].t1, 4)],
+                             "unit": [p.index for p in prompts], "prompt_hashes": [p.prompt_hash for p in prompts],
+                             "request_ids": ids, "finish_reasons": [_text_and_finish(r)[1] or "" for r in resps]}
+    extra.update(tag)
+    if retried:
+        extra["retried_attempts_in_session"] = retried
+    return RequestResult(
+        index=prompts[0].index if prompts else 0,
+        request_id=",".join(ids),
+        draft_len=plan.draft_len,
+        prompt_hash=hashlib.sha256("".join(p.prompt_hash for p in prompts).encode()).hexdigest(),
+        num_prompt_tokens=None if any(p is None for p, _ in usage) else sum(p or 0 for p, _ in usage),
+        num_output_tokens=sum(c or 0 for _, c in usage),
+        num_verify_steps=total.num_verify_steps,
+        num_accepted_drafts=total.num_accepted_drafts,
+        histogram=[tidy_count(float(v)) for v in total.histogram or ()],
+        per_position_accepted=[tidy_count(float(v)) for v in total.per_position_accepted or ()],
+        wall_s=round(batch[-1].t1 - batch[0].t0, 4),
+        text=("\n\x1e".join(_text_and_finish(r)[0] or "" for r in resps) if plan.save_text else None),
+        extra=extra,
+    )
+
+
+def _commit_rows(req_file: Path, rows: Sequence[RequestResult]) -> None:
+    """Append ``rows`` to ``req_file`` all at once (a crash leaves the old file or the new one)."""
+    old = req_file.read_bytes() if req_file.exists() else b""
+    new = "".join(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in rows)
+    atomic_write_text(req_file, old.decode("utf-8") + new)
+
+
+def _set_aside_session(directory: Path, note: Callable[[str], None] | None = None) -> str | None:
+    """Move a dead counter session's windows out of the way; returns a warning or None."""
+    moved = []
+    lines = 0
+    for staging in sorted(directory.glob("windows.session*.jsonl")):
+        lines += sum(1 for _ in staging.open("rb"))
+        dest = directory / f"windows.discarded-{int(time.time())}-{staging.name.removeprefix('windows.')}"
+        os.replace(staging, dest)
+        moved.append(dest.name)
+    if not moved:
+        return None
+    return (f"an interrupted counter session's {lines} windows were set aside ({', '.join(moved)}) and its prompts "
+            "sent again: requests in flight at the interruption make its windows unattributable")
 
 
 def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, source_name: str,
@@ -447,7 +713,17 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
         )
     interval, unit = interval_from_requests(rows, k, seed=plan.bootstrap_seed)
     warn = list(warnings)
-    if any(r.extra and "unit" in r.extra for r in rows):
+    batches = [r for r in rows if r.extra and "batch" in r.extra]
+    n_windows = 0
+    if batches:
+        n_windows = sum(int(r.extra["windows"]) for r in batches if r.extra)
+        warn.append(f"aggregate counters at concurrency {plan.concurrency}: scraped every {plan.scrape_interval_s:g} s "
+                    f"into {n_windows} windows; the interval is by batch means over {len(batches)} batches of "
+                    "contiguous windows (the clusters), not over requests")
+        if n_windows < MIN_WINDOWS:
+            warn.append(f"only {n_windows} counter windows (fewer than {MIN_WINDOWS}): the interval is rough; "
+                        "lower --scrape-interval or measure more prompts")
+    elif any(r.extra and "unit" in r.extra for r in rows):
         warn.append(f"counts attributed per window of up to {plan.concurrency} requests (counter deltas at "
                     f"concurrency > 1); the interval is over {interval.clusters} windows, not requests")
     if interval.warning:
@@ -466,7 +742,7 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
         dataset=plan.dataset,
         al=interval.al,
         al_ci95=interval.ci,
-        uncertainty=Uncertainty.of(interval, unit),
+        uncertainty=Uncertainty.of(interval, unit).model_copy(update={"windows": n_windows} if batches else {}),
         al_source=source_name,
         num_requests=num_requests,
         num_verify_steps=counts.num_verify_steps,
@@ -480,10 +756,16 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
     )
 
 
-async def measure_cell(client: ServerClient, plan: CellPlan, source: Source, directory: str | Path, *,
-                       resume: bool = False, progress: ProgressFn | None = None, server: ServerInfo | None = None,
-                 engine_version: str | None = None, warnings: Sequence[str] = ()) -> MeasurementRecord:
+async def measure_cell(client: ServerClient | Sequence[ServerClient], plan: CellPlan, source: Source,
+                       directory: str | Path, *, resume: bool = False, progress: ProgressFn | None = None,
+                       server: ServerInfo | None = None, engine_version: str | None = None,
+                       warnings: Sequence[str] = ()) -> MeasurementRecord:
     """Measure every prompt of ``plan`` not measured yet, then write ``measurement.json``.
+
+    ``client`` may be several clients, one per data-parallel replica: prompt ``i`` goes
+    to replica ``i mod n``, each keeps ``plan.concurrency`` in flight and has its own
+    counter windows, and the record holds the totals plus ``per_server`` sub-counts
+    (check that the replicas agree first: :func:`golden_al.servers.replicas.check_replicas_agree`).
 
     Returns the record (also written to ``directory/measurement.json``).
 
@@ -493,22 +775,36 @@ async def measure_cell(client: ServerClient, plan: CellPlan, source: Source, dir
         RequestFailedError / MetricMissingError / CounterResetError / ServerError: a
             request or the server failed; finished requests stay in ``requests.jsonl``.
     """
+    from golden_al.servers.replicas import per_server_shares, shard
+
+    clients = [client] if isinstance(client, ServerClient) else list(client)
+    if not clients:
+        raise UsageError("no server to measure against")
+    plan = dataclasses.replace(plan, num_servers=len(clients))
     d = Path(directory)
     progress = progress or (lambda *a, **k: None)
     started = now_iso()
     with cell_lock(d):
+        plan.schedule  # noqa: B018 - validates the schedule before anything is sent
         results = _check_resume(d, plan, source, resume)
+        warnings = list(warnings)
+        set_aside = _set_aside_session(d)
+        if set_aside:
+            warnings.append(set_aside)
         done = completed_indices(results)
         todo = [p for p in plan.prompts if p.index not in done]
         progress(len(plan.prompts) - len(todo))
         req_file = d / REQUESTS_FILE
         if todo:
-            if isinstance(source, PerRequestSource):
-                await _run_per_request(client, plan, source, todo, req_file, progress)
-            elif isinstance(source, CounterSource):
-                await _run_counter(client, plan, source, todo, req_file, progress)
-            else:  # pragma: no cover - every source is one of the two
-                raise ServerError(f"unknown source type {type(source).__name__}")
+            stats = PipelineStats(total=len(todo))
+            shards = shard(todo, len(clients)) if len(clients) > 1 else [todo]
+            outcomes = await asyncio.gather(*(
+                _measure_shard(c, plan, source, part, req_file, progress, stats,
+                               {"server": i} if len(clients) > 1 else {})
+                for i, (c, part) in enumerate(zip(clients, shards, strict=True)) if part), return_exceptions=True)
+            errors = [e for e in outcomes if isinstance(e, BaseException)]
+            if errors:
+                raise errors[0]
         results = read_cell_results(d)
         missing = sorted({p.index for p in plan.prompts} - completed_indices(results))
         if missing:
@@ -516,8 +812,23 @@ async def measure_cell(client: ServerClient, plan: CellPlan, source: Source, dir
                               hint="rerun with --resume")
         record = record_from_results(plan, results, source_name=source.name, server=server,
                                      engine_version=engine_version, warnings=list(warnings), started=started)
+        if len(clients) > 1:
+            record.per_server = per_server_shares([c.base_url for c in clients], results, plan.draft_len)
         write_record(record, d)
         return record
+
+
+async def _measure_shard(client: ServerClient, plan: CellPlan, source: Source, todo: list[ChatPrompt],
+                         req_file: Path, progress: ProgressFn, stats: PipelineStats, tag: Mapping[str, Any]) -> None:
+    await _warmup(client, plan, source, progress)
+    if isinstance(source, PerRequestSource):
+        await _run_per_request(client, plan, source, todo, req_file, progress, stats, tag)
+    elif isinstance(source, CounterSource) and plan.windowed(source):
+        await _run_counter_windows(client, plan, source, todo, req_file, progress, stats, tag)
+    elif isinstance(source, CounterSource):
+        await _run_counter(client, plan, source, todo, req_file, progress, stats, tag)
+    else:  # pragma: no cover - every source is one of the two
+        raise ServerError(f"unknown source type {type(source).__name__}")
 
 
 def load_finished(directory: str | Path) -> MeasurementRecord | None:

@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.engines import atom, sglang, vllm
-from golden_al.errors import GoldenALError, MetricMissingError, ServerError
+from golden_al.errors import GoldenALError, MetricMissingError, MixedDraftLengthsError, ServerError
 from golden_al.servers import synthetic
 from golden_al.servers.client import ServerClient
 
@@ -136,6 +136,11 @@ async def _probe_sglang(client: ServerClient, facts: ServerFacts) -> None:
     facts.server_args = filter_args({k: v for k, v in info.items() if k != "internal_states"})
     fields = sglang.SERVER_INFO_FIELDS
     algo = info.get(fields["algorithm"])
+    if info.get(fields["adaptive"]):
+        raise MixedDraftLengthsError(
+            f"the SGLang server runs adaptive speculation ({fields['adaptive']}: true in /server_info): it changes "
+            "the draft length step by step, and a histogram that mixes draft lengths is not a curve point",
+            hint=f"restart it without {sglang.FLAG_ADAPTIVE}, at a fixed --speculative-num-steps")
     if not algo:
         raise ServerError(f"the SGLang server runs without speculative decoding ({fields['algorithm']} is null)",
                           hint=f"launch it with {sglang.FLAG_ALGORITHM}")

@@ -127,6 +127,8 @@ class ServeConfig:
     fault_sleep_s: float = 30.0
     claim_synthetic: bool = False
     version: str = "golden-al-reference"
+    speculative_adaptive: bool = False
+    """SGLang flavor: report ``speculative_adaptive: true`` in ``/server_info`` (for tests of the refusal)."""
 
 
 def _now_sglang() -> str:
@@ -497,6 +499,7 @@ class ReferenceServer:
             "speculative_eagle_topk": 1,
             "speculative_num_draft_tokens": ndt,
             "decode_log_interval": self.config.decode_log_interval,
+            "speculative_adaptive": self.config.speculative_adaptive,
             "internal_states": [{"avg_spec_accept_length": self.stats.avg_spec_accept_length(),
                                  "last_gen_throughput": 0.0}],
             "version": self.config.version,

@@ -65,6 +65,7 @@ __all__ = [
     "VllmPrometheusSource",
     "default_source",
     "make_source",
+    "per_request_alternative",
 ]
 
 PER_REQUEST_SOURCES = ("sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate", "vllm-per-request")
@@ -101,6 +102,29 @@ def make_source(name: str, engine: str) -> Source:
     if name == "llamacpp-prometheus":
         return LlamaCppPrometheusSource()
     return PerRequestSource(name)
+
+
+async def per_request_alternative(client: ServerClient, engine: str, served_model: str,
+                                  prompt: Any) -> PerRequestSource | None:
+    """A per-request source the server offers besides its aggregate counters, or None.
+
+    vLLM (>= 0.33, started with ``--per-request-spec-decode-metrics``) adds
+    ``metrics.speculative_decoding`` to each response (vllm-project/vllm
+    ``vllm/entrypoints/openai/protocol.py``, 0.33.0); one short request (2 tokens,
+    sent before any counter snapshot) shows whether it does. ATOM has no per-request
+    source; SGLang's default is already per-request.
+    """
+    from golden_al.engines import vllm
+
+    if engine != "vllm":
+        return None
+    body = {"model": served_model, "messages": [dict(m) for m in prompt.messages], "max_tokens": 2,
+            "temperature": 0.0, "stream": False}
+    resp = await client.post_json("/v1/chat/completions", body, label="per-request metrics probe")
+    metrics = resp.get(vllm.REQUEST_METRICS) if isinstance(resp, Mapping) else None
+    if isinstance(metrics, Mapping) and isinstance(metrics.get(vllm.REQUEST_SPEC), Mapping):
+        return PerRequestSource("vllm-per-request")
+    return None
 
 
 def _require_distribution(counts: AcceptanceCounts, label: str, what: str) -> AcceptanceCounts:

@@ -34,6 +34,7 @@ every derived record says ``derivation_exact: false`` with a warning, and
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -69,8 +70,10 @@ from golden_al.servers import launch as launch_mod
 from golden_al.servers import synthetic
 from golden_al.servers.client import RetryPolicy, ServerClient
 from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results
+from golden_al.servers.pipeline import Schedule
 from golden_al.servers.probe import ServerFacts, is_chain, probe_server
-from golden_al.servers.sources import default_source, make_source
+from golden_al.servers.replicas import check_replicas_agree
+from golden_al.servers.sources import default_source, make_source, per_request_alternative
 
 __all__ = [
     "ModeSpec",
@@ -100,6 +103,8 @@ class ServerOptions:
     engine: str
     url: str | None = None
     launch: launch_mod.LaunchSpec | None = None
+    urls: list[str] = field(default_factory=list)
+    """Every ``--server`` (data-parallel replicas); ``url`` is the first."""
     base_env: dict[str, str] | None = None
     ready_timeout_s: float = 1800.0
     stop_timeout_s: float = 30.0
@@ -111,14 +116,23 @@ class ServerOptions:
     served_model_name: str | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
     save_text: bool = False
+    request_rate: float | None = None
+    warmup: int = 0
+    scrape_interval_s: float = 1.0
+    arrival_seed: int = 0
 
     def __post_init__(self) -> None:
+        if self.urls and self.url is None:
+            self.url = self.urls[0]
+        elif self.url is not None and not self.urls:
+            self.urls = [self.url]
         if (self.url is None) == (self.launch is None):
             raise UsageError("give exactly one of --server URL and --launch")
         if self.engine not in launch_mod.SERVER_ENGINES:
             raise UsageError(f"unknown server engine {self.engine!r}", hint="sglang, vllm or atom")
-        if self.concurrency < 1:
-            raise UsageError(f"--concurrency must be >= 1, got {self.concurrency}")
+        Schedule(self.concurrency, self.request_rate, self.arrival_seed, self.warmup)  # validates
+        if not self.scrape_interval_s > 0:
+            raise UsageError(f"--scrape-interval must be > 0 seconds, got {self.scrape_interval_s}")
 
     def source_name(self) -> str:
         """The AL source actually used."""
@@ -241,7 +255,7 @@ def _fingerprint(options: ServerOptions, spec: SweepSpec) -> dict[str, Any]:
                   "per_request_metrics": ls.per_request_metrics, "image": ls.image}
     return {
         "engine": options.engine,
-        "server": options.url,
+        "server": options.url if len(options.urls) <= 1 else options.urls,
         "launch": launch,
         "draft_lens": sorted(spec.draft_lens),
         "thinking": [m.thinking for m in spec.modes],
@@ -377,8 +391,15 @@ def _server_info(options: ServerOptions, url: str, command: list[str] | None, en
 async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, cells: list[tuple[ModeSpec, Path]],
                    url: str, command: list[str] | None, env: Mapping[str, str] | None, log: Path | None,
                    resume: bool, progress: ProgressFn, note: LogFn) -> list[MeasurementRecord]:
-    async with ServerClient(url, policy=options.policy, api_key=options.api_key, on_retry=note) as client:
-        facts = await probe_server(client, options.engine, log_path=log)
+    urls = [url] if options.launch is not None else (options.urls or [url])
+    async with contextlib.AsyncExitStack() as stack:
+        clients = [await stack.enter_async_context(
+            ServerClient(u, policy=options.policy, api_key=options.api_key, on_retry=note)) for u in urls]
+        every = [await probe_server(c, options.engine, log_path=log if i == 0 else None)
+                 for i, c in enumerate(clients)]
+        check_replicas_agree(urls, every)
+        facts = every[0]
+        client = clients[0] if len(clients) == 1 else clients
         if facts.draft_len is None and command is not None and options.engine == "llamacpp":
             from golden_al.engines import llamacpp
 
@@ -398,6 +419,12 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
         if not served:
             raise ServerError("the server lists no model at /v1/models", hint="pass --served-model-name")
         source = make_source(options.source_name(), options.engine)
+        if options.al_source == "auto" and not source.per_request and spec.modes and spec.modes[0].prompts:
+            better = await per_request_alternative(clients[0], options.engine, served, spec.modes[0].prompts[0])
+            if better is not None:
+                note(f"the server returns per-request spec-decode metrics: AL source {better.name} "
+                     f"instead of the aggregate {source.name}")
+                source = better
         method = spec.draft_method or (options.launch.draft_method() if options.launch else None) \
             or facts.draft_method or "unknown"
         records = []
@@ -409,11 +436,12 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
                 chat_template_kwargs=mode.chat_template_kwargs, prompts=mode.prompts, dataset=mode.dataset,
                 target=spec.target, draft=spec.draft, draft_method=method, served_model=served,
                 concurrency=options.concurrency, save_text=options.save_text, extra_body=options.extra_body,
-                bootstrap_seed=spec.bootstrap_seed,
+                bootstrap_seed=spec.bootstrap_seed, request_rate=options.request_rate, warmup=options.warmup,
+                arrival_seed=options.arrival_seed, scrape_interval_s=options.scrape_interval_s,
             )
             info = _server_info(options, url, command, env, facts, log, d)
             progress(0, description=f"k={k} thinking {mode.thinking}")
-            records.append(await measure_cell(client, plan, source, d, resume=resume, progress=progress,
+            records.append(await measure_cell(client, plan, source, d, resume=resume, progress=progress,  # type: ignore[arg-type]
                                               server=info, engine_version=facts.version, warnings=warnings))
         return records
 

@@ -8,18 +8,17 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import io
 import json
 from pathlib import Path
 
 import pytest
+from _inproc import InProcessServer, server_factory
 
 from golden_al.errors import CounterResetError, NoVerifyStepsError, ServerError, UsageError
 from golden_al.measurement import DatasetInfo, ModelInfo, SamplingInfo, read_request_results
 from golden_al.servers.client import RequestFailedError, RetryPolicy, ServerClient
 from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results, repair_jsonl_tail
-from golden_al.servers.reference_server import FaultPlan, ReferenceServer, ServeConfig, parse_fault
-from golden_al.servers.served_engine import FakeServedEngine
+from golden_al.servers.reference_server import FaultPlan, parse_fault
 from golden_al.servers.sources import Snapshot, VllmPrometheusSource, make_source
 
 K = 3
@@ -41,30 +40,20 @@ def _plan(engine: str, *, concurrency: int = 1, max_tokens: int = 64, n: int = N
                     served_model="fake-target", concurrency=concurrency)
 
 
-class _Server:
-    def __init__(self, flavor: str, faults: FaultPlan | None = None, **cfg):
-        self.log = io.StringIO()
-        self.srv = ReferenceServer(FakeServedEngine(K), ServeConfig(flavor=flavor, port=0,
-                                                                     faults=faults or FaultPlan(), **cfg), self.log)
-        self.srv.start()
-        self.url = self.srv.url
-
-    def close(self) -> None:
-        self.srv.shutdown()
+def _Server(flavor: str, faults: FaultPlan | None = None, **cfg) -> InProcessServer:
+    return InProcessServer(flavor, k=K, faults=faults, **cfg)
 
 
 @pytest.fixture
 def servers():
-    made: list[_Server] = []
+    factory = server_factory()
+    made = next(factory)
 
-    def make(flavor: str, faults: FaultPlan | None = None, **cfg) -> _Server:
-        s = _Server(flavor, faults, **cfg)
-        made.append(s)
-        return s
+    def make(flavor: str, faults: FaultPlan | None = None, **cfg) -> InProcessServer:
+        return made(flavor, k=K, faults=faults, **cfg)
 
     yield make
-    for s in made:
-        s.close()
+    next(factory, None)
 
 
 def _measure(url, plan, out, source, *, resume=False, policy=FAST):
@@ -165,13 +154,26 @@ def test_response_without_spec_fields_is_a_named_failure(servers, tmp_path):
         _measure(s.url, _plan("sglang"), tmp_path, "sglang-meta-info")
 
 
-def test_windows_at_concurrency(servers, tmp_path, clean):
+def test_waves_at_concurrency(servers, tmp_path, clean):
     s = servers("vllm")
-    rec = _measure(s.url, _plan("vllm", concurrency=3), tmp_path, "vllm-prometheus")
+    plan = _plan("vllm", concurrency=3)
+    plan.waves = True
+    rec = _measure(s.url, plan, tmp_path, "vllm-prometheus")
     assert _counts(rec) == _counts(clean["vllm-prometheus"])
     rows = read_cell_results(tmp_path)
     assert [r.extra["unit"] for r in rows] == [[0, 1, 2], [3, 4, 5], [6, 7]]
     assert any("window" in w for w in rec.warnings)
+
+
+def test_timed_windows_at_concurrency_count_everything_once(servers, tmp_path, clean):
+    s = servers("vllm")
+    rec = _measure(s.url, _plan("vllm", concurrency=3), tmp_path, "vllm-prometheus")
+    assert _counts(rec) == _counts(clean["vllm-prometheus"])
+    rows = read_cell_results(tmp_path)
+    assert all("batch" in r.extra for r in rows)
+    assert sorted(i for r in rows for i in r.extra["unit"]) == list(range(N))
+    assert any("batch means" in w for w in rec.warnings)
+    assert not (tmp_path / "windows.session.jsonl").exists()
 
 
 def test_per_request_concurrency(servers, tmp_path, clean):
