@@ -141,7 +141,31 @@ def main() -> int:
     doc["ended"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     doc["uptime_end"] = _load()
     args.out.write_text(json.dumps(doc, indent=2) + "\n")
+    args.out.with_suffix(".md").write_text(_markdown(doc))
     return 0
+
+
+def _markdown(doc: dict) -> str:
+    """The results as the table the README quotes."""
+    lines = [f"Run {doc['started']} .. {doc['ended']}; load average (1, 5, 15 min) at the start "
+             f"{doc['uptime_start']}, at the end {doc['uptime_end']}, on {doc['cpus']} CPUs.", "",
+             "| scenario | wall s | ratio to default | peak RSS GiB | decoding s | AL k=7 | 95% CI | load after |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in doc.get("later_runs", []):
+        ci = r.get("al_ci95") or [None, None]
+        al = f"{r['al']:.3f}" if r.get("al") is not None else "failed"
+        cis = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci[0] is not None else ""
+        lines.append(f"| {r['scenario']} | {r['wall_s']} | {r.get('wall_ratio_to_default', '')} | "
+                     f"{r['peak_rss_gib']} | {r.get('measure_wall_s', '')} | {al} | {cis} | {r['load_after'][0]} |")
+    lines += ["", f"Outputs identical across modes: {doc.get('outputs_identical_across_modes')}; "
+              f"AL identical: {doc.get('al_identical_across_modes')}.", "",
+              f"Disk of the cache after the runs: {json.dumps(doc.get('disk_after'))}", "",
+              f"Conversion timings recorded in this cache (s): {json.dumps(doc.get('conversion_timings_s_of_this_cache'))}"]
+    if "first_run" in doc:
+        f = doc["first_run"]
+        lines += ["", f"First run on an empty cache: {f['wall_s']} s, peak RSS {f['peak_rss_gib']} GiB, "
+                  f"disk {f['disk_after']['total_gib']} GiB."]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
