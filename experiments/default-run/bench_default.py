@@ -94,6 +94,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=HERE / "results.json")
     ap.add_argument("--scenarios", default="0,1,2",
                     help=f"which of the {len(SCENARIOS)} scenarios, by index (default: all; 0 is the default command)")
+    ap.add_argument("--disk-only", action="store_true",
+                    help="only measure the cache's disk use and read its conversion timings (loads no model)")
     args = ap.parse_args()
     chosen = [SCENARIOS[int(i)] for i in args.scenarios.split(",")]
     work = Path(tempfile.mkdtemp(prefix="bench-default-"))
@@ -103,6 +105,13 @@ def main() -> int:
     doc: dict = {"what": "golden-al measure --draft-len 7 (the embedded default) and the other exact modes",
                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count(),
                  "python": platform.python_version(), "uptime_start": _load()}
+    if args.disk_only:
+        doc.update(disk=_cache_disk(cache), conversion_timings_s_of_this_cache=_conversion_timings(cache),
+                   manifests={m.parent.name: {k: json.loads(m.read_text()).get(k) for k in ("updated",)}
+                              | {"gguf_verified_at": json.loads(m.read_text())["gguf"].get("verified_at")}
+                              for m in sorted((cache / "models").glob("*/manifest.json"))})
+        args.out.write_text(json.dumps(doc, indent=2) + "\n")
+        return 0
     try:
         runs = []
         for i, (name, extra) in enumerate(chosen):
