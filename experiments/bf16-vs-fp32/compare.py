@@ -6,7 +6,7 @@ with ``--dtype bfloat16`` (over the first N of those prompts). Requests are pair
 paired percentile bootstrap over requests (the independent units: each resample draws the same
 requests on both sides), 4,000 resamples, seed 0.
 
-    flock /tmp/golden-al-heavy.lock golden-al measure --draft-lens 1-8 --mode replay \
+    golden-al measure --draft-lens 1-8 --mode replay \
         --replay-trajectory-k 6 --prompts humaneval --num-prompts 40 --max-tokens 256 --batch-size 16 \
         --thinking off --seed 0 --dtype bfloat16 --out runs/humaneval-bf16
     python experiments/bf16-vs-fp32/compare.py runs/humaneval-bf16

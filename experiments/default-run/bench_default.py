@@ -94,6 +94,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=HERE / "results.json")
     ap.add_argument("--scenarios", default="0,1,2",
                     help=f"which of the {len(SCENARIOS)} scenarios, by index (default: all; 0 is the default command)")
+    ap.add_argument("--disk-only", action="store_true",
+                    help="only measure the cache's disk use and read its conversion timings (loads no model)")
     args = ap.parse_args()
     chosen = [SCENARIOS[int(i)] for i in args.scenarios.split(",")]
     work = Path(tempfile.mkdtemp(prefix="bench-default-"))
@@ -103,6 +105,13 @@ def main() -> int:
     doc: dict = {"what": "golden-al measure --draft-len 7 (the embedded default) and the other exact modes",
                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count(),
                  "python": platform.python_version(), "uptime_start": _load()}
+    if args.disk_only:
+        doc.update(disk=_cache_disk(cache), conversion_timings_s_of_this_cache=_conversion_timings(cache),
+                   manifests={m.parent.name: {k: json.loads(m.read_text()).get(k) for k in ("updated",)}
+                              | {"gguf_verified_at": json.loads(m.read_text())["gguf"].get("verified_at")}
+                              for m in sorted((cache / "models").glob("*/manifest.json"))})
+        args.out.write_text(json.dumps(doc, indent=2) + "\n")
+        return 0
     try:
         runs = []
         for i, (name, extra) in enumerate(chosen):
@@ -141,7 +150,31 @@ def main() -> int:
     doc["ended"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
     doc["uptime_end"] = _load()
     args.out.write_text(json.dumps(doc, indent=2) + "\n")
+    args.out.with_suffix(".md").write_text(_markdown(doc))
     return 0
+
+
+def _markdown(doc: dict) -> str:
+    """The results as the table the README quotes."""
+    lines = [f"Run {doc['started']} .. {doc['ended']}; load average (1, 5, 15 min) at the start "
+             f"{doc['uptime_start']}, at the end {doc['uptime_end']}, on {doc['cpus']} CPUs.", "",
+             "| scenario | wall s | ratio to default | peak RSS GiB | decoding s | AL k=7 | 95% CI | load after |",
+             "|---|---|---|---|---|---|---|---|"]
+    for r in doc.get("later_runs", []):
+        ci = r.get("al_ci95") or [None, None]
+        al = f"{r['al']:.3f}" if r.get("al") is not None else "failed"
+        cis = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci[0] is not None else ""
+        lines.append(f"| {r['scenario']} | {r['wall_s']} | {r.get('wall_ratio_to_default', '')} | "
+                     f"{r['peak_rss_gib']} | {r.get('measure_wall_s', '')} | {al} | {cis} | {r['load_after'][0]} |")
+    lines += ["", f"Outputs identical across modes: {doc.get('outputs_identical_across_modes')}; "
+              f"AL identical: {doc.get('al_identical_across_modes')}.", "",
+              f"Disk of the cache after the runs: {json.dumps(doc.get('disk_after'))}", "",
+              f"Conversion timings recorded in this cache (s): {json.dumps(doc.get('conversion_timings_s_of_this_cache'))}"]
+    if "first_run" in doc:
+        f = doc["first_run"]
+        lines += ["", f"First run on an empty cache: {f['wall_s']} s, peak RSS {f['peak_rss_gib']} GiB, "
+                  f"disk {f['disk_after']['total_gib']} GiB."]
+    return "\n".join(lines) + "\n"
 
 
 if __name__ == "__main__":
