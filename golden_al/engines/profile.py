@@ -26,6 +26,7 @@ __all__ = [
     "Limit",
     "LogPattern",
     "Metric",
+    "PinReview",
     "ResponseField",
     "Source",
     "SyntheticKnob",
@@ -95,6 +96,20 @@ class LaunchRequest:
     draft: str | None = None
     speculative_extra: Mapping[str, Any] = field(default_factory=dict)
     per_request_metrics: str | None = None
+
+
+@dataclass
+class PinReview:
+    """What an engine makes of a pinned synthetic-acceptance value (``check``'s per-engine rules).
+
+    ``al``: the AL the engine would realize (None when it cannot be told); ``problems``:
+    ``(verdict, message)`` pairs (``unsafe-value``, ``missing-companion``); ``notes``: facts
+    worth showing next to the finding.
+    """
+
+    al: float | None = None
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -188,6 +203,14 @@ class EngineProfile:
     reserved_flags: tuple[str, ...] = ()
     #: Prefixes of the environment variables that change what the server does (recorded).
     env_prefixes: tuple[str, ...] = ()
+    #: ``(settings) -> {VAR: value}``: the environment form of flag settings, for
+    #: ``golden-al env --format shell|dotenv`` (llama.cpp reads ``LLAMA_ARG_*`` for its flags).
+    shell_env: Callable[..., dict[str, str]] | None = None
+    #: The executable itself, when the engine is not a Python module (llama.cpp's
+    #: ``llama-server``): :attr:`server_args` then gives the arguments after it.
+    executable: str | None = None
+    #: The flag that names the served model (llama.cpp: ``--alias``).
+    served_name_flag: str = "--served-model-name"
 
     def knob(self, name: str) -> SyntheticKnob:
         """The synthetic knob called ``name`` (or one of its aliases)."""
