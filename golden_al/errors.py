@@ -87,6 +87,7 @@ class InputFileError(GoldenALError):
     ) -> None:
         self.path = str(path) if path is not None else None
         self.line = line
+        self.problem = message  #: the message without the file and line
         where = ""
         if self.path is not None:
             where = self.path + (f":{line}" if line is not None else "") + ": "
@@ -109,7 +110,6 @@ class UnreadableInputError(InputFileError):
     def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None,
                  reason: str = "unreadable", hint: str | None = None) -> None:
         self.reason = reason
-        self.problem = message
         super().__init__(message, path=path, line=line, hint=hint)
 
 

@@ -162,6 +162,15 @@ class RequestResult(_Strict):
             raise ValueError(f"histogram has {len(self.histogram)} entries, expected k+1={k + 1}")
         if len(self.per_position_accepted) != k:
             raise ValueError(f"per_position_accepted has {len(self.per_position_accepted)} entries, expected k={k}")
+        from golden_al.errors import CounterSemanticsError
+        from golden_al.formats.validate import check_counts
+
+        try:  # the one counter-semantics validator: measure never records impossible counts
+            check_counts(what="request", accepted=float(self.num_accepted_drafts),
+                         drafts=float(self.num_verify_steps), k=k,
+                         per_position=[float(v) for v in self.per_position_accepted])
+        except CounterSemanticsError as exc:
+            raise ValueError(exc.problem) from None
         return self
 
 
@@ -344,15 +353,14 @@ def write_record(record: MeasurementRecord, out_dir: str | Path, *, name: str = 
 
 def load_record(path: str | Path) -> MeasurementRecord:
     """Load and validate a ``measurement.json`` (or a directory holding one)."""
+    from golden_al import safeio
+
     p = Path(path)
     if p.is_dir():
         p = p / MEASUREMENT_FILE
-    try:
-        data = json.loads(p.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputFileError("no such measurement record", path=p) from None
-    except json.JSONDecodeError as exc:
-        raise InputFileError(f"not valid JSON: {exc.msg}", path=p, line=exc.lineno) from None
+    if not os.path.lexists(p):
+        raise InputFileError("no such measurement record", path=p)
+    data = safeio.read_json(p, max_bytes=safeio.DEFAULT_MAX_RECORD_BYTES)
     if not isinstance(data, dict) or data.get("kind", "measurement") != "measurement":
         raise SchemaError("not a measurement record (expected kind: measurement)", path=p)
     try:
@@ -377,10 +385,12 @@ def append_request_result(path: str | Path, result: RequestResult) -> None:
 
 def read_request_results(path: str | Path, *, strict: bool = False) -> list[RequestResult]:
     """Read ``requests.jsonl``. A torn last line (a crash mid-write) is dropped unless ``strict``."""
+    from golden_al import safeio
+
     p = Path(path)
     if not p.exists():
         return []
-    lines = p.read_text(encoding="utf-8").splitlines()
+    lines = safeio.read_text(p, max_bytes=safeio.DEFAULT_MAX_RECORD_BYTES).splitlines()
     out: list[RequestResult] = []
     for i, line in enumerate(lines, start=1):
         if not line.strip():

@@ -47,8 +47,10 @@ from golden_al.errors import InputFileError, ReadOnlyTargetError, UnreadableInpu
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_LOG_BYTES",
+    "DEFAULT_MAX_RECORD_BYTES",
     "JSON_MAX_DEPTH",
     "MAX_LINE_BYTES",
+    "ROUNDTRIP_MAX_BYTES",
     "YAML_ALIAS_BUDGET",
     "YAML_MAX_DEPTH",
     "LineStats",
@@ -76,8 +78,15 @@ __all__ = [
 #: largest file of InferenceX (``perf-changelog.yaml``, 0.4 MiB), and small enough that
 #: parsing a hostile file under it stays within seconds and a few hundred MB.
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
+#: Byte cap of a file that is loaded with ruamel.yaml (recipes for ``inject``, golden curves):
+#: ruamel's pure-Python parser is slow (``inject`` parses a recipe several times; a 240 KiB
+#: recipe took 78 s on a loaded 2-core machine), and InferenceX's largest recipe is 9 KiB and
+#: its largest golden file 2 KiB.
+ROUNDTRIP_MAX_BYTES = 64 * 1024
 #: Byte cap of a streamed input (server log, ``/metrics`` snapshot).
-DEFAULT_MAX_LOG_BYTES = 1024 * 1024 * 1024
+DEFAULT_MAX_LOG_BYTES = 256 * 1024 * 1024
+#: Byte cap of a measurement record (``measurement.json``, ``requests.jsonl``).
+DEFAULT_MAX_RECORD_BYTES = 64 * 1024 * 1024
 #: Longest line :func:`iter_lines` keeps; the rest of a longer line is skipped.
 MAX_LINE_BYTES = 1024 * 1024
 #: Deepest YAML nesting accepted (InferenceX's deepest recipe nests 9 levels).
@@ -315,13 +324,15 @@ def _yaml_error(message: str, path: str | Path | None, line: int | None, reason:
 
 
 def check_node_graph(root: Any, *, path: str | Path | None = None, max_depth: int = YAML_MAX_DEPTH,
-                     alias_budget: int = YAML_ALIAS_BUDGET) -> None:
+                     alias_budget: int = YAML_ALIAS_BUDGET, scalar_keys: bool = False) -> None:
     """Refuse a composed YAML node graph (PyYAML or ruamel nodes) that is too deep, recursive,
-    or whose aliases would expand beyond ``alias_budget`` nodes. Iterative and linear in the
-    number of distinct nodes.
+    or whose aliases would expand beyond ``alias_budget`` nodes; with ``scalar_keys``, also a
+    mapping key that is itself a collection (ruamel hashes nested complex keys in time
+    exponential in their depth). Iterative and linear in the number of distinct nodes.
 
     Raises:
-        UnreadableInputError: ``reason`` ``too-deep``, ``alias-budget`` or ``recursive-alias``.
+        UnreadableInputError: ``reason`` ``too-deep``, ``alias-budget``, ``recursive-alias``
+            or ``parse-error`` (a complex key).
     """
     if root is None:
         return
@@ -354,6 +365,12 @@ def check_node_graph(root: Any, *, path: str | Path | None = None, max_depth: in
                               None if line is None else line + 1, "recursive-alias")
         on_path.add(key)
         distinct += 1
+        if scalar_keys and isinstance(getattr(node, "value", None), list):
+            for item in node.value:
+                if isinstance(item, tuple) and isinstance(getattr(item[0], "value", None), list):
+                    line = getattr(getattr(item[0], "start_mark", None), "line", None)
+                    raise _yaml_error("a mapping key that is itself a mapping or sequence", path,
+                                      None if line is None else line + 1, "parse-error")
         if len(on_path) > max_depth + 1:
             line = getattr(getattr(node, "start_mark", None), "line", None)
             raise _yaml_error(f"nested deeper than {max_depth} levels", path,
@@ -402,9 +419,9 @@ def _compose_events(loader: Any, *, path: str | Path | None, max_depth: int) -> 
             attach(anchors[event.anchor])
             continue
         if isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-            node = stack.pop()[0]
-            node.end_mark = event.end_mark
-            attach(node)
+            done = stack.pop()[0]
+            done.end_mark = event.end_mark
+            attach(done)
             continue
         tag = event.tag
         node: Any
@@ -562,7 +579,7 @@ def load_yaml_roundtrip(text: str, *, path: str | Path | None = None, allow_dupl
 
     class _Bounded(RoundTripConstructor):  # type: ignore[misc]
         def construct_document(self, node: Any) -> Any:
-            check_node_graph(node, path=path, max_depth=max_depth, alias_budget=alias_budget)
+            check_node_graph(node, path=path, max_depth=max_depth, alias_budget=alias_budget, scalar_keys=True)
             return super().construct_document(node)
 
     _prescan(text, path=path, max_depth=max_depth, alias_budget=alias_budget)

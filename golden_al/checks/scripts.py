@@ -548,7 +548,7 @@ def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
         pin.draft_model = _clean(flags.get(atom.FLAG_DRAFT_MODEL))
         other = atom.RATE_FLAG if knob == atom.LENGTH_FLAG else atom.LENGTH_FLAG
         pin.spec["both"] = other in flags
-        pin.spec["method_flag"] = "--method" in flags
+        pin.spec["method_flag"] = atom.FLAG_METHOD in flags
         pin.spec["dspark_config"] = flags.get("--dspark-config")
         if value is not None:
             pin.spec["decimals"] = len(value.split(".", 1)[1]) if "." in value else 0

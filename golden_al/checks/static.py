@@ -434,13 +434,14 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     for path, kind in files:
         report.files_scanned += 1
         shown = str(path)
-        text = read(path) if kind != "unreadable" else _head(path)
-        if kind == "unreadable" or isinstance(text, (UnreadableInputError, bytes)):
-            err = text if isinstance(text, UnreadableInputError) else UnreadableInputError(
+        got: str | bytes | UnreadableInputError = read(path) if kind != "unreadable" else _head(path)
+        if kind == "unreadable" or not isinstance(got, str):
+            err = got if isinstance(got, UnreadableInputError) else UnreadableInputError(
                 "cannot read", path=path, reason="os-error")
             report.findings.extend(unreadable_findings(shown, err, read.raw_text.get(path)))
             report.files_with_pins += 1
             continue
+        text = got
         if not has_keyword(text):
             continue
         pins: list[Pin] = []

@@ -214,31 +214,32 @@ def _parse_lines(lines: Iterable[tuple[int, str]], src: str | None) -> MetricsSn
     samples: list[Sample] = []
     created: list[Sample] = []
     seen: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
-    at = [0, ""]
+    at_line = [0]
+    at_text = [""]
 
     def feed() -> Iterator[str]:
         for number, line in lines:
-            at[0], at[1] = number, line
+            at_line[0], at_text[0] = number, line
             yield line + "\n"
 
     try:
-        for family in text_fd_to_metric_families(feed()):
+        for family in text_fd_to_metric_families(feed()):  # type: ignore[arg-type]  # any iterable of lines
             for s in family.samples:
                 labels = tuple(sorted(s.labels.items()))
                 key = (s.name, labels)
                 if key in seen:
                     shown = s.name + _labels_text(labels)
                     raise CounterSemanticsError(
-                        f"series {shown} appears twice in one snapshot", path=src, line=at[0],
+                        f"series {shown} appears twice in one snapshot", path=src, line=at_line[0],
                         hint="a /metrics body lists each series once; were two scrapes concatenated?")
-                seen[key] = at[0]
+                seen[key] = at_line[0]
                 value = float(s.value)
                 if _is_created(s.name):
                     created.append(Sample(s.name, labels, value))
                 else:
                     samples.append(Sample(s.name, labels, value))
     except _PARSE_ERRORS as exc:
-        line, seen_text = (at[0] or None), str(at[1]).strip()[:120]
+        line, seen_text = (at_line[0] or None), at_text[0].strip()[:120]
         raise InputFileError(
             f"not Prometheus text exposition ({exc})" + (f": {seen_text!r}" if seen_text else ""),
             path=src,

@@ -42,7 +42,6 @@ raise :class:`~golden_al.errors.NoVerifyStepsError`.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +51,7 @@ from distributions.counts import AcceptanceCounts
 from distributions.errors import DistributionError
 from golden_al.engines import atom, sglang, vllm
 from golden_al.errors import InputFileError, MetricMissingError, NoVerifyStepsError
+from golden_al.formats.validate import check_acceptance_counts
 
 __all__ = [
     "RequestSpecCounts",
@@ -160,6 +160,7 @@ def parse_sglang_meta_info(meta: Mapping[str, Any], *, k: int | None = None,
         if old in view and not any(key in view for key in sglang.META_HISTOGRAM_KEYS):
             view[sglang.META_HISTOGRAM_KEYS[0]] = view.pop(old)
     counts = _build(lambda: sglang.counts_from_meta_info(view, k=k), "SGLang meta_info", source)
+    check_acceptance_counts(counts, what="SGLang meta_info", path=source)  # its own AL is biased: not checked
     return RequestSpecCounts("sglang", counts, _optional_number(meta, "spec_accept_length", source),
                              _optional_count(meta, "completion_tokens", source), source)
 
@@ -187,7 +188,9 @@ def parse_vllm_spec_metrics(obj: Mapping[str, Any], *, k: int | None = None,
             hint=f"start vLLM (>= {vllm.VERSION}) with {vllm.FLAG_PER_REQUEST_METRICS} summary",
         )
     counts = _build(lambda: vllm.counts_from_request_metrics(spec, k=k), "vLLM speculative_decoding", source)
-    return RequestSpecCounts("vllm", counts, _optional_number(spec, vllm.REQ_MEAN_AL, source), None, source)
+    reported = _optional_number(spec, vllm.REQ_MEAN_AL, source)
+    check_acceptance_counts(counts, what="vLLM speculative_decoding", path=source, reported_al=reported)
+    return RequestSpecCounts("vllm", counts, reported, None, source)
 
 
 def parse_atom_mtp_stats(obj: Mapping[str, Any], *, k: int | None = None,
@@ -208,7 +211,9 @@ def parse_atom_mtp_stats(obj: Mapping[str, Any], *, k: int | None = None,
             raise MetricMissingError(f"{_where(source)}ATOM {atom.MTP_STATS_PATH} has no {key}",
                                      hint=f"pass the body of GET {atom.MTP_STATS_PATH}")
     counts = _build(lambda: atom.counts_from_mtp_stats(obj, k=k), "ATOM /debug/mtp_stats", source)
-    return RequestSpecCounts("atom", counts, _optional_number(obj, atom.STATS_AVG_TOKENS, source), None,
+    reported = _optional_number(obj, atom.STATS_AVG_TOKENS, source)
+    check_acceptance_counts(counts, what="ATOM /debug/mtp_stats", path=source, reported_al=reported)
+    return RequestSpecCounts("atom", counts, reported, None,
                              source)
 
 
@@ -218,14 +223,10 @@ def read_atom_mtp_stats_file(path: str | Path, *, k: int | None = None) -> Reque
     Raises:
         InputFileError: unreadable or not JSON.
     """
+    from golden_al import safeio
+
     p = Path(path)
-    try:
-        obj = json.loads(p.read_bytes().decode("utf-8"))
-    except OSError as exc:
-        raise InputFileError(f"cannot read: {exc.strerror or exc}", path=p) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        line = getattr(exc, "lineno", None)
-        raise InputFileError(f"not JSON ({exc.__class__.__name__})", path=p, line=line) from None
+    obj = safeio.read_json(p)  # regular file, byte cap, depth limit
     return parse_atom_mtp_stats(obj, k=k, source=str(p))
 
 

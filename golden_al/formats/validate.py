@@ -24,7 +24,7 @@ from pathlib import Path
 
 from golden_al.errors import CounterSemanticsError
 
-__all__ = ["check_counts"]
+__all__ = ["check_acceptance_counts", "check_counts"]
 
 _TOL = 1e-9
 
@@ -83,3 +83,13 @@ def check_counts(*, what: str, accepted: float | None = None, drafted: float | N
     if al is not None and al > 0 and (al < 1 - 1e-6 or (k is not None and al > k + 1 + 1e-6)):
         bound = f"[1, k+1] = [1, {k + 1}]" if k is not None else "[1, k+1]"
         raise fail(f"AL in {bound}", f"AL {_fmt(al)}")
+
+
+def check_acceptance_counts(counts: object, *, what: str, path: str | Path | None = None, line: int | None = None,
+                            reported_al: float | None = None) -> None:
+    """:func:`check_counts` on a :class:`distributions.counts.AcceptanceCounts` (and the AL
+    the engine reported next to it, when it is an unbiased one)."""
+    check_counts(what=what, accepted=getattr(counts, "num_accepted_drafts", None),
+                 drafted=getattr(counts, "num_draft_tokens", None), drafts=getattr(counts, "num_verify_steps", None),
+                 k=getattr(counts, "k", None), per_position=getattr(counts, "per_position_accepted", None),
+                 al=reported_al, path=path, line=line)

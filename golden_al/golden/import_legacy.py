@@ -39,7 +39,7 @@ def load_metadata(path: str | Path) -> dict[str, Any]:
     p = Path(path)
     from golden_al import safeio
 
-    doc = load_yaml_roundtrip(safeio.read_text(p), path=p)
+    doc = load_yaml_roundtrip(safeio.read_text(p, max_bytes=safeio.ROUNDTRIP_MAX_BYTES), path=p)
     data = to_plain(doc)
     if not isinstance(data, Mapping):
         raise SchemaError("metadata must be a mapping {stem: {...}}", path=p, line=1)

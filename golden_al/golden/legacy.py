@@ -405,7 +405,7 @@ def read_legacy(path: str | Path) -> list[GoldenCurve]:
     from golden_al import safeio
 
     p = Path(path)
-    text = safeio.read_text(p)
+    text = safeio.read_text(p, max_bytes=safeio.ROUNDTRIP_MAX_BYTES)
     return read_legacy_text(text, path=p)
 
 

@@ -527,7 +527,7 @@ def load_curve_file(path: str | Path) -> GoldenCurve:
     from golden_al import safeio
 
     p = Path(path)
-    text = safeio.read_text(p)
+    text = safeio.read_text(p, max_bytes=safeio.ROUNDTRIP_MAX_BYTES)
     doc = load_yaml_roundtrip(text, path=p)
     return parse_curve(to_plain(doc), path=p, doc=doc)
 

@@ -420,7 +420,7 @@ def _read_file(path: Path) -> list[StoredCurve]:
     from golden_al import safeio
     from golden_al.golden.legacy import is_legacy_document, read_legacy_text
 
-    text = safeio.read_text(path)
+    text = safeio.read_text(path, max_bytes=safeio.ROUNDTRIP_MAX_BYTES)
     doc = load_yaml_roundtrip(text, path=path)
     data = to_plain(doc)
     if data is None:

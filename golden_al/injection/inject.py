@@ -585,7 +585,7 @@ def inject_file(path: str | Path, *, store: GoldenStore, model: str, thinking: s
     from golden_al import safeio
 
     p = Path(path)
-    text = safeio.read_text(p)  # regular file, byte cap, BOM/UTF-16, no NUL
+    text = safeio.read_text(p, max_bytes=safeio.ROUNDTRIP_MAX_BYTES)  # regular file, byte cap, BOM/UTF-16, no NUL
     result = plan_injection(text, path=p, store=store, model=model, thinking=thinking, engine=engine)
     if result.conflicts and not force:
         first = result.conflicts[0]

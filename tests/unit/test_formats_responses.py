@@ -161,5 +161,5 @@ def test_atom_mtp_stats(tmp_path: Path) -> None:
     with pytest.raises(MetricMissingError, match="distribution"):
         parse_atom_mtp_stats({"enabled": True, "total_draft_tokens": 1, "total_accepted_tokens": 1})
     path.write_text("{not json")
-    with pytest.raises(InputFileError, match="not JSON"):
+    with pytest.raises(InputFileError, match="not valid JSON"):
         read_atom_mtp_stats_file(path)
