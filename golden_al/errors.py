@@ -16,6 +16,7 @@ The tree::
     |   +-- CounterResetError          a cumulative counter went backwards (server restarted)
     |   +-- NoVerifyStepsError         zero verify steps: AL is undefined (``exit_code`` 2)
     |   +-- SyntheticAcceptanceActiveError  a "measurement" would read injected acceptance
+    |   +-- SchedulerError             Slurm is missing, refused a job, or answered unreadably
     +-- CheckFailedError               a check ran and failed (``exit_code`` 1)
         +-- InjectionConflictError     a recipe already pins a different value (``inject``)
 
@@ -131,6 +132,10 @@ class NoVerifyStepsError(EngineError):
     """
 
     exit_code = 2
+
+
+class SchedulerError(EngineError):
+    """The batch scheduler (Slurm) is missing, refused a submission, or answered in a form we cannot read."""
 
 
 class SyntheticAcceptanceActiveError(EngineError):

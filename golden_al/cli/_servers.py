@@ -67,6 +67,9 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
                    help='vLLM: keys merged into --speculative-config, e.g. \'{"prompt_lookup_max": 4}\'')
     g.add_argument("--per-request-metrics", choices=("summary", "detailed"), default=None,
                    help="vLLM >= 0.33 launch: add --per-request-spec-decode-metrics (AL source vllm-per-request)")
+    g.add_argument("--serve-reference", action="store_true",
+                   help="with --launch: start golden-al serve-reference (the reference engine behind this engine's "
+                   "API, on --target/--draft) instead of the engine: rehearse a sweep without GPUs")
     g.add_argument("--python", default="python3", metavar="PATH", help="interpreter with the engine (default python3)")
     g.add_argument("--command-prefix", default="", metavar="STRING",
                    help="words before the command, shell-split (e.g. 'srun --gres=gpu:8' or 'docker exec C')")
@@ -179,12 +182,15 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
             tp=args.tp, host=args.host, port=args.port, served_model_name=args.served_model_name,
             engine_args=engine_args,
             speculative_extra=_json_object(args.speculative_extra, "--speculative-extra") if args.speculative_extra else {},
-            per_request_metrics=args.per_request_metrics, python=args.python,
+            per_request_metrics=args.per_request_metrics,
+            python=sys.executable if args.serve_reference and args.python == "python3" else args.python,
+            serve_reference=args.serve_reference,
             command_prefix=shlex.split(args.command_prefix or ""), env=env, image=args.image,
         )
-    elif env or engine_args or args.speculative_extra or args.per_request_metrics or args.print_command:
-        raise UsageError("--env, --engine-arg(s), --speculative-extra, --per-request-metrics and --print-command "
-                         "only apply with --launch")
+    elif env or engine_args or args.speculative_extra or args.per_request_metrics or args.print_command \
+            or args.serve_reference:
+        raise UsageError("--env, --engine-arg(s), --speculative-extra, --per-request-metrics, --print-command "
+                         "and --serve-reference only apply with --launch")
     api_key = None
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)
