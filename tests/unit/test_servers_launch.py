@@ -91,7 +91,8 @@ def test_serve_reference_stands_in_for_the_engine():
                                    "--port", "4321", "--draft", "/m/d", "--algorithm", "eagle3",
                                    "--decode-log-interval=5"]
     vllm = build_command(LaunchSpec("vllm", "/m/t", 2, port=1, serve_reference=True))
-    assert vllm[vllm.index("--flavor") + 1] == "vllm" and "--algorithm" not in vllm
+    assert vllm[vllm.index("--flavor") + 1] == "vllm"
+    assert "--algorithm" not in vllm
     with pytest.raises(UsageError, match="--draft-len"):
         build_command(LaunchSpec("atom", "/m/t", 2, port=1, engine_args=["--draft-len=3"], serve_reference=True))
 
