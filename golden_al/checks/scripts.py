@@ -66,7 +66,7 @@ _FLAGS = (
     "--speculative-draft-model-path", "--speculative-config", "--num-speculative-tokens", "--method",
     "--draft-model", "--model-path", "--model", "--served-model-name", "--chat-template",
     "--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
-    "--dspark-config", "--reasoning-parser", *_ATOM_FLAGS,
+    "--dspark-config", "--reasoning-parser", "--reasoning-effort", *_ATOM_FLAGS,
 )
 _HEREDOC_KEYS = ("max_draft_len", "decoding_type", "eagle3_one_model", "mtp_eagle_one_model", "speculative_model",
                  "speculative_model_dir", "num_nextn_predict_layers")
@@ -413,7 +413,7 @@ def _thinking(state: State, flags: dict[str, str]) -> list[ThinkingSignal]:
         if v is not None and not has_unknown(v):
             out += thinking_from_setting(name, harden(v), "")
     for flag in ("--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
-                 "--chat-template"):
+                 "--chat-template", "--reasoning-effort"):
         v = flags.get(flag)
         if v is not None and not has_unknown(v):
             out += thinking_from_setting(flag, harden(v), "")

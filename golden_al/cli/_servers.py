@@ -217,6 +217,16 @@ def _messages_hash(messages: Sequence[Any], kwargs: dict[str, Any]) -> str:
 
 
 
+def _is_mode_name(text: str) -> bool:
+    """``on``, ``off`` or a level name: a key of per-mode ``--chat-template-kwargs``."""
+    from golden_al.golden.schema import normalize_mode
+
+    try:
+        return normalize_mode(text) == text
+    except ValueError:
+        return False
+
+
 def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_name: str | None) -> list[Any]:
     """One :class:`~golden_al.servers.sweep.ModeSpec` per thinking mode (prompts, preset sampling, kwargs)."""
     from golden_al.cli._common import cache_dir
@@ -234,7 +244,7 @@ def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_nam
         raise UsageError(f"--prompts {args.prompts} holds no prompts")
     explicit = _json_object(args.chat_template_kwargs, "--chat-template-kwargs") \
         if getattr(args, "chat_template_kwargs", None) else None
-    per_mode = explicit is not None and bool(explicit) and set(explicit) <= {"on", "off"} \
+    per_mode = explicit is not None and bool(explicit) and all(_is_mode_name(m) for m in explicit) \
         and all(isinstance(v, dict) for v in explicit.values())
     modes = []
     for mode in thinking:

@@ -44,7 +44,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_server_arguments(parser, with_engine=True)
     g = parser.add_argument_group("cells")
     g.add_argument("--draft-lens", required=True, metavar="LIST", help="draft lengths k, e.g. 1-8 or 1,3,5")
-    g.add_argument("--thinking", default="off", metavar="LIST", help="thinking modes: on, off or on,off (default off)")
+    g.add_argument("--thinking", default="off", metavar="LIST",
+                   help="thinking modes: on, off, named levels (reasoning_effort_high), comma-separated (default off)")
     g.add_argument("--target", metavar="MODEL", help="target model (path or hub id) the server loads / serves")
     g.add_argument("--draft", metavar="MODEL", help="draft model (path or hub id), if the method has one")
     g.add_argument("--out", required=True, metavar="DIR", help="output directory")
@@ -76,16 +77,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_thinking(text: str) -> list[str]:
-    """``"on,off"`` -> ``["on", "off"]`` (order kept, duplicates dropped)."""
+    """``"on,off"`` -> ``["on", "off"]``; named levels too (``on,reasoning_effort_high``); order kept, no duplicates."""
+    from golden_al.golden.schema import normalize_mode
+
     out: list[str] = []
     for part in str(text).split(","):
-        part = part.strip().lower()
-        if not part:
+        if not part.strip():
             continue
-        if part not in ("on", "off"):
-            raise UsageError(f"--thinking: {part!r} is not on or off")
-        if part not in out:
-            out.append(part)
+        try:
+            mode = normalize_mode(part)
+        except ValueError as exc:
+            raise UsageError(f"--thinking: {exc}") from None
+        if mode not in out:
+            out.append(mode)
     if not out:
         raise UsageError("--thinking: no mode given")
     return out

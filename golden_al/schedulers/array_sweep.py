@@ -78,7 +78,9 @@ class Cell:
     @property
     def name(self) -> str:
         """``thinking_on/k3``."""
-        return f"thinking_{self.thinking}/k{self.draft_len}"
+        from golden_al.golden.schema import mode_key
+
+        return f"{mode_key(self.thinking)}/k{self.draft_len}"
 
 
 @dataclass
