@@ -1,18 +1,18 @@
 """Pure math on per-step speculative-decoding acceptance distributions.
 
-No I/O, no engine knowledge beyond the shape of what engines report, no torch:
+No I/O, no engine knowledge (no engine's field, metric or flag names), no torch:
 numpy and scipy only. Modules:
 
 * :mod:`distributions.units`: the one home of every AL formula and conversion
-  (AL from counts, AL <-> rate, TensorRT-LLM's AL-1, rates, AL(k) from a profile).
+  (AL from counts, AL <-> rate, accepted drafts AL-1, rates, AL(k) from a profile).
 * :mod:`distributions.acceptance`: :class:`AcceptanceDistribution`, the pmf of L.
-* :mod:`distributions.counts`: :class:`AcceptanceCounts` from vLLM / SGLang / ATOM
-  reports, and :func:`delta` of cumulative snapshots.
+* :mod:`distributions.counts`: :class:`AcceptanceCounts` (verify steps, accepted
+  drafts, histogram), and :func:`delta` of cumulative snapshots.
 * :mod:`distributions.families`: constant and decaying conditional profiles.
 * :mod:`distributions.fit`: one conditional profile shared by every draft length,
   with flags for points it cannot explain; :func:`derive_curve`.
-* :mod:`distributions.uncertainty`: cluster bootstrap, sample-size planning,
-  counts-only intervals, z-scores.
+* :mod:`distributions.uncertainty`: :func:`al_interval` (the one AL interval, over
+  independent clusters), cluster bootstrap, sample-size planning, counts-only intervals, z-scores.
 * :mod:`distributions.errors`: :class:`DistributionError` and subclasses.
 """
 
@@ -21,15 +21,8 @@ from __future__ import annotations
 from distributions.acceptance import AcceptanceDistribution
 from distributions.counts import (
     AcceptanceCounts,
-    atom_mtp_stats_delta,
     delta,
-    from_atom_mtp_stats,
     from_histogram,
-    from_sglang_meta_info,
-    from_vllm_counters,
-    from_vllm_prometheus,
-    from_vllm_request_metrics,
-    sglang_biased_al,
 )
 from distributions.errors import CounterWentBackwardsError, DistributionError, FitError
 from distributions.families import ConstantConditional, DecayingConditional
@@ -43,10 +36,13 @@ from distributions.fit import (
     fit_profile,
 )
 from distributions.uncertainty import (
+    ALInterval,
     BootstrapResult,
     CountsInterval,
     RatioStats,
     SampleSizePlan,
+    al_interval,
+    al_interval_result,
     cluster_bootstrap_al,
     iid_ci_from_counts,
     mean_tolerance,
@@ -59,6 +55,7 @@ from distributions.uncertainty import (
 from distributions.units import al_curve_from_conditional, al_curve_from_unconditional
 
 __all__ = [
+    "ALInterval",
     "AcceptanceCounts",
     "AcceptanceDistribution",
     "BootstrapResult",
@@ -74,7 +71,8 @@ __all__ = [
     "SampleSizePlan",
     "al_curve_from_conditional",
     "al_curve_from_unconditional",
-    "atom_mtp_stats_delta",
+    "al_interval",
+    "al_interval_result",
     "cluster_bootstrap_al",
     "curve_flags",
     "delta",
@@ -82,18 +80,12 @@ __all__ = [
     "derive_distributions",
     "fit_curve",
     "fit_profile",
-    "from_atom_mtp_stats",
     "from_histogram",
-    "from_sglang_meta_info",
-    "from_vllm_counters",
-    "from_vllm_prometheus",
-    "from_vllm_request_metrics",
     "iid_ci_from_counts",
     "mean_tolerance",
     "mean_z_score",
     "plan_sample_size",
     "ratio_stats",
     "requests_needed",
-    "sglang_biased_al",
     "verify_steps_needed",
 ]

@@ -64,8 +64,7 @@ class AcceptanceDistribution:
     def from_accepted_histogram(cls, counts: ArrayLike, k: int | None = None) -> AcceptanceDistribution:
         """From step counts indexed by accepted draft tokens (``counts[j]`` steps accepted ``j``).
 
-        This is the shape of SGLang's ``spec_correct_drafts_histogram``, ATOM's
-        ``distribution`` and vLLM's per-request ``acceptance_histogram``. ``k``
+        This is the shape of the per-request or per-run histograms engines report. ``k``
         pads (or checks) the length to ``k + 1``.
         """
         arr = np.asarray(counts, dtype=np.float64)

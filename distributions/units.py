@@ -1,21 +1,19 @@
 """The one home of every acceptance-length formula in golden-al.
 
-Conventions (shared by vLLM, SGLang, ATOM and TensorRT-LLM, see engine-facts §0):
+Conventions (shared by every engine golden-al knows; how each engine spells ``k``
+and its knobs lives in that engine's profile, ``golden_al/engines/``):
 
-* ``k`` is the draft length (vLLM/ATOM ``num_speculative_tokens``, SGLang EAGLE
-  ``speculative_num_steps``, DFLASH ``num_draft_tokens - 1``, TensorRT-LLM
-  ``max_draft_len``).
+* ``k`` is the draft length: draft tokens proposed per verify step.
 * ``L`` is the number of tokens one verify step emits for one request:
   accepted drafts + 1 bonus token, so ``1 <= L <= k + 1``.
 * **AL** (acceptance length) is the mean of ``L``. It always includes the bonus
   token: ``AL = 1 + accepted_drafts / verify_steps``.
-* The acceptance *rate* is ``(AL - 1) / k`` (vLLM's "draft acceptance rate",
-  ATOM's ``--spec-decode-acceptance-rate``).
-* TensorRT-LLM's ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` counts draft
-  tokens only: ``AL - 1``.
+* The acceptance *rate* is ``(AL - 1) / k`` (the mean draft acceptance rate).
+* Accepted draft tokens per step, bonus excluded, is ``AL - 1``
+  (:func:`drafts_from_al`).
 * Unconditional per-position rates ``p_j = P(L - 1 >= j)`` for ``j = 1..k``
-  (vLLM's ``synthetic_acceptance_rates``, its per-position counters divided by
-  ``num_drafts``); conditional rates ``c_j = p_j / p_{j-1}`` with ``p_0 = 1``.
+  (per-position accepted counts divided by verify steps); conditional rates
+  ``c_j = p_j / p_{j-1}`` with ``p_0 = 1``.
 
 Nothing else in the code base may re-derive these; import them from here.
 """
@@ -35,16 +33,16 @@ __all__ = [
     "al_curve_from_unconditional",
     "al_from_acceptance_rate",
     "al_from_counts",
+    "al_from_drafts",
     "al_from_pmf",
-    "al_from_trtllm_forced",
     "check_al",
     "check_draft_len",
     "check_draft_lens",
     "conditional_to_unconditional",
+    "drafts_from_al",
     "format_number",
     "min_variance_unconditional_rates",
     "pmf_from_unconditional",
-    "trtllm_forced_from_al",
     "unconditional_from_pmf",
     "unconditional_to_conditional",
 ]
@@ -58,7 +56,7 @@ def check_draft_len(k: int) -> int:
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
         raise DistributionError(
             f"draft length k must be an integer >= 1, got {k!r}",
-            hint="k is num_speculative_tokens (SGLang DFLASH: num_draft_tokens - 1)",
+            hint="k is the number of draft tokens per verify step",
         )
     return int(k)
 
@@ -79,9 +77,7 @@ def check_al(al: float, k: int) -> float:
 def al_from_counts(num_accepted_drafts: float, num_verify_steps: float) -> float:
     """AL = 1 + accepted draft tokens / verify steps.
 
-    Both counts exclude the bonus token (vLLM ``num_accepted_tokens`` /
-    ``num_drafts``; ATOM ``total_accepted_tokens`` / ``total_steps``; the
-    histogram sums of SGLang's ``spec_correct_drafts_histogram``).
+    Both counts exclude the bonus token.
 
     Raises:
         DistributionError: if there are no verify steps (AL is undefined, not 0
@@ -102,7 +98,7 @@ def al_from_counts(num_accepted_drafts: float, num_verify_steps: float) -> float
 
 
 def acceptance_rate_from_al(al: float, k: int) -> float:
-    """Mean draft acceptance rate ``(AL - 1) / k`` (ATOM's rate knob, vLLM's %)."""
+    """Mean draft acceptance rate ``(AL - 1) / k`` ."""
     al = check_al(al, k)
     return (al - 1.0) / k
 
@@ -115,10 +111,10 @@ def al_from_acceptance_rate(rate: float, k: int) -> float:
     return 1.0 + k * float(rate)
 
 
-def trtllm_forced_from_al(al: float) -> float:
-    """TensorRT-LLM's ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` for a target AL.
+def drafts_from_al(al: float) -> float:
+    """Accepted draft tokens per step (bonus excluded) for a target AL: ``AL - 1``.
 
-    The variable counts draft tokens only, so it is ``AL - 1``. The result is
+    Engines whose forcing knob counts draft tokens only take this value. The result is
     rounded to 12 significant decimals so that ``4.05`` gives ``3.05`` rather
     than ``3.0499999999999998``.
     """
@@ -127,8 +123,8 @@ def trtllm_forced_from_al(al: float) -> float:
     return round(float(al) - 1.0, 12)
 
 
-def al_from_trtllm_forced(forced: float) -> float:
-    """Inverse of :func:`trtllm_forced_from_al`: ``AL = forced + 1``."""
+def al_from_drafts(forced: float) -> float:
+    """Inverse of :func:`drafts_from_al`: ``AL = drafts + 1``."""
     if not math.isfinite(forced) or forced < 0.0:
         raise DistributionError(f"forced accepted tokens must be >= 0, got {forced!r}")
     return round(float(forced) + 1.0, 12)
@@ -219,7 +215,7 @@ def check_draft_lens(ks: ArrayLike) -> NDArray[np.int64]:
     if arr.dtype.kind not in "iuf" or np.any(arr != np.floor(arr)) or np.any(arr < 1):
         raise DistributionError(
             f"draft lengths must be integers >= 1, got {np.asarray(ks).tolist()!r}",
-            hint="k is num_speculative_tokens (SGLang DFLASH: num_draft_tokens - 1)",
+            hint="k is the number of draft tokens per verify step",
         )
     return arr.astype(np.int64)
 

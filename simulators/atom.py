@@ -20,13 +20,13 @@ Per request and per step the distribution is vLLM's: ``floor(AL)`` or
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 
 from distributions import AcceptanceDistribution, units
-from simulators.base import SamplerError, format_number, register
+from simulators.base import SamplerError, register
 from simulators.vllm import _SyntheticRatesSampler
 
 __all__ = ["AtomSynthetic"]
@@ -77,12 +77,3 @@ class AtomSynthetic(_SyntheticRatesSampler):
 
     def simulate(self, al: float | None, k: int, size: int, rng: np.random.Generator) -> NDArray[np.int64]:
         return super().simulate(self.resolve_al(al, k), k, size, rng)
-
-    def engine_settings(self, al: float | None, k: int) -> dict[str, Any]:
-        length = self.resolve_al(al, k)
-        out: dict[str, Any] = {"--num-speculative-tokens": str(k)}
-        if self.rate is not None:
-            out["--spec-decode-acceptance-rate"] = format_number(self.rate)
-        else:
-            out["--spec-decode-acceptance-length"] = format_number(length)
-        return out

@@ -138,10 +138,6 @@ class EngineSampler(ABC):
         """What a user must know about this (al, k) on this engine. Never raises for valid input."""
         return []
 
-    def engine_settings(self, al: float, k: int) -> dict[str, Any]:
-        """The injected value(s) as the engine sees them (env vars, flags, config keys)."""
-        return {}
-
     def describe(self) -> dict[str, Any]:
         """Static facts about the sampler (for JSON output)."""
         return {

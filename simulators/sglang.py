@@ -29,14 +29,14 @@ length ``k`` (drafts per step) it is ``k + 1`` for every algorithm.
 from __future__ import annotations
 
 import math
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import norm
 
 from distributions import AcceptanceDistribution, units
-from simulators.base import EngineSampler, SamplerError, format_number, register
+from simulators.base import EngineSampler, SamplerError, register
 
 __all__ = [
     "SGLANG_ALGORITHMS",
@@ -199,15 +199,6 @@ class _SGLangBase(EngineSampler):
         full = np.zeros(k + 1)
         full[: probs.size] = probs
         return AcceptanceDistribution(full)
-
-    def engine_settings(self, al: float, k: int) -> dict[str, Any]:
-        al, k = self.check(al, k)
-        out: dict[str, Any] = {
-            "SGLANG_SIMULATE_ACC_LEN": format_number(al),
-            "SGLANG_SIMULATE_ACC_METHOD": self.method,
-        }
-        out.update(sglang_engine_flags(self.algorithm, k))
-        return out
 
     def _common_warnings(self, al: float, k: int) -> list[str]:
         out = [

@@ -3,7 +3,7 @@
 Reproduces ``tensorrt_llm/_torch/speculative/interface.py`` (NVIDIA/TensorRT-LLM,
 index commit 00b6d5a25c30; engine-facts §3). The variable counts **draft tokens
 only**, so the injected value is ``F = AL - 1``
-(:func:`distributions.units.trtllm_forced_from_al`). ``F = 0`` means *off*.
+(:func:`distributions.units.drafts_from_al`). ``F = 0`` means *off*.
 
 * **one-model** path (MTP, Eagle3 one-model, PARD, DFlash, DSpark, ...):
   ``get_force_num_accepted_tokens_float`` parses ``float(env)``;
@@ -24,7 +24,7 @@ only**, so the injected value is ``F = AL - 1``
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, ClassVar, Literal
+from typing import ClassVar, Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -57,7 +57,7 @@ def trtllm_env_value(al: float) -> str:
     Integers are written without a decimal point so the two-model path's
     ``int()`` can parse them (``int("2.0")`` fails).
     """
-    return format_number(units.trtllm_forced_from_al(al))
+    return format_number(units.drafts_from_al(al))
 
 
 def parse_one_model(env_value: str) -> float:
@@ -196,11 +196,6 @@ class TrtllmForce(EngineSampler):
         if extra > 0:
             return base + force_pool_fraction(extra)
         return float(base)
-
-    def engine_settings(self, al: float, k: int) -> dict[str, Any]:
-        env, _forced, k = self._forced(al, k)
-        read = parse_one_model(env) if self.path == "one-model" else parse_two_model(env)
-        return {ENV_VAR: env, "value_as_read": read, "path": self.path, "max_draft_len": k}
 
     def warnings(self, al: float, k: int) -> list[str]:
         env, forced, k = self._forced(al, k)

@@ -22,7 +22,7 @@ So ``P(L - 1 >= j) = p_j`` and, for the length form, ``L`` takes only
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -142,15 +142,6 @@ class VllmSynthetic(_SyntheticRatesSampler):
         "per request per step: accept position i iff u_i < c_i, stop at the first rejection; "
         "a length resolves to the two-point minimum-variance schedule"
     )
-
-    def engine_settings(self, al: float | None, k: int) -> dict[str, Any]:
-        k = units.check_draft_len(k)
-        spec: dict[str, Any] = {"num_speculative_tokens": k, "rejection_sample_method": "synthetic"}
-        if self.rates is not None:
-            spec["synthetic_acceptance_rates"] = self.unconditional_rates(al, k).tolist()
-        else:
-            spec["synthetic_acceptance_length"] = units.check_al(al, k) if al is not None else None
-        return {"--speculative-config": spec}
 
     def warnings(self, al: float | None, k: int) -> list[str]:
         return [

@@ -1,11 +1,9 @@
-"""Draft length of a pin from the engine's own flags (thin wrappers over :mod:`golden_al.engine_spec`).
+"""Draft length of a pin from the engine's own flags (thin wrappers over the engine profiles).
 
 Each returns a :class:`~golden_al.checks.findings.DraftInfo`: ``k`` and the rule that
 gave it, or ``problem`` saying why the files do not fix it (an absent flag, an
 unexpanded shell variable, contradictory flags). TensorRT-LLM also reports whether
-the config runs the two-model path (``DraftTarget``/``NGram``, or Eagle3 with
-``eagle3_one_model: false``), where ``int()`` of a fractional forced value fails and
-forcing silently turns off (``tensorrt_llm/_torch/speculative/interface.py``).
+the config runs the two-model path (:func:`golden_al.engines.trtllm.two_model_path`).
 """
 
 from __future__ import annotations
@@ -14,9 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from golden_al import engine_spec
 from golden_al.checks.findings import DraftInfo
 from golden_al.checks.shell import has_unknown, show, unknown_names
+from golden_al.engines import atom, sglang, trtllm, vllm
 from golden_al.errors import UsageError
 
 __all__ = ["atom_draft", "sglang_draft", "trtllm_draft", "vllm_draft"]
@@ -33,23 +31,15 @@ def _unresolved(values: Mapping[str, Any]) -> str | None:
 def sglang_draft(algorithm: Any, flags: Mapping[str, Any], where: str) -> DraftInfo:
     """SGLang: EAGLE family ``speculative-num-steps``; DFLASH ``num-draft-tokens - 1``; DSPARK gamma."""
     if algorithm is None:
-        return DraftInfo(problem=f"no --speculative-algorithm in {where}")
-    problem = _unresolved({"--speculative-algorithm": algorithm, **{f"--{k}": v for k, v in flags.items()}})
+        return DraftInfo(problem=f"no {sglang.FLAG_ALGORITHM} in {where}")
+    problem = _unresolved({sglang.FLAG_ALGORITHM: algorithm, **{f"--{k}": v for k, v in flags.items()}})
     if problem:
         return DraftInfo(problem=problem)
     try:
-        d = engine_spec.sglang_draft_len(
-            str(algorithm),
-            num_steps=flags.get("speculative-num-steps"),
-            eagle_topk=flags.get("speculative-eagle-topk"),
-            num_draft_tokens=flags.get("speculative-num-draft-tokens"),
-            dflash_block_size=flags.get("speculative-dflash-block-size"),
-            dspark_block_size=flags.get("speculative-dspark-block-size"),
-        )
+        d = sglang.draft_len_from_flags(str(algorithm), flags)
     except UsageError as exc:
         return DraftInfo(problem=f"{exc} ({where})")
-    shown = {k: flags[k] for k in ("speculative-num-steps", "speculative-eagle-topk", "speculative-num-draft-tokens",
-                                   "speculative-dflash-block-size", "speculative-dspark-block-size") if k in flags}
+    shown = {k: flags[k] for k in sglang.DRAFT_FLAGS if k in flags}
     detail = ", ".join(f"{k}={v}" for k, v in shown.items())
     return DraftInfo(k=d.k, rule=f"SGLang {str(algorithm).upper()} {d.rule} ({detail}) in {where}", chain=d.chain)
 
@@ -57,56 +47,47 @@ def sglang_draft(algorithm: Any, flags: Mapping[str, Any], where: str) -> DraftI
 def vllm_draft(config: Mapping[str, Any] | None, where: str) -> DraftInfo:
     """vLLM: ``num_speculative_tokens`` of the speculative config."""
     if config is None:
-        return DraftInfo(problem=f"no speculative-config in {where}")
-    n = config.get("num_speculative_tokens")
+        return DraftInfo(problem=f"no {vllm.FLAG_SPEC_CONFIG[2:]} in {where}")
+    n = config.get(vllm.K_KEY)
     if n is None:
-        return DraftInfo(problem=f"{where} has no num_speculative_tokens")
+        return DraftInfo(problem=f"{where} has no {vllm.K_KEY}")
     if isinstance(n, str) and has_unknown(n):
-        return DraftInfo(problem=f"num_speculative_tokens is {show(n)}, set outside this file")
+        return DraftInfo(problem=f"{vllm.K_KEY} is {show(n)}, set outside this file")
     try:
-        d = engine_spec.vllm_draft_len({"num_speculative_tokens": n})
+        d = vllm.draft_len({vllm.K_KEY: n})
     except (UsageError, ValueError) as exc:
-        return DraftInfo(problem=f"num_speculative_tokens={n!r}: {exc}")
-    return DraftInfo(k=d.k, rule=f"vLLM num_speculative_tokens={d.k} in {where}")
+        return DraftInfo(problem=f"{vllm.K_KEY}={n!r}: {exc}")
+    return DraftInfo(k=d.k, rule=f"vLLM {vllm.K_KEY}={d.k} in {where}")
 
 
 def trtllm_draft(spec: Mapping[str, Any] | None, where: str) -> DraftInfo:
     """TensorRT-LLM: ``speculative_config.max_draft_len`` and the one/two-model path."""
     if spec is None:
-        return DraftInfo(problem=f"no speculative_config in {where}")
+        return DraftInfo(problem=f"no {trtllm.SPEC_CONFIG_KEY} in {where}")
     problem = _unresolved(dict(spec))
-    if problem and isinstance(spec.get("max_draft_len"), str) and has_unknown(spec["max_draft_len"]):
+    max_len = spec.get(trtllm.MAX_DRAFT_LEN)
+    if problem and isinstance(max_len, str) and has_unknown(max_len):
         return DraftInfo(problem=problem)
     try:
-        d = engine_spec.trtllm_draft_len(spec)
+        d = trtllm.draft_len(spec)
     except (UsageError, ValueError) as exc:
         return DraftInfo(problem=f"{exc} ({where})")
-    dtype = str(spec.get("decoding_type", "")).lower().replace("_", "").replace("-", "")
-    one_model = spec.get("eagle3_one_model", spec.get("mtp_eagle_one_model"))
-    two: bool | None
-    if dtype in ("drafttarget", "ngram", "draftmodel"):
-        two = True
-    elif one_model is not None:
-        two = str(one_model).strip().lower() in ("false", "0", "no")
-    elif dtype in ("mtp", "eagle3", "eagle", "dflash", "dspark", "pard"):
-        two = False  # one-model is the default for these
-    else:
-        two = None
+    two = trtllm.two_model_path(spec)
     path = "two-model" if two else ("one-model" if two is False else "unknown")
-    return DraftInfo(k=d.k, rule=f"TensorRT-LLM max_draft_len={d.k} ({spec.get('decoding_type', '?')}, {path} path) "
-                                 f"in {where}", two_model=two)
+    return DraftInfo(k=d.k, rule=f"TensorRT-LLM {trtllm.MAX_DRAFT_LEN}={d.k} "
+                                 f"({spec.get(trtllm.DECODING_TYPE, '?')}, {path} path) in {where}", two_model=two)
 
 
 def atom_draft(num_speculative_tokens: Any, where: str, *, present: bool = True) -> DraftInfo:
     """ATOM: ``--num-speculative-tokens`` (1 when the flag is absent)."""
     if isinstance(num_speculative_tokens, str) and has_unknown(num_speculative_tokens):
-        return DraftInfo(problem=f"--num-speculative-tokens is {show(num_speculative_tokens)}, set outside this file")
+        return DraftInfo(problem=f"{atom.FLAG_K} is {show(num_speculative_tokens)}, set outside this file")
     if not present and num_speculative_tokens is None:
-        return DraftInfo(problem=f"no --num-speculative-tokens in {where}")
+        return DraftInfo(problem=f"no {atom.FLAG_K} in {where}")
     try:
-        d = engine_spec.atom_draft_len(num_speculative_tokens)
+        d = atom.draft_len(num_speculative_tokens)
     except (UsageError, ValueError) as exc:
-        return DraftInfo(problem=f"--num-speculative-tokens={num_speculative_tokens!r}: {exc}")
+        return DraftInfo(problem=f"{atom.FLAG_K}={num_speculative_tokens!r}: {exc}")
     return DraftInfo(k=d.k, rule=f"ATOM {d.rule}={d.k} in {where}")
 
 

@@ -7,7 +7,7 @@ collects every :class:`~golden_al.checks.findings.Pin` (:mod:`~golden_al.checks.
 :class:`~golden_al.checks.findings.Finding` with :func:`evaluate`:
 
 * **implied AL** of the pinned value: SGLang and ATOM length and vLLM length as is;
-  TensorRT-LLM value + 1 (:func:`distributions.units.al_from_trtllm_forced`); ATOM rate
+  TensorRT-LLM value + 1 (:func:`distributions.units.al_from_drafts`); ATOM rate
   ``1 + k * rate`` (:func:`distributions.units.al_from_acceptance_rate`); vLLM rates
   ``1 + sum(rates)``;
 * **expected AL**: the store's golden value for (model, thinking mode, k) on the curve
@@ -49,7 +49,7 @@ from golden_al.checks.findings import (
     Pin,
     ThinkingSignal,
 )
-from golden_al.engine_spec import format_value
+from golden_al.engines._values import format_value
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UsageError
 
 __all__ = ["CheckReport", "check_paths", "evaluate", "iter_candidate_files"]
@@ -223,7 +223,7 @@ def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
                                                  "where int() fails and forcing silently turns off"))
             elif pin.draft.two_model is None:
                 notes.append("fractional values work only on TensorRT-LLM's one-model path; the path is not known")
-        al = units.al_from_trtllm_forced(v)
+        al = units.al_from_drafts(v)
         if k is not None and al > k + 1 + 1e-9:
             problems.append(("unsafe-value", f"{pin.knob}={raw} means AL {format_value(al)} > k+1 = {k + 1}; "
                                              "TensorRT-LLM caps it"))

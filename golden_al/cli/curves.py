@@ -83,7 +83,7 @@ def _sampling_text(blk: Any) -> str:
 
 
 def _show_one(sc: Any) -> str:
-    from golden_al.engine_spec import format_value
+    from golden_al.engines._values import format_value
 
     c = sc.curve
     d = c.draft

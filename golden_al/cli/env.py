@@ -1,7 +1,7 @@
 """``golden-al env``: the exact synthetic-acceptance settings one engine needs.
 
 The golden AL comes from the store (``--golden-dir`` or the shipped curves); the
-settings are :func:`golden_al.engine_spec.synthetic_settings`. The draft length is
+settings are each engine profile's ``synthetic_settings`` (``golden_al/engines/``). The draft length is
 ``--draft-len K`` or the engine's own spelling:
 
 * ``--algorithm dflash --num-draft-tokens 8`` (or ``--block-size 8``): k = 7, a DFlash
@@ -12,7 +12,7 @@ settings are :func:`golden_al.engine_spec.synthetic_settings`. The draft length 
 * ``--num-speculative-tokens N`` (vLLM/ATOM) or ``--max-draft-len N`` (TensorRT-LLM): k = N.
 
 ``--num-steps``, ``--num-draft-tokens`` and ``--block-size`` are SGLang's spellings and
-follow SGLang's rules (:func:`golden_al.engine_spec.sglang_draft_len`) whatever
+follow SGLang's rules (``golden_al/engines/sglang.py``) whatever
 ``--engine`` is. ``--algorithm`` also picks the curve's method
 (:func:`golden_al.golden.curve_method_for`: SGLang EAGLE/NEXTN -> mtp, or eagle3 for
 Kimi-K2.5 and MiniMax-M3).
@@ -43,8 +43,9 @@ import shlex
 import sys
 from typing import Any
 
-from golden_al import engine_spec
+from golden_al import engines
 from golden_al.cli._common import add_golden_dir_option, golden_dir, thinking_mode
+from golden_al.engines import sglang
 from golden_al.errors import UsageError
 
 DESCRIPTION = __doc__
@@ -59,20 +60,26 @@ examples:
   eval "$(golden-al env --model qwen3.5 --thinking off --engine sglang --algorithm nextn --num-steps 3)"
 """
 
-FORMATS = ("shell", "dotenv", "yaml", "json")
-VLLM_SHELL_VAR = "GOLDEN_AL_VLLM_SPECULATIVE_CONFIG"
-ATOM_SHELL_VAR = "GOLDEN_AL_ATOM_ARGS"
+def _caveats() -> str:
+    """The engine caveats that concern ``env`` (from the profiles), for the help text."""
+    from golden_al.engines import trtllm
 
-#: curve method -> vLLM ``speculative-config`` ``method`` value
-_VLLM_METHOD_NAMES = {"mtp": "mtp", "eagle": "eagle", "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark",
-                      "ngram": "ngram", "draft-model": "draft_model", "medusa": "medusa", "suffix": "suffix"}
+    lines = [f"  {trtllm.PROFILE.name}: {c.text}" for c in trtllm.PROFILE.caveats if "env" in c.applies_to]
+    return "caveats:\n" + "\n".join(lines) + "\n" if lines else ""
+
+
+EXAMPLES += "\n" + _caveats()
+
+FORMATS = ("shell", "dotenv", "yaml", "json")
+#: Engines with synthetic-acceptance settings golden-al can emit.
+ENGINES: tuple[str, ...] = ("sglang", "vllm", "trtllm", "atom")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model key, alias, served name, repo id or checkpoint path")
     parser.add_argument("--thinking", required=True, type=thinking_mode, metavar="MODE",
                         help="thinking mode: on, off or a named level (e.g. reasoning_effort_high)")
-    parser.add_argument("--engine", required=True, choices=engine_spec.ENGINES, help="engine to emit settings for")
+    parser.add_argument("--engine", required=True, choices=ENGINES, help="engine to emit settings for")
     k = parser.add_argument_group("draft length (give --draft-len, or the engine's own spelling)")
     k.add_argument("--draft-len", type=int, metavar="K", help="draft length k (num_speculative_tokens)")
     k.add_argument("--algorithm", metavar="A",
@@ -110,9 +117,9 @@ def resolve_draft_len(args: argparse.Namespace) -> int:
         if not args.algorithm:
             raise UsageError("--num-steps/--num-draft-tokens/--block-size need --algorithm",
                              hint="e.g. --algorithm dflash --num-draft-tokens 8")
-        algo = engine_spec.normalize_sglang_algorithm(args.algorithm)
-        family = engine_spec.SGLANG_ALGORITHMS[algo]
-        dl = engine_spec.sglang_draft_len(
+        algo = sglang.normalize_algorithm(args.algorithm)
+        family = sglang.ALGORITHMS[algo]
+        dl = sglang.draft_len(
             algo,
             num_steps=args.num_steps,
             num_draft_tokens=args.num_draft_tokens,
@@ -153,12 +160,9 @@ def render(settings: dict[str, Any], fmt: str, *, engine: str, k: int, method: s
         y.dump(dict(settings), buf)
         return buf.getvalue()
     pairs: list[tuple[str, str]]
-    if engine == "vllm":
-        vllm_method = _VLLM_METHOD_NAMES.get(method) if method else None
-        cfg = engine_spec.vllm_speculative_config(k, method=vllm_method, extra=settings)
-        pairs = [(VLLM_SHELL_VAR, json.dumps(cfg, separators=(",", ":")))]
-    elif engine == "atom":
-        pairs = [(ATOM_SHELL_VAR, " ".join(f"{flag} {value}" for flag, value in settings.items()))]
+    profile = engines.get_profile(engine)
+    if profile.shell_variable and profile.shell_value:
+        pairs = [(profile.shell_variable, profile.shell_value(settings, k, method))]
     else:
         pairs = [(key, str(value)) for key, value in settings.items()]
     if fmt == "shell":
@@ -179,6 +183,9 @@ def run(args: argparse.Namespace) -> int:
         method = algo_method
     point = store.lookup(args.model, args.thinking, k, method=method, variant=args.variant,
                          draft_model=args.draft_model, draft_sample_method=args.draft_sample_method)
-    settings = engine_spec.synthetic_settings(args.engine, point.al, k)
+    profile = engines.get_profile(args.engine)
+    if point.method:
+        profile.check_k(point.method, k)
+    settings = engines.synthetic_settings(args.engine, point.al, k)
     sys.stdout.write(render(settings, args.format, engine=args.engine, k=k, method=point.method))
     return 0

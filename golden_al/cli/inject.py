@@ -50,7 +50,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from golden_al.engine_spec import format_value
+    from golden_al.engines._values import format_value
     from golden_al.errors import UsageError
     from golden_al.golden import load_store
     from golden_al.injection import inject_file

@@ -203,27 +203,44 @@ def _analyse(args: argparse.Namespace) -> dict[str, Any]:
         "seed": args.seed,
         "draw_unit": sampler.draw_unit,
         "guarantees_mean": sampler.guarantees_mean,
-        "engine_settings": sampler.engine_settings(opt_al, k),
+        "engine_settings": _engine_settings(sampler, opt_al, k),
         "unconditional_rates": dist.unconditional_rates().tolist(),
         "conditional_rates": dist.conditional_rates().tolist(),
         "summary": sampler.summary,
         "upstream": sampler.upstream,
-        "warnings": sampler.warnings(opt_al, k),
+        "warnings": [*sampler.warnings(opt_al, k), *_caveats(sampler)],
     }
     if args.engine == "sglang":
         out["algorithm"] = sampler.algorithm
         out["max_len"] = sampler.max_len(k)
     if args.engine == "trtllm":
-        from simulators.trtllm import ENV_VAR
+        from golden_al.engines import trtllm
 
         out["trtllm_path"] = sampler.path
-        out[ENV_VAR] = out["engine_settings"][ENV_VAR]
+        out[trtllm.ENV_FORCE] = out["engine_settings"][trtllm.ENV_FORCE]
         out["long_run_mean"] = sampler.long_run_mean(al, k)
     if args.engine == "atom":
         out["acceptance_rate"] = (al - 1.0) / k
     if args.batch > 1:
         out["batch"] = _batch(sampler, dist, args.batch, args.steps, rng)
     return out
+
+
+def _engine_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
+    """The injected value(s) as the engine sees them, from the engine's profile."""
+    from golden_al import engines
+
+    profile = engines.get_profile(sampler.engine)
+    return profile.simulator_settings(sampler, al, k) if profile.simulator_settings else {}
+
+
+def _caveats(sampler: Any) -> list[str]:
+    """The profile's caveats that concern this sampler (e.g. TensorRT-LLM two-model: greedy only)."""
+    from golden_al import engines
+
+    topic = getattr(sampler, "path", None) or getattr(sampler, "algorithm", None) or "simulate"
+    return [c.text for c in engines.get_profile(sampler.engine).caveats
+            if c.applies_to and topic in c.applies_to and "simulate" in c.applies_to]
 
 
 def _batch(sampler: Any, dist: Any, batch: int, steps: int, rng: np.random.Generator) -> dict[str, Any]:

@@ -8,15 +8,20 @@ imported on first use so that ``env``, ``check`` and ``simulate`` stay fast to s
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from golden_al.engines.profile import EngineProfile
 
-__all__ = ["REGISTRY", "engine_names", "get_profile"]
+__all__ = ["REGISTRY", "engine_names", "get_profile", "profile_or_usage", "synthetic_settings"]
 
 #: ``--engine`` name -> module exporting ``PROFILE``. Adding an engine adds one line here.
-REGISTRY: dict[str, str] = {}
+REGISTRY: dict[str, str] = {
+    "sglang": "golden_al.engines.sglang",
+    "vllm": "golden_al.engines.vllm",
+    "trtllm": "golden_al.engines.trtllm",
+    "atom": "golden_al.engines.atom",
+}
 
 
 def engine_names() -> tuple[str, ...]:
@@ -34,3 +39,40 @@ def get_profile(name: str) -> EngineProfile:
     module = importlib.import_module(REGISTRY[name])
     profile: EngineProfile = module.PROFILE
     return profile
+
+
+def profile_or_usage(name: str, *, among: tuple[str, ...] | None = None) -> EngineProfile:
+    """:func:`get_profile`, raising :class:`~golden_al.errors.UsageError` with a "did you mean".
+
+    ``among`` restricts the engines accepted (e.g. those with synthetic settings).
+    """
+    import difflib
+
+    from golden_al.errors import UsageError
+
+    names = among if among is not None else engine_names()
+    if name not in names:
+        close = difflib.get_close_matches(str(name), list(names), n=1, cutoff=0.5)
+        hint = (f"did you mean {close[0]!r}? " if close else "") + "one of " + ", ".join(names)
+        raise UsageError(f"unknown engine {name!r}", hint=hint)
+    return get_profile(name)
+
+
+def synthetic_settings(engine: str, al: float, k: int, **options: Any) -> dict[str, Any]:
+    """The exact synthetic-acceptance settings ``engine`` needs for golden AL ``al`` at ``k``.
+
+    This is the ``golden-al env --format json`` contract (each engine module's
+    ``synthetic_settings`` documents its shape):
+
+    * sglang: ``{"SGLANG_SIMULATE_ACC_LEN": "4.05", "SGLANG_SIMULATE_ACC_METHOD":
+      "match-expected", "SGLANG_SIMULATE_ACC_TOKEN_MODE": "real-draft-token"}``
+    * trtllm: ``{"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": "3.05"}`` (AL - 1)
+    * vllm: ``{"rejection_sample_method": "synthetic", "synthetic_acceptance_length": 4.05}``
+      (fields to merge into ``--speculative-config``)
+    * atom: ``{"--spec-decode-acceptance-length": "4.05"}``
+
+    Raises:
+        UsageError: an unknown engine, or a value the engine cannot take.
+    """
+    settings: dict[str, Any] = profile_or_usage(engine).synthetic_settings(al, k, **options)
+    return settings

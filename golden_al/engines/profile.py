@@ -15,10 +15,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from golden_al.errors import UsageError
+
 __all__ = [
     "Caveat",
+    "DraftLen",
     "DraftLenRule",
     "EngineProfile",
+    "LaunchRequest",
     "Limit",
     "LogPattern",
     "Metric",
@@ -70,6 +74,30 @@ class DraftLenRule:
 
 
 @dataclass(frozen=True)
+class DraftLen:
+    """A draft length derived from an engine's flags, with the rule that gave it."""
+
+    k: int
+    rule: str
+    chain: bool = True  #: False for trees (SGLang EAGLE topk > 1) and n-gram
+
+
+@dataclass(frozen=True)
+class LaunchRequest:
+    """What ``measure --launch`` asks a server for (engine-neutral)."""
+
+    target: str
+    host: str
+    port: int
+    tp: int
+    draft_len: int
+    algorithm: str | None = None
+    draft: str | None = None
+    speculative_extra: Mapping[str, Any] = field(default_factory=dict)
+    per_request_metrics: str | None = None
+
+
+@dataclass(frozen=True)
 class Limit:
     """A limit the engine enforces (or silently applies), e.g. ATOM's ``k <= 4`` for mtp."""
 
@@ -118,6 +146,7 @@ class LogPattern:
     regex: str
     meaning: str
     source: Source | None = None
+    marker: str = ""  #: a substring every matching line holds (a cheap pre-filter), or ""
 
 
 @dataclass(frozen=True)
@@ -141,6 +170,24 @@ class EngineProfile:
     limits: tuple[Limit, ...] = ()
     caveats: tuple[Caveat, ...] = ()
     sources: tuple[Source, ...] = ()
+    #: ``(sampler, al, k) -> settings``: what ``golden-al simulate`` shows as the engine's
+    #: injected settings for one of :mod:`simulators`' samplers of this engine.
+    simulator_settings: Callable[..., dict[str, Any]] | None = None
+    #: ``golden-al env`` shell/dotenv variable that carries a whole setting (vLLM's
+    #: ``--speculative-config`` JSON, ATOM's flags); None: the settings are env vars.
+    shell_variable: str | None = None
+    #: ``(settings, k, curve_method) -> str``: the value of :attr:`shell_variable`.
+    shell_value: Callable[..., str] | None = None
+    #: The engine's speculative algorithm/method spelling -> golden-curve method
+    #: (``deepseek_mtp`` -> ``mtp``, ...); see :func:`golden_al.golden.store.curve_method_for`.
+    curve_methods: Mapping[str, str] = field(default_factory=dict)
+    #: ``(LaunchRequest) -> argv`` after ``python``: the server command for ``measure --launch``
+    #: (None: golden-al cannot launch this engine).
+    server_args: Callable[..., list[str]] | None = None
+    #: Flags :attr:`server_args` sets itself; an ``--engine-arg`` must not repeat them.
+    reserved_flags: tuple[str, ...] = ()
+    #: Prefixes of the environment variables that change what the server does (recorded).
+    env_prefixes: tuple[str, ...] = ()
 
     def knob(self, name: str) -> SyntheticKnob:
         """The synthetic knob called ``name`` (or one of its aliases)."""
@@ -148,6 +195,29 @@ class EngineProfile:
             if name == k.name or name in k.aliases or name == k.env:
                 return k
         raise KeyError(f"{self.name} has no synthetic knob {name!r}")
+
+    def check_k(self, algorithm: str, k: int) -> None:
+        """Refuse a draft length the engine refuses for ``algorithm`` (see :attr:`limits`).
+
+        Raises:
+            UsageError: ``k`` above a limit, with the limit's message and source.
+        """
+        for lim in self.limits:
+            if lim.max_k is not None and (not lim.algorithms or algorithm in lim.algorithms) and k > lim.max_k:
+                where = f" ({lim.source.repo} {lim.source.path} at {lim.source.version})" if lim.source else ""
+                raise UsageError(f"{self.display_name} refuses draft length {k} for {algorithm}: {lim.message}{where}",
+                                 hint=f"use k <= {lim.max_k} with {algorithm}")
+
+    def caveats_for(self, topic: str) -> tuple[Caveat, ...]:
+        """The caveats that concern ``topic`` (a command or an algorithm), or all of them."""
+        return tuple(c for c in self.caveats if not c.applies_to or topic in c.applies_to)
+
+    def log_pattern(self, name: str) -> LogPattern:
+        """The log pattern called ``name``."""
+        for pattern in self.log_patterns:
+            if pattern.name == name:
+                return pattern
+        raise KeyError(f"{self.name} has no log pattern {name!r}")
 
     def max_k(self, algorithm: str) -> int | None:
         """The largest draft length the engine accepts for ``algorithm`` (None: no limit known)."""

@@ -49,8 +49,10 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Literal
 
+from golden_al.engines import atom, sglang, vllm
 from golden_al.errors import InputFileError
 
 __all__ = [
@@ -68,8 +70,11 @@ __all__ = [
     "scan_log_text",
 ]
 
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
-_INT = r"\d+"
+
+
+def _pattern(module: ModuleType, name: str) -> re.Pattern[str]:
+    """The compiled log pattern ``name`` of an engine profile (``golden_al/engines/``)."""
+    return re.compile(module.PROFILE.log_pattern(name).regex)
 
 
 def _f(text: str | None) -> float | None:
@@ -85,27 +90,23 @@ def _f(text: str | None) -> float | None:
 
 #: "Decode batch{iter_msg}, #running-req: {num_running_reqs}, " (0.5.15.post1 / 0.5.23);
 #: older releases: "Decode batch. #running-req: {n}, ".
-_SGL_HEAD = re.compile(rf"Decode batch(?: \[(?P<iter>{_INT})\])?[.,] #running-req: (?P<running>{_INT}), (?P<body>.*)$")
+_SGL_HEAD = _pattern(sglang, "decode-head")
+_SGL_MARK = sglang.PROFILE.log_pattern("decode-head").marker
 #: "accept len: {spec_accept_length:.2f}, accept rate: {spec_accept_rate:.2f}, "
-_SGL_ACCEPT = re.compile(rf"(?:^|, )accept len: (?P<len>{_NUM})(?:, accept rate: (?P<rate>{_NUM}))?(?=,|$)")
+_SGL_ACCEPT = _pattern(sglang, "accept")
 #: "cap len: {spec_cap_length:.2f}, " and "block accept len: {spec_block_accept_length:.2f}, "
-_SGL_CAP = re.compile(rf"(?:^|, )cap len: (?P<v>{_NUM})(?=,|$)")
-_SGL_BLOCK = re.compile(rf"(?:^|, )block accept len: (?P<v>{_NUM})(?=,|$)")
+_SGL_CAP = _pattern(sglang, "cap")
+_SGL_BLOCK = _pattern(sglang, "block-accept")
 #: DSpark "est uncap acc len: {mid:.2f} [{lo:.2f}, {hi:.2f}]"
-_SGL_EST = re.compile(rf"est uncap acc len: (?P<mid>{_NUM}) \[(?P<lo>{_NUM}), (?P<hi>{_NUM})\]")
+_SGL_EST = _pattern(sglang, "dspark-estimate")
 #: "{cuda graph|cpu graph|npu graph|musa graph}: {bool}, gen throughput (token/s): {x:.2f}, #queue-req: {n}"
-_SGL_TAIL = re.compile(
-    rf"(?:(?P<graph_kind>cuda|cpu|npu|musa) graph: (?P<graph>True|False), )?"
-    rf"gen throughput \(token/s\): (?P<gen>{_NUM}), #queue-req: (?P<queue>{_INT})"
-)
+_SGL_TAIL = _pattern(sglang, "tail")
 #: PD-decode parts: "pre-allocated usage: {:.2f}, #prealloc-req: {n}, #transfer-req: {n},
 #: [#host-receive-req: {n}, ]#retracted-req: {n}, "
-_SGL_PD = re.compile(
-    rf"(?:^|, )(?P<key>pre-allocated usage|#prealloc-req|#transfer-req|#host-receive-req|#retracted-req): (?P<v>{_NUM})(?=,|$)"
-)
+_SGL_PD = _pattern(sglang, "pd-decode")
 #: token_usage_parts: "{key}: {value}" pairs before "accept len" (pool_stats_observer.py).
-_SGL_KV = re.compile(rf"(?P<key>[#A-Za-z][A-Za-z #_-]*?): (?P<v>{_NUM})(?=,|$)")
-_SGL_DP = re.compile(r"\bDP(?P<dp>\d+)\b")
+_SGL_KV = _pattern(sglang, "token-usage")
+_SGL_DP = _pattern(sglang, "dp-rank")
 
 
 @dataclass(frozen=True)
@@ -138,7 +139,7 @@ class SglangDecodeRecord:
 
 def parse_sglang_decode_line(line: str, line_no: int = 0) -> SglangDecodeRecord | None:
     """Parse one SGLang ``Decode batch`` line (any prefix), or None."""
-    if "Decode batch" not in line:
+    if _SGL_MARK not in line:
         return None
     m = _SGL_HEAD.search(line.rstrip("\r\n"))
     if m is None:
@@ -178,19 +179,20 @@ def parse_sglang_decode_line(line: str, line_no: int = 0) -> SglangDecodeRecord 
 # --------------------------------------------------------------------------- vLLM
 
 #: "SpecDecoding metrics: " then the fields below, in this order (vLLM 0.33.0 / 0.32.0).
-_VLLM_HEAD = re.compile(r"SpecDecoding metrics: (?P<body>.*)$")
+_VLLM_HEAD = _pattern(vllm, "spec-head")
+_VLLM_MARK = vllm.PROFILE.log_pattern("spec-head").marker
 #: "Mean acceptance length: %.2f"
-_VLLM_MEAN = re.compile(rf"(?:^|, )Mean acceptance length: (?P<v>{_NUM})(?=,|$)")
+_VLLM_MEAN = _pattern(vllm, "mean-al")
 #: "Accepted throughput: %.2f tokens/s", "Drafted throughput: %.2f tokens/s"
-_VLLM_ACC_TP = re.compile(rf"(?:^|, )Accepted throughput: (?P<v>{_NUM}) tokens/s")
-_VLLM_DRAFT_TP = re.compile(rf"(?:^|, )Drafted throughput: (?P<v>{_NUM}) tokens/s")
+_VLLM_ACC_TP = _pattern(vllm, "accepted-throughput")
+_VLLM_DRAFT_TP = _pattern(vllm, "drafted-throughput")
 #: "Accepted: %d tokens", "Drafted: %d tokens"
-_VLLM_ACC = re.compile(rf"(?:^|, )Accepted: (?P<v>{_INT}) tokens")
-_VLLM_DRAFT = re.compile(rf"(?:^|, )Drafted: (?P<v>{_INT}) tokens")
+_VLLM_ACC = _pattern(vllm, "accepted")
+_VLLM_DRAFT = _pattern(vllm, "drafted")
 #: "Per-position acceptance rate: %s" with ", ".join(f"{p:.3f}")
-_VLLM_POS = re.compile(rf"(?:^|, )Per-position acceptance rate: (?P<v>(?:{_NUM})(?:, (?:{_NUM}))*)")
+_VLLM_POS = _pattern(vllm, "per-position")
 #: "Avg Draft acceptance rate: %.1f%%" (older V1: "Draft acceptance rate: %.1f%%")
-_VLLM_RATE = re.compile(rf"(?:^|, )(?:Avg )?Draft acceptance rate: (?P<v>{_NUM})%")
+_VLLM_RATE = _pattern(vllm, "rate")
 
 
 @dataclass(frozen=True)
@@ -216,7 +218,7 @@ def parse_vllm_spec_line(line: str, line_no: int = 0) -> VllmSpecDecodingRecord 
     Lines without both ``Accepted: N tokens`` and ``Drafted: N tokens`` (vLLM V0's
     cumulative format) are not records.
     """
-    if "SpecDecoding metrics" not in line:
+    if _VLLM_MARK not in line:
         return None
     m = _VLLM_HEAD.search(line.rstrip("\r\n"))
     if m is None:
@@ -250,13 +252,9 @@ def parse_vllm_spec_line(line: str, line_no: int = 0) -> VllmSpecDecodingRecord 
 
 #: "[MTP Stats Interval] Average toks/fwd: {:.2f}, Accepted/Total Draft tokens: {a}/{d}, "
 #: "Acceptance rate: {:.2%}, Accepted tokens distribution: { {k: f'{v:.2%}'} }"
-_ATOM = re.compile(
-    rf"\[MTP Stats(?P<kind> Interval|\s+)\] Average toks/fwd: (?P<avg>{_NUM}), "
-    rf"Accepted/Total Draft tokens: (?P<acc>{_INT})/(?P<draft>{_INT}), "
-    rf"Acceptance rate: (?P<rate>{_NUM})%"
-    rf"(?:, Accepted tokens distribution: \{{(?P<dist>[^}}]*)\}})?"
-)
-_ATOM_DIST_ITEM = re.compile(rf"(?P<k>{_INT}): '(?P<p>{_NUM})%'")
+_ATOM = _pattern(atom, "mtp-stats")
+_ATOM_MARK = atom.PROFILE.log_pattern("mtp-stats").marker
+_ATOM_DIST_ITEM = _pattern(atom, "mtp-distribution-item")
 
 
 @dataclass(frozen=True)
@@ -276,7 +274,7 @@ class AtomMtpStatsRecord:
 
 def parse_atom_mtp_line(line: str, line_no: int = 0) -> AtomMtpStatsRecord | None:
     """Parse one ATOM ``[MTP Stats Interval]`` / ``[MTP Stats         ]`` line, or None."""
-    if "[MTP Stats" not in line:
+    if _ATOM_MARK not in line:
         return None
     m = _ATOM.search(line.rstrip("\r\n"))
     if m is None:

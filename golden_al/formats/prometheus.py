@@ -37,10 +37,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from distributions import counts as dcounts
 from distributions import units
 from distributions.counts import AcceptanceCounts
 from distributions.errors import DistributionError
+from golden_al.engines import atom as atom_engine
+from golden_al.engines import sglang as sglang_engine
+from golden_al.engines import vllm as vllm_engine
 from golden_al.errors import (
     CounterResetError,
     InputFileError,
@@ -77,22 +79,22 @@ __all__ = [
     "spec_counters",
 ]
 
-# vLLM 0.33.0 vllm/v1/spec_decode/metrics.py (SpecDecodingProm)
-VLLM_DRAFTS = "vllm:spec_decode_num_drafts_total"
-VLLM_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
-VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
-VLLM_ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
-# SGLang 0.5.23 python/sglang/srt/observability/metrics_collector.py
-SGLANG_VERIFY_CALLS = "sglang:spec_verify_calls_total"
-SGLANG_GENERATION_TOKENS = "sglang:generation_tokens_total"
-SGLANG_NUM_REQUESTS = "sglang:num_requests_total"
-SGLANG_ACCEPT_LENGTH = "sglang:spec_accept_length"
-SGLANG_ACCEPT_RATE = "sglang:spec_accept_rate"
-# ATOM HEAD ffdf3bb5d atom/entrypoints/openai/metrics.py (CounterMetricFamily adds _total)
-ATOM_DRAFT_TOKENS = "atom:mtp_draft_tokens_total"
-ATOM_ACCEPTED = "atom:mtp_accepted_tokens_total"
-ATOM_DECODE_STEPS = "atom:mtp_decode_steps_total"
-ATOM_AVG_TOKENS_PER_FORWARD = "atom:mtp_average_tokens_per_forward"
+# The metric names live in each engine's profile (golden_al/engines/); re-exported here.
+VLLM_DRAFTS = vllm_engine.METRIC_DRAFTS
+VLLM_DRAFT_TOKENS = vllm_engine.METRIC_DRAFT_TOKENS
+VLLM_ACCEPTED = vllm_engine.METRIC_ACCEPTED
+VLLM_ACCEPTED_PER_POS = vllm_engine.METRIC_ACCEPTED_PER_POS
+SGLANG_VERIFY_CALLS = sglang_engine.METRIC_VERIFY_CALLS
+SGLANG_GENERATION_TOKENS = sglang_engine.METRIC_GENERATION_TOKENS
+SGLANG_NUM_REQUESTS = sglang_engine.METRIC_NUM_REQUESTS
+SGLANG_ACCEPT_LENGTH = sglang_engine.METRIC_ACCEPT_LENGTH
+SGLANG_ACCEPT_RATE = sglang_engine.METRIC_ACCEPT_RATE
+ATOM_DRAFT_TOKENS = atom_engine.METRIC_DRAFT_TOKENS
+ATOM_ACCEPTED = atom_engine.METRIC_ACCEPTED
+ATOM_DECODE_STEPS = atom_engine.METRIC_DECODE_STEPS
+ATOM_AVG_TOKENS_PER_FORWARD = atom_engine.METRIC_AVG_TOKENS_PER_FORWARD
+_POSITION = vllm_engine.POSITION_LABEL
+_ACCEPTED_TOKENS = atom_engine.ACCEPTED_LABEL
 
 Engine = Literal["vllm", "sglang", "atom"]
 _PARSE_ERRORS = (ValueError, TypeError, IndexError, KeyError, AttributeError)
@@ -323,7 +325,7 @@ class VllmSpecCounters:
     def to_counts(self, k: int | None = None) -> AcceptanceCounts:
         """:class:`~distributions.counts.AcceptanceCounts` (``k`` defaults to the positions seen)."""
         pos = self.accepted_per_position or None
-        return _to_counts(lambda: dcounts.from_vllm_counters(
+        return _to_counts(lambda: vllm_engine.counts_from_counters(
             self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens, pos, k=k), self.source)
 
     def minus(self, before: VllmSpecCounters) -> VllmSpecCounters:
@@ -339,7 +341,7 @@ class VllmSpecCounters:
         pb = list(before.accepted_per_position) + [0.0] * (n - len(before.accepted_per_position))
         pa = list(self.accepted_per_position) + [0.0] * (n - len(self.accepted_per_position))
         for i, (b, a) in enumerate(zip(pb, pa, strict=False)):
-            _check_not_backwards(f'{VLLM_ACCEPTED_PER_POS}{{position="{i}"}}', b, a, where)
+            _check_not_backwards(f'{VLLM_ACCEPTED_PER_POS}{{{_POSITION}="{i}"}}', b, a, where)
         return VllmSpecCounters(
             self.num_drafts - before.num_drafts,
             self.num_draft_tokens - before.num_draft_tokens,
@@ -464,7 +466,7 @@ class AtomSpecCounters:
         """:class:`~distributions.counts.AcceptanceCounts`; ``k`` defaults to draft tokens / steps."""
         stats = {"enabled": True, "total_draft_tokens": self.draft_tokens,
                  "total_accepted_tokens": self.accepted_tokens, "distribution": dict(self.decode_steps)}
-        return _to_counts(lambda: dcounts.from_atom_mtp_stats(stats, k=k), self.source)
+        return _to_counts(lambda: atom_engine.counts_from_mtp_stats(stats, k=k), self.source)
 
     def minus(self, before: AtomSpecCounters) -> AtomSpecCounters:
         """``self - before``, checking for resets."""
@@ -475,7 +477,7 @@ class AtomSpecCounters:
         a = dict(self.decode_steps)
         out = []
         for j in sorted(set(a) | set(b)):
-            _check_not_backwards(f'{ATOM_DECODE_STEPS}{{accepted_tokens="{j}"}}', b.get(j, 0.0), a.get(j, 0.0), where)
+            _check_not_backwards(f'{ATOM_DECODE_STEPS}{{{_ACCEPTED_TOKENS}="{j}"}}', b.get(j, 0.0), a.get(j, 0.0), where)
             out.append((j, a.get(j, 0.0) - b.get(j, 0.0)))
         return AtomSpecCounters(
             self.draft_tokens - before.draft_tokens,
@@ -518,8 +520,8 @@ def _int_label(snap: MetricsSnapshot, name: str, label: str, value: str) -> int:
 def _vllm(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> VllmSpecCounters:
     per_pos: tuple[float, ...] = ()
     if snap.select(VLLM_ACCEPTED_PER_POS, labels):
-        by_pos = snap.by_label(VLLM_ACCEPTED_PER_POS, "position", labels)
-        idx = {_int_label(snap, VLLM_ACCEPTED_PER_POS, "position", k): v for k, v in by_pos.items()}
+        by_pos = snap.by_label(VLLM_ACCEPTED_PER_POS, _POSITION, labels)
+        idx = {_int_label(snap, VLLM_ACCEPTED_PER_POS, _POSITION, k): v for k, v in by_pos.items()}
         if not all(math.isfinite(v) and v >= 0 for v in idx.values()):
             raise InputFileError(f"counter {VLLM_ACCEPTED_PER_POS} has a value that is not a finite count",
                                  path=snap.source)
@@ -552,8 +554,8 @@ def _atom(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> AtomSpecCo
             f"{snap._where()}metric {ATOM_DECODE_STEPS} is absent: ATOM exposes it only when MTP is enabled",
             hint="start ATOM with --method and --num-speculative-tokens",
         )
-    by_j = snap.by_label(ATOM_DECODE_STEPS, "accepted_tokens", labels)
-    steps = tuple(sorted((_int_label(snap, ATOM_DECODE_STEPS, "accepted_tokens", k), v) for k, v in by_j.items()))
+    by_j = snap.by_label(ATOM_DECODE_STEPS, _ACCEPTED_TOKENS, labels)
+    steps = tuple(sorted((_int_label(snap, ATOM_DECODE_STEPS, _ACCEPTED_TOKENS, k), v) for k, v in by_j.items()))
     if not all(math.isfinite(v) and v >= 0 for _, v in steps):
         raise InputFileError(f"counter {ATOM_DECODE_STEPS} has a value that is not a finite count", path=snap.source)
     return AtomSpecCounters(draft, accepted, steps, _optional(snap, ATOM_AVG_TOKENS_PER_FORWARD, labels),

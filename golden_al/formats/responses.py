@@ -48,9 +48,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distributions import counts as dcounts
 from distributions.counts import AcceptanceCounts
 from distributions.errors import DistributionError
+from golden_al.engines import atom, sglang, vllm
 from golden_al.errors import InputFileError, MetricMissingError, NoVerifyStepsError
 
 __all__ = [
@@ -63,7 +63,7 @@ __all__ = [
     "sum_request_counts",
 ]
 
-_SGL_HIST_EXTRA = ("spec_acceptance_histogram",)  # oldest trees (tokenizer_manager before 0.5)
+_SGL_HIST_EXTRA = (sglang.META_HISTOGRAM_OLDEST,)
 
 
 @dataclass(frozen=True)
@@ -73,7 +73,7 @@ class RequestSpecCounts:
     ``counts`` holds the verify steps, accepted drafts and, when reported, the
     histogram of accepted drafts per step; ``reported_al`` is the engine's own
     per-request value (SGLang's is biased by the prefill token, see
-    :func:`distributions.counts.sglang_biased_al`).
+    :func:`golden_al.engines.sglang.biased_al`).
     """
 
     engine: str
@@ -148,18 +148,18 @@ def parse_sglang_meta_info(meta: Mapping[str, Any], *, k: int | None = None,
     if not isinstance(meta, Mapping):
         raise InputFileError(f"SGLang meta_info must be an object, got {type(meta).__name__}", path=source)
     hint = "SGLang fills these only for finished requests with speculative decoding on"
-    if "spec_verify_ct" not in meta and not any(key in meta for key in dcounts.SGLANG_HISTOGRAM_KEYS):
+    if "spec_verify_ct" not in meta and not any(key in meta for key in sglang.META_HISTOGRAM_KEYS):
         raise MetricMissingError(f"{_where(source)}SGLang meta_info has no spec_verify_ct", hint=hint)
-    if not any(key in meta for key in (*dcounts.SGLANG_ACCEPTED_KEYS, *dcounts.SGLANG_HISTOGRAM_KEYS,
+    if not any(key in meta for key in (*sglang.META_ACCEPTED_KEYS, *sglang.META_HISTOGRAM_KEYS,
                                        *_SGL_HIST_EXTRA)):
         raise MetricMissingError(
-            f"{_where(source)}SGLang meta_info has no {' / '.join(dcounts.SGLANG_ACCEPTED_KEYS)} "
-            f"and no {dcounts.SGLANG_HISTOGRAM_KEYS[0]}", hint=hint)
+            f"{_where(source)}SGLang meta_info has no {' / '.join(sglang.META_ACCEPTED_KEYS)} "
+            f"and no {sglang.META_HISTOGRAM_KEYS[0]}", hint=hint)
     view = dict(meta)
     for old in _SGL_HIST_EXTRA:  # map the oldest histogram name onto one counts knows
-        if old in view and not any(key in view for key in dcounts.SGLANG_HISTOGRAM_KEYS):
-            view[dcounts.SGLANG_HISTOGRAM_KEYS[0]] = view.pop(old)
-    counts = _build(lambda: dcounts.from_sglang_meta_info(view, k=k), "SGLang meta_info", source)
+        if old in view and not any(key in view for key in sglang.META_HISTOGRAM_KEYS):
+            view[sglang.META_HISTOGRAM_KEYS[0]] = view.pop(old)
+    counts = _build(lambda: sglang.counts_from_meta_info(view, k=k), "SGLang meta_info", source)
     return RequestSpecCounts("sglang", counts, _optional_number(meta, "spec_accept_length", source),
                              _optional_count(meta, "completion_tokens", source), source)
 
@@ -186,7 +186,7 @@ def parse_vllm_spec_metrics(obj: Mapping[str, Any], *, k: int | None = None,
             f"{_where(source)}vLLM metrics.speculative_decoding has no acceptance_histogram",
             hint="start vLLM (>= 0.33.0) with --per-request-spec-decode-metrics summary",
         )
-    counts = _build(lambda: dcounts.from_vllm_request_metrics(spec, k=k), "vLLM speculative_decoding", source)
+    counts = _build(lambda: vllm.counts_from_request_metrics(spec, k=k), "vLLM speculative_decoding", source)
     return RequestSpecCounts("vllm", counts, _optional_number(spec, "mean_acceptance_length", source), None, source)
 
 
@@ -207,7 +207,7 @@ def parse_atom_mtp_stats(obj: Mapping[str, Any], *, k: int | None = None,
         if obj.get(key) is None:
             raise MetricMissingError(f"{_where(source)}ATOM /debug/mtp_stats has no {key}",
                                      hint="pass the body of GET /debug/mtp_stats")
-    counts = _build(lambda: dcounts.from_atom_mtp_stats(obj, k=k), "ATOM /debug/mtp_stats", source)
+    counts = _build(lambda: atom.counts_from_mtp_stats(obj, k=k), "ATOM /debug/mtp_stats", source)
     return RequestSpecCounts("atom", counts, _optional_number(obj, "average_tokens_per_forward", source), None,
                              source)
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al.engine_spec import format_value
+from golden_al.engines._values import format_value
 from golden_al.errors import SchemaError, UsageError
 from golden_al.golden.schema import (
     DRAFT_METHODS,

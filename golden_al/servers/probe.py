@@ -4,7 +4,7 @@
   args flattened at the top level, ``internal_states`` and ``version``
   (``python/sglang/srt/entrypoints/http_server.py``). The draft length follows from
   ``speculative_algorithm`` and the ``speculative_*`` args by
-  :func:`golden_al.engine_spec.sglang_draft_len`.
+  :func:`golden_al.engines.sglang.draft_len_from_server_info`.
 * vLLM: ``GET /version``; ``GET /server_info`` only in dev mode
   (``VLLM_SERVER_DEV_MODE=1``); the draft length is the number of ``position``
   series of ``vllm:spec_decode_num_accepted_tokens_per_pos_total`` (all present at
@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al import engine_spec as es
+from golden_al.engines import atom, sglang, vllm
 from golden_al.errors import GoldenALError, MetricMissingError, ServerError
 from golden_al.servers import synthetic
 from golden_al.servers.client import ServerClient
@@ -34,7 +34,7 @@ __all__ = ["ServerFacts", "filter_args", "probe_server", "vllm_args_from_log"]
 
 # api_key, hf_token, access_token, password, ... (but not num_speculative_tokens or max_num_batched_tokens)
 _SECRET = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|credentials?)$", re.IGNORECASE)
-_NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")
+_NON_DEFAULT = re.compile(vllm.LOG_NON_DEFAULT_ARGS)
 _BLOCK_DRAFTS = ("dflash", "dspark")
 
 
@@ -116,33 +116,30 @@ async def probe_server(client: ServerClient, engine: str, *, log_path: str | Pat
 
 
 async def _probe_sglang(client: ServerClient, facts: ServerFacts) -> None:
-    info = await client.get_json("/server_info", label="GET /server_info", optional=True)
-    if info is None:
-        info = await client.get_json("/get_server_info", label="GET /get_server_info", optional=True)
+    info = None
+    for path in sglang.SERVER_INFO_PATHS:
+        info = await client.get_json(path, label=f"GET {path}", optional=True)
+        if info is not None:
+            break
     if not isinstance(info, Mapping):
-        raise MetricMissingError("SGLang answered neither /server_info nor /get_server_info",
+        raise MetricMissingError(f"SGLang answered neither {' nor '.join(sglang.SERVER_INFO_PATHS)}",
                                  hint="is this an SGLang server? (--engine)")
     synthetic.check_server_info("sglang", info)
     facts.version = str(info["version"]) if info.get("version") is not None else None
     facts.server_args = filter_args({k: v for k, v in info.items() if k != "internal_states"})
-    algo = info.get("speculative_algorithm")
+    fields = sglang.SERVER_INFO_FIELDS
+    algo = info.get(fields["algorithm"])
     if not algo:
-        raise ServerError("the SGLang server runs without speculative decoding (speculative_algorithm is null)",
-                          hint="launch it with --speculative-algorithm")
+        raise ServerError(f"the SGLang server runs without speculative decoding ({fields['algorithm']} is null)",
+                          hint=f"launch it with {sglang.FLAG_ALGORITHM}")
     try:
-        dl = es.sglang_draft_len(
-            str(algo),
-            num_steps=info.get("speculative_num_steps"),
-            eagle_topk=info.get("speculative_eagle_topk"),
-            num_draft_tokens=info.get("speculative_num_draft_tokens"),
-            dspark_block_size=info.get("speculative_dspark_block_size"),
-        )
+        dl = sglang.draft_len_from_server_info(info)
     except GoldenALError as exc:
         facts.warnings.append(f"cannot tell the draft length from /server_info: {exc}")
         return
     facts.draft_len, facts.draft_len_rule = dl.k, f"/server_info {dl.rule}"
     facts.draft_method = str(algo).lower()
-    facts.chain = dl.chain and is_chain("sglang", facts.draft_method, info.get("speculative_eagle_topk"))
+    facts.chain = dl.chain and is_chain("sglang", facts.draft_method, info.get(fields["eagle_topk"]))
 
 
 async def _probe_vllm(client: ServerClient, facts: ServerFacts, log_text: str | None) -> None:
@@ -157,20 +154,20 @@ async def _probe_vllm(client: ServerClient, facts: ServerFacts, log_text: str | 
     args = vllm_args_from_log(log_text) if log_text else None
     if args is not None:
         facts.server_args = filter_args(args)
-        spec = args.get("speculative_config")
+        spec = args.get(vllm.SPEC_CONFIG_KEY)
         if isinstance(spec, Mapping):
             method = spec.get("method") or ("draft_model" if spec.get("model") else None)
             facts.draft_method = str(method) if method else None
     text = await client.get_text("/metrics", label="GET /metrics", optional=True)
     if text is not None:
         snap = prom.parse_metrics_text(text, source=f"{client.base_url}/metrics")
-        if not snap.has(prom.VLLM_DRAFTS):
-            raise ServerError("the vLLM server exposes no vllm:spec_decode_* counters: speculative decoding is off "
-                              "(or --disable-log-stats is set)", hint="launch it with --speculative-config")
-        if snap.select(prom.VLLM_ACCEPTED_PER_POS):
-            positions = snap.by_label(prom.VLLM_ACCEPTED_PER_POS, "position")
+        if not snap.has(vllm.METRIC_DRAFTS):
+            raise ServerError(f"the vLLM server exposes no {vllm.METRIC_PREFIX}* counters: speculative decoding is "
+                              "off (or --disable-log-stats is set)", hint=f"launch it with {vllm.FLAG_SPEC_CONFIG}")
+        if snap.select(vllm.METRIC_ACCEPTED_PER_POS):
+            positions = snap.by_label(vllm.METRIC_ACCEPTED_PER_POS, vllm.POSITION_LABEL)
             facts.draft_len = len(positions)
-            facts.draft_len_rule = "number of position series of vllm:spec_decode_num_accepted_tokens_per_pos_total"
+            facts.draft_len_rule = f"number of {vllm.POSITION_LABEL} series of {vllm.METRIC_ACCEPTED_PER_POS}"
     facts.chain = is_chain("vllm", facts.draft_method)
     if dev_info is None and log_text is None:
         facts.warnings.append("attached vLLM server: synthetic acceptance could not be ruled out from the server "
@@ -178,23 +175,24 @@ async def _probe_vllm(client: ServerClient, facts: ServerFacts, log_text: str | 
 
 
 async def _probe_atom(client: ServerClient, facts: ServerFacts, *, has_log: bool) -> None:
-    info = await client.get_json("/server_info", label="GET /server_info", optional=True)
+    info = await client.get_json(atom.SERVER_INFO_PATH, label=f"GET {atom.SERVER_INFO_PATH}", optional=True)
     if isinstance(info, Mapping):
         synthetic.check_server_info("atom", info)
         facts.server_args = filter_args(info)
-    stats = await client.get_json("/debug/mtp_stats", label="GET /debug/mtp_stats", optional=True)
+    stats = await client.get_json(atom.MTP_STATS_PATH, label=f"GET {atom.MTP_STATS_PATH}", optional=True)
     if stats is None:
-        raise MetricMissingError("the ATOM server has no /debug/mtp_stats", hint="is this an ATOM server? (--engine)")
+        raise MetricMissingError(f"the ATOM server has no {atom.MTP_STATS_PATH}",
+                                 hint="is this an ATOM server? (--engine)")
     if isinstance(stats, Mapping):
-        if stats.get("enabled") is False:
+        if stats.get(atom.STATS_ENABLED) is False:
             raise ServerError("the ATOM server runs without speculative decoding (mtp_stats enabled: false)",
-                              hint="launch it with --method and --num-speculative-tokens")
-        dist = stats.get("distribution") or {}
+                              hint=f"launch it with {atom.FLAG_METHOD} and {atom.FLAG_K}")
+        dist = stats.get(atom.STATS_DISTRIBUTION) or {}
         steps = sum(float(v) for v in dist.values()) if isinstance(dist, Mapping) else 0.0
-        drafted = float(stats.get("total_draft_tokens") or 0)
+        drafted = float(stats.get(atom.STATS_DRAFT_TOKENS) or 0)
         if steps > 0 and drafted > 0 and abs(drafted / steps - round(drafted / steps)) < 1e-9:
             facts.draft_len = round(drafted / steps)
-            facts.draft_len_rule = "/debug/mtp_stats total_draft_tokens / steps"
+            facts.draft_len_rule = f"{atom.MTP_STATS_PATH} {atom.STATS_DRAFT_TOKENS} / steps"
     if not has_log:
         facts.warnings.append("attached ATOM server: forced acceptance is only detected from its log "
                               "(pass --server-log FILE, or --launch)")

@@ -337,13 +337,13 @@ class VllmPrometheusSource(CounterSource):
                         len(counters.accepted_per_position) or None)
 
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
-        from distributions import counts as dcounts
+        from golden_al.engines import vllm as vllm_engine
         from golden_al.formats import prometheus as prom
 
         try:
             d = prom.counters_delta(before.counts, after.counts)
             assert isinstance(d, prom.VllmSpecCounters)
-            counts = dcounts.from_vllm_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
+            counts = vllm_engine.counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
                                                 list(d.accepted_per_position) or None, k=k)
         except Exception as exc:
             raise _as_server_error(exc, label) from None
@@ -381,10 +381,10 @@ class AtomMtpStatsSource(CounterSource):
         return Snapshot(dict(stats))
 
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
-        from distributions import counts as dcounts
+        from golden_al.engines import atom as atom_engine
 
         try:
-            counts = dcounts.atom_mtp_stats_delta(before.counts, after.counts, k=k)
+            counts = atom_engine.mtp_stats_delta(before.counts, after.counts, k=k)
         except Exception as exc:
             raise _as_server_error(exc, label) from None
         return _require_distribution(counts, label, self.name)

@@ -2,7 +2,7 @@
 
 A server with injected acceptance reports the injected AL, not the draft's real
 one, so a "measurement" of it would silently commit a made-up number. Each engine
-has its own switch (engine-facts.md; names in :mod:`golden_al.engine_spec`):
+has its own switch (names in each engine's profile, ``golden_al/engines/``):
 
 * SGLang: ``SGLANG_SIMULATE_ACC_LEN`` (0.5.23 ``python/sglang/srt/environ.py``;
   a value <= 0 is off) or the legacy un-prefixed ``SIMULATE_ACC_LEN``, read from
@@ -23,12 +23,11 @@ naming what it found and where.
 from __future__ import annotations
 
 import ast
-import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from golden_al import engine_spec as es
+from golden_al.engines import atom, sglang, trtllm, vllm
 from golden_al.errors import SyntheticAcceptanceActiveError
 
 __all__ = [
@@ -40,7 +39,7 @@ __all__ = [
     "find_speculative_config",
 ]
 
-_SGLANG_LEN_VARS = (es.SGLANG_ENV_LEN, es.SGLANG_LEGACY_ENV_LEN)
+_SGLANG_LEN_VARS = (sglang.ENV_LEN, sglang.LEGACY_ENV_LEN)
 _HINT_ENV = "for the measurement run (a golden AL is measured, never injected)"
 
 
@@ -74,12 +73,12 @@ def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment
     for name in _SGLANG_LEN_VARS:
         if name in env and _sglang_len_active(env[name]):
             raise _refuse(f"{name}={env[name]}", where, f"unset {name} {_HINT_ENV}")
-    if es.TRTLLM_ENV_FORCE in env:
-        f = _float_or_none(env[es.TRTLLM_ENV_FORCE])
+    if trtllm.ENV_FORCE in env:
+        f = _float_or_none(env[trtllm.ENV_FORCE])
         if f is None or f != 0.0:
-            raise _refuse(f"{es.TRTLLM_ENV_FORCE}={env[es.TRTLLM_ENV_FORCE]}", where,
-                          f"unset {es.TRTLLM_ENV_FORCE} {_HINT_ENV}")
-    leftovers = sorted(k for k in env if k.startswith(("SGLANG_SIMULATE_", "SIMULATE_ACC_")) and k not in _SGLANG_LEN_VARS)
+            raise _refuse(f"{trtllm.ENV_FORCE}={env[trtllm.ENV_FORCE]}", where,
+                          f"unset {trtllm.ENV_FORCE} {_HINT_ENV}")
+    leftovers = sorted(k for k in env if k.startswith(sglang.ENV_PREFIXES) and k not in _SGLANG_LEN_VARS)
     inert = [k for k in _SGLANG_LEN_VARS if k in env]
     if leftovers or inert:
         warnings.append(
@@ -88,34 +87,20 @@ def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment
     return warnings
 
 
-def check_vllm_speculative_config(cfg: Mapping[str, Any], *, where: str = "--speculative-config") -> None:
+def check_vllm_speculative_config(cfg: Mapping[str, Any], *, where: str = vllm.FLAG_SPEC_CONFIG) -> None:
     """Raise when a vLLM speculative config asks for the synthetic rejection sampler."""
-    method = cfg.get(es.VLLM_METHOD_KEY)
-    if isinstance(method, str) and method.strip().lower() == "synthetic":
-        raise _refuse(f'"{es.VLLM_METHOD_KEY}": "synthetic"', where,
-                      f'drop {es.VLLM_METHOD_KEY} (or set it to "standard") for a measurement')
-    for key in (es.VLLM_LENGTH_KEY, es.VLLM_RATES_KEY):
+    method = cfg.get(vllm.METHOD_KEY)
+    if isinstance(method, str) and method.strip().lower() == vllm.SYNTHETIC_METHOD:
+        raise _refuse(f'"{vllm.METHOD_KEY}": "{vllm.SYNTHETIC_METHOD}"', where,
+                      f'drop {vllm.METHOD_KEY} (or set it to "standard") for a measurement')
+    for key in (vllm.LENGTH_KEY, vllm.RATES_KEY):
         if cfg.get(key) is not None:
             raise _refuse(f'"{key}": {cfg[key]!r}', where, f"drop {key} for a measurement")
 
 
 def find_speculative_config(args: Sequence[str]) -> dict[str, Any] | None:
-    """The JSON of ``--speculative-config`` in an argument list (either ``--x v`` or ``--x=v``)."""
-    names = ("--speculative-config", "--speculative_config", "-sc")
-    for i, arg in enumerate(args):
-        value: str | None = None
-        for name in names:
-            if arg == name and i + 1 < len(args):
-                value = args[i + 1]
-            elif arg.startswith(name + "="):
-                value = arg.split("=", 1)[1]
-        if value is not None:
-            try:
-                loaded = json.loads(value)
-            except json.JSONDecodeError:
-                return None
-            return loaded if isinstance(loaded, dict) else None
-    return None
+    """The JSON of vLLM's ``--speculative-config`` in an argument list (``--x v`` or ``--x=v``)."""
+    return vllm.find_speculative_config(args)
 
 
 def check_engine_args(engine: str, args: Sequence[str], *, where: str = "server arguments") -> None:
@@ -124,7 +109,7 @@ def check_engine_args(engine: str, args: Sequence[str], *, where: str = "server 
         cfg = find_speculative_config(args)
         if cfg is not None:
             check_vllm_speculative_config(cfg, where=where)
-    for flag in (es.ATOM_LENGTH_FLAG, es.ATOM_RATE_FLAG):
+    for flag in (atom.LENGTH_FLAG, atom.RATE_FLAG):
         for i, arg in enumerate(args):
             if arg == flag or arg.startswith(flag + "="):
                 value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
@@ -153,24 +138,23 @@ def check_server_info(engine: str, info: Mapping[str, Any], *, where: str = "/se
     """
     for path, key, value in _walk(info):
         low = key.lower()
-        if low in ("sglang_simulate_acc_len", "simulate_acc_len") and value is not None and _sglang_len_active(value):
+        if low in (sglang.ENV_LEN.lower(), sglang.LEGACY_ENV_LEN.lower()) and value is not None and _sglang_len_active(value):
             raise _refuse(f"{key}={value}", f"{where} field {path}", f"restart the server without {key}")
-        if low == es.VLLM_METHOD_KEY and isinstance(value, str) and value.lower() == "synthetic":
-            raise _refuse(f'{key}="synthetic"', f"{where} field {path}", "restart vLLM without the synthetic sampler")
-        if low in (es.VLLM_LENGTH_KEY, es.VLLM_RATES_KEY, "spec_decode_acceptance_length",
-                   "spec_decode_acceptance_rate") and value not in (None, [], ""):
+        if low == vllm.METHOD_KEY and isinstance(value, str) and value.lower() == vllm.SYNTHETIC_METHOD:
+            raise _refuse(f'{key}="{value}"', f"{where} field {path}", "restart vLLM without the synthetic sampler")
+        if low in (vllm.LENGTH_KEY, vllm.RATES_KEY, atom.LENGTH_KEY, atom.RATE_KEY) and value not in (None, [], ""):
             raise _refuse(f"{key}={value}", f"{where} field {path}", "restart the server without forced acceptance")
-        if key == es.TRTLLM_ENV_FORCE and _float_or_none(value) not in (0.0,):
+        if key == trtllm.ENV_FORCE and _float_or_none(value) not in (0.0,):
             raise _refuse(f"{key}={value}", f"{where} field {path}", f"restart without {key}")
-        if isinstance(value, str) and low in ("vllm_config", "speculative_config") and "synthetic" in value:
-            if re.search(r"rejection_sample_method['\"]?\s*[:=]\s*['\"]synthetic", value):
-                raise _refuse("rejection_sample_method synthetic", f"{where} field {path}",
+        if isinstance(value, str) and low in ("vllm_config", vllm.SPEC_CONFIG_KEY) and vllm.SYNTHETIC_METHOD in value:
+            if re.search(rf"{vllm.METHOD_KEY}['\"]?\s*[:=]\s*['\"]{vllm.SYNTHETIC_METHOD}", value):
+                raise _refuse(f"{vllm.METHOD_KEY} {vllm.SYNTHETIC_METHOD}", f"{where} field {path}",
                               "restart vLLM without the synthetic sampler")
 
 
-_VLLM_ARGS_LINE = re.compile(r"non-default args: (\{.*\})\s*$")
-_VLLM_SPEC_REPR = re.compile(r"rejection_sample_method\s*=\s*'synthetic'")
-_ATOM_FORCED = re.compile(r"Forced speculative acceptance ON")
+_VLLM_ARGS_LINE = re.compile(vllm.LOG_NON_DEFAULT_ARGS)
+_VLLM_SPEC_REPR = re.compile(vllm.LOG_SYNTHETIC_REPR)
+_ATOM_FORCED = re.compile(atom.LOG_FORCED)
 
 
 def check_server_log(engine: str, text: str, *, where: str = "server log") -> None:
@@ -186,11 +170,11 @@ def check_server_log(engine: str, text: str, *, where: str = "server log") -> No
                 args = ast.literal_eval(m.group(1))
             except (ValueError, SyntaxError):
                 args = None
-            if isinstance(args, dict) and isinstance(args.get("speculative_config"), Mapping):
-                check_vllm_speculative_config(args["speculative_config"], where=f"{where} line {lineno}")
+            if isinstance(args, dict) and isinstance(args.get(vllm.SPEC_CONFIG_KEY), Mapping):
+                check_vllm_speculative_config(args[vllm.SPEC_CONFIG_KEY], where=f"{where} line {lineno}")
         if _VLLM_SPEC_REPR.search(line):
-            raise _refuse("rejection_sample_method='synthetic'", f"{where} line {lineno}",
+            raise _refuse(f"{vllm.METHOD_KEY}='{vllm.SYNTHETIC_METHOD}'", f"{where} line {lineno}",
                           "restart vLLM without the synthetic sampler")
         if _ATOM_FORCED.search(line):
             raise _refuse("ATOM forced acceptance", f"{where} line {lineno}",
-                          f"restart ATOM without {es.ATOM_LENGTH_FLAG}/{es.ATOM_RATE_FLAG}")
+                          f"restart ATOM without {atom.LENGTH_FLAG}/{atom.RATE_FLAG}")

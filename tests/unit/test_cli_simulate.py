@@ -147,21 +147,23 @@ def test_help_shows_examples(capsys):
 
 
 @pytest.mark.parametrize(("al", "k"), [(4.05, 7), (3.0, 3), (2.123456789, 4), (8.0, 7)])
-def test_injected_values_agree_with_engine_spec(al, k):
-    """simulate shows the same injected strings as `golden-al env` (golden_al.engine_spec)."""
-    from golden_al import engine_spec
+def test_injected_values_agree_with_engine_profiles(al, k):
+    """simulate shows the same injected strings as `golden-al env` (both from the engine profiles)."""
+    from golden_al import engines
+    from golden_al.cli.simulate import _engine_settings
+    from golden_al.engines import sglang
     from simulators import get_sampler
 
-    sg = get_sampler("sglang", "match-expected").engine_settings(al, k)
-    assert sg["SGLANG_SIMULATE_ACC_LEN"] == engine_spec.synthetic_settings("sglang", al, k)["SGLANG_SIMULATE_ACC_LEN"]
-    trt = get_sampler("trtllm", "force").engine_settings(al, k)
+    sg = _engine_settings(get_sampler("sglang", "match-expected"), al, k)
+    assert sg["SGLANG_SIMULATE_ACC_LEN"] == engines.synthetic_settings("sglang", al, k)["SGLANG_SIMULATE_ACC_LEN"]
+    trt = _engine_settings(get_sampler("trtllm", "force"), al, k)
     key = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
-    assert trt[key] == engine_spec.synthetic_settings("trtllm", al, k)[key]
-    atom = get_sampler("atom", "synthetic").engine_settings(al, k)
+    assert trt[key] == engines.synthetic_settings("trtllm", al, k)[key]
+    atom = _engine_settings(get_sampler("atom", "synthetic"), al, k)
     key = "--spec-decode-acceptance-length"
-    assert atom[key] == engine_spec.synthetic_settings("atom", al, k)[key]
+    assert atom[key] == engines.synthetic_settings("atom", al, k)[key]
     for algo in ("eagle", "dflash", "dspark", "ngram"):
-        assert get_sampler("sglang", "multinomial", algorithm=algo).max_len(k) == engine_spec.sglang_max_len(algo, k)
+        assert get_sampler("sglang", "multinomial", algorithm=algo).max_len(k) == sglang.max_len(algo, k)
 
 
 def test_cli_algorithm_choices_match_the_simulator():

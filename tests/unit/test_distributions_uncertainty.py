@@ -205,3 +205,97 @@ def test_se_from_ci_inverts_a_normal_interval():
     assert float(se_from_ci(0.0, 2 * z_for_confidence(0.9), confidence=0.9)) == pytest.approx(1.0, rel=1e-12)
     arr = se_from_ci(np.array([1.0, 2.0]), np.array([1.0 + 2 * z, 2.0 + 4 * z]))
     assert arr.tolist() == pytest.approx([1.0, 2.0], rel=1e-12)
+
+
+# ---------------------------------------------------------------------------- al_interval
+from distributions.uncertainty import (  # noqa: E402
+    AL_INTERVAL_METHOD,
+    FEW_CLUSTERS,
+    al_interval,
+    al_interval_result,
+    al_intervals_batch,
+)
+from simulators.requests import Component, RequestPopulation  # noqa: E402
+
+MIX_K7 = RequestPopulation(7, (Component(0.5, 8, 2), Component(0.3, 30, 1.5), Component(0.2, 2, 3)))
+NEAR_CEILING = RequestPopulation(7, (Component(1.0, 20, 1),))
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 10, 16, 29])
+@pytest.mark.parametrize(("acc", "steps"), [(150, 50), (0, 50), (350, 50)])
+def test_al_interval_identical_clusters_have_positive_width(n, acc, steps):
+    lo, hi = al_interval([acc] * n, [steps] * n)
+    al = 1 + acc / steps
+    assert hi - lo > 0.01 * al / n
+    assert 1.0 <= lo <= al < hi
+    assert lo < al or al == 1.0
+
+
+def test_al_interval_two_requests_at_the_ceiling_is_wide_and_capped():
+    r = al_interval_result([7 * 40, 7 * 60], [40, 60], draft_len=7)
+    assert r.al == 8.0
+    assert r.high == 8.0
+    assert r.low < 7.0
+    assert r.clusters == 2
+    assert r.warning is not None
+    assert "2 independent clusters" in r.warning
+
+
+def test_al_interval_is_deterministic_and_order_free():
+    rng = np.random.default_rng(5)
+    acc, steps = simulate_requests(40, rng)
+    a = al_interval(acc, steps)
+    assert al_interval(acc, steps) == a
+    perm = rng.permutation(40)
+    assert al_interval(acc[perm], steps[perm]) == pytest.approx(a, abs=1e-12)
+    assert al_interval(acc, steps, seed=1) != a
+
+
+def test_al_interval_result_carries_what_it_rests_on():
+    rng = np.random.default_rng(6)
+    acc, steps = simulate_requests(30, rng)
+    r = al_interval_result(np.append(acc, 0), np.append(steps, 0))  # a zero-step cluster is not counted
+    assert r.uncertainty() == {"method": AL_INTERVAL_METHOD, "clusters": 30, "confidence": 0.95}
+    assert r.warning is None
+    assert FEW_CLUSTERS == 10
+    assert r.low < r.al < r.high
+    lo, hi = al_intervals_batch(acc[None], steps[None])
+    assert (lo[0], hi[0]) == pytest.approx(r.ci, abs=1e-12)
+
+
+def test_al_interval_many_clusters_uses_delta_t():
+    rng = np.random.default_rng(7)
+    acc, steps = simulate_requests(1500, rng)
+    r = al_interval_result(acc, steps)
+    assert r.method == "delta-t"
+    assert r.resamples == 0
+    assert r.clusters == 1500
+    lo, hi = al_intervals_batch(acc[None], steps[None], method="studentized")
+    assert r.low == pytest.approx(lo[0], abs=0.1 * (hi[0] - lo[0]))
+
+
+@pytest.mark.parametrize(
+    ("acc", "steps", "match"),
+    [([0.0, 0.0], [0.0, 0.0], "no cluster has a verify step"),
+     ([3.0, 2.0], [0.0, 2.0], "zero verify steps"),
+     ([-1.0, 2.0], [1.0, 2.0], ">= 0"),
+     ([1.0], [1.0, 2.0], "equal shapes")])
+def test_al_interval_rejects_bad_input(acc, steps, match):
+    with pytest.raises(DistributionError, match=match):
+        al_interval(acc, steps)
+
+
+@pytest.mark.parametrize("pop", [MIX_K7, NEAR_CEILING], ids=["beta-mixture", "near-ceiling"])
+@pytest.mark.parametrize("n", [16, 80])
+def test_al_interval_coverage_and_width_against_truth(pop, n):
+    """Coverage >= 92% (16) / 93.5% (80), less 3 binomial standard errors of 500 replications."""
+    reps = 500
+    rng = np.random.default_rng([11, n])
+    truth = pop.true_al(rng, draws=200_000)
+    acc, steps = pop.sample(rng, (reps, n))
+    lo, hi = al_intervals_batch(acc, steps)
+    cover = np.mean((lo <= truth) & (truth <= hi))
+    goal = 0.92 if n == 16 else 0.935
+    assert cover >= goal - 3 * math.sqrt(goal * (1 - goal) / reps)
+    plo, phi = al_intervals_batch(acc, steps, method="percentile")
+    assert np.median(hi - lo) <= 1.6 * np.median(phi - plo)

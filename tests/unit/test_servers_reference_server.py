@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from golden_al import engine_spec as es
+from golden_al.engines import sglang as es
 from golden_al.errors import UsageError
 from golden_al.formats import logs as flogs
 from golden_al.formats import prometheus as prom
@@ -83,7 +83,7 @@ def test_sglang_server_info_and_decode_log(serve):
     metas = [_chat(srv.url, i, return_meta_info=True).json()["choices"][0]["meta_info"] for i in range(6)]
     info = httpx.get(f"{srv.url}/server_info").json()
     assert httpx.get(f"{srv.url}/get_server_info").json()["speculative_num_steps"] == 4
-    dl = es.sglang_draft_len(info["speculative_algorithm"], num_steps=info["speculative_num_steps"],
+    dl = es.draft_len(info["speculative_algorithm"], num_steps=info["speculative_num_steps"],
                              eagle_topk=info["speculative_eagle_topk"],
                              num_draft_tokens=info["speculative_num_draft_tokens"])
     assert dl.k == 4
@@ -102,7 +102,7 @@ def test_sglang_server_info_and_decode_log(serve):
 def test_sglang_dflash_server_info(serve):
     srv, _ = serve("sglang", k=7, algorithm="dflash")
     info = httpx.get(f"{srv.url}/server_info").json()
-    assert es.sglang_draft_len("dflash", num_draft_tokens=info["speculative_num_draft_tokens"]).k == 7
+    assert es.draft_len("dflash", num_draft_tokens=info["speculative_num_draft_tokens"]).k == 7
 
 
 def test_sglang_generate(serve):

@@ -224,7 +224,9 @@ def test_out_of_range_al_is_rejected_everywhere():
 
 def test_trtllm_injects_al_minus_one():
     s = get_sampler("trtllm", "force")
-    assert s.engine_settings(4.05, 7)["TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"] == "3.05"
+    from golden_al.engines import trtllm
+
+    assert trtllm.simulator_settings(s, 4.05, 7)["TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"] == "3.05"
     assert trtllm_env_value(3.0) == "2"  # integer without '.0' so int() parses it
     assert parse_two_model("2") == 2
     assert parse_two_model("2.0") == 0
@@ -317,7 +319,9 @@ def test_property_guaranteed_means_and_valid_pmfs(al_k):
         assert dist.mean() == pytest.approx(al, abs=1e-9)
         assert np.count_nonzero(dist.probs > 0) <= 2  # two-point schedules
     trt = get_sampler("trtllm", "force")
-    seen = 1.0 + float(trt.engine_settings(al, k)["TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"])
+    from golden_al.engines import trtllm
+
+    seen = 1.0 + float(trtllm.simulator_settings(trt, al, k)["TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"])
     assert seen == pytest.approx(al, rel=1e-9)
     if seen == 1.0:  # the env value is written as "0": forcing is off
         with pytest.raises(ForcingDisabledError):

@@ -21,9 +21,9 @@ def test_al_from_counts_zero_steps_is_an_error_not_zero():
 
 
 def test_trtllm_forced_value_has_no_float_noise():
-    assert units.trtllm_forced_from_al(4.05) == 3.05
-    assert repr(units.trtllm_forced_from_al(2.6)) == "1.6"
-    assert units.al_from_trtllm_forced(3.05) == 4.05
+    assert units.drafts_from_al(4.05) == 3.05
+    assert repr(units.drafts_from_al(2.6)) == "1.6"
+    assert units.al_from_drafts(3.05) == 4.05
 
 
 def test_min_variance_schedule_matches_vllm_example():

@@ -56,7 +56,7 @@ def serve(flavor: str, k: int, host: str, port: int, target: str, draft: str | N
 
 
 def sglang_main(argv: list[str]) -> None:
-    from golden_al import engine_spec as es
+    from golden_al.engines import sglang as es
 
     ap = argparse.ArgumentParser()
     ap.add_argument("--model-path", required=True)
@@ -71,7 +71,7 @@ def sglang_main(argv: list[str]) -> None:
     ap.add_argument("--speculative-dspark-block-size", type=int)
     ap.add_argument("--served-model-name")
     a, _unknown = ap.parse_known_args(argv)
-    k = es.sglang_draft_len(a.speculative_algorithm, num_steps=a.speculative_num_steps,
+    k = es.draft_len(a.speculative_algorithm, num_steps=a.speculative_num_steps,
                             eagle_topk=a.speculative_eagle_topk, num_draft_tokens=a.speculative_num_draft_tokens,
                             dspark_block_size=a.speculative_dspark_block_size).k
     serve("sglang", k, a.host, a.port, a.model_path, a.speculative_draft_model_path, a.served_model_name,

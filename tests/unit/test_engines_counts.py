@@ -1,4 +1,4 @@
-"""Counts as vLLM, SGLang and ATOM report them: constructors, validation, deltas."""
+"""Counts as vLLM, SGLang and ATOM report them: the engine readers, validation, deltas."""
 
 from __future__ import annotations
 
@@ -13,17 +13,17 @@ from distributions import (
     AcceptanceCounts,
     CounterWentBackwardsError,
     DistributionError,
-    atom_mtp_stats_delta,
     delta,
-    from_atom_mtp_stats,
     from_histogram,
-    from_sglang_meta_info,
-    from_vllm_counters,
-    from_vllm_prometheus,
-    from_vllm_request_metrics,
-    sglang_biased_al,
     units,
 )
+from golden_al.engines.atom import counts_from_mtp_stats as from_atom_mtp_stats
+from golden_al.engines.atom import mtp_stats_delta as atom_mtp_stats_delta
+from golden_al.engines.sglang import biased_al as sglang_biased_al
+from golden_al.engines.sglang import counts_from_meta_info as from_sglang_meta_info
+from golden_al.engines.vllm import counts_from_counters as from_vllm_counters
+from golden_al.engines.vllm import counts_from_prometheus as from_vllm_prometheus
+from golden_al.engines.vllm import counts_from_request_metrics as from_vllm_request_metrics
 
 
 # ---------------------------------------------------------------------------- vLLM counters

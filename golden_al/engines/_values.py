@@ -1,0 +1,59 @@
+"""Small value checks shared by the engine profiles (no engine knowledge here)."""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from typing import Any
+
+from distributions import units
+from golden_al.errors import UsageError
+
+__all__ = ["format_value", "int_flag", "json_object"]
+
+
+def format_value(x: float) -> str:
+    """A number as the harnesses print it (``f"{x:g}"``), without float noise.
+
+    ``4.05 -> "4.05"``, ``4.0 -> "4"``, ``4.05 - 1 -> "3.05"`` (not 3.0499999999999998).
+    """
+    if not math.isfinite(x):
+        raise UsageError(f"cannot format non-finite value {x!r}")
+    return units.format_number(x)
+
+
+def int_flag(value: Any, name: str) -> int | None:
+    """An integer flag value (``"3"``, ``3``, ``3.0``), ``None`` when absent.
+
+    Raises:
+        UsageError: not an integer.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise UsageError(f"{name} must be an integer, got {value!r}")
+    try:
+        f = float(value)
+    except (TypeError, ValueError):
+        raise UsageError(f"{name} must be an integer, got {value!r}") from None
+    if not f.is_integer():
+        raise UsageError(f"{name} must be an integer, got {value!r}")
+    return int(f)
+
+
+def json_object(config: Mapping[str, Any] | str, what: str) -> Mapping[str, Any]:
+    """A JSON object given as a mapping or as JSON text.
+
+    Raises:
+        UsageError: not valid JSON, or not an object.
+    """
+    if isinstance(config, str):
+        try:
+            loaded = json.loads(config)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"{what} is not valid JSON: {exc.msg} at column {exc.colno}") from None
+        if not isinstance(loaded, dict):
+            raise UsageError(f"{what} must be a JSON object, got {type(loaded).__name__}")
+        return loaded
+    return config

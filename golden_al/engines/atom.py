@@ -1,0 +1,316 @@
+"""ATOM (ROCm): everything golden-al knows about it, in one place.
+
+Upstream (ROCm/ATOM, HEAD ffdf3bb5d):
+
+* ``atom/model_engine/arg_utils.py``: ``--method``, ``--num-speculative-tokens``
+  (default 1), ``--draft-model`` and the mutually exclusive forced-acceptance flags
+  ``--spec-decode-acceptance-length`` / ``--spec-decode-acceptance-rate``.
+* ``atom/config.py`` ``Config.__post_init__``: sequential drafters (MTP, Eagle3) refuse
+  ``num_speculative_tokens`` above 4 (``max_spec = 4``); DSpark's cap is its block or
+  window; ``SpeculativeConfig._resolve_synthetic_acceptance`` resolves the forced AL
+  (reproduced in :mod:`simulators.atom`).
+* ``atom/model_engine/llm_engine.py`` ``get_mtp_statistics``: ``GET /debug/mtp_stats``;
+  ``atom/model_engine/scheduler.py`` ``SpecStats``: its counts and the ``[MTP Stats]`` log
+  line; ``atom/entrypoints/openai_server.py``: the server, ``GET /server_info``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from distributions import units
+from distributions.counts import (
+    AcceptanceCounts,
+    Count,
+    as_count,
+    counts_close,
+    delta,
+    format_count,
+    from_histogram,
+)
+from distributions.errors import DistributionError
+from golden_al.engines._values import format_value, int_flag
+from golden_al.engines.profile import (
+    DraftLen,
+    DraftLenRule,
+    EngineProfile,
+    LaunchRequest,
+    Limit,
+    LogPattern,
+    Metric,
+    ResponseField,
+    Source,
+    SyntheticKnob,
+)
+from golden_al.errors import UsageError
+
+__all__ = [
+    "LENGTH_FLAG",
+    "METHODS",
+    "PROFILE",
+    "RATE_FLAG",
+    "counts_from_mtp_stats",
+    "draft_len",
+    "mtp_stats_delta",
+    "spec_flags",
+    "synthetic_settings",
+]
+
+VERSION = "ffdf3bb5d"
+_REPO = "ROCm/ATOM"
+_ARGS = Source(_REPO, "atom/model_engine/arg_utils.py", VERSION)
+_CONFIG = Source(_REPO, "atom/config.py", VERSION)
+_ENGINE = Source(_REPO, "atom/model_engine/llm_engine.py", VERSION)
+_SCHEDULER = Source(_REPO, "atom/model_engine/scheduler.py", VERSION)
+_SERVER = Source(_REPO, "atom/entrypoints/openai_server.py", VERSION)
+_METRICS = Source(_REPO, "atom/entrypoints/openai/metrics.py", VERSION)
+
+LENGTH_FLAG = "--spec-decode-acceptance-length"
+RATE_FLAG = "--spec-decode-acceptance-rate"
+#: The same two settings as keys of ``/server_info`` or a JSON config.
+LENGTH_KEY = "spec_decode_acceptance_length"
+RATE_KEY = "spec_decode_acceptance_rate"
+FLAG_METHOD = "--method"
+FLAG_K = "--num-speculative-tokens"
+FLAG_DRAFT_MODEL = "--draft-model"
+FLAG_SERVER_PORT = "--server-port"
+METHODS: tuple[str, ...] = ("mtp", "eagle3", "dspark")
+#: Sequential drafters: ``max_spec = 4`` in ``Config.__post_init__``.
+SEQUENTIAL_METHODS: tuple[str, ...] = ("mtp", "eagle3")
+MAX_SEQUENTIAL_K = 4
+DEFAULT_K = 1
+LAUNCH_MODULE = "atom.entrypoints.openai_server"
+SHELL_VARIABLE = "GOLDEN_AL_ATOM_ARGS"
+CURVE_METHODS: dict[str, str] = {"mtp": "mtp", "eagle3": "eagle3", "dspark": "dspark"}
+
+# ----------------------------------------------------------------- /debug/mtp_stats
+MTP_STATS_PATH = "/debug/mtp_stats"
+SERVER_INFO_PATH = "/server_info"
+STATS_ENABLED = "enabled"
+STATS_DISTRIBUTION = "distribution"
+STATS_DRAFT_TOKENS = "total_draft_tokens"
+STATS_ACCEPTED = "total_accepted_tokens"
+STATS_AVG_TOKENS = "average_tokens_per_forward"
+_FIELD_NAMES = {
+    "num_verify_steps": f"sum({STATS_DISTRIBUTION})",
+    "num_accepted_drafts": STATS_ACCEPTED,
+    "num_draft_tokens": STATS_DRAFT_TOKENS,
+    "histogram": STATS_DISTRIBUTION,
+}
+
+# ----------------------------------------------------------------- metrics / log
+METRIC_DRAFT_TOKENS = "atom:mtp_draft_tokens_total"
+METRIC_ACCEPTED = "atom:mtp_accepted_tokens_total"
+METRIC_DECODE_STEPS = "atom:mtp_decode_steps_total"
+METRIC_AVG_TOKENS_PER_FORWARD = "atom:mtp_average_tokens_per_forward"
+ACCEPTED_LABEL = "accepted_tokens"
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
+_INT = r"\d+"
+LOG_FORCED = r"Forced speculative acceptance ON"
+LOG_PATTERNS: tuple[LogPattern, ...] = (
+    LogPattern("mtp-stats",
+               rf"\[MTP Stats(?P<kind> Interval|\s+)\] Average toks/fwd: (?P<avg>{_NUM}), "
+               rf"Accepted/Total Draft tokens: (?P<acc>{_INT})/(?P<draft>{_INT}), "
+               rf"Acceptance rate: (?P<rate>{_NUM})%"
+               rf"(?:, Accepted tokens distribution: \{{(?P<dist>[^}}]*)\}})?",
+               '"[MTP Stats Interval] Average toks/fwd: {:.2f}, Accepted/Total Draft tokens: {a}/{d}, '
+               'Acceptance rate: {:.2%}, Accepted tokens distribution: {...}"', _SCHEDULER, marker='[MTP Stats'),
+    LogPattern("mtp-distribution-item", rf"(?P<k>{_INT}): '(?P<p>{_NUM})%'", "one {k: 'p%'} item", _SCHEDULER),
+    LogPattern("forced", LOG_FORCED, "forced acceptance is on", _CONFIG),
+)
+
+
+def draft_len(num_speculative_tokens: Any) -> DraftLen:
+    """``k = --num-speculative-tokens`` (its default is 1 when absent)."""
+    k = int_flag(num_speculative_tokens, FLAG_K)
+    if k is None:
+        return DraftLen(DEFAULT_K, f"num-speculative-tokens default ({DEFAULT_K})", chain=True)
+    return DraftLen(units.check_draft_len(k), "num-speculative-tokens", chain=True)
+
+
+def spec_flags(method: str, k: int, *, draft_model: str | None = None) -> list[str]:
+    """Launch flags for draft length ``k``.
+
+    Raises:
+        UsageError: an unknown method, or ``k > 4`` for ``mtp``/``eagle3`` (ATOM refuses it).
+    """
+    if method not in METHODS:
+        raise UsageError(f"unknown ATOM {FLAG_METHOD} {method!r}", hint="one of " + ", ".join(METHODS))
+    k = units.check_draft_len(k)
+    PROFILE.check_k(method, k)
+    flags = [FLAG_METHOD, method, FLAG_K, str(k)]
+    if draft_model:
+        flags += [FLAG_DRAFT_MODEL, draft_model]
+    return flags
+
+
+def synthetic_settings(al: float, k: int) -> dict[str, Any]:
+    """``{"--spec-decode-acceptance-length": "4.05"}``."""
+    al = units.check_al(al, k)
+    return {LENGTH_FLAG: format_value(al)}
+
+
+def simulator_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
+    """The flags a :mod:`simulators.atom` sampler stands for."""
+    length = sampler.resolve_al(al, k)
+    out: dict[str, Any] = {FLAG_K: str(k)}
+    if sampler.rate is not None:
+        out[RATE_FLAG] = units.format_number(sampler.rate)
+    else:
+        out[LENGTH_FLAG] = units.format_number(length)
+    return out
+
+
+def shell_value(settings: Mapping[str, Any], k: int, curve_method: str | None) -> str:
+    """The flags and values, for ``... $GOLDEN_AL_ATOM_ARGS``."""
+    return " ".join(f"{flag} {value}" for flag, value in settings.items())
+
+
+def server_args(req: LaunchRequest) -> list[str]:
+    """``-m atom.entrypoints.openai_server`` and its flags (ATOM's ``--port`` is its internal engine port)."""
+    method = (req.algorithm or "mtp").lower()
+    if method not in METHODS:
+        raise UsageError(f"unknown ATOM {FLAG_METHOD} {method!r}", hint="one of " + ", ".join(METHODS))
+    return ["-m", LAUNCH_MODULE, "--model", req.target, "--host", req.host, FLAG_SERVER_PORT, str(req.port),
+            "-tp", str(req.tp), *spec_flags(method, req.draft_len, draft_model=req.draft)]
+
+
+# ----------------------------------------------------------------- counts
+def _distribution(dist: Any, where: str) -> list[Count]:
+    if not isinstance(dist, Mapping):
+        raise DistributionError(f"{where}: {STATS_DISTRIBUTION} must be a {{accepted: steps}} object, got {dist!r}")
+    out: dict[int, Count] = {}
+    for key, value in dist.items():
+        try:
+            j = int(key)
+        except (TypeError, ValueError):
+            raise DistributionError(f"{where}: {STATS_DISTRIBUTION} key {key!r} is not an integer") from None
+        if j < 0:
+            raise DistributionError(f"{where}: {STATS_DISTRIBUTION} key {key!r} is negative")
+        out[j] = as_count(value, f"{where}: {STATS_DISTRIBUTION}[{key!r}]")
+    size = max(out) + 1 if out else 1
+    return [out.get(j, 0) for j in range(size)]
+
+
+def counts_from_mtp_stats(stats: Mapping[str, Any], *, k: int | None = None) -> AcceptanceCounts:
+    """Counts from ``GET /debug/mtp_stats`` JSON (cumulative since server start).
+
+    Mirrors ``llm_engine.py`` ``get_mtp_statistics`` (summed over DP ranks):
+    ``distribution`` ``{accepted draft tokens: steps}`` (JSON keys are strings; only values
+    seen appear), ``total_draft_tokens`` (every step is charged K, ``scheduler.py``
+    ``SpecStats.update``) and ``total_accepted_tokens``. For one run use
+    :func:`mtp_stats_delta` on snapshots taken before and after it.
+
+    Args:
+        k: ``--num-speculative-tokens``; inferred as drafted / steps when omitted.
+    """
+    src = "atom-mtp-stats"
+    if stats.get(STATS_ENABLED) is False:
+        raise DistributionError(
+            f"{src}: enabled=false: the server runs without speculative decoding",
+            hint=f"start ATOM with {FLAG_METHOD} {'|'.join(METHODS)} {FLAG_K} K",
+        )
+    missing = [key for key in (STATS_DISTRIBUTION, STATS_DRAFT_TOKENS, STATS_ACCEPTED) if key not in stats]
+    if missing:
+        raise DistributionError(f"{src}: missing {missing} in {sorted(stats)}", hint=f"is this {MTP_STATS_PATH}?")
+    hist = _distribution(stats[STATS_DISTRIBUTION], src)
+    steps = float(sum(hist))
+    drafted = as_count(stats[STATS_DRAFT_TOKENS], f"{src}: {STATS_DRAFT_TOKENS}")
+    if k is None:
+        if steps == 0:
+            raise DistributionError(f"{src}: no steps recorded, so k cannot be inferred", hint="pass k")
+        ratio = float(drafted) / steps
+        if abs(ratio - round(ratio)) > 1e-9 or round(ratio) < 1:
+            raise DistributionError(
+                f"{src}: {STATS_DRAFT_TOKENS}={format_count(drafted)} is not a whole multiple of the "
+                f"{format_count(steps)} steps",
+                hint=f"ATOM charges K draft tokens per step; pass k={FLAG_K}",
+            )
+        k = round(ratio)
+    k = units.check_draft_len(k)
+    if not counts_close(drafted, k * steps):
+        raise DistributionError(
+            f"{src}: {STATS_DRAFT_TOKENS}={format_count(drafted)} but k*steps={k}*{format_count(steps)}"
+            f"={format_count(k * steps)}",
+            hint="ATOM charges K draft tokens to every step; is k right, and are the fields from one snapshot?",
+        )
+    acc = as_count(stats[STATS_ACCEPTED], f"{src}: {STATS_ACCEPTED}")
+    weighted = float(np.dot(np.arange(len(hist)), hist))
+    if not counts_close(weighted, acc):
+        raise DistributionError(
+            f"{src}: {STATS_DISTRIBUTION} {hist} holds {format_count(weighted)} accepted drafts (sum of j*steps_j) "
+            f"but {STATS_ACCEPTED}={format_count(acc)}",
+            hint=f"keys of {STATS_DISTRIBUTION} are accepted DRAFT tokens per step (bonus excluded)",
+        )
+    return from_histogram(hist, k=k, num_draft_tokens=drafted, source=src, field_names=_FIELD_NAMES)
+
+
+def mtp_stats_delta(before: Mapping[str, Any], after: Mapping[str, Any], *,
+                    k: int | None = None) -> AcceptanceCounts:
+    """Counts of one run from two ``/debug/mtp_stats`` snapshots (ATOM has no reset endpoint).
+
+    Raises:
+        CounterWentBackwardsError: if any count decreased (the server restarted).
+    """
+    src = "atom-mtp-stats"
+    picked = []
+    for snap, label in ((before, "before"), (after, "after")):
+        if snap.get(STATS_ENABLED) is False:
+            raise DistributionError(f"{src} ({label}): enabled=false: speculative decoding is off")
+        try:
+            picked.append({
+                STATS_DISTRIBUTION: dict(enumerate(_distribution(snap[STATS_DISTRIBUTION], f"{src} ({label})"))),
+                STATS_DRAFT_TOKENS: snap[STATS_DRAFT_TOKENS],
+                STATS_ACCEPTED: snap[STATS_ACCEPTED],
+            })
+        except KeyError as exc:
+            raise DistributionError(f"{src} ({label}): missing {exc.args[0]!r}",
+                                    hint=f"is this {MTP_STATS_PATH}?") from None
+    d = delta(picked[0], picked[1], name=src)
+    return counts_from_mtp_stats(d, k=k)
+
+
+PROFILE = EngineProfile(
+    name="atom",
+    display_name="ATOM",
+    algorithms=METHODS,
+    draft_len_rules=(DraftLenRule("*", f"k = {FLAG_K} (default {DEFAULT_K})", True, _ARGS),),
+    synthetic_knobs=(
+        SyntheticKnob(LENGTH_FLAG, "flag", "al", source=_ARGS),
+        SyntheticKnob(RATE_FLAG, "flag", "rate", source=_ARGS),
+    ),
+    synthetic_settings=synthetic_settings,
+    spec_flags=spec_flags,
+    launch_command=("-m", LAUNCH_MODULE),
+    metrics=(
+        Metric(METRIC_DRAFT_TOKENS, "counter", "drafted tokens (K per step)", source=_METRICS),
+        Metric(METRIC_ACCEPTED, "counter", "accepted draft tokens", source=_METRICS),
+        Metric(METRIC_DECODE_STEPS, "counter", "decode steps by accepted drafts", (ACCEPTED_LABEL,), _METRICS),
+        Metric(METRIC_AVG_TOKENS_PER_FORWARD, "gauge", "1 + accepted / steps", source=_METRICS),
+    ),
+    response_fields={
+        "num_accepted_drafts": ResponseField("accepted drafts", (STATS_ACCEPTED,), MTP_STATS_PATH, _ENGINE),
+        "num_draft_tokens": ResponseField("drafted tokens", (STATS_DRAFT_TOKENS,), MTP_STATS_PATH, _ENGINE),
+        "histogram": ResponseField("steps by accepted drafts", (STATS_DISTRIBUTION,), MTP_STATS_PATH, _ENGINE),
+        "reported_al": ResponseField("tokens per forward", (STATS_AVG_TOKENS,), MTP_STATS_PATH, _ENGINE),
+    },
+    log_patterns=LOG_PATTERNS,
+    server_info_fields={"length": LENGTH_KEY, "rate": RATE_KEY},
+    limits=(
+        Limit("num_speculative_tokens", SEQUENTIAL_METHODS, MAX_SEQUENTIAL_K,
+              f"sequential drafters (mtp, eagle3) accept {FLAG_K} 1..{MAX_SEQUENTIAL_K} "
+              "(Config.__post_init__ raises ValueError above)", _CONFIG),
+    ),
+    sources=(_ARGS, _CONFIG, _ENGINE, _SCHEDULER, _SERVER, _METRICS),
+    simulator_settings=simulator_settings,
+    shell_variable=SHELL_VARIABLE,
+    shell_value=shell_value,
+    curve_methods=CURVE_METHODS,
+    server_args=server_args,
+    reserved_flags=("--model", FLAG_SERVER_PORT, "--host", "--tensor-parallel-size", "-tp", FLAG_METHOD,
+                    FLAG_K, FLAG_DRAFT_MODEL, "--served-model-name"),
+    env_prefixes=("ATOM_",),
+)

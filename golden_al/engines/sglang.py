@@ -1,0 +1,529 @@
+"""SGLang: everything golden-al knows about it, in one place.
+
+Upstream (sgl-project/sglang, 0.5.23 unless noted):
+
+* ``python/sglang/srt/environ.py``: the simulate-acceptance environment variables, read
+  once at import (so they must be in the server's launch environment).
+* ``python/sglang/srt/arg_groups/speculative_hook.py``: how the draft length follows
+  from ``--speculative-algorithm`` and its flags (:func:`draft_len`).
+* ``python/sglang/srt/speculative/spec_utils.py``: the simulated sampler
+  (reproduced in :mod:`simulators.sglang`).
+* ``python/sglang/srt/managers/tokenizer_manager.py`` ``_calculate_spec_decoding_metrics``
+  and ``schedule_batch.py`` ``Req.update_spec_correct_drafts_histogram``: the per-request
+  ``meta_info`` fields (:func:`counts_from_meta_info`), with the 0.5.15.post1 and older
+  aliases.
+* ``python/sglang/srt/managers/scheduler_components/metrics_reporter.py``: the
+  ``Decode batch`` log line; ``python/sglang/srt/observability/metrics_collector.py``: the metrics.
+* ``python/sglang/srt/entrypoints/http_server.py``: ``GET /server_info``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from distributions import units
+from distributions.counts import (
+    AcceptanceCounts,
+    Count,
+    as_count,
+    counts_close,
+    format_count,
+    from_histogram,
+)
+from distributions.errors import DistributionError
+from golden_al.engines._values import format_value, int_flag
+from golden_al.engines.profile import (
+    Caveat,
+    DraftLen,
+    DraftLenRule,
+    EngineProfile,
+    LaunchRequest,
+    LogPattern,
+    Metric,
+    ResponseField,
+    Source,
+    SyntheticKnob,
+)
+from golden_al.errors import UsageError
+
+__all__ = [
+    "ALGORITHMS",
+    "ENV_LEN",
+    "ENV_METHOD",
+    "ENV_TOKEN_MODE",
+    "LEGACY_ENV_LEN",
+    "LEGACY_ENV_METHOD",
+    "PROFILE",
+    "biased_al",
+    "counts_from_meta_info",
+    "draft_len",
+    "draft_len_from_server_info",
+    "max_len",
+    "normalize_algorithm",
+    "spec_flags",
+    "synthetic_settings",
+]
+
+VERSION = "0.5.23"
+_REPO = "sgl-project/sglang"
+_ENVIRON = Source(_REPO, "python/sglang/srt/environ.py", VERSION)
+_HOOK = Source(_REPO, "python/sglang/srt/arg_groups/speculative_hook.py", VERSION)
+_TOKENIZER = Source(_REPO, "python/sglang/srt/managers/tokenizer_manager.py", VERSION)
+_REPORTER = Source(_REPO, "python/sglang/srt/managers/scheduler_components/metrics_reporter.py", VERSION)
+_COLLECTOR = Source(_REPO, "python/sglang/srt/observability/metrics_collector.py", VERSION)
+_HTTP = Source(_REPO, "python/sglang/srt/entrypoints/http_server.py", VERSION)
+_SPEC_UTILS = Source(_REPO, "python/sglang/srt/speculative/spec_utils.py", VERSION)
+
+# ----------------------------------------------------------------- synthetic acceptance
+ENV_LEN = "SGLANG_SIMULATE_ACC_LEN"
+ENV_METHOD = "SGLANG_SIMULATE_ACC_METHOD"
+ENV_TOKEN_MODE = "SGLANG_SIMULATE_ACC_TOKEN_MODE"
+#: Older SGLang read these un-prefixed names; 0.5.23 no longer aliases them.
+LEGACY_ENV_LEN = "SIMULATE_ACC_LEN"
+LEGACY_ENV_METHOD = "SIMULATE_ACC_METHOD"
+#: Prefixes of every simulate-acceptance variable, current and legacy.
+ENV_PREFIXES: tuple[str, ...] = ("SGLANG_SIMULATE_", "SIMULATE_ACC_")
+#: DSPARK refuses a simulated length unless the verify planner is verify-all.
+ENV_RAGGED_VERIFY = "SGLANG_RAGGED_VERIFY_MODE"
+METHODS: tuple[str, ...] = ("match-expected", "multinomial")
+TOKEN_MODES: tuple[str, ...] = ("fixed", "real-draft-token")
+DEFAULT_METHOD = "match-expected"
+DEFAULT_TOKEN_MODE = "real-draft-token"
+
+# ----------------------------------------------------------------- launch flags
+FLAG_ALGORITHM = "--speculative-algorithm"
+FLAG_NUM_STEPS = "--speculative-num-steps"
+FLAG_EAGLE_TOPK = "--speculative-eagle-topk"
+FLAG_NUM_DRAFT_TOKENS = "--speculative-num-draft-tokens"
+FLAG_DFLASH_BLOCK = "--speculative-dflash-block-size"
+FLAG_DSPARK_BLOCK = "--speculative-dspark-block-size"
+FLAG_DRAFT_MODEL = "--speculative-draft-model-path"
+#: The draft-length flags, without the leading dashes, in the order messages show them.
+DRAFT_FLAGS: tuple[str, ...] = tuple(f[2:] for f in (FLAG_NUM_STEPS, FLAG_EAGLE_TOPK, FLAG_NUM_DRAFT_TOKENS,
+                                                     FLAG_DFLASH_BLOCK, FLAG_DSPARK_BLOCK))
+#: Every speculative flag a recipe may override (plus the short ``speculative-algo`` spelling).
+SPEC_FLAGS: tuple[str, ...] = ("speculative-algorithm", "speculative-algo", *DRAFT_FLAGS,
+                               FLAG_DRAFT_MODEL[2:])
+LAUNCH_MODULE = "sglang.launch_server"
+
+#: ``--speculative-algorithm`` values (upper-cased by SGLang) and their family.
+ALGORITHMS: dict[str, str] = {
+    "EAGLE": "eagle",
+    "EAGLE3": "eagle",
+    "NEXTN": "eagle",
+    "STANDALONE": "eagle",
+    "FROZEN_KV_MTP": "eagle",
+    "UNO": "eagle",
+    "DFLASH": "dflash",
+    "DSPARK": "dspark",
+    "NGRAM": "ngram",
+}
+
+# ----------------------------------------------------------------- per-request fields
+META_VERIFY = "spec_verify_ct"
+#: ``meta_info`` aliases, newest first.
+META_HISTOGRAM_KEYS: tuple[str, ...] = ("spec_correct_drafts_histogram", "spec_accept_histogram")
+META_HISTOGRAM_OLDEST = "spec_acceptance_histogram"  # tokenizer_manager before 0.5
+META_ACCEPTED_KEYS: tuple[str, ...] = ("spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num")
+META_PROPOSED_KEYS: tuple[str, ...] = ("spec_num_proposed_drafts", "spec_proposed_drafts", "spec_draft_token_num")
+META_ACCEPT_LENGTH = "spec_accept_length"
+META_DETAILS = "spec_tokens_details"  # sglext.spec_tokens_details on the OpenAI endpoints
+META_INFO = "meta_info"
+
+_FIELD_NAMES = {
+    "num_verify_steps": META_VERIFY,
+    "num_accepted_drafts": META_ACCEPTED_KEYS[0],
+    "num_draft_tokens": META_PROPOSED_KEYS[0],
+    "histogram": META_HISTOGRAM_KEYS[0],
+}
+
+# ----------------------------------------------------------------- metrics
+METRIC_VERIFY_CALLS = "sglang:spec_verify_calls_total"
+METRIC_GENERATION_TOKENS = "sglang:generation_tokens_total"
+METRIC_NUM_REQUESTS = "sglang:num_requests_total"
+METRIC_ACCEPT_LENGTH = "sglang:spec_accept_length"
+METRIC_ACCEPT_RATE = "sglang:spec_accept_rate"
+
+# ----------------------------------------------------------------- server info
+#: ``GET /server_info`` (``/get_server_info`` before 0.5): the server args it returns.
+SERVER_INFO_PATHS: tuple[str, ...] = ("/server_info", "/get_server_info")
+SERVER_INFO_FIELDS: dict[str, str] = {
+    "algorithm": "speculative_algorithm",
+    "num_steps": "speculative_num_steps",
+    "eagle_topk": "speculative_eagle_topk",
+    "num_draft_tokens": "speculative_num_draft_tokens",
+    "dflash_block_size": "speculative_dflash_block_size",
+    "dspark_block_size": "speculative_dspark_block_size",
+    "draft_model": "speculative_draft_model_path",
+    "served_model_name": "served_model_name",
+    "model_path": "model_path",
+    "tp_size": "tp_size",
+}
+
+# ----------------------------------------------------------------- log line
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
+_INT = r"\d+"
+LOG_PATTERNS: tuple[LogPattern, ...] = (
+    LogPattern("decode-head",
+               rf"Decode batch(?: \[(?P<iter>{_INT})\])?[.,] #running-req: (?P<running>{_INT}), (?P<body>.*)$",
+               '"Decode batch{iter_msg}, #running-req: {n}, " (0.5.15.post1 / 0.5.23; older: "Decode batch. ")',
+               _REPORTER, marker='Decode batch'),
+    LogPattern("accept", rf"(?:^|, )accept len: (?P<len>{_NUM})(?:, accept rate: (?P<rate>{_NUM}))?(?=,|$)",
+               '"accept len: {spec_accept_length:.2f}, accept rate: {spec_accept_rate:.2f}"', _REPORTER),
+    LogPattern("cap", rf"(?:^|, )cap len: (?P<v>{_NUM})(?=,|$)", '"cap len: {spec_cap_length:.2f}"', _REPORTER),
+    LogPattern("block-accept", rf"(?:^|, )block accept len: (?P<v>{_NUM})(?=,|$)",
+               '"block accept len: {spec_block_accept_length:.2f}"', _REPORTER),
+    LogPattern("dspark-estimate", rf"est uncap acc len: (?P<mid>{_NUM}) \[(?P<lo>{_NUM}), (?P<hi>{_NUM})\]",
+               'DSpark "est uncap acc len: {mid:.2f} [{lo:.2f}, {hi:.2f}]"', _REPORTER),
+    LogPattern("tail",
+               rf"(?:(?P<graph_kind>cuda|cpu|npu|musa) graph: (?P<graph>True|False), )?"
+               rf"gen throughput \(token/s\): (?P<gen>{_NUM}), #queue-req: (?P<queue>{_INT})",
+               '"{cuda|cpu|npu|musa} graph: {bool}, gen throughput (token/s): {x:.2f}, #queue-req: {n}"', _REPORTER),
+    LogPattern("pd-decode",
+               rf"(?:^|, )(?P<key>pre-allocated usage|#prealloc-req|#transfer-req|#host-receive-req|#retracted-req): "
+               rf"(?P<v>{_NUM})(?=,|$)",
+               "PD-decode parts (pre-allocated usage, #prealloc-req, #transfer-req, #retracted-req)", _REPORTER),
+    LogPattern("token-usage", rf"(?P<key>[#A-Za-z][A-Za-z #_-]*?): (?P<v>{_NUM})(?=,|$)",
+               '"{key}: {value}" pairs before "accept len" (pool_stats_observer.py)', _REPORTER),
+    LogPattern("dp-rank", r"\bDP(?P<dp>\d+)\b", "the data-parallel rank prefix", _REPORTER),
+)
+
+
+# ----------------------------------------------------------------- draft length
+def normalize_algorithm(algorithm: str) -> str:
+    """Upper-case an SGLang ``--speculative-algorithm`` value and check it is known."""
+    name = str(algorithm).strip().upper().replace("-", "_")
+    if name not in ALGORITHMS:
+        raise UsageError(
+            f"unknown SGLang speculative algorithm {algorithm!r}",
+            hint="one of " + ", ".join(a.lower() for a in ALGORITHMS),
+        )
+    return name
+
+
+def draft_len(
+    algorithm: str,
+    *,
+    num_steps: Any = None,
+    eagle_topk: Any = None,
+    num_draft_tokens: Any = None,
+    dflash_block_size: Any = None,
+    dspark_block_size: Any = None,
+) -> DraftLen:
+    """Draft length ``k`` from SGLang's flags (``speculative_hook.py``).
+
+    * EAGLE/EAGLE3/NEXTN/STANDALONE: ``k = speculative_num_steps`` (topk 1 forces
+      ``num_draft_tokens = steps + 1``; topk > 1 is a tree of depth ``steps``).
+    * DFLASH: ``k = num_draft_tokens - 1`` (== ``dflash_block_size - 1``; block 8 holds
+      the verified token plus 7 drafts).
+    * DSPARK: ``k = dspark_block_size`` (gamma); ``num_draft_tokens`` is forced to gamma+1.
+    * NGRAM: ``k = num_draft_tokens - 1``.
+
+    Raises:
+        UsageError: when the flags are contradictory or do not determine ``k`` (SGLang
+            would then pick a value from the checkpoint or its own defaults).
+    """
+    algo = normalize_algorithm(algorithm)
+    family = ALGORITHMS[algo]
+    steps = int_flag(num_steps, FLAG_NUM_STEPS[2:])
+    topk = int_flag(eagle_topk, FLAG_EAGLE_TOPK[2:])
+    ndt = int_flag(num_draft_tokens, FLAG_NUM_DRAFT_TOKENS[2:])
+    dfb = int_flag(dflash_block_size, FLAG_DFLASH_BLOCK[2:])
+    dsb = int_flag(dspark_block_size, FLAG_DSPARK_BLOCK[2:])
+    if family == "eagle":
+        if steps is None:
+            raise UsageError(
+                f"SGLang {algo} without {FLAG_NUM_STEPS}: SGLang auto-chooses the draft length",
+                hint=f"pin {FLAG_NUM_STEPS} K (with {FLAG_EAGLE_TOPK} 1)",
+            )
+        if steps < 1:
+            raise UsageError(f"{FLAG_NUM_STEPS[2:]} must be >= 1, got {steps}")
+        # With topk 1 SGLang silently adjusts num_draft_tokens to steps + 1.
+        return DraftLen(steps, FLAG_NUM_STEPS[2:], chain=topk in (None, 1))
+    if family == "dflash":
+        if dfb is not None and ndt is not None and dfb != ndt:
+            raise UsageError(
+                f"DFLASH block size {dfb} != num-draft-tokens {ndt}: SGLang rejects this",
+                hint=f"{FLAG_DFLASH_BLOCK} is an alias of {FLAG_NUM_DRAFT_TOKENS}",
+            )
+        block = ndt if ndt is not None else dfb
+        if block is None:
+            raise UsageError(
+                f"SGLang DFLASH without {FLAG_NUM_DRAFT_TOKENS}: the block size comes from the checkpoint",
+                hint=f"pin {FLAG_NUM_DRAFT_TOKENS} K+1",
+            )
+        if block < 2:
+            raise UsageError(f"DFLASH block size must be >= 2, got {block}")
+        rule = "num-draft-tokens - 1" if ndt is not None else "dflash-block-size - 1"
+        return DraftLen(block - 1, rule, chain=True)
+    if family == "dspark":
+        if dsb is not None:
+            if ndt is not None and ndt != dsb + 1:
+                raise UsageError(
+                    f"DSPARK block size {dsb} needs num-draft-tokens {dsb + 1}, got {ndt}: SGLang rejects this"
+                )
+            return DraftLen(dsb, "dspark-block-size", chain=True)
+        if ndt is not None:
+            return DraftLen(ndt - 1, "num-draft-tokens - 1", chain=True)
+        raise UsageError(
+            f"SGLang DSPARK without {FLAG_DSPARK_BLOCK}: gamma comes from the checkpoint (default 7)",
+            hint=f"pin {FLAG_DSPARK_BLOCK} K",
+        )
+    if ndt is None:
+        raise UsageError(f"SGLang NGRAM needs {FLAG_NUM_DRAFT_TOKENS} to fix the draft length")
+    return DraftLen(ndt - 1, "num-draft-tokens - 1", chain=False)
+
+
+def draft_len_from_flags(algorithm: str, flags: Mapping[str, Any]) -> DraftLen:
+    """:func:`draft_len` from a mapping of flag names without dashes (``speculative-num-steps``)."""
+    return draft_len(algorithm, num_steps=flags.get(FLAG_NUM_STEPS[2:]), eagle_topk=flags.get(FLAG_EAGLE_TOPK[2:]),
+                     num_draft_tokens=flags.get(FLAG_NUM_DRAFT_TOKENS[2:]),
+                     dflash_block_size=flags.get(FLAG_DFLASH_BLOCK[2:]),
+                     dspark_block_size=flags.get(FLAG_DSPARK_BLOCK[2:]))
+
+
+def draft_len_from_server_info(info: Mapping[str, Any]) -> DraftLen:
+    """:func:`draft_len` from a ``GET /server_info`` body (its ``speculative_*`` args)."""
+    f = SERVER_INFO_FIELDS
+    return draft_len(str(info.get(f["algorithm"])), num_steps=info.get(f["num_steps"]),
+                     eagle_topk=info.get(f["eagle_topk"]), num_draft_tokens=info.get(f["num_draft_tokens"]),
+                     dflash_block_size=info.get(f["dflash_block_size"]),
+                     dspark_block_size=info.get(f["dspark_block_size"]))
+
+
+def max_len(algorithm: str, k: int) -> int:
+    """The simulator clamp ``max_len`` for draft length ``k`` (always ``k + 1``).
+
+    EAGLE family ``steps + 1``; DFLASH ``block_size``; DSPARK ``gamma + 1``; NGRAM
+    ``num_draft_tokens``: with the draft-length rules above each is ``k + 1``.
+    """
+    normalize_algorithm(algorithm)
+    return units.check_draft_len(k) + 1
+
+
+def spec_flags(algorithm: str, k: int) -> list[str]:
+    """The launch flags that ask for draft length ``k`` (chain, topk 1)."""
+    algo = normalize_algorithm(algorithm)
+    k = units.check_draft_len(k)
+    family = ALGORITHMS[algo]
+    base = [FLAG_ALGORITHM, algo]
+    if family == "eagle":
+        return [*base, FLAG_NUM_STEPS, str(k), FLAG_EAGLE_TOPK, "1", FLAG_NUM_DRAFT_TOKENS, str(k + 1)]
+    if family == "dspark":
+        return [*base, FLAG_DSPARK_BLOCK, str(k)]
+    return [*base, FLAG_NUM_DRAFT_TOKENS, str(k + 1)]
+
+
+def synthetic_settings(al: float, k: int, *, method: str = DEFAULT_METHOD,
+                       token_mode: str = DEFAULT_TOKEN_MODE) -> dict[str, Any]:
+    """``{SGLANG_SIMULATE_ACC_LEN: "4.05", _METHOD: "match-expected", _TOKEN_MODE: "real-draft-token"}``."""
+    al = units.check_al(al, k)
+    if method not in METHODS:
+        raise UsageError(f"unknown SGLang method {method!r}", hint=" or ".join(METHODS))
+    if token_mode not in TOKEN_MODES:
+        raise UsageError(f"unknown SGLang token mode {token_mode!r}", hint=" or ".join(TOKEN_MODES))
+    return {ENV_LEN: format_value(al), ENV_METHOD: method, ENV_TOKEN_MODE: token_mode}
+
+
+def simulator_settings(sampler: Any, al: float, k: int) -> dict[str, Any]:
+    """The env vars and flags a :mod:`simulators.sglang` sampler stands for."""
+    al, k = sampler.check(al, k)
+    out: dict[str, Any] = {ENV_LEN: format_value(al), ENV_METHOD: sampler.method}
+    flags = spec_flags(sampler.algorithm, k)
+    out.update(zip(flags[::2], flags[1::2], strict=True))
+    if ALGORITHMS[normalize_algorithm(sampler.algorithm)] == "dspark":
+        out[FLAG_NUM_DRAFT_TOKENS] = str(k + 1)
+    return out
+
+
+#: Golden-curve method per ``--speculative-algorithm`` (``EAGLE``/``NEXTN`` serve the model's
+#: own head and are resolved by :func:`golden_al.golden.store.curve_method_for`).
+CURVE_METHODS: dict[str, str] = {
+    "EAGLE3": "eagle3", "DFLASH": "dflash", "DSPARK": "dspark", "NGRAM": "ngram",
+    "STANDALONE": "draft-model", "FROZEN_KV_MTP": "mtp",
+}
+
+RESERVED_FLAGS: tuple[str, ...] = (
+    "--model-path", "--model", "--port", "--host", "--tp-size", "--tp",
+    *(f"--{f}" for f in SPEC_FLAGS), "--served-model-name",
+)
+
+
+def server_args(req: LaunchRequest) -> list[str]:
+    """``-m sglang.launch_server`` and its flags for a ``measure --launch`` request."""
+    if not req.algorithm:
+        raise UsageError("SGLang launch needs --algorithm", hint="dflash, eagle, eagle3, nextn, dspark, standalone, ngram")
+    cmd = ["-m", LAUNCH_MODULE, "--model-path", req.target, "--host", req.host, "--port", str(req.port),
+           "--tp-size", str(req.tp)]
+    if req.draft:
+        cmd += [FLAG_DRAFT_MODEL, req.draft]
+    return cmd + spec_flags(req.algorithm, req.draft_len)
+
+
+# ----------------------------------------------------------------- counts
+def _first_key(meta: Mapping[str, Any], keys: Sequence[str], what: str) -> tuple[str | None, Any]:
+    """The value under the first present alias; aliases present together must agree."""
+    found = [(key, meta[key]) for key in keys if key in meta and meta[key] is not None]
+    if not found:
+        return None, None
+    key0, val0 = found[0]
+    for key, val in found[1:]:
+        if val != val0:
+            raise DistributionError(
+                f"sglang-meta-info: {what} aliases disagree: {key0}={val0!r} but {key}={val!r}",
+                hint="SGLang emits the old names as backward-compat copies of the new ones",
+            )
+    return key0, val0
+
+
+def counts_from_meta_info(meta: Mapping[str, Any], *, k: int | None = None) -> AcceptanceCounts:
+    """Counts from one finished request's ``meta_info`` (or ``sglext.spec_tokens_details``).
+
+    * histogram: ``spec_correct_drafts_histogram`` or ``spec_accept_histogram``;
+      index = accepted DRAFT tokens (bonus excluded), one entry per verify step.
+      It grows only as far as the largest value seen, so it is padded to ``k+1``.
+    * verify steps: ``spec_verify_ct`` (decode steps only; prefill is not counted).
+    * accepted: ``spec_num_correct_drafts`` / ``spec_accepted_drafts`` / ``spec_accept_token_num``.
+    * proposed: ``spec_num_proposed_drafts`` / ``spec_proposed_drafts`` / ``spec_draft_token_num``
+      (``spec_verify_ct * (speculative_num_draft_tokens - 1)``).
+
+    AL from these counts (``1 + accepted / spec_verify_ct``) is bias-free; the
+    ``spec_accept_length`` SGLang itself reports is not (see :func:`biased_al`).
+
+    Args:
+        k: draft length (``speculative_num_steps`` for EAGLE-family chains). If
+            omitted it is inferred as proposed / verify steps, which is
+            ``speculative_num_draft_tokens - 1`` (the tree size, not its depth,
+            when ``speculative_eagle_topk > 1``).
+    """
+    src = "sglang-meta-info"
+    if META_DETAILS in meta and isinstance(meta[META_DETAILS], Mapping):
+        meta = meta[META_DETAILS]
+    _, hist_raw = _first_key(meta, META_HISTOGRAM_KEYS, "histogram")
+    _, acc_raw = _first_key(meta, META_ACCEPTED_KEYS, "accepted-drafts")
+    _, prop_raw = _first_key(meta, META_PROPOSED_KEYS, "proposed-drafts")
+    verify_raw = meta.get(META_VERIFY)
+    if verify_raw is None and hist_raw is None:
+        raise DistributionError(
+            f"{src}: neither {META_VERIFY} nor a histogram in {META_INFO} keys {sorted(meta)}",
+            hint="speculative decoding is off, or the request has not finished (meta_info is filled at finish)",
+        )
+    verify = None if verify_raw is None else as_count(verify_raw, f"{src}: {META_VERIFY}")
+    proposed = None if prop_raw is None else as_count(prop_raw, f"{src}: {META_PROPOSED_KEYS[0]}")
+    if k is None:
+        if proposed is not None and verify:
+            ratio = float(proposed) / float(verify)
+            if abs(ratio - round(ratio)) > 1e-9 or round(ratio) < 1:
+                raise DistributionError(
+                    f"{src}: cannot infer k: proposed/verify = {format_count(proposed)}/{format_count(verify)} "
+                    "is not a whole number",
+                    hint="pass k=speculative_num_steps",
+                )
+            k = round(ratio)
+        else:
+            raise DistributionError(
+                f"{src}: the draft length k is unknown and cannot be inferred from {META_INFO}",
+                hint="pass k=speculative_num_steps (the histogram only grows as far as the largest value seen)",
+            )
+    k = units.check_draft_len(k)
+    if hist_raw is None and verify == 0:
+        hist_raw = [0]  # older SGLang omits an empty histogram
+    if hist_raw is None:  # totals only: AL is known, the pmf is not
+        assert verify is not None  # checked above: one of the two is present
+        if acc_raw is None:
+            raise DistributionError(f"{src}: no histogram and no accepted-draft count in {sorted(meta)}")
+        return AcceptanceCounts(k=k, num_verify_steps=verify, num_accepted_drafts=acc_raw,
+                                num_draft_tokens=proposed, source=src, field_names=_FIELD_NAMES)
+    counts = from_histogram(hist_raw, k=k, num_draft_tokens=proposed, source=src, field_names=_FIELD_NAMES)
+    if verify is not None and not counts_close(verify, counts.num_verify_steps):
+        raise DistributionError(
+            f"{src}: {META_VERIFY}={format_count(verify)} but the histogram {list(hist_raw)} counts "
+            f"{format_count(counts.num_verify_steps)} steps",
+            hint="SGLang adds one histogram entry per verify step; were the fields taken from different requests?",
+        )
+    if acc_raw is not None and not counts_close(as_count(acc_raw, f"{src}: accepted"), counts.num_accepted_drafts):
+        raise DistributionError(
+            f"{src}: accepted drafts={acc_raw!r} but the histogram {list(hist_raw)} holds "
+            f"{format_count(counts.num_accepted_drafts)} (sum of j*h[j])",
+            hint="index j of the histogram is the number of accepted DRAFT tokens (bonus excluded)",
+        )
+    return counts
+
+
+def biased_al(completion_tokens: Count, spec_verify_ct: Count) -> float:
+    """SGLang's own per-request ``spec_accept_length = completion_tokens / spec_verify_ct``.
+
+    This is biased and exists so callers can show the difference:
+    ``completion_tokens`` includes the first token, produced by prefill, which
+    is not a verify step, so for a request whose last step was not cut short
+    ``completion_tokens = 1 + sum(L)`` and the value is ``AL + 1 / spec_verify_ct``
+    (about 1/steps too high; 0.01 at 100 steps). Prometheus
+    ``generation_tokens_total / spec_verify_calls_total`` has the same bias. The
+    bias-free AL comes from the histogram: :func:`counts_from_meta_info` ``.al``.
+    """
+    completion = as_count(completion_tokens, "completion_tokens")
+    verify = as_count(spec_verify_ct, META_VERIFY)
+    if verify == 0:
+        raise DistributionError(
+            f"{META_ACCEPT_LENGTH} is undefined: {META_VERIFY} = 0",
+            hint="the request produced no decode step with drafts",
+        )
+    return float(completion) / float(verify)
+
+
+# ----------------------------------------------------------------- the profile
+PROFILE = EngineProfile(
+    name="sglang",
+    display_name="SGLang",
+    algorithms=tuple(a.lower() for a in ALGORITHMS),
+    draft_len_rules=(
+        *(DraftLenRule(a, f"k = {FLAG_NUM_STEPS} (topk > 1: a tree of that depth)", True, _HOOK)
+          for a in ALGORITHMS if ALGORITHMS[a] == "eagle"),
+        DraftLenRule("DFLASH", f"k = {FLAG_NUM_DRAFT_TOKENS} - 1 (= {FLAG_DFLASH_BLOCK} - 1)", True, _HOOK),
+        DraftLenRule("DSPARK", f"k = {FLAG_DSPARK_BLOCK} (gamma)", True, _HOOK),
+        DraftLenRule("NGRAM", f"k = {FLAG_NUM_DRAFT_TOKENS} - 1", False, _HOOK),
+    ),
+    synthetic_knobs=(
+        SyntheticKnob(ENV_LEN, "env", "al", aliases=(LEGACY_ENV_LEN,), source=_ENVIRON),
+        SyntheticKnob(ENV_METHOD, "env", "choice", role="companion", choices=METHODS,
+                      required_value=DEFAULT_METHOD, aliases=(LEGACY_ENV_METHOD,), source=_ENVIRON),
+        SyntheticKnob(ENV_TOKEN_MODE, "env", "choice", role="companion", choices=TOKEN_MODES,
+                      required_value=DEFAULT_TOKEN_MODE, source=_ENVIRON),
+    ),
+    synthetic_settings=synthetic_settings,
+    spec_flags=spec_flags,
+    launch_command=("-m", LAUNCH_MODULE),
+    metrics=(
+        Metric(METRIC_VERIFY_CALLS, "counter", "verify steps (batch-level calls)", source=_COLLECTOR),
+        Metric(METRIC_GENERATION_TOKENS, "counter", "generated tokens, prefill token included", source=_COLLECTOR),
+        Metric(METRIC_NUM_REQUESTS, "counter", "finished requests", source=_COLLECTOR),
+        Metric(METRIC_ACCEPT_LENGTH, "gauge", "accept length of the last interval (biased)", source=_COLLECTOR),
+        Metric(METRIC_ACCEPT_RATE, "gauge", "accept rate of the last interval", source=_COLLECTOR),
+    ),
+    response_fields={
+        "num_verify_steps": ResponseField("verify steps", (META_VERIFY,), META_INFO, _TOKENIZER),
+        "num_accepted_drafts": ResponseField("accepted drafts", META_ACCEPTED_KEYS, META_INFO, _TOKENIZER),
+        "num_draft_tokens": ResponseField("proposed drafts", META_PROPOSED_KEYS, META_INFO, _TOKENIZER),
+        "histogram": ResponseField("steps by accepted drafts", (*META_HISTOGRAM_KEYS, META_HISTOGRAM_OLDEST),
+                                   META_INFO, _TOKENIZER),
+        "reported_al": ResponseField("completion_tokens / spec_verify_ct (biased)", (META_ACCEPT_LENGTH,),
+                                     META_INFO, _TOKENIZER),
+    },
+    log_patterns=LOG_PATTERNS,
+    server_info_fields=SERVER_INFO_FIELDS,
+    caveats=(
+        Caveat("SGLang draws ONE length per verify step for the whole batch: concurrent requests are perfectly "
+               "correlated", ("simulate",), _SPEC_UTILS),
+        Caveat(f"DSPARK refuses a simulated length other than 1.0 unless {ENV_RAGGED_VERIFY}=static",
+               ("dspark",), _SPEC_UTILS),
+        Caveat(f"DFLASH honours {ENV_LEN} only from 0.5.23 (absent in 0.5.15.post1)", ("dflash",), _SPEC_UTILS),
+        Caveat(f"{ENV_LEN} is read once at import: set it in the server's launch environment", (), _ENVIRON),
+    ),
+    sources=(_ENVIRON, _HOOK, _SPEC_UTILS, _TOKENIZER, _REPORTER, _COLLECTOR, _HTTP),
+    simulator_settings=simulator_settings,
+    curve_methods=CURVE_METHODS,
+    server_args=server_args,
+    reserved_flags=RESERVED_FLAGS,
+    env_prefixes=("SGLANG_", *ENV_PREFIXES[1:]),
+)

@@ -1,0 +1,152 @@
+"""TensorRT-LLM: everything golden-al knows about it, in one place.
+
+Upstream (NVIDIA/TensorRT-LLM, index commit 00b6d5a25c30):
+
+* ``tensorrt_llm/_torch/speculative/interface.py``: ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS``
+  (counts draft tokens only, so the value is ``AL - 1``);
+  ``get_force_num_accepted_tokens_float`` (one-model path, fractional values work) and
+  ``get_force_num_accepted_tokens`` (``int()``, two-model path: a fractional value fails
+  and turns forcing off). Reproduced in :mod:`simulators.trtllm`.
+* ``tensorrt_llm/_torch/pyexecutor/sampler.py`` ``TorchSampler._process_draft_tokens_greedy``
+  (``sampler/two_model_spec_dec.py`` ``TwoModelSpecDecHandler`` in later trees): the
+  two-model path applies the forced count only there, i.e. to greedy requests; sampled
+  (rejection-sampling) and tree requests run real acceptance.
+* ``tensorrt_llm/llmapi/llm_args.py``: ``speculative_config`` (``decoding_type``,
+  ``max_draft_len``; ``MTPDecodingConfig`` sets ``max_draft_len`` from
+  ``num_nextn_predict_layers``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from distributions import units
+from golden_al.engines._values import format_value, int_flag
+from golden_al.engines.profile import (
+    Caveat,
+    DraftLen,
+    DraftLenRule,
+    EngineProfile,
+    Source,
+    SyntheticKnob,
+)
+from golden_al.errors import UsageError
+
+__all__ = ["ENV_FORCE", "PROFILE", "draft_len", "synthetic_settings", "two_model_path"]
+
+VERSION = "00b6d5a25c30"
+_REPO = "NVIDIA/TensorRT-LLM"
+_INTERFACE = Source(_REPO, "tensorrt_llm/_torch/speculative/interface.py", VERSION)
+_SAMPLER = Source(_REPO, "tensorrt_llm/_torch/pyexecutor/sampler.py", VERSION)
+_LLM_ARGS = Source(_REPO, "tensorrt_llm/llmapi/llm_args.py", VERSION)
+
+ENV_FORCE = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
+ENV_PREFIXES: tuple[str, ...] = ("TLLM_",)
+#: The recipe key holding the speculative config, and its keys.
+SPEC_CONFIG_KEY = "speculative_config"
+DECODING_TYPE = "decoding_type"
+MAX_DRAFT_LEN = "max_draft_len"
+MTP_LAYERS = "num_nextn_predict_layers"
+ONE_MODEL_KEYS: tuple[str, ...] = ("eagle3_one_model", "mtp_eagle_one_model")
+SPEC_KEYS: tuple[str, ...] = (MAX_DRAFT_LEN, DECODING_TYPE, *ONE_MODEL_KEYS, "speculative_model", MTP_LAYERS)
+#: ``decoding_type`` values (lower-cased, no ``_``/``-``) that always run the two-model path.
+TWO_MODEL_TYPES: tuple[str, ...] = ("drafttarget", "ngram", "draftmodel")
+#: ``decoding_type`` values whose default is the one-model path.
+ONE_MODEL_TYPES: tuple[str, ...] = ("mtp", "eagle3", "eagle", "dflash", "dspark", "pard")
+#: Golden-curve method per ``decoding_type`` (lower-cased).
+CURVE_METHODS: dict[str, str] = {
+    "mtp": "mtp", "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark", "ngram": "ngram",
+    "drafttarget": "draft-model", "draft-target": "draft-model", "pard": "pard", "medusa": "medusa",
+}
+CAVEAT_GREEDY_ONLY = (
+    "TensorRT-LLM's two-model path forces acceptance only for greedy requests "
+    "(TorchSampler._process_draft_tokens_greedy); sampled and tree requests run real acceptance, "
+    "so the forced value does not apply to them"
+)
+CAVEAT_INT_ONLY = (
+    f"the two-model path reads {ENV_FORCE} with int(): a fractional value (or '2.0') fails and silently "
+    "disables forcing"
+)
+
+
+def draft_len(speculative_config: Mapping[str, Any]) -> DraftLen:
+    """``k = speculative_config.max_draft_len``.
+
+    For ``decoding_type: MTP`` TensorRT-LLM sets ``max_draft_len`` to
+    ``num_nextn_predict_layers`` (``llm_args.py``
+    ``MTPDecodingConfig.set_max_total_draft_tokens``), so that key gives k there, with or
+    without ``max_draft_len``.
+    """
+    decoding = str(speculative_config.get(DECODING_TYPE) or "").strip().lower()
+    layers = int_flag(speculative_config.get(MTP_LAYERS), MTP_LAYERS)
+    if decoding == "mtp" and layers is not None:
+        return DraftLen(units.check_draft_len(layers), f"{MTP_LAYERS} (MTP)", chain=True)
+    k = int_flag(speculative_config.get(MAX_DRAFT_LEN), MAX_DRAFT_LEN)
+    if k is None:
+        raise UsageError(f"TensorRT-LLM {SPEC_CONFIG_KEY} has no {MAX_DRAFT_LEN}",
+                         hint=f"set {MAX_DRAFT_LEN} (MTP: {MTP_LAYERS})")
+    return DraftLen(units.check_draft_len(k), MAX_DRAFT_LEN, chain=True)
+
+
+def two_model_path(speculative_config: Mapping[str, Any]) -> bool | None:
+    """Whether the config runs the two-model path (True), the one-model path (False), or unknown (None).
+
+    ``DraftTarget``/``NGram`` always run two-model; Eagle3/MTP-Eagle follow
+    ``eagle3_one_model``/``mtp_eagle_one_model``; MTP, Eagle3, DFlash, DSpark and PARD
+    default to one-model.
+    """
+    dtype = str(speculative_config.get(DECODING_TYPE, "")).lower().replace("_", "").replace("-", "")
+    one_model = next((speculative_config[key] for key in ONE_MODEL_KEYS if key in speculative_config), None)
+    if dtype in TWO_MODEL_TYPES:
+        return True
+    if one_model is not None:
+        return str(one_model).strip().lower() in ("false", "0", "no")
+    if dtype in ONE_MODEL_TYPES:
+        return False
+    return None
+
+
+def synthetic_settings(al: float, k: int) -> dict[str, Any]:
+    """``{"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": "3.05"}`` (AL - 1).
+
+    Raises:
+        UsageError: AL 1.0, whose value 0 means "off".
+    """
+    al = units.check_al(al, k)
+    forced = units.drafts_from_al(al)
+    if forced == 0.0:
+        raise UsageError("TensorRT-LLM cannot force AL 1.0: its value would be 0, which disables forcing")
+    return {ENV_FORCE: format_value(forced)}
+
+
+def simulator_settings(sampler: Any, al: float, k: int) -> dict[str, Any]:
+    """The env var a :mod:`simulators.trtllm` sampler stands for, and how its path reads it."""
+    from simulators.trtllm import parse_one_model, parse_two_model, trtllm_env_value
+
+    al, k = sampler.check(al, k)
+    env = trtllm_env_value(al)
+    read = parse_one_model(env) if sampler.path == "one-model" else parse_two_model(env)
+    return {ENV_FORCE: env, "value_as_read": read, "path": sampler.path, MAX_DRAFT_LEN: k}
+
+
+PROFILE = EngineProfile(
+    name="trtllm",
+    display_name="TensorRT-LLM",
+    algorithms=("MTP", "Eagle3", "Eagle", "DFlash", "DSpark", "NGram", "DraftTarget", "PARD"),
+    draft_len_rules=(
+        DraftLenRule("MTP", f"k = {MTP_LAYERS} (or {MAX_DRAFT_LEN})", True, _LLM_ARGS),
+        DraftLenRule("*", f"k = {SPEC_CONFIG_KEY}.{MAX_DRAFT_LEN}", True, _LLM_ARGS),
+    ),
+    synthetic_knobs=(SyntheticKnob(ENV_FORCE, "env", "al-1", source=_INTERFACE),),
+    synthetic_settings=synthetic_settings,
+    caveats=(
+        Caveat(CAVEAT_GREEDY_ONLY, ("two-model", "simulate", "env", "check"), _SAMPLER),
+        Caveat(CAVEAT_INT_ONLY, ("two-model", "env", "check", "inject"), _INTERFACE),
+        Caveat(f"{ENV_FORCE}=0 means off: AL 1.0 cannot be forced", (), _INTERFACE),
+    ),
+    sources=(_INTERFACE, _SAMPLER, _LLM_ARGS),
+    simulator_settings=simulator_settings,
+    curve_methods=CURVE_METHODS,
+    env_prefixes=ENV_PREFIXES,
+)

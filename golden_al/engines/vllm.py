@@ -1,0 +1,441 @@
+"""vLLM: everything golden-al knows about it, in one place.
+
+Upstream (vllm-project/vllm, 0.33.0 unless noted):
+
+* ``vllm/config/speculative.py``: ``--speculative-config`` keys, the draft length
+  (``num_speculative_tokens``) and the synthetic rejection sampler's knobs
+  (``rejection_sample_method``, ``synthetic_acceptance_length``/``_rates``), reproduced in
+  :mod:`simulators.vllm`.
+* ``vllm/v1/spec_decode/metrics.py`` ``SpecDecodingProm`` and ``SpecDecodingLogging``: the
+  Prometheus counters and the ``SpecDecoding metrics:`` log line.
+* ``vllm/v1/metrics/stats.py`` ``RequestSpecDecodeMetrics.to_dict``: the per-request
+  ``metrics.speculative_decoding`` object (``--per-request-spec-decode-metrics``).
+* ``vllm/entrypoints/openai/api_server.py``: the server and its ``non-default args`` log line.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from distributions import units
+from distributions.counts import (
+    AcceptanceCounts,
+    Count,
+    as_count,
+    as_counts,
+    counts_close,
+    fit_length,
+    format_count,
+    from_histogram,
+    position_counts,
+)
+from distributions.errors import DistributionError
+from golden_al.engines._values import format_value, int_flag, json_object
+from golden_al.engines.profile import (
+    DraftLen,
+    DraftLenRule,
+    EngineProfile,
+    LaunchRequest,
+    LogPattern,
+    Metric,
+    ResponseField,
+    Source,
+    SyntheticKnob,
+)
+from golden_al.errors import UsageError
+
+__all__ = [
+    "LENGTH_KEY",
+    "METHOD_KEY",
+    "PROFILE",
+    "RATES_KEY",
+    "counts_from_counters",
+    "counts_from_prometheus",
+    "counts_from_request_metrics",
+    "draft_len",
+    "speculative_config",
+    "synthetic_settings",
+]
+
+VERSION = "0.33.0"
+_REPO = "vllm-project/vllm"
+_CONFIG = Source(_REPO, "vllm/config/speculative.py", VERSION)
+_METRICS = Source(_REPO, "vllm/v1/spec_decode/metrics.py", VERSION)
+_STATS = Source(_REPO, "vllm/v1/metrics/stats.py", VERSION)
+_SERVER = Source(_REPO, "vllm/entrypoints/openai/api_server.py", VERSION)
+
+# ----------------------------------------------------------------- --speculative-config
+FLAG_SPEC_CONFIG = "--speculative-config"
+SPEC_CONFIG_FLAGS: tuple[str, ...] = (FLAG_SPEC_CONFIG, "--speculative_config", "-sc")
+#: The key of the recipe/server-args dict that holds the speculative config.
+SPEC_CONFIG_KEY = "speculative_config"
+K_KEY = "num_speculative_tokens"
+METHOD_KEY = "rejection_sample_method"
+LENGTH_KEY = "synthetic_acceptance_length"
+RATES_KEY = "synthetic_acceptance_rates"
+#: PR #38045's older MRV2 key (geometric decay), superseded by :data:`RATES_KEY`.
+LEGACY_RATE_KEY = "synthetic_acceptance_rate"
+SYNTHETIC_METHOD = "synthetic"
+FLAG_PER_REQUEST_METRICS = "--per-request-spec-decode-metrics"
+PER_REQUEST_LEVELS: tuple[str, ...] = ("summary", "detailed")
+LAUNCH_MODULE = "vllm.entrypoints.openai.api_server"
+#: ``golden-al env`` shell/dotenv variable holding a whole ``--speculative-config``.
+SHELL_VARIABLE = "GOLDEN_AL_VLLM_SPECULATIVE_CONFIG"
+#: ``--speculative-config`` methods that take a separate draft checkpoint.
+DRAFT_METHODS: tuple[str, ...] = ("draft_model", "eagle", "eagle3", "dflash", "medusa", "mlp_speculator")
+#: ``golden-al env --method`` (curve method) -> ``method`` key value.
+ENV_METHOD_NAMES: dict[str, str] = {"mtp": "mtp", "eagle": "eagle", "eagle3": "eagle3", "dflash": "dflash",
+                                    "dspark": "dspark", "ngram": "ngram", "draft-model": "draft_model",
+                                    "medusa": "medusa", "suffix": "suffix"}
+#: Golden-curve method per ``method`` (every ``*_mtp`` also maps to ``mtp``).
+CURVE_METHODS: dict[str, str] = {
+    "mtp": "mtp", "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark", "ngram": "ngram",
+    "ngram-gpu": "ngram", "draft-model": "draft-model", "medusa": "medusa", "suffix": "suffix", "pard": "pard",
+}
+
+# ----------------------------------------------------------------- metrics
+METRIC_DRAFTS = "vllm:spec_decode_num_drafts_total"
+METRIC_DRAFT_TOKENS = "vllm:spec_decode_num_draft_tokens_total"
+METRIC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
+METRIC_ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+METRIC_PREFIX = "vllm:spec_decode_"
+POSITION_LABEL = "position"
+#: Counter family names (samples carry ``_total``), by our field name.
+COUNTER_NAMES: dict[str, str] = {
+    "num_drafts": METRIC_DRAFTS.removesuffix("_total"),
+    "num_draft_tokens": METRIC_DRAFT_TOKENS.removesuffix("_total"),
+    "num_accepted_tokens": METRIC_ACCEPTED.removesuffix("_total"),
+    "accepted_per_position": METRIC_ACCEPTED_PER_POS.removesuffix("_total"),
+}
+
+# ----------------------------------------------------------------- per-request metrics
+REQUEST_METRICS = "metrics"
+REQUEST_SPEC = "speculative_decoding"
+REQ_HISTOGRAM = "acceptance_histogram"
+REQ_STEPS = "num_spec_steps"
+REQ_ACCEPTED = "num_accepted_draft_tokens"
+REQ_DRAFT_TOKENS = "num_draft_tokens"
+REQ_K = "num_spec_tokens"
+REQ_PER_STEP = "per_step_accepted"
+REQ_MEAN_AL = "mean_acceptance_length"
+
+_COUNTER_FIELDS = {
+    "num_verify_steps": "num_drafts",
+    "num_accepted_drafts": "num_accepted_tokens",
+    "num_draft_tokens": "num_draft_tokens",
+    "per_position_accepted": "accepted-per-position counters",
+}
+_REQUEST_FIELDS = {
+    "num_verify_steps": REQ_STEPS,
+    "num_accepted_drafts": REQ_ACCEPTED,
+    "num_draft_tokens": REQ_DRAFT_TOKENS,
+    "histogram": REQ_HISTOGRAM,
+}
+
+# ----------------------------------------------------------------- server / log
+#: vLLM logs its non-default args at startup; the dict holds ``speculative_config``.
+LOG_NON_DEFAULT_ARGS = r"non-default args: (\{.*\})\s*$"
+#: The repr of a config with the synthetic sampler on, as the startup log prints it.
+LOG_SYNTHETIC_REPR = r"rejection_sample_method\s*=\s*'synthetic'"
+#: ``/server_info`` exists only with this set (dev mode).
+ENV_DEV_MODE = "VLLM_SERVER_DEV_MODE"
+_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
+_INT = r"\d+"
+LOG_PATTERNS: tuple[LogPattern, ...] = (
+    LogPattern("spec-head", r"SpecDecoding metrics: (?P<body>.*)$",
+               '"SpecDecoding metrics: " then the fields below, in this order (0.33.0 / 0.32.0)', _METRICS, marker='SpecDecoding metrics'),
+    LogPattern("mean-al", rf"(?:^|, )Mean acceptance length: (?P<v>{_NUM})(?=,|$)",
+               '"Mean acceptance length: %.2f"', _METRICS),
+    LogPattern("accepted-throughput", rf"(?:^|, )Accepted throughput: (?P<v>{_NUM}) tokens/s",
+               '"Accepted throughput: %.2f tokens/s"', _METRICS),
+    LogPattern("drafted-throughput", rf"(?:^|, )Drafted throughput: (?P<v>{_NUM}) tokens/s",
+               '"Drafted throughput: %.2f tokens/s"', _METRICS),
+    LogPattern("accepted", rf"(?:^|, )Accepted: (?P<v>{_INT}) tokens", '"Accepted: %d tokens"', _METRICS),
+    LogPattern("drafted", rf"(?:^|, )Drafted: (?P<v>{_INT}) tokens", '"Drafted: %d tokens"', _METRICS),
+    LogPattern("per-position", rf"(?:^|, )Per-position acceptance rate: (?P<v>(?:{_NUM})(?:, (?:{_NUM}))*)",
+               '"Per-position acceptance rate: %s" (", ".join of "%.3f")', _METRICS),
+    LogPattern("rate", rf"(?:^|, )(?:Avg )?Draft acceptance rate: (?P<v>{_NUM})%",
+               '"Avg Draft acceptance rate: %.1f%%" (older V1: "Draft acceptance rate")', _METRICS),
+    LogPattern("non-default-args", LOG_NON_DEFAULT_ARGS, "startup args that differ from defaults", _SERVER),
+    LogPattern("synthetic-repr", LOG_SYNTHETIC_REPR, "the speculative config with the synthetic sampler",
+               _CONFIG),
+)
+
+
+# ----------------------------------------------------------------- draft length / settings
+def draft_len(speculative_config: Mapping[str, Any] | str) -> DraftLen:
+    """``k = num_speculative_tokens`` from ``--speculative-config`` (dict or JSON)."""
+    cfg = json_object(speculative_config, FLAG_SPEC_CONFIG)
+    k = int_flag(cfg.get(K_KEY), K_KEY)
+    if k is None:
+        raise UsageError(f"{FLAG_SPEC_CONFIG} has no {K_KEY}",
+                         hint=f'e.g. {{"method": "mtp", "{K_KEY}": 3}}')
+    return DraftLen(units.check_draft_len(k), K_KEY, chain=True)
+
+
+def speculative_config(k: int, *, method: str | None = None, model: str | None = None,
+                       extra: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A ``--speculative-config`` dict asking for draft length ``k``."""
+    cfg: dict[str, Any] = {}
+    if method:
+        cfg["method"] = method
+    if model:
+        cfg["model"] = model
+    cfg[K_KEY] = units.check_draft_len(k)
+    cfg.update(extra or {})
+    return cfg
+
+
+def synthetic_settings(al: float, k: int) -> dict[str, Any]:
+    """``{"rejection_sample_method": "synthetic", "synthetic_acceptance_length": 4.05}``.
+
+    Keys to merge into ``--speculative-config``.
+    """
+    al = units.check_al(al, k)
+    return {METHOD_KEY: SYNTHETIC_METHOD, LENGTH_KEY: float(format_value(al))}
+
+
+def simulator_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
+    """The ``--speculative-config`` a :mod:`simulators.vllm` sampler stands for."""
+    k = units.check_draft_len(k)
+    spec: dict[str, Any] = {K_KEY: k, METHOD_KEY: SYNTHETIC_METHOD}
+    if sampler.rates is not None:
+        spec[RATES_KEY] = sampler.unconditional_rates(al, k).tolist()
+    else:
+        spec[LENGTH_KEY] = units.check_al(al, k) if al is not None else None
+    return {FLAG_SPEC_CONFIG: spec}
+
+
+def shell_value(settings: Mapping[str, Any], k: int, curve_method: str | None) -> str:
+    """A whole ``--speculative-config`` JSON (k, ``method`` when known, the synthetic keys)."""
+    method = ENV_METHOD_NAMES.get(curve_method) if curve_method else None
+    return json.dumps(speculative_config(k, method=method, extra=settings), separators=(",", ":"))
+
+
+def method_for_launch(algorithm: str | None, draft: str | None) -> str:
+    """The speculative method of a launch: the given one, else ``draft_model`` with a draft."""
+    if algorithm:
+        return algorithm.lower().replace("-", "_")
+    if draft:
+        return "draft_model"
+    raise UsageError("vLLM launch needs --algorithm (e.g. ngram, mtp, eagle3) or --draft",
+                     hint="e.g. --algorithm ngram --speculative-extra "
+                     "'{\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}'")
+
+
+def launch_config(req: LaunchRequest) -> dict[str, Any]:
+    """The ``--speculative-config`` dict of a launch (refuses synthetic keys in the extras)."""
+    method = method_for_launch(req.algorithm, req.draft)
+    if method in DRAFT_METHODS and method != "draft_model" and not req.draft:
+        raise UsageError(f"vLLM method {method} needs a draft checkpoint", hint="pass --draft PATH")
+    cfg = speculative_config(req.draft_len, method=None if method == "draft_model" else method,
+                             model=req.draft if method in DRAFT_METHODS else None, extra=req.speculative_extra)
+    if cfg.get(K_KEY) != req.draft_len:
+        raise UsageError(f"--speculative-extra must not set {K_KEY}; use --draft-len")
+    return cfg
+
+
+def server_args(req: LaunchRequest) -> list[str]:
+    """``-m vllm.entrypoints.openai.api_server`` and its flags for a ``measure --launch`` request."""
+    cmd = ["-m", LAUNCH_MODULE, "--model", req.target, "--host", req.host, "--port", str(req.port),
+           "--tensor-parallel-size", str(req.tp),
+           FLAG_SPEC_CONFIG, json.dumps(launch_config(req), separators=(",", ":"))]
+    if req.per_request_metrics:
+        if req.per_request_metrics not in PER_REQUEST_LEVELS:
+            raise UsageError(f"per-request metrics level must be summary or detailed, got {req.per_request_metrics!r}")
+        cmd += [FLAG_PER_REQUEST_METRICS, req.per_request_metrics]
+    return cmd
+
+
+def find_speculative_config(args: Sequence[str]) -> dict[str, Any] | None:
+    """The JSON of ``--speculative-config`` in an argument list (``--x v`` or ``--x=v``)."""
+    for i, arg in enumerate(args):
+        value: str | None = None
+        for name in SPEC_CONFIG_FLAGS:
+            if arg == name and i + 1 < len(args):
+                value = args[i + 1]
+            elif arg.startswith(name + "="):
+                value = arg.split("=", 1)[1]
+        if value is not None:
+            try:
+                loaded = json.loads(value)
+            except json.JSONDecodeError:
+                return None
+            return loaded if isinstance(loaded, dict) else None
+    return None
+
+
+# ----------------------------------------------------------------- counts
+def counts_from_counters(
+    num_drafts: Count,
+    num_draft_tokens: Count,
+    num_accepted_tokens: Count,
+    accepted_per_position: Sequence[Count] | Mapping[str | int, Count] | None = None,
+    *,
+    k: int | None = None,
+) -> AcceptanceCounts:
+    """Counts from the spec-decode counters (one snapshot, or a delta of two).
+
+    Mirrors ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingProm``): ``num_drafts`` is
+    +1 per request per step with drafts, ``num_accepted_tokens`` excludes the bonus,
+    ``accepted_per_position`` is indexed by ``position`` (``"0".."K-1"``; a list or a
+    ``{position: count}`` dict, summed over the other labels). AL = 1 + accepted / drafts;
+    the unconditional rate at position ``j`` is ``accepted_pos_j / num_drafts``, which
+    fixes the pmf of a chain draft.
+
+    Args:
+        k: draft length; defaults to the number of positions reported.
+
+    Raises:
+        DistributionError: unless ``0 <= accepted <= draft_tokens <= k*drafts``,
+            ``sum(per_position) == accepted`` and the per-position counts are
+            non-increasing (each message explains which law was broken).
+    """
+    src = "vllm-counters"
+    pos = None if accepted_per_position is None else position_counts(accepted_per_position,
+                                                                     f"{src}: accepted-per-position")
+    if k is None:
+        if not pos:
+            raise DistributionError(
+                f"{src}: the draft length k is unknown (no per-position counters given)",
+                hint=f"pass k={K_KEY}",
+            )
+        k = len(pos)
+    k = units.check_draft_len(k)
+    if pos is not None:
+        pos = fit_length(pos, k, f"{src}: accepted-per-position", f"k={k} positions")
+    drafts = as_count(num_drafts, f"{src}: num_drafts")
+    drafted = as_count(num_draft_tokens, f"{src}: num_draft_tokens")
+    if drafted > k * drafts * (1 + 1e-9):
+        raise DistributionError(
+            f"{src}: num_draft_tokens={format_count(drafted)} exceeds k*num_drafts={k}*{format_count(drafts)}"
+            f"={format_count(k * drafts)}",
+            hint=f"a request-step drafts at most k tokens; is k ({K_KEY}) right?",
+        )
+    return AcceptanceCounts(
+        k=k,
+        num_verify_steps=drafts,
+        num_accepted_drafts=num_accepted_tokens,
+        num_draft_tokens=drafted,
+        per_position_accepted=None if pos is None else tuple(pos),
+        source=src,
+        field_names=_COUNTER_FIELDS,
+    )
+
+
+def counts_from_prometheus(values: Mapping[str, Any], *, k: int | None = None) -> AcceptanceCounts:
+    """Counts from counter values keyed by metric name (see :data:`COUNTER_NAMES`).
+
+    ``values`` maps ``vllm:spec_decode_num_drafts`` (with or without ``_total``)
+    etc. to a number already summed over label series, and the per-position
+    family to a list or a ``{position: value}`` dict.
+    """
+    def get(key: str, required: bool = True) -> Any:
+        base = COUNTER_NAMES[key]
+        for name in (base, base + "_total"):
+            if name in values:
+                return values[name]
+        if required:
+            raise DistributionError(
+                f"vllm-counters: metric {base}_total not found among {sorted(values)}",
+                hint=f"is speculative decoding on and --disable-log-stats off? (vLLM {VERSION} metric names)",
+            )
+        return None
+
+    return counts_from_counters(get("num_drafts"), get("num_draft_tokens"), get("num_accepted_tokens"),
+                                get("accepted_per_position", required=False), k=k)
+
+
+def counts_from_request_metrics(metrics: Mapping[str, Any], *, k: int | None = None) -> AcceptanceCounts:
+    """Counts from one response's ``metrics.speculative_decoding``.
+
+    Mirrors ``vllm/v1/metrics/stats.py`` ``RequestSpecDecodeMetrics.to_dict`` (server flag
+    ``--per-request-spec-decode-metrics summary|detailed``): ``acceptance_histogram``
+    (dense, index = accepted drafts, length K+1), ``num_spec_steps`` (= sum of the
+    histogram), ``num_accepted_draft_tokens``, ``num_draft_tokens``, ``num_spec_tokens``
+    (= K) and, at the detailed level, ``per_step_accepted``. Accepts the outer ``metrics``
+    dict too. Reported totals are checked against the histogram.
+    """
+    src = "vllm-request-metrics"
+    if REQUEST_SPEC in metrics and isinstance(metrics[REQUEST_SPEC], Mapping):
+        metrics = metrics[REQUEST_SPEC]
+    if REQ_HISTOGRAM not in metrics:
+        raise DistributionError(
+            f"{src}: no {REQ_HISTOGRAM} in {sorted(metrics)}",
+            hint=f"start vLLM (>= {VERSION}) with {FLAG_PER_REQUEST_METRICS} summary",
+        )
+    hist = as_counts(metrics[REQ_HISTOGRAM], f"{src}: {REQ_HISTOGRAM}")
+    spec_tokens = metrics.get(REQ_K)
+    if spec_tokens is not None:
+        spec_tokens = int(as_count(spec_tokens, f"{src}: {REQ_K}"))
+        if k is not None and int(k) != spec_tokens:
+            raise DistributionError(f"{src}: {REQ_K}={spec_tokens} but k={k} was given")
+    k = k if k is not None else (spec_tokens if spec_tokens is not None else len(hist) - 1)
+    counts = from_histogram(hist, k=k, num_draft_tokens=metrics.get(REQ_DRAFT_TOKENS), source=src,
+                            field_names=_REQUEST_FIELDS)
+    for key, have in ((REQ_STEPS, counts.num_verify_steps), (REQ_ACCEPTED, counts.num_accepted_drafts)):
+        if metrics.get(key) is not None and not counts_close(as_count(metrics[key], f"{src}: {key}"), have):
+            raise DistributionError(
+                f"{src}: {key}={metrics[key]!r} but {REQ_HISTOGRAM} {hist} implies {format_count(have)}",
+                hint=f"index j of {REQ_HISTOGRAM} is the number of accepted draft tokens in a step",
+            )
+    per_step = metrics.get(REQ_PER_STEP)
+    if per_step is not None:
+        steps = as_counts(per_step, f"{src}: {REQ_PER_STEP}")
+        if len(steps) != counts.num_verify_steps or not counts_close(sum(steps), counts.num_accepted_drafts):
+            raise DistributionError(
+                f"{src}: {REQ_PER_STEP} ({len(steps)} steps, {sum(steps)} accepted) disagrees with the "
+                f"histogram ({counts.num_verify_steps} steps, {counts.num_accepted_drafts} accepted)"
+            )
+    return counts
+
+
+# ----------------------------------------------------------------- the profile
+PROFILE = EngineProfile(
+    name="vllm",
+    display_name="vLLM",
+    algorithms=("mtp", "eagle", "eagle3", "dflash", "dspark", "ngram", "draft_model", "medusa", "suffix"),
+    draft_len_rules=(DraftLenRule("*", f"k = {FLAG_SPEC_CONFIG} {K_KEY}", True, _CONFIG),),
+    synthetic_knobs=(
+        SyntheticKnob(METHOD_KEY, "config-key", "choice", role="companion", choices=("standard", SYNTHETIC_METHOD),
+                      required_value=SYNTHETIC_METHOD, source=_CONFIG),
+        SyntheticKnob(LENGTH_KEY, "config-key", "al", source=_CONFIG),
+        SyntheticKnob(RATES_KEY, "config-key", "rates", aliases=(LEGACY_RATE_KEY,), source=_CONFIG),
+    ),
+    synthetic_settings=synthetic_settings,
+    spec_flags=lambda algorithm, k, **kw: [FLAG_SPEC_CONFIG, json.dumps(
+        speculative_config(k, method=algorithm, **kw), separators=(",", ":"))],
+    launch_command=("-m", LAUNCH_MODULE),
+    metrics=(
+        Metric(METRIC_DRAFTS, "counter", "request-steps that carried drafts", source=_METRICS),
+        Metric(METRIC_DRAFT_TOKENS, "counter", "drafted tokens", source=_METRICS),
+        Metric(METRIC_ACCEPTED, "counter", "accepted draft tokens (bonus excluded)", source=_METRICS),
+        Metric(METRIC_ACCEPTED_PER_POS, "counter", "accepted draft tokens by position", (POSITION_LABEL,),
+               _METRICS),
+    ),
+    response_fields={
+        "num_verify_steps": ResponseField("verify steps", (REQ_STEPS,), f"{REQUEST_METRICS}.{REQUEST_SPEC}", _STATS),
+        "num_accepted_drafts": ResponseField("accepted drafts", (REQ_ACCEPTED,), f"{REQUEST_METRICS}.{REQUEST_SPEC}",
+                                             _STATS),
+        "num_draft_tokens": ResponseField("drafted tokens", (REQ_DRAFT_TOKENS,), f"{REQUEST_METRICS}.{REQUEST_SPEC}",
+                                          _STATS),
+        "histogram": ResponseField("steps by accepted drafts", (REQ_HISTOGRAM,), f"{REQUEST_METRICS}.{REQUEST_SPEC}",
+                                   _STATS),
+        "k": ResponseField("draft length", (REQ_K,), f"{REQUEST_METRICS}.{REQUEST_SPEC}", _STATS),
+        "reported_al": ResponseField("mean acceptance length", (REQ_MEAN_AL,), f"{REQUEST_METRICS}.{REQUEST_SPEC}",
+                                     _STATS),
+    },
+    log_patterns=LOG_PATTERNS,
+    server_info_fields={"speculative_config": SPEC_CONFIG_KEY},
+    sources=(_CONFIG, _METRICS, _STATS, _SERVER),
+    simulator_settings=simulator_settings,
+    shell_variable=SHELL_VARIABLE,
+    shell_value=shell_value,
+    curve_methods=CURVE_METHODS,
+    server_args=server_args,
+    reserved_flags=("--model", "--port", "--host", "--tensor-parallel-size", "-tp", *SPEC_CONFIG_FLAGS,
+                    "--served-model-name", FLAG_PER_REQUEST_METRICS),
+    env_prefixes=("VLLM_",),
+)
