@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -44,17 +45,21 @@ __all__ = [
     "ALInterval",
     "BootstrapResult",
     "CountsInterval",
+    "LatticeLaw",
     "RatioStats",
     "SampleSizePlan",
     "al_interval",
     "al_interval_result",
     "al_intervals_batch",
+    "chernoff_half_width",
     "cluster_bootstrap_al",
     "few_clusters_warning",
+    "gaussian_tail_for_sigma",
     "iid_ci_from_counts",
     "mean_tolerance",
     "mean_z_score",
     "plan_sample_size",
+    "printed_interval_law",
     "ratio_stats",
     "requests_needed",
     "se_from_ci",
@@ -640,3 +645,107 @@ def mean_tolerance(variance: float, num_draws: float, z: float = 5.0) -> float:
     if not (variance >= 0 and num_draws > 0 and z > 0):
         raise DistributionError(f"need variance >= 0, num_draws > 0, z > 0, got {variance!r}, {num_draws!r}, {z!r}")
     return float(z) * math.sqrt(float(variance) / float(num_draws))
+
+
+# ---------------------------------------------------------------------------- checking a run (exact tails)
+@dataclass(frozen=True)
+class LatticeLaw:
+    """A discrete law: ``values`` with ``probs`` (the law of one independent unit of evidence)."""
+
+    values: np.ndarray
+    probs: np.ndarray
+
+    def mean(self) -> float:
+        """``E[X]``."""
+        return float(np.dot(self.values, self.probs))
+
+    def var(self) -> float:
+        """``Var[X]``."""
+        m = self.mean()
+        return float(np.dot((self.values - m) ** 2, self.probs))
+
+
+def _power_pmf(probs: np.ndarray, n: int) -> np.ndarray:
+    """pmf of the sum of ``n`` i.i.d. draws with pmf ``probs`` (on 0..len-1), by repeated squaring."""
+    out = np.array([1.0])
+    base = probs
+    while n:
+        if n & 1:
+            out = np.convolve(out, base)
+        n >>= 1
+        if n:
+            base = np.convolve(base, base)
+        out = np.maximum(out, 0.0)
+    return out / out.sum()
+
+
+def printed_interval_law(probs: ArrayLike, steps: int, decimals: int = 2) -> LatticeLaw:
+    """Law of ``f"{mean:.2f}"`` for the mean of ``steps`` i.i.d. draws of ``L`` (``probs[i] = P(L = i + 1)``).
+
+    This is what an SGLang decode line prints as ``accept len`` when the batch size is
+    constant over its ``--decode-log-interval`` steps and one ``L`` is drawn per batch step:
+    ``sum(bs * L) / sum(bs) = S / steps`` lies on a ``1/steps`` grid and is then rounded to
+    ``decimals`` decimals (sgl-project/sglang
+    ``python/sglang/srt/managers/scheduler_components/metrics_reporter.py``, 0.5.23). The
+    rounding is reproduced with Python's own formatting, value by value.
+    """
+    p = np.asarray(probs, dtype=np.float64)
+    if p.ndim != 1 or p.size < 1 or np.any(p < 0) or not math.isclose(float(p.sum()), 1.0, abs_tol=1e-9):
+        raise DistributionError(f"probs must be a pmf over L = 1..k+1, got {probs!r}")
+    if not (isinstance(steps, (int, np.integer)) and steps >= 1):
+        raise DistributionError(f"steps per line must be an integer >= 1, got {steps!r}")
+    return _printed_law(tuple(p.tolist()), int(steps), int(decimals))
+
+
+@functools.lru_cache(maxsize=64)
+def _printed_law(p_tuple: tuple[float, ...], steps: int, decimals: int) -> LatticeLaw:
+    p = np.array(p_tuple)
+    sums = _power_pmf(p, int(steps))  # S - steps, i.e. sum of (L - 1)
+    keep = sums > 1e-300
+    s = np.nonzero(keep)[0] + int(steps)
+    printed = np.array([float(f"{v / steps:.{decimals}f}") for v in s.tolist()])
+    vals, inv = np.unique(printed, return_inverse=True)
+    pr = np.bincount(inv, weights=sums[keep], minlength=vals.size)
+    return LatticeLaw(values=vals, probs=pr / pr.sum())
+
+
+def chernoff_half_width(groups: Sequence[tuple[LatticeLaw, float, float]], tail_probability: float) -> tuple[float, float]:
+    """Thresholds ``(t_low, t_high)`` with ``P(D >= t_high) <= p`` and ``P(D <= -t_low) <= p``.
+
+    ``D = sum_g sum_{units in g} w_g (X_u - E X_u)`` over independent units; ``groups`` holds
+    ``(law of X, weight w_g, number of units in g)``. The bound is Chernoff's,
+    ``P(D >= t) <= exp(K(lam) - lam t)`` with the exact cumulant generating function ``K``
+    of the laws, minimized over a grid of ``lam``: valid for any number of units (one line
+    of a skewed sampler included), and within a few percent of the normal quantile when the
+    units are many (``t -> sqrt(2 ln(1/p)) * se``).
+    """
+    if not 0.0 < tail_probability < 1.0:
+        raise DistributionError(f"tail probability must be in (0, 1), got {tail_probability!r}")
+    var = math.fsum(w * w * n * law.var() for law, w, n in groups)
+    if var <= 0:
+        return 0.0, 0.0
+    se = math.sqrt(var)
+    lams = np.geomspace(1e-3, 1e3, 400) / se
+    log_inv = math.log(1.0 / tail_probability)
+    out = []
+    for sign in (-1.0, 1.0):
+        k_tot = np.zeros_like(lams)
+        for law, w, n in groups:
+            y = sign * w * (law.values - law.mean())
+            e = lams[:, None] * y[None, :]
+            top = e.max(axis=1, keepdims=True)
+            k_tot += n * (top[:, 0] + np.log(np.exp(e - top) @ law.probs))
+        out.append(float(np.min((k_tot + log_inv) / lams)))
+    return out[0], out[1]
+
+
+def gaussian_tail_for_sigma(z: float) -> float:
+    """``exp(-z^2 / 2)``: the one-sided tail whose Chernoff threshold is ``z`` standard errors for normal data.
+
+    With it, a check at ``z`` sigma has the familiar width on long logs, and its false-alarm
+    rate is at most ``2 exp(-z^2/2)`` (6.7e-4 at z = 4) for any log: Chernoff's bound holds
+    at every sample size.
+    """
+    if not (z > 0 and math.isfinite(z)):
+        raise DistributionError(f"z must be > 0, got {z!r}")
+    return math.exp(-0.5 * z * z)

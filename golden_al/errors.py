@@ -6,6 +6,9 @@ The tree::
     +-- UsageError                     bad arguments or option combinations
     +-- InputFileError                 a file that cannot be read or parsed (file, line)
     |   +-- SchemaError                a record or curve that violates its schema
+    |   +-- UnreadableInputError       not read in full: too large, not regular, denied, undecodable, unparsable
+    |   +-- ReadOnlyTargetError        a write would replace a read-only file (no --force)
+    |   +-- CounterSemanticsError      counts that no engine can produce (accepted > drafted, restarts, ...)
     +-- NoGoldenValueError             no committed value for (model, mode, k)
     |   +-- AmbiguousCurveError        several curves match; a method/variant must choose
     +-- ModelError                     a model cannot be found, fetched or loaded
@@ -33,6 +36,7 @@ __all__ = [
     "AmbiguousCurveError",
     "CheckFailedError",
     "CounterResetError",
+    "CounterSemanticsError",
     "EngineError",
     "GoldenALError",
     "HashMismatchError",
@@ -42,9 +46,11 @@ __all__ = [
     "ModelError",
     "NoGoldenValueError",
     "NoVerifyStepsError",
+    "ReadOnlyTargetError",
     "SchemaError",
     "ServerError",
     "SyntheticAcceptanceActiveError",
+    "UnreadableInputError",
     "UsageError",
 ]
 
@@ -88,6 +94,30 @@ class InputFileError(GoldenALError):
 
 class SchemaError(InputFileError):
     """A record or curve file that violates its schema (unknown key, bad value)."""
+
+
+class UnreadableInputError(InputFileError):
+    """A file that was not read and parsed in full; ``reason`` says why.
+
+    Reasons: ``too-large``, ``not-regular`` (FIFO, device, socket, directory),
+    ``permission-denied``, ``not-found``, ``symlink-loop``, ``os-error``,
+    ``not-decodable``, ``nul-byte``, ``parse-error``, ``too-deep``, ``alias-budget``,
+    ``recursive-alias``.
+    """
+
+    def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None,
+                 reason: str = "unreadable", hint: str | None = None) -> None:
+        self.reason = reason
+        self.problem = message
+        super().__init__(message, path=path, line=line, hint=hint)
+
+
+class ReadOnlyTargetError(InputFileError):
+    """A write would replace a read-only file (allowed only with ``--force``)."""
+
+
+class CounterSemanticsError(InputFileError):
+    """Spec-decode counts that violate what every engine guarantees (file, line, values)."""
 
 
 class NoGoldenValueError(GoldenALError):

@@ -1,8 +1,9 @@
 """The measurement record (``measurement.json``) and its per-request JSONL.
 
 One record describes one measured (or derived) cell: target, draft, draft
-length ``k``, thinking mode, sampling, dataset, the AL with a cluster-bootstrap
-95% CI, and the raw counts it rests on. Every engine (the offline reference
+length ``k``, thinking mode, sampling, dataset, the AL with its 95% interval over
+independent clusters (``uncertainty`` says which method and how many), and the raw
+counts it rests on. Every engine (the offline reference
 engine, SGLang, vLLM, ATOM) writes the same record, so ``fit``, ``report`` and
 ``commit`` never care where a number came from.
 
@@ -25,7 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from distributions import units
 from distributions.counts import tidy_count
-from distributions.uncertainty import cluster_bootstrap_al
+from distributions.uncertainty import ALInterval, al_interval_result
 from golden_al.errors import InputFileError, SchemaError
 from golden_al.provenance import atomic_write_text
 
@@ -40,8 +41,11 @@ __all__ = [
     "RequestResult",
     "SamplingInfo",
     "ServerInfo",
+    "Uncertainty",
     "append_request_result",
+    "clusters_from_requests",
     "counts_from_requests",
+    "interval_from_requests",
     "load_record",
     "read_request_results",
     "write_record",
@@ -149,6 +153,26 @@ class CellCounts(_Strict):
     per_position_accepted: list[Count]
 
 
+class Uncertainty(_Strict):
+    """What ``al_ci95`` rests on: ``method``, independent ``clusters``, ``confidence``.
+
+    ``unit`` says what one cluster is (``request``, ``conversation``, ``counter window batch``,
+    ``counter unit``); ``resamples`` and ``seed`` make the interval reproducible.
+    """
+
+    method: str
+    clusters: int = Field(ge=0)
+    confidence: float = Field(gt=0.0, lt=1.0)
+    unit: str | None = None
+    resamples: int | None = Field(default=None, ge=0)
+    seed: int | None = None
+
+    @classmethod
+    def of(cls, interval: ALInterval, unit: str | None) -> Uncertainty:
+        """The block for ``interval`` (:func:`distributions.uncertainty.al_interval_result`)."""
+        return cls(**interval.uncertainty(), unit=unit, resamples=interval.resamples, seed=interval.seed)
+
+
 class MeasurementRecord(_Strict):
     """``measurement.json``: one measured or derived (model, thinking mode, k) cell."""
 
@@ -173,6 +197,8 @@ class MeasurementRecord(_Strict):
     dataset: DatasetInfo
     al: float = Field(ge=1.0)
     al_ci95: tuple[float, float]
+    uncertainty: Uncertainty | None = Field(
+        default=None, description="what al_ci95 rests on (absent in records written before it existed)")
     al_source: str = Field(description="how AL was obtained, e.g. reference-steps, sglang-histogram, vllm-prometheus-delta")
     num_requests: int = Field(ge=0)
     num_verify_steps: Count
@@ -240,17 +266,55 @@ def counts_from_requests(results: Sequence[RequestResult], draft_len: int) -> Ce
     )
 
 
-def bootstrap_ci(results: Sequence[RequestResult], draft_len: int, *, rng: np.random.Generator,
-                 num_resamples: int = 2000) -> tuple[float, tuple[float, float]]:
-    """``(al, (lo, hi))``: AL with a cluster-bootstrap 95% CI over requests at ``draft_len``."""
-    rows = [r for r in results if r.draft_len == draft_len and float(r.num_verify_steps) > 0]
-    boot = cluster_bootstrap_al(
-        [float(r.num_accepted_drafts) for r in rows],
-        [float(r.num_verify_steps) for r in rows],
-        rng=rng,
-        num_resamples=num_resamples,
-    )
-    return boot.al, boot.ci
+def _cluster_unit(rows: Sequence[RequestResult]) -> str:
+    if any(r.extra and "batch" in r.extra for r in rows):
+        return "counter window batch"
+    if any(r.extra and "unit" in r.extra for r in rows):
+        return "counter unit"
+    if any(r.turn is not None for r in rows):
+        return "conversation"
+    return "request"
+
+
+def clusters_from_requests(results: Sequence[RequestResult], draft_len: int, *,
+                           merge_same_prompt: bool = False) -> tuple[list[float], list[float], str]:
+    """Per-cluster ``(accepted, steps)`` totals of one cell, and what one cluster is.
+
+    Each line of ``requests.jsonl`` at ``draft_len`` is one cluster (a request, a counter
+    unit or a batch of counter windows), except that the turns of one conversation (lines
+    with ``turn`` set and the same ``index``) are summed into one, and, with
+    ``merge_same_prompt`` (pooling several records), per-request lines of the same prompt
+    are summed into one: a prompt measured twice is one independent unit, not two.
+    """
+    rows = sorted((r for r in results if r.draft_len == draft_len),
+                  key=lambda q: (q.index, q.turn or 0, q.request_id))
+    unit = _cluster_unit(rows)
+    clusters: dict[tuple[Any, ...], list[float]] = {}
+    for pos, r in enumerate(rows):
+        if merge_same_prompt and unit in ("request", "conversation"):
+            key: tuple[Any, ...] = (r.prompt_hash,)
+        elif r.turn is not None:
+            key = (r.index,)
+        else:
+            key = (r.index, pos)
+        tot = clusters.setdefault(key, [0.0, 0.0])
+        tot[0] += float(r.num_accepted_drafts)
+        tot[1] += float(r.num_verify_steps)
+    return [v[0] for v in clusters.values()], [v[1] for v in clusters.values()], unit
+
+
+def interval_from_requests(results: Sequence[RequestResult], draft_len: int, *, seed: int = 0,
+                           merge_same_prompt: bool = False) -> tuple[ALInterval, str]:
+    """The AL interval of one cell over its independent clusters (:func:`clusters_from_requests`).
+
+    :func:`distributions.uncertainty.al_interval_result`: a function of the multiset of
+    clusters and ``seed``, so the order lines finished in does not change it.
+
+    Raises:
+        DistributionError: no line has a verify step (callers check that first).
+    """
+    acc, steps, unit = clusters_from_requests(results, draft_len, merge_same_prompt=merge_same_prompt)
+    return al_interval_result(acc, steps, seed=seed, draft_len=draft_len), unit
 
 
 # ---------------------------------------------------------------------------- file I/O

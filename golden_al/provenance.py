@@ -3,8 +3,9 @@
 :func:`collect` returns the ``provenance`` block that every record, curve and
 report carries: tool version, git revision (and whether the tree was dirty),
 package versions, host, Python, argv, start and end time. :func:`atomic_write_text`
-writes through a temporary file and ``os.replace`` so a crash never leaves a
-half-written file behind.
+(defined in :mod:`golden_al.safeio`, re-exported here) writes through a temporary file
+and ``os.replace`` so a crash never leaves a half-written file behind, keeping the
+file's mode and any symbolic link.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ import platform
 import socket
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterable
 from importlib import metadata
 from pathlib import Path
 from typing import Any
+
+from golden_al.safeio import atomic_write_bytes, atomic_write_text  # the one atomic writer (re-exported)
 
 __all__ = [
     "TRACKED_PACKAGES",
@@ -133,26 +135,3 @@ def sha256_file(path: str | Path, *, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
-def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` atomically (temp file in the same folder + rename)."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, target)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
-    return target
-
-
-def atomic_write_text(path: str | Path, text: str) -> Path:
-    """Write UTF-8 ``text`` to ``path`` atomically."""
-    return atomic_write_bytes(path, text.encode("utf-8"))

@@ -131,7 +131,7 @@ def plot(rows: list[dict[str, object]], clusters: tuple[int, ...], path: Path) -
     ax_c.legend(fontsize=8, loc="lower right")
     ax_w.axhline(1.0, color="k", lw=0.8)
     ax_w.set(xscale="log", xlabel="clusters (requests)", ylabel="median width / percentile bootstrap's",
-             title="Width relative to the plain percentile cluster bootstrap (median over populations)")
+             title="Median width / percentile bootstrap's (median over populations)")
     ax_w.set_xticks(clusters, [str(n) for n in clusters])
     ax_w.legend(fontsize=8)
     fig.tight_layout()
@@ -143,7 +143,12 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=1000, help="replications per cell (default: 1000)")
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--quick", action="store_true", help="16 and 80 clusters only, no files written")
+    ap.add_argument("--plot-only", action="store_true", help="redraw calibration.png from results.json")
     args = ap.parse_args()
+    if args.plot_only:
+        rows = json.loads((HERE / "results.json").read_text())["rows"]
+        plot(rows, tuple(sorted({int(r["clusters"]) for r in rows})), HERE / "calibration.png")
+        return
     clusters = (16, 80) if args.quick else CLUSTERS
     t0 = time.time()
     rows = run(args.reps, clusters, args.seed)

@@ -25,14 +25,15 @@ __all__ = [
 ]
 
 Verdict = Literal["match", "mismatch", "no-golden", "undetermined", "missing-companion",
-                  "non-agentic-simulation", "unsafe-value"]
+                  "non-agentic-simulation", "unsafe-value", "unreadable"]
 VERDICTS: tuple[str, ...] = ("match", "mismatch", "no-golden", "undetermined", "missing-companion",
-                             "non-agentic-simulation", "unsafe-value")
-#: Verdicts that make ``golden-al check`` exit 1.
+                             "non-agentic-simulation", "unsafe-value", "unreadable")
+#: Verdicts that make ``golden-al check`` exit 1 (``unreadable``: a file that was not read
+#: and parsed in full; see :mod:`golden_al.checks.unreadable`).
 FAILING_VERDICTS: frozenset[str] = frozenset({"mismatch", "missing-companion", "non-agentic-simulation",
-                                              "unsafe-value"})
+                                              "unsafe-value", "unreadable"})
 #: Which verdict a finding gets when several problems apply (highest first).
-SEVERITY: tuple[str, ...] = ("unsafe-value", "missing-companion", "non-agentic-simulation", "mismatch",
+SEVERITY: tuple[str, ...] = ("unreadable", "unsafe-value", "missing-companion", "non-agentic-simulation", "mismatch",
                              "undetermined", "no-golden", "match")
 
 

@@ -19,9 +19,24 @@ that engine and method at (AL, k)) over the number of independent draws:
   count when batch sizes differ between lines, plus the rounding of the printed
   two-decimal value.
 
-The check passes when ``|realized - target| <= Z * standard error`` (``Z`` =
-``--tolerance-sigma``). A sampler whose own mean differs from the target (SGLang's
-``multinomial`` near the bounds) is reported: such a run cannot meet its target.
+The decision rule holds its false-alarm rate at every log length. Its units are
+independent: SGLang decode lines (each the mean of its interval's batch draws, then
+printed to two decimals), or the request-steps / batch steps of the other sources,
+whose counts are integers. For SGLang the law of one line's printed value is computed
+exactly (the interval's batch draws convolved, then rounded with Python's formatting, as
+SGLang prints it: :func:`distributions.uncertainty.printed_interval_law`). With a
+constant batch over an interval that law's mean sits a little off the sampler's (+0.0021
+at AL 4.05 over 40 steps); when the batch changes inside an interval the grid blurs and
+the offset vanishes, so the expected realized AL is taken as the whole range between
+the two. The run passes when the realized AL lies within that range widened by Chernoff
+thresholds (:func:`distributions.uncertainty.chernoff_half_width`) at the one-sided tail
+``exp(-Z^2/2)``, ``Z`` = ``--tolerance-sigma``: on long logs this is ``Z`` standard
+errors, and at any length (one line of a skewed sampler included) a correctly injected
+run fails with probability at most ``2 exp(-Z^2/2)`` (6.7e-4 at the default 4; about
+``2(1 - Phi(Z))`` = 6.3e-5 on long logs). Calibrated by simulation with each engine's
+sampler in ``experiments/check-run-calibration``. A sampler whose own mean differs from
+the target (SGLang's ``multinomial`` near the bounds) is reported: such a run cannot
+meet its target.
 """
 
 from __future__ import annotations
@@ -32,9 +47,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from distributions import units
-from distributions.uncertainty import mean_z_score
-from golden_al.errors import InputFileError, NoVerifyStepsError, UsageError
+from distributions.uncertainty import (
+    LatticeLaw,
+    chernoff_half_width,
+    gaussian_tail_for_sigma,
+    printed_interval_law,
+)
+from golden_al.errors import (
+    CounterSemanticsError,
+    InputFileError,
+    NoVerifyStepsError,
+    UnreadableInputError,
+    UsageError,
+)
 from golden_al.formats import (
     AtomMtpStatsRecord,
     SglangDecodeRecord,
@@ -42,30 +70,45 @@ from golden_al.formats import (
     counters_delta,
     detect_engine,
     order_snapshots,
-    parse_metrics_text,
-    scan_log_text,
     spec_counters,
 )
-from golden_al.formats.prometheus import MetricsSnapshot, SglangSpecCounters, SpecCounters
+from golden_al.formats.logs import read_log_file
+from golden_al.formats.prometheus import (
+    MetricsSnapshot,
+    SglangSpecCounters,
+    SpecCounters,
+    check_same_lifetime,
+    read_metrics_file,
+    validate_counters,
+)
+from golden_al.formats.validate import check_counts
 
 __all__ = [
     "DEFAULT_DECODE_LOG_INTERVAL",
     "DEFAULT_METHODS",
     "DEFAULT_TOLERANCE_SIGMA",
+    "SGLANG_ACCEPT_LEN_DECIMALS",
     "RunCheckResult",
     "RunEvidence",
+    "check_evidence",
     "check_run",
     "evidence_from_files",
+    "false_alarm_bound",
 ]
 
 #: SGLang ``--decode-log-interval`` default (``arg_groups/fields/observability.py``, 0.5.23).
 DEFAULT_DECODE_LOG_INTERVAL = 40
-#: Default tolerance in standard errors (two-sided false-alarm rate ~6e-5 under normality).
+#: Default tolerance in standard errors on long logs; false-alarm rate <= 2 exp(-Z^2/2) = 6.7e-4 at any length.
 DEFAULT_TOLERANCE_SIGMA = 4.0
 #: The sampler each engine uses for the injected knob (simulators registry names).
 DEFAULT_METHODS = {"sglang": "match-expected", "vllm": "synthetic", "atom": "synthetic", "trtllm": "force"}
-#: Rounding of a value printed with ``{:.2f}``: uniform error of width 0.01.
-_ROUND_VAR = 0.01 ** 2 / 12.0
+#: SGLang prints ``accept len`` with ``{:.2f}``.
+SGLANG_ACCEPT_LEN_DECIMALS = 2
+
+
+def false_alarm_bound(tolerance_sigma: float) -> float:
+    """The most often a correctly injected run fails at ``--tolerance-sigma``: ``2 exp(-Z^2/2)``."""
+    return 2.0 * gaussian_tail_for_sigma(tolerance_sigma)
 
 
 @dataclass(frozen=True)
@@ -79,8 +122,10 @@ class RunEvidence:
     independent_draws: float  # batch steps for SGLang, request-steps otherwise
     effective_draws: float  # Kish effective count used for the variance
     lines_used: int
-    extra_variance: float = 0.0  # variance of the realized mean from printed rounding
     notes: tuple[str, ...] = ()
+    #: SGLang decode lines: batch steps per line, and (share of the realized mean, lines) per batch size.
+    steps_per_line: int | None = None
+    line_weights: tuple[tuple[float, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -101,6 +146,9 @@ class RunCheckResult:
     z_score: float
     tolerance_sigma: float
     tolerance: float
+    accept_low: float
+    accept_high: float
+    false_alarm_bound: float
     passed: bool
     verdict: str
     source: str
@@ -113,7 +161,7 @@ class RunCheckResult:
         d = asdict(self)
         d["files"] = list(self.files)
         d["warnings"] = list(self.warnings)
-        for key in ("z_score", "std_error", "tolerance"):
+        for key in ("z_score", "std_error", "tolerance", "accept_low", "accept_high"):
             if isinstance(d[key], float) and not math.isfinite(d[key]):
                 d[key] = str(d[key])
         return d
@@ -129,12 +177,16 @@ def _looks_like_metrics(text: str) -> bool:
         and len(line.split(" ")) == 2 for line in head.splitlines()[:5])
 
 
-def _read(path: str | Path) -> str:
-    p = Path(path)
-    try:
-        return p.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise InputFileError(f"cannot read: {exc.strerror or exc}", path=p) from None
+def _head(path: str | Path) -> str:
+    """The first lines of a file (regular files only: a FIFO or device is refused unopened)."""
+    from golden_al import safeio
+
+    lines = []
+    for n, line in safeio.iter_lines(path):
+        lines.append(line)
+        if n >= 5:
+            break
+    return "\n".join(lines)
 
 
 def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
@@ -156,17 +208,20 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
     logs: list[tuple[str, Any]] = []
     other_engines: dict[str, int] = {}
     for f in files:
-        text = _read(f)
-        if _looks_like_metrics(text):
+        if _looks_like_metrics(_head(f)):
             try:
-                snap = parse_metrics_text(text, source=f)
+                snap = read_metrics_file(f)
+            except CounterSemanticsError:
+                raise
+            except UnreadableInputError:
+                raise
             except InputFileError:
                 snap = None
             if snap is not None and detect_engine(snap) is not None:
                 snapshots.append((snap, spec_counters(snap, engine if detect_engine(snap) == engine else None,
                                                       labels)))
                 continue
-        scan = scan_log_text(text, source=f)
+        scan = read_log_file(f)
         for r in scan.records:
             if r.engine != engine:
                 other_engines[r.engine] = other_engines.get(r.engine, 0) + 1
@@ -177,9 +232,9 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
         if len(snapshots) != 2:
             raise UsageError(f"{len(snapshots)} Prometheus snapshot(s) given; check-run needs exactly two "
                              "(before and after the run)")
-        return _from_snapshots(snapshots, engine, batch_size)
+        return _from_snapshots(snapshots, engine, batch_size, k)
     if engine == "sglang":
-        return _from_sglang(logs, decode_log_interval, other_engines)
+        return _from_sglang(logs, decode_log_interval, other_engines, k)
     if engine == "vllm":
         return _from_vllm(logs, k, other_engines)
     if engine == "atom":
@@ -196,9 +251,14 @@ def _no_lines(what: str, logs: list[tuple[str, Any]], other: dict[str, int]) -> 
                           hint="pass the server log (or the lines extracted from it) of the engine named by --engine")
 
 
-def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, int]) -> RunEvidence:
+def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, int],
+                 k: int | None = None) -> RunEvidence:
     if interval < 1:
         raise UsageError(f"--decode-log-interval must be >= 1, got {interval}")
+    for name, scan in logs:
+        for r in scan.of("sglang"):
+            if isinstance(r, SglangDecodeRecord) and r.accept_len is not None and r.running_req > 0:
+                check_counts(what="SGLang decode line", al=r.accept_len, k=k, path=name, line=r.line_no)
     recs = [r for _, scan in logs for r in scan.of("sglang") if isinstance(r, SglangDecodeRecord)]
     usable = [r for r in recs if r.accept_len is not None and math.isfinite(r.accept_len) and r.running_req > 0]
     if not usable:
@@ -211,7 +271,10 @@ def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, in
     realized = math.fsum(w * r.accept_len for w, r in zip(weights, usable, strict=False)) / total  # type: ignore[operator]
     sum_sq = math.fsum(w * w / interval for w in weights)
     n_eff = total * total / sum_sq
-    extra = _ROUND_VAR * math.fsum(w * w for w in weights) / (total * total)
+    per_batch: dict[int, int] = {}
+    for r in usable:
+        per_batch[r.running_req] = per_batch.get(r.running_req, 0) + 1
+    line_weights = tuple((interval * b / total, n) for b, n in sorted(per_batch.items()))
     notes = [f"{len(usable)} decode line(s) x {interval} batch steps; #running-req "
              f"{min(r.running_req for r in usable)}..{max(r.running_req for r in usable)}"]
     if len(usable) < len(recs):
@@ -221,13 +284,19 @@ def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, in
     notes.append("#running-req is the batch size when the line was written; the interval's own batch sizes "
                  "are not logged")
     return RunEvidence("sglang", "sglang decode log", realized, total, float(interval * len(usable)), n_eff,
-                       len(usable), extra, tuple(notes))
+                       len(usable), tuple(notes), steps_per_line=interval, line_weights=line_weights)
 
 
 def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
     recs = [r for _, scan in logs for r in scan.of("vllm") if isinstance(r, VllmSpecDecodingRecord)]
     if not recs:
         raise _no_lines("vLLM 'SpecDecoding metrics' lines", logs, other)
+    for name, scan in logs:  # now that k is known: AL <= k+1, at most k positions, drafted <= k*drafts
+        for r in scan.of("vllm"):
+            if isinstance(r, VllmSpecDecodingRecord):
+                check_counts(what="vLLM SpecDecoding line", accepted=r.accepted_tokens, drafted=r.drafted_tokens,
+                             k=k, al=r.mean_acceptance_length, per_position=r.per_position_rates or None,
+                             path=name, line=r.line_no)
     accepted = sum(r.accepted_tokens for r in recs)
     drafted = sum(r.drafted_tokens for r in recs)
     notes = [f"{len(recs)} SpecDecoding line(s): Accepted {accepted} / Drafted {drafted} tokens; "
@@ -238,18 +307,22 @@ def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
     steps = drafted / k
     if steps <= 0:
         raise NoVerifyStepsError("the vLLM lines report zero drafted tokens: AL is undefined")
-    if accepted > drafted:
-        raise InputFileError(f"Accepted {accepted} > Drafted {drafted} tokens", path=logs[0][0])
+    check_counts(what="vLLM SpecDecoding lines (totals)", accepted=accepted, drafted=drafted, path=logs[0][0])
     notes.append("vLLM never logs the last partial interval; stop the server >= 11 s after the last request "
                  "for complete totals")
     realized = units.al_from_counts(accepted, steps)
-    return RunEvidence("vllm", "vllm SpecDecoding log", realized, steps, steps, steps, len(recs), 0.0, tuple(notes))
+    return RunEvidence("vllm", "vllm SpecDecoding log", realized, steps, steps, steps, len(recs), tuple(notes))
 
 
 def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
     recs = [r for _, scan in logs for r in scan.of("atom") if isinstance(r, AtomMtpStatsRecord)]
     if not recs:
         raise _no_lines("ATOM '[MTP Stats ...]' lines", logs, other)
+    for name, scan in logs:
+        for r in scan.of("atom"):
+            if isinstance(r, AtomMtpStatsRecord):
+                check_counts(what="ATOM MTP stats line", accepted=r.accepted_tokens, drafted=r.draft_tokens,
+                             drafts=r.draft_tokens / k, k=k, al=r.avg_tokens_per_forward, path=name, line=r.line_no)
     intervals = [r for r in recs if r.kind == "interval"]
     use = intervals or [recs[-1]]
     accepted = sum(r.accepted_tokens for r in use)
@@ -260,19 +333,24 @@ def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
     steps = drafted / k
     if steps <= 0:
         raise NoVerifyStepsError("the ATOM lines report zero steps: AL is undefined")
+    check_counts(what="ATOM MTP stats lines (totals)", accepted=accepted, drafted=drafted, drafts=steps, k=k,
+                 path=logs[0][0])
     note = (f"{len(intervals)} interval line(s)" if intervals else "the last cumulative line (no interval lines)")
     realized = units.al_from_counts(accepted, steps)
-    return RunEvidence("atom", "atom MTP stats log", realized, steps, steps, steps, len(use), 0.0,
+    return RunEvidence("atom", "atom MTP stats log", realized, steps, steps, steps, len(use),
                        (f"{note}: accepted {accepted} / draft tokens {drafted}",))
 
 
 def _from_snapshots(snapshots: list[tuple[MetricsSnapshot, SpecCounters]], engine: str,
-                    batch_size: float | None) -> RunEvidence:
+                    batch_size: float | None, k: int | None = None) -> RunEvidence:
     engines = {c.engine for _, c in snapshots}
     if engines != {engine}:
         raise UsageError(f"the snapshots hold {', '.join(sorted(engines))} counters, but --engine is {engine}")
+    # Never order across server lifetimes: a restart makes "by their counters" meaningless.
+    check_same_lifetime(snapshots[0][0], snapshots[1][0])
     (snap_a, before), (snap_b, after) = order_snapshots(snapshots)
     d = counters_delta(before, after)
+    validate_counters(d, k)
     steps = d.num_verify_steps
     if steps <= 0:
         raise NoVerifyStepsError(f"{snap_a.source} -> {snap_b.source}: zero verify steps between the snapshots",
@@ -287,8 +365,8 @@ def _from_snapshots(snapshots: list[tuple[MetricsSnapshot, SpecCounters]], engin
         if d.num_requests is None:
             notes.append("sglang:num_requests_total is absent: the prefill token of each request is not removed "
                          f"(AL as SGLang reports it, {d.al_as_reported:.4f})")
-        return RunEvidence(engine, "prometheus delta", d.al, steps, draws, draws, 2, 0.0, tuple(notes))
-    return RunEvidence(engine, "prometheus delta", d.al, steps, steps, steps, 2, 0.0, tuple(notes))
+        return RunEvidence(engine, "prometheus delta", d.al, steps, draws, draws, 2, tuple(notes))
+    return RunEvidence(engine, "prometheus delta", d.al, steps, steps, steps, 2, tuple(notes))
 
 
 # ------------------------------------------------------------------------ checking
@@ -305,10 +383,22 @@ def check_run(files: Sequence[str | Path], *, expect_al: float, draft_len: int, 
             outside [1, k+1], a non-positive tolerance).
         InputFileError / NoVerifyStepsError / CounterResetError: unusable input.
     """
-    from simulators.base import get_sampler
-
     if engine not in DEFAULT_METHODS:
         raise UsageError(f"unknown engine {engine!r}", hint="one of " + ", ".join(DEFAULT_METHODS))
+    k = units.check_draft_len(draft_len)
+    units.check_al(expect_al, k)
+    ev = evidence_from_files(files, engine, k, decode_log_interval=decode_log_interval, batch_size=batch_size,
+                             labels=labels)
+    return check_evidence(ev, expect_al=expect_al, draft_len=k, method=method, tolerance_sigma=tolerance_sigma,
+                          files=tuple(str(f) for f in files))
+
+
+def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method: str | None = None,
+                   tolerance_sigma: float = DEFAULT_TOLERANCE_SIGMA, files: tuple[str, ...] = ()) -> RunCheckResult:
+    """The decision rule of :func:`check_run` on evidence already read (see the module docstring)."""
+    from simulators.base import get_sampler
+
+    engine = ev.engine
     k = units.check_draft_len(draft_len)
     al = units.check_al(expect_al, k)
     if not (tolerance_sigma > 0 and math.isfinite(tolerance_sigma)):
@@ -317,16 +407,28 @@ def check_run(files: Sequence[str | Path], *, expect_al: float, draft_len: int, 
     sampler = get_sampler(engine, method)
     pmf = sampler.pmf(al, k)
     s_mean, s_var = float(pmf.mean()), float(pmf.var())
-    ev = evidence_from_files(files, engine, k, decode_log_interval=decode_log_interval, batch_size=batch_size,
-                             labels=labels)
-    var_mean = s_var / ev.effective_draws + ev.extra_variance
-    se = math.sqrt(var_mean)
-    if se > 0:
-        z = mean_z_score(ev.realized_al, al, var_mean * ev.effective_draws, ev.effective_draws)
+    if ev.steps_per_line is not None:
+        # SGLang decode lines: the exact law of one printed line (constant batch over the interval)
+        law = printed_interval_law(pmf.probs, ev.steps_per_line, SGLANG_ACCEPT_LEN_DECIMALS)
+        groups = [(law, w, float(n)) for w, n in ev.line_weights]
+        offset = law.mean() - s_mean
     else:
-        z = 0.0 if abs(ev.realized_al - al) <= 1e-9 else math.copysign(math.inf, ev.realized_al - al)
-    tol = tolerance_sigma * se
-    passed = abs(z) <= tolerance_sigma
+        law = LatticeLaw(values=pmf.support.astype(np.float64), probs=pmf.probs)
+        groups = [(law, 1.0 / ev.effective_draws, float(ev.effective_draws))]
+        offset = 0.0
+    se = math.sqrt(math.fsum(w * w * n * law.var() for law, w, n in groups))
+    t_low, t_high = chernoff_half_width(groups, gaussian_tail_for_sigma(tolerance_sigma))
+    accept_low = al + min(offset, 0.0) - t_low
+    accept_high = al + max(offset, 0.0) + t_high
+    expected_line_mean = al + offset
+    if se > 0:
+        z = (ev.realized_al - expected_line_mean) / se
+    else:
+        z = 0.0 if abs(ev.realized_al - expected_line_mean) <= 1e-9 else math.copysign(
+            math.inf, ev.realized_al - expected_line_mean)
+    slack = 1e-9 * max(1.0, al)
+    passed = accept_low - slack <= ev.realized_al <= accept_high + slack
+    tol = max(al - accept_low, accept_high - al)
     warnings = list(ev.notes)
     if abs(s_mean - al) > 1e-9:
         warnings.append(f"the {engine}/{method} sampler's own mean at AL {al:g}, k={k} is {s_mean:.4f}, not {al:g}: "
@@ -338,6 +440,7 @@ def check_run(files: Sequence[str | Path], *, expect_al: float, draft_len: int, 
         engine=engine, method=method, draft_len=k, expected_al=al, realized_al=ev.realized_al,
         request_steps=ev.request_steps, independent_draws=ev.independent_draws, effective_draws=ev.effective_draws,
         sampler_mean=s_mean, sampler_var=s_var, std_error=se, z_score=z, tolerance_sigma=tolerance_sigma,
-        tolerance=tol, passed=passed, verdict="pass" if passed else "fail", source=ev.source,
-        lines_used=ev.lines_used, files=tuple(str(f) for f in files), warnings=tuple(warnings),
+        tolerance=tol, accept_low=accept_low, accept_high=accept_high,
+        false_alarm_bound=false_alarm_bound(tolerance_sigma), passed=passed, verdict="pass" if passed else "fail", source=ev.source,
+        lines_used=ev.lines_used, files=files, warnings=tuple(warnings),
     )

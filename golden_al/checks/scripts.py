@@ -514,6 +514,7 @@ def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
         pin.draft_model = _clean(flags.get("--draft-model"))
         other = "--spec-decode-acceptance-rate" if knob.endswith("length") else "--spec-decode-acceptance-length"
         pin.spec["both"] = other in flags
+        pin.spec["method_flag"] = "--method" in flags
         pin.spec["dspark_config"] = flags.get("--dspark-config")
         if value is not None:
             pin.spec["decimals"] = len(value.split(".", 1)[1]) if "." in value else 0

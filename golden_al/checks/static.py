@@ -22,9 +22,11 @@ collects every :class:`~golden_al.checks.findings.Pin` (:mod:`~golden_al.checks.
 Thinking mode comes from the strongest setting found (per-request kwargs >
 server/front-end defaults > engine environment defaults > chat-template file name >
 the harness's ``THINKING_MODE``); when nothing says, thinking on is assumed and the
-finding says so. Malformed YAML/JSON gives an ``undetermined`` finding at the line of
-the problem (and one per knob line found by a plain text scan), and the rest of the
-tree is still checked.
+finding says so. A file that cannot be read, decoded or parsed in full (malformed
+YAML/JSON, too large, not a regular file, permission denied, NUL bytes) gives an
+``unreadable`` finding (a failure; :mod:`golden_al.checks.unreadable`) at the line of the
+problem, and one per knob line found by a plain text scan; the rest of the tree is still
+checked.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from typing import Any
 
 from distributions import units
 from distributions.errors import DistributionError
+from golden_al import safeio
 from golden_al.checks.context import has_keyword, parse_number
 from golden_al.checks.findings import (
     FAILING_VERDICTS,
@@ -49,17 +52,19 @@ from golden_al.checks.findings import (
     Pin,
     ThinkingSignal,
 )
+from golden_al.checks.unreadable import unreadable_findings
 from golden_al.engines._values import format_value
-from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UsageError
+from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UnreadableInputError, UsageError
 
-__all__ = ["CheckReport", "check_paths", "evaluate", "iter_candidate_files"]
+__all__ = ["DEFAULT_MAX_FILE_SIZE", "CheckReport", "check_paths", "evaluate", "iter_candidate_files"]
 
 _SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache",
               ".hypothesis", ".ruff_cache", ".eggs", "site-packages"}
 _YAML = (".yaml", ".yml")
 _SHELL = (".sh", ".bash", ".slurm")
 _JSON = (".json",)
-_MAX_BYTES = 8 * 1024 * 1024
+#: Default ``--max-file-size``: a larger file is ``unreadable`` (a failure, never a skip).
+DEFAULT_MAX_FILE_SIZE = safeio.DEFAULT_MAX_BYTES
 
 
 @dataclass
@@ -100,8 +105,27 @@ def _kind(path: Path, head: bytes) -> str | None:
     return None
 
 
+def _head(path: Path) -> bytes | UnreadableInputError:
+    """The first bytes of a regular file (never opening a FIFO or device), or why not."""
+    try:
+        fd = safeio.open_regular(path)
+    except UnreadableInputError as exc:
+        return exc
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            return fh.read(64)
+        except OSError as exc:
+            return UnreadableInputError(f"cannot read: {exc.strerror or exc}", path=path, reason="os-error")
+
+
 def iter_candidate_files(paths: Sequence[str | Path]) -> Iterable[tuple[Path, str]]:
-    """(file, kind) for every YAML/shell/JSON file under ``paths`` (given files always)."""
+    """(file, kind) for every YAML/shell/JSON file under ``paths`` (given files always).
+
+    Fail closed: inside a directory, an entry that is not a regular file or directory (a
+    FIFO, socket, device, or a symbolic link to one, or a dangling link) and a file whose
+    first bytes cannot be read are yielded with kind ``"unreadable"``; nothing but a
+    regular file is ever opened. Symbolic links to directories are not followed.
+    """
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
@@ -109,21 +133,18 @@ def iter_candidate_files(paths: Sequence[str | Path]) -> Iterable[tuple[Path, st
                 dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
                 for name in sorted(filenames):
                     f = Path(dirpath) / name
-                    try:
-                        with f.open("rb") as fh:
-                            head = fh.read(64)
-                    except OSError:
+                    head = _head(f)
+                    if isinstance(head, UnreadableInputError):
+                        yield f, "unreadable"
                         continue
                     kind = _kind(f, head)
                     if kind:
                         yield f, kind
         else:
-            head = b""
-            try:
-                with p.open("rb") as fh:
-                    head = fh.read(64)
-            except OSError:
-                pass
+            head = _head(p)
+            if isinstance(head, UnreadableInputError):
+                yield p, _kind(p, b"") or "unreadable"
+                continue
             yield p, _kind(p, head) or "text"
 
 
@@ -236,6 +257,10 @@ def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
         if v is None:
             problems.append(("unsafe-value", f"{pin.knob}={raw!r} is not a number"))
             return None, problems, notes
+        if pin.spec.get("method_flag") is False:
+            problems.append(("unsafe-value", f"{pin.knob} without --method: ATOM ignores it (speculative decoding, "
+                                             "and with it synthetic acceptance, is off unless --method is given; "
+                                             "atom/config.py _resolve_synthetic_acceptance)"))
         if pin.spec.get("both"):
             problems.append(("unsafe-value", "both --spec-decode-acceptance-length and -rate are set; ATOM rejects "
                                              "the pair (atom/config.py _resolve_synthetic_acceptance)"))
@@ -478,33 +503,36 @@ def _message(pin: Pin, implied: float | None, expected: float | None, golden_tex
 # ------------------------------------------------------------------------ orchestration
 
 
-def _read(path: Path) -> str | None:
-    try:
-        if path.stat().st_size > _MAX_BYTES:
-            return None
-        return path.read_bytes().decode("utf-8", errors="replace")
-    except OSError:
-        return None
+class _Reader:
+    """Reads each file once, bounded; remembers why a file could not be read."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._cache: dict[Path, str | UnreadableInputError] = {}
+        self.raw_text: dict[Path, str] = {}  # text of files that read but do not decode
+
+    def __call__(self, path: Path) -> str | UnreadableInputError:
+        if path not in self._cache:
+            try:
+                data = safeio.read_bytes(path, max_bytes=self.max_bytes)
+            except UnreadableInputError as exc:
+                self._cache[path] = exc
+                return exc
+            try:
+                self._cache[path] = safeio.decode_text(data, path=path)
+            except UnreadableInputError as exc:
+                self._cache[path] = exc
+                self.raw_text[path] = data.decode("utf-8", errors="replace").replace("\x00", "")
+        return self._cache[path]
 
 
-def _malformed(path: str, text: str, error: str, line: int | None) -> list[Finding]:
-    from golden_al.checks.yaml_configs import pin_keyword_lines
+def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem: str | None = None,
+                max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> CheckReport:
+    """Check every file under ``paths`` against ``store`` (a :class:`GoldenStore`).
 
-    out = [Finding(file=path, line=line or 1, engine="unknown", algorithm=None, model=None, thinking=None,
-                   thinking_source="not read", draft_len=None, pinned_value=None, implied_al=None,
-                   expected_al=None, verdict="undetermined",
-                   message=f"{error}" + (f" at line {line}" if line else "") + "; its pinned values cannot be checked")]
-    for ln, snippet in pin_keyword_lines(text):
-        out.append(Finding(file=path, line=ln, engine="unknown", algorithm=None, model=None, thinking=None,
-                           thinking_source="not read", draft_len=None, pinned_value=None, implied_al=None,
-                           expected_al=None, verdict="undetermined",
-                           message=f"a synthetic-acceptance setting in a file that does not parse ({error}): "
-                                   f"{snippet[:160]}"))
-    return out
-
-
-def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem: str | None = None) -> CheckReport:
-    """Check every file under ``paths`` against ``store`` (a :class:`GoldenStore`)."""
+    A file that cannot be read, decoded or parsed in full gives ``unreadable`` findings
+    (:mod:`golden_al.checks.unreadable`); ``max_file_size`` is the byte cap of one file.
+    """
     from golden_al.checks.scripts import extract_shell_pins
     from golden_al.checks.yaml_configs import (
         YamlError,
@@ -515,20 +543,22 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
         recipe_context,
     )
 
+    for p in paths:
+        if not os.path.lexists(p):
+            raise UsageError(f"{p}: no such file or directory")
     report = CheckReport()
+    read = _Reader(max_file_size)
     roots = [Path(p).resolve() for p in paths if Path(p).is_dir()]
     recipe_cache: dict[Path, Any] = {}
     files = list(iter_candidate_files(paths))
-    texts: dict[Path, str] = {}
     docs_cache: dict[Path, Any] = {}
     refs: dict[Path, list[Any]] = {}
     for path, kind in files:  # master configs first: which recipes do they run, for which model
         if kind != "yaml":
             continue
-        text = _read(path)
-        if text is None or "CONFIG_FILE" not in text or "scenarios" not in text:
+        text = read(path)
+        if isinstance(text, UnreadableInputError) or "CONFIG_FILE" not in text or "scenarios" not in text:
             continue
-        texts[path] = text
         try:
             docs_cache[path] = load_yaml_docs(text)
         except YamlError as exc:
@@ -541,25 +571,27 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     def load_recipe(path: Path) -> Any:
         key = path.resolve()
         if key not in recipe_cache:
+            text = read(key)
+            if isinstance(text, UnreadableInputError):
+                recipe_cache[key] = f"unreadable ({text.reason}): {text.problem}"
+                return recipe_cache[key]
             try:
-                text = key.read_text(encoding="utf-8", errors="replace")
                 docs = load_yaml_docs(text)
                 recipe_cache[key] = next((c for d in docs if (c := recipe_context(d, str(path), refs.get(key)))
                                           is not None), None)
             except YamlError as exc:
                 recipe_cache[key] = f"{exc} (line {exc.line})" if exc.line else str(exc)
-            except OSError as exc:
-                recipe_cache[key] = f"cannot read: {exc.strerror or exc}"
         return recipe_cache[key]
 
     for path, kind in files:
         report.files_scanned += 1
         shown = str(path)
-        if not path.exists():
-            raise UsageError(f"{shown}: no such file or directory")
-        text = texts.get(path) or _read(path)
-        if text is None:
-            report.diagnostics.append(f"{shown}: cannot read, or larger than {_MAX_BYTES // (1024 * 1024)} MiB")
+        text = read(path) if kind != "unreadable" else _head(path)
+        if kind == "unreadable" or isinstance(text, (UnreadableInputError, bytes)):
+            err = text if isinstance(text, UnreadableInputError) else UnreadableInputError(
+                "cannot read", path=path, reason="os-error")
+            report.findings.extend(unreadable_findings(shown, err, read.raw_text.get(path)))
+            report.files_with_pins += 1
             continue
         if not has_keyword(text):
             continue
@@ -580,11 +612,17 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
                 report.diagnostics.append(f"{shown}: not a YAML, JSON or shell file; skipped")
                 continue
         except YamlError as exc:
-            report.findings.extend(_malformed(shown, text, str(exc), exc.line))
+            err = UnreadableInputError(str(exc), path=path, line=exc.line, reason="parse-error",
+                                       hint="fix the file; golden-al reads plain YAML/JSON (no tabs in indentation, "
+                                            "no language tags such as !!python/...)")
+            report.findings.extend(unreadable_findings(shown, err, text))
             report.files_with_pins += 1
             continue
-        except (RecursionError, ValueError, IndexError, KeyError, TypeError, DistributionError) as exc:
-            report.findings.extend(_malformed(shown, text, f"cannot analyse ({type(exc).__name__}: {exc})", None))
+        except (RecursionError, ValueError, IndexError, KeyError, TypeError, OverflowError,
+                DistributionError) as exc:
+            err = UnreadableInputError(f"cannot analyse ({type(exc).__name__}: {exc})", path=path,
+                                       reason="parse-error")
+            report.findings.extend(unreadable_findings(shown, err, text))
             report.files_with_pins += 1
             continue
         if pins:

@@ -48,6 +48,8 @@ from golden_al.checks.spec import (
     trtllm_draft,
     vllm_draft,
 )
+from golden_al.errors import UnreadableInputError
+from golden_al.safeio import load_json, load_yaml_documents
 
 __all__ = [
     "MasterRef",
@@ -61,7 +63,6 @@ __all__ = [
     "recipe_contexts",
 ]
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _ROLES = ("aggregated", "prefill", "decode")
 _ENV_KNOBS = ("SGLANG_SIMULATE_ACC_LEN", "SIMULATE_ACC_LEN", TRTLLM_KNOB)
 
@@ -112,25 +113,16 @@ def load_yaml_docs(text: str) -> list[YamlDoc]:
         YamlError: the text is not YAML (message and line of the problem).
     """
     try:
-        loader = _Loader(text)
         docs: list[YamlDoc] = []
-        try:
-            while loader.check_node():
-                node = loader.get_node()
-                if node is None:
-                    break
-                data = loader.construct_document(node)
-                lines: dict[tuple[str, ...], int] = {}
-                _index_lines(node, (), lines)
-                docs.append(YamlDoc(data, lines))
-        finally:
-            loader.dispose()
+        for data, node in load_yaml_documents(text):  # bounded: depth, alias budget, safe tags
+            if node is None:
+                continue
+            lines: dict[tuple[str, ...], int] = {}
+            _index_lines(node, (), lines)
+            docs.append(YamlDoc(data, lines))
         return docs
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
-        line = mark.line + 1 if mark is not None else None
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise YamlError(f"not valid YAML: {problem}", line) from None
+    except UnreadableInputError as exc:
+        raise YamlError(exc.problem, exc.line) from None
     except (RecursionError, ValueError, TypeError) as exc:
         raise YamlError(f"not valid YAML ({type(exc).__name__})", None) from None
 
@@ -797,11 +789,9 @@ def extract_json_pins(text: str, path: str) -> list[Pin]:
         YamlError: the text is not valid JSON.
     """
     try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise YamlError(f"not valid JSON: {exc.msg}", exc.lineno) from None
-    except RecursionError:
-        raise YamlError("not valid JSON (nested too deep)", None) from None
+        data = load_json(text)
+    except UnreadableInputError as exc:
+        raise YamlError(exc.problem, exc.line) from None
     doc = YamlDoc(data, _json_lines(text, data))
     thinking: list[ThinkingSignal] = []
     for p, v in _walk(data):

@@ -25,12 +25,16 @@ __all__ = [
     "add_format_option",
     "add_golden_dir_option",
     "cache_dir",
+    "clusters_text",
+    "escape_control",
     "golden_dir",
     "parse_int_list",
+    "parse_size",
     "print_json",
     "progress",
     "stderr_console",
     "thinking_mode",
+    "warn_few_clusters",
 ]
 
 #: Environment variable overriding the model/data cache (default ``~/.cache/golden-al``).
@@ -110,6 +114,44 @@ def parse_int_list(text: str, *, name: str = "value") -> list[int]:
     return sorted(out)
 
 
+#: C0 and C1 control characters, DEL, and the Unicode bidirectional overrides/isolates
+#: (which can reorder what a terminal or a GitHub annotation shows).
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def escape_control(text: object, *, keep_newlines: bool = False) -> str:
+    """``text`` with every control character from inputs escaped (``\\x1b``, ``\\u202e``).
+
+    Newlines and tabs are escaped too unless ``keep_newlines`` (tabs stay then). Every
+    output format goes through this or ``json.dumps`` (which escapes them itself).
+    """
+    s = str(text)
+
+    def esc(m: re.Match[str]) -> str:
+        c = m.group(0)
+        return f"\\x{ord(c):02x}" if ord(c) < 0x100 else f"\\u{ord(c):04x}"
+
+    s = _CONTROL.sub(esc, s)
+    if not keep_newlines:
+        s = s.replace("\n", "\\n").replace("\t", "\\t")
+    return s
+
+
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.IGNORECASE)
+
+
+def parse_size(text: str) -> int:
+    """``"16M"``, ``"16MiB"``, ``"500k"``, ``"1048576"`` -> bytes (K/M/G/T are powers of 1024)."""
+    m = _SIZE.match(str(text))
+    if not m:
+        raise UsageError(f"cannot read the size {text!r}", hint="e.g. 16M, 512k, 1G or a number of bytes")
+    scale = 1024 ** "_kmgt".index(m.group(2).lower() or "_")
+    value = int(float(m.group(1)) * scale)
+    if value < 1:
+        raise UsageError(f"size {text!r} must be at least 1 byte")
+    return value
+
+
 def print_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON on stdout."""
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
@@ -162,3 +204,25 @@ def progress(description: str, total: int | None = None, *, unit: str = "") -> I
                 bar.advance(task, advance)
 
         yield callback
+
+
+def clusters_text(record: Any) -> str:
+    """What a record's interval rests on, e.g. ``16 clusters (request)`` or ``24 clusters (counter window batch)``.
+
+    Records written before ``uncertainty`` existed say ``N requests`` (their interval was over requests).
+    """
+    u = getattr(record, "uncertainty", None)
+    if u is None:
+        return f"{record.num_requests} requests"
+    return f"{u.clusters} cluster{'s' if u.clusters != 1 else ''} ({u.unit or 'cluster'})"
+
+
+def warn_few_clusters(records: Any) -> None:
+    """One stderr warning per record whose interval rests on too few clusters."""
+    from distributions.uncertainty import few_clusters_warning
+
+    for r in records:
+        u = getattr(r, "uncertainty", None)
+        w = few_clusters_warning(u.clusters) if u is not None else None
+        if w:
+            sys.stderr.write(f"golden-al: warning: k={r.draft_len} thinking {r.thinking}: {w}\n")

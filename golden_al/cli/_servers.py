@@ -354,10 +354,14 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
 
     with progress_bar(f"{engine} measurement", total=None, unit="requests") as bar:
         result = run_sweep(options, spec, out, resume=args.resume, progress=bar, note=note)
+    from golden_al.cli._common import clusters_text, warn_few_clusters
+
+    warn_few_clusters(result.records)
     for r in sorted(result.records, key=lambda r: (r.thinking, r.draft_len)):
         tag = f" (derived from k={r.derived_from_draft_len})" if r.derived else ""
         sys.stdout.write(f"{engine} thinking {r.thinking} k={r.draft_len}: AL {r.al:.3f} "
-                         f"[{r.al_ci95[0]:.3f}, {r.al_ci95[1]:.3f}] over {r.num_requests} requests, "
+                         f"[{r.al_ci95[0]:.3f}, {r.al_ci95[1]:.3f}] over {clusters_text(r)} "
+                         f"from {r.num_requests} requests, "
                          f"{r.num_verify_steps} verify steps, source {r.al_source}{tag}\n")
     for v in result.validation:
         sys.stdout.write(f"validate thinking {v.thinking} k={v.draft_len}: derived {v.derived_al:.3f} vs measured "

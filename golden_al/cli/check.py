@@ -3,8 +3,9 @@
 Reads recipe YAML, master-config YAML, shell scripts and JSON submissions statically
 (no script is ever executed) and reports one finding per pinned value of SGLang,
 vLLM, TensorRT-LLM and ATOM. Exit 1 if any finding is ``mismatch``,
-``missing-companion``, ``non-agentic-simulation`` or ``unsafe-value``; 0 otherwise;
-2 on usage errors.
+``missing-companion``, ``non-agentic-simulation``, ``unsafe-value`` or ``unreadable`` (a
+file that could not be read, decoded or parsed in full: fail closed); 0 otherwise; 2 on
+usage errors. Control characters from the files are escaped in every format.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import json
 import sys
 from collections.abc import Iterable
 
-from golden_al.cli._common import add_golden_dir_option, golden_dir
+from golden_al.cli._common import add_golden_dir_option, escape_control, golden_dir, parse_size
 
 __all__ = ["DESCRIPTION", "EXAMPLES", "add_arguments", "run"]
 
@@ -23,8 +24,9 @@ DESCRIPTION = (
     "synthetic_acceptance_length/_rates, TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS, ATOM "
     "--spec-decode-acceptance-length/-rate, InferenceX SYNTHETIC_ACCEPTANCE_LENGTH) against the golden "
     "AL for the model, thinking mode and draft length the files configure. Verdicts: match, mismatch, "
-    "no-golden, undetermined, missing-companion, non-agentic-simulation, unsafe-value. Exit 1 on "
-    "mismatch, missing-companion, non-agentic-simulation or unsafe-value; no script is ever run."
+    "no-golden, undetermined, missing-companion, non-agentic-simulation, unsafe-value, unreadable. Exit 1 on "
+    "mismatch, missing-companion, non-agentic-simulation, unsafe-value or unreadable (a file that cannot be "
+    "read, decoded or parsed in full fails the check, never skipped); no script is ever run."
 )
 
 EXAMPLES = """\
@@ -41,10 +43,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_golden_dir_option(parser)
     parser.add_argument("--format", choices=("text", "json", "github"), default="text",
                         help="text report, a JSON list of findings, or GitHub workflow annotations (default: text)")
+    parser.add_argument("--max-file-size", default="2M", metavar="SIZE",
+                        help="largest file read (e.g. 2M, 512k); a larger file is 'unreadable', a failure "
+                             "(default: 2M, five times the largest config of InferenceX)")
 
 
 def _escape_data(text: str) -> str:
-    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return escape_control(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
 
 
 def _escape_prop(text: str) -> str:
@@ -55,10 +60,9 @@ def _text(findings: Iterable[object]) -> None:
     for f in findings:
         k = f.draft_len if f.draft_len is not None else "?"  # type: ignore[attr-defined]
         exp = f"{f.expected_al:g}" if f.expected_al is not None else "-"  # type: ignore[attr-defined]
-        sys.stdout.write(
-            f"{f.file}:{f.line}: {f.verdict}: {f.engine} k={k} thinking={f.thinking or '?'} "  # type: ignore[attr-defined]
-            f"pinned={f.pinned_value} expected={exp}: {f.message}\n"  # type: ignore[attr-defined]
-        )
+        line = (f"{f.file}:{f.line}: {f.verdict}: {f.engine} k={k} thinking={f.thinking or '?'} "  # type: ignore[attr-defined]
+                f"pinned={f.pinned_value} expected={exp}: {f.message}")  # type: ignore[attr-defined]
+        sys.stdout.write(escape_control(line) + "\n")
 
 
 def _github(findings: Iterable[object]) -> None:
@@ -77,10 +81,11 @@ def run(args: argparse.Namespace) -> int:
     from golden_al.checks.static import check_paths
     from golden_al.golden import load_store
 
+    max_size = parse_size(args.max_file_size)
     store = load_store(golden_dir(args.golden_dir))
-    report = check_paths(args.paths, store=store)
+    report = check_paths(args.paths, store=store, max_file_size=max_size)
     for d in report.diagnostics:
-        sys.stderr.write(f"golden-al: note: {d}\n")
+        sys.stderr.write(f"golden-al: note: {escape_control(d)}\n")
     counts = report.counts()
     summary = (f"golden-al check: {len(report.findings)} pinned value(s) in {report.files_with_pins} file(s) "
                f"({report.files_scanned} scanned): "

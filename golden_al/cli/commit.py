@@ -57,18 +57,21 @@ def run(args: argparse.Namespace) -> int:
     from golden_al.curvefit import apply_commit, plan_commit
     from golden_al.curvefit.commit import display_path
     from golden_al.golden import SHIPPED_CURVES_DIR, load_curve_file
+    from golden_al.safeio import store_lock
 
     if args.export_dir and not args.export:
         raise UsageError("--export-dir needs --export inferencex")
     curve = load_curve_file(args.curve)
     store = golden_dir(args.golden_dir) or SHIPPED_CURVES_DIR
-    plan = plan_commit(curve, store)
-    for line in plan.lines(show_unchanged=not args.quiet_unchanged):
-        print(line)
     export_dir = None
     if args.export:
         export_dir = Path(args.export_dir) if args.export_dir else Path(store) / "golden_al_distribution"
-    result = apply_commit(plan, force=args.force, dry_run=args.dry_run, export_dir=export_dir)
+    # One lock across read-diff-write: two commits at once cannot both pass the --force rule.
+    with store_lock(store, shared=args.dry_run):
+        plan = plan_commit(curve, store)
+        for line in plan.lines(show_unchanged=not args.quiet_unchanged):
+            print(line)
+        result = apply_commit(plan, force=args.force, dry_run=args.dry_run, export_dir=export_dir)
     for note in result.notes:
         sys.stderr.write(f"golden-al: {note}\n")
     c = plan.counts()

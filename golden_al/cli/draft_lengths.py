@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.cli._common import add_format_option, print_json
-from golden_al.errors import InputFileError, SchemaError, UsageError
+from golden_al.errors import SchemaError, UsageError
 
 __all__ = ["EXAMPLES", "add_arguments", "parse_curve", "read_curve_file", "run"]
 
@@ -146,13 +146,10 @@ def read_curve_file(path: str | Path, *, model: str | None = None, thinking: str
     Raises:
         InputFileError: the file cannot be read; SchemaError: it holds no usable curve.
     """
-    import yaml
+    from golden_al import safeio
 
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as err:
-        raise InputFileError(f"cannot read the curve file: {err.strerror}", path=p) from None
+    text = safeio.read_text(p)
     lines = [ln.split("#", 1)[0] for ln in text.splitlines()]
     if any("=" in ln for ln in lines):
         curve: dict[int, float] = {}
@@ -172,12 +169,7 @@ def read_curve_file(path: str | Path, *, model: str | None = None, thinking: str
         if not curve:
             raise SchemaError("no K=AL lines found", path=p)
         return curve
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as err:
-        mark = getattr(err, "problem_mark", None)
-        raise SchemaError(f"not valid YAML: {getattr(err, 'problem', err)}", path=p,
-                          line=None if mark is None else mark.line + 1) from None
+    data = safeio.safe_load_yaml(text, path=p)
     if not isinstance(data, dict) or not data:
         raise SchemaError("expected K=AL lines or a YAML mapping", path=p)
     if all(not isinstance(v, dict) for v in data.values()):

@@ -101,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
             assert blk is not None
             print(f"{fit.curve.model} {mode} ({mf.fit.weighting}-weighted profile, c = "
                   + ", ".join(f"{c:.3f}" for c in mf.fit.conditional) + ")")
-            print(f"  {'k':>2}  {'AL':>5}  {'95% CI':<15}  {'origin':<8}  {'steps':>8}  {'fitted':>6}  {'resid':>7}  flags")
+            print(f"  {'k':>2}  {'AL':>5}  {'95% CI':<15}  {'clusters':>8}  {'origin':<8}  {'steps':>8}  {'fitted':>6}  "
+                  f"{'resid':>7}  flags")
             fitted = dict(zip(mf.fit.ks.tolist(), zip(mf.fit.fitted, mf.fit.residuals, strict=True), strict=True))
             for k, p in blk.points.items():
                 ci = f"[{p.ci95[0]:.3f}, {p.ci95[1]:.3f}]" if p.ci95 else "-"
@@ -109,7 +110,9 @@ def run(args: argparse.Namespace) -> int:
                 kinds = ",".join(sorted({fl.kind for fl in mf.point_flags(k)})) or "-"
                 steps = str(p.num_verify_steps) if p.num_verify_steps is not None else "-"
                 resid = f"{r:+.4f}" if r is not None else "-"
-                print(f"  {k:>2}  {p.al:>5.2f}  {ci:<15}  {p.origin:<8}  {steps:>8}  {f:>6.3f}  {resid:>7}  {kinds}")
+                clusters = str(p.uncertainty.clusters) if p.uncertainty is not None else "-"
+                print(f"  {k:>2}  {p.al:>5.2f}  {ci:<15}  {clusters:>8}  {p.origin:<8}  {steps:>8}  {f:>6.3f}  "
+                      f"{resid:>7}  {kinds}")
             for fl in mf.fit.flags:
                 print(f"  flag {fl}")
         n_points = sum(len(b.points) for b in fit.curve.modes().values())

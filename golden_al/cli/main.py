@@ -118,7 +118,22 @@ def _selected_command(argv: Sequence[str]) -> str | None:
 
 
 def _print_error(message: str) -> None:
-    sys.stderr.write(f"golden-al: error: {message}\n")
+    from golden_al.cli._common import escape_control
+
+    sys.stderr.write(f"golden-al: error: {escape_control(message)}\n")
+
+
+def _input_problem(err: BaseException) -> str:
+    if isinstance(err, OSError):
+        where = f"{err.filename}: " if getattr(err, "filename", None) else ""
+        return f"{where}{err.strerror or err} (hint: check the file's path and permissions)"
+    if isinstance(err, UnicodeError):
+        return f"an input is not valid text ({err}) (hint: save it as UTF-8)"
+    if isinstance(err, RecursionError):
+        return "an input is nested too deeply to read (hint: flatten it)"
+    if isinstance(err, OverflowError):
+        return f"a number in the input is out of range ({err})"
+    return "out of memory reading an input (hint: is it far larger than expected?)"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -154,6 +169,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except (OSError, UnicodeError, RecursionError, OverflowError, MemoryError) as err:
+        # Bad input that a reader did not name itself: still exit 2 with the file, never "internal".
+        if debug:
+            traceback.print_exc()
+        _print_error(_input_problem(err))
+        return 2
     except Exception as err:  # last-resort handler: the CLI only
         if debug:
             traceback.print_exc()

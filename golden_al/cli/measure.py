@@ -21,18 +21,22 @@ from golden_al.errors import UsageError
 DESCRIPTION = (
     "Measure real acceptance length (AL = 1 + accepted drafts / verify steps) of a target/draft pair. "
     "With only --draft-len it runs the embedded default: the Qwen2.5-Coder-1.5B/0.5B pair (fetched "
-    "if missing), HumanEval, greedy, live speculative decoding on the CPU."
+    "if missing), HumanEval, greedy, on the CPU (or a GPU with --device), in the fastest exact mode "
+    "(--mode auto: live speculative decoding for one k, one replay for several)."
 )
 
 EXAMPLES = """\
 examples:
   golden-al measure --draft-len 7
-      the embedded default: Qwen2.5-Coder 1.5B/0.5B, HumanEval, greedy, a few minutes on a CPU
+      the embedded default: Qwen2.5-Coder 1.5B/0.5B, HumanEval, greedy, about 3 minutes on a
+      2-core CPU once the models are cached (see README)
   golden-al measure --draft-len 3 --num-prompts 2 --max-tokens 32
       a quick smoke run
-  golden-al measure --draft-lens 1-8 --mode replay --prompts mt-bench:coding --num-prompts all \\
+  golden-al measure --draft-lens 1-8 --prompts mt-bench:coding --num-prompts all \\
       --max-tokens 384 --out runs/mtbench-coding
-      a whole curve from one target generation (one record per k under runs/mtbench-coding/k{K}/)
+      a whole curve from one replay (one record per k under runs/mtbench-coding/k{K}/)
+  golden-al measure --draft-len 7 --device cuda --dtype bfloat16
+      on a GPU
   golden-al measure --draft-len 5 --temperature 0.7 --top-p 0.8 --seed 1
       sampled decoding, verified by standard rejection sampling
   golden-al measure --draft-len 7 --out runs/x --resume
@@ -62,6 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         DEFAULT_NUM_PROMPTS,
         DEFAULT_PROMPTS,
         DEFAULT_TARGET,
+        DEVICES,
         MAX_DRAFT_LEN,
     )
 
@@ -90,9 +95,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--temperature", type=float, default=0.0, metavar="T",
                         help="0 = greedy (default); > 0 samples, verified by rejection sampling")
     parser.add_argument("--top-p", type=float, default=1.0, metavar="P", help="nucleus sampling (default: 1.0)")
-    parser.add_argument("--mode", choices=("live", "replay"), default="live",
-                        help="live: real speculative decoding per k (default); replay: one target generation + "
-                        "one teacher-forced draft pass for every k (exact for greedy, an estimate when sampling)")
+    parser.add_argument("--mode", choices=("auto", "live", "replay"), default="auto",
+                        help="live: real speculative decoding per k; replay: one target generation + one "
+                        "teacher-forced draft pass for every k (exact for greedy, an estimate when sampling); "
+                        "auto (default): the fastest exact one, live for one k or sampling, replay with its "
+                        "output made by speculative decoding (checked) for several greedy k")
     parser.add_argument("--replay-trajectory-k", type=int, default=None, metavar="K",
                         help="greedy replay: produce the target's output by speculative decoding at draft length K "
                         "(the same output, faster when acceptance is high; replay at K is checked against it)")
@@ -107,6 +114,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="allow a draft loaded below its shipped precision (recorded as a warning)")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, metavar="B",
                         help=f"requests decoded together (default: {DEFAULT_BATCH_SIZE})")
+    parser.add_argument("--device", choices=DEVICES, default="auto",
+                        help="auto: CUDA when torch sees a GPU, else the CPU (default); cpu; cuda")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
                         help="model and data cache (default: $GOLDEN_AL_CACHE or ~/.cache/golden-al)")
     # ------------------------------------------------------------------ serving engines (H6 adds options here)
@@ -144,19 +153,20 @@ def _run_reference(args: argparse.Namespace) -> int:
         draft_lens=ks, target=args.target, draft=args.draft, prompts=args.prompts, num_prompts=args.num_prompts,
         max_tokens=args.max_tokens, thinking=args.thinking, temperature=args.temperature, top_p=args.top_p,
         mode=args.mode, seed=args.seed, dtype=args.dtype, allow_lower_precision=args.force,
-        batch_size=args.batch_size, replay_trajectory_k=args.replay_trajectory_k,
+        batch_size=args.batch_size, replay_trajectory_k=args.replay_trajectory_k, device=args.device,
     )
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR (the run to continue)")
     out = Path(args.out) if args.out is not None else _default_out(args.target, settings.draft_lens)
     cache = cache_dir(args.cache_dir)
+    # every option and input file is checked before torch is imported (a typo fails in well under a second)
+    prompt_set = check_inputs(settings, cache_dir=cache, out_dir=out, resume=args.resume)
     from golden_al.engines.offline_reference import quiet_transformers
 
     quiet_transformers()
-    prompt_set = check_inputs(settings, cache_dir=cache)
     with progress("loading models", unit="") as bar:
         inputs = load_inputs(settings, cache_dir=cache, progress=bar, prompt_set=prompt_set)
-    with progress(f"measuring ({settings.mode})", unit="requests") as bar:
+    with progress(f"measuring ({settings.mode})", unit="tokens") as bar:
         records = run_measurement(inputs, settings, out_dir=out, resume=args.resume, progress=bar,
                                   argv=["golden-al", *sys.argv[1:]])
     _print_summary(records, out, per_k=len(settings.draft_lens) > 1)
@@ -164,20 +174,24 @@ def _run_reference(args: argparse.Namespace) -> int:
 
 
 def _print_summary(records: list[Any], out: Path, *, per_k: bool) -> None:
+    from golden_al.cli._common import clusters_text, warn_few_clusters
+
     def line(r: Any, path: Path) -> str:
         est = " (estimate)" if r.estimate else ""
-        return (f"AL {r.al:.3f}{est}  95% CI [{r.al_ci95[0]:.3f}, {r.al_ci95[1]:.3f}]  k={r.draft_len}  "
-                f"steps={r.num_verify_steps:g}  requests={r.num_requests}  {path / 'measurement.json'}")
+        return (f"AL {r.al:.3f}{est}  95% CI [{r.al_ci95[0]:.3f}, {r.al_ci95[1]:.3f}] over {clusters_text(r)}  "
+                f"k={r.draft_len}  steps={r.num_verify_steps:g}  {path / 'measurement.json'}")
 
+    warn_few_clusters(records)
     if not per_k:
         r = records[0]
         sys.stdout.write(line(r, out) + "\n")
         return
-    sys.stdout.write(f"{'k':>3}  {'AL':>7}  {'95% CI':>17}  {'steps':>8}  {'requests':>8}  record\n")
+    sys.stdout.write(f"{'k':>3}  {'AL':>7}  {'95% CI':>17}  {'steps':>8}  {'clusters':>8}  record\n")
     for r in records:
         ci = f"[{r.al_ci95[0]:.3f}, {r.al_ci95[1]:.3f}]"
+        n = r.uncertainty.clusters if r.uncertainty is not None else r.num_requests
         sys.stdout.write(f"{r.draft_len:>3}  {r.al:>7.3f}  {ci:>17}  {r.num_verify_steps:>8g}  "
-                         f"{r.num_requests:>8}  {out / f'k{r.draft_len}' / 'measurement.json'}\n")
+                         f"{n:>8}  {out / f'k{r.draft_len}' / 'measurement.json'}\n")
     if records and records[0].estimate:
         sys.stdout.write("(sampled replay: counts are expectations, records carry estimate: true)\n")
 

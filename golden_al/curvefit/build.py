@@ -38,8 +38,6 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from distributions.fit import FitResult, fit_profile
 from golden_al.curvefit.pool import PooledCell, pool_cell
 from golden_al.curvefit.records import LoadedRecord
@@ -126,7 +124,6 @@ class FitOptions:
     fill_derived: bool = False
     provenance_note: str | None = None
     tolerance: float | None = None
-    num_resamples: int = 2000
     seed: int = 0
 
 
@@ -178,6 +175,7 @@ class CurveFit:
                 if cell is not None:
                     entry.update({
                         "al_exact": cell.al, "ci95_exact": list(cell.ci95), "ci_method": cell.ci_method,
+                        "uncertainty": cell.uncertainty.model_dump() if cell.uncertainty else None,
                         "records": [str(lr.path) for lr in cell.records], "num_requests": cell.num_requests,
                         "num_verify_steps": cell.num_verify_steps, "num_accepted_drafts": cell.num_accepted_drafts,
                         "histogram": list(cell.histogram), "per_position_accepted": list(cell.per_position_accepted),
@@ -226,7 +224,7 @@ class CurveFit:
             "options": {
                 "model_key": opts.model_key, "aliases": list(opts.aliases), "method": opts.method,
                 "monotone_conditional": opts.monotone_conditional, "fill_derived": opts.fill_derived,
-                "tolerance": opts.tolerance, "bootstrap_resamples": opts.num_resamples, "seed": opts.seed,
+                "tolerance": opts.tolerance, "seed": opts.seed,
             },
             "records": [
                 {"path": str(lr.path), "sha256": lr.sha256, "thinking": lr.record.thinking, "k": lr.k,
@@ -288,6 +286,9 @@ def _point(cell: PooledCell, flags: list[Any]) -> dict[str, Any]:
         al = round_al(cell.al)
     lo, hi = _ci_out(cell.ci95, al, cell.k)
     out: dict[str, Any] = {"al": al, "ci95": [lo, hi]}
+    if cell.uncertainty is not None:
+        u = cell.uncertainty
+        out["uncertainty"] = {"method": u.method, "clusters": u.clusters, "confidence": u.confidence}
     if cell.integral and int(cell.num_verify_steps) >= 1:
         out["num_verify_steps"] = int(cell.num_verify_steps)
         out["num_accepted_drafts"] = int(cell.num_accepted_drafts)
@@ -327,7 +328,6 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
         by_mode.setdefault(lr.mode_key, []).append(lr)
     for mode, recs in by_mode.items():
         check_agreement(recs, "mode", context=mode)
-    rng = np.random.default_rng(options.seed)
     first = records[0].record
     warnings: list[str] = []
     mode_fits: dict[str, ModeFit] = {}
@@ -348,11 +348,11 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
         superseded: list[PooledCell] = []
         for k in sorted(set(measured) | set(derived)):
             if k in measured:
-                cells[k] = pool_cell(measured[k], rng=rng, num_resamples=options.num_resamples)
+                cells[k] = pool_cell(measured[k], seed=options.seed)
                 if k in derived:
-                    superseded.append(pool_cell(derived[k], rng=rng, num_resamples=options.num_resamples))
+                    superseded.append(pool_cell(derived[k], seed=options.seed))
             else:
-                cells[k] = pool_cell(derived[k], rng=rng, num_resamples=options.num_resamples)
+                cells[k] = pool_cell(derived[k], seed=options.seed)
         for k, cell in cells.items():
             if float(cell.num_verify_steps) <= 0:
                 raise UsageError(f"{mode} k={k}: the records hold zero verify steps, so AL is undefined",

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from golden_al import safeio
 from golden_al.curvefit.errors import CommitRefusedError
 from golden_al.errors import GoldenALError, UsageError
 from golden_al.golden import (
@@ -56,7 +57,7 @@ __all__ = [
 
 PointKind = Literal["added", "unchanged", "changed", "removed", "revised", "completed"]
 _GUARDED_POINT_KINDS = ("changed", "removed", "revised")
-_DETAIL_FIELDS = ("ci95", "num_verify_steps", "num_accepted_drafts", "per_position_accepted", "origin")
+_DETAIL_FIELDS = ("ci95", "uncertainty", "num_verify_steps", "num_accepted_drafts", "per_position_accepted", "origin")
 
 
 def display_path(path: Path) -> str:
@@ -327,7 +328,7 @@ def plan_commit(curve: GoldenCurve, golden_dir: str | Path) -> CommitPlan:
     target = existing.path if existing is not None else root / curve_file_name(curve)
     old_text: str | None = None
     if target.exists():
-        old_text = target.read_text(encoding="utf-8")
+        old_text = safeio.read_text(target)
         if existing is None:
             raise UsageError(f"{target} exists but does not hold {curve.model} ({curve.draft.method})",
                              hint="move it away or choose another --golden-dir")
@@ -363,12 +364,12 @@ def apply_commit(plan: CommitPlan, *, force: bool = False, dry_run: bool = False
     if plan.unchanged:
         notes.append(f"{display_path(plan.target)} already holds this curve byte for byte; not rewritten")
     else:
-        written = save_curve(plan.curve, plan.target)
+        written = save_curve(plan.curve, plan.target, force=force)
     if export_dir is not None:
         legacy = write_legacy(plan.curve)
         dest = Path(export_dir) / plan.target.name
-        if dest.exists() and dest.read_text(encoding="utf-8") == legacy:
+        if dest.exists() and safeio.read_text(dest) == legacy:
             notes.append(f"{display_path(dest)} already up to date; not rewritten")
         else:
-            exported = atomic_write_text(dest, legacy)
+            exported = atomic_write_text(dest, legacy, force=force)
     return CommitResult(written, exported, plan, notes)

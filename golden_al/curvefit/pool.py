@@ -7,11 +7,12 @@ accepted per position, requests): the pooled AL is ``1 + sum(accepted) / sum(ste
 run would give. Typical cases: several seeds of a sampled setting, a measurement
 resumed into a second directory, or the same prompts measured twice.
 
-The CI of one record is its own ``al_ci95`` (a cluster bootstrap over its requests).
-The CI of several records is a cluster bootstrap over the union of their requests
-when every record's ``requests.jsonl`` is present; otherwise the records' CIs are
-combined by the delta method (each standard error from its CI width / 3.92, weighted
-by its share of verify steps), which assumes the records are independent.
+The CI of one record is its own ``al_ci95`` (:func:`distributions.uncertainty.al_interval`
+over its clusters). The CI of several records is that interval over the union of their
+clusters when every record's ``requests.jsonl`` is present (the same prompt measured in
+two records is one cluster); otherwise the records' CIs are combined by the delta method
+(each standard error from its CI width / 3.92, weighted by its share of verify steps),
+which assumes the records are independent.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ import numpy as np
 
 from distributions import units
 from distributions.counts import tidy_count
-from distributions.uncertainty import cluster_bootstrap_al, se_from_ci, z_for_confidence
+from distributions.uncertainty import se_from_ci, z_for_confidence
 from golden_al.curvefit.records import LoadedRecord
+from golden_al.measurement import Uncertainty, interval_from_requests
 
 __all__ = ["PooledCell", "pool_cell"]
 
@@ -36,8 +38,9 @@ class PooledCell:
     """One (thinking mode, k) cell: the pooled counts, AL and CI, and where they come from.
 
     Attributes:
-        ci_method: ``record`` (one record's own CI), ``cluster-bootstrap`` (over the
-            union of the pooled records' requests) or ``delta`` (records' CIs combined).
+        ci_method: ``record`` (one record's own CI), ``clusters`` (the AL interval over the
+            union of the pooled records' clusters) or ``delta`` (records' CIs combined).
+        uncertainty: what the CI rests on (None for records that predate it, and for ``delta``).
         derived: the records are one-run derivations (truncation of a larger k).
         derived_from: the draft lengths they were derived from.
         integral: every count is an integer (observed, not expected, counts).
@@ -58,6 +61,7 @@ class PooledCell:
     derived_from: tuple[int, ...]
     derivation_exact: bool | None
     estimate: bool
+    uncertainty: Uncertainty | None = None
 
     @property
     def integral(self) -> bool:
@@ -69,7 +73,7 @@ class PooledCell:
         return self.ci95[1] - self.ci95[0]
 
 
-def pool_cell(records: Sequence[LoadedRecord], *, rng: np.random.Generator, num_resamples: int = 2000) -> PooledCell:
+def pool_cell(records: Sequence[LoadedRecord], *, seed: int = 0) -> PooledCell:
     """Pool ``records`` (one mode, one k, one derived-ness, settings already checked)."""
     if not records:
         raise ValueError("pool_cell needs at least one record")
@@ -87,17 +91,18 @@ def pool_cell(records: Sequence[LoadedRecord], *, rng: np.random.Generator, num_
         acc += float(r.num_accepted_drafts)
         n_req += r.num_requests
     al = units.al_from_counts(acc, steps)
+    uncertainty = None
     if len(records) == 1:
         lo, hi = first.record.al_ci95
         ci, method = (float(lo), float(hi)), "record"
+        uncertainty = first.record.uncertainty
     else:
         per_record = [lr.requests() for lr in records]
         if all(reqs for reqs in per_record):
-            rows = [q for reqs in per_record for q in reqs if float(q.num_verify_steps) > 0]  # type: ignore[union-attr]
-            boot = cluster_bootstrap_al([float(q.num_accepted_drafts) for q in rows],
-                                        [float(q.num_verify_steps) for q in rows],
-                                        rng=rng, num_resamples=num_resamples)
-            ci, method = boot.ci, "cluster-bootstrap"
+            rows = [q for reqs in per_record for q in reqs]  # type: ignore[union-attr]
+            interval, unit = interval_from_requests(rows, k, seed=seed, merge_same_prompt=True)
+            ci, method = interval.ci, "clusters"
+            uncertainty = Uncertainty.of(interval, unit)
         else:
             var = 0.0
             for lr in records:
@@ -125,4 +130,5 @@ def pool_cell(records: Sequence[LoadedRecord], *, rng: np.random.Generator, num_
         derived_from=froms,
         derivation_exact=all(exact) if exact else None,
         estimate=first.record.estimate,
+        uncertainty=uncertainty,
     )

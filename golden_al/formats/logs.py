@@ -53,7 +53,6 @@ from types import ModuleType
 from typing import Literal
 
 from golden_al.engines import atom, sglang, vllm
-from golden_al.errors import InputFileError
 
 __all__ = [
     "AtomMtpStatsRecord",
@@ -338,20 +337,51 @@ class LogScan:
 
 
 def scan_log_text(text: str, *, source: str | Path | None = None) -> LogScan:
-    """Parse every line of ``text``."""
+    """Parse every line of ``text`` (counts validated like :func:`read_log_file`)."""
     lines = text.splitlines()
-    return LogScan(str(source) if source is not None else None, len(lines), tuple(iter_log_records(lines)))
+    records = tuple(iter_log_records(lines))
+    for rec in records:
+        _validate(rec, source)
+    return LogScan(str(source) if source is not None else None, len(lines), records)
 
 
-def read_log_file(path: str | Path) -> LogScan:
-    """Read a server log (undecodable bytes replaced) and parse every line.
+_MARKERS = (b"Decode batch", b"SpecDecoding metrics", b"[MTP Stats")
+
+
+def _maybe_record(raw: bytes) -> bool:
+    return any(m in raw for m in _MARKERS)
+
+
+def read_log_file(path: str | Path, *, max_bytes: int | None = None) -> LogScan:
+    """Read a server log, streamed (bounded bytes, lines cut at 1 MiB, undecodable bytes
+    replaced, lines without a record marker never decoded), and parse its records.
 
     Raises:
-        InputFileError: the file cannot be read.
+        UnreadableInputError: not a regular file (a FIFO or device is refused unopened),
+            unreadable, or over the byte cap.
+        CounterSemanticsError: a line whose counts no engine can produce.
     """
+    from golden_al import safeio
+
     p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8", errors="replace")
-    except OSError as exc:
-        raise InputFileError(f"cannot read log file: {exc.strerror or exc}", path=p) from None
-    return scan_log_text(text, source=p)
+    stats = safeio.LineStats()
+    cap = safeio.DEFAULT_MAX_LOG_BYTES if max_bytes is None else max_bytes
+    records = []
+    for number, line in safeio.iter_lines(p, max_bytes=cap, stats=stats, keep=_maybe_record):
+        rec = parse_log_line(line, number)
+        if rec is not None:
+            _validate(rec, p)
+            records.append(rec)
+    return LogScan(str(p), stats.lines, tuple(records))
+
+
+def _validate(rec: LogRecord, source: Path | str | None) -> None:
+    from golden_al.formats.validate import check_counts
+
+    if isinstance(rec, VllmSpecDecodingRecord):
+        check_counts(what="vLLM SpecDecoding line", accepted=rec.accepted_tokens, drafted=rec.drafted_tokens,
+                     al=rec.mean_acceptance_length, per_position=rec.per_position_rates or None, path=source,
+                     line=rec.line_no)
+    elif isinstance(rec, AtomMtpStatsRecord):
+        check_counts(what="ATOM MTP stats line", accepted=rec.accepted_tokens, drafted=rec.draft_tokens,
+                     al=rec.avg_tokens_per_forward, path=source, line=rec.line_no)

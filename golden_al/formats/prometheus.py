@@ -32,7 +32,7 @@ raises :class:`~golden_al.errors.NoVerifyStepsError`), never an AL of 0.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -45,11 +45,13 @@ from golden_al.engines import sglang as sglang_engine
 from golden_al.engines import vllm as vllm_engine
 from golden_al.errors import (
     CounterResetError,
+    CounterSemanticsError,
     InputFileError,
     MetricMissingError,
     NoVerifyStepsError,
     UsageError,
 )
+from golden_al.formats.validate import check_counts
 
 __all__ = [
     "ATOM_ACCEPTED",
@@ -71,8 +73,10 @@ __all__ = [
     "SglangSpecCounters",
     "SpecCounters",
     "VllmSpecCounters",
+    "check_same_lifetime",
     "counters_delta",
     "detect_engine",
+    "lifetime_marks",
     "order_snapshots",
     "parse_metrics_text",
     "read_metrics_file",
@@ -126,6 +130,8 @@ class MetricsSnapshot:
 
     samples: tuple[Sample, ...]
     source: str | None = None
+    #: ``*_created`` samples (each counter series' creation time): a restart changes them.
+    created: tuple[Sample, ...] = ()
     _by_name: dict[str, tuple[Sample, ...]] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -190,65 +196,112 @@ def _is_created(name: str) -> bool:
     return name.endswith("_created")
 
 
-def _locate_bad_line(text: str) -> tuple[int | None, str]:
-    """Find the first line the parser rejects on its own (for the error message)."""
-    from prometheus_client.parser import text_string_to_metric_families
-
-    for i, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if not stripped or stripped.startswith("#"):
-            continue
-        try:
-            for _ in text_string_to_metric_families(stripped + "\n"):
-                pass
-        except _PARSE_ERRORS:
-            return i, stripped[:120]
-    return None, ""
-
-
 def parse_metrics_text(text: str, *, source: str | Path | None = None) -> MetricsSnapshot:
     """Parse one Prometheus text exposition into a :class:`MetricsSnapshot`.
 
     Raises:
         InputFileError: text the Prometheus parser rejects (with the offending line).
+        CounterSemanticsError: the same series (name and labels) appears twice.
     """
-    from prometheus_client.parser import text_string_to_metric_families
+    return _parse_lines(enumerate(text.splitlines(), 1), str(source) if source is not None else None)
 
-    src = str(source) if source is not None else None
+
+def _parse_lines(lines: Iterable[tuple[int, str]], src: str | None) -> MetricsSnapshot:
+    """Samples from numbered lines, streamed through prometheus_client's parser."""
+    from prometheus_client.parser import text_fd_to_metric_families
+
     samples: list[Sample] = []
+    created: list[Sample] = []
+    seen: dict[tuple[str, tuple[tuple[str, str], ...]], int] = {}
+    at = [0, ""]
+
+    def feed() -> Iterator[str]:
+        for number, line in lines:
+            at[0], at[1] = number, line
+            yield line + "\n"
+
     try:
-        for family in text_string_to_metric_families(text):
+        for family in text_fd_to_metric_families(feed()):
             for s in family.samples:
-                if _is_created(s.name):
-                    continue
+                labels = tuple(sorted(s.labels.items()))
+                key = (s.name, labels)
+                if key in seen:
+                    shown = s.name + _labels_text(labels)
+                    raise CounterSemanticsError(
+                        f"series {shown} appears twice in one snapshot", path=src, line=at[0],
+                        hint="a /metrics body lists each series once; were two scrapes concatenated?")
+                seen[key] = at[0]
                 value = float(s.value)
-                samples.append(Sample(s.name, tuple(sorted(s.labels.items())), value))
+                if _is_created(s.name):
+                    created.append(Sample(s.name, labels, value))
+                else:
+                    samples.append(Sample(s.name, labels, value))
     except _PARSE_ERRORS as exc:
-        line, seen = _locate_bad_line(text)
+        line, seen_text = (at[0] or None), str(at[1]).strip()[:120]
         raise InputFileError(
-            f"not Prometheus text exposition ({exc})" + (f": {seen!r}" if seen else ""),
+            f"not Prometheus text exposition ({exc})" + (f": {seen_text!r}" if seen_text else ""),
             path=src,
             line=line,
             hint="pass the raw body of GET /metrics",
         ) from None
-    return MetricsSnapshot(tuple(samples), source=src)
+    return MetricsSnapshot(tuple(samples), source=src, created=tuple(created))
 
 
-def read_metrics_file(path: str | Path) -> MetricsSnapshot:
-    """Read and parse a saved ``/metrics`` body.
+#: Families whose ``*_created`` times identify a server lifetime (with ``process_start_time_seconds``).
+_KEEP_PREFIXES = ("vllm:spec_decode", "sglang:spec_", "sglang:generation_tokens", "sglang:num_requests",
+                  "atom:mtp_", "process_start_time_seconds")
+#: Byte cap of one saved ``/metrics`` body (a real one is well under 1 MiB).
+MAX_METRICS_BYTES = 64 * 1024 * 1024
+
+
+def read_metrics_file(path: str | Path, *, max_bytes: int = MAX_METRICS_BYTES) -> MetricsSnapshot:
+    """Read and parse a saved ``/metrics`` body, streamed line by line (bounded bytes).
 
     Raises:
-        InputFileError: unreadable, not UTF-8, or not Prometheus text.
+        UnreadableInputError: not a regular file (a FIFO or device is refused unopened),
+            unreadable, or over ``max_bytes``.
+        InputFileError: not Prometheus text (with the line).
+        CounterSemanticsError: a series appears twice.
     """
+    from golden_al import safeio
+
     p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise InputFileError(f"cannot read metrics file: {exc.strerror or exc}", path=p) from None
-    except UnicodeDecodeError as exc:
-        raise InputFileError(f"not UTF-8 text (byte {exc.start})", path=p,
-                             hint="pass the raw body of GET /metrics") from None
-    return parse_metrics_text(text, source=p)
+    return _parse_lines(safeio.iter_lines(p, max_bytes=max_bytes), str(p))
+
+
+def lifetime_marks(snap: MetricsSnapshot) -> dict[str, float]:
+    """What identifies the server lifetime behind a snapshot: ``process_start_time_seconds``
+    and every spec-decode counter's ``*_created`` time, by series."""
+    marks: dict[str, float] = {}
+    for s in snap.select("process_start_time_seconds"):
+        marks["process_start_time_seconds" + _labels_text(s.labels)] = s.value
+    for s in snap.created:
+        if s.name.startswith(_KEEP_PREFIXES[:5]):
+            marks[s.name + _labels_text(s.labels)] = s.value
+    return marks
+
+
+def _labels_text(labels: tuple[tuple[str, str], ...]) -> str:
+    return "{" + ",".join(f'{k}="{v}"' for k, v in labels) + "}" if labels else ""
+
+
+def check_same_lifetime(a: MetricsSnapshot, b: MetricsSnapshot) -> None:
+    """Refuse two snapshots from different server lifetimes (a restart in between).
+
+    Raises:
+        CounterSemanticsError: a ``process_start_time_seconds`` or ``*_created`` value
+            differs; the message names both times.
+    """
+    ma, mb = lifetime_marks(a), lifetime_marks(b)
+    for key in sorted(set(ma) & set(mb)):
+        if abs(ma[key] - mb[key]) > 1e-9 * max(abs(ma[key]), 1.0):  # one lifetime: the very same value
+            raise CounterSemanticsError(
+                f"the snapshots come from different server lifetimes: {key} is {ma[key]:.3f} in {a.source} and "
+                f"{mb[key]:.3f} in {b.source}",
+                path=b.source,
+                hint="the server restarted between the scrapes; its counters restarted from 0, so no delta "
+                     "(and no before/after order) exists. Scrape both from one server run",
+            )
 
 
 # ----------------------------------------------------------------------- counters
@@ -526,13 +579,28 @@ def _vllm(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> VllmSpecCo
             raise InputFileError(f"counter {VLLM_ACCEPTED_PER_POS} has a value that is not a finite count",
                                  path=snap.source)
         per_pos = tuple(idx.get(i, 0.0) for i in range(max(idx) + 1))
-    return VllmSpecCounters(
+    out = VllmSpecCounters(
         _counter(snap, VLLM_DRAFTS, labels),
         _counter(snap, VLLM_DRAFT_TOKENS, labels),
         _counter(snap, VLLM_ACCEPTED, labels),
         per_pos,
         source=snap.source,
     )
+    validate_counters(out)
+    return out
+
+
+def validate_counters(c: SpecCounters, k: int | None = None) -> None:
+    """:func:`golden_al.formats.validate.check_counts` on a snapshot's (or a delta's) counters."""
+    where = f"{c.engine} Prometheus counters" + (" (delta)" if c.source is None else "")
+    if isinstance(c, VllmSpecCounters):
+        check_counts(what=where, accepted=c.num_accepted_tokens, drafted=c.num_draft_tokens, drafts=c.num_drafts,
+                     k=k, per_position=c.accepted_per_position or None, path=c.source)
+    elif isinstance(c, AtomSpecCounters):
+        check_counts(what=where, accepted=c.accepted_tokens, drafted=c.draft_tokens,
+                     drafts=c.num_verify_steps if c.decode_steps else None, k=k, path=c.source)
+    else:
+        check_counts(what=where, accepted=c.num_accepted_drafts, drafts=c.verify_calls, k=k, path=c.source)
 
 
 def _sglang(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> SglangSpecCounters:
@@ -558,8 +626,10 @@ def _atom(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> AtomSpecCo
     steps = tuple(sorted((_int_label(snap, ATOM_DECODE_STEPS, _ACCEPTED_TOKENS, k), v) for k, v in by_j.items()))
     if not all(math.isfinite(v) and v >= 0 for _, v in steps):
         raise InputFileError(f"counter {ATOM_DECODE_STEPS} has a value that is not a finite count", path=snap.source)
-    return AtomSpecCounters(draft, accepted, steps, _optional(snap, ATOM_AVG_TOKENS_PER_FORWARD, labels),
-                            source=snap.source)
+    out = AtomSpecCounters(draft, accepted, steps, _optional(snap, ATOM_AVG_TOKENS_PER_FORWARD, labels),
+                           source=snap.source)
+    validate_counters(out)
+    return out
 
 
 _MARKERS: tuple[tuple[Engine, str], ...] = (

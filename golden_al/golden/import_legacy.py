@@ -37,7 +37,9 @@ _META_KEYS = {"aliases", "draft", "engine", "dataset", "upstream", "notes"}
 def load_metadata(path: str | Path) -> dict[str, Any]:
     """The metadata file: ``_source: {repo, ref}``, ``_defaults: {...}`` and one entry per stem."""
     p = Path(path)
-    doc = load_yaml_roundtrip(p.read_text(encoding="utf-8"), path=p)
+    from golden_al import safeio
+
+    doc = load_yaml_roundtrip(safeio.read_text(p), path=p)
     data = to_plain(doc)
     if not isinstance(data, Mapping):
         raise SchemaError("metadata must be a mapping {stem: {...}}", path=p, line=1)

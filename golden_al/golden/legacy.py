@@ -402,11 +402,10 @@ def _dataset(h: LegacyHeader) -> dict[str, Any] | None:
 
 def read_legacy(path: str | Path) -> list[GoldenCurve]:
     """Curves of one legacy file on disk (see :func:`read_legacy_text`)."""
+    from golden_al import safeio
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SchemaError(f"cannot read legacy golden file: {exc.strerror}", path=p) from None
+    text = safeio.read_text(p)
     return read_legacy_text(text, path=p)
 
 

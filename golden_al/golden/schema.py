@@ -17,6 +17,7 @@ Example (abridged)::
       points:
         3: {al: 2.49}
         4: {al: 2.54, ci95: [2.50, 2.58], num_verify_steps: 120000,
+            uncertainty: {method: studentized-cluster-bootstrap, clusters: 80, confidence: 0.95},
             num_accepted_drafts: 184800, per_position_accepted: [...]}
     provenance: {source_url: https://github.com/.../actions/runs/27180633016}
 
@@ -75,6 +76,7 @@ __all__ = [
     "Engine",
     "GoldenCurve",
     "Point",
+    "PointUncertainty",
     "Provenance",
     "Sampling",
     "ThinkingMode",
@@ -135,11 +137,24 @@ class Sampling(_Strict):
     chat_template_kwargs: dict[str, Any] | None = None
 
 
+class PointUncertainty(_Strict):
+    """What ``ci95`` rests on: ``{method, clusters, confidence}`` (optional; older curves lack it).
+
+    ``clusters`` counts independent units (requests, or batches of counter windows): see
+    :func:`distributions.uncertainty.al_interval`.
+    """
+
+    method: str
+    clusters: int = Field(ge=0)
+    confidence: float = Field(gt=0.0, lt=1.0)
+
+
 class Point(_Strict):
     """The golden value at one draft length ``k`` (the key of ``points``)."""
 
     al: float
     ci95: tuple[float, float] | None = None
+    uncertainty: PointUncertainty | None = None
     num_verify_steps: int | None = Field(default=None, ge=1)
     num_accepted_drafts: int | None = Field(default=None, ge=0)
     per_position_accepted: list[int] | None = None
@@ -539,29 +554,23 @@ def load_yaml_roundtrip(text: str, *, path: str | Path = "<string>", allow_dupli
     Duplicate keys are an error unless ``allow_duplicate_keys`` (then ruamel keeps the
     *first* value, where PyYAML keeps the last).
     """
-    from ruamel.yaml import YAML
-    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+    from golden_al import safeio
+    from golden_al.errors import UnreadableInputError
 
-    yaml = YAML(typ="rt")
-    yaml.allow_duplicate_keys = allow_duplicate_keys
     try:
-        return yaml.load(text)
-    except MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line = mark.line + 1 if mark is not None else None
-        problem = (exc.problem or exc.context or "invalid YAML").strip()
-        raise SchemaError(f"invalid YAML: {problem}", path=path, line=line) from None
-    except YAMLError as exc:
-        raise SchemaError(f"invalid YAML: {exc}", path=path) from None
+        return safeio.load_yaml_roundtrip(text, path=path, allow_duplicate_keys=allow_duplicate_keys)
+    except UnreadableInputError as exc:
+        if exc.reason == "parse-error":
+            raise SchemaError(exc.problem, path=path, line=exc.line, hint=exc.hint) from None
+        raise
 
 
 def load_curve_file(path: str | Path) -> GoldenCurve:
     """Read and validate one golden curve file in our schema."""
+    from golden_al import safeio
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SchemaError(f"cannot read golden curve: {exc.strerror}", path=p) from None
+    text = safeio.read_text(p)
     doc = load_yaml_roundtrip(text, path=p)
     return parse_curve(to_plain(doc), path=p, doc=doc)
 

@@ -414,12 +414,10 @@ def _choose(cands: list[StoredCurve], what: str, given: str | None, attr, same) 
 
 # ---------------------------------------------------------------------------- loading
 def _read_file(path: Path) -> list[StoredCurve]:
+    from golden_al import safeio
     from golden_al.golden.legacy import is_legacy_document, read_legacy_text
 
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise SchemaError(f"cannot read golden file: {exc.strerror}", path=path) from None
+    text = safeio.read_text(path)
     doc = load_yaml_roundtrip(text, path=path)
     data = to_plain(doc)
     if data is None:
@@ -430,6 +428,14 @@ def _read_file(path: Path) -> list[StoredCurve]:
         return [StoredCurve(f"{path.stem}:{c.model}" if many else path.stem, path, "inferencex-legacy", c)
                 for c in curves]
     return [StoredCurve(path.stem, path, "golden-al", parse_curve(data, path=path, doc=doc))]
+
+
+def _signature(p: Path) -> tuple[str, int, int]:
+    try:
+        st = p.stat()
+    except OSError:
+        return (p.name, -1, -1)  # read (and refused with a named reason) by _read_file
+    return (p.name, st.st_mtime_ns, st.st_size)
 
 
 @functools.lru_cache(maxsize=16)
@@ -455,9 +461,11 @@ def load_store(golden_dir: str | Path | None = None) -> GoldenStore:
     root = Path(golden_dir).expanduser() if golden_dir is not None else SHIPPED_CURVES_DIR
     if not root.is_dir():
         raise UsageError(f"golden directory {str(root)!r} does not exist or is not a directory")
-    files = sorted(p for p in root.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+    # Fail closed: a *.yaml that is not a regular file (FIFO, device, dangling link) is read, and refused,
+    # by golden_al.safeio rather than skipped.
+    files = sorted(p for p in root.iterdir() if p.suffix in (".yaml", ".yml") and not p.is_dir())
     if not files:
         raise UsageError(f"golden directory {str(root)!r} has no *.yaml golden curve files")
-    signature = tuple((p.name, p.stat().st_mtime_ns, p.stat().st_size) for p in files)
+    signature = tuple(_signature(p) for p in files)
     return _load_cached(str(root.resolve()), signature)
 

@@ -19,7 +19,7 @@ from golden_al.provenance import atomic_write_text
 
 __all__ = ["dump_curve", "save_curve"]
 
-_FLOW_KEYS = {"ci95", "per_position_accepted", "aliases", "chat_template_kwargs"}
+_FLOW_KEYS = {"ci95", "per_position_accepted", "aliases", "chat_template_kwargs", "uncertainty"}
 
 
 def _to_node(value: Any, key: str | None = None, *, flow: bool = False) -> Any:
@@ -67,8 +67,10 @@ def dump_curve(curve: GoldenCurve) -> str:
     return buf.getvalue()
 
 
-def save_curve(curve: GoldenCurve, path: str | Path) -> Path:
-    """Write ``curve`` to ``path`` atomically in our schema; returns the path.
+def save_curve(curve: GoldenCurve, path: str | Path, *, force: bool = False) -> Path:
+    """Write ``curve`` to ``path`` atomically in our schema; returns the path
+    (:func:`golden_al.safeio.atomic_write_bytes`: mode and symlinks kept; a read-only
+    file is replaced only with ``force``).
 
     The text is re-validated before writing, so a file that this function writes
     always loads back to an equal curve.
@@ -80,4 +82,4 @@ def save_curve(curve: GoldenCurve, path: str | Path) -> Path:
     back = parse_curve(to_plain(doc), path=path, doc=doc)
     if back != curve:  # pragma: no cover - a writer bug, not a user error
         raise AssertionError(f"golden curve writer is not faithful for {path}")
-    return atomic_write_text(path, text)
+    return atomic_write_text(path, text, force=force)

@@ -579,13 +579,10 @@ def inject_file(path: str | Path, *, store: GoldenStore, model: str, thinking: s
             nothing is written.
         the errors of :func:`plan_injection`.
     """
+    from golden_al import safeio
+
     p = Path(path)
-    try:
-        text = p.read_bytes().decode("utf-8")
-    except OSError as exc:
-        raise InputFileError(f"cannot read recipe: {exc.strerror}", path=p) from None
-    except UnicodeDecodeError:
-        raise InputFileError("recipe is not UTF-8 text", path=p) from None
+    text = safeio.read_text(p)  # regular file, byte cap, BOM/UTF-16, no NUL
     result = plan_injection(text, path=p, store=store, model=model, thinking=thinking, engine=engine)
     if result.conflicts and not force:
         first = result.conflicts[0]
@@ -596,7 +593,7 @@ def inject_file(path: str | Path, *, store: GoldenStore, model: str, thinking: s
             hint="--force replaces it",
         )
     if result.changed and not dry_run:
-        atomic_write_text(p, result.new_text)
+        atomic_write_text(p, result.new_text, force=force)  # keeps mode and symlink; read-only needs --force
         result = InjectionResult(result.path, result.engine, result.k, result.point, result.settings,
                                  result.changes, result.old_text, result.new_text, written=True)
     return result

@@ -122,9 +122,12 @@ def duplicate_keys(text: str) -> list[tuple[str, int]]:
     """Every repeated key of a mapping, with the 1-based line of the repeat (PyYAML nodes)."""
     import yaml
 
+    from golden_al.errors import UnreadableInputError
+    from golden_al.safeio import compose_yaml
+
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
-    except yaml.YAMLError:
+        root = compose_yaml(text)
+    except UnreadableInputError:
         return []
     out: list[tuple[str, int]] = []
     seen_nodes: set[int] = set()

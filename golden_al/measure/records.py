@@ -7,7 +7,7 @@ Any engine that yields per-request counts can use these helpers to write
 * :class:`RequestLog`: the per-k ``requests.jsonl`` with resume (which indices
   are done, checked against the prompt hash and the run settings);
 * :func:`build_record`: the :class:`~golden_al.measurement.MeasurementRecord`
-  (AL from :func:`distributions.units.al_from_counts`, cluster-bootstrap CI).
+  (AL from :func:`distributions.units.al_from_counts`, the interval over clusters).
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from distributions import units
 from distributions.counts import tidy_count
 from golden_al.errors import InputFileError, UsageError
 from golden_al.measurement import (
@@ -30,9 +27,10 @@ from golden_al.measurement import (
     ModelInfo,
     RequestResult,
     SamplingInfo,
+    Uncertainty,
     append_request_result,
-    bootstrap_ci,
     counts_from_requests,
+    interval_from_requests,
     read_request_results,
 )
 
@@ -165,19 +163,20 @@ def build_record(
     warnings: Sequence[str] = (),
     per_request_file: str = REQUESTS_FILE,
 ) -> MeasurementRecord:
-    """The record of one cell from its per-request results (AL and a cluster-bootstrap 95% CI)."""
+    """The record of one cell from its per-request results (AL and its 95% interval over clusters)."""
     counts = counts_from_requests(results, draft_len)
     if float(counts.num_verify_steps) == 0:
         raise UsageError(
             f"no verify steps at draft length {draft_len}: every request ended on its first token",
             hint="raise --max-tokens (the first token comes from the prefill, not from a verify step)",
         )
-    al = units.al_from_counts(float(counts.num_accepted_drafts), float(counts.num_verify_steps))
-    _, ci = bootstrap_ci(results, draft_len, rng=np.random.default_rng(0 if seed is None else seed))
+    interval, unit = interval_from_requests(results, draft_len, seed=0 if seed is None else seed)
     zero = sum(1 for r in results if float(r.num_verify_steps) == 0)
     notes = list(warnings)
     if zero:
         notes.append(f"{zero} request(s) had no verify step (they ended on the prefill token) and carry no weight")
+    if interval.warning:
+        notes.append(interval.warning)
     return MeasurementRecord(
         engine=engine,
         engine_version=engine_version,
@@ -191,8 +190,9 @@ def build_record(
         chat_template_kwargs=dict(chat_template_kwargs),
         sampling=sampling,
         dataset=dataset,
-        al=al,
-        al_ci95=(float(ci[0]), float(ci[1])),
+        al=interval.al,
+        al_ci95=interval.ci,
+        uncertainty=Uncertainty.of(interval, unit),
         al_source=al_source,
         num_requests=counts.num_requests,
         num_verify_steps=counts.num_verify_steps,

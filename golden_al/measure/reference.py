@@ -20,12 +20,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from golden_al.errors import UsageError
-from golden_al.measure.records import RequestLog, build_record, request_result
-from golden_al.measurement import DatasetInfo, MeasurementRecord, SamplingInfo, write_record
-from golden_al.provenance import collect, now_iso, package_versions
+
+if TYPE_CHECKING:  # the record modules (numpy, pydantic) load only when a run starts
+    from golden_al.measurement import DatasetInfo, MeasurementRecord
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -50,9 +50,33 @@ DEFAULT_PROMPTS = "humaneval"
 #: a 2-core CPU once the models are cached (see experiments/qwen-coder-curve/README.md).
 DEFAULT_NUM_PROMPTS = 16
 DEFAULT_MAX_TOKENS = 128
-DEFAULT_BATCH_SIZE = 8
+DEFAULT_BATCH_SIZE = 16
 MAX_DRAFT_LEN = 16
-MODES = ("live", "replay")
+MODES = ("auto", "live", "replay")
+DEVICES = ("auto", "cpu", "cuda")
+#: ``--mode auto`` with several greedy draft lengths: replay, its one target output made by
+#: speculative decoding at the largest requested k up to this one (the committed curves'
+#: choice, experiments/qwen-coder-curve/), and replay's steps there checked against it.
+AUTO_TRAJECTORY_MAX_K = 6
+
+
+def auto_mode(draft_lens: Sequence[int], greedy: bool) -> tuple[str, int | None]:
+    """The fastest exact mode for ``--mode auto``: ``(mode, replay trajectory k)``.
+
+    * sampling: ``live`` (sampled replay is an estimate, live decoding is exact);
+    * greedy, one draft length: ``live``. Replay of one k made from a speculative
+      trajectory at that k is the same decoding plus one more teacher-forced draft pass,
+      and from the target alone it pays one memory-bound target step per token;
+      experiments/default-run/ measures all three side by side;
+    * greedy, several draft lengths: ``replay`` (one generation for every k) with its
+      output made by speculative decoding at the largest k <= :data:`AUTO_TRAJECTORY_MAX_K`
+      (or the smallest k when all are larger) and checked step for step.
+    """
+    ks = sorted({int(k) for k in draft_lens})
+    if not greedy or len(ks) == 1:
+        return "live", None
+    small = [k for k in ks if k <= AUTO_TRAJECTORY_MAX_K]
+    return "replay", (small[-1] if small else ks[0])
 
 ProgressFn = Callable[..., None]
 
@@ -70,7 +94,8 @@ class ReferenceSettings:
     thinking: str = "off"
     temperature: float = 0.0
     top_p: float = 1.0
-    mode: str = "live"
+    mode: str = "auto"
+    """``auto`` (resolved on construction by :func:`auto_mode`), ``live`` or ``replay``."""
     seed: int = 0
     dtype: str = "float32"
     allow_lower_precision: bool = False
@@ -78,6 +103,9 @@ class ReferenceSettings:
     prefill_emits_token: bool = True
     replay_trajectory_k: int | None = None
     """Replay only, greedy: make the target's output by speculative decoding at this k."""
+    device: str = "auto"
+    """``auto`` (CUDA when available), ``cpu`` or ``cuda``; resolved by :func:`resolve_device`."""
+    requested_mode: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
         # plain builtins (the CLI may hand over int/float/str subclasses that mark its defaults)
@@ -95,6 +123,9 @@ class ReferenceSettings:
         self.draft_lens = sorted(set(self.draft_lens))
         if self.mode not in MODES:
             raise UsageError(f"mode {self.mode!r} is not one of {', '.join(MODES)}")
+        self.device = str(self.device)
+        if self.device not in DEVICES:
+            raise UsageError(f"device {self.device!r} is not one of {', '.join(DEVICES)}")
         from golden_al.golden.schema import normalize_mode
 
         try:
@@ -113,6 +144,12 @@ class ReferenceSettings:
             raise UsageError(f"num-prompts must be >= 1, got {self.num_prompts}")
         if self.batch_size < 1:
             raise UsageError(f"batch-size must be >= 1, got {self.batch_size}")
+        self.requested_mode = self.requested_mode or self.mode
+        if self.mode == "auto":
+            if self.replay_trajectory_k is not None:
+                raise UsageError("--replay-trajectory-k needs --mode replay",
+                                 hint="--mode auto picks the trajectory itself")
+            self.mode, self.replay_trajectory_k = auto_mode(self.draft_lens, self.greedy)
         if self.replay_trajectory_k is not None:
             if self.mode != "replay" or not self.greedy:
                 raise UsageError("--replay-trajectory-k applies to greedy --mode replay only")
@@ -167,8 +204,24 @@ def _early_family(resolved: Any) -> str | None:
     return None
 
 
-def check_inputs(settings: ReferenceSettings, *, cache_dir: str | Path) -> Any:
-    """Cheap checks before anything heavy: the model specs, the thinking mode, the prompt source.
+def resolve_device(name: str) -> str:
+    """``auto`` -> ``cuda`` when torch sees a GPU, else ``cpu``; ``cuda`` without one is a UsageError."""
+    import torch
+
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if name == "cuda" and not torch.cuda.is_available():
+        why = "this torch build has no CUDA" if torch.version.cuda is None else "torch sees no CUDA device"
+        raise UsageError(f"--device cuda: {why} (torch {torch.__version__})",
+                         hint="use --device cpu, or install a CUDA build of torch on a machine with a GPU")
+    return name
+
+
+def check_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, out_dir: str | Path | None = None,
+                 resume: bool = False) -> Any:
+    """Cheap checks before anything heavy (torch is not imported): the model specs, the
+    thinking mode, the prompt source and, with ``out_dir``, that the output directory can
+    take this run (existing results need ``resume`` and the same settings).
 
     Returns the loaded :class:`~golden_al.prompts.PromptSet`.
     """
@@ -184,6 +237,16 @@ def check_inputs(settings: ReferenceSettings, *, cache_dir: str | Path) -> Any:
     if len(prompt_set) == 0:
         raise UsageError(f"prompt source {settings.prompts!r} gave no prompts",
                          hint="check the file or the category filter")
+    if out_dir is not None:
+        per_k = len(settings.draft_lens) > 1
+        for k in settings.draft_lens:
+            d = record_dir(out_dir, k, per_k=per_k)
+            if d.exists() and not d.is_dir():
+                raise UsageError(f"--out {d} exists and is not a directory", hint="choose another --out directory")
+            if d.is_dir() and any(d.iterdir()):
+                from golden_al.measure.records import RequestLog
+
+                RequestLog.open(d, k, settings.run_key(), resume=resume)
     return prompt_set
 
 
@@ -193,6 +256,7 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
 
     ``prompt_set``: from :func:`check_inputs` (run here when not given).
     """
+    from golden_al.measurement import DatasetInfo
     from golden_al.models import load_pair
     from golden_al.prompts import chat_template_hash, dataset_hash, render_all
 
@@ -201,7 +265,8 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
     if prompt_set is None:
         prompt_set = check_inputs(settings, cache_dir=cache_dir)
     t1 = time.perf_counter()
-    pair = load_pair(settings.target, settings.draft, cache_dir=cache_dir, dtype=settings.dtype,
+    device = resolve_device(settings.device)
+    pair = load_pair(settings.target, settings.draft, cache_dir=cache_dir, dtype=settings.dtype, device=device,
                      allow_lower_precision=settings.allow_lower_precision, auto_fetch=True, progress=progress)
     t2 = time.perf_counter()
     tokenizer = pair.target.tokenizer
@@ -227,6 +292,8 @@ def record_dir(out_dir: str | Path, draft_len: int, *, per_k: bool) -> Path:
 
 
 def _engine_version() -> str:
+    from golden_al.provenance import package_versions
+
     v = package_versions(("transformers", "torch"))
     return " / ".join(f"{name} {ver}" for name, ver in v.items())
 
@@ -249,10 +316,14 @@ def run_measurement(
         out_dir: output directory; with ``per_k`` (default: more than one draft length)
             each draft length gets ``out_dir/k{K}/``.
         resume: continue a run whose ``requests.jsonl`` exists (done requests are skipped).
-        progress: ``progress(advance, total=..., description=...)``.
+        progress: ``progress(advance, total=..., description=...)`` in output tokens (a request
+            that ends early advances by the budget it did not use); the description counts requests.
         argv: command line for provenance.
     """
     from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams, make_generator
+    from golden_al.measure.records import RequestLog, build_record, request_result
+    from golden_al.measurement import SamplingInfo, write_record
+    from golden_al.provenance import collect, now_iso
 
     started = now_iso()
     t_start = time.perf_counter()
@@ -282,18 +353,29 @@ def run_measurement(
 
     wall: dict[int, float] = {}
     trajectory_mismatch: list[int] = []
+    M = settings.max_tokens
+
+    def tokens(advance: int = 0, *, total: int | None = None, description: str | None = None) -> None:
+        """The engine's token progress, onto this run's bar (its totals are per call: ignored)."""
+        if progress is not None and advance:
+            progress(advance)
+
+    def finished(label: str, done: int, of: int) -> None:
+        if progress is not None:
+            progress(0, description=f"{label}: {done}/{of} requests")
+
     if settings.mode == "live":
         todo_by_k = {k: [i for i in range(len(prompts)) if i not in logs[k].done] for k in ks}
         if progress is not None:
-            progress(0, total=sum(len(v) for v in todo_by_k.values()))
+            progress(0, total=sum(len(v) for v in todo_by_k.values()) * M)
         for k in ks:
             todo = todo_by_k[k]
             t0 = time.perf_counter()
-            if progress is not None:
-                progress(0, description=f"live k={k}")
-            for out in engine.iter_generate([prompts[i].token_ids for i in todo], draft_len=k, sampling=sampling,
-                                            generator=make_generator(settings.seed), batch_size=settings.batch_size,
-                                            indices=todo):
+            finished(f"live k={k}", 0, len(todo))
+            for n_done, out in enumerate(engine.iter_generate(
+                    [prompts[i].token_ids for i in todo], draft_len=k, sampling=sampling,
+                    generator=make_generator(settings.seed, engine.device), batch_size=settings.batch_size,
+                    indices=todo, progress=tokens), start=1):
                 c = out.counts()
                 logs[k].append(request_result(
                     **base(out.index, k), num_output_tokens=len(out.output_token_ids),
@@ -302,17 +384,21 @@ def run_measurement(
                     accept_lengths=c.accept_lengths, finish_reason=out.finish_reason, wall_s=out.wall_s,
                     extra={"output_token_ids": out.output_token_ids},
                 ))
-                if progress is not None:
-                    progress(1)
+                finished(f"live k={k}", n_done, len(todo))
             wall[k] = round(time.perf_counter() - t0, 3)
     else:
         todo = [i for i in range(len(prompts)) if any(i not in logs[k].done for k in ks)]
+        label = f"replay k={ks[0]}..{ks[-1]}" if len(ks) > 1 else f"replay k={ks[0]}"
+        if settings.replay_trajectory_k is not None:
+            label += f" (output by k={settings.replay_trajectory_k})"
         if progress is not None:
-            progress(0, total=len(todo), description=f"replay k={ks[0]}..{ks[-1]}")
+            progress(0, total=len(todo) * M)
+        finished(label, 0, len(todo))
         t0 = time.perf_counter()
-        for rout in engine.iter_replay([prompts[i].token_ids for i in todo], draft_lens=ks, sampling=sampling,
-                                       generator=make_generator(settings.seed), batch_size=settings.batch_size,
-                                       indices=todo, trajectory_draft_len=settings.replay_trajectory_k):
+        for n_done, rout in enumerate(engine.iter_replay(
+                [prompts[i].token_ids for i in todo], draft_lens=ks, sampling=sampling,
+                generator=make_generator(settings.seed, engine.device), batch_size=settings.batch_size,
+                indices=todo, trajectory_draft_len=settings.replay_trajectory_k, progress=tokens), start=1):
             if rout.trajectory_check is False:
                 trajectory_mismatch.append(rout.index)
             for k in ks:
@@ -327,8 +413,7 @@ def run_measurement(
                     extra={"output_token_ids": rout.output_token_ids,
                            **({} if rout.trajectory_check is None else {"trajectory_check": rout.trajectory_check})},
                 ))
-            if progress is not None:
-                progress(1)
+            finished(label, n_done, len(todo))
         wall = {k: round(time.perf_counter() - t0, 3) for k in ks}
 
     import torch

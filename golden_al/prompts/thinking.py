@@ -153,13 +153,10 @@ def _parse(data: Any, path: Path) -> dict[str, ThinkingPreset]:
 
 @functools.lru_cache(maxsize=4)
 def _load_cached(path: str) -> dict[str, ThinkingPreset]:
-    import yaml
+    from golden_al import safeio
 
     p = Path(path)
-    try:
-        data = yaml.safe_load(p.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as err:
-        raise InputFileError(f"cannot read thinking presets: {err}", path=p) from err
+    data = safeio.safe_load_yaml(safeio.read_text(p), path=p)
     return _parse(data, p)
 
 

@@ -127,7 +127,9 @@ def series_from_fit(fit: Any, source: str, *, label_suffix: str = "") -> list[Se
         points = {}
         for k, p in blk.points.items():
             cell = mf.cells.get(k)
-            points[k] = PointView(p.al, tuple(cell.ci95) if cell else p.ci95, p.origin, cell.al if cell else None)
+            # the curve's own (outward-rounded) ci95, as `fit` prints it, so both show the same interval
+            ci = p.ci95 if p.ci95 is not None else (tuple(cell.ci95) if cell else None)
+            points[k] = PointView(p.al, ci, p.origin, cell.al if cell else None)  # type: ignore[arg-type]
         s = Series(
             label=f"{curve.model} ({curve.draft.method}){label_suffix} {mode}", model=curve.model + label_suffix,
             method=curve.draft.method, mode=mode, source=source, points=points, profile=mf.fit,
@@ -150,7 +152,7 @@ def series_from_curve(curve: GoldenCurve, source: str, sidecar: dict[str, Any] |
         points = {}
         for k, p in blk.points.items():
             sp = side_points.get(str(k), {})
-            ci = tuple(sp["ci95_exact"]) if sp.get("ci95_exact") else p.ci95
+            ci = p.ci95 if p.ci95 is not None else (tuple(sp["ci95_exact"]) if sp.get("ci95_exact") else None)
             points[k] = PointView(p.al, ci, p.origin, sp.get("al_exact"))  # type: ignore[arg-type]
         profile = _profile_from_points({k: v for k, v in points.items() if v.origin == "measured"} or points)
         # the sidecar's flags come from the count-weighted fit; without one, the profile's own

@@ -40,8 +40,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from distributions.counts import AcceptanceCounts, tidy_count
 from golden_al.errors import GoldenALError, NoVerifyStepsError, SchemaError, ServerError, UsageError
 from golden_al.measurement import (
@@ -53,9 +51,10 @@ from golden_al.measurement import (
     RequestResult,
     SamplingInfo,
     ServerInfo,
+    Uncertainty,
     append_request_result,
-    bootstrap_ci,
     counts_from_requests,
+    interval_from_requests,
     read_request_results,
     write_record,
 )
@@ -443,11 +442,13 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
             "AL is undefined",
             hint="no decode step carried drafts (n-gram found no matches?); use longer outputs or other prompts",
         )
-    al, ci = bootstrap_ci(rows, k, rng=np.random.default_rng(plan.bootstrap_seed))
+    interval, unit = interval_from_requests(rows, k, seed=plan.bootstrap_seed)
     warn = list(warnings)
     if any(r.extra and "unit" in r.extra for r in rows):
         warn.append(f"counts attributed per window of up to {plan.concurrency} requests (counter deltas at "
-                    "concurrency > 1); the CI is a cluster bootstrap over windows")
+                    f"concurrency > 1); the interval is over {interval.clusters} windows, not requests")
+    if interval.warning:
+        warn.append(interval.warning)
     return MeasurementRecord(
         engine=plan.engine,
         engine_version=engine_version,
@@ -460,8 +461,9 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
         chat_template_kwargs=plan.chat_template_kwargs,
         sampling=plan.sampling,
         dataset=plan.dataset,
-        al=al,
-        al_ci95=ci,
+        al=interval.al,
+        al_ci95=interval.ci,
+        uncertainty=Uncertainty.of(interval, unit),
         al_source=source_name,
         num_requests=num_requests,
         num_verify_steps=counts.num_verify_steps,

@@ -44,8 +44,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
-
 from distributions import units
 from distributions.counts import tidy_count
 from distributions.uncertainty import se_from_ci, z_for_confidence
@@ -60,9 +58,10 @@ from golden_al.measurement import (
     RequestResult,
     SamplingInfo,
     ServerInfo,
+    Uncertainty,
     append_request_result,
-    bootstrap_ci,
     counts_from_requests,
+    interval_from_requests,
     load_record,
     write_record,
 )
@@ -297,7 +296,7 @@ def derive_record(source: MeasurementRecord, results: Sequence[RequestResult], k
         append_request_result(tmp, r)
     os.replace(tmp, req)
     counts = counts_from_requests(rows, k)
-    al, ci = bootstrap_ci(rows, k, rng=np.random.default_rng(bootstrap_seed))
+    interval, unit = interval_from_requests(rows, k, seed=bootstrap_seed)
     warning = (f"derived from the measurement at k={kmax} by truncating each request's per-step acceptance; "
                "NOT exact: " + ("a chain draft's derivation is exact only if acceptance does not depend on where "
                                 "steps start, and bursty acceptance biases it low (see "
@@ -309,8 +308,9 @@ def derive_record(source: MeasurementRecord, results: Sequence[RequestResult], k
         "derived_from_draft_len": kmax,
         "derivation_exact": False,
         "draft_len": k,
-        "al": al,
-        "al_ci95": ci,
+        "al": interval.al,
+        "al_ci95": interval.ci,
+        "uncertainty": Uncertainty.of(interval, unit),
         "al_source": f"{source.al_source}+truncated-from-k{kmax}",
         "num_verify_steps": counts.num_verify_steps,
         "num_accepted_drafts": counts.num_accepted_drafts,

@@ -19,9 +19,10 @@ from golden_al.measurement import (
     ModelInfo,
     RequestResult,
     SamplingInfo,
+    Uncertainty,
     append_request_result,
-    bootstrap_ci,
     counts_from_requests,
+    interval_from_requests,
     write_record,
 )
 
@@ -62,7 +63,7 @@ def make_record(out_dir: Path, k: int, *, rng: np.random.Generator, thinking: st
         for r in reqs:
             append_request_result(out_dir / REQUESTS_FILE, r)
     cell = counts_from_requests(reqs, k)
-    al, ci = bootstrap_ci(reqs, k, rng=rng, num_resamples=400)
+    interval, unit = interval_from_requests(reqs, k)
     rec = MeasurementRecord(
         engine=engine, engine_version=engine_version, mode="replay", derived=derived,
         derived_from_draft_len=derived_from, derivation_exact=True if derived else None,
@@ -72,7 +73,7 @@ def make_record(out_dir: Path, k: int, *, rng: np.random.Generator, thinking: st
         chat_template_kwargs=chat_template_kwargs or {},
         sampling=SamplingInfo(temperature=temperature, top_p=top_p, max_tokens=max_tokens, seed=0),
         dataset=DatasetInfo(name=dataset_name, category=dataset_category, count=num_requests, hash=dataset_hash),
-        al=al, al_ci95=ci, al_source="reference-steps", num_requests=num_requests,
+        al=interval.al, al_ci95=interval.ci, uncertainty=Uncertainty.of(interval, unit), al_source="reference-steps", num_requests=num_requests,
         num_verify_steps=cell.num_verify_steps, num_accepted_drafts=cell.num_accepted_drafts,
         per_position_accepted=cell.per_position_accepted, histogram=cell.histogram,
         per_request_file=REQUESTS_FILE if with_requests else None,

@@ -151,7 +151,8 @@ def test_sglang_prometheus_needs_batch_size(tmp_path) -> None:
         Counter("sglang:spec_verify_calls", "d", ["model_name"], registry=reg).labels(model_name="m").inc(verify)
         Counter("sglang:generation_tokens", "d", ["model_name"], registry=reg).labels(model_name="m").inc(gen)
         Counter("sglang:num_requests", "d", ["model_name"], registry=reg).labels(model_name="m").inc(requests)
-        return generate_latest(reg).decode()
+        # one server lifetime: drop the *_created times of these two separate registries
+        return "".join(ln for ln in generate_latest(reg).decode().splitlines(True) if "_created" not in ln)
 
     (tmp_path / "a.txt").write_text(snap(0, 0, 0))
     (tmp_path / "b.txt").write_text(snap(3200, 8000 + 10, 10))  # 10 prefill tokens, AL 2.5 over 3200 steps
@@ -162,3 +163,41 @@ def test_sglang_prometheus_needs_batch_size(tmp_path) -> None:
     assert r.realized_al == pytest.approx(2.5)
     assert r.independent_draws == pytest.approx(100)
     assert r.passed
+
+
+def test_contract_long_sglang_logs_at_batch_32(tmp_path, rng) -> None:
+    """2000-line logs, batch 32, 40 steps a line, 2 decimals: correct runs pass, AL 3.95 fails (CLI exit codes)."""
+    from golden_al.cli.main import main
+
+    args = ["--engine", "sglang", "--expect-al", "4.05", "--draft-len", "7", "--method", "match-expected"]
+    rejected = 0
+    for i in range(30):
+        path = tmp_path / f"ok{i}.log"
+        path.write_text(_sglang_log(rng, 4.05, 7, lines=2000, batch=32))
+        rejected += main(["check-run", str(path), *args]) == 1
+    # the old rule (rounding as zero-mean noise) rejected 7-10% here; now the bound is 6.7e-4
+    assert rejected <= 2
+    for i in range(6):
+        path = tmp_path / f"low{i}.log"
+        path.write_text(_sglang_log(rng, 3.95, 7, lines=2000, batch=32))
+        assert main(["check-run", str(path), *args]) == 1
+
+
+@pytest.mark.parametrize(("al", "k", "lines"), [(1.02, 1, 1), (4.01, 7, 1), (4.05, 7, 3), (2.37, 3, 20)])
+def test_short_skewed_sglang_logs_hold_the_false_alarm_bound(rng, al, k, lines) -> None:
+    """One line of a rare upper draw: the normal rule rejected ~4%; the exact-tail rule holds its bound."""
+    from golden_al.checks.run import RunEvidence, check_evidence, false_alarm_bound
+
+    sampler = get_sampler("sglang", "match-expected")
+    reps = 2500
+    draws = sampler.sample(al, k, (reps, lines, 40), rng)
+    printed = np.array([[float(f"{v:.2f}") for v in row] for row in draws.mean(axis=2)])
+    realized = printed.mean(axis=1)
+    fails = 0
+    for r in realized:
+        ev = RunEvidence("sglang", "sglang decode log", float(r), 40.0 * lines, 40.0 * lines, 40.0 * lines, lines,
+                         steps_per_line=40, line_weights=((1.0 / lines, lines),))
+        fails += not check_evidence(ev, expect_al=al, draft_len=k).passed
+    bound = false_alarm_bound(4.0)
+    # binomial slack: the bound plus 4 standard errors of the rejection rate over reps
+    assert fails / reps <= bound + 4 * math.sqrt(bound / reps)

@@ -100,9 +100,12 @@ def test_thinking_assumption_is_stated(findings) -> None:
 
 def test_malformed_yaml_is_reported_and_the_rest_checked(findings) -> None:
     bad = [f for f in findings.findings if f.file.endswith("broken/bad-recipe.yaml")]
-    assert {f.verdict for f in bad} == {"undetermined"}
+    assert {f.verdict for f in bad} == {"unreadable"}  # fail closed: a failing verdict
     assert any(f.line == 6 and "not valid YAML" in f.message for f in bad)  # the parse error's line
-    assert any(f.line == 4 and "SGLANG_SIMULATE_ACC_LEN" in f.message for f in bad)  # the pin's line
+    pin = next(f for f in bad if f.line == 4)  # the pin's line, found by the text scan
+    assert "SGLANG_SIMULATE_ACC_LEN" in pin.message
+    assert (pin.engine, pin.pinned_value) == ("sglang", "2.49")
+    assert findings.failed
     assert len(findings.findings) > len(bad) + 10
 
 
@@ -203,15 +206,18 @@ def test_vllm_value_rules(tmp_path, store, cfg, verdict, implied, needle) -> Non
 
 
 @pytest.mark.parametrize(("flags", "verdict", "needle"), [
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-length 2.49", "match", "matches"),
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-rate 0.4967", "match", "1 + k*rate"),  # 4-decimal rounding
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-rate 0.49", "mismatch", "differs"),
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-rate 0.5", "mismatch", "differs"),  # AL 2.5, not 2.49
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-rate 0.496667", "match", "1 + k*rate"),
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-length 2.49 --spec-decode-acceptance-rate 0.5",
-     "unsafe-value", "both"),
-    ("--num-speculative-tokens 3 --spec-decode-acceptance-length 4.49", "unsafe-value", "ATOM rejects"),
-    ("--spec-decode-acceptance-length 1.79", "match", "default (1)"),
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-length 2.49", "match", "matches"),
+    # 4-decimal rounding
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-rate 0.4967", "match", "1 + k*rate"),
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-rate 0.49", "mismatch", "differs"),
+    # AL 2.5, not 2.49
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-rate 0.5", "mismatch", "differs"),
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-rate 0.496667", "match", "1 + k*rate"),
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-length 2.49 "
+     "--spec-decode-acceptance-rate 0.5", "unsafe-value", "both"),
+    ("--method mtp --num-speculative-tokens 3 --spec-decode-acceptance-length 4.49", "unsafe-value", "ATOM rejects"),
+    ("--method mtp --spec-decode-acceptance-length 1.79", "match", "default (1)"),
+    ("--num-speculative-tokens 3 --spec-decode-acceptance-length 2.49", "unsafe-value", "ATOM ignores it"),
 ])
 def test_atom_flags(tmp_path, store, flags, verdict, needle) -> None:
     script = f"#!/bin/bash\npython -m atom.entrypoints.openai_server --model deepseek-ai/DeepSeek-V4-Pro \\\n  {flags}\n"

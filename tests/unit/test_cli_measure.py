@@ -47,8 +47,13 @@ def test_single_k_writes_a_valid_record(tiny, tmp_path, capsys):
     assert len(lines) == 1
     assert lines[0].startswith("AL ")
     assert "k=3" in lines[0]
-    assert "requests=5" in lines[0]
+    assert "over 5 clusters (request)" in lines[0]
     record = load_record(out)
+    assert record.uncertainty is not None
+    assert record.uncertainty.clusters == 5
+    assert record.uncertainty.method == "studentized-cluster-bootstrap"
+    assert any("fewer than 10" in w for w in record.warnings)
+    assert "fewer than 10" in captured.err
     assert record.engine == "reference"
     assert record.mode == "live"
     assert not record.estimate

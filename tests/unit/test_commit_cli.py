@@ -10,6 +10,7 @@ from _fit_records import make_curve_dir
 
 from golden_al.cli.main import main
 from golden_al.golden import Point, dump_curve, load_curve_file, load_store, save_curve
+from golden_al.safeio import LOCK_NAME
 
 
 @pytest.fixture
@@ -178,10 +179,11 @@ def test_write_is_atomic(curve_file: Path, tmp_path: Path, monkeypatch, capsys) 
     def crash(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr("golden_al.provenance.os.replace", crash)
+    monkeypatch.setattr("golden_al.safeio.os.replace", crash)
     assert _commit(str(more), "--golden-dir", str(store)) != 0
     assert target.read_bytes() == committed
-    assert sorted(p.name for p in store.iterdir()) == [target.name]  # no temp file left behind
+    left = sorted(p.name for p in store.iterdir() if p.name != LOCK_NAME)  # the store lock stays
+    assert left == [target.name]  # no temp file left behind
 
 
 def test_alias_naming_another_model_is_refused(curve_file: Path, tmp_path: Path, capsys) -> None:

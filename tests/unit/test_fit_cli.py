@@ -145,8 +145,13 @@ def test_pools_same_cell_by_summing_counts(tmp_path: Path) -> None:
                                                              strict=True)]
     assert p.al == _expected_al(p.num_accepted_drafts, p.num_verify_steps)
     side = json.loads(sidecar_path(out).read_text())["modes"]["thinking_off"]["points"]["3"]
-    assert side["ci_method"] == "cluster-bootstrap"
+    assert side["ci_method"] == "clusters"
     assert side["num_requests"] == 20
+    # prompts h0..h7 were measured in both records: one cluster each, 12 in all
+    assert side["uncertainty"]["clusters"] == 12
+    assert p.uncertainty is not None
+    assert p.uncertainty.clusters == 12
+    assert p.uncertainty.method == "studentized-cluster-bootstrap"
     assert side["ci95_exact"][0] < side["al_exact"] < side["ci95_exact"][1]
 
 

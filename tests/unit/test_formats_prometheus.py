@@ -124,9 +124,12 @@ def test_bad_text_names_the_line(tmp_path: Path) -> None:
 def test_unreadable_and_binary_files(tmp_path: Path) -> None:
     with pytest.raises(InputFileError, match="cannot read"):
         read_metrics_file(tmp_path / "absent.txt")
-    (tmp_path / "b.bin").write_bytes(b"\xff\xfe\x00abc")
-    with pytest.raises(InputFileError, match="not UTF-8"):
+    (tmp_path / "b.bin").write_bytes(b"\xff\xfe\x00abc")  # a UTF-16 BOM: decoded as UTF-16, then not Prometheus
+    with pytest.raises(InputFileError, match="not Prometheus text"):
         read_metrics_file(tmp_path / "b.bin")
+    (tmp_path / "c.bin").write_bytes(b"\x80\x81 garbage{\n")
+    with pytest.raises(InputFileError, match="not Prometheus text"):
+        read_metrics_file(tmp_path / "c.bin")
 
 
 # ---------------------------------------------------------------------- SGLang

@@ -4,6 +4,8 @@
   (transformers ``generate``), batched and unbatched, Qwen2 and Llama;
 * live == replay, step for step, for greedy at every k = 1..8, with EOS and
   token-budget endings, in both step conventions;
+* continuous batching: a finished row is refilled before the next step, and live ==
+  replay still holds at every k;
 * sampled output follows the target's (warped) distribution: chi-square test of
   the joint distribution of the first three tokens against the exact one.
 """
@@ -268,3 +270,83 @@ def test_replay_from_a_speculative_trajectory_is_the_same(pair, case):
         assert b.trajectory_check is True
         assert a.output_token_ids == b.output_token_ids
         assert all(a.accepted(k) == b.accepted(k) for k in range(1, 9))
+
+
+def _batch_sizes(monkeypatch, model) -> list[int]:
+    """Rows of every decode forward (one or k+1 tokens, not a prefill) of ``model``, in order."""
+    from golden_al.engines.offline_reference import batch_cache
+
+    seen: list[int] = []
+    original = batch_cache.BatchedKV.forward
+
+    def spy(self, input_ids, input_valid, *, logits_to_keep=0):
+        if self.model is model and self.length > 0 and bool(input_valid.all()):
+            seen.append(int(input_ids.shape[0]))
+        return original(self, input_ids, input_valid, logits_to_keep=logits_to_keep)
+
+    monkeypatch.setattr(batch_cache.BatchedKV, "forward", spy)
+    return seen
+
+
+@pytest.mark.parametrize("mode", ["live", "target"])
+def test_continuous_batching_refills_a_finished_row_at_once(pair, case, monkeypatch, mode):
+    """With more prompts than rows, every decode step runs full until the queue is empty
+    (a finished row is replaced before the next step), then the batch only shrinks; and
+    live == replay still holds exactly at every k with this schedule."""
+    target, draft = pair
+    prompts, eos, ref = case
+    many = prompts * 3  # 18 requests, some ending early (EOS), some at the budget
+    engine = ReferenceEngine(target, draft, eos_token_ids=eos)
+    sampling = SamplingParams(max_tokens=MAX_TOKENS)
+    sizes = _batch_sizes(monkeypatch, target)
+    if mode == "live":
+        outs = engine.generate(many, draft_len=3, sampling=sampling, batch_size=4)
+    else:
+        outs = engine.target_generate(many, sampling=sampling, batch_size=4)
+    assert [o.output_token_ids for o in outs] == ref * 3
+    assert sizes, "no decode step was seen"
+    first_short = next(i for i, b in enumerate(sizes) if b < 4)
+    assert first_short > 0
+    assert all(b == 4 for b in sizes[:first_short])
+    assert sizes[first_short:] == sorted(sizes[first_short:], reverse=True), "a row stayed empty with prompts queued"
+
+
+def test_continuous_batching_live_equals_replay_at_every_k(pair, case):
+    target, draft = pair
+    prompts, eos, _ = case
+    many = prompts * 2
+    engine = ReferenceEngine(target, draft, eos_token_ids=eos)
+    sampling = SamplingParams(max_tokens=MAX_TOKENS)
+    replay = engine.replay(many, draft_lens=range(1, 9), sampling=sampling, batch_size=2)
+    for k in range(1, 9):
+        for lo, ro in zip(engine.generate(many, draft_len=k, sampling=sampling, batch_size=5), replay, strict=True):
+            assert lo.output_token_ids == ro.output_token_ids
+            assert lo.accepted == ro.accepted(k), f"k={k} prompt {lo.index}"
+
+
+def test_extend_appends_rows_without_changing_any_row():
+    """Rows appended to a cache with holes (a new request joining) give the same logits as
+    one forward over each row's kept tokens (float64, 1e-9), on both sides of the join."""
+    from golden_al.engines.offline_reference.batch_cache import BatchedKV, left_pad
+
+    model, _ = tiny_pair(vocab_size=64, seed=9)
+    rng = np.random.default_rng(1)
+    with torch.no_grad():
+        old_rows = [rng.integers(4, 64, size=n).tolist() for n in (5, 2)]
+        kv = BatchedKV(model, 2)
+        kv.forward(*left_pad(old_rows))
+        new = torch.tensor(rng.integers(4, 64, size=(2, 3)))
+        kv.forward(new, torch.ones_like(new, dtype=torch.bool))
+        kv.drop_last(torch.tensor([2, 0]))
+        kept = [old_rows[0] + new[0, :1].tolist(), old_rows[1] + new[1].tolist()]
+        for n in (9, 1):  # longer than the cache, then shorter
+            row = rng.integers(4, 64, size=n).tolist()
+            one = BatchedKV(model, 1)
+            one.forward(*left_pad([row]))
+            kv.extend(one)
+            kept.append(row)
+        probe = torch.tensor(rng.integers(4, 64, size=(4, 2)))
+        logits = kv.forward(probe, torch.ones_like(probe, dtype=torch.bool))
+        for b in range(4):
+            full = model(torch.tensor([kept[b] + probe[b].tolist()])).logits[0, -2:]
+            torch.testing.assert_close(logits[b], full, rtol=0, atol=1e-9)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -117,3 +118,18 @@ def test_records_of_two_datasets_are_two_series(tmp_path: Path) -> None:
     assert any("[humaneval]" in lab for lab in labels)
     assert any("[mt-bench:coding]" in lab for lab in labels)
     assert len(list(out.glob("histograms_*.png"))) == 2
+
+
+def test_fit_and_report_print_the_same_intervals(tmp_path: Path, capsys) -> None:
+    recs = make_curve_dir(tmp_path / "recs", range(1, 4))
+    curve = tmp_path / "curve.yaml"
+    assert main(["fit", str(recs), "--out", str(curve)]) == 0
+    fit_out = capsys.readouterr().out
+    cis = re.findall(r"\[\d\.\d{3}, \d\.\d{3}\]", fit_out)
+    assert len(cis) == 3
+    for source in (curve, recs):  # the committed curve (with its sidecar) and the records themselves
+        out = tmp_path / f"report-{source.name}"
+        assert main(["report", str(source), "--out", str(out)]) == 0
+        text = (out / "report.md").read_text()
+        for ci in cis:
+            assert ci in text, (source, ci)

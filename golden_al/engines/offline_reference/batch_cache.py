@@ -9,6 +9,9 @@ attention with an explicit 4D mask, and every token gets an explicit position
 id (its index among the row's valid tokens). Columns that are invalid in every
 row are cropped from the end (``DynamicCache.crop``); when holes pile up the
 cache is compacted (valid slots gathered to the right, left padding).
+:meth:`BatchedKV.extend` appends the rows of another cache (a newly prefilled
+request, for continuous batching): the shorter side is left-padded with
+invalid slots so both have one length, then rows are concatenated.
 
 A padding slot attends to itself (and to its row's valid past), so no query row
 is ever fully masked and nothing becomes NaN.
@@ -133,6 +136,35 @@ class BatchedKV:
         self._crop_tail()
         self.maybe_compact()
 
+    def extend(self, other: BatchedKV) -> None:
+        """Append ``other``'s rows (same model) after this cache's rows, e.g. a newly prefilled request.
+
+        Both sides are left-padded with invalid slots to one length; positions are per row,
+        so no row sees a change.
+        """
+        if other.batch_size == 0:
+            return
+        if self.batch_size == 0:
+            self.cache, self.valid, self.next_pos = other.cache, other.valid, other.next_pos
+            return
+        T, U = self.length, other.length
+        W = max(T, U)
+        for la, lb in zip(_layers(self.cache), _layers(other.cache), strict=True):
+            ka, va = _kv(la, self.batch_size, lb)
+            kb, vb = _kv(lb, other.batch_size, la)
+            if ka is None or kb is None:  # neither side has any token in this layer yet
+                continue
+            la.keys = torch.cat([_left_pad_time(ka, W - T), _left_pad_time(kb, W - U)], dim=0)
+            la.values = torch.cat([_left_pad_time(va, W - T), _left_pad_time(vb, W - U)], dim=0)
+            if not getattr(la, "is_initialized", True):
+                la.device, la.is_initialized = la.keys.device, True
+        pad = torch.zeros
+        self.valid = torch.cat([
+            torch.cat([pad((self.batch_size, W - T), dtype=torch.bool, device=self.device), self.valid], dim=1),
+            torch.cat([pad((other.batch_size, W - U), dtype=torch.bool, device=self.device), other.valid], dim=1),
+        ], dim=0)
+        self.next_pos = torch.cat([self.next_pos, other.next_pos])
+
     def maybe_compact(self, max_hole_fraction: float = 0.5) -> None:
         """Gather valid slots to the right when more than ``max_hole_fraction`` are holes."""
         T = self.length
@@ -153,6 +185,26 @@ class BatchedKV:
             vidx = order[:, None, :, None].expand(-1, layer.values.shape[1], -1, layer.values.shape[3])
             layer.values = layer.values.gather(2, vidx)
         self.valid = self.valid.gather(1, order)
+
+
+def _kv(layer: Any, rows: int, like: Any) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """A layer's keys and values, or empty `(rows, heads, 0, dim)` ones shaped like ``like``'s."""
+    keys = getattr(layer, "keys", None)
+    if keys is not None and keys.dim() == 4:
+        return keys, layer.values
+    other = getattr(like, "keys", None)
+    if other is None or other.dim() != 4:
+        return None, None
+    shape_k = (rows, other.shape[1], 0, other.shape[3])
+    shape_v = (rows, like.values.shape[1], 0, like.values.shape[3])
+    return other.new_zeros(shape_k), like.values.new_zeros(shape_v)
+
+
+def _left_pad_time(x: torch.Tensor, n: int) -> torch.Tensor:
+    """Prepend ``n`` zero slots on the time axis of `(B, H, T, D)`."""
+    if n <= 0:
+        return x
+    return torch.cat([x.new_zeros((x.shape[0], x.shape[1], n, x.shape[3])), x], dim=2)
 
 
 def left_pad(rows: list[list[int]], *, pad_id: int = 0, device: Any = "cpu") -> tuple[torch.Tensor, torch.Tensor]:

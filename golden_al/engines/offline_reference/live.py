@@ -10,13 +10,16 @@ rows finish independently (end of sequence or token budget) and leave the batch.
 The counting rules, including the last step of a request, are those of
 :mod:`.accounting`.
 
-Requests are processed in static batches of ``batch_size`` in the order given;
-within a batch, rows advance by different amounts (ragged acceptance).
+Batching is continuous: up to ``batch_size`` requests decode together, and a
+request that finishes is replaced by the next prompt at once (prefilled on its
+own or with a few others, then appended to both caches, :meth:`.BatchedKV.extend`); rows advance by
+different amounts (ragged acceptance) and the caches are compacted as holes pile up.
 """
 
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,10 +36,37 @@ from golden_al.engines.offline_reference.sampling import (
     warp,
 )
 
-__all__ = ["ProgressFn", "RequestOutput", "iter_generate", "target_generate_step"]
+__all__ = ["ProgressFn", "RequestOutput", "admission_group", "iter_generate", "prefill_budget", "target_generate_step"]
+
+#: Tokens per admission prefill (prompt tokens x prompts, padding included). On a CPU one
+#: prompt or a few at a time keeps progress moving every few seconds; a GPU takes many.
+PREFILL_TOKENS = {"cpu": 256, "cuda": 16384}
+
+
+def prefill_budget(device: Any) -> int:
+    """:data:`PREFILL_TOKENS` for ``device`` (a torch.device or its name)."""
+    return PREFILL_TOKENS.get(getattr(device, "type", str(device)), PREFILL_TOKENS["cpu"])
+
+
+def admission_group(queue: deque[tuple[int, list[int]]], free: int, budget: int) -> list[tuple[int, list[int]]]:
+    """Pop the next prompts for ``free`` rows: at least one, and more while the left-padded
+    group stays within ``budget`` tokens."""
+    group: list[tuple[int, list[int]]] = []
+    width = 0
+    while queue and len(group) < free:
+        w = max(width, len(queue[0][1]))
+        if group and w * (len(group) + 1) > budget:
+            break
+        group.append(queue.popleft())
+        width = w
+    return group
 
 ProgressFn = Callable[..., None]
-"""``progress(advance=1, *, total=None, description=None)`` (see golden_al.cli._common)."""
+"""``progress(advance, *, total=None)`` in output tokens (see golden_al.cli._common).
+
+Engines call ``progress(0, total=len(prompts) * max_tokens)`` first, then ``progress(n)``
+with the tokens each step emitted; a request that ends before its budget advances by the
+budget it did not use, so the bar ends exactly at its total."""
 
 
 @dataclass
@@ -55,7 +85,7 @@ class RequestOutput:
     finish_reason: str = ""
     """``stop`` (an end-of-sequence token) or ``length`` (the token budget)."""
     wall_s: float = 0.0
-    """Seconds from the start of its batch until it finished."""
+    """Seconds from its admission to the batch (its prefill) until it finished."""
 
     @property
     def accept_lengths(self) -> list[int]:
@@ -118,94 +148,126 @@ def iter_generate(
         sampling: temperature, top-p and ``max_tokens``.
         eos_token_ids: tokens that end a request (included in its output).
         generator: the only source of randomness (seed it).
-        batch_size: requests decoded together.
+        batch_size: requests decoded together (continuous batching: a finished request's
+            row goes to the next prompt at once).
         prefill_emits_token: the target's prefill emits the first token, which is not
             a verify step (vLLM, SGLang). False: the first verify step drafts the first
             token too (transformers' assisted generation). See :mod:`.accounting`.
         indices: the index reported for each prompt (default ``0..len-1``).
-        progress: called with ``advance=1`` per finished request.
+        progress: output tokens, see :data:`ProgressFn`.
     """
     k = int(draft_len)
     if k < 1:
         raise ValueError(f"draft_len must be >= 1, got {k}")
     idx = list(range(len(prompts))) if indices is None else list(indices)
+    queue = deque((idx[i], [int(t) for t in prompts[i]]) for i in range(len(prompts)))
     if progress is not None:
-        progress(0, total=len(prompts))
-    for start in range(0, len(prompts), max(1, batch_size)):
-        chunk = [(idx[i], [int(t) for t in prompts[i]]) for i in range(start, min(len(prompts), start + batch_size))]
-        with torch.inference_mode():
-            for out in _generate_batch(target, draft, chunk, k, sampling, set(int(e) for e in eos_token_ids),
-                                       generator, prefill_emits_token):
-                if progress is not None:
-                    progress(1)
-                yield out
+        progress(0, total=len(prompts) * sampling.max_tokens)
+    with torch.inference_mode():
+        yield from _LiveBatch(target, draft, k, sampling, {int(e) for e in eos_token_ids}, generator,
+                              prefill_emits_token, max(1, int(batch_size)), progress).run(queue)
 
 
-def _generate_batch(
-    target: Any,
-    draft: Any,
-    chunk: list[tuple[int, list[int]]],
-    k: int,
-    sampling: SamplingParams,
-    eos: set[int],
-    generator: torch.Generator,
-    prefill_emits_token: bool,
-) -> Iterator[RequestOutput]:
-    t0 = time.perf_counter()
-    M = sampling.max_tokens
-    reqs = [RequestOutput(index=i, prompt_token_ids=p, draft_len=k) for i, p in chunk]
-    for r in reqs:
-        if not r.prompt_token_ids:
-            raise ValueError(f"prompt {r.index} is empty")
-    tkv = BatchedKV(target, len(reqs))
-    dkv = BatchedKV(draft, len(reqs))
-    active = list(range(len(reqs)))  # row -> position in reqs
+class _LiveBatch:
+    """The rows decoding together: their requests, both caches and what each model sees next."""
 
-    if prefill_emits_token:
-        rows = [r.prompt_token_ids for r in reqs]
-        logits = _prefill(tkv, rows)
-        assert logits is not None
-        _prefill(dkv, rows)
-        y0 = _tokens(_choose(logits, sampling, generator))
-        pending_t = [[y] for y in y0]
-        pending_d = [[y] for y in y0]
-        for r, y in zip(reqs, y0, strict=True):
-            r.output_token_ids.append(y)
-            if y in eos:
-                r.finish_reason = "stop"
-            elif M == 1:
-                r.finish_reason = "length"
-    else:
-        rows = [r.prompt_token_ids[:-1] for r in reqs]
-        _prefill(tkv, rows)
-        _prefill(dkv, rows)
-        pending_t = [[r.prompt_token_ids[-1]] for r in reqs]
-        pending_d = [[r.prompt_token_ids[-1]] for r in reqs]
+    def __init__(self, target: Any, draft: Any, k: int, sampling: SamplingParams, eos: set[int],
+                 generator: torch.Generator, prefill_emits_token: bool, batch_size: int,
+                 progress: ProgressFn | None) -> None:
+        self.target, self.draft, self.k, self.sampling, self.eos = target, draft, k, sampling, eos
+        self.generator, self.prefill_emits_token = generator, prefill_emits_token
+        self.batch_size, self.progress = batch_size, progress
+        self.tkv, self.dkv = BatchedKV(target, 0), BatchedKV(draft, 0)
+        self.rows: list[RequestOutput] = []
+        self.started: list[float] = []
+        self.pending_t: list[list[int]] = []
+        self.pending_d: list[list[int]] = []
 
-    def retire() -> Iterator[RequestOutput]:
-        nonlocal active, pending_t, pending_d
-        keep = [row for row, ri in enumerate(active) if not reqs[ri].finish_reason]
-        for ri in active:
-            if reqs[ri].finish_reason:
-                reqs[ri].wall_s = time.perf_counter() - t0
-                yield reqs[ri]
-        if len(keep) < len(active):
-            sel = torch.tensor(keep, dtype=torch.long, device=tkv.device)
-            if keep:
-                tkv.select(sel)
-                dkv.select(sel)
-            active = [active[row] for row in keep]
-            pending_t = [pending_t[row] for row in keep]
-            pending_d = [pending_d[row] for row in keep]
+    def _advance(self, n: int) -> None:
+        if self.progress is not None and n:
+            self.progress(n)
 
-    yield from retire()
-    while active:
-        B = len(active)
-        left = [M - len(reqs[ri].output_token_ids) for ri in active]
+    def _finish_rules(self, r: RequestOutput, last: int) -> None:
+        if last in self.eos:
+            r.finish_reason = "stop"
+        elif len(r.output_token_ids) >= self.sampling.max_tokens:
+            r.finish_reason = "length"
+
+    def admit(self, group: list[tuple[int, list[int]]]) -> None:
+        """Prefill a group of prompts together (left-padded) and append them to the batch."""
+        new = [RequestOutput(index=i, prompt_token_ids=p, draft_len=self.k) for i, p in group]
+        tkv, dkv = BatchedKV(self.target, len(new)), BatchedKV(self.draft, len(new))
+        if self.prefill_emits_token:
+            rows = [r.prompt_token_ids for r in new]
+            logits = _prefill(tkv, rows)
+            assert logits is not None
+            _prefill(dkv, rows)
+            ys = _tokens(_choose(logits, self.sampling, self.generator))
+            for r, y in zip(new, ys, strict=True):
+                r.output_token_ids.append(y)
+                self._finish_rules(r, y)
+            pending = [[y] for y in ys]
+            self._advance(len(new))
+        else:
+            rows = [r.prompt_token_ids[:-1] for r in new]
+            _prefill(tkv, rows)
+            _prefill(dkv, rows)
+            pending = [[r.prompt_token_ids[-1]] for r in new]
+        self.tkv.extend(tkv)
+        self.dkv.extend(dkv)
+        now = time.perf_counter()
+        self.rows.extend(new)
+        self.started.extend(now for _ in new)
+        self.pending_t.extend(list(p) for p in pending)
+        self.pending_d.extend(list(p) for p in pending)
+
+    def retire(self) -> Iterator[RequestOutput]:
+        """Yield finished rows and drop them from both caches."""
+        keep = [row for row, r in enumerate(self.rows) if not r.finish_reason]
+        if len(keep) == len(self.rows):
+            return
+        now = time.perf_counter()
+        done = [(self.rows[row], self.started[row]) for row in range(len(self.rows)) if row not in set(keep)]
+        if keep:
+            sel = torch.tensor(keep, dtype=torch.long, device=self.tkv.device)
+            self.tkv.select(sel)
+            self.dkv.select(sel)
+        else:
+            self.tkv, self.dkv = BatchedKV(self.target, 0), BatchedKV(self.draft, 0)
+        self.rows = [self.rows[row] for row in keep]
+        self.started = [self.started[row] for row in keep]
+        self.pending_t = [self.pending_t[row] for row in keep]
+        self.pending_d = [self.pending_d[row] for row in keep]
+        for r, t0 in done:
+            r.wall_s = now - t0
+            self._advance(self.sampling.max_tokens - len(r.output_token_ids))
+            yield r
+
+    def run(self, queue: deque[tuple[int, list[int]]]) -> Iterator[RequestOutput]:
+        while True:
+            budget = prefill_budget(self.tkv.device)
+            while queue and len(self.rows) < self.batch_size:
+                self.admit(admission_group(queue, self.batch_size - len(self.rows), budget))
+                yield from self.retire()
+            if not self.rows:
+                return
+            self.step()
+            yield from self.retire()
+            if self.rows:
+                self.tkv.maybe_compact()
+                self.dkv.maybe_compact()
+
+    def step(self) -> None:
+        """One verify step of every row."""
+        k, sampling, generator, eos = self.k, self.sampling, self.generator, self.eos
+        tkv, dkv = self.tkv, self.dkv
+        M = sampling.max_tokens
+        B = len(self.rows)
+        left = [M - len(r.output_token_ids) for r in self.rows]
         gamma_eff = torch.tensor([min(k, m) for m in left], dtype=torch.long, device=tkv.device)
 
         # 1. the draft proposes k tokens autoregressively (rows with gamma_eff < k ignore the rest)
-        ids, valid = left_pad(pending_d, device=dkv.device)
+        ids, valid = left_pad(self.pending_d, device=dkv.device)
         logits = dkv.forward(ids, valid, logits_to_keep=1)[:, -1]
         xs: list[torch.Tensor] = []
         qs: list[torch.Tensor] = []
@@ -222,7 +284,7 @@ def _generate_batch(
         x = torch.stack(xs, dim=1)  # (B, k)
 
         # 2. the target scores pending token + k drafts in one forward pass
-        last = torch.tensor([p[-1] for p in pending_t], dtype=torch.long, device=tkv.device)[:, None]
+        last = torch.tensor([p[-1] for p in self.pending_t], dtype=torch.long, device=tkv.device)[:, None]
         verify_ids = torch.cat([last, x], dim=1)
         p_logits = tkv.forward(verify_ids, torch.ones_like(verify_ids, dtype=torch.bool))  # (B, k+1, V)
 
@@ -236,9 +298,10 @@ def _generate_batch(
         x_rows = x.tolist()
 
         # 4. commit tokens, apply the end-of-request rules (accounting.py)
-        for row, ri in enumerate(active):
-            r = reqs[ri]
+        emitted = 0
+        for row, r in enumerate(self.rows):
             n, t = n_list[row], t_list[row]
+            before = len(r.output_token_ids)
             drafts = [int(v) for v in x_rows[row][:n]]
             stop_at = next((j for j, v in enumerate(drafts) if v in eos), None)
             r.drafted.append(int(gamma_eff[row]))
@@ -246,25 +309,20 @@ def _generate_batch(
                 r.accepted.append(stop_at + 1)
                 r.output_token_ids.extend(drafts[: stop_at + 1])
                 r.finish_reason = "stop"
-                continue
-            r.accepted.append(n)
-            if n == left[row]:  # every draft up to the budget accepted: no bonus follows
+            elif n == left[row]:  # every draft up to the budget accepted: no bonus follows
+                r.accepted.append(n)
                 r.output_token_ids.extend(drafts)
                 r.finish_reason = "length"
-                continue
-            r.output_token_ids.extend([*drafts, t])
-            if t in eos:
-                r.finish_reason = "stop"
-            elif len(r.output_token_ids) >= M:
-                r.finish_reason = "length"
+            else:
+                r.accepted.append(n)
+                r.output_token_ids.extend([*drafts, t])
+                self._finish_rules(r, t)
+            emitted += len(r.output_token_ids) - before
+        self._advance(emitted)
 
         # 5. drop rejected drafts from both caches; set what each model must see next
         tkv.drop_last(k - ver.n)
         dkv.drop_last((k - 1) - ver.n.clamp(max=k - 1))
-        pending_t = [[t] for t in t_list]
-        pending_d = [[x_rows[row][k - 1], t_list[row]] if n_list[row] == k else [t_list[row]]
-                     for row in range(B)]
-        yield from retire()
-        if active:
-            tkv.maybe_compact()
-            dkv.maybe_compact()
+        self.pending_t = [[t] for t in t_list]
+        self.pending_d = [[x_rows[row][k - 1], t_list[row]] if n_list[row] == k else [t_list[row]]
+                          for row in range(B)]

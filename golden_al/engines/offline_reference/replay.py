@@ -23,6 +23,7 @@ carry ``estimate: true`` and ``mode: replay``.
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -37,7 +38,13 @@ from golden_al.engines.offline_reference.accounting import (
     greedy_accept_counts,
 )
 from golden_al.engines.offline_reference.batch_cache import BatchedKV, left_pad
-from golden_al.engines.offline_reference.live import ProgressFn, iter_generate, target_generate_step
+from golden_al.engines.offline_reference.live import (
+    ProgressFn,
+    admission_group,
+    iter_generate,
+    prefill_budget,
+    target_generate_step,
+)
 from golden_al.engines.offline_reference.sampling import SamplingParams, sample, warp
 
 __all__ = ["ReplayOutput", "TargetOutput", "draft_agreement", "iter_replay", "iter_target_generate"]
@@ -90,49 +97,86 @@ def iter_target_generate(
     batch_size: int = 8,
     keep_distributions: bool = False,
     indices: Sequence[int] | None = None,
+    progress: ProgressFn | None = None,
 ) -> Iterator[TargetOutput]:
-    """Plain autoregressive generation by the target alone (KV cache, batched)."""
+    """Plain autoregressive generation by the target alone (KV cache, continuous batching).
+
+    A finished request's row goes to the next prompt at once (prefilled, a few prompts
+    together, and appended, :meth:`.BatchedKV.extend`). ``progress``: output tokens (:data:`.live.ProgressFn`).
+    """
     eos = {int(e) for e in eos_token_ids}
     idx = list(range(len(prompts))) if indices is None else list(indices)
+    queue = deque((idx[i], [int(t) for t in prompts[i]]) for i in range(len(prompts)))
     M = sampling.max_tokens
-    for start in range(0, len(prompts), max(1, batch_size)):
-        t0 = time.perf_counter()
-        reqs = [TargetOutput(index=idx[i], prompt_token_ids=[int(t) for t in prompts[i]],
-                             p=[] if keep_distributions else None)
-                for i in range(start, min(len(prompts), start + batch_size))]
-        with torch.inference_mode():
-            kv = BatchedKV(target, len(reqs))
-            ids, valid = left_pad([r.prompt_token_ids for r in reqs], device=kv.device)
-            logits = kv.forward(ids, valid, logits_to_keep=1)[:, -1]
-            if sampling.greedy:
-                tok = logits.argmax(dim=-1)
-            else:
-                p = warp(logits, sampling)
-                tok = sample(p, generator)
-            active = list(range(len(reqs)))
-            while True:
-                toks = [int(v) for v in tok.tolist()]
-                for row, ri in enumerate(active):
-                    r = reqs[ri]
-                    r.output_token_ids.append(toks[row])
-                    if r.p is not None:
-                        r.p.append(warp(logits[row], sampling).float())
-                    if toks[row] in eos:
-                        r.finish_reason = "stop"
-                    elif len(r.output_token_ids) >= M:
-                        r.finish_reason = "length"
-                keep = [row for row, ri in enumerate(active) if not reqs[ri].finish_reason]
-                for ri in active:
-                    if reqs[ri].finish_reason and not reqs[ri].wall_s:
-                        reqs[ri].wall_s = time.perf_counter() - t0
-                        yield reqs[ri]
-                if not keep:
-                    break
-                if len(keep) < len(active):
+    B = max(1, int(batch_size))
+    if progress is not None:
+        progress(0, total=len(prompts) * M)
+
+    def advance(n: int) -> None:
+        if progress is not None and n:
+            progress(n)
+
+    with torch.inference_mode():
+        kv = BatchedKV(target, 0)
+        rows: list[TargetOutput] = []
+        started: list[float] = []
+
+        def commit(row_reqs: list[TargetOutput], toks: list[int], lg: torch.Tensor) -> None:
+            for row, r in enumerate(row_reqs):
+                r.output_token_ids.append(toks[row])
+                if r.p is not None:
+                    r.p.append(warp(lg[row], sampling).float())
+                if toks[row] in eos:
+                    r.finish_reason = "stop"
+                elif len(r.output_token_ids) >= M:
+                    r.finish_reason = "length"
+            advance(len(row_reqs))
+
+        while True:
+            # admit: prefill the next prompts (a few at a time) and append them to the batch
+            while queue and len(rows) < B:
+                group = admission_group(queue, B - len(rows), prefill_budget(kv.device))
+                new = [TargetOutput(index=i, prompt_token_ids=p, p=[] if keep_distributions else None)
+                       for i, p in group]
+                one = BatchedKV(target, len(new))
+                ids, valid = left_pad([r.prompt_token_ids for r in new], device=one.device)
+                lg = one.forward(ids, valid, logits_to_keep=1)[:, -1]
+                commit(new, _choose_tokens(lg, sampling, generator), lg)
+                kv.extend(one)
+                rows.extend(new)
+                now = time.perf_counter()
+                started.extend(now for _ in new)
+            keep = [row for row, r in enumerate(rows) if not r.finish_reason]
+            if len(keep) < len(rows):
+                now = time.perf_counter()
+                for row, r in enumerate(rows):
+                    if r.finish_reason:
+                        r.wall_s = now - started[row]
+                        advance(M - len(r.output_token_ids))
+                        yield r
+                if keep:
                     kv.select(torch.tensor(keep, dtype=torch.long, device=kv.device))
-                    toks = [toks[row] for row in keep]
-                    active = [active[row] for row in keep]
-                tok, logits = target_generate_step(kv, toks, sampling, generator)
+                else:
+                    kv = BatchedKV(target, 0)
+                rows = [rows[row] for row in keep]
+                started = [started[row] for row in keep]
+                if queue:
+                    continue  # refill the freed rows before the next step
+            if not rows:
+                return
+            last = [r.output_token_ids[-1] for r in rows]
+            tok_t, logits = target_generate_step(kv, last, sampling, generator)
+            commit(rows, _tokens(tok_t), logits)
+            kv.maybe_compact()
+
+
+def _choose_tokens(logits: torch.Tensor, sampling: SamplingParams, generator: torch.Generator) -> list[int]:
+    tok = logits.argmax(dim=-1) if sampling.greedy else sample(warp(logits, sampling), generator)
+    return _tokens(tok)
+
+
+def _tokens(t: torch.Tensor) -> list[int]:
+    return [int(v) for v in t.tolist()]
 
 
 def draft_agreement(draft: Any, out: TargetOutput, sampling: SamplingParams) -> list[float]:
@@ -181,18 +225,18 @@ def iter_replay(
     if trajectory_draft_len is not None and not sampling.greedy:
         raise ValueError("a speculative trajectory is for greedy replay only (sampled replay needs p at every position)")
     start = first_step(prefill_emits_token)
-    if progress is not None:
-        progress(0, total=len(prompts))
     live_accepted: dict[int, list[int]] = {}
     if trajectory_draft_len is None:
         outs: Iterator[TargetOutput] = iter_target_generate(
             target, prompts, sampling=sampling, eos_token_ids=eos_token_ids, generator=generator,
-            batch_size=batch_size, keep_distributions=not sampling.greedy, indices=indices)
+            batch_size=batch_size, keep_distributions=not sampling.greedy, indices=indices,
+            progress=progress)
     else:
         def _spec() -> Iterator[TargetOutput]:
             for o in iter_generate(target, draft, prompts, draft_len=trajectory_draft_len, sampling=sampling,
                                    eos_token_ids=eos_token_ids, generator=generator, batch_size=batch_size,
-                                   prefill_emits_token=prefill_emits_token, indices=indices):
+                                   prefill_emits_token=prefill_emits_token, indices=indices,
+                                   progress=progress):
                 live_accepted[o.index] = o.accepted
                 yield TargetOutput(index=o.index, prompt_token_ids=o.prompt_token_ids,
                                    output_token_ids=o.output_token_ids, finish_reason=o.finish_reason,
@@ -212,8 +256,6 @@ def iter_replay(
             k0 = int(trajectory_draft_len)
             derived = greedy_accept_counts([a > 0.5 for a in agree], k0, start=start)
             check = derived == live_accepted.pop(out.index)
-        if progress is not None:
-            progress(1)
         yield ReplayOutput(
             index=out.index,
             prompt_token_ids=out.prompt_token_ids,

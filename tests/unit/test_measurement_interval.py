@@ -1,0 +1,63 @@
+"""The interval of a cell over its clusters: order-free, turns and repeated prompts merged."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distributions.uncertainty import al_interval_result
+from golden_al.measurement import RequestResult, clusters_from_requests, interval_from_requests
+
+
+def _row(i: int, acc: int, steps: int, *, k: int = 3, turn: int | None = None, prompt: str | None = None,
+         extra: dict | None = None) -> RequestResult:
+    hist = [0] * (k + 1)
+    return RequestResult(index=i, request_id=f"r{i}-{turn}", draft_len=k, prompt_hash=prompt or f"h{i}",
+                         num_output_tokens=acc + steps, num_verify_steps=steps, num_accepted_drafts=acc,
+                         histogram=hist, per_position_accepted=[0] * k, turn=turn, extra=extra)
+
+
+def _rows(n: int, seed: int = 0) -> list[RequestResult]:
+    rng = np.random.default_rng(seed)
+    steps = rng.integers(10, 80, n)
+    return [_row(i, int(rng.binomial(3 * s, 0.6)), int(s)) for i, s in enumerate(steps)]
+
+
+def test_completion_order_does_not_change_the_interval():
+    rows = _rows(24)
+    a, unit = interval_from_requests(rows, 3)
+    shuffled = [rows[i] for i in np.random.default_rng(1).permutation(len(rows))]
+    b, _ = interval_from_requests(shuffled, 3)
+    assert unit == "request"
+    assert a.ci == b.ci
+    assert a.clusters == 24
+
+
+def test_other_draft_lengths_are_ignored_and_match_the_library():
+    rows = _rows(12)
+    other = [_row(99, 5, 5, k=2)]
+    iv, _ = interval_from_requests(rows + other, 3, seed=4)
+    ref = al_interval_result([float(r.num_accepted_drafts) for r in rows], [float(r.num_verify_steps) for r in rows],
+                             seed=4, draft_len=3)
+    assert iv.ci == pytest.approx(ref.ci, abs=1e-12)
+
+
+def test_turns_of_one_conversation_are_one_cluster():
+    rows = [_row(0, 10, 10, turn=0), _row(0, 20, 10, turn=1), _row(1, 5, 10, turn=0)]
+    acc, steps, unit = clusters_from_requests(rows, 3)
+    assert unit == "conversation"
+    assert sorted(zip(acc, steps, strict=True)) == [(5.0, 10.0), (30.0, 20.0)]
+
+
+def test_pooling_merges_the_same_prompt_measured_twice():
+    rows = [_row(0, 10, 10), _row(1, 5, 10), _row(0, 12, 10)]
+    assert len(clusters_from_requests(rows, 3)[0]) == 3
+    acc, steps, _ = clusters_from_requests(rows, 3, merge_same_prompt=True)
+    assert sorted(zip(acc, steps, strict=True)) == [(5.0, 10.0), (22.0, 20.0)]
+
+
+def test_counter_batches_are_clusters_even_with_a_shared_index():
+    rows = [_row(0, 10 + i, 10, extra={"batch": i, "windows": 2}) for i in range(3)]
+    acc, _, unit = clusters_from_requests(rows, 3)
+    assert unit == "counter window batch"
+    assert len(acc) == 3
