@@ -11,13 +11,24 @@ explains the whole curve:
 formula). With ``0 <= c_j <= 1`` the unconditional rates ``p_j`` are
 non-increasing, so a curve it can explain is non-decreasing in ``k`` with
 non-increasing increments ``AL(k) - AL(k-1) = p_k``. :func:`fit_profile` finds
-the profile by weighted least squares and flags what it cannot explain:
+the profile by weighted least squares. By default the profile is a smooth decaying
+family with two parameters, ``c_j = c1 * r^(j-1)``
+(:class:`~distributions.families.DecayingConditional`), so with more points than
+parameters the residuals carry information: they are reported in standard errors, and a
+goodness-of-fit test (the weighted residual sum of squares against the free profile,
+chi-square with ``points - 2`` degrees of freedom) says whether a richer profile is needed
+(``profile="free"``: one rate per position, as many parameters as points, which can
+follow any monotone curve and so can only flag what no chain draft can do). It flags
+what it cannot explain:
 
 * ``drop``: ``AL(k)`` below ``AL(k')`` at a smaller ``k'`` beyond noise
   (``p_k < 0`` is impossible);
 * ``jump``: an increment larger than an earlier one beyond noise (``p``
   cannot grow);
-* ``residual``: a fitted value further from the observation than the tolerance.
+* ``residual``: a fitted value further from the observation than the tolerance
+  (``noise_z`` standard errors, or the absolute default without noise estimates);
+* ``shape``: the goodness-of-fit test rejects the decaying profile (p < ``SHAPE_ALPHA``):
+  a richer profile is needed (flagged at the point with the largest standardized residual).
 
 Noise: with ``ci95`` the standard error of each point is ``(hi - lo) / 3.92``;
 with ``steps`` it is ``sqrt(var(L_k) / steps_k)`` under the fitted profile
@@ -53,6 +64,8 @@ from distributions.uncertainty import se_from_ci
 
 __all__ = [
     "DEFAULT_TOLERANCE",
+    "PROFILES",
+    "SHAPE_ALPHA",
     "CurveFlag",
     "FitResult",
     "curve_flags",
@@ -65,7 +78,13 @@ __all__ = [
 #: Residual tolerance (absolute AL) when neither CIs nor counts are given.
 DEFAULT_TOLERANCE = 0.03
 
-FlagKind = Literal["drop", "jump", "residual"]
+#: Profiles :func:`fit_profile` knows: the 2-parameter decaying family (default) or one rate per position.
+PROFILES = ("decaying", "free")
+#: Goodness-of-fit level below which a richer profile than the decaying one is needed.
+SHAPE_ALPHA = 0.01
+
+FlagKind = Literal["drop", "jump", "residual", "shape"]
+ProfileName = Literal["decaying", "free"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +118,10 @@ class FitResult:
         flags: points the profile cannot explain (empty when it explains all).
         cost: weighted sum of squared residuals.
         resolution: rounding unit inferred from the observed values (0 if none).
+        profile: ``"decaying"`` (2 parameters) or ``"free"`` (one rate per position).
+        num_params: parameters of the profile.
+        chi2 / dof / p_value: goodness of fit of the profile against the free one, in
+            standard errors (None without noise estimates or without spare points).
     """
 
     ks: NDArray[np.int64]
@@ -116,6 +139,21 @@ class FitResult:
     flags: tuple[CurveFlag, ...]
     cost: float
     resolution: float
+    profile: str = "free"
+    num_params: int = 0
+    chi2: float | None = None
+    dof: int | None = None
+    p_value: float | None = None
+
+    @property
+    def standardized_residuals(self) -> NDArray[np.float64] | None:
+        """Residuals in standard errors, ``(al - fitted) / sigma`` (None without noise estimates)."""
+        return None if self.sigma is None else self.residuals / self.sigma
+
+    @property
+    def richer_profile_needed(self) -> bool:
+        """True when the goodness-of-fit test rejects the profile at :data:`SHAPE_ALPHA`."""
+        return self.p_value is not None and self.p_value < SHAPE_ALPHA
 
     @property
     def x(self) -> NDArray[np.float64]:
@@ -153,8 +191,10 @@ class FitResult:
         def row(label: str, values: Iterable[float], fmt: str) -> str:
             return f"  {label:<6}" + " ".join(format(v, fmt) for v in values)
 
+        gof = "" if self.p_value is None else f", chi2={self.chi2:.2f} on {self.dof} dof (p={self.p_value:.3g})"
         lines = [
-            f"FitResult(success={self.success}, explained={self.explained}, weighting={self.weighting!r}, "
+            f"FitResult(profile={self.profile!r}{gof}, success={self.success}, explained={self.explained}, "
+            f"weighting={self.weighting!r}, "
             f"monotone_conditional={self.monotone_conditional}, max|resid|={self.max_abs_residual:.4f},",
             "  c     [" + ", ".join(f"{v:.3f}" for v in self.conditional) + "]",
             row("k", self.ks, ">7d"),
@@ -345,6 +385,7 @@ def fit_profile(
     monotone_conditional: bool = False,
     tolerance: float | None = None,
     noise_z: float = 3.0,
+    profile: ProfileName = "decaying",
 ) -> FitResult:
     """Fit one conditional profile ``c_1..c_K`` (``K = max(ks)``) to AL at several ``k``.
 
@@ -358,6 +399,8 @@ def fit_profile(
         monotone_conditional: also require ``c_1 >= c_2 >= ... >= c_K``.
         tolerance: absolute residual tolerance overriding the noise-based one.
         noise_z: standard errors that count as "beyond noise" in the flags.
+        profile: ``"decaying"`` (``c_j = c1 r^(j-1)``, 2 parameters; the free profile when
+            fewer than three draft lengths leave no spare point) or ``"free"``.
 
     Returns:
         A :class:`FitResult`; ``result.flags`` names every unexplained ``k`` and why.
@@ -388,10 +431,20 @@ def fit_profile(
         w, weighting = np.ones_like(a), "equal"
     w = w / w.mean()
 
-    p, success, message = _fit_nonincreasing_p(k, a, w, big_k)
+    if profile not in PROFILES:
+        raise FitError(f"unknown profile {profile!r}", hint=f"one of {', '.join(PROFILES)}")
+    p_free, success, message = _fit_nonincreasing_p(k, a, w, big_k)
     if monotone_conditional:
-        p, success, message = _fit_monotone_c(k, a, w, big_k, p)
-    conditional = units.unconditional_to_conditional(np.minimum.accumulate(np.clip(p, 0.0, 1.0)))
+        p_free, success, message = _fit_monotone_c(k, a, w, big_k, p_free)
+    free_conditional = units.unconditional_to_conditional(np.minimum.accumulate(np.clip(p_free, 0.0, 1.0)))
+    free_resid = a - units.al_curve_from_conditional(free_conditional, k)
+    used = profile if (profile == "free" or k.size >= 3) else "free"
+    if used == "decaying":
+        dec = DecayingConditional.fit(k, a, w)
+        conditional = dec.conditional_rates(big_k)
+        success, message, n_params = True, f"decaying profile c_j = {dec.c1:.4f} * {dec.r:.4f}^(j-1)", 2
+    else:
+        conditional, n_params = free_conditional, int(k.size)
     fitted = units.al_curve_from_conditional(conditional, k)
     residuals = a - fitted
     if sigma is None and st is not None:
@@ -407,6 +460,15 @@ def fit_profile(
     else:
         tol = np.full_like(a, DEFAULT_TOLERANCE)
 
+    chi2 = dof = p_value = None
+    if sigma is not None and used == "decaying" and k.size > n_params:
+        from scipy import stats
+
+        # in standard errors; the free profile's own misfit (monotonicity binding) is not the family's fault
+        chi2 = max(0.0, float(np.sum((residuals / sigma) ** 2) - np.sum((free_resid / sigma) ** 2)))
+        dof = int(k.size - n_params)
+        p_value = float(stats.chi2.sf(chi2, dof))
+
     flags = curve_flags(k, a, sigma=sigma, resolution=resolution, noise_z=noise_z)
     source = "given" if tolerance is not None else {"ci": "from the CI", "steps": "from the step counts"}.get(
         weighting, "absolute default")
@@ -415,11 +477,18 @@ def fit_profile(
             flags.append(CurveFlag(int(kk), "residual",
                 f"the fitted profile gives AL({kk})={fit:.4g} but {obs:.4g} was observed "
                 f"(residual {r:+.4f}, tolerance {t:.3g} {source})"))
-    flags.sort(key=lambda f: (f.k, ("drop", "jump", "residual").index(f.kind)))
+    if p_value is not None and p_value < SHAPE_ALPHA and sigma is not None:
+        worst = int(np.argmax(np.abs(residuals / sigma)))
+        flags.append(CurveFlag(int(k[worst]), "shape",
+            f"the decaying profile misfits the curve (chi-square {chi2:.1f} on {dof} degrees of freedom, "
+            f"p = {p_value:.2g}; largest residual {residuals[worst] / sigma[worst]:+.1f} standard errors at "
+            f"k={int(k[worst])}): a richer profile is needed (fit with profile 'free')"))
+    flags.sort(key=lambda f: (f.k, ("drop", "jump", "residual", "shape").index(f.kind)))
     return FitResult(
         ks=k, al=a, conditional=conditional, fitted=fitted, residuals=residuals, tolerance=tol, sigma=sigma,
         weights=w, weighting=weighting, monotone_conditional=monotone_conditional, success=success,
         message=message, flags=tuple(flags), cost=float(np.dot(w, residuals**2)), resolution=resolution,
+        profile=used, num_params=n_params, chi2=chi2, dof=dof, p_value=p_value,
     )
 
 

@@ -58,6 +58,7 @@ __all__ = [
     "iid_ci_from_counts",
     "mean_tolerance",
     "mean_z_score",
+    "next_sample_size",
     "plan_sample_size",
     "printed_interval_law",
     "ratio_stats",
@@ -749,3 +750,24 @@ def gaussian_tail_for_sigma(z: float) -> float:
     if not (z > 0 and math.isfinite(z)):
         raise DistributionError(f"z must be > 0, got {z!r}")
     return math.exp(-0.5 * z * z)
+
+
+# ---------------------------------------------------------------------------- measuring to a precision
+def next_sample_size(clusters: int, half_width: float, target_half_width: float, *, batch: int,
+                     available: int) -> int | None:
+    """How many clusters (prompts) to have after the next batch, or None to stop.
+
+    Stops (None) when ``half_width <= target_half_width`` or every prompt is used. Otherwise
+    grows by at least one ``batch``, and towards the planner's estimate
+    ``clusters * (half_width / target)^2`` (half-widths shrink like ``1/sqrt(n)``), rounded
+    up to whole batches and at most doubling per step, so a noisy early estimate cannot
+    overshoot far.
+    """
+    hw = _check_half_width(target_half_width)
+    if batch < 1 or available < 1 or clusters < 0:
+        raise DistributionError(f"need batch >= 1, available >= 1, clusters >= 0; got {batch}, {available}, {clusters}")
+    if (clusters > 0 and half_width <= hw) or clusters >= available:
+        return None
+    planned = clusters * (half_width / hw) ** 2 if clusters > 0 and math.isfinite(half_width) else 0.0
+    grow = max(clusters + batch, min(2 * clusters, math.ceil(planned / batch) * batch))
+    return int(min(available, grow))

@@ -1,6 +1,6 @@
 """ATOM's forced speculative acceptance (``--spec-decode-acceptance-length`` / ``-rate``).
 
-Reproduces ROCm/ATOM at HEAD ffdf3bb5d (engine-facts §4):
+Reproduces ROCm/ATOM at HEAD ffdf3bb5d:
 
 * ``atom/config.py`` ``SpeculativeConfig._resolve_synthetic_acceptance``: the length
   (in ``[1, n + 1]``) and the rate (in ``[0, 1]``, ``length = 1 + n * rate``) are

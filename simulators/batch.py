@@ -1,6 +1,7 @@
 """A batch of B requests over S verify steps, and per-request completion in steps.
 
-Two draw units exist (engine-facts §7): SGLang draws **one** ``L`` per verify step
+Two draw units exist (sgl-project/sglang ``python/sglang/srt/speculative/spec_utils.py``, one draw per
+batch step; vLLM ``vllm/v1/sample/rejection_sampler.py``, one per request-step): SGLang draws **one** ``L`` per verify step
 for the whole batch (``shared=True``); vLLM, TensorRT-LLM and ATOM draw one per
 request per step (``shared=False``). Both give every request the same marginal
 ``L`` and the same mean, but they differ in everything a batch sees:

@@ -3,7 +3,7 @@
 Reproduces ``sample_simulated_acc_len(simulate_acc_len, simulate_acc_method, max_len)``
 in ``python/sglang/srt/speculative/spec_utils.py`` (SGLang 0.5.23 wheel; same code
 at sgl-project/sglang commit 00731f0bc9fa; ``_sample_simulated_acc_len`` in
-0.5.15.post1), see engine-facts §1a:
+0.5.15.post1):
 
 * ``match-expected``: ``a = clamp(AL, 1, max_len)``, ``lower = floor(a)``,
   ``upper = lower + 1`` unless ``lower == max_len``; ``L = upper`` with probability
@@ -19,7 +19,7 @@ every request in that step's (rank-local) batch gets the same ``L``
 (``generate_simulated_accept_index`` fills ``num_correct_drafts`` with ``L - 1``
 for all rows; DSPARK's ``begin_simulated_step`` ``.repeat(bs)``-s it).
 
-The clamp ``max_len`` depends on the algorithm (engine-facts §1a call-site table):
+The clamp ``max_len`` depends on the algorithm (the call sites of ``sample_simulated_acc_len`` in ``python/sglang/srt/speculative/``):
 EAGLE / EAGLE3 / NEXTN / STANDALONE (and FROZEN_KV_MTP, UNO): ``speculative_num_steps
 + 1``; NGRAM: ``speculative_num_draft_tokens``; DFLASH: the block size
 (= ``speculative_num_draft_tokens``); DSPARK: ``gamma + 1``. With golden-al's draft

@@ -1,7 +1,7 @@
 """TensorRT-LLM's forced acceptance: ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS``.
 
 Reproduces ``tensorrt_llm/_torch/speculative/interface.py`` (NVIDIA/TensorRT-LLM,
-index commit 00b6d5a25c30; engine-facts §3). The variable counts **draft tokens
+index commit 00b6d5a25c30). The variable counts **draft tokens
 only**, so the injected value is ``F = AL - 1``
 (:func:`distributions.units.drafts_from_al`). ``F = 0`` means *off*.
 

@@ -1,6 +1,6 @@
 """vLLM's synthetic rejection sampler (``rejection_sample_method: "synthetic"``).
 
-Reproduces vLLM 0.33.0 (commit g4ba787ec9), engine-facts §2c:
+Reproduces vLLM 0.33.0 (commit g4ba787ec9):
 
 * ``vllm/config/speculative.py``: ``_resolve_synthetic_acceptance_rates`` takes
   exactly one of ``synthetic_acceptance_rates`` (length ``num_speculative_tokens``,

@@ -8,7 +8,7 @@ shipped store by default (InferenceX's curves converted, values identical, plus 
 that map served names and repo ids to them); ``--golden-dir inferencex`` uses the tree's own
 ``golden_al_distribution/`` instead, where only the file keys name a model. Model and thinking mode come from ``check``'s finding for the file
 when it has one (the same rules CI uses), else from the recipe's model names with thinking
-on (InferenceX's injector default). Writes ``inject_counts.json`` next to this script.
+on (InferenceX's injector default), else from the recipe's folder (InferenceX's model prefix). Writes ``inject_counts.json`` next to this script.
 
     python experiments/inferencex-check/run_inject.py \\
         --mirror /work/.mirror/SemiAnalysisAI+InferenceX/repo --commit 843c6254f
@@ -78,15 +78,20 @@ def main(argv: list[str] | None = None) -> int:
                 if analysis.target is None:
                     outcomes[rel] = {"outcome": "no-speculation"}
                     continue
-                model, thinking = found.get(rel) or (
-                    next((m for m in analysis.model_names if store.resolve_model(m)), ""), "on")
+                # InferenceX's injector names the model by the recipe folder (<engine>/<model>/...).
+                folder = rel.split("/")[4] if rel.count("/") > 4 else ""
+                names = [*analysis.model_names, folder]
+                model, thinking = found.get(rel) or ("", "on")
+                if not store.resolve_model(model):
+                    model = next((m for m in names if m and store.resolve_model(m)), "")
                 if not model:
                     outcomes[rel] = {"outcome": "no-golden",
                                      "why": f"no curve for any model name {list(analysis.model_names)}"}
                     continue
                 res = plan_injection(text, path=rel, store=store, model=model, thinking=thinking)
                 outcome = "conflict" if res.conflicts else "rewritten" if res.changed else "already-golden"
-                outcomes[rel] = {"outcome": outcome, "model": model, "thinking": thinking, "k": str(res.k)}
+                outcomes[rel] = {"outcome": outcome, "model": model, "thinking": thinking, "k": str(res.k),
+                                 "al": f"{res.point.al:g}", "curve": res.point.curve}
             except NoGoldenValueError as exc:
                 outcomes[rel] = {"outcome": "no-golden", "why": str(exc).splitlines()[0]}
             except (InputFileError, GoldenALError) as exc:

@@ -138,13 +138,75 @@ def plot(rows: list[dict[str, object]], clusters: tuple[int, ...], path: Path) -
     fig.savefig(path, dpi=110)
 
 
+STOPPING = ("mix k=4 128 tok", "mix k=7 32..4096 tok", "near ceiling Beta(20,1) k=7", "ceiling + 20% Beta(2,2) k=7")
+
+
+def stopping(reps: int, seed: int, batch: int = 16, cap: int = 400) -> list[dict[str, object]]:
+    """Coverage when prompts are added in batches until the half-width target (``measure --ci-half-width``).
+
+    The target of each population is 40% of its median half-width at one batch, so runs stop
+    at roughly 6 batches; the interval and the stopping rule are the shipped ones
+    (:func:`distributions.uncertainty.next_sample_size`).
+    """
+    from distributions.uncertainty import next_sample_size
+
+    rows: list[dict[str, object]] = []
+    sizes = list(range(batch, cap + 1, batch))
+    for si, name in enumerate(STOPPING):
+        pop = SCENARIOS[name]
+        rng = np.random.default_rng([seed, 1000 + si])
+        truth = pop.true_al(rng)
+        acc, st = pop.sample(rng, (reps, cap))
+        bounds = {n: al_intervals_batch(acc[:, :n], st[:, :n]) for n in sizes}
+        target = 0.4 * float(np.median(bounds[batch][1] - bounds[batch][0])) / 2.0
+        covered, used, reached = [], [], []
+        for r in range(reps):
+            n = batch
+            while True:
+                lo, hi = bounds[n][0][r], bounds[n][1][r]
+                nxt = next_sample_size(n, (hi - lo) / 2.0, target, batch=batch, available=cap)
+                if nxt is None:
+                    break
+                n = min(cap, -(-nxt // batch) * batch)
+            covered.append(lo <= truth <= hi)
+            used.append(n)
+            reached.append((hi - lo) / 2.0 <= target)
+        fixed = int(np.median(used))
+        fixed = min(sizes, key=lambda m: abs(m - fixed))
+        lo_f, hi_f = bounds[fixed]
+        rows.append({"scenario": name, "true_al": round(truth, 4), "target_half_width": round(target, 5),
+                     "coverage_stopped": float(np.mean(covered)), "median_prompts": float(np.median(used)),
+                     "reached": float(np.mean(reached)), "fixed_n": fixed,
+                     "coverage_fixed_n": float(np.mean((lo_f <= truth) & (truth <= hi_f)))})
+        print(f"  stopping: {name}", file=sys.stderr, flush=True)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--reps", type=int, default=1000, help="replications per cell (default: 1000)")
     ap.add_argument("--seed", type=int, default=11)
     ap.add_argument("--quick", action="store_true", help="16 and 80 clusters only, no files written")
     ap.add_argument("--plot-only", action="store_true", help="redraw calibration.png from results.json")
+    ap.add_argument("--stopping", action="store_true",
+                    help="only the stopping-rule experiment (measure --ci-half-width): writes stopping.md/json")
     args = ap.parse_args()
+    if args.stopping:
+        srows = stopping(min(args.reps, 500), args.seed)
+        md = ["# Coverage with the --ci-half-width stopping rule", "",
+              "Batches of 16 prompts, at most 400, until the 95% half-width is at most the target (40% of the "
+              "population's median half-width at 16 prompts). `fixed n`: the same interval at the median stopping "
+              "size, without stopping.", "",
+              "| population | AL | target +/- | median prompts | reached | coverage (stopped) | fixed n | coverage (fixed n) |",
+              "|---|---|---|---|---|---|---|---|"]
+        md += [f"| {r['scenario']} | {r['true_al']} | {r['target_half_width']} | {r['median_prompts']:.0f} | "
+               f"{100 * float(r['reached']):.0f}% | {100 * float(r['coverage_stopped']):.1f} | {r['fixed_n']} | "
+               f"{100 * float(r['coverage_fixed_n']):.1f} |" for r in srows]
+        (HERE / "stopping.json").write_text(json.dumps({"reps": min(args.reps, 500), "seed": args.seed,
+                                                       "rows": srows}, indent=1) + "\n")
+        (HERE / "stopping.md").write_text("\n".join(md) + "\n")
+        print("\n".join(md))
+        return
     if args.plot_only:
         rows = json.loads((HERE / "results.json").read_text())["rows"]
         plot(rows, tuple(sorted({int(r["clusters"]) for r in rows})), HERE / "calibration.png")

@@ -1,6 +1,6 @@
 """Shared vocabulary of the static check: knob names, thinking settings, agentic paths.
 
-The knobs (engine-facts.md): SGLang ``SGLANG_SIMULATE_ACC_LEN`` (+ legacy
+The knobs (names in each engine's profile, ``golden_al/engines/``): SGLang ``SGLANG_SIMULATE_ACC_LEN`` (+ legacy
 ``SIMULATE_ACC_LEN``) with ``SGLANG_SIMULATE_ACC_METHOD`` /
 ``SGLANG_SIMULATE_ACC_TOKEN_MODE``; vLLM ``rejection_sample_method: synthetic`` with
 ``synthetic_acceptance_length`` or ``synthetic_acceptance_rates`` inside
@@ -35,10 +35,12 @@ from pathlib import PurePath
 from typing import Any
 
 from golden_al.checks.findings import AgenticInfo, ThinkingSignal
+from golden_al.engines import atom, sglang, trtllm, vllm
 
 __all__ = [
     "ATOM_KNOBS",
     "KEYWORDS",
+    "MASTER_LENGTH_KEY",
     "SGLANG_COMPANIONS",
     "SGLANG_KNOBS",
     "TRTLLM_KNOB",
@@ -52,16 +54,20 @@ __all__ = [
     "thinking_from_setting",
 ]
 
-SGLANG_KNOBS = ("SGLANG_SIMULATE_ACC_LEN", "SIMULATE_ACC_LEN")
-SGLANG_COMPANIONS = ("SGLANG_SIMULATE_ACC_METHOD", "SGLANG_SIMULATE_ACC_TOKEN_MODE")
-SGLANG_LEGACY_COMPANIONS = ("SIMULATE_ACC_METHOD",)
-TRTLLM_KNOB = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
-ATOM_KNOBS = ("--spec-decode-acceptance-length", "--spec-decode-acceptance-rate")
-VLLM_KEYS = ("synthetic_acceptance_length", "synthetic_acceptance_rates", "synthetic_acceptance_rate")
+SGLANG_KNOBS = (sglang.ENV_LEN, sglang.LEGACY_ENV_LEN)
+SGLANG_COMPANIONS = (sglang.ENV_METHOD, sglang.ENV_TOKEN_MODE)
+SGLANG_LEGACY_COMPANIONS = (sglang.LEGACY_ENV_METHOD,)
+TRTLLM_KNOB = trtllm.ENV_FORCE
+ATOM_KNOBS = (atom.LENGTH_FLAG, atom.RATE_FLAG)
+VLLM_KEYS = (vllm.LENGTH_KEY, vllm.RATES_KEY, vllm.LEGACY_RATE_KEY)
+#: InferenceX master configs' own key for a golden AL (``.github/configs/*-master.yaml``).
+MASTER_KEY = "SYNTHETIC_ACCEPTANCE"
+#: The master-config setting that holds the golden AL itself.
+MASTER_LENGTH_KEY = "SYNTHETIC_ACCEPTANCE_LENGTH"
 
 #: Substrings that make a file worth parsing (a cheap pre-filter).
-KEYWORDS = ("SIMULATE_ACC_LEN", "synthetic_acceptance", "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS",
-            "spec-decode-acceptance", "SYNTHETIC_ACCEPTANCE", "rejection_sample_method")
+KEYWORDS = (sglang.LEGACY_ENV_LEN, vllm.LENGTH_KEY.rsplit("_", 1)[0], trtllm.ENV_FORCE,
+            atom.LENGTH_FLAG[2:].rsplit("-", 1)[0], MASTER_KEY, vllm.METHOD_KEY)
 
 
 def has_keyword(text: str) -> bool:

@@ -56,6 +56,7 @@ from distributions.uncertainty import (
     gaussian_tail_for_sigma,
     printed_interval_law,
 )
+from golden_al.engines import atom, sglang, vllm
 from golden_al.errors import (
     CounterSemanticsError,
     InputFileError,
@@ -265,7 +266,7 @@ def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, in
         if recs:
             raise InputFileError(f"{len(recs)} SGLang decode line(s) but none carries 'accept len' with a running "
                                  "batch (speculative decoding off?)", path=logs[0][0])
-        raise _no_lines("SGLang 'Decode batch' lines", logs, other)
+        raise _no_lines(f"SGLang '{sglang.PROFILE.log_pattern('decode-head').marker}' lines", logs, other)
     weights = [interval * r.running_req for r in usable]
     total = math.fsum(weights)
     realized = math.fsum(w * r.accept_len for w, r in zip(weights, usable, strict=False)) / total  # type: ignore[operator]
@@ -290,7 +291,7 @@ def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, in
 def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
     recs = [r for _, scan in logs for r in scan.of("vllm") if isinstance(r, VllmSpecDecodingRecord)]
     if not recs:
-        raise _no_lines("vLLM 'SpecDecoding metrics' lines", logs, other)
+        raise _no_lines(f"vLLM '{vllm.PROFILE.log_pattern('spec-head').marker}' lines", logs, other)
     for name, scan in logs:  # now that k is known: AL <= k+1, at most k positions, drafted <= k*drafts
         for r in scan.of("vllm"):
             if isinstance(r, VllmSpecDecodingRecord):
@@ -317,7 +318,7 @@ def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
 def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
     recs = [r for _, scan in logs for r in scan.of("atom") if isinstance(r, AtomMtpStatsRecord)]
     if not recs:
-        raise _no_lines("ATOM '[MTP Stats ...]' lines", logs, other)
+        raise _no_lines(f"ATOM '{atom.PROFILE.log_pattern('mtp-stats').marker} ...]' lines", logs, other)
     for name, scan in logs:
         for r in scan.of("atom"):
             if isinstance(r, AtomMtpStatsRecord):
@@ -329,7 +330,7 @@ def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
     drafted = sum(r.draft_tokens for r in use)
     if drafted % k:
         raise InputFileError(f"ATOM charges k draft tokens per step, but {drafted} is not a multiple of k={k}",
-                             path=logs[0][0], hint="is --draft-len the server's --num-speculative-tokens?")
+                             path=logs[0][0], hint=f"is --draft-len the server's {atom.FLAG_K}?")
     steps = drafted / k
     if steps <= 0:
         raise NoVerifyStepsError("the ATOM lines report zero steps: AL is undefined")

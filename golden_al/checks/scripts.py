@@ -24,7 +24,10 @@ from pathlib import PurePath
 from typing import Any
 
 from golden_al.checks.context import (
+    ATOM_KNOBS,
     SGLANG_COMPANIONS,
+    SGLANG_KNOBS,
+    SGLANG_LEGACY_COMPANIONS,
     TRTLLM_KNOB,
     VLLM_KEYS,
     agentic_from_flag,
@@ -53,27 +56,29 @@ from golden_al.checks.shell import (
     show,
 )
 from golden_al.checks.spec import atom_draft, config_json, sglang_draft, trtllm_draft, vllm_draft
+from golden_al.engines import atom, sglang, trtllm, vllm
 
 __all__ = ["extract_shell_pins"]
 
-_ENV_PIN = re.compile(r"(?<![A-Za-z0-9_])(SGLANG_SIMULATE_ACC_LEN|SIMULATE_ACC_LEN|"
-                      r"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS)=")
-_VLLM_PIN = re.compile(r"synthetic_acceptance_(?:length|rates?)\b|rejection_sample_method[\\\"' :=]+synthetic")
-_ATOM_FLAGS = ("--spec-decode-acceptance-length", "--spec-decode-acceptance-rate")
+_ENV_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, (*SGLANG_KNOBS, TRTLLM_KNOB))) + ")=")
+_VLLM_PIN = re.compile("|".join(re.escape(k) + r"\b" for k in VLLM_KEYS)
+                       + rf"|{vllm.METHOD_KEY}[\\\"' :=]+{vllm.SYNTHETIC_METHOD}")
+_ATOM_FLAGS = ATOM_KNOBS
+_STRING_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, (*SGLANG_KNOBS, TRTLLM_KNOB))) + r")=(\S*)")
+_STRING_COMPANION = re.compile(r"(?<![A-Za-z0-9_])("
+                               + "|".join(map(re.escape, (*SGLANG_COMPANIONS, *SGLANG_LEGACY_COMPANIONS)))
+                               + r")=(\S*)")
 _FLAGS = (
-    "--speculative-algorithm", "--speculative-algo", "--speculative-num-steps", "--speculative-eagle-topk",
-    "--speculative-num-draft-tokens", "--speculative-dflash-block-size", "--speculative-dspark-block-size",
-    "--speculative-draft-model-path", "--speculative-config", "--num-speculative-tokens", "--method",
-    "--draft-model", "--model-path", "--model", "--served-model-name", "--chat-template",
+    *(f"--{f}" for f in sglang.SPEC_FLAGS), vllm.FLAG_SPEC_CONFIG, atom.FLAG_K, atom.FLAG_METHOD,
+    atom.FLAG_DRAFT_MODEL, "--model-path", "--model", "--served-model-name", "--chat-template",
     "--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
     "--dspark-config", "--reasoning-parser", "--reasoning-effort", *_ATOM_FLAGS,
 )
-_HEREDOC_KEYS = ("max_draft_len", "decoding_type", "eagle3_one_model", "mtp_eagle_one_model", "speculative_model",
-                 "speculative_model_dir", "num_nextn_predict_layers")
+_HEREDOC_KEYS = trtllm.SPEC_KEYS
 _ENV_NAMES = ("SGLANG_DEFAULT_THINKING", "SGLANG_ENABLE_THINKING", "DYN_DEFAULT_THINKING_MODE", "THINKING_MODE",
               "IS_AGENTIC", "MODEL", "MODEL_PATH", "MODEL_PREFIX", "SERVED_MODEL_NAME", "DRAFT_MODEL",
-              "DRAFT_MODEL_PATH", "SGLANG_RAGGED_VERIFY_MODE", "AIPERF_EXTRA_INPUTS",
-              *SGLANG_COMPANIONS, "SIMULATE_ACC_METHOD")
+              "DRAFT_MODEL_PATH", sglang.ENV_RAGGED_VERIFY, "AIPERF_EXTRA_INPUTS",
+              *SGLANG_COMPANIONS, *SGLANG_LEGACY_COMPANIONS)
 _ASSUME = {"EVAL_ONLY": "false", "RUN_EVAL": "false"}
 #: InferenceX single-node scripts: ``<model-prefix>_<precision>_<gpu>[_<framework>][_mtp].sh``
 #: (runners/launch_*.sh build ``${EXP_NAME%%_*}_${PRECISION}_<gpu>...``).
@@ -94,7 +99,7 @@ def _cmd_texts(cmd: Cmd) -> list[str]:
 
 def _is_site(cmd: Cmd) -> bool:
     names = {n for n, _, _ in cmd.assigns}
-    if names & set(_ENV_NAMES) or any(n in ("SGLANG_SIMULATE_ACC_LEN", TRTLLM_KNOB) for n in names):
+    if names & set(_ENV_NAMES) or any(n in (sglang.ENV_LEN, TRTLLM_KNOB) for n in names):
         return True
     for text in _cmd_texts(cmd):
         if _ENV_PIN.search(text) or _VLLM_PIN.search(text) or any(f in text for f in _FLAGS):
@@ -110,7 +115,7 @@ def _relevant_refs(cmd: Cmd) -> set[str]:
     """Variables whose values a site uses (values of relevant flags, pin texts)."""
     refs: set[str] = set()
     for name, _, v in cmd.assigns:
-        if name in _ENV_NAMES or name in ("SGLANG_SIMULATE_ACC_LEN", "SIMULATE_ACC_LEN", TRTLLM_KNOB):
+        if name in _ENV_NAMES or name in (*SGLANG_KNOBS, TRTLLM_KNOB):
             texts = [w.raw for w in v.items] if isinstance(v, ArrayAssign) else [v.raw]
             for t in texts:
                 refs |= set(_REF.findall(t))
@@ -314,7 +319,7 @@ class _Visitor:
         for name, _, v in cmd.assigns:
             if isinstance(v, ArrayAssign):
                 continue
-            if name in ("SGLANG_SIMULATE_ACC_LEN", TRTLLM_KNOB) or (name == "SIMULATE_ACC_LEN" and exported_stmt):
+            if name in (sglang.ENV_LEN, TRTLLM_KNOB) or (name == sglang.LEGACY_ENV_LEN and exported_stmt):
                 value = state.env.get(name)
                 state.notes.append(("pin", "env", name, v.line, value if isinstance(value, str) else "",
                                     "prefix" if words and head not in ("export",) else "assign"))
@@ -328,7 +333,7 @@ class _Visitor:
         for w in cmd.words:
             raw = w.raw
             m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", raw)
-            if m and m.group(1) in ("SGLANG_SIMULATE_ACC_LEN", "SIMULATE_ACC_LEN", TRTLLM_KNOB) and (
+            if m and m.group(1) in (*SGLANG_KNOBS, TRTLLM_KNOB) and (
                     head in ("export", "env", "declare")):
                 name = m.group(1)
                 value = ex.expand_text(raw[m.end():], quoted=False)
@@ -358,10 +363,8 @@ class _Visitor:
                 state.notes.append(("pin", "atom", flag, w.line, value, ""))
 
     def _string_pins(self, text: str, line: int, state: State) -> None:
-        for m in re.finditer(r"(?<![A-Za-z0-9_])(SGLANG_SIMULATE_ACC_LEN|SIMULATE_ACC_LEN|"
-                             r"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS)=(\S*)", text):
-            comps = dict(re.findall(r"(?<![A-Za-z0-9_])(SGLANG_SIMULATE_ACC_METHOD|SGLANG_SIMULATE_ACC_TOKEN_MODE|"
-                                    r"SIMULATE_ACC_METHOD)=(\S*)", text))
+        for m in _STRING_PIN.finditer(text):
+            comps = dict(_STRING_COMPANION.findall(text))
             state.notes.append(("pin", "env", m.group(1), line, m.group(2),
                                 "string:" + ";".join(f"{k}={v}" for k, v in sorted(comps.items()))))
 
@@ -452,13 +455,13 @@ def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
         pin = Pin(file=path, line=line, engine=engine, knob=knob, raw_value=value, unresolved=why,
                   models=models, thinking=thinking, agentic=agentic)
         if engine == "sglang":
-            algo = flags.get("--speculative-algorithm", flags.get("--speculative-algo"))
-            sflags = {k[2:]: v for k, v in flags.items() if k.startswith("--speculative-")}
+            algo = flags.get(sglang.FLAG_ALGORITHM, flags.get(f"--{sglang.SPEC_FLAGS[1]}"))
+            sflags = {k[2:]: v for k, v in flags.items() if k[2:] in sglang.SPEC_FLAGS}
             pin.algorithm = show(algo) if algo else None
             pin.draft = sglang_draft(algo, sflags, "the launch flags")
-            pin.draft_model = _clean(flags.get("--speculative-draft-model-path")) or _clean(_env(state, "DRAFT_MODEL"))
-            pin.spec["topk"] = sflags.get("speculative-eagle-topk")
-            pin.spec["ragged_verify_mode"] = _env(state, "SGLANG_RAGGED_VERIFY_MODE")
+            pin.draft_model = _clean(flags.get(sglang.FLAG_DRAFT_MODEL)) or _clean(_env(state, "DRAFT_MODEL"))
+            pin.spec["topk"] = sflags.get(sglang.FLAG_EAGLE_TOPK[2:])
+            pin.spec["ragged_verify_mode"] = _env(state, sglang.ENV_RAGGED_VERIFY)
             if how.startswith("string:"):
                 comps = dict(kv.split("=", 1) for kv in how[len("string:"):].split(";") if "=" in kv)
                 for comp in SGLANG_COMPANIONS:
@@ -468,23 +471,23 @@ def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
                 for comp in SGLANG_COMPANIONS:
                     v = _env(state, comp)
                     pin.companions[comp] = None if v is None else harden(v)
-                if knob == "SIMULATE_ACC_LEN" and _env(state, "SIMULATE_ACC_METHOD") is not None:
-                    pin.companions["SIMULATE_ACC_METHOD"] = _env(state, "SIMULATE_ACC_METHOD")
+                if knob == sglang.LEGACY_ENV_LEN and _env(state, sglang.LEGACY_ENV_METHOD) is not None:
+                    pin.companions[sglang.LEGACY_ENV_METHOD] = _env(state, sglang.LEGACY_ENV_METHOD)
                 if how == "assign" and knob not in state.exported:
                     pin.notes.append(f"{knob} is assigned but never exported in this file")
         else:
             spec = {k: flags[k] for k in _HEREDOC_KEYS if k in flags}
-            pin.algorithm = spec.get("decoding_type")
+            pin.algorithm = spec.get(trtllm.DECODING_TYPE)
             pin.draft = trtllm_draft(spec or None, "the TensorRT-LLM config written by the script")
-            pin.draft_model = _clean(spec.get("speculative_model") or spec.get("speculative_model_dir")) or _clean(
+            pin.draft_model = _clean(next((spec[k] for k in trtllm.DRAFT_MODEL_KEYS if spec.get(k)), None)) or _clean(
                 _env(state, "DRAFT_MODEL"))
     elif kind == "vllm":
         cfg = config_json(text)
         if cfg is None:
-            return Pin(file=path, line=line, engine="vllm", knob="speculative-config", raw_value=None,
+            return Pin(file=path, line=line, engine="vllm", knob=vllm.FLAG_SPEC_CONFIG[2:], raw_value=None,
                        unresolved=f"cannot read a JSON object from {show(text)[:120]!r}", models=models,
                        thinking=thinking, agentic=agentic)
-        knob = next((k for k in VLLM_KEYS if k in cfg), "rejection_sample_method")
+        knob = next((k for k in VLLM_KEYS if k in cfg), vllm.METHOD_KEY)
         raw = cfg.get(knob)
         if isinstance(raw, list):
             value = "[" + ", ".join(show(str(x)) for x in raw) + "]"
@@ -492,13 +495,13 @@ def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
             if why:
                 value = None
         elif raw is None:
-            value, why = None, "no synthetic_acceptance_length or _rates in the config"
+            value, why = None, f"no {vllm.LENGTH_KEY} or {vllm.RATES_KEY} in the config"
         else:
             value, why = _value(str(raw))
         pin = Pin(file=path, line=line, engine="vllm", knob=knob, raw_value=value, unresolved=why, models=models,
                   thinking=thinking, agentic=agentic)
         pin.algorithm = show(str(cfg["method"])) if cfg.get("method") else None
-        pin.draft = vllm_draft(cfg, "the speculative-config")
+        pin.draft = vllm_draft(cfg, f"the {vllm.FLAG_SPEC_CONFIG[2:]}")
         pin.draft_model = _clean(cfg.get("model")) if isinstance(cfg.get("model"), str) else None
         pin.draft_sample_method = cfg.get("draft_sample_method") if isinstance(cfg.get("draft_sample_method"),
                                                                                 str) else None
@@ -507,12 +510,12 @@ def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
         value, why = _value(text)
         pin = Pin(file=path, line=line, engine="atom", knob=knob, raw_value=value, unresolved=why, models=models,
                   thinking=thinking, agentic=agentic)
-        method = flags.get("--method")
+        method = flags.get(atom.FLAG_METHOD)
         pin.algorithm = show(method) if method else None
-        n = flags.get("--num-speculative-tokens")
+        n = flags.get(atom.FLAG_K)
         pin.draft = atom_draft(n, "the ATOM launch flags")
-        pin.draft_model = _clean(flags.get("--draft-model"))
-        other = "--spec-decode-acceptance-rate" if knob.endswith("length") else "--spec-decode-acceptance-length"
+        pin.draft_model = _clean(flags.get(atom.FLAG_DRAFT_MODEL))
+        other = atom.RATE_FLAG if knob == atom.LENGTH_FLAG else atom.LENGTH_FLAG
         pin.spec["both"] = other in flags
         pin.spec["method_flag"] = "--method" in flags
         pin.spec["dspark_config"] = flags.get("--dspark-config")

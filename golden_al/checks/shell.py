@@ -665,10 +665,6 @@ class State:
         return (tuple(sorted(self.env.items())), self.done, tuple(self.notes))
 
 
-class Unknown(Exception):
-    """An expansion needs a value the static reader does not have."""
-
-
 _UNKNOWN_MARK = "\x00"
 
 
@@ -839,24 +835,22 @@ class Expander:
             self.depth -= 1
 
     def _command(self, words: list[str]) -> str:
-        if True:
-            cmd = words[0]
-            if cmd == "printf" and len(words) >= 2:
-                args = words[1:]
-                if args and args[0] == "-v":
-                    return _placeholder("(printf -v)")
-                return _printf(args[0], args[1:])
-            if cmd == "echo":
-                args = [w for w in words[1:] if w not in ("-n", "-e")]
-                return " ".join(args)
-            if cmd == "awk" and len(words) == 2:
-                return _awk_begin_print(words[1])
-            if cmd in ("dirname", "basename") and len(words) == 2 and not has_unknown(words[1]):
-                p = words[1].rstrip("/") or "/"
-                return (p.rsplit("/", 1)[0] or "/") if cmd == "dirname" and "/" in p else (
-                    "." if cmd == "dirname" else p.rsplit("/", 1)[-1])
-            return _placeholder("(" + " ".join(show(w) for w in words)[:60] + ")")
-        return ""
+        cmd = words[0]
+        if cmd == "printf" and len(words) >= 2:
+            args = words[1:]
+            if args and args[0] == "-v":
+                return _placeholder("(printf -v)")
+            return _printf(args[0], args[1:])
+        if cmd == "echo":
+            args = [w for w in words[1:] if w not in ("-n", "-e")]
+            return " ".join(args)
+        if cmd == "awk" and len(words) == 2:
+            return _awk_begin_print(words[1])
+        if cmd in ("dirname", "basename") and len(words) == 2 and not has_unknown(words[1]):
+            p = words[1].rstrip("/") or "/"
+            return (p.rsplit("/", 1)[0] or "/") if cmd == "dirname" and "/" in p else (
+                "." if cmd == "dirname" else p.rsplit("/", 1)[-1])
+        return _placeholder("(" + " ".join(show(w) for w in words)[:60] + ")")
 
     def arith(self, expr: str) -> str:
         text = self.expand_text(expr, quoted=False, bare_names=True)

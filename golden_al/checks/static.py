@@ -31,8 +31,6 @@ checked.
 
 from __future__ import annotations
 
-import itertools
-import math
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -40,10 +38,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from distributions import units
 from distributions.errors import DistributionError
 from golden_al import safeio
-from golden_al.checks.context import has_keyword, parse_number
+from golden_al.checks.context import MASTER_LENGTH_KEY, has_keyword, parse_number
 from golden_al.checks.findings import (
     FAILING_VERDICTS,
     SEVERITY,
@@ -53,7 +50,9 @@ from golden_al.checks.findings import (
     ThinkingSignal,
 )
 from golden_al.checks.unreadable import unreadable_findings
+from golden_al.engines import atom, sglang, trtllm, vllm
 from golden_al.engines._values import format_value
+from golden_al.engines.profile import PinReview
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UnreadableInputError, UsageError
 
 __all__ = ["DEFAULT_MAX_FILE_SIZE", "CheckReport", "check_paths", "evaluate", "iter_candidate_files"]
@@ -186,201 +185,48 @@ def _resolve_model(models: Sequence[ModelName], store: Any) -> tuple[str | None,
     return None, models[0].name, "no curve for " + ", ".join(tried)
 
 
-def _variant_tokens(name: str | None) -> set[str]:
-    if not name:
-        return set()
-    return {t for t in re.split(r"[^a-z0-9.]+", name.lower().rsplit("/", 1)[-1]) if t}
-
-
 def _pick_curve(store: Any, model: str, method: str | None, pin: Pin) -> Any:
-    """The curve for the pin, as the store chooses; on ambiguity, by variant tokens of the draft name."""
-    try:
-        return store.curve(model, method, draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method)
-    except AmbiguousCurveError:
-        cands = store.curves_for(model, method)
-        tokens = _variant_tokens(pin.draft_model)
-        named = [sc for sc in cands if sc.variant and set(sc.variant.lower().replace("_", "-").split("-")) <= tokens]
-        if len(named) == 1:  # the draft's own name carries the variant (e.g. ...-EAGLE3-GQA -> gqa)
-            return named[0]
-        raise
+    """The curve for the pin, as the store chooses it (the same choice ``inject`` and ``env`` make)."""
+    return store.curve(model, method, draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method)
 
 
 def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
-    """(implied AL, problems, notes) of the pinned value."""
+    """(implied AL, problems, notes) of the pinned value, by the engine's own rules (``golden_al/engines/``)."""
     problems: list[tuple[str, str]] = []
     notes: list[str] = []
     k = pin.draft.k
     raw = pin.raw_value
-    if pin.knob == "SIMULATE_ACC_LEN":
-        problems.append(("unsafe-value", "legacy SIMULATE_ACC_LEN: current SGLang (0.5.x) reads only "
-                                         "SGLANG_SIMULATE_ACC_LEN, so this value is ignored (and old SGLang "
-                                         "defaulted to the biased 'multinomial' method)"))
+    if pin.knob == sglang.LEGACY_ENV_LEN:
+        problems.append(("unsafe-value", sglang.LEGACY_PROBLEM))
     if raw is None:
         return None, problems, notes
-    if pin.engine == "sglang" or (pin.knob == "SYNTHETIC_ACCEPTANCE_LENGTH" and pin.engine in ("sglang", "vllm",
-                                                                                                "atom")):
+    master = pin.knob == MASTER_LENGTH_KEY and pin.engine in ("sglang", "vllm", "atom")
+    review: PinReview
+    if pin.engine == "sglang" or master:
         v = parse_number(raw)
         if v is None:
             problems.append(("unsafe-value", f"{pin.knob}={raw!r} is not a number"))
             return None, problems, notes
-        if pin.engine == "sglang" and pin.knob != "SYNTHETIC_ACCEPTANCE_LENGTH":
-            _sglang_checks(pin, v, problems, notes)
-        elif k is not None and not 1.0 <= v <= k + 1:
-            problems.append(("unsafe-value", f"AL {raw} is outside [1, k+1] = [1, {k + 1}]"))
-        return v, problems, notes
-    if pin.engine == "trtllm":
-        v = parse_number(raw)
-        if v is None:
-            problems.append(("unsafe-value", f"{pin.knob}={raw!r} is not a number: TensorRT-LLM reads it as 0 "
-                                             "and forcing is off"))
-            return None, problems, notes
-        if v <= 0:
-            problems.append(("unsafe-value", f"{pin.knob}={raw} {'is 0, which' if v == 0 else 'is negative and'} "
-                                             "disables forcing (an AL of 1 cannot be forced)"))
-            return None, problems, notes
-        if not float(v).is_integer():
-            if pin.draft.two_model:
-                problems.append(("unsafe-value", f"{pin.knob}={raw} is fractional on TensorRT-LLM's two-model path, "
-                                                 "where int() fails and forcing silently turns off"))
-            elif pin.draft.two_model is None:
-                notes.append("fractional values work only on TensorRT-LLM's one-model path; the path is not known")
-        al = units.al_from_drafts(v)
-        if k is not None and al > k + 1 + 1e-9:
-            problems.append(("unsafe-value", f"{pin.knob}={raw} means AL {format_value(al)} > k+1 = {k + 1}; "
-                                             "TensorRT-LLM caps it"))
-        notes.append(f"TensorRT-LLM counts draft tokens only: AL = {raw} + 1")
-        return al, problems, notes
-    if pin.engine == "vllm":
-        return _vllm_implied(pin, problems, notes)
-    if pin.engine == "atom":
-        v = parse_number(raw)
-        if v is None:
-            problems.append(("unsafe-value", f"{pin.knob}={raw!r} is not a number"))
-            return None, problems, notes
-        if pin.spec.get("method_flag") is False:
-            problems.append(("unsafe-value", f"{pin.knob} without --method: ATOM ignores it (speculative decoding, "
-                                             "and with it synthetic acceptance, is off unless --method is given; "
-                                             "atom/config.py _resolve_synthetic_acceptance)"))
-        if pin.spec.get("both"):
-            problems.append(("unsafe-value", "both --spec-decode-acceptance-length and -rate are set; ATOM rejects "
-                                             "the pair (atom/config.py _resolve_synthetic_acceptance)"))
-        dsc = pin.spec.get("dspark_config")
-        if isinstance(dsc, str) and re.search(r'"confidence_schedule"\s*:\s*true', dsc):
-            problems.append(("unsafe-value", "ATOM rejects forced acceptance with the DSpark confidence_schedule"))
-        if pin.knob.endswith("rate"):
-            if not 0.0 <= v <= 1.0:
-                problems.append(("unsafe-value", f"rate {raw} is outside [0, 1]"))
-                return None, problems, notes
-            if k is None:
-                return None, problems, notes
-            al = units.al_from_acceptance_rate(v, k)
-            notes.append(f"ATOM rate: AL = 1 + k*rate = 1 + {k}*{raw}")
-            return al, problems, notes
-        if k is not None and not 1.0 <= v <= k + 1:
-            problems.append(("unsafe-value", f"AL {raw} is outside [1, k+1] = [1, {k + 1}]; ATOM rejects it"))
-        return v, problems, notes
-    return parse_number(raw), problems, notes
-
-
-def _sglang_checks(pin: Pin, v: float, problems: list[tuple[str, str]], notes: list[str]) -> None:
-    k = pin.draft.k
-    algo = (pin.algorithm or "").upper()
-    if v <= 0:
-        problems.append(("unsafe-value", f"{pin.knob}={pin.raw_value} <= 0 turns simulation off"))
-    elif k is not None and v > k + 1:
-        problems.append(("unsafe-value", f"{pin.knob}={pin.raw_value} > k+1 = {k + 1}: SGLang clamps it to {k + 1}"))
-    if not pin.companions:
-        return
-    method = pin.companions.get("SGLANG_SIMULATE_ACC_METHOD")
-    mode = pin.companions.get("SGLANG_SIMULATE_ACC_TOKEN_MODE")
-    if pin.spec.get("role") == "prefill" and (method is None or mode is None):
-        notes.append("the prefill block lacks SGLANG_SIMULATE_ACC_METHOD/_TOKEN_MODE; harmless there (a prefill "
-                     "worker runs no verify steps)")
-        method = method or "match-expected"
-        mode = mode or "real-draft-token"
-    if method is None:
-        problems.append(("missing-companion", "SGLANG_SIMULATE_ACC_METHOD is not set next to it (InferenceX requires "
-                                              "match-expected; old SGLang defaults to the biased multinomial)"))
-    elif method != "match-expected":
-        if method == "multinomial":
-            problems.append(("unsafe-value", "SGLANG_SIMULATE_ACC_METHOD=multinomial is a clamped rounded normal "
-                                             "whose mean is biased near the bounds"))
+        if pin.engine == "sglang" and not master:
+            topk = parse_number(str(pin.spec.get("topk"))) if pin.spec.get("topk") is not None else None
+            review = sglang.review_pin(pin.knob, raw, v, k, algorithm=pin.algorithm, companions=pin.companions,
+                                       role=pin.spec.get("role"), ragged_verify_mode=pin.spec.get("ragged_verify_mode"),
+                                       topk=topk)
         else:
-            problems.append(("unsafe-value", f"SGLANG_SIMULATE_ACC_METHOD={method!r}: SGLang raises ValueError "
-                                             "(allowed: match-expected, multinomial)"))
-    if algo == "DSPARK":
-        notes.append("DSPARK ignores SGLANG_SIMULATE_ACC_TOKEN_MODE (real drafts are always used)")
-        rvm = pin.spec.get("ragged_verify_mode")
-        if rvm not in ("static", None):
-            notes.append(f"DSPARK simulation needs SGLANG_RAGGED_VERIFY_MODE=static, found {rvm}")
-        return
-    if algo == "NGRAM":
-        if mode == "real-draft-token":
-            problems.append(("unsafe-value", "NGRAM has no draft chain: SGLang rejects "
-                                             "SGLANG_SIMULATE_ACC_TOKEN_MODE=real-draft-token"))
-        return
-    if mode is None:
-        problems.append(("missing-companion", "SGLANG_SIMULATE_ACC_TOKEN_MODE is not set next to it (the default "
-                                              "'fixed' emits token id 100 instead of real draft tokens)"))
-    elif mode == "fixed":
-        problems.append(("unsafe-value", "SGLANG_SIMULATE_ACC_TOKEN_MODE=fixed emits token id 100 instead of the "
-                                         "real draft tokens"))
-    elif mode != "real-draft-token":
-        problems.append(("unsafe-value", f"SGLANG_SIMULATE_ACC_TOKEN_MODE={mode!r}: SGLang raises ValueError "
-                                         "(allowed: fixed, real-draft-token)"))
+            review = PinReview(al=v)
+            if k is not None and not 1.0 <= v <= k + 1:
+                review.problems.append(("unsafe-value", f"AL {raw} is outside [1, k+1] = [1, {k + 1}]"))
+    elif pin.engine == "trtllm":
+        review = trtllm.review_pin(pin.knob, raw, parse_number(raw), k, two_model=pin.draft.two_model)
+    elif pin.engine == "vllm":
+        review = vllm.review_pin(pin.knob, raw, k, pin.spec.get("config") or {}, parse_number)
+    elif pin.engine == "atom":
+        review = atom.review_pin(pin.knob, raw, parse_number(raw), k, both=bool(pin.spec.get("both")),
+                                 dspark_config=pin.spec.get("dspark_config"),
+                                 method_flag=pin.spec.get("method_flag"))
     else:
-        topk = parse_number(str(pin.spec.get("topk"))) if pin.spec.get("topk") is not None else None
-        if topk is not None and topk > 1:
-            problems.append(("unsafe-value", "real-draft-token needs --speculative-eagle-topk 1 (SGLang raises "
-                                             "ValueError for trees)"))
-
-
-def _vllm_implied(pin: Pin, problems: list[tuple[str, str]], notes: list[str]) -> tuple[float | None,
-                                                                                       list[tuple[str, str]], list[str]]:
-    cfg: dict[str, Any] = pin.spec.get("config") or {}
-    k = pin.draft.k
-    method = cfg.get("rejection_sample_method")
-    has_len = "synthetic_acceptance_length" in cfg
-    has_rates = "synthetic_acceptance_rates" in cfg
-    has_old = "synthetic_acceptance_rate" in cfg
-    if method != "synthetic":
-        shown = repr(method) if method else "absent"
-        problems.append(("missing-companion", f"rejection_sample_method is {shown}, not "
-                                              "'synthetic': vLLM rejects synthetic_acceptance_* without it"))
-    if has_len and has_rates:
-        problems.append(("unsafe-value", "both synthetic_acceptance_length and _rates are set; vLLM requires exactly "
-                                         "one"))
-    if not has_len and not has_rates and not has_old:
-        problems.append(("missing-companion", "rejection_sample_method is synthetic but neither "
-                                              "synthetic_acceptance_length nor _rates is set"))
-        return None, problems, notes
-    if has_old and not has_len and not has_rates:
-        notes.append("synthetic_acceptance_rate (singular) is the older vLLM MRV2 key (PR #38045, geometric decay); "
-                     "its mean is not comparable with a golden AL")
-        return None, problems, notes
-    raw = pin.raw_value
-    if pin.knob == "synthetic_acceptance_rates" or (has_rates and not has_len):
-        rates = cfg.get("synthetic_acceptance_rates")
-        if not isinstance(rates, list) or not all(isinstance(r, (int, float)) and not isinstance(r, bool)
-                                                  for r in rates):
-            return None, problems, notes
-        if k is not None and len(rates) != k:
-            problems.append(("unsafe-value", f"synthetic_acceptance_rates has {len(rates)} entries, "
-                                             f"num_speculative_tokens is {k}: vLLM rejects it"))
-        if any(not 0.0 <= r <= 1.0 for r in rates) or any(b > a + 1e-12 for a, b in itertools.pairwise(rates)):
-            problems.append(("unsafe-value", "synthetic_acceptance_rates must lie in [0, 1] and not increase: "
-                                             "vLLM rejects them"))
-            return None, problems, notes
-        notes.append("vLLM rates: AL = 1 + sum(rates)")
-        return 1.0 + math.fsum(float(r) for r in rates), problems, notes
-    v = parse_number(raw)
-    if v is None:
-        problems.append(("unsafe-value", f"synthetic_acceptance_length={raw!r} is not a number"))
-        return None, problems, notes
-    if k is not None and not 1.0 <= v <= k + 1:
-        problems.append(("unsafe-value", f"synthetic_acceptance_length {raw} is outside [1, k+1] = [1, {k + 1}]: "
-                                         "vLLM rejects it"))
-    return v, problems, notes
+        return parse_number(raw), problems, notes
+    return review.al, problems + review.problems, notes + review.notes
 
 
 def _tolerance(pin: Pin) -> float:

@@ -27,12 +27,13 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import Path
 from typing import Any
 
 import yaml
 
 from golden_al.checks.context import (
+    MASTER_LENGTH_KEY,
     SGLANG_COMPANIONS,
     TRTLLM_KNOB,
     VLLM_KEYS,
@@ -48,7 +49,9 @@ from golden_al.checks.spec import (
     trtllm_draft,
     vllm_draft,
 )
+from golden_al.engines import atom, sglang, trtllm, vllm
 from golden_al.errors import UnreadableInputError
+from golden_al.injection.recipe import canonical_role, env_block_role
 from golden_al.safeio import load_json, load_yaml_documents
 
 __all__ = [
@@ -64,7 +67,11 @@ __all__ = [
 ]
 
 _ROLES = ("aggregated", "prefill", "decode")
-_ENV_KNOBS = ("SGLANG_SIMULATE_ACC_LEN", "SIMULATE_ACC_LEN", TRTLLM_KNOB)
+_ENV_KNOBS = (sglang.ENV_LEN, sglang.LEGACY_ENV_LEN, TRTLLM_KNOB)
+#: vLLM's ``--speculative-config`` as a recipe key (either spelling)
+_VLLM_SPEC_KEYS = (vllm.FLAG_SPEC_CONFIG[2:], vllm.SPEC_CONFIG_KEY)
+#: SGLang's speculative flags as recipe keys (``speculative-draft-model`` is a short spelling)
+_SGLANG_KEYS = (*sglang.SPEC_FLAGS, sglang.FLAG_DRAFT_MODEL[2:].removesuffix("-path"))
 
 
 class YamlError(Exception):
@@ -144,11 +151,16 @@ def _walk(obj: Any, path: tuple[str, ...] = (), depth: int = 0) -> Iterator[tupl
 
 
 def _role_of(path: tuple[str, ...]) -> str | None:
+    """The canonical worker role a key path belongs to (the same roles ``inject`` reads)."""
     for part in path:
         p = part.lower()
-        for role in _ROLES:
-            if p == role or p.startswith(role + "_") or p == role[:3]:
-                return role
+        role = canonical_role(p) or env_block_role(p)
+        if role is None and "_" in p:
+            role = canonical_role(p.split("_", 1)[0])
+        if role is None:
+            role = next((r for r in _ROLES if p == r[:3]), None)
+        if role is not None:
+            return role
     return None
 
 
@@ -235,13 +247,11 @@ class RecipeContext:
 
 def _has_spec(args: dict[str, Any], engine: str | None) -> bool:
     keys = [str(k) for k in args]
-    if engine in (None, "sglang") and any(k.startswith(("speculative-", "speculative_")) and k not in
-                                          ("speculative-config", "speculative_config") for k in keys):
+    if engine in (None, "sglang") and any(k.replace("_", "-") in _SGLANG_KEYS for k in keys):
         return True
-    if engine in (None, "vllm") and any(k in ("speculative-config", "speculative_config") and
-                                        not isinstance(args[k], dict) for k in args):
+    if engine in (None, "vllm") and any(k in _VLLM_SPEC_KEYS and not isinstance(args[k], dict) for k in args):
         return True
-    if engine in (None, "vllm", "trtllm") and any(k in ("speculative-config", "speculative_config") for k in args):
+    if engine in (None, "vllm", "trtllm") and any(k in _VLLM_SPEC_KEYS for k in args):
         return True
     return False
 
@@ -304,7 +314,7 @@ def _recipe_context(data: dict[str, Any], doc: YamlDoc, path: str, prefixes: tup
             engine = engine or _BACKEND_ENGINE.get(key.split("_config")[0])
             for role, role_args in value.items():
                 if isinstance(role_args, dict):
-                    args[str(role)] = role_args
+                    args[canonical_role(role) or str(role)] = role_args
         elif key.endswith("environment"):
             role = _role_of((key,)) or "all"
             envs[role] = (key, value)
@@ -371,9 +381,7 @@ def _recipe_agentic(data: dict[str, Any], bench: dict[str, Any], benv: dict[str,
 
 def _sglang_flags(args: dict[str, Any]) -> dict[str, Any]:
     out = {}
-    for key in ("speculative-algorithm", "speculative-algo", "speculative-num-steps", "speculative-eagle-topk",
-                "speculative-num-draft-tokens", "speculative-dflash-block-size", "speculative-dspark-block-size",
-                "speculative-draft-model-path", "speculative-draft-model"):
+    for key in _SGLANG_KEYS:
         for spelling in (key, key.replace("-", "_")):
             if spelling in args:
                 out[key] = args[spelling]
@@ -381,7 +389,7 @@ def _sglang_flags(args: dict[str, Any]) -> dict[str, Any]:
 
 
 def _trt_spec(args: dict[str, Any]) -> dict[str, Any] | None:
-    spec = args.get("speculative_config") or args.get("speculative-config")
+    spec = args.get(trtllm.SPEC_CONFIG_KEY) or args.get(_VLLM_SPEC_KEYS[0])
     return spec if isinstance(spec, dict) else None
 
 
@@ -395,20 +403,20 @@ def _draft_for_role(ctx: RecipeContext, engine: str, role: str | None) -> tuple[
     note = "" if used_role in (role, None) or role is None else f" (the {used_role} worker's)"
     if engine == "sglang":
         flags = _sglang_flags(args)
-        algo = flags.get("speculative-algorithm", flags.get("speculative-algo"))
+        algo = flags.get(sglang.SPEC_FLAGS[0], flags.get(sglang.SPEC_FLAGS[1]))
         info = sglang_draft(algo, flags, where)
         info.rule += note
-        return info, (str(algo) if algo is not None else None), flags.get("speculative-draft-model-path"), {
-            "topk": flags.get("speculative-eagle-topk")}
+        return info, (str(algo) if algo is not None else None), flags.get(sglang.FLAG_DRAFT_MODEL[2:]), {
+            "topk": flags.get(sglang.FLAG_EAGLE_TOPK[2:])}
     if engine == "trtllm":
         spec = _trt_spec(args)
         info = trtllm_draft(spec, where)
         info.rule += note
-        algo = spec.get("decoding_type") if spec else None
-        dm = (spec or {}).get("speculative_model") or (spec or {}).get("speculative_model_dir")
+        algo = spec.get(trtllm.DECODING_TYPE) if spec else None
+        dm = next(((spec or {})[k] for k in trtllm.DRAFT_MODEL_KEYS if (spec or {}).get(k)), None)
         return info, (str(algo) if algo is not None else None), dm, {}
     if engine == "vllm":
-        cfg = _json_obj(args.get("speculative-config", args.get("speculative_config")))
+        cfg = _json_obj(args.get(_VLLM_SPEC_KEYS[0], args.get(_VLLM_SPEC_KEYS[1])))
         info = vllm_draft(cfg, where)
         info.rule += note
         return info, (str(cfg.get("method")) if cfg and cfg.get("method") else None), (
@@ -421,9 +429,9 @@ def _env_pins(ctx: RecipeContext) -> list[Pin]:
     pins: list[Pin] = []
     for role_key, (env_key, env) in ctx.envs.items():
         role = None if role_key == "all" else role_key
-        has_new = "SGLANG_SIMULATE_ACC_LEN" in env
+        has_new = sglang.ENV_LEN in env
         for knob in _ENV_KNOBS:
-            if knob not in env or (knob == "SIMULATE_ACC_LEN" and has_new):
+            if knob not in env or (knob == sglang.LEGACY_ENV_LEN and has_new):
                 continue
             engine = "trtllm" if knob == TRTLLM_KNOB else "sglang"
             line = ctx.line(("backend", env_key, knob))
@@ -441,9 +449,9 @@ def _env_pins(ctx: RecipeContext) -> list[Pin]:
             if engine == "sglang":
                 for comp in SGLANG_COMPANIONS:
                     pin.companions[comp] = _scalar(env.get(comp)) if comp in env else None
-                if knob == "SIMULATE_ACC_LEN" and "SIMULATE_ACC_METHOD" in env:
-                    pin.companions["SIMULATE_ACC_METHOD"] = _scalar(env["SIMULATE_ACC_METHOD"])
-                pin.spec["ragged_verify_mode"] = _scalar(env.get("SGLANG_RAGGED_VERIFY_MODE"))
+                if knob == sglang.LEGACY_ENV_LEN and sglang.LEGACY_ENV_METHOD in env:
+                    pin.companions[sglang.LEGACY_ENV_METHOD] = _scalar(env[sglang.LEGACY_ENV_METHOD])
+                pin.spec["ragged_verify_mode"] = _scalar(env.get(sglang.ENV_RAGGED_VERIFY))
             pins.append(pin)
     return pins
 
@@ -452,14 +460,14 @@ def _vllm_pins_in(ctx_path: str, doc: YamlDoc, data: Any, models: list[ModelName
                   thinking_for: Any, agentic: AgenticInfo, ctx: RecipeContext | None = None) -> list[Pin]:
     pins: list[Pin] = []
     for p, v in _walk(data):
-        if not p or p[-1] not in ("speculative-config", "speculative_config"):
+        if not p or p[-1] not in _VLLM_SPEC_KEYS:
             continue
         cfg = _json_obj(v)
-        if cfg is None or not (any(k in cfg for k in VLLM_KEYS) or cfg.get("rejection_sample_method") == "synthetic"):
+        if cfg is None or not (any(k in cfg for k in VLLM_KEYS) or cfg.get(vllm.METHOD_KEY) == vllm.SYNTHETIC_METHOD):
             continue
         role = _role_of(p)
-        info = vllm_draft(cfg, "the speculative-config")
-        knob = next((k for k in VLLM_KEYS if k in cfg), "rejection_sample_method")
+        info = vllm_draft(cfg, f"the {_VLLM_SPEC_KEYS[0]}")
+        knob = next((k for k in VLLM_KEYS if k in cfg), vllm.METHOD_KEY)
         raw = cfg.get(knob) if knob in cfg else None
         if ctx is not None:
             role_key = p[2] if len(p) > 2 else ""
@@ -468,12 +476,12 @@ def _vllm_pins_in(ctx_path: str, doc: YamlDoc, data: Any, models: list[ModelName
             line = doc.line(p)
         pin = Pin(file=ctx_path, line=line, engine="vllm", knob=knob,
                   raw_value=None if raw is None else (json.dumps(raw) if isinstance(raw, list) else _scalar(raw)),
-                  unresolved=None if raw is not None else "no synthetic_acceptance_length or _rates",
+                  unresolved=None if raw is not None else f"no {vllm.LENGTH_KEY} or {vllm.RATES_KEY}",
                   algorithm=str(cfg["method"]) if cfg.get("method") else None, draft=info,
                   thinking=thinking_for(role), models=list(models), draft_model=cfg.get("model"),
                   draft_sample_method=cfg.get("draft_sample_method"), agentic=agentic)
         pin.spec["config"] = cfg
-        pin.notes.append(f"speculative-config of the {role} role" if role else "speculative-config")
+        pin.notes.append(f"{_VLLM_SPEC_KEYS[0]} of the {role} role" if role else _VLLM_SPEC_KEYS[0])
         pin.spec["role"] = role
         pins.append(pin)
     return pins
@@ -600,7 +608,7 @@ def _master_pins(doc: YamlDoc, path: str, load_recipe: Any, roots: list[Path]) -
                     sp = (str(entry_name), "scenarios", str(scenario), str(i)) + (
                         ("search-space", str(j)) if spaces is not item and "search-space" in item else ())
                     settings = _settings(ss, doc, sp)
-                    if "SYNTHETIC_ACCEPTANCE_LENGTH" not in settings:
+                    if MASTER_LENGTH_KEY not in settings:
                         continue
                     pins.append(_master_pin(doc, path, str(entry_name), entry, framework, engine, str(scenario),
                                             agentic, settings, load_recipe, roots))
@@ -610,8 +618,8 @@ def _master_pins(doc: YamlDoc, path: str, load_recipe: Any, roots: list[Path]) -
 def _master_pin(doc: YamlDoc, path: str, entry_name: str, entry: dict[str, Any], framework: str, engine: str | None,
                 scenario: str, agentic: AgenticInfo, settings: dict[str, tuple[str, int]], load_recipe: Any,
                 roots: list[Path]) -> Pin:
-    value, line = settings["SYNTHETIC_ACCEPTANCE_LENGTH"]
-    pin = Pin(file=path, line=line, engine=engine or "unknown", knob="SYNTHETIC_ACCEPTANCE_LENGTH",
+    value, line = settings[MASTER_LENGTH_KEY]
+    pin = Pin(file=path, line=line, engine=engine or "unknown", knob=MASTER_LENGTH_KEY,
               raw_value=value, agentic=agentic)
     pin.notes.append(f"master-config entry '{entry_name}' ({framework}), scenario '{scenario}'")
     enabled = settings.get("SYNTHETIC_ACCEPTANCE", ("", 0))[0].strip().strip("'\"").lower()
@@ -633,7 +641,7 @@ def _master_pin(doc: YamlDoc, path: str, entry_name: str, entry: dict[str, Any],
         pin.thinking.extend(thinking_from_setting("THINKING_MODE", settings["THINKING_MODE"][0], "additional-settings "))
     # SGLang/vLLM injectors add the companions (METHOD/TOKEN_MODE, rejection_sample_method)
     if engine == "vllm":
-        pin.spec["config"] = {"rejection_sample_method": "synthetic", "synthetic_acceptance_length": value}
+        pin.spec["config"] = {vllm.METHOD_KEY: vllm.SYNTHETIC_METHOD, vllm.LENGTH_KEY: value}
     cf = settings.get("CONFIG_FILE")
     if cf is None:
         pin.draft = DraftInfo(problem="the entry names no CONFIG_FILE recipe, so the draft length is unknown")
@@ -662,10 +670,10 @@ def _master_pin(doc: YamlDoc, path: str, entry_name: str, entry: dict[str, Any],
     pin.spec.update(extra)
     if eng == "vllm":
         _, args = ctx.role_args("decode")
-        cfg = _json_obj(args.get("speculative-config", args.get("speculative_config"))) or {}
+        cfg = _json_obj(args.get(_VLLM_SPEC_KEYS[0], args.get(_VLLM_SPEC_KEYS[1]))) or {}
         pin.draft_sample_method = cfg.get("draft_sample_method")
-        if cfg.get("rejection_sample_method") not in (None, "synthetic", "standard"):
-            pin.notes.append(f"the injector replaces rejection_sample_method {cfg.get('rejection_sample_method')!r}")
+        if cfg.get(vllm.METHOD_KEY) not in (None, vllm.SYNTHETIC_METHOD, "standard"):
+            pin.notes.append(f"the injector replaces {vllm.METHOD_KEY} {cfg.get(vllm.METHOD_KEY)!r}")
     pin.thinking = ctx.thinking_for("decode") + pin.thinking
     pin.models = list(ctx.models) + pin.models
     nst = settings.get("NUM_SPEC_TOKENS")
@@ -701,7 +709,7 @@ def _generic_pins(doc: YamlDoc, path: str, skip_paths: set[tuple[str, ...]]) -> 
                 if key in _ENV_KNOBS:
                     items.append((str(key), val, (*p, str(key))))
             for name, val, lp in items:
-                if name not in _ENV_KNOBS or (name == "SIMULATE_ACC_LEN" and "SGLANG_SIMULATE_ACC_LEN" in v):
+                if name not in _ENV_KNOBS or (name == sglang.LEGACY_ENV_LEN and sglang.ENV_LEN in v):
                     continue
                 pins.append(_bare_env_pin(doc, path, name, _scalar(val), doc.line(lp), v, thinking, agentic))
         elif isinstance(v, str) and p and p[-1].isdigit() and (m := _SETTING.match(v)) and m.group(1) in _ENV_KNOBS:
@@ -774,7 +782,7 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
             pins.extend(_vllm_pins_in(path, doc, doc.data, [], lambda _r, t=thinking: list(t),
                                       agentic_from_path(path)))
         pins.extend(_generic_pins(doc, path, skip | {p for p, _ in _walk(doc.data)
-                                                     if p and p[-1] in ("speculative-config", "speculative_config")}))
+                                                     if p and p[-1] in _VLLM_SPEC_KEYS}))
     return pins
 
 
@@ -798,8 +806,7 @@ def extract_json_pins(text: str, path: str) -> list[Pin]:
         if p:
             thinking.extend(thinking_from_setting(p[-1], v, ""))
     pins = _vllm_pins_in(path, doc, data, [], lambda _r: list(thinking), agentic_from_path(path))
-    pins += _generic_pins(doc, path, {p for p, _ in _walk(data) if p and p[-1] in ("speculative-config",
-                                                                                  "speculative_config")})
+    pins += _generic_pins(doc, path, {p for p, _ in _walk(data) if p and p[-1] in _VLLM_SPEC_KEYS})
     for p, v in _walk(data):  # model names of a submission
         if p and p[-1] in ("model", "served_model_name", "model_path", "served-model-name") and isinstance(v, str):
             for pin in pins:
@@ -824,11 +831,17 @@ def _json_lines(text: str, data: Any) -> dict[tuple[str, ...], int]:
     return lines
 
 
+_KEYWORD_LINE = re.compile(
+    "(" + "|".join([re.escape(sglang.ENV_LEN), r"(?<![A-Z_])" + re.escape(sglang.LEGACY_ENV_LEN),
+                    re.escape(trtllm.ENV_FORCE), *(re.escape(k) for k in (vllm.LENGTH_KEY, vllm.RATES_KEY,
+                                                                          vllm.LEGACY_RATE_KEY)),
+                    *(re.escape(f[2:]) for f in (atom.LENGTH_FLAG, atom.RATE_FLAG)), re.escape(MASTER_LENGTH_KEY)])
+    + ")")
+
+
 def pin_keyword_lines(text: str) -> list[tuple[int, str]]:
     """(line, text) of every line that names a knob (for files that do not parse)."""
-    pat = re.compile(r"(SGLANG_SIMULATE_ACC_LEN|(?<![A-Z_])SIMULATE_ACC_LEN|TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS|"
-                     r"synthetic_acceptance_(?:length|rates?)|spec-decode-acceptance-(?:length|rate)|"
-                     r"SYNTHETIC_ACCEPTANCE_LENGTH)")
+    pat = _KEYWORD_LINE
     out = []
     for i, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
@@ -839,6 +852,3 @@ def pin_keyword_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def pure_name(path: str) -> str:
-    """File name of a path (for messages)."""
-    return PurePath(path).name

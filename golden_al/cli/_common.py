@@ -226,3 +226,16 @@ def warn_few_clusters(records: Any) -> None:
         w = few_clusters_warning(u.clusters) if u is not None else None
         if w:
             sys.stderr.write(f"golden-al: warning: k={r.draft_len} thinking {r.thinking}: {w}\n")
+
+
+_ROLE = re.compile(r":(?:func|class|mod|meth|data|attr|exc):`~?([^`]+)`")
+
+
+def plain_text(doc: str) -> str:
+    """A docstring as help text: reST roles and literal markup removed.
+
+    ``:func:`golden_al.golden.curve_method_for``` -> ``curve_method_for``; ````x```` -> ``x``.
+    """
+    text = _ROLE.sub(lambda m: m.group(1).rsplit(".", 1)[-1], doc)
+    text = re.sub(r"``([^`]+)``", r"\1", text)
+    return re.sub(r"(?<![`\w])`([^`]+)`(?![`\w])", r"\1", text)

@@ -232,9 +232,9 @@ def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_nam
     from golden_al.cli._common import cache_dir
     from golden_al.measurement import DatasetInfo, SamplingInfo
     from golden_al.prompts import load_prompts
-    from golden_al.prompts.render import dataset_hash, prompt_hash, render_messages
+    from golden_al.prompts.render import prompt_hash, render_messages
     from golden_al.servers.measure import ChatPrompt
-    from golden_al.servers.sweep import ModeSpec
+    from golden_al.servers.sweep import ModeSpec, prompts_hash
 
     tokenizer = _tokenizer(args)
     prompt_set = load_prompts(args.prompts, cache_dir=cache_dir(getattr(args, "cache_dir", None)),
@@ -266,10 +266,7 @@ def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_nam
                 prompts.append(ChatPrompt(i, tuple(msgs), prompt_hash(text), text))
             else:
                 prompts.append(ChatPrompt(i, tuple(msgs), _messages_hash(msgs, kwargs)))
-        if tokenizer is not None:  # the reference engine's hash over rendered prompts
-            data_hash = dataset_hash(p.text or "" for p in prompts)
-        else:
-            data_hash = hashlib.sha256("".join(p.prompt_hash for p in prompts).encode()).hexdigest()
+        data_hash = prompts_hash(prompts)
         dataset = DatasetInfo(
             name=str(prompt_set.name or args.prompts.split(":", 1)[0]),
             category=prompt_set.category,
@@ -352,8 +349,12 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
     def note(line: str) -> None:
         sys.stderr.write(f"golden-al: {line}\n")
 
-    with progress_bar(f"{engine} measurement", total=None, unit="requests") as bar:
-        result = run_sweep(options, spec, out, resume=args.resume, progress=bar, note=note)
+    outcome = None
+    if getattr(args, "ci_half_width", None) is not None:
+        result, outcome = _sweep_to_precision(args, options, spec, out, note)
+    else:
+        with progress_bar(f"{engine} measurement", total=None, unit="requests") as bar:
+            result = run_sweep(options, spec, out, resume=args.resume, progress=bar, note=note)
     from golden_al.cli._common import clusters_text, warn_few_clusters
 
     warn_few_clusters(result.records)
@@ -369,4 +370,35 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
                          f"({'within' if v.within_ci else 'OUTSIDE'} the combined 95% CI)\n")
     for w in result.warnings:
         sys.stderr.write(f"golden-al: warning: {w}\n")
+    if outcome is not None:
+        sys.stdout.write(outcome.sentence() + "\n")
     return 0
+
+
+def _sweep_to_precision(args: argparse.Namespace, options: Any, spec: Any, out: Path, note: Any) -> tuple[Any, Any]:
+    """``measure --ci-half-width`` against a server: grow every mode's prompts batch by batch (resuming)."""
+    import dataclasses
+
+    from golden_al.cli._common import progress as progress_bar
+    from golden_al.cli.measure import _check_precision_args, _write_precision
+    from golden_al.measure.precision import measure_to_precision
+    from golden_al.servers.sweep import run_sweep
+
+    batch = _check_precision_args(args)
+    available = min(len(m.prompts) for m in spec.modes)
+    last: dict[str, Any] = {}
+
+    def measure(n: int, resume: bool) -> list[Any]:
+        spec_n = dataclasses.replace(spec, modes=[m.first(n) for m in spec.modes])
+        with progress_bar(f"{options.engine} measurement, {n} of {available} prompts", total=None,
+                          unit="requests") as bar:
+            last["result"] = run_sweep(options, spec_n, out, resume=resume, progress=bar, note=note)
+        return list(last["result"].records)
+
+    def on_batch(n: int, hw: float) -> None:
+        note(f"{n} prompts: 95% half-width +/-{hw:.4f} (target +/-{args.ci_half_width:g})")
+
+    outcome = measure_to_precision(measure, available=available, target_half_width=args.ci_half_width,
+                                   batch=batch, resume=bool(args.resume), on_batch=on_batch)
+    _write_precision(out, outcome, ["golden-al", *sys.argv[1:]])
+    return last["result"], outcome

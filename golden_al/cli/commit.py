@@ -47,6 +47,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="also write the curve in the InferenceX golden_al_distribution shape")
     parser.add_argument("--export-dir", default=None, metavar="DIR",
                         help="where --export writes (default: <golden-dir>/golden_al_distribution)")
+    parser.add_argument("--export-name", default=None, metavar="FILE.yaml",
+                        help="the file name --export writes, as InferenceX names it (e.g. dsv4_mtp.yaml); "
+                             "default: the file an imported curve came from, else <model>_<method>.yaml")
     parser.add_argument("--force", action="store_true", help="allow changing or removing committed values and settings")
     parser.add_argument("--dry-run", action="store_true", help="show the diff, write nothing (exit 1 if it would be refused)")
     parser.add_argument("--quiet-unchanged", action="store_true", help="leave unchanged points out of the diff")
@@ -59,8 +62,8 @@ def run(args: argparse.Namespace) -> int:
     from golden_al.golden import SHIPPED_CURVES_DIR, load_curve_file
     from golden_al.safeio import store_lock
 
-    if args.export_dir and not args.export:
-        raise UsageError("--export-dir needs --export inferencex")
+    if (args.export_dir or args.export_name) and not args.export:
+        raise UsageError("--export-dir and --export-name need --export inferencex")
     curve = load_curve_file(args.curve)
     store = golden_dir(args.golden_dir) or SHIPPED_CURVES_DIR
     export_dir = None
@@ -71,7 +74,8 @@ def run(args: argparse.Namespace) -> int:
         plan = plan_commit(curve, store)
         for line in plan.lines(show_unchanged=not args.quiet_unchanged):
             print(line)
-        result = apply_commit(plan, force=args.force, dry_run=args.dry_run, export_dir=export_dir)
+        result = apply_commit(plan, force=args.force, dry_run=args.dry_run, export_dir=export_dir,
+                              export_name=args.export_name)
     for note in result.notes:
         sys.stderr.write(f"golden-al: {note}\n")
     c = plan.counts()

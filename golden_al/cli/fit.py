@@ -35,9 +35,14 @@ examples:
   golden-al fit sweep/ --out curve.yaml --fill-derived --monotone-conditional --format json
 
 pooling: several records of the same thinking mode and k with identical settings are
-pooled by summing their counts (AL = 1 + sum accepted / sum steps); their CI is a cluster
-bootstrap over the union of their requests (seeded by --seed), or the records' CIs
-combined when a requests.jsonl is missing. A measured k supersedes one-run derived
+pooled by summing their counts (AL = 1 + sum accepted / sum steps); their CI is the
+studentized cluster bootstrap over the union of their clusters (seeded by --seed), or the
+records' CIs combined when a requests.jsonl is missing.
+
+profile: by default a smooth decaying profile c_j = c1 * r^j-1 (2 parameters), so with
+three or more draft lengths the residuals (printed in standard errors, z) can flag points
+and a chi-square test says whether a richer profile is needed; --profile free fits one
+rate per position (as many parameters as points: only drops and jumps can be flagged). A measured k supersedes one-run derived
 records at that k (the difference is reported in CURVE.fit.json).
 """
 
@@ -54,8 +59,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="another name of the model (served name, repo id); repeatable")
     parser.add_argument("--method", default=None, metavar="METHOD",
                         help="the curve's draft method (default: the records' draft_method, e.g. draft-model, mtp, eagle3)")
+    parser.add_argument("--profile", choices=("decaying", "free"), default="decaying",
+                        help="decaying: c_j = c1 r^(j-1), 2 parameters (default); free: one rate per position")
     parser.add_argument("--monotone-conditional", action="store_true",
-                        help="also constrain the conditional profile c_1 >= c_2 >= ... (default: 0 <= c_j <= 1 only)")
+                        help="free profile: also constrain c_1 >= c_2 >= ... (default: 0 <= c_j <= 1 only)")
     parser.add_argument("--fill-derived", action="store_true",
                         help="fill every unmeasured k <= the largest measured k from the profile, marked derived")
     parser.add_argument("--provenance-note", default=None, metavar="TEXT",
@@ -83,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
     records = load_records(args.records)
     fit = fit_records(records, FitOptions(
         model_key=args.model_key, aliases=tuple(args.alias), method=args.method,
-        monotone_conditional=args.monotone_conditional, fill_derived=args.fill_derived,
+        monotone_conditional=args.monotone_conditional, fill_derived=args.fill_derived, profile=args.profile,
         provenance_note=args.provenance_note, tolerance=args.tolerance, seed=args.seed,
     ))
     save_curve(fit.curve, out)
@@ -99,10 +106,16 @@ def run(args: argparse.Namespace) -> int:
         for mode, mf in fit.modes.items():
             blk = fit.curve.mode(mode)
             assert blk is not None
-            print(f"{fit.curve.model} {mode} ({mf.fit.weighting}-weighted profile, c = "
-                  + ", ".join(f"{c:.3f}" for c in mf.fit.conditional) + ")")
+            fr = mf.fit
+            gof = ("" if fr.p_value is None else
+                   f"; goodness of fit chi2 {fr.chi2:.2f} on {fr.dof} dof, p = {fr.p_value:.3g}"
+                   + (": a richer profile is needed" if fr.richer_profile_needed else ""))
+            print(f"{fit.curve.model} {mode} ({fr.profile} profile, {fr.num_params} parameters, "
+                  f"{fr.weighting}-weighted, c = " + ", ".join(f"{c:.3f}" for c in fr.conditional) + f"{gof})")
             print(f"  {'k':>2}  {'AL':>5}  {'95% CI':<15}  {'clusters':>8}  {'origin':<8}  {'steps':>8}  {'fitted':>6}  "
-                  f"{'resid':>7}  flags")
+                  f"{'resid':>7}  {'z':>5}  flags")
+            zs = fr.standardized_residuals
+            zmap = dict(zip(fr.ks.tolist(), zs.tolist(), strict=True)) if zs is not None else {}
             fitted = dict(zip(mf.fit.ks.tolist(), zip(mf.fit.fitted, mf.fit.residuals, strict=True), strict=True))
             for k, p in blk.points.items():
                 ci = f"[{p.ci95[0]:.3f}, {p.ci95[1]:.3f}]" if p.ci95 else "-"
@@ -111,8 +124,9 @@ def run(args: argparse.Namespace) -> int:
                 steps = str(p.num_verify_steps) if p.num_verify_steps is not None else "-"
                 resid = f"{r:+.4f}" if r is not None else "-"
                 clusters = str(p.uncertainty.clusters) if p.uncertainty is not None else "-"
+                z = f"{zmap[k]:+.1f}" if k in zmap else "-"
                 print(f"  {k:>2}  {p.al:>5.2f}  {ci:<15}  {clusters:>8}  {p.origin:<8}  {steps:>8}  {f:>6.3f}  "
-                      f"{resid:>7}  {kinds}")
+                      f"{resid:>7}  {z:>5}  {kinds}")
             for fl in mf.fit.flags:
                 print(f"  flag {fl}")
         n_points = sum(len(b.points) for b in fit.curve.modes().values())

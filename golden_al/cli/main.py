@@ -13,7 +13,9 @@ Errors are one line on stderr; ``--debug`` (anywhere on the line) shows the trac
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -69,6 +71,11 @@ class _OneLineErrorParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are a single line on stderr (exit 2)."""
 
     def error(self, message: str) -> NoReturn:
+        m = re.search(r"invalid choice: '([^']*)' \(choose from ", message)
+        if m and self.prog == "golden-al":
+            close = difflib.get_close_matches(m.group(1), list(COMMANDS), n=1, cutoff=0.6)
+            if close:
+                message = f"unknown command {m.group(1)!r}; did you mean {close[0]!r}?"
         self.exit(2, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
@@ -79,6 +86,8 @@ def _version() -> str:
 
 
 def _build_parser(selected: str | None) -> argparse.ArgumentParser:
+    from golden_al.cli._common import plain_text
+
     parser = _OneLineErrorParser(
         prog="golden-al",
         description="Speculative-decoding acceptance length (AL): measure it, fit and commit "
@@ -99,7 +108,7 @@ def _build_parser(selected: str | None) -> argparse.ArgumentParser:
         cmd_parser = sub.add_parser(
             name,
             help=help_line,
-            description=getattr(module, "DESCRIPTION", None) or (help_line[0].upper() + help_line[1:] + "."),
+            description=plain_text(getattr(module, "DESCRIPTION", None) or (help_line[0].upper() + help_line[1:] + ".")),
             epilog=getattr(module, "EXAMPLES", None),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )

@@ -41,6 +41,8 @@ examples:
       sampled decoding, verified by standard rejection sampling
   golden-al measure --draft-len 7 --out runs/x --resume
       continue an interrupted run; requests already in runs/x/requests.jsonl are skipped
+  golden-al measure --draft-len 7 --num-prompts all --ci-half-width 0.02
+      add prompts 16 at a time until the 95% interval is +/-0.02 or the prompt set is used up
 """
 
 ENGINES = ("reference", "sglang", "vllm", "atom")
@@ -112,6 +114,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="dtype to load both models in (default: float32)")
     parser.add_argument("--force", "--allow-lower-precision", dest="force", action="store_true",
                         help="allow a draft loaded below its shipped precision (recorded as a warning)")
+    parser.add_argument("--ci-half-width", type=float, default=None, metavar="H",
+                        help="measure to a precision: add prompts in batches (--prompt-batch) until every k's 95%% "
+                        "interval half-width is <= H, or the first --num-prompts prompts are used up; says which")
+    parser.add_argument("--prompt-batch", type=int, default=None, metavar="N",
+                        help="with --ci-half-width: prompts added per batch (default: 16)")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, metavar="B",
                         help=f"requests decoded together (default: {DEFAULT_BATCH_SIZE})")
     parser.add_argument("--device", choices=DEVICES, default="auto",
@@ -160,16 +167,73 @@ def _run_reference(args: argparse.Namespace) -> int:
     out = Path(args.out) if args.out is not None else _default_out(args.target, settings.draft_lens)
     cache = cache_dir(args.cache_dir)
     # every option and input file is checked before torch is imported (a typo fails in well under a second)
+    if args.ci_half_width is not None:
+        _check_precision_args(args)
     prompt_set = check_inputs(settings, cache_dir=cache, out_dir=out, resume=args.resume)
     from golden_al.engines.offline_reference import quiet_transformers
 
     quiet_transformers()
     with progress("loading models", unit="") as bar:
         inputs = load_inputs(settings, cache_dir=cache, progress=bar, prompt_set=prompt_set)
+    argv = ["golden-al", *sys.argv[1:]]
+    if args.ci_half_width is not None:
+        return _run_reference_to_precision(args, settings, inputs, out, argv)
     with progress(f"measuring ({settings.mode})", unit="tokens") as bar:
-        records = run_measurement(inputs, settings, out_dir=out, resume=args.resume, progress=bar,
-                                  argv=["golden-al", *sys.argv[1:]])
+        records = run_measurement(inputs, settings, out_dir=out, resume=args.resume, progress=bar, argv=argv)
     _print_summary(records, out, per_k=len(settings.draft_lens) > 1)
+    return 0
+
+
+def _check_precision_args(args: argparse.Namespace) -> int:
+    from golden_al.measure.precision import DEFAULT_PROMPT_BATCH
+
+    hw = args.ci_half_width
+    if not (hw > 0 and hw == hw and hw != float("inf")):
+        raise UsageError(f"--ci-half-width must be a number > 0, got {hw!r}", hint="e.g. 0.02 for AL +/- 0.02")
+    batch = DEFAULT_PROMPT_BATCH if args.prompt_batch is None else int(args.prompt_batch)
+    if batch < 1:
+        raise UsageError(f"--prompt-batch must be >= 1, got {batch}")
+    return batch
+
+
+def _write_precision(out: Path, outcome: Any, argv: list[str]) -> None:
+    import json
+
+    from golden_al.provenance import atomic_write_text, collect
+
+    doc = {"kind": "golden-al-precision", **outcome.as_dict(), "sentence": outcome.sentence(),
+           "records": [str(Path(f"k{r.draft_len}") if len(outcome.records) > 1 else ".") for r in outcome.records],
+           "provenance": collect(argv=argv)}
+    atomic_write_text(out / "precision.json", json.dumps(doc, indent=2) + "\n")
+
+
+def _run_reference_to_precision(args: argparse.Namespace, settings: Any, inputs: Any, out: Path,
+                                argv: list[str]) -> int:
+    import dataclasses
+
+    from golden_al.measure.precision import measure_to_precision
+    from golden_al.measure.reference import run_measurement
+    from golden_al.prompts import dataset_hash
+
+    batch = _check_precision_args(args)
+    per_k = len(settings.draft_lens) > 1
+
+    def measure(n: int, resume: bool) -> list[Any]:
+        rendered = inputs.rendered[:n]
+        dataset = inputs.dataset.model_copy(update={"count": len(rendered), "hash": dataset_hash(rendered)})
+        sliced = dataclasses.replace(inputs, rendered=rendered, dataset=dataset)
+        with progress(f"measuring ({settings.mode}), {n} of {len(inputs.rendered)} prompts", unit="tokens") as bar:
+            return run_measurement(sliced, settings, out_dir=out, per_k=per_k, resume=resume, progress=bar,
+                                   argv=argv)
+
+    def on_batch(n: int, hw: float) -> None:
+        sys.stderr.write(f"golden-al: {n} prompts: 95% half-width +/-{hw:.4f} (target +/-{args.ci_half_width:g})\n")
+
+    outcome = measure_to_precision(measure, available=len(inputs.rendered), target_half_width=args.ci_half_width,
+                                   batch=batch, resume=args.resume, on_batch=on_batch)
+    _print_summary(outcome.records, out, per_k=per_k)
+    _write_precision(out, outcome, argv)
+    sys.stdout.write(outcome.sentence() + "\n")
     return 0
 
 

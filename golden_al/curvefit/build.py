@@ -121,6 +121,7 @@ class FitOptions:
     aliases: Sequence[str] = ()
     method: str | None = None
     monotone_conditional: bool = False
+    profile: str = "decaying"
     fill_derived: bool = False
     provenance_note: str | None = None
     tolerance: float | None = None
@@ -185,6 +186,8 @@ class CurveFit:
                 if k in fitted:
                     f, r, t = fitted[k]
                     entry.update({"fitted": f, "residual": r, "tolerance": t})
+                    if fr.sigma is not None:
+                        entry["residual_se"] = float(r / fr.sigma[list(fr.ks).index(k)])
                 else:
                     entry["fitted"] = fr.curve([k])[k]
                 entry["flags"] = [{"kind": f.kind, "message": f.message} for f in mf.point_flags(k)]
@@ -193,6 +196,11 @@ class CurveFit:
                 "settings": mf.settings,
                 "points": points,
                 "profile": {
+                    "family": fr.profile,
+                    "num_params": fr.num_params,
+                    "goodness_of_fit": None if fr.p_value is None else {
+                        "chi2": fr.chi2, "dof": fr.dof, "p_value": fr.p_value,
+                        "richer_profile_needed": fr.richer_profile_needed},
                     "conditional": [float(x) for x in fr.conditional],
                     "unconditional": [float(x) for x in fr.unconditional],
                     "weighting": fr.weighting,
@@ -223,7 +231,8 @@ class CurveFit:
             "method": self.curve.draft.method,
             "options": {
                 "model_key": opts.model_key, "aliases": list(opts.aliases), "method": opts.method,
-                "monotone_conditional": opts.monotone_conditional, "fill_derived": opts.fill_derived,
+                "monotone_conditional": opts.monotone_conditional, "profile": opts.profile,
+                "fill_derived": opts.fill_derived,
                 "tolerance": opts.tolerance, "seed": opts.seed,
             },
             "records": [
@@ -270,13 +279,13 @@ def _fit_mode(mode: str, cells: dict[int, PooledCell], options: FitOptions) -> t
     note = None
     if all(hi - lo > 0 for lo, hi in cis):
         return fit_profile(ks, als, ci95=cis, monotone_conditional=options.monotone_conditional,
-                           tolerance=options.tolerance), None
+                           tolerance=options.tolerance, profile=options.profile), None  # type: ignore[arg-type]
     zero = [k for k in ks if cells[k].ci_width <= 0]
     note = (f"weighted by verify steps: the CI at k={','.join(map(str, zero))} has zero width "
             "(fewer than two requests, or identical requests)")
     steps = [float(cells[k].num_verify_steps) for k in ks]
     return fit_profile(ks, als, steps=steps, monotone_conditional=options.monotone_conditional,
-                       tolerance=options.tolerance), note
+                       tolerance=options.tolerance, profile=options.profile), note  # type: ignore[arg-type]
 
 
 def _point(cell: PooledCell, flags: list[Any]) -> dict[str, Any]:

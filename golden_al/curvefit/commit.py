@@ -24,6 +24,7 @@ a usage error: the store must stay unambiguous.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +73,52 @@ def curve_file_name(curve: GoldenCurve) -> str:
     """``<model>_<method>[_<variant>].yaml`` (the InferenceX naming, with our model key)."""
     parts = [curve.model, curve.draft.method] + ([curve.draft.variant] if curve.draft.variant else [])
     return "_".join(parts) + ".yaml"
+
+
+_IMPORTED_FROM = re.compile(r"golden_al_distribution/([A-Za-z0-9._-]+\.ya?ml)\b")
+
+
+def export_file_name(curve: GoldenCurve, target: Path, export_name: str | None = None) -> str:
+    """The file name ``--export inferencex`` writes.
+
+    ``export_name`` when given; else, for a curve imported from InferenceX, the file it came
+    from (its provenance notes name ``golden_al_distribution/<file>``); else the store's own
+    file name (:func:`curve_file_name`).
+
+    Raises:
+        UsageError: ``export_name`` is not a plain ``*.yaml`` file name.
+    """
+    if export_name is not None:
+        if Path(export_name).name != export_name or not export_name.endswith((".yaml", ".yml")):
+            raise UsageError(f"--export-name must be a file name ending in .yaml, got {export_name!r}",
+                             hint="e.g. --export-name dsv4_mtp.yaml (InferenceX names files <model prefix>_<method>)")
+        return export_name
+    notes = (curve.provenance.notes if curve.provenance else None) or ""
+    m = _IMPORTED_FROM.search(notes)
+    return m.group(1) if m else target.name
+
+
+def _export_conflict(curve: GoldenCurve, export_dir: Path, dest: Path) -> Path | None:
+    """Another file of ``export_dir`` that already holds this model's curve of the same method and variant."""
+    if not export_dir.is_dir():
+        return None
+    try:
+        store = load_store(export_dir)
+    except GoldenALError:
+        return None
+    keys = {store.resolve_model(n) for n in (curve.model, *curve.aliases) if _resolves(store, n)}
+    for sc in store.curves:
+        if (sc.model in keys and sc.method == curve.draft.method and sc.variant == curve.draft.variant
+                and sc.path.resolve() != dest.resolve()):
+            return sc.path
+    return None
+
+
+def _resolves(store: GoldenStore, name: str) -> bool:
+    try:
+        return store.resolve_model(name) is not None
+    except GoldenALError:
+        return False
 
 
 def _fmt(v: Any) -> str:
@@ -339,13 +386,26 @@ def plan_commit(curve: GoldenCurve, golden_dir: str | Path) -> CommitPlan:
 
 
 def apply_commit(plan: CommitPlan, *, force: bool = False, dry_run: bool = False,
-                 export_dir: str | Path | None = None) -> CommitResult:
+                 export_dir: str | Path | None = None, export_name: str | None = None) -> CommitResult:
     """Write what ``plan`` describes (and the legacy export) unless refused or a dry run.
 
     Raises:
         CommitRefusedError: the plan changes committed values or settings and not ``force``
             (also for a dry run, so CI can use ``--dry-run`` as a check).
+        UsageError: the export would add a second file for a model, method and variant the
+            export folder already holds (every lookup of that model would become ambiguous).
     """
+    dest = None
+    if export_dir is not None:
+        dest = Path(export_dir) / export_file_name(plan.curve, plan.target, export_name)
+        other = _export_conflict(plan.curve, Path(export_dir), dest)
+        if other is not None:
+            raise UsageError(
+                f"{display_path(other)} already holds {plan.curve.model} ({plan.curve.draft.method}"
+                f"{', ' + plan.curve.draft.variant if plan.curve.draft.variant else ''}); exporting to "
+                f"{dest.name} would add a second file and make the model ambiguous",
+                hint=f"--export-name {other.name} replaces that file",
+            )
     guarded = plan.guarded
     if guarded and not force:
         shown = "; ".join(guarded[:4]) + (f"; and {len(guarded) - 4} more" if len(guarded) > 4 else "")
@@ -365,9 +425,8 @@ def apply_commit(plan: CommitPlan, *, force: bool = False, dry_run: bool = False
         notes.append(f"{display_path(plan.target)} already holds this curve byte for byte; not rewritten")
     else:
         written = save_curve(plan.curve, plan.target, force=force)
-    if export_dir is not None:
+    if dest is not None:
         legacy = write_legacy(plan.curve)
-        dest = Path(export_dir) / plan.target.name
         if dest.exists() and safeio.read_text(dest) == legacy:
             notes.append(f"{display_path(dest)} already up to date; not rewritten")
         else:

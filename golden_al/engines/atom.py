@@ -16,6 +16,7 @@ Upstream (ROCm/ATOM, HEAD ffdf3bb5d):
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -41,6 +42,7 @@ from golden_al.engines.profile import (
     Limit,
     LogPattern,
     Metric,
+    PinReview,
     ResponseField,
     Source,
     SyntheticKnob,
@@ -145,6 +147,41 @@ def spec_flags(method: str, k: int, *, draft_model: str | None = None) -> list[s
     if draft_model:
         flags += [FLAG_DRAFT_MODEL, draft_model]
     return flags
+
+
+def review_pin(knob: str, raw: str, value: float | None, k: int | None, *, both: bool = False,
+               dspark_config: str | None = None, method_flag: bool | None = None) -> PinReview:
+    """ATOM's rules for a forced length or rate (``atom/config.py`` ``_resolve_synthetic_acceptance``).
+
+    ``method_flag``: whether the launch line gives ``--method`` (False: it does not, so
+    speculative decoding and with it the forced acceptance are off; None: not known).
+    """
+    r = PinReview()
+    if value is None:
+        r.problems.append(("unsafe-value", f"{knob}={raw!r} is not a number"))
+        return r
+    if method_flag is False:
+        r.problems.append(("unsafe-value", f"{knob} without {FLAG_METHOD}: ATOM ignores it (speculative decoding, "
+                                           f"and with it synthetic acceptance, is off unless {FLAG_METHOD} is given; "
+                                           "atom/config.py _resolve_synthetic_acceptance)"))
+    if both:
+        r.problems.append(("unsafe-value", f"both {LENGTH_FLAG} and -rate are set; ATOM rejects "
+                                           "the pair (atom/config.py _resolve_synthetic_acceptance)"))
+    if isinstance(dspark_config, str) and re.search(r'"confidence_schedule"\s*:\s*true', dspark_config):
+        r.problems.append(("unsafe-value", "ATOM rejects forced acceptance with the DSpark confidence_schedule"))
+    if knob.endswith("rate"):  # the flag, or its spec_decode_acceptance_rate key form
+        if not 0.0 <= value <= 1.0:
+            r.problems.append(("unsafe-value", f"rate {raw} is outside [0, 1]"))
+            return r
+        if k is None:
+            return r
+        r.al = units.al_from_acceptance_rate(value, k)
+        r.notes.append(f"ATOM rate: AL = 1 + k*rate = 1 + {k}*{raw}")
+        return r
+    if k is not None and not 1.0 <= value <= k + 1:
+        r.problems.append(("unsafe-value", f"AL {raw} is outside [1, k+1] = [1, {k + 1}]; ATOM rejects it"))
+    r.al = value
+    return r
 
 
 def synthetic_settings(al: float, k: int) -> dict[str, Any]:

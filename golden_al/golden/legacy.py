@@ -386,7 +386,7 @@ def _curve_from_legacy(model: str, modes: Mapping[str, Mapping[int, float]], fla
     return parse_curve(data, path=path)
 
 
-#: SPEED-Bench qualitative categories (engine-facts §5): a category from this set means
+#: SPEED-Bench qualitative categories (nvidia/SPEED-Bench dataset card, ``qualitative`` split): a category from this set means
 #: the qualitative split.
 _SPEED_BENCH_QUALITATIVE = {"coding", "humanities", "math", "multilingual", "qa", "rag", "reasoning",
                             "roleplay", "stem", "summarization", "writing"}

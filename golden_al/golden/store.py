@@ -32,6 +32,7 @@ several, lookups raise :class:`AmbiguousCurveError` listing them.
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -180,6 +181,18 @@ def curve_method_for(engine: str, algorithm: str, model: str | None = None) -> s
 
 
 # ---------------------------------------------------------------------------- names
+def _name_tokens(name: str) -> set[str]:
+    """Lower-case tokens of the last path part of a model name (``Org/M-EAGLE3-GQA`` -> m, eagle3, gqa)."""
+    return {t for t in re.split(r"[^a-z0-9.]+", name.lower().rsplit("/", 1)[-1]) if t}
+
+
+def _variant_named_by(variant: str | None, draft_model: str) -> bool:
+    """Whether every token of ``variant`` is a token of the draft model's name."""
+    if not variant:
+        return False
+    return set(variant.lower().replace("_", "-").split("-")) <= _name_tokens(draft_model)
+
+
 def _norm(name: str) -> str:
     s = str(name).strip().strip("'\"").strip()
     if s.lower().startswith("hf:"):
@@ -314,11 +327,16 @@ class GoldenStore:
         if len(cands) > 1:
             cands = _choose(cands, "rejection_sample_method", rejection_sample_method,
                             lambda sc: sc.curve.draft.rejection_sample_method, lambda a, b: a == b)
+        if len(cands) > 1 and draft_model:
+            named = [sc for sc in cands if _variant_named_by(sc.variant, draft_model)]
+            if len(named) == 1:  # the draft's own name carries the variant (...-EAGLE3-GQA -> gqa)
+                cands = named
         if len(cands) > 1:
             raise AmbiguousCurveError(
                 f"model {key!r} has {len(cands)} curves{' for method ' + repr(method) if method else ''}: "
                 + "; ".join(sc.label() for sc in cands),
-                hint="choose one with --method/--variant (or the recipe's draft model / draft_sample_method)",
+                hint="name the draft model (a recipe's speculative draft, or env/lookup --draft-model), "
+                "its draft_sample_method, or the variant (env --variant)",
             )
         return cands[0]
 

@@ -52,6 +52,8 @@ from golden_al.injection.recipe import (
     ENV_BLOCK_RE,
     RecipeAnalysis,
     analyze_recipe,
+    canonical_role,
+    env_block_role,
     iter_own_items,
     load_recipe,
 )
@@ -378,7 +380,8 @@ def _plan_env(p: _Planner, a: RecipeAnalysis, desired: dict[str, str]) -> None:
     backend = a.doc
     for part in backend_loc:
         backend = backend[part]
-    if env_name not in names_in_backend and env_name not in backend:
+    have = {env_block_role(name) for name in (*names_in_backend, *map(str, backend))}
+    if canonical_role(target.role) not in have:
         p.create_block(backend, CONFIG_KEYS[a.engine], env_name, list(desired.items()), backend_loc)
 
 

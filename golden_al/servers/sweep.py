@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import hashlib
 import json
 import math
 import os
@@ -82,6 +83,7 @@ __all__ = [
     "cell_dir",
     "derive_record",
     "launch_commands",
+    "prompts_hash",
     "run_sweep",
     "truncate_result",
 ]
@@ -137,6 +139,22 @@ class ModeSpec:
     dataset: DatasetInfo
     sampling: SamplingInfo
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+
+    def first(self, n: int) -> ModeSpec:
+        """This mode with only its first ``n`` prompts (``measure --ci-half-width`` grows ``n``)."""
+        prompts = self.prompts[:n]
+        dataset = self.dataset.model_copy(update={"count": len(prompts), "hash": prompts_hash(prompts)})
+        return dataclasses.replace(self, prompts=prompts, dataset=dataset)
+
+
+def prompts_hash(prompts: Sequence[ChatPrompt]) -> str:
+    """The dataset hash of prompts as sent: over the rendered texts (the reference engine's hash), else
+    over the per-prompt hashes of the messages."""
+    from golden_al.prompts.render import dataset_hash
+
+    if prompts and all(p.text is not None for p in prompts):
+        return dataset_hash(p.text or "" for p in prompts)
+    return hashlib.sha256("".join(p.prompt_hash for p in prompts).encode()).hexdigest()
 
 
 @dataclass
@@ -256,8 +274,14 @@ def _check_sweep_state(out: Path, options: ServerOptions, spec: SweepSpec, resum
                                        indent=2) + "\n")
 
 
-def _finished(d: Path) -> bool:
-    return (d / MEASUREMENT_FILE).exists()
+def _finished(d: Path, mode: ModeSpec) -> bool:
+    """The cell has its record, over this mode's prompts (a grown prompt set is measured on)."""
+    if not (d / MEASUREMENT_FILE).exists():
+        return False
+    try:
+        return load_record(d).dataset.count == len(mode.prompts)
+    except SchemaError:
+        return False
 
 
 # ---------------------------------------------------------------------------- derivation
@@ -375,7 +399,7 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
             or facts.draft_method or "unknown"
         records = []
         for mode, d in cells:
-            if resume and (d / MEASUREMENT_FILE).exists():
+            if resume and _finished(d, mode):
                 continue
             plan = CellPlan(
                 engine=options.engine, draft_len=k, thinking=mode.thinking, sampling=mode.sampling,
@@ -438,7 +462,7 @@ def run_sweep(options: ServerOptions, spec: SweepSpec, out: str | Path, *, resum
     for k in measured:
         validate = spec.one_run and k != kmax
         cells = [(m, cell_dir(out, m.thinking, k, spec.layout, validate=validate)) for m in spec.modes]
-        if resume and all(_finished(d) for _, d in cells):
+        if resume and all(_finished(d, m) for m, d in cells):
             progress(sum(len(m.prompts) for m, _ in cells))
             note(f"k={k}: already measured, skipped")
         elif options.launch is not None:

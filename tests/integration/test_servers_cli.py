@@ -249,3 +249,20 @@ def test_wrong_draft_len_for_an_attached_server(tmp_path, prompts, capsys):
                             *_common(prompts), "--out", str(tmp_path / "a")], capsys)
     assert code == 1
     assert "drafts k=3" in err
+
+
+def test_measure_to_a_precision_against_a_server(tmp_path, prompts, capsys):
+    out = tmp_path / "out"
+    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3"], tmp_path / "server.log") as url:
+        code, stdout, err = cli(["measure", "--engine", "sglang", "--server", url, "--draft-len", "3",
+                                 *_common(prompts), "--out", str(out), "--ci-half-width", "0.00001",
+                                 "--prompt-batch", "2"], capsys)
+    assert code == 0, err
+    assert "prompt set exhausted" in stdout
+    assert "2 prompts: 95% half-width" in err
+    rec = record(out)
+    assert rec["dataset"]["count"] == 6
+    assert rec["uncertainty"]["clusters"] == 6
+    lines = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines()]
+    assert sorted(r["index"] for r in lines) == list(range(6))  # appended batch by batch, nothing twice
+    assert json.loads((out / "precision.json").read_text())["batches"] == 3

@@ -12,7 +12,7 @@ What is asserted:
 * ``check-run`` on those snapshots reads the same AL;
 * a server killed and restarted mid-measurement is detected (CounterResetError),
   and ``--resume`` then completes with exactly the counts of an undisturbed run
-  (greedy requests repeat exactly across restarts, vllm-cpu.md §4);
+  (greedy requests repeat exactly across restarts on the CPU backend);
 * ``--launch`` with draft-model and n-gram speculation, the server always stopped,
   a sweep (k=2,3) interrupted and resumed without relaunching finished draft lengths.
 """
@@ -190,7 +190,7 @@ def test_measure_launch_draft_model(tmp_path, capsys, vllm_cpu, prompt_args):
     assert rec["server"]["env"]["VLLM_CPU_KVCACHE_SPACE"] == "2"
     assert rec["draft_method"] == "draft_model"
     assert rec["engine_version"] == "0.32.0"
-    # a model drafting for itself is accepted almost always (bf16 noise aside, vllm-cpu.md §4)
+    # a model drafting for itself is accepted almost always (bf16 noise aside)
     assert rec["al"] > 2.5
     from golden_al.formats.logs import read_log_file
 

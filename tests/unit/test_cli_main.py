@@ -44,3 +44,23 @@ def test_console_script_runs_without_traceback():
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
+
+
+def test_misspelled_command_gets_did_you_mean(capsys):
+    from golden_al.cli.main import main
+
+    assert main(["chek", "."]) == 2
+    assert "did you mean 'check'?" in capsys.readouterr().err
+    assert main(["zzzz"]) == 2
+    assert "did you mean" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["env", "inject", "curves"])
+def test_help_is_plain_text_without_docstring_markup(command, capsys):
+    from golden_al.cli.main import main
+
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "``" not in out
+    assert ":func:" not in out
+    assert ":mod:" not in out

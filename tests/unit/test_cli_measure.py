@@ -173,3 +173,26 @@ def test_missing_model_and_bad_prompt_file(tiny, tmp_path, capsys):
     code = main(["measure", "--draft-len", "3", "--resume", "--target", tiny["target"]])
     assert code == 2
     assert "--resume needs --out" in capsys.readouterr().err
+
+
+def test_ci_half_width_adds_prompts_until_exhausted_or_reached(tiny, tmp_path, capsys):
+    out = tmp_path / "prec"
+    assert _measure(tiny, out, "--draft-len", "2", "--ci-half-width", "0.00001", "--prompt-batch", "2") == 0
+    captured = capsys.readouterr()
+    assert "prompt set exhausted" in captured.out
+    assert "2 prompts: 95% half-width" in captured.err
+    assert "4 prompts: 95% half-width" in captured.err
+    rows = read_request_results(out / "requests.jsonl")
+    assert sorted(r.index for r in rows) == list(range(NUM_PROMPTS))  # resumed between batches, none twice
+    record = load_record(out)
+    assert record.uncertainty is not None
+    assert record.uncertainty.clusters == NUM_PROMPTS
+    assert record.dataset.count == NUM_PROMPTS
+    doc = json.loads((out / "precision.json").read_text())
+    assert doc["reached"] is False
+    assert doc["prompts"] == NUM_PROMPTS
+    assert doc["batches"] == 3
+    wide = tmp_path / "wide"
+    assert _measure(tiny, wide, "--draft-len", "2", "--ci-half-width", "10", "--prompt-batch", "2") == 0
+    assert "target reached" in capsys.readouterr().out
+    assert len(read_request_results(wide / "requests.jsonl")) == 2

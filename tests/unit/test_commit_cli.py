@@ -220,3 +220,35 @@ def test_committed_bytes_are_canonical(curve_file: Path, tmp_path: Path) -> None
     assert _commit(str(curve_file), "--golden-dir", str(store)) == 0
     target = store / "qwen2.5-coder-1.5b-instruct_draft-model.yaml"
     assert dump_curve(load_curve_file(target)) == target.read_text()
+
+
+def test_export_refuses_a_second_file_for_a_model_and_takes_export_name(curve_file: Path, tmp_path: Path,
+                                                                        capsys) -> None:
+    """InferenceX names files by its own prefix (dsv4_mtp.yaml): a second file would make the model ambiguous."""
+    ix = tmp_path / "ix"
+    assert _commit(str(curve_file), "--golden-dir", str(tmp_path / "s"), "--export", "inferencex",
+                   "--export-dir", str(ix), "--export-name", "theirs_draft-model.yaml") == 0
+    assert [p.name for p in ix.iterdir()] == ["theirs_draft-model.yaml"]
+    capsys.readouterr()
+    # a later export without the name would add qwen2.5-coder-..._draft-model.yaml next to it: refused
+    assert _commit(str(curve_file), "--golden-dir", str(tmp_path / "s2"), "--export", "inferencex",
+                   "--export-dir", str(ix)) == 2
+    err = capsys.readouterr().err
+    assert "theirs_draft-model.yaml already holds" in err
+    assert "--export-name theirs_draft-model.yaml" in err
+    assert [p.name for p in ix.iterdir()] == ["theirs_draft-model.yaml"]
+    assert _commit(str(curve_file), "--golden-dir", str(tmp_path / "s2"), "--export", "inferencex",
+                   "--export-dir", str(ix), "--export-name", "theirs_draft-model.yaml") == 0
+    assert _commit(str(curve_file), "--export-name", "x.yaml") == 2
+
+
+def test_export_keeps_the_source_file_name_of_an_imported_curve(curve_file: Path, tmp_path: Path) -> None:
+    from golden_al.curvefit.commit import export_file_name
+
+    curve = load_curve_file(curve_file)
+    prov = curve.provenance.model_copy(update={
+        "notes": "Imported from SemiAnalysisAI/InferenceX golden_al_distribution/dsv4_mtp.yaml at 843c6254f"})
+    imported = curve.model_copy(update={"provenance": prov})
+    assert export_file_name(imported, tmp_path / "deepseek-v4-pro_mtp.yaml") == "dsv4_mtp.yaml"
+    assert export_file_name(curve, tmp_path / "a_b.yaml") == "a_b.yaml"
+    assert export_file_name(curve, tmp_path / "a_b.yaml", "c_d.yaml") == "c_d.yaml"

@@ -69,7 +69,7 @@ def test_contract_dsv4_flagged_with_monotone_conditional_too():
 def test_exact_profile_recovered_from_its_own_curve():
     c = np.array([0.9, 0.6, 0.8, 0.5, 0.7, 0.3])
     als = units.al_curve_from_conditional(c, range(1, 7))
-    res = fit_profile(range(1, 7), als)
+    res = fit_profile(range(1, 7), als, profile="free")
     np.testing.assert_allclose(res.conditional, c, atol=1e-6)
     assert res.max_abs_residual < 1e-8
     assert res.explained
@@ -86,7 +86,7 @@ def test_order_of_points_does_not_matter_and_mapping_form():
 def test_gaps_in_k_are_fine():
     truth = np.array([0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5])
     ks = [1, 3, 5, 8]
-    res = fit_profile(ks, units.al_curve_from_conditional(truth, ks))
+    res = fit_profile(ks, units.al_curve_from_conditional(truth, ks), profile="free")
     assert res.conditional.size == 8
     assert res.max_abs_residual < 1e-6
     assert res.explained
@@ -212,7 +212,7 @@ def test_derivation_is_truncation_consistent(c):
 def test_any_chain_curve_is_explained_and_reproduced(c):
     k = len(c)
     als = units.al_curve_from_conditional(c, range(1, k + 1))
-    res = fit_profile(range(1, k + 1), als)
+    res = fit_profile(range(1, k + 1), als, profile="free")
     assert res.explained, res
     assert res.max_abs_residual < 1e-6
     assert np.all(np.diff(res.unconditional) <= 1e-12)
@@ -223,6 +223,45 @@ def test_monotone_conditional_fit_reproduces_monotone_profiles(rng):
         k = int(rng.integers(1, 11))
         c = np.sort(rng.random(k))[::-1]
         als = units.al_curve_from_conditional(c, range(1, k + 1))
-        res = fit_profile(range(1, k + 1), als, monotone_conditional=True)
+        res = fit_profile(range(1, k + 1), als, monotone_conditional=True, profile="free")
         assert res.max_abs_residual < 1e-6, (c, res)
         assert np.all(np.diff(res.conditional) <= 1e-9)
+
+
+# ---------------------------------------------------------------------------- power of the default profile
+def test_default_decaying_profile_has_residuals_in_standard_errors_and_power():
+    ks = list(range(1, 7))
+    bumpy = units.al_curve_from_conditional([0.9, 0.6, 0.8, 0.5, 0.7, 0.3], ks)  # a chain curve, not decaying
+    ci = [(a - 0.01, a + 0.01) for a in bumpy]
+    free = fit_profile(ks, bumpy, ci95=ci, profile="free")
+    assert free.explained  # as many parameters as points: cannot flag it
+    assert free.max_abs_residual < 1e-6
+    res = fit_profile(ks, bumpy, ci95=ci)
+    assert res.profile == "decaying"
+    assert res.num_params == 2
+    assert res.dof == 4
+    assert res.richer_profile_needed
+    assert any(f.kind == "shape" for f in res.flags)
+    assert res.standardized_residuals is not None
+    np.testing.assert_allclose(res.standardized_residuals, res.residuals / res.sigma)
+
+
+def test_goodness_of_fit_is_calibrated_on_decaying_truth(rng):
+    """Under a decaying truth with known noise the test rejects about SHAPE_ALPHA of the time."""
+    from distributions.fit import SHAPE_ALPHA
+
+    truth = units.al_curve_from_conditional(0.85 * 0.9 ** np.arange(8), KS)
+    sigma = 0.01
+    reps = 150
+    rejected = 0
+    for _ in range(reps):
+        obs = np.clip(truth + rng.normal(0.0, sigma, truth.size), 1.0, None)
+        res = fit_profile(KS, obs, ci95=[(a - 1.959964 * sigma, a + 1.959964 * sigma) for a in obs])
+        rejected += res.richer_profile_needed
+    assert rejected / reps <= SHAPE_ALPHA + 4 * np.sqrt(SHAPE_ALPHA / reps)
+
+
+def test_few_points_fall_back_to_the_free_profile():
+    res = fit_profile([1, 2], [1.8, 2.4])
+    assert res.profile == "free"
+    assert res.p_value is None

@@ -299,3 +299,41 @@ def test_al_interval_coverage_and_width_against_truth(pop, n):
     assert cover >= goal - 3 * math.sqrt(goal * (1 - goal) / reps)
     plo, phi = al_intervals_batch(acc, steps, method="percentile")
     assert np.median(hi - lo) <= 1.6 * np.median(phi - plo)
+
+
+def test_next_sample_size_grows_in_batches_toward_the_planner():
+    from distributions.uncertainty import next_sample_size
+
+    assert next_sample_size(16, 0.015, 0.02, batch=16, available=200) is None  # reached
+    assert next_sample_size(200, 0.05, 0.02, batch=16, available=200) is None  # exhausted
+    assert next_sample_size(16, 0.021, 0.02, batch=16, available=200) == 32  # at least one batch
+    assert next_sample_size(16, 0.2, 0.02, batch=16, available=200) == 32  # at most doubling
+    assert next_sample_size(64, 0.03, 0.02, batch=16, available=200) == 128  # 64 * 2.25 = 144 -> capped at 2n
+    assert next_sample_size(100, 0.022, 0.02, batch=16, available=110) == 110
+
+
+def test_measure_to_precision_says_reached_or_exhausted():
+    from golden_al.measure.precision import measure_to_precision
+
+    class Rec:
+        def __init__(self, n: int) -> None:
+            self.al_ci95 = (2.0 - 0.2 / math.sqrt(n), 2.0 + 0.2 / math.sqrt(n))
+
+    calls: list[tuple[int, bool]] = []
+
+    def measure(n: int, resume: bool) -> list[Rec]:
+        calls.append((n, resume))
+        return [Rec(n)]
+
+    out = measure_to_precision(measure, available=500, target_half_width=0.02, batch=16)  # type: ignore[arg-type]
+    assert out.reached
+    assert out.prompts >= 100
+    assert out.half_width <= 0.02
+    assert calls[0] == (16, False)
+    assert all(resume for _, resume in calls[1:])
+    assert "target reached" in out.sentence()
+    calls.clear()
+    out = measure_to_precision(measure, available=40, target_half_width=0.02, batch=16)  # type: ignore[arg-type]
+    assert not out.reached
+    assert out.prompts == 40
+    assert "exhausted" in out.sentence()

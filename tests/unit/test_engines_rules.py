@@ -1,0 +1,201 @@
+"""Engine rules that live in the profiles: ATOM's k limit, TensorRT-LLM's greedy-only caveat,
+curve choice by the draft's name shared by check and inject, and engine-neutral distributions."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+from pathlib import Path
+
+import pytest
+
+from golden_al import engines
+from golden_al.engines import atom, trtllm
+from golden_al.errors import UsageError
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_registry_has_the_four_engines_with_profiles():
+    for name in ("sglang", "vllm", "trtllm", "atom"):
+        profile = engines.get_profile(name)
+        assert profile.name == name
+        assert profile.sources
+        assert all(s.repo and s.path and s.version for s in profile.sources)
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("golden_al.engine_spec")
+
+
+def test_unknown_engine_says_did_you_mean():
+    with pytest.raises(UsageError) as exc:
+        engines.synthetic_settings("sglng", 3.0, 3)
+    assert "did you mean 'sglang'" in (exc.value.hint or "")
+
+
+@pytest.mark.parametrize("method", ["mtp", "eagle3"])
+def test_atom_refuses_more_than_four_draft_tokens_for_sequential_drafters(method):
+    assert atom.spec_flags(method, 4) == ["--method", method, "--num-speculative-tokens", "4"]
+    with pytest.raises(UsageError, match=r"refuses draft length 7 .*atom/config.py"):
+        atom.spec_flags(method, 7)
+    assert atom.PROFILE.max_k(method) == 4
+
+
+def test_atom_dspark_has_no_sequential_limit():
+    assert atom.spec_flags("dspark", 7)[-1] == "7"
+    assert atom.PROFILE.max_k("dspark") is None
+
+
+def test_atom_launch_refuses_k_above_four():
+    from golden_al.servers.launch import LaunchSpec, build_command
+
+    spec = LaunchSpec(engine="atom", target="m", draft_len=7, algorithm="mtp", port=1)
+    with pytest.raises(UsageError, match="refuses draft length 7"):
+        build_command(spec)
+    spec = LaunchSpec(engine="atom", target="m", draft_len=3, algorithm="mtp", port=1)
+    assert build_command(spec)[-2:] == ["--num-speculative-tokens", "3"]
+
+
+def test_trtllm_two_model_path_detection():
+    assert trtllm.two_model_path({"decoding_type": "DraftTarget", "max_draft_len": 3}) is True
+    assert trtllm.two_model_path({"decoding_type": "Eagle3", "eagle3_one_model": False}) is True
+    assert trtllm.two_model_path({"decoding_type": "MTP"}) is False
+    assert trtllm.two_model_path({"decoding_type": "Medusa"}) is None
+
+
+def test_simulate_says_two_model_forcing_is_greedy_only(capsys):
+    from golden_al.cli.main import main
+
+    assert main(["simulate", "--engine", "trtllm", "--method", "force", "--al", "3", "--draft-len", "3",
+                 "--trtllm-path", "two-model", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert any("greedy" in w for w in out["warnings"])
+    assert main(["simulate", "--engine", "trtllm", "--method", "force", "--al", "3", "--draft-len", "3",
+                 "--trtllm-path", "one-model", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert not any("greedy" in w for w in out["warnings"])
+
+
+def test_env_help_states_the_trtllm_caveat(capsys):
+    from golden_al.cli.main import main
+
+    assert main(["env", "--help"]) == 0
+    assert "greedy" in capsys.readouterr().out
+
+
+_LEGACY = """\
+# key = num_speculative_tokens (EAGLE3 level); value = golden AL
+minimax-m3:
+  thinking_on:
+    3: {on}
+  thinking_off:
+    3: 2.9
+"""
+
+_RECIPE = """\
+name: minimax
+model: {{path: minimax-m3}}
+backend:
+  type: vllm
+  vllm_config:
+    decode:
+      speculative-config: '{{"method":"eagle3","model":"{draft}","num_speculative_tokens":3}}'
+"""
+
+
+@pytest.mark.parametrize(("draft", "al"), [("Inferact/MiniMax-M3-EAGLE3-GQA", 2.78)])
+def test_inject_and_check_choose_the_gqa_curve_from_the_draft_name(tmp_path, draft, al):
+    """InferenceX's golden dir holds minimaxm3_eagle3 and minimaxm3_eagle3_gqa: both commands pick GQA."""
+    from golden_al.checks.static import check_paths
+    from golden_al.golden import load_store
+    from golden_al.injection.inject import plan_injection
+
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    (golden / "minimaxm3_eagle3.yaml").write_text(_LEGACY.format(on=2.5))
+    (golden / "minimaxm3_eagle3_gqa.yaml").write_text(_LEGACY.format(on=2.78))
+    store = load_store(golden)
+    text = _RECIPE.format(draft=draft)
+    res = plan_injection(text, path="r.yaml", store=store, model="minimax-m3", thinking="on")
+    assert res.point.al == al
+    assert res.point.curve == "minimaxm3_eagle3_gqa"
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text(res.new_text)
+    report = check_paths([str(recipe)], store=store)
+    assert report.findings
+    assert all(f.verdict == "match" for f in report.findings)
+
+
+_TOKENS = ("SGLANG_SIMULATE", "SIMULATE_ACC", "TLLM_SPEC_DECODE", "speculative-num-steps", "vllm:spec_decode",
+           "sglang:spec", "atom:mtp", "spec-decode-acceptance", "synthetic_acceptance", "rejection_sample_method",
+           "num_speculative_tokens", "spec_verify_ct", "spec_correct_drafts_histogram", "acceptance_histogram",
+           "total_draft_tokens", "SpecDecoding metrics", "Decode batch", "MTP Stats")
+
+
+def _code_strings(path: Path) -> list[tuple[int, str]]:
+    """String constants of a module that are not docstrings."""
+    tree = ast.parse(path.read_text())
+    docs = {id(node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)}
+    return [(node.lineno, node.value) for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs]
+
+
+@pytest.mark.parametrize("rel", ["distributions", "golden_al/formats/logs.py", "golden_al/formats/prometheus.py",
+                                 "golden_al/servers/synthetic.py", "golden_al/servers/launch.py",
+                                 "golden_al/servers/probe.py", "golden_al/checks/spec.py"])
+def test_no_engine_literal_outside_the_profiles(rel):
+    """These modules read every engine name from golden_al/engines/ (no flag, knob, metric or log literal)."""
+    base = ROOT / rel
+    files = [base] if base.is_file() else sorted(base.rglob("*.py"))
+    hits = [f"{f.relative_to(ROOT)}:{line}: {value!r}" for f in files for line, value in _code_strings(f)
+            if any(t.lower() in value.lower() for t in _TOKENS)]
+    assert hits == []
+
+
+_AGG_RECIPE = """\
+name: agg
+model: {{path: qwen3.5}}
+backend:
+  type: sglang
+  agg_environment:
+    SGLANG_SIMULATE_ACC_LEN: "{value}"
+    SGLANG_SIMULATE_ACC_METHOD: match-expected
+    SGLANG_SIMULATE_ACC_TOKEN_MODE: real-draft-token
+  sglang_config:
+    agg:
+      speculative-algorithm: EAGLE
+      speculative-num-steps: 3
+      speculative-eagle-topk: 1
+      speculative-num-draft-tokens: 4
+"""
+
+_QWEN = """\
+# key = num_speculative_tokens (MTP level); value = golden AL
+qwen3.5:
+  thinking_on:
+    3: 2.61
+  thinking_off:
+    3: 2.7
+"""
+
+
+def test_check_and_inject_read_the_agg_role_alike(tmp_path):
+    """``agg`` is ``aggregated``: check judges the pin (it said undetermined), inject rewrites its block only."""
+    from golden_al.checks.static import check_paths
+    from golden_al.golden import load_store
+    from golden_al.injection.inject import plan_injection
+
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    (golden / "qwen3.5_mtp.yaml").write_text(_QWEN)
+    store = load_store(golden)
+    recipe = tmp_path / "agg.yaml"
+    recipe.write_text(_AGG_RECIPE.format(value="3.5"))
+    report = check_paths([str(recipe)], store=store)
+    assert [f.verdict for f in report.findings] == ["mismatch"]
+    res = plan_injection(recipe.read_text(), path=recipe, store=store, model="qwen3.5", thinking="on")
+    assert res.new_text.count("_environment:") == 1
+    assert 'SGLANG_SIMULATE_ACC_LEN: "2.61"' in res.new_text
+    recipe.write_text(res.new_text)
+    assert [f.verdict for f in check_paths([str(recipe)], store=store).findings] == ["match"]
