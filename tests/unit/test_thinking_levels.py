@@ -209,3 +209,14 @@ def test_sweep_and_measure_parse_levels():
 
     assert cell_dir(Path("o"), "reasoning_effort_high", 3) == Path("o/reasoning_effort_high/k3")
     assert cell_dir(Path("o"), "on", 3) == Path("o/thinking_on/k3")
+
+
+def test_curves_list_and_show_name_the_levels(golden: Path, capsys):
+    assert main(["curves", "list", "--golden-dir", str(golden)]) == 0
+    out = capsys.readouterr().out
+    assert "LEVELS k" in out
+    assert "reasoning_effort_medium 2-3" in out
+    assert main(["curves", "show", "openai/gpt-oss-120b", "--golden-dir", str(golden)]) == 0
+    assert "reasoning_effort_medium" in capsys.readouterr().out
+    assert main(["curves", "list"]) == 0
+    assert "LEVELS k" not in capsys.readouterr().out  # the shipped curves have none: the table is unchanged
