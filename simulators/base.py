@@ -158,7 +158,7 @@ class EngineSampler(ABC):
 
 _REGISTRY: dict[tuple[str, str], Callable[..., EngineSampler]] = {}
 #: Display order of the built-in engines.
-_ENGINE_ORDER: tuple[str, ...] = ("sglang", "vllm", "trtllm", "atom")
+_ENGINE_ORDER: tuple[str, ...] = ("sglang", "vllm", "trtllm", "atom", "llamacpp")
 
 
 def register(engine: str, method: str) -> Callable[[Callable[..., EngineSampler]], Callable[..., EngineSampler]]:
@@ -176,7 +176,7 @@ def register(engine: str, method: str) -> Callable[[Callable[..., EngineSampler]
 
 def _load_builtin() -> None:
     # Importing the engine modules registers their samplers.
-    from simulators import atom, sglang, trtllm, vllm  # noqa: F401
+    from simulators import atom, llamacpp, sglang, trtllm, vllm  # noqa: F401
 
 
 def available() -> dict[str, tuple[str, ...]]:

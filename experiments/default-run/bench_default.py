@@ -92,7 +92,10 @@ def main() -> int:
     ap.add_argument("--cache-dir", type=Path, default=None, help="the cache with the pair (default: golden-al's)")
     ap.add_argument("--first-run", action="store_true", help="also time one run on an empty cache (downloads 1.5 GB)")
     ap.add_argument("--out", type=Path, default=HERE / "results.json")
+    ap.add_argument("--scenarios", default="0,1,2",
+                    help=f"which of the {len(SCENARIOS)} scenarios, by index (default: all; 0 is the default command)")
     args = ap.parse_args()
+    chosen = [SCENARIOS[int(i)] for i in args.scenarios.split(",")]
     work = Path(tempfile.mkdtemp(prefix="bench-default-"))
     env = dict(os.environ)
     cache_args = ["--cache-dir", str(args.cache_dir)] if args.cache_dir else []
@@ -102,7 +105,7 @@ def main() -> int:
                  "python": platform.python_version(), "uptime_start": _load()}
     try:
         runs = []
-        for i, (name, extra) in enumerate(SCENARIOS):
+        for i, (name, extra) in enumerate(chosen):
             out = work / f"s{i}"
             r = _timed([*GOLDEN_AL, "measure", "--draft-len", "7", *cache_args, "--out", str(out), *extra], env)
             if r["rc"] == 0:

@@ -35,7 +35,7 @@ from pathlib import PurePath
 from typing import Any
 
 from golden_al.checks.findings import AgenticInfo, ThinkingSignal
-from golden_al.engines import atom, sglang, trtllm, vllm
+from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
 
 __all__ = [
     "ATOM_KNOBS",
@@ -67,7 +67,8 @@ MASTER_LENGTH_KEY = "SYNTHETIC_ACCEPTANCE_LENGTH"
 
 #: Substrings that make a file worth parsing (a cheap pre-filter).
 KEYWORDS = (sglang.LEGACY_ENV_LEN, vllm.LENGTH_KEY.rsplit("_", 1)[0], trtllm.ENV_FORCE,
-            atom.LENGTH_FLAG[2:].rsplit("-", 1)[0], MASTER_KEY, vllm.METHOD_KEY)
+            atom.LENGTH_FLAG[2:].rsplit("-", 1)[0], MASTER_KEY, vllm.METHOD_KEY,
+            *llamacpp.SYNTH_FLAG_FORMS, *llamacpp.SYNTH_FLAG_FORMS.values())
 
 
 def has_keyword(text: str) -> bool:

@@ -102,7 +102,8 @@ DEFAULT_DECODE_LOG_INTERVAL = 40
 #: Default tolerance in standard errors on long logs; false-alarm rate <= 2 exp(-Z^2/2) = 6.7e-4 at any length.
 DEFAULT_TOLERANCE_SIGMA = 4.0
 #: The sampler each engine uses for the injected knob (simulators registry names).
-DEFAULT_METHODS = {"sglang": "match-expected", "vllm": "synthetic", "atom": "synthetic", "trtllm": "force"}
+DEFAULT_METHODS = {"sglang": "match-expected", "vllm": "synthetic", "atom": "synthetic", "trtllm": "force",
+                   "llamacpp": "synthetic"}
 #: SGLang prints ``accept len`` with ``{:.2f}``.
 SGLANG_ACCEPT_LEN_DECIMALS = 2
 
@@ -207,6 +208,7 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
         raise UsageError("no input files")
     snapshots: list[tuple[MetricsSnapshot, SpecCounters]] = []
     logs: list[tuple[str, Any]] = []
+    llama_logs: list[Any] = []
     other_engines: dict[str, int] = {}
     for f in files:
         if _looks_like_metrics(_head(f)):
@@ -222,11 +224,19 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
                 snapshots.append((snap, spec_counters(snap, engine if detect_engine(snap) == engine else None,
                                                       labels)))
                 continue
+        if engine == "llamacpp":
+            from golden_al import safeio
+            from golden_al.formats.llamacpp import scan_lines
+
+            llama_logs.append(scan_lines(safeio.iter_lines(f), source=str(f)))
+            continue
         scan = read_log_file(f)
         for r in scan.records:
             if r.engine != engine:
                 other_engines[r.engine] = other_engines.get(r.engine, 0) + 1
         logs.append((str(f), scan))
+    if snapshots and llama_logs:
+        raise UsageError("mix of Prometheus snapshots and log files", hint="pass either two snapshots or logs")
     if snapshots and any(scan.of(engine) for _, scan in logs):
         raise UsageError("mix of Prometheus snapshots and log files", hint="pass either two snapshots or logs")
     if snapshots:
@@ -240,6 +250,8 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
         return _from_vllm(logs, k, other_engines)
     if engine == "atom":
         return _from_atom(logs, k, other_engines)
+    if engine == "llamacpp":
+        return _from_llamacpp(llama_logs, k)
     raise UsageError(f"no log format is known for engine {engine!r}",
                      hint="TensorRT-LLM's AL reporting is not verified against its source; use vLLM, SGLang or ATOM "
                           "evidence")
@@ -340,6 +352,44 @@ def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> Ru
     realized = units.al_from_counts(accepted, steps)
     return RunEvidence("atom", "atom MTP stats log", realized, steps, steps, steps, len(use),
                        (f"{note}: accepted {accepted} / draft tokens {drafted}",))
+
+
+def _from_llamacpp(scans: list[Any], k: int) -> RunEvidence:
+    """llama-server's per-request ``draft acceptance = ...`` lines (:mod:`golden_al.formats.llamacpp`).
+
+    With ``--spec-draft-n-min`` = ``--spec-draft-n-max`` = k every verify step drafts k
+    tokens, so a request's verify steps are ``generated / k`` exactly; each request-step
+    draws its own L (one mt19937 stream per request).
+    """
+    lines = [(scan.source, r) for scan in scans for r in scan.requests]
+    if not lines:
+        names = ", ".join(str(scan.source) for scan in scans)
+        raise InputFileError(f"no llama-server 'draft acceptance = ...' lines in {names}",
+                             hint="pass the llama-server log of the run (one line per finished request with drafts)")
+    accepted = generated = 0
+    for name, r in lines:
+        if r.generated % k:
+            raise InputFileError(f"line {r.line}: {r.generated} drafted tokens is not a multiple of k={k}: the server "
+                                 "did not draft a fixed length (or --draft-len is not its --spec-draft-n-max)",
+                                 path=name, hint="launch with --spec-draft-n-min = --spec-draft-n-max = k and "
+                                 "--spec-draft-p-min 0")
+        accepted += r.accepted
+        generated += r.generated
+    steps = generated / k
+    if steps <= 0:
+        raise NoVerifyStepsError("the llama-server lines report zero drafted tokens: AL is undefined")
+    notes = [f"{len(lines)} request line(s): accepted {accepted} / drafted {generated} tokens; verify steps = "
+             f"drafted / k"]
+    synth = [s for scan in scans for s in scan.synthetic if s.n_max is not None]
+    for s in synth:
+        if s.n_max != k:
+            notes.append(f"the server's synthetic schedule has n_max = {s.n_max}, not k={k}")
+        notes.append(f"the server logged its synthetic schedule: mean length {s.mean_len:g} over n_max = {s.n_max}")
+    if not any(scan.synthetic for scan in scans):
+        notes.append("no synthetic-acceptance startup line in the log(s): was the run injected? (real acceptance "
+                     "can pass or fail by chance)")
+    realized = units.al_from_counts(accepted, steps)
+    return RunEvidence("llamacpp", "llamacpp request log", realized, steps, steps, steps, len(lines), tuple(notes))
 
 
 def _from_snapshots(snapshots: list[tuple[MetricsSnapshot, SpecCounters]], engine: str,

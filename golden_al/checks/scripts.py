@@ -4,7 +4,8 @@ A *site* is where a knob literally appears in the source: an assignment or expor
 ``SGLANG_SIMULATE_ACC_LEN`` / ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` (or those
 names inside a string, e.g. an env prefix built for a launch command), a
 ``--speculative-config`` JSON with ``synthetic_acceptance_*`` (also built with
-``printf``), or ATOM's ``--spec-decode-acceptance-length`` / ``-rate`` flag. The
+``printf``), ATOM's ``--spec-decode-acceptance-length`` / ``-rate`` flag, or llama.cpp's
+``--spec-synth-len`` / ``--spec-synth-rates`` (or their ``LLAMA_ARG_SPEC_SYNTH_*`` env form). The
 script is walked over every feasible path (:mod:`golden_al.checks.shell`) with
 ``EVAL_ONLY=false`` and ``RUN_EVAL=false`` (throughput runs; evals use real
 acceptance); each path that reaches a site yields a pin, resolved against the flags and
@@ -55,8 +56,15 @@ from golden_al.checks.shell import (
     parse_script,
     show,
 )
-from golden_al.checks.spec import atom_draft, config_json, sglang_draft, trtllm_draft, vllm_draft
-from golden_al.engines import atom, sglang, trtllm, vllm
+from golden_al.checks.spec import (
+    atom_draft,
+    config_json,
+    llamacpp_draft,
+    sglang_draft,
+    trtllm_draft,
+    vllm_draft,
+)
+from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
 
 __all__ = ["extract_shell_pins"]
 
@@ -64,6 +72,8 @@ _ENV_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, (*SGLANG_K
 _VLLM_PIN = re.compile("|".join(re.escape(k) + r"\b" for k in VLLM_KEYS)
                        + rf"|{vllm.METHOD_KEY}[\\\"' :=]+{vllm.SYNTHETIC_METHOD}")
 _ATOM_FLAGS = ATOM_KNOBS
+_LLAMACPP_FLAGS = tuple(llamacpp.SYNTH_FLAG_FORMS)
+_LLAMACPP_ENV = tuple(llamacpp.SYNTH_FLAG_FORMS.values())
 _STRING_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, (*SGLANG_KNOBS, TRTLLM_KNOB))) + r")=(\S*)")
 _STRING_COMPANION = re.compile(r"(?<![A-Za-z0-9_])("
                                + "|".join(map(re.escape, (*SGLANG_COMPANIONS, *SGLANG_LEGACY_COMPANIONS)))
@@ -72,7 +82,8 @@ _FLAGS = (
     *(f"--{f}" for f in sglang.SPEC_FLAGS), vllm.FLAG_SPEC_CONFIG, atom.FLAG_K, atom.FLAG_METHOD,
     atom.FLAG_DRAFT_MODEL, "--model-path", "--model", "--served-model-name", "--chat-template",
     "--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
-    "--dspark-config", "--reasoning-parser", "--reasoning-effort", *_ATOM_FLAGS,
+    "--dspark-config", "--reasoning-parser", "--reasoning-effort", *_ATOM_FLAGS, *_LLAMACPP_FLAGS,
+    llamacpp.FLAG_N_MAX, llamacpp.FLAG_N_MIN, *llamacpp.P_MIN_FORMS[:2], *llamacpp.DRAFT_MODEL_FORMS[:3],
 )
 _HEREDOC_KEYS = trtllm.SPEC_KEYS
 _ENV_NAMES = ("SGLANG_DEFAULT_THINKING", "SGLANG_ENABLE_THINKING", "DYN_DEFAULT_THINKING_MODE", "THINKING_MODE",
@@ -99,10 +110,10 @@ def _cmd_texts(cmd: Cmd) -> list[str]:
 
 def _is_site(cmd: Cmd) -> bool:
     names = {n for n, _, _ in cmd.assigns}
-    if names & set(_ENV_NAMES) or any(n in (sglang.ENV_LEN, TRTLLM_KNOB) for n in names):
+    if names & set(_ENV_NAMES) or any(n in (sglang.ENV_LEN, TRTLLM_KNOB, *_LLAMACPP_ENV) for n in names):
         return True
     for text in _cmd_texts(cmd):
-        if _ENV_PIN.search(text) or _VLLM_PIN.search(text) or any(f in text for f in _FLAGS):
+        if _ENV_PIN.search(text) or _VLLM_PIN.search(text) or any(f in text for f in (*_FLAGS, *_LLAMACPP_ENV)):
             return True
         if any(re.search(rf"\b{k}\s*:", text) for k in _HEREDOC_KEYS):
             return True
@@ -115,7 +126,7 @@ def _relevant_refs(cmd: Cmd) -> set[str]:
     """Variables whose values a site uses (values of relevant flags, pin texts)."""
     refs: set[str] = set()
     for name, _, v in cmd.assigns:
-        if name in _ENV_NAMES or name in (*SGLANG_KNOBS, TRTLLM_KNOB):
+        if name in _ENV_NAMES or name in (*SGLANG_KNOBS, TRTLLM_KNOB, *_LLAMACPP_ENV):
             texts = [w.raw for w in v.items] if isinstance(v, ArrayAssign) else [v.raw]
             for t in texts:
                 refs |= set(_REF.findall(t))
@@ -266,6 +277,10 @@ def _flags_in(words: list[str]) -> list[tuple[str, str]]:
                 out.append((flag, val))
             elif i + 1 < len(words):
                 out.append((flag, words[i + 1]))
+    # llama-server's short model flag (-m is too common a substring to be a site marker)
+    for i, w in enumerate(words[:-1]):
+        if w in ("-m", "-md") and any(x.endswith("llama-server") for x in words[:i]):
+            out.append(("--model" if w == "-m" else llamacpp.FLAG_DRAFT_MODEL, words[i + 1]))
     # `vllm serve MODEL` and `trtllm-serve MODEL`: the positional model
     for i, w in enumerate(words[:-1]):
         if (w == "serve" and i > 0 and words[i - 1].endswith("vllm")) or w.endswith("trtllm-serve"):
@@ -319,6 +334,10 @@ class _Visitor:
         for name, _, v in cmd.assigns:
             if isinstance(v, ArrayAssign):
                 continue
+            if name in _LLAMACPP_ENV:
+                value = state.env.get(name)
+                state.notes.append(("pin", "llamacpp", name, v.line, value if isinstance(value, str) else "", "env"))
+                continue
             if name in (sglang.ENV_LEN, TRTLLM_KNOB) or (name == sglang.LEGACY_ENV_LEN and exported_stmt):
                 value = state.env.get(name)
                 state.notes.append(("pin", "env", name, v.line, value if isinstance(value, str) else "",
@@ -339,6 +358,9 @@ class _Visitor:
                 value = ex.expand_text(raw[m.end():], quoted=False)
                 state.notes.append(("pin", "env", name, w.line, value, "export"))
                 state.exported.add(name)
+            elif m and m.group(1) in _LLAMACPP_ENV and head in ("export", "env", "declare"):
+                value = ex.expand_text(raw[m.end():], quoted=False)
+                state.notes.append(("pin", "llamacpp", m.group(1), w.line, value, "export"))
             elif _ENV_PIN.search(raw) and not m and head == "env":
                 self._string_pins(ex.expand_text(raw, quoted=False), w.line, state)
             if vm := _VLLM_PIN.search(raw):
@@ -354,13 +376,13 @@ class _Visitor:
                                             ex.expand_text(w.raw, quoted=False), ""))
         for w, seq in items:
             flag = w.raw.strip("'\"").split("=", 1)[0]
-            if flag in _ATOM_FLAGS:
+            if flag in _ATOM_FLAGS or flag in _LLAMACPP_FLAGS:
                 if "=" in w.raw:
                     value = ex.expand_text(w.raw, quoted=False).split("=", 1)[1]
                 else:
                     idx = seq.index(w)
                     value = ex.expand_text(seq[idx + 1].raw, quoted=False) if idx + 1 < len(seq) else ""
-                state.notes.append(("pin", "atom", flag, w.line, value, ""))
+                state.notes.append(("pin", "atom" if flag in _ATOM_FLAGS else "llamacpp", flag, w.line, value, ""))
 
     def _string_pins(self, text: str, line: int, state: State) -> None:
         for m in _STRING_PIN.finditer(text):
@@ -506,6 +528,15 @@ def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
         pin.draft_sample_method = cfg.get("draft_sample_method") if isinstance(cfg.get("draft_sample_method"),
                                                                                 str) else None
         pin.spec["config"] = cfg
+    elif kind == "llamacpp":
+        value, why = _value(text)
+        knob = {v: f for f, v in llamacpp.SYNTH_FLAG_FORMS.items()}.get(knob, knob)  # env form -> its flag
+        pin = Pin(file=path, line=line, engine="llamacpp", knob=knob, raw_value=value, unresolved=why,
+                  models=models, thinking=thinking, agentic=agentic)
+        pin.algorithm = llamacpp.SPEC_TYPE_DRAFT
+        pin.draft = llamacpp_draft(flags, {k: v for k, v in state.env.items() if isinstance(v, str)},
+                                   "the llama-server flags")
+        pin.draft_model = _clean(flags.get(llamacpp.FLAG_DRAFT_MODEL) or flags.get("--model-draft"))
     else:  # atom
         value, why = _value(text)
         pin = Pin(file=path, line=line, engine="atom", knob=knob, raw_value=value, unresolved=why, models=models,

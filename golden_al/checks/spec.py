@@ -14,10 +14,10 @@ from typing import Any
 
 from golden_al.checks.findings import DraftInfo
 from golden_al.checks.shell import has_unknown, show, unknown_names
-from golden_al.engines import atom, sglang, trtllm, vllm
+from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
 from golden_al.errors import UsageError
 
-__all__ = ["atom_draft", "sglang_draft", "trtllm_draft", "vllm_draft"]
+__all__ = ["atom_draft", "llamacpp_draft", "sglang_draft", "trtllm_draft", "vllm_draft"]
 
 
 def _unresolved(values: Mapping[str, Any]) -> str | None:
@@ -178,3 +178,20 @@ def _find_unknown_value(chunk: str, key: str) -> str | None:
     if colon < 0 or colon > a or chunk[colon + 1:a].strip():
         return None
     return chunk[a:b + 1]
+
+
+def llamacpp_draft(flags: Mapping[str, Any], env: Mapping[str, Any], where: str) -> DraftInfo:
+    """llama.cpp: ``k = --spec-draft-n-max``, fixed only with ``--spec-draft-n-min`` = k and ``-p-min`` 0."""
+    forms = [*llamacpp.N_MAX_FORMS, *llamacpp.N_MIN_FORMS, *llamacpp.P_MIN_FORMS]
+    for name in forms:
+        value = flags.get(name, env.get(name))
+        if isinstance(value, str) and has_unknown(value):
+            return DraftInfo(problem=f"{name} is {show(value)}, set outside this file")
+    args = [x for name in forms[:1] + forms[2:3] + forms[4:6] if name in flags for x in (name, str(flags[name]))]
+    if llamacpp.FLAG_N_MAX not in flags and llamacpp.N_MAX_FORMS[1] not in env:
+        return DraftInfo(problem=f"no {llamacpp.FLAG_N_MAX} in {where} (llama.cpp's default is 3)")
+    try:
+        k, rule = llamacpp.draft_len_from_args(args, {k: str(v) for k, v in env.items()})
+    except ValueError as exc:
+        return DraftInfo(problem=f"{exc} ({where})")
+    return DraftInfo(k=k, rule=f"llama.cpp {rule} in {where}")

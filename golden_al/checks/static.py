@@ -50,7 +50,7 @@ from golden_al.checks.findings import (
     ThinkingSignal,
 )
 from golden_al.checks.unreadable import unreadable_findings
-from golden_al.engines import atom, sglang, trtllm, vllm
+from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
 from golden_al.engines._values import format_value
 from golden_al.engines.profile import PinReview
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UnreadableInputError, UsageError
@@ -224,6 +224,8 @@ def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
         review = atom.review_pin(pin.knob, raw, parse_number(raw), k, both=bool(pin.spec.get("both")),
                                  dspark_config=pin.spec.get("dspark_config"),
                                  method_flag=pin.spec.get("method_flag"))
+    elif pin.engine == "llamacpp":
+        review = llamacpp.review_pin(pin.knob, raw, k)
     else:
         return parse_number(raw), problems, notes
     return review.al, problems + review.problems, notes + review.notes

@@ -29,11 +29,11 @@ __all__ = [
     "server_options_from_args",
 ]
 
-SERVER_ENGINES = ("sglang", "vllm", "atom")
+SERVER_ENGINES = ("sglang", "vllm", "atom", "llamacpp")
 #: max_tokens per request for server measurements, as in the maintainers' collection (vLLM SPEED-Bench 4096).
 SERVER_MAX_TOKENS = 4096
 _AL_SOURCES = ("auto", "sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate", "vllm-per-request",
-               "vllm-prometheus", "atom-mtp-stats")
+               "vllm-prometheus", "atom-mtp-stats", "llamacpp-prometheus")
 
 
 def _json_object(text: str, name: str) -> dict[str, Any]:
@@ -49,7 +49,7 @@ def _json_object(text: str, name: str) -> dict[str, Any]:
 def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool = False,
                          with_resume: bool = True) -> None:
     """The server options (``--server``/``--launch`` and everything about the engine)."""
-    g = parser.add_argument_group("serving engine (sglang, vllm, atom)")
+    g = parser.add_argument_group("serving engine (sglang, vllm, atom, llamacpp)")
     if with_engine:
         g.add_argument("--engine", choices=SERVER_ENGINES, required=True, help="the serving engine")
     where = g.add_mutually_exclusive_group()
@@ -71,6 +71,9 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
                    help="with --launch: start golden-al serve-reference (the reference engine behind this engine's "
                    "API, on --target/--draft) instead of the engine: rehearse a sweep without GPUs")
     g.add_argument("--python", default="python3", metavar="PATH", help="interpreter with the engine (default python3)")
+    g.add_argument("--llama-server", metavar="PATH", default=None,
+                   help="llama.cpp launch: this llama-server binary (default: the one `golden-al engines build "
+                   "llamacpp` cached; built on first use)")
     g.add_argument("--command-prefix", default="", metavar="STRING",
                    help="words before the command, shell-split (e.g. 'srun --gres=gpu:8' or 'docker exec C')")
     g.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra launch environment (repeat)")
@@ -174,11 +177,17 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
     launch = None
     if args.launch:
         target = _explicit(getattr(args, "target", None))
+        draft = _explicit(getattr(args, "draft", None))
+        if engine == "llamacpp":  # GGUF files; a known model name (or the default pair) means its cached GGUF
+            target = gguf_file(getattr(args, "target", None), args, "--target")
+            draft = gguf_file(getattr(args, "draft", None), args, "--draft")
         if not target:
             raise UsageError("--launch needs --target (the model the server loads)")
         launch = LaunchSpec(
             engine=engine, target=target, draft_len=1, algorithm=args.algorithm,
-            draft=_explicit(getattr(args, "draft", None)),
+            binary=_llama_server(args) if engine == "llamacpp" and not args.print_command else
+            (getattr(args, "llama_server", None) or ("llama-server" if engine == "llamacpp" else None)),
+            draft=draft,
             tp=args.tp, host=args.host, port=args.port, served_model_name=args.served_model_name,
             engine_args=engine_args,
             speculative_extra=_json_object(args.speculative_extra, "--speculative-extra") if args.speculative_extra else {},
@@ -187,6 +196,8 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
             serve_reference=args.serve_reference,
             command_prefix=shlex.split(args.command_prefix or ""), env=env, image=args.image,
         )
+    elif getattr(args, "llama_server", None):
+        raise UsageError("--llama-server only applies with --launch")
     elif env or engine_args or args.speculative_extra or args.per_request_metrics or args.print_command \
             or args.serve_reference:
         raise UsageError("--env, --engine-arg(s), --speculative-extra, --per-request-metrics, --print-command "
@@ -206,6 +217,62 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
         extra_body=_json_object(args.extra_body, "--extra-body") if args.extra_body else {},
         save_text=args.save_text,
     )
+
+
+def gguf_file(value: str | None, args: argparse.Namespace, what: str) -> str | None:
+    """A GGUF path for llama.cpp: a ``.gguf`` path as given, or a known model's cached official GGUF.
+
+    Raises:
+        UsageError: a known model whose GGUF is not cached (with the fetch command), or a
+            value that is neither.
+    """
+    from golden_al.cli._common import cache_dir
+    from golden_al.models import registry
+    from golden_al.models.cache import cached_models
+
+    if value is None:
+        return None
+    if str(value).endswith(".gguf"):
+        return str(Path(value).expanduser())
+    name = str(value).strip().lower()
+    if name not in registry.MODELS:
+        raise UsageError(f"llama.cpp loads GGUF files; {what} {value} is neither a .gguf file nor a known model",
+                         hint="known models: " + ", ".join(registry.MODELS))
+    for m in cached_models(cache_dir(getattr(args, "cache_dir", None))):
+        if m.name == name and m.gguf_path and m.gguf_status in ("verified", "verified-now"):
+            return m.gguf_path
+    pair = registry.pair_for_model(name)
+    raise UsageError(f"{what} {value}: its official GGUF is not in the cache",
+                     hint=f"golden-al models fetch {pair.name if pair else name}")
+
+
+def _gguf_info(given: str | None, path: str | None) -> Any:
+    """The record's ModelInfo of a GGUF: the registry name when it is a known model's file."""
+    from golden_al.measurement import ModelInfo
+    from golden_al.models import registry
+
+    p = Path(path or str(given))
+    for name, entry in registry.MODELS.items():
+        if p.name == entry.gguf_filename:
+            return ModelInfo(name=name, path=str(p), source="gguf", shipped_dtype=entry.shipped_dtype,
+                             sha256=entry.gguf_sha256)
+    return ModelInfo(name=p.name.removesuffix(".gguf"), path=str(p), source="gguf")
+
+
+def _llama_server(args: argparse.Namespace) -> str:
+    """The llama-server to launch: ``--llama-server``, else the cached build (built now when missing)."""
+    from golden_al.cli._common import cache_dir, progress
+    from golden_al.servers.llamacpp_build import build_llama_server, check_binary
+
+    if getattr(args, "llama_server", None):
+        return str(check_binary(args.llama_server))
+
+    def note(line: str) -> None:
+        sys.stderr.write(f"golden-al: {line}\n")
+
+    with progress("llama-server (cached build)", unit="steps") as bar:
+        result = build_llama_server(cache_dir(getattr(args, "cache_dir", None)), progress=bar, note=note)
+    return result.binary
 
 
 # ---------------------------------------------------------------------------- prompts
@@ -334,10 +401,14 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
     options = server_options_from_args(args, engine)
     target = _explicit(getattr(args, "target", None))
     draft = _explicit(getattr(args, "draft", None))
-    modes = [] if args.print_command else build_modes(args, thinking, target_name=target or options.served_model_name)
     target_info = ModelInfo(name=target or options.served_model_name or options.url or "server", source="server")
     draft_name = draft or (args.algorithm or "").lower() or "server-draft"
     draft_info = ModelInfo(name=draft_name, source="ngram" if (args.algorithm or "").lower() == "ngram" else "server")
+    if engine == "llamacpp" and options.launch is not None:
+        target_info = _gguf_info(getattr(args, "target", None), options.launch.target)
+        draft_info = _gguf_info(getattr(args, "draft", None), options.launch.draft)
+        target = target_info.name
+    modes = [] if args.print_command else build_modes(args, thinking, target_name=target or options.served_model_name)
     spec = SweepSpec(draft_lens=draft_lens, modes=modes, target=target_info, draft=draft_info,
                      draft_method=(args.algorithm or None) and args.algorithm.lower(), one_run=one_run,
                      validate_k=list(validate_k), bootstrap_seed=int(args.seed or 0), layout=layout,  # type: ignore[arg-type]

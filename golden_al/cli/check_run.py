@@ -34,6 +34,7 @@ examples:
   golden-al check-run server.log --engine sglang --expect-al 4.05 --draft-len 7
   golden-al check-run metrics.before.txt metrics.after.txt --engine vllm --expect-al 2.5 --draft-len 3
   golden-al check-run atom.log --engine atom --expect-al 2.78 --draft-len 3 --format json
+  golden-al check-run llama-server.log --engine llamacpp --expect-al 3.85 --draft-len 3
 """
 
 
@@ -46,7 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--draft-len", type=int, required=True, metavar="K",
                         help="draft length k (vLLM/ATOM num_speculative_tokens, SGLang EAGLE num-steps, DFLASH "
                              "num-draft-tokens - 1)")
-    parser.add_argument("--engine", required=True, choices=("sglang", "vllm", "atom", "trtllm"),
+    parser.add_argument("--engine", required=True, choices=("sglang", "vllm", "atom", "trtllm", "llamacpp"),
                         help="the engine that produced the files")
     parser.add_argument("--method", default=None, metavar="M",
                         help="sampler method (default: sglang match-expected, vllm/atom synthetic)")

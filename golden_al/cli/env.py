@@ -29,7 +29,9 @@ print ``GOLDEN_AL_VLLM_SPECULATIVE_CONFIG`` holding a whole ``--speculative-conf
 JSON (``num_speculative_tokens``, ``method`` when known, and the synthetic fields) for
 ``vllm serve M --speculative-config "$GOLDEN_AL_VLLM_SPECULATIVE_CONFIG"``; merge it into
 your own config if it carries more keys (``model``, ...). For ATOM, shell/dotenv print
-``GOLDEN_AL_ATOM_ARGS`` (the flag and its value) for ``... $GOLDEN_AL_ATOM_ARGS``.
+``GOLDEN_AL_ATOM_ARGS`` (the flag and its value) for ``... $GOLDEN_AL_ATOM_ARGS``. For
+llama.cpp, json is ``{"--spec-synth-len": "4.05"}`` and shell/dotenv the environment form
+``LLAMA_ARG_SPEC_SYNTH_LEN`` that llama-server reads instead of the flag.
 
 A model, mode or k without a committed value exits 2 and lists what exists.
 """
@@ -72,7 +74,7 @@ EXAMPLES += "\n" + _caveats()
 
 FORMATS = ("shell", "dotenv", "yaml", "json")
 #: Engines with synthetic-acceptance settings golden-al can emit.
-ENGINES: tuple[str, ...] = ("sglang", "vllm", "trtllm", "atom")
+ENGINES: tuple[str, ...] = engines.engine_names()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -163,6 +165,8 @@ def render(settings: dict[str, Any], fmt: str, *, engine: str, k: int, method: s
     profile = engines.get_profile(engine)
     if profile.shell_variable and profile.shell_value:
         pairs = [(profile.shell_variable, profile.shell_value(settings, k, method))]
+    elif profile.shell_env is not None:  # llama.cpp: LLAMA_ARG_SPEC_SYNTH_LEN for --spec-synth-len
+        pairs = list(profile.shell_env(settings).items())
     else:
         pairs = [(key, str(value)) for key, value in settings.items()]
     if fmt == "shell":

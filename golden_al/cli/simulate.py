@@ -43,6 +43,7 @@ examples:
   golden-al simulate --engine trtllm --method force --al 4.05 --draft-len 7
   golden-al simulate --engine trtllm --method force --al 4 --draft-len 7 --trtllm-path two-model
   golden-al simulate --engine atom --method synthetic --acceptance-rate 0.45 --draft-len 7 --format json
+  golden-al simulate --engine llamacpp --method synthetic --al 4.05 --draft-len 7
 """
 
 _ALGORITHMS = ("eagle", "eagle3", "nextn", "standalone", "frozen_kv_mtp", "uno", "ngram", "dflash", "dspark")
@@ -55,7 +56,7 @@ _BAR_WIDTH = 40
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``golden-al simulate``."""
-    parser.add_argument("--engine", required=True, metavar="ENGINE", help="sglang, vllm, trtllm or atom")
+    parser.add_argument("--engine", required=True, metavar="ENGINE", help="sglang, vllm, trtllm, atom or llamacpp")
     parser.add_argument(
         "--method", required=True, metavar="METHOD",
         help="sglang: match-expected or multinomial; vllm: synthetic; trtllm: force; atom: synthetic",
@@ -116,11 +117,11 @@ def _build_sampler(args: argparse.Namespace) -> Any:
     options: dict[str, Any] = {}
     get_sampler(engine, method)  # unknown engine or method first, with "did you mean"
     for flag, (owner, value) in only.items():
-        if value is not None and engine != owner:
+        if value is not None and engine != owner and not (flag == "--rates" and engine == "llamacpp"):
             raise UsageError(f"{flag} applies only to --engine {owner}, not {engine!r}")
     if engine == "sglang" and args.algorithm is not None:
         options["algorithm"] = args.algorithm
-    if engine == "vllm" and args.rates is not None:
+    if engine in ("vllm", "llamacpp") and args.rates is not None:  # llama.cpp: --spec-synth-rates
         options["rates"] = _parse_rates(args.rates)
     if engine == "atom" and args.acceptance_rate is not None:
         options["rate"] = args.acceptance_rate
@@ -147,6 +148,9 @@ def _resolve_al(args: argparse.Namespace, sampler: Any) -> float:
     from distributions import units
 
     k = units.check_draft_len(args.draft_len)
+    if args.engine == "llamacpp" and args.rates is not None:
+        rates = sampler.unconditional_rates(args.al, k)  # raises if they disagree
+        return 1.0 + float(rates.sum())
     if args.engine == "vllm" and args.rates is not None:
         implied = sampler.implied_al(k)
         if args.al is not None:
@@ -178,7 +182,7 @@ def _analyse(args: argparse.Namespace) -> dict[str, Any]:
     sampler = _build_sampler(args)
     al = _resolve_al(args, sampler)
     k = int(args.draft_len)
-    opt_al = None if (args.engine == "vllm" and args.rates is not None) or (
+    opt_al = None if (args.engine in ("vllm", "llamacpp") and args.rates is not None) or (
         args.engine == "atom" and args.acceptance_rate is not None) else al
     dist = sampler.pmf(opt_al, k)
     rng = np.random.default_rng(args.seed)

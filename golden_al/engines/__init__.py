@@ -21,6 +21,7 @@ REGISTRY: dict[str, str] = {
     "vllm": "golden_al.engines.vllm",
     "trtllm": "golden_al.engines.trtllm",
     "atom": "golden_al.engines.atom",
+    "llamacpp": "golden_al.engines.llamacpp",
 }
 
 
@@ -70,6 +71,7 @@ def synthetic_settings(engine: str, al: float, k: int, **options: Any) -> dict[s
     * vllm: ``{"rejection_sample_method": "synthetic", "synthetic_acceptance_length": 4.05}``
       (fields to merge into ``--speculative-config``)
     * atom: ``{"--spec-decode-acceptance-length": "4.05"}``
+    * llamacpp: ``{"--spec-synth-len": "4.05"}`` (AL incl. the target token)
 
     Raises:
         UsageError: an unknown engine, or a value the engine cannot take.

@@ -203,6 +203,14 @@ class EngineProfile:
     reserved_flags: tuple[str, ...] = ()
     #: Prefixes of the environment variables that change what the server does (recorded).
     env_prefixes: tuple[str, ...] = ()
+    #: ``(settings) -> {VAR: value}``: the environment form of flag settings, for
+    #: ``golden-al env --format shell|dotenv`` (llama.cpp reads ``LLAMA_ARG_*`` for its flags).
+    shell_env: Callable[..., dict[str, str]] | None = None
+    #: The executable itself, when the engine is not a Python module (llama.cpp's
+    #: ``llama-server``): :attr:`server_args` then gives the arguments after it.
+    executable: str | None = None
+    #: The flag that names the served model (llama.cpp: ``--alias``).
+    served_name_flag: str = "--served-model-name"
 
     def knob(self, name: str) -> SyntheticKnob:
         """The synthetic knob called ``name`` (or one of its aliases)."""

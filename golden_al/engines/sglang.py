@@ -147,6 +147,7 @@ METRIC_GENERATION_TOKENS = "sglang:generation_tokens_total"
 METRIC_NUM_REQUESTS = "sglang:num_requests_total"
 METRIC_ACCEPT_LENGTH = "sglang:spec_accept_length"
 METRIC_ACCEPT_RATE = "sglang:spec_accept_rate"
+METRIC_SPEC_PREFIX = "sglang:spec_"
 
 # ----------------------------------------------------------------- server info
 #: ``GET /server_info`` (``/get_server_info`` before 0.5): the server args it returns.

@@ -41,6 +41,7 @@ from distributions import units
 from distributions.counts import AcceptanceCounts
 from distributions.errors import DistributionError
 from golden_al.engines import atom as atom_engine
+from golden_al.engines import llamacpp as llamacpp_profile
 from golden_al.engines import sglang as sglang_engine
 from golden_al.engines import vllm as vllm_engine
 from golden_al.errors import (
@@ -100,7 +101,7 @@ ATOM_AVG_TOKENS_PER_FORWARD = atom_engine.METRIC_AVG_TOKENS_PER_FORWARD
 _POSITION = vllm_engine.POSITION_LABEL
 _ACCEPTED_TOKENS = atom_engine.ACCEPTED_LABEL
 
-Engine = Literal["vllm", "sglang", "atom"]
+Engine = Literal["vllm", "sglang", "atom", "llamacpp"]
 _PARSE_ERRORS = (ValueError, TypeError, IndexError, KeyError, AttributeError)
 
 
@@ -248,8 +249,10 @@ def _parse_lines(lines: Iterable[tuple[int, str]], src: str | None) -> MetricsSn
 
 
 #: Families whose ``*_created`` times identify a server lifetime (with ``process_start_time_seconds``).
-_KEEP_PREFIXES = ("vllm:spec_decode", "sglang:spec_", "sglang:generation_tokens", "sglang:num_requests",
-                  "atom:mtp_", "process_start_time_seconds")
+_KEEP_PREFIXES = (vllm_engine.METRIC_PREFIX, sglang_engine.METRIC_SPEC_PREFIX,
+                  sglang_engine.METRIC_GENERATION_TOKENS.removesuffix("_total"),
+                  sglang_engine.METRIC_NUM_REQUESTS.removesuffix("_total"), atom_engine.METRIC_PREFIX,
+                  "process_start_time_seconds")
 #: Byte cap of one saved ``/metrics`` body (a real one is well under 1 MiB).
 MAX_METRICS_BYTES = 64 * 1024 * 1024
 
@@ -405,6 +408,53 @@ class VllmSpecCounters:
 
 
 @dataclass(frozen=True)
+class LlamaCppSpecCounters(VllmSpecCounters):
+    """llama-server's counters (``golden_al/engines/llamacpp.py``): vLLM's meaning, its own names.
+
+    ``busy`` is ``requests_processing + requests_deferred`` (None when not exposed).
+    """
+
+    busy: float | None = None
+    engine: Literal["llamacpp"] = "llamacpp"  # type: ignore[assignment]
+
+    @property
+    def al(self) -> float:
+        """``1 + accepted / verify steps``; NoVerifyStepsError when there were none."""
+        if self.num_drafts <= 0:
+            raise _no_steps("llama.cpp", f"{self.source}: " if self.source else "")
+        return units.al_from_counts(self.num_accepted_tokens, self.num_drafts)
+
+    def to_counts(self, k: int | None = None) -> AcceptanceCounts:
+        """Counts (:func:`golden_al.engines.llamacpp.counts_from_counters`)."""
+        return llamacpp_profile.counts_from_counters(self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens,
+                                                     list(self.accepted_per_position) or None, k=k)
+
+    def minus(self, before: VllmSpecCounters) -> LlamaCppSpecCounters:
+        """``self - before``; CounterResetError when a counter went backwards (a restart)."""
+        where = f"{self.source}: " if self.source else ""
+        n = max(len(before.accepted_per_position), len(self.accepted_per_position))
+        pb = list(before.accepted_per_position) + [0.0] * (n - len(before.accepted_per_position))
+        pa = list(self.accepted_per_position) + [0.0] * (n - len(self.accepted_per_position))
+        names = (llamacpp_profile.DRAFTS_METRIC, llamacpp_profile.DRAFT_TOKENS_METRIC, llamacpp_profile.ACCEPTED_METRIC)
+        pairs = [*zip(names, (before.num_drafts, before.num_draft_tokens, before.num_accepted_tokens),
+                      (self.num_drafts, self.num_draft_tokens, self.num_accepted_tokens), strict=True),
+                 *((f'{llamacpp_profile.ACCEPTED_PER_POS_METRIC}{{position="{i}"}}', b, a)
+                   for i, (b, a) in enumerate(zip(pb, pa, strict=True)))]
+        for name, b, a in pairs:
+            _check_not_backwards(name, b, a, where)
+        return LlamaCppSpecCounters(self.num_drafts - before.num_drafts, self.num_draft_tokens - before.num_draft_tokens,
+                                    self.num_accepted_tokens - before.num_accepted_tokens,
+                                    tuple(a - b for a, b in zip(pa, pb, strict=True)), source=self.source)
+
+
+def _llamacpp(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> LlamaCppSpecCounters:
+    from golden_al.formats.llamacpp import read_counters
+
+    counters: LlamaCppSpecCounters = read_counters(snap, labels)
+    return counters
+
+
+@dataclass(frozen=True)
 class SglangSpecCounters:
     """SGLang's finished-request counters (or a delta of two snapshots).
 
@@ -542,7 +592,7 @@ class AtomSpecCounters:
         )
 
 
-SpecCounters = VllmSpecCounters | SglangSpecCounters | AtomSpecCounters
+SpecCounters = VllmSpecCounters | SglangSpecCounters | AtomSpecCounters | LlamaCppSpecCounters
 
 
 def _counter(snap: MetricsSnapshot, name: str, labels: Mapping[str, str] | None) -> float:
@@ -637,6 +687,7 @@ _MARKERS: tuple[tuple[Engine, str], ...] = (
     ("vllm", VLLM_DRAFTS),
     ("sglang", SGLANG_VERIFY_CALLS),
     ("atom", ATOM_DRAFT_TOKENS),
+    ("llamacpp", llamacpp_profile.DRAFTS_METRIC),
 )
 
 
@@ -671,7 +722,7 @@ def spec_counters(
                 hint="was the server started with speculative decoding (and SGLang with --enable-metrics)?",
             )
     readers: dict[str, Callable[[MetricsSnapshot, Mapping[str, str] | None], SpecCounters]] = {
-        "vllm": _vllm, "sglang": _sglang, "atom": _atom}
+        "vllm": _vllm, "sglang": _sglang, "atom": _atom, "llamacpp": _llamacpp}
     if engine not in readers:
         raise UsageError(f"no Prometheus spec-decode counters are known for engine {engine!r}",
                          hint="one of " + ", ".join(readers))

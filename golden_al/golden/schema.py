@@ -111,7 +111,7 @@ DRAFT_METHODS: tuple[str, ...] = (
 DRAFT_PRECISIONS: tuple[str, ...] = (
     "fp32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "nvfp4", "mxfp4", "int8", "int4",
 )
-ENGINE_NAMES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "atom", "reference")
+ENGINE_NAMES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "atom", "llamacpp", "reference")
 
 _KEY_RE = r"^[a-z0-9][a-z0-9._-]*$"
 _VARIANT_RE = r"^[a-z0-9][a-z0-9._-]*$"

@@ -355,14 +355,21 @@ def run_measurement(
     trajectory_mismatch: list[int] = []
     M = settings.max_tokens
 
+    status = {"text": ""}
+
     def tokens(advance: int = 0, *, total: int | None = None, description: str | None = None) -> None:
         """The engine's token progress, onto this run's bar (its totals are per call: ignored)."""
-        if progress is not None and advance:
+        if progress is None:
+            return
+        if description is not None:
+            progress(advance, description=f"{status['text']} ({description})")
+        elif advance:
             progress(advance)
 
     def finished(label: str, done: int, of: int) -> None:
+        status["text"] = f"{label}: {done}/{of} requests"
         if progress is not None:
-            progress(0, description=f"{label}: {done}/{of} requests")
+            progress(0, description=status["text"])
 
     if settings.mode == "live":
         todo_by_k = {k: [i for i in range(len(prompts)) if i not in logs[k].done] for k in ks}

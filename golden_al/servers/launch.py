@@ -49,9 +49,10 @@ __all__ = [
 ]
 
 #: Engines whose profile can build a server command (``EngineProfile.server_args``).
-SERVER_ENGINES: tuple[str, ...] = ("sglang", "vllm", "atom")
-#: ``--engine`` -> the Python module the server runs as.
-ENGINE_MODULES: dict[str, str] = {name: engines.get_profile(name).launch_command[-1] for name in SERVER_ENGINES}
+SERVER_ENGINES: tuple[str, ...] = ("sglang", "vllm", "atom", "llamacpp")
+#: ``--engine`` -> the Python module the server runs as (engines run as an executable are absent).
+ENGINE_MODULES: dict[str, str] = {name: engines.get_profile(name).launch_command[-1] for name in SERVER_ENGINES
+                                  if engines.get_profile(name).executable is None}
 # Environment variables worth recording (never secrets: no tokens or keys).
 _ENV_PREFIXES = (*dict.fromkeys(p for name in engines.REGISTRY for p in engines.get_profile(name).env_prefixes),
                  "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "NCCL_", "HF_HUB_OFFLINE",
@@ -103,6 +104,8 @@ class LaunchSpec:
     command_prefix: list[str] = field(default_factory=list)
     env: dict[str, str] = field(default_factory=dict)
     image: str | None = None
+    binary: str | None = None
+    """Engines run as an executable (llama.cpp): its path (default: the profile's ``executable``)."""
     serve_reference: bool = False
 
     @property
@@ -117,6 +120,8 @@ class LaunchSpec:
         """The record's ``draft_method`` (lower-case algorithm/method)."""
         if self.engine == "vllm":
             return vllm_engine.method_for_launch(self.algorithm, self.draft)
+        if self.engine == "llamacpp":
+            return "draft-model"
         return (self.algorithm or "").lower() or "unknown"
 
     def request(self) -> LaunchRequest:
@@ -174,15 +179,20 @@ def build_command(spec: LaunchSpec) -> list[str]:
     assert profile.server_args is not None  # every SERVER_ENGINES profile has one
     if spec.engine == "vllm":
         vllm_config_for(spec)  # refuses synthetic keys in --speculative-extra
-    cmd = [*spec.command_prefix, spec.python, *profile.server_args(spec.request())]
+    if profile.executable is not None:  # llama.cpp's llama-server: the binary, then its arguments
+        cmd = [*spec.command_prefix, spec.binary or profile.executable, *profile.server_args(spec.request())]
+    else:
+        cmd = [*spec.command_prefix, spec.python, *profile.server_args(spec.request())]
     if spec.served_model_name:
-        cmd += ["--served-model-name", spec.served_model_name]
+        cmd += [profile.served_name_flag, spec.served_model_name]
     cmd += list(spec.engine_args)
     return cmd
 
 
 def _reference_command(spec: LaunchSpec) -> list[str]:
     """``golden-al serve-reference`` in ``spec.engine``'s flavor at ``spec.draft_len``."""
+    if spec.engine not in ("sglang", "vllm", "atom"):
+        raise UsageError(f"--serve-reference answers like sglang, vllm or atom, not {spec.engine}")
     reserved = ("--flavor", "--draft-len", "--target", "--draft", "--host", "--port", "--served-model-name",
                 "--algorithm", "--fake")
     for arg in spec.engine_args:

@@ -422,6 +422,7 @@ async def _run_counter(client: ServerClient, plan: CellPlan, source: CounterSour
             wall = time.monotonic() - t0
             after = await source.after_unit(client, before, len(unit), label)
             counts = source.delta_counts(before, after, plan.draft_len, label)
+            source.cross_check(resps, counts, plan.draft_len, label)
             append_request_result(req_file, _result(plan, unit, resps, counts, wall, {"attempts": attempt}))
             progress(len(unit))
             previous = after

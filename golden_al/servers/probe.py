@@ -11,6 +11,11 @@
   0 from startup); the args from the log's ``non-default args: {...}`` line.
 * ATOM: ``GET /server_info`` (model, tp, dp); the draft length from
   ``/debug/mtp_stats`` (drafted tokens / steps) once it has steps.
+* llama.cpp: ``GET /props`` (``build_info``, ``model_path``, ``total_slots``,
+  ``endpoint_metrics``; ``tools/server/server-context.cpp``, commit 0c1e570); the draft
+  length from the number of ``position`` series of the accepted-per-position counter
+  (present once a request drafted), or the command line of a launched server; synthetic
+  acceptance from the launch arguments/environment or its startup log lines.
 
 Every source of self-description is also checked for synthetic acceptance
 (:mod:`golden_al.servers.synthetic`).
@@ -110,6 +115,8 @@ async def probe_server(client: ServerClient, engine: str, *, log_path: str | Pat
         await _probe_sglang(client, facts)
     elif engine == "vllm":
         await _probe_vllm(client, facts, log_text)
+    elif engine == "llamacpp":
+        await _probe_llamacpp(client, facts, has_log=log_text is not None)
     else:
         await _probe_atom(client, facts, has_log=log_text is not None)
     return facts
@@ -195,4 +202,35 @@ async def _probe_atom(client: ServerClient, facts: ServerFacts, *, has_log: bool
             facts.draft_len_rule = f"{atom.MTP_STATS_PATH} {atom.STATS_DRAFT_TOKENS} / steps"
     if not has_log:
         facts.warnings.append("attached ATOM server: forced acceptance is only detected from its log "
+                              "(pass --server-log FILE, or --launch)")
+
+
+async def _probe_llamacpp(client: ServerClient, facts: ServerFacts, *, has_log: bool) -> None:
+    from golden_al.engines import llamacpp
+    from golden_al.formats import prometheus as prom
+    from golden_al.formats.llamacpp import read_counters
+
+    props = await client.get_json("/props", label="GET /props", optional=True)
+    if not isinstance(props, Mapping):
+        raise MetricMissingError("the server has no /props: is this llama-server? (--engine)")
+    facts.version = str(props.get("build_info")) if props.get("build_info") is not None else None
+    facts.server_args = filter_args({k: props.get(k) for k in ("model_path", "model_alias", "total_slots",
+                                                                "endpoint_metrics", "build_info")})
+    if props.get("endpoint_metrics") is False:
+        raise MetricMissingError("llama-server runs without --metrics: its spec-decode counters are off",
+                                 hint=f"start it with {llamacpp.FLAG_METRICS}")
+    text = await client.get_text("/metrics", label="GET /metrics", optional=True)
+    if text is None:
+        raise MetricMissingError("llama-server answered no /metrics", hint=f"start it with {llamacpp.FLAG_METRICS}")
+    counters = read_counters(prom.parse_metrics_text(text, source=f"{client.base_url}/metrics"))
+    if counters.accepted_per_position:
+        facts.draft_len = len(counters.accepted_per_position)
+        facts.draft_len_rule = f"number of position series of {llamacpp.ACCEPTED_PER_POS_METRIC}"
+    facts.draft_method = "draft-model"
+    facts.chain = True
+    total = props.get("total_slots")
+    if isinstance(total, int) and total > 1:
+        facts.warnings.append(f"llama-server has {total} slots: counter deltas assume nothing else runs on it")
+    if not has_log:
+        facts.warnings.append("attached llama-server: synthetic acceptance is only detected from its log "
                               "(pass --server-log FILE, or --launch)")

@@ -38,7 +38,7 @@ import asyncio
 import contextlib
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,10 +68,11 @@ __all__ = [
 ]
 
 PER_REQUEST_SOURCES = ("sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate", "vllm-per-request")
-COUNTER_SOURCES = ("vllm-prometheus", "atom-mtp-stats")
+COUNTER_SOURCES = ("vllm-prometheus", "atom-mtp-stats", "llamacpp-prometheus")
 SOURCES = PER_REQUEST_SOURCES + COUNTER_SOURCES
 _ENGINE_OF = {"sglang-meta-info": "sglang", "sglang-spec-tokens-details": "sglang", "sglang-generate": "sglang",
-              "vllm-per-request": "vllm", "vllm-prometheus": "vllm", "atom-mtp-stats": "atom"}
+              "vllm-per-request": "vllm", "vllm-prometheus": "vllm", "atom-mtp-stats": "atom",
+              "llamacpp-prometheus": "llamacpp"}
 
 
 def default_source(engine: str, *, per_request_metrics: bool = False) -> str:
@@ -82,7 +83,9 @@ def default_source(engine: str, *, per_request_metrics: bool = False) -> str:
         return "vllm-per-request" if per_request_metrics else "vllm-prometheus"
     if engine == "atom":
         return "atom-mtp-stats"
-    raise UsageError(f"no AL source for engine {engine!r}", hint="sglang, vllm or atom")
+    if engine == "llamacpp":
+        return "llamacpp-prometheus"
+    raise UsageError(f"no AL source for engine {engine!r}", hint="sglang, vllm, atom or llamacpp")
 
 
 def make_source(name: str, engine: str) -> Source:
@@ -95,6 +98,8 @@ def make_source(name: str, engine: str) -> Source:
         return VllmPrometheusSource()
     if name == "atom-mtp-stats":
         return AtomMtpStatsSource()
+    if name == "llamacpp-prometheus":
+        return LlamaCppPrometheusSource()
     return PerRequestSource(name)
 
 
@@ -272,6 +277,10 @@ class CounterSource(Source):
     def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
         """Raise CounterResetError when any counter is smaller in ``after``."""
 
+    def cross_check(self, responses: Sequence[Mapping[str, Any]], counts: AcceptanceCounts, k: int,
+                    label: str) -> None:
+        """Raise ServerError when the unit's responses contradict its counter delta (default: nothing to check)."""
+
     async def wait_idle(self, client: ServerClient, label: str) -> Snapshot:
         """A snapshot taken while the server runs nothing (nothing in flight can leak into a unit)."""
         deadline = time.monotonic() + self.idle_timeout_s
@@ -403,3 +412,72 @@ class AtomMtpStatsSource(CounterSource):
 
         with _server_errors(label):
             dcounts.delta(pick(before), pick(after), name="atom-mtp-stats")
+
+
+class LlamaCppPrometheusSource(CounterSource):
+    """llama-server ``/metrics`` (``--metrics``) spec-decode counters (llama.cpp 0c1e570, ``server-task.cpp``).
+
+    llama.cpp adds a request's counts when its slot is released, and ``/metrics`` is
+    answered from the same task queue, so a scrape after the response sees them. There
+    is no finished-requests counter: attribution rests on the server being idle
+    (``requests_processing`` + ``requests_deferred`` = 0) around the unit, and each
+    delta is checked against the responses' own ``timings.draft_n``/``draft_n_accepted``
+    (:meth:`cross_check`).
+    """
+
+    name = "llamacpp-prometheus"
+    engine = "llamacpp"
+
+    async def snapshot(self, client: ServerClient) -> Snapshot:
+        from golden_al.formats import prometheus as prom
+        from golden_al.formats.llamacpp import read_counters
+
+        text = await client.get_text("/metrics", label="GET /metrics")
+        snap = prom.parse_metrics_text(text or "", source=f"{client.base_url}/metrics")
+        counters = read_counters(snap)
+        return Snapshot(counters, None, counters.busy, None, len(counters.accepted_per_position) or None)
+
+    async def after_unit(self, client: ServerClient, before: Snapshot, n_requests: int, label: str) -> Snapshot:
+        """The closing snapshot, once the server is idle again (the unit's slots released)."""
+        deadline = time.monotonic() + 10.0
+        after = await self.snapshot(client)
+        while after.busy not in (None, 0.0) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            after = await self.snapshot(client)
+        self.check_continuity(before, after, label)
+        return after
+
+    def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
+        with _server_errors(label):
+            d = after.counts.minus(before.counts)
+            counts = d.to_counts(k)
+        return _require_distribution(counts, label, self.name)
+
+    def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
+        with _server_errors(label):
+            after.counts.minus(before.counts)
+
+    def cross_check(self, responses: Sequence[Mapping[str, Any]], counts: AcceptanceCounts, k: int,
+                    label: str) -> None:
+        """The delta must equal the sum of the responses' ``timings.draft_n``/``draft_n_accepted``."""
+        from golden_al.formats.llamacpp import timings_counts
+
+        drafted = accepted = 0
+        for resp in responses:
+            try:
+                got = timings_counts(resp)
+            except InputFileError as exc:
+                raise ServerError(f"{label}: {exc.message}") from None
+            if got is not None:
+                drafted += got[0]
+                accepted += got[1]
+        steps = float(counts.num_verify_steps)
+        if abs(steps * k - drafted) > 1e-9 or abs(float(counts.num_accepted_drafts) - accepted) > 1e-9:
+            raise ServerError(
+                f"{label}: the /metrics delta ({steps:g} verify steps x k={k} = {steps * k:g} draft tokens, "
+                f"{float(counts.num_accepted_drafts):g} accepted) disagrees with the responses' timings (draft_n "
+                f"{drafted}, draft_n_accepted {accepted}): other traffic reached the server, or its draft length "
+                f"is not k={k}",
+                hint="measure on a server nobody else uses, started with --spec-draft-n-min = --spec-draft-n-max = k "
+                "and --spec-draft-p-min 0 (golden-al --launch does)",
+            )

@@ -381,6 +381,11 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
                    resume: bool, progress: ProgressFn, note: LogFn) -> list[MeasurementRecord]:
     async with ServerClient(url, policy=options.policy, api_key=options.api_key, on_retry=note) as client:
         facts = await probe_server(client, options.engine, log_path=log)
+        if facts.draft_len is None and command is not None and options.engine == "llamacpp":
+            from golden_al.engines import llamacpp
+
+            facts.draft_len, rule = llamacpp.draft_len_from_args(command)
+            facts.draft_len_rule = f"launch command {rule}"
         for w in facts.warnings:
             note(w)
         if facts.draft_len is not None and facts.draft_len != k:

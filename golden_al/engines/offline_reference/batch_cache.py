@@ -152,7 +152,7 @@ class BatchedKV:
         for la, lb in zip(_layers(self.cache), _layers(other.cache), strict=True):
             ka, va = _kv(la, self.batch_size, lb)
             kb, vb = _kv(lb, other.batch_size, la)
-            if ka is None or kb is None:  # neither side has any token in this layer yet
+            if ka is None or kb is None or va is None or vb is None:  # neither side has a token in this layer yet
                 continue
             la.keys = torch.cat([_left_pad_time(ka, W - T), _left_pad_time(kb, W - U)], dim=0)
             la.values = torch.cat([_left_pad_time(va, W - T), _left_pad_time(vb, W - U)], dim=0)

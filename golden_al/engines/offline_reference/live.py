@@ -62,11 +62,12 @@ def admission_group(queue: deque[tuple[int, list[int]]], free: int, budget: int)
     return group
 
 ProgressFn = Callable[..., None]
-"""``progress(advance, *, total=None)`` in output tokens (see golden_al.cli._common).
+"""``progress(advance, *, total=None, description=None)`` in output tokens (see golden_al.cli._common).
 
 Engines call ``progress(0, total=len(prompts) * max_tokens)`` first, then ``progress(n)``
 with the tokens each step emitted; a request that ends before its budget advances by the
-budget it did not use, so the bar ends exactly at its total."""
+budget it did not use, so the bar ends exactly at its total. ``description`` says how many
+requests are decoding and queued (after each admission)."""
 
 
 @dataclass
@@ -187,6 +188,10 @@ class _LiveBatch:
         if self.progress is not None and n:
             self.progress(n)
 
+    def _status(self, queued: int) -> None:
+        if self.progress is not None:
+            self.progress(0, description=f"{len(self.rows)} decoding, {queued} queued")
+
     def _finish_rules(self, r: RequestOutput, last: int) -> None:
         if last in self.eos:
             r.finish_reason = "stop"
@@ -248,6 +253,7 @@ class _LiveBatch:
             budget = prefill_budget(self.tkv.device)
             while queue and len(self.rows) < self.batch_size:
                 self.admit(admission_group(queue, self.batch_size - len(self.rows), budget))
+                self._status(len(queue))
                 yield from self.retire()
             if not self.rows:
                 return

@@ -1,0 +1,392 @@
+"""llama.cpp's server (``llama-server``): everything golden-al knows about it.
+
+Facts read from the llama.cpp tree vendored by ``llama-cpp-python==0.3.36`` (llama.cpp
+commit 0c1e57098bba43ac29e6e3b677cdceebdd22334f, ggml-org/llama.cpp):
+
+* flags: ``common/arg.cpp`` (``--spec-draft-model``, ``--spec-draft-n-max``/``-n-min``/
+  ``-p-min``, ``--spec-type``, ``--spec-synth-len``/``--spec-synth-rates`` and their
+  ``LLAMA_ARG_*`` environment forms, ``--metrics``, ``--alias``, ``--parallel``);
+* draft length: ``common/speculative.cpp`` ``common_speculative_impl_draft_simple::draft``
+  stops at ``n_max`` drafted tokens or when the draft's top probability is below
+  ``p_min``, and clears a draft shorter than ``n_min``; ``tools/server/server-context.cpp``
+  ``get_n_draft_max`` caps it by the tokens the request has left;
+* counters: ``tools/server/server-task.cpp`` ``server_task_result_metrics::to_metrics``
+  (``llamacpp:`` prefix), incremented per request when its slot is released
+  (``metrics_on_prediction``); ``n_draft_verif_steps`` counts one per verify step;
+* per request: ``tools/server/server-common.cpp`` ``server_slot_stats::to_json``
+  (``timings.draft_n``, ``timings.draft_n_accepted``, present only when a draft was made);
+  the slot's ``print_timings`` log line ``draft acceptance = ...`` (server-context.cpp);
+* synthetic acceptance: ``common/speculative.cpp`` ``common_speculative_synth_rates_resolve``
+  and ``common_speculative_init`` (warning line), ``server_sample_and_accept_synth``
+  (server-context.cpp). Reproduced in :mod:`simulators.llamacpp`.
+
+Fixed draft length: with ``--spec-draft-n-min`` equal to ``--spec-draft-n-max`` = k and
+``--spec-draft-p-min 0``, every verify step carries exactly k drafts. ``p_min > 0`` ends a
+draft early when the draft model is unsure (a *dynamic* draft length: AL would no longer
+be a property of k), and ``n_min < k`` lets the budget cap send shorter drafts at the end
+of a request. With ``n_min = k`` such short drafts are dropped (that step is a plain
+decode step, no verify step), so ``draft tokens = k x verify steps`` holds exactly.
+
+Pure data plus small helpers: no I/O, fast to import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from distributions import units
+from distributions.counts import AcceptanceCounts, Count, as_count, fit_length, position_counts
+from distributions.errors import DistributionError
+from golden_al.engines.profile import (
+    Caveat,
+    DraftLenRule,
+    EngineProfile,
+    LaunchRequest,
+    Limit,
+    LogPattern,
+    Metric,
+    PinReview,
+    ResponseField,
+    Source,
+    SyntheticKnob,
+)
+
+__all__ = [
+    "ACCEPTED_METRIC",
+    "ACCEPTED_PER_POS_METRIC",
+    "BUILD",
+    "DRAFTS_METRIC",
+    "DRAFT_TOKENS_METRIC",
+    "ENV_SYNTH_LEN",
+    "ENV_SYNTH_RATES",
+    "FLAG_DRAFT_MODEL",
+    "FLAG_N_MAX",
+    "FLAG_N_MIN",
+    "FLAG_P_MIN",
+    "FLAG_SYNTH_LEN",
+    "FLAG_SYNTH_RATES",
+    "LLAMA_CPP_COMMIT",
+    "PROFILE",
+    "SYNTH_FLAG_FORMS",
+    "counts_from_counters",
+    "draft_len_from_args",
+    "launch_args",
+    "review_pin",
+    "server_args",
+    "simulator_settings",
+    "spec_flags",
+    "synthetic_settings",
+    "synthetic_shell_env",
+]
+
+LLAMA_CPP_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
+_VERSION = f"llama-cpp-python 0.3.36 vendor/llama.cpp @ {LLAMA_CPP_COMMIT[:7]}"
+_REPO = "ggml-org/llama.cpp"
+
+
+def _src(path: str) -> Source:
+    return Source(_REPO, path, LLAMA_CPP_COMMIT[:7])
+
+
+_ARG = _src("common/arg.cpp")
+_SPEC = _src("common/speculative.cpp")
+_CTX = _src("tools/server/server-context.cpp")
+_TASK = _src("tools/server/server-task.cpp")
+_COMMON = _src("tools/server/server-common.cpp")
+
+#: The pinned source: an sdist from PyPI holding llama.cpp under ``vendor/llama.cpp``.
+BUILD: Mapping[str, str] = {
+    "package": "llama-cpp-python",
+    "version": "0.3.36",
+    "filename": "llama_cpp_python-0.3.36.tar.gz",
+    "sha256": "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e",
+    "subdir": "vendor/llama.cpp",
+    "commit": LLAMA_CPP_COMMIT,
+    "target": "llama-server",
+}
+
+# ---------------------------------------------------------------------------- flags (common/arg.cpp)
+FLAG_MODEL = "--model"
+FLAG_DRAFT_MODEL = "--spec-draft-model"  # aliases -md, --model-draft; env LLAMA_ARG_SPEC_DRAFT_MODEL
+FLAG_SPEC_TYPE = "--spec-type"
+SPEC_TYPE_DRAFT = "draft-simple"
+FLAG_N_MAX = "--spec-draft-n-max"  # default 3; env LLAMA_ARG_SPEC_DRAFT_N_MAX
+FLAG_N_MIN = "--spec-draft-n-min"  # default 0; env LLAMA_ARG_SPEC_DRAFT_N_MIN
+FLAG_P_MIN = "--spec-draft-p-min"  # alias --draft-p-min; default 0.00 in this version
+FLAG_METRICS = "--metrics"
+FLAG_ALIAS = "--alias"
+FLAG_PARALLEL = "--parallel"
+FLAG_SYNTH_LEN = "--spec-synth-len"
+FLAG_SYNTH_RATES = "--spec-synth-rates"
+ENV_SYNTH_LEN = "LLAMA_ARG_SPEC_SYNTH_LEN"
+ENV_SYNTH_RATES = "LLAMA_ARG_SPEC_SYNTH_RATES"
+#: Every spelling of the draft-length flags, with the env form (for reading configs).
+N_MAX_FORMS = (FLAG_N_MAX, "LLAMA_ARG_SPEC_DRAFT_N_MAX")
+N_MIN_FORMS = (FLAG_N_MIN, "LLAMA_ARG_SPEC_DRAFT_N_MIN")
+P_MIN_FORMS = (FLAG_P_MIN, "--draft-p-min", "LLAMA_ARG_SPEC_DRAFT_P_MIN")
+DRAFT_MODEL_FORMS = (FLAG_DRAFT_MODEL, "-md", "--model-draft", "LLAMA_ARG_SPEC_DRAFT_MODEL")
+#: flag -> env var of the two synthetic knobs.
+SYNTH_FLAG_FORMS: Mapping[str, str] = {FLAG_SYNTH_LEN: ENV_SYNTH_LEN, FLAG_SYNTH_RATES: ENV_SYNTH_RATES}
+#: Flags golden-al sets itself when it launches llama-server.
+RESERVED_FLAGS = ("-m", FLAG_MODEL, *DRAFT_MODEL_FORMS[:3], FLAG_SPEC_TYPE, FLAG_N_MAX, FLAG_N_MIN, *P_MIN_FORMS[:2],
+                  "--host", "--port", "-a", FLAG_ALIAS)
+
+# ---------------------------------------------------------------------------- metrics (server-task.cpp)
+DRAFTS_METRIC = "llamacpp:spec_decode_num_drafts_total"
+DRAFT_TOKENS_METRIC = "llamacpp:spec_decode_num_draft_tokens_total"
+ACCEPTED_METRIC = "llamacpp:spec_decode_num_accepted_tokens_total"
+ACCEPTED_PER_POS_METRIC = "llamacpp:spec_decode_num_accepted_tokens_per_pos_total"
+REQUESTS_PROCESSING_METRIC = "llamacpp:requests_processing"
+REQUESTS_DEFERRED_METRIC = "llamacpp:requests_deferred"
+TOKENS_PREDICTED_METRIC = "llamacpp:tokens_predicted_total"
+
+# ---------------------------------------------------------------------------- log lines
+#: ``print_timings`` (server-context.cpp), once per finished request with drafts.
+LOG_DRAFT_ACCEPTANCE = (
+    r"draft acceptance = (?P<rate>[0-9.]+) \(\s*(?P<accepted>\d+) accepted /\s*(?P<generated>\d+) generated\), "
+    r"mean len =\s*(?P<mean_len>[0-9.]+)"
+)
+#: ``common_speculative_init`` (speculative.cpp) when synthetic acceptance is on.
+LOG_SYNTH_WARNING = r"synthetic speculative acceptance is enabled for benchmarking"
+LOG_SYNTH_INFO = (
+    r"synthetic acceptance: n_max = (?P<n_max>\d+), mean length = (?P<mean_len>[0-9.]+), rates = \[(?P<rates>[^\]]*)\]"
+)
+
+
+_COUNTER_FIELDS = {
+    "num_verify_steps": DRAFTS_METRIC,
+    "num_accepted_drafts": ACCEPTED_METRIC,
+    "num_draft_tokens": DRAFT_TOKENS_METRIC,
+    "per_position_accepted": ACCEPTED_PER_POS_METRIC,
+}
+
+
+def counts_from_counters(num_drafts: Count, num_draft_tokens: Count, num_accepted_tokens: Count,
+                         accepted_per_position: Sequence[Count] | None, *, k: int | None = None) -> AcceptanceCounts:
+    """Counts from llama-server's spec-decode counters (one snapshot, or a delta of two).
+
+    ``num_drafts`` is +1 per verify step (``n_draft_verif_steps``), accepted tokens exclude
+    the bonus token, and position ``i`` counts the steps that accepted at least ``i + 1``
+    drafts (server-context.cpp), so the per-position counts fix the histogram of a chain.
+    With ``n_min = n_max = k`` every step drafts exactly k tokens: ``draft tokens = k x steps``.
+
+    Raises:
+        DistributionError: the counters contradict each other or ``k``.
+    """
+    src = "llamacpp-counters"
+    pos = None if accepted_per_position is None else position_counts(list(accepted_per_position),
+                                                                     f"{src}: {ACCEPTED_PER_POS_METRIC}")
+    if k is None:
+        if not pos:
+            raise DistributionError(f"{src}: the draft length k is unknown (no per-position counters yet)",
+                                    hint=f"pass k = {FLAG_N_MAX}")
+        k = len(pos)
+    k = units.check_draft_len(k)
+    if pos is not None:
+        pos = fit_length(pos, k, f"{src}: {ACCEPTED_PER_POS_METRIC}", f"k={k} positions")
+    steps = as_count(num_drafts, f"{src}: {DRAFTS_METRIC}")
+    drafted = as_count(num_draft_tokens, f"{src}: {DRAFT_TOKENS_METRIC}")
+    if drafted > k * steps * (1 + 1e-9):
+        raise DistributionError(f"{src}: {drafted:g} draft tokens exceed k x verify steps = {k} x {steps:g}",
+                                hint=f"is k the server's {FLAG_N_MAX}?")
+    return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=num_accepted_tokens,
+                            num_draft_tokens=drafted, per_position_accepted=None if pos is None else tuple(pos),
+                            source=src, field_names=_COUNTER_FIELDS)
+
+
+def spec_flags(algorithm: str | None, k: int, **options: Any) -> list[str]:
+    """The llama-server flags that ask for a fixed draft length ``k`` (see the module docstring)."""
+    k = units.check_draft_len(k)
+    if algorithm not in (None, "", "draft", "draft-model", SPEC_TYPE_DRAFT):
+        raise ValueError(f"llama.cpp launch supports the draft-model path ({SPEC_TYPE_DRAFT}), not {algorithm!r}")
+    return [FLAG_SPEC_TYPE, SPEC_TYPE_DRAFT, FLAG_N_MAX, str(k), FLAG_N_MIN, str(k), FLAG_P_MIN, "0"]
+
+
+def launch_args(*, target: str, draft: str, k: int, host: str, port: int, alias: str | None = None) -> list[str]:
+    """llama-server's arguments (after the binary) for target/draft GGUF files at draft length ``k``.
+
+    One slot (``--parallel 1``): a measurement sends one request at a time, and counter
+    deltas then belong to exactly that request.
+    """
+    args = [FLAG_MODEL, target, FLAG_DRAFT_MODEL, draft, "--host", host, "--port", str(port), FLAG_METRICS,
+            FLAG_PARALLEL, "1", *spec_flags(None, k)]
+    if alias:
+        args += [FLAG_ALIAS, alias]
+    return args
+
+
+def review_pin(knob: str, raw: str, k: int | None) -> PinReview:
+    """``check``: what llama.cpp makes of a pinned value (``common_speculative_synth_rates_resolve``).
+
+    ``--spec-synth-len`` is AL itself, in ``[1, k + 1]``; ``--spec-synth-rates`` are k
+    unconditional per-position rates, non-increasing, AL = 1 + their sum.
+    """
+    from golden_al.checks.context import parse_number
+    from simulators.base import SamplerError
+    from simulators.llamacpp import resolve_rates
+
+    r = PinReview()
+    if knob in (FLAG_SYNTH_RATES, ENV_SYNTH_RATES):
+        rates = [parse_number(x) for x in raw.strip("[]").split(",")]
+        if any(v is None for v in rates):
+            r.problems.append(("unsafe-value", f"{FLAG_SYNTH_RATES} {raw!r} is not a comma-separated list of numbers"))
+            return r
+        values = [float(v) for v in rates if v is not None]
+        if k is not None:
+            try:
+                resolve_rates(None, k, values)
+            except SamplerError as exc:
+                r.problems.append(("unsafe-value", f"llama.cpp refuses {FLAG_SYNTH_RATES} {raw}: {exc.message}"))
+                return r
+        r.notes.append("llama.cpp rates are unconditional per-position probabilities: AL = 1 + their sum")
+        r.al = 1.0 + sum(values)
+        return r
+    v = parse_number(raw)
+    if v is None:
+        r.problems.append(("unsafe-value", f"{knob}={raw!r} is not a number"))
+        return r
+    if k is not None and not 1.0 <= v <= k + 1:
+        r.problems.append(("unsafe-value", f"AL {raw} is outside [1, k+1] = [1, {k + 1}]; llama.cpp refuses it"))
+    r.al = v
+    return r
+
+
+def server_args(req: LaunchRequest) -> list[str]:
+    """``measure --launch``: llama-server's arguments for a :class:`LaunchRequest` (GGUF target and draft).
+
+    Raises:
+        UsageError: no draft, a non-GGUF file, ``--tp`` > 1, or an algorithm other than
+            draft-model speculation.
+    """
+    from golden_al.errors import UsageError
+
+    if not req.draft:
+        raise UsageError("llama.cpp launch needs --draft (the draft model's .gguf file)")
+    if req.tp != 1:
+        raise UsageError(f"llama.cpp launch runs on one device; --tp {req.tp} is not supported")
+    for what, path in (("--target", req.target), ("--draft", req.draft)):
+        if not str(path).endswith(".gguf"):
+            raise UsageError(f"llama.cpp loads GGUF files; {what} {path} is not a .gguf file",
+                             hint="golden-al models list shows the cached GGUF pair")
+    try:
+        spec_flags(req.algorithm, req.draft_len)
+    except ValueError as exc:
+        raise UsageError(str(exc), hint="omit --algorithm for llama.cpp (draft-model speculation)") from None
+    return launch_args(target=req.target, draft=req.draft, k=req.draft_len, host=req.host, port=req.port)
+
+
+def simulator_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
+    """The flag a :mod:`simulators.llamacpp` sampler stands for (``--spec-synth-len`` or ``-rates``)."""
+    if sampler.rates is not None:
+        return {FLAG_SYNTH_RATES: ",".join(units.format_number(r) for r in sampler.rates)}
+    return {FLAG_SYNTH_LEN: units.format_number(units.check_al(al, k)) if al is not None else None}
+
+
+def synthetic_settings(al: float, k: int, **_options: Any) -> dict[str, Any]:
+    """``golden-al env --engine llamacpp``: ``{"--spec-synth-len": "4.05"}``.
+
+    llama.cpp's length is the mean accepted length *including* the target token (AL
+    itself, in ``[1, k + 1]``; ``common_speculative_synth_rates_resolve``).
+    """
+    al = units.check_al(al, k)
+    return {FLAG_SYNTH_LEN: units.format_number(al)}
+
+
+def synthetic_shell_env(settings: Mapping[str, Any]) -> dict[str, str]:
+    """The ``LLAMA_ARG_*`` environment form of :func:`synthetic_settings` (``env --format shell``)."""
+    return {SYNTH_FLAG_FORMS[name]: str(value) for name, value in settings.items()}
+
+
+def _flag_value(args: Sequence[str], names: Sequence[str]) -> str | None:
+    found = None
+    for i, arg in enumerate(args):
+        for name in names:
+            if arg == name and i + 1 < len(args):
+                found = args[i + 1]
+            elif arg.startswith(name + "="):
+                found = arg.split("=", 1)[1]
+    return found
+
+
+def draft_len_from_args(args: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[int, str]:
+    """``k`` and the rule that gave it, from llama-server arguments (last one wins, as in llama.cpp).
+
+    Raises:
+        ValueError: ``n_min`` differs from ``n_max`` or ``p_min`` > 0 (a draft length that
+            varies per step), or a value is not a number.
+    """
+    env = env or {}
+    n_max_s = _flag_value(args, N_MAX_FORMS[:1]) or env.get(N_MAX_FORMS[1])
+    n_min_s = _flag_value(args, N_MIN_FORMS[:1]) or env.get(N_MIN_FORMS[1])
+    p_min_s = _flag_value(args, P_MIN_FORMS[:2]) or env.get(P_MIN_FORMS[2])
+    n_max = int(n_max_s) if n_max_s is not None else 3
+    n_min = int(n_min_s) if n_min_s is not None else 0
+    p_min = float(p_min_s) if p_min_s is not None else 0.0
+    rule = f"{FLAG_N_MAX} {n_max}" if n_max_s is not None else f"{FLAG_N_MAX} default (3)"
+    if p_min > 0:
+        raise ValueError(f"{FLAG_P_MIN} {p_min:g} ends drafts early when the draft is unsure: the draft length varies "
+                         f"per step (set {FLAG_P_MIN} 0)")
+    if n_min != n_max:
+        raise ValueError(f"{FLAG_N_MIN} {n_min} != {FLAG_N_MAX} {n_max}: drafts shorter than k are verified near the "
+                         f"end of each request (set {FLAG_N_MIN} {n_max})")
+    return units.check_draft_len(n_max), rule
+
+
+PROFILE = EngineProfile(
+    name="llamacpp",
+    display_name="llama.cpp server",
+    algorithms=(SPEC_TYPE_DRAFT,),
+    draft_len_rules=(
+        DraftLenRule(SPEC_TYPE_DRAFT, f"k = {FLAG_N_MAX} with {FLAG_N_MIN} = k and {FLAG_P_MIN} 0", True, _SPEC),
+    ),
+    synthetic_knobs=(
+        SyntheticKnob(FLAG_SYNTH_LEN, "flag", "al", env=ENV_SYNTH_LEN, source=_ARG),
+        SyntheticKnob(FLAG_SYNTH_RATES, "flag", "rates", env=ENV_SYNTH_RATES, source=_ARG),
+    ),
+    synthetic_settings=synthetic_settings,
+    spec_flags=spec_flags,
+    launch_command=("llama-server",),  # an executable (see ``executable``), not a Python module
+    metrics=(
+        Metric(DRAFTS_METRIC, "counter", "verify steps that carried a draft", source=_TASK),
+        Metric(DRAFT_TOKENS_METRIC, "counter", "draft tokens proposed", source=_TASK),
+        Metric(ACCEPTED_METRIC, "counter", "draft tokens accepted", source=_TASK),
+        Metric(ACCEPTED_PER_POS_METRIC, "counter", "verify steps that accepted draft position i (0-based)",
+               labels=("position",), source=_TASK),
+        Metric(REQUESTS_PROCESSING_METRIC, "gauge", "requests running", source=_TASK),
+        Metric(REQUESTS_DEFERRED_METRIC, "gauge", "requests waiting for a slot", source=_TASK),
+    ),
+    response_fields={
+        "draft_tokens": ResponseField("draft tokens proposed for this request", ("draft_n",), "timings", _COMMON),
+        "accepted_tokens": ResponseField("draft tokens accepted for this request", ("draft_n_accepted",),
+                                         "timings", _COMMON),
+    },
+    log_patterns=(
+        LogPattern("draft-acceptance", LOG_DRAFT_ACCEPTANCE,
+                   "per request: accepted / drafted tokens; mean len = 1 + accepted / verify steps", _CTX),
+        LogPattern("synthetic-warning", LOG_SYNTH_WARNING, "synthetic acceptance is on", _SPEC),
+        LogPattern("synthetic-info", LOG_SYNTH_INFO, "the resolved synthetic schedule (n_max, mean length, rates)",
+                   _SPEC),
+    ),
+    limits=(
+        Limit("--spec-synth-len in [1, n_max + 1]; --spec-synth-rates: n_max values in [0, 1], non-increasing; "
+              "length and rates are mutually exclusive", source=_SPEC),
+    ),
+    caveats=(
+        Caveat("synthetic acceptance draws one mt19937 stream per request, seeded by the request's seed (random "
+               "when none is given); a drafted end-of-generation token is never accepted", source=_CTX),
+        Caveat("from a length, llama.cpp solves one constant conditional rate p (sum_{j=1..k} p^j = AL - 1, 32 "
+               "bisection steps): a geometric schedule, not vLLM's two-point one", ("simulate",), _SPEC),
+        Caveat("counters are added when a request's slot is released; scrape /metrics after the response",
+               ("measure", "check-run"), _CTX),
+    ),
+    sources=(_ARG, _SPEC, _CTX, _TASK, _COMMON),
+    simulator_settings=simulator_settings,
+    curve_methods={SPEC_TYPE_DRAFT: "draft-model", "draft-model": "draft-model"},
+    server_args=server_args,
+    reserved_flags=RESERVED_FLAGS,
+    env_prefixes=("LLAMA_ARG_",),
+    shell_env=synthetic_shell_env,
+    executable="llama-server",
+    served_name_flag=FLAG_ALIAS,
+)

@@ -1,0 +1,164 @@
+"""llama-server's acceptance reports: ``/metrics`` counters, log lines, response ``timings``.
+
+Names and patterns come from :mod:`golden_al.engines.llamacpp` (llama.cpp commit 0c1e570):
+
+* ``/metrics`` (``tools/server/server-task.cpp``, server started with ``--metrics``):
+  ``llamacpp:spec_decode_num_drafts_total`` (verify steps), ``..._num_draft_tokens_total``,
+  ``..._num_accepted_tokens_total`` and ``..._num_accepted_tokens_per_pos_total{position=i}``.
+  One verify step per request step with a draft, accepted excludes the bonus token
+  (:func:`golden_al.engines.llamacpp.counts_from_counters` turns them into counts). The
+  per-position series appear only after the first request with drafts.
+* the per-request log line ``draft acceptance = R (A accepted / N generated), mean len = L``
+  (``server_slot::print_timings``, ``tools/server/server-context.cpp``);
+* the startup lines of synthetic acceptance (``common/speculative.cpp``
+  ``common_speculative_init``);
+* ``timings.draft_n`` / ``timings.draft_n_accepted`` of a response
+  (``tools/server/server-common.cpp``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from golden_al.engines import llamacpp as profile
+from golden_al.errors import InputFileError
+
+__all__ = [
+    "DraftAcceptanceLine",
+    "LlamaCppLog",
+    "SyntheticLine",
+    "read_counters",
+    "scan_lines",
+    "scan_log",
+    "timings_counts",
+]
+
+_DRAFT_RE = re.compile(profile.LOG_DRAFT_ACCEPTANCE)
+_SYNTH_WARN_RE = re.compile(profile.LOG_SYNTH_WARNING)
+_SYNTH_INFO_RE = re.compile(profile.LOG_SYNTH_INFO)
+#: Longest line looked at (a log line longer than this is not one of ours).
+_MAX_LINE = 4096
+
+
+def read_counters(snap: Any, labels: Mapping[str, str] | None = None) -> Any:
+    """The :class:`~golden_al.formats.prometheus.LlamaCppSpecCounters` of a ``MetricsSnapshot``.
+
+    Raises:
+        MetricMissingError: ``spec_decode_num_drafts_total`` is absent (no ``--metrics``).
+        InputFileError: a counter is not a finite count, or a position label is not an integer.
+    """
+    from golden_al.formats.prometheus import LlamaCppSpecCounters
+
+    def counter(name: str) -> float:
+        value = float(snap.total(name, labels))  # MetricMissingError when absent
+        if not math.isfinite(value) or value < 0:
+            raise InputFileError(f"counter {name} is {value!r}", path=snap.source,
+                                 hint="a cumulative counter is a finite number >= 0")
+        return value
+
+    per_pos: tuple[float, ...] = ()
+    if snap.select(profile.ACCEPTED_PER_POS_METRIC, labels):
+        by_pos = snap.by_label(profile.ACCEPTED_PER_POS_METRIC, "position", labels)
+        idx: dict[int, float] = {}
+        for key, value in by_pos.items():
+            if not str(key).isdigit():
+                raise InputFileError(f"metric {profile.ACCEPTED_PER_POS_METRIC} has a non-integer position label "
+                                     f"{key!r}", path=snap.source, hint='expected position="0", "1", ...')
+            if not (math.isfinite(value) and value >= 0):
+                raise InputFileError(f"counter {profile.ACCEPTED_PER_POS_METRIC}{{position={key!r}}} is {value!r}",
+                                     path=snap.source)
+            idx[int(key)] = float(value)
+        per_pos = tuple(idx.get(i, 0.0) for i in range(max(idx) + 1))
+    busy = None
+    if snap.has(profile.REQUESTS_PROCESSING_METRIC):
+        busy = float(snap.total(profile.REQUESTS_PROCESSING_METRIC, labels))
+        if snap.has(profile.REQUESTS_DEFERRED_METRIC):
+            busy += float(snap.total(profile.REQUESTS_DEFERRED_METRIC, labels))
+    return LlamaCppSpecCounters(counter(profile.DRAFTS_METRIC), counter(profile.DRAFT_TOKENS_METRIC),
+                                counter(profile.ACCEPTED_METRIC), per_pos, source=snap.source, busy=busy)
+
+
+# ---------------------------------------------------------------------------- logs
+@dataclass(frozen=True)
+class DraftAcceptanceLine:
+    """One request's ``draft acceptance = ...`` line."""
+
+    line: int
+    rate: float
+    accepted: int
+    generated: int
+    mean_len: float  #: printed with two decimals
+
+    def verify_steps(self, k: int) -> int | None:
+        """Verify steps of the request: ``generated / k`` (exact with n_min = n_max = k), else None."""
+        return self.generated // k if self.generated % k == 0 else None
+
+
+@dataclass(frozen=True)
+class SyntheticLine:
+    """A startup line saying synthetic acceptance is on (with the schedule when printed)."""
+
+    line: int
+    text: str
+    n_max: int | None = None
+    mean_len: float | None = None
+    rates: tuple[float, ...] = ()
+
+
+@dataclass
+class LlamaCppLog:
+    """What a llama-server log says about acceptance."""
+
+    source: str | None = None
+    requests: list[DraftAcceptanceLine] = field(default_factory=list)
+    synthetic: list[SyntheticLine] = field(default_factory=list)
+
+
+def scan_log(text: str, *, source: str | None = None) -> LlamaCppLog:
+    """Every acceptance line of a llama-server log text, with line numbers (1-based)."""
+    return scan_lines(enumerate(text.splitlines(), start=1), source=source)
+
+
+def scan_lines(lines: Iterable[tuple[int, str]], *, source: str | None = None) -> LlamaCppLog:
+    """:func:`scan_log` over ``(line number, text)`` pairs (e.g. :func:`golden_al.safeio.iter_lines`)."""
+    out = LlamaCppLog(source)
+    for lineno, line in lines:
+        if len(line) > _MAX_LINE:
+            continue
+        m = _DRAFT_RE.search(line)
+        if m:
+            out.requests.append(DraftAcceptanceLine(lineno, float(m["rate"]), int(m["accepted"]),
+                                                    int(m["generated"]), float(m["mean_len"])))
+            continue
+        m = _SYNTH_INFO_RE.search(line)
+        if m:
+            rates = tuple(float(x) for x in m["rates"].split(",") if x.strip())
+            out.synthetic.append(SyntheticLine(lineno, line.strip(), int(m["n_max"]), float(m["mean_len"]), rates))
+        elif _SYNTH_WARN_RE.search(line):
+            out.synthetic.append(SyntheticLine(lineno, line.strip()))
+    return out
+
+
+# ---------------------------------------------------------------------------- responses
+def timings_counts(resp: Mapping[str, Any]) -> tuple[int, int] | None:
+    """``(draft_n, draft_n_accepted)`` of one response, or None when it made no draft.
+
+    llama.cpp omits both fields when a request drafted nothing.
+
+    Raises:
+        InputFileError: the fields are there but not non-negative integers, or accepted > drafted.
+    """
+    timings = resp.get("timings")
+    if not isinstance(timings, Mapping) or "draft_n" not in timings:
+        return None
+    drafted, accepted = timings.get("draft_n"), timings.get("draft_n_accepted")
+    if not (isinstance(drafted, int) and isinstance(accepted, int)) or isinstance(drafted, bool) \
+            or isinstance(accepted, bool) or drafted < 0 or accepted < 0:
+        raise InputFileError(f"timings.draft_n/draft_n_accepted are not counts: {drafted!r}, {accepted!r}")
+    if accepted > drafted:
+        raise InputFileError(f"timings.draft_n_accepted {accepted} > draft_n {drafted}")
+    return drafted, accepted

@@ -1,0 +1,258 @@
+"""Get ``llama-server``: download the pinned llama.cpp source from PyPI, build it, cache it.
+
+The source is the sdist of ``llama-cpp-python`` (pinned by version and sha256 in
+:data:`golden_al.engines.llamacpp.BUILD`), fetched with ``pip download --no-deps
+--no-binary :all:`` (never installed); its ``vendor/llama.cpp`` tree is built with
+cmake (ninja when available) for the ``llama-server`` target only.
+
+Cache layout (outside the repository, under the golden-al cache)::
+
+    CACHE/engines/llamacpp/src/<sdist>.tar.gz         the verified sdist
+    CACHE/engines/llamacpp/<sha256[:16]>/source/      the extracted llama.cpp tree
+    CACHE/engines/llamacpp/<sha256[:16]>/build/       cmake build directory
+    CACHE/engines/llamacpp/<sha256[:16]>/build.log    configure + build output
+    CACHE/engines/llamacpp/<sha256[:16]>/build.json   written last: the build is complete
+
+A second call finds ``build.json`` and an existing binary and returns at once; an
+interrupted build resumes where ninja stopped (the build directory is kept).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from golden_al.engines.llamacpp import BUILD
+from golden_al.errors import EngineError, HashMismatchError, UsageError
+from golden_al.provenance import atomic_write_text, now_iso
+
+__all__ = [
+    "CMAKE_OPTIONS",
+    "BuildResult",
+    "build_dir",
+    "build_llama_server",
+    "cached_binary",
+    "check_binary",
+    "sha256_file",
+]
+
+#: cmake options: Release, no tests/examples/UI, no HTTPS (the server is reached on loopback).
+CMAKE_OPTIONS: tuple[str, ...] = (
+    "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_OPENSSL=OFF",
+    "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
+)
+_STEP = re.compile(rb"^\[(\d+)/(\d+)\]")
+ProgressFn = Callable[..., None]
+
+
+class BuildError(EngineError):
+    """Downloading, extracting or building llama.cpp failed."""
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    """Where the binary is and how it was made."""
+
+    binary: str
+    source_sha256: str
+    package: str
+    commit: str
+    cached: bool
+    elapsed_s: float
+    log: str | None
+    built_at: str | None = None
+    build_seconds: float | None = None
+
+    def to_dict(self) -> dict[str, object]:
+        """JSON-ready dict."""
+        return asdict(self)
+
+
+def sha256_file(path: Path) -> str:
+    """Hex sha256 of a file, read in 1 MiB blocks."""
+    h = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def build_dir(cache_dir: Path) -> Path:
+    """``CACHE/engines/llamacpp/<sha256[:16]>``: everything built from the pinned source."""
+    return Path(cache_dir) / "engines" / "llamacpp" / BUILD["sha256"][:16]
+
+
+def cached_binary(cache_dir: Path) -> Path | None:
+    """The built ``llama-server`` if a complete build is cached, else None."""
+    d = build_dir(cache_dir)
+    marker = d / "build.json"
+    if not marker.exists():
+        return None
+    try:
+        info = json.loads(marker.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    binary = Path(str(info.get("binary", "")))
+    if info.get("source_sha256") != BUILD["sha256"] or not binary.is_file() or not os.access(binary, os.X_OK):
+        return None
+    return binary
+
+
+def check_binary(path: str | Path) -> Path:
+    """An existing ``llama-server`` given by the user (``--llama-server PATH``).
+
+    Raises:
+        UsageError: the path is missing or not executable.
+    """
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise UsageError(f"--llama-server {path}: no such file", hint="build one with `golden-al engines build llamacpp`")
+    if not os.access(p, os.X_OK):
+        raise UsageError(f"--llama-server {path}: not executable")
+    return p.resolve()
+
+
+def _fetch_sdist(root: Path, pip: Sequence[str], note: Callable[[str], None]) -> Path:
+    src = root / "src"
+    sdist = src / BUILD["filename"]
+    if sdist.exists() and sha256_file(sdist) == BUILD["sha256"]:
+        return sdist
+    src.mkdir(parents=True, exist_ok=True)
+    spec = f"{BUILD['package']}=={BUILD['version']}"
+    note(f"downloading {spec} (sdist, ~77 MB) from the package index")
+    with tempfile.TemporaryDirectory(dir=src, prefix=".download-") as tmp:
+        cmd = [*pip, "download", "--quiet", "--no-deps", "--no-binary", ":all:", spec,
+               "-d", tmp]
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+        got = Path(tmp) / BUILD["filename"]
+        if proc.returncode != 0 or not got.exists():
+            tail = (proc.stderr or proc.stdout or "").strip().splitlines()[-3:]
+            raise BuildError(f"pip download {spec} failed (exit {proc.returncode}): {' | '.join(tail)}",
+                             hint="is the package index reachable? (pip config, PIP_INDEX_URL)")
+        digest = sha256_file(got)
+        if digest != BUILD["sha256"]:
+            raise HashMismatchError(f"{BUILD['filename']}: sha256 {digest}, expected {BUILD['sha256']}",
+                                    hint="the index served another file than the pinned one; refusing to build it")
+        os.replace(got, sdist)
+    return sdist
+
+
+def _extract(sdist: Path, dest: Path) -> Path:
+    source = dest / "source"
+    if (source / "CMakeLists.txt").exists() and (source / ".extracted").exists():
+        return source
+    prefix = f"{BUILD['package'].replace('-', '_')}-{BUILD['version']}/{BUILD['subdir']}/"
+    tmp = dest / "source.partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    with tarfile.open(sdist, "r:gz") as tar:
+        members = []
+        for m in tar.getmembers():
+            if not m.name.startswith(prefix) or m.name == prefix.rstrip("/"):
+                continue
+            m.name = m.name[len(prefix):]
+            if not m.name or m.name == ".git":  # a submodule's gitdir pointer to the wheel's repository
+                continue
+            members.append(m)
+        if not members:
+            raise BuildError(f"{sdist.name} holds no {BUILD['subdir']}/ tree")
+        tar.extractall(tmp, members=members, filter="data")
+    (tmp / ".extracted").write_text(BUILD["sha256"] + "\n", encoding="utf-8")
+    shutil.rmtree(source, ignore_errors=True)
+    os.replace(tmp, source)
+    return source
+
+
+def _run_logged(cmd: Sequence[str], log: Path, progress: ProgressFn | None) -> None:
+    with log.open("ab") as fh:
+        fh.write(f"\n# {now_iso()}: {' '.join(cmd)}\n".encode())
+        fh.flush()
+        proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        assert proc.stdout is not None
+        total_seen: int | None = None
+        last = 0
+        for line in proc.stdout:
+            fh.write(line)
+            m = _STEP.match(line)
+            if m and progress is not None:
+                done, total = int(m.group(1)), int(m.group(2))
+                if total != total_seen:
+                    progress(0, total=total)
+                    total_seen = total
+                if done > last:
+                    progress(done - last)
+                    last = done
+        rc = proc.wait()
+    if rc != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()[-5:]
+        raise BuildError(f"{cmd[0]} {cmd[1] if len(cmd) > 1 else ''} failed (exit {rc}): {' | '.join(tail)[-600:]}",
+                         hint=f"read the build log {log}")
+
+
+def build_llama_server(cache_dir: str | Path, *, jobs: int = 2, pip: Sequence[str] | None = None,
+                       progress: ProgressFn | None = None, note: Callable[[str], None] | None = None,
+                       ) -> BuildResult:
+    """The cached ``llama-server`` (built first when missing; see the module docstring).
+
+    Args:
+        jobs: parallel compile jobs (``cmake --build -j``).
+        pip: the pip command (default: this interpreter's ``-m pip``).
+        progress: ``progress(advance, *, total=None)`` over ninja's build steps.
+
+    Raises:
+        BuildError: cmake or a compiler is missing, or a step failed (with the log tail).
+        HashMismatchError: the downloaded sdist is not the pinned one.
+    """
+    t0 = time.monotonic()
+    note = note or (lambda s: None)
+    cache = Path(cache_dir)
+    dest = build_dir(cache)
+    found = cached_binary(cache)
+    if found is not None:
+        info = json.loads((dest / "build.json").read_text(encoding="utf-8"))
+        return BuildResult(str(found), BUILD["sha256"], f"{BUILD['package']}=={BUILD['version']}", BUILD["commit"],
+                           True, time.monotonic() - t0, str(dest / "build.log"), info.get("built_at"),
+                           info.get("build_seconds"))
+    if jobs < 1:
+        raise UsageError(f"--jobs must be >= 1, got {jobs}")
+    cmake = shutil.which("cmake")
+    if cmake is None:
+        raise BuildError("cmake is not installed", hint="apt-get install cmake (or pip install cmake)")
+    if shutil.which("c++") is None and shutil.which("g++") is None and shutil.which("clang++") is None:
+        raise BuildError("no C++ compiler found (c++, g++ or clang++)", hint="apt-get install g++")
+    ninja = shutil.which("ninja")
+    dest.mkdir(parents=True, exist_ok=True)
+    sdist = _fetch_sdist(dest.parent, list(pip) if pip else [sys.executable, "-m", "pip"], note)
+    source = _extract(sdist, dest)
+    build = dest / "build"
+    log = dest / "build.log"
+    if not (build / "CMakeCache.txt").exists():
+        note(f"configuring llama.cpp {BUILD['commit'][:7]} in {build}")
+        generator = ["-G", "Ninja"] if ninja else []
+        _run_logged([cmake, "-S", str(source), "-B", str(build), *generator, *CMAKE_OPTIONS], log, None)
+    note(f"building {BUILD['target']} with {jobs} job(s) (a cold build takes tens of minutes on 2 cores)")
+    t_build = time.monotonic()
+    _run_logged([cmake, "--build", str(build), "--target", BUILD["target"], "-j", str(jobs)], log, progress)
+    binary = build / "bin" / BUILD["target"]
+    if not binary.is_file():
+        raise BuildError(f"the build finished but {binary} does not exist", hint=f"read {log}")
+    built_at = now_iso()
+    seconds = round(time.monotonic() - t_build, 1)
+    atomic_write_text(dest / "build.json", json.dumps({
+        "binary": str(binary), "source_sha256": BUILD["sha256"], "package": BUILD["package"],
+        "version": BUILD["version"], "commit": BUILD["commit"], "cmake_options": list(CMAKE_OPTIONS),
+        "generator": "Ninja" if ninja else "default", "jobs": jobs, "built_at": built_at, "build_seconds": seconds,
+    }, indent=2) + "\n")
+    return BuildResult(str(binary), BUILD["sha256"], f"{BUILD['package']}=={BUILD['version']}", BUILD["commit"],
+                       False, time.monotonic() - t0, str(log), built_at, seconds)
