@@ -20,6 +20,7 @@ The tree::
     |   +-- NoVerifyStepsError         zero verify steps: AL is undefined (``exit_code`` 2)
     |   +-- SyntheticAcceptanceActiveError  a "measurement" would read injected acceptance
     |   +-- MixedDraftLengthsError     the server drafted at more than one length (adaptive speculation)
+    |   +-- SchedulerError             Slurm is missing, refused a job, or answered unreadably
     +-- CheckFailedError               a check ran and failed (``exit_code`` 1)
         +-- InjectionConflictError     a recipe already pins a different value (``inject``)
 
@@ -163,6 +164,10 @@ class NoVerifyStepsError(EngineError):
     """
 
     exit_code = 2
+
+
+class SchedulerError(EngineError):
+    """The batch scheduler (Slurm) is missing, refused a submission, or answered in a form we cannot read."""
 
 
 class SyntheticAcceptanceActiveError(EngineError):

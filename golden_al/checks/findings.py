@@ -47,7 +47,7 @@ class ThinkingSignal:
     lookup setting (InferenceX ``THINKING_MODE``).
     """
 
-    mode: Literal["on", "off"]
+    mode: str  #: ``on``, ``off`` or a named level (``reasoning_effort_high``)
     source: str
     priority: int
 
@@ -111,7 +111,7 @@ class Finding:
     engine: str
     algorithm: str | None
     model: str | None
-    thinking: str | None  # "on" | "off" | None
+    thinking: str | None  # "on" | "off" | a level name | None
     thinking_source: str
     draft_len: int | None
     pinned_value: str | None

@@ -82,7 +82,7 @@ _FLAGS = (
     *(f"--{f}" for f in sglang.SPEC_FLAGS), vllm.FLAG_SPEC_CONFIG, atom.FLAG_K, atom.FLAG_METHOD,
     atom.FLAG_DRAFT_MODEL, "--model-path", "--model", "--served-model-name", "--chat-template",
     "--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
-    "--dspark-config", "--reasoning-parser", *_ATOM_FLAGS, *_LLAMACPP_FLAGS,
+    "--dspark-config", "--reasoning-parser", "--reasoning-effort", *_ATOM_FLAGS, *_LLAMACPP_FLAGS,
     llamacpp.FLAG_N_MAX, llamacpp.FLAG_N_MIN, *llamacpp.P_MIN_FORMS[:2], *llamacpp.DRAFT_MODEL_FORMS[:3],
 )
 _HEREDOC_KEYS = trtllm.SPEC_KEYS
@@ -438,7 +438,7 @@ def _thinking(state: State, flags: dict[str, str]) -> list[ThinkingSignal]:
         if v is not None and not has_unknown(v):
             out += thinking_from_setting(name, harden(v), "")
     for flag in ("--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
-                 "--chat-template"):
+                 "--chat-template", "--reasoning-effort"):
         v = flags.get(flag)
         if v is not None and not has_unknown(v):
             out += thinking_from_setting(flag, harden(v), "")

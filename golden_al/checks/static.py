@@ -303,7 +303,7 @@ def _golden(pin: Pin, store: Any, model: str, thinking: str, k: int, implied: fl
         return ("no-golden", str(exc))
     except UsageError as exc:
         return ("undetermined", str(exc))
-    where = f"golden {point.model} thinking_{thinking} k={k} = {format_value(point.al)} [{point.curve}]"
+    where = f"golden {point.model} {point.thinking} k={k} = {format_value(point.al)} [{point.curve}]"
     if implied is None:
         return ("undetermined", where, point.al)
     if abs(implied - point.al) <= _tolerance(pin):

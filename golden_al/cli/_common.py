@@ -33,6 +33,7 @@ __all__ = [
     "print_json",
     "progress",
     "stderr_console",
+    "thinking_mode",
     "warn_few_clusters",
 ]
 
@@ -79,6 +80,16 @@ def add_format_option(parser: argparse.ArgumentParser, choices: tuple[str, ...],
 
 
 _RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
+
+
+def thinking_mode(text: str) -> str:
+    """argparse type of ``--thinking``: ``on``, ``off`` or a named level such as ``reasoning_effort_high``."""
+    from golden_al.golden.schema import normalize_mode
+
+    try:
+        return normalize_mode(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def parse_int_list(text: str, *, name: str = "value") -> list[int]:

@@ -70,6 +70,9 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
                    help='vLLM: keys merged into --speculative-config, e.g. \'{"prompt_lookup_max": 4}\'')
     g.add_argument("--per-request-metrics", choices=("summary", "detailed"), default=None,
                    help="vLLM >= 0.33 launch: add --per-request-spec-decode-metrics (AL source vllm-per-request)")
+    g.add_argument("--serve-reference", action="store_true",
+                   help="with --launch: start golden-al serve-reference (the reference engine behind this engine's "
+                   "API, on --target/--draft) instead of the engine: rehearse a sweep without GPUs")
     g.add_argument("--python", default="python3", metavar="PATH", help="interpreter with the engine (default python3)")
     g.add_argument("--llama-server", metavar="PATH", default=None,
                    help="llama.cpp launch: this llama-server binary (default: the one `golden-al engines build "
@@ -204,14 +207,17 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
             tp=args.tp, host=args.host, port=args.port, served_model_name=args.served_model_name,
             engine_args=engine_args,
             speculative_extra=_json_object(args.speculative_extra, "--speculative-extra") if args.speculative_extra else {},
-            per_request_metrics=args.per_request_metrics, python=args.python,
+            per_request_metrics=args.per_request_metrics,
+            python=sys.executable if args.serve_reference and args.python == "python3" else args.python,
+            serve_reference=args.serve_reference,
             command_prefix=shlex.split(args.command_prefix or ""), env=env, image=args.image,
         )
     elif getattr(args, "llama_server", None):
         raise UsageError("--llama-server only applies with --launch")
-    elif env or engine_args or args.speculative_extra or args.per_request_metrics or args.print_command:
-        raise UsageError("--env, --engine-arg(s), --speculative-extra, --per-request-metrics and --print-command "
-                         "only apply with --launch")
+    elif env or engine_args or args.speculative_extra or args.per_request_metrics or args.print_command \
+            or args.serve_reference:
+        raise UsageError("--env, --engine-arg(s), --speculative-extra, --per-request-metrics, --print-command "
+                         "and --serve-reference only apply with --launch")
     api_key = None
     if args.api_key_env:
         api_key = os.environ.get(args.api_key_env)
@@ -296,6 +302,16 @@ def _messages_hash(messages: Sequence[Any], kwargs: dict[str, Any]) -> str:
 
 
 
+def _is_mode_name(text: str) -> bool:
+    """``on``, ``off`` or a level name: a key of per-mode ``--chat-template-kwargs``."""
+    from golden_al.golden.schema import normalize_mode
+
+    try:
+        return normalize_mode(text) == text
+    except ValueError:
+        return False
+
+
 def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_name: str | None) -> list[Any]:
     """One :class:`~golden_al.servers.sweep.ModeSpec` per thinking mode (prompts, preset sampling, kwargs)."""
     from golden_al.cli._common import cache_dir
@@ -314,7 +330,7 @@ def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_nam
         raise UsageError(f"--prompts {args.prompts} holds no prompts")
     explicit = _json_object(args.chat_template_kwargs, "--chat-template-kwargs") \
         if getattr(args, "chat_template_kwargs", None) else None
-    per_mode = explicit is not None and bool(explicit) and set(explicit) <= {"on", "off"} \
+    per_mode = explicit is not None and bool(explicit) and all(_is_mode_name(m) for m in explicit) \
         and all(isinstance(v, dict) for v in explicit.values())
     modes = []
     for mode in thinking:

@@ -60,14 +60,18 @@ def _list(store: Any, fmt: str) -> str:
 
     if fmt == "json":
         return json.dumps([_curve_json(sc) for sc in store.curves], indent=2) + "\n"
-    rows = [["CURVE", "MODEL", "METHOD", "VARIANT", "THINKING_ON k", "THINKING_OFF k", "SOURCE"]]
+    with_levels = any(sc.curve.levels for sc in store.curves)  # a column only when some curve has named levels
+    rows = [["CURVE", "MODEL", "METHOD", "VARIANT", "THINKING_ON k", "THINKING_OFF k",
+             *(["LEVELS k"] if with_levels else []), "SOURCE"]]
     for sc in sorted(store.curves, key=lambda s: (s.model, s.method, s.variant or "", s.name)):
         c = sc.curve
         on = format_k_list(c.thinking_on.points) if c.thinking_on else "-"
         off = format_k_list(c.thinking_off.points) if c.thinking_off else "-"
+        levels = "; ".join(f"{name} {format_k_list(blk.points)}" for name, blk in c.levels.items()) or "-"
         src = c.provenance.source_url or (f"record {c.provenance.record_sha256[:12]}" if c.provenance.record_sha256
                                           else "(see provenance notes)")
-        rows.append([sc.name, sc.model, sc.method, sc.variant or "-", on, off, src])
+        rows.append([sc.name, sc.model, sc.method, sc.variant or "-", on, off, *([levels] if with_levels else []),
+                     src])
     return _table(rows) + f"{len(store.curves)} curves, {len(store.models())} models ({store.root})\n"
 
 

@@ -46,7 +46,7 @@ import sys
 from typing import Any
 
 from golden_al import engines
-from golden_al.cli._common import add_golden_dir_option, golden_dir
+from golden_al.cli._common import add_golden_dir_option, golden_dir, thinking_mode
 from golden_al.engines import sglang
 from golden_al.errors import UsageError
 
@@ -79,7 +79,8 @@ ENGINES: tuple[str, ...] = engines.engine_names()
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", required=True, help="model key, alias, served name, repo id or checkpoint path")
-    parser.add_argument("--thinking", required=True, choices=("on", "off"), help="thinking mode")
+    parser.add_argument("--thinking", required=True, type=thinking_mode, metavar="MODE",
+                        help="thinking mode: on, off or a named level (e.g. reasoning_effort_high)")
     parser.add_argument("--engine", required=True, choices=ENGINES, help="engine to emit settings for")
     k = parser.add_argument_group("draft length (give --draft-len, or the engine's own spelling)")
     k.add_argument("--draft-len", type=int, metavar="K", help="draft length k (num_speculative_tokens)")

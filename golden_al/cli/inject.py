@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from golden_al.cli._common import add_golden_dir_option, golden_dir
+from golden_al.cli._common import add_golden_dir_option, golden_dir, thinking_mode
 
 DESCRIPTION = __doc__
 
@@ -40,7 +40,8 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("file", metavar="FILE", help="srt-slurm recipe YAML to rewrite in place")
     parser.add_argument("--model", required=True, help="model key, alias, served name or repo id")
-    parser.add_argument("--thinking", required=True, choices=("on", "off"), help="thinking mode of the benchmark")
+    parser.add_argument("--thinking", required=True, type=thinking_mode, metavar="MODE",
+                        help="thinking mode of the benchmark: on, off or a named level (e.g. reasoning_effort_high)")
     parser.add_argument("--engine", choices=("sglang", "vllm", "trtllm", "atom"),
                         help="engine (default: from the recipe's backend.type)")
     parser.add_argument("--force", action="store_true", help="replace values that differ from the golden one")

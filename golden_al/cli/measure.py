@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from golden_al.cli._common import cache_dir, parse_int_list, progress
+from golden_al.cli._common import cache_dir, parse_int_list, progress, thinking_mode
 from golden_al.errors import UsageError
 
 DESCRIPTION = (
@@ -91,8 +91,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help=f"use the first N prompts, or 'all' (default: {DEFAULT_NUM_PROMPTS})")
     parser.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, metavar="M",
                         help=f"output token budget per request (default: {DEFAULT_MAX_TOKENS})")
-    parser.add_argument("--thinking", choices=("on", "off"), default="off",
-                        help="thinking mode, through the model family's chat-template preset (default: off)")
+    parser.add_argument("--thinking", type=thinking_mode, default="off", metavar="MODE",
+                        help="thinking mode, through the model family's chat-template preset: on, off or a named "
+                        "level such as reasoning_effort_high (default: off)")
     parser.add_argument("--temperature", type=float, default=0.0, metavar="T",
                         help="0 = greedy (default); > 0 samples, verified by rejection sampling")
     parser.add_argument("--top-p", type=float, default=1.0, metavar="P", help="nucleus sampling (default: 1.0)")

@@ -342,7 +342,7 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
     warnings: list[str] = []
     mode_fits: dict[str, ModeFit] = {}
     mode_blocks: dict[str, Any] = {}
-    for mode in THINKING_MODES:
+    for mode in [*THINKING_MODES, *sorted(m for m in by_mode if m not in THINKING_MODES)]:
         if not by_mode.get(mode):
             continue
         recs = by_mode[mode]
@@ -435,7 +435,8 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
                    "image": first.server.image if first.server else None},
         "dataset": {"name": first.dataset.name, "category": first.dataset.category,
                     "num_prompts": num_prompts or None},
-        **mode_blocks,
+        **{m: b for m, b in mode_blocks.items() if m in THINKING_MODES},
+        "levels": {m: b for m, b in mode_blocks.items() if m not in THINKING_MODES} or None,
         "provenance": {
             "record_sha256": _manifest_sha256(records),
             "tool": f"golden-al {tool_version()} (golden-al fit)",

@@ -263,9 +263,15 @@ def _existing_store(golden_dir: Path) -> GoldenStore | None:
     return load_store(golden_dir)
 
 
+def _mode_union(old: GoldenCurve | None, new: GoldenCurve) -> list[str]:
+    """thinking_on, thinking_off, then every named level either curve has (in file order)."""
+    levels = list(dict.fromkeys([*(old.levels if old is not None else {}), *new.levels]))
+    return ["thinking_on", "thinking_off", *levels]
+
+
 def _diff_points(old: GoldenCurve | None, new: GoldenCurve) -> list[PointChange]:
     out: list[PointChange] = []
-    for mode in ("thinking_on", "thinking_off"):
+    for mode in _mode_union(old, new):
         ob = old.mode(mode) if old is not None else None
         nb = new.mode(mode)
         opts: Mapping[int, Point] = ob.points if ob is not None else {}
@@ -312,7 +318,7 @@ def _diff_fields(old: GoldenCurve, new: GoldenCurve) -> list[FieldChange]:
                 ov, nv = (o or {}).get(key), (n or {}).get(key)
                 if ov != nv:
                     out.append(FieldChange(f"{name}.{key}", ov, nv, guarded=True))
-    for mode in ("thinking_on", "thinking_off"):
+    for mode in _mode_union(old, new):
         ob, nb = old.mode(mode), new.mode(mode)
         if ob is None or nb is None:
             continue
@@ -410,6 +416,8 @@ def apply_commit(plan: CommitPlan, *, force: bool = False, dry_run: bool = False
         )
     notes: list[str] = []
     written = exported = None
+    if export_dir is not None:
+        write_legacy(plan.curve)  # refuses what the legacy shape cannot express, before anything is written
     if dry_run:
         notes.append("dry run: nothing written")
         return CommitResult(None, None, plan, notes)

@@ -35,8 +35,10 @@ class LoadedRecord:
 
     @property
     def mode_key(self) -> str:
-        """``thinking_on`` or ``thinking_off``."""
-        return f"thinking_{self.record.thinking}"
+        """``thinking_on``, ``thinking_off`` or a named level (``reasoning_effort_high``)."""
+        from golden_al.golden.schema import mode_key
+
+        return mode_key(self.record.thinking)
 
     @property
     def k(self) -> int:

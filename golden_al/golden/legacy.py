@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.engines._values import format_value
-from golden_al.errors import SchemaError
+from golden_al.errors import SchemaError, UsageError
 from golden_al.golden.schema import (
     DRAFT_METHODS,
     THINKING_MODES,
@@ -433,7 +433,18 @@ def write_legacy(curve: GoldenCurve) -> str:
     ``{model: {thinking_on: {k: float}, ...}}`` with int keys, so their
     ``_lookup_al`` (thinking-matrix branch) finds every value. Nothing else is written
     at top level (their newest reader requires exactly one key).
+
+    Raises:
+        UsageError: the curve has named thinking levels (``levels:``), which the legacy
+            shape (``thinking_on``/``thinking_off`` only, read by InferenceX's
+            ``THINKING_MODE``) cannot express; nothing is written.
     """
+    if curve.levels:
+        raise UsageError(
+            f"{curve.model}: the InferenceX legacy format holds only thinking_on and thinking_off, but this curve "
+            f"also has the named level(s) {', '.join(curve.levels)}",
+            hint="commit without --export, or export a copy of the curve without its levels",
+        )
     prov = curve.provenance
     lines: list[str] = []
     if prov.source_url:

@@ -29,6 +29,12 @@ decimals the files carry (``distributions.units.al_from_counts``);
 ``num_accepted_drafts``; at least one thinking mode has points; provenance names a
 source URL, a measurement-record hash or a note.
 
+Thinking modes: ``thinking_on``, ``thinking_off``, and named levels under ``levels:``
+(e.g. ``levels: {reasoning_effort_high: {points: ...}}``) for models collected at
+reasoning-effort levels; a level name is lower-case words joined by ``_``
+(:data:`LEVEL_RE`), never ``thinking_on``/``thinking_off``. The legacy InferenceX
+format holds only the two switch modes.
+
 :func:`parse_curve` validates a loaded document and reports errors with the file,
 the line, the key, the value seen and what is allowed; :func:`load_curve_file`
 reads one file.
@@ -39,6 +45,7 @@ from __future__ import annotations
 import datetime as _dt
 import itertools
 import math
+import re
 import types
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -61,6 +68,7 @@ __all__ = [
     "DRAFT_METHODS",
     "DRAFT_PRECISIONS",
     "ENGINE_NAMES",
+    "LEVEL_RE",
     "SCHEMA_VERSION",
     "THINKING_MODES",
     "Dataset",
@@ -74,6 +82,8 @@ __all__ = [
     "ThinkingMode",
     "load_curve_file",
     "mode_key",
+    "mode_short",
+    "normalize_mode",
     "parse_curve",
     "to_plain",
 ]
@@ -81,6 +91,8 @@ __all__ = [
 SCHEMA_VERSION = 1
 #: The two thinking modes, spelled as the legacy files and our files spell them.
 THINKING_MODES: tuple[str, str] = ("thinking_on", "thinking_off")
+#: A named thinking level (e.g. ``reasoning_effort_high``): lower-case words joined by ``_``.
+LEVEL_RE = r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$"
 
 #: Draft methods a curve may name (the speculative method the curve was measured with).
 DRAFT_METHODS: tuple[str, ...] = (
@@ -313,6 +325,7 @@ class GoldenCurve(_Strict):
     dataset: Dataset | None = None
     thinking_on: ThinkingMode | None = None
     thinking_off: ThinkingMode | None = None
+    levels: dict[str, ThinkingMode] = Field(default_factory=dict)
     provenance: Provenance
 
     @field_validator("aliases")
@@ -327,31 +340,61 @@ class GoldenCurve(_Strict):
             seen.add(a.casefold())
         return v
 
+    @field_validator("levels")
+    @classmethod
+    def _level_names(cls, v: dict[str, ThinkingMode]) -> dict[str, ThinkingMode]:
+        for name in v:
+            if name in THINKING_MODES or not re.match(LEVEL_RE, name):
+                raise ValueError(f"level name {name!r} must be lower-case words joined by '_' (e.g. "
+                                 "reasoning_effort_high), and not thinking_on/thinking_off (top-level keys)")
+        return v
+
     @model_validator(mode="after")
     def _some_mode(self) -> GoldenCurve:
-        if self.thinking_on is None and self.thinking_off is None:
-            raise ValueError("a curve needs thinking_on or thinking_off with points")
+        if self.thinking_on is None and self.thinking_off is None and not self.levels:
+            raise ValueError("a curve needs thinking_on or thinking_off (or a named level under levels:) with points")
         return self
 
     def mode(self, thinking: str) -> ThinkingMode | None:
-        """The block for ``thinking`` (``on``/``off``/``thinking_on``/``thinking_off``)."""
-        return getattr(self, mode_key(thinking))
+        """The block for ``thinking`` (``on``/``off``/``thinking_on``/``thinking_off``/a level name)."""
+        key = mode_key(thinking)
+        return getattr(self, key) if key in THINKING_MODES else self.levels.get(key)
 
     def modes(self) -> dict[str, ThinkingMode]:
-        """The thinking modes present, ``{"thinking_on": ..., ...}`` in file order."""
-        return {m: blk for m in THINKING_MODES if (blk := getattr(self, m)) is not None}
+        """The thinking modes present, ``{"thinking_on": ..., "reasoning_effort_high": ...}`` in file order."""
+        out = {m: blk for m in THINKING_MODES if (blk := getattr(self, m)) is not None}
+        out.update(self.levels)
+        return out
+
+
+def normalize_mode(thinking: str | bool) -> str:
+    """``on``/``off`` (from on, off, thinking_on, true, 1, ...) or a level name (``reasoning_effort_high``).
+
+    Raises:
+        ValueError: neither a switch value nor a well-formed level name.
+    """
+    if isinstance(thinking, bool):
+        return "on" if thinking else "off"
+    t = str(thinking).strip().lower().replace("-", "_")
+    if t in ("on", "thinking_on", "true", "1", "yes", "enabled"):
+        return "on"
+    if t in ("off", "thinking_off", "false", "0", "no", "disabled"):
+        return "off"
+    if re.match(LEVEL_RE, t) and not t.startswith("thinking_"):
+        return t
+    raise ValueError(f"thinking mode must be on, off or a named level such as reasoning_effort_high, "
+                     f"got {thinking!r}")
 
 
 def mode_key(thinking: str | bool) -> str:
-    """``on``/``off``/``thinking_on``/``thinking_off``/bool -> ``thinking_on``/``thinking_off``."""
-    if isinstance(thinking, bool):
-        return "thinking_on" if thinking else "thinking_off"
-    t = str(thinking).strip().lower()
-    if t in ("on", "thinking_on", "true", "1"):
-        return "thinking_on"
-    if t in ("off", "thinking_off", "false", "0"):
-        return "thinking_off"
-    raise ValueError(f"thinking mode must be 'on' or 'off', got {thinking!r}")
+    """The curve key of a mode: ``thinking_on``/``thinking_off``, or the level name itself."""
+    m = normalize_mode(thinking)
+    return {"on": "thinking_on", "off": "thinking_off"}.get(m, m)
+
+
+def mode_short(thinking: str | bool) -> str:
+    """The record/CLI spelling of a mode: ``on``/``off``, or the level name itself."""
+    return normalize_mode(thinking)
 
 
 # --------------------------------------------------------------------------- loading

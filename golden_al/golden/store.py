@@ -101,7 +101,7 @@ class GoldenPoint:
     """One committed golden value and where it comes from."""
 
     model: str
-    thinking: str  #: ``thinking_on`` or ``thinking_off``
+    thinking: str  #: ``thinking_on``, ``thinking_off`` or a level name
     k: int
     al: float
     ci95: tuple[float, float] | None
@@ -354,7 +354,10 @@ class GoldenStore:
     ) -> GoldenPoint:
         """The committed golden value for (model, thinking mode, draft length k).
 
-        ``thinking`` is ``on``/``off`` (or ``thinking_on``/``thinking_off``).
+        ``thinking`` is ``on``/``off`` (or ``thinking_on``/``thinking_off``) or a named
+        level (``reasoning_effort_high``). A mode the curve lacks is answered by a mode
+        the model family's thinking preset defines identically (DeepSeek-V4's ``on`` is
+        ``reasoning_effort_high``); the point's ``thinking`` says which one was used.
 
         Raises:
             NoGoldenValueError: the model, curve, mode or k has no committed value; the
@@ -370,6 +373,11 @@ class GoldenStore:
         sc = self.curve(model, method, variant, draft_model=draft_model,
                         draft_sample_method=draft_sample_method, rejection_sample_method=rejection_sample_method)
         blk = sc.curve.mode(mode)
+        if blk is None:  # a level the family's preset defines as on/off (or the reverse) is the same mode
+            for alt in _equivalent_modes(sc.model, mode):
+                if (blk := sc.curve.mode(alt)) is not None:
+                    mode = mode_key(alt)
+                    break
         if blk is None:
             have = ", ".join(f"{m} k={format_k_list(b.points)}" for m, b in sc.curve.modes().items())
             raise NoGoldenValueError(
@@ -393,6 +401,13 @@ class GoldenStore:
         """:func:`curve_method_for` after resolving ``model`` (any name form) to its key."""
         key = self.resolve_model(model)
         return curve_method_for(engine, algorithm, key or model)
+
+
+def _equivalent_modes(model: str, mode: str) -> list[str]:
+    """Modes the thinking preset of ``model``'s family defines exactly like ``mode``."""
+    from golden_al.prompts.thinking import preset_for
+
+    return preset_for(model).equivalents(mode)
 
 
 def _same_model(declared: str, given: str) -> bool:

@@ -1,7 +1,7 @@
 """Write golden curves in our schema: stable key order, atomic.
 
 Keys follow the schema's declaration order (``schema_version``, ``model``, ``aliases``,
-``draft``, ``engine``, ``dataset``, ``thinking_on``, ``thinking_off``, ``provenance``);
+``draft``, ``engine``, ``dataset``, ``thinking_on``, ``thinking_off``, ``levels``, ``provenance``);
 points are sorted by k; unset (None) fields are left out; short numeric lists
 (``ci95``, ``per_position_accepted``), ``aliases`` and ``chat_template_kwargs`` are
 written in flow style. The same curve always gives the same bytes, so a ``commit``
@@ -48,13 +48,14 @@ def dump_curve(curve: GoldenCurve) -> str:
     from ruamel.yaml import YAML
 
     data = curve.model_dump(mode="json", exclude_none=True)
-    # model_dump(mode="json") turns int keys of points into strings; restore ints.
-    for mode in ("thinking_on", "thinking_off"):
-        if mode in data:
-            data[mode]["points"] = {int(k): v for k, v in sorted(data[mode]["points"].items(), key=lambda kv: int(kv[0]))}
-    # Defaults that say nothing are left out for readability.
-    for mode in ("thinking_on", "thinking_off"):
-        for p in data.get(mode, {}).get("points", {}).values():
+    if not data.get("levels"):
+        data.pop("levels", None)
+    blocks = [data[m] for m in ("thinking_on", "thinking_off") if m in data] + list(data.get("levels", {}).values())
+    for blk in blocks:
+        # model_dump(mode="json") turns int keys of points into strings; restore ints.
+        blk["points"] = {int(k): v for k, v in sorted(blk["points"].items(), key=lambda kv: int(kv[0]))}
+        # Defaults that say nothing are left out for readability.
+        for p in blk["points"].values():
             if p.get("origin") == "measured":
                 del p["origin"]
     yaml = YAML(typ="rt")

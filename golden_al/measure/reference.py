@@ -126,8 +126,12 @@ class ReferenceSettings:
         self.device = str(self.device)
         if self.device not in DEVICES:
             raise UsageError(f"device {self.device!r} is not one of {', '.join(DEVICES)}")
-        if self.thinking not in ("on", "off"):
-            raise UsageError(f"thinking must be 'on' or 'off', got {self.thinking!r}")
+        from golden_al.golden.schema import normalize_mode
+
+        try:
+            self.thinking = normalize_mode(self.thinking)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
         if not self.temperature >= 0.0:
             raise UsageError(f"temperature must be >= 0, got {self.temperature}")
         if not 0.0 < self.top_p <= 1.0:

@@ -51,7 +51,7 @@ class ThinkingMode:
 
 @dataclass(frozen=True)
 class ThinkingPreset:
-    """A model family's thinking switch."""
+    """A model family's thinking switch: ``on``/``off`` and any named levels (``reasoning_effort_high``)."""
 
     family: str
     description: str
@@ -67,7 +67,7 @@ class ThinkingPreset:
         return "on" in self.modes
 
     def mode(self, thinking: str | bool | None) -> ThinkingMode:
-        """The mode for ``thinking`` (``on``/``off``; None = the template's default)."""
+        """The mode for ``thinking`` (``on``/``off``/a level name; None = the template's default)."""
         name = normalize_thinking(thinking) if thinking is not None else self.default
         if name not in self.modes:
             if name == "on":
@@ -76,9 +76,25 @@ class ThinkingPreset:
                     "use --thinking off",
                     hint="or pass explicit chat_template_kwargs if your template has a switch we do not know",
                 )
-            raise UsageError(f"model family {self.family!r} has no thinking-off mode ({self.description}); "
-                             "use --thinking on")
+            if name == "off":
+                raise UsageError(f"model family {self.family!r} has no thinking-off mode ({self.description}); "
+                                 "use --thinking on")
+            raise UsageError(f"model family {self.family!r} has no thinking level {name!r} "
+                             f"(its modes: {', '.join(self.modes)})",
+                             hint="add it to the family's preset, or pass explicit chat_template_kwargs")
         return self.modes[name]
+
+    def equivalents(self, thinking: str | bool) -> list[str]:
+        """The other modes of this family with the same kwargs and sampling as ``thinking``.
+
+        DeepSeek-V4's ``on`` *is* ``reasoning_effort_high``: a curve measured as one
+        answers for the other. Unknown modes have none.
+        """
+        name = normalize_thinking(thinking)
+        mode = self.modes.get(name)
+        if mode is None:
+            return []
+        return [n for n, m in self.modes.items() if n != name and m == mode]
 
     def kwargs_for(self, thinking: str | bool | None) -> dict[str, Any]:
         """A fresh copy of the ``chat_template_kwargs`` for ``thinking``."""
@@ -90,15 +106,13 @@ class ThinkingPreset:
 
 
 def normalize_thinking(value: str | bool) -> str:
-    """``'on'``/``'off'`` from ``on``, ``off``, ``True``, ``thinking_on``, ``true``, ``1``, ..."""
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    key = str(value).strip().lower().removeprefix("thinking_").removeprefix("thinking-")
-    if key in ("on", "true", "1", "yes", "enabled"):
-        return "on"
-    if key in ("off", "false", "0", "no", "disabled"):
-        return "off"
-    raise UsageError(f"thinking mode {value!r} is not 'on' or 'off'")
+    """``'on'``/``'off'`` (from on, off, True, thinking_on, true, 1, ...) or a level name (``reasoning_effort_high``)."""
+    from golden_al.golden.schema import normalize_mode
+
+    try:
+        return normalize_mode(value)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def _parse(data: Any, path: Path) -> dict[str, ThinkingPreset]:

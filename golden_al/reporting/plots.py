@@ -42,7 +42,10 @@ def _save(fig: Any, path: Path) -> Path:
 
 
 def _modes(series: list[dict[str, Any]]) -> list[str]:
-    return [m for m in ("thinking_on", "thinking_off") if any(s["thinking"] == m for s in series)]
+    """thinking_on, thinking_off, then named levels (reasoning_effort_high, ...) in series order."""
+    seen = list(dict.fromkeys(s["thinking"] for s in series))
+    return [m for m in ("thinking_on", "thinking_off") if m in seen] + \
+        [m for m in seen if m not in ("thinking_on", "thinking_off")]
 
 
 def _colors(n: int) -> list[Any]:

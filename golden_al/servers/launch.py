@@ -83,6 +83,9 @@ class LaunchSpec:
         command_prefix: words put before the command (``srun ...``, ``docker exec C``).
         env: environment variables added on top of the base environment.
         image: container image, recorded for provenance.
+        serve_reference: start ``golden-al serve-reference`` (the offline reference
+            engine behind this engine's HTTP API, its flavor ``engine``) instead of the
+            engine: the same sweep without GPUs, e.g. to rehearse it on a cluster.
     """
 
     engine: str
@@ -103,6 +106,7 @@ class LaunchSpec:
     image: str | None = None
     binary: str | None = None
     """Engines run as an executable (llama.cpp): its path (default: the profile's ``executable``)."""
+    serve_reference: bool = False
 
     @property
     def url(self) -> str:
@@ -167,6 +171,8 @@ def build_command(spec: LaunchSpec) -> list[str]:
         raise UsageError("LaunchSpec.port is not set (use free_port())")
     if spec.tp < 1:
         raise UsageError(f"--tp must be >= 1, got {spec.tp}")
+    if spec.serve_reference:
+        return _reference_command(spec)
     _check_reserved(spec.engine, spec.engine_args)
     synthetic.check_engine_args(spec.engine, spec.engine_args, where="--engine-arg")
     profile = engines.get_profile(spec.engine)
@@ -181,6 +187,26 @@ def build_command(spec: LaunchSpec) -> list[str]:
         cmd += [profile.served_name_flag, spec.served_model_name]
     cmd += list(spec.engine_args)
     return cmd
+
+
+def _reference_command(spec: LaunchSpec) -> list[str]:
+    """``golden-al serve-reference`` in ``spec.engine``'s flavor at ``spec.draft_len``."""
+    if spec.engine not in ("sglang", "vllm", "atom"):
+        raise UsageError(f"--serve-reference answers like sglang, vllm or atom, not {spec.engine}")
+    reserved = ("--flavor", "--draft-len", "--target", "--draft", "--host", "--port", "--served-model-name",
+                "--algorithm", "--fake")
+    for arg in spec.engine_args:
+        if arg.split("=", 1)[0] in reserved:
+            raise UsageError(f"--engine-arg {arg!r} sets {arg.split('=', 1)[0]}, which golden-al sets itself")
+    cmd = [*spec.command_prefix, spec.python, "-m", "golden_al", "serve-reference", "--flavor", spec.engine,
+           "--draft-len", str(spec.draft_len), "--target", spec.target, "--host", spec.host, "--port", str(spec.port)]
+    if spec.draft:
+        cmd += ["--draft", spec.draft]
+    if spec.served_model_name:
+        cmd += ["--served-model-name", spec.served_model_name]
+    if spec.engine == "sglang" and spec.algorithm:
+        cmd += ["--algorithm", spec.algorithm.lower()]
+    return cmd + list(spec.engine_args)
 
 
 def relevant_env(env: Mapping[str, str]) -> dict[str, str]:

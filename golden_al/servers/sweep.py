@@ -5,6 +5,7 @@ Layout (``layout="sweep"``)::
     OUT/sweep.json                        the sweep's fingerprint (a resume must match)
     OUT/logs/k{K}.server.log              captured log of the server launched for k=K
     OUT/thinking_{on,off}/k{K}/           one cell: cell.json, requests.jsonl, measurement.json
+    OUT/<level>/k{K}/                     a named level's cell (e.g. OUT/reasoning_effort_high/k3/)
     OUT/thinking_{on,off}/k{K}/validate/  --one-run --validate-k: the real measurement at K
     OUT/validation.json                   derived vs measured AL at the --validate-k lengths
 
@@ -49,6 +50,7 @@ from distributions import units
 from distributions.counts import tidy_count
 from distributions.uncertainty import se_from_ci, z_for_confidence
 from golden_al.errors import SchemaError, ServerError, UsageError
+from golden_al.golden.schema import mode_key
 from golden_al.measurement import (
     MEASUREMENT_FILE,
     REQUESTS_FILE,
@@ -146,7 +148,7 @@ class ServerOptions:
 class ModeSpec:
     """One thinking mode: its prompts (as sent), sampling and chat-template kwargs."""
 
-    thinking: Literal["on", "off"]
+    thinking: str  #: on, off or a named level (reasoning_effort_high)
     prompts: list[ChatPrompt]
     dataset: DatasetInfo
     sampling: SamplingInfo
@@ -238,7 +240,7 @@ def cell_dir(out: Path, thinking: str, k: int, layout: str = "sweep", *, validat
     """Where one cell lives."""
     if layout == "flat":
         return out
-    d = out / f"k{k}" if layout == "per-k" else out / f"thinking_{thinking}" / f"k{k}"
+    d = out / f"k{k}" if layout == "per-k" else out / mode_key(thinking) / f"k{k}"
     return d / "validate" if validate else d
 
 

@@ -82,6 +82,21 @@ def test_command_prefix_goes_first():
     assert cmd[:3] == ["srun", "-N1", "python3"]
 
 
+def test_serve_reference_stands_in_for_the_engine():
+    """--serve-reference: golden-al serve-reference in the engine's flavor, at the launch's k, host and port."""
+    spec = LaunchSpec("sglang", "/m/t", 4, algorithm="EAGLE3", draft="/m/d", port=4321, python="/v/bin/python",
+                      command_prefix=["srun", "-N1"], engine_args=["--decode-log-interval=5"], serve_reference=True)
+    assert build_command(spec) == ["srun", "-N1", "/v/bin/python", "-m", "golden_al", "serve-reference",
+                                   "--flavor", "sglang", "--draft-len", "4", "--target", "/m/t", "--host", "127.0.0.1",
+                                   "--port", "4321", "--draft", "/m/d", "--algorithm", "eagle3",
+                                   "--decode-log-interval=5"]
+    vllm = build_command(LaunchSpec("vllm", "/m/t", 2, port=1, serve_reference=True))
+    assert vllm[vllm.index("--flavor") + 1] == "vllm"
+    assert "--algorithm" not in vllm
+    with pytest.raises(UsageError, match="--draft-len"):
+        build_command(LaunchSpec("atom", "/m/t", 2, port=1, engine_args=["--draft-len=3"], serve_reference=True))
+
+
 @pytest.mark.parametrize(("engine", "arg"), [
     ("sglang", "--speculative-num-steps=5"),
     ("sglang", "--port"),
