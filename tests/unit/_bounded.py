@@ -1,7 +1,14 @@
 """Run a command in a child process and measure what it took: exit code, wall time, peak RSS.
 
-Peak RSS comes from ``os.wait4`` (the child's own ``ru_maxrss``, KiB on Linux), so a
-command that grows without bound is caught even when it is killed at the timeout.
+Peak RSS is the command's own high-water mark. Linux keeps ``ru_maxrss`` across
+``execve`` and counts a forked child's shared pages, so a command started straight from a
+pytest process that has loaded torch would report pytest's ~700 MB. Commands therefore
+start through a small launcher (:data:`_LAUNCHER`, a fresh interpreter of a few MB) that
+forks and execs the command and reports the ``os.wait4`` ``ru_maxrss`` of that grandchild;
+a command that grows without bound is caught even when it is killed at the timeout. In
+:func:`main_as_nobody` (a fork of this process) the peak is the growth over the fork: the
+child resets its high-water mark (``/proc/self/clear_refs``) and reports ``VmHWM`` minus
+its ``VmRSS`` at the start.
 
 Permission cases run as ``nobody`` (:func:`main_as_nobody`): as root (CI), a forked child
 drops to nobody/nogroup with no supplementary groups and no capabilities, exactly what
@@ -24,6 +31,34 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 MB = 1024 * 1024
+
+#: argv: REPORT_FD CMD...; runs CMD as its child and writes the child's ru_maxrss (KiB) to REPORT_FD.
+_LAUNCHER = """
+import os, signal, sys
+fd = int(sys.argv[1]); cmd = sys.argv[2:]
+pid = os.fork()
+if pid == 0:
+    os.close(fd)
+    try:
+        os.execvp(cmd[0], cmd)
+    finally:
+        os._exit(127)
+signal.signal(signal.SIGTERM, lambda *_: os.kill(pid, signal.SIGKILL))
+_, status, usage = os.wait4(pid, 0)
+os.write(fd, str(usage.ru_maxrss).encode()); os.close(fd)
+code = os.waitstatus_to_exitcode(status)
+if code < 0:
+    signal.signal(-code, signal.SIG_DFL); os.kill(os.getpid(), -code)
+os._exit(code)
+"""
+
+
+def _status_kib(field: str) -> int:
+    """A ``VmRSS``/``VmHWM`` line of /proc/self/status, in KiB."""
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no {field} in /proc/self/status")
 
 
 @dataclass(frozen=True)
@@ -74,11 +109,15 @@ def main_as_nobody(argv: list[str], *, warm: list[str] | None = None, timeout: f
     user = pwd.getpwnam("nobody")
     out = tempfile.TemporaryFile()
     err = tempfile.TemporaryFile()
+    rss_r, rss_w = os.pipe()
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - the child
         code = 70
         try:
+            os.close(rss_r)
+            Path("/proc/self/clear_refs").write_text("5")  # VmHWM := VmRSS
+            base = _status_kib("VmRSS")
             sys.stdout = open(out.fileno(), "w", closefd=False)
             sys.stderr = open(err.fileno(), "w", closefd=False)
             if os.geteuid() == 0:
@@ -89,17 +128,23 @@ def main_as_nobody(argv: list[str], *, warm: list[str] | None = None, timeout: f
             code = main(argv)
             sys.stdout.flush()
             sys.stderr.flush()
+            os.write(rss_w, str(max(0, _status_kib("VmHWM") - base)).encode())
         finally:
             os._exit(code)
+    os.close(rss_w)
     timer = threading.Timer(timeout, lambda: os.kill(pid, signal.SIGKILL))
     timer.start()
     try:
         _, status, usage = os.wait4(pid, 0)
     finally:
         timer.cancel()
+    grown = os.read(rss_r, 64)
+    os.close(rss_r)
     out.seek(0)
     err.seek(0)
-    return Ran(os.waitstatus_to_exitcode(status), time.monotonic() - start, usage.ru_maxrss / 1024.0,
+    # A child that died before reporting counts its whole (inherited) high-water mark.
+    peak_kib = int(grown) if grown else usage.ru_maxrss
+    return Ran(os.waitstatus_to_exitcode(status), time.monotonic() - start, peak_kib / 1024.0,
                out.read().decode(errors="replace"), err.read().decode(errors="replace"), False)
 
 
@@ -117,11 +162,14 @@ def run_bounded(cmd: list[str], *, timeout: float, cwd: str | Path | None = None
             cap = int(memory_mb * MB)
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
+    rss_r, rss_w = os.pipe()
     start = time.monotonic()
-    proc = subprocess.Popen(cmd, stdout=out_w, stderr=err_w, stdin=subprocess.DEVNULL, cwd=cwd, env=env,
+    proc = subprocess.Popen([sys.executable, "-S", "-c", _LAUNCHER, str(rss_w), *cmd], stdout=out_w, stderr=err_w,
+                            stdin=subprocess.DEVNULL, cwd=cwd, env=env, pass_fds=(rss_w,),
                             preexec_fn=limit if memory_mb is not None else None, start_new_session=True)
     os.close(out_w)
     os.close(err_w)
+    os.close(rss_w)
     chunks: dict[int, list[bytes]] = {out_r: [], err_r: []}
 
     def drain(fd: int) -> None:
@@ -153,5 +201,9 @@ def run_bounded(cmd: list[str], *, timeout: float, cwd: str | Path | None = None
         t.join(timeout=5)
     for fd in chunks:
         os.close(fd)
-    return Ran(proc.returncode, wall, usage.ru_maxrss / 1024.0, b"".join(chunks[out_r]).decode(errors="replace"),
+    reported = os.read(rss_r, 64)
+    os.close(rss_r)
+    # Killed at the timeout before reporting: the launcher's own figure (inherited, an upper bound).
+    peak_kib = int(reported) if reported else usage.ru_maxrss
+    return Ran(proc.returncode, wall, peak_kib / 1024.0, b"".join(chunks[out_r]).decode(errors="replace"),
                b"".join(chunks[err_r]).decode(errors="replace"), timed_out.is_set())
