@@ -140,7 +140,7 @@ async def _probe_sglang(client: ServerClient, facts: ServerFacts) -> None:
         raise MixedDraftLengthsError(
             f"the SGLang server runs adaptive speculation ({fields['adaptive']}: true in /server_info): it changes "
             "the draft length step by step, and a histogram that mixes draft lengths is not a curve point",
-            hint=f"restart it without {sglang.FLAG_ADAPTIVE}, at a fixed --speculative-num-steps")
+            hint=f"restart it without {sglang.FLAG_ADAPTIVE}, at a fixed {sglang.FLAG_NUM_STEPS}")
     if not algo:
         raise ServerError(f"the SGLang server runs without speculative decoding ({fields['algorithm']} is null)",
                           hint=f"launch it with {sglang.FLAG_ALGORITHM}")
