@@ -474,6 +474,21 @@ def yaml_depth_bound(text: str) -> int:
     return 2 * block + 2 + top
 
 
+#: Flow collections ('{...}', '[...]') nested deeper than this are refused before ruamel.yaml
+#: reads them: its pure-Python parser takes exponential time on nested flow mappings
+#: ('{{{{a: 1}}}}' at depth 18 ran for minutes). Real recipes and curves nest 1-3 deep.
+ROUNDTRIP_MAX_FLOW_DEPTH = 8
+
+
+def _flow_depth(text: str) -> int:
+    """An upper bound of the flow-collection nesting (quotes ignored, which only over-counts)."""
+    flow = top = 0
+    for m in _FLOW.finditer(text):
+        flow = flow + 1 if m.group(0) in "[{" else max(flow - 1, 0)
+        top = max(top, flow)
+    return top
+
+
 def _marked(exc: Any) -> int | None:
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     return mark.line + 1 if mark is not None else None
@@ -555,14 +570,22 @@ def _prescan(text: str, *, path: str | Path | None, max_depth: int, alias_budget
     are left for ruamel to report in its own words."""
     import yaml
 
-    if "&" not in text and yaml_depth_bound(text) <= max_depth:
+    if _flow_depth(text) > ROUNDTRIP_MAX_FLOW_DEPTH:
+        raise _yaml_error(f"flow collections ({{...}} or [...]) nested more than {ROUNDTRIP_MAX_FLOW_DEPTH} deep",
+                          path, None, "too-deep")
+    shallow = yaml_depth_bound(text) <= max_depth
+    if "&" not in text and shallow:
         return
     try:
         load_yaml_documents(text, path=path, max_depth=max_depth, alias_budget=alias_budget, construct=False)
     except UnreadableInputError as exc:
-        if exc.reason != "parse-error":
+        # A deep text that is not even valid YAML is refused here: ruamel's pure-Python
+        # parser takes exponential time on nested flow mappings ('{{{{...') before failing.
+        if exc.reason != "parse-error" or not shallow:
             raise
-    except yaml.YAMLError:
+    except yaml.YAMLError as exc:
+        if not shallow:
+            raise UnreadableInputError(f"invalid YAML: {exc}", path=path, reason="parse-error") from None
         return
 
 
