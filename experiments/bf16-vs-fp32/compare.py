@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from golden_al.measure.compare import common_prefix
+
 HERE = Path(__file__).resolve().parent
 FP32 = HERE.parent / "qwen-coder-curve" / "humaneval"
 
@@ -32,15 +34,6 @@ def _requests(run: Path, k: int) -> dict[int, dict]:
 
 def _record(run: Path, k: int) -> dict:
     return json.loads((run / f"k{k}" / "measurement.json").read_text())
-
-
-def _common_prefix(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
 
 
 def main() -> int:
@@ -70,7 +63,7 @@ def main() -> int:
         if agreement is None:  # outputs are the same at every k (one target generation per run)
             out32 = {i: a[i]["extra"]["output_token_ids"] for i in idx}
             out16 = {i: b[i]["extra"]["output_token_ids"] for i in idx}
-            prefix = [_common_prefix(out32[i], out16[i]) for i in idx]
+            prefix = [common_prefix(out32[i], out16[i]) for i in idx]
             tokens32 = sum(len(out32[i]) for i in idx)
             agreement = {
                 "requests_compared": len(idx),
