@@ -293,3 +293,27 @@ def test_a_script_that_does_not_parse_is_unreadable_with_its_pins(tmp_path) -> N
     assert "bash syntax error" in head["message"]
     pin = next(f for f in found if f["engine"] == "sglang")
     assert (pin["line"], pin["pinned_value"]) == (2, "2.49")  # the text scan still names the pinned value
+
+
+def test_parse_time_is_bounded(monkeypatch) -> None:
+    import golden_al.checks.bash.parse as parse
+
+    monkeypatch.setattr(parse, "MAX_PARSE_SECONDS", 0.0)
+    with pytest.raises(ShellSyntaxError, match="did not finish parsing"):
+        parse_script("A=1\n" * 200_000)
+    monkeypatch.setattr(parse, "MAX_PARSE_SECONDS", 5.0)
+    (cmd,) = parse_script("B=2\n")  # the cancelled parse left nothing behind
+    assert isinstance(cmd, Cmd)
+    assert cmd.assigns[0][0] == "B"
+
+
+def test_test_words_and_heredoc_arguments() -> None:
+    script = ('[[ " $MODES " == *" on "* || -n $X ]]\n'
+              "python3 - <<'PY' \"$ARG\"\nprint(1)\nPY\n")
+    test, py = iter_cmds(parse_script(script))
+    assert [w.raw for w in test.words] == ["[[", '" $MODES "', "==", '*" on "*', "||", "-n", "$X", "]]"]
+    assert py.words[-1].raw == '"$ARG"'
+    assert py.heredocs[0].body == "print(1)"
+    assert not py.heredocs[0].expand
+    seen = _run('MODES="off on"\nif [[ " $MODES " == *" on "* ]]; then R=yes; else R=no; fi\nOUT=$R\n', ["OUT"])
+    assert [v["OUT"] for _, _, v in seen] == ["yes"]

@@ -72,8 +72,13 @@ def _tree(data: bytes) -> Any:
     def too_long(*_state: Any) -> bool:
         return time.monotonic() > deadline
 
-    tree = _parser().parse(read, progress_callback=too_long)
+    parser = _parser()
+    try:
+        tree = parser.parse(read, progress_callback=too_long)
+    except ValueError:  # py-tree-sitter 0.26 raises when the callback cancels (0.25 returned None)
+        tree = None
     if tree is None:
+        parser.reset()  # a cancelled parse would otherwise resume on the next call
         raise ShellSyntaxError(f"tree-sitter-bash did not finish parsing within {MAX_PARSE_SECONDS:g} s")
     return tree
 
@@ -237,12 +242,15 @@ class _Builder:
         body = node.child_by_field_name("body")
         heredocs: list[Heredoc] = []
         extra: list[Any] = []  # `cat <<EOF | tee f`: the rest of the pipeline sits inside the redirect
+        args: list[Word] = []
         for child in node.children:
             if child.type != "heredoc_redirect":
                 continue
             heredocs.append(self.heredoc(child))
-            for part in child.children:
-                if part.type in ("pipeline", "list"):
+            for i, part in enumerate(child.children):
+                if child.field_name_for_child(i) == "argument":
+                    args.append(self.word(part))  # `cmd <<EOF arg`: words after the delimiter
+                elif part.type in ("pipeline", "list"):
                     extra.extend(part.children)
                 elif part.type in _LIST_OPS or (part.is_named and part.type not in (
                         "heredoc_start", "heredoc_body", "heredoc_end") and not part.type.endswith("redirect")):
@@ -252,6 +260,7 @@ class _Builder:
             inner = Cmd([], [], [], self.line(node))
         if isinstance(inner, Cmd):
             inner.heredocs.extend(heredocs)
+            inner.words.extend(args)
             inner.stdout_redirected = any(self.redirects_stdout(c) for c in node.children)
         if not extra:
             return inner
@@ -364,7 +373,7 @@ class _Builder:
 
     def test_words(self, node: Any, depth: int) -> list[Word]:
         """``[ ... ]`` / ``[[ ... ]]`` as the words ``test`` would see (brackets and operators included)."""
-        out: list[Word] = []
+        spans: list[list[int]] = []  # [start byte, end byte, line]
 
         def flat(n: Any, d: int) -> None:
             if d > MAX_NESTING:
@@ -373,10 +382,12 @@ class _Builder:
                 for c in n.children:
                     if c.type != "comment":
                         flat(c, d + 1)
+            elif spans and spans[-1][1] == n.start_byte:  # `*" on "*`: one word in three nodes
+                spans[-1][1] = n.end_byte
             else:
-                out.append(self.word(n))
+                spans.append([n.start_byte, n.end_byte, self.line(n)])
 
         for child in node.children:
             if child.type != "comment":
                 flat(child, depth)
-        return out
+        return [Word(self.data[a:b].decode("utf-8", errors="replace"), line) for a, b, line in spans]
