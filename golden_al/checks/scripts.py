@@ -304,7 +304,7 @@ class _Visitor:
         if id(cmd) not in self.rel.sites:
             return
         ex = Expander(state)
-        words = []
+        words: list[str] = []
         for w in cmd.words:
             words.extend(ex.expand_word_list(w.raw))
         arrays: list[list[str]] = []
@@ -322,10 +322,10 @@ class _Visitor:
             for flag, value in found:
                 state.notes.append(("flag", flag, value, cmd.line))
             if found:  # words set at run time in a launch line may hold more flags
-                for i, w in enumerate(seq):
-                    if (has_unknown(w) and not w.startswith("-") and not (i and seq[i - 1].startswith("-"))
-                            and not show(w).startswith("$(")):
-                        state.notes.append(("opaque", show(w)))
+                for i, token in enumerate(seq):
+                    if (has_unknown(token) and not token.startswith("-") and not (i and seq[i - 1].startswith("-"))
+                            and not show(token).startswith("$(")):
+                        state.notes.append(("opaque", show(token)))
         for h in cmd.heredocs:
             body = ex.expand_text(h.body, quoted=True) if h.expand else h.body
             for i, line in enumerate(body.splitlines()):

@@ -109,7 +109,7 @@ def parse_script(text: str) -> list[Node]:
     root = _tree(data).root_node
     if root.has_error:
         line, what = _first_error(root)
-        lines = text.splitlines()
+        lines = text.split("\n")  # tree-sitter counts rows by "\n" only
         shown = lines[line - 1].strip()[:120] if 0 < line <= len(lines) else ""
         raise ShellSyntaxError(f"bash syntax error ({what}): {shown!r}", line)
     return _Builder(data).block(root.children, 0)
@@ -264,7 +264,8 @@ class _Builder:
             inner.stdout_redirected = any(self.redirects_stdout(c) for c in node.children)
         if not extra:
             return inner
-        items, ops = [inner], []
+        items: list[Node] = [inner]
+        ops: list[str] = []
         pending = "|"
         for part in extra:
             if part.type in _LIST_OPS:
