@@ -155,6 +155,7 @@ class Walker:
         self.max_states = max_states
         self.relevant = relevant
         self.relevant_vars = relevant_vars
+        self._relevant_sorted = sorted(relevant_vars) if relevant_vars is not None else []
         self.functions: dict[str, list[Node]] = {}
         self.truncated = False
         self.call_depth = 0
@@ -173,9 +174,12 @@ class Walker:
     def _key(self, s: State) -> tuple[object, ...]:
         if self.relevant_vars is None:
             return s.key()
-        env = tuple(sorted((k, v) for k, v in s.env.items() if k in self.relevant_vars))
-        origins = tuple(sorted((k, v) for k, v in s.origins.items() if k in self.relevant_vars))
-        return (env, origins, s.done, tuple(s.notes), s.globs, s.stdout)
+        env, origins = s.env, s.origins
+        if len(env) < len(self._relevant_sorted):
+            values = tuple(sorted((k, v, origins.get(k)) for k, v in env.items() if k in self.relevant_vars))
+        else:
+            values = tuple((k, env[k], origins.get(k)) for k in self._relevant_sorted if k in env)
+        return (values, s.done, tuple(s.notes), s.globs, s.stdout)
 
     def _cap(self, states: list[State]) -> list[State]:
         seen: dict[tuple[object, ...], State] = {}
