@@ -317,3 +317,13 @@ def test_test_words_and_heredoc_arguments() -> None:
     assert not py.heredocs[0].expand
     seen = _run('MODES="off on"\nif [[ " $MODES " == *" on "* ]]; then R=yes; else R=no; fi\nOUT=$R\n', ["OUT"])
     assert [v["OUT"] for _, _, v in seen] == ["yes"]
+
+
+@pytest.mark.parametrize(("cond", "expected"), [
+    ('[[ "$A" = 1 && ( "$B" = x || "$B" = 2 ) ]]', "yes"),
+    ('[[ ( "$A" = 1 || "$B" = x ) && "$B" = 3 ]]', "no"),
+    ('[ "$A" = 0 -o "$B" = 2 ]', "yes"),
+])
+def test_and_or_inside_a_test_respect_parentheses(cond: str, expected: str) -> None:
+    seen = _run(f"A=1\nB=2\nif {cond}; then R=yes; else R=no; fi\nOUT=$R\n", ["OUT"])
+    assert [v["OUT"] for _, _, v in seen] == [expected]

@@ -52,30 +52,34 @@ _ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)(\+?=)")
 # ---------------------------------------------------------------------- conditions
 
 
+def _split_at(words: list[str], seps: tuple[str, ...]) -> int | None:
+    """Index of the first of ``seps`` outside parentheses."""
+    depth = 0
+    for i, w in enumerate(words):
+        if w == "(":
+            depth += 1
+        elif w == ")":
+            depth -= 1
+        elif depth == 0 and w in seps:
+            return i
+    return None
+
+
 def _test(words: list[str]) -> bool | None:
     """Evaluate ``[ ... ]`` / ``[[ ... ]]`` / ``test ...`` words (None when undecidable)."""
     if not words:
         return None
     if any(is_soft(w) for w in words):
         return None
-    # split on -o / || (lowest), then -a / && , then !
-    for sep in ("-o", "||"):
-        if sep in words:
-            i = words.index(sep)
+    # split on -o / || (lowest), then -a / && (outside parentheses), then !
+    for seps, absorbing in ((("-o", "||"), True), (("-a", "&&"), False)):
+        i = _split_at(words, seps)
+        if i is not None:
             left, right = _test(words[:i]), _test(words[i + 1:])
-            if left is True or right is True:
-                return True
-            if left is False and right is False:
-                return False
-            return None
-    for sep in ("-a", "&&"):
-        if sep in words:
-            i = words.index(sep)
-            left, right = _test(words[:i]), _test(words[i + 1:])
-            if left is False or right is False:
-                return False
-            if left is True and right is True:
-                return True
+            if left is absorbing or right is absorbing:
+                return absorbing
+            if left is (not absorbing) and right is (not absorbing):
+                return not absorbing
             return None
     if words[0] == "!":
         r = _test(words[1:])
