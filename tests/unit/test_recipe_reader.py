@@ -119,3 +119,49 @@ def test_every_golden_value_check_compares_is_the_one_inject_writes():
         if f.verdict in ("match", "mismatch"):  # the message names the curve
             assert f"[{res.point.curve}]" in f.message, (f.file, res.point.curve, f.message)
     assert any("[minimaxm3_eagle3_gqa]" in f.message for f in judged)
+
+
+_SWEEP = """\
+base:
+  name: sweep
+  model: {path: qwen3.5}
+  backend:
+    type: sglang
+    decode_environment:
+      SGLANG_SIMULATE_ACC_LEN: "2.61"
+      SGLANG_SIMULATE_ACC_METHOD: match-expected
+      SGLANG_SIMULATE_ACC_TOKEN_MODE: real-draft-token
+    sglang_config:
+      decode:
+        speculative-algorithm: EAGLE
+        speculative-num-steps: 3
+        speculative-eagle-topk: 1
+        speculative-num-draft-tokens: 4
+override_stale:
+  backend:
+    decode_environment:
+      SGLANG_SIMULATE_ACC_LEN: "2.5"
+"""
+_QWEN = """\
+qwen3.5:
+  thinking_on:
+    3: 2.61
+"""
+
+
+def test_an_override_section_is_a_variant_for_check_and_inject_alike(tmp_path: Path) -> None:
+    """A stale value in an ``override_*`` section: check reads the section merged into ``base``
+    (as srtctl runs it) and judges the value at its own line against the base's draft length
+    (it used to be an 'environment setting outside a recognised recipe'); inject names the
+    same line as its one conflict."""
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    (golden / "qwen3.5_mtp.yaml").write_text(_QWEN)
+    store = load_store(golden)
+    recipe = tmp_path / "sweep.yaml"
+    recipe.write_text(_SWEEP)
+    report = check_paths([str(recipe)], store=store)
+    verdicts = {f.line: (f.verdict, f.draft_len) for f in report.findings}
+    assert verdicts == {19: ("mismatch", 3)}
+    res = plan_injection(_SWEEP, path=recipe, store=store, model="qwen3.5", thinking="on")
+    assert [(c.line, c.old, c.new) for c in res.conflicts] == [(19, "2.5", "2.61")]
