@@ -53,6 +53,7 @@ from golden_al.checks.spec import (
 )
 from golden_al.configs.srt_slurm import (
     GENERATING_ROLES,
+    INJECTOR_FRAMEWORKS,
     OVERRIDE_RE,
     SPEC_CONFIG_KEYS,
     EnvBlock,
@@ -483,11 +484,6 @@ def _vllm_pins_in(ctx_path: str, doc: YamlDoc, data: Any, models: list[ModelName
 # ------------------------------------------------------------------ master configs
 
 
-_FRAMEWORK_ENGINE = {"dynamo-vllm": "vllm", "vllm": "vllm", "dynamo-sglang": "sglang", "sglang": "sglang",
-                     "dynamo-trt": "trtllm", "dynamo-trtllm": "trtllm", "trt": "trtllm", "trtllm": "trtllm",
-                     "atom": "atom"}
-#: runners/synthetic_injectors/__init__.py (InferenceX 843c6254f) registers these frameworks.
-INJECTOR_FRAMEWORKS = ("dynamo-sglang", "dynamo-vllm")
 _SETTING = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)=(.*?)\s*$")
 
 
@@ -569,7 +565,7 @@ def _master_pins(doc: YamlDoc, path: str, load_recipe: Any, roots: list[Path]) -
     for point in master_settings(doc.data):
         if MASTER_LENGTH_KEY not in point.settings:
             continue
-        engine = _FRAMEWORK_ENGINE.get(point.framework.lower())
+        engine = point.engine
         pins.append(_master_pin(doc, path, point.entry, dict(point.data), point.framework, engine, point.scenario,
                                 agentic_from_scenario(point.scenario), _settings(point, doc), load_recipe, roots))
     return pins

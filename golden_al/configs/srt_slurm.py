@@ -50,7 +50,9 @@ __all__ = [
     "BACKEND_TYPES",
     "CONFIG_KEYS",
     "ENV_BLOCK_RE",
+    "FRAMEWORK_ENGINES",
     "GENERATING_ROLES",
+    "INJECTOR_FRAMEWORKS",
     "OVERRIDE_RE",
     "ROLE_ALIASES",
     "SPEC_CONFIG_KEYS",
@@ -78,11 +80,12 @@ ROLE_ALIASES: dict[str, str] = {"decode": "decode", "aggregated": "aggregated", 
 GENERATING_ROLES: tuple[str, ...] = ("decode", "aggregated", "prefill")
 #: ``<role>_environment`` keys of ``backend``: a worker role's environment
 ENV_BLOCK_RE = re.compile(r"^(aggregated|agg|prefill|decode)_environment$")
+#: engines with an srt-slurm recipe format (ATOM has none), from their profiles
+_RECIPE_ENGINES = {"sglang": sglang, "vllm": vllm, "trtllm": trtllm}
 #: engine -> the backend key holding per-role engine arguments
-CONFIG_KEYS: dict[str, str] = {"sglang": "sglang_config", "vllm": "vllm_config", "trtllm": "trtllm_config"}
+CONFIG_KEYS: dict[str, str] = {name: m.RECIPE_CONFIG_KEY for name, m in _RECIPE_ENGINES.items()}
 #: ``backend.type`` spellings -> engine
-BACKEND_TYPES: dict[str, str] = {"sglang": "sglang", "vllm": "vllm", "trtllm": "trtllm", "trt": "trtllm",
-                                 "tensorrt-llm": "trtllm"}
+BACKEND_TYPES: dict[str, str] = {t: name for name, m in _RECIPE_ENGINES.items() for t in m.RECIPE_BACKEND_TYPES}
 #: sections of the sweep format that srtctl merges into ``base``
 OVERRIDE_RE = re.compile(r"^(zip_)?override_")
 #: vLLM's ``--speculative-config`` as a recipe key (either spelling)
@@ -386,6 +389,12 @@ def is_master(data: Any) -> bool:
 
 
 _SETTING = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)=(.*?)\s*$")
+#: master-config ``framework`` -> engine (InferenceX ``configs/*-master.yaml`` at 843c6254f)
+FRAMEWORK_ENGINES: dict[str, str] = {"dynamo-vllm": "vllm", "vllm": "vllm", "dynamo-sglang": "sglang",
+                                     "sglang": "sglang", "dynamo-trt": "trtllm", "dynamo-trtllm": "trtllm",
+                                     "trt": "trtllm", "trtllm": "trtllm", "atom": "atom"}
+#: frameworks whose synthetic-acceptance injector InferenceX registers (``runners/synthetic_injectors/__init__.py``)
+INJECTOR_FRAMEWORKS: tuple[str, ...] = ("dynamo-sglang", "dynamo-vllm")
 
 
 @dataclass(frozen=True)
@@ -400,6 +409,11 @@ class MasterSetting:
     loc: tuple[str, ...]
     #: KEY -> (VALUE, key path of its list item); the first setting of a key wins
     settings: dict[str, tuple[str, tuple[str, ...]]]
+
+    @property
+    def engine(self) -> str | None:
+        """The engine the entry's ``framework`` runs (None when unknown)."""
+        return FRAMEWORK_ENGINES.get(self.framework.lower())
 
 
 def point_settings(point: Any, loc: tuple[str, ...]) -> dict[str, tuple[str, tuple[str, ...]]]:

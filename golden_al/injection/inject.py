@@ -399,9 +399,9 @@ def _plan_vllm(p: _Planner, a: RecipeAnalysis, golden: Callable[[int], float]) -
     server validates ``synthetic_acceptance_length <= num_speculative_tokens + 1``); when
     every role uses the generating role's k, that is its value everywhere.
     """
-    found = p.occurrences(lambda key, loc: key in _SPEC_KEYS and "vllm_config" in loc[:-1])
+    found = p.occurrences(lambda key, loc: key in _SPEC_KEYS and vllm.RECIPE_CONFIG_KEY in loc[:-1])
     if not found:
-        raise UsageError(f"{a.path}: no speculative-config under vllm_config; nothing to inject")
+        raise UsageError(f"{a.path}: no speculative-config under {vllm.RECIPE_CONFIG_KEY}; nothing to inject")
     for parent, key, value, loc in found:
         line = p.value_pos(parent, key)[0] + 1
         if isinstance(value, str):
