@@ -42,6 +42,7 @@ from golden_al.checks.context import (
     agentic_from_flag,
     agentic_from_path,
     agentic_from_scenario,
+    is_thinking_setting,
     thinking_from_setting,
 )
 from golden_al.checks.findings import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
@@ -303,7 +304,7 @@ def _recipe_context(view: RecipeView, doc: YamlDoc, path: str, refs: list[Master
     data = view.data
     thinking: list[tuple[str | None, ThinkingSignal]] = []
     for p, v in (doc.walk() if data is doc.data else _walk(data)):
-        if not p:
+        if not p or not is_thinking_setting(p[-1]):
             continue
         name = p[-1]
         where = ".".join(p[:-1])
@@ -653,7 +654,7 @@ def _generic_pins(doc: YamlDoc, path: str, skip_paths: set[tuple[str, ...]]) -> 
     agentic = agentic_from_path(path)
     thinking: list[ThinkingSignal] = []
     for p, v in doc.walk():
-        if p:
+        if p and is_thinking_setting(p[-1]):
             thinking.extend(thinking_from_setting(p[-1], v, ""))
     for p, v in doc.walk():
         if any(p[: len(s)] == s for s in skip_paths):
@@ -734,7 +735,7 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
         else:
             thinking: list[ThinkingSignal] = []
             for p, v in doc.walk():
-                if p:
+                if p and is_thinking_setting(p[-1]):
                     thinking.extend(thinking_from_setting(p[-1], v, ""))
             pins.extend(_vllm_pins_in(path, doc, doc.data, [], lambda _r, t=thinking: list(t),
                                       agentic_from_path(path)))
@@ -757,7 +758,7 @@ def extract_json_pins(text: str, path: str) -> list[Pin]:
     doc.lines = _json_lines(text, doc.walk())
     thinking: list[ThinkingSignal] = []
     for p, v in doc.walk():
-        if p:
+        if p and is_thinking_setting(p[-1]):
             thinking.extend(thinking_from_setting(p[-1], v, ""))
     pins = _vllm_pins_in(path, doc, data, [], lambda _r: list(thinking), agentic_from_path(path))
     pins += _generic_pins(doc, path, {p for p, _ in doc.walk() if p and p[-1] in _VLLM_SPEC_KEYS})
