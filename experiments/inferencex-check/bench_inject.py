@@ -11,7 +11,8 @@ ruamel.yaml, whose pure-Python parser is the slow part. This script measures, in
 * **generated recipes**: SGLang disaggregated recipes padded with engine arguments,
   environment variables, an anchored environment block and comments to just under the
   cap, and a vLLM one whose ``speculative-config`` sits in every role; each run as the CLI
-  (``python -m golden_al inject FILE ... --dry-run``, a fresh process, imports included);
+  (``python -m golden_al inject FILE ... --dry-run``, a fresh process, imports included)
+  and, separately, ``plan_injection`` alone in a fresh process (the part that reads YAML);
 * **a recipe over the cap** (8 MiB): refused (exit 2) without being parsed.
 
 With ``--base REV`` the generated cases also run from that commit of this repository
@@ -100,8 +101,28 @@ def _cli(recipe: Path, golden: Path, src: Path) -> tuple[float, int]:
     t0 = time.perf_counter()
     out = subprocess.run([sys.executable, "-m", "golden_al", "inject", str(recipe), "--model", "dsv4", "--thinking",
                           "on", "--golden-dir", str(golden), "--dry-run"], capture_output=True, text=True, check=False,
-                         env=env)
+                         env=env, cwd=golden)  # a neutral folder: the working directory comes first on sys.path
     return time.perf_counter() - t0, out.returncode
+
+
+_PLAN = """
+import sys, time
+from golden_al.golden import load_store
+from golden_al.injection.inject import plan_injection
+text = open(sys.argv[1], encoding="utf-8").read()
+store = load_store(sys.argv[2])
+t0 = time.perf_counter()
+plan_injection(text, path=sys.argv[1], store=store, model="dsv4", thinking="on")
+print(time.perf_counter() - t0)
+"""
+
+
+def _plan_in_process(recipe: Path, golden: Path, src: Path) -> float:
+    """Seconds of ``plan_injection`` alone (what ``inject`` does after start-up), in a fresh process."""
+    env = {**os.environ, "PYTHONPATH": str(src)}
+    out = subprocess.run([sys.executable, "-c", _PLAN, str(recipe), str(golden)], capture_output=True, text=True,
+                         check=True, env=env, cwd=golden)
+    return float(out.stdout.strip().splitlines()[-1])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -163,6 +184,15 @@ def main(argv: list[str] | None = None) -> int:
                 for label, src in sources.items():
                     runs[label].append(_cli(f, golden, src))
             entry: dict[str, object] = {"bytes": len(text.encode())}
+            if len(text.encode()) <= safeio.ROUNDTRIP_MAX_BYTES:
+                plans: dict[str, list[float]] = {label: [] for label in sources}
+                for _ in range(args.repeats):
+                    for label, src in sources.items():
+                        plans[label].append(_plan_in_process(f, golden, src))
+                entry["plan_injection_s"] = {label: [round(t, 3) for t in ts] for label, ts in plans.items()}
+                if "before" in plans:
+                    entry["plan_ratio_after_over_before"] = round(statistics.median(plans["after"])
+                                                                  / statistics.median(plans["before"]), 4)
             for label, rs in runs.items():
                 entry[label] = {"seconds": [round(t, 3) for t, _ in rs],
                                 "median_s": round(statistics.median(t for t, _ in rs), 3),
