@@ -346,7 +346,7 @@ def _recipe_context(view: RecipeView, doc: YamlDoc, path: str, refs: list[Master
     return RecipeContext(path, doc, view, thinking, models, agentic)
 
 
-def _recipe_agentic(data: dict[str, Any], bench: dict[str, Any], benv: dict[str, Any], path: str) -> AgenticInfo:
+def _recipe_agentic(data: Mapping[str, Any], bench: dict[str, Any], benv: dict[str, Any], path: str) -> AgenticInfo:
     top_env: dict[str, Any] = data["environment"] if isinstance(data.get("environment"), dict) else {}
     for env in (benv, top_env):
         if "IS_AGENTIC" in env:
