@@ -175,6 +175,14 @@ def _resolve_model(models: Sequence[ModelName], store: Any) -> tuple[str | None,
         return None, models[0].name, "no golden store"
     tried = []
     for m in models:
+        if m.pattern:
+            keys = store.models_matching(m.name)
+            if len(keys) == 1:
+                return keys[0], keys[0], f"model {m.name!r} ({m.source}) -> {keys[0]}"
+            if keys:
+                return None, m.name, f"ambiguous: {m.name!r} ({m.source}) fits {len(keys)} models: {', '.join(keys)}"
+            tried.append(f"{m.name!r} ({m.source})")
+            continue
         try:
             key = store.resolve_model(m.name)
         except AmbiguousCurveError as exc:
@@ -266,6 +274,10 @@ def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Findi
     elif model_key is None:
         golden = ("undetermined" if not pin.models or model_how.startswith("ambiguous") else "no-golden",
                   f"{model_how}" if pin.models else "the config names no model the golden store could resolve")
+        glob = next((m for m in pin.models if m.pattern and m.name == model_shown), None)
+        if glob is not None and thinking is not None and golden[0] == "undetermined":
+            golden = (golden[0], f"the glob {glob.name!r} fits several models and the files do not say which runs: "
+                                 + _per_model(pin, store, glob.name, thinking, k, implied))
     elif thinking is None:
         golden = ("undetermined", f"thinking mode: {thinking_source}")
     else:
@@ -283,7 +295,7 @@ def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Findi
         model=model_shown, thinking=thinking, thinking_source=thinking_source,
         draft_len=k, pinned_value=pin.raw_value,
         implied_al=None if implied is None else round(implied, 12),
-        expected_al=expected, verdict=verdict, message=message,
+        expected_al=expected, verdict=verdict, message=message, use_line=pin.use_line,
     )
 
 
@@ -311,6 +323,15 @@ def _golden(pin: Pin, store: Any, model: str, thinking: str, k: int, implied: fl
     if abs(implied - point.al) <= _tolerance(pin):
         return ("match", where, point.al)
     return ("mismatch", where, point.al)
+
+
+def _per_model(pin: Pin, store: Any, glob: str, thinking: str, k: int, implied: float | None) -> str:
+    """What each store model a glob admits would say of the pin."""
+    out = []
+    for key in store.models_matching(glob):
+        got = _golden(pin, store, key, thinking, k, implied)
+        out.append(f"{key}: {got[0]}" + (f", golden {format_value(got[2])}" if len(got) > 2 else ""))
+    return "; ".join(out)
 
 
 def _ambiguous(store: Any, model: str, method: str | None, thinking: str, k: int, implied: float | None) -> str:
@@ -383,6 +404,7 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     A file that cannot be read, decoded or parsed in full gives ``unreadable`` findings
     (:mod:`golden_al.checks.unreadable`); ``max_file_size`` is the byte cap of one file.
     """
+    from golden_al.checks.bash import ShellSyntaxError
     from golden_al.checks.scripts import extract_shell_pins
     from golden_al.checks.yaml_configs import (
         YamlError,
@@ -479,6 +501,12 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
             report.findings.extend(unreadable_findings(shown, err, text))
             report.files_with_pins += 1
             continue
+        except ShellSyntaxError as exc:
+            err = UnreadableInputError(exc.problem, path=path, line=exc.line or None, reason="parse-error",
+                                       hint="fix the script so that bash (and tree-sitter-bash) can parse it")
+            report.findings.extend(unreadable_findings(shown, err, text))
+            report.files_with_pins += 1
+            continue
         except (RecursionError, ValueError, IndexError, KeyError, TypeError, OverflowError,
                 DistributionError) as exc:
             err = UnreadableInputError(f"cannot analyse ({type(exc).__name__}: {exc})", path=path,
@@ -500,7 +528,7 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     a script can reach the same pin with the same outcome."""
     seen: dict[tuple[Any, ...], Finding] = {}
     for f in findings:
-        key = (f.file, f.line, f.engine, f.pinned_value, f.draft_len, f.model, f.thinking, f.verdict,
+        key = (f.file, f.line, f.use_line, f.engine, f.pinned_value, f.draft_len, f.model, f.thinking, f.verdict,
                f.implied_al, f.expected_al)
         seen.setdefault(key, f)
     return list(seen.values())
