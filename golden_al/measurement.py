@@ -55,6 +55,9 @@ __all__ = [
 SCHEMA_VERSION = 1
 MEASUREMENT_FILE = "measurement.json"
 REQUESTS_FILE = "requests.jsonl"
+BY_DRAFT_LEN_DIR = "by_draft_len"
+"""Sub-directory of a cell holding one record per other draft length the server drafted at (a server that
+reports per-step draft lengths); left out when a directory is searched for records."""
 
 Count = Annotated[int | float, Field(ge=0)]
 """A count: an int when observed, a float when it is an expectation (replay estimates)."""

@@ -51,6 +51,7 @@ from golden_al.errors import (
     UsageError,
 )
 from golden_al.measurement import (
+    BY_DRAFT_LEN_DIR,
     MEASUREMENT_FILE,
     REQUESTS_FILE,
     DatasetInfo,
@@ -706,7 +707,6 @@ def _set_aside_session(directory: Path, note: Callable[[str], None] | None = Non
 
 OTHER_DRAFT_LENS = "other_draft_lens"
 """``extra`` key of a request row: ``{d: histogram}`` of the steps the server drafted at ``d != k``."""
-BY_DRAFT_LEN_DIR = "by_draft_len"
 
 
 def split_draft_len_rows(results: Sequence[RequestResult], k: int) -> dict[int, list[RequestResult]]:
@@ -745,10 +745,13 @@ def _write_draft_len_records(plan: CellPlan, results: Sequence[RequestResult], d
         for row in rows:
             append_request_result(tmp, row)
         tmp.replace(sub / REQUESTS_FILE)
-        why = (f"steps the server drafted at length {d} in a cell configured for k={plan.draft_len} (it reports "
-               "each step's draft length: adaptive or per-batch-size speculation); one histogram per draft length")
+        why = [f"steps the server drafted at length {d} in a cell configured for k={plan.draft_len} (it reports "
+               "each step's draft length: adaptive or per-batch-size speculation); one histogram per draft length",
+               "a server that picks the length by acceptance drafts short where acceptance is low: this histogram is "
+               f"conditioned on that choice, not k={d} measured on its own; fit and pool leave it out of a searched "
+               "directory (name this file to use it)"]
         rec = record_from_results(dataclasses.replace(plan, draft_len=d), rows, source_name=f"{source_name}-split",
-                                  server=server, engine_version=engine_version, warnings=[why], started=started)
+                                  server=server, engine_version=engine_version, warnings=why, started=started)
         write_record(rec, sub)
         notes.append(f"{rec.num_verify_steps} steps at k={d} ({len(rows)} requests) -> {BY_DRAFT_LEN_DIR}/k{d}")
     if not notes:

@@ -94,6 +94,13 @@ def test_a_server_that_changes_its_draft_length_gets_one_record_per_length(tmp_p
     assert acc == rec.num_accepted_drafts + sum(r["num_accepted_drafts"] for r in subs.values())
     # the k=3 record holds steps drafted at 3 only (the fake drafts 3 on every other step)
     assert rec.num_verify_steps >= subs[2]["num_verify_steps"]
+    # a searched directory yields the cell's own record; a split record is used only when named
+    from golden_al.curvefit.records import expand_record_paths
+
+    assert expand_record_paths([tmp_path]) == [main / "measurement.json"]
+    named = main / "by_draft_len" / "k2" / "measurement.json"
+    assert expand_record_paths([named]) == [named]
+    assert any("conditioned on that choice" in w for w in subs[2]["warnings"])
 
 
 def test_a_fixed_length_server_is_not_split(tmp_path):
