@@ -11,9 +11,11 @@ Part B (pipeline against waves): serve-reference with the fake engine sleeping `
 verify step in each request's own thread, i.e. a server whose step time does not depend on how many
 requests it runs (a GPU under its batch limit); answers of 16..256 tokens. The reference engine
 serves one request at a time (a lock), so it cannot show a scheduling difference. Pipeline and waves
-alternate, three repetitions each, in one process.
+alternate, ``--reps`` repetitions each, at concurrency 1 (the control: a wave of one is a pipeline), 8 and
+64, in one process.
 
-Run:  flock /tmp/golden-al-heavy.lock python experiments/pipeline-concurrency/run.py   (5-10 minutes on 2 cores)
+Run:  flock /tmp/golden-al-heavy.lock python experiments/pipeline-concurrency/run.py   (20-30 minutes on 2 cores;
+      --prompts-b 96 --reps 2 takes about 12)
 Writes results.json, results.md and pipeline_concurrency.png next to this file.
 """
 
@@ -118,15 +120,15 @@ def part_a(tmp: Path, n: int, max_tokens: int, device: str) -> list[dict[str, An
     return rows
 
 
-def part_b(tmp: Path, n: int, reps: int) -> list[dict[str, Any]]:
+def part_b(tmp: Path, n: int, reps: int, step_delay: float = STEP_DELAY) -> list[dict[str, Any]]:
     from golden_al.servers.served_engine import FakeServedEngine
 
     prompts = _prompts(n)
     rows = []
-    srv = _serve(FakeServedEngine(K, accept_rate=0.7, min_len=16, max_len=256, step_delay_s=STEP_DELAY,
+    srv = _serve(FakeServedEngine(K, accept_rate=0.7, min_len=16, max_len=256, step_delay_s=step_delay,
                                   model_name="m"), "sglang")
     try:
-        for c in (8, 64):
+        for c in CONCURRENCIES:  # at c=1 a wave is one request: the control, both schedules must tie
             for rep in range(reps):
                 order = ("pipeline", "waves") if rep % 2 == 0 else ("waves", "pipeline")
                 for schedule in order:
@@ -193,6 +195,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prompts-b", type=int, default=160, help="part B prompts (default 160)")
     ap.add_argument("--max-tokens", type=int, default=32, help="part A max_tokens (default 32)")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--step-delay", type=float, default=STEP_DELAY,
+                    help=f"part B seconds per verify step (default {STEP_DELAY})")
+    ap.add_argument("--skip-a", action="store_true", help="run part B only (no torch needed)")
     ap.add_argument("--out", type=Path, default=HERE)
     ap.add_argument("--prompts-file", type=Path, default=None,
                     help="the same HumanEval prompts as chat-jsonl (for a machine without the HumanEval package)")
@@ -205,8 +210,8 @@ def main(argv: list[str] | None = None) -> int:
 
     load_at_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        a = part_a(Path(tmp), args.prompts, args.max_tokens, args.device)
-        b = part_b(Path(tmp), args.prompts_b, args.reps)
+        a = [] if args.skip_a else part_a(Path(tmp), args.prompts, args.max_tokens, args.device)
+        b = part_b(Path(tmp), args.prompts_b, args.reps, args.step_delay)
     summary = summarize(a, b)
     result = {"settings": {"k": K, "prompts": args.prompts, "prompts_b": args.prompts_b,
                            "prompt_set": "humaneval (first N)",
@@ -214,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
                            "part_a_max_tokens": args.max_tokens, "part_a_device": args.device,
                            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                                        "loadavg_at_start": list(load_at_start)}, "part_b_engine": "fake engine, step delay "
-                           f"{STEP_DELAY} s per verify step, answers 16..256 tokens", "reps": args.reps},
+                           f"{args.step_delay} s per verify step, answers 16..256 tokens", "reps": args.reps},
               "al_vs_concurrency": a, "pipeline_vs_waves": b, "summary": summary, "provenance": collect()}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
