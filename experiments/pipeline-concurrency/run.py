@@ -165,6 +165,12 @@ def plot(a: list[dict[str, Any]], b: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if not a:  # part B only (--skip-a)
+        fig, ax2 = plt.subplots(1, 1, figsize=(6, 4.2))
+        _plot_b(ax2, b)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        return
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     for j, source in enumerate(sorted({r["source"] for r in a})):
         rs = [r for r in a if r["source"] == source]
@@ -176,6 +182,12 @@ def plot(a: list[dict[str, Any]], b: list[dict[str, Any]], path: Path) -> None:
     ax1.set_ylabel(f"AL (k={K})")
     ax1.set_title("Same prompts, tiny reference pair: AL against concurrency")
     ax1.legend(fontsize=8)
+    _plot_b(ax2, b)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def _plot_b(ax2: Any, b: list[dict[str, Any]]) -> None:
     cs = sorted({r["concurrency"] for r in b})
     for j, schedule in enumerate(("pipeline", "waves")):
         med = [statistics.median(r["wall_s"] for r in b if r["concurrency"] == c and r["schedule"] == schedule)
@@ -185,8 +197,28 @@ def plot(a: list[dict[str, Any]], b: list[dict[str, Any]], path: Path) -> None:
     ax2.set_ylabel("wall time (s), median of repetitions")
     ax2.set_title("Pipeline against waves (batching stand-in)")
     ax2.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+
+
+def results_markdown(result: dict[str, Any]) -> str:
+    """``results.md`` from ``results.json``'s content (part A left out when it was not run)."""
+    st, a, summary = result["settings"], result["al_vs_concurrency"], result["summary"]
+    lines = ["# Pipeline and concurrency: results", ""]
+    if a:
+        lines += [f"k={st['k']}; part A {st['prompts']}, part B {st['prompts_b']} HumanEval prompts.", "",
+                  "## AL against concurrency (tiny reference pair over serve-reference)", "",
+                  "| source | concurrency | AL | 95% interval | clusters | wall (s) |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['source']} | {r['concurrency']} | {r['al']:.4f} | [{r['ci95'][0]:.4f}, {r['ci95'][1]:.4f}] "
+                  f"| {r['clusters']} | {r['wall_s']:.1f} |" for r in a]
+        lines += ["", f"Each AL inside every other concurrency's interval: {summary['al_within_each_others_interval']}",
+                  ""]
+    else:
+        lines += [f"k={st['k']}; part B only (--skip-a), {st['prompts_b']} HumanEval prompts, {st['reps']} "
+                  f"repetitions; {st['part_b_engine']}.", ""]
+    lines += ["## Wall time: pipeline against waves (fake engine, batching stand-in)", "",
+              "| concurrency | pipeline median (s) | waves median (s) | waves / pipeline |", "|---|---|---|---|"]
+    lines += [f"| {c} | {v['pipeline_median_s']:.2f} | {v['waves_median_s']:.2f} | {v['waves_over_pipeline']:.2f} |"
+              for c, v in summary["wall_time"].items()]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -224,18 +256,7 @@ def main(argv: list[str] | None = None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
     plot(a, b, args.out / "pipeline_concurrency.png")
-    lines = ["# Pipeline and concurrency: results", "",
-             f"k={K}; part A {args.prompts}, part B {args.prompts_b} HumanEval prompts.", "",
-             "## AL against concurrency (tiny reference pair over serve-reference)", "",
-             "| source | concurrency | AL | 95% interval | clusters | wall (s) |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r['source']} | {r['concurrency']} | {r['al']:.4f} | [{r['ci95'][0]:.4f}, {r['ci95'][1]:.4f}] | "
-              f"{r['clusters']} | {r['wall_s']:.1f} |" for r in a]
-    lines += ["", f"Each AL inside every other concurrency's interval: {summary['al_within_each_others_interval']}",
-              "", "## Wall time: pipeline against waves (fake engine, batching stand-in)", "",
-              "| concurrency | pipeline median (s) | waves median (s) | waves / pipeline |", "|---|---|---|---|"]
-    lines += [f"| {c} | {v['pipeline_median_s']:.2f} | {v['waves_median_s']:.2f} | {v['waves_over_pipeline']:.2f} |"
-              for c, v in summary["wall_time"].items()]
-    (args.out / "results.md").write_text("\n".join(lines) + "\n")
+    (args.out / "results.md").write_text(results_markdown(result))
     print(json.dumps(summary, indent=2))
     return 0
 
