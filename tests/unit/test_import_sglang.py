@@ -18,21 +18,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from golden_al.cli.main import main
+from test_import import _rec, _run
 
 K = 3
 SETTINGS = ["--thinking", "off", "--temperature", "0", "--max-tokens", "256"]
-
-
-def _run(capsys, *args: str) -> tuple[int, str, str]:
-    code = main(["import", *args])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _rec(d: Path) -> dict:
-    return json.loads((d / "measurement.json").read_text())
 
 
 def _requests(n: int = 12, seed: int = 7) -> list[list[int]]:
