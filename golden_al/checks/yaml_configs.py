@@ -18,7 +18,11 @@
   ``KEY=VALUE`` list items, ``{name: KEY, value: V}`` env lists and
   ``speculative-config`` JSON strings or mappings.
 
-Line numbers come from PyYAML's composer (C loader when available).
+Recipes and master configs are read by :mod:`golden_al.configs.srt_slurm`, the reader
+``inject`` uses too (roles, environment blocks, sweep variants, speculative settings, the
+generating role, curve inputs); this module adds what only ``check`` needs: line numbers
+(from PyYAML's composer, C loader when available), thinking and agentic signals, model
+names with their sources, and the pins themselves.
 """
 
 from __future__ import annotations
