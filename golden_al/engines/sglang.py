@@ -114,6 +114,11 @@ DRAFT_FLAGS: tuple[str, ...] = tuple(f[2:] for f in (FLAG_NUM_STEPS, FLAG_EAGLE_
 SPEC_FLAGS: tuple[str, ...] = ("speculative-algorithm", "speculative-algo", *DRAFT_FLAGS,
                                FLAG_DRAFT_MODEL[2:])
 LAUNCH_MODULE = "sglang.launch_server"
+#: srt-slurm recipes (NVIDIA srt-slurm ``srtctl`` schema, as in SemiAnalysisAI/InferenceX
+#: ``benchmarks/multi_node/srt-slurm-recipes`` at 843c6254f): the ``backend`` key holding per-role
+#: engine arguments, and the ``backend.type`` spellings of this engine.
+RECIPE_CONFIG_KEY = "sglang_config"
+RECIPE_BACKEND_TYPES: tuple[str, ...] = ("sglang",)
 
 #: ``--speculative-algorithm`` values (upper-cased by SGLang) and their family.
 ALGORITHMS: dict[str, str] = {

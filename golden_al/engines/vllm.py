@@ -76,6 +76,11 @@ FLAG_SPEC_CONFIG = "--speculative-config"
 SPEC_CONFIG_FLAGS: tuple[str, ...] = (FLAG_SPEC_CONFIG, "--speculative_config", "-sc")
 #: The key of the recipe/server-args dict that holds the speculative config.
 SPEC_CONFIG_KEY = "speculative_config"
+#: srt-slurm recipes (NVIDIA srt-slurm ``srtctl`` schema, as in SemiAnalysisAI/InferenceX
+#: ``benchmarks/multi_node/srt-slurm-recipes`` at 843c6254f): the ``backend`` key holding per-role
+#: engine arguments, and the ``backend.type`` spellings of this engine.
+RECIPE_CONFIG_KEY = "vllm_config"
+RECIPE_BACKEND_TYPES: tuple[str, ...] = ("vllm",)
 K_KEY = "num_speculative_tokens"
 METHOD_KEY = "rejection_sample_method"
 LENGTH_KEY = "synthetic_acceptance_length"
