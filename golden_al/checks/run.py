@@ -279,7 +279,7 @@ def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, in
             raise InputFileError(f"{len(recs)} SGLang decode line(s) but none carries 'accept len' with a running "
                                  "batch (speculative decoding off?)", path=logs[0][0])
         raise _no_lines(f"SGLang '{sglang.PROFILE.log_pattern('decode-head').marker}' lines", logs, other)
-    weights = [interval * r.running_req for r in usable]
+    weights = [sglang.decode_window(r.accept_len, r.running_req, interval)[0] for r in usable]  # type: ignore[arg-type]
     total = math.fsum(weights)
     realized = math.fsum(w * r.accept_len for w, r in zip(weights, usable, strict=False)) / total  # type: ignore[operator]
     sum_sq = math.fsum(w * w / interval for w in weights)
