@@ -16,7 +16,9 @@
   which holds the draft length.
 * Anything else: any mapping key naming a knob (``SGLANG_SIMULATE_ACC_LEN: "2.49"``),
   ``KEY=VALUE`` list items, ``{name: KEY, value: V}`` env lists and
-  ``speculative-config`` JSON strings or mappings.
+  ``speculative-config`` JSON strings or mappings; and the knobs of engines whose profile
+  declares a ``command_line`` (llama.cpp) on command lines and environments kept in the
+  config (:mod:`golden_al.checks.command_lines`).
 
 Line numbers come from PyYAML's composer (C loader when available).
 """
@@ -32,6 +34,7 @@ from typing import Any
 
 import yaml
 
+from golden_al.checks.command_lines import command_line_pins
 from golden_al.checks.context import (
     MASTER_LENGTH_KEY,
     SGLANG_COMPANIONS,
@@ -783,6 +786,7 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
                                       agentic_from_path(path)))
         pins.extend(_generic_pins(doc, path, skip | {p for p, _ in _walk(doc.data)
                                                      if p and p[-1] in _VLLM_SPEC_KEYS}))
+        pins.extend(command_line_pins(_walk(doc.data), doc.line, path))  # engines' profile.command_line
     return pins
 
 
@@ -807,6 +811,7 @@ def extract_json_pins(text: str, path: str) -> list[Pin]:
             thinking.extend(thinking_from_setting(p[-1], v, ""))
     pins = _vllm_pins_in(path, doc, data, [], lambda _r: list(thinking), agentic_from_path(path))
     pins += _generic_pins(doc, path, {p for p, _ in _walk(data) if p and p[-1] in _VLLM_SPEC_KEYS})
+    pins += command_line_pins(_walk(data), doc.line, path)
     for p, v in _walk(data):  # model names of a submission
         if p and p[-1] in ("model", "served_model_name", "model_path", "served-model-name") and isinstance(v, str):
             for pin in pins:
@@ -815,11 +820,16 @@ def extract_json_pins(text: str, path: str) -> list[Pin]:
 
 
 def _json_lines(text: str, data: Any) -> dict[tuple[str, ...], int]:
-    """Line of each key path, found by searching the key text in order."""
+    """Line of each key path (and scalar list item), found by searching its text in order."""
     lines: dict[tuple[str, ...], int] = {}
     pos = 0
-    for p, _ in _walk(data):
-        if not p or p[-1].isdigit():
+    for p, v in _walk(data):
+        if not p or (p[-1].isdigit() and isinstance(v, (dict, list))):
+            continue
+        if p[-1].isdigit():  # a scalar list item (an args array): its own text, in order
+            k = text.find(json.dumps(v, ensure_ascii=False), pos)
+            if k >= 0:
+                lines[p], pos = text.count("\n", 0, k) + 1, k
             continue
         needle = json.dumps(p[-1])
         k = text.find(needle, pos)

@@ -55,7 +55,9 @@ def run(args: argparse.Namespace) -> int:
             result = build_llama_server(cache_dir(args.cache_dir), jobs=args.jobs, progress=bar, note=note)
         record = result.to_dict()
         if not result.cached:
-            note(f"built in {result.build_seconds:.0f} s; log {result.log}")
+            took = (f"built in {result.build_seconds:.0f} s over {result.attempts} attempt(s)"
+                    if result.build_seconds is not None else "built (earlier work in the build directory was not timed)")
+            note(f"{took}; log {result.log}")
     if args.format == "json":
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
     else:
