@@ -157,6 +157,10 @@ LOG_DRAFT_ACCEPTANCE = (
     r"draft acceptance = (?P<rate>[0-9.]+) \(\s*(?P<accepted>\d+) accepted /\s*(?P<generated>\d+) generated\), "
     r"mean len =\s*(?P<mean_len>[0-9.]+)"
 )
+#: The text every such line holds.
+LOG_DRAFT_ACCEPTANCE_MARKER = "draft acceptance = "
+#: How to get a fixed draft length k (the module docstring says why).
+FIXED_K_HINT = f"launch with {FLAG_N_MIN} = {FLAG_N_MAX} = k and {FLAG_P_MIN} 0"
 #: ``common_speculative_init`` (speculative.cpp) when synthetic acceptance is on.
 LOG_SYNTH_WARNING = r"synthetic speculative acceptance is enabled for benchmarking"
 LOG_SYNTH_INFO = (

@@ -323,7 +323,7 @@ def _import_vllm_log(paths: Sequence[Path], opts: ImportOptions) -> list[Importe
     for p in paths:
         windows = _log_windows(p, opts.draft_len)
         if not windows:
-            raise InputFileError("no 'SpecDecoding metrics' line with drafts", path=p,
+            raise InputFileError(f"no '{vllm_engine.PROFILE.log_pattern('spec-head').marker}' line with drafts", path=p,
                                  hint="start vLLM without --disable-log-stats, with speculative decoding")
         k = windows[0].k
         name = opts.dataset or "unknown"
