@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from golden_al.checks.context import agentic_from_path, thinking_from_setting
+from golden_al.checks.context import agentic_from_path, scalar_text, thinking_from_setting
 from golden_al.checks.findings import DraftInfo, ModelName, Pin, ThinkingSignal
 from golden_al.engines import engine_names, get_profile
 from golden_al.engines.profile import EngineProfile
@@ -42,14 +42,6 @@ Path = tuple[str, ...]
 class _Word:
     text: str
     path: Path
-
-
-def _scalar(v: Any) -> str | None:
-    if v is None or isinstance(v, (dict, list)):
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
 
 
 def _split(text: str) -> list[str]:
@@ -73,7 +65,7 @@ def _words(value: Any, path: Path) -> list[_Word]:
     out: list[_Word] = []
     if isinstance(value, list):
         for i, item in enumerate(value):
-            text = _scalar(item)
+            text = scalar_text(item)
             if text is None:
                 continue
             p = (*path, str(i))
@@ -90,13 +82,13 @@ def _env(value: Any, path: Path) -> dict[str, tuple[str | None, Path]]:
     out: dict[str, tuple[str | None, Path]] = {}
     if isinstance(value, dict):
         for k, v in value.items():
-            out[str(k)] = (_scalar(v), (*path, str(k)))
+            out[str(k)] = (scalar_text(v), (*path, str(k)))
     elif isinstance(value, list):
         for i, item in enumerate(value):
             p = (*path, str(i))
             if isinstance(item, dict) and isinstance(item.get("name"), str):
                 # the line of ``value:`` (valueFrom: no value in this file)
-                out[item["name"]] = (_scalar(item.get("value")), (*p, "value") if "value" in item else p)
+                out[item["name"]] = (scalar_text(item.get("value")), (*p, "value") if "value" in item else p)
             elif isinstance(item, str) and "=" in item:
                 name, _, val = item.partition("=")
                 out[name.strip()] = (val.strip(), p)

@@ -43,6 +43,7 @@ from golden_al.checks.context import (
     agentic_from_flag,
     agentic_from_path,
     agentic_from_scenario,
+    scalar_text,
     thinking_from_setting,
 )
 from golden_al.checks.findings import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
@@ -167,12 +168,7 @@ def _role_of(path: tuple[str, ...]) -> str | None:
     return None
 
 
-def _scalar(v: Any) -> str | None:
-    if v is None or isinstance(v, (dict, list)):
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
+_scalar = scalar_text
 
 
 def _json_obj(v: Any) -> dict[str, Any] | None:
