@@ -129,23 +129,19 @@ def _thinking(words: Sequence[_Word], env: Mapping[str, tuple[str | None, Path]]
     return out
 
 
-def command_line_pins(nodes: Iterable[tuple[Path, Any]], line_of: Callable[[Path], int], file: str) -> list[Pin]:
+def command_line_pins(nodes: Callable[[], Iterable[tuple[Path, Any]]], line_of: Callable[[Path], int],
+                      file: str) -> list[Pin]:
     """Every pin on a command line or in an environment of a parsed YAML/JSON document.
 
-    ``nodes``: every ``(key path, value)`` of the document, parents first; ``line_of``:
+    ``nodes()``: every ``(key path, value)`` of the document, parents first (walked once,
+    and once more for the document's thinking settings when a pin is found); ``line_of``:
     the 1-based line of a key path.
     """
     profiles = _profiles()
     if not profiles:
         return []
-    nodes = list(nodes)
-    doc_thinking: list[ThinkingSignal] = []
-    for p, v in nodes:
-        if p:
-            doc_thinking += thinking_from_setting(p[-1], v, "")
-    agentic = agentic_from_path(file)
     pins: list[Pin] = []
-    for path, scope in nodes:
+    for path, scope in nodes():
         if not isinstance(scope, dict):
             continue
         words: list[_Word] = []
@@ -174,7 +170,7 @@ def command_line_pins(nodes: Iterable[tuple[Path, Any]], line_of: Callable[[Path
             args = [w.text for w in words]
             env_values = {name: val for name, (val, _) in scope_env.items() if val is not None}
             reading = profile.command_line.read(args, env_values)
-            thinking = _thinking(words, scope_env) + doc_thinking
+            thinking = _thinking(words, scope_env)
             models = [ModelName(m, f"the {profile.display_name} command line") for m in reading.models]
             models += [ModelName(env_values[n], f"the environment {n}") for n in _MODEL_ENV if env_values.get(n)]
             where = "/".join(keys) or "the keys"
@@ -190,9 +186,13 @@ def command_line_pins(nodes: Iterable[tuple[Path, Any]], line_of: Callable[[Path
                 pin = Pin(file=file, line=line_of(value_path), engine=profile.name, knob=knobs[spelling],
                           raw_value=None if unresolved else raw, unresolved=unresolved, algorithm=reading.algorithm,
                           draft=draft, thinking=list(thinking), models=list(models),
-                          draft_model=reading.draft_model, agentic=agentic)
+                          draft_model=reading.draft_model, agentic=agentic_from_path(file))
                 pin.problems.extend(reading.problems)
                 pin.notes.append(f"{profile.display_name} settings in {where} of a config"
                                  + (f" at {'.'.join(path)}" if path else ""))
                 pins.append(pin)
+    if pins:  # the document's own thinking settings (weaker ones lose in check's resolution)
+        doc_thinking = [s for p, v in nodes() if p for s in thinking_from_setting(p[-1], v, "")]
+        for pin in pins:
+            pin.thinking += doc_thinking
     return pins

@@ -25,6 +25,7 @@ Line numbers come from PyYAML's composer (C loader when available).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Iterator
@@ -782,7 +783,7 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
                                       agentic_from_path(path)))
         pins.extend(_generic_pins(doc, path, skip | {p for p, _ in _walk(doc.data)
                                                      if p and p[-1] in _VLLM_SPEC_KEYS}))
-        pins.extend(command_line_pins(_walk(doc.data), doc.line, path))  # engines' profile.command_line
+        pins.extend(command_line_pins(functools.partial(_walk, doc.data), doc.line, path))  # profile.command_line
     return pins
 
 
@@ -807,7 +808,7 @@ def extract_json_pins(text: str, path: str) -> list[Pin]:
             thinking.extend(thinking_from_setting(p[-1], v, ""))
     pins = _vllm_pins_in(path, doc, data, [], lambda _r: list(thinking), agentic_from_path(path))
     pins += _generic_pins(doc, path, {p for p, _ in _walk(data) if p and p[-1] in _VLLM_SPEC_KEYS})
-    pins += command_line_pins(_walk(data), doc.line, path)
+    pins += command_line_pins(lambda: _walk(data), doc.line, path)
     for p, v in _walk(data):  # model names of a submission
         if p and p[-1] in ("model", "served_model_name", "model_path", "served-model-name") and isinstance(v, str):
             for pin in pins:

@@ -179,12 +179,12 @@ def test_reader_is_driven_by_the_profile(monkeypatch):
 
     from golden_al.checks import command_lines
 
-    assert command_lines.command_line_pins([((), {})], lambda p: 1, "x.yaml") == []
+    assert command_lines.command_line_pins(lambda: [((), {})], lambda p: 1, "x.yaml") == []
     data = {"args": ["-md", "d.gguf", "--spec-draft-n-max", "2", "--spec-draft-n-min", "2", "--spec-synth-len", "2"]}
     nodes = [((), data), (("args",), data["args"])]
-    (pin,) = command_lines.command_line_pins(nodes, lambda p: len(p), "x.yaml")
+    (pin,) = command_lines.command_line_pins(lambda: nodes, lambda p: len(p), "x.yaml")
     assert (pin.engine, pin.knob, pin.raw_value, pin.draft.k) == ("llamacpp", lc.FLAG_SYNTH_LEN, "2", 2)
     bare = dataclasses.replace(lc.PROFILE, command_line=None)
     monkeypatch.setattr(command_lines, "get_profile", lambda name: bare if name == "llamacpp" else
                         dataclasses.replace(lc.PROFILE, command_line=None))
-    assert command_lines.command_line_pins(nodes, lambda p: 1, "x.yaml") == []
+    assert command_lines.command_line_pins(lambda: nodes, lambda p: 1, "x.yaml") == []
