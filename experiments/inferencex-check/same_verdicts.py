@@ -32,7 +32,14 @@ from run_check import extract  # noqa: E402
 
 
 def _key(f: dict) -> tuple:
-    return (f["file"], f["line"], f["draft_len"], f["pinned_value"], f["engine"])
+    # ``use_line`` (issue 12) is the line the finding was reported at before ``line`` became the
+    # line where the value is written; findings from before it have only ``line``.
+    return (f["file"], f.get("use_line", f["line"]), f["draft_len"], f["pinned_value"], f["engine"])
+
+
+def _base_key(f: dict) -> tuple:
+    """The key without the draft length, to pair a finding whose k became known with its old self."""
+    return (f["file"], f.get("use_line", f["line"]), f["pinned_value"], f["engine"])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,6 +69,13 @@ def main(argv: list[str] | None = None) -> int:
     after = {_key(f): f["verdict"] for f in new}
     changed = [{"finding": list(k), "before": before[k], "after": after[k]}
                for k in sorted(set(before) & set(after), key=str) if before[k] != after[k]]
+    old_by_base = {_base_key(f): f for f in old}
+    resolved = [{"finding": list(_key(f)), "before": {k: old_by_base[_base_key(f)][k] for k in ("draft_len", "verdict",
+                                                                                              "model")},
+                 "after": {k: f[k] for k in ("draft_len", "verdict", "model")}}
+                for f in new if _key(f) not in before and _base_key(f) in old_by_base]
+    moved = [{"file": f["file"], "use_line": f["use_line"], "line": f["line"], "pinned_value": f["pinned_value"]}
+             for f in new if f.get("use_line", f["line"]) != f["line"]]
     doc = {
         "provenance": collect(started=started, argv=[sys.argv[0], *(argv or sys.argv[1:])]),
         "inferencex_commit": sha,
@@ -74,12 +88,15 @@ def main(argv: list[str] | None = None) -> int:
         "appeared": [list(k) for k in sorted(set(after) - set(before), key=str)],
         "disappeared": [list(k) for k in sorted(set(before) - set(after), key=str)],
         "unreadable": [f for f in new if f["verdict"] == "unreadable"],
+        "draft_len_now_known": resolved,
+        "value_line_differs_from_use_line": moved,
         "same_verdicts": not changed and set(before) == set(after),
     }
     atomic_write_text(args.out, json.dumps(doc, indent=2) + "\n")
     print(f"InferenceX {sha[:9]}: {len(old)} findings before, {len(new)} after; {len(changed)} changed, "
           f"{len(doc['appeared'])} appeared, {len(doc['disappeared'])} disappeared, "
-          f"{len(doc['unreadable'])} unreadable; same verdicts: {doc['same_verdicts']}")
+          f"{len(doc['unreadable'])} unreadable; {len(resolved)} with a draft length found now; {len(moved)} whose "
+          f"value is written on another line than its use; same verdicts: {doc['same_verdicts']}")
     return 0 if doc["same_verdicts"] else 1
 
 

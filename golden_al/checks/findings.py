@@ -54,10 +54,15 @@ class ThinkingSignal:
 
 @dataclass(frozen=True)
 class ModelName:
-    """A name the config gives the served model (tried against the store in order)."""
+    """A name the config gives the served model (tried against the store in order).
+
+    ``pattern``: ``name`` is a shell glob (a ``case`` arm such as ``*DeepSeek-V4*``) that the
+    model's name matches on this path; it stands for every store model whose name fits it.
+    """
 
     name: str
     source: str
+    pattern: bool = False
 
 
 @dataclass
@@ -84,7 +89,7 @@ class Pin:
     """One pinned synthetic-acceptance value and its surroundings in the config."""
 
     file: str
-    line: int
+    line: int  # where the pinned value is written (the line a person edits)
     engine: str  # sglang | vllm | trtllm | atom
     knob: str  # the name as written
     raw_value: str | None  # the value as written (after static expansion); None: unresolved
@@ -96,10 +101,14 @@ class Pin:
     models: list[ModelName] = field(default_factory=list)
     draft_model: str | None = None
     draft_sample_method: str | None = None
+    #: the draft's real rejection method (vLLM ``rejection_sample_method`` other than ``synthetic``):
+    #: a curve input, as in ``inject`` (:func:`golden_al.configs.srt_slurm.curve_rejection_method`)
+    rejection_sample_method: str | None = None
     agentic: AgenticInfo = AgenticInfo(None, "the files do not say")
     problems: list[tuple[str, str]] = field(default_factory=list)  # (verdict, text) found while reading
     notes: list[str] = field(default_factory=list)
     spec: dict[str, Any] = field(default_factory=dict)  # engine-specific extras (vLLM config, ATOM flags)
+    use_line: int | None = None  # where the value reaches the engine (None: at ``line``)
 
 
 @dataclass(frozen=True)
@@ -119,12 +128,16 @@ class Finding:
     expected_al: float | None
     verdict: str
     message: str
+    #: where the value reaches the engine (the knob's export, the launch command); ``line`` is
+    #: where the value itself is written; None: the same line
+    use_line: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object, keys in contract order."""
         return {
             "file": self.file,
             "line": self.line,
+            "use_line": self.line if self.use_line is None else self.use_line,
             "engine": self.engine,
             "algorithm": self.algorithm,
             "model": self.model,

@@ -6,7 +6,7 @@ names inside a string, e.g. an env prefix built for a launch command), a
 ``--speculative-config`` JSON with ``synthetic_acceptance_*`` (also built with
 ``printf``), ATOM's ``--spec-decode-acceptance-length`` / ``-rate`` flag, or llama.cpp's
 ``--spec-synth-len`` / ``--spec-synth-rates`` (or their ``LLAMA_ARG_SPEC_SYNTH_*`` env form). The
-script is walked over every feasible path (:mod:`golden_al.checks.shell`) with
+script is walked over every feasible path (:mod:`golden_al.checks.bash`) with
 ``EVAL_ONLY=false`` and ``RUN_EVAL=false`` (throughput runs; evals use real
 acceptance); each path that reaches a site yields a pin, resolved against the flags and
 variables of that same path (``--speculative-num-steps``, ``--num-speculative-tokens``,
@@ -24,19 +24,8 @@ from collections.abc import Iterable
 from pathlib import PurePath
 from typing import Any
 
-from golden_al.checks.context import (
-    ATOM_KNOBS,
-    SGLANG_COMPANIONS,
-    SGLANG_KNOBS,
-    SGLANG_LEGACY_COMPANIONS,
-    TRTLLM_KNOB,
-    VLLM_KEYS,
-    agentic_from_flag,
-    agentic_from_path,
-    thinking_from_setting,
-)
-from golden_al.checks.findings import AgenticInfo, ModelName, Pin, ThinkingSignal
-from golden_al.checks.shell import (
+from golden_al.checks.bash import (
+    MAX_STATES,
     AndOr,
     ArrayAssign,
     Case,
@@ -53,14 +42,29 @@ from golden_al.checks.shell import (
     has_unknown,
     is_soft,
     iter_cmds,
+    origin_of,
     parse_script,
     show,
+    unknown_names,
 )
+from golden_al.checks.context import (
+    ATOM_KNOBS,
+    SGLANG_COMPANIONS,
+    SGLANG_KNOBS,
+    SGLANG_LEGACY_COMPANIONS,
+    TRTLLM_KNOB,
+    VLLM_KEYS,
+    agentic_from_flag,
+    agentic_from_path,
+    thinking_from_setting,
+)
+from golden_al.checks.findings import AgenticInfo, ModelName, Pin, ThinkingSignal
 from golden_al.checks.spec import (
     atom_draft,
     config_json,
     llamacpp_draft,
     sglang_draft,
+    sglang_draft_hidden,
     trtllm_draft,
     vllm_draft,
 )
@@ -108,18 +112,18 @@ def _cmd_texts(cmd: Cmd) -> list[str]:
     return out
 
 
+_SITE_TEXT = re.compile("|".join([
+    _ENV_PIN.pattern, _VLLM_PIN.pattern, *(re.escape(f) for f in (*_FLAGS, *_LLAMACPP_ENV)),
+    r"\b(?:" + "|".join(map(re.escape, _HEREDOC_KEYS)) + r")\s*:",
+    r"\b(?:" + "|".join(map(re.escape, _ENV_NAMES)) + r")=",
+]))
+_SITE_NAMES = frozenset((*_ENV_NAMES, sglang.ENV_LEN, TRTLLM_KNOB, *_LLAMACPP_ENV))
+
+
 def _is_site(cmd: Cmd) -> bool:
-    names = {n for n, _, _ in cmd.assigns}
-    if names & set(_ENV_NAMES) or any(n in (sglang.ENV_LEN, TRTLLM_KNOB, *_LLAMACPP_ENV) for n in names):
+    if any(n in _SITE_NAMES for n, _, _ in cmd.assigns):
         return True
-    for text in _cmd_texts(cmd):
-        if _ENV_PIN.search(text) or _VLLM_PIN.search(text) or any(f in text for f in (*_FLAGS, *_LLAMACPP_ENV)):
-            return True
-        if any(re.search(rf"\b{k}\s*:", text) for k in _HEREDOC_KEYS):
-            return True
-        if any(re.search(rf"\b{n}=", text) for n in _ENV_NAMES):
-            return True
-    return False
+    return any(_SITE_TEXT.search(text) for text in _cmd_texts(cmd))
 
 
 def _relevant_refs(cmd: Cmd) -> set[str]:
@@ -300,7 +304,7 @@ class _Visitor:
         if id(cmd) not in self.rel.sites:
             return
         ex = Expander(state)
-        words = []
+        words: list[str] = []
         for w in cmd.words:
             words.extend(ex.expand_word_list(w.raw))
         arrays: list[list[str]] = []
@@ -314,8 +318,14 @@ class _Visitor:
                 if isinstance(value, str):
                     arrays.append(value.split())
         for seq in [words, *arrays]:
-            for flag, value in _flags_in(seq):
+            found = _flags_in(seq)
+            for flag, value in found:
                 state.notes.append(("flag", flag, value, cmd.line))
+            if found:  # words set at run time in a launch line may hold more flags
+                for i, token in enumerate(seq):
+                    if (has_unknown(token) and not token.startswith("-") and not (i and seq[i - 1].startswith("-"))
+                            and not show(token).startswith("$(")):
+                        state.notes.append(("opaque", show(token)))
         for h in cmd.heredocs:
             body = ex.expand_text(h.body, quoted=True) if h.expand else h.body
             for i, line in enumerate(body.splitlines()):
@@ -336,18 +346,23 @@ class _Visitor:
                 continue
             if name in _LLAMACPP_ENV:
                 value = state.env.get(name)
-                state.notes.append(("pin", "llamacpp", name, v.line, value if isinstance(value, str) else "", "env"))
+                text = value if isinstance(value, str) else ""
+                state.notes.append(("pin", "llamacpp", name, v.line, text, "env",
+                                    origin_of(v.raw, v.line, state, _literal(text))))
                 continue
             if name in (sglang.ENV_LEN, TRTLLM_KNOB) or (name == sglang.LEGACY_ENV_LEN and exported_stmt):
                 value = state.env.get(name)
-                state.notes.append(("pin", "env", name, v.line, value if isinstance(value, str) else "",
-                                    "prefix" if words and head not in ("export",) else "assign"))
+                text = value if isinstance(value, str) else ""
+                state.notes.append(("pin", "env", name, v.line, text,
+                                    "prefix" if words and head not in ("export",) else "assign",
+                                    origin_of(v.raw, v.line, state, _literal(text))))
             elif _ENV_PIN.search(v.raw):  # NAME=... inside a string value
                 text = ex.expand_text(v.raw, quoted=False)
-                self._string_pins(text, v.line, state)
+                self._string_pins(text, v.raw, v.line, state)
             if m := _VLLM_PIN.search(v.raw):
                 text = ex.expand_text(v.raw, quoted=False)
-                state.notes.append(("pin", "vllm", "", v.line + v.raw[:m.start()].count("\n"), text, ""))
+                use = v.line + v.raw[:m.start()].count("\n")
+                state.notes.append(("pin", "vllm", "", use, text, "", origin_of(v.raw, use, state, _vllm_value(text))))
         # 2. words: export NAME=..., env NAME=..., JSON configs, ATOM flags
         for w in cmd.words:
             raw = w.raw
@@ -356,39 +371,66 @@ class _Visitor:
                     head in ("export", "env", "declare")):
                 name = m.group(1)
                 value = ex.expand_text(raw[m.end():], quoted=False)
-                state.notes.append(("pin", "env", name, w.line, value, "export"))
+                state.notes.append(("pin", "env", name, w.line, value, "export",
+                                    origin_of(raw[m.end():], w.line, state, _literal(value))))
                 state.exported.add(name)
             elif m and m.group(1) in _LLAMACPP_ENV and head in ("export", "env", "declare"):
                 value = ex.expand_text(raw[m.end():], quoted=False)
-                state.notes.append(("pin", "llamacpp", m.group(1), w.line, value, "export"))
+                state.notes.append(("pin", "llamacpp", m.group(1), w.line, value, "export",
+                                    origin_of(raw[m.end():], w.line, state, _literal(value))))
             elif _ENV_PIN.search(raw) and not m and head == "env":
-                self._string_pins(ex.expand_text(raw, quoted=False), w.line, state)
+                self._string_pins(ex.expand_text(raw, quoted=False), raw, w.line, state)
             if vm := _VLLM_PIN.search(raw):
-                state.notes.append(("pin", "vllm", "", w.line + raw[:vm.start()].count("\n"),
-                                    ex.expand_text(raw, quoted=False), ""))
+                use = w.line + raw[:vm.start()].count("\n")
+                text = ex.expand_text(raw, quoted=False)
+                state.notes.append(("pin", "vllm", "", use, text, "", origin_of(raw, use, state, _vllm_value(text))))
         items = [(w, cmd.words) for w in cmd.words]
         for _, _, v in cmd.assigns:
             if isinstance(v, ArrayAssign):
                 items += [(w, list(v.items)) for w in v.items]
                 for w in v.items:
                     if vm := _VLLM_PIN.search(w.raw):
-                        state.notes.append(("pin", "vllm", "", w.line + w.raw[:vm.start()].count("\n"),
-                                            ex.expand_text(w.raw, quoted=False), ""))
+                        use = w.line + w.raw[:vm.start()].count("\n")
+                        text = ex.expand_text(w.raw, quoted=False)
+                        state.notes.append(("pin", "vllm", "", use, text, "",
+                                            origin_of(w.raw, use, state, _vllm_value(text))))
         for w, seq in items:
             flag = w.raw.strip("'\"").split("=", 1)[0]
             if flag in _ATOM_FLAGS or flag in _LLAMACPP_FLAGS:
                 if "=" in w.raw:
                     value = ex.expand_text(w.raw, quoted=False).split("=", 1)[1]
+                    where = (w.raw, w.line)
                 else:
                     idx = seq.index(w)
                     value = ex.expand_text(seq[idx + 1].raw, quoted=False) if idx + 1 < len(seq) else ""
-                state.notes.append(("pin", "atom" if flag in _ATOM_FLAGS else "llamacpp", flag, w.line, value, ""))
+                    where = (seq[idx + 1].raw, seq[idx + 1].line) if idx + 1 < len(seq) else (w.raw, w.line)
+                state.notes.append(("pin", "atom" if flag in _ATOM_FLAGS else "llamacpp", flag, w.line, value, "",
+                                    origin_of(where[0], where[1], state, _literal(value))))
 
-    def _string_pins(self, text: str, line: int, state: State) -> None:
+    def _string_pins(self, text: str, raw: str, line: int, state: State) -> None:
         for m in _STRING_PIN.finditer(text):
             comps = dict(_STRING_COMPANION.findall(text))
             state.notes.append(("pin", "env", m.group(1), line, m.group(2),
-                                "string:" + ";".join(f"{k}={v}" for k, v in sorted(comps.items()))))
+                                "string:" + ";".join(f"{k}={v}" for k, v in sorted(comps.items())),
+                                origin_of(raw, line, state, _literal(m.group(2)))))
+
+
+def _literal(text: str | None) -> str | None:
+    """The pinned value as a finding shows it (None while it holds an unknown part)."""
+    if not text or has_unknown(text):
+        return None
+    return harden(text).strip().strip("'\"") or None
+
+
+def _vllm_value(text: str) -> str | None:
+    """The synthetic-acceptance value of the vLLM config in ``text``, as written."""
+    cfg = config_json(text)
+    if cfg is None:
+        return None
+    raw = next((cfg[k] for k in VLLM_KEYS if k in cfg), None)
+    if raw is None or isinstance(raw, (list, dict)):
+        return None
+    return _literal(str(raw))
 
 
 # ------------------------------------------------------------------------- resolving
@@ -423,6 +465,12 @@ def _models(state: State, flags: dict[str, str], path: str) -> list[ModelName]:
     add(flags.get("--model"), "--model")
     for name in ("SERVED_MODEL_NAME", "MODEL", "MODEL_PATH", "MODEL_PREFIX"):
         add(_env(state, name), f"${name}")
+    model_vars = {"SERVED_MODEL_NAME", "MODEL", "MODEL_PATH", "MODEL_PREFIX", "MODEL_NAME"}
+    for flag in ("--served-model-name", "--model-path", "--model"):
+        model_vars |= set(unknown_names(flags.get(flag) or ""))
+    for name, glob, line in state.globs:
+        if name in model_vars and re.search(r"[A-Za-z0-9]", glob) and glob not in [m.name for m in out]:
+            out.append(ModelName(glob, f"the case arm at line {line} (${name} matches {glob})", pattern=True))
     m = _SCRIPT_NAME.match(PurePath(path).name)
     if m:
         out.append(ModelName(m.group(1), "the script's file-name prefix (InferenceX runners name scripts "
@@ -456,7 +504,7 @@ def _value(text: str) -> tuple[str | None, str | None]:
 
 
 def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
-    _, kind, knob, line, text, how = note
+    _, kind, knob, line, text, how, _value_line = note
     flags = _flags(state)
     conds = [c for c in state.conds if "EVAL_ONLY" not in c and "RUN_EVAL" not in c]
     models = _models(state, flags, path)
@@ -480,7 +528,11 @@ def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
             algo = flags.get(sglang.FLAG_ALGORITHM, flags.get(f"--{sglang.SPEC_FLAGS[1]}"))
             sflags = {k[2:]: v for k, v in flags.items() if k[2:] in sglang.SPEC_FLAGS}
             pin.algorithm = show(algo) if algo else None
-            pin.draft = sglang_draft(algo, sflags, "the launch flags")
+            hidden = sorted({str(n[1]) for n in state.notes if isinstance(n, tuple) and n[0] == "opaque"})
+            if algo is None and sflags and hidden:
+                pin.draft = sglang_draft_hidden(sflags, "the launch flags", ", ".join(hidden[:3]))
+            else:
+                pin.draft = sglang_draft(algo, sflags, "the launch flags")
             pin.draft_model = _clean(flags.get(sglang.FLAG_DRAFT_MODEL)) or _clean(_env(state, "DRAFT_MODEL"))
             pin.spec["topk"] = sflags.get(sglang.FLAG_EAGLE_TOPK[2:])
             pin.spec["ragged_verify_mode"] = _env(state, sglang.ENV_RAGGED_VERIFY)
@@ -568,27 +620,77 @@ def _clean(value: Any) -> str | None:
     return show(value).strip().strip("'\"")
 
 
+def _same_flags(output: str) -> object:
+    """What ``check`` reads from a function's printed launch flags (two outputs that agree on it are one value)."""
+    return tuple(sorted(_flags_in(output.split())))
+
+
+def _pin_notes(state: State) -> list[tuple[Any, ...]]:
+    return [n for n in state.notes if isinstance(n, tuple) and n[0] == "pin"]
+
+
+def _hoisted(state: State) -> tuple[tuple[str, str, int], ...]:
+    """The inputs of the script that the ``case`` arms on this path fix: (name, value, line)."""
+    return tuple(sorted({(n, v, line) for n, v, line, hoist in state.bound if hoist}))
+
+
+def _walk(nodes: list[Node], relevance: _Relevance, assume: dict[str, str], initial: State) -> tuple[list[State], bool]:
+    walker = Walker(nodes, _Visitor(relevance), assume=assume, relevant=relevance.relevant,
+                    relevant_vars=relevance.vars, same_output=_same_flags)
+    return walker.run(initial), walker.truncated
+
+
+def _with_arm_conditions(nodes: list[Node], relevance: _Relevance, states: list[State], path: str) -> tuple[
+        list[State], bool]:
+    """Paths whose pins lack k or a model, walked again from the top with the inputs their ``case``
+    arms fix (``case "$MODEL:$K" in *X*:1)`` fixes ``K=1`` for the whole run, so flags built from
+    ``$K`` *before* the ``case`` are read with it too)."""
+    groups: dict[tuple[tuple[str, str, int], ...], list[State]] = {}
+    out: list[State] = []
+    for state in states:
+        fixed = _hoisted(state)
+        if fixed and any((p := _make_pin(n, state, path)) is not None and (p.draft.k is None or not p.models)
+                         for n in _pin_notes(state)):
+            groups.setdefault(fixed, []).append(state)
+        else:
+            out.append(state)
+    truncated = False
+    for fixed, group in groups.items():
+        conds = tuple(f"{n} = {v} (the case arm at line {line})" for n, v, line in fixed)
+        again, cut = _walk(nodes, relevance, {**_ASSUME, **{n: v for n, v, _ in fixed}}, State(conds=conds))
+        truncated |= cut
+        wanted = {(n, v) for n, v, _ in fixed}
+        kept = [s for s in again if wanted <= {(n, v) for n, v, _, _ in s.bound} and _pin_notes(s)]
+        out.extend(kept or group)
+    return out, truncated
+
+
 def extract_shell_pins(text: str, path: str) -> tuple[list[Pin], list[str]]:
-    """Pins of one shell script and diagnostics (e.g. the path cap was reached)."""
+    """Pins of one shell script and diagnostics (e.g. the path cap was reached).
+
+    Raises:
+        ShellSyntaxError: the script does not parse (``check`` reports it as ``unreadable``).
+    """
     nodes = parse_script(text)
     relevance = _Relevance(nodes)
     if not relevance.sites:
         return [], []
-    visitor = _Visitor(relevance)
-    walker = Walker(nodes, visitor, assume=_ASSUME, relevant=relevance.relevant, relevant_vars=relevance.vars)
-    states = walker.run(State())
+    states, truncated = _walk(nodes, relevance, _ASSUME, State())
+    states, truncated_again = _with_arm_conditions(nodes, relevance, states, path)
     diags = []
-    if walker.truncated:
-        diags.append(f"{path}: more than {walker.max_states} paths; only the first were followed")
+    if truncated or truncated_again:
+        diags.append(f"{path}: more than {MAX_STATES} paths; only the first were followed")
     pins: dict[tuple[Any, ...], Pin] = {}
     for state in states:
-        for note in state.notes:
-            if not (isinstance(note, tuple) and note[0] == "pin"):
-                continue
+        for note in _pin_notes(state):
             pin = _make_pin(note, state, path)
             if pin is None:
                 continue
-            key = (pin.line, pin.knob, pin.raw_value, pin.unresolved, pin.draft.k, pin.draft.problem,
+            pin.use_line, pin.line = int(note[3]), int(note[6])
+            if pin.line != pin.use_line:
+                pin.notes.insert(0, f"the value is written at line {pin.line} and reaches the engine at line "
+                                    f"{pin.use_line}")
+            key = (pin.line, pin.use_line, pin.knob, pin.raw_value, pin.unresolved, pin.draft.k, pin.draft.problem,
                    tuple(pin.models), tuple(pin.thinking), tuple(sorted(pin.companions.items())),
                    pin.agentic, pin.algorithm)
             if key in pins:
@@ -598,4 +700,4 @@ def extract_shell_pins(text: str, path: str) -> tuple[list[Pin], list[str]]:
                     old.notes.extend(more)
                 continue
             pins[key] = pin
-    return sorted(pins.values(), key=lambda p: (p.line, p.knob, p.draft.k or 0)), diags
+    return sorted(pins.values(), key=lambda p: (p.line, p.use_line or 0, p.knob, p.draft.k or 0)), diags

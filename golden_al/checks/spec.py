@@ -12,12 +12,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from golden_al.checks.bash import has_unknown, show, unknown_names
 from golden_al.checks.findings import DraftInfo
-from golden_al.checks.shell import has_unknown, show, unknown_names
 from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
 from golden_al.errors import UsageError
 
-__all__ = ["atom_draft", "llamacpp_draft", "sglang_draft", "trtllm_draft", "vllm_draft"]
+__all__ = ["atom_draft", "llamacpp_draft", "sglang_draft", "sglang_draft_hidden", "trtllm_draft", "vllm_draft"]
 
 
 def _unresolved(values: Mapping[str, Any]) -> str | None:
@@ -42,6 +42,35 @@ def sglang_draft(algorithm: Any, flags: Mapping[str, Any], where: str) -> DraftI
     shown = {k: flags[k] for k in sglang.DRAFT_FLAGS if k in flags}
     detail = ", ".join(f"{k}={v}" for k, v in shown.items())
     return DraftInfo(k=d.k, rule=f"SGLang {str(algorithm).upper()} {d.rule} ({detail}) in {where}", chain=d.chain)
+
+
+def sglang_draft_hidden(flags: Mapping[str, Any], where: str, hidden: str) -> DraftInfo:
+    """SGLang k when no ``--speculative-algorithm`` can be read because ``hidden`` (words set at
+    run time, e.g. ``$MODEL_MTP_FLAGS``) may hold it: the flags fix k only when every algorithm
+    SGLang knows reads the same k from them (``--speculative-num-steps N`` with
+    ``--speculative-num-draft-tokens N+1`` does)."""
+    problem = _unresolved({f"--{k}": v for k, v in flags.items()})
+    if problem:
+        return DraftInfo(problem=problem)
+    detail = ", ".join(f"{k}={flags[k]}" for k in sglang.DRAFT_FLAGS if k in flags)
+    ks: dict[int, list[str]] = {}
+    chain = True
+    for algo in sglang.ALGORITHMS:
+        try:
+            d = sglang.draft_len_from_flags(algo, flags)
+        except UsageError as exc:
+            return DraftInfo(problem=f"no {sglang.FLAG_ALGORITHM} in {where} ({hidden} may set it), and with {algo} "
+                                     f"the flags do not fix k: {exc}")
+        ks.setdefault(d.k, []).append(algo)
+        chain = chain and d.chain
+    if len(ks) != 1:
+        shown = "; ".join(f"k={k} for {', '.join(a)}" for k, a in sorted(ks.items()))
+        return DraftInfo(problem=f"no {sglang.FLAG_ALGORITHM} in {where} ({hidden} may set it), and the flags give "
+                                 f"different k by algorithm: {shown}")
+    (k,) = ks
+    return DraftInfo(k=k, rule=f"SGLang {detail} in {where}: every {sglang.FLAG_ALGORITHM} reads k={k} from these "
+                               f"flags (the algorithm is in {hidden}, set at run time, assumed not to set them again)",
+                     chain=chain)
 
 
 def vllm_draft(config: Mapping[str, Any] | None, where: str) -> DraftInfo:
@@ -93,7 +122,8 @@ def atom_draft(num_speculative_tokens: Any, where: str, *, present: bool = True)
 
 def config_json(text: str) -> dict[str, Any] | None:
     """A JSON object out of an expanded shell text (unknown values read as null)."""
-    from golden_al.checks.shell import _UNKNOWN_MARK, harden
+    from golden_al.checks.bash import UNKNOWN_MARK as _UNKNOWN_MARK
+    from golden_al.checks.bash import harden
 
     start = text.find("{")
     while start >= 0:
@@ -163,7 +193,7 @@ def config_json(text: str) -> dict[str, Any] | None:
 
 
 def _find_unknown_value(chunk: str, key: str) -> str | None:
-    from golden_al.checks.shell import _UNKNOWN_MARK
+    from golden_al.checks.bash import UNKNOWN_MARK as _UNKNOWN_MARK
 
     k = chunk.find(f'"{key}"')
     if k < 0:

@@ -175,6 +175,14 @@ def _resolve_model(models: Sequence[ModelName], store: Any) -> tuple[str | None,
         return None, models[0].name, "no golden store"
     tried = []
     for m in models:
+        if m.pattern:
+            keys = store.models_matching(m.name)
+            if len(keys) == 1:
+                return keys[0], keys[0], f"model {m.name!r} ({m.source}) -> {keys[0]}"
+            if keys:
+                return None, m.name, f"ambiguous: {m.name!r} ({m.source}) fits {len(keys)} models: {', '.join(keys)}"
+            tried.append(f"{m.name!r} ({m.source})")
+            continue
         try:
             key = store.resolve_model(m.name)
         except AmbiguousCurveError as exc:
@@ -187,7 +195,8 @@ def _resolve_model(models: Sequence[ModelName], store: Any) -> tuple[str | None,
 
 def _pick_curve(store: Any, model: str, method: str | None, pin: Pin) -> Any:
     """The curve for the pin, as the store chooses it (the same choice ``inject`` and ``env`` make)."""
-    return store.curve(model, method, draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method)
+    return store.curve(model, method, draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method,
+                       rejection_sample_method=pin.rejection_sample_method)
 
 
 def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
@@ -265,6 +274,10 @@ def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Findi
     elif model_key is None:
         golden = ("undetermined" if not pin.models or model_how.startswith("ambiguous") else "no-golden",
                   f"{model_how}" if pin.models else "the config names no model the golden store could resolve")
+        glob = next((m for m in pin.models if m.pattern and m.name == model_shown), None)
+        if glob is not None and thinking is not None and golden[0] == "undetermined":
+            golden = (golden[0], f"the glob {glob.name!r} fits several models and the files do not say which runs: "
+                                 + _per_model(pin, store, glob.name, thinking, k, implied))
     elif thinking is None:
         golden = ("undetermined", f"thinking mode: {thinking_source}")
     else:
@@ -282,7 +295,7 @@ def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Findi
         model=model_shown, thinking=thinking, thinking_source=thinking_source,
         draft_len=k, pinned_value=pin.raw_value,
         implied_al=None if implied is None else round(implied, 12),
-        expected_al=expected, verdict=verdict, message=message,
+        expected_al=expected, verdict=verdict, message=message, use_line=pin.use_line,
     )
 
 
@@ -296,7 +309,8 @@ def _golden(pin: Pin, store: Any, model: str, thinking: str, k: int, implied: fl
     try:
         sc = _pick_curve(store, model, method, pin)
         point = store.lookup(model, thinking, k, method=method, variant=sc.name,
-                             draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method)
+                             draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method,
+                             rejection_sample_method=pin.rejection_sample_method)
     except AmbiguousCurveError:
         return ("undetermined", _ambiguous(store, model, method, thinking, k, implied))
     except NoGoldenValueError as exc:
@@ -309,6 +323,15 @@ def _golden(pin: Pin, store: Any, model: str, thinking: str, k: int, implied: fl
     if abs(implied - point.al) <= _tolerance(pin):
         return ("match", where, point.al)
     return ("mismatch", where, point.al)
+
+
+def _per_model(pin: Pin, store: Any, glob: str, thinking: str, k: int, implied: float | None) -> str:
+    """What each store model a glob admits would say of the pin."""
+    out = []
+    for key in store.models_matching(glob):
+        got = _golden(pin, store, key, thinking, k, implied)
+        out.append(f"{key}: {got[0]}" + (f", golden {format_value(got[2])}" if len(got) > 2 else ""))
+    return "; ".join(out)
 
 
 def _ambiguous(store: Any, model: str, method: str | None, thinking: str, k: int, implied: float | None) -> str:
@@ -381,9 +404,11 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     A file that cannot be read, decoded or parsed in full gives ``unreadable`` findings
     (:mod:`golden_al.checks.unreadable`); ``max_file_size`` is the byte cap of one file.
     """
+    from golden_al.checks.bash import ShellSyntaxError
     from golden_al.checks.scripts import extract_shell_pins
     from golden_al.checks.yaml_configs import (
         YamlError,
+        clear_path_cache,
         extract_json_pins,
         extract_yaml_pins,
         load_yaml_docs,
@@ -395,11 +420,22 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
         if not os.path.lexists(p):
             raise UsageError(f"{p}: no such file or directory")
     report = CheckReport()
+    clear_path_cache()
     read = _Reader(max_file_size)
     roots = [Path(p).resolve() for p in paths if Path(p).is_dir()]
     recipe_cache: dict[Path, Any] = {}
     files = list(iter_candidate_files(paths))
-    docs_cache: dict[Path, Any] = {}
+    parsed: dict[Path, Any] = {}  # resolved path -> its YAML documents or YamlError: each file parsed once
+
+    def parse(path: Path, text: str) -> Any:
+        key = path.resolve()
+        if key not in parsed:
+            try:
+                parsed[key] = load_yaml_docs(text)
+            except YamlError as exc:
+                parsed[key] = exc
+        return parsed[key]
+
     refs: dict[Path, list[Any]] = {}
     for path, kind in files:  # master configs first: which recipes do they run, for which model
         if kind != "yaml":
@@ -407,12 +443,10 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
         text = read(path)
         if isinstance(text, UnreadableInputError) or "CONFIG_FILE" not in text or "scenarios" not in text:
             continue
-        try:
-            docs_cache[path] = load_yaml_docs(text)
-        except YamlError as exc:
-            docs_cache[path] = exc
+        docs = parse(path, text)
+        if isinstance(docs, YamlError):
             continue
-        for doc in docs_cache[path]:
+        for doc in docs:
             for rp, lst in master_refs(doc, str(path), roots).items():
                 refs.setdefault(rp, []).extend(r for r in lst if r not in refs.get(rp, []))
 
@@ -423,12 +457,12 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
             if isinstance(text, UnreadableInputError):
                 recipe_cache[key] = f"unreadable ({text.reason}): {text.problem}"
                 return recipe_cache[key]
-            try:
-                docs = load_yaml_docs(text)
+            docs = parse(key, text)
+            if isinstance(docs, YamlError):
+                recipe_cache[key] = f"{docs} (line {docs.line})" if docs.line else str(docs)
+            else:
                 recipe_cache[key] = next((c for d in docs if (c := recipe_context(d, str(path), refs.get(key)))
                                           is not None), None)
-            except YamlError as exc:
-                recipe_cache[key] = f"{exc} (line {exc.line})" if exc.line else str(exc)
         return recipe_cache[key]
 
     for path, kind in files:
@@ -447,7 +481,7 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
         pins: list[Pin] = []
         try:
             if kind == "yaml":
-                cached = docs_cache.get(path)
+                cached = parse(path, text)
                 if isinstance(cached, YamlError):
                     raise cached
                 pins = extract_yaml_pins(text, shown, load_recipe=load_recipe, roots=roots,
@@ -464,6 +498,12 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
             err = UnreadableInputError(str(exc), path=path, line=exc.line, reason="parse-error",
                                        hint="fix the file; golden-al reads plain YAML/JSON (no tabs in indentation, "
                                             "no language tags such as !!python/...)")
+            report.findings.extend(unreadable_findings(shown, err, text))
+            report.files_with_pins += 1
+            continue
+        except ShellSyntaxError as exc:
+            err = UnreadableInputError(exc.problem, path=path, line=exc.line or None, reason="parse-error",
+                                       hint="fix the script so that bash (and tree-sitter-bash) can parse it")
             report.findings.extend(unreadable_findings(shown, err, text))
             report.files_with_pins += 1
             continue
@@ -488,7 +528,7 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     a script can reach the same pin with the same outcome."""
     seen: dict[tuple[Any, ...], Finding] = {}
     for f in findings:
-        key = (f.file, f.line, f.engine, f.pinned_value, f.draft_len, f.model, f.thinking, f.verdict,
+        key = (f.file, f.line, f.use_line, f.engine, f.pinned_value, f.draft_len, f.model, f.thinking, f.verdict,
                f.implied_al, f.expected_al)
         seen.setdefault(key, f)
     return list(seen.values())

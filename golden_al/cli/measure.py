@@ -62,6 +62,7 @@ def _num_prompts(text: str) -> int | None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from golden_al.measure.reference import (
+        CPU_KERNELS,
         DEFAULT_BATCH_SIZE,
         DEFAULT_DRAFT,
         DEFAULT_MAX_TOKENS,
@@ -121,6 +122,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --ci-half-width: prompts added per batch (default: 16)")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, metavar="B",
                         help=f"requests decoded together (default: {DEFAULT_BATCH_SIZE})")
+    parser.add_argument("--cpu-kernels", choices=CPU_KERNELS, default="transposed",
+                        help="reference engine on the CPU in float32: transposed (default: each linear layer "
+                        "computed as (W x^T)^T, same weights, which MKL runs faster for decoding's few rows) "
+                        "or torch (nn.Linear as it is)")
     parser.add_argument("--device", choices=DEVICES, default="auto",
                         help="auto: CUDA when torch sees a GPU, else the CPU (default); cpu; cuda")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
@@ -161,6 +166,7 @@ def _run_reference(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens, thinking=args.thinking, temperature=args.temperature, top_p=args.top_p,
         mode=args.mode, seed=args.seed, dtype=args.dtype, allow_lower_precision=args.force,
         batch_size=args.batch_size, replay_trajectory_k=args.replay_trajectory_k, device=args.device,
+        cpu_kernels=args.cpu_kernels,
     )
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR (the run to continue)")

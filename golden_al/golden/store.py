@@ -31,6 +31,7 @@ several, lookups raise :class:`AmbiguousCurveError` listing them.
 
 from __future__ import annotations
 
+import fnmatch
 import functools
 import re
 from collections.abc import Iterable, Sequence
@@ -269,6 +270,11 @@ class GoldenStore:
                 return hit
             return self._one(self._tail.get(base, set()), name, f"repo name {base!r}")
         return self._one(self._tail.get(n, set()), name, "repo name")
+
+    def models_matching(self, pattern: str) -> list[str]:
+        """Model keys with a name (key or alias) that the shell glob ``pattern`` matches, case-insensitively."""
+        pat = _norm(pattern)
+        return sorted({m for name, models in self._full.items() if fnmatch.fnmatchcase(name, pat) for m in models})
 
     def _require_model(self, model: str) -> str:
         key = self.resolve_model(model)

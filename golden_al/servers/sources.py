@@ -252,6 +252,26 @@ class PerRequestSource(Source):
                 parsed = responses.parse_vllm_spec_metrics(spec, k=k, source=label)
         return _require_distribution(parsed.counts, label, self.name)
 
+    def steps_by_draft_len(self, resp: Mapping[str, Any], k: int, label: str, *, max_tokens: int | None,
+                           output_tokens: int | None) -> dict[int, AcceptanceCounts] | None:
+        """The response's steps, one histogram per draft length they were proposed at; None when the
+        server does not report per-step draft lengths.
+
+        Of the engines golden-al knows, only vLLM (>= 0.33, ``--per-request-spec-decode-metrics
+        detailed``: ``per_step_drafted``) reports them. SGLang's ``meta_info`` and log, ATOM's
+        ``/debug/mtp_stats``, llama.cpp's ``timings`` and TensorRT-LLM report per-request or
+        per-position totals only, so a cell that mixes lengths there is refused, not split.
+        """
+        from golden_al.engines import vllm
+
+        if self.engine != "vllm":
+            return None
+        metrics = resp.get(vllm.REQUEST_METRICS)
+        if not isinstance(metrics, Mapping):
+            return None
+        with _server_errors(label):
+            return vllm.steps_by_draft_len(metrics, k=k, max_tokens=max_tokens, output_tokens=output_tokens)
+
 
 # ---------------------------------------------------------------------------- counter sources
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ def findings(store):
 
 
 def _find(report, name: str, line: int | None = None, k: int | None = None):
-    hits = [f for f in report.findings if f.file.endswith(name) and (line is None or f.line == line)
+    # ``line``: where the value is written or (``use_line``) where it reaches the engine
+    hits = [f for f in report.findings if f.file.endswith(name) and (line is None or line in (f.line, f.use_line))
             and (k is None or f.draft_len == k)]
     assert len(hits) == 1, f"{name}:{line} k={k}: {[(f.line, f.draft_len, f.verdict) for f in hits]}"
     return hits[0]

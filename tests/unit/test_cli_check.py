@@ -11,7 +11,7 @@ from golden_al.cli.main import main
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "check"
 TREE = FIX / "tree"
 GOLDEN = str(FIX / "golden")
-KEYS = ["file", "line", "engine", "algorithm", "model", "thinking", "thinking_source", "draft_len",
+KEYS = ["file", "line", "use_line", "engine", "algorithm", "model", "thinking", "thinking_source", "draft_len",
         "pinned_value", "implied_al", "expected_al", "verdict", "message"]
 
 
