@@ -33,7 +33,9 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from golden_al.servers.launch import ManagedServer, free_port
 
-pytestmark = pytest.mark.llamacpp
+# each step runs a real llama-server on 2 CPU cores (about 5 min per pass of 8 x 128 tokens on a quiet
+# machine): more than the suite's default per-test bound
+pytestmark = [pytest.mark.llamacpp, pytest.mark.timeout(3600)]
 
 K = 3
 # Enough text that the real AL is below k + 1 with per-request spread: with every draft accepted
@@ -216,7 +218,7 @@ def test_3_fit_commit_env_synthetic_run_and_check_run(binary, pair, state, tmp_p
         # the benchmark point: the same prompts, each with its own seed (one mt19937 stream per request)
         from golden_al.prompts import load_prompts
 
-        prompts = load_prompts("humaneval", cache_dir=_cache(), limit=NUM_PROMPTS * 2)
+        prompts = load_prompts("humaneval", cache_dir=_cache(), limit=NUM_PROMPTS)  # the measured prompts
         for i, conv in enumerate(prompts.conversations):
             body = {"messages": [dict(m) for m in conv.messages], "max_tokens": MAX_TOKENS, "temperature": 0,
                     "seed": 1000 + i}
