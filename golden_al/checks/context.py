@@ -50,6 +50,7 @@ __all__ = [
     "agentic_from_scenario",
     "has_keyword",
     "parse_number",
+    "scalar_text",
     "thinking_from_kwargs",
     "thinking_from_setting",
 ]
@@ -69,6 +70,15 @@ MASTER_LENGTH_KEY = "SYNTHETIC_ACCEPTANCE_LENGTH"
 KEYWORDS = (sglang.LEGACY_ENV_LEN, vllm.LENGTH_KEY.rsplit("_", 1)[0], trtllm.ENV_FORCE,
             atom.LENGTH_FLAG[2:].rsplit("-", 1)[0], MASTER_KEY, vllm.METHOD_KEY,
             *llamacpp.SYNTH_FLAG_FORMS, *llamacpp.SYNTH_FLAG_FORMS.values())
+
+
+def scalar_text(v: Any) -> str | None:
+    """A config scalar as text (``true``/``false`` for booleans); None for a mapping, list or null."""
+    if v is None or isinstance(v, (dict, list)):
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
 
 
 def has_keyword(text: str) -> bool:

@@ -56,7 +56,7 @@ from distributions.uncertainty import (
     gaussian_tail_for_sigma,
     printed_interval_law,
 )
-from golden_al.engines import atom, sglang, vllm
+from golden_al.engines import atom, llamacpp, sglang, vllm
 from golden_al.errors import (
     CounterSemanticsError,
     InputFileError,
@@ -364,15 +364,15 @@ def _from_llamacpp(scans: list[Any], k: int) -> RunEvidence:
     lines = [(scan.source, r) for scan in scans for r in scan.requests]
     if not lines:
         names = ", ".join(str(scan.source) for scan in scans)
-        raise InputFileError(f"no llama-server 'draft acceptance = ...' lines in {names}",
+        raise InputFileError(f"no {llamacpp.PROFILE.executable} '{llamacpp.LOG_DRAFT_ACCEPTANCE_MARKER}...' lines in "
+                             f"{names}",
                              hint="pass the llama-server log of the run (one line per finished request with drafts)")
     accepted = generated = 0
     for name, r in lines:
         if r.generated % k:
             raise InputFileError(f"line {r.line}: {r.generated} drafted tokens is not a multiple of k={k}: the server "
-                                 "did not draft a fixed length (or --draft-len is not its --spec-draft-n-max)",
-                                 path=name, hint="launch with --spec-draft-n-min = --spec-draft-n-max = k and "
-                                 "--spec-draft-p-min 0")
+                                 f"did not draft a fixed length (or --draft-len is not its {llamacpp.FLAG_N_MAX})",
+                                 path=name, hint=llamacpp.FIXED_K_HINT)
         accepted += r.accepted
         generated += r.generated
     steps = generated / k

@@ -16,7 +16,9 @@
   which holds the draft length.
 * Anything else: any mapping key naming a knob (``SGLANG_SIMULATE_ACC_LEN: "2.49"``),
   ``KEY=VALUE`` list items, ``{name: KEY, value: V}`` env lists and
-  ``speculative-config`` JSON strings or mappings.
+  ``speculative-config`` JSON strings or mappings; and the knobs of engines whose profile
+  declares a ``command_line`` (llama.cpp) on command lines and environments kept in the
+  config (:mod:`golden_al.checks.command_lines`).
 
 Recipes and master configs are read by :mod:`golden_al.configs.srt_slurm`, the reader
 ``inject`` uses too (roles, environment blocks, sweep variants, speculative settings, the
@@ -38,6 +40,7 @@ from typing import Any
 
 import yaml
 
+from golden_al.checks.command_lines import command_line_pins
 from golden_al.checks.context import (
     MASTER_LENGTH_KEY,
     SGLANG_COMPANIONS,
@@ -47,6 +50,7 @@ from golden_al.checks.context import (
     agentic_from_path,
     agentic_from_scenario,
     is_thinking_setting,
+    scalar_text,
     thinking_from_setting,
 )
 from golden_al.checks.findings import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
@@ -204,12 +208,7 @@ def _role_of(path: tuple[str, ...]) -> str | None:
     return None
 
 
-def _scalar(v: Any) -> str | None:
-    if v is None or isinstance(v, (dict, list)):
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
+_scalar = scalar_text
 
 
 def _json_obj(v: Any) -> dict[str, Any] | None:
@@ -745,6 +744,7 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
                                       agentic_from_path(path)))
         pins.extend(_generic_pins(doc, path, skip | {p for p, _ in doc.walk()
                                                      if p and p[-1] in _VLLM_SPEC_KEYS}))
+        pins.extend(command_line_pins(doc.walk, doc.line, path))  # engines' profile.command_line
     return pins
 
 
@@ -766,6 +766,7 @@ def extract_json_pins(text: str, path: str) -> list[Pin]:
             thinking.extend(thinking_from_setting(p[-1], v, ""))
     pins = _vllm_pins_in(path, doc, data, [], lambda _r: list(thinking), agentic_from_path(path))
     pins += _generic_pins(doc, path, {p for p, _ in doc.walk() if p and p[-1] in _VLLM_SPEC_KEYS})
+    pins += command_line_pins(doc.walk, doc.line, path)  # engines' profile.command_line
     for p, v in doc.walk():  # model names of a submission
         if p and p[-1] in ("model", "served_model_name", "model_path", "served-model-name") and isinstance(v, str):
             for pin in pins:
@@ -775,15 +776,23 @@ def extract_json_pins(text: str, path: str) -> list[Pin]:
 
 def _json_lines(text: str, walked: list[tuple[tuple[str, ...], Any]]) -> dict[tuple[str, ...], int]:
     """Line of each key path, found by searching the key text in order (linear: a key not
-    found after the previous one is searched from the start once, then remembered)."""
+    found after the previous one is searched from the start once, then remembered), and of
+    each scalar list item (an args array), searched just after the previous match."""
     import bisect
 
     newlines = [m.start() for m in re.finditer("\n", text)]
     first: dict[str, int] = {}
     lines: dict[tuple[str, ...], int] = {}
     pos = 0
-    for p, _ in walked:
-        if not p or p[-1].isdigit():
+    for p, v in walked:
+        if not p or (p[-1].isdigit() and isinstance(v, (dict, list))):
+            continue
+        if p[-1].isdigit():  # items follow each other: a bounded window keeps this linear
+            item = json.dumps(v, ensure_ascii=False)
+            k = text.find(item, pos, pos + len(item) + 1024)
+            if k >= 0:
+                lines[p], pos = bisect.bisect_left(newlines, k) + 1, k + len(item)
+            continue
             continue
         needle = json.dumps(p[-1])
         if first.get(needle) == -1:

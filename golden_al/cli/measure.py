@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from golden_al.cli._common import cache_dir, parse_int_list, progress, thinking_mode
+from golden_al.cli._common import cache_dir, draft_len_help, parse_int_list, progress, thinking_mode
 from golden_al.errors import UsageError
 
 DESCRIPTION = (
@@ -75,11 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     k = parser.add_mutually_exclusive_group(required=True)
     k.add_argument("--draft-len", "-k", type=int, metavar="K",
-                   help=f"draft length k (num_speculative_tokens), 1..{MAX_DRAFT_LEN}")
+                   help=draft_len_help() + f", 1..{MAX_DRAFT_LEN}")
     k.add_argument("--draft-lens", metavar="LIST",
                    help="several draft lengths, e.g. '1-8' or '1,3,7': one record per k under OUT/k{K}/")
     parser.add_argument("--engine", choices=ENGINES, default="reference",
-                        help="reference: offline transformers engine (default); sglang|vllm|atom|llamacpp: a server")
+                        help=f"reference: offline transformers engine (default); {'|'.join(ENGINES[1:])}: a server")
     parser.add_argument("--target", default=DEFAULT_TARGET, metavar="T",
                         help="target model: a known name, a model directory, a .gguf file or a hub id "
                         f"(default: {DEFAULT_TARGET})")

@@ -141,6 +141,7 @@ META_HISTOGRAM_OLDEST = "spec_acceptance_histogram"  # tokenizer_manager before 
 META_ACCEPTED_KEYS: tuple[str, ...] = ("spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num")
 META_PROPOSED_KEYS: tuple[str, ...] = ("spec_num_proposed_drafts", "spec_proposed_drafts", "spec_draft_token_num")
 META_ACCEPT_LENGTH = "spec_accept_length"
+META_ACCEPT_RATE = "spec_accept_rate"
 META_DETAILS = "spec_tokens_details"  # sglext.spec_tokens_details on the OpenAI endpoints
 META_INFO = "meta_info"
 #: The OpenAI endpoints' extension object that holds :data:`META_DETAILS`.
@@ -180,6 +181,9 @@ SERVER_INFO_FIELDS: dict[str, str] = {
     "adaptive": "speculative_adaptive",
 }
 FLAG_ADAPTIVE = "--speculative-adaptive"
+#: ``/server_info``: ``internal_states[0].avg_spec_accept_length`` (advanced at each decode-log interval).
+SERVER_INFO_STATES = "internal_states"
+SERVER_INFO_AVG_ACCEPT_LENGTH = "avg_spec_accept_length"
 
 # ----------------------------------------------------------------- bench_serving output
 # ``python -m sglang.bench_serving --output-file F.jsonl [--output-details]`` appends ONE JSON object per run
@@ -217,6 +221,17 @@ META_COMPLETION_TOKENS = "completion_tokens"
 # ----------------------------------------------------------------- log line
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
 _INT = r"\d+"
+#: The decode log line as 0.5.23 prints it (``metrics_reporter.py``), for ``serve-reference`` to imitate.
+LOG_DECODE_BATCH_FORMAT = (
+    "[{time} TP0] Decode batch, #running-req: {running}, #token: {tokens}, token usage: 0.00, accept len: "
+    "{accept_len:.2f}, accept rate: {accept_rate:.2f}, cpu graph: False, gen throughput (token/s): {throughput:.2f}, "
+    "#queue-req: 0"
+)
+#: The start-up line with the speculative server args (``server_args.py``), abridged.
+LOG_SERVER_ARGS_FORMAT = (
+    "[{time}] server_args=ServerArgs(model_path={model!r}, speculative_algorithm={algorithm!r}, "
+    "speculative_num_steps={steps}, speculative_eagle_topk=1, speculative_num_draft_tokens={draft_tokens})"
+)
 LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("decode-head",
                rf"Decode batch(?: \[(?P<iter>{_INT})\])?[.,] #running-req: (?P<running>{_INT}), (?P<body>.*)$",

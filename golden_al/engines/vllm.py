@@ -134,6 +134,8 @@ REQ_PER_STEP = "per_step_accepted"
 #: vllm/v1/metrics/stats.py RequestSpecDecodeMetrics.to_dict, 0.33.0).
 REQ_PER_STEP_DRAFTED = "per_step_drafted"
 REQ_MEAN_AL = "mean_acceptance_length"
+REQ_RATE = "draft_acceptance_rate"
+REQ_PER_STEP_DRAFTED = "per_step_drafted"
 
 # `vllm bench serve --save-result` JSON (vllm-project/vllm vllm/benchmarks/serve.py, commit 009e6d4a):
 # deltas of the /metrics spec-decode counters over the run; rates = accepted at the position / drafts
@@ -164,6 +166,13 @@ LOG_SYNTHETIC_REPR = r"rejection_sample_method\s*=\s*'synthetic'"
 ENV_DEV_MODE = "VLLM_SERVER_DEV_MODE"
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
 _INT = r"\d+"
+#: The interval line as 0.33.0 prints it (``vllm/v1/spec_decode/metrics.py``), for ``serve-reference``.
+LOG_SPEC_DECODING_FORMAT = (
+    "(APIServer pid={pid}) INFO {time} [metrics.py:120] SpecDecoding metrics: Mean acceptance length: {al:.2f}, "
+    "Accepted throughput: {accepted_per_s:.2f} tokens/s, Drafted throughput: {drafted_per_s:.2f} tokens/s, "
+    "Accepted: {accepted} tokens, Drafted: {drafted} tokens, Per-position acceptance rate: {rates}, "
+    "Avg Draft acceptance rate: {rate:.1f}%"
+)
 LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("spec-head", r"SpecDecoding metrics: (?P<body>.*)$",
                '"SpecDecoding metrics: " then the fields below, in this order (0.33.0 / 0.32.0)', _METRICS, marker='SpecDecoding metrics'),

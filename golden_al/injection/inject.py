@@ -463,7 +463,7 @@ def _plan_vllm_mapping(p: _Planner, mapping: Any, spec: dict[str, Any], loc: tup
     own = dict(iter_own_items(mapping))
     if vllm.RATES_KEY in own:
         raise UsageError(f"{p.path}: {p.where(loc)} sets {vllm.RATES_KEY}; remove it by hand "
-                         "(vLLM rejects it together with synthetic_acceptance_length)")
+                         f"(vLLM rejects it together with {vllm.LENGTH_KEY})")
     to_insert: list[tuple[str, str]] = []
     for var, want, conflict in ((vllm.METHOD_KEY, vllm.SYNTHETIC_METHOD, False),
                                 (vllm.LENGTH_KEY, al_text, True)):

@@ -543,7 +543,8 @@ def _sglang_per_request(responses: list[tuple[Path, int, Mapping[str, Any]]],
     k = k or counts[0].k
     files = list(dict.fromkeys([*([run[0]] if run else []), *(p for p, _, _ in responses)]))
     warnings = ["imported from saved SGLang responses: one cluster per request; AL = 1 + accepted drafts / verify "
-                "steps from each request's histogram (not SGLang's spec_accept_length, which counts the prefill token)"]
+                f"steps from each request's histogram (not SGLang's {sglang_engine.META_ACCEPT_LENGTH}, which counts "
+                "the prefill token)"]
     if run is not None:
         server_al = sglang_engine.bench_accept_length(run[2])
         if server_al is not None:

@@ -379,13 +379,15 @@ def _result(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequence[M
 
 
 def _reported_al(resp: Mapping[str, Any]) -> float | None:
+    from golden_al.engines import sglang
+
     choices = resp.get("choices")
     meta = None
     if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
-        meta = choices[0].get("meta_info")
-    meta = meta or resp.get("meta_info")
-    if isinstance(meta, Mapping) and isinstance(meta.get("spec_accept_length"), (int, float)):
-        return float(meta["spec_accept_length"])
+        meta = choices[0].get(sglang.META_INFO)
+    meta = meta or resp.get(sglang.META_INFO)
+    if isinstance(meta, Mapping) and isinstance(meta.get(sglang.META_ACCEPT_LENGTH), (int, float)):
+        return float(meta[sglang.META_ACCEPT_LENGTH])
     return None
 
 
