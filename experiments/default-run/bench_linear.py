@@ -52,8 +52,8 @@ def main() -> int:
             n = max(3, int(3e8 / (o * i)))
             a = b = 0.0
             for _ in range(3):
-                a += _time(lambda: plain(x), n)
-                b += _time(lambda: trans(x), n)
+                a += _time(lambda p=plain, x=x: p(x), n)
+                b += _time(lambda t=trans, x=x: t(x), n)
             err = float((plain(x) - trans(x)).abs().max() / plain(x).abs().max())
             rows_out.append({"in": i, "out": o, "rows": m, "what": what, "linear_ms": round(a / 3e-3, 3),
                              "transposed_ms": round(b / 3e-3, 3), "speedup": round(a / b, 3),
