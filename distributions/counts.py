@@ -46,6 +46,7 @@ __all__ = [
     "format_count",
     "from_histogram",
     "position_counts",
+    "split_steps_by_draft_len",
     "tidy_count",
 ]
 
@@ -394,6 +395,46 @@ def from_histogram(histogram: Sequence[Count], *, k: int | None = None,
     return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=acc,
                             num_draft_tokens=num_draft_tokens, histogram=tuple(hist), source=source,
                             field_names=dict(field_names or {}))
+
+
+def split_steps_by_draft_len(accepted: Sequence[int], drafted: Sequence[int], *, k: int,
+                             output_tokens: int | None = None, max_tokens: int | None = None,
+                             first_position: int = 1, source: str = "steps") -> dict[int, AcceptanceCounts]:
+    """One request's verify steps split into one histogram per draft length.
+
+    ``accepted[i]`` / ``drafted[i]`` are the accepted and proposed drafts of step ``i``
+    (as a server that reports per-step lengths gives them). A step proposes ``k`` drafts
+    unless the request's end caps it: the step that begins at output position ``s`` may
+    propose only ``min(k, max_tokens - s)`` (the budget) or ``min(k, output_tokens - s)``
+    (an engine that knows where the answer stops), and such a step is still a step of
+    ``k``. Any other ``d < k`` is a step drafted at length ``d`` (adaptive speculation,
+    a per-batch-size draft length) and goes into ``d``'s histogram. Steps that proposed
+    nothing are not verify steps. ``s`` starts at ``first_position`` (1: the prefill
+    emits the first token) and advances by ``accepted + 1`` per step.
+
+    Raises:
+        DistributionError: arrays of different lengths, a step that accepts more than it
+            drafted, or drafts more than ``k``.
+    """
+    k = units.check_draft_len(k)
+    acc = _counts(accepted, f"{source}: accepted per step")
+    dra = _counts(drafted, f"{source}: drafted per step")
+    if len(acc) != len(dra):
+        raise DistributionError(f"{source}: {len(acc)} accepted counts but {len(dra)} drafted counts per step",
+                                hint="the two per-step arrays come from one request and pair up step by step")
+    hists: dict[int, list[int]] = {}
+    pos = int(first_position)
+    for i, (a, d) in enumerate(zip(acc, dra, strict=True)):
+        a, d = int(a), int(d)
+        if d > k or a > d:
+            raise DistributionError(f"{source}: step {i} accepted {a} of {d} drafts with k={k}",
+                                    hint="accepted <= drafted <= k must hold for every step")
+        if d > 0:
+            caps = {k} | {min(k, end - pos) for end in (max_tokens, output_tokens) if end is not None}
+            length = k if d in caps else d
+            hists.setdefault(length, [0] * (length + 1))[a] += 1
+        pos += a + 1
+    return {d: from_histogram(h, k=d, source=source) for d, h in sorted(hists.items())}
 
 
 def delta(before: Any, after: Any, *, name: str = "counter", ignore: Sequence[str] = ()) -> Any:

@@ -55,6 +55,9 @@ __all__ = [
 SCHEMA_VERSION = 1
 MEASUREMENT_FILE = "measurement.json"
 REQUESTS_FILE = "requests.jsonl"
+BY_DRAFT_LEN_DIR = "by_draft_len"
+"""Sub-directory of a cell holding one record per other draft length the server drafted at (a server that
+reports per-step draft lengths); left out when a directory is searched for records."""
 
 Count = Annotated[int | float, Field(ge=0)]
 """A count: an int when observed, a float when it is an expectation (replay estimates)."""
@@ -135,6 +138,11 @@ class ServerShare(_Strict):
     al: float | None = Field(default=None, description="this replica's AL (None without verify steps)")
 
 
+def _check_unknown_histogram(known: bool, histogram: Sequence[Count], per_position: Sequence[Count]) -> None:
+    if not known and (any(float(v) for v in histogram) or any(float(v) for v in per_position)):
+        raise ValueError("histogram_known is false: histogram and per_position_accepted must be all zeros")
+
+
 class RequestResult(_Strict):
     """One finished request, one JSON line in ``requests.jsonl``."""
 
@@ -149,6 +157,9 @@ class RequestResult(_Strict):
     histogram: list[Count] = Field(description="k+1 counts: steps that accepted j drafts")
     per_position_accepted: list[Count] = Field(description="k counts: steps that accepted position j+1")
     accept_lengths: list[int] | None = Field(default=None, description="L per verify step, in order")
+    histogram_known: bool = Field(
+        default=True, description="False when the source gives only totals (an imported aggregate): histogram "
+        "and per_position_accepted are then all zeros, not measured")
     finish_reason: str | None = None
     wall_s: float | None = None
     text: str | None = None
@@ -162,13 +173,14 @@ class RequestResult(_Strict):
             raise ValueError(f"histogram has {len(self.histogram)} entries, expected k+1={k + 1}")
         if len(self.per_position_accepted) != k:
             raise ValueError(f"per_position_accepted has {len(self.per_position_accepted)} entries, expected k={k}")
+        _check_unknown_histogram(self.histogram_known, self.histogram, self.per_position_accepted)
         from golden_al.errors import CounterSemanticsError
         from golden_al.formats.validate import check_counts
 
         try:  # the one counter-semantics validator: measure never records impossible counts
             check_counts(what="request", accepted=float(self.num_accepted_drafts),
                          drafts=float(self.num_verify_steps), k=k,
-                         per_position=[float(v) for v in self.per_position_accepted])
+                         per_position=[float(v) for v in self.per_position_accepted] if self.histogram_known else None)
         except CounterSemanticsError as exc:
             raise ValueError(exc.problem) from None
         return self
@@ -239,6 +251,9 @@ class MeasurementRecord(_Strict):
     num_accepted_drafts: Count
     per_position_accepted: list[Count]
     histogram: list[Count]
+    histogram_known: bool = Field(
+        default=True, description="False when the counts rest on totals only (an imported aggregate such as SGLang's "
+        "accept length): histogram and per_position_accepted are then all zeros, not measured")
     per_request_file: str | None = Field(description="JSONL beside this record, relative path")
     server: ServerInfo | None = None
     per_server: list[ServerShare] | None = Field(
@@ -264,6 +279,7 @@ class MeasurementRecord(_Strict):
             raise ValueError(f"histogram has {len(self.histogram)} entries, expected k+1={k + 1}")
         if len(self.per_position_accepted) != k:
             raise ValueError(f"per_position_accepted has {len(self.per_position_accepted)} entries, expected k={k}")
+        _check_unknown_histogram(self.histogram_known, self.histogram, self.per_position_accepted)
         lo, hi = self.al_ci95
         if not lo <= hi:
             raise ValueError(f"al_ci95 must be [lo, hi] with lo <= hi, got {self.al_ci95}")
@@ -272,6 +288,9 @@ class MeasurementRecord(_Strict):
     def distribution(self) -> Any:
         """The measured :class:`~distributions.AcceptanceDistribution` (from the histogram)."""
         from distributions import AcceptanceDistribution
+
+        if not self.histogram_known:
+            raise ValueError("this record holds totals only (histogram_known is false): it has no distribution")
 
         return AcceptanceDistribution.from_accepted_histogram(self.histogram, k=self.draft_len)
 

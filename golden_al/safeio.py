@@ -304,19 +304,6 @@ def iter_lines(path: str | Path, *, max_bytes: int = DEFAULT_MAX_LOG_BYTES, max_
 # ------------------------------------------------------------------------------- YAML
 
 
-def _children(node: Any) -> list[Any]:
-    value = getattr(node, "value", None)
-    if isinstance(value, list):
-        out: list[Any] = []
-        for item in value:
-            if isinstance(item, tuple):
-                out.extend(item)
-            else:
-                out.append(item)
-        return out
-    return []
-
-
 def _yaml_error(message: str, path: str | Path | None, line: int | None, reason: str) -> UnreadableInputError:
     return UnreadableInputError(message, path=path, line=line, reason=reason,
                                 hint="golden-al reads plain YAML: no deep nesting, no alias expansion beyond "
@@ -336,53 +323,169 @@ def check_node_graph(root: Any, *, path: str | Path | None = None, max_depth: in
     """
     if root is None:
         return
-    size: dict[int, int] = {}
+
+    def line_of(node: Any) -> int | None:
+        line = getattr(getattr(node, "start_mark", None), "line", None)
+        return None if line is None else line + 1
+
+    size: dict[int, int] = {}  # expanded node count of each distinct node's subtree
     height: dict[int, int] = {}
     on_path: set[int] = set()
     distinct = 0
-    stack: list[tuple[Any, bool]] = [(root, False)]
+    # (node, None) to visit; (node, children) once its children are pushed (post-order step)
+    stack: list[tuple[Any, list[Any] | None]] = [(root, None)]
+    pop, push = stack.pop, stack.append
     while stack:
-        node, done = stack.pop()
+        node, kids = pop()
         key = id(node)
-        if done:
-            kids = _children(node)
-            size[key] = 1 + sum(size[id(c)] for c in kids)
-            height[key] = 1 + max((height[id(c)] for c in kids), default=0)
+        if kids is not None:
+            total, tallest = 1, 0
+            for c in kids:
+                ck = id(c)
+                total += size[ck]
+                if height[ck] > tallest:
+                    tallest = height[ck]
+            size[key] = total
+            height[key] = tallest + 1
             on_path.discard(key)
-            line = getattr(getattr(node, "start_mark", None), "line", None)
-            if height[key] > max_depth:
-                raise _yaml_error(f"nested deeper than {max_depth} levels", path,
-                                  None if line is None else line + 1, "too-deep")
-            if size[key] - distinct > alias_budget:
+            if tallest + 1 > max_depth:
+                raise _yaml_error(f"nested deeper than {max_depth} levels", path, line_of(node), "too-deep")
+            if total - distinct > alias_budget:
                 raise _yaml_error(f"aliases expand to more than {alias_budget:,} nodes (an alias bomb?)", path,
-                                  None if line is None else line + 1, "alias-budget")
+                                  line_of(node), "alias-budget")
             continue
         if key in size:
             continue
         if key in on_path:
-            line = getattr(getattr(node, "start_mark", None), "line", None)
-            raise _yaml_error("recursive alias (a node that contains itself)", path,
-                              None if line is None else line + 1, "recursive-alias")
-        on_path.add(key)
+            raise _yaml_error("recursive alias (a node that contains itself)", path, line_of(node), "recursive-alias")
         distinct += 1
-        if scalar_keys and isinstance(getattr(node, "value", None), list):
-            for item in node.value:
-                if isinstance(item, tuple) and isinstance(getattr(item[0], "value", None), list):
-                    line = getattr(getattr(item[0], "start_mark", None), "line", None)
-                    raise _yaml_error("a mapping key that is itself a mapping or sequence", path,
-                                      None if line is None else line + 1, "parse-error")
+        value = getattr(node, "value", None)
+        if not isinstance(value, list):  # a scalar: a leaf
+            size[key] = height[key] = 1
+            continue
+        on_path.add(key)
+        children: list[Any] = []
+        for item in value:
+            if isinstance(item, tuple):
+                if scalar_keys and isinstance(getattr(item[0], "value", None), list):
+                    raise _yaml_error("a mapping key that is itself a mapping or sequence", path, line_of(item[0]),
+                                      "parse-error")
+                children.extend(item)
+            else:
+                children.append(item)
         if len(on_path) > max_depth + 1:
-            line = getattr(getattr(node, "start_mark", None), "line", None)
-            raise _yaml_error(f"nested deeper than {max_depth} levels", path,
-                              None if line is None else line + 1, "too-deep")
-        stack.append((node, True))
-        stack.extend((c, False) for c in _children(node))
+            raise _yaml_error(f"nested deeper than {max_depth} levels", path, line_of(node), "too-deep")
+        push((node, children))
+        for c in children:
+            push((c, None))
+
+
+_LOADER: Any = None
 
 
 def _pyyaml_loader() -> Any:
-    import yaml
+    """PyYAML's safe loader (libyaml's C parser and composer when present) whose resolver
+    remembers the tag of each plain scalar it has resolved: with no path resolvers (the safe
+    schema has none) that tag depends on the text alone, and the same keys and values recur
+    in every config."""
+    global _LOADER
+    if _LOADER is None:
+        import yaml
 
-    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+        memo: dict[str, str] = {}
+        scalar = yaml.ScalarNode
+
+        class _Loader(base):  # type: ignore[misc, valid-type]
+            def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+                if kind is scalar and implicit[0] and not self.yaml_path_resolvers:
+                    tag = memo.get(value)
+                    if tag is None:
+                        tag = super().resolve(kind, value, implicit)
+                        if len(memo) < 65536 and len(value) < 256:
+                            memo[value] = tag
+                    return tag
+                return super().resolve(kind, value, implicit)
+
+        _LOADER = _Loader
+    return _LOADER
+
+
+_TAG = "tag:yaml.org,2002:"
+
+
+def _construct(loader: Any, root: Any) -> Any:
+    """What ``loader.construct_document(root)`` returns (PyYAML safe schema), built without
+    its per-node overhead: plain maps, sequences, strings, ints, floats, bools and nulls
+    are built here, in one iterative pass over the distinct nodes (an alias is the same
+    object, as PyYAML makes it); any other tag, and a mapping with a ``<<`` merge key, is
+    handed to the safe constructor itself (so its errors and semantics are PyYAML's)."""
+    import yaml
+    from yaml.constructor import ConstructorError
+
+    str_tag, int_tag, float_tag = _TAG + "str", _TAG + "int", _TAG + "float"
+    bool_tag, null_tag, map_tag, seq_tag, merge_tag = (_TAG + "bool", _TAG + "null", _TAG + "map", _TAG + "seq",
+                                                       _TAG + "merge")
+    scalar_node, seq_node, map_node = yaml.ScalarNode, yaml.SequenceNode, yaml.MappingNode
+    memo: dict[int, Any] = {}
+
+    def start(node: Any) -> tuple[Any, bool]:
+        """(object, complete): a collection comes back empty, to be filled from the stack."""
+        cls, tag = type(node), node.tag
+        if cls is scalar_node:
+            if tag == str_tag:
+                return node.value, True
+            if tag == int_tag:
+                return loader.construct_yaml_int(node), True
+            if tag == float_tag:
+                return loader.construct_yaml_float(node), True
+            if tag == bool_tag:
+                return loader.construct_yaml_bool(node), True
+            if tag == null_tag:
+                return None, True
+        key = id(node)
+        if key in memo:
+            return memo[key], True
+        if cls is seq_node and tag == seq_tag:
+            memo[key] = []
+            return memo[key], False
+        if cls is map_node and tag == map_tag and not any(k.tag == merge_tag for k, _ in node.value):
+            memo[key] = {}
+            return memo[key], False
+        memo[key] = loader.construct_object(node, deep=True)
+        return memo[key], True
+
+    try:
+        obj, complete = start(root)
+        stack: list[tuple[Any, Any]] = [] if complete else [(root, obj)]
+        while stack:
+            node, target = stack.pop()
+            if type(target) is list:
+                for child in node.value:
+                    value, complete = start(child)
+                    target.append(value)
+                    if not complete:
+                        stack.append((child, value))
+                continue
+            for key_node, value_node in node.value:
+                k, complete = start(key_node)
+                if not complete:  # a collection as a key: a list or dict, which PyYAML refuses too
+                    raise ConstructorError("while constructing a mapping", node.start_mark, "found unhashable key",
+                                           key_node.start_mark)
+                try:
+                    hash(k)
+                except TypeError:
+                    raise ConstructorError("while constructing a mapping", node.start_mark, "found unhashable key",
+                                           key_node.start_mark) from None
+                value, complete = start(value_node)
+                target[k] = value
+                if not complete:
+                    stack.append((value_node, value))
+        return obj
+    finally:
+        loader.constructed_objects = {}
+        loader.recursive_objects = {}
+        loader.state_generators = []
 
 
 def _compose_events(loader: Any, *, path: str | Path | None, max_depth: int) -> Any:
@@ -458,6 +561,16 @@ _FLOW = re.compile(r"[\[\]{}]")
 _C_COMPOSE_SAFE = 1000
 
 
+#: An alias token: '*' then an anchor character (YAML 1.2 ns-anchor-char: no space, no flow indicator).
+_ALIAS_TOKEN = re.compile(r"\*[^\s\[\]{},]")
+
+
+def may_alias(text: str) -> bool:
+    """False only when ``text`` holds no YAML alias (no anchor, or no ``*name`` token anywhere):
+    then nothing can expand or recurse, and the node graph is a tree."""
+    return "&" in text and _ALIAS_TOKEN.search(text) is not None
+
+
 def yaml_depth_bound(text: str) -> int:
     """A cheap upper bound of a YAML text's nesting depth (over-estimates, never under).
 
@@ -509,20 +622,20 @@ def load_yaml_documents(text: str, *, path: str | Path | None = None, max_depth:
     out: list[tuple[Any, Any]] = []
     bound = yaml_depth_bound(text)
     fast = bound <= _C_COMPOSE_SAFE  # libyaml's composer is safe at this depth; else compose in Python
-    graph = "&" in text or bound > max_depth  # no anchor: no alias; shallow: no depth to check
+    graph = may_alias(text) or bound > max_depth  # no alias: nothing expands; shallow: no depth to check
     try:
         if fast:
             while loader.check_node():
                 node = loader.get_node()
                 if graph:
                     check_node_graph(node, path=path, max_depth=max_depth, alias_budget=alias_budget)
-                out.append((None if node is None or not construct else loader.construct_document(node), node))
+                out.append((None if node is None or not construct else _construct(loader, node), node))
             return out
         loader.get_event()  # StreamStartEvent
         while not loader.check_event(yaml.StreamEndEvent):
             node = _compose_events(loader, path=path, max_depth=max_depth)
             check_node_graph(node, path=path, max_depth=max_depth, alias_budget=alias_budget)
-            out.append((None if node is None or not construct else loader.construct_document(node), node))
+            out.append((None if node is None or not construct else _construct(loader, node), node))
         return out
     except yaml.YAMLError as exc:
         problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
@@ -574,7 +687,7 @@ def _prescan(text: str, *, path: str | Path | None, max_depth: int, alias_budget
         raise _yaml_error(f"flow collections ({{...}} or [...]) nested more than {ROUNDTRIP_MAX_FLOW_DEPTH} deep",
                           path, None, "too-deep")
     shallow = yaml_depth_bound(text) <= max_depth
-    if "&" not in text and shallow:
+    if not may_alias(text) and shallow:
         return
     try:
         load_yaml_documents(text, path=path, max_depth=max_depth, alias_budget=alias_budget, construct=False)

@@ -50,6 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=HERE / "bench_before_after.json")
     args = ap.parse_args(argv)
     started = now_iso()
+    load_before = os.getloadavg()
     tmp = Path(tempfile.mkdtemp(prefix="infx-bench-"))
     try:
         tree, base_src = tmp / "tree", tmp / "base"
@@ -80,12 +81,16 @@ def main(argv: list[str] | None = None) -> int:
         "seconds": {k: [round(x, 4) for x in v] for k, v in times.items()},
         "median_s": {k: round(v, 4) for k, v in med.items()},
         "ratio_after_over_before": round(med["after"] / med["before"], 4),
+        "max_s": {k: round(max(v), 4) for k, v in times.items()},
+        "load_average_before": [round(x, 2) for x in load_before],
+        "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "same_findings": same,
         "findings": len(found["after"]),
     }
     atomic_write_text(args.out, json.dumps(doc, indent=2) + "\n")
     print(f"check over InferenceX {sha[:9]}: before {med['before']:.3f}s, after {med['after']:.3f}s (median of "
-          f"{args.repeats}); after/before = {doc['ratio_after_over_before']}; same findings: {same}")
+          f"{args.repeats}); after/before = {doc['ratio_after_over_before']}; same findings: {same}; "
+          f"load average {doc['load_average_before']} -> {doc['load_average_after']}")
     return 0 if same else 1
 
 

@@ -11,9 +11,11 @@ Part B (pipeline against waves): serve-reference with the fake engine sleeping `
 verify step in each request's own thread, i.e. a server whose step time does not depend on how many
 requests it runs (a GPU under its batch limit); answers of 16..256 tokens. The reference engine
 serves one request at a time (a lock), so it cannot show a scheduling difference. Pipeline and waves
-alternate, three repetitions each, in one process.
+alternate, ``--reps`` repetitions each, at concurrency 1 (the control: a wave of one is a pipeline), 8 and
+64, in one process.
 
-Run:  flock /tmp/golden-al-heavy.lock python experiments/pipeline-concurrency/run.py   (5-10 minutes on 2 cores)
+Run:  flock /tmp/golden-al-heavy.lock python experiments/pipeline-concurrency/run.py   (20-30 minutes on 2 cores;
+      --prompts-b 96 --reps 2 takes about 12)
 Writes results.json, results.md and pipeline_concurrency.png next to this file.
 """
 
@@ -118,15 +120,15 @@ def part_a(tmp: Path, n: int, max_tokens: int, device: str) -> list[dict[str, An
     return rows
 
 
-def part_b(tmp: Path, n: int, reps: int) -> list[dict[str, Any]]:
+def part_b(tmp: Path, n: int, reps: int, step_delay: float = STEP_DELAY) -> list[dict[str, Any]]:
     from golden_al.servers.served_engine import FakeServedEngine
 
     prompts = _prompts(n)
     rows = []
-    srv = _serve(FakeServedEngine(K, accept_rate=0.7, min_len=16, max_len=256, step_delay_s=STEP_DELAY,
+    srv = _serve(FakeServedEngine(K, accept_rate=0.7, min_len=16, max_len=256, step_delay_s=step_delay,
                                   model_name="m"), "sglang")
     try:
-        for c in (8, 64):
+        for c in CONCURRENCIES:  # at c=1 a wave is one request: the control, both schedules must tie
             for rep in range(reps):
                 order = ("pipeline", "waves") if rep % 2 == 0 else ("waves", "pipeline")
                 for schedule in order:
@@ -163,6 +165,12 @@ def plot(a: list[dict[str, Any]], b: list[dict[str, Any]], path: Path) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    if not a:  # part B only (--skip-a)
+        fig, ax2 = plt.subplots(1, 1, figsize=(6, 4.2))
+        _plot_b(ax2, b)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
+        return
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(11, 4.2))
     for j, source in enumerate(sorted({r["source"] for r in a})):
         rs = [r for r in a if r["source"] == source]
@@ -174,6 +182,12 @@ def plot(a: list[dict[str, Any]], b: list[dict[str, Any]], path: Path) -> None:
     ax1.set_ylabel(f"AL (k={K})")
     ax1.set_title("Same prompts, tiny reference pair: AL against concurrency")
     ax1.legend(fontsize=8)
+    _plot_b(ax2, b)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+
+
+def _plot_b(ax2: Any, b: list[dict[str, Any]]) -> None:
     cs = sorted({r["concurrency"] for r in b})
     for j, schedule in enumerate(("pipeline", "waves")):
         med = [statistics.median(r["wall_s"] for r in b if r["concurrency"] == c and r["schedule"] == schedule)
@@ -183,8 +197,28 @@ def plot(a: list[dict[str, Any]], b: list[dict[str, Any]], path: Path) -> None:
     ax2.set_ylabel("wall time (s), median of repetitions")
     ax2.set_title("Pipeline against waves (batching stand-in)")
     ax2.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+
+
+def results_markdown(result: dict[str, Any]) -> str:
+    """``results.md`` from ``results.json``'s content (part A left out when it was not run)."""
+    st, a, summary = result["settings"], result["al_vs_concurrency"], result["summary"]
+    lines = ["# Pipeline and concurrency: results", ""]
+    if a:
+        lines += [f"k={st['k']}; part A {st['prompts']}, part B {st['prompts_b']} HumanEval prompts.", "",
+                  "## AL against concurrency (tiny reference pair over serve-reference)", "",
+                  "| source | concurrency | AL | 95% interval | clusters | wall (s) |", "|---|---|---|---|---|---|"]
+        lines += [f"| {r['source']} | {r['concurrency']} | {r['al']:.4f} | [{r['ci95'][0]:.4f}, {r['ci95'][1]:.4f}] "
+                  f"| {r['clusters']} | {r['wall_s']:.1f} |" for r in a]
+        lines += ["", f"Each AL inside every other concurrency's interval: {summary['al_within_each_others_interval']}",
+                  ""]
+    else:
+        lines += [f"k={st['k']}; part B only (--skip-a), {st['prompts_b']} HumanEval prompts, {st['reps']} "
+                  f"repetitions; {st['part_b_engine']}.", ""]
+    lines += ["## Wall time: pipeline against waves (fake engine, batching stand-in)", "",
+              "| concurrency | pipeline median (s) | waves median (s) | waves / pipeline |", "|---|---|---|---|"]
+    lines += [f"| {c} | {v['pipeline_median_s']:.2f} | {v['waves_median_s']:.2f} | {v['waves_over_pipeline']:.2f} |"
+              for c, v in summary["wall_time"].items()]
+    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -193,6 +227,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--prompts-b", type=int, default=160, help="part B prompts (default 160)")
     ap.add_argument("--max-tokens", type=int, default=32, help="part A max_tokens (default 32)")
     ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--step-delay", type=float, default=STEP_DELAY,
+                    help=f"part B seconds per verify step (default {STEP_DELAY})")
+    ap.add_argument("--skip-a", action="store_true", help="run part B only (no torch needed)")
     ap.add_argument("--out", type=Path, default=HERE)
     ap.add_argument("--prompts-file", type=Path, default=None,
                     help="the same HumanEval prompts as chat-jsonl (for a machine without the HumanEval package)")
@@ -205,8 +242,8 @@ def main(argv: list[str] | None = None) -> int:
 
     load_at_start = os.getloadavg()
     with tempfile.TemporaryDirectory() as tmp:
-        a = part_a(Path(tmp), args.prompts, args.max_tokens, args.device)
-        b = part_b(Path(tmp), args.prompts_b, args.reps)
+        a = [] if args.skip_a else part_a(Path(tmp), args.prompts, args.max_tokens, args.device)
+        b = part_b(Path(tmp), args.prompts_b, args.reps, args.step_delay)
     summary = summarize(a, b)
     result = {"settings": {"k": K, "prompts": args.prompts, "prompts_b": args.prompts_b,
                            "prompt_set": "humaneval (first N)",
@@ -214,23 +251,12 @@ def main(argv: list[str] | None = None) -> int:
                            "part_a_max_tokens": args.max_tokens, "part_a_device": args.device,
                            "machine": {"cpus": os.cpu_count(), "platform": platform.platform(),
                                        "loadavg_at_start": list(load_at_start)}, "part_b_engine": "fake engine, step delay "
-                           f"{STEP_DELAY} s per verify step, answers 16..256 tokens", "reps": args.reps},
+                           f"{args.step_delay} s per verify step, answers 16..256 tokens", "reps": args.reps},
               "al_vs_concurrency": a, "pipeline_vs_waves": b, "summary": summary, "provenance": collect()}
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(result, indent=2) + "\n")
     plot(a, b, args.out / "pipeline_concurrency.png")
-    lines = ["# Pipeline and concurrency: results", "",
-             f"k={K}; part A {args.prompts}, part B {args.prompts_b} HumanEval prompts.", "",
-             "## AL against concurrency (tiny reference pair over serve-reference)", "",
-             "| source | concurrency | AL | 95% interval | clusters | wall (s) |", "|---|---|---|---|---|---|"]
-    lines += [f"| {r['source']} | {r['concurrency']} | {r['al']:.4f} | [{r['ci95'][0]:.4f}, {r['ci95'][1]:.4f}] | "
-              f"{r['clusters']} | {r['wall_s']:.1f} |" for r in a]
-    lines += ["", f"Each AL inside every other concurrency's interval: {summary['al_within_each_others_interval']}",
-              "", "## Wall time: pipeline against waves (fake engine, batching stand-in)", "",
-              "| concurrency | pipeline median (s) | waves median (s) | waves / pipeline |", "|---|---|---|---|"]
-    lines += [f"| {c} | {v['pipeline_median_s']:.2f} | {v['waves_median_s']:.2f} | {v['waves_over_pipeline']:.2f} |"
-              for c, v in summary["wall_time"].items()]
-    (args.out / "results.md").write_text("\n".join(lines) + "\n")
+    (args.out / "results.md").write_text(results_markdown(result))
     print(json.dumps(summary, indent=2))
     return 0
 

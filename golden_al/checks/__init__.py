@@ -11,9 +11,24 @@ Torch-free; nothing under check ever executes the files it reads.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 from golden_al.checks.findings import FAILING_VERDICTS, VERDICTS, Finding, Pin
-from golden_al.checks.run import RunCheckResult, RunEvidence, check_run, evidence_from_files
 from golden_al.checks.static import CheckReport, check_paths, evaluate
+
+if TYPE_CHECKING:
+    from golden_al.checks.run import RunCheckResult, RunEvidence, check_run, evidence_from_files
+
+_RUN_NAMES = frozenset({"RunCheckResult", "RunEvidence", "check_run", "evidence_from_files"})
+
+
+def __getattr__(name: str) -> Any:
+    """``check-run``'s names load on first use, so ``golden-al check`` does not import them."""
+    if name in _RUN_NAMES:
+        from golden_al.checks import run
+
+        return getattr(run, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 __all__ = [
     "FAILING_VERDICTS",

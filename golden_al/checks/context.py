@@ -50,6 +50,7 @@ __all__ = [
     "agentic_from_scenario",
     "has_keyword",
     "parse_number",
+    "scalar_text",
     "thinking_from_kwargs",
     "thinking_from_setting",
 ]
@@ -69,6 +70,15 @@ MASTER_LENGTH_KEY = "SYNTHETIC_ACCEPTANCE_LENGTH"
 KEYWORDS = (sglang.LEGACY_ENV_LEN, vllm.LENGTH_KEY.rsplit("_", 1)[0], trtllm.ENV_FORCE,
             atom.LENGTH_FLAG[2:].rsplit("-", 1)[0], MASTER_KEY, vllm.METHOD_KEY,
             *llamacpp.SYNTH_FLAG_FORMS, *llamacpp.SYNTH_FLAG_FORMS.values())
+
+
+def scalar_text(v: Any) -> str | None:
+    """A config scalar as text (``true``/``false`` for booleans); None for a mapping, list or null."""
+    if v is None or isinstance(v, (dict, list)):
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
 
 
 def has_keyword(text: str) -> bool:
@@ -177,6 +187,16 @@ _EFFORT_SETTINGS: dict[str, int] = {"reasoning_effort": 4, "reasoning-effort": 4
                                     "REASONING_EFFORT": 4}
 
 
+_CHAT_TEMPLATE_NAMES = ("--chat-template", "chat-template", "chat_template")
+
+
+def is_thinking_setting(name: str) -> bool:
+    """Whether :func:`thinking_from_setting` can find a signal in a setting of this name
+    (a cheap test before building the setting's location text)."""
+    return (name in _KWARG_SETTINGS or name in _EFFORT_SETTINGS or name in _SETTINGS
+            or name == "AIPERF_EXTRA_INPUTS" or name in _CHAT_TEMPLATE_NAMES)
+
+
 def thinking_from_setting(name: str, value: Any, where: str) -> list[ThinkingSignal]:
     """Signals from one named setting (empty when the name is not a thinking setting)."""
     if name in _KWARG_SETTINGS:
@@ -205,7 +225,7 @@ def thinking_from_setting(name: str, value: Any, where: str) -> list[ThinkingSig
                 if t is not None:
                     out.append(ThinkingSignal("on" if t else "off", f"{where}AIPERF_EXTRA_INPUTS {item}", 4))
         return out
-    if name in ("--chat-template", "chat-template", "chat_template") and isinstance(value, str):
+    if name in _CHAT_TEMPLATE_NAMES and isinstance(value, str):
         base = PurePath(value.replace("\\", "/")).name.lower()
         if base.endswith((".jinja", ".jinja2", ".j2")):
             if re.search(r"(^|[_-])(no[_-]?think(ing)?|non[_-]?thinking|nothink)([_.-]|$)", base):

@@ -101,6 +101,9 @@ class Pin:
     models: list[ModelName] = field(default_factory=list)
     draft_model: str | None = None
     draft_sample_method: str | None = None
+    #: the draft's real rejection method (vLLM ``rejection_sample_method`` other than ``synthetic``):
+    #: a curve input, as in ``inject`` (:func:`golden_al.configs.srt_slurm.curve_rejection_method`)
+    rejection_sample_method: str | None = None
     agentic: AgenticInfo = AgenticInfo(None, "the files do not say")
     problems: list[tuple[str, str]] = field(default_factory=list)  # (verdict, text) found while reading
     notes: list[str] = field(default_factory=list)

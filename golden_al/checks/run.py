@@ -56,7 +56,7 @@ from distributions.uncertainty import (
     gaussian_tail_for_sigma,
     printed_interval_law,
 )
-from golden_al.engines import atom, sglang, vllm
+from golden_al.engines import atom, llamacpp, sglang, vllm
 from golden_al.errors import (
     CounterSemanticsError,
     InputFileError,
@@ -279,7 +279,7 @@ def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, in
             raise InputFileError(f"{len(recs)} SGLang decode line(s) but none carries 'accept len' with a running "
                                  "batch (speculative decoding off?)", path=logs[0][0])
         raise _no_lines(f"SGLang '{sglang.PROFILE.log_pattern('decode-head').marker}' lines", logs, other)
-    weights = [interval * r.running_req for r in usable]
+    weights = [sglang.decode_window(r.accept_len, r.running_req, interval)[0] for r in usable]  # type: ignore[arg-type]
     total = math.fsum(weights)
     realized = math.fsum(w * r.accept_len for w, r in zip(weights, usable, strict=False)) / total  # type: ignore[operator]
     sum_sq = math.fsum(w * w / interval for w in weights)
@@ -364,15 +364,15 @@ def _from_llamacpp(scans: list[Any], k: int) -> RunEvidence:
     lines = [(scan.source, r) for scan in scans for r in scan.requests]
     if not lines:
         names = ", ".join(str(scan.source) for scan in scans)
-        raise InputFileError(f"no llama-server 'draft acceptance = ...' lines in {names}",
+        raise InputFileError(f"no {llamacpp.PROFILE.executable} '{llamacpp.LOG_DRAFT_ACCEPTANCE_MARKER}...' lines in "
+                             f"{names}",
                              hint="pass the llama-server log of the run (one line per finished request with drafts)")
     accepted = generated = 0
     for name, r in lines:
         if r.generated % k:
             raise InputFileError(f"line {r.line}: {r.generated} drafted tokens is not a multiple of k={k}: the server "
-                                 "did not draft a fixed length (or --draft-len is not its --spec-draft-n-max)",
-                                 path=name, hint="launch with --spec-draft-n-min = --spec-draft-n-max = k and "
-                                 "--spec-draft-p-min 0")
+                                 f"did not draft a fixed length (or --draft-len is not its {llamacpp.FLAG_N_MAX})",
+                                 path=name, hint=llamacpp.FIXED_K_HINT)
         accepted += r.accepted
         generated += r.generated
     steps = generated / k

@@ -195,7 +195,8 @@ def _resolve_model(models: Sequence[ModelName], store: Any) -> tuple[str | None,
 
 def _pick_curve(store: Any, model: str, method: str | None, pin: Pin) -> Any:
     """The curve for the pin, as the store chooses it (the same choice ``inject`` and ``env`` make)."""
-    return store.curve(model, method, draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method)
+    return store.curve(model, method, draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method,
+                       rejection_sample_method=pin.rejection_sample_method)
 
 
 def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
@@ -308,7 +309,8 @@ def _golden(pin: Pin, store: Any, model: str, thinking: str, k: int, implied: fl
     try:
         sc = _pick_curve(store, model, method, pin)
         point = store.lookup(model, thinking, k, method=method, variant=sc.name,
-                             draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method)
+                             draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method,
+                             rejection_sample_method=pin.rejection_sample_method)
     except AmbiguousCurveError:
         return ("undetermined", _ambiguous(store, model, method, thinking, k, implied))
     except NoGoldenValueError as exc:
@@ -406,6 +408,7 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     from golden_al.checks.scripts import extract_shell_pins
     from golden_al.checks.yaml_configs import (
         YamlError,
+        clear_path_cache,
         extract_json_pins,
         extract_yaml_pins,
         load_yaml_docs,
@@ -417,11 +420,22 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
         if not os.path.lexists(p):
             raise UsageError(f"{p}: no such file or directory")
     report = CheckReport()
+    clear_path_cache()
     read = _Reader(max_file_size)
     roots = [Path(p).resolve() for p in paths if Path(p).is_dir()]
     recipe_cache: dict[Path, Any] = {}
     files = list(iter_candidate_files(paths))
-    docs_cache: dict[Path, Any] = {}
+    parsed: dict[Path, Any] = {}  # resolved path -> its YAML documents or YamlError: each file parsed once
+
+    def parse(path: Path, text: str) -> Any:
+        key = path.resolve()
+        if key not in parsed:
+            try:
+                parsed[key] = load_yaml_docs(text)
+            except YamlError as exc:
+                parsed[key] = exc
+        return parsed[key]
+
     refs: dict[Path, list[Any]] = {}
     for path, kind in files:  # master configs first: which recipes do they run, for which model
         if kind != "yaml":
@@ -429,12 +443,10 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
         text = read(path)
         if isinstance(text, UnreadableInputError) or "CONFIG_FILE" not in text or "scenarios" not in text:
             continue
-        try:
-            docs_cache[path] = load_yaml_docs(text)
-        except YamlError as exc:
-            docs_cache[path] = exc
+        docs = parse(path, text)
+        if isinstance(docs, YamlError):
             continue
-        for doc in docs_cache[path]:
+        for doc in docs:
             for rp, lst in master_refs(doc, str(path), roots).items():
                 refs.setdefault(rp, []).extend(r for r in lst if r not in refs.get(rp, []))
 
@@ -445,12 +457,12 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
             if isinstance(text, UnreadableInputError):
                 recipe_cache[key] = f"unreadable ({text.reason}): {text.problem}"
                 return recipe_cache[key]
-            try:
-                docs = load_yaml_docs(text)
+            docs = parse(key, text)
+            if isinstance(docs, YamlError):
+                recipe_cache[key] = f"{docs} (line {docs.line})" if docs.line else str(docs)
+            else:
                 recipe_cache[key] = next((c for d in docs if (c := recipe_context(d, str(path), refs.get(key)))
                                           is not None), None)
-            except YamlError as exc:
-                recipe_cache[key] = f"{exc} (line {exc.line})" if exc.line else str(exc)
         return recipe_cache[key]
 
     for path, kind in files:
@@ -469,7 +481,7 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
         pins: list[Pin] = []
         try:
             if kind == "yaml":
-                cached = docs_cache.get(path)
+                cached = parse(path, text)
                 if isinstance(cached, YamlError):
                     raise cached
                 pins = extract_yaml_pins(text, shown, load_recipe=load_recipe, roots=roots,

@@ -16,22 +16,31 @@
   which holds the draft length.
 * Anything else: any mapping key naming a knob (``SGLANG_SIMULATE_ACC_LEN: "2.49"``),
   ``KEY=VALUE`` list items, ``{name: KEY, value: V}`` env lists and
-  ``speculative-config`` JSON strings or mappings.
+  ``speculative-config`` JSON strings or mappings; and the knobs of engines whose profile
+  declares a ``command_line`` (llama.cpp) on command lines and environments kept in the
+  config (:mod:`golden_al.checks.command_lines`).
 
-Line numbers come from PyYAML's composer (C loader when available).
+Recipes and master configs are read by :mod:`golden_al.configs.srt_slurm`, the reader
+``inject`` uses too (roles, environment blocks, sweep variants, speculative settings, the
+generating role, curve inputs); this module adds what only ``check`` needs: line numbers
+(from PyYAML's composer, C loader when available), thinking and agentic signals, model
+names with their sources, and the pins themselves.
 """
 
 from __future__ import annotations
 
+import functools
 import json
+import os
 import re
-from collections.abc import Iterator
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from golden_al.checks.command_lines import command_line_pins
 from golden_al.checks.context import (
     MASTER_LENGTH_KEY,
     SGLANG_COMPANIONS,
@@ -40,6 +49,8 @@ from golden_al.checks.context import (
     agentic_from_flag,
     agentic_from_path,
     agentic_from_scenario,
+    is_thinking_setting,
+    scalar_text,
     thinking_from_setting,
 )
 from golden_al.checks.findings import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
@@ -49,15 +60,31 @@ from golden_al.checks.spec import (
     trtllm_draft,
     vllm_draft,
 )
+from golden_al.configs.srt_slurm import (
+    GENERATING_ROLES,
+    INJECTOR_FRAMEWORKS,
+    OVERRIDE_RE,
+    SPEC_CONFIG_KEYS,
+    EnvBlock,
+    MasterSetting,
+    RecipeView,
+    canonical_role,
+    curve_rejection_method,
+    env_block_role,
+    is_master,
+    master_settings,
+    read_recipe,
+    speculation,
+)
 from golden_al.engines import atom, sglang, trtllm, vllm
 from golden_al.errors import UnreadableInputError
-from golden_al.injection.recipe import canonical_role, env_block_role
 from golden_al.safeio import load_json, load_yaml_documents
 
 __all__ = [
     "MasterRef",
     "YamlDoc",
     "YamlError",
+    "clear_path_cache",
     "extract_json_pins",
     "extract_yaml_pins",
     "load_yaml_docs",
@@ -69,9 +96,7 @@ __all__ = [
 _ROLES = ("aggregated", "prefill", "decode")
 _ENV_KNOBS = (sglang.ENV_LEN, sglang.LEGACY_ENV_LEN, TRTLLM_KNOB)
 #: vLLM's ``--speculative-config`` as a recipe key (either spelling)
-_VLLM_SPEC_KEYS = (vllm.FLAG_SPEC_CONFIG[2:], vllm.SPEC_CONFIG_KEY)
-#: SGLang's speculative flags as recipe keys (``speculative-draft-model`` is a short spelling)
-_SGLANG_KEYS = (*sglang.SPEC_FLAGS, sglang.FLAG_DRAFT_MODEL[2:].removesuffix("-path"))
+_VLLM_SPEC_KEYS = SPEC_CONFIG_KEYS
 
 
 class YamlError(Exception):
@@ -88,6 +113,13 @@ class YamlDoc:
 
     data: Any
     lines: dict[tuple[str, ...], int] = field(default_factory=dict)
+    _walked: list[tuple[tuple[str, ...], Any]] | None = field(default=None, repr=False, compare=False)
+
+    def walk(self) -> list[tuple[tuple[str, ...], Any]]:
+        """:func:`_walk` of the document, computed once (every rule walks the same tree)."""
+        if self._walked is None:
+            self._walked = _walk(self.data)
+        return self._walked
 
     def line(self, path: tuple[str, ...], default: int = 1) -> int:
         while path:
@@ -137,17 +169,29 @@ def load_yaml_docs(text: str) -> list[YamlDoc]:
 # ------------------------------------------------------------------------ helpers
 
 
-def _walk(obj: Any, path: tuple[str, ...] = (), depth: int = 0) -> Iterator[tuple[tuple[str, ...], Any]]:
-    """Every (path, value) in a plain data tree, parents first."""
-    yield path, obj
-    if depth > 60:
-        return
-    if isinstance(obj, dict):
-        for k, v in obj.items():
-            yield from _walk(v, (*path, str(k)), depth + 1)
-    elif isinstance(obj, list):
-        for i, v in enumerate(obj):
-            yield from _walk(v, (*path, str(i)), depth + 1)
+_WALK_MAX_DEPTH = 60
+
+
+def _walk(obj: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    """Every (path, value) in a plain data tree, parents first (preorder; children of nodes
+    deeper than 60 levels are not visited). Iterative (:meth:`YamlDoc.walk` keeps it)."""
+    out: list[tuple[tuple[str, ...], Any]] = []
+    stack: list[tuple[tuple[str, ...], Any, int]] = [(path, obj, 0)]
+    pop, push, emit = stack.pop, stack.append, out.append
+    while stack:
+        p, v, depth = pop()
+        emit((p, v))
+        if depth > _WALK_MAX_DEPTH:
+            continue
+        if isinstance(v, dict):
+            kids = [((*p, str(k)), c) for k, c in v.items()]
+        elif isinstance(v, list):
+            kids = [((*p, str(i)), c) for i, c in enumerate(v)]
+        else:
+            continue
+        for kp, c in reversed(kids):
+            push((kp, c, depth + 1))
+    return out
 
 
 def _role_of(path: tuple[str, ...]) -> str | None:
@@ -164,12 +208,7 @@ def _role_of(path: tuple[str, ...]) -> str | None:
     return None
 
 
-def _scalar(v: Any) -> str | None:
-    if v is None or isinstance(v, (dict, list)):
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
+_scalar = scalar_text
 
 
 def _json_obj(v: Any) -> dict[str, Any] | None:
@@ -201,21 +240,32 @@ class MasterRef:
 
 @dataclass
 class RecipeContext:
-    """What an srt-slurm recipe says about engine, roles, models, thinking, agentic."""
+    """What an srt-slurm recipe says about engine, roles, models, thinking, agentic: one
+    :class:`~golden_al.configs.srt_slurm.RecipeView` (the reader ``inject`` uses too) plus
+    what only ``check`` needs (line numbers, thinking and agentic signals, model sources)."""
 
     path: str
     doc: YamlDoc
-    engine: str | None  # sglang | vllm | trtllm
-    args: dict[str, dict[str, Any]]  # role -> engine arguments
-    envs: dict[str, tuple[str, dict[str, Any]]]  # role -> (environment key, block)
+    view: RecipeView
     thinking: list[tuple[str | None, ThinkingSignal]]
     models: list[ModelName]
     agentic: AgenticInfo
-    prefixes: tuple[tuple[str, ...], ...] = ((),)
-    variant: str | None = None
+
+    @property
+    def engine(self) -> str | None:
+        return self.view.engine
+
+    @property
+    def prefixes(self) -> tuple[tuple[str, ...], ...]:
+        return self.view.prefixes
+
+    @property
+    def variant(self) -> str | None:
+        return self.view.variant
 
     def line(self, path: tuple[str, ...]) -> int:
-        """Line of ``path`` in the override section first, then in the base."""
+        """Line of ``path`` (a key path from the view's root) in the override section
+        first, then in the base."""
         for prefix in self.prefixes:
             if prefix + path in self.doc.lines:
                 return self.doc.lines[prefix + path]
@@ -227,69 +277,24 @@ class RecipeContext:
                     return self.doc.lines[full]
         return 1
 
-    def role_args(self, role: str | None, engine: str | None = None) -> tuple[str | None, dict[str, Any]]:
-        """Engine arguments of ``role`` if they carry speculative settings, else of decode /
-        aggregated / prefill (a prefill pin takes the decode worker's draft length)."""
-        order = ([] if role in (None, "prefill") else [role]) + ["decode", "aggregated", "prefill"]
-        order = list(dict.fromkeys(order))
-        for r in order:
-            if r in self.args and _has_spec(self.args[r], engine):
-                return r, self.args[r]
-        for r in order:
-            if self.args.get(r):
-                return r, self.args[r]
-        return None, {}
+    def loc_line(self, loc: tuple[str, ...]) -> int:
+        """Line of a reader location (a key path from the document root, base-relative in a variant)."""
+        root = self.prefixes[-1]
+        return self.line(loc[len(root):] if loc[: len(root)] == root else loc)
 
     def thinking_for(self, role: str | None) -> list[ThinkingSignal]:
         own = [s for r, s in self.thinking if r == role or r is None]
         return own or [s for _, s in self.thinking]
 
 
-def _has_spec(args: dict[str, Any], engine: str | None) -> bool:
-    keys = [str(k) for k in args]
-    if engine in (None, "sglang") and any(k.replace("_", "-") in _SGLANG_KEYS for k in keys):
-        return True
-    if engine in (None, "vllm") and any(k in _VLLM_SPEC_KEYS and not isinstance(args[k], dict) for k in args):
-        return True
-    if engine in (None, "vllm", "trtllm") and any(k in _VLLM_SPEC_KEYS for k in args):
-        return True
-    return False
-
-
-_BACKEND_ENGINE = {"sglang": "sglang", "vllm": "vllm", "trtllm": "trtllm", "trt": "trtllm", "tensorrt-llm": "trtllm"}
-
-
-def _merge(base: Any, over: Any) -> Any:
-    if isinstance(base, dict) and isinstance(over, dict):
-        out = dict(base)
-        for k, v in over.items():
-            out[k] = _merge(base.get(k), v) if k in base else v
-        return out
-    return over
-
-
 def recipe_contexts(doc: YamlDoc, path: str, refs: list[MasterRef] | None = None) -> list[RecipeContext]:
-    """Recipe contexts of a document: one for a plain recipe, one per ``zip_override_*``
-    variant of a ``base:`` recipe (srt-slurm's sweep format); empty if not a recipe."""
-    data = doc.data
-    if not isinstance(data, dict):
+    """Recipe contexts of a document: one for a plain recipe, one per ``override_*`` /
+    ``zip_override_*`` variant of a ``base:`` recipe (srt-slurm's sweep format); empty if
+    not a recipe (:func:`golden_al.configs.srt_slurm.read_recipe`)."""
+    recipe = read_recipe(doc.data)
+    if recipe is None:
         return []
-    if isinstance(data.get("backend"), dict):
-        ctx = _recipe_context(data, doc, path, ((),), None, refs)
-        return [ctx] if ctx else []
-    base = data.get("base")
-    if not isinstance(base, dict) or not isinstance(base.get("backend"), dict):
-        return []
-    overrides = [(str(k), v) for k, v in data.items() if str(k).startswith("zip_override") and isinstance(v, dict)]
-    if not overrides:
-        ctx = _recipe_context(base, doc, path, (("base",),), None, refs)
-        return [ctx] if ctx else []
-    out = []
-    for name, over in overrides:
-        ctx = _recipe_context(_merge(base, over), doc, path, ((name,), ("base",)), name, refs)
-        if ctx:
-            out.append(ctx)
-    return out
+    return [_recipe_context(view, doc, path, refs) for view in recipe.views()]
 
 
 def recipe_context(doc: YamlDoc, path: str, refs: list[MasterRef] | None = None) -> RecipeContext | None:
@@ -298,29 +303,11 @@ def recipe_context(doc: YamlDoc, path: str, refs: list[MasterRef] | None = None)
     return ctxs[0] if ctxs else None
 
 
-def _recipe_context(data: dict[str, Any], doc: YamlDoc, path: str, prefixes: tuple[tuple[str, ...], ...],
-                    variant: str | None, refs: list[MasterRef] | None) -> RecipeContext | None:
-    backend = data.get("backend")
-    if not isinstance(backend, dict):
-        return None
-    engine = _BACKEND_ENGINE.get(str(backend.get("type", "")).lower())
-    args: dict[str, dict[str, Any]] = {}
-    envs: dict[str, tuple[str, dict[str, Any]]] = {}
-    for key, value in backend.items():
-        if not isinstance(value, dict):
-            continue
-        key = str(key)
-        if key.endswith("_config") and key.split("_config")[0] in ("sglang", "vllm", "trtllm"):
-            engine = engine or _BACKEND_ENGINE.get(key.split("_config")[0])
-            for role, role_args in value.items():
-                if isinstance(role_args, dict):
-                    args[canonical_role(role) or str(role)] = role_args
-        elif key.endswith("environment"):
-            role = _role_of((key,)) or "all"
-            envs[role] = (key, value)
+def _recipe_context(view: RecipeView, doc: YamlDoc, path: str, refs: list[MasterRef] | None) -> RecipeContext:
+    data = view.data
     thinking: list[tuple[str | None, ThinkingSignal]] = []
-    for p, v in _walk(data):
-        if not p:
+    for p, v in (doc.walk() if data is doc.data else _walk(data)):
+        if not p or not is_thinking_setting(p[-1]):
             continue
         name = p[-1]
         where = ".".join(p[:-1])
@@ -333,8 +320,9 @@ def _recipe_context(data: dict[str, Any], doc: YamlDoc, path: str, prefixes: tup
         if isinstance(name, str) and name.strip() and name not in [m.name for m in models]:
             models.append(ModelName(name.strip(), source))
 
-    for role in ("decode", "aggregated", "prefill"):
-        ra = args.get(role, {})
+    for role in GENERATING_ROLES:
+        rc = view.role(role)
+        ra = rc.args if rc is not None else {}
         add(ra.get("served-model-name") or ra.get("served_model_name"), f"{role} served-model-name")
     ident = data.get("identity")
     if isinstance(ident, dict) and isinstance(ident.get("model"), dict):
@@ -358,10 +346,10 @@ def _recipe_context(data: dict[str, Any], doc: YamlDoc, path: str, prefixes: tup
         if len(kinds) == 1 and None not in kinds:
             agentic = AgenticInfo(kinds.pop(), f"master-config entry '{refs[0].entry}' runs it in scenario "
                                                f"'{refs[0].scenario}'")
-    return RecipeContext(path, doc, engine, args, envs, thinking, models, agentic, prefixes, variant)
+    return RecipeContext(path, doc, view, thinking, models, agentic)
 
 
-def _recipe_agentic(data: dict[str, Any], bench: dict[str, Any], benv: dict[str, Any], path: str) -> AgenticInfo:
+def _recipe_agentic(data: Mapping[str, Any], bench: dict[str, Any], benv: dict[str, Any], path: str) -> AgenticInfo:
     top_env: dict[str, Any] = data["environment"] if isinstance(data.get("environment"), dict) else {}
     for env in (benv, top_env):
         if "IS_AGENTIC" in env:
@@ -379,62 +367,55 @@ def _recipe_agentic(data: dict[str, Any], bench: dict[str, Any], benv: dict[str,
     return agentic_from_path(path)
 
 
-def _sglang_flags(args: dict[str, Any]) -> dict[str, Any]:
-    out = {}
-    for key in _SGLANG_KEYS:
-        for spelling in (key, key.replace("-", "_")):
-            if spelling in args:
-                out[key] = args[spelling]
-    return out
-
-
-def _trt_spec(args: dict[str, Any]) -> dict[str, Any] | None:
-    spec = args.get(trtllm.SPEC_CONFIG_KEY) or args.get(_VLLM_SPEC_KEYS[0])
-    return spec if isinstance(spec, dict) else None
-
-
 def _draft_for_role(ctx: RecipeContext, engine: str, role: str | None) -> tuple[DraftInfo, str | None, str | None,
                                                                                    dict[str, Any]]:
-    """(draft info, algorithm, draft model, extras) for a pin in ``role``."""
-    used_role, args = ctx.role_args(role, engine)
+    """(draft info, algorithm, draft model, extras) for a pin of ``engine`` in ``role``
+    (the role's settings as :func:`~golden_al.configs.srt_slurm.speculation` reads them)."""
+    rc = ctx.view.role_for(role)
+    used_role = rc.role if rc is not None else None
     where = f"{used_role} arguments" if used_role else "the recipe"
     if ctx.variant:
         where += f" of {ctx.variant}"
     note = "" if used_role in (role, None) or role is None else f" (the {used_role} worker's)"
+    spec = None
+    if rc is not None:
+        spec = rc.spec if rc.spec is not None and rc.spec.engine == engine else speculation(engine, rc.args)
     if engine == "sglang":
-        flags = _sglang_flags(args)
+        flags = dict(spec.settings) if spec is not None else {}
         algo = flags.get(sglang.SPEC_FLAGS[0], flags.get(sglang.SPEC_FLAGS[1]))
         info = sglang_draft(algo, flags, where)
         info.rule += note
         return info, (str(algo) if algo is not None else None), flags.get(sglang.FLAG_DRAFT_MODEL[2:]), {
             "topk": flags.get(sglang.FLAG_EAGLE_TOPK[2:])}
     if engine == "trtllm":
-        spec = _trt_spec(args)
-        info = trtllm_draft(spec, where)
+        trt = dict(spec.settings) if spec is not None else None
+        info = trtllm_draft(trt, where)
         info.rule += note
-        algo = spec.get(trtllm.DECODING_TYPE) if spec else None
-        dm = next(((spec or {})[k] for k in trtllm.DRAFT_MODEL_KEYS if (spec or {}).get(k)), None)
-        return info, (str(algo) if algo is not None else None), dm, {}
+        return info, spec.algorithm if spec else None, spec.draft_model if spec else None, {}
     if engine == "vllm":
-        cfg = _json_obj(args.get(_VLLM_SPEC_KEYS[0], args.get(_VLLM_SPEC_KEYS[1])))
+        cfg = dict(spec.settings) if spec is not None and spec.problem is None else None
         info = vllm_draft(cfg, where)
         info.rule += note
-        return info, (str(cfg.get("method")) if cfg and cfg.get("method") else None), (
-            cfg.get("model") if cfg else None), {}
+        return info, spec.algorithm if cfg is not None and spec else None, spec.draft_model if cfg and spec else None, {}
     info = atom_draft(None, where)
     return info, None, None, {}
 
 
 def _env_pins(ctx: RecipeContext) -> list[Pin]:
     pins: list[Pin] = []
-    for role_key, (env_key, env) in ctx.envs.items():
-        role = None if role_key == "all" else role_key
+    envs: dict[str | None, EnvBlock] = {}
+    for block in ctx.view.envs:  # one block per role; a later key of the same role wins
+        if isinstance(block.env, Mapping):
+            envs[block.role] = block
+    for role, block in envs.items():
+        env_key, env = block.key, block.env
+        assert env is not None
         has_new = sglang.ENV_LEN in env
         for knob in _ENV_KNOBS:
             if knob not in env or (knob == sglang.LEGACY_ENV_LEN and has_new):
                 continue
             engine = "trtllm" if knob == TRTLLM_KNOB else "sglang"
-            line = ctx.line(("backend", env_key, knob))
+            line = ctx.loc_line((*block.loc, knob))
             raw = _scalar(env[knob])
             draft, algo, draft_model, extra = _draft_for_role(ctx, engine, role)
             pin = Pin(file=ctx.path, line=line, engine=engine, knob=knob, raw_value=raw,
@@ -456,127 +437,122 @@ def _env_pins(ctx: RecipeContext) -> list[Pin]:
     return pins
 
 
-def _vllm_pins_in(ctx_path: str, doc: YamlDoc, data: Any, models: list[ModelName],
-                  thinking_for: Any, agentic: AgenticInfo, ctx: RecipeContext | None = None) -> list[Pin]:
+def _recipe_vllm_pins(ctx: RecipeContext) -> list[Pin]:
+    """vLLM pins in the ``speculative-config`` of every role of a recipe view."""
     pins: list[Pin] = []
-    for p, v in _walk(data):
+    for rc in ctx.view.roles:
+        for p, v in _walk(rc.args):
+            if not p or p[-1] not in _VLLM_SPEC_KEYS:
+                continue
+            pin = _vllm_pin(ctx.path, ctx.loc_line((*rc.loc, *p)), v, ctx.models, ctx.thinking_for, ctx.agentic,
+                            _role_of((rc.key, *p)))
+            if pin is not None:
+                pins.append(pin)
+    return pins
+
+
+def _vllm_pin(path: str, line: int, value: Any, models: list[ModelName], thinking_for: Any, agentic: AgenticInfo,
+              role: str | None) -> Pin | None:
+    cfg = _json_obj(value)
+    if cfg is None or not (any(k in cfg for k in VLLM_KEYS) or cfg.get(vllm.METHOD_KEY) == vllm.SYNTHETIC_METHOD):
+        return None
+    info = vllm_draft(cfg, f"the {_VLLM_SPEC_KEYS[0]}")
+    knob = next((k for k in VLLM_KEYS if k in cfg), vllm.METHOD_KEY)
+    raw = cfg.get(knob) if knob in cfg else None
+    pin = Pin(file=path, line=line, engine="vllm", knob=knob,
+              raw_value=None if raw is None else (json.dumps(raw) if isinstance(raw, list) else _scalar(raw)),
+              unresolved=None if raw is not None else f"no {vllm.LENGTH_KEY} or {vllm.RATES_KEY}",
+              algorithm=str(cfg["method"]) if cfg.get("method") else None, draft=info,
+              thinking=thinking_for(role), models=list(models), draft_model=cfg.get("model"),
+              draft_sample_method=cfg.get("draft_sample_method"), agentic=agentic,
+              rejection_sample_method=curve_rejection_method(cfg.get(vllm.METHOD_KEY)))
+    pin.spec["config"] = cfg
+    pin.notes.append(f"{_VLLM_SPEC_KEYS[0]} of the {role} role" if role else _VLLM_SPEC_KEYS[0])
+    pin.spec["role"] = role
+    return pin
+
+
+def _vllm_pins_in(ctx_path: str, doc: YamlDoc, data: Any, models: list[ModelName],
+                  thinking_for: Any, agentic: AgenticInfo) -> list[Pin]:
+    """vLLM pins in every ``speculative-config`` of a document that is not a recipe."""
+    pins: list[Pin] = []
+    for p, v in (doc.walk() if data is doc.data else _walk(data)):
         if not p or p[-1] not in _VLLM_SPEC_KEYS:
             continue
-        cfg = _json_obj(v)
-        if cfg is None or not (any(k in cfg for k in VLLM_KEYS) or cfg.get(vllm.METHOD_KEY) == vllm.SYNTHETIC_METHOD):
-            continue
-        role = _role_of(p)
-        info = vllm_draft(cfg, f"the {_VLLM_SPEC_KEYS[0]}")
-        knob = next((k for k in VLLM_KEYS if k in cfg), vllm.METHOD_KEY)
-        raw = cfg.get(knob) if knob in cfg else None
-        if ctx is not None:
-            role_key = p[2] if len(p) > 2 else ""
-            line = ctx.line(("backend", "vllm_config", role_key, p[-1]))
-        else:
-            line = doc.line(p)
-        pin = Pin(file=ctx_path, line=line, engine="vllm", knob=knob,
-                  raw_value=None if raw is None else (json.dumps(raw) if isinstance(raw, list) else _scalar(raw)),
-                  unresolved=None if raw is not None else f"no {vllm.LENGTH_KEY} or {vllm.RATES_KEY}",
-                  algorithm=str(cfg["method"]) if cfg.get("method") else None, draft=info,
-                  thinking=thinking_for(role), models=list(models), draft_model=cfg.get("model"),
-                  draft_sample_method=cfg.get("draft_sample_method"), agentic=agentic)
-        pin.spec["config"] = cfg
-        pin.notes.append(f"{_VLLM_SPEC_KEYS[0]} of the {role} role" if role else _VLLM_SPEC_KEYS[0])
-        pin.spec["role"] = role
-        pins.append(pin)
+        pin = _vllm_pin(ctx_path, doc.line(p), v, models, thinking_for, agentic, _role_of(p))
+        if pin is not None:
+            pins.append(pin)
     return pins
 
 
 # ------------------------------------------------------------------ master configs
 
 
-def _is_master(data: Any) -> bool:
-    if not isinstance(data, dict):
-        return False
-    hits = 0
-    for v in data.values():
-        if isinstance(v, dict) and isinstance(v.get("scenarios"), dict) and ("framework" in v or "image" in v):
-            hits += 1
-    return hits > 0
-
-
 _SETTING = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)=(.*?)\s*$")
-_FRAMEWORK_ENGINE = {"dynamo-vllm": "vllm", "vllm": "vllm", "dynamo-sglang": "sglang", "sglang": "sglang",
-                     "dynamo-trt": "trtllm", "dynamo-trtllm": "trtllm", "trt": "trtllm", "trtllm": "trtllm",
-                     "atom": "atom"}
-#: runners/synthetic_injectors/__init__.py (InferenceX 843c6254f) registers these frameworks.
-INJECTOR_FRAMEWORKS = ("dynamo-sglang", "dynamo-vllm")
 
 
-def _settings(item: Any, doc: YamlDoc, path: tuple[str, ...]) -> dict[str, tuple[str, int]]:
-    out: dict[str, tuple[str, int]] = {}
-    if not isinstance(item, dict):
-        return out
-    for sub in ("", "prefill", "decode"):
-        node = item.get(sub) if sub else item
-        sp = path + ((sub,) if sub else ())
-        if not isinstance(node, dict):
-            continue
-        settings = node.get("additional-settings")
-        if not isinstance(settings, list):
-            continue
-        for i, s in enumerate(settings):
-            if isinstance(s, str) and (m := _SETTING.match(s)):
-                out.setdefault(m.group(1), (m.group(2), doc.line((*sp, "additional-settings", str(i)))))
-    return out
+def _settings(point: MasterSetting, doc: YamlDoc) -> dict[str, tuple[str, int]]:
+    """KEY -> (VALUE, line) of a master-config point's ``additional-settings``."""
+    return {k: (v, doc.line(loc)) for k, (v, loc) in point.settings.items()}
 
 
 def resolve_recipe_path(config_file: str, master_path: str, roots: list[Path]) -> Path | None:
-    """``CONFIG_FILE=recipes/x/y.yaml`` -> ``<tree>/benchmarks/multi_node/srt-slurm-recipes/x/y.yaml``."""
+    """``CONFIG_FILE=recipes/x/y.yaml`` -> ``<tree>/benchmarks/multi_node/srt-slurm-recipes/x/y.yaml``.
+
+    Answers are remembered until :func:`clear_path_cache` (``check_paths`` clears it at the
+    start of every run): a master config names the same recipes many times."""
     rel = config_file.split(":", 1)[0].strip().strip("'\"")
     if not rel:
         return None
-    candidates: list[Path] = []
+    found = _resolve_recipe_path(rel, os.path.dirname(os.path.realpath(master_path)), tuple(map(str, roots)))
+    return Path(found) if found is not None else None
+
+
+@functools.lru_cache(maxsize=8192)
+def _resolve_recipe_path(rel: str, master_dir: str, roots: tuple[str, ...]) -> str | None:
     tail = rel[len("recipes/"):] if rel.startswith("recipes/") else rel
-    starts = [Path(master_path).resolve().parent, *roots]
-    seen: set[Path] = set()
-    for start in starts:
-        for base in [start, *start.parents]:
-            if base in seen:
-                continue
-            seen.add(base)
-            candidates.append(base / "benchmarks" / "multi_node" / "srt-slurm-recipes" / tail)
-            candidates.append(base / rel)
-    for c in candidates:
-        if c.is_file():
-            return c
+    seen: set[str] = set()
+    for start in (master_dir, *roots):
+        base = start
+        while True:
+            if base not in seen:
+                seen.add(base)
+                for c in (os.path.join(base, "benchmarks", "multi_node", "srt-slurm-recipes", tail),
+                          os.path.join(base, rel)):
+                    if os.path.isfile(c):
+                        return c
+            parent = os.path.dirname(base)
+            if parent == base:
+                break
+            base = parent
     return None
+
+
+def clear_path_cache() -> None:
+    """Forget resolved ``CONFIG_FILE`` paths (the tree may have changed since the last run)."""
+    _resolve_recipe_path.cache_clear()
 
 
 def master_refs(doc: YamlDoc, path: str, roots: list[Path]) -> dict[Path, list[MasterRef]]:
     """Recipe file -> the master-config entries that run it (``CONFIG_FILE=``)."""
     out: dict[Path, list[MasterRef]] = {}
     data = doc.data
-    if not _is_master(data):
+    if not is_master(data):
         return out
-    for entry_name, entry in data.items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("scenarios"), dict):
+    for point in master_settings(data):
+        if "CONFIG_FILE" not in point.settings:
             continue
-        for scenario, items in entry["scenarios"].items():
-            if not isinstance(items, list):
-                continue
-            for item in items:
-                spaces: list[Any] = item["search-space"] if isinstance(item, dict) and isinstance(
-                    item.get("search-space"), list) else [item]
-                for ss in spaces:
-                    settings = _settings(ss, doc, ())
-                    if "CONFIG_FILE" not in settings:
-                        continue
-                    rp = resolve_recipe_path(settings["CONFIG_FILE"][0], path, roots)
-                    if rp is None:
-                        continue
-                    ref = MasterRef(str(entry_name), str(entry.get("framework", "")),
-                                    entry.get("model") if isinstance(entry.get("model"), str) else None,
-                                    entry.get("model-prefix") if isinstance(entry.get("model-prefix"), str) else None,
-                                    str(scenario), agentic_from_scenario(str(scenario)))
-                    lst = out.setdefault(rp.resolve(), [])
-                    if ref not in lst:
-                        lst.append(ref)
+        rp = resolve_recipe_path(point.settings["CONFIG_FILE"][0], path, roots)
+        if rp is None:
+            continue
+        entry = point.data
+        ref = MasterRef(point.entry, point.framework,
+                        entry.get("model") if isinstance(entry.get("model"), str) else None,
+                        entry.get("model-prefix") if isinstance(entry.get("model-prefix"), str) else None,
+                        point.scenario, agentic_from_scenario(point.scenario))
+        lst = out.setdefault(rp.resolve(), [])
+        if ref not in lst:
+            lst.append(ref)
     return out
 
 
@@ -590,28 +566,12 @@ def _display(path: Path) -> str:
 
 def _master_pins(doc: YamlDoc, path: str, load_recipe: Any, roots: list[Path]) -> list[Pin]:
     pins: list[Pin] = []
-    data = doc.data
-    for entry_name, entry in data.items():
-        if not isinstance(entry, dict) or not isinstance(entry.get("scenarios"), dict):
+    for point in master_settings(doc.data):
+        if MASTER_LENGTH_KEY not in point.settings:
             continue
-        framework = str(entry.get("framework", ""))
-        engine = _FRAMEWORK_ENGINE.get(framework.lower())
-        for scenario, items in entry["scenarios"].items():
-            if not isinstance(items, list):
-                continue
-            agentic = agentic_from_scenario(str(scenario))
-            for i, item in enumerate(items):
-                if not isinstance(item, dict):
-                    continue
-                spaces: list[Any] = item["search-space"] if isinstance(item.get("search-space"), list) else [item]
-                for j, ss in enumerate(spaces):
-                    sp = (str(entry_name), "scenarios", str(scenario), str(i)) + (
-                        ("search-space", str(j)) if spaces is not item and "search-space" in item else ())
-                    settings = _settings(ss, doc, sp)
-                    if MASTER_LENGTH_KEY not in settings:
-                        continue
-                    pins.append(_master_pin(doc, path, str(entry_name), entry, framework, engine, str(scenario),
-                                            agentic, settings, load_recipe, roots))
+        engine = point.engine
+        pins.append(_master_pin(doc, path, point.entry, dict(point.data), point.framework, engine, point.scenario,
+                                agentic_from_scenario(point.scenario), _settings(point, doc), load_recipe, roots))
     return pins
 
 
@@ -669,9 +629,11 @@ def _master_pin(doc: YamlDoc, path: str, entry_name: str, entry: dict[str, Any],
     pin.draft, pin.algorithm, pin.draft_model = draft, algo, draft_model
     pin.spec.update(extra)
     if eng == "vllm":
-        _, args = ctx.role_args("decode")
+        rc = ctx.view.role_for("decode")
+        args = rc.args if rc is not None else {}
         cfg = _json_obj(args.get(_VLLM_SPEC_KEYS[0], args.get(_VLLM_SPEC_KEYS[1]))) or {}
         pin.draft_sample_method = cfg.get("draft_sample_method")
+        pin.rejection_sample_method = curve_rejection_method(cfg.get(vllm.METHOD_KEY))
         if cfg.get(vllm.METHOD_KEY) not in (None, vllm.SYNTHETIC_METHOD, "standard"):
             pin.notes.append(f"the injector replaces {vllm.METHOD_KEY} {cfg.get(vllm.METHOD_KEY)!r}")
     pin.thinking = ctx.thinking_for("decode") + pin.thinking
@@ -694,10 +656,10 @@ def _generic_pins(doc: YamlDoc, path: str, skip_paths: set[tuple[str, ...]]) -> 
     pins: list[Pin] = []
     agentic = agentic_from_path(path)
     thinking: list[ThinkingSignal] = []
-    for p, v in _walk(doc.data):
-        if p:
+    for p, v in doc.walk():
+        if p and is_thinking_setting(p[-1]):
             thinking.extend(thinking_from_setting(p[-1], v, ""))
-    for p, v in _walk(doc.data):
+    for p, v in doc.walk():
         if any(p[: len(s)] == s for s in skip_paths):
             continue
         if isinstance(v, dict):
@@ -759,7 +721,7 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
     for doc in docs if docs is not None else load_yaml_docs(text):
         if doc.data is None:
             continue
-        if _is_master(doc.data):
+        if is_master(doc.data):
             pins.extend(_master_pins(doc, path, load_recipe, roots))
             continue
         ctxs = recipe_contexts(doc, path, refs)
@@ -767,27 +729,23 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
         if ctxs:
             seen: set[tuple[Any, ...]] = set()
             for ctx in ctxs:
-                for pin in _env_pins(ctx) + _vllm_pins_in(path, doc, _ctx_data(ctx), ctx.models, ctx.thinking_for,
-                                                          ctx.agentic, ctx):
+                for pin in _env_pins(ctx) + _recipe_vllm_pins(ctx):
                     key = (pin.line, pin.knob, pin.raw_value, pin.draft.k, pin.draft.problem, pin.algorithm)
                     if key not in seen:
                         seen.add(key)
                         pins.append(pin)
-            skip |= {("backend",), ("base",)} | {(str(k),) for k in doc.data if str(k).startswith("zip_override")}
+            skip |= {("backend",), ("base",)} | {(str(k),) for k in doc.data if OVERRIDE_RE.match(str(k))}
         else:
             thinking: list[ThinkingSignal] = []
-            for p, v in _walk(doc.data):
-                if p:
+            for p, v in doc.walk():
+                if p and is_thinking_setting(p[-1]):
                     thinking.extend(thinking_from_setting(p[-1], v, ""))
             pins.extend(_vllm_pins_in(path, doc, doc.data, [], lambda _r, t=thinking: list(t),
                                       agentic_from_path(path)))
-        pins.extend(_generic_pins(doc, path, skip | {p for p, _ in _walk(doc.data)
+        pins.extend(_generic_pins(doc, path, skip | {p for p, _ in doc.walk()
                                                      if p and p[-1] in _VLLM_SPEC_KEYS}))
+        pins.extend(command_line_pins(doc.walk, doc.line, path))  # engines' profile.command_line
     return pins
-
-
-def _ctx_data(ctx: RecipeContext) -> dict[str, Any]:
-    return {"backend": {f"{ctx.engine or 'x'}_config": ctx.args}}
 
 
 def extract_json_pins(text: str, path: str) -> list[Pin]:
@@ -800,33 +758,52 @@ def extract_json_pins(text: str, path: str) -> list[Pin]:
         data = load_json(text)
     except UnreadableInputError as exc:
         raise YamlError(exc.problem, exc.line) from None
-    doc = YamlDoc(data, _json_lines(text, data))
+    doc = YamlDoc(data)
+    doc.lines = _json_lines(text, doc.walk())
     thinking: list[ThinkingSignal] = []
-    for p, v in _walk(data):
-        if p:
+    for p, v in doc.walk():
+        if p and is_thinking_setting(p[-1]):
             thinking.extend(thinking_from_setting(p[-1], v, ""))
     pins = _vllm_pins_in(path, doc, data, [], lambda _r: list(thinking), agentic_from_path(path))
-    pins += _generic_pins(doc, path, {p for p, _ in _walk(data) if p and p[-1] in _VLLM_SPEC_KEYS})
-    for p, v in _walk(data):  # model names of a submission
+    pins += _generic_pins(doc, path, {p for p, _ in doc.walk() if p and p[-1] in _VLLM_SPEC_KEYS})
+    pins += command_line_pins(doc.walk, doc.line, path)  # engines' profile.command_line
+    for p, v in doc.walk():  # model names of a submission
         if p and p[-1] in ("model", "served_model_name", "model_path", "served-model-name") and isinstance(v, str):
             for pin in pins:
                 pin.models.append(ModelName(v, ".".join(p)))
     return pins
 
 
-def _json_lines(text: str, data: Any) -> dict[tuple[str, ...], int]:
-    """Line of each key path, found by searching the key text in order."""
+def _json_lines(text: str, walked: list[tuple[tuple[str, ...], Any]]) -> dict[tuple[str, ...], int]:
+    """Line of each key path, found by searching the key text in order (linear: a key not
+    found after the previous one is searched from the start once, then remembered), and of
+    each scalar list item (an args array), searched just after the previous match."""
+    import bisect
+
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    first: dict[str, int] = {}
     lines: dict[tuple[str, ...], int] = {}
     pos = 0
-    for p, _ in _walk(data):
-        if not p or p[-1].isdigit():
+    for p, v in walked:
+        if not p or (p[-1].isdigit() and isinstance(v, (dict, list))):
+            continue
+        if p[-1].isdigit():  # items follow each other: a bounded window keeps this linear
+            item = json.dumps(v, ensure_ascii=False)
+            k = text.find(item, pos, pos + len(item) + 1024)
+            if k >= 0:
+                lines[p], pos = bisect.bisect_left(newlines, k) + 1, k + len(item)
+            continue
             continue
         needle = json.dumps(p[-1])
+        if first.get(needle) == -1:
+            continue  # written differently (escapes): never found
         k = text.find(needle, pos)
         if k < 0:
-            k = text.find(needle)
+            if needle not in first:
+                first[needle] = text.find(needle)
+            k = first[needle]
         if k >= 0:
-            lines[p] = text.count("\n", 0, k) + 1
+            lines[p] = bisect.bisect_left(newlines, k) + 1
             pos = k
     return lines
 

@@ -43,6 +43,14 @@ ENV_CACHE = "GOLDEN_AL_CACHE"
 ENV_GOLDEN_DIR = "GOLDEN_AL_GOLDEN_DIR"
 
 
+def draft_len_help(prefix: str = "draft length k") -> str:
+    """``draft length k (...)``: how each engine spells k, from the engine profiles (for help text)."""
+    from golden_al.engines import llamacpp, sglang, vllm
+
+    return (f"{prefix} (vLLM/ATOM {vllm.K_KEY}; SGLang {sglang.FLAG_NUM_STEPS} for EAGLE, "
+            f"{sglang.FLAG_NUM_DRAFT_TOKENS} - 1 for DFLASH; llama.cpp {llamacpp.FLAG_N_MAX})")
+
+
 def cache_dir(explicit: str | Path | None = None) -> Path:
     """The cache root: ``explicit``, else ``$GOLDEN_AL_CACHE``, else ``~/.cache/golden-al``."""
     if explicit:

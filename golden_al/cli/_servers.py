@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from golden_al.engines import atom, llamacpp, sglang, vllm
 from golden_al.errors import UsageError
 
 __all__ = [
@@ -60,14 +61,15 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
     where.add_argument("--launch", action="store_true",
                        help="start the server from these options (per draft length), capture its log, always stop it")
     g.add_argument("--algorithm", metavar="NAME",
-                   help="SGLang --speculative-algorithm (dflash, eagle, eagle3, nextn, dspark, standalone, ngram); "
-                   "vLLM method (ngram, draft_model, eagle3, mtp, dflash, ...); ATOM --method (mtp, eagle3, dspark)")
+                   help=f"SGLang {sglang.FLAG_ALGORITHM} ({', '.join(a.lower() for a in sglang.ALGORITHMS)}); "
+                   f"vLLM method (ngram, {', '.join(vllm.DRAFT_METHODS)}, mtp, ...); ATOM {atom.FLAG_METHOD} "
+                   f"({', '.join(atom.METHODS)}); llama.cpp {llamacpp.SPEC_TYPE_DRAFT} (the default)")
     g.add_argument("--tp", type=int, default=1, metavar="N", help="tensor parallelism (default 1)")
     g.add_argument("--engine-arg", action="append", default=[], metavar="ARG",
                    help="one more engine argument, verbatim (repeat; write --engine-arg=--flag for dashes)")
     g.add_argument("--engine-args", default="", metavar="STRING", help="more engine arguments, shell-split")
     g.add_argument("--speculative-extra", default=None, metavar="JSON",
-                   help='vLLM: keys merged into --speculative-config, e.g. \'{"prompt_lookup_max": 4}\'')
+                   help=f"vLLM: keys merged into {vllm.FLAG_SPEC_CONFIG}, e.g. '{{\"prompt_lookup_max\": 4}}'")
     g.add_argument("--per-request-metrics", choices=("summary", "detailed"), default=None,
                    help="vLLM >= 0.33 launch: add --per-request-spec-decode-metrics (AL source vllm-per-request)")
     g.add_argument("--serve-reference", action="store_true",

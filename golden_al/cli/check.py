@@ -15,14 +15,26 @@ import json
 import sys
 from collections.abc import Iterable
 
+from golden_al.checks.context import MASTER_LENGTH_KEY
 from golden_al.cli._common import add_golden_dir_option, escape_control, golden_dir, parse_size
 
 __all__ = ["DESCRIPTION", "EXAMPLES", "add_arguments", "run"]
 
+def _knobs() -> str:
+    """Every engine's pinned-value knobs, from the profiles: ``SGLang X; vLLM Y/Z; ...``."""
+    from golden_al.engines import engine_names, get_profile
+
+    parts = []
+    for name in engine_names():
+        profile = get_profile(name)
+        knobs = [k.name for k in profile.synthetic_knobs if k.role == "value"]
+        parts.append(f"{profile.display_name} {'/'.join(knobs)}")
+    return "; ".join(parts)
+
+
 DESCRIPTION = (
-    "Statically validate every pinned synthetic-acceptance value (SGLANG_SIMULATE_ACC_LEN, vLLM "
-    "synthetic_acceptance_length/_rates, TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS, ATOM "
-    "--spec-decode-acceptance-length/-rate, InferenceX SYNTHETIC_ACCEPTANCE_LENGTH) against the golden "
+    f"Statically validate every pinned synthetic-acceptance value ({_knobs()}; InferenceX "
+    f"{MASTER_LENGTH_KEY}) against the golden "
     "AL for the model, thinking mode and draft length the files configure. Verdicts: match, mismatch, "
     "no-golden, undetermined, missing-companion, non-agentic-simulation, unsafe-value, unreadable. Exit 1 on "
     "mismatch, missing-companion, non-agentic-simulation, unsafe-value or unreadable (a file that cannot be "

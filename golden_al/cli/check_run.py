@@ -16,6 +16,8 @@ import json
 import math
 import sys
 
+from golden_al.cli._common import draft_len_help
+
 __all__ = ["DESCRIPTION", "EXAMPLES", "add_arguments", "run"]
 
 DESCRIPTION = (
@@ -45,8 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="server log(s) or exactly two /metrics snapshots (before/after, any order)")
     parser.add_argument("--expect-al", type=float, required=True, metavar="AL", help="the injected (golden) AL")
     parser.add_argument("--draft-len", type=int, required=True, metavar="K",
-                        help="draft length k (vLLM/ATOM num_speculative_tokens, SGLang EAGLE num-steps, DFLASH "
-                             "num-draft-tokens - 1)")
+                        help=draft_len_help())
     parser.add_argument("--engine", required=True, choices=("sglang", "vllm", "atom", "trtllm", "llamacpp"),
                         help="the engine that produced the files")
     parser.add_argument("--method", default=None, metavar="M",

@@ -49,7 +49,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="where --export writes (default: <golden-dir>/golden_al_distribution)")
     parser.add_argument("--export-name", default=None, metavar="FILE.yaml",
                         help="the file name --export writes, as InferenceX names it (e.g. dsv4_mtp.yaml); "
-                             "default: the file an imported curve came from, else <model>_<method>.yaml")
+                             "default: the file an imported curve came from, else the export folder's file for "
+                             "this model; a new curve needs it (exit 2 without)")
     parser.add_argument("--force", action="store_true", help="allow changing or removing committed values and settings")
     parser.add_argument("--dry-run", action="store_true", help="show the diff, write nothing (exit 1 if it would be refused)")
     parser.add_argument("--quiet-unchanged", action="store_true", help="leave unchanged points out of the diff")

@@ -11,12 +11,15 @@ import argparse
 import json
 import sys
 
+from golden_al.engines import llamacpp
+
 __all__ = ["DESCRIPTION", "EXAMPLES", "add_arguments", "run"]
 
 DESCRIPTION = (
-    "Build (once) and locate a serving engine. llamacpp: downloads the pinned llama-cpp-python sdist from the "
-    "package index (sha256-checked, never installed), builds llama-server from its vendored llama.cpp with cmake, "
-    "and caches it under the golden-al cache keyed by the source hash; a second call returns at once."
+    f"Build (once) and locate a serving engine. {llamacpp.PROFILE.name}, {llamacpp.PROFILE.display_name}: downloads "
+    f"the pinned {llamacpp.BUILD['package']} sdist from the package index (sha256-checked, never installed), builds "
+    f"{llamacpp.BUILD['target']} from its vendored llama.cpp with cmake, and caches it under the golden-al cache "
+    "keyed by the source hash; a second call returns at once."
 )
 
 EXAMPLES = """\
@@ -55,7 +58,9 @@ def run(args: argparse.Namespace) -> int:
             result = build_llama_server(cache_dir(args.cache_dir), jobs=args.jobs, progress=bar, note=note)
         record = result.to_dict()
         if not result.cached:
-            note(f"built in {result.build_seconds:.0f} s; log {result.log}")
+            took = (f"built in {result.build_seconds:.0f} s over {result.attempts} attempt(s)"
+                    if result.build_seconds is not None else "built (earlier work in the build directory was not timed)")
+            note(f"{took}; log {result.log}")
     if args.format == "json":
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
     else:

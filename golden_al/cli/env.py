@@ -46,19 +46,22 @@ import sys
 from typing import Any
 
 from golden_al import engines
-from golden_al.cli._common import add_golden_dir_option, golden_dir, thinking_mode
-from golden_al.engines import sglang
+from golden_al.cli._common import add_golden_dir_option, draft_len_help, golden_dir, thinking_mode
+from golden_al.engines import atom, sglang, vllm
 from golden_al.errors import UsageError
 
 DESCRIPTION = __doc__
 
-EXAMPLES = """\
+#: ``--num-speculative-tokens``: k in vLLM's and ATOM's own spelling (ATOM's launch flag).
+_K_FLAG = atom.FLAG_K
+
+EXAMPLES = f"""\
 examples:
   golden-al env --model muse-spark-open-816b-a42b-nvfp4 --thinking on \\
       --engine sglang --algorithm dflash --num-draft-tokens 8 --format json
   golden-al env --model deepseek-ai/DeepSeek-V4-Pro --thinking on --draft-len 3 --engine trtllm
   golden-al env --model kimi-k3 --thinking on --engine vllm --algorithm dspark \\
-      --num-speculative-tokens 7 --draft-sample-method probabilistic --format shell
+      {_K_FLAG} 7 --draft-sample-method probabilistic --format shell
   eval "$(golden-al env --model qwen3.5 --thinking off --engine sglang --algorithm nextn --num-steps 3)"
 """
 
@@ -83,17 +86,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="thinking mode: on, off or a named level (e.g. reasoning_effort_high)")
     parser.add_argument("--engine", required=True, choices=ENGINES, help="engine to emit settings for")
     k = parser.add_argument_group("draft length (give --draft-len, or the engine's own spelling)")
-    k.add_argument("--draft-len", type=int, metavar="K", help="draft length k (num_speculative_tokens)")
+    k.add_argument("--draft-len", type=int, metavar="K", help=draft_len_help())
     k.add_argument("--algorithm", metavar="A",
                    help="speculative algorithm/method as the engine spells it (dflash, eagle, eagle3, nextn, "
                         "dspark, ngram, mtp, ...); also selects the curve method")
-    k.add_argument("--num-steps", type=int, metavar="N", help="SGLang --speculative-num-steps (EAGLE family: k = N)")
+    k.add_argument("--num-steps", type=int, metavar="N", help=f"SGLang {sglang.FLAG_NUM_STEPS} (EAGLE family: k = N)")
     k.add_argument("--num-draft-tokens", type=int, metavar="N",
-                   help="SGLang --speculative-num-draft-tokens (DFLASH/NGRAM: k = N - 1)")
+                   help=f"SGLang {sglang.FLAG_NUM_DRAFT_TOKENS} (DFLASH/NGRAM: k = N - 1)")
     k.add_argument("--block-size", type=int, metavar="G",
-                   help="SGLang block size: DSPARK --speculative-dspark-block-size (k = G), "
-                        "DFLASH --speculative-dflash-block-size (k = G - 1)")
-    k.add_argument("--num-speculative-tokens", type=int, metavar="N", help="vLLM/ATOM num_speculative_tokens (k = N)")
+                   help=f"SGLang block size: DSPARK {sglang.FLAG_DSPARK_BLOCK} (k = G), "
+                        f"DFLASH {sglang.FLAG_DFLASH_BLOCK} (k = G - 1)")
+    k.add_argument(_K_FLAG, type=int, metavar="N", help=f"vLLM/ATOM {vllm.K_KEY} (k = N)")
     k.add_argument("--max-draft-len", type=int, metavar="N", help="TensorRT-LLM max_draft_len (k = N)")
     c = parser.add_argument_group("curve selection (when a model has several curves)")
     c.add_argument("--method", metavar="M", help="curve method (mtp, eagle3, dflash, dspark, ...)")
@@ -111,7 +114,7 @@ def resolve_draft_len(args: argparse.Namespace) -> int:
     if args.draft_len is not None:
         ks.append((args.draft_len, "--draft-len"))
     if args.num_speculative_tokens is not None:
-        ks.append((args.num_speculative_tokens, "--num-speculative-tokens"))
+        ks.append((args.num_speculative_tokens, _K_FLAG))
     if args.max_draft_len is not None:
         ks.append((args.max_draft_len, "--max-draft-len"))
     sglang_flags = (args.num_steps, args.num_draft_tokens, args.block_size)

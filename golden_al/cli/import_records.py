@@ -3,7 +3,10 @@
 Formats: ``vllm-bench`` (``vllm bench serve --save-result --save-detailed`` JSON, with
 ``/metrics`` snapshots taken during the run as windows), ``vllm-log`` (a vLLM server
 log's ``SpecDecoding metrics`` intervals) and ``inferencex-speedbench`` (the results
-directory of InferenceX's SPEED-Bench collector). See :mod:`golden_al.measure.imported`.
+directory of InferenceX's SPEED-Bench collector), ``sglang-bench`` (``python -m
+sglang.bench_serving --output-file`` JSON lines, with saved per-request responses when the
+user has them) and ``sglang-log`` (an SGLang server log's ``Decode batch`` lines, aggregate
+only). See :mod:`golden_al.measure.imported`.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from pathlib import Path
 from golden_al.errors import UsageError
 
 DESCRIPTION = ("Write measurement records from results users already hold: vLLM bench serve JSON with /metrics "
-               "snapshots, vLLM server logs (aggregate only), InferenceX SPEED-Bench collector output. Each record "
+               "snapshots, vLLM and SGLang server logs (aggregate only), InferenceX SPEED-Bench collector output, "
+               "SGLang bench_serving output (aggregate only; per request with saved responses). Each record "
                "says mode 'imported' and names the files (and their sha256) it came from.")
 
 EXAMPLES = """\
@@ -25,6 +29,10 @@ examples:
       --temperature 0.7 --top-p 0.8 --max-tokens 4096 --draft-method mtp --out imported/off-k3
   golden-al import vllm-log server.log --thinking off --temperature 0 --max-tokens 4096 --draft-len 3 --out imp
   golden-al import inferencex-speedbench speedbench_results/ --model dsv4 --out imported/dsv4
+  golden-al import sglang-bench bench.jsonl --thinking off --temperature 0 --max-tokens 1024 --out imp/sgl
+  golden-al import sglang-bench bench.jsonl responses.jsonl --thinking off --temperature 0 --max-tokens 1024 \\
+      --out imp/sgl-per-request
+  golden-al import sglang-log server.log --thinking on --temperature 0.6 --max-tokens 4096 --out imp/sgl-log
 """
 
 
@@ -45,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-tokens", type=int, help="the run's max_tokens (output length)")
     parser.add_argument("--dataset", help="prompt set name, e.g. speed-bench:coding")
     parser.add_argument("--chat-template-kwargs", default=None, metavar="JSON", help="the run's chat_template_kwargs")
+    parser.add_argument("--decode-log-interval", type=int, default=None, metavar="N",
+                        help="sglang-log: the server's --decode-log-interval, when its start-up line is not in the log "
+                             "(default: the logged value, else 40)")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -61,12 +72,16 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError("--chat-template-kwargs must be a JSON object")
     opts = ImportOptions(model=args.model, draft_method=args.draft_method, draft_len=args.draft_len,
                          thinking=args.thinking, temperature=args.temperature, top_p=args.top_p, top_k=args.top_k,
-                         max_tokens=args.max_tokens, dataset=args.dataset, chat_template_kwargs=kwargs)
+                         max_tokens=args.max_tokens, dataset=args.dataset, chat_template_kwargs=kwargs,
+                         decode_log_interval=args.decode_log_interval)
+    if args.decode_log_interval is not None and args.decode_log_interval < 1:
+        raise UsageError(f"--decode-log-interval must be >= 1, got {args.decode_log_interval}")
     items = import_files(args.format, args.files, opts)
     for item, d in zip(items, write_imported(items, Path(args.out)), strict=True):
         r = item.record
+        unit = "requests" if r.uncertainty is not None and r.uncertainty.unit == "request" else "windows"
         sys.stdout.write(f"imported thinking {r.thinking} k={r.draft_len}: AL {r.al:.3f} [{r.al_ci95[0]:.3f}, "
-                         f"{r.al_ci95[1]:.3f}] over {len(item.rows)} windows, source {r.al_source} -> {d}\n")
+                         f"{r.al_ci95[1]:.3f}] over {len(item.rows)} {unit}, source {r.al_source} -> {d}\n")
         for w in r.warnings:
             sys.stderr.write(f"golden-al: warning: {w}\n")
     return 0

@@ -25,6 +25,7 @@ import argparse
 import sys
 
 from golden_al.cli._common import add_golden_dir_option, golden_dir, thinking_mode
+from golden_al.engines import atom
 
 DESCRIPTION = __doc__
 
@@ -57,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.engine == "atom":
         raise UsageError("ATOM has no srt-slurm recipe format to rewrite",
-                         hint="use 'golden-al env --engine atom' for its --spec-decode-acceptance-length flag")
+                         hint=f"use 'golden-al env --engine atom' for its {atom.LENGTH_FLAG} flag")
     store = load_store(golden_dir(args.golden_dir))
     result = inject_file(args.file, store=store, model=args.model, thinking=args.thinking, engine=args.engine,
                          force=args.force, dry_run=args.dry_run)

@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from golden_al.cli._common import cache_dir, parse_int_list, progress, thinking_mode
+from golden_al.cli._common import cache_dir, draft_len_help, parse_int_list, progress, thinking_mode
 from golden_al.errors import UsageError
 
 DESCRIPTION = (
@@ -62,6 +62,7 @@ def _num_prompts(text: str) -> int | None:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from golden_al.measure.reference import (
+        CPU_KERNELS,
         DEFAULT_BATCH_SIZE,
         DEFAULT_DRAFT,
         DEFAULT_MAX_TOKENS,
@@ -74,11 +75,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     k = parser.add_mutually_exclusive_group(required=True)
     k.add_argument("--draft-len", "-k", type=int, metavar="K",
-                   help=f"draft length k (num_speculative_tokens), 1..{MAX_DRAFT_LEN}")
+                   help=draft_len_help() + f", 1..{MAX_DRAFT_LEN}")
     k.add_argument("--draft-lens", metavar="LIST",
                    help="several draft lengths, e.g. '1-8' or '1,3,7': one record per k under OUT/k{K}/")
     parser.add_argument("--engine", choices=ENGINES, default="reference",
-                        help="reference: offline transformers engine (default); sglang|vllm|atom|llamacpp: a server")
+                        help=f"reference: offline transformers engine (default); {'|'.join(ENGINES[1:])}: a server")
     parser.add_argument("--target", default=DEFAULT_TARGET, metavar="T",
                         help="target model: a known name, a model directory, a .gguf file or a hub id "
                         f"(default: {DEFAULT_TARGET})")
@@ -121,6 +122,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --ci-half-width: prompts added per batch (default: 16)")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, metavar="B",
                         help=f"requests decoded together (default: {DEFAULT_BATCH_SIZE})")
+    parser.add_argument("--cpu-kernels", choices=CPU_KERNELS, default="transposed",
+                        help="reference engine on the CPU in float32: transposed (default: each linear layer "
+                        "computed as (W x^T)^T, same weights, which MKL runs faster for decoding's few rows) "
+                        "or torch (nn.Linear as it is)")
     parser.add_argument("--device", choices=DEVICES, default="auto",
                         help="auto: CUDA when torch sees a GPU, else the CPU (default); cpu; cuda")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
@@ -161,6 +166,7 @@ def _run_reference(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens, thinking=args.thinking, temperature=args.temperature, top_p=args.top_p,
         mode=args.mode, seed=args.seed, dtype=args.dtype, allow_lower_precision=args.force,
         batch_size=args.batch_size, replay_trajectory_k=args.replay_trajectory_k, device=args.device,
+        cpu_kernels=args.cpu_kernels,
     )
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR (the run to continue)")

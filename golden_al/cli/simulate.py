@@ -16,7 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from golden_al.cli._common import add_format_option, print_json
+from golden_al.cli._common import add_format_option, draft_len_help, print_json
+from golden_al.engines import atom, sglang, vllm
 from golden_al.errors import UsageError
 
 __all__ = ["EXAMPLES", "add_arguments", "run"]
@@ -67,7 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "(optional only with --rates or --acceptance-rate)",
     )
     parser.add_argument("--draft-len", type=int, required=True, metavar="K",
-                        help="draft length k (num_speculative_tokens; SGLang EAGLE steps; DFLASH block size - 1)")
+                        help=draft_len_help())
     parser.add_argument("--batch", type=int, default=1, metavar="B",
                         help="also simulate B concurrent requests over N steps, shared vs per-request draws (default: 1)")
     parser.add_argument("--steps", type=int, default=100_000, metavar="N",
@@ -75,11 +76,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the numpy generator (default: 0)")
     add_format_option(parser, ("text", "json"), "text")
     parser.add_argument("--algorithm", type=str.lower, choices=_ALGORITHMS, default=None,
-                        help="sglang only: --speculative-algorithm, which sets the clamp max_len (default: eagle, steps+1)")
+                        help=f"sglang only: {sglang.FLAG_ALGORITHM}, which sets the clamp max_len (default: eagle, "
+                        "steps+1)")
     parser.add_argument("--rates", default=None, metavar="P1,P2,...",
-                        help="vllm only: synthetic_acceptance_rates, K unconditional non-increasing rates in [0, 1]")
+                        help=f"vllm only: {vllm.RATES_KEY}, K unconditional non-increasing rates in [0, 1]")
     parser.add_argument("--acceptance-rate", type=float, default=None, metavar="RATE",
-                        help="atom only: --spec-decode-acceptance-rate (AL-1)/K in [0, 1], instead of --al")
+                        help=f"atom only: {atom.RATE_FLAG} (AL-1)/K in [0, 1], instead of --al")
     parser.add_argument("--trtllm-path", choices=("one-model", "two-model"), default=None,
                         help="trtllm only: one-model (float reader; default) or two-model (int() reader)")
 

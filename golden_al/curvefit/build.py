@@ -181,6 +181,7 @@ class CurveFit:
                         "records": [str(lr.path) for lr in cell.records], "num_requests": cell.num_requests,
                         "num_verify_steps": cell.num_verify_steps, "num_accepted_drafts": cell.num_accepted_drafts,
                         "histogram": list(cell.histogram), "per_position_accepted": list(cell.per_position_accepted),
+                        "histogram_known": cell.histogram_known,
                         "derived_from_draft_len": list(cell.derived_from) or None,
                         "derivation_exact": cell.derivation_exact, "estimate": cell.estimate,
                     })

@@ -78,15 +78,18 @@ def curve_file_name(curve: GoldenCurve) -> str:
 _IMPORTED_FROM = re.compile(r"golden_al_distribution/([A-Za-z0-9._-]+\.ya?ml)\b")
 
 
-def export_file_name(curve: GoldenCurve, target: Path, export_name: str | None = None) -> str:
-    """The file name ``--export inferencex`` writes.
+def export_file_name(curve: GoldenCurve, export_dir: Path | None = None, export_name: str | None = None) -> str:
+    """The file name ``--export inferencex`` writes: the one InferenceX would name for this curve.
 
     ``export_name`` when given; else, for a curve imported from InferenceX, the file it came
-    from (its provenance notes name ``golden_al_distribution/<file>``); else the store's own
-    file name (:func:`curve_file_name`).
+    from (its provenance notes name ``golden_al_distribution/<file>``); else the file of
+    ``export_dir`` that already holds this model, method and variant. A new curve has no
+    such name: InferenceX names files by its own model prefix (``dsv4_mtp.yaml`` for
+    ``deepseek-v4-pro``), which golden-al cannot derive, so it must be given.
 
     Raises:
-        UsageError: ``export_name`` is not a plain ``*.yaml`` file name.
+        UsageError: ``export_name`` is not a plain ``*.yaml`` file name, or the curve is new
+            and no ``export_name`` is given.
     """
     if export_name is not None:
         if Path(export_name).name != export_name or not export_name.endswith((".yaml", ".yml")):
@@ -95,11 +98,22 @@ def export_file_name(curve: GoldenCurve, target: Path, export_name: str | None =
         return export_name
     notes = (curve.provenance.notes if curve.provenance else None) or ""
     m = _IMPORTED_FROM.search(notes)
-    return m.group(1) if m else target.name
+    if m:
+        return m.group(1)
+    there = _exported_file(curve, export_dir) if export_dir is not None else None
+    if there is not None:
+        return there.name
+    where = f" in {display_path(export_dir)}" if export_dir is not None else ""
+    what = f"{curve.draft.method}{', ' + curve.draft.variant if curve.draft.variant else ''}"
+    suffix = "_".join([curve.draft.method, *([curve.draft.variant] if curve.draft.variant else [])])
+    raise UsageError(f"{curve.model} ({what}) has no file{where} yet, and golden-al cannot know the name "
+                     "InferenceX would give it",
+                     hint=f"name it: --export-name <model prefix>_{suffix}.yaml, with the model prefix InferenceX "
+                          "uses (e.g. dsv4_mtp.yaml for deepseek-v4-pro)")
 
 
-def _export_conflict(curve: GoldenCurve, export_dir: Path, dest: Path) -> Path | None:
-    """Another file of ``export_dir`` that already holds this model's curve of the same method and variant."""
+def _exported_file(curve: GoldenCurve, export_dir: Path, dest: Path | None = None) -> Path | None:
+    """The file of ``export_dir`` (other than ``dest``) that holds this model's curve of the same method and variant."""
     if not export_dir.is_dir():
         return None
     try:
@@ -109,7 +123,7 @@ def _export_conflict(curve: GoldenCurve, export_dir: Path, dest: Path) -> Path |
     keys = {store.resolve_model(n) for n in (curve.model, *curve.aliases) if _resolves(store, n)}
     for sc in store.curves:
         if (sc.model in keys and sc.method == curve.draft.method and sc.variant == curve.draft.variant
-                and sc.path.resolve() != dest.resolve()):
+                and (dest is None or sc.path.resolve() != dest.resolve())):
             return sc.path
     return None
 
@@ -397,8 +411,9 @@ def apply_commit(plan: CommitPlan, *, force: bool = False, dry_run: bool = False
     """
     dest = None
     if export_dir is not None:
-        dest = Path(export_dir) / export_file_name(plan.curve, plan.target, export_name)
-        other = _export_conflict(plan.curve, Path(export_dir), dest)
+        write_legacy(plan.curve)  # refuses what the legacy shape cannot express, before naming the file
+        dest = Path(export_dir) / export_file_name(plan.curve, Path(export_dir), export_name)
+        other = _exported_file(plan.curve, Path(export_dir), dest)
         if other is not None:
             raise UsageError(
                 f"{display_path(other)} already holds {plan.curve.model} ({plan.curve.draft.method}"
@@ -416,8 +431,6 @@ def apply_commit(plan: CommitPlan, *, force: bool = False, dry_run: bool = False
         )
     notes: list[str] = []
     written = exported = None
-    if export_dir is not None:
-        write_legacy(plan.curve)  # refuses what the legacy shape cannot express, before anything is written
     if dry_run:
         notes.append("dry run: nothing written")
         return CommitResult(None, None, plan, notes)

@@ -105,9 +105,12 @@ class PooledCell:
     derivation_exact: bool | None
     estimate: bool
     uncertainty: Uncertainty | None = None
+    histogram_known: bool = True  #: False when a record holds totals only (an imported aggregate)
 
     @property
     def integral(self) -> bool:
+        if not self.histogram_known:
+            return False
         vals = (self.num_verify_steps, self.num_accepted_drafts, *self.histogram, *self.per_position_accepted)
         return all(isinstance(v, int) for v in vals)
 
@@ -175,6 +178,7 @@ def pool_cell(records: Sequence[LoadedRecord], *, seed: int = 0) -> PooledCell:
         derivation_exact=all(exact) if exact else None,
         estimate=first.record.estimate,
         uncertainty=uncertainty,
+        histogram_known=all(lr.record.histogram_known for lr in records),
     )
 
 
@@ -235,8 +239,9 @@ def pool_records(records: Sequence[LoadedRecord], out_dir: str | Path, *, seed: 
         "num_requests": cell.num_requests,
         "num_verify_steps": cell.num_verify_steps,
         "num_accepted_drafts": cell.num_accepted_drafts,
-        "histogram": list(cell.histogram),
-        "per_position_accepted": list(cell.per_position_accepted),
+        "histogram": list(cell.histogram) if cell.histogram_known else [0] * (cell.k + 1),
+        "per_position_accepted": list(cell.per_position_accepted) if cell.histogram_known else [0] * cell.k,
+        "histogram_known": cell.histogram_known,
         "per_request_file": REQUESTS_FILE,
         "per_server": None,
         "warnings": [*warnings, f"pooled from {len(records)} records ({cell.ci_method} interval over their "

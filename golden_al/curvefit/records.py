@@ -14,6 +14,7 @@ from pathlib import Path
 
 from golden_al.errors import InputFileError
 from golden_al.measurement import (
+    BY_DRAFT_LEN_DIR,
     MEASUREMENT_FILE,
     MeasurementRecord,
     RequestResult,
@@ -75,7 +76,8 @@ def expand_record_paths(paths: Iterable[str | Path]) -> list[Path]:
             raise InputFileError("no such file or directory", path=p,
                                  hint="give measurement.json files or directories holding them")
         if p.is_dir():
-            found = [p / MEASUREMENT_FILE] if (p / MEASUREMENT_FILE).is_file() else sorted(p.rglob(MEASUREMENT_FILE))
+            found = [p / MEASUREMENT_FILE] if (p / MEASUREMENT_FILE).is_file() else sorted(
+                f for f in p.rglob(MEASUREMENT_FILE) if BY_DRAFT_LEN_DIR not in f.relative_to(p).parts)
             if not found:
                 raise InputFileError(f"directory holds no {MEASUREMENT_FILE}", path=p)
         else:

@@ -96,6 +96,8 @@ STATS_DISTRIBUTION = "distribution"
 STATS_DRAFT_TOKENS = "total_draft_tokens"
 STATS_ACCEPTED = "total_accepted_tokens"
 STATS_AVG_TOKENS = "average_tokens_per_forward"
+STATS_RATE = "acceptance_rate"
+STATS_DISTRIBUTION_PERCENT = "distribution_percent"
 _FIELD_NAMES = {
     "num_verify_steps": f"sum({STATS_DISTRIBUTION})",
     "num_accepted_drafts": STATS_ACCEPTED,
@@ -113,6 +115,11 @@ ACCEPTED_LABEL = "accepted_tokens"
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
 _INT = r"\d+"
 LOG_FORCED = r"Forced speculative acceptance ON"
+#: The stats line as ``scheduler.py`` prints it (``tag``: ``Interval`` or 8 spaces), for ``serve-reference``.
+LOG_MTP_STATS_FORMAT = (
+    "{time} - atom - INFO - [MTP Stats {tag}] Average toks/fwd: {avg:.2f}, Accepted/Total Draft tokens: "
+    "{accepted}/{drafted}, Acceptance rate: {rate:.2f}%, Accepted tokens distribution: {{{distribution}}}"
+)
 LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("mtp-stats",
                rf"\[MTP Stats(?P<kind> Interval|\s+)\] Average toks/fwd: (?P<avg>{_NUM}), "

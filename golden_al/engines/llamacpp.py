@@ -32,6 +32,7 @@ Pure data plus small helpers: no I/O, fast to import.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -40,6 +41,9 @@ from distributions.counts import AcceptanceCounts, Count, as_count, fit_length, 
 from distributions.errors import DistributionError
 from golden_al.engines.profile import (
     Caveat,
+    CommandLine,
+    CommandLineReading,
+    DraftLen,
     DraftLenRule,
     EngineProfile,
     LaunchRequest,
@@ -72,6 +76,7 @@ __all__ = [
     "counts_from_counters",
     "draft_len_from_args",
     "launch_args",
+    "read_command_line",
     "review_pin",
     "server_args",
     "simulator_settings",
@@ -126,6 +131,11 @@ N_MAX_FORMS = (FLAG_N_MAX, "LLAMA_ARG_SPEC_DRAFT_N_MAX")
 N_MIN_FORMS = (FLAG_N_MIN, "LLAMA_ARG_SPEC_DRAFT_N_MIN")
 P_MIN_FORMS = (FLAG_P_MIN, "--draft-p-min", "LLAMA_ARG_SPEC_DRAFT_P_MIN")
 DRAFT_MODEL_FORMS = (FLAG_DRAFT_MODEL, "-md", "--model-draft", "LLAMA_ARG_SPEC_DRAFT_MODEL")
+#: A draft model fetched from a hub repository instead of a file.
+DRAFT_HF_FORMS = ("--spec-draft-hf", "-hfd", "-hfrd", "--hf-repo-draft", "LLAMA_ARG_SPEC_DRAFT_HF_REPO")
+SPEC_TYPE_FORMS = (FLAG_SPEC_TYPE, "LLAMA_ARG_SPEC_TYPE")
+MODEL_FORMS = ("-m", FLAG_MODEL, "LLAMA_ARG_MODEL")
+ALIAS_FORMS = ("-a", FLAG_ALIAS, "LLAMA_ARG_ALIAS")
 #: flag -> env var of the two synthetic knobs.
 SYNTH_FLAG_FORMS: Mapping[str, str] = {FLAG_SYNTH_LEN: ENV_SYNTH_LEN, FLAG_SYNTH_RATES: ENV_SYNTH_RATES}
 #: Flags golden-al sets itself when it launches llama-server.
@@ -147,6 +157,10 @@ LOG_DRAFT_ACCEPTANCE = (
     r"draft acceptance = (?P<rate>[0-9.]+) \(\s*(?P<accepted>\d+) accepted /\s*(?P<generated>\d+) generated\), "
     r"mean len =\s*(?P<mean_len>[0-9.]+)"
 )
+#: The text every such line holds.
+LOG_DRAFT_ACCEPTANCE_MARKER = "draft acceptance = "
+#: How to get a fixed draft length k (the module docstring says why).
+FIXED_K_HINT = f"launch with {FLAG_N_MIN} = {FLAG_N_MAX} = k and {FLAG_P_MIN} 0"
 #: ``common_speculative_init`` (speculative.cpp) when synthetic acceptance is on.
 LOG_SYNTH_WARNING = r"synthetic speculative acceptance is enabled for benchmarking"
 LOG_SYNTH_INFO = (
@@ -309,6 +323,15 @@ def _flag_value(args: Sequence[str], names: Sequence[str]) -> str | None:
     return found
 
 
+def _number(name: str, text: str | None, kind: type[Any], default: Any) -> Any:
+    if text is None:
+        return default
+    try:
+        return kind(text.strip())
+    except ValueError:
+        raise ValueError(f"{name} {text!r} is not a number") from None
+
+
 def draft_len_from_args(args: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[int, str]:
     """``k`` and the rule that gave it, from llama-server arguments (last one wins, as in llama.cpp).
 
@@ -320,9 +343,9 @@ def draft_len_from_args(args: Sequence[str], env: Mapping[str, str] | None = Non
     n_max_s = _flag_value(args, N_MAX_FORMS[:1]) or env.get(N_MAX_FORMS[1])
     n_min_s = _flag_value(args, N_MIN_FORMS[:1]) or env.get(N_MIN_FORMS[1])
     p_min_s = _flag_value(args, P_MIN_FORMS[:2]) or env.get(P_MIN_FORMS[2])
-    n_max = int(n_max_s) if n_max_s is not None else 3
-    n_min = int(n_min_s) if n_min_s is not None else 0
-    p_min = float(p_min_s) if p_min_s is not None else 0.0
+    n_max = _number(FLAG_N_MAX, n_max_s, int, 3)
+    n_min = _number(FLAG_N_MIN, n_min_s, int, 0)
+    p_min = _number(FLAG_P_MIN, p_min_s, float, 0.0)
     rule = f"{FLAG_N_MAX} {n_max}" if n_max_s is not None else f"{FLAG_N_MAX} default (3)"
     if p_min > 0:
         raise ValueError(f"{FLAG_P_MIN} {p_min:g} ends drafts early when the draft is unsure: the draft length varies "
@@ -331,6 +354,71 @@ def draft_len_from_args(args: Sequence[str], env: Mapping[str, str] | None = Non
         raise ValueError(f"{FLAG_N_MIN} {n_min} != {FLAG_N_MAX} {n_max}: drafts shorter than k are verified near the "
                          f"end of each request (set {FLAG_N_MIN} {n_max})")
     return units.check_draft_len(n_max), rule
+
+
+def _setting(args: Sequence[str], env: Mapping[str, str], forms: Sequence[str]) -> str | None:
+    """The value of a setting given by any of its flag spellings (last wins) or, failing that, its env form."""
+    flags = [f for f in forms if f.startswith("-")]
+    value = _flag_value(args, flags)
+    if value is None:
+        value = next((env[f] for f in forms if not f.startswith("-") and f in env), None)
+    return value
+
+
+#: GGUF file names end in the quantization (``qwen2.5-coder-1.5b-instruct-q4_k_m.gguf``).
+_GGUF_QUANT = re.compile(r"[-_.](?:i?q\d[a-z0-9_]*|f16|f32|bf16)$", re.IGNORECASE)
+
+
+def _model_names(args: Sequence[str], env: Mapping[str, str]) -> tuple[str, ...]:
+    names: list[str] = []
+    alias = _setting(args, env, ALIAS_FORMS)
+    if alias:
+        names += [a.strip() for a in alias.split(",") if a.strip()]  # --alias takes a comma-separated list
+    model = _setting(args, env, MODEL_FORMS)
+    if model:
+        stem = model.replace("\\", "/").rsplit("/", 1)[-1]
+        stem = stem[:-5] if stem.lower().endswith(".gguf") else stem
+        names += [stem, _GGUF_QUANT.sub("", stem)]
+    return tuple(dict.fromkeys(n for n in names if n))
+
+
+def read_command_line(args: Sequence[str], env: Mapping[str, str]) -> CommandLineReading:
+    """``check``: what llama-server makes of a command line and environment that pin synthetic acceptance.
+
+    * ``k`` from :func:`draft_len_from_args` (``--spec-draft-n-max`` must be written: the
+      default of 3 is a property of the version, not of the config);
+    * ``missing-companion`` without a draft model or a ``--spec-type``: llama-server then
+      initializes no speculative decoding and refuses to start with a synthetic setting
+      ("synthetic acceptance requires an initialized speculative decoding context",
+      ``tools/server/server-context.cpp``);
+    * ``unsafe-value`` when length and rates are both set (mutually exclusive,
+      ``common_speculative_synth_rates_resolve``).
+    """
+    problems: list[tuple[str, str]] = []
+    if all(_setting(args, env, (flag, var)) is not None for flag, var in SYNTH_FLAG_FORMS.items()):
+        problems.append(("unsafe-value", f"{FLAG_SYNTH_LEN} and {FLAG_SYNTH_RATES} are both set: llama.cpp refuses "
+                                         "them together (mutually exclusive)"))
+    draft_model = _setting(args, env, DRAFT_MODEL_FORMS) or _setting(args, env, DRAFT_HF_FORMS)
+    spec_type = _setting(args, env, SPEC_TYPE_FORMS)
+    types = [t.strip() for t in (spec_type or "").split(",") if t.strip() not in ("", "none")]
+    if draft_model is None and not types:
+        problems.append(("missing-companion", f"no draft model ({FLAG_DRAFT_MODEL}) and no {FLAG_SPEC_TYPE} next to "
+                                              "this value: llama-server starts no speculative decoding and refuses "
+                                              "a synthetic setting without it"))
+    draft: DraftLen | None = None
+    problem: str | None = None
+    if any(t != SPEC_TYPE_DRAFT for t in types):
+        problem = f"{FLAG_SPEC_TYPE} {spec_type}: golden-al knows the draft length of {SPEC_TYPE_DRAFT} only"
+    elif _setting(args, env, N_MAX_FORMS) is None:
+        problem = f"no {FLAG_N_MAX} (llama.cpp's default of 3 is not pinned)"
+    else:
+        try:
+            k, rule = draft_len_from_args(args, env)
+            draft = DraftLen(k, rule)
+        except ValueError as exc:
+            problem = str(exc)
+    return CommandLineReading(draft=draft, draft_problem=problem, algorithm=SPEC_TYPE_DRAFT, draft_model=draft_model,
+                              models=_model_names(args, env), problems=tuple(problems))
 
 
 PROFILE = EngineProfile(
@@ -389,4 +477,8 @@ PROFILE = EngineProfile(
     shell_env=synthetic_shell_env,
     executable="llama-server",
     served_name_flag=FLAG_ALIAS,
+    command_line=CommandLine(
+        value_knobs={**{f: f for f in SYNTH_FLAG_FORMS}, **{v: f for f, v in SYNTH_FLAG_FORMS.items()}},
+        read=read_command_line,
+    ),
 )

@@ -11,7 +11,7 @@ This module is pure data plus small typed callables: no I/O, no torch, fast to i
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -19,6 +19,8 @@ from golden_al.errors import UsageError
 
 __all__ = [
     "Caveat",
+    "CommandLine",
+    "CommandLineReading",
     "DraftLen",
     "DraftLenRule",
     "EngineProfile",
@@ -165,6 +167,39 @@ class LogPattern:
 
 
 @dataclass(frozen=True)
+class CommandLineReading:
+    """What an engine makes of one command line and its environment, around a pinned value.
+
+    ``draft``: the draft length (None, with ``draft_problem`` saying why, when the
+    settings do not fix it); ``problems``: ``(verdict, message)`` pairs the settings
+    themselves cause (``missing-companion``, ``unsafe-value``); ``models``: names the
+    settings give the served model, most specific first.
+    """
+
+    draft: DraftLen | None = None
+    draft_problem: str | None = None
+    algorithm: str | None = None
+    draft_model: str | None = None
+    models: tuple[str, ...] = ()
+    problems: tuple[tuple[str, str], ...] = ()
+
+
+@dataclass(frozen=True)
+class CommandLine:
+    """How an engine configured by flags and environment variables shows its pins in a config.
+
+    A config that holds the server's command line as data (a compose ``command:`` or
+    Kubernetes ``command:``/``args:`` list with ``env:``/``environment:``, a JSON args
+    array) is read by :mod:`golden_al.checks.command_lines` with these two facts.
+    """
+
+    #: every spelling of a pinned value (flag or environment variable) -> the knob reported
+    value_knobs: Mapping[str, str]
+    #: ``(args, env) -> CommandLineReading``: the engine's reading of the settings around a pin
+    read: Callable[[Sequence[str], Mapping[str, str]], CommandLineReading]
+
+
+@dataclass(frozen=True)
 class EngineProfile:
     """Everything golden-al knows about one engine. One instance per engine module."""
 
@@ -211,6 +246,8 @@ class EngineProfile:
     executable: str | None = None
     #: The flag that names the served model (llama.cpp: ``--alias``).
     served_name_flag: str = "--served-model-name"
+    #: How ``check`` reads pins from a command line kept in a config (None: not declared).
+    command_line: CommandLine | None = None
 
     def knob(self, name: str) -> SyntheticKnob:
         """The synthetic knob called ``name`` (or one of its aliases)."""

@@ -56,12 +56,17 @@ __all__ = [
     "LEGACY_ENV_LEN",
     "LEGACY_ENV_METHOD",
     "PROFILE",
+    "bench_accept_length",
+    "bench_server_info",
     "biased_al",
     "counts_from_meta_info",
+    "decode_window",
     "draft_len",
     "draft_len_from_server_info",
+    "is_bench_run",
     "max_len",
     "normalize_algorithm",
+    "response_spec_metas",
     "spec_flags",
     "synthetic_settings",
 ]
@@ -75,6 +80,8 @@ _REPORTER = Source(_REPO, "python/sglang/srt/managers/scheduler_components/metri
 _COLLECTOR = Source(_REPO, "python/sglang/srt/observability/metrics_collector.py", VERSION)
 _HTTP = Source(_REPO, "python/sglang/srt/entrypoints/http_server.py", VERSION)
 _SPEC_UTILS = Source(_REPO, "python/sglang/srt/speculative/spec_utils.py", VERSION)
+_ENGINE = Source(_REPO, "python/sglang/srt/entrypoints/engine.py", VERSION)
+_BENCH = Source(_REPO, "python/sglang/benchmark/serving.py", "00f9ec47")
 
 # ----------------------------------------------------------------- synthetic acceptance
 ENV_LEN = "SGLANG_SIMULATE_ACC_LEN"
@@ -107,6 +114,11 @@ DRAFT_FLAGS: tuple[str, ...] = tuple(f[2:] for f in (FLAG_NUM_STEPS, FLAG_EAGLE_
 SPEC_FLAGS: tuple[str, ...] = ("speculative-algorithm", "speculative-algo", *DRAFT_FLAGS,
                                FLAG_DRAFT_MODEL[2:])
 LAUNCH_MODULE = "sglang.launch_server"
+#: srt-slurm recipes (NVIDIA srt-slurm ``srtctl`` schema, as in SemiAnalysisAI/InferenceX
+#: ``benchmarks/multi_node/srt-slurm-recipes`` at 843c6254f): the ``backend`` key holding per-role
+#: engine arguments, and the ``backend.type`` spellings of this engine.
+RECIPE_CONFIG_KEY = "sglang_config"
+RECIPE_BACKEND_TYPES: tuple[str, ...] = ("sglang",)
 
 #: ``--speculative-algorithm`` values (upper-cased by SGLang) and their family.
 ALGORITHMS: dict[str, str] = {
@@ -129,6 +141,7 @@ META_HISTOGRAM_OLDEST = "spec_acceptance_histogram"  # tokenizer_manager before 
 META_ACCEPTED_KEYS: tuple[str, ...] = ("spec_num_correct_drafts", "spec_accepted_drafts", "spec_accept_token_num")
 META_PROPOSED_KEYS: tuple[str, ...] = ("spec_num_proposed_drafts", "spec_proposed_drafts", "spec_draft_token_num")
 META_ACCEPT_LENGTH = "spec_accept_length"
+META_ACCEPT_RATE = "spec_accept_rate"
 META_DETAILS = "spec_tokens_details"  # sglext.spec_tokens_details on the OpenAI endpoints
 META_INFO = "meta_info"
 #: The OpenAI endpoints' extension object that holds :data:`META_DETAILS`.
@@ -168,10 +181,57 @@ SERVER_INFO_FIELDS: dict[str, str] = {
     "adaptive": "speculative_adaptive",
 }
 FLAG_ADAPTIVE = "--speculative-adaptive"
+#: ``/server_info``: ``internal_states[0].avg_spec_accept_length`` (advanced at each decode-log interval).
+SERVER_INFO_STATES = "internal_states"
+SERVER_INFO_AVG_ACCEPT_LENGTH = "avg_spec_accept_length"
+
+# ----------------------------------------------------------------- bench_serving output
+# ``python -m sglang.bench_serving --output-file F.jsonl [--output-details]`` appends ONE JSON object per run
+# (sgl-project/sglang ``python/sglang/benchmark/serving.py`` ``benchmark()``, commit 00f9ec47; the same keys in
+# the older ``python/sglang/bench_serving.py``, commit 50a61368; documented in
+# ``docs/developer_guide/bench_serving.md``). ``accept_length`` is ``/server_info``
+# ``internal_states[0].avg_spec_accept_length`` read after the run: accepted tokens (bonus included) per
+# request-step since server start or the last ``/flush_cache``. ``--output-details`` adds per-request arrays
+# (``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``generated_texts``, ``errors``) but no per-request
+# ``meta_info``: bench_serving does not save ``spec_verify_ct`` or the histogram of any request.
+BENCH_ACCEPT_LENGTH = "accept_length"
+BENCH_SERVER_INFO = "server_info"
+BENCH_COMPLETED = "completed"
+BENCH_TOTAL_OUTPUT = "total_output_tokens"
+BENCH_OUTPUT_LENS = "output_lens"
+BENCH_ERRORS = "errors"
+BENCH_BACKEND = "backend"
+BENCH_DATASET = "dataset_name"
+BENCH_MAX_CONCURRENCY = "max_concurrency"
+BENCH_REQUEST_RATE = "request_rate"
+#: Keys every bench_serving run object has (how a run line is told from a response line).
+BENCH_RUN_KEYS: tuple[str, ...] = (BENCH_BACKEND, BENCH_COMPLETED, BENCH_TOTAL_OUTPUT)
+BENCH_TOOL = "sglang.bench_serving"
+#: ``/server_info`` (``python/sglang/srt/entrypoints/http_server.py``; ``scheduler_components/internal_state.py``).
+INFO_INTERNAL_STATES = "internal_states"
+INFO_AVG_ACCEPT_LENGTH = "avg_spec_accept_length"
+INFO_VERSION = "version"
+INFO_DP_SIZE = "dp_size"
+INFO_PD_DECODE = "decode"  #: a PD router's /server_info holds the decode servers' infos under this key
+INFO_DECODE_LOG_INTERVAL = "decode_log_interval"
+DEFAULT_DECODE_LOG_INTERVAL = 40  # arg_groups/fields/observability.py
+#: ``meta_info`` of ``/generate`` (``tokenizer_manager.py``) and the OpenAI ``choices[i].meta_info``.
+META_COMPLETION_TOKENS = "completion_tokens"
 
 # ----------------------------------------------------------------- log line
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
 _INT = r"\d+"
+#: The decode log line as 0.5.23 prints it (``metrics_reporter.py``), for ``serve-reference`` to imitate.
+LOG_DECODE_BATCH_FORMAT = (
+    "[{time} TP0] Decode batch, #running-req: {running}, #token: {tokens}, token usage: 0.00, accept len: "
+    "{accept_len:.2f}, accept rate: {accept_rate:.2f}, cpu graph: False, gen throughput (token/s): {throughput:.2f}, "
+    "#queue-req: 0"
+)
+#: The start-up line with the speculative server args (``server_args.py``), abridged.
+LOG_SERVER_ARGS_FORMAT = (
+    "[{time}] server_args=ServerArgs(model_path={model!r}, speculative_algorithm={algorithm!r}, "
+    "speculative_num_steps={steps}, speculative_eagle_topk=1, speculative_num_draft_tokens={draft_tokens})"
+)
 LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("decode-head",
                rf"Decode batch(?: \[(?P<iter>{_INT})\])?[.,] #running-req: (?P<running>{_INT}), (?P<body>.*)$",
@@ -195,6 +255,10 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("token-usage", rf"(?P<key>[#A-Za-z][A-Za-z #_-]*?): (?P<v>{_NUM})(?=,|$)",
                '"{key}: {value}" pairs before "accept len" (pool_stats_observer.py)', _REPORTER),
     LogPattern("dp-rank", r"\bDP(?P<dp>\d+)\b", "the data-parallel rank prefix", _REPORTER),
+    # python/sglang/srt/entrypoints/engine.py (0.5.23 and 0.4.x): logger.info(f"{server_args=}") at start-up,
+    # the dataclass repr of every server argument: "server_args=ServerArgs(model_path='...', tp_size=1, ...)"
+    LogPattern("server-args", r"server_args=ServerArgs\((?P<body>.*)\)\s*$",
+               '"server_args=ServerArgs(key=value, ...)" at start-up', _ENGINE, marker="server_args=ServerArgs("),
 )
 
 
@@ -543,6 +607,72 @@ def biased_al(completion_tokens: Count, spec_verify_ct: Count) -> float:
     return float(completion) / float(verify)
 
 
+# ----------------------------------------------------------------- imported results
+def is_bench_run(obj: Mapping[str, Any]) -> bool:
+    """Whether a JSON object is one ``bench_serving --output-file`` run (not a response)."""
+    return all(key in obj for key in BENCH_RUN_KEYS)
+
+
+def bench_server_info(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ``server_info`` a bench_serving run saved (a PD router's: its first decode server, as
+    bench_serving itself reads it), or None."""
+    info = run.get(BENCH_SERVER_INFO)
+    if not isinstance(info, Mapping):
+        return None
+    decode = info.get(INFO_PD_DECODE)
+    if isinstance(decode, list) and decode and isinstance(decode[0], Mapping):
+        return decode[0]
+    return info
+
+
+def bench_accept_length(run: Mapping[str, Any]) -> float | None:
+    """A run's ``accept_length`` (else its ``server_info.internal_states[0].avg_spec_accept_length``)."""
+    value = run.get(BENCH_ACCEPT_LENGTH)
+    if value is None:
+        info = bench_server_info(run) or {}
+        states = info.get(INFO_INTERNAL_STATES)
+        if isinstance(states, list) and states and isinstance(states[0], Mapping):
+            value = states[0].get(INFO_AVG_ACCEPT_LENGTH)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def response_spec_metas(obj: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+    """The spec-decode ``meta_info`` of one saved response, one per choice, or None if it is none.
+
+    ``/generate``: top-level ``meta_info``; OpenAI endpoints with ``return_spec_tokens_details``:
+    ``sglext.spec_tokens_details`` (a list when ``n > 1``); chat with ``return_meta_info``:
+    ``choices[i].meta_info`` (``entrypoints/openai/protocol.py``, ``serving_chat.py``, 0.5.23).
+    """
+    ext = obj.get(META_EXTENSION)
+    if isinstance(ext, Mapping) and ext.get(META_DETAILS) is not None:
+        details = ext[META_DETAILS]
+        items = details if isinstance(details, list) else [details]
+        return [d for d in items if isinstance(d, Mapping)] or None
+    choices = obj.get("choices")
+    if isinstance(choices, list):
+        metas = [c[META_INFO] for c in choices if isinstance(c, Mapping) and isinstance(c.get(META_INFO), Mapping)]
+        if metas:
+            return metas
+    meta = obj.get(META_INFO)
+    if isinstance(meta, Mapping):
+        return [meta]
+    return None
+
+
+def decode_window(accept_len: float, running_req: int, interval: int) -> tuple[float, float]:
+    """``(verify steps, accepted drafts)`` of one ``Decode batch`` line, as check-run weighs them.
+
+    ``accept len`` is Σ emitted tokens / Σ batch sizes over the ``--decode-log-interval``
+    batches before the line (bonus included); the batch sizes themselves are not logged, so
+    the steps are estimated as ``interval * #running-req`` (the batch size when the line was
+    written) and the accepted drafts as ``steps * (accept len - 1)``.
+    """
+    steps = float(interval * running_req)
+    return steps, steps * max(float(accept_len) - 1.0, 0.0)
+
+
 # ----------------------------------------------------------------- the profile
 PROFILE = EngineProfile(
     name="sglang",
@@ -591,7 +721,7 @@ PROFILE = EngineProfile(
         Caveat(f"DFLASH honours {ENV_LEN} only from 0.5.23 (absent in 0.5.15.post1)", ("dflash",), _SPEC_UTILS),
         Caveat(f"{ENV_LEN} is read once at import: set it in the server's launch environment", (), _ENVIRON),
     ),
-    sources=(_ENVIRON, _HOOK, _SPEC_UTILS, _TOKENIZER, _REPORTER, _COLLECTOR, _HTTP),
+    sources=(_ENVIRON, _HOOK, _SPEC_UTILS, _TOKENIZER, _REPORTER, _COLLECTOR, _HTTP, _ENGINE, _BENCH),
     simulator_settings=simulator_settings,
     curve_methods=CURVE_METHODS,
     server_args=server_args,

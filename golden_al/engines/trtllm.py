@@ -46,6 +46,11 @@ ENV_FORCE = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
 ENV_PREFIXES: tuple[str, ...] = ("TLLM_",)
 #: The recipe key holding the speculative config, and its keys.
 SPEC_CONFIG_KEY = "speculative_config"
+#: srt-slurm recipes (NVIDIA srt-slurm ``srtctl`` schema, as in SemiAnalysisAI/InferenceX
+#: ``benchmarks/multi_node/srt-slurm-recipes`` at 843c6254f): the ``backend`` key holding per-role
+#: engine arguments, and the ``backend.type`` spellings of this engine.
+RECIPE_CONFIG_KEY = "trtllm_config"
+RECIPE_BACKEND_TYPES: tuple[str, ...] = ("trtllm", "trt", "tensorrt-llm")
 DECODING_TYPE = "decoding_type"
 MAX_DRAFT_LEN = "max_draft_len"
 MTP_LAYERS = "num_nextn_predict_layers"

@@ -32,6 +32,7 @@ from distributions.counts import (
     format_count,
     from_histogram,
     position_counts,
+    split_steps_by_draft_len,
 )
 from distributions.errors import DistributionError
 from golden_al.engines._values import format_value, int_flag, json_object
@@ -59,6 +60,7 @@ __all__ = [
     "counts_from_request_metrics",
     "draft_len",
     "speculative_config",
+    "steps_by_draft_len",
     "synthetic_settings",
 ]
 
@@ -74,6 +76,11 @@ FLAG_SPEC_CONFIG = "--speculative-config"
 SPEC_CONFIG_FLAGS: tuple[str, ...] = (FLAG_SPEC_CONFIG, "--speculative_config", "-sc")
 #: The key of the recipe/server-args dict that holds the speculative config.
 SPEC_CONFIG_KEY = "speculative_config"
+#: srt-slurm recipes (NVIDIA srt-slurm ``srtctl`` schema, as in SemiAnalysisAI/InferenceX
+#: ``benchmarks/multi_node/srt-slurm-recipes`` at 843c6254f): the ``backend`` key holding per-role
+#: engine arguments, and the ``backend.type`` spellings of this engine.
+RECIPE_CONFIG_KEY = "vllm_config"
+RECIPE_BACKEND_TYPES: tuple[str, ...] = ("vllm",)
 K_KEY = "num_speculative_tokens"
 METHOD_KEY = "rejection_sample_method"
 LENGTH_KEY = "synthetic_acceptance_length"
@@ -122,7 +129,13 @@ REQ_ACCEPTED = "num_accepted_draft_tokens"
 REQ_DRAFT_TOKENS = "num_draft_tokens"
 REQ_K = "num_spec_tokens"
 REQ_PER_STEP = "per_step_accepted"
+#: Detailed level: proposed drafts per step, "the effective proposal length per step, so variable-length
+#: drafting (e.g. adaptive speculation) is represented" (docs/features/spec_decode per-request metrics;
+#: vllm/v1/metrics/stats.py RequestSpecDecodeMetrics.to_dict, 0.33.0).
+REQ_PER_STEP_DRAFTED = "per_step_drafted"
 REQ_MEAN_AL = "mean_acceptance_length"
+REQ_RATE = "draft_acceptance_rate"
+REQ_PER_STEP_DRAFTED = "per_step_drafted"
 
 # `vllm bench serve --save-result` JSON (vllm-project/vllm vllm/benchmarks/serve.py, commit 009e6d4a):
 # deltas of the /metrics spec-decode counters over the run; rates = accepted at the position / drafts
@@ -153,6 +166,13 @@ LOG_SYNTHETIC_REPR = r"rejection_sample_method\s*=\s*'synthetic'"
 ENV_DEV_MODE = "VLLM_SERVER_DEV_MODE"
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
 _INT = r"\d+"
+#: The interval line as 0.33.0 prints it (``vllm/v1/spec_decode/metrics.py``), for ``serve-reference``.
+LOG_SPEC_DECODING_FORMAT = (
+    "(APIServer pid={pid}) INFO {time} [metrics.py:120] SpecDecoding metrics: Mean acceptance length: {al:.2f}, "
+    "Accepted throughput: {accepted_per_s:.2f} tokens/s, Drafted throughput: {drafted_per_s:.2f} tokens/s, "
+    "Accepted: {accepted} tokens, Drafted: {drafted} tokens, Per-position acceptance rate: {rates}, "
+    "Avg Draft acceptance rate: {rate:.1f}%"
+)
 LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("spec-head", r"SpecDecoding metrics: (?P<body>.*)$",
                '"SpecDecoding metrics: " then the fields below, in this order (0.33.0 / 0.32.0)', _METRICS, marker='SpecDecoding metrics'),
@@ -450,6 +470,24 @@ def counts_from_request_metrics(metrics: Mapping[str, Any], *, k: int | None = N
                 f"histogram ({counts.num_verify_steps} steps, {counts.num_accepted_drafts} accepted)"
             )
     return counts
+
+
+def steps_by_draft_len(metrics: Mapping[str, Any], *, k: int, max_tokens: int | None = None,
+                       output_tokens: int | None = None) -> dict[int, AcceptanceCounts] | None:
+    """One response's steps split by the draft length they were proposed at, or None.
+
+    Needs the detailed level (``per_step_accepted`` and ``per_step_drafted``); a step the
+    request's end capped is still a step of ``k`` (see
+    :func:`distributions.counts.split_steps_by_draft_len`). None when the arrays are absent
+    (the summary level cannot tell the lengths apart).
+    """
+    if REQUEST_SPEC in metrics and isinstance(metrics[REQUEST_SPEC], Mapping):
+        metrics = metrics[REQUEST_SPEC]
+    acc, drafted = metrics.get(REQ_PER_STEP), metrics.get(REQ_PER_STEP_DRAFTED)
+    if acc is None or drafted is None:
+        return None
+    return split_steps_by_draft_len(acc, drafted, k=k, max_tokens=max_tokens, output_tokens=output_tokens,
+                                    source="vllm-request-metrics")
 
 
 # ----------------------------------------------------------------- the profile

@@ -59,11 +59,14 @@ __all__ = [
     "LogRecord",
     "LogScan",
     "SglangDecodeRecord",
+    "SglangServerArgs",
     "VllmSpecDecodingRecord",
+    "find_sglang_server_args",
     "iter_log_records",
     "parse_atom_mtp_line",
     "parse_log_line",
     "parse_sglang_decode_line",
+    "parse_sglang_server_args_line",
     "parse_vllm_spec_line",
     "read_log_file",
     "scan_log_text",
@@ -173,6 +176,91 @@ def parse_sglang_decode_line(line: str, line_no: int = 0) -> SglangDecodeRecord 
         forward_iter=int(m.group("iter")) if m.group("iter") else None,
         dp_rank=int(dp.group("dp")) if dp else None,
     )
+
+
+#: "server_args=ServerArgs(model_path='...', tp_size=1, ...)" (engine.py, at start-up).
+_SGL_SERVER_ARGS = _pattern(sglang, "server-args")
+_SGL_ARGS_MARK = sglang.PROFILE.log_pattern("server-args").marker
+_MAX_ARG_VALUE = 4096  # longer values (chat templates, JSON configs) are kept as the raw text
+
+
+@dataclass(frozen=True)
+class SglangServerArgs:
+    """The ``server_args=ServerArgs(...)`` line an SGLang server logs at start-up.
+
+    ``args`` maps each argument to its Python literal (str, int, float, bool, None, list,
+    dict) or, where the repr is not a literal (an enum, a long value), to its raw text.
+    """
+
+    line_no: int
+    args: dict[str, object]
+
+    engine: Literal["sglang"] = "sglang"
+    kind: Literal["server-args"] = "server-args"
+
+
+def _split_top_level(body: str) -> list[str]:
+    """``a=1, b='x, y', c=[1, 2]`` -> the ``key=value`` parts (commas inside quotes or brackets kept)."""
+    parts: list[str] = []
+    depth = 0
+    quote = ""
+    start = 0
+    i = 0
+    while i < len(body):
+        ch = body[i]
+        if quote:
+            if ch == "\\":
+                i += 1
+            elif ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth = max(0, depth - 1)
+        elif ch == "," and depth == 0:
+            parts.append(body[start:i])
+            start = i + 1
+        i += 1
+    parts.append(body[start:])
+    return [p.strip() for p in parts if p.strip()]
+
+
+def _literal(text: str) -> object:
+    import ast
+
+    if len(text) > _MAX_ARG_VALUE:
+        return text
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+
+
+def parse_sglang_server_args_line(line: str, line_no: int = 0) -> SglangServerArgs | None:
+    """Parse SGLang's start-up ``server_args=ServerArgs(...)`` line (any prefix), or None."""
+    if _SGL_ARGS_MARK not in line:
+        return None
+    m = _SGL_SERVER_ARGS.search(line.rstrip("\r\n"))
+    if m is None:
+        return None
+    args: dict[str, object] = {}
+    for part in _split_top_level(m.group("body")):
+        key, sep, value = part.partition("=")
+        if sep and key.strip().isidentifier():
+            args[key.strip()] = _literal(value.strip())
+    return SglangServerArgs(line_no=line_no, args=args)
+
+
+def find_sglang_server_args(lines: Iterable[str], *, start: int = 1) -> list[SglangServerArgs]:
+    """Every ``server_args=ServerArgs(...)`` line (one per server start)."""
+    out = []
+    for i, line in enumerate(lines, start):
+        rec = parse_sglang_server_args_line(line, i)
+        if rec is not None:
+            out.append(rec)
+    return out
 
 
 # --------------------------------------------------------------------------- vLLM

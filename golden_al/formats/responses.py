@@ -161,7 +161,7 @@ def parse_sglang_meta_info(meta: Mapping[str, Any], *, k: int | None = None,
             view[sglang.META_HISTOGRAM_KEYS[0]] = view.pop(old)
     counts = _build(lambda: sglang.counts_from_meta_info(view, k=k), "SGLang meta_info", source)
     check_acceptance_counts(counts, what="SGLang meta_info", path=source)  # its own AL is biased: not checked
-    return RequestSpecCounts("sglang", counts, _optional_number(meta, "spec_accept_length", source),
+    return RequestSpecCounts("sglang", counts, _optional_number(meta, sglang.META_ACCEPT_LENGTH, source),
                              _optional_count(meta, "completion_tokens", source), source)
 
 

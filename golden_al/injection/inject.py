@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al import engines
+from golden_al.configs.srt_slurm import curve_rejection_method
 from golden_al.engines import sglang, trtllm, vllm
 from golden_al.engines._values import format_value
 from golden_al.errors import GoldenALError, InjectionConflictError, InputFileError, UsageError
@@ -398,9 +399,9 @@ def _plan_vllm(p: _Planner, a: RecipeAnalysis, golden: Callable[[int], float]) -
     server validates ``synthetic_acceptance_length <= num_speculative_tokens + 1``); when
     every role uses the generating role's k, that is its value everywhere.
     """
-    found = p.occurrences(lambda key, loc: key in _SPEC_KEYS and "vllm_config" in loc[:-1])
+    found = p.occurrences(lambda key, loc: key in _SPEC_KEYS and vllm.RECIPE_CONFIG_KEY in loc[:-1])
     if not found:
-        raise UsageError(f"{a.path}: no speculative-config under vllm_config; nothing to inject")
+        raise UsageError(f"{a.path}: no speculative-config under {vllm.RECIPE_CONFIG_KEY}; nothing to inject")
     for parent, key, value, loc in found:
         line = p.value_pos(parent, key)[0] + 1
         if isinstance(value, str):
@@ -462,7 +463,7 @@ def _plan_vllm_mapping(p: _Planner, mapping: Any, spec: dict[str, Any], loc: tup
     own = dict(iter_own_items(mapping))
     if vllm.RATES_KEY in own:
         raise UsageError(f"{p.path}: {p.where(loc)} sets {vllm.RATES_KEY}; remove it by hand "
-                         "(vLLM rejects it together with synthetic_acceptance_length)")
+                         f"(vLLM rejects it together with {vllm.LENGTH_KEY})")
     to_insert: list[tuple[str, str]] = []
     for var, want, conflict in ((vllm.METHOD_KEY, vllm.SYNTHETIC_METHOD, False),
                                 (vllm.LENGTH_KEY, al_text, True)):
@@ -499,7 +500,7 @@ def _strip_injected(node: Any, names: set[str]) -> Any:
 
 
 def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
-          engine: str | None) -> tuple[InjectionResult, set[str]]:
+          engine: str | None) -> tuple[InjectionResult, set[str], Any]:
     doc = load_recipe(text, path=path)
     a = analyze_recipe(text, path=path, engine=engine, doc=doc)
     if a.engine is None:
@@ -518,8 +519,7 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
             points[kk] = store.lookup(
                 model, thinking, kk, method=method, draft_model=t.draft_model,
                 draft_sample_method=t.draft_sample_method,
-                rejection_sample_method=(t.rejection_sample_method
-                                         if t.rejection_sample_method != vllm.SYNTHETIC_METHOD else None),
+                rejection_sample_method=curve_rejection_method(t.rejection_sample_method),
             )
         return points[kk].al
 
@@ -545,7 +545,7 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
     new_text = apply_edits(text, p.edits) if p.edits else text
     result = InjectionResult(path, a.engine, k, point, settings, tuple(sorted(p.changes, key=lambda c: c.line)),
                              text, new_text)
-    return result, names
+    return result, names, doc
 
 
 def plan_injection(text: str, *, path: str | Path, store: GoldenStore, model: str, thinking: str,
@@ -559,12 +559,12 @@ def plan_injection(text: str, *, path: str | Path, store: GoldenStore, model: st
         InputFileError: invalid YAML or JSON (file and line).
     """
     p = Path(path)
-    result, names = _plan(text, p, store, model, thinking, engine)
-    if result.changed:
+    result, names, doc = _plan(text, p, store, model, thinking, engine)
+    if result.changed:  # each text is parsed once: the plan's own trees are compared
         try:
-            again, _ = _plan(result.new_text, p, store, model, thinking, engine)
-            before = _strip_injected(to_plain(load_recipe(text, path=p)), names)
-            after = _strip_injected(to_plain(load_recipe(result.new_text, path=p)), names)
+            again, _, new_doc = _plan(result.new_text, p, store, model, thinking, engine)
+            before = _strip_injected(to_plain(doc), names)
+            after = _strip_injected(to_plain(new_doc), names)
         except GoldenALError as exc:  # pragma: no cover - an injector bug, not a user error
             raise GoldenALError(f"{p}: internal error: the rewritten recipe does not parse: {exc}") from None
         if again.changed or before != after:  # pragma: no cover - an injector bug

@@ -25,6 +25,23 @@ Formats (each confirmed in the upstream source named):
   comments give the category, output length, sampling and chat-template kwargs per
   thinking mode. The server log's intervals are the clusters when it has them.
 
+* ``sglang-bench``: ``python -m sglang.bench_serving --output-file F.jsonl
+  [--output-details]`` (sgl-project/sglang ``python/sglang/benchmark/serving.py``,
+  commit 00f9ec47): one JSON object per run, whose only spec-decode figure is
+  ``accept_length`` (``/server_info`` ``avg_spec_accept_length`` after the run), with
+  the server's arguments in ``server_info``. bench_serving saves no per-request
+  ``meta_info`` (not even with ``--output-details``), so a run alone is **one aggregate
+  window** without an interval, labelled so; its verify steps are estimated from the
+  output tokens. Saved SGLang responses (JSON lines of ``/generate`` or OpenAI
+  responses carrying ``meta_info`` / ``sglext.spec_tokens_details``, e.g. from a
+  harness that kept them) given with the run, or alone, make one cluster per request.
+* ``sglang-log``: an SGLang server log; each ``Decode batch ... accept len: X`` line
+  (``python/sglang/srt/managers/scheduler_components/metrics_reporter.py``, 0.5.23) is
+  one window of ``--decode-log-interval`` batches and one cluster; its start-up
+  ``server_args=ServerArgs(...)`` line (``python/sglang/srt/entrypoints/engine.py``)
+  gives k, the model and the interval. Aggregate only: steps are estimated as
+  interval x ``#running-req`` and ``accept len`` is printed to 2 decimals.
+
 Every record says ``mode: imported`` and names what it was imported from
 (``provenance.imported_from`` with each file's sha256); counts that rest on
 aggregate counters say so in ``warnings``. Readers are bounded in bytes.
@@ -43,8 +60,10 @@ from pathlib import Path
 from typing import Any
 
 from distributions.counts import AcceptanceCounts, tidy_count
+from distributions.errors import DistributionError
+from golden_al.engines import sglang as sglang_engine
 from golden_al.engines import vllm as vllm_engine
-from golden_al.errors import InputFileError, UsageError
+from golden_al.errors import InputFileError, MixedDraftLengthsError, UsageError
 from golden_al.measurement import (
     REQUESTS_FILE,
     DatasetInfo,
@@ -60,7 +79,7 @@ from golden_al.provenance import collect, sha256_file
 
 __all__ = ["FORMATS", "ImportOptions", "Imported", "import_files", "write_imported"]
 
-FORMATS = ("vllm-bench", "vllm-log", "inferencex-speedbench")
+FORMATS = ("vllm-bench", "vllm-log", "inferencex-speedbench", "sglang-bench", "sglang-log")
 MAX_BYTES = 1 << 30
 """Largest file read (1 GiB): bench JSON with --save-detailed texts and long server logs fit."""
 
@@ -88,6 +107,7 @@ class ImportOptions:
     max_tokens: int | None = None
     dataset: str | None = None
     chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
+    decode_log_interval: int | None = None  #: SGLang ``--decode-log-interval`` (sglang-log), when the log lacks it
 
 
 @dataclass
@@ -201,22 +221,26 @@ def _log_windows(path: Path, k: int | None) -> list[AcceptanceCounts]:
     return out
 
 
-def _rows(windows: Sequence[AcceptanceCounts], k: int, what: str, output_tokens: Sequence[int]) -> list[RequestResult]:
+def _rows(windows: Sequence[AcceptanceCounts], k: int, what: str, output_tokens: Sequence[int], *,
+          unit: str = "window") -> list[RequestResult]:
     rows = []
     for i, c in enumerate(windows):
+        known = c.histogram is not None and c.per_position_accepted is not None
         rows.append(RequestResult(
             index=i, request_id=f"{what}-{i}", draft_len=k, prompt_hash="",
             num_output_tokens=int(output_tokens[i]) if i < len(output_tokens) else 0,
             num_verify_steps=c.num_verify_steps, num_accepted_drafts=c.num_accepted_drafts,
-            histogram=[tidy_count(float(v)) for v in c.histogram or ()],
-            per_position_accepted=[tidy_count(float(v)) for v in c.per_position_accepted or ()],
-            extra={"imported": what, "window": i, "unit": []}))
+            histogram=[tidy_count(float(v)) for v in c.histogram or ()] if known else [0] * (k + 1),
+            per_position_accepted=[tidy_count(float(v)) for v in c.per_position_accepted or ()] if known else [0] * k,
+            histogram_known=known,
+            extra={"imported": what, unit: i, "unit": []}))
     return rows
 
 
 def _record(rows: list[RequestResult], *, k: int, opts: ImportOptions, engine: str, source: str, files: Sequence[Path],
             model: str | None, num_requests: int, dataset: DatasetInfo, warnings: list[str],
-            max_concurrency: Any = None) -> Imported:
+            max_concurrency: Any = None, unit: str = "imported counter window", engine_version: str | None = None,
+            extra_provenance: Mapping[str, Any] | None = None) -> Imported:
     from distributions import units
     from distributions.uncertainty import al_interval_result
 
@@ -231,7 +255,6 @@ def _record(rows: list[RequestResult], *, k: int, opts: ImportOptions, engine: s
         raise InputFileError("no verify steps in the imported counts: AL is undefined", path=files[0])
     al = units.al_from_counts(acc, steps)
     warn = list(warnings)
-    unit = "imported counter window"
     if len(rows) >= 2:
         res = al_interval_result([float(r.num_accepted_drafts) for r in rows],
                                  [float(r.num_verify_steps) for r in rows], seed=0, draft_len=k)
@@ -243,11 +266,16 @@ def _record(rows: list[RequestResult], *, k: int, opts: ImportOptions, engine: s
         ci = (1.0, float(k + 1))
         uncertainty = Uncertainty(method="none: one aggregate window", clusters=1, confidence=0.95, unit=unit)
         warn.append("one aggregate window: the counts carry no interval, so al_ci95 is the whole range [1, k+1]; "
-                    "import /metrics snapshots taken during the run, or the server log, for windows")
+                    "import the server's counters during the run, its log, or per-request responses for clusters")
+    known = all(r.histogram_known for r in rows)
     hist = [tidy_count(math.fsum(float(r.histogram[j]) for r in rows)) for j in range(k + 1)]
     pos = [tidy_count(math.fsum(float(r.per_position_accepted[j]) for r in rows)) for j in range(k)]
+    if not known:
+        hist, pos = [0] * (k + 1), [0] * k
+        warn.append("totals only: the source reports no per-step histogram, so histogram and per_position_accepted "
+                    "are zeros (histogram_known: false); the AL and its interval rest on the totals")
     rec = MeasurementRecord(
-        engine=engine, mode="imported", target=ModelInfo(name=opts.model or model or "unknown", source="server"),
+        engine=engine, engine_version=engine_version, mode="imported", target=ModelInfo(name=opts.model or model or "unknown", source="server"),
         draft=ModelInfo(name=f"{opts.draft_method or 'unknown'} draft", source="server"),
         draft_method=opts.draft_method or "unknown", draft_len=k, thinking=opts.thinking,  # type: ignore[arg-type]
         chat_template_kwargs=dict(opts.chat_template_kwargs),
@@ -256,9 +284,10 @@ def _record(rows: list[RequestResult], *, k: int, opts: ImportOptions, engine: s
         dataset=dataset, al=al, al_ci95=(float(ci[0]), float(ci[1])), uncertainty=uncertainty, al_source=source,
         num_requests=num_requests,
         num_verify_steps=tidy_count(steps), num_accepted_drafts=tidy_count(acc), per_position_accepted=pos,
-        histogram=hist, per_request_file=REQUESTS_FILE, warnings=warn,
+        histogram=hist, histogram_known=known, per_request_file=REQUESTS_FILE, warnings=warn,
         provenance={**collect(), "imported_from": [{"path": str(p), "sha256": sha256_file(p)} for p in files],
-                    **({"max_concurrency": max_concurrency} if max_concurrency is not None else {})},
+                    **({"max_concurrency": max_concurrency} if max_concurrency is not None else {}),
+                    **(extra_provenance or {})},
     )
     return Imported(rec, rows)
 
@@ -323,7 +352,7 @@ def _import_vllm_log(paths: Sequence[Path], opts: ImportOptions) -> list[Importe
     for p in paths:
         windows = _log_windows(p, opts.draft_len)
         if not windows:
-            raise InputFileError("no 'SpecDecoding metrics' line with drafts", path=p,
+            raise InputFileError(f"no '{vllm_engine.PROFILE.log_pattern('spec-head').marker}' line with drafts", path=p,
                                  hint="start vLLM without --disable-log-stats, with speculative decoding")
         k = windows[0].k
         name = opts.dataset or "unknown"
@@ -381,6 +410,259 @@ def _import_inferencex(paths: Sequence[Path], opts: ImportOptions) -> list[Impor
     return out
 
 
+# ------------------------------------------------------------------------------ SGLang
+def _json_lines(path: Path) -> list[tuple[int, Mapping[str, Any]]]:
+    """The JSON objects of a JSON-lines file (a file that is one JSON object counts as one line)."""
+    text = _read(path).decode("utf-8", errors="replace")
+    stripped = text.strip()
+    if stripped.startswith("{") and "\n" in stripped:
+        try:  # one pretty-printed object
+            whole = json.loads(stripped)
+        except json.JSONDecodeError:
+            whole = None
+        if isinstance(whole, Mapping):
+            return [(1, whole)]
+    out = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputFileError(f"not a JSON line: {exc.msg} (column {exc.colno})", path=path, line=n,
+                                 hint="bench_serving --output-file writes one JSON object per line") from None
+        if not isinstance(obj, Mapping):
+            raise InputFileError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=n)
+        out.append((n, obj))
+    if not out:
+        raise InputFileError("empty: no JSON object", path=path)
+    return out
+
+
+def _sglang_k(opts: ImportOptions, args: Mapping[str, Any] | None, where: Path) -> int | None:
+    """k from ``--draft-len`` and/or the server's arguments (which must agree); refuses adaptive speculation."""
+    k_args = None
+    if args:
+        if args.get(sglang_engine.SERVER_INFO_FIELDS["adaptive"]):
+            raise MixedDraftLengthsError(
+                f"{where}: the server ran adaptive speculation ({sglang_engine.SERVER_INFO_FIELDS['adaptive']}: "
+                "true), which changes the draft length step by step; SGLang reports no per-step draft length "
+                "(neither in meta_info nor in its log), so the counts cannot be split by k and are not a curve point",
+                hint=f"measure with SGLang started without {sglang_engine.FLAG_ADAPTIVE}")
+        if args.get(sglang_engine.SERVER_INFO_FIELDS["algorithm"]):
+            try:
+                k_args = sglang_engine.draft_len_from_server_info(args).k
+            except UsageError as exc:
+                if opts.draft_len is None:
+                    raise UsageError(f"{where}: {exc.message}", hint="pass --draft-len K") from None
+    if opts.draft_len is not None and k_args is not None and opts.draft_len != k_args:
+        raise UsageError(f"--draft-len {opts.draft_len} but the server's arguments in {where} give k={k_args}",
+                         hint="drop --draft-len, or import the file of the run you mean")
+    return opts.draft_len or k_args
+
+
+def _sglang_model(opts: ImportOptions, args: Mapping[str, Any] | None) -> str | None:
+    if opts.model:
+        return opts.model
+    if not args:
+        return None
+    name = args.get(sglang_engine.SERVER_INFO_FIELDS["served_model_name"]) or args.get(
+        sglang_engine.SERVER_INFO_FIELDS["model_path"])
+    return str(name) if name else None
+
+
+def _response_windows(lines: Sequence[tuple[Path, int, Mapping[str, Any]]], k: int | None,
+                      ) -> tuple[list[AcceptanceCounts], list[int]]:
+    from golden_al.servers.measure import MixedDraftLengths
+
+    counts, tokens = [], []
+    mixed = MixedDraftLengths()
+    for path, n, obj in lines:
+        for meta in sglang_engine.response_spec_metas(obj) or ():
+            label = f"{path}:{n}"
+            try:
+                c = sglang_engine.counts_from_meta_info(meta, k=k)
+            except DistributionError as exc:
+                raise InputFileError(exc.message, path=path, line=n, hint=exc.hint) from None
+            mixed.check(c, label)
+            if k is None:
+                k = c.k
+            counts.append(c)
+            done = meta.get(sglang_engine.META_COMPLETION_TOKENS)
+            tokens.append(int(done) if isinstance(done, (int, float)) and not isinstance(done, bool) else 0)
+    return counts, tokens
+
+
+def _import_sglang_bench(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:
+    runs: list[tuple[Path, int, Mapping[str, Any]]] = []
+    responses: list[tuple[Path, int, Mapping[str, Any]]] = []
+    for p in paths:
+        for n, obj in _json_lines(p):
+            if sglang_engine.is_bench_run(obj):
+                runs.append((p, n, obj))
+            elif sglang_engine.response_spec_metas(obj) is not None:
+                responses.append((p, n, obj))
+            else:
+                raise InputFileError(
+                    f"neither a bench_serving run (keys {', '.join(sglang_engine.BENCH_RUN_KEYS)}) nor an SGLang "
+                    f"response with {sglang_engine.META_INFO} (keys seen: {sorted(obj)[:10]})", path=p, line=n,
+                    hint="pass the --output-file of python -m sglang.bench_serving, and/or saved responses")
+    if responses:
+        if len(runs) > 1:
+            raise UsageError(f"{len(runs)} bench_serving runs given with per-request responses: which run the "
+                             "responses belong to is ambiguous", hint="import one run's line with its responses")
+        return [_sglang_per_request(responses, runs[0] if runs else None, opts)]
+    return [_sglang_bench_run(p, n, run, opts, several=len(runs) > 1) for p, n, run in runs]
+
+
+def _sglang_dataset(opts: ImportOptions, run: Mapping[str, Any] | None, count: int, key: str, source: str
+                    ) -> DatasetInfo:
+    name = opts.dataset or str((run or {}).get(sglang_engine.BENCH_DATASET) or "unknown")
+    return _dataset(name, count, f"{key}:{name}", source)
+
+
+def _bench_provenance(run: Mapping[str, Any] | None, info: Mapping[str, Any] | None) -> dict[str, Any]:
+    out: dict[str, Any] = {"imported_format": "sglang-bench", "imported_tool": sglang_engine.BENCH_TOOL}
+    if run is not None:
+        out["bench"] = {key: run.get(key) for key in (sglang_engine.BENCH_BACKEND, sglang_engine.BENCH_DATASET,
+                                                      sglang_engine.BENCH_REQUEST_RATE,
+                                                      sglang_engine.BENCH_MAX_CONCURRENCY) if key in run}
+    if info is not None and info.get(sglang_engine.INFO_VERSION) is not None:
+        out["server_version"] = str(info[sglang_engine.INFO_VERSION])
+    return out
+
+
+def _sglang_per_request(responses: list[tuple[Path, int, Mapping[str, Any]]],
+                        run: tuple[Path, int, Mapping[str, Any]] | None, opts: ImportOptions) -> Imported:
+    info = sglang_engine.bench_server_info(run[2]) if run else None
+    where = run[0] if run else responses[0][0]
+    k = _sglang_k(opts, info, where)
+    counts, tokens = _response_windows(responses, k)
+    if not counts:
+        raise InputFileError("no response with spec-decode meta_info", path=where)
+    k = k or counts[0].k
+    files = list(dict.fromkeys([*([run[0]] if run else []), *(p for p, _, _ in responses)]))
+    warnings = ["imported from saved SGLang responses: one cluster per request; AL = 1 + accepted drafts / verify "
+                f"steps from each request's histogram (not SGLang's {sglang_engine.META_ACCEPT_LENGTH}, which counts "
+                "the prefill token)"]
+    if run is not None:
+        server_al = sglang_engine.bench_accept_length(run[2])
+        if server_al is not None:
+            warnings.append(f"the run's server-side accept_length was {server_al:.4f} (cumulative since the server "
+                            "started or was flushed; not used)")
+    ds = _sglang_dataset(opts, run[2] if run else None, len(counts), "sglang-responses",
+                         f"imported sglang-bench: {len(counts)} responses")
+    version = str(info[sglang_engine.INFO_VERSION]) if info and info.get(sglang_engine.INFO_VERSION) else None
+    return _record(_rows(counts, k, "sglang-responses", tokens, unit="request"), k=k, opts=opts, engine="sglang",
+                   source="sglang-meta-info", files=files, model=_sglang_model(opts, info), num_requests=len(counts),
+                   dataset=ds, warnings=warnings, unit="request", engine_version=version,
+                   max_concurrency=(run[2].get(sglang_engine.BENCH_MAX_CONCURRENCY) if run else None),
+                   extra_provenance=_bench_provenance(run[2] if run else None, info))
+
+
+def _sglang_bench_run(path: Path, line: int, run: Mapping[str, Any], opts: ImportOptions, *, several: bool
+                      ) -> Imported:
+    info = sglang_engine.bench_server_info(run)
+    k = _sglang_k(opts, info, path)
+    if k is None:
+        raise UsageError(f"{path}:{line}: the run does not show the draft length (no speculative arguments in "
+                         f"{sglang_engine.BENCH_SERVER_INFO})", hint="pass --draft-len K")
+    al = sglang_engine.bench_accept_length(run)
+    if al is None or al <= 0:
+        raise InputFileError(
+            f"no {sglang_engine.BENCH_ACCEPT_LENGTH} in the run (value {run.get(sglang_engine.BENCH_ACCEPT_LENGTH)!r})",
+            path=path, line=line,
+            hint="bench_serving reads it from /server_info only for sglang backends with speculative decoding on")
+    if not 1.0 <= al <= k + 1 + 1e-9:
+        raise InputFileError(f"{sglang_engine.BENCH_ACCEPT_LENGTH} = {al!r}, expected a value in [1, k+1 = {k + 1}]",
+                             path=path, line=line, hint="pass the run's real --draft-len")
+    completed = int(run.get(sglang_engine.BENCH_COMPLETED) or 0)
+    lens = [int(x) for x in run.get(sglang_engine.BENCH_OUTPUT_LENS) or [] if isinstance(x, (int, float))]
+    total = sum(lens) if lens else int(run.get(sglang_engine.BENCH_TOTAL_OUTPUT) or 0)
+    decode_tokens = max(total - completed, 0)  # each request's first token comes from prefill, not a verify step
+    if decode_tokens <= 0:
+        raise InputFileError(f"the run generated no decode token ({total} output tokens, {completed} requests)",
+                             path=path, line=line)
+    steps = decode_tokens / al
+    window = AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=steps * (al - 1.0),
+                              source="sglang-bench")
+    warnings = [
+        f"imported from {sglang_engine.BENCH_TOOL}: {sglang_engine.BENCH_ACCEPT_LENGTH} is the server's "
+        "aggregate over every request since it started or was last flushed (warmup and earlier runs included, "
+        "the last partial decode-log interval missing; with data parallelism, one scheduler's); no request is "
+        "attributed",
+        f"verify steps estimated as (output tokens - requests) / accept_length = ({total} - {completed}) / "
+        f"{al:.4f}; they only weigh this record when pooled",
+    ]
+    ds = _sglang_dataset(opts, run, completed, f"sglang-bench:{path.name}:{line}",
+                         f"imported sglang-bench: {path.name}" + (f" line {line}" if several else ""))
+    version = str(info[sglang_engine.INFO_VERSION]) if info and info.get(sglang_engine.INFO_VERSION) else None
+    prov = {**_bench_provenance(run, info), "run_line": line}
+    return _record(_rows([window], k, "sglang-bench-aggregate", [total]), k=k, opts=opts, engine="sglang",
+                   source="sglang-bench-aggregate", files=[path], model=_sglang_model(opts, info),
+                   num_requests=completed, dataset=ds, warnings=warnings,
+                   max_concurrency=run.get(sglang_engine.BENCH_MAX_CONCURRENCY), engine_version=version,
+                   extra_provenance=prov)
+
+
+def _import_sglang_log(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:
+    from golden_al.formats import logs
+    from golden_al.formats.validate import check_counts
+
+    out = []
+    for p in paths:
+        text = _read(p).decode("utf-8", errors="replace")
+        lines = text.splitlines()
+        starts = logs.find_sglang_server_args(lines)
+        spec_keys = [sglang_engine.SERVER_INFO_FIELDS[f] for f in ("algorithm", "num_steps", "eagle_topk",
+                                                                      "num_draft_tokens", "dflash_block_size",
+                                                                      "dspark_block_size", "model_path")]
+        if len({json.dumps([s.args.get(key) for key in spec_keys], default=str) for s in starts}) > 1:
+            raise InputFileError(f"{len(starts)} server starts with different speculative settings (lines "
+                                 f"{', '.join(str(s.line_no) for s in starts)})", path=p,
+                                 hint="split the log at the restart and import each part on its own")
+        args = starts[0].args if starts else None
+        k = _sglang_k(opts, args, p)
+        if k is None:
+            raise UsageError(f"{p}: no server_args line with the speculative settings", hint="pass --draft-len K")
+        interval = opts.decode_log_interval
+        logged = (args or {}).get(sglang_engine.INFO_DECODE_LOG_INTERVAL)
+        if isinstance(logged, int) and not isinstance(logged, bool):
+            if interval is not None and interval != logged:
+                raise UsageError(f"--decode-log-interval {interval} but {p} line {starts[0].line_no} says {logged}")
+            interval = logged
+        marker = sglang_engine.PROFILE.log_pattern("decode-head").marker
+        warnings = [f"imported from an SGLang server log: aggregate only (no request is attributed); each '{marker}' "
+                    "line is one window; its verify steps are estimated as decode-log-interval x "
+                    "#running-req (the interval's own batch sizes are not logged) and accept len is printed to "
+                    "2 decimals; no per-step histogram"]
+        if interval is None:
+            interval = sglang_engine.DEFAULT_DECODE_LOG_INTERVAL
+            warnings.append(f"no server_args line gives decode_log_interval: SGLang's default {interval} assumed")
+        scan = logs.scan_log_text(text, source=p)
+        windows = []
+        for r in scan.of("sglang"):
+            if not isinstance(r, logs.SglangDecodeRecord) or r.accept_len is None or r.running_req <= 0:
+                continue
+            check_counts(what="SGLang decode line", al=r.accept_len, k=k, path=p, line=r.line_no)
+            steps, acc = sglang_engine.decode_window(r.accept_len, r.running_req, interval)
+            windows.append(AcceptanceCounts(k=k, num_verify_steps=tidy_count(steps), num_accepted_drafts=tidy_count(acc),
+                                            source="sglang-log"))
+        if not windows:
+            raise InputFileError(f"no '{marker}' line with accept len and a running batch", path=p,
+                                 hint="start SGLang with speculative decoding on; decode lines are written every "
+                                      "--decode-log-interval batches")
+        name = opts.dataset or "unknown"
+        prov: dict[str, Any] = {"imported_format": "sglang-log", "decode_log_interval": interval}
+        if starts:
+            prov["server_args_line"] = starts[0].line_no
+        out.append(_record(_rows(windows, k, "sglang-log-intervals", []), k=k, opts=opts, engine="sglang",
+                           source="sglang-log-intervals", files=[p], model=_sglang_model(opts, args), num_requests=0,
+                           dataset=_dataset(name, 0, f"sglang-log:{name}", f"imported sglang-log: {p.name}"),
+                           warnings=warnings, extra_provenance=prov))
+    return out
+
+
 def import_files(fmt: str, paths: Sequence[str | Path], opts: ImportOptions) -> list[Imported]:
     """Records from ``paths`` in format ``fmt`` (see the module docstring)."""
     ps = [Path(p) for p in paths]
@@ -393,6 +675,10 @@ def import_files(fmt: str, paths: Sequence[str | Path], opts: ImportOptions) -> 
         return _import_vllm_log(ps, opts)
     if fmt == "inferencex-speedbench":
         return _import_inferencex(ps, opts)
+    if fmt == "sglang-bench":
+        return _import_sglang_bench(ps, opts)
+    if fmt == "sglang-log":
+        return _import_sglang_log(ps, opts)
     raise UsageError(f"unknown import format {fmt!r}", hint="one of " + ", ".join(FORMATS))
 
 
@@ -400,9 +686,13 @@ def write_imported(items: Sequence[Imported], out: str | Path) -> list[Path]:
     """Write each record (and its clusters) into ``out`` (one cell) or ``out/thinking_{mode}/k{K}``."""
     base = Path(out)
     dirs = []
+    seen: dict[Path, int] = {}
     for item in items:
         r = item.record
         d = base if len(items) == 1 else base / f"thinking_{r.thinking}" / f"k{r.draft_len}"
+        seen[d] = seen.get(d, 0) + 1
+        if seen[d] > 1:  # several runs of one cell (bench_serving appends one line per run)
+            d = d.with_name(f"{d.name}-run{seen[d]}")
         d.mkdir(parents=True, exist_ok=True)
         if (d / "measurement.json").exists():
             raise UsageError(f"{d} already holds a record", hint="import into an empty --out")

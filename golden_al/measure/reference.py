@@ -54,6 +54,10 @@ DEFAULT_BATCH_SIZE = 16
 MAX_DRAFT_LEN = 16
 MODES = ("auto", "live", "replay")
 DEVICES = ("auto", "cpu", "cuda")
+#: ``--cpu-kernels`` (CPU, float32): ``transposed`` computes each linear layer as ``(W x^T)^T``,
+#: which MKL runs faster for decoding's few rows (engines.offline_reference.kernels), ``torch``
+#: keeps ``nn.Linear`` as it is.
+CPU_KERNELS = ("transposed", "torch")
 #: ``--mode auto`` with several greedy draft lengths: replay, its one target output made by
 #: speculative decoding at the largest requested k up to this one (the committed curves'
 #: choice, experiments/qwen-coder-curve/), and replay's steps there checked against it.
@@ -105,6 +109,8 @@ class ReferenceSettings:
     """Replay only, greedy: make the target's output by speculative decoding at this k."""
     device: str = "auto"
     """``auto`` (CUDA when available), ``cpu`` or ``cuda``; resolved by :func:`resolve_device`."""
+    cpu_kernels: str = "transposed"
+    """CPU, float32: ``transposed`` (linear layers as ``(W x^T)^T``, faster here) or ``torch``."""
     requested_mode: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
@@ -126,6 +132,9 @@ class ReferenceSettings:
         self.device = str(self.device)
         if self.device not in DEVICES:
             raise UsageError(f"device {self.device!r} is not one of {', '.join(DEVICES)}")
+        self.cpu_kernels = str(self.cpu_kernels)
+        if self.cpu_kernels not in CPU_KERNELS:
+            raise UsageError(f"cpu kernels {self.cpu_kernels!r} is not one of {', '.join(CPU_KERNELS)}")
         from golden_al.golden.schema import normalize_mode
 
         try:
@@ -184,6 +193,8 @@ class ReferenceInputs:
     dataset: DatasetInfo
     chat_template_kwargs: dict[str, Any]
     load_seconds: dict[str, float] = field(default_factory=dict)
+    kernels: str = "torch"
+    """The linear layers' form in use: ``transposed`` or ``torch`` (``ReferenceSettings.cpu_kernels``)."""
 
 
 def _early_family(resolved: Any) -> str | None:
@@ -268,6 +279,13 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
     device = resolve_device(settings.device)
     pair = load_pair(settings.target, settings.draft, cache_dir=cache_dir, dtype=settings.dtype, device=device,
                      allow_lower_precision=settings.allow_lower_precision, auto_fetch=True, progress=progress)
+    kernels = "torch"
+    if device == "cpu" and settings.dtype == "float32" and settings.cpu_kernels == "transposed":
+        from golden_al.engines.offline_reference.kernels import use_transposed_linear
+
+        for loaded in (pair.target, pair.draft):
+            use_transposed_linear(loaded.model)
+        kernels = "transposed"
     t2 = time.perf_counter()
     tokenizer = pair.target.tokenizer
     rendered = render_all(tokenizer, prompt_set.conversations, thinking=settings.thinking,
@@ -282,7 +300,7 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
         chat_template_hash=chat_template_hash(tokenizer),
     )
     timings = {**({"prompts": round(t1 - t0, 3)} if checked_here else {}), "models": round(t2 - t1, 3), "render": round(time.perf_counter() - t2, 3)}
-    return ReferenceInputs(pair=pair, prompt_set=prompt_set, rendered=rendered, dataset=dataset,
+    return ReferenceInputs(pair=pair, prompt_set=prompt_set, rendered=rendered, dataset=dataset, kernels=kernels,
                            chat_template_kwargs=kwargs, load_seconds=timings)
 
 
@@ -452,7 +470,7 @@ def run_measurement(
         prov["reference_engine"] = {
             **asdict(settings), "draft_lens": ks, "torch_threads": torch.get_num_threads(),
             "measure_wall_s": wall.get(k), "total_wall_s": round(time.perf_counter() - t_start, 3),
-            "load_seconds": inputs.load_seconds,
+            "load_seconds": inputs.load_seconds, "linear_kernels": inputs.kernels,
             "step_rule": "AL = 1 + accepted/steps over verify steps; the prefill token is not a verify step"
                          if settings.prefill_emits_token else
                          "AL = 1 + accepted/steps over verify steps; the first verify step drafts token 1",

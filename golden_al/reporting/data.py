@@ -136,6 +136,8 @@ def series_from_fit(fit: Any, source: str, *, label_suffix: str = "") -> list[Se
             flags=_flag_dicts(mf.fit),
         )
         for k, cell in mf.cells.items():
+            if not cell.histogram_known:  # an imported aggregate: totals only, no pmf to draw
+                continue
             s.histograms[k] = [float(x) for x in cell.histogram]
             s.steps[k] = float(cell.num_verify_steps)
             s.per_position_accepted[k] = [float(x) for x in cell.per_position_accepted]

@@ -11,10 +11,15 @@ Cache layout (outside the repository, under the golden-al cache)::
     CACHE/engines/llamacpp/<sha256[:16]>/source/      the extracted llama.cpp tree
     CACHE/engines/llamacpp/<sha256[:16]>/build/       cmake build directory
     CACHE/engines/llamacpp/<sha256[:16]>/build.log    configure + build output
+    CACHE/engines/llamacpp/<sha256[:16]>/attempts.json  every configure + build attempt, timed
     CACHE/engines/llamacpp/<sha256[:16]>/build.json   written last: the build is complete
 
 A second call finds ``build.json`` and an existing binary and returns at once; an
-interrupted build resumes where ninja stopped (the build directory is kept).
+interrupted build resumes where ninja stopped (the build directory is kept). Each
+attempt (configure and compile; failed or interrupted ones too) is timed into
+``attempts.json``, so ``build_seconds`` in ``build.json`` is the wall time of the whole
+build over all its attempts, not of the last one; it is null when the build directory
+holds work of a run that was not timed.
 """
 
 from __future__ import annotations
@@ -53,11 +58,48 @@ CMAKE_OPTIONS: tuple[str, ...] = (
     "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
 )
 _STEP = re.compile(rb"^\[(\d+)/(\d+)\]")
+_clock = time.monotonic  # one name for the wall clock of attempts (tests replace it)
 ProgressFn = Callable[..., None]
 
 
 class BuildError(EngineError):
     """Downloading, extracting or building llama.cpp failed."""
+
+
+@dataclass
+class _Steps:
+    """ninja's ``[done/total]`` of the running command (updated line by line)."""
+
+    done: int = 0
+    total: int = 0
+
+
+class _Attempts:
+    """``attempts.json``: every configure + build attempt of one build directory, with its wall time."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.attempts: list[dict[str, object]] = []
+        self.untimed_work = False  # the build directory holds work from a run nobody timed
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            self.attempts = [a for a in data.get("attempts", []) if isinstance(a, dict)]
+            self.untimed_work = bool(data.get("untimed_work", False))
+        except (OSError, ValueError, AttributeError):
+            pass
+
+    def add(self, **attempt: object) -> None:
+        self.attempts.append(attempt)
+        atomic_write_text(self.path, json.dumps({"attempts": self.attempts, "untimed_work": self.untimed_work},
+                                                indent=2) + "\n")
+
+    def total_seconds(self) -> float | None:
+        """Wall time of all attempts; None when part of the build was not timed."""
+        return None if self.untimed_work else self.timed_seconds()
+
+    def timed_seconds(self) -> float:
+        """Wall time of the attempts that were timed."""
+        return round(sum(float(str(a.get("seconds", 0.0))) for a in self.attempts), 1)
 
 
 @dataclass(frozen=True)
@@ -72,7 +114,9 @@ class BuildResult:
     elapsed_s: float
     log: str | None
     built_at: str | None = None
+    #: wall time of configure + compile over every attempt (None: not known in full)
     build_seconds: float | None = None
+    attempts: int | None = None
 
     def to_dict(self) -> dict[str, object]:
         """JSON-ready dict."""
@@ -174,7 +218,7 @@ def _extract(sdist: Path, dest: Path) -> Path:
     return source
 
 
-def _run_logged(cmd: Sequence[str], log: Path, progress: ProgressFn | None) -> None:
+def _run_logged(cmd: Sequence[str], log: Path, progress: ProgressFn | None, steps: _Steps | None = None) -> None:
     with log.open("ab") as fh:
         fh.write(f"\n# {now_iso()}: {' '.join(cmd)}\n".encode())
         fh.flush()
@@ -185,6 +229,8 @@ def _run_logged(cmd: Sequence[str], log: Path, progress: ProgressFn | None) -> N
         for line in proc.stdout:
             fh.write(line)
             m = _STEP.match(line)
+            if m and steps is not None:
+                steps.done, steps.total = int(m.group(1)), int(m.group(2))
             if m and progress is not None:
                 done, total = int(m.group(1)), int(m.group(2))
                 if total != total_seen:
@@ -214,16 +260,17 @@ def build_llama_server(cache_dir: str | Path, *, jobs: int = 2, pip: Sequence[st
         BuildError: cmake or a compiler is missing, or a step failed (with the log tail).
         HashMismatchError: the downloaded sdist is not the pinned one.
     """
-    t0 = time.monotonic()
+    t0 = _clock()
     note = note or (lambda s: None)
     cache = Path(cache_dir)
     dest = build_dir(cache)
     found = cached_binary(cache)
     if found is not None:
         info = json.loads((dest / "build.json").read_text(encoding="utf-8"))
+        # a record without its attempts was written by a version that timed only the last compile run
+        seconds = info.get("build_seconds") if "build_attempts" in info else None
         return BuildResult(str(found), BUILD["sha256"], f"{BUILD['package']}=={BUILD['version']}", BUILD["commit"],
-                           True, time.monotonic() - t0, str(dest / "build.log"), info.get("built_at"),
-                           info.get("build_seconds"))
+                           True, _clock() - t0, str(dest / "build.log"), info.get("built_at"), seconds)
     if jobs < 1:
         raise UsageError(f"--jobs must be >= 1, got {jobs}")
     cmake = shutil.which("cmake")
@@ -237,22 +284,41 @@ def build_llama_server(cache_dir: str | Path, *, jobs: int = 2, pip: Sequence[st
     source = _extract(sdist, dest)
     build = dest / "build"
     log = dest / "build.log"
-    if not (build / "CMakeCache.txt").exists():
-        note(f"configuring llama.cpp {BUILD['commit'][:7]} in {build}")
-        generator = ["-G", "Ninja"] if ninja else []
-        _run_logged([cmake, "-S", str(source), "-B", str(build), *generator, *CMAKE_OPTIONS], log, None)
-    note(f"building {BUILD['target']} with {jobs} job(s) (a cold build takes tens of minutes on 2 cores)")
-    t_build = time.monotonic()
-    _run_logged([cmake, "--build", str(build), "--target", BUILD["target"], "-j", str(jobs)], log, progress)
+    attempts = _Attempts(dest / "attempts.json")
+    configure = not (build / "CMakeCache.txt").exists()
+    if not configure and not attempts.attempts:
+        attempts.untimed_work = True  # configured (and maybe compiled) by a run that kept no attempts
+    steps = _Steps()
+    started_at, t_attempt, outcome = now_iso(), _clock(), "interrupted"
+    try:
+        if configure:
+            note(f"configuring llama.cpp {BUILD['commit'][:7]} in {build}")
+            generator = ["-G", "Ninja"] if ninja else []
+            _run_logged([cmake, "-S", str(source), "-B", str(build), *generator, *CMAKE_OPTIONS], log, None)
+        note(f"building {BUILD['target']} with {jobs} job(s) (a cold build takes tens of minutes on 2 cores)")
+        _run_logged([cmake, "--build", str(build), "--target", BUILD["target"], "-j", str(jobs)], log, progress,
+                    steps)
+        outcome = "built"
+    except BuildError:
+        outcome = "failed"
+        raise
+    finally:  # failed and interrupted attempts count: the next one resumes their work
+        attempts.add(started_at=started_at, seconds=round(_clock() - t_attempt, 1), configured=configure,
+                     steps_run=steps.done, steps_total=steps.total, jobs=jobs, outcome=outcome)
     binary = build / "bin" / BUILD["target"]
     if not binary.is_file():
         raise BuildError(f"the build finished but {binary} does not exist", hint=f"read {log}")
     built_at = now_iso()
-    seconds = round(time.monotonic() - t_build, 1)
-    atomic_write_text(dest / "build.json", json.dumps({
+    seconds = attempts.total_seconds()
+    record: dict[str, object] = {
         "binary": str(binary), "source_sha256": BUILD["sha256"], "package": BUILD["package"],
         "version": BUILD["version"], "commit": BUILD["commit"], "cmake_options": list(CMAKE_OPTIONS),
-        "generator": "Ninja" if ninja else "default", "jobs": jobs, "built_at": built_at, "build_seconds": seconds,
-    }, indent=2) + "\n")
+        "generator": "Ninja" if ninja else "default", "jobs": jobs, "built_at": built_at,
+        "build_seconds": seconds, "build_attempts": attempts.attempts,
+    }
+    if seconds is None:
+        record["build_seconds_note"] = (f"the build directory held work of an untimed run; the timed attempts took "
+                                        f"{attempts.timed_seconds()} s")
+    atomic_write_text(dest / "build.json", json.dumps(record, indent=2) + "\n")
     return BuildResult(str(binary), BUILD["sha256"], f"{BUILD['package']}=={BUILD['version']}", BUILD["commit"],
-                       False, time.monotonic() - t0, str(log), built_at, seconds)
+                       False, _clock() - t0, str(log), built_at, seconds, len(attempts.attempts))

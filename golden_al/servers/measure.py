@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from distributions.counts import AcceptanceCounts, tidy_count
+from distributions.counts import AcceptanceCounts, from_histogram, tidy_count
 from golden_al.errors import (
     MixedDraftLengthsError,
     NoVerifyStepsError,
@@ -51,6 +51,7 @@ from golden_al.errors import (
     UsageError,
 )
 from golden_al.measurement import (
+    BY_DRAFT_LEN_DIR,
     MEASUREMENT_FILE,
     REQUESTS_FILE,
     DatasetInfo,
@@ -82,6 +83,7 @@ __all__ = [
     "record_from_results",
     "repair_jsonl_tail",
     "request_body",
+    "split_draft_len_rows",
 ]
 
 CELL_FILE = "cell.json"
@@ -377,13 +379,15 @@ def _result(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequence[M
 
 
 def _reported_al(resp: Mapping[str, Any]) -> float | None:
+    from golden_al.engines import sglang
+
     choices = resp.get("choices")
     meta = None
     if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
-        meta = choices[0].get("meta_info")
-    meta = meta or resp.get("meta_info")
-    if isinstance(meta, Mapping) and isinstance(meta.get("spec_accept_length"), (int, float)):
-        return float(meta["spec_accept_length"])
+        meta = choices[0].get(sglang.META_INFO)
+    meta = meta or resp.get(sglang.META_INFO)
+    if isinstance(meta, Mapping) and isinstance(meta.get(sglang.META_ACCEPT_LENGTH), (int, float)):
+        return float(meta[sglang.META_ACCEPT_LENGTH])
     return None
 
 
@@ -456,6 +460,12 @@ async def _run_per_request(client: ServerClient, plan: CellPlan, source: PerRequ
         if mixed is not None:
             mixed.check(counts, label)
         extra: dict[str, Any] = dict(tag)
+        by_len = source.steps_by_draft_len(resp, plan.draft_len, label, max_tokens=plan.sampling.max_tokens,
+                                           output_tokens=_usage(resp)[1])
+        if by_len is not None and set(by_len) - {plan.draft_len}:
+            k = plan.draft_len  # keep only the steps drafted at k here; the others go to their own records
+            counts = by_len.get(k) or from_histogram([0] * (k + 1), k=k, source=label)
+            extra[OTHER_DRAFT_LENS] = {str(d): list(c.histogram or ()) for d, c in by_len.items() if d != k}
         rep = _reported_al(resp)
         if rep is not None:
             extra["server_reported_al"] = rep
@@ -697,6 +707,61 @@ def _set_aside_session(directory: Path, note: Callable[[str], None] | None = Non
             "sent again: requests in flight at the interruption make its windows unattributable")
 
 
+OTHER_DRAFT_LENS = "other_draft_lens"
+"""``extra`` key of a request row: ``{d: histogram}`` of the steps the server drafted at ``d != k``."""
+
+
+def split_draft_len_rows(results: Sequence[RequestResult], k: int) -> dict[int, list[RequestResult]]:
+    """Rows at each other draft length ``d``, from the ``other_draft_lens`` the requests at ``k`` carry.
+
+    A server that reports per-step draft lengths (vLLM's ``per_step_drafted``) lets a cell that
+    mixes lengths (adaptive speculation) keep one histogram per length instead of refusing it.
+    """
+    out: dict[int, list[RequestResult]] = {}
+    for r in results:
+        if r.draft_len != k or not r.extra or not isinstance(r.extra.get(OTHER_DRAFT_LENS), Mapping):
+            continue
+        for key, hist in r.extra[OTHER_DRAFT_LENS].items():
+            d = int(key)
+            c = from_histogram(hist, k=d, source=f"request {r.index}")
+            out.setdefault(d, []).append(RequestResult(
+                index=r.index, request_id=r.request_id, draft_len=d, prompt_hash=r.prompt_hash,
+                num_prompt_tokens=r.num_prompt_tokens, num_output_tokens=r.num_output_tokens,
+                num_verify_steps=c.num_verify_steps, num_accepted_drafts=c.num_accepted_drafts,
+                histogram=list(c.histogram or ()), per_position_accepted=list(c.per_position_accepted or ()),
+                finish_reason=r.finish_reason, turn=r.turn, extra={"split_from_draft_len": k}))
+    return dict(sorted(out.items()))
+
+
+def _write_draft_len_records(plan: CellPlan, results: Sequence[RequestResult], directory: Path, *,
+                             source_name: str, server: ServerInfo | None, engine_version: str | None,
+                             started: str) -> list[str]:
+    """One record per other draft length under ``directory/by_draft_len/k{d}``; the warnings for the main one."""
+    split = split_draft_len_rows(results, plan.draft_len)
+    notes = []
+    for d, rows in split.items():
+        sub = directory / BY_DRAFT_LEN_DIR / f"k{d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        tmp = sub / (REQUESTS_FILE + ".tmp")
+        tmp.unlink(missing_ok=True)
+        for row in rows:
+            append_request_result(tmp, row)
+        tmp.replace(sub / REQUESTS_FILE)
+        why = [f"steps the server drafted at length {d} in a cell configured for k={plan.draft_len} (it reports "
+               "each step's draft length: adaptive or per-batch-size speculation); one histogram per draft length",
+               "a server that picks the length by acceptance drafts short where acceptance is low: this histogram is "
+               f"conditioned on that choice, not k={d} measured on its own; fit and pool leave it out of a searched "
+               "directory (name this file to use it)"]
+        rec = record_from_results(dataclasses.replace(plan, draft_len=d), rows, source_name=f"{source_name}-split",
+                                  server=server, engine_version=engine_version, warnings=why, started=started)
+        write_record(rec, sub)
+        notes.append(f"{rec.num_verify_steps} steps at k={d} ({len(rows)} requests) -> {BY_DRAFT_LEN_DIR}/k{d}")
+    if not notes:
+        return []
+    return ["the server drafted some steps at other lengths (per-step draft lengths reported): this record holds "
+            f"only the steps drafted at k={plan.draft_len}; " + "; ".join(notes)]
+
+
 def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, source_name: str,
                         server: ServerInfo | None, engine_version: str | None, warnings: list[str],
                         started: str) -> MeasurementRecord:
@@ -810,6 +875,8 @@ async def measure_cell(client: ServerClient | Sequence[ServerClient], plan: Cell
         if missing:
             raise ServerError(f"{len(missing)} prompts have no result after the run: {missing[:10]}",
                               hint="rerun with --resume")
+        warnings += _write_draft_len_records(plan, results, d, source_name=source.name, server=server,
+                                             engine_version=engine_version, started=started)
         record = record_from_results(plan, results, source_name=source.name, server=server,
                                      engine_version=engine_version, warnings=list(warnings), started=started)
         if len(clients) > 1:

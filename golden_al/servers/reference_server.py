@@ -59,12 +59,13 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
+from golden_al.engines import atom, sglang, vllm
 from golden_al.errors import UsageError
 from golden_al.servers.served_engine import Generation, ServedEngine
 
 __all__ = ["FLAVORS", "Fault", "FaultPlan", "ReferenceServer", "ServeConfig", "parse_fault"]
 
-FLAVORS = ("sglang", "vllm", "atom")
+FLAVORS = (sglang.PROFILE.name, vllm.PROFILE.name, atom.PROFILE.name)
 _FAULT_KINDS = ("500", "502", "503", "sleep", "reset", "nospec", "die")
 _FAULT_RE = re.compile(r"^(?P<kind>[a-z0-9-]+)@(?P<lo>\d+)(?:(?P<plus>\+)|-(?P<hi>\d+))?$")
 
@@ -164,11 +165,12 @@ class _Stats:
                              registry=r)
         self.g_start.set(self.start_time)
         if flavor == "vllm":
-            self.c_drafts = Counter("vllm:spec_decode_num_drafts", "Number of spec decoding drafts.", lab, registry=r)
-            self.c_draft_tokens = Counter("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", lab, registry=r)
-            self.c_accepted = Counter("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", lab, registry=r)
-            self.c_per_pos = Counter("vllm:spec_decode_num_accepted_tokens_per_pos",
-                                     "Accepted tokens per draft position.", (*lab, "position"), registry=r)
+            names = vllm.COUNTER_NAMES  # family names; prometheus_client adds _total
+            self.c_drafts = Counter(names["num_drafts"], "Number of spec decoding drafts.", lab, registry=r)
+            self.c_draft_tokens = Counter(names["num_draft_tokens"], "Number of draft tokens.", lab, registry=r)
+            self.c_accepted = Counter(names["num_accepted_tokens"], "Number of accepted tokens.", lab, registry=r)
+            self.c_per_pos = Counter(names["accepted_per_position"], "Accepted tokens per draft position.",
+                                     (*lab, vllm.POSITION_LABEL), registry=r)
             self.g_running = Gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
                                    lab, registry=r)
             self.g_waiting = Gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
@@ -186,22 +188,26 @@ class _Stats:
             self.g_running.labels("0", name).set(self.running)
             self.g_waiting.labels("0", name).set(0)
         elif flavor == "atom":
-            self.c_atom_draft = Counter("atom:mtp_draft_tokens", "Total MTP draft tokens.", registry=r)
-            self.c_atom_accepted = Counter("atom:mtp_accepted_tokens", "Total MTP accepted tokens.", registry=r)
-            self.c_atom_steps = Counter("atom:mtp_decode_steps", "MTP decode steps by accepted draft tokens.",
-                                        ("accepted_tokens",), registry=r)
+            self.c_atom_draft = Counter(atom.METRIC_DRAFT_TOKENS.removesuffix("_total"), "Total MTP draft tokens.",
+                                        registry=r)
+            self.c_atom_accepted = Counter(atom.METRIC_ACCEPTED.removesuffix("_total"), "Total MTP accepted tokens.",
+                                           registry=r)
+            self.c_atom_steps = Counter(atom.METRIC_DECODE_STEPS.removesuffix("_total"),
+                                        "MTP decode steps by accepted draft tokens.", (atom.ACCEPTED_LABEL,), registry=r)
             for j in range(k + 1):
                 self.c_atom_steps.labels(str(j)).inc(0)
         else:
             sg = ("model_name", "engine_type", "tp_rank")
-            self.c_verify = Counter("sglang:spec_verify_calls", "Number of speculative decoding verification calls.",
-                                    sg, registry=r)
-            self.c_gen = Counter("sglang:generation_tokens", "Number of generation tokens processed.", sg, registry=r)
-            self.c_requests = Counter("sglang:num_requests", "The number of processed requests.", sg, registry=r)
-            self.g_accept_len = Gauge("sglang:spec_accept_length", "The average acceptance length of speculative decoding.",
-                                      sg, registry=r)
-            self.g_accept_rate = Gauge("sglang:spec_accept_rate", "The average acceptance rate of speculative decoding.",
-                                       sg, registry=r)
+            self.c_verify = Counter(sglang.METRIC_VERIFY_CALLS.removesuffix("_total"),
+                                    "Number of speculative decoding verification calls.", sg, registry=r)
+            self.c_gen = Counter(sglang.METRIC_GENERATION_TOKENS.removesuffix("_total"),
+                                 "Number of generation tokens processed.", sg, registry=r)
+            self.c_requests = Counter(sglang.METRIC_NUM_REQUESTS.removesuffix("_total"),
+                                      "The number of processed requests.", sg, registry=r)
+            self.g_accept_len = Gauge(sglang.METRIC_ACCEPT_LENGTH, "The average acceptance length of speculative "
+                                      "decoding.", sg, registry=r)
+            self.g_accept_rate = Gauge(sglang.METRIC_ACCEPT_RATE, "The average acceptance rate of speculative "
+                                       "decoding.", sg, registry=r)
             for c in (self.c_verify, self.c_gen, self.c_requests):
                 c.labels(name, "unified", "0").inc(0)
 
@@ -292,11 +298,9 @@ class _Stats:
         name = self.model_name
         self.g_accept_len.labels(name, "unified", "0").set(accept_len)
         self.g_accept_rate.labels(name, "unified", "0").set(accept_rate)
-        self.log(
-            f"[{_now_sglang()} TP0] Decode batch, #running-req: {max(self.running, 1)}, #token: {self.sg_tokens}, "
-            f"token usage: 0.00, accept len: {accept_len:.2f}, accept rate: {accept_rate:.2f}, cpu graph: False, "
-            f"gen throughput (token/s): {self.sg_tokens / elapsed:.2f}, #queue-req: 0"
-        )
+        self.log(sglang.LOG_DECODE_BATCH_FORMAT.format(
+            time=_now_sglang(), running=max(self.running, 1), tokens=self.sg_tokens, accept_len=accept_len,
+            accept_rate=accept_rate, throughput=self.sg_tokens / elapsed))
         self.sg_batches = self.sg_tokens = self.sg_bs = self.sg_correct = 0
         self.sg_iv_start = time.monotonic()
 
@@ -308,9 +312,8 @@ class _Stats:
             steps = sum(dist) or 1
             pct = ", ".join(f"{j}: '{100.0 * c / steps:.2f}%'" for j, c in enumerate(dist))
             rate = 100.0 * acc / draft if draft else 0.0
-            return (f"{now} - atom - INFO - [MTP Stats {tag}] Average toks/fwd: {1 + acc / steps:.2f}, "
-                    f"Accepted/Total Draft tokens: {acc}/{draft}, Acceptance rate: {rate:.2f}%, "
-                    f"Accepted tokens distribution: {{{pct}}}")
+            return atom.LOG_MTP_STATS_FORMAT.format(time=now, tag=tag, avg=1 + acc / steps, accepted=acc,
+                                                    drafted=draft, rate=rate, distribution=pct)
 
         iv = self.atom_iv
         self.log(line("Interval", iv[0], iv[1], iv[2]))
@@ -323,13 +326,13 @@ class _Stats:
             steps = sum(self.atom_dist)
             dist = {j: c for j, c in enumerate(self.atom_dist) if c}
             return {
-                "enabled": True,
-                "total_draft_tokens": self.atom_draft,
-                "total_accepted_tokens": self.atom_accepted,
-                "acceptance_rate": self.atom_accepted / self.atom_draft if self.atom_draft else 0.0,
-                "average_tokens_per_forward": 1 + self.atom_accepted / steps if steps else 0.0,
-                "distribution": dist,
-                "distribution_percent": {j: c / steps for j, c in dist.items()},
+                atom.STATS_ENABLED: True,
+                atom.STATS_DRAFT_TOKENS: self.atom_draft,
+                atom.STATS_ACCEPTED: self.atom_accepted,
+                atom.STATS_RATE: self.atom_accepted / self.atom_draft if self.atom_draft else 0.0,
+                atom.STATS_AVG_TOKENS: 1 + self.atom_accepted / steps if steps else 0.0,
+                atom.STATS_DISTRIBUTION: dist,
+                atom.STATS_DISTRIBUTION_PERCENT: {j: c / steps for j, c in dist.items()},
             }
 
     def vllm_log_tick(self) -> None:
@@ -342,13 +345,10 @@ class _Stats:
             al = 1.0 + self.iv_accepted / self.iv_drafts
             rates = ", ".join(f"{c / self.iv_drafts:.3f}" for c in self.iv_pos)
             rate = 100.0 * self.iv_accepted / self.iv_draft_tokens if self.iv_draft_tokens else 0.0
-            self.log(
-                f"(APIServer pid={os.getpid()}) INFO {_now_vllm()} [metrics.py:120] SpecDecoding metrics: "
-                f"Mean acceptance length: {al:.2f}, Accepted throughput: {self.iv_accepted / dt:.2f} tokens/s, "
-                f"Drafted throughput: {self.iv_draft_tokens / dt:.2f} tokens/s, Accepted: {self.iv_accepted} tokens, "
-                f"Drafted: {self.iv_draft_tokens} tokens, Per-position acceptance rate: {rates}, "
-                f"Avg Draft acceptance rate: {rate:.1f}%"
-            )
+            self.log(vllm.LOG_SPEC_DECODING_FORMAT.format(
+                pid=os.getpid(), time=_now_vllm(), al=al, accepted_per_s=self.iv_accepted / dt,
+                drafted_per_s=self.iv_draft_tokens / dt, accepted=self.iv_accepted, drafted=self.iv_draft_tokens,
+                rates=rates, rate=rate))
             self.iv_drafts = self.iv_draft_tokens = self.iv_accepted = 0
             self.iv_pos = [0] * self.engine.draft_len
             self.iv_start = time.monotonic()
@@ -420,20 +420,20 @@ class ReferenceServer:
         cfg = self.config
         k = self.engine.draft_len
         if cfg.flavor == "vllm":
-            spec: dict[str, Any] = {"model": self.engine.draft_name, "num_speculative_tokens": k}
+            spec: dict[str, Any] = {"model": self.engine.draft_name, vllm.K_KEY: k}
             if cfg.claim_synthetic:
-                spec.update({"rejection_sample_method": "synthetic", "synthetic_acceptance_length": 2.5})
+                spec.update({vllm.METHOD_KEY: vllm.SYNTHETIC_METHOD, vllm.LENGTH_KEY: 2.5})
             args = {"model": self.engine.target_name, "host": cfg.host, "port": self.port,
-                    "served_model_name": [self.stats.model_name], "speculative_config": spec}
+                    "served_model_name": [self.stats.model_name], vllm.SPEC_CONFIG_KEY: spec}
             self.log(f"(APIServer pid={os.getpid()}) INFO {_now_vllm()} [api_utils.py:286] non-default args: {args!r}")
         elif cfg.flavor == "atom":
             if cfg.claim_synthetic:
                 self.log(f"{_now_sglang()} - atom - INFO - Forced speculative acceptance ON: mean acceptance "
                          f"length 2.50 (per-position rates ...)")
         else:
-            self.log(f"[{_now_sglang()}] server_args=ServerArgs(model_path={self.engine.target_name!r}, "
-                     f"speculative_algorithm={self.config.algorithm.upper()!r}, speculative_num_steps={k}, "
-                     f"speculative_eagle_topk=1, speculative_num_draft_tokens={k + 1})")
+            self.log(sglang.LOG_SERVER_ARGS_FORMAT.format(time=_now_sglang(), model=self.engine.target_name,
+                                                          algorithm=self.config.algorithm.upper(), steps=k,
+                                                          draft_tokens=k + 1))
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -489,25 +489,26 @@ class ReferenceServer:
             steps, ndt = 1, k + 1
         else:
             steps, ndt = k, k + 1
+        f = sglang.SERVER_INFO_FIELDS
         info: dict[str, Any] = {
-            "model_path": self.engine.target_name,
-            "served_model_name": self.stats.model_name,
-            "tp_size": 1,
-            "speculative_algorithm": algo,
-            "speculative_draft_model_path": self.engine.draft_name,
-            "speculative_num_steps": steps,
-            "speculative_eagle_topk": 1,
-            "speculative_num_draft_tokens": ndt,
+            f["model_path"]: self.engine.target_name,
+            f["served_model_name"]: self.stats.model_name,
+            f["tp_size"]: 1,
+            f["algorithm"]: algo,
+            f["draft_model"]: self.engine.draft_name,
+            f["num_steps"]: steps,
+            f["eagle_topk"]: 1,
+            f["num_draft_tokens"]: ndt,
             "decode_log_interval": self.config.decode_log_interval,
-            "speculative_adaptive": self.config.speculative_adaptive,
-            "internal_states": [{"avg_spec_accept_length": self.stats.avg_spec_accept_length(),
-                                 "last_gen_throughput": 0.0}],
+            f["adaptive"]: self.config.speculative_adaptive,
+            sglang.SERVER_INFO_STATES: [{sglang.SERVER_INFO_AVG_ACCEPT_LENGTH: self.stats.avg_spec_accept_length(),
+                                         "last_gen_throughput": 0.0}],
             "version": self.config.version,
         }
         if algo == "DSPARK":
-            info["speculative_dspark_block_size"] = k
+            info[f["dspark_block_size"]] = k
         if self.config.claim_synthetic:
-            info["environ"] = {"SGLANG_SIMULATE_ACC_LEN": "2.5", "SGLANG_SIMULATE_ACC_METHOD": "match-expected"}
+            info["environ"] = {sglang.ENV_LEN: "2.5", sglang.ENV_METHOD: sglang.DEFAULT_METHOD}
         return info
 
     def meta_info(self, gen: Generation, rid: str, latency: float) -> dict[str, Any]:
@@ -527,34 +528,30 @@ class ReferenceServer:
             "completion_tokens": gen.output_tokens,
             "cached_tokens": 0,
             "e2e_latency": latency,
-            "spec_verify_ct": verify,
+            sglang.META_VERIFY: verify,
         }
         if verify:
-            meta["spec_accept_length"] = gen.output_tokens / verify
-            meta["spec_accept_rate"] = correct / proposed if proposed else 0.0
+            meta[sglang.META_ACCEPT_LENGTH] = gen.output_tokens / verify
+            meta[sglang.META_ACCEPT_RATE] = correct / proposed if proposed else 0.0
+        # field names by version, newest first: (0.5.23, 0.5.15 alias, old) for accepted / proposed,
+        # (0.5.23, 0.5.15 alias = old) for the histogram
+        acc, prop, hists = sglang.META_ACCEPTED_KEYS, sglang.META_PROPOSED_KEYS, sglang.META_HISTOGRAM_KEYS
         version = self.config.meta_version
         if version == "old":
-            meta.update(spec_accept_token_num=correct, spec_draft_token_num=proposed, spec_accept_histogram=hist)
+            meta.update({acc[2]: correct, prop[2]: proposed, hists[1]: hist})
             return meta
-        meta.update(spec_num_correct_drafts=correct, spec_num_proposed_drafts=proposed,
-                    spec_correct_drafts_histogram=hist)
+        meta.update({acc[0]: correct, prop[0]: proposed, hists[0]: hist})
         if version == "0.5.15":
-            meta.update(spec_accepted_drafts=correct, spec_proposed_drafts=proposed, spec_accept_histogram=hist)
+            meta.update({acc[1]: correct, prop[1]: proposed, hists[1]: hist})
         return meta
 
     def spec_tokens_details(self, meta: Mapping[str, Any]) -> dict[str, Any]:
         """SGLang ``SpecTokensDetails`` (0.5.23 ``entrypoints/openai/protocol.py``)."""
-        return {
-            "spec_accept_rate": meta.get("spec_accept_rate"),
-            "spec_accept_length": meta.get("spec_accept_length"),
-            "spec_cap_length": None,
-            "spec_block_accept_length": None,
-            "spec_num_correct_drafts": meta.get("spec_num_correct_drafts"),
-            "spec_num_proposed_drafts": meta.get("spec_num_proposed_drafts"),
-            "spec_verify_ct": meta.get("spec_verify_ct"),
-            "spec_correct_drafts_histogram": meta.get("spec_correct_drafts_histogram"),
-            "spec_cap_lens_histogram": None,
-        }
+        keys = (sglang.META_ACCEPT_RATE, sglang.META_ACCEPT_LENGTH, sglang.META_ACCEPTED_KEYS[0],
+                sglang.META_PROPOSED_KEYS[0], sglang.META_VERIFY, sglang.META_HISTOGRAM_KEYS[0])
+        out: dict[str, Any] = {key: meta.get(key) for key in keys}
+        out.update(spec_cap_length=None, spec_block_accept_length=None, spec_cap_lens_histogram=None)
+        return out
 
     def vllm_request_metrics(self, gen: Generation) -> dict[str, Any]:
         """vLLM 0.33 ``metrics.speculative_decoding`` of one request."""
@@ -566,17 +563,17 @@ class ReferenceServer:
         acc = sum(n for n, _ in steps)
         drafted = sum(d for _, d in steps)
         out: dict[str, Any] = {
-            "mean_acceptance_length": 1.0 + acc / len(steps) if steps else None,
-            "draft_acceptance_rate": acc / drafted if drafted else None,
-            "acceptance_histogram": hist,
-            "num_spec_steps": len(steps),
-            "num_accepted_draft_tokens": acc,
-            "num_draft_tokens": drafted,
-            "num_spec_tokens": k,
+            vllm.REQ_MEAN_AL: 1.0 + acc / len(steps) if steps else None,
+            vllm.REQ_RATE: acc / drafted if drafted else None,
+            vllm.REQ_HISTOGRAM: hist,
+            vllm.REQ_STEPS: len(steps),
+            vllm.REQ_ACCEPTED: acc,
+            vllm.REQ_DRAFT_TOKENS: drafted,
+            vllm.REQ_K: k,
         }
-        if self.config.per_request_metrics == "detailed":
-            out["per_step_accepted"] = [n for n, _ in steps]
-            out["per_step_drafted"] = [d for _, d in steps]
+        if self.config.per_request_metrics == vllm.PER_REQUEST_LEVELS[1]:
+            out[vllm.REQ_PER_STEP] = [n for n, _ in steps]
+            out[vllm.REQ_PER_STEP_DRAFTED] = [d for _, d in steps]
         return out
 
     # ------------------------------------------------------------------ handler
@@ -619,11 +616,11 @@ class ReferenceServer:
                     self._send(200, server.stats.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
                 elif path == "/version" and flavor == "vllm":
                     self._json(200, {"version": server.config.version})
-                elif path in ("/server_info", "/get_server_info") and flavor == "sglang":
+                elif path in sglang.SERVER_INFO_PATHS and flavor == "sglang":
                     self._json(200, server.server_info())
-                elif path == "/debug/mtp_stats" and flavor == "atom":
+                elif path == atom.MTP_STATS_PATH and flavor == "atom":
                     self._json(200, server.stats.mtp_stats())
-                elif path == "/server_info" and flavor == "atom":
+                elif path == atom.SERVER_INFO_PATH and flavor == "atom":
                     self._json(200, {"model_id": server.stats.model_name, "served_model_name": server.stats.model_name,
                                      "tp_size": 1, "dp_size": 1})
                 elif path == "/get_model_info" and flavor == "sglang":
@@ -715,7 +712,7 @@ class ReferenceServer:
                     meta = server.meta_info(gen, rid, latency)
                     if nospec:
                         meta = {k: v for k, v in meta.items() if not k.startswith("spec_")}
-                    self._json(200, {"text": gen.text, "meta_info": meta})
+                    self._json(200, {"text": gen.text, sglang.META_INFO: meta})
                     return
                 choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": gen.text},
                                           "logprobs": None, "finish_reason": gen.finish_reason}
@@ -730,11 +727,11 @@ class ReferenceServer:
                     if nospec:
                         meta = {k: v for k, v in meta.items() if not k.startswith("spec_")}
                     if body.get("return_meta_info"):
-                        choice["meta_info"] = meta
+                        choice[sglang.META_INFO] = meta
                     if body.get("return_spec_tokens_details") and not nospec:
-                        resp["sglext"] = {"spec_tokens_details": server.spec_tokens_details(meta)}
-                elif server.config.per_request_metrics in ("summary", "detailed") and not nospec:
-                    resp["metrics"] = {"speculative_decoding": server.vllm_request_metrics(gen)}
+                        resp[sglang.META_EXTENSION] = {sglang.META_DETAILS: server.spec_tokens_details(meta)}
+                elif server.config.per_request_metrics in vllm.PER_REQUEST_LEVELS and not nospec:
+                    resp[vllm.REQUEST_METRICS] = {vllm.REQUEST_SPEC: server.vllm_request_metrics(gen)}
                 self._json(200, resp)
 
         return Handler

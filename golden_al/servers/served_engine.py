@@ -76,10 +76,13 @@ class FakeServedEngine:
         accept_rate: conditional acceptance of each draft position given the previous.
         min_len / max_len: the natural answer length (drawn per prompt) before ``max_tokens``.
         step_delay_s: seconds slept per verify step (to make requests take time).
+        draft_lens: draft lengths (each <= ``k``) cycled step by step, standing for a server that
+            changes its draft length as it goes (adaptive speculation); None: always ``k``.
     """
 
     def __init__(self, draft_len: int, *, accept_rate: float = 0.7, min_len: int = 24, max_len: int = 96,
-                 step_delay_s: float = 0.0, model_name: str = "fake-target") -> None:
+                 step_delay_s: float = 0.0, model_name: str = "fake-target",
+                 draft_lens: Sequence[int] | None = None) -> None:
         if draft_len < 1:
             raise ValueError(f"draft_len must be >= 1, got {draft_len}")
         if not 0.0 <= accept_rate < 1.0:
@@ -89,6 +92,9 @@ class FakeServedEngine:
         self.min_len = int(min_len)
         self.max_len = int(max_len)
         self.step_delay_s = float(step_delay_s)
+        self.draft_lens = tuple(int(d) for d in draft_lens) if draft_lens else None
+        if self.draft_lens and not all(1 <= d <= self.draft_len for d in self.draft_lens):
+            raise ValueError(f"draft_lens must lie in [1, {self.draft_len}], got {list(self.draft_lens)}")
         self.model_name = model_name
         self.target_name = model_name
         self.draft_name = f"{model_name}-draft"
@@ -115,7 +121,8 @@ class FakeServedEngine:
             run = 0
             while run < 64 and rng.random() < self.accept_rate:
                 run += 1
-            k_eff = min(k, n_tokens - pos)
+            k_step = self.draft_lens[step % len(self.draft_lens)] if self.draft_lens else k
+            k_eff = min(k_step, n_tokens - pos)
             n = min(run, k_eff)
             drafted.append(k_eff)
             accepted.append(n)

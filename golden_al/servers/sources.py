@@ -44,6 +44,7 @@ from typing import Any
 
 from distributions.counts import AcceptanceCounts
 from distributions.errors import CounterWentBackwardsError, DistributionError
+from golden_al.engines import atom, llamacpp
 from golden_al.errors import (
     CounterResetError,
     GoldenALError,
@@ -251,6 +252,26 @@ class PerRequestSource(Source):
                 parsed = responses.parse_vllm_spec_metrics(spec, k=k, source=label)
         return _require_distribution(parsed.counts, label, self.name)
 
+    def steps_by_draft_len(self, resp: Mapping[str, Any], k: int, label: str, *, max_tokens: int | None,
+                           output_tokens: int | None) -> dict[int, AcceptanceCounts] | None:
+        """The response's steps, one histogram per draft length they were proposed at; None when the
+        server does not report per-step draft lengths.
+
+        Of the engines golden-al knows, only vLLM (>= 0.33, ``--per-request-spec-decode-metrics
+        detailed``: ``per_step_drafted``) reports them. SGLang's ``meta_info`` and log, ATOM's
+        ``/debug/mtp_stats``, llama.cpp's ``timings`` and TensorRT-LLM report per-request or
+        per-position totals only, so a cell that mixes lengths there is refused, not split.
+        """
+        from golden_al.engines import vllm
+
+        if self.engine != "vllm":
+            return None
+        metrics = resp.get(vllm.REQUEST_METRICS)
+        if not isinstance(metrics, Mapping):
+            return None
+        with _server_errors(label):
+            return vllm.steps_by_draft_len(metrics, k=k, max_tokens=max_tokens, output_tokens=output_tokens)
+
 
 # ---------------------------------------------------------------------------- counter sources
 @dataclass(frozen=True)
@@ -413,12 +434,13 @@ class AtomMtpStatsSource(CounterSource):
     engine = "atom"
 
     async def snapshot(self, client: ServerClient) -> Snapshot:
-        stats = await client.get_json("/debug/mtp_stats", label="GET /debug/mtp_stats")
+        path = atom.MTP_STATS_PATH
+        stats = await client.get_json(path, label=f"GET {path}")
         if not isinstance(stats, Mapping):
-            raise ServerError(f"/debug/mtp_stats answered {str(stats)[:200]}")
-        if stats.get("enabled") is False:
-            raise MetricMissingError("ATOM /debug/mtp_stats reports enabled: false (speculative decoding is off)",
-                                     hint="start ATOM with --method and --num-speculative-tokens")
+            raise ServerError(f"{path} answered {str(stats)[:200]}")
+        if stats.get(atom.STATS_ENABLED) is False:
+            raise MetricMissingError(f"ATOM {path} reports {atom.STATS_ENABLED}: false (speculative decoding is off)",
+                                     hint=f"start ATOM with {atom.FLAG_METHOD} and {atom.FLAG_K}")
         return Snapshot(dict(stats))
 
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
@@ -432,7 +454,8 @@ class AtomMtpStatsSource(CounterSource):
         from distributions import counts as dcounts
 
         def pick(s: Snapshot) -> dict[str, Any]:
-            return {key: s.counts.get(key) for key in ("distribution", "total_accepted_tokens", "total_draft_tokens")}
+            return {key: s.counts.get(key) for key in (atom.STATS_DISTRIBUTION, atom.STATS_ACCEPTED,
+                                                       atom.STATS_DRAFT_TOKENS)}
 
         with _server_errors(label):
             dcounts.delta(pick(before), pick(after), name="atom-mtp-stats")
@@ -502,6 +525,6 @@ class LlamaCppPrometheusSource(CounterSource):
                 f"{float(counts.num_accepted_drafts):g} accepted) disagrees with the responses' timings (draft_n "
                 f"{drafted}, draft_n_accepted {accepted}): other traffic reached the server, or its draft length "
                 f"is not k={k}",
-                hint="measure on a server nobody else uses, started with --spec-draft-n-min = --spec-draft-n-max = k "
-                "and --spec-draft-p-min 0 (golden-al --launch does)",
+                hint=f"measure on a server nobody else uses, started so: {llamacpp.FIXED_K_HINT} (golden-al --launch "
+                "does)",
             )

@@ -13,9 +13,9 @@ class InProcessServer:
     """``ReferenceServer`` over :class:`FakeServedEngine` (``k`` drafts), started at once; ``close()`` stops it."""
 
     def __init__(self, flavor: str, *, k: int = 3, step_delay_s: float = 0.0, faults: FaultPlan | None = None,
-                 **cfg: object) -> None:
+                 draft_lens: tuple[int, ...] | None = None, **cfg: object) -> None:
         self.log = io.StringIO()
-        self.srv = ReferenceServer(FakeServedEngine(k, step_delay_s=step_delay_s),
+        self.srv = ReferenceServer(FakeServedEngine(k, step_delay_s=step_delay_s, draft_lens=draft_lens),
                                    ServeConfig(flavor=flavor, port=0, faults=faults or FaultPlan(), **cfg),  # type: ignore[arg-type]
                                    self.log)
         self.srv.start()

@@ -9,6 +9,7 @@ import yaml
 from _fit_records import make_curve_dir
 
 from golden_al.cli.main import main
+from golden_al.errors import UsageError
 from golden_al.golden import Point, dump_curve, load_curve_file, load_store, save_curve
 from golden_al.safeio import LOCK_NAME
 
@@ -138,15 +139,17 @@ def test_settings_change_needs_force(curve_file: Path, tmp_path: Path, capsys) -
 
 def test_dry_run_writes_nothing(curve_file: Path, tmp_path: Path, capsys) -> None:
     store = tmp_path / "store"
-    assert _commit(str(curve_file), "--golden-dir", str(store), "--dry-run", "--export", "inferencex") == 0
+    assert _commit(str(curve_file), "--golden-dir", str(store), "--dry-run", "--export", "inferencex",
+                   "--export-name", "qwen25coder_draft-model.yaml") == 0
     assert not store.exists() or not any(store.rglob("*.yaml"))
     assert "dry run" in capsys.readouterr().out
 
 
 def test_export_inferencex_reads_with_their_lookup(curve_file: Path, tmp_path: Path) -> None:
     store = tmp_path / "store"
-    assert _commit(str(curve_file), "--golden-dir", str(store), "--export", "inferencex") == 0
-    exported = store / "golden_al_distribution" / "qwen2.5-coder-1.5b-instruct_draft-model.yaml"
+    assert _commit(str(curve_file), "--golden-dir", str(store), "--export", "inferencex",
+                   "--export-name", "qwen25coder_draft-model.yaml") == 0
+    exported = store / "golden_al_distribution" / "qwen25coder_draft-model.yaml"
     text = exported.read_text()
     assert text.startswith("#")
     data = yaml.safe_load(text)
@@ -165,8 +168,8 @@ def test_export_inferencex_reads_with_their_lookup(curve_file: Path, tmp_path: P
 
 def test_export_dir_option(curve_file: Path, tmp_path: Path) -> None:
     assert _commit(str(curve_file), "--golden-dir", str(tmp_path / "s"), "--export", "inferencex",
-                   "--export-dir", str(tmp_path / "ix")) == 0
-    assert (tmp_path / "ix" / "qwen2.5-coder-1.5b-instruct_draft-model.yaml").is_file()
+                   "--export-dir", str(tmp_path / "ix"), "--export-name", "q_draft-model.yaml") == 0
+    assert (tmp_path / "ix" / "q_draft-model.yaml").is_file()
 
 
 def test_write_is_atomic(curve_file: Path, tmp_path: Path, monkeypatch, capsys) -> None:
@@ -230,16 +233,31 @@ def test_export_refuses_a_second_file_for_a_model_and_takes_export_name(curve_fi
                    "--export-dir", str(ix), "--export-name", "theirs_draft-model.yaml") == 0
     assert [p.name for p in ix.iterdir()] == ["theirs_draft-model.yaml"]
     capsys.readouterr()
-    # a later export without the name would add qwen2.5-coder-..._draft-model.yaml next to it: refused
+    # another name for a model the folder already holds would add a second file: refused
     assert _commit(str(curve_file), "--golden-dir", str(tmp_path / "s2"), "--export", "inferencex",
-                   "--export-dir", str(ix)) == 2
+                   "--export-dir", str(ix), "--export-name", "mine_draft-model.yaml") == 2
     err = capsys.readouterr().err
     assert "theirs_draft-model.yaml already holds" in err
     assert "--export-name theirs_draft-model.yaml" in err
     assert [p.name for p in ix.iterdir()] == ["theirs_draft-model.yaml"]
+    # without a name, the file the folder already has for this curve is the one written
+    (ix / "theirs_draft-model.yaml").write_text((ix / "theirs_draft-model.yaml").read_text().replace("# ", "#  ", 1))
     assert _commit(str(curve_file), "--golden-dir", str(tmp_path / "s2"), "--export", "inferencex",
-                   "--export-dir", str(ix), "--export-name", "theirs_draft-model.yaml") == 0
+                   "--export-dir", str(ix)) == 0
+    assert [p.name for p in ix.iterdir()] == ["theirs_draft-model.yaml"]
+    assert "exported" in capsys.readouterr().out
     assert _commit(str(curve_file), "--export-name", "x.yaml") == 2
+
+
+def test_export_of_a_new_curve_without_a_name_is_refused(curve_file: Path, tmp_path: Path, capsys) -> None:
+    """golden-al cannot derive InferenceX's model prefix: no <model>_<method>.yaml guess, exit 2 and a hint."""
+    store = tmp_path / "s"
+    assert _commit(str(curve_file), "--golden-dir", str(store), "--export", "inferencex") == 2
+    err = capsys.readouterr().err
+    assert "cannot know the name InferenceX would give it" in err
+    assert "--export-name <model prefix>_draft-model.yaml" in err
+    assert not store.exists() or not any(store.rglob("*.yaml"))  # refused before anything is written
+    assert _commit(str(curve_file), "--golden-dir", str(store), "--dry-run", "--export", "inferencex") == 2
 
 
 def test_export_keeps_the_source_file_name_of_an_imported_curve(curve_file: Path, tmp_path: Path) -> None:
@@ -249,6 +267,8 @@ def test_export_keeps_the_source_file_name_of_an_imported_curve(curve_file: Path
     prov = curve.provenance.model_copy(update={
         "notes": "Imported from SemiAnalysisAI/InferenceX golden_al_distribution/dsv4_mtp.yaml at 843c6254f"})
     imported = curve.model_copy(update={"provenance": prov})
-    assert export_file_name(imported, tmp_path / "deepseek-v4-pro_mtp.yaml") == "dsv4_mtp.yaml"
-    assert export_file_name(curve, tmp_path / "a_b.yaml") == "a_b.yaml"
-    assert export_file_name(curve, tmp_path / "a_b.yaml", "c_d.yaml") == "c_d.yaml"
+    assert export_file_name(imported, tmp_path / "ix") == "dsv4_mtp.yaml"
+    assert export_file_name(imported, tmp_path / "ix", "c_d.yaml") == "c_d.yaml"
+    assert export_file_name(curve, tmp_path / "ix", "c_d.yaml") == "c_d.yaml"
+    with pytest.raises(UsageError, match="cannot know the name"):
+        export_file_name(curve, tmp_path / "ix")

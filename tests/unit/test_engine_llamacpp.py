@@ -285,6 +285,83 @@ def test_second_build_call_returns_the_cached_binary_at_once(tmp_path):
     assert build.cached_binary(tmp_path) is None  # a build of another source is not ours
 
 
+class _FakeBuild:
+    """cmake stand-in on a fake clock: configure takes ``configure_s``; each compile run takes the
+    next of ``compile_s`` and either finishes the binary or fails/is interrupted (``outcomes``)."""
+
+    def __init__(self, monkeypatch, cache: Path, compile_s, outcomes, configure_s: float = 12.0) -> None:
+        self.now, self.cache = 1000.0, cache
+        self.compile_s, self.outcomes, self.configure_s = list(compile_s), list(outcomes), configure_s
+        monkeypatch.setattr(build, "_clock", lambda: self.now)
+        monkeypatch.setattr(build.shutil, "which", lambda name: "/usr/bin/" + name)
+        monkeypatch.setattr(build, "_fetch_sdist", lambda root, pip, note: root / "src" / lc.BUILD["filename"])
+        monkeypatch.setattr(build, "_extract", lambda sdist, dest: dest / "source")
+        monkeypatch.setattr(build, "_run_logged", self.run)
+
+    def run(self, cmd, log, progress, steps=None):
+        d = build.build_dir(self.cache) / "build"
+        if "-S" in cmd:
+            self.now += self.configure_s
+            d.mkdir(parents=True, exist_ok=True)
+            (d / "CMakeCache.txt").write_text("")
+            return
+        self.now += self.compile_s.pop(0)
+        outcome = self.outcomes.pop(0)
+        if steps is not None:
+            steps.done, steps.total = (212, 212) if outcome == "built" else (90, 212)
+        if outcome == "interrupted":
+            raise KeyboardInterrupt
+        if outcome == "failed":
+            raise build.BuildError("ninja failed")
+        (d / "bin").mkdir(exist_ok=True)
+        (d / "bin" / "llama-server").write_text("#!/bin/sh\n")
+        (d / "bin" / "llama-server").chmod(0o755)
+
+
+def test_build_record_times_configure_and_compile(tmp_path, monkeypatch):
+    _FakeBuild(monkeypatch, tmp_path, [4000.0], ["built"])
+    result = build.build_llama_server(tmp_path)
+    assert not result.cached
+    assert result.build_seconds == pytest.approx(4012.0)  # configure (12 s) + compile (4000 s)
+    record = json.loads((build.build_dir(tmp_path) / "build.json").read_text())
+    assert record["build_seconds"] == pytest.approx(4012.0)
+    assert [a["outcome"] for a in record["build_attempts"]] == ["built"]
+    assert build.build_llama_server(tmp_path).build_seconds == pytest.approx(4012.0)  # the cached record says so
+
+
+def test_build_record_sums_interrupted_and_failed_attempts(tmp_path, monkeypatch):
+    """An interrupted build resumes where ninja stopped: the record is the whole build, not the last run."""
+    _FakeBuild(monkeypatch, tmp_path, [3000.0, 200.0, 0.3], ["interrupted", "failed", "built"])
+    with pytest.raises(KeyboardInterrupt):
+        build.build_llama_server(tmp_path)
+    with pytest.raises(build.BuildError):
+        build.build_llama_server(tmp_path)
+    result = build.build_llama_server(tmp_path)
+    assert result.build_seconds == pytest.approx(12.0 + 3000.0 + 200.0 + 0.3)
+    assert result.attempts == 3
+    record = json.loads((build.build_dir(tmp_path) / "build.json").read_text())
+    assert [(a["outcome"], a["configured"], a["steps_run"]) for a in record["build_attempts"]] == [
+        ("interrupted", True, 90), ("failed", False, 90), ("built", False, 212)]
+
+
+def test_build_record_says_unknown_when_the_build_directory_was_not_timed(tmp_path, monkeypatch):
+    """A build directory configured by a run that kept no attempts: the time is not known, so null."""
+    d = build.build_dir(tmp_path) / "build"
+    d.mkdir(parents=True)
+    (d / "CMakeCache.txt").write_text("")
+    _FakeBuild(monkeypatch, tmp_path, [0.3], ["built"])
+    result = build.build_llama_server(tmp_path)
+    assert result.build_seconds is None
+    record = json.loads((build.build_dir(tmp_path) / "build.json").read_text())
+    assert record["build_seconds"] is None
+    assert "0.3 s" in record["build_seconds_note"]
+
+
+def test_a_cached_record_of_the_old_format_has_no_build_time(tmp_path):
+    _fake_build(tmp_path)  # build.json with build_seconds but no build_attempts (timed only the last run)
+    assert build.build_llama_server(tmp_path, pip=["/nonexistent-pip"]).build_seconds is None
+
+
 def test_downloaded_sdist_with_another_hash_is_refused(tmp_path, monkeypatch):
     pip = tmp_path / "fake-pip"
     pip.write_text(f"#!/bin/sh\nwhile [ \"$1\" != -d ]; do shift; done\necho tampered > \"$2/{lc.BUILD['filename']}\"\n")

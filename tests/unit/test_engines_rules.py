@@ -130,6 +130,10 @@ _TOKENS = ("SGLANG_SIMULATE", "SIMULATE_ACC", "TLLM_SPEC_DECODE", "speculative-n
            "sglang:spec", "atom:mtp", "spec-decode-acceptance", "synthetic_acceptance", "rejection_sample_method",
            "num_speculative_tokens", "spec_verify_ct", "spec_correct_drafts_histogram", "acceptance_histogram",
            "total_draft_tokens", "SpecDecoding metrics", "Decode batch", "MTP Stats")
+#: More flags, fields, metrics and log lines of the five engines (llama.cpp's included).
+_MORE_TOKENS = ("speculative_num_steps", "num-speculative-tokens", "synthetic_acceptance_", "spec_accept_length",
+                "--speculative-config", "--speculative-algorithm", "spec-synth-", "LLAMA_ARG_", "llamacpp:",
+                "spec-draft-n-", "draft acceptance =")
 
 
 def _code_strings(path: Path) -> list[tuple[int, str]]:
@@ -143,7 +147,8 @@ def _code_strings(path: Path) -> list[tuple[int, str]]:
 
 @pytest.mark.parametrize("rel", ["distributions", "golden_al/formats/logs.py", "golden_al/formats/prometheus.py",
                                  "golden_al/servers/synthetic.py", "golden_al/servers/launch.py",
-                                 "golden_al/servers/probe.py", "golden_al/checks/spec.py"])
+                                 "golden_al/servers/probe.py", "golden_al/checks/spec.py",
+                                 "golden_al/configs", "golden_al/measure/imported.py"])
 def test_no_engine_literal_outside_the_profiles(rel):
     """These modules read every engine name from golden_al/engines/ (no flag, knob, metric or log literal)."""
     base = ROOT / rel
@@ -151,6 +156,48 @@ def test_no_engine_literal_outside_the_profiles(rel):
     hits = [f"{f.relative_to(ROOT)}:{line}: {value!r}" for f in files for line, value in _code_strings(f)
             if any(t in value for t in _TOKENS)]
     assert hits == []
+
+
+def _outside_the_profiles() -> list[str]:
+    """Every module of golden_al/ but the engine profiles and golden_al/golden/ (the curve formats:
+    our schema and InferenceX's legacy files name fields such as ``rejection_sample_method`` and
+    ``num_speculative_tokens`` themselves)."""
+    out = []
+    for f in sorted((ROOT / "golden_al").rglob("*.py")):
+        rel = f.relative_to(ROOT)
+        if rel.parts[1] == "golden" or (rel.parts[1] == "engines" and len(rel.parts) == 3):
+            continue
+        out.append(str(rel))
+    return out
+
+
+@pytest.mark.parametrize("rel", _outside_the_profiles())
+def test_no_engine_literal_anywhere_outside_the_profiles(rel):
+    """serve-reference, the CLI help, the AL sources, the checks and the readers take every engine
+    string from golden_al/engines/ (help text is built from profile data). A field name of our own
+    curve schema (``Draft.rejection_sample_method``) is not an engine literal."""
+    from golden_al.golden.schema import Draft
+
+    schema_fields = tuple(Draft.model_fields)
+    # vLLM's keys are synthetic_acceptance_<x> (in _MORE_TOKENS); the bare word also names InferenceX's
+    # runners/inject_synthetic_acceptance.py, a harness file, not an engine knob
+    tokens = (*(t for t in _TOKENS if t != "synthetic_acceptance"), *_MORE_TOKENS)
+    hits = []
+    for line, value in _code_strings(ROOT / rel):
+        text = value
+        for name in schema_fields:
+            text = text.replace(name, "")
+        if any(t in text for t in tokens):
+            hits.append(f"{rel}:{line}: {value!r}")
+    assert hits == []
+
+
+def test_the_literal_rule_covers_serve_reference_and_the_cli():
+    covered = _outside_the_profiles()
+    assert "golden_al/servers/reference_server.py" in covered
+    assert "golden_al/checks/command_lines.py" in covered
+    assert sum(r.startswith("golden_al/cli/") for r in covered) >= 10
+    assert not any(r.startswith("golden_al/engines/") and r.count("/") == 2 for r in covered)
 
 
 _AGG_RECIPE = """\
