@@ -27,8 +27,8 @@ HERE = Path(__file__).resolve().parent
 GOLDEN_AL = [sys.executable, "-m", "golden_al"]
 
 SCENARIOS: list[tuple[str, list[str]]] = [
-    ("default: golden-al measure --draft-len 7 (auto = live, continuous batching of 16, oneDNN linear layers)", []),
-    ("--cpu-kernels torch (the same, on torch's BLAS: the default before oneDNN)", ["--cpu-kernels", "torch"]),
+    ("default: golden-al measure --draft-len 7 (auto = live, continuous batching of 16, transposed linear layers)", []),
+    ("--cpu-kernels torch (nn.Linear as it is: the default before transposed layers)", ["--cpu-kernels", "torch"]),
     ("--mode replay (output from the target alone)", ["--mode", "replay"]),
     ("--mode replay --replay-trajectory-k 7 (output by k = 7, checked)", ["--mode", "replay",
                                                                         "--replay-trajectory-k", "7"]),
