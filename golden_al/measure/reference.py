@@ -280,12 +280,11 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
     pair = load_pair(settings.target, settings.draft, cache_dir=cache_dir, dtype=settings.dtype, device=device,
                      allow_lower_precision=settings.allow_lower_precision, auto_fetch=True, progress=progress)
     kernels = "torch"
-    if device == "cpu" and settings.dtype == "float32" and settings.cpu_kernels == "transposed":
+    if settings.cpu_kernels == "transposed":  # float32 CPU layers only: the switch checks each layer
         from golden_al.engines.offline_reference.kernels import use_transposed_linear
 
-        for loaded in (pair.target, pair.draft):
-            use_transposed_linear(loaded.model)
-        kernels = "transposed"
+        if sum(use_transposed_linear(loaded.model) for loaded in (pair.target, pair.draft)):
+            kernels = "transposed"
     t2 = time.perf_counter()
     tokenizer = pair.target.tokenizer
     rendered = render_all(tokenizer, prompt_set.conversations, thinking=settings.thinking,
