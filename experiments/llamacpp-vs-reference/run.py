@@ -40,6 +40,42 @@ def _records(d: Path) -> dict[int, dict]:
     return out
 
 
+def _wall(rec: dict) -> float | None:
+    """Seconds from the record's start to its end (provenance), or None."""
+    from datetime import datetime
+
+    prov = rec.get("provenance", {})
+    try:
+        return round((datetime.fromisoformat(prov["ended"]) - datetime.fromisoformat(prov["started"])).total_seconds(), 1)
+    except (KeyError, TypeError, ValueError):
+        return None
+
+
+def _llamacpp_end_rule(run: Path, k: int, max_tokens: int) -> tuple[float, int]:
+    """The reference run's AL at ``k`` counted by llama-server's end-of-request rule: (AL, verify steps).
+
+    llama-server drafts at most ``n_remaining - 1`` tokens and, with ``--spec-draft-n-min k``,
+    skips drafting when that is below k (tools/server/server-context.cpp ``get_n_draft_max``,
+    llama.cpp 0c1e5709): the last tokens of a request that runs into its budget are plain
+    decode steps, which are no verify steps. The reference engine drafts ``min(k, left)`` and
+    counts those steps. Greedy steps before that point are the same in both, so this recount
+    of the reference's own steps is what llama-server would have counted on the same output.
+    """
+    acc = steps = 0
+    for line in (run / f"k{k}" / "requests.jsonl").read_text().splitlines():
+        if not line.strip():
+            continue
+        row = json.loads(line)
+        emitted = 1  # the prefill's token
+        for L in row["accept_lengths"]:
+            if max_tokens - emitted - 1 < k:
+                break  # llama-server decodes the rest without drafts
+            acc += L - 1
+            steps += 1
+            emitted += L
+    return (1 + acc / steps if steps else float("nan")), steps
+
+
 def _committed() -> dict[int, float]:
     from golden_al.golden import load_store
 
@@ -58,10 +94,15 @@ def summarize(num_prompts: int, max_tokens: int, walls: dict[str, float] | None)
     rows = []
     for k in sorted(set(lc) & set(ref)):
         a, b = lc[k], ref[k]
+        al_rule, steps_rule = _llamacpp_end_rule(HERE / "reference", k, max_tokens)
         rows.append({"k": k, "llamacpp_al": round(a["al"], 4), "llamacpp_ci95": [round(x, 4) for x in a["al_ci95"]],
                      "reference_al": round(b["al"], 4), "reference_ci95": [round(x, 4) for x in b["al_ci95"]],
                      "difference": round(a["al"] - b["al"], 4), "committed_golden_al": golden.get(k),
-                     "llamacpp_verify_steps": a["num_verify_steps"], "reference_verify_steps": b["num_verify_steps"]})
+                     "reference_al_llamacpp_end_rule": round(al_rule, 4),
+                     "reference_verify_steps_llamacpp_end_rule": steps_rule,
+                     "difference_llamacpp_end_rule": round(a["al"] - al_rule, 4),
+                     "llamacpp_verify_steps": a["num_verify_steps"], "reference_verify_steps": b["num_verify_steps"],
+                     "llamacpp_wall_s": _wall(a), "warnings": sorted(set(a.get("warnings", []) + b.get("warnings", [])))})
     agreement = {}
     for k in (1, 3, 8):
         if k in lc and k in ref:
@@ -90,6 +131,8 @@ def plot(summary: dict) -> None:
         line = ax.plot(ks, al, marker="o", label=label)[0]
         ax.fill_between(ks, [r[f"{key}_ci95"][0] for r in rows], [r[f"{key}_ci95"][1] for r in rows],
                         color=line.get_color(), alpha=0.2)
+    ax.plot(ks, [r["reference_al_llamacpp_end_rule"] for r in rows], ls="--", marker=".", color="tab:green",
+            label="reference, recounted by llama-server's end-of-request rule")
     ax.plot(ks, [r["committed_golden_al"] for r in rows], ls=":", marker="x", color="black",
             label="committed golden curve (80 prompts x 256)")
     ax.set_xlabel("draft length k")
@@ -106,9 +149,13 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--num-prompts", type=int, default=16)
     ap.add_argument("--max-tokens", type=int, default=128)
-    ap.add_argument("--plot-only", action="store_true")
+    ap.add_argument("--plot-only", action="store_true",
+                    help="re-summarize and redraw from the records (their prompt count and token budget)")
     args = ap.parse_args()
     walls = None
+    if args.plot_only:
+        first = next(iter(_records(HERE / "reference").values()))
+        args.num_prompts, args.max_tokens = first["num_requests"], first["sampling"]["max_tokens"]
     if not args.plot_only:
         common = ["--draft-lens", "1-8", "--prompts", "humaneval", "--num-prompts", str(args.num_prompts),
                   "--max-tokens", str(args.max_tokens), "--temperature", "0", "--thinking", "off"]

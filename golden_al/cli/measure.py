@@ -126,6 +126,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="reference engine on the CPU in float32: transposed (default: each linear layer "
                         "computed as (W x^T)^T, same weights, which MKL runs faster for decoding's few rows) "
                         "or torch (nn.Linear as it is)")
+    parser.add_argument("--no-prefix-sharing", dest="share_prefix", action="store_false",
+                        help="reference engine: prefill every prompt whole (default: the tokens all prompts share, "
+                        "e.g. the chat template's system turn, are prefilled once per model and copied)")
     parser.add_argument("--device", choices=DEVICES, default="auto",
                         help="auto: CUDA when torch sees a GPU, else the CPU (default); cpu; cuda")
     parser.add_argument("--cache-dir", default=None, metavar="DIR",
@@ -166,7 +169,7 @@ def _run_reference(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens, thinking=args.thinking, temperature=args.temperature, top_p=args.top_p,
         mode=args.mode, seed=args.seed, dtype=args.dtype, allow_lower_precision=args.force,
         batch_size=args.batch_size, replay_trajectory_k=args.replay_trajectory_k, device=args.device,
-        cpu_kernels=args.cpu_kernels,
+        cpu_kernels=args.cpu_kernels, share_prefix=args.share_prefix,
     )
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR (the run to continue)")

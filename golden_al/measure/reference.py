@@ -56,7 +56,8 @@ MODES = ("auto", "live", "replay")
 DEVICES = ("auto", "cpu", "cuda")
 #: ``--cpu-kernels`` (CPU, float32): ``transposed`` computes each linear layer as ``(W x^T)^T``,
 #: which MKL runs faster for decoding's few rows (engines.offline_reference.kernels), ``torch``
-#: keeps ``nn.Linear`` as it is.
+#: keeps ``nn.Linear`` as it is. (oneDNN's reordered weights were measured and not adopted:
+#: experiments/default-run/README.md.)
 CPU_KERNELS = ("transposed", "torch")
 #: ``--mode auto`` with several greedy draft lengths: replay, its one target output made by
 #: speculative decoding at the largest requested k up to this one (the committed curves'
@@ -111,6 +112,8 @@ class ReferenceSettings:
     """``auto`` (CUDA when available), ``cpu`` or ``cuda``; resolved by :func:`resolve_device`."""
     cpu_kernels: str = "transposed"
     """CPU, float32: ``transposed`` (linear layers as ``(W x^T)^T``, faster here) or ``torch``."""
+    share_prefix: bool = True
+    """Prefill the tokens every prompt shares once per model (engines.offline_reference.prefix)."""
     requested_mode: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
@@ -133,6 +136,7 @@ class ReferenceSettings:
         if self.device not in DEVICES:
             raise UsageError(f"device {self.device!r} is not one of {', '.join(DEVICES)}")
         self.cpu_kernels = str(self.cpu_kernels)
+        self.share_prefix = bool(self.share_prefix)
         if self.cpu_kernels not in CPU_KERNELS:
             raise UsageError(f"cpu kernels {self.cpu_kernels!r} is not one of {', '.join(CPU_KERNELS)}")
         from golden_al.golden.schema import normalize_mode
@@ -177,6 +181,9 @@ class ReferenceSettings:
             "dtype": self.dtype, "prompts": self.prompts, "thinking": self.thinking,
             "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens,
             "seed": self.seed, "prefill_emits_token": self.prefill_emits_token,
+            # the device and the linear layers' form round differently: one run must not mix them
+            "device": self.device, "cpu_kernels": self.cpu_kernels,
+            "share_prefix": self.share_prefix,
         }
 
 
@@ -338,6 +345,7 @@ def run_measurement(
         argv: command line for provenance.
     """
     from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams, make_generator
+    from golden_al.engines.offline_reference.prefix import shared_prefix_len
     from golden_al.measure.records import RequestLog, build_record, request_result
     from golden_al.measurement import SamplingInfo, write_record
     from golden_al.provenance import collect, now_iso
@@ -351,6 +359,9 @@ def run_measurement(
     logs = {k: RequestLog.open(dirs[k], k, run_key, resume=resume) for k in ks}
     prompts = inputs.rendered
     conv_ids = [c.id for c in inputs.prompt_set.conversations]
+    # the prefix every prompt of the set shares, prefilled once per model; fixed over the whole
+    # set so a resumed run computes its requests as the run it continues did
+    shared = shared_prefix_len([p.token_ids for p in prompts]) if settings.share_prefix else 0
     for log in logs.values():
         for i in list(log.done):
             if i < len(prompts):
@@ -399,7 +410,7 @@ def run_measurement(
             for n_done, out in enumerate(engine.iter_generate(
                     [prompts[i].token_ids for i in todo], draft_len=k, sampling=sampling,
                     generator=make_generator(settings.seed, engine.device), batch_size=settings.batch_size,
-                    indices=todo, progress=tokens), start=1):
+                    indices=todo, progress=tokens, shared_prefix=shared), start=1):
                 c = out.counts()
                 logs[k].append(request_result(
                     **base(out.index, k), num_output_tokens=len(out.output_token_ids),
@@ -422,7 +433,8 @@ def run_measurement(
         for n_done, rout in enumerate(engine.iter_replay(
                 [prompts[i].token_ids for i in todo], draft_lens=ks, sampling=sampling,
                 generator=make_generator(settings.seed, engine.device), batch_size=settings.batch_size,
-                indices=todo, trajectory_draft_len=settings.replay_trajectory_k, progress=tokens), start=1):
+                indices=todo, trajectory_draft_len=settings.replay_trajectory_k, progress=tokens,
+                shared_prefix=shared), start=1):
             if rout.trajectory_check is False:
                 trajectory_mismatch.append(rout.index)
             for k in ks:
@@ -470,6 +482,7 @@ def run_measurement(
             **asdict(settings), "draft_lens": ks, "torch_threads": torch.get_num_threads(),
             "measure_wall_s": wall.get(k), "total_wall_s": round(time.perf_counter() - t_start, 3),
             "load_seconds": inputs.load_seconds, "linear_kernels": inputs.kernels,
+            "shared_prefix_tokens": shared,
             "step_rule": "AL = 1 + accepted/steps over verify steps; the prefill token is not a verify step"
                          if settings.prefill_emits_token else
                          "AL = 1 + accepted/steps over verify steps; the first verify step drafts token 1",

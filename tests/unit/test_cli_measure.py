@@ -134,6 +134,9 @@ def test_resume_does_not_double_count(tiny, tmp_path, capsys):
     # resuming with other settings is refused
     assert _measure(tiny, partial, "--draft-len", "2", "--resume", "--temperature", "0.5") == 2
     assert "other settings" in capsys.readouterr().err
+    # ... and so is resuming with the other form of the linear layers (another rounding)
+    assert _measure(tiny, partial, "--draft-len", "2", "--resume", "--cpu-kernels", "torch") == 2
+    assert "other settings" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(("args", "needle"), [
@@ -196,3 +199,16 @@ def test_ci_half_width_adds_prompts_until_exhausted_or_reached(tiny, tmp_path, c
     assert _measure(tiny, wide, "--draft-len", "2", "--ci-half-width", "10", "--prompt-batch", "2") == 0
     assert "target reached" in capsys.readouterr().out
     assert len(read_request_results(wide / "requests.jsonl")) == 2
+
+
+def test_shared_prefix_is_recorded_and_can_be_switched_off(tiny, tmp_path):
+    shared, whole = tmp_path / "shared", tmp_path / "whole"
+    assert _measure(tiny, shared, "--draft-len", "3") == 0
+    assert _measure(tiny, whole, "--draft-len", "3", "--no-prefix-sharing") == 0
+    a, b = load_record(shared), load_record(whole)
+    # the chat template's opening and "def f" are common to every prompt of the tiny set
+    assert a.provenance["reference_engine"]["shared_prefix_tokens"] > 0
+    assert a.provenance["reference_engine"]["share_prefix"] is True
+    assert b.provenance["reference_engine"]["shared_prefix_tokens"] == 0
+    assert b.provenance["reference_engine"]["share_prefix"] is False
+    assert a.num_requests == b.num_requests == NUM_PROMPTS

@@ -19,6 +19,7 @@ is ever fully masked and nothing becomes NaN.
 
 from __future__ import annotations
 
+import copy
 import inspect
 from typing import Any
 
@@ -106,6 +107,18 @@ class BatchedKV:
         self.valid = torch.cat([self.valid, input_valid], dim=1)
         self.next_pos = self.next_pos + input_valid.long().sum(dim=1)
         return out.logits
+
+    def fork(self, rows: int) -> BatchedKV:
+        """A new cache of ``rows`` rows, each a copy of this one-row cache (a shared prompt prefix)."""
+        if self.batch_size != 1:
+            raise ValueError(f"fork() copies a one-row cache; this one has {self.batch_size} rows")
+        out = BatchedKV(self.model, 0)
+        out.cache = copy.deepcopy(self.cache)
+        if self.length and rows != 1:
+            out.cache.batch_repeat_interleave(rows)
+        out.valid = self.valid.repeat(rows, 1)
+        out.next_pos = self.next_pos.repeat(rows)
+        return out
 
     def drop_last(self, count: torch.Tensor) -> None:
         """Mark the last ``count[b]`` valid tokens of each row invalid (rejected drafts)."""

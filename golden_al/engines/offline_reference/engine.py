@@ -64,13 +64,17 @@ class ReferenceEngine:
 
     def iter_generate(self, prompts: Sequence[Sequence[int]], *, draft_len: int, sampling: SamplingParams,
                       seed: int | None = None, generator: torch.Generator | None = None, batch_size: int = 8,
-                      indices: Sequence[int] | None = None,
-                      progress: ProgressFn | None = None) -> Iterator[RequestOutput]:
-        """Live speculative decoding; yields each request as soon as it finishes (any order)."""
+                      indices: Sequence[int] | None = None, progress: ProgressFn | None = None,
+                      shared_prefix: int | None = None) -> Iterator[RequestOutput]:
+        """Live speculative decoding; yields each request as soon as it finishes (any order).
+
+        ``shared_prefix``: leading tokens all prompts share, prefilled once (:mod:`.prefix`;
+        None: found from ``prompts``; a resumed run passes the full set's).
+        """
         return iter_generate(self.target, self.draft, prompts, draft_len=draft_len, sampling=sampling,
                              eos_token_ids=self.eos_token_ids, generator=self._gen(seed, generator),
                              batch_size=batch_size, prefill_emits_token=self.prefill_emits_token,
-                             indices=indices, progress=progress)
+                             indices=indices, progress=progress, shared_prefix=shared_prefix)
 
     def generate(self, prompts: Sequence[Sequence[int]], *, draft_len: int, sampling: SamplingParams,
                  seed: int | None = None, generator: torch.Generator | None = None, batch_size: int = 8,
@@ -89,16 +93,19 @@ class ReferenceEngine:
                     sampling: SamplingParams, seed: int | None = None, generator: torch.Generator | None = None,
                     batch_size: int = 8, indices: Sequence[int] | None = None,
                     progress: ProgressFn | None = None,
-                    trajectory_draft_len: int | None = None) -> Iterator[ReplayOutput]:
+                    trajectory_draft_len: int | None = None,
+                    shared_prefix: int | None = None) -> Iterator[ReplayOutput]:
         """Replay (one target generation + one teacher-forced draft pass) for every ``k`` at once.
 
         ``trajectory_draft_len``: greedy only; generate the target's output by speculative
         decoding at that draft length (same output, faster; checked, see :func:`.replay.iter_replay`).
+        ``shared_prefix``: as in :meth:`iter_generate`.
         """
         return iter_replay(self.target, self.draft, prompts, draft_lens=draft_lens, sampling=sampling,
                            eos_token_ids=self.eos_token_ids, generator=self._gen(seed, generator),
                            batch_size=batch_size, prefill_emits_token=self.prefill_emits_token,
-                           indices=indices, progress=progress, trajectory_draft_len=trajectory_draft_len)
+                           indices=indices, progress=progress, trajectory_draft_len=trajectory_draft_len,
+                           shared_prefix=shared_prefix)
 
     def replay(self, prompts: Sequence[Sequence[int]], *, draft_lens: Sequence[int], sampling: SamplingParams,
                seed: int | None = None, generator: torch.Generator | None = None,

@@ -28,6 +28,7 @@ import torch
 
 from golden_al.engines.offline_reference.accounting import StepCounts, counts_from_accept_counts
 from golden_al.engines.offline_reference.batch_cache import BatchedKV, left_pad
+from golden_al.engines.offline_reference.prefix import SharedPrefix
 from golden_al.engines.offline_reference.sampling import (
     SamplingParams,
     greedy_verification,
@@ -48,17 +49,26 @@ def prefill_budget(device: Any) -> int:
     return PREFILL_TOKENS.get(getattr(device, "type", str(device)), PREFILL_TOKENS["cpu"])
 
 
-def admission_group(queue: deque[tuple[int, list[int]]], free: int, budget: int) -> list[tuple[int, list[int]]]:
+#: A prompt joins an admission group only while left-padding adds at most this fraction to
+#: the group's prefill (padding slots are computed like tokens).
+MAX_PAD_FRACTION = 0.125
+
+
+def admission_group(queue: deque[tuple[int, list[int]]], free: int, budget: int,
+                    skip: int = 0) -> list[tuple[int, list[int]]]:
     """Pop the next prompts for ``free`` rows: at least one, and more while the left-padded
-    group stays within ``budget`` tokens."""
+    group stays within ``budget`` tokens and its padding within :data:`MAX_PAD_FRACTION`
+    (``skip``: leading tokens already cached, not prefilled)."""
     group: list[tuple[int, list[int]]] = []
-    width = 0
+    width = real = 0
     while queue and len(group) < free:
-        w = max(width, len(queue[0][1]))
-        if group and w * (len(group) + 1) > budget:
+        n = max(0, len(queue[0][1]) - skip)
+        w = max(width, n)
+        padded = w * (len(group) + 1)
+        if group and (padded > budget or padded > (real + n) * (1 + MAX_PAD_FRACTION)):
             break
         group.append(queue.popleft())
-        width = w
+        width, real = w, real + n
     return group
 
 ProgressFn = Callable[..., None]
@@ -139,6 +149,7 @@ def iter_generate(
     prefill_emits_token: bool = True,
     indices: Sequence[int] | None = None,
     progress: ProgressFn | None = None,
+    shared_prefix: int | SharedPrefix | None = None,
 ) -> Iterator[RequestOutput]:
     """Speculative decoding of ``prompts``; yields each request as it finishes.
 
@@ -156,6 +167,9 @@ def iter_generate(
             token too (transformers' assisted generation). See :mod:`.accounting`.
         indices: the index reported for each prompt (default ``0..len-1``).
         progress: output tokens, see :data:`ProgressFn`.
+        shared_prefix: leading tokens every prompt shares, prefilled once per model
+            (:mod:`.prefix`; None: the longest such prefix of ``prompts``, 0: none; or a
+            :class:`.SharedPrefix` whose caches are reused).
     """
     k = int(draft_len)
     if k < 1:
@@ -164,9 +178,10 @@ def iter_generate(
     queue = deque((idx[i], [int(t) for t in prompts[i]]) for i in range(len(prompts)))
     if progress is not None:
         progress(0, total=len(prompts) * sampling.max_tokens)
+    prefix = shared_prefix if isinstance(shared_prefix, SharedPrefix) else SharedPrefix(prompts, shared_prefix)
     with torch.inference_mode():
         yield from _LiveBatch(target, draft, k, sampling, {int(e) for e in eos_token_ids}, generator,
-                              prefill_emits_token, max(1, int(batch_size)), progress).run(queue)
+                              prefill_emits_token, max(1, int(batch_size)), progress, prefix).run(queue)
 
 
 class _LiveBatch:
@@ -174,8 +189,9 @@ class _LiveBatch:
 
     def __init__(self, target: Any, draft: Any, k: int, sampling: SamplingParams, eos: set[int],
                  generator: torch.Generator, prefill_emits_token: bool, batch_size: int,
-                 progress: ProgressFn | None) -> None:
+                 progress: ProgressFn | None, prefix: SharedPrefix) -> None:
         self.target, self.draft, self.k, self.sampling, self.eos = target, draft, k, sampling, eos
+        self.prefix = prefix
         self.generator, self.prefill_emits_token = generator, prefill_emits_token
         self.batch_size, self.progress = batch_size, progress
         self.tkv, self.dkv = BatchedKV(target, 0), BatchedKV(draft, 0)
@@ -201,9 +217,9 @@ class _LiveBatch:
     def admit(self, group: list[tuple[int, list[int]]]) -> None:
         """Prefill a group of prompts together (left-padded) and append them to the batch."""
         new = [RequestOutput(index=i, prompt_token_ids=p, draft_len=self.k) for i, p in group]
-        tkv, dkv = BatchedKV(self.target, len(new)), BatchedKV(self.draft, len(new))
+        tkv, dkv = self.prefix.cache(self.target, len(new)), self.prefix.cache(self.draft, len(new))
         if self.prefill_emits_token:
-            rows = [r.prompt_token_ids for r in new]
+            rows = [self.prefix.rest(r.prompt_token_ids) for r in new]
             logits = _prefill(tkv, rows)
             assert logits is not None
             _prefill(dkv, rows)
@@ -214,7 +230,7 @@ class _LiveBatch:
             pending = [[y] for y in ys]
             self._advance(len(new))
         else:
-            rows = [r.prompt_token_ids[:-1] for r in new]
+            rows = [self.prefix.rest(r.prompt_token_ids)[:-1] for r in new]
             _prefill(tkv, rows)
             _prefill(dkv, rows)
             pending = [[r.prompt_token_ids[-1]] for r in new]
@@ -252,7 +268,7 @@ class _LiveBatch:
         while True:
             budget = prefill_budget(self.tkv.device)
             while queue and len(self.rows) < self.batch_size:
-                self.admit(admission_group(queue, self.batch_size - len(self.rows), budget))
+                self.admit(admission_group(queue, self.batch_size - len(self.rows), budget, len(self.prefix)))
                 self._status(len(queue))
                 yield from self.retire()
             if not self.rows:

@@ -45,6 +45,7 @@ from golden_al.engines.offline_reference.live import (
     prefill_budget,
     target_generate_step,
 )
+from golden_al.engines.offline_reference.prefix import SharedPrefix
 from golden_al.engines.offline_reference.sampling import SamplingParams, sample, warp
 
 __all__ = ["ReplayOutput", "TargetOutput", "draft_agreement", "iter_replay", "iter_target_generate"]
@@ -98,12 +99,15 @@ def iter_target_generate(
     keep_distributions: bool = False,
     indices: Sequence[int] | None = None,
     progress: ProgressFn | None = None,
+    shared_prefix: int | SharedPrefix | None = None,
 ) -> Iterator[TargetOutput]:
     """Plain autoregressive generation by the target alone (KV cache, continuous batching).
 
     A finished request's row goes to the next prompt at once (prefilled, a few prompts
     together, and appended, :meth:`.BatchedKV.extend`). ``progress``: output tokens (:data:`.live.ProgressFn`).
+    ``shared_prefix``: as in :func:`.live.iter_generate` (or a :class:`.SharedPrefix` to reuse).
     """
+    prefix = shared_prefix if isinstance(shared_prefix, SharedPrefix) else SharedPrefix(prompts, shared_prefix)
     eos = {int(e) for e in eos_token_ids}
     idx = list(range(len(prompts))) if indices is None else list(indices)
     queue = deque((idx[i], [int(t) for t in prompts[i]]) for i in range(len(prompts)))
@@ -135,11 +139,11 @@ def iter_target_generate(
         while True:
             # admit: prefill the next prompts (a few at a time) and append them to the batch
             while queue and len(rows) < B:
-                group = admission_group(queue, B - len(rows), prefill_budget(kv.device))
+                group = admission_group(queue, B - len(rows), prefill_budget(kv.device), len(prefix))
                 new = [TargetOutput(index=i, prompt_token_ids=p, p=[] if keep_distributions else None)
                        for i, p in group]
-                one = BatchedKV(target, len(new))
-                ids, valid = left_pad([r.prompt_token_ids for r in new], device=one.device)
+                one = prefix.cache(target, len(new))
+                ids, valid = left_pad([prefix.rest(r.prompt_token_ids) for r in new], device=one.device)
                 lg = one.forward(ids, valid, logits_to_keep=1)[:, -1]
                 commit(new, _choose_tokens(lg, sampling, generator), lg)
                 kv.extend(one)
@@ -179,12 +183,18 @@ def _tokens(t: torch.Tensor) -> list[int]:
     return [int(v) for v in t.tolist()]
 
 
-def draft_agreement(draft: Any, out: TargetOutput, sampling: SamplingParams) -> list[float]:
-    """Teacher-forced draft pass over prompt + output: agreement (greedy) or ``beta_j`` per position."""
+def draft_agreement(draft: Any, out: TargetOutput, sampling: SamplingParams,
+                    prefix: SharedPrefix | None = None) -> list[float]:
+    """Teacher-forced draft pass over prompt + output: agreement (greedy) or ``beta_j`` per position.
+
+    ``prefix``: the run's shared prompt prefix; the pass starts from its cached keys and values.
+    """
     y = out.output_token_ids
-    seq = out.prompt_token_ids + y[:-1]
     with torch.inference_mode():
-        kv = BatchedKV(draft, 1)
+        if prefix is None:
+            kv, seq = BatchedKV(draft, 1), out.prompt_token_ids + y[:-1]
+        else:
+            kv, seq = prefix.cache(draft, 1), prefix.rest(out.prompt_token_ids) + y[:-1]
         ids = torch.tensor([seq], dtype=torch.long, device=kv.device)
         logits = kv.forward(ids, torch.ones_like(ids, dtype=torch.bool), logits_to_keep=len(y))[0]
         if sampling.greedy:
@@ -210,6 +220,7 @@ def iter_replay(
     indices: Sequence[int] | None = None,
     progress: ProgressFn | None = None,
     trajectory_draft_len: int | None = None,
+    shared_prefix: int | None = None,
 ) -> Iterator[ReplayOutput]:
     """Replay ``prompts`` once and yield each request with its counts at every ``k`` in ``draft_lens``.
 
@@ -218,6 +229,8 @@ def iter_replay(
     output is the same (greedy speculative decoding is lossless) and it is faster when
     acceptance is high; replay's steps at that draft length must then equal the live
     steps, which is checked (``ReplayOutput.trajectory_check``).
+    ``shared_prefix``: as in :func:`.live.iter_generate`; every pass starts from the same
+    prefix computation, so replay stays exact with live decoding.
     """
     ks = sorted({int(k) for k in draft_lens})
     if not ks or ks[0] < 1:
@@ -225,18 +238,19 @@ def iter_replay(
     if trajectory_draft_len is not None and not sampling.greedy:
         raise ValueError("a speculative trajectory is for greedy replay only (sampled replay needs p at every position)")
     start = first_step(prefill_emits_token)
+    prefix = SharedPrefix(prompts, shared_prefix)
     live_accepted: dict[int, list[int]] = {}
     if trajectory_draft_len is None:
         outs: Iterator[TargetOutput] = iter_target_generate(
             target, prompts, sampling=sampling, eos_token_ids=eos_token_ids, generator=generator,
             batch_size=batch_size, keep_distributions=not sampling.greedy, indices=indices,
-            progress=progress)
+            progress=progress, shared_prefix=prefix)
     else:
         def _spec() -> Iterator[TargetOutput]:
             for o in iter_generate(target, draft, prompts, draft_len=trajectory_draft_len, sampling=sampling,
                                    eos_token_ids=eos_token_ids, generator=generator, batch_size=batch_size,
                                    prefill_emits_token=prefill_emits_token, indices=indices,
-                                   progress=progress):
+                                   progress=progress, shared_prefix=prefix):
                 live_accepted[o.index] = o.accepted
                 yield TargetOutput(index=o.index, prompt_token_ids=o.prompt_token_ids,
                                    output_token_ids=o.output_token_ids, finish_reason=o.finish_reason,
@@ -244,7 +258,7 @@ def iter_replay(
         outs = _spec()
     for out in outs:
         t0 = time.perf_counter()
-        agree = draft_agreement(draft, out, sampling)
+        agree = draft_agreement(draft, out, sampling, prefix)
         out.p = None  # free the distributions
         if sampling.greedy:
             flags = [a > 0.5 for a in agree]
