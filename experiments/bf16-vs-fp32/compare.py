@@ -36,6 +36,20 @@ def _record(run: Path, k: int) -> dict:
     return json.loads((run / f"k{k}" / "measurement.json").read_text())
 
 
+def _timing_note(r32: dict, r16: dict) -> str:
+    """Whether the decoding times were measured side by side (runs started within two hours)."""
+    from datetime import datetime
+
+    try:
+        gap = abs((datetime.fromisoformat(r16["provenance"]["started"])
+                   - datetime.fromisoformat(r32["provenance"]["started"])).total_seconds())
+    except (KeyError, TypeError, ValueError):
+        gap = float("inf")
+    if gap <= 7200:
+        return "the two runs ran one after the other (run.py): the time ratio is measured side by side"
+    return "the two runs were made at different times on a shared machine: the time ratio is indicative only"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("bf16_run", type=Path)
@@ -89,7 +103,7 @@ def main() -> int:
         "per_k": per_k, "token_agreement": agreement,
         "decode_s_per_1000_output_tokens": {"float32": t32, "bfloat16": t16,
                           "ratio_fp32_over_bf16": round(t32 / t16, 2) if t32 and t16 else None},
-        "note": "the two runs were made on different days on a shared machine: the time ratio is indicative",
+        "note": _timing_note(r32, r16),
         "created": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     args.out.write_text(json.dumps(doc, indent=2) + "\n")

@@ -54,25 +54,18 @@ def _wall(rec: dict) -> float | None:
 def _llamacpp_end_rule(run: Path, k: int, max_tokens: int) -> tuple[float, int]:
     """The reference run's AL at ``k`` counted by llama-server's end-of-request rule: (AL, verify steps).
 
-    llama-server drafts at most ``n_remaining - 1`` tokens and, with ``--spec-draft-n-min k``,
-    skips drafting when that is below k (tools/server/server-context.cpp ``get_n_draft_max``,
-    llama.cpp 0c1e5709): the last tokens of a request that runs into its budget are plain
-    decode steps, which are no verify steps. The reference engine drafts ``min(k, left)`` and
-    counts those steps. Greedy steps before that point are the same in both, so this recount
-    of the reference's own steps is what llama-server would have counted on the same output.
+    The reference engine drafts ``min(k, left)`` and counts those short final steps;
+    llama-server (``n_min = k``) decodes them plainly (golden_al.engines.llamacpp.counted_steps).
+    Greedy steps before that point are the same in both, so this recount of the reference's
+    own steps is what llama-server would have counted on the same output.
     """
+    from golden_al.engines.llamacpp import counted_steps
+
     acc = steps = 0
     for line in (run / f"k{k}" / "requests.jsonl").read_text().splitlines():
-        if not line.strip():
-            continue
-        row = json.loads(line)
-        emitted = 1  # the prefill's token
-        for L in row["accept_lengths"]:
-            if max_tokens - emitted - 1 < k:
-                break  # llama-server decodes the rest without drafts
-            acc += L - 1
-            steps += 1
-            emitted += L
+        if line.strip():
+            kept = counted_steps(json.loads(line)["accept_lengths"], k, max_tokens)
+            acc, steps = acc + sum(kept) - len(kept), steps + len(kept)
     return (1 + acc / steps if steps else float("nan")), steps
 
 

@@ -26,6 +26,10 @@ draft early when the draft model is unsure (a *dynamic* draft length: AL would n
 be a property of k), and ``n_min < k`` lets the budget cap send shorter drafts at the end
 of a request. With ``n_min = k`` such short drafts are dropped (that step is a plain
 decode step, no verify step), so ``draft tokens = k x verify steps`` holds exactly.
+The other engines (vLLM, SGLang, the reference engine) draft ``min(k, tokens left)`` and
+count those short final steps, so on the same greedy output llama-server's AL is higher for
+requests that reach their budget (experiments/llamacpp-vs-reference: +0.16 at k = 8 on
+128-token outputs, equal once both are counted by one rule).
 
 Pure data plus small helpers: no I/O, fast to import.
 """
@@ -73,6 +77,7 @@ __all__ = [
     "LLAMA_CPP_COMMIT",
     "PROFILE",
     "SYNTH_FLAG_FORMS",
+    "counted_steps",
     "counts_from_counters",
     "draft_len_from_args",
     "launch_args",
@@ -174,6 +179,25 @@ _COUNTER_FIELDS = {
     "num_draft_tokens": DRAFT_TOKENS_METRIC,
     "per_position_accepted": ACCEPTED_PER_POS_METRIC,
 }
+
+
+def counted_steps(accept_lengths: Sequence[int], k: int, max_tokens: int, *, emitted: int = 1) -> list[int]:
+    """The steps llama-server would count as verify steps, of one request's per-step ``L``.
+
+    llama-server drafts at most ``n_remaining - 1`` tokens and, with ``n_min = k``, skips
+    drafting when that is below k (server-context.cpp ``get_n_draft_max``): once fewer than
+    ``k + 1`` tokens of the budget are left, it decodes the rest plainly, and those steps are
+    no verify steps. Given another engine's greedy steps (which draft ``min(k, left)`` and count
+    every step), this returns the leading ones llama-server counts on the same output.
+    ``emitted``: tokens out before the first step (1: the prefill's token).
+    """
+    kept: list[int] = []
+    for L in accept_lengths:
+        if max_tokens - emitted - 1 < k:
+            break
+        kept.append(int(L))
+        emitted += int(L)
+    return kept
 
 
 def counts_from_counters(num_drafts: Count, num_draft_tokens: Count, num_accepted_tokens: Count,

@@ -407,3 +407,14 @@ def test_check_reads_llamacpp_rates_and_refuses_a_varying_draft_length(tmp_path,
     assert rows["rates.sh"]["verdict"] == "match"
     assert rows["varying.sh"]["draft_len"] is None
     assert "n-min 0 != --spec-draft-n-max 3" in rows["varying.sh"]["message"]
+
+
+def test_counted_steps_drop_the_plain_decode_tail_of_a_budgeted_request():
+    # k = 3, budget 10, one token from the prefill: steps start at 1 and 5 tokens out; at 9 out
+    # only n_remaining - 1 = 0 drafts fit, below n_min = 3, so llama-server decodes plainly
+    assert lc.counted_steps([4, 4, 1], 3, 10) == [4, 4]
+    assert lc.counted_steps([4, 4, 1], 3, 11) == [4, 4]  # 11 - 9 - 1 = 1 < 3
+    assert lc.counted_steps([4, 4, 4], 3, 13) == [4, 4, 4]  # 13 - 9 - 1 = 3: a full draft fits
+    assert lc.counted_steps([2, 1], 3, 128) == [2, 1]  # an early end of sequence keeps every step
+    assert lc.counted_steps([2, 2, 2], 1, 6) == [2, 2]  # at k = 1 the last token is plain decode
+    assert lc.counted_steps([], 4, 16) == []
