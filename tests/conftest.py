@@ -63,3 +63,15 @@ def rng():
     import numpy as np
 
     return np.random.default_rng(20261130)
+
+
+@pytest.fixture(scope="module")
+def torch_one_thread():
+    """Run a module's torch work on one thread: tiny models gain nothing from threads, and one
+    avoids oversubscribing a shared CPU (``pytestmark = pytest.mark.usefixtures("torch_one_thread")``)."""
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(before)

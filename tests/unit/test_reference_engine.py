@@ -24,18 +24,9 @@ from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams 
 from golden_al.engines.offline_reference.sampling import warp  # noqa: E402
 from golden_al.engines.offline_reference.tiny import tiny_pair  # noqa: E402
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_one_thread")]
 
 MAX_TOKENS = 40
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    """Tiny models gain nothing from threads; one avoids oversubscribing a shared CPU."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 def _prompts(n: int, vocab: int, seed: int) -> list[list[int]]:

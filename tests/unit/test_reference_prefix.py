@@ -21,18 +21,10 @@ from golden_al.engines.offline_reference.batch_cache import BatchedKV  # noqa: E
 from golden_al.engines.offline_reference.prefix import SharedPrefix, shared_prefix_len  # noqa: E402
 from golden_al.engines.offline_reference.tiny import tiny_pair  # noqa: E402
 
-pytestmark = pytest.mark.torch
+pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_one_thread")]
 
 MAX_TOKENS = 32
 PREFIX = [5, 17, 9, 33, 21, 8]
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _one_thread():
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(before)
 
 
 @pytest.fixture(scope="module")
