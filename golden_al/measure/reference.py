@@ -202,6 +202,10 @@ class ReferenceInputs:
     load_seconds: dict[str, float] = field(default_factory=dict)
     kernels: str = "torch"
     """The linear layers' form in use: ``transposed`` or ``torch`` (``ReferenceSettings.cpu_kernels``)."""
+    shared_prefix: int = 0
+    """Leading tokens every loaded prompt shares, prefilled once per model (0: none or switched off).
+    Fixed over the whole loaded set, so a run over a slice of it (``--ci-half-width`` batches, a
+    resumed run) computes each request as the full run does."""
 
 
 def _early_family(resolved: Any) -> str | None:
@@ -306,8 +310,13 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
         chat_template_hash=chat_template_hash(tokenizer),
     )
     timings = {**({"prompts": round(t1 - t0, 3)} if checked_here else {}), "models": round(t2 - t1, 3), "render": round(time.perf_counter() - t2, 3)}
+    shared = 0
+    if settings.share_prefix:
+        from golden_al.engines.offline_reference.prefix import shared_prefix_len
+
+        shared = shared_prefix_len([r.token_ids for r in rendered])
     return ReferenceInputs(pair=pair, prompt_set=prompt_set, rendered=rendered, dataset=dataset, kernels=kernels,
-                           chat_template_kwargs=kwargs, load_seconds=timings)
+                           chat_template_kwargs=kwargs, load_seconds=timings, shared_prefix=shared)
 
 
 def record_dir(out_dir: str | Path, draft_len: int, *, per_k: bool) -> Path:
@@ -345,7 +354,6 @@ def run_measurement(
         argv: command line for provenance.
     """
     from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams, make_generator
-    from golden_al.engines.offline_reference.prefix import shared_prefix_len
     from golden_al.measure.records import RequestLog, build_record, request_result
     from golden_al.measurement import SamplingInfo, write_record
     from golden_al.provenance import collect, now_iso
@@ -359,9 +367,7 @@ def run_measurement(
     logs = {k: RequestLog.open(dirs[k], k, run_key, resume=resume) for k in ks}
     prompts = inputs.rendered
     conv_ids = [c.id for c in inputs.prompt_set.conversations]
-    # the prefix every prompt of the set shares, prefilled once per model; fixed over the whole
-    # set so a resumed run computes its requests as the run it continues did
-    shared = shared_prefix_len([p.token_ids for p in prompts]) if settings.share_prefix else 0
+    shared = inputs.shared_prefix
     for log in logs.values():
         for i in list(log.done):
             if i < len(prompts):

@@ -212,3 +212,31 @@ def test_shared_prefix_is_recorded_and_can_be_switched_off(tiny, tmp_path):
     assert b.provenance["reference_engine"]["shared_prefix_tokens"] == 0
     assert b.provenance["reference_engine"]["share_prefix"] is False
     assert a.num_requests == b.num_requests == NUM_PROMPTS
+
+
+def test_precision_batches_share_the_full_sets_prefix(tiny, tmp_path, monkeypatch):
+    """--ci-half-width measures growing slices of the loaded prompts; each slice must prefill the
+    prefix of the whole set (not its own, longer one), so every request is computed alike."""
+    from golden_al.engines.offline_reference import engine as engine_mod
+    from golden_al.engines.offline_reference.prefix import shared_prefix_len
+
+    prompts = tmp_path / "p.jsonl"
+    texts = ["def f1(x): return x*1", "def f1(x): return x*2", "def g(y): return y-3", "def g(y): return y-4"]
+    prompts.write_text("".join(json.dumps({"id": f"q{i}", "messages": [{"role": "user", "content": t}]}) + "\n"
+                               for i, t in enumerate(texts)))
+    seen: list[tuple[int | None, int]] = []
+    original = engine_mod.ReferenceEngine.iter_generate
+
+    def spy(self, prompt_ids, **kw):
+        seen.append((kw.get("shared_prefix"), shared_prefix_len(prompt_ids)))
+        return original(self, prompt_ids, **kw)
+
+    monkeypatch.setattr(engine_mod.ReferenceEngine, "iter_generate", spy)
+    out = tmp_path / "prec"
+    assert main(["measure", "--target", tiny["target"], "--draft", tiny["draft"], "--prompts",
+                 f"chat-jsonl:{prompts}", "--cache-dir", tiny["cache"], "--out", str(out), "--max-tokens", "8",
+                 "--draft-len", "2", "--ci-half-width", "0.00001", "--prompt-batch", "2"]) == 0
+    whole = load_record(out).provenance["reference_engine"]["shared_prefix_tokens"]
+    assert whole > 0
+    assert [passed for passed, _ in seen] == [whole, whole]  # both batches: the whole set's prefix
+    assert seen[0][1] > whole  # the first slice alone ("def f1(x): return x*") would share more
