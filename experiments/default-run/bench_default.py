@@ -27,14 +27,23 @@ HERE = Path(__file__).resolve().parent
 GOLDEN_AL = [sys.executable, "-m", "golden_al"]
 
 SCENARIOS: list[tuple[str, list[str]]] = [
-    ("default: golden-al measure --draft-len 7 (auto = live, continuous batching of 16, transposed linear layers, "
+    ("default: golden-al measure --draft-len 7 (auto = live, continuous batching of 16, oneDNN linear layers, "
      "shared prompt prefix)", []),
+    ("--cpu-kernels transposed ((W x^T)^T through MKL, the default before)", ["--cpu-kernels", "transposed"]),
     ("--cpu-kernels torch (nn.Linear as it is)", ["--cpu-kernels", "torch"]),
     ("--no-prefix-sharing (every prompt prefilled whole)", ["--no-prefix-sharing"]),
     ("--mode replay (output from the target alone)", ["--mode", "replay"]),
     ("--mode replay --replay-trajectory-k 7 (output by k = 7, checked)", ["--mode", "replay",
                                                                         "--replay-trajectory-k", "7"]),
 ]
+
+
+def _cpu() -> dict:
+    """The CPU's model name and the instruction sets that decide the linear layers' speed."""
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")), "")
+    flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), [])
+    return {"model": model, "isa": sorted(f for f in flags if f in {"avx2", "avx512f", "avx512_bf16", "amx_tile"})}
 
 
 def _load() -> list[float]:
@@ -65,7 +74,7 @@ def _record(out: Path) -> dict:
     lines = [json.loads(x) for x in (out / "requests.jsonl").read_text().splitlines() if x.strip()]
     return {"al": r["al"], "al_ci95": r["al_ci95"], "mode": r["mode"], "num_requests": r["num_requests"],
             "measure_wall_s": ref.get("measure_wall_s"), "load_seconds": ref.get("load_seconds"),
-            "batch_size": ref.get("batch_size"),
+            "batch_size": ref.get("batch_size"), "linear_kernels": ref.get("linear_kernels"),
             "trajectory_checks": sorted({x["extra"].get("trajectory_check") for x in lines} - {None}),
             "outputs": {x["index"]: x["extra"]["output_token_ids"] for x in lines}}
 
@@ -95,9 +104,9 @@ def main() -> int:
     ap.add_argument("--cache-dir", type=Path, default=None, help="the cache with the pair (default: golden-al's)")
     ap.add_argument("--first-run", action="store_true", help="also time one run on an empty cache (downloads 1.5 GB)")
     ap.add_argument("--out", type=Path, default=HERE / "results.json")
-    ap.add_argument("--scenarios", default="0,1,2",
-                    help=f"which of the {len(SCENARIOS)} scenarios, by index (default: 0,1,2; 0 is the default command; "
-                    "3 and 4 are the replay modes, measured slower than live for one k in modes.json)")
+    ap.add_argument("--scenarios", default="0,1,2,3,4,5",
+                    help=f"which of the {len(SCENARIOS)} scenarios, by index (default: all; 0 is the default command, "
+                    "4 and 5 are the replay modes)")
     ap.add_argument("--disk-only", action="store_true",
                     help="only measure the cache's disk use and read its conversion timings (loads no model)")
     args = ap.parse_args()
@@ -107,7 +116,7 @@ def main() -> int:
     cache_args = ["--cache-dir", str(args.cache_dir)] if args.cache_dir else []
     cache = args.cache_dir or Path(env.get("GOLDEN_AL_CACHE") or Path.home() / ".cache" / "golden-al")
     doc: dict = {"what": "golden-al measure --draft-len 7 (the embedded default) and the other exact modes",
-                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count(),
+                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count(), "cpu": _cpu(),
                  "python": platform.python_version(), "uptime_start": _load()}
     if args.disk_only:
         doc.update(disk=_cache_disk(cache), conversion_timings_s_of_this_cache=_conversion_timings(cache),
@@ -163,16 +172,20 @@ def main() -> int:
 
 def _markdown(doc: dict) -> str:
     """The results as the table the README quotes."""
+    cpu = doc.get("cpu") or {}
     lines = [f"Run {doc['started']} .. {doc['ended']}; load average (1, 5, 15 min) at the start "
-             f"{doc['uptime_start']}, at the end {doc['uptime_end']}, on {doc['cpus']} CPUs.", "",
-             "| scenario | wall s | ratio to default | peak RSS GiB | decoding s | AL k=7 | 95% CI | load after |",
-             "|---|---|---|---|---|---|---|---|"]
+             f"{doc['uptime_start']}, at the end {doc['uptime_end']}, on {doc['cpus']} CPUs "
+             f"({cpu.get('model', '?')}; {', '.join(cpu.get('isa', []))}).", "",
+             "| scenario | wall s | ratio to default | peak RSS GiB | decoding s | AL k=7 | 95% CI "
+             "| outputs equal to the default's | load after |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in doc.get("later_runs", []):
         ci = r.get("al_ci95") or [None, None]
         al = f"{r['al']:.3f}" if r.get("al") is not None else "failed"
         cis = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci[0] is not None else ""
         lines.append(f"| {r['scenario']} | {r['wall_s']} | {r.get('wall_ratio_to_default', '')} | "
-                     f"{r['peak_rss_gib']} | {r.get('measure_wall_s', '')} | {al} | {cis} | {r['load_after'][0]} |")
+                     f"{r['peak_rss_gib']} | {r.get('measure_wall_s', '')} | {al} | {cis} | "
+                     f"{r.get('requests_with_the_default_output', '')}/{r.get('num_requests', '')} | {r['load_after'][0]} |")
     lines += ["", f"Outputs identical across modes: {doc.get('outputs_identical_across_modes')}; "
               f"AL identical: {doc.get('al_identical_across_modes')}.", "",
               f"Disk of the cache after the runs: {json.dumps(doc.get('disk_after'))}", "",

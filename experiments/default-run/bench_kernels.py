@@ -4,18 +4,24 @@ For each layer shape of the Qwen2.5-Coder pair at the row counts the default run
 (a lone request's single row, the draft's 16 decoding rows, the target's 128 verify rows,
 a 160-token prefill), times in one process, interleaved over 3 rounds:
 
-* ``linear``: ``nn.Linear`` (torch's BLAS, MKL in the official wheels);
-* ``transposed``: ``(W x^T)^T`` through the same BLAS (``--cpu-kernels transposed``);
-* ``onednn``: oneDNN's inner product on a weight reordered once for 16 rows
-  (``torch.ops.mkldnn._reorder_linear_weight`` / ``_linear_pointwise``), used at every row count.
+* ``linear``: ``nn.Linear`` (torch's BLAS, MKL in the official wheels; ``--cpu-kernels torch``);
+* ``transposed``: ``(W x^T)^T`` through the same BLAS (the engine's ``TransposedLinear``,
+  ``--cpu-kernels transposed``);
+* ``onednn``: oneDNN's float32 inner product on the plain weights (the engine's
+  ``OneDNNLinear``, ``--cpu-kernels onednn``, the default);
+* ``onednn_reordered``: the same on a weight reordered once for 16 rows
+  (``torch.ops.mkldnn._reorder_linear_weight``), used at every row count: the form measured and
+  not adopted before (the reorder doubles memory and moves time into loading).
 
-Writes ``kernels.json``. Run it on a quiet machine:
+Writes ``kernels.json`` (or ``--out``) with the CPU's model and instruction sets. Run it on a
+quiet machine:
 
     python experiments/default-run/bench_kernels.py
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import platform
@@ -23,6 +29,8 @@ import time
 from pathlib import Path
 
 import torch
+
+from golden_al.engines.offline_reference.kernels import OneDNNLinear, TransposedLinear
 
 HERE = Path(__file__).resolve().parent
 SHAPES = [  # (in, out, what)
@@ -42,7 +50,26 @@ def _time(f, n: int) -> float:
     return (time.perf_counter() - t0) / n
 
 
+def _layer(w: torch.Tensor, cls: type[torch.nn.Linear]) -> torch.nn.Linear:
+    """A bias-free linear layer over ``w`` (no copy) computing in the engine's form ``cls``."""
+    layer = torch.nn.Linear(w.shape[1], w.shape[0], bias=False)
+    layer.weight = torch.nn.Parameter(w, requires_grad=False)
+    layer.__class__ = cls
+    return layer
+
+
+def cpu_info() -> dict:
+    """The CPU's model name and the instruction sets that decide these kernels."""
+    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    model = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")), "")
+    flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), [])
+    return {"model": model, "isa": sorted(f for f in flags if f in {"avx2", "avx512f", "avx512_bf16", "amx_tile"})}
+
+
 def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", type=Path, default=HERE / "kernels.json")
+    args = ap.parse_args()
     torch.manual_seed(0)
     out = []
     load0 = os.getloadavg()
@@ -51,9 +78,11 @@ def main() -> int:
             w = torch.randn(o, i) / i**0.5
             packed = torch.ops.mkldnn._reorder_linear_weight(w, HINT)
             forms = {
-                "linear": lambda x, w=w: torch.nn.functional.linear(x, w),
-                "transposed": lambda x, w=w: torch.mm(w, x.t()).t().contiguous(),
-                "onednn": lambda x, p=packed: torch.ops.mkldnn._linear_pointwise(x, p, None, "none", [], ""),
+                "linear": _layer(w, torch.nn.Linear),
+                "transposed": _layer(w, TransposedLinear),
+                "onednn": _layer(w, OneDNNLinear),
+                "onednn_reordered": lambda x, p=packed: torch.ops.mkldnn._linear_pointwise(
+                    x, p, None, "none", [], ""),
             }
             for m in ROWS:
                 if o == 151936 and m == 160:
@@ -74,11 +103,11 @@ def main() -> int:
                 print(f"{what:15s} {m:4d} rows  " + "  ".join(f"{k} {v * 1e3:8.2f} ms" for k, v in acc.items()),
                       flush=True)
     doc = {"what": __doc__.splitlines()[0], "torch": torch.__version__, "threads": torch.get_num_threads(),
-           "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpus": os.cpu_count(),
+           "cpu_capability": torch.backends.cpu.get_cpu_capability(), "cpus": os.cpu_count(), "cpu": cpu_info(),
            "python": platform.python_version(), "onednn_weight_hint_rows": HINT,
            "load_before": [round(x, 2) for x in load0], "load_after": [round(x, 2) for x in os.getloadavg()],
            "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "shapes": out}
-    (HERE / "kernels.json").write_text(json.dumps(doc, indent=2) + "\n")
+    args.out.write_text(json.dumps(doc, indent=2) + "\n")
     return 0
 
 

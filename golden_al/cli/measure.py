@@ -122,10 +122,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="with --ci-half-width: prompts added per batch (default: 16)")
     parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, metavar="B",
                         help=f"requests decoded together (default: {DEFAULT_BATCH_SIZE})")
-    parser.add_argument("--cpu-kernels", choices=CPU_KERNELS, default="transposed",
-                        help="reference engine on the CPU in float32: transposed (default: each linear layer "
-                        "computed as (W x^T)^T, same weights, which MKL runs faster for decoding's few rows) "
-                        "or torch (nn.Linear as it is)")
+    parser.add_argument("--cpu-kernels", choices=CPU_KERNELS, default="onednn",
+                        help="reference engine on the CPU in float32, how linear layers compute the same float32 "
+                        "product: onednn (default: oneDNN's inner product on the plain weights; transposed where "
+                        "torch lacks oneDNN), transposed ((W x^T)^T through MKL) or torch (nn.Linear as it is)")
     parser.add_argument("--no-prefix-sharing", dest="share_prefix", action="store_false",
                         help="reference engine: prefill every prompt whole (default: the tokens all prompts share, "
                         "e.g. the chat template's system turn, are prefilled once per model and copied)")

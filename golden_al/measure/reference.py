@@ -54,11 +54,11 @@ DEFAULT_BATCH_SIZE = 16
 MAX_DRAFT_LEN = 16
 MODES = ("auto", "live", "replay")
 DEVICES = ("auto", "cpu", "cuda")
-#: ``--cpu-kernels`` (CPU, float32): ``transposed`` computes each linear layer as ``(W x^T)^T``,
-#: which MKL runs faster for decoding's few rows (engines.offline_reference.kernels), ``torch``
-#: keeps ``nn.Linear`` as it is. (oneDNN's reordered weights were measured and not adopted:
-#: experiments/default-run/README.md.)
-CPU_KERNELS = ("transposed", "torch")
+#: ``--cpu-kernels`` (CPU, float32; engines.offline_reference.kernels): ``onednn`` computes each
+#: linear layer with oneDNN's float32 inner product on the plain weights (the default; falls back
+#: to ``transposed`` where torch has no oneDNN), ``transposed`` as ``(W x^T)^T`` through MKL,
+#: ``torch`` keeps ``nn.Linear`` as it is. experiments/default-run/ measures them side by side.
+CPU_KERNELS = ("onednn", "transposed", "torch")
 #: ``--mode auto`` with several greedy draft lengths: replay, its one target output made by
 #: speculative decoding at the largest requested k up to this one (the committed curves'
 #: choice, experiments/qwen-coder-curve/), and replay's steps there checked against it.
@@ -110,8 +110,9 @@ class ReferenceSettings:
     """Replay only, greedy: make the target's output by speculative decoding at this k."""
     device: str = "auto"
     """``auto`` (CUDA when available), ``cpu`` or ``cuda``; resolved by :func:`resolve_device`."""
-    cpu_kernels: str = "transposed"
-    """CPU, float32: ``transposed`` (linear layers as ``(W x^T)^T``, faster here) or ``torch``."""
+    cpu_kernels: str = "onednn"
+    """CPU, float32: ``onednn`` (oneDNN's inner product, fastest here), ``transposed`` (``(W x^T)^T``
+    through MKL) or ``torch`` (``nn.Linear``)."""
     share_prefix: bool = True
     """Prefill the tokens every prompt shares once per model (engines.offline_reference.prefix)."""
     requested_mode: str = field(default="", init=False)
@@ -201,7 +202,8 @@ class ReferenceInputs:
     chat_template_kwargs: dict[str, Any]
     load_seconds: dict[str, float] = field(default_factory=dict)
     kernels: str = "torch"
-    """The linear layers' form in use: ``transposed`` or ``torch`` (``ReferenceSettings.cpu_kernels``)."""
+    """The linear layers' form in use: ``onednn``, ``transposed`` or ``torch`` (``ReferenceSettings.cpu_kernels``,
+    or ``transposed`` where ``onednn`` was asked of a torch without oneDNN)."""
     shared_prefix: int = 0
     """Leading tokens every loaded prompt shares, prefilled once per model (0: none or switched off).
     Fixed over the whole loaded set, so a run over a slice of it (``--ci-half-width`` batches, a
@@ -291,11 +293,12 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
     pair = load_pair(settings.target, settings.draft, cache_dir=cache_dir, dtype=settings.dtype, device=device,
                      allow_lower_precision=settings.allow_lower_precision, auto_fetch=True, progress=progress)
     kernels = "torch"
-    if settings.cpu_kernels == "transposed":  # float32 CPU layers only: the switch checks each layer
-        from golden_al.engines.offline_reference.kernels import use_transposed_linear
+    if settings.cpu_kernels != "torch":  # float32 CPU layers only: the switch checks each layer
+        from golden_al.engines.offline_reference.kernels import onednn_available, use_cpu_kernels
 
-        if sum(use_transposed_linear(loaded.model) for loaded in (pair.target, pair.draft)):
-            kernels = "transposed"
+        kind = settings.cpu_kernels if settings.cpu_kernels != "onednn" or onednn_available() else "transposed"
+        if sum(use_cpu_kernels(loaded.model, kind) for loaded in (pair.target, pair.draft)):
+            kernels = kind
     t2 = time.perf_counter()
     tokenizer = pair.target.tokenizer
     rendered = render_all(tokenizer, prompt_set.conversations, thinking=settings.thinking,

@@ -55,6 +55,10 @@ def test_single_k_writes_a_valid_record(tiny, tmp_path, capsys):
     assert any("fewer than 10" in w for w in record.warnings)
     assert "fewer than 10" in captured.err
     assert record.engine == "reference"
+    from golden_al.engines.offline_reference.kernels import onednn_available
+
+    assert record.provenance["reference_engine"]["linear_kernels"] == (
+        "onednn" if onednn_available() else "transposed")
     assert record.mode == "live"
     assert not record.estimate
     assert record.draft_len == 3
@@ -240,3 +244,13 @@ def test_precision_batches_share_the_full_sets_prefix(tiny, tmp_path, monkeypatc
     assert whole > 0
     assert [passed for passed, _ in seen] == [whole, whole]  # both batches: the whole set's prefix
     assert seen[0][1] > whole  # the first slice alone ("def f1(x): return x*") would share more
+
+
+def test_onednn_default_falls_back_to_transposed_and_says_so(tiny, tmp_path, monkeypatch):
+    """A torch without oneDNN runs the default on MKL's transposed product; the record says which."""
+    from golden_al.engines.offline_reference import kernels
+
+    monkeypatch.setattr(kernels, "onednn_available", lambda: False)
+    assert _measure(tiny, tmp_path / "run", "--draft-len", "2", "--num-prompts", "2") == 0
+    ref = load_record(tmp_path / "run").provenance["reference_engine"]
+    assert (ref["cpu_kernels"], ref["linear_kernels"]) == ("onednn", "transposed")
