@@ -29,6 +29,7 @@ __all__ = [
     "atomic_write_bytes",
     "atomic_write_text",
     "collect",
+    "cpu_info",
     "git_revision",
     "now_iso",
     "package_versions",
@@ -82,6 +83,30 @@ def package_versions(names: Iterable[str] = TRACKED_PACKAGES) -> dict[str, str]:
     return out
 
 
+#: Instruction sets recorded by :func:`cpu_info`: they decide which CPU kernels run (and how fast).
+CPU_ISA_FLAGS = frozenset({"avx2", "avx512f", "avx512_bf16", "amx_tile", "asimd", "sve"})
+
+
+def cpu_info(path: str | Path = "/proc/cpuinfo", *, max_bytes: int = 1 << 16) -> dict[str, Any]:
+    """The CPU's model name and its :data:`CPU_ISA_FLAGS` from the first processor block of
+    ``/proc/cpuinfo`` (the first ``max_bytes`` only); empty values where it cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            text = fh.read(max_bytes).decode("utf-8", "replace")
+    except OSError:
+        text = ""
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            if fields:
+                break  # end of the first processor block
+            continue
+        key, _, value = line.partition(":")
+        fields.setdefault(key.strip(), value.strip())
+    flags = (fields.get("flags") or fields.get("Features") or "").split()
+    return {"model": fields.get("model name", ""), "isa": sorted(CPU_ISA_FLAGS.intersection(flags))}
+
+
 def git_revision(root: Path = _REPO_ROOT) -> dict[str, Any] | None:
     """``{"commit": sha, "dirty": bool}`` for the source tree, or None outside git."""
     try:
@@ -115,6 +140,7 @@ def collect(
         "platform": platform.platform(),
         "host": socket.gethostname(),
         "cpu_count": os.cpu_count(),
+        "cpu": cpu_info(),
         "argv": list(sys.argv if argv is None else argv),
         "started": started or now_iso(),
         "ended": ended or now_iso(),

@@ -23,6 +23,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from golden_al.provenance import cpu_info
+
 HERE = Path(__file__).resolve().parent
 GOLDEN_AL = [sys.executable, "-m", "golden_al"]
 
@@ -36,14 +38,6 @@ SCENARIOS: list[tuple[str, list[str]]] = [
     ("--mode replay --replay-trajectory-k 7 (output by k = 7, checked)", ["--mode", "replay",
                                                                         "--replay-trajectory-k", "7"]),
 ]
-
-
-def _cpu() -> dict:
-    """The CPU's model name and the instruction sets that decide the linear layers' speed."""
-    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")), "")
-    flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), [])
-    return {"model": model, "isa": sorted(f for f in flags if f in {"avx2", "avx512f", "avx512_bf16", "amx_tile"})}
 
 
 def _load() -> list[float]:
@@ -116,7 +110,7 @@ def main() -> int:
     cache_args = ["--cache-dir", str(args.cache_dir)] if args.cache_dir else []
     cache = args.cache_dir or Path(env.get("GOLDEN_AL_CACHE") or Path.home() / ".cache" / "golden-al")
     doc: dict = {"what": "golden-al measure --draft-len 7 (the embedded default) and the other exact modes",
-                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count(), "cpu": _cpu(),
+                 "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count(), "cpu": cpu_info(),
                  "python": platform.python_version(), "uptime_start": _load()}
     if args.disk_only:
         doc.update(disk=_cache_disk(cache), conversion_timings_s_of_this_cache=_conversion_timings(cache),

@@ -31,6 +31,7 @@ from pathlib import Path
 import torch
 
 from golden_al.engines.offline_reference.kernels import OneDNNLinear, TransposedLinear
+from golden_al.provenance import cpu_info
 
 HERE = Path(__file__).resolve().parent
 SHAPES = [  # (in, out, what)
@@ -56,14 +57,6 @@ def _layer(w: torch.Tensor, cls: type[torch.nn.Linear]) -> torch.nn.Linear:
     layer.weight = torch.nn.Parameter(w, requires_grad=False)
     layer.__class__ = cls
     return layer
-
-
-def cpu_info() -> dict:
-    """The CPU's model name and the instruction sets that decide these kernels."""
-    text = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
-    model = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")), "")
-    flags = next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), [])
-    return {"model": model, "isa": sorted(f for f in flags if f in {"avx2", "avx512f", "avx512_bf16", "amx_tile"})}
 
 
 def main() -> int:
