@@ -28,15 +28,20 @@ from golden_al.provenance import cpu_info
 HERE = Path(__file__).resolve().parent
 GOLDEN_AL = [sys.executable, "-m", "golden_al"]
 
-SCENARIOS: list[tuple[str, list[str]]] = [
+#: Limits oneDNN, MKL and torch's own kernels to AVX2: what this workload runs on a CPU without AVX-512.
+AVX2_ONLY = {"ONEDNN_MAX_CPU_ISA": "AVX2", "MKL_ENABLE_INSTRUCTIONS": "AVX2", "ATEN_CPU_CAPABILITY": "avx2"}
+
+SCENARIOS: list[tuple[str, list[str], dict[str, str]]] = [
     ("default: golden-al measure --draft-len 7 (auto = live, continuous batching of 16, oneDNN linear layers, "
-     "shared prompt prefix)", []),
-    ("--cpu-kernels transposed ((W x^T)^T through MKL, the default before)", ["--cpu-kernels", "transposed"]),
-    ("--cpu-kernels torch (nn.Linear as it is)", ["--cpu-kernels", "torch"]),
-    ("--no-prefix-sharing (every prompt prefilled whole)", ["--no-prefix-sharing"]),
-    ("--mode replay (output from the target alone)", ["--mode", "replay"]),
+     "shared prompt prefix)", [], {}),
+    ("--cpu-kernels transposed ((W x^T)^T through MKL, the default before)", ["--cpu-kernels", "transposed"], {}),
+    ("--cpu-kernels torch (nn.Linear as it is)", ["--cpu-kernels", "torch"], {}),
+    ("--no-prefix-sharing (every prompt prefilled whole)", ["--no-prefix-sharing"], {}),
+    ("--mode replay (output from the target alone)", ["--mode", "replay"], {}),
     ("--mode replay --replay-trajectory-k 7 (output by k = 7, checked)", ["--mode", "replay",
-                                                                        "--replay-trajectory-k", "7"]),
+                                                                        "--replay-trajectory-k", "7"], {}),
+    ("default, kernels limited to AVX2", [], AVX2_ONLY),
+    ("--cpu-kernels transposed, kernels limited to AVX2", ["--cpu-kernels", "transposed"], AVX2_ONLY),
 ]
 
 
@@ -99,11 +104,17 @@ def main() -> int:
     ap.add_argument("--first-run", action="store_true", help="also time one run on an empty cache (downloads 1.5 GB)")
     ap.add_argument("--out", type=Path, default=HERE / "results.json")
     ap.add_argument("--scenarios", default="0,1,2,3,4,5",
-                    help=f"which of the {len(SCENARIOS)} scenarios, by index (default: all; 0 is the default command, "
-                    "4 and 5 are the replay modes)")
+                    help=f"which of the {len(SCENARIOS)} scenarios, by index (default: 0-5; 0 is the default command, "
+                    "4 and 5 the replay modes, 6 and 7 the default and transposed layers with every kernel library "
+                    "limited to AVX2, as on a CPU without AVX-512)")
+    ap.add_argument("--render", type=Path, default=None, metavar="JSON",
+                    help="only write the Markdown table of an earlier run's JSON next to it")
     ap.add_argument("--disk-only", action="store_true",
                     help="only measure the cache's disk use and read its conversion timings (loads no model)")
     args = ap.parse_args()
+    if args.render is not None:
+        args.render.with_suffix(".md").write_text(_markdown(json.loads(args.render.read_text())))
+        return 0
     chosen = [SCENARIOS[int(i)] for i in args.scenarios.split(",") if i.strip()]
     work = Path(tempfile.mkdtemp(prefix="bench-default-"))
     env = dict(os.environ)
@@ -121,18 +132,20 @@ def main() -> int:
         return 0
     try:
         runs = []
-        for i, (name, extra) in enumerate(chosen):
+        for i, (name, extra, extra_env) in enumerate(chosen):
             out = work / f"s{i}"
-            r = _timed([*GOLDEN_AL, "measure", "--draft-len", "7", *cache_args, "--out", str(out), *extra], env)
+            r = _timed([*GOLDEN_AL, "measure", "--draft-len", "7", *cache_args, "--out", str(out), *extra],
+                       {**env, **extra_env})
             if r["rc"] == 0:
                 r.update(_record(out))
-            runs.append({"scenario": name, "argv": ["--draft-len", "7", *extra], **r})
+            runs.append({"scenario": name, "argv": ["--draft-len", "7", *extra], "env": extra_env, **r})
             print(f"{name}: {r['wall_s']} s, peak {r['peak_rss_gib']} GiB, AL {r.get('al')}, load {r['load_after']}",
                   flush=True)
         ok = [r for r in runs if r["rc"] == 0]
         ref = ok[0]["outputs"] if ok else {}
-        doc["outputs_identical_across_modes"] = all(r["outputs"] == ref for r in ok)
-        doc["al_identical_across_modes"] = len({r["al"] for r in ok}) == 1
+        if ok:
+            doc["outputs_identical_across_modes"] = all(r["outputs"] == ref for r in ok)
+            doc["al_identical_across_modes"] = len({r["al"] for r in ok}) == 1
         for r in runs:
             if ok and r["rc"] == 0:  # other roundings of the same model may flip a near-tie token
                 r["requests_with_the_default_output"] = sum(r["outputs"].get(i) == o for i, o in ref.items())
@@ -169,25 +182,27 @@ def _markdown(doc: dict) -> str:
     cpu = doc.get("cpu") or {}
     lines = [f"Run {doc['started']} .. {doc['ended']}; load average (1, 5, 15 min) at the start "
              f"{doc['uptime_start']}, at the end {doc['uptime_end']}, on {doc['cpus']} CPUs "
-             f"({cpu.get('model', '?')}; {', '.join(cpu.get('isa', []))}).", "",
-             "| scenario | wall s | ratio to default | peak RSS GiB | decoding s | AL k=7 | 95% CI "
-             "| outputs equal to the default's | load after |",
-             "|---|---|---|---|---|---|---|---|---|"]
-    for r in doc.get("later_runs", []):
-        ci = r.get("al_ci95") or [None, None]
-        al = f"{r['al']:.3f}" if r.get("al") is not None else "failed"
-        cis = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci[0] is not None else ""
-        lines.append(f"| {r['scenario']} | {r['wall_s']} | {r.get('wall_ratio_to_default', '')} | "
-                     f"{r['peak_rss_gib']} | {r.get('measure_wall_s', '')} | {al} | {cis} | "
-                     f"{r.get('requests_with_the_default_output', '')}/{r.get('num_requests', '')} | {r['load_after'][0]} |")
-    lines += ["", f"Outputs identical across modes: {doc.get('outputs_identical_across_modes')}; "
-              f"AL identical: {doc.get('al_identical_across_modes')}.", "",
-              f"Disk of the cache after the runs: {json.dumps(doc.get('disk_after'))}", "",
+             f"({cpu.get('model', '?')}; {', '.join(cpu.get('isa', []))})."]
+    if doc.get("later_runs"):
+        lines += ["", "| scenario | wall s | ratio to default | peak RSS GiB | decoding s | AL k=7 | 95% CI "
+                  "| outputs equal to the default's | load after |", "|---|---|---|---|---|---|---|---|---|"]
+        for r in doc["later_runs"]:
+            ci = r.get("al_ci95") or [None, None]
+            al = f"{r['al']:.3f}" if r.get("al") is not None else "failed"
+            cis = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci[0] is not None else ""
+            lines.append(f"| {r['scenario']} | {r['wall_s']} | {r.get('wall_ratio_to_default', '')} | "
+                         f"{r['peak_rss_gib']} | {r.get('measure_wall_s', '')} | {al} | {cis} | "
+                         f"{r.get('requests_with_the_default_output', '')}/{r.get('num_requests', '')} | "
+                         f"{r['load_after'][0]} |")
+        lines += ["", f"Outputs identical across modes: {doc.get('outputs_identical_across_modes')}; "
+                  f"AL identical: {doc.get('al_identical_across_modes')}."]
+    lines += ["", f"Disk of the cache after the runs: {json.dumps(doc.get('disk_after'))}", "",
               f"Conversion timings recorded in this cache (s): {json.dumps(doc.get('conversion_timings_s_of_this_cache'))}"]
     if "first_run" in doc:
         f = doc["first_run"]
         lines += ["", f"First run on an empty cache: {f['wall_s']} s, peak RSS {f['peak_rss_gib']} GiB, "
-                  f"disk {f['disk_after']['total_gib']} GiB."]
+                  f"disk {f['disk_after']['total_gib']} GiB, AL {f.get('al')}, decoding {f.get('measure_wall_s')} s, "
+                  f"model preparation and load {f.get('load_seconds')}."]
     return "\n".join(lines) + "\n"
 
 
