@@ -5,9 +5,11 @@ workload, side by side in one run, each a fresh process timed by ``/usr/bin/time
 (wall seconds, peak resident set). First run: with ``--first-run`` the default command
 also runs once on an empty cache (download, assemble, verify, convert, measure); without
 it, the first-run cost is read from the conversion manifests of the cache in use.
-Writes ``results.json`` next to this file (or ``--out``) with the machine's load.
+Writes ``results.json`` next to this file (or ``--out``) with the machine's load. Before each
+scenario the model files are read into the page cache (``--page-cache warm``) or the page cache
+is dropped (``cold``: what a later run meets after a reboot; root only).
 
-    python experiments/default-run/bench_default.py [--first-run]
+    python experiments/default-run/bench_default.py [--first-run] [--page-cache cold]
 """
 
 from __future__ import annotations
@@ -42,7 +44,27 @@ SCENARIOS: list[tuple[str, list[str], dict[str, str]]] = [
                                                                         "--replay-trajectory-k", "7"], {}),
     ("default, kernels limited to AVX2", [], AVX2_ONLY),
     ("--cpu-kernels transposed, kernels limited to AVX2", ["--cpu-kernels", "transposed"], AVX2_ONLY),
+    ("weights from float32 safetensors (the layout before; needs models fetch --weights safetensors)",
+     ["--target", "{cache}/models/qwen2.5-coder-1.5b-instruct/safetensors-float32",
+      "--draft", "{cache}/models/qwen2.5-coder-0.5b-instruct/safetensors-float32"], {}),
 ]
+
+
+def _page_cache(mode: str, cache: Path) -> None:
+    """``warm``: read every model file of the cache (into the page cache); ``cold``: drop the page
+    cache (root only); ``as-is``: nothing."""
+    if mode == "warm":
+        for path in sorted((cache / "models").rglob("*")):
+            if path.is_file():
+                with path.open("rb") as fh:
+                    while fh.read(1 << 24):
+                        pass
+    elif mode == "cold":
+        os.sync()
+        try:
+            Path("/proc/sys/vm/drop_caches").write_text("3\n")
+        except OSError as err:
+            raise SystemExit(f"--page-cache cold needs root (writing /proc/sys/vm/drop_caches: {err})") from err
 
 
 def _load() -> list[float]:
@@ -103,10 +125,13 @@ def main() -> int:
     ap.add_argument("--cache-dir", type=Path, default=None, help="the cache with the pair (default: golden-al's)")
     ap.add_argument("--first-run", action="store_true", help="also time one run on an empty cache (downloads 1.5 GB)")
     ap.add_argument("--out", type=Path, default=HERE / "results.json")
-    ap.add_argument("--scenarios", default="0,1,2,3,4,5",
-                    help=f"which of the {len(SCENARIOS)} scenarios, by index (default: 0-5; 0 is the default command, "
-                    "4 and 5 the replay modes, 6 and 7 the default and transposed layers with every kernel library "
-                    "limited to AVX2, as on a CPU without AVX-512)")
+    ap.add_argument("--scenarios", default="0,8,1,2,3,4,5",
+                    help=f"which of the {len(SCENARIOS)} scenarios, by index (default: 0,8,1-5; 0 is the default "
+                    "command, 4 and 5 the replay modes, 6 and 7 the default and transposed layers with every kernel "
+                    "library limited to AVX2, as on a CPU without AVX-512, 8 the weights from float32 safetensors)")
+    ap.add_argument("--page-cache", choices=("warm", "cold", "as-is"), default="warm",
+                    help="before each scenario: read the cached model files (warm, default), drop the page cache "
+                    "(cold, root only: a later run after a reboot) or leave it (as-is)")
     ap.add_argument("--render", type=Path, default=None, metavar="JSON",
                     help="only write the Markdown table of an earlier run's JSON next to it")
     ap.add_argument("--disk-only", action="store_true",
@@ -122,6 +147,7 @@ def main() -> int:
     cache = args.cache_dir or Path(env.get("GOLDEN_AL_CACHE") or Path.home() / ".cache" / "golden-al")
     doc: dict = {"what": "golden-al measure --draft-len 7 (the embedded default) and the other exact modes",
                  "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "cpus": os.cpu_count(), "cpu": cpu_info(),
+                 "page_cache": args.page_cache,
                  "python": platform.python_version(), "uptime_start": _load()}
     if args.disk_only:
         doc.update(disk=_cache_disk(cache), conversion_timings_s_of_this_cache=_conversion_timings(cache),
@@ -134,6 +160,8 @@ def main() -> int:
         runs = []
         for i, (name, extra, extra_env) in enumerate(chosen):
             out = work / f"s{i}"
+            extra = [a.replace("{cache}", str(cache)) for a in extra]
+            _page_cache(args.page_cache, cache)
             r = _timed([*GOLDEN_AL, "measure", "--draft-len", "7", *cache_args, "--out", str(out), *extra],
                        {**env, **extra_env})
             if r["rc"] == 0:
@@ -182,7 +210,8 @@ def _markdown(doc: dict) -> str:
     cpu = doc.get("cpu") or {}
     lines = [f"Run {doc['started']} .. {doc['ended']}; load average (1, 5, 15 min) at the start "
              f"{doc['uptime_start']}, at the end {doc['uptime_end']}, on {doc['cpus']} CPUs "
-             f"({cpu.get('model', '?')}; {', '.join(cpu.get('isa', []))})."]
+             f"({cpu.get('model', '?')}; {', '.join(cpu.get('isa', []))}); page cache before each scenario: "
+             f"{doc.get('page_cache', 'as-is')}."]
     if doc.get("later_runs"):
         lines += ["", "| scenario | wall s | ratio to default | peak RSS GiB | decoding s | AL k=7 | 95% CI "
                   "| outputs equal to the default's | load after |", "|---|---|---|---|---|---|---|---|---|"]

@@ -11,7 +11,9 @@ a 160-token prefill), times in one process, interleaved over 3 rounds:
   ``OneDNNLinear``, ``--cpu-kernels onednn``, the default);
 * ``onednn_reordered``: the same on a weight reordered once for 16 rows
   (``torch.ops.mkldnn._reorder_linear_weight``), used at every row count: the form measured and
-  not adopted before (the reorder doubles memory and moves time into loading).
+  not adopted before (the reorder doubles memory and moves time into loading);
+* ``bfloat16``: ``nn.Linear`` on bfloat16 copies of the weights and inputs (float32 out): another
+  rounding of the model, not an option for the float32 default; timed for reference only.
 
 Writes ``kernels.json`` (or ``--out``) with the CPU's model and instruction sets. Run it on a
 quiet machine:
@@ -70,12 +72,14 @@ def main() -> int:
         for i, o, what in SHAPES:
             w = torch.randn(o, i) / i**0.5
             packed = torch.ops.mkldnn._reorder_linear_weight(w, HINT)
+            w_bf16 = w.bfloat16()
             forms = {
                 "linear": _layer(w, torch.nn.Linear),
                 "transposed": _layer(w, TransposedLinear),
                 "onednn": _layer(w, OneDNNLinear),
                 "onednn_reordered": lambda x, p=packed: torch.ops.mkldnn._linear_pointwise(
                     x, p, None, "none", [], ""),
+                "bfloat16": lambda x, wb=w_bf16: torch.nn.functional.linear(x.bfloat16(), wb).float(),
             }
             for m in ROWS:
                 if o == 151936 and m == 160:

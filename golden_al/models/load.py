@@ -3,9 +3,9 @@
 ``load_model(spec, cache_dir=...)`` accepts:
 
 * a registry name (``qwen2.5-coder-1.5b-instruct``, ``qwen2.5-coder-0.5b-instruct``,
-  or ``qwen2.5-coder-pair:target`` / ``:draft``): the converted safetensors directory
-  made by ``golden-al models fetch`` (ModelError with that fix when it is missing,
-  unless ``auto_fetch=True``);
+  or ``qwen2.5-coder-pair:target`` / ``:draft``): the converted directory made by
+  ``golden-al models fetch`` (ModelError with that fix when it is missing, unless
+  ``auto_fetch=True``), whose float32 weights are read from the verified GGUF;
 * a local directory with ``config.json`` and safetensors (a Hugging Face layout);
 * a ``.gguf`` file (or a directory holding exactly one): converted once into
   ``CACHE/converted/<sha256[:16]>/`` (keyed by the file's SHA-256, which is itself
@@ -13,8 +13,10 @@
 * a hub id ``org/name``: from the local Hugging Face cache, else downloaded when
   the hub is reachable; otherwise a ModelError saying so and how to use a local dir.
 
-Weights load through ``from_pretrained`` with safetensors mmap (no copy when the
-stored dtype is the requested one). The draft/target precision guard refuses a
+Weights load through ``from_pretrained``: from safetensors with mmap (no copy when the
+stored dtype is the requested one), or, for a conversion whose manifest indexes the GGUF's
+tensors, dequantized from the GGUF (:mod:`golden_al.models.gguf_weights`) and handed over
+as a state dict without a copy. The draft/target precision guard refuses a
 model loaded below its shipped precision (see :mod:`golden_al.models.precision`).
 
 torch and transformers are imported inside the functions that need them;
@@ -204,9 +206,12 @@ def resolve_model(spec: str | Path, *, cache_dir: str | Path, dtype: str | None 
     if pair_msg:
         raise ModelError(pair_msg)
     if entry is not None:
-        conv = converted_dir_for(cache, entry.name, DEFAULT_CONVERT_DTYPE)
-        if dtype and dtype != DEFAULT_CONVERT_DTYPE and _converted_ok(converted_dir_for(cache, entry.name, dtype), entry):
-            conv = converted_dir_for(cache, entry.name, dtype)
+        # a conversion to the asked dtype, else float32 read from the GGUF, else float32 safetensors
+        # (a cache from before the GGUF layout); none ready: the default, which a fetch makes
+        candidates = [converted_dir_for(cache, entry.name, dtype)] if dtype and dtype != DEFAULT_CONVERT_DTYPE else []
+        candidates += [converted_dir_for(cache, entry.name, DEFAULT_CONVERT_DTYPE, "gguf"),
+                       converted_dir_for(cache, entry.name, DEFAULT_CONVERT_DTYPE, "safetensors")]
+        conv = next((c for c in candidates if _converted_ok(c, entry)), converted_dir_for(cache, entry.name))
         return ResolvedModel(spec=text, name=entry.name, kind="registry", path=conv, source="gguf",
                              shipped_dtype=entry.shipped_dtype, sha256=entry.gguf_sha256, entry=entry)
     path = Path(text).expanduser()
@@ -352,6 +357,52 @@ def _ensure_converted(resolved: ResolvedModel, cache: Path, *, auto_fetch: bool,
                      eos_token_ids=eos, extra_files=extra, progress=progress)
 
 
+def _load_from_gguf(directory: Path, conv: dict[str, Any], torch_dtype: Any, *, gguf_path: Path | None,
+                    progress: ProgressFn | None, label: str) -> Any:
+    """A model whose conversion indexed the GGUF's tensors (``weights.format == "gguf"``): its
+    configuration from ``directory``, its weights dequantized from the GGUF (exact float32, then
+    ``torch_dtype``). The GGUF is ``gguf_path`` or where the manifest's ``gguf_relpath`` points,
+    and must have the size the conversion indexed."""
+    import torch
+    import transformers
+
+    from golden_al.models.gguf_weights import GGUFTensor, load_state_dict
+
+    record = conv["weights"]
+    path = gguf_path or (directory / str(record.get("gguf_relpath") or record.get("gguf_file"))).resolve()
+    try:
+        size = path.stat().st_size
+    except OSError as err:
+        raise ModelError(f"{directory} reads its weights from {path}, which is missing: {err}",
+                         hint=f"re-run '{_FIX}' (or the conversion) to restore it") from err
+    if size != record.get("gguf_size"):
+        raise ModelError(f"{path} has {size} bytes, but {directory} indexed {record.get('gguf_size')}",
+                         hint=f"the GGUF changed after the conversion; re-run '{_FIX} --reconvert'")
+    try:
+        tensors = [GGUFTensor.from_json(t) for t in record["tensors"]]
+        config = transformers.AutoConfig.from_pretrained(str(directory))
+        arch = (getattr(config, "architectures", None) or [""])[0]
+        cls = getattr(transformers, arch, None)
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ModelError(f"{directory}: its conversion manifest or config.json is unreadable: {err}",
+                         hint=f"delete {directory} and re-run '{_FIX}'") from err
+    if cls is None:
+        raise ModelError(f"{directory}/config.json names architecture {arch!r}, which this transformers lacks",
+                         hint="upgrade transformers, or re-convert the model")
+    state = load_state_dict(path, tensors, progress=progress, label=label)
+    if torch_dtype != torch.float32:
+        for name in list(state):  # one tensor at a time: never two full copies
+            state[name] = state[name].to(torch_dtype)
+    model, info = cls.from_pretrained(None, config=config, state_dict=state, dtype=torch_dtype,
+                                      output_loading_info=True)
+    missing, unexpected = sorted(info.get("missing_keys") or ()), sorted(info.get("unexpected_keys") or ())
+    if missing or unexpected or info.get("mismatched_keys"):
+        raise ModelError(f"{path}: its index does not fit {arch}: missing {missing[:5]}, unexpected {unexpected[:5]}, "
+                         f"mismatched {sorted(info.get('mismatched_keys') or ())[:5]}",
+                         hint=f"delete {directory} and re-run '{_FIX}'")
+    return model
+
+
 def load_model(
     spec: str | Path,
     *,
@@ -394,11 +445,16 @@ def load_model(
     timings["tokenizer"] = time.perf_counter() - t0
 
     t0 = time.perf_counter()
-    try:
-        model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=torch_dtype)
-    except (OSError, ValueError, KeyError) as err:
-        raise ModelError(f"cannot load model weights from {directory}: {err}",
-                         hint="the directory needs config.json and *.safetensors for a causal LM") from err
+    conv = read_manifest(directory / CONVERSION_MANIFEST) or {}
+    if (conv.get("weights") or {}).get("format") == "gguf":
+        model = _load_from_gguf(directory, conv, torch_dtype, gguf_path=resolved.gguf_path, progress=progress,
+                                label=f"{role} {resolved.name}")
+    else:
+        try:
+            model = AutoModelForCausalLM.from_pretrained(str(directory), dtype=torch_dtype)
+        except (OSError, ValueError, KeyError) as err:
+            raise ModelError(f"cannot load model weights from {directory}: {err}",
+                             hint="the directory needs config.json and *.safetensors for a causal LM") from err
     model.eval()
     if device != "cpu":
         model.to(device)  # type: ignore[arg-type]

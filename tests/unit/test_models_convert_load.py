@@ -198,6 +198,95 @@ def test_converted_model_equals_the_gguf_load_bit_for_bit(converted):
     assert r.token_ids[0] == converted["vocab"] - 2  # <|im_start|>, no BOS added
 
 
+@pytest.fixture(scope="module")
+def converted_gguf(converted):
+    """The same GGUF converted to the ``gguf`` layout, laid out as the registry cache is (GGUF beside)."""
+    import shutil
+
+    mdir = converted["root"] / "models" / "tiny"
+    mdir.mkdir(parents=True)
+    gguf_path = mdir / "tiny.gguf"
+    shutil.copy(converted["gguf"], gguf_path)
+    vocab = converted["vocab"]
+    manifest = convert_gguf(gguf_path, mdir / "gguf-float32", eos_token_ids=[vocab - 1, vocab - 3], weights="gguf")
+    return {"dir": mdir, "gguf": gguf_path, "out": mdir / "gguf-float32", "manifest": manifest}
+
+
+def test_gguf_layout_writes_no_weights_and_indexes_every_tensor(converted, converted_gguf):
+    m, out = converted_gguf["manifest"], converted_gguf["out"]
+    w = m["weights"]
+    assert w["format"] == "gguf"
+    assert w["gguf_relpath"] == "../tiny.gguf"
+    assert w["gguf_size"] == converted_gguf["gguf"].stat().st_size
+    assert len(w["tensors"]) == 27
+    assert {t["type"] for t in w["tensors"]} == {"Q8_0", "F32"}
+    assert w["check"]["bit_identical"] is True
+    assert w["check"]["tensors_checked"] == 27
+    assert w["check"]["parameters_covered"] == 27
+    assert m["num_parameters"] == converted["manifest"]["num_parameters"]
+    assert not list(out.glob("*.safetensors"))
+    assert json.loads((out / "config.json").read_text())["architectures"] == ["Qwen2ForCausalLM"]
+    assert "quantization_config" not in json.loads((out / "config.json").read_text())
+    assert set(m["files"]) >= {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"}
+    assert converted["manifest"]["weights"] == {"format": "safetensors"}
+
+
+def test_gguf_layout_loads_bit_identical_to_the_safetensors_layout(converted, converted_gguf):
+    cache = converted["root"] / "cache"
+    a = load_model(str(converted["out"]), cache_dir=cache)
+    seen: list[str] = []
+    b = load_model(str(converted_gguf["out"]), cache_dir=cache,
+                   progress=lambda *x, **k: seen.append(k.get("description") or ""))
+    sa, sb = a.model.state_dict(), b.model.state_dict()
+    assert set(sa) == set(sb)
+    for name, value in sa.items():
+        assert torch.equal(value.view(torch.int32), sb[name].view(torch.int32)), name
+    ids = torch.tensor([[1, 5, 200, 17, 259, 260]])
+    with torch.no_grad():
+        assert torch.equal(a.model(ids).logits, b.model(ids).logits)
+    assert b.info.num_parameters == a.info.num_parameters
+    assert b.eos_token_ids == a.eos_token_ids
+    assert any("dequantizing" in d and "tensor 27/27" in d for d in seen), seen
+    half = load_model(str(converted_gguf["out"]), cache_dir=cache, dtype="bfloat16")
+    assert {p.dtype for p in half.model.parameters()} == {torch.bfloat16}
+    assert torch.equal(half.model.lm_head.weight, sb["lm_head.weight"].to(torch.bfloat16))
+
+
+def test_gguf_layout_fails_loudly_when_the_gguf_is_missing_or_changed(converted_gguf, tmp_path):
+    import shutil
+
+    mdir = tmp_path / "tiny"
+    shutil.copytree(converted_gguf["dir"], mdir)
+    out = mdir / "gguf-float32"
+    (mdir / "tiny.gguf").unlink()
+    with pytest.raises(ModelError, match="which is missing"):
+        load_model(str(out), cache_dir=tmp_path / "cache")
+    (mdir / "tiny.gguf").write_bytes(converted_gguf["gguf"].read_bytes() + b"x")
+    with pytest.raises(ModelError, match="indexed"):
+        load_model(str(out), cache_dir=tmp_path / "cache")
+
+
+def test_gguf_layout_refuses_what_it_cannot_hold_exactly(converted, tmp_path, monkeypatch):
+    with pytest.raises(ModelError, match="float32"):
+        convert_gguf(converted["gguf"], tmp_path / "bf", dtype="bfloat16", weights="gguf")
+    with pytest.raises(ModelError, match="unknown weight layout"):
+        convert_gguf(converted["gguf"], tmp_path / "zip", weights="zip")
+    # a value the dequantizer got wrong is caught against gguf-py, tensor by tensor
+    from golden_al.models import gguf_weights
+
+    real = gguf_weights._q8_0
+    monkeypatch.setitem(gguf_weights._KERNELS, "Q8_0", lambda b: real(b) * 1.0000001)
+    with pytest.raises(ModelError, match=r"16 tensors differ from gguf-py's dequantization"):
+        convert_gguf(converted["gguf"], tmp_path / "off", weights="gguf")
+    monkeypatch.setitem(gguf_weights._KERNELS, "Q8_0", real)
+    monkeypatch.setitem(convert_mod._TOP_NAMES, "output.weight", "model.embed_tokens.weight")
+    with pytest.raises(ModelError, match=r"cannot read the weights from the GGUF exactly: .*1 parameters are named "
+                                         r"twice \(model.embed_tokens.weight\), 1 parameters are not in the GGUF "
+                                         r"\(lm_head.weight\)"):
+        convert_gguf(converted["gguf"], tmp_path / "bad", weights="gguf")
+    assert not (tmp_path / "bad").exists()
+
+
 def test_fast_tokenizer_is_verified_and_used(converted, tmp_path):
     import shutil
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import sys
 import zipfile
 from pathlib import Path
@@ -237,7 +238,31 @@ def test_bfloat16_conversion_is_stored_beside_and_resolved_for_bfloat16(fake, mo
     assert bf.path is not None
     assert bf.path.name == "safetensors-bfloat16"
     assert fp.path is not None
-    assert fp.path.name == "safetensors-float32"  # float32 is converted on demand
+    assert fp.path.name == "gguf-float32"  # float32 (read from the GGUF) is converted on demand
+
+
+def test_float32_defaults_to_the_gguf_layout_and_an_older_safetensors_cache_still_resolves(fake, monkeypatch):
+    from golden_al.models import load as load_module
+
+    monkeypatch.setattr(load_module, "_registry_entry", lambda text: (fake["models"].get(text), None))
+    result = _fetch(fake, convert=FakeConverter())
+    assert result.target.converted_dir is not None
+    assert result.target.converted_dir.name == "gguf-float32"
+    assert json.loads(result.target.manifest_path.read_text())["converted"]["weights"] == "gguf"
+    # a cache converted before the GGUF layout existed: safetensors-float32 only
+    old = fake["cache"] / "models" / "fake-target" / "safetensors-float32"
+    result.target.converted_dir.rename(old)
+    assert load_module.resolve_model("fake-target", cache_dir=fake["cache"]).path == old
+    # fetching again converts to the GGUF layout beside it, which float32 then prefers
+    again = _fetch(fake, convert=FakeConverter())
+    assert again.target.converted
+    assert old.is_dir()
+    assert load_module.resolve_model("fake-target", cache_dir=fake["cache"]).path.name == "gguf-float32"
+    # --weights safetensors asks for the plain Hugging Face directory explicitly
+    shutil.rmtree(old)
+    st = _fetch(fake, convert=FakeConverter(), weights="safetensors")
+    assert st.target.converted_dir == old
+    assert json.loads(st.target.manifest_path.read_text())["converted"]["weights"] == "safetensors"
 
 
 def test_download_progress_reports_bytes_and_rate(fake, tmp_path, monkeypatch):

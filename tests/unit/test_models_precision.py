@@ -65,7 +65,7 @@ def test_resolve_registry_names(tmp_path):
     assert r.kind == "registry"
     assert r.name == "qwen2.5-coder-0.5b-instruct"
     assert r.shipped_dtype == "Q4_K_M"
-    assert r.path == tmp_path / "models" / "qwen2.5-coder-0.5b-instruct" / "safetensors-float32"
+    assert r.path == tmp_path / "models" / "qwen2.5-coder-0.5b-instruct" / "gguf-float32"
     assert r.sha256.startswith("1d961463")
     assert r.source == "gguf"
     assert resolve_model("Qwen2.5-Coder-1.5B-Instruct", cache_dir=tmp_path).entry.gguf_sha256.startswith("cc324af0")
@@ -129,7 +129,7 @@ def test_missing_registry_model_names_the_fix_without_importing_torch(tmp_path):
     )
     out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
     assert "model qwen2.5-coder-1.5b-instruct is not in the cache (looked for" in out
-    assert str(tmp_path / "models" / "qwen2.5-coder-1.5b-instruct" / "safetensors-float32") in out
+    assert str(tmp_path / "models" / "qwen2.5-coder-1.5b-instruct" / "gguf-float32") in out
     assert "golden-al models fetch qwen2.5-coder-pair" in out
 
 
