@@ -6,8 +6,8 @@ workload, side by side in one run, each a fresh process timed by ``/usr/bin/time
 also runs once on an empty cache (download, assemble, verify, convert, measure); without
 it, the first-run cost is read from the conversion manifests of the cache in use.
 Writes ``results.json`` next to this file (or ``--out``) with the machine's load. Before each
-scenario the model files are read into the page cache (``--page-cache warm``) or the page cache
-is dropped (``cold``: what a later run meets after a reboot; root only).
+scenario the model files it loads are read into the page cache (``--page-cache warm``) or the
+page cache is dropped (``cold``: what a later run meets after a reboot; root only).
 
     python experiments/default-run/bench_default.py [--first-run] [--page-cache cold]
 """
@@ -50,11 +50,15 @@ SCENARIOS: list[tuple[str, list[str], dict[str, str]]] = [
 ]
 
 
-def _page_cache(mode: str, cache: Path) -> None:
-    """``warm``: read every model file of the cache (into the page cache); ``cold``: drop the page
+def _page_cache(mode: str, cache: Path, argv: list[str]) -> None:
+    """``warm``: read the files the scenario loads (its ``--target``/``--draft`` directories, else the
+    GGUF files and their ``gguf-float32`` conversions) into the page cache; ``cold``: drop the page
     cache (root only); ``as-is``: nothing."""
     if mode == "warm":
-        for path in sorted((cache / "models").rglob("*")):
+        dirs = [Path(argv[i + 1]) for i, a in enumerate(argv[:-1]) if a in ("--target", "--draft")]
+        paths = ([p for d in dirs for p in sorted(d.rglob("*"))] if dirs else
+                 sorted((cache / "models").glob("*/*.gguf")) + sorted((cache / "models").glob("*/gguf-float32/*")))
+        for path in paths:
             if path.is_file():
                 with path.open("rb") as fh:
                     while fh.read(1 << 24):
@@ -130,7 +134,7 @@ def main() -> int:
                     "command, 4 and 5 the replay modes, 6 and 7 the default and transposed layers with every kernel "
                     "library limited to AVX2, as on a CPU without AVX-512, 8 the weights from float32 safetensors)")
     ap.add_argument("--page-cache", choices=("warm", "cold", "as-is"), default="warm",
-                    help="before each scenario: read the cached model files (warm, default), drop the page cache "
+                    help="before each scenario: read the model files it loads (warm, default), drop the page cache "
                     "(cold, root only: a later run after a reboot) or leave it (as-is)")
     ap.add_argument("--render", type=Path, default=None, metavar="JSON",
                     help="only write the Markdown table of an earlier run's JSON next to it")
@@ -161,7 +165,7 @@ def main() -> int:
         for i, (name, extra, extra_env) in enumerate(chosen):
             out = work / f"s{i}"
             extra = [a.replace("{cache}", str(cache)) for a in extra]
-            _page_cache(args.page_cache, cache)
+            _page_cache(args.page_cache, cache, extra)
             r = _timed([*GOLDEN_AL, "measure", "--draft-len", "7", *cache_args, "--out", str(out), *extra],
                        {**env, **extra_env})
             if r["rc"] == 0:

@@ -62,15 +62,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _resolve_model(value: str | None, role: str, cache: Path) -> str:
-    from golden_al.models import registry
-    from golden_al.models.fetch import converted_dir_for
+    from golden_al.models import registry, resolve_model
 
     if value is None:
         pair = registry.PAIRS["qwen2.5-coder-pair"]
         value = pair.target if role == "target" else pair.draft
     if value.lower() in registry.MODELS:
-        path = converted_dir_for(cache, value.lower())
-        if not path.is_dir():
+        path = resolve_model(value.lower(), cache_dir=cache).path  # the conversion the loader would use
+        if path is None or not path.is_dir():
             raise UsageError(f"{role} model {value} is not in the cache ({path})",
                              hint="run 'golden-al models fetch qwen2.5-coder-pair', or pass --fake")
         return str(path)
