@@ -83,8 +83,10 @@ def _timed(cmd: list[str], env: dict[str, str] | None = None) -> dict:
         proc = subprocess.run(["/usr/bin/time", "-o", tf.name, "-f", "%e %M", *cmd], capture_output=True,
                               text=True, env=env, check=False)
         wall = time.perf_counter() - t0
-        _elapsed, max_kb = Path(tf.name).read_text().split()[-2:]
-    return {"rc": proc.returncode, "wall_s": round(wall, 1), "peak_rss_gib": round(int(max_kb) / 2**20, 2),
+        fields = Path(tf.name).read_text().split()  # empty if /usr/bin/time itself was killed
+    max_kb = fields[-1] if len(fields) >= 2 and fields[-1].isdigit() else None
+    return {"rc": proc.returncode, "wall_s": round(wall, 1),
+            "peak_rss_gib": round(int(max_kb) / 2**20, 2) if max_kb else None,
             "load_before": load_before, "load_after": _load(), "stdout": proc.stdout.strip()[-400:],
             "stderr_tail": proc.stderr.strip().splitlines()[-2:] if proc.returncode else []}
 
@@ -110,17 +112,19 @@ def _cache_disk(cache: Path) -> dict:
     for d in sorted(models.glob("*")) if models.exists() else []:
         if d.is_dir():
             out[d.name] = {"gguf_gib": round(sum(p.stat().st_size for p in d.glob("*.gguf")) / 2**30, 2),
-                           **{c.name: round(_du(c) / 2**30, 2) for c in d.glob("safetensors-*")}}
+                           **{c.name: round(_du(c) / 2**30, 2) for c in sorted(d.iterdir())
+                              if c.is_dir() and c.name.startswith(("safetensors-", "gguf-"))}}
     return out
 
 
 def _conversion_timings(cache: Path) -> dict:
     out = {}
-    for m in sorted((cache / "models").glob("*/safetensors-*/golden_al_conversion.json")):
+    for m in sorted((cache / "models").glob("*/*/golden_al_conversion.json")):
         try:
-            out[m.parent.parent.name] = json.loads(m.read_text()).get("timings_s")
+            timings = json.loads(m.read_text()).get("timings_s")
         except ValueError:
-            out[m.parent.parent.name] = None
+            timings = None
+        out.setdefault(m.parent.parent.name, {})[m.parent.name] = timings
     return out
 
 
