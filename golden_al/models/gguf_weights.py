@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -223,29 +224,41 @@ def load_state_dict(gguf_path: str | Path, tensors: Sequence[GGUFTensor], *,
                     progress: ProgressFn | None = None, label: str = "") -> dict[str, torch.Tensor]:
     """Read and dequantize ``tensors`` of ``gguf_path`` into float32 parameters (name -> tensor).
 
-    ``progress(0, description=...)`` reports ``tensor i/N`` with the time left from the rate so far.
+    One thread reads the next tensor's bytes while this one dequantizes the current tensor (file
+    reads release the GIL), so a slow disk and the dequantizing overlap; two buffers of the
+    largest tensor's bytes are all the extra memory. ``progress(0, description=...)`` reports
+    ``tensor i/N`` with the time left from the rate so far.
 
     Raises:
         ModelError: the file is unreadable or shorter than the index says.
     """
     path = Path(gguf_path)
     state: dict[str, torch.Tensor] = {}
-    biggest = max((t.nbytes for t in tensors), default=0)
-    buffer = torch.empty(biggest, dtype=torch.uint8)
+    if not tensors:
+        return state
+    biggest = max(t.nbytes for t in tensors)
+    buffers = (torch.empty(biggest, dtype=torch.uint8), torch.empty(biggest, dtype=torch.uint8))
     started = time.perf_counter()
     try:
-        with path.open("rb", buffering=0) as fh:
-            for i, t in enumerate(tensors):
-                raw = buffer[: t.nbytes]
+        with path.open("rb", buffering=0) as fh, ThreadPoolExecutor(1, thread_name_prefix="gguf-read") as reader:
+
+            def read(i: int) -> int:  # runs in the reader thread, the only user of ``fh``
+                t = tensors[i]
                 fh.seek(t.offset)
-                got = fh.readinto(raw.numpy().data)
+                return fh.readinto(buffers[i % 2][: t.nbytes].numpy().data) or 0
+
+            pending: Future[int] = reader.submit(read, 0)
+            for i, t in enumerate(tensors):
+                got = pending.result()
+                if i + 1 < len(tensors):
+                    pending = reader.submit(read, i + 1)  # the other buffer: free since tensor i - 1 is done
                 if got != t.nbytes:
                     raise ModelError(f"{path} ends inside tensor {t.gguf_name} ({got} of {t.nbytes} bytes)",
                                      hint="the file is truncated or not the one indexed; re-fetch it")
                 numel = 1
                 for dim in t.shape:
                     numel *= dim
-                values = dequantize(raw, t.type)
+                values = dequantize(buffers[i % 2][: t.nbytes], t.type)
                 if values.numel() != numel:
                     raise ModelError(f"{path}: tensor {t.gguf_name} holds {values.numel()} values, "
                                      f"its shape {list(t.shape)} needs {numel}")

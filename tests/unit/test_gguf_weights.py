@@ -118,3 +118,22 @@ def test_index_and_reader_round_trip(tmp_path):
     short.write_bytes(path.read_bytes()[:-10])
     with pytest.raises(ModelError, match="ends inside tensor"):
         load_state_dict(short, index)
+
+
+def test_reader_alternating_buffers_keep_every_tensor(tmp_path):
+    """The read-ahead thread fills one buffer while the other is dequantized: with sizes that
+    shrink and grow, every tensor must still come out as gguf-py dequantizes it."""
+    rng = np.random.default_rng(11)
+    q8, q4, f32 = (gguf.GGMLQuantizationType.Q8_0, gguf.GGMLQuantizationType.Q4_0,
+                   gguf.GGMLQuantizationType.F32)
+    rows = [64, 8, 96, 16, 32, 8, 128]
+    tensors = {f"t{i}.weight": rng.standard_normal((r, 64)).astype(np.float32) for i, r in enumerate(rows)}
+    kinds = {name: (q8, q4, f32)[i % 3] for i, name in enumerate(tensors)}
+    path = tmp_path / "many.gguf"
+    _write_gguf(path, tensors, kinds)
+    index = tensor_index(path, lambda n: n)
+    state = load_state_dict(path, index)
+    assert list(state) == [t.param for t in index]
+    for t in gguf.GGUFReader(str(path)).tensors:
+        want = np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
+        assert np.array_equal(state[t.name].numpy().reshape(-1), want.reshape(-1)), t.name
