@@ -8,12 +8,11 @@ from typing import Any
 
 from golden_al.models.convert import CONVERSION_MANIFEST
 from golden_al.models.fetch import (
-    DEFAULT_CONVERT_DTYPE,
     MODEL_MANIFEST,
     _converted_ok,
     _dir_size,
     _gguf_ok_quick,
-    converted_dir_for,
+    float32_dirs,
     model_dir,
     read_manifest,
 )
@@ -73,7 +72,7 @@ def cached_models(cache_dir: str | Path, *, verify: bool = False) -> list[Cached
         else:
             gstatus = "verified" if _gguf_ok_quick(manifest, gguf, entry) else "stale"
         # the float32 conversion the loader uses: read from the GGUF, else safetensors (an older cache)
-        choices = [converted_dir_for(cache, entry.name, DEFAULT_CONVERT_DTYPE, w) for w in ("gguf", "safetensors")]
+        choices = float32_dirs(cache, entry.name)
         conv_dir = next((c for c in choices if _converted_ok(c, entry)),
                         next((c for c in choices if c.is_dir()), choices[0]))
         conv = read_manifest(conv_dir / CONVERSION_MANIFEST)

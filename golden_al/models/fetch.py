@@ -62,6 +62,7 @@ __all__ = [
     "downloads_dir",
     "fetch_model",
     "fetch_pair",
+    "float32_dirs",
     "license_text",
     "model_dir",
     "notice_text",
@@ -137,6 +138,12 @@ def converted_dir_for(cache_dir: Path, model: str, dtype: str = DEFAULT_CONVERT_
                       weights: str | None = None) -> Path:
     """``CACHE/models/<model>/<weights>-<dtype>`` (``weights`` by :func:`default_weights`)."""
     return model_dir(cache_dir, model) / f"{weights or default_weights(dtype)}-{dtype}"
+
+
+def float32_dirs(cache_dir: Path, model: str) -> list[Path]:
+    """The float32 conversions of ``model`` in the order the loader prefers them: read from the
+    GGUF (the default layout), then safetensors (``--weights safetensors``, or a cache from before)."""
+    return [converted_dir_for(cache_dir, model, DEFAULT_CONVERT_DTYPE, w) for w in ("gguf", "safetensors")]
 
 
 def read_manifest(path: Path) -> dict[str, Any] | None:

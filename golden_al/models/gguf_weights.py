@@ -237,7 +237,8 @@ def load_state_dict(gguf_path: str | Path, tensors: Sequence[GGUFTensor], *,
     if not tensors:
         return state
     biggest = max(t.nbytes for t in tensors)
-    buffers = (torch.empty(biggest, dtype=torch.uint8), torch.empty(biggest, dtype=torch.uint8))
+    # one buffer per tensor in flight: two, or one when there is a single tensor (conversion's check)
+    buffers = [torch.empty(biggest, dtype=torch.uint8) for _ in range(min(2, len(tensors)))]
     started = time.perf_counter()
     try:
         with path.open("rb", buffering=0) as fh, ThreadPoolExecutor(1, thread_name_prefix="gguf-read") as reader:
@@ -245,7 +246,7 @@ def load_state_dict(gguf_path: str | Path, tensors: Sequence[GGUFTensor], *,
             def read(i: int) -> int:  # runs in the reader thread, the only user of ``fh``
                 t = tensors[i]
                 fh.seek(t.offset)
-                return fh.readinto(buffers[i % 2][: t.nbytes].numpy().data) or 0
+                return fh.readinto(buffers[i % len(buffers)][: t.nbytes].numpy().data) or 0
 
             pending: Future[int] = reader.submit(read, 0)
             for i, t in enumerate(tensors):
@@ -258,7 +259,7 @@ def load_state_dict(gguf_path: str | Path, tensors: Sequence[GGUFTensor], *,
                 numel = 1
                 for dim in t.shape:
                     numel *= dim
-                values = dequantize(buffers[i % 2][: t.nbytes], t.type)
+                values = dequantize(buffers[i % len(buffers)][: t.nbytes], t.type)
                 if values.numel() != numel:
                     raise ModelError(f"{path}: tensor {t.gguf_name} holds {values.numel()} values, "
                                      f"its shape {list(t.shape)} needs {numel}")

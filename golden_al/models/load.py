@@ -45,6 +45,7 @@ from golden_al.models.fetch import (
     _converted_ok,
     converted_dir_for,
     fetch_pair,
+    float32_dirs,
     read_manifest,
 )
 from golden_al.models.precision import canonical_dtype, check_precision
@@ -209,8 +210,7 @@ def resolve_model(spec: str | Path, *, cache_dir: str | Path, dtype: str | None 
         # a conversion to the asked dtype, else float32 read from the GGUF, else float32 safetensors
         # (a cache from before the GGUF layout); none ready: the default, which a fetch makes
         candidates = [converted_dir_for(cache, entry.name, dtype)] if dtype and dtype != DEFAULT_CONVERT_DTYPE else []
-        candidates += [converted_dir_for(cache, entry.name, DEFAULT_CONVERT_DTYPE, "gguf"),
-                       converted_dir_for(cache, entry.name, DEFAULT_CONVERT_DTYPE, "safetensors")]
+        candidates += float32_dirs(cache, entry.name)
         conv = next((c for c in candidates if _converted_ok(c, entry)), converted_dir_for(cache, entry.name))
         return ResolvedModel(spec=text, name=entry.name, kind="registry", path=conv, source="gguf",
                              shipped_dtype=entry.shipped_dtype, sha256=entry.gguf_sha256, entry=entry)
