@@ -100,20 +100,22 @@ def _profiles() -> list[EngineProfile]:
 
 
 def _sites(knobs: Mapping[str, str], words: Sequence[_Word], env: Mapping[str, tuple[str | None, Path]]
-           ) -> list[tuple[str, str | None, Path]]:
-    """(spelling, value, path of the value) of every pinned value in one scope."""
-    out: list[tuple[str, str | None, Path]] = []
+           ) -> list[tuple[str, str | None, Path, Path]]:
+    """(spelling, value, path of the value, path of the knob) of every pinned value in one scope."""
+    out: list[tuple[str, str | None, Path, Path]] = []
     for i, w in enumerate(words):
         name, eq, val = w.text.partition("=")
         if not name.startswith("-") or name not in knobs:
             continue
         if eq:
-            out.append((name, val, w.path))
+            out.append((name, val, w.path, w.path))
         elif i + 1 < len(words):
-            out.append((name, words[i + 1].text, words[i + 1].path))
+            out.append((name, words[i + 1].text, words[i + 1].path, w.path))
         else:
-            out.append((name, None, w.path))
-    out += [(name, val, p) for name, (val, p) in env.items() if name in knobs]
+            out.append((name, None, w.path, w.path))
+    # a Kubernetes ``{name, value}`` item: the knob is written at ``name``, its value at ``value``
+    out += [(name, val, p, (*p[:-1], "name") if p and p[-1] == "value" else p) for name, (val, p) in env.items()
+            if name in knobs]
     return out
 
 
@@ -174,7 +176,7 @@ def command_line_pins(nodes: Callable[[], Iterable[tuple[Path, Any]]], line_of: 
             models = [ModelName(m, f"the {profile.display_name} command line") for m in reading.models]
             models += [ModelName(env_values[n], f"the environment {n}") for n in _MODEL_ENV if env_values.get(n)]
             where = "/".join(keys) or "the keys"
-            for spelling, raw, value_path in sites:
+            for spelling, raw, value_path, knob_path in sites:
                 unresolved = None
                 if raw is None:
                     unresolved = f"{spelling} has no value"
@@ -187,6 +189,7 @@ def command_line_pins(nodes: Callable[[], Iterable[tuple[Path, Any]]], line_of: 
                           raw_value=None if unresolved else raw, unresolved=unresolved, algorithm=reading.algorithm,
                           draft=draft, thinking=list(thinking), models=list(models),
                           draft_model=reading.draft_model, agentic=agentic_from_path(file))
+                pin.use_line = line_of(knob_path)
                 pin.problems.extend(reading.problems)
                 pin.notes.append(f"{profile.display_name} settings in {where} of a config"
                                  + (f" at {'.'.join(path)}" if path else ""))

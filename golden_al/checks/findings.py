@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 __all__ = [
+    "ALLOWABLE_VERDICTS",
     "FAILING_VERDICTS",
     "SEVERITY",
     "VERDICTS",
@@ -22,19 +23,28 @@ __all__ = [
     "Pin",
     "ThinkingSignal",
     "Verdict",
+    "failing_verdicts",
 ]
 
-Verdict = Literal["match", "mismatch", "no-golden", "undetermined", "missing-companion",
-                  "non-agentic-simulation", "unsafe-value", "unreadable"]
-VERDICTS: tuple[str, ...] = ("match", "mismatch", "no-golden", "undetermined", "missing-companion",
-                             "non-agentic-simulation", "unsafe-value", "unreadable")
-#: Verdicts that make ``golden-al check`` exit 1 (``unreadable``: a file that was not read
-#: and parsed in full; see :mod:`golden_al.checks.unreadable`).
-FAILING_VERDICTS: frozenset[str] = frozenset({"mismatch", "missing-companion", "non-agentic-simulation",
-                                              "unsafe-value", "unreadable"})
+Verdict = Literal["match", "mismatch", "no-golden", "wrong-method", "undetermined", "missing-companion",
+                  "non-agentic-simulation", "unsafe-value", "unresolved", "unreadable"]
+VERDICTS: tuple[str, ...] = ("match", "mismatch", "no-golden", "wrong-method", "undetermined", "missing-companion",
+                             "non-agentic-simulation", "unsafe-value", "unresolved", "unreadable")
+#: Verdicts that make ``golden-al check`` exit 1: every verdict but ``match`` (pass means proven).
+#: ``unresolved``: a knob the census found that no reader turned into a checked pin
+#: (:mod:`golden_al.checks.census`); ``unreadable``: a file that was not read and parsed in full
+#: (:mod:`golden_al.checks.unreadable`).
+FAILING_VERDICTS: frozenset[str] = frozenset(v for v in VERDICTS if v != "match")
+#: The failing verdicts ``check --allow`` may relax (adoption: a tree whose curves are not all committed yet).
+ALLOWABLE_VERDICTS: tuple[str, ...] = ("no-golden", "undetermined")
 #: Which verdict a finding gets when several problems apply (highest first).
-SEVERITY: tuple[str, ...] = ("unreadable", "unsafe-value", "missing-companion", "non-agentic-simulation", "mismatch",
-                             "undetermined", "no-golden", "match")
+SEVERITY: tuple[str, ...] = ("unreadable", "unresolved", "unsafe-value", "missing-companion", "non-agentic-simulation",
+                             "mismatch", "wrong-method", "undetermined", "no-golden", "match")
+
+
+def failing_verdicts(allow: frozenset[str] | set[str] = frozenset()) -> frozenset[str]:
+    """The verdicts that fail the check once ``allow`` (a subset of :data:`ALLOWABLE_VERDICTS`) is relaxed."""
+    return FAILING_VERDICTS - set(allow)
 
 
 @dataclass(frozen=True)
@@ -90,7 +100,7 @@ class Pin:
 
     file: str
     line: int  # where the pinned value is written (the line a person edits)
-    engine: str  # sglang | vllm | trtllm | atom
+    engine: str  # a registered engine's name
     knob: str  # the name as written
     raw_value: str | None  # the value as written (after static expansion); None: unresolved
     unresolved: str | None = None  # why raw_value is None
@@ -109,6 +119,9 @@ class Pin:
     notes: list[str] = field(default_factory=list)
     spec: dict[str, Any] = field(default_factory=dict)  # engine-specific extras (vLLM config, ATOM flags)
     use_line: int | None = None  # where the value reaches the engine (None: at ``line``)
+    #: further lines the pin was read from (the keys of a config written as a mapping): the census's
+    #: occurrences on them are this pin's (:func:`golden_al.checks.static.check_paths`)
+    covers: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -150,8 +163,3 @@ class Finding:
             "verdict": self.verdict,
             "message": self.message,
         }
-
-    @property
-    def failing(self) -> bool:
-        """Whether this finding makes the check fail."""
-        return self.verdict in FAILING_VERDICTS

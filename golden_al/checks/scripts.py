@@ -88,6 +88,7 @@ _FLAGS = (
     "--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
     "--dspark-config", "--reasoning-parser", "--reasoning-effort", *_ATOM_FLAGS, *_LLAMACPP_FLAGS,
     llamacpp.FLAG_N_MAX, llamacpp.FLAG_N_MIN, *llamacpp.P_MIN_FORMS[:2], *llamacpp.DRAFT_MODEL_FORMS[:3],
+    llamacpp.FLAG_SPEC_TYPE,
 )
 _HEREDOC_KEYS = trtllm.SPEC_KEYS
 _ENV_NAMES = ("SGLANG_DEFAULT_THINKING", "SGLANG_ENABLE_THINKING", "DYN_DEFAULT_THINKING_MODE", "THINKING_MODE",
@@ -163,12 +164,25 @@ def _relevant_refs(cmd: Cmd) -> set[str]:
     return refs
 
 
-class _Relevance:
-    """Which variables and compound statements matter for the sites (to prune forks)."""
+def _cmd_lines(cmd: Cmd) -> set[int]:
+    lines = {cmd.line, *(w.line for w in cmd.words), *(h.line for h in cmd.heredocs)}
+    for _, _, v in cmd.assigns:
+        lines.add(v.line)
+        if isinstance(v, ArrayAssign):
+            lines.update(w.line for w in v.items)
+    return lines
 
-    def __init__(self, nodes: list[Node]) -> None:
+
+class _Relevance:
+    """Which variables and compound statements matter for the sites (to prune forks).
+
+    A site is a command that mentions a knob or a setting around it as written, or one on a line
+    where the census (:mod:`golden_al.checks.census`) found a knob after decoding (a name in
+    quotes, assembled from variables, or a variable that holds ``NAME=value``)."""
+
+    def __init__(self, nodes: list[Node], census_lines: frozenset[int] = frozenset()) -> None:
         cmds = list(iter_cmds(nodes))
-        self.sites = {id(c) for c in cmds if _is_site(c)}
+        self.sites = {id(c) for c in cmds if _is_site(c) or (census_lines and _cmd_lines(c) & census_lines)}
         self.vars: set[str] = set(_ASSUME) | {"IS_AGENTIC"}
         for c in cmds:
             if id(c) in self.sites:
@@ -367,6 +381,9 @@ class _Visitor:
         for w in cmd.words:
             raw = w.raw
             m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", raw)
+            if not m and head in ("export", "env", "declare", "typeset"):
+                self._expanded_export(w, state, ex)
+                continue
             if m and m.group(1) in (*SGLANG_KNOBS, TRTLLM_KNOB) and (
                     head in ("export", "env", "declare")):
                 name = m.group(1)
@@ -406,6 +423,22 @@ class _Visitor:
                     where = (seq[idx + 1].raw, seq[idx + 1].line) if idx + 1 < len(seq) else (w.raw, w.line)
                 state.notes.append(("pin", "atom" if flag in _ATOM_FLAGS else "llamacpp", flag, w.line, value, "",
                                     origin_of(where[0], where[1], state, _literal(value))))
+
+    def _expanded_export(self, w: Any, state: State, ex: Expander) -> None:
+        """``export "NAME"="v"``, ``export 'NAME=v'``, ``export "$KV"``: the word as bash passes it to
+        ``export`` (quotes removed, variables expanded) names the knob."""
+        for word in ex.expand_word_list(w.raw):
+            m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)=", word)
+            if not m:
+                continue
+            name, value = m.group(1), word[m.end():]
+            if name in (*SGLANG_KNOBS, TRTLLM_KNOB):
+                state.notes.append(("pin", "env", name, w.line, value, "export",
+                                    origin_of(w.raw, w.line, state, _literal(value))))
+                state.exported.add(name)
+            elif name in _LLAMACPP_ENV:
+                state.notes.append(("pin", "llamacpp", name, w.line, value, "export",
+                                    origin_of(w.raw, w.line, state, _literal(value))))
 
     def _string_pins(self, text: str, raw: str, line: int, state: State) -> None:
         for m in _STRING_PIN.finditer(text):
@@ -585,9 +618,8 @@ def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
         knob = {v: f for f, v in llamacpp.SYNTH_FLAG_FORMS.items()}.get(knob, knob)  # env form -> its flag
         pin = Pin(file=path, line=line, engine="llamacpp", knob=knob, raw_value=value, unresolved=why,
                   models=models, thinking=thinking, agentic=agentic)
-        pin.algorithm = llamacpp.SPEC_TYPE_DRAFT
-        pin.draft = llamacpp_draft(flags, {k: v for k, v in state.env.items() if isinstance(v, str)},
-                                   "the llama-server flags")
+        env = {k: v for k, v in state.env.items() if isinstance(v, str)}
+        pin.draft, pin.algorithm = llamacpp_draft(flags, env, "the llama-server flags")
         pin.draft_model = _clean(flags.get(llamacpp.FLAG_DRAFT_MODEL) or flags.get("--model-draft"))
     else:  # atom
         value, why = _value(text)
@@ -665,14 +697,16 @@ def _with_arm_conditions(nodes: list[Node], relevance: _Relevance, states: list[
     return out, truncated
 
 
-def extract_shell_pins(text: str, path: str) -> tuple[list[Pin], list[str]]:
-    """Pins of one shell script and diagnostics (e.g. the path cap was reached).
+def extract_shell_pins(text: str, path: str, *, census: Iterable[Any] = ()) -> tuple[list[Pin], list[str]]:
+    """Pins of one shell script and diagnostics (e.g. the path cap was reached). ``census``: the
+    file's knob occurrences (:func:`golden_al.checks.census.census_shell`), whose lines are sites too.
 
     Raises:
         ShellSyntaxError: the script does not parse (``check`` reports it as ``unreadable``).
     """
     nodes = parse_script(text)
-    relevance = _Relevance(nodes)
+    census_lines = frozenset(line for occ in census for line in occ.lines())
+    relevance = _Relevance(nodes, census_lines)
     if not relevance.sites:
         return [], []
     states, truncated = _walk(nodes, relevance, _ASSUME, State())

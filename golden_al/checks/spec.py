@@ -12,7 +12,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from golden_al.checks.bash import has_unknown, show, unknown_names
+from golden_al.checks.bash import harden, has_unknown, show, unknown_names
 from golden_al.checks.findings import DraftInfo
 from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
 from golden_al.errors import UsageError
@@ -210,18 +210,18 @@ def _find_unknown_value(chunk: str, key: str) -> str | None:
     return chunk[a:b + 1]
 
 
-def llamacpp_draft(flags: Mapping[str, Any], env: Mapping[str, Any], where: str) -> DraftInfo:
-    """llama.cpp: ``k = --spec-draft-n-max``, fixed only with ``--spec-draft-n-min`` = k and ``-p-min`` 0."""
-    forms = [*llamacpp.N_MAX_FORMS, *llamacpp.N_MIN_FORMS, *llamacpp.P_MIN_FORMS]
+def llamacpp_draft(flags: Mapping[str, Any], env: Mapping[str, Any], where: str) -> tuple[DraftInfo, str | None]:
+    """llama.cpp: (draft info, speculative type) from llama-server's flags and environment, read
+    by the engine itself (:func:`golden_al.engines.llamacpp.read_command_line`: the type, its
+    method, ``k = --spec-draft-n-max`` with llama.cpp's clamps, fixed only with ``-n-min`` = k and
+    ``-p-min`` 0)."""
+    forms = [*llamacpp.N_MAX_FORMS, *llamacpp.N_MIN_FORMS, *llamacpp.P_MIN_FORMS, *llamacpp.SPEC_TYPE_FORMS]
     for name in forms:
         value = flags.get(name, env.get(name))
         if isinstance(value, str) and has_unknown(value):
-            return DraftInfo(problem=f"{name} is {show(value)}, set outside this file")
-    args = [x for name in forms[:1] + forms[2:3] + forms[4:6] if name in flags for x in (name, str(flags[name]))]
-    if llamacpp.FLAG_N_MAX not in flags and llamacpp.N_MAX_FORMS[1] not in env:
-        return DraftInfo(problem=f"no {llamacpp.FLAG_N_MAX} in {where} (llama.cpp's default is 3)")
-    try:
-        k, rule = llamacpp.draft_len_from_args(args, {k: str(v) for k, v in env.items()})
-    except ValueError as exc:
-        return DraftInfo(problem=f"{exc} ({where})")
-    return DraftInfo(k=k, rule=f"llama.cpp {rule} in {where}")
+            return DraftInfo(problem=f"{name} is {show(value)}, set outside this file"), None
+    args = [x for name, v in flags.items() for x in (name, harden(str(v)))]
+    reading = llamacpp.read_command_line(args, {k: harden(str(v)) for k, v in env.items()})
+    if reading.draft is None:
+        return DraftInfo(problem=f"{reading.draft_problem} ({where})"), reading.algorithm
+    return DraftInfo(k=reading.draft.k, rule=f"llama.cpp {reading.draft.rule} in {where}"), reading.algorithm

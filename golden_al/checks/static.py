@@ -31,6 +31,7 @@ checked.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 from collections.abc import Iterable, Sequence
@@ -40,14 +41,24 @@ from typing import Any
 
 from distributions.errors import DistributionError
 from golden_al import safeio
-from golden_al.checks.context import MASTER_LENGTH_KEY, has_keyword, parse_number
+from golden_al.checks.census import (
+    HARNESS,
+    Occurrence,
+    census_data,
+    census_json,
+    census_shell,
+    census_text,
+    iter_pin_sites,
+    may_hold_knob,
+)
+from golden_al.checks.context import MASTER_LENGTH_KEY, parse_number
 from golden_al.checks.findings import (
-    FAILING_VERDICTS,
     SEVERITY,
     Finding,
     ModelName,
     Pin,
     ThinkingSignal,
+    failing_verdicts,
 )
 from golden_al.checks.unreadable import unreadable_findings
 from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
@@ -55,7 +66,7 @@ from golden_al.engines._values import format_value
 from golden_al.engines.profile import PinReview
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UnreadableInputError, UsageError
 
-__all__ = ["DEFAULT_MAX_FILE_SIZE", "CheckReport", "check_paths", "evaluate", "iter_candidate_files"]
+__all__ = ["DEFAULT_MAX_FILE_SIZE", "CheckReport", "check_paths", "evaluate", "excluded", "iter_candidate_files"]
 
 _SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache",
               ".hypothesis", ".ruff_cache", ".eggs", "site-packages"}
@@ -74,11 +85,22 @@ class CheckReport:
     files_scanned: int = 0
     files_with_pins: int = 0
     diagnostics: list[str] = field(default_factory=list)
+    #: failing verdicts the caller relaxed (``check --allow``; see :data:`ALLOWABLE_VERDICTS`)
+    allowed: frozenset[str] = frozenset()
+    #: knob occurrences the census found (each one covered by a finding)
+    occurrences: int = 0
+    #: files left out by ``--exclude`` (never read)
+    excluded: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
-        """Whether any finding has a failing verdict."""
-        return any(f.verdict in FAILING_VERDICTS for f in self.findings)
+        """Whether any finding has a verdict that fails (every verdict but ``match``, less :attr:`allowed`)."""
+        failing = failing_verdicts(self.allowed)
+        return any(f.verdict in failing for f in self.findings)
+
+    def allowed_counts(self) -> dict[str, int]:
+        """Findings per relaxed verdict (those that would have failed without ``--allow``)."""
+        return {v: n for v, n in self.counts().items() if v in self.allowed and n}
 
     def counts(self) -> dict[str, int]:
         """Findings per verdict (every verdict listed, zeros included)."""
@@ -117,13 +139,34 @@ def _head(path: Path) -> bytes | UnreadableInputError:
             return UnreadableInputError(f"cannot read: {exc.strerror or exc}", path=path, reason="os-error")
 
 
-def iter_candidate_files(paths: Sequence[str | Path]) -> Iterable[tuple[Path, str]]:
+def excluded(path: Path, root: Path, patterns: Sequence[str]) -> bool:
+    """Whether ``path`` (found under ``root``) matches an ``--exclude`` glob: its path relative to
+    ``root`` (``benchmarks/*/speedbench/*``; ``**`` spans directories) or its name (``perf-changelog.yaml``)."""
+    if not patterns:
+        return False
+    import fnmatch
+
+    try:
+        rel = path.relative_to(root).as_posix()
+    except ValueError:
+        rel = path.as_posix()
+    for pat in patterns:
+        if fnmatch.fnmatchcase(path.name, pat) or fnmatch.fnmatchcase(rel, pat) or fnmatch.fnmatchcase(
+                rel, pat.replace("**/", "*/")) or fnmatch.fnmatchcase(rel, pat.replace("/**", "")):
+            return True
+    return False
+
+
+def iter_candidate_files(paths: Sequence[str | Path], *, exclude: Sequence[str] = (),
+                         skipped: list[Path] | None = None) -> Iterable[tuple[Path, str]]:
     """(file, kind) for every YAML/shell/JSON file under ``paths`` (given files always).
 
     Fail closed: inside a directory, an entry that is not a regular file or directory (a
     FIFO, socket, device, or a symbolic link to one, or a dangling link) and a file whose
     first bytes cannot be read are yielded with kind ``"unreadable"``; nothing but a
-    regular file is ever opened. Symbolic links to directories are not followed.
+    regular file is ever opened. Symbolic links to directories are not followed. A file
+    found in a directory that matches an ``exclude`` glob (:func:`excluded`) is not yielded
+    but appended to ``skipped``; a file given by name is always read.
     """
     for raw in paths:
         p = Path(raw)
@@ -132,6 +175,10 @@ def iter_candidate_files(paths: Sequence[str | Path]) -> Iterable[tuple[Path, st
                 dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
                 for name in sorted(filenames):
                     f = Path(dirpath) / name
+                    if excluded(f, p, exclude):
+                        if skipped is not None:
+                            skipped.append(f)
+                        continue
                     head = _head(f)
                     if isinstance(head, UnreadableInputError):
                         yield f, "unreadable"
@@ -314,6 +361,12 @@ def _golden(pin: Pin, store: Any, model: str, thinking: str, k: int, implied: fl
     except AmbiguousCurveError:
         return ("undetermined", _ambiguous(store, model, method, thinking, k, implied))
     except NoGoldenValueError as exc:
+        others = sorted({sc.method for sc in store.curves_for(model)} - {method}) if method else []
+        if others and not store.curves_for(model, method):
+            return ("wrong-method", f"{pin.engine} {pin.algorithm} runs draft method {method!r}, but the golden "
+                                    f"curves of {model} are of method {', '.join(map(repr, others))} only ("
+                                    + "; ".join(sc.label() for sc in store.curves_for(model))
+                                    + "): a value from another method's curve is not this draft's AL")
         return ("no-golden", str(exc))
     except UsageError as exc:
         return ("undetermined", str(exc))
@@ -398,13 +451,23 @@ class _Reader:
 
 
 def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem: str | None = None,
-                max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> CheckReport:
+                max_file_size: int = DEFAULT_MAX_FILE_SIZE, allow: Iterable[str] = (),
+                exclude: Sequence[str] = ()) -> CheckReport:
     """Check every file under ``paths`` against ``store`` (a :class:`GoldenStore`).
 
-    A file that cannot be read, decoded or parsed in full gives ``unreadable`` findings
-    (:mod:`golden_al.checks.unreadable`); ``max_file_size`` is the byte cap of one file.
+    Every knob occurrence the census finds (:mod:`golden_al.checks.census`) ends as a finding:
+    the finding of the pin that covers it, or an ``unresolved`` one. A file that cannot be read,
+    decoded or parsed in full gives ``unreadable`` findings (:mod:`golden_al.checks.unreadable`);
+    ``max_file_size`` is the byte cap of one file. ``allow`` relaxes ``no-golden`` and/or
+    ``undetermined`` (:data:`~golden_al.checks.findings.ALLOWABLE_VERDICTS`); ``exclude``: globs of
+    files under the given directories that are not read (listed in :attr:`CheckReport.excluded`).
+
+    Raises:
+        UsageError: a path does not exist, ``allow`` names another verdict, or nothing was
+            scanned ("nothing to check").
     """
     from golden_al.checks.bash import ShellSyntaxError
+    from golden_al.checks.findings import ALLOWABLE_VERDICTS
     from golden_al.checks.scripts import extract_shell_pins
     from golden_al.checks.yaml_configs import (
         YamlError,
@@ -414,17 +477,25 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
         load_yaml_docs,
         master_refs,
         recipe_context,
+        shadowed_lines,
     )
 
     for p in paths:
         if not os.path.lexists(p):
             raise UsageError(f"{p}: no such file or directory")
-    report = CheckReport()
+    allowed = frozenset(allow)
+    bad = sorted(allowed - set(ALLOWABLE_VERDICTS))
+    if bad:
+        raise UsageError(f"--allow {','.join(bad)}: only {', '.join(ALLOWABLE_VERDICTS)} can be allowed",
+                         hint="every other verdict but match fails the check")
+    report = CheckReport(allowed=allowed)
     clear_path_cache()
     read = _Reader(max_file_size)
     roots = [Path(p).resolve() for p in paths if Path(p).is_dir()]
     recipe_cache: dict[Path, Any] = {}
-    files = list(iter_candidate_files(paths))
+    skipped: list[Path] = []
+    files = list(iter_candidate_files(paths, exclude=exclude, skipped=skipped))
+    report.excluded = [str(p) for p in skipped]
     parsed: dict[Path, Any] = {}  # resolved path -> its YAML documents or YamlError: each file parsed once
 
     def parse(path: Path, text: str) -> Any:
@@ -442,7 +513,7 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
             continue
         text = read(path)
         if isinstance(text, UnreadableInputError) or "CONFIG_FILE" not in text or "scenarios" not in text:
-            continue
+            continue  # not a master config (a narrowing for speed: masters only add context, never hide a pin)
         docs = parse(path, text)
         if isinstance(docs, YamlError):
             continue
@@ -476,24 +547,42 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
             report.files_with_pins += 1
             continue
         text = got
-        if not has_keyword(text):
-            continue
         pins: list[Pin] = []
+        occurrences: list[Occurrence] = []
+        if kind in ("yaml", "json") and not may_hold_knob(text):
+            continue  # proven: no reading of this text holds a knob (census.may_hold_knob)
         try:
             if kind == "yaml":
                 cached = parse(path, text)
                 if isinstance(cached, YamlError):
+                    if _census_composed(text) == []:
+                        continue  # composed in full and the census finds no knob: a tag only a reader of
+                        # its own defines (lm-eval's !function) hides no pin
                     raise cached
-                pins = extract_yaml_pins(text, shown, load_recipe=load_recipe, roots=roots,
-                                         refs=refs.get(path.resolve()), docs=cached)
+                for doc in cached:
+                    occurrences.extend(census_data(doc.node))
+                if occurrences and (shadow := shadowed_lines(cached)):
+                    occurrences = [dataclasses.replace(o, inert="a base: value every override_* section "
+                                                              "replaces (srtctl runs only the overrides)")
+                                   if o.line in shadow and o.inert is None else o for o in occurrences]
+                if _needs_pins(occurrences):
+                    pins = extract_yaml_pins(text, shown, load_recipe=load_recipe, roots=roots,
+                                             refs=refs.get(path.resolve()), docs=cached)
             elif kind == "json":
-                pins = extract_json_pins(text, shown)
+                _parse_json(text)  # refuses a text that is not JSON (unreadable) before anything else
+                occurrences = census_json(text)
+                if _needs_pins(occurrences):
+                    pins = extract_json_pins(text, shown)
             elif kind == "shell":
-                pins, diags = extract_shell_pins(text, shown)
-                report.diagnostics.extend(diags)
+                occurrences = census_shell(text)
+                if _needs_pins(occurrences):
+                    pins, diags = extract_shell_pins(text, shown, census=occurrences)
+                    report.diagnostics.extend(diags)
             else:
-                report.diagnostics.append(f"{shown}: not a YAML, JSON or shell file; skipped")
-                continue
+                occurrences = _census_plain(text)
+                if not occurrences:
+                    report.diagnostics.append(f"{shown}: not a YAML, JSON or shell file, and it names no knob")
+                    continue
         except YamlError as exc:
             err = UnreadableInputError(str(exc), path=path, line=exc.line, reason="parse-error",
                                        hint="fix the file; golden-al reads plain YAML/JSON (no tabs in indentation, "
@@ -514,13 +603,119 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
             report.findings.extend(unreadable_findings(shown, err, text))
             report.files_with_pins += 1
             continue
+        report.occurrences += sum(1 for _ in iter_pin_sites(occurrences))
+        _runtime_draft_len(pins, occurrences)
         if pins:
             report.files_with_pins += 1
         for pin in pins:
             report.findings.append(evaluate(pin, store, store_problem=store_problem))
+        loose = _uncovered(shown, occurrences, pins, kind)
+        if loose and not pins:
+            report.files_with_pins += 1
+        report.findings.extend(loose)
+    if report.files_scanned == 0:
+        why = f" ({len(skipped)} excluded by --exclude)" if skipped else ""
+        raise UsageError("nothing to check: no YAML, JSON or shell file under " + ", ".join(map(str, paths)) + why,
+                         hint="give the recipe, config or script files (or the directories that hold them)")
     report.findings = _dedupe(report.findings)
     report.findings.sort(key=lambda f: (f.file, f.line, f.draft_len or 0))
     return report
+
+
+def _needs_pins(occurrences: Sequence[Occurrence]) -> bool:
+    """Whether a file's pins must be read: an occurrence that sets a value (not a copy, not inert)."""
+    return any(True for _ in iter_pin_sites(occurrences))
+
+
+def _parse_json(text: str) -> None:
+    """Raises :class:`YamlError` when ``text`` is not one bounded JSON document."""
+    from golden_al.checks.yaml_configs import YamlError
+
+    try:
+        safeio.load_json(text)
+    except UnreadableInputError as exc:
+        raise YamlError(exc.problem, exc.line) from None
+
+
+def _census_composed(text: str) -> list[Occurrence] | None:
+    """The census of a YAML text composed but not constructed (tags outside the safe schema are kept as
+    plain nodes), or None when it does not even compose."""
+    try:
+        nodes = safeio.load_yaml_documents(text, construct=False)
+    except UnreadableInputError:
+        return None
+    out: list[Occurrence] = []
+    for _, node in nodes:
+        out.extend(census_data(node))
+    return out
+
+
+def _census_plain(text: str) -> list[Occurrence]:
+    """A file given by name that is not YAML, JSON or shell: every line as plain text."""
+    from golden_al.checks.census import _Sink
+
+    sink = _Sink()
+    for i, line in enumerate(text.splitlines(), 1):
+        census_text(line, line=i, end_line=i, context="a line of a file golden-al does not parse", sink=sink)
+    return sink.result()
+
+
+def _covers(pin: Pin, occ: Occurrence) -> bool:
+    if occ.engine == HARNESS:
+        if pin.knob != MASTER_LENGTH_KEY:
+            return False
+    elif pin.engine != occ.engine:
+        return False
+    lines = occ.lines()
+    return pin.line in lines or (pin.use_line is not None and pin.use_line in lines) or any(
+        c in lines for c in pin.covers)
+
+
+def _uncovered(shown: str, occurrences: Sequence[Occurrence], pins: Sequence[Pin], kind: str) -> list[Finding]:
+    """``unresolved`` findings: knob occurrences no pin covers (the census's proof obligation)."""
+    out: list[Finding] = []
+    for occ in occurrences:
+        if occ.term.role == "runtime-k" or occ.derived or occ.inert or any(_covers(p, occ) for p in pins):
+            continue
+        if occ.certain:
+            why = ("no reader of golden-al turned it into a checked pin" +
+                   (" (the shell reader follows every feasible path with EVAL_ONLY=false, RUN_EVAL=false, and "
+                    "reaches no use of it there)" if kind == "shell" else ""))
+        else:
+            why = "part of the name is set outside this file, so what it sets cannot be read"
+        value = f"={occ.value}" if occ.value_known and not isinstance(occ.value, (dict, list)) else ""
+        how = f"; {occ.how}" if occ.how else ""
+        out.append(Finding(
+            file=shown, line=occ.line, engine=occ.engine if occ.engine != HARNESS else "unknown", algorithm=None,
+            model=None, thinking=None, thinking_source="not read", draft_len=None,
+            pinned_value=str(occ.value) if occ.value_known and not isinstance(occ.value, (dict, list)) else None,
+            implied_al=None, expected_al=None, verdict="unresolved",
+            message=f"{occ.term.spelling}{value} ({occ.context}{how}): {why}; it cannot be proven to match a "
+                    f"golden value: {occ.text!r}",
+        ))
+    return out
+
+
+def _runtime_draft_len(pins: Sequence[Pin], occurrences: Sequence[Occurrence]) -> None:
+    """A setting that changes the draft length at run time, in the file of a pin of the same engine:
+    ``unsafe-value`` (a golden AL is per fixed k)."""
+    for occ in occurrences:
+        setting = occ.term.runtime
+        if setting is None:
+            continue
+        on = setting.unsafe(occ.value) if occ.value_known else None
+        if on is False:
+            continue
+        shown = f"{occ.term.spelling}={occ.value}" if occ.value_known and not isinstance(occ.value, (dict, list)) \
+            else occ.term.spelling
+        src = setting.source
+        for pin in pins:
+            if pin.engine != occ.engine:
+                continue
+            pin.problems.append(("unsafe-value", f"{shown} at line {occ.line} {setting.what}"
+                                                 f"{'' if on else ' (its value is not known here)'}: the pinned AL "
+                                                 f"belongs to one fixed draft length ({src.repo} {src.path} at "
+                                                 f"{src.version})"))
 
 
 def _dedupe(findings: list[Finding]) -> list[Finding]:

@@ -91,6 +91,7 @@ __all__ = [
     "master_refs",
     "recipe_context",
     "recipe_contexts",
+    "shadowed_lines",
 ]
 
 _ROLES = ("aggregated", "prefill", "decode")
@@ -114,6 +115,8 @@ class YamlDoc:
     data: Any
     lines: dict[tuple[str, ...], int] = field(default_factory=dict)
     _walked: list[tuple[tuple[str, ...], Any]] | None = field(default=None, repr=False, compare=False)
+    #: PyYAML's node graph of the document (decoded keys and scalars with their marks), for the census
+    node: Any = field(default=None, repr=False, compare=False)
 
     def walk(self) -> list[tuple[tuple[str, ...], Any]]:
         """:func:`_walk` of the document, computed once (every rule walks the same tree)."""
@@ -158,7 +161,7 @@ def load_yaml_docs(text: str) -> list[YamlDoc]:
                 continue
             lines: dict[tuple[str, ...], int] = {}
             _index_lines(node, (), lines)
-            docs.append(YamlDoc(data, lines))
+            docs.append(YamlDoc(data, lines, node=node))
         return docs
     except UnreadableInputError as exc:
         raise YamlError(exc.problem, exc.line) from None
@@ -447,6 +450,8 @@ def _recipe_vllm_pins(ctx: RecipeContext) -> list[Pin]:
             pin = _vllm_pin(ctx.path, ctx.loc_line((*rc.loc, *p)), v, ctx.models, ctx.thinking_for, ctx.agentic,
                             _role_of((rc.key, *p)))
             if pin is not None:
+                if isinstance(v, dict):
+                    pin.covers = tuple(ctx.loc_line((*rc.loc, *p, str(k))) for k in v)
                 pins.append(pin)
     return pins
 
@@ -481,6 +486,8 @@ def _vllm_pins_in(ctx_path: str, doc: YamlDoc, data: Any, models: list[ModelName
             continue
         pin = _vllm_pin(ctx_path, doc.line(p), v, models, thinking_for, agentic, _role_of(p))
         if pin is not None:
+            if isinstance(v, dict):
+                pin.covers = tuple(doc.line((*p, str(k))) for k in v)
             pins.append(pin)
     return pins
 
@@ -746,6 +753,33 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
                                                      if p and p[-1] in _VLLM_SPEC_KEYS}))
         pins.extend(command_line_pins(doc.walk, doc.line, path))  # engines' profile.command_line
     return pins
+
+
+def shadowed_lines(docs: list[YamlDoc]) -> set[int]:
+    """Lines of ``base:`` keys of an srt-slurm sweep recipe that every ``override_*`` section replaces
+    (:func:`~golden_al.configs.srt_slurm.deep_merge`): srtctl runs only the variants when there are
+    any, so such a value never reaches an engine."""
+    out: set[int] = set()
+    for doc in docs:
+        recipe = read_recipe(doc.data)
+        if recipe is None or not recipe.overrides or not isinstance(doc.data.get("base"), Mapping):
+            continue
+        for p, _ in _walk(doc.data["base"]):
+            if p and all(_replaces(over, p) for _, over in recipe.overrides) and ("base", *p) in doc.lines:
+                out.add(doc.lines[("base", *p)])
+    return out
+
+
+def _replaces(over: Any, path: tuple[str, ...]) -> bool:
+    """Whether merging ``over`` replaces the value at ``path`` (a key on the way holds a non-mapping)."""
+    node = over
+    for part in path:
+        if not isinstance(node, Mapping) or part not in node:
+            return False
+        node = node[part]
+        if not isinstance(node, Mapping):
+            return True
+    return True
 
 
 def extract_json_pins(text: str, path: str) -> list[Pin]:

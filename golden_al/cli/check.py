@@ -1,11 +1,11 @@
 """``golden-al check PATH...``: every pinned synthetic-acceptance value against the golden store.
 
-Reads recipe YAML, master-config YAML, shell scripts and JSON submissions statically
-(no script is ever executed) and reports one finding per pinned value of SGLang,
-vLLM, TensorRT-LLM and ATOM. Exit 1 if any finding is ``mismatch``,
-``missing-companion``, ``non-agentic-simulation``, ``unsafe-value`` or ``unreadable`` (a
-file that could not be read, decoded or parsed in full: fail closed); 0 otherwise; 2 on
-usage errors. Control characters from the files are escaped in every format.
+Reads recipe YAML, master-config YAML, shell scripts and JSON submissions statically (no
+script is ever executed). Every occurrence of every registered engine's knob, as the file's
+consumer decodes it (:mod:`golden_al.checks.census`), ends as a finding. Exit 0 only when
+every finding is ``match`` (``--allow no-golden,undetermined`` relaxes those two for
+adoption); 1 otherwise; 2 on usage errors and when nothing was scanned. Control characters
+from the files are escaped in every format.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from golden_al.checks.context import MASTER_LENGTH_KEY
 from golden_al.cli._common import add_golden_dir_option, escape_control, golden_dir, parse_size
 
-__all__ = ["DESCRIPTION", "EXAMPLES", "add_arguments", "run"]
+__all__ = ["DESCRIPTION", "EXAMPLES", "add_arguments", "run", "summary_line"]
 
 def _knobs() -> str:
     """Every engine's pinned-value knobs, from the profiles: ``SGLang X; vLLM Y/Z; ...``."""
@@ -32,20 +32,28 @@ def _knobs() -> str:
     return "; ".join(parts)
 
 
+def _verdicts() -> str:
+    from golden_al.checks.findings import VERDICTS
+
+    return ", ".join(VERDICTS)
+
+
 DESCRIPTION = (
     f"Statically validate every pinned synthetic-acceptance value ({_knobs()}; InferenceX "
-    f"{MASTER_LENGTH_KEY}) against the golden "
-    "AL for the model, thinking mode and draft length the files configure. Verdicts: match, mismatch, "
-    "no-golden, undetermined, missing-companion, non-agentic-simulation, unsafe-value, unreadable. Exit 1 on "
-    "mismatch, missing-companion, non-agentic-simulation, unsafe-value or unreadable (a file that cannot be "
-    "read, decoded or parsed in full fails the check, never skipped); no script is ever run."
+    f"{MASTER_LENGTH_KEY}) against the golden AL for the model, thinking mode and draft length the files "
+    "configure. Every occurrence of any engine's knob, in any form the file's consumer decodes (escapes, "
+    "quotes, names assembled from variables), becomes a finding; one no reader can check is 'unresolved'. "
+    f"Verdicts: {_verdicts()}. Exit 0 only when every finding is a match (pass means proven); no script is "
+    "ever run."
 )
 
 EXAMPLES = """\
 examples:
-  golden-al check benchmarks/ configs/                  # text report, exit 1 on a bad pin
+  golden-al check benchmarks/ configs/                  # text report, exit 1 unless every pin is proven
   golden-al check . --golden-dir golden_al_distribution --format json > findings.json
   golden-al check recipes/ --format github              # GitHub Actions annotations
+  golden-al check . --allow no-golden,undetermined      # adoption: curves not all committed yet
+  golden-al check . --exclude perf-changelog.yaml       # a file of prose that names knobs
 """
 
 
@@ -58,6 +66,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--max-file-size", default="2M", metavar="SIZE",
                         help="largest file read (e.g. 2M, 512k); a larger file is 'unreadable', a failure "
                              "(default: 2M, five times the largest config of InferenceX)")
+    parser.add_argument("--allow", default="", metavar="VERDICTS",
+                        help="comma-separated verdicts that do not fail the check: no-golden and/or undetermined "
+                             "(for adopting the gate before every curve is committed); the summary counts them")
+    parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
+                        help="skip files under the given directories whose path (relative to that directory) or "
+                             "name matches GLOB, e.g. a changelog whose prose names knobs (repeatable; the "
+                             "summary lists what was skipped; a file named on the command line is always read)")
 
 
 def _escape_data(text: str) -> str:
@@ -77,37 +92,63 @@ def _text(findings: Iterable[object]) -> None:
         sys.stdout.write(escape_control(line) + "\n")
 
 
-def _github(findings: Iterable[object]) -> None:
-    from golden_al.checks.findings import FAILING_VERDICTS
-
+def _github(findings: Iterable[object], failing: frozenset[str]) -> None:
     for f in findings:
         verdict = f.verdict  # type: ignore[attr-defined]
         if verdict == "match":
             continue
-        level = "error" if verdict in FAILING_VERDICTS else "warning"
+        level = "error" if verdict in failing else "warning"
         props = f"file={_escape_prop(f.file)},line={f.line},title={_escape_prop('golden-al check: ' + verdict)}"  # type: ignore[attr-defined]
         sys.stdout.write(f"::{level} {props}::{_escape_data(f.message)}\n")  # type: ignore[attr-defined]
 
 
+def _allow(text: str) -> frozenset[str]:
+    from golden_al.checks.findings import ALLOWABLE_VERDICTS
+    from golden_al.errors import UsageError
+
+    allowed = frozenset(v.strip() for v in text.split(",") if v.strip())
+    bad = sorted(allowed - set(ALLOWABLE_VERDICTS))
+    if bad:
+        raise UsageError(f"--allow {','.join(bad)}: only {', '.join(ALLOWABLE_VERDICTS)} can be allowed",
+                         hint="every other verdict but match fails the check: fix the file instead")
+    return allowed
+
+
+def summary_line(report: object) -> str:
+    """The one-line summary: findings per verdict, what was allowed and excluded."""
+    r = report  # a CheckReport
+    counts = r.counts()  # type: ignore[attr-defined]
+    if r.findings:  # type: ignore[attr-defined]
+        text = (f"golden-al check: {len(r.findings)} finding(s) in {r.files_with_pins} file(s) "  # type: ignore[attr-defined]
+                f"({r.files_scanned} scanned): " + ", ".join(f"{v} {n}" for v, n in counts.items() if n))  # type: ignore[attr-defined]
+    else:
+        text = f"golden-al check: no synthetic-acceptance knob in {r.files_scanned} file(s)"  # type: ignore[attr-defined]
+    allowed = r.allowed_counts()  # type: ignore[attr-defined]
+    if r.allowed:  # type: ignore[attr-defined]
+        text += ("; allowed by --allow: " + (", ".join(f"{v} {n}" for v, n in allowed.items()) or "none occurred"))
+    if r.excluded:  # type: ignore[attr-defined]
+        shown = ", ".join(r.excluded[:3]) + (", ..." if len(r.excluded) > 3 else "")  # type: ignore[attr-defined]
+        text += f"; {len(r.excluded)} file(s) not read (--exclude): {shown}"  # type: ignore[attr-defined]
+    return text
+
+
 def run(args: argparse.Namespace) -> int:
+    from golden_al.checks.findings import failing_verdicts
     from golden_al.checks.static import check_paths
     from golden_al.golden import load_store
 
     max_size = parse_size(args.max_file_size)
+    allowed = _allow(args.allow)
     store = load_store(golden_dir(args.golden_dir))
-    report = check_paths(args.paths, store=store, max_file_size=max_size)
+    report = check_paths(args.paths, store=store, max_file_size=max_size, allow=allowed, exclude=args.exclude)
     for d in report.diagnostics:
         sys.stderr.write(f"golden-al: note: {escape_control(d)}\n")
-    counts = report.counts()
-    summary = (f"golden-al check: {len(report.findings)} pinned value(s) in {report.files_with_pins} file(s) "
-               f"({report.files_scanned} scanned): "
-               + ", ".join(f"{v} {n}" for v, n in counts.items() if n) if report.findings
-               else f"golden-al check: no pinned synthetic-acceptance value in {report.files_scanned} file(s)")
+    summary = escape_control(summary_line(report))
     if args.format == "json":
         sys.stdout.write(json.dumps([f.to_dict() for f in report.findings], indent=2) + "\n")
         sys.stderr.write(summary + "\n")
     elif args.format == "github":
-        _github(report.findings)
+        _github(report.findings, failing_verdicts(allowed))
         sys.stdout.write(summary + "\n")
     else:
         _text(report.findings)

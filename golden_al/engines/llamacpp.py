@@ -56,6 +56,7 @@ from golden_al.engines.profile import (
     Metric,
     PinReview,
     ResponseField,
+    RuntimeDraftLen,
     Source,
     SyntheticKnob,
 )
@@ -76,9 +77,11 @@ __all__ = [
     "FLAG_SYNTH_RATES",
     "LLAMA_CPP_COMMIT",
     "PROFILE",
+    "SPEC_TYPES",
     "SYNTH_FLAG_FORMS",
     "counted_steps",
     "counts_from_counters",
+    "draft_len_for_type",
     "draft_len_from_args",
     "launch_args",
     "read_command_line",
@@ -231,6 +234,14 @@ def counts_from_counters(num_drafts: Count, num_draft_tokens: Count, num_accepte
     return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=num_accepted_tokens,
                             num_draft_tokens=drafted, per_position_accepted=None if pos is None else tuple(pos),
                             source=src, field_names=_COUNTER_FIELDS)
+
+
+def _p_min_on(value: Any) -> bool | None:
+    """``--spec-draft-p-min``: any value above 0 varies the draft length per step."""
+    try:
+        return float(str(value).strip().strip("'\"")) > 0
+    except ValueError:
+        return None
 
 
 def spec_flags(algorithm: str | None, k: int, **options: Any) -> list[str]:
@@ -406,10 +417,63 @@ def _model_names(args: Sequence[str], env: Mapping[str, str]) -> tuple[str, ...]
     return tuple(dict.fromkeys(n for n in names if n))
 
 
+#: ``--spec-type`` values (``common/speculative.cpp`` ``common_speculative_type_from_name_map``) -> golden-curve
+#: method. ``ngram-*`` drafts come from the text itself, a variable number per step.
+SPEC_TYPES: Mapping[str, str] = {
+    SPEC_TYPE_DRAFT: "draft-model", "draft-eagle3": "eagle3", "draft-mtp": "mtp", "draft-dflash": "dflash",
+    "draft-dspark": "dspark", "ngram-simple": "ngram", "ngram-map-k": "ngram", "ngram-map-k4v": "ngram",
+    "ngram-mod": "ngram", "ngram-cache": "ngram",
+}
+#: Types whose drafter is a block model: ``common_speculative_impl_draft_dflash`` clamps ``n_max`` to the
+#: draft GGUF's ``dflash.block_size`` (default 16) minus one (DFlash; DSpark with ``sample_from_anchor``: the
+#: block size itself), a value in the draft file that no config states.
+BLOCK_TYPES: tuple[str, ...] = ("draft-dflash", "draft-dspark")
+
+
+def _spec_types(args: Sequence[str], env: Mapping[str, str]) -> list[str]:
+    """The ``--spec-type`` values in force (comma-separated; every occurrence appends, as in ``common/arg.cpp``)."""
+    values: list[str] = []
+    for i, arg in enumerate(args):
+        if arg == FLAG_SPEC_TYPE and i + 1 < len(args):
+            values.append(args[i + 1])
+        elif arg.startswith(FLAG_SPEC_TYPE + "="):
+            values.append(arg.split("=", 1)[1])
+    if not values and SPEC_TYPE_FORMS[1] in env:
+        values.append(env[SPEC_TYPE_FORMS[1]])
+    return [t.strip() for v in values for t in v.split(",") if t.strip() and t.strip() != "none"]
+
+
+def draft_len_for_type(spec_type: str, args: Sequence[str], env: Mapping[str, str]) -> tuple[int, str]:
+    """``k`` for one speculative type, with llama.cpp's clamps (``common/speculative.cpp``).
+
+    Draft-model types (simple, EAGLE-3, MTP) draft ``--spec-draft-n-max`` tokens
+    (:func:`draft_len_from_args`); a block draft (DFlash, DSpark) is clamped to its block
+    size from the draft GGUF, so ``k`` is fixed by the flags only when ``n_max`` is 1.
+
+    Raises:
+        ValueError: the type's draft length cannot be fixed from the settings.
+    """
+    if spec_type not in SPEC_TYPES:
+        raise ValueError(f"{FLAG_SPEC_TYPE} {spec_type!r} is not a llama.cpp speculative type "
+                         f"({', '.join(SPEC_TYPES)})")
+    if SPEC_TYPES[spec_type] == "ngram":
+        raise ValueError(f"{FLAG_SPEC_TYPE} {spec_type} drafts a variable number of tokens per step (n-gram "
+                         "matches): no fixed draft length")
+    k, rule = draft_len_from_args(args, env)
+    if spec_type in BLOCK_TYPES and k > 1:
+        raise ValueError(f"{FLAG_SPEC_TYPE} {spec_type}: llama.cpp clamps {FLAG_N_MAX} {k} to the draft's block "
+                         "size (dflash.block_size in the draft GGUF, default 16; minus one for DFlash), which no "
+                         "config states: the draft length is min(n_max, block limit)")
+    return k, rule + (f" ({spec_type})" if spec_type != SPEC_TYPE_DRAFT else "")
+
+
 def read_command_line(args: Sequence[str], env: Mapping[str, str]) -> CommandLineReading:
     """``check``: what llama-server makes of a command line and environment that pin synthetic acceptance.
 
-    * ``k`` from :func:`draft_len_from_args` (``--spec-draft-n-max`` must be written: the
+    * the speculative type from ``--spec-type`` (:data:`SPEC_TYPES` -> the curve method);
+      without it llama-server infers the type from the draft GGUF's metadata (DFlash, DSpark,
+      MTP; ``common/arg.cpp``), which a config does not show, so the method is unknown;
+    * ``k`` from :func:`draft_len_for_type` (``--spec-draft-n-max`` must be written: the
       default of 3 is a property of the version, not of the config);
     * ``missing-companion`` without a draft model or a ``--spec-type``: llama-server then
       initializes no speculative decoding and refuses to start with a synthetic setting
@@ -423,34 +487,41 @@ def read_command_line(args: Sequence[str], env: Mapping[str, str]) -> CommandLin
         problems.append(("unsafe-value", f"{FLAG_SYNTH_LEN} and {FLAG_SYNTH_RATES} are both set: llama.cpp refuses "
                                          "them together (mutually exclusive)"))
     draft_model = _setting(args, env, DRAFT_MODEL_FORMS) or _setting(args, env, DRAFT_HF_FORMS)
-    spec_type = _setting(args, env, SPEC_TYPE_FORMS)
-    types = [t.strip() for t in (spec_type or "").split(",") if t.strip() not in ("", "none")]
+    types = _spec_types(args, env)
     if draft_model is None and not types:
         problems.append(("missing-companion", f"no draft model ({FLAG_DRAFT_MODEL}) and no {FLAG_SPEC_TYPE} next to "
                                               "this value: llama-server starts no speculative decoding and refuses "
                                               "a synthetic setting without it"))
     draft: DraftLen | None = None
     problem: str | None = None
-    if any(t != SPEC_TYPE_DRAFT for t in types):
-        problem = f"{FLAG_SPEC_TYPE} {spec_type}: golden-al knows the draft length of {SPEC_TYPE_DRAFT} only"
-    elif _setting(args, env, N_MAX_FORMS) is None:
+    algorithm = types[0] if len(types) == 1 else None
+    if not types:
+        problem = (f"no {FLAG_SPEC_TYPE}: llama-server infers the speculative type from the draft GGUF's metadata "
+                   "(draft-mtp, draft-dflash, draft-dspark, or none for a plain draft model), which the config does "
+                   f"not show (set {FLAG_SPEC_TYPE} {SPEC_TYPE_DRAFT} for a draft model)")
+    elif len(types) > 1:
+        problem = (f"{FLAG_SPEC_TYPE} {','.join(types)}: several speculative types, each step drafted by whichever "
+                   "proposes first, so no one method and draft length")
+    elif _setting(args, env, N_MAX_FORMS) is None and SPEC_TYPES.get(types[0]) != "ngram":
         problem = f"no {FLAG_N_MAX} (llama.cpp's default of 3 is not pinned)"
     else:
         try:
-            k, rule = draft_len_from_args(args, env)
-            draft = DraftLen(k, rule)
+            k, rule = draft_len_for_type(types[0], args, env)
+            draft = DraftLen(k, rule, chain=True)
         except ValueError as exc:
             problem = str(exc)
-    return CommandLineReading(draft=draft, draft_problem=problem, algorithm=SPEC_TYPE_DRAFT, draft_model=draft_model,
+    return CommandLineReading(draft=draft, draft_problem=problem, algorithm=algorithm, draft_model=draft_model,
                               models=_model_names(args, env), problems=tuple(problems))
 
 
 PROFILE = EngineProfile(
     name="llamacpp",
     display_name="llama.cpp server",
-    algorithms=(SPEC_TYPE_DRAFT,),
+    algorithms=tuple(SPEC_TYPES),
     draft_len_rules=(
-        DraftLenRule(SPEC_TYPE_DRAFT, f"k = {FLAG_N_MAX} with {FLAG_N_MIN} = k and {FLAG_P_MIN} 0", True, _SPEC),
+        *(DraftLenRule(t, f"k = {FLAG_N_MAX} with {FLAG_N_MIN} = k and {FLAG_P_MIN} 0", True, _SPEC)
+          for t in (SPEC_TYPE_DRAFT, "draft-eagle3", "draft-mtp")),
+        *(DraftLenRule(t, f"k = min({FLAG_N_MAX}, the draft's block limit)", True, _SPEC) for t in BLOCK_TYPES),
     ),
     synthetic_knobs=(
         SyntheticKnob(FLAG_SYNTH_LEN, "flag", "al", env=ENV_SYNTH_LEN, source=_ARG),
@@ -494,7 +565,7 @@ PROFILE = EngineProfile(
     ),
     sources=(_ARG, _SPEC, _CTX, _TASK, _COMMON),
     simulator_settings=simulator_settings,
-    curve_methods={SPEC_TYPE_DRAFT: "draft-model", "draft-model": "draft-model"},
+    curve_methods={**SPEC_TYPES, "draft-model": "draft-model"},
     server_args=server_args,
     reserved_flags=RESERVED_FLAGS,
     env_prefixes=("LLAMA_ARG_",),
@@ -504,5 +575,9 @@ PROFILE = EngineProfile(
     command_line=CommandLine(
         value_knobs={**{f: f for f in SYNTH_FLAG_FORMS}, **{v: f for f, v in SYNTH_FLAG_FORMS.items()}},
         read=read_command_line,
+    ),
+    runtime_draft_len=(
+        RuntimeDraftLen(P_MIN_FORMS, "ends a draft early when the draft model is unsure (a draft length per step)",
+                        _SPEC, unsafe=_p_min_on),
     ),
 )

@@ -30,6 +30,7 @@ __all__ = [
     "Metric",
     "PinReview",
     "ResponseField",
+    "RuntimeDraftLen",
     "Source",
     "SyntheticKnob",
 ]
@@ -64,6 +65,48 @@ class SyntheticKnob:
     aliases: tuple[str, ...] = ()  #: legacy spellings still found in the wild
     env: str | None = None  #: the environment-variable form of a flag, where the engine has one
     source: Source | None = None
+    #: a companion that turns synthetic acceptance on when set to this value (vLLM's
+    #: ``rejection_sample_method: synthetic``): ``check``'s census counts it as a pin site
+    switch_value: str | None = None
+
+    def spellings(self) -> tuple[str, ...]:
+        """Every name the knob is written under (name, legacy aliases, environment form)."""
+        return tuple(dict.fromkeys(n for n in (self.name, *self.aliases, self.env) if n))
+
+
+def _truthy(value: Any) -> bool | None:
+    """Whether a setting's value turns it on (None: cannot tell, e.g. set outside the file)."""
+    if value is None or value is False or value == [] or value == {}:
+        return False
+    if value is True:
+        return True
+    if isinstance(value, (int, float)):
+        return value != 0
+    if isinstance(value, (list, dict)):
+        return True
+    text = str(value).strip().strip("'\"").strip().lower()
+    if text in ("", "0", "0.0", "false", "no", "off", "none", "null", "disabled", "[]", "{}"):
+        return False
+    if "$" in text or "\x00" in text:
+        return None
+    return True
+
+
+@dataclass(frozen=True)
+class RuntimeDraftLen:
+    """A setting that lets the engine change the draft length at run time (adaptive or scheduled k).
+
+    A golden AL belongs to one fixed k: such a setting beside a synthetic pin makes the pin
+    ``unsafe-value`` in ``check``. ``unsafe(value)`` says whether a value turns it on (True),
+    leaves k fixed (False) or cannot be told (None, treated as on); the default is "any value
+    other than off, false, 0 or empty".
+    """
+
+    names: tuple[str, ...]  #: every spelling (flag, environment variable, config key)
+    what: str  #: what it does, for the finding
+    source: Source
+    unsafe: Callable[[Any], bool | None] = _truthy
+    flag_takes_value: bool = True  #: False for a switch flag (``--speculative-adaptive``): present = on
 
 
 @dataclass(frozen=True)
@@ -248,6 +291,8 @@ class EngineProfile:
     served_name_flag: str = "--served-model-name"
     #: How ``check`` reads pins from a command line kept in a config (None: not declared).
     command_line: CommandLine | None = None
+    #: Settings that change the draft length at run time (``check``: ``unsafe-value`` beside a pin).
+    runtime_draft_len: tuple[RuntimeDraftLen, ...] = ()
 
     def knob(self, name: str) -> SyntheticKnob:
         """The synthetic knob called ``name`` (or one of its aliases)."""

@@ -43,6 +43,7 @@ from golden_al.engines.profile import (
     Metric,
     PinReview,
     ResponseField,
+    RuntimeDraftLen,
     Source,
     SyntheticKnob,
 )
@@ -727,4 +728,9 @@ PROFILE = EngineProfile(
     server_args=server_args,
     reserved_flags=RESERVED_FLAGS,
     env_prefixes=("SGLANG_", *ENV_PREFIXES[1:]),
+    runtime_draft_len=(
+        RuntimeDraftLen((FLAG_ADAPTIVE, SERVER_INFO_FIELDS["adaptive"]),
+                        "adjusts --speculative-num-steps from the acceptance rate at run time",
+                        Source(_REPO, "python/sglang/srt/server_args.py", "469c63e5"), flag_takes_value=False),
+    ),
 )

@@ -29,6 +29,7 @@ from golden_al.engines.profile import (
     DraftLenRule,
     EngineProfile,
     PinReview,
+    RuntimeDraftLen,
     Source,
     SyntheticKnob,
 )
@@ -41,6 +42,8 @@ _REPO = "NVIDIA/TensorRT-LLM"
 _INTERFACE = Source(_REPO, "tensorrt_llm/_torch/speculative/interface.py", VERSION)
 _SAMPLER = Source(_REPO, "tensorrt_llm/_torch/pyexecutor/sampler.py", VERSION)
 _LLM_ARGS = Source(_REPO, "tensorrt_llm/llmapi/llm_args.py", VERSION)
+#: ``draft_len_schedule``: a draft length per batch size, chosen at run time by the drafter.
+_DRAFTER = Source(_REPO, "tensorrt_llm/_torch/speculative/drafter.py", VERSION)
 
 ENV_FORCE = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
 ENV_PREFIXES: tuple[str, ...] = ("TLLM_",)
@@ -175,6 +178,9 @@ PROFILE = EngineProfile(
         DraftLenRule("*", f"k = {SPEC_CONFIG_KEY}.{MAX_DRAFT_LEN}", True, _LLM_ARGS),
     ),
     synthetic_knobs=(SyntheticKnob(ENV_FORCE, "env", "al-1", source=_INTERFACE),),
+    runtime_draft_len=(
+        RuntimeDraftLen(("draft_len_schedule",), "chooses max_draft_len by batch size at run time", _DRAFTER),
+    ),
     synthetic_settings=synthetic_settings,
     caveats=(
         Caveat(CAVEAT_GREEDY_ONLY, ("two-model", "simulate", "env", "check"), _SAMPLER),

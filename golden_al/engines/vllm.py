@@ -45,6 +45,7 @@ from golden_al.engines.profile import (
     Metric,
     PinReview,
     ResponseField,
+    RuntimeDraftLen,
     Source,
     SyntheticKnob,
 )
@@ -70,6 +71,10 @@ _CONFIG = Source(_REPO, "vllm/config/speculative.py", VERSION)
 _METRICS = Source(_REPO, "vllm/v1/spec_decode/metrics.py", VERSION)
 _STATS = Source(_REPO, "vllm/v1/metrics/stats.py", VERSION)
 _SERVER = Source(_REPO, "vllm/entrypoints/openai/api_server.py", VERSION)
+#: vLLM 0.34.0 ``vllm/config/speculative.py``: ``num_speculative_tokens_per_batch_size`` (a
+#: ``(range_start, range_end, k)`` schedule by batch size) and ``enable_adaptive_verification``
+#: ("adaptively size the draft-verification budget from per-request confidence", DSpark).
+_CONFIG_034 = Source(_REPO, "vllm/config/speculative.py", "0.34.0")
 
 # ----------------------------------------------------------------- --speculative-config
 FLAG_SPEC_CONFIG = "--speculative-config"
@@ -88,6 +93,10 @@ RATES_KEY = "synthetic_acceptance_rates"
 #: PR #38045's older MRV2 key (geometric decay), superseded by :data:`RATES_KEY`.
 LEGACY_RATE_KEY = "synthetic_acceptance_rate"
 SYNTHETIC_METHOD = "synthetic"
+#: ``rejection_sample_method`` values (``RejectionSampleMethod``, 0.33 and 0.34); ``standard`` is the default,
+#: the method ``inject --restore-real`` restores unless told otherwise.
+REJECTION_METHODS: tuple[str, ...] = ("standard", SYNTHETIC_METHOD, "block", "fly")
+REAL_METHOD_DEFAULT = "standard"
 FLAG_PER_REQUEST_METRICS = "--per-request-spec-decode-metrics"
 PER_REQUEST_LEVELS: tuple[str, ...] = ("summary", "detailed")
 LAUNCH_MODULE = "vllm.entrypoints.openai.api_server"
@@ -497,8 +506,8 @@ PROFILE = EngineProfile(
     algorithms=("mtp", "eagle", "eagle3", "dflash", "dspark", "ngram", "draft_model", "medusa", "suffix"),
     draft_len_rules=(DraftLenRule("*", f"k = {FLAG_SPEC_CONFIG} {K_KEY}", True, _CONFIG),),
     synthetic_knobs=(
-        SyntheticKnob(METHOD_KEY, "config-key", "choice", role="companion", choices=("standard", SYNTHETIC_METHOD),
-                      required_value=SYNTHETIC_METHOD, source=_CONFIG),
+        SyntheticKnob(METHOD_KEY, "config-key", "choice", role="companion", choices=REJECTION_METHODS,
+                      required_value=SYNTHETIC_METHOD, switch_value=SYNTHETIC_METHOD, source=_CONFIG),
         SyntheticKnob(LENGTH_KEY, "config-key", "al", source=_CONFIG),
         SyntheticKnob(RATES_KEY, "config-key", "rates", aliases=(LEGACY_RATE_KEY,), source=_CONFIG),
     ),
@@ -536,4 +545,10 @@ PROFILE = EngineProfile(
     reserved_flags=("--model", "--port", "--host", "--tensor-parallel-size", "-tp", *SPEC_CONFIG_FLAGS,
                     "--served-model-name", FLAG_PER_REQUEST_METRICS),
     env_prefixes=("VLLM_",),
+    runtime_draft_len=(
+        RuntimeDraftLen(("num_speculative_tokens_per_batch_size",),
+                        "chooses the number of speculative tokens by batch size at run time", _CONFIG_034),
+        RuntimeDraftLen(("enable_adaptive_verification",),
+                        "sizes the verification budget per request at run time", _CONFIG_034),
+    ),
 )

@@ -26,6 +26,8 @@ services:
       - /models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
       - --spec-draft-model
       - /models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf
+      - --spec-type
+      - draft-simple
       - --spec-draft-n-max
       - "3"
       - --spec-draft-n-min
@@ -58,7 +60,7 @@ spec:
             - name: LLAMA_ARG_SPEC_SYNTH_LEN
               value: "@AL@"
 """
-K8S_DRAFT = '            - "-md"\n            - "/models/draft.gguf"\n'
+K8S_DRAFT = '            - "-md"\n            - "/models/draft.gguf"\n            - "--spec-type=draft-simple"\n'
 
 
 def _fill(template: str, al: str, draft: str = "") -> str:
@@ -68,7 +70,7 @@ def _fill(template: str, al: str, draft: str = "") -> str:
 def _json_config(al: str, *, draft: bool = True, rates: str | None = None) -> str:
     args = ["-m", "/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf", "--chat-template-kwargs", OFF]
     if draft:
-        args += ["--model-draft", "/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf"]
+        args += ["--model-draft", "/models/qwen2.5-coder-0.5b-instruct-q4_k_m.gguf", "--spec-type", "draft-simple"]
     env = {"LLAMA_ARG_SPEC_DRAFT_N_MAX": "3", "LLAMA_ARG_SPEC_DRAFT_N_MIN": "3"}
     if rates is not None:
         env["LLAMA_ARG_SPEC_SYNTH_RATES"] = rates
@@ -139,7 +141,8 @@ def test_json_env_rates_are_read_as_unconditional_rates(tmp_path, capsys):
 
 def test_sh_c_script_in_a_command_list_is_split_into_words(tmp_path, capsys):
     text = ("services:\n  llama:\n    entrypoint: [\"/bin/sh\", \"-c\"]\n    command:\n"
-            "      - >-\n        llama-server -m /models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf -md /models/d.gguf\n"
+            "      - >-\n        llama-server -m /models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf -md /models/d.gguf"
+            " --spec-type draft-simple\n"
             "        --spec-draft-n-max 3 --spec-draft-n-min 3 --spec-synth-len 3.85\n"
             f"        --chat-template-kwargs '{OFF}'\n")
     rc, rows = _check(tmp_path, {"compose.yml": text}, capsys)
@@ -180,7 +183,8 @@ def test_reader_is_driven_by_the_profile(monkeypatch):
     from golden_al.checks import command_lines
 
     assert command_lines.command_line_pins(lambda: [((), {})], lambda p: 1, "x.yaml") == []
-    data = {"args": ["-md", "d.gguf", "--spec-draft-n-max", "2", "--spec-draft-n-min", "2", "--spec-synth-len", "2"]}
+    data = {"args": ["-md", "d.gguf", "--spec-type", "draft-simple", "--spec-draft-n-max", "2", "--spec-draft-n-min",
+                     "2", "--spec-synth-len", "2"]}
     nodes = [((), data), (("args",), data["args"])]
     (pin,) = command_lines.command_line_pins(lambda: nodes, lambda p: len(p), "x.yaml")
     assert (pin.engine, pin.knob, pin.raw_value, pin.draft.k) == ("llamacpp", lc.FLAG_SYNTH_LEN, "2", 2)
@@ -188,3 +192,34 @@ def test_reader_is_driven_by_the_profile(monkeypatch):
     monkeypatch.setattr(command_lines, "get_profile", lambda name: bare if name == "llamacpp" else
                         dataclasses.replace(lc.PROFILE, command_line=None))
     assert command_lines.command_line_pins(lambda: nodes, lambda p: 1, "x.yaml") == []
+
+
+@pytest.mark.parametrize(("spec_type", "verdict", "method", "said"), [
+    (None, "undetermined", None, "infers the speculative type from the draft GGUF"),
+    ("draft-mtp", "wrong-method", "mtp", "draft method 'mtp'"),
+    ("draft-dflash", "undetermined", "dflash", "clamps --spec-draft-n-max 3 to the draft's block size"),
+    ("ngram-mod", "undetermined", "ngram", "variable number of tokens per step"),
+    ("draft-simple,ngram-mod", "undetermined", None, "several speculative types"),
+])
+def test_llamacpp_spec_types_map_to_methods_and_clamps(tmp_path, capsys, spec_type, verdict, method, said):
+    """llama.cpp 0.3.36 ``common/speculative.cpp``: each ``--spec-type`` is its own draft method; without
+    one the type comes from the draft GGUF's metadata; a block draft (DFlash, DSpark) clamps n_max to its
+    block size, which the draft file holds."""
+    text = _fill(COMPOSE, "3.85")
+    text = text.replace("      - --spec-type\n      - draft-simple\n",
+                        "" if spec_type is None else f"      - --spec-type\n      - {spec_type}\n")
+    rc, rows = _check(tmp_path, {"compose.yaml": text}, capsys)
+    (row,) = rows
+    assert (row["verdict"], rc) == (verdict, 1), row["message"]
+    assert row["algorithm"] == (spec_type if method else None)
+    assert said in row["message"]
+    if method:
+        assert lc.SPEC_TYPES[spec_type] == method
+
+
+def test_llamacpp_block_draft_of_one_token_is_fixed():
+    """n_max = 1 is below any block limit: k = 1 whatever the draft's block size."""
+    args = ["-md", "d.gguf", "--spec-type", "draft-dflash", "--spec-draft-n-max", "1", "--spec-draft-n-min", "1"]
+    reading = lc.read_command_line(args, {})
+    assert reading.draft is not None
+    assert (reading.draft.k, reading.algorithm) == (1, "draft-dflash")

@@ -31,17 +31,39 @@ def test_json_contract_and_exit_1(capsys) -> None:
     assert "golden-al check:" in err  # the summary goes to stderr with JSON
 
 
-def test_text_output_and_exit_0_when_clean(tmp_path, capsys) -> None:
+def test_text_output_and_exit_0_only_when_every_finding_matches(tmp_path, capsys) -> None:
     clean = tmp_path / "agentic"
     clean.mkdir()
     shutil.copy(TREE / "recipes" / "sglang" / "musespark-dflash.yaml", clean)
-    shutil.copy(TREE / "recipes" / "vllm" / "agentic" / "unknown-model.yaml", clean)  # no-golden: not failing
     rc = main(["check", str(tmp_path), "--golden-dir", GOLDEN])
     out = capsys.readouterr().out
     assert rc == 0
     assert "musespark-dflash.yaml:8: match: sglang k=7" in out
-    assert "no-golden" in out
-    assert out.strip().splitlines()[-1].startswith("golden-al check: 2 pinned value(s)")
+    assert out.strip().splitlines()[-1].startswith("golden-al check: 1 finding(s)")
+    shutil.copy(TREE / "recipes" / "vllm" / "agentic" / "unknown-model.yaml", clean)  # no-golden: a failure now
+    assert main(["check", str(tmp_path), "--golden-dir", GOLDEN]) == 1
+    assert "no-golden" in capsys.readouterr().out
+    rc = main(["check", str(tmp_path), "--golden-dir", GOLDEN, "--allow", "no-golden"])
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert rc == 0
+    assert last.endswith("allowed by --allow: no-golden 1"), last
+
+
+def test_allow_takes_only_no_golden_and_undetermined(tmp_path, capsys) -> None:
+    rc = main(["check", str(TREE / "recipes"), "--golden-dir", GOLDEN, "--allow", "mismatch"])
+    assert rc == 2
+    assert "only no-golden, undetermined can be allowed" in capsys.readouterr().err
+
+
+def test_nothing_to_check_is_a_usage_error(tmp_path, capsys) -> None:
+    (tmp_path / "notes.txt").write_text("nothing here\n")
+    assert main(["check", str(tmp_path), "--golden-dir", GOLDEN]) == 2
+    assert "nothing to check" in capsys.readouterr().err
+    (tmp_path / "a.yaml").write_text("x: 1\n")
+    assert main(["check", str(tmp_path), "--golden-dir", GOLDEN, "--exclude", "*.yaml"]) == 2
+    assert "1 excluded by --exclude" in capsys.readouterr().err
+    assert main(["check", str(tmp_path), "--golden-dir", GOLDEN]) == 0
+    assert "no synthetic-acceptance knob in 1 file(s)" in capsys.readouterr().out
 
 
 def test_github_annotations(capsys) -> None:
@@ -55,10 +77,10 @@ def test_github_annotations(capsys) -> None:
     assert not any("al-minus-1.yaml,line" in ln and "::error" in ln and "not-minus" not in ln for ln in lines)
 
 
-def test_nothing_to_check(tmp_path, capsys) -> None:
+def test_a_file_without_knobs_passes(tmp_path, capsys) -> None:
     (tmp_path / "x.yaml").write_text("a: 1\n")
     assert main(["check", str(tmp_path), "--golden-dir", GOLDEN]) == 0
-    assert "no pinned synthetic-acceptance value" in capsys.readouterr().out
+    assert "no synthetic-acceptance knob in 1 file(s)" in capsys.readouterr().out
 
 
 def test_usage_errors(tmp_path, capsys) -> None:

@@ -397,7 +397,8 @@ def test_check_finds_llamacpp_pins_in_flags_and_env(capsys):
 
 
 def test_check_reads_llamacpp_rates_and_refuses_a_varying_draft_length(tmp_path, capsys):
-    head = "MODEL=qwen2.5-coder-1.5b-instruct\nllama-server -m /m/t.gguf -md /m/d.gguf --spec-draft-n-max 3 "
+    head = ("MODEL=qwen2.5-coder-1.5b-instruct\nllama-server -m /m/t.gguf -md /m/d.gguf --spec-type draft-simple "
+            "--spec-draft-n-max 3 ")
     tail = " --chat-template-kwargs '{\"enable_thinking\": false}'\n"
     (tmp_path / "rates.sh").write_text(head + "--spec-draft-n-min 3 --spec-synth-rates 0.95,0.95,0.95" + tail)
     (tmp_path / "varying.sh").write_text(head + "--spec-synth-len 3.85" + tail)

@@ -1,0 +1,1028 @@
+"""The census: every occurrence of every engine's knob in a file, as the file's consumer decodes it.
+
+``golden-al check`` passes a file only when it has *proved* that each occurrence of a
+synthetic-acceptance knob was read into a checked pin. The census is the other half of that
+proof: it lists the occurrences without the pin readers' help, so that a form the readers do
+not understand (a name spelled with escapes, assembled from variables, quoted in a way the
+readers did not expect) cannot pass as "no pin".
+
+**Vocabulary** (:func:`vocabulary`), from the engine registry and nothing else: every spelling
+of every value knob of every registered engine (name, legacy aliases, environment form; a
+flag also without its dashes and with ``_`` for ``-``, as recipe keys write flags), each
+companion that switches synthetic acceptance on by its value (vLLM
+``rejection_sample_method: synthetic``), each setting that changes the draft length at run
+time, and the InferenceX harness's ``SYNTHETIC_ACCEPTANCE_LENGTH``. An engine added to the
+registry is counted without a line changing here.
+
+**Decoding**, per file kind, the way the consumer reads it:
+
+* YAML: every mapping key and string scalar of PyYAML's node graph (escapes decoded; comments
+  are not data); JSON: every string token after its escapes; in both, a string that holds a
+  JSON document is decoded again, and a string that holds shell words is read with its quotes
+  removed (``sh -c`` scripts, ``KEY=VALUE`` lists, command lines);
+* shell: every word of tree-sitter-bash's tree after quote removal (``'...'``, ``"..."``,
+  ``$'...'`` with its escapes, backslashes), with each ``$VAR`` replaced by every value the
+  file assigns to it and by an unknown part; here-document bodies as text and, where they
+  parse, as YAML/JSON data.
+
+**Assembled names.** A word whose value holds an unknown part (a variable set outside the
+file, a command substitution) is an occurrence when it *can* spell a knob: its literal parts
+match the name with the unknown parts as wildcards, and they spell at least
+:data:`MIN_LITERAL` of its characters (``export ${PREFIX}_ACC_LEN=2.2`` is one; ``export
+"$kv"`` spells nothing). Such an occurrence is ``certain=False``.
+
+Pure: no I/O (the caller reads the bounded text), no engine branching.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Literal
+
+from golden_al.engines import engine_names, get_profile
+from golden_al.engines.profile import RuntimeDraftLen
+
+__all__ = [
+    "HARNESS",
+    "MIN_LITERAL",
+    "Occurrence",
+    "Term",
+    "census_data",
+    "census_json",
+    "census_shell",
+    "census_text",
+    "iter_pin_sites",
+    "may_hold_knob",
+    "vocabulary",
+]
+
+#: The engine field of the harness's own knob (InferenceX master configs).
+HARNESS = "harness"
+#: InferenceX master configs' golden-AL setting (``runners/inject_synthetic_acceptance.py``).
+HARNESS_KNOB = "SYNTHETIC_ACCEPTANCE_LENGTH"
+#: Literal characters a word with unknown parts must spell of a knob name to count as one.
+MIN_LITERAL = 4
+#: Possible decodings of one word kept before its unknown parts stand for the rest.
+MAX_COMBINATIONS = 32
+#: How deep a variable's value is expanded through other variables, strings in strings, JSON in JSON.
+MAX_DEPTH = 4
+
+Role = Literal["value", "switch", "runtime-k"]
+_WILD = "\ue000"  # an unknown part of a decoded word (private-use code point)
+
+
+@dataclass(frozen=True)
+class Term:
+    """One spelling of one knob."""
+
+    spelling: str  #: as matched (``--spec-synth-len``, ``spec_synth_len``, ``SGLANG_SIMULATE_ACC_LEN``)
+    engine: str  #: the registered engine, or :data:`HARNESS`
+    knob: str  #: the knob's own name in the engine profile
+    role: Role
+    switch_value: str | None = None  #: a switch counts only when set to this value
+    runtime: RuntimeDraftLen | None = None
+    flag: bool = False  #: a command-line flag (takes the next word as its value)
+
+
+@dataclass(frozen=True)
+class Occurrence:
+    """One occurrence of a knob in a file, as decoded."""
+
+    line: int  #: first line of the decoded unit (key, scalar, word, token) holding it
+    end_line: int  #: last line of that unit (or of its mapping entry)
+    term: Term
+    context: str  #: ``YAML key``, ``YAML string``, ``JSON key``, ``shell word``, ...
+    text: str  #: the decoded unit, shortened, for messages
+    value: Any = None  #: the value it sets, where the form shows one (None: none or unknown)
+    value_known: bool = False
+    certain: bool = True  #: False: the unit spells the knob only with its unknown parts filled in
+    how: str = ""  #: how it was decoded (``assembled from $A``, ``JSON inside a YAML string``, ...)
+    key_line: int | None = None  #: the line of the mapping key whose value holds it, if any
+    #: a copy: found only through a variable whose own assigned value already holds the knob (that
+    #: assignment is the occurrence a pin must cover; this one only says where the value is used)
+    derived: bool = False
+    #: why the occurrence provably sets nothing (a variable never exported, ``unset``, ``echo`` to the
+    #: terminal, a ``sed '/NAME/d'`` that deletes it), or None
+    inert: str | None = None
+
+    @property
+    def engine(self) -> str:
+        return self.term.engine
+
+    def lines(self) -> range:
+        """Every line a pin covering this occurrence may point at."""
+        start = min(self.line, self.key_line) if self.key_line is not None else self.line
+        return range(start, max(self.end_line, self.line) + 1)
+
+
+# ------------------------------------------------------------------------- vocabulary
+
+
+def _flag_spellings(name: str) -> list[str]:
+    bare = name.lstrip("-")
+    forms = [name, bare, bare.replace("-", "_")]
+    if name.startswith("-"):
+        forms.append("--" + bare.replace("-", "_"))
+    return list(dict.fromkeys(forms))
+
+
+def _key_spellings(name: str) -> list[str]:
+    return list(dict.fromkeys([name, name.replace("_", "-")]))
+
+
+@lru_cache(maxsize=1)
+def vocabulary() -> tuple[Term, ...]:
+    """Every spelling of every knob of every registered engine (module docstring)."""
+    terms: list[Term] = [Term(HARNESS_KNOB, HARNESS, HARNESS_KNOB, "value")]
+    for engine in engine_names():
+        profile = get_profile(engine)
+        for knob in profile.synthetic_knobs:
+            if knob.role == "value":
+                role: Role = "value"
+            elif knob.switch_value is not None:
+                role = "switch"
+            else:
+                continue
+            for name in knob.spellings():
+                if knob.kind == "flag" and name.startswith("-"):
+                    forms = _flag_spellings(name)
+                elif knob.kind == "config-key":
+                    forms = _key_spellings(name)
+                else:
+                    forms = [name]
+                for form in forms:
+                    terms.append(Term(form, engine, knob.name, role, knob.switch_value,
+                                      flag=form.startswith("-")))
+        for setting in profile.runtime_draft_len:
+            for name in setting.names:
+                forms = _flag_spellings(name) if name.startswith("-") else (
+                    [name] if name.isupper() else _key_spellings(name))
+                for form in forms:
+                    terms.append(Term(form, engine, setting.names[0], "runtime-k", runtime=setting,
+                                      flag=form.startswith("-")))
+    seen: dict[tuple[str, str], Term] = {}
+    for t in terms:
+        seen.setdefault((t.spelling, t.engine), t)
+    return tuple(seen.values())
+
+
+@lru_cache(maxsize=1)
+def _by_spelling() -> dict[str, list[Term]]:
+    out: dict[str, list[Term]] = {}
+    for t in vocabulary():
+        out.setdefault(t.spelling, []).append(t)
+    return out
+
+
+@lru_cache(maxsize=1)
+def _pattern() -> re.Pattern[str]:
+    names = sorted(_by_spelling(), key=len, reverse=True)
+    return re.compile(r"(?<![A-Za-z0-9_\-])(" + "|".join(map(re.escape, names)) + r")(?![A-Za-z0-9_\-])")
+
+
+@lru_cache(maxsize=1)
+def _substring_rx() -> re.Pattern[str]:
+    """Any spelling anywhere (no word boundaries: a superset of :func:`_pattern`'s matches)."""
+    return re.compile("|".join(map(re.escape, sorted(_by_spelling(), key=len, reverse=True))))
+
+
+def _plain_word(raw: str) -> bool:
+    """A shell word with no expansion and no escape: its value is its text with some quotes removed."""
+    return "$" not in raw and "\\" not in raw and "`" not in raw
+
+
+@lru_cache(maxsize=1)
+def _substrings() -> frozenset[str]:
+    """Every substring of every spelling: each literal piece of a token that spells a knob is one."""
+    return frozenset(name[i:j] for name in _by_spelling() for i in range(len(name))
+                     for j in range(i + 1, len(name) + 1))
+
+
+# ------------------------------------------------------------------------- matching
+
+
+_TOKEN = re.compile(r"[A-Za-z0-9_\-" + _WILD + r"]+")
+
+
+@dataclass
+class _Sink:
+    """Collects occurrences of one file, one per (line, spelling, engine), certain ones first."""
+
+    found: dict[tuple[int, str, str], Occurrence] = field(default_factory=dict)
+
+    def add(self, occ: Occurrence) -> None:
+        key = (occ.line, occ.term.spelling, occ.term.engine)
+        old = self.found.get(key)
+        if old is None or _rank(occ) > _rank(old):
+            self.found[key] = occ
+
+    def result(self) -> list[Occurrence]:
+        return sorted(self.found.values(), key=lambda o: (o.line, o.term.spelling, o.term.engine))
+
+
+def _rank(occ: Occurrence) -> tuple[bool, bool, bool, bool]:
+    """Which of two occurrences at one place to keep: one that needs a pin, then the surer reading."""
+    return (occ.inert is None, not occ.derived, occ.certain, occ.value_known)
+
+
+def _shorten(text: str, limit: int = 160) -> str:
+    text = text.replace(_WILD, "$?")
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _value_after(text: str, end: int) -> tuple[Any, bool]:
+    """The value a ``NAME=value``, ``NAME: value`` or ``--flag value`` in running text sets."""
+    m = re.match(r"""\s*[\"']?\s*(?:=|:)\s*([\"']?)([^\s,;}\]\"'&|)]*)""", text[end:])
+    if m is None:
+        m = re.match(r"""\s+([\"']?)([^\s,;}\]\"'&|)-][^\s,;}\]\"'&|)]*)""", text[end:])
+    if m is None:
+        return None, False
+    value = m.group(2)
+    if _WILD in value or "$" in value:
+        return None, False
+    return value, True
+
+
+def _terms_in(text: str) -> Iterator[tuple[re.Match[str], Term]]:
+    for m in _pattern().finditer(text):
+        for term in _by_spelling()[m.group(1)]:
+            yield m, term
+
+
+def _switch_on(term: Term, value: Any, known: bool) -> bool:
+    """Whether a switch occurrence turns synthetic acceptance on (unknown values count as on)."""
+    if term.role != "switch":
+        return True
+    if not known:
+        return True
+    return str(value).strip().strip("'\"").lower() == str(term.switch_value).lower()
+
+
+def census_text(text: str, *, line: int, end_line: int, context: str, sink: _Sink, how: str = "",
+                key_line: int | None = None, certain: bool = True, copied: frozenset[str] = frozenset(),
+                inert: str | None = None, inert_names: frozenset[str] = frozenset()) -> None:
+    """Occurrences in one decoded unit of text (a key, a scalar, a word, a body). ``copied``: spellings
+    the unit holds only as copies of variables' values (:attr:`Occurrence.derived`); ``inert``: why the
+    whole unit sets nothing, or ``inert_names``: spellings that are inert here (:attr:`Occurrence.inert`)."""
+    for m, term in _terms_in(text):
+        value, known = _value_after(text, m.end())
+        if not _switch_on(term, value, known):
+            continue
+        at = line + text.count("\n", 0, m.start()) if end_line > line else line
+        why = inert or ("a shell variable the script never exports (no child process sees it)"
+                        if term.spelling in inert_names and m.start() == 0 else None)
+        sink.add(Occurrence(at, max(at, end_line), term, context, _shorten(text), value, known, certain, how,
+                            key_line, derived=term.spelling in copied, inert=why))
+    if _WILD in text:
+        _possible(text, line=line, end_line=end_line, context=context, sink=sink, how=how, key_line=key_line)
+
+
+def _possible(text: str, *, line: int, end_line: int, context: str, sink: _Sink, how: str,
+              key_line: int | None) -> None:
+    """Tokens with unknown parts that can spell a knob (module docstring: assembled names)."""
+    for tok in _TOKEN.findall(text):
+        if _WILD not in tok:
+            continue
+        literal = len(tok) - tok.count(_WILD)
+        if literal < MIN_LITERAL:
+            continue
+        if not all(piece in _substrings() for piece in tok.split(_WILD) if piece):
+            continue  # a literal piece that no spelling holds: the token spells no knob
+        rx = re.compile("".join(".*" if c == _WILD else re.escape(c) for c in re.sub(_WILD + "+", _WILD, tok)))
+        for spelling, terms in _by_spelling().items():
+            if rx.fullmatch(spelling):
+                for term in terms:
+                    if term.role == "runtime-k":
+                        continue
+                    sink.add(Occurrence(line, end_line, term, context, _shorten(text), None, False, False,
+                                        (how + "; " if how else "") + f"{_shorten(tok, 60)} can spell it "
+                                        "with its parts set outside the file", key_line))
+
+
+# ------------------------------------------------------------------- strings in strings
+
+
+_SH_PART = re.compile(r"""
+    (?P<ansi>\$'(?:[^'\\]|\\.)*'?)          # $'...' (ANSI-C escapes)
+  | (?P<sq>'[^']*'?)                           # '...'
+  | (?P<dq>"(?:[^"\\]|\\.)*"?)               # "..."
+  | (?P<exp>\$\{[^}]*\}?|\$\([^)]*\)?|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*\#?$!-]|`[^`]*`?)
+  | (?P<esc>\\.)
+  | (?P<lit>[^'"$`\\]+|.)
+""", re.S | re.X)
+_DQ_PART = re.compile(r"""(?P<exp>\$\{[^}]*\}?|\$\([^)]*\)?|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*\#?$!-]|`[^`]*`?)
+  | \\(?P<esc>[$`"\\\n]) | (?P<lit>[^$`\\]+|.)""", re.S | re.X)
+
+
+def _dq(body: str) -> str:
+    out = []
+    for m in _DQ_PART.finditer(body):
+        if m.group("exp") is not None:
+            out.append(_WILD)
+        elif m.group("esc") is not None:
+            out.append("" if m.group("esc") == "\n" else m.group("esc"))
+        else:
+            out.append(m.group("lit"))
+    return "".join(out)
+
+
+def _shell_unquote(text: str) -> str | None:
+    """``text`` with shell quoting removed (quotes, backslashes, ``$'...'`` escapes; an expansion is an
+    unknown part), or None when it holds no quoting or expansion (then it reads as itself). An
+    expansion never ends later than bash would end it, so no literal text is lost to it."""
+    if not any(c in text for c in "'\"\\$`"):
+        return None
+    out = []
+    for m in _SH_PART.finditer(text):
+        kind = m.lastgroup
+        part = m.group(0)
+        if kind == "ansi":
+            out.append(ansi_c(part[2:-1] if part.endswith("'") and len(part) > 2 else part[2:]))
+        elif kind == "sq":
+            out.append(part[1:-1] if part.endswith("'") and len(part) > 1 else part[1:])
+        elif kind == "dq":
+            out.append(_dq(part[1:-1] if part.endswith('"') and len(part) > 1 else part[1:]))
+        elif kind == "exp":
+            out.append(_WILD)
+        elif kind == "esc":
+            out.append("" if part[1] == "\n" else part[1])
+        else:
+            out.append(part)
+    return "".join(out)
+
+
+_C_ESCAPES = {"a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b", "f": "\f", "n": "\n", "r": "\r", "t": "\t",
+              "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
+
+
+def ansi_c(body: str) -> str:
+    """The value of bash's ``$'...'`` body (``\\xHH``, ``\\uHHHH``, ``\\UHHHHHHHH``, octal, ``\\cX``, ...)."""
+    out: list[str] = []
+    i, n = 0, len(body)
+    while i < n:
+        c = body[i]
+        if c != "\\" or i + 1 >= n:
+            out.append(c)
+            i += 1
+            continue
+        e = body[i + 1]
+        if e in _C_ESCAPES:
+            out.append(_C_ESCAPES[e])
+            i += 2
+        elif e in "xuU":
+            width = {"x": 2, "u": 4, "U": 8}[e]
+            m = re.match(f"[0-9A-Fa-f]{{1,{width}}}", body[i + 2:])
+            if m:
+                try:
+                    out.append(chr(int(m.group(0), 16)))
+                except (ValueError, OverflowError):
+                    out.append("\ufffd")
+                i += 2 + len(m.group(0))
+            else:
+                out.append("\\" + e)
+                i += 2
+        elif e in "01234567":
+            m = re.match(r"[0-7]{1,3}", body[i + 1:])
+            assert m is not None
+            out.append(chr(int(m.group(0), 8) & 0xFF))
+            i += 1 + len(m.group(0))
+        elif e == "c" and i + 2 < n:
+            out.append(chr(ord(body[i + 2]) & 0x1F))
+            i += 3
+        else:
+            out.append("\\" + e)
+            i += 2
+    return "".join(out)
+
+
+_DECODING = frozenset("\\'\"$`" + _WILD)
+
+
+def _worth_reading(text: str) -> bool:
+    """Whether any reading of ``text`` (as itself, as shell words, as JSON) can hold a knob.
+
+    Those readings only remove quotes and backslashes, turn expansions into unknown parts and decode
+    escapes (``\\x53``, ``\\u0053``, ``$'...'``). So a text can hold a knob only if it names one as it
+    stands, names one once its quotes and backslashes are gone, holds an escape (a backslash before a
+    letter or digit), or holds an expansion (``$``, a backquote, an unknown part) that an assembled name
+    may come from."""
+    if _pattern().search(text) is not None:
+        return True
+    if _DECODING.isdisjoint(text):
+        return False
+    if "$" in text or "`" in text or _WILD in text or _ESCAPE.search(text):
+        return True
+    return _substring_rx().search(text.replace("'", "").replace('"', "").replace("\\", "")) is not None
+
+
+_ESCAPE = re.compile(r"\\[0-9A-Za-z]")
+
+
+def _string_census(text: str, *, line: int, end_line: int, context: str, sink: _Sink, key_line: int | None,
+                   depth: int, how: str = "", copied: frozenset[str] = frozenset(), inert: str | None = None,
+                   itself: bool = True) -> None:
+    """A decoded string: as itself (unless ``itself`` is False: the caller read it), as shell words with
+    their quotes removed, and as JSON inside it."""
+    if not _worth_reading(text):
+        return
+    if itself:
+        census_text(text, line=line, end_line=end_line, context=context, sink=sink, how=how, key_line=key_line,
+                    copied=copied, inert=inert)
+    if depth >= MAX_DEPTH:
+        return
+    unquoted = _shell_unquote(text)
+    if unquoted is not None and unquoted != text:
+        census_text(unquoted, line=line, end_line=end_line, context=context, sink=sink,
+                    how=(how + "; " if how else "") + "read as shell words (quotes removed)", key_line=key_line,
+                    copied=copied, inert=inert)
+    stripped = text.strip()
+    if stripped[:1] in "{[" and len(stripped) > 1:
+        try:
+            inner = json.loads(stripped)
+        except (ValueError, RecursionError):
+            inner = None
+        if isinstance(inner, (dict, list)):
+            _json_value(inner, line=line, end_line=end_line, context=f"JSON inside a {context}", sink=sink,
+                        key_line=key_line, depth=depth + 1, copied=copied, inert=inert)
+
+
+def _json_value(value: Any, *, line: int, end_line: int, context: str, sink: _Sink, key_line: int | None,
+                depth: int, copied: frozenset[str] = frozenset(), inert: str | None = None) -> None:
+    """Census of already-decoded data (JSON inside a string): keys and strings, lines of the outer unit."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, d = stack.pop()
+        if d > 64:
+            continue
+        if isinstance(v, dict):
+            for k, item in v.items():
+                _key(str(k), item, line=line, end_line=end_line, context=context + " (a key)", sink=sink,
+                     key_line=key_line, copied=copied, inert=inert)
+                stack.append((item, d + 1))
+        elif isinstance(v, list):
+            stack.extend((item, d + 1) for item in v)
+        elif isinstance(v, str):
+            _string_census(v, line=line, end_line=end_line, context=context, sink=sink, key_line=key_line,
+                           depth=depth, copied=copied, inert=inert)
+
+
+def _key(name: str, value: Any, *, line: int, end_line: int, context: str, sink: _Sink,
+         key_line: int | None, copied: frozenset[str] = frozenset(), inert: str | None = None) -> None:
+    """A mapping key (``context`` names it): the knob is the key itself when it is spelled exactly; its
+    value is the entry's."""
+    terms = _by_spelling().get(name)
+    if terms:
+        known = not isinstance(value, (dict, list)) and value is not None and "$" not in str(value)
+        for term in terms:
+            if not _switch_on(term, value, known):
+                continue
+            sink.add(Occurrence(line, end_line, term, context, _shorten(name), value,
+                                known or term.role == "runtime-k", True, "", key_line,
+                                derived=term.spelling in copied, inert=inert))
+        return
+    census_text(name, line=line, end_line=end_line, context=context, sink=sink, key_line=key_line, copied=copied,
+                inert=inert)
+
+
+# ------------------------------------------------------------------------------ YAML
+
+
+def may_hold_knob(text: str) -> bool:
+    """Whether any reading the census gives a YAML or JSON text can hold a knob: a proven shortcut,
+    so that a data file is parsed and read in full only when it can matter.
+
+    Proof. Without a backslash there is no escape anywhere (YAML and JSON escapes, ``$'...'``), so
+    no reading creates a character the text does not hold, and none joins two lines (YAML folds a
+    line break into a space or keeps it; only an escaped line break joins). Without ``$`` or a
+    backquote no reading has an unknown part, so nothing is assembled. What remains is removing
+    quote characters: a knob in any reading is then a substring of the text with its quotes
+    removed. ``tests/unit/test_census.py`` checks this against the full census on generated texts.
+    """
+    if "\\" in text or "$" in text or "`" in text:
+        return True
+    return _substring_rx().search(text.replace("'", "").replace('"', "")) is not None
+
+
+
+def census_data(node: Any, *, sink: _Sink | None = None) -> list[Occurrence]:
+    """Occurrences in a PyYAML node graph (one document): every key and string scalar, decoded.
+
+    Aliases are visited once (their node is shared); ``node`` is what
+    :func:`golden_al.safeio.load_yaml_documents` returns beside the data.
+    """
+    import yaml
+
+    own = sink is None
+    sink = sink or _Sink()
+    seen: set[int] = set()
+    stack: list[tuple[Any, int | None]] = [(node, None)]
+    while stack:
+        n, key_line = stack.pop()
+        if n is None or id(n) in seen:
+            continue
+        seen.add(id(n))
+        if isinstance(n, yaml.MappingNode):
+            for k, v in n.value:
+                kl = k.start_mark.line + 1
+                if isinstance(k, yaml.ScalarNode):
+                    name = str(k.value)
+                    if name in _by_spelling() or _worth_reading(name):
+                        value = v.value if isinstance(v, yaml.ScalarNode) else _plain(v)
+                        _key(name, value, line=kl, end_line=kl, context="YAML key", sink=sink, key_line=None)
+                else:
+                    stack.append((k, None))
+                stack.append((v, kl))
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend((item, None) for item in reversed(n.value))
+        elif isinstance(n, yaml.ScalarNode) and isinstance(n.value, str):
+            start = n.start_mark.line + 1
+            end = max(start, n.end_mark.line + (0 if n.end_mark.column == 0 and n.end_mark.line > n.start_mark.line
+                                                else 1))
+            _string_census(n.value, line=start, end_line=end, context="YAML string", sink=sink, key_line=key_line,
+                           depth=0)
+    return sink.result() if own else []
+
+
+def _plain(node: Any) -> Any:
+    """A small plain value of a node (for the value of a runtime-k key), bounded."""
+    import yaml
+
+    if isinstance(node, yaml.ScalarNode):
+        return node.value
+    if isinstance(node, yaml.SequenceNode):
+        return [_plain(x) for x in node.value[:64]]
+    if isinstance(node, yaml.MappingNode):
+        return {str(getattr(k, "value", "?")): _plain(v) for k, v in node.value[:64]}
+    return None
+
+
+# ------------------------------------------------------------------------------ JSON
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+
+
+def census_json(text: str) -> list[Occurrence]:
+    """Occurrences in a JSON text: every string token (key or value) after its escapes."""
+    import bisect
+
+    sink = _Sink()
+    newlines = [m.start() for m in re.finditer("\n", text)]
+    decoder = json.JSONDecoder()
+    for m in _JSON_STRING.finditer(text):
+        token = m.group(0)
+        if "\\" in token:
+            try:
+                value = json.loads(token)
+            except ValueError:
+                continue
+        else:
+            value = token[1:-1]  # no escape: the string is its own text
+        if not _worth_reading(value):
+            continue
+        line = bisect.bisect_right(newlines, m.start()) + 1
+        end = bisect.bisect_right(newlines, m.end() - 1) + 1
+        colon = m.end()
+        while colon < len(text) and text[colon] in " \t\r\n":
+            colon += 1
+        if colon < len(text) and text[colon] == ":":
+            after = colon + 1
+            while after < len(text) and text[after] in " \t\r\n":
+                after += 1
+            entry = None
+            if value in _by_spelling():
+                try:
+                    entry, _ = decoder.raw_decode(text, after)
+                except (ValueError, RecursionError):
+                    entry = None
+            _key(value, entry, line=line, end_line=end, context="JSON key", sink=sink, key_line=None)
+        else:
+            _string_census(value, line=line, end_line=end, context="JSON string", sink=sink, key_line=None,
+                           depth=0)
+    return sink.result()
+
+
+# ----------------------------------------------------------------------------- shell
+
+
+_WORDISH = frozenset({"word", "string", "raw_string", "ansi_c_string", "concatenation", "translated_string",
+                      "simple_expansion", "expansion", "number", "command_substitution", "process_substitution",
+                      "arithmetic_expansion"})
+_SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution", "arithmetic_expansion"})
+#: Node types that are parts of a word (a word inside one of these is read with it).
+_WORD_PARTS = _WORDISH - _SUBSTITUTIONS
+#: Everything the shell census reads: words (maximal ones are kept), assignments, here-document bodies.
+_UNITS_QUERY = " ".join(f"({t}) @u" for t in sorted(_WORD_PARTS | {"variable_assignment", "heredoc_body"}))
+
+
+@lru_cache(maxsize=8)
+def _query(source: str) -> Any:
+    import tree_sitter
+    import tree_sitter_bash
+
+    return tree_sitter.Query(tree_sitter.Language(tree_sitter_bash.language()), source)
+
+
+def _captures(root: Any, source: str) -> list[Any]:
+    """Every node a tree-sitter query captures (in C: no Python walk of the whole tree)."""
+    import tree_sitter
+
+    got = tree_sitter.QueryCursor(_query(source)).captures(root)
+    return [n for nodes in got.values() for n in nodes]
+
+
+class _ShellDecoder:
+    """Decodes tree-sitter-bash words: quote removal, escapes, variables (every value the file gives)."""
+
+    def __init__(self, data: bytes, root: Any) -> None:
+        self.data = data
+        self.assigned: dict[str, list[Any]] = {}
+        self._collect(root)
+        self._memo: dict[str, list[str]] = {}
+
+    def raw(self, node: Any) -> str:
+        return self.data[node.start_byte:node.end_byte].decode("utf-8", errors="replace")
+
+    def _collect(self, root: Any) -> None:
+        for n in sorted(_captures(root, "(variable_assignment) @a"), key=lambda x: x.start_byte):
+            name = n.child_by_field_name("name")
+            value = n.child_by_field_name("value")
+            if name is not None and value is not None:
+                self.assigned.setdefault(self.raw(name), []).append(value)
+
+    def variable(self, name: str, depth: int) -> list[str]:
+        """Every value the file assigns to ``name`` (decoded); an unknown part when it assigns none."""
+        if name in self._memo:
+            return self._memo[name]
+        self._memo[name] = [_WILD]  # recursion guard
+        out: list[str] = []
+        for value in self.assigned.get(name, [])[:8]:
+            if value.type == "array":
+                for item in value.children:
+                    if item.is_named and item.type != "comment":
+                        out.extend(self.word(item, depth + 1))
+            else:
+                out.extend(self.word(value, depth + 1))
+        # a variable the file assigns has those values; one it never assigns comes from outside
+        result = list(dict.fromkeys(out[:MAX_COMBINATIONS])) or [_WILD]
+        self._memo[name] = result
+        return result
+
+    def copied_spellings(self, node: Any) -> frozenset[str]:
+        """Knob spellings that the values of the variables ``node`` expands already hold."""
+        names = []
+        stack = [node]
+        while stack:
+            n = stack.pop()
+            if n.type == "simple_expansion":
+                names.append(self.raw(n)[1:])
+            elif n.type == "expansion":
+                m = re.match(r"\$\{([A-Za-z_][A-Za-z0-9_]*)", self.raw(n))
+                if m:
+                    names.append(m.group(1))
+            else:
+                stack.extend(n.children)
+        out: set[str] = set()
+        for name in names:
+            for value in self.variable(name, 0):
+                out.update(m.group(1) for m in _pattern().finditer(value))
+        return frozenset(out)
+
+    def word(self, node: Any, depth: int = 0) -> list[str]:
+        """The possible values of one word node (unknown parts as wildcards)."""
+        if depth > MAX_DEPTH:
+            return [_WILD]
+        t = node.type
+        if t == "raw_string":
+            return [self.raw(node)[1:-1]]
+        if t == "ansi_c_string":
+            return [ansi_c(self.raw(node)[2:-1])]
+        if t == "word" or t == "number":
+            return [_unescape_word(self.raw(node))]
+        if t in ("string", "translated_string"):
+            parts: list[list[str]] = []
+            pos = node.start_byte + (2 if t == "translated_string" else 1)
+            for child in node.children:
+                if child.start_byte > pos:
+                    parts.append([_unescape_dq(self.data[pos:child.start_byte].decode("utf-8", "replace"))])
+                if child.type == "string_content":
+                    parts.append([_unescape_dq(self.raw(child))])
+                elif child.is_named:
+                    parts.append(self.word(child, depth))
+                pos = max(pos, child.end_byte)
+            return _product(parts)
+        if t == "concatenation":
+            return _product([self.word(c, depth) for c in node.children if c.type != "comment"])
+        if t == "simple_expansion":
+            name = self.raw(node)[1:]
+            return self.variable(name, depth) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else [_WILD]
+        if t == "expansion":
+            return self._expansion(node, depth)
+        return [_WILD]
+
+    def _expansion(self, node: Any, depth: int) -> list[str]:
+        raw = self.raw(node)
+        m = re.fullmatch(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?[-=+?])(.*))?\}", raw, re.S)
+        if m is None:
+            return [_WILD]
+        values = self.variable(m.group(1), depth)
+        if m.group(2) and m.group(2).lstrip(":") in "-=":
+            default = m.group(3) or ""
+            values = list(dict.fromkeys([*values, *(_shell_unquote(default) or default,)]))
+        return values
+
+
+def _unescape_word(text: str) -> str:
+    """An unquoted word segment: backslashes quote the next character (a backslash-newline is removed)."""
+    if "\\" not in text:
+        return text
+    return re.sub(r"\\(.)", lambda m: "" if m.group(1) == "\n" else m.group(1), text, flags=re.S)
+
+
+def _unescape_dq(text: str) -> str:
+    """Inside double quotes a backslash quotes only ``$ ` " \\`` and newline."""
+    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+
+
+def _product(parts: list[list[str]]) -> list[str]:
+    out = [""]
+    for options in parts:
+        nxt = [a + b for a in out for b in options]
+        if len(nxt) > MAX_COMBINATIONS:
+            nxt = list(dict.fromkeys([*nxt[: MAX_COMBINATIONS - 1], "".join(p[-1] for p in parts)]))
+        out = nxt
+    return out
+
+
+def census_shell(text: str) -> list[Occurrence]:
+    """Occurrences in a shell script: every word after quote removal and static expansion, every
+    here-document body (as text, and as YAML/JSON data where it parses).
+
+    An occurrence that provably sets nothing is kept with its reason in :attr:`Occurrence.inert`:
+    the name of a plain variable the script never exports (``export``, ``declare -x``, ``set -a``),
+    a word of ``unset``/``env -u``/a ``[ ]`` test, an argument of ``echo``/``printf``/``grep`` whose
+    output reaches the terminal (not captured, piped or written to a file), a ``sed`` script that
+    only deletes lines (``sed -i '/NAME/d'``).
+
+    Raises:
+        golden_al.checks.bash.ShellSyntaxError: the script does not parse (the caller reports it).
+    """
+    from golden_al.checks.bash.parse import _tree
+
+    data = text.encode("utf-8", errors="replace")
+    root = _tree(data).root_node
+    dec = _ShellDecoder(data, root)
+    exports: list[tuple[set[str], bool]] = []  # computed on first need
+    sink = _Sink()
+    units = sorted(_captures(root, _UNITS_QUERY), key=lambda x: (x.start_byte, -x.end_byte))
+    for n in units:
+        t = n.type
+        if t == "heredoc_body":
+            _heredoc(dec, n, sink)
+            continue
+        if t == "variable_assignment":
+            name = n.child_by_field_name("name")
+            value = n.child_by_field_name("value")
+            if name is None:
+                continue
+            texts = [dec.raw(name) + "=" + v for v in (dec.word(value) if value is not None and value.type !=
+                                                         "array" else [""])]
+            if not any(_pattern().search(x) or _WILD in x for x in texts):
+                continue
+            line, end = n.start_point[0] + 1, n.end_point[0] + 1
+            copied = dec.copied_spellings(value) if value is not None else frozenset()
+            plain = False
+            if dec.raw(name) in _by_spelling() and n.parent is not None and n.parent.type not in (
+                    "command", "declaration_command"):
+                if not exports:
+                    exports.append(_exports(dec, root))
+                exported, allexport = exports[0]
+                plain = not allexport and dec.raw(name) not in exported
+            for text_ in texts:
+                census_text(text_, line=line, end_line=end, context="shell assignment", sink=sink,
+                            copied=copied, inert_names=frozenset({dec.raw(name)}) if plain else frozenset())
+            continue
+        parent = n.parent
+        if parent is not None and parent.type in _WORD_PARTS:
+            continue  # a part of a larger word: read with it
+        raw = dec.raw(n)
+        if _plain_word(raw) and _substring_rx().search(raw.replace("'", "").replace('"', "")) is None:
+            continue  # no expansion and no escape: its value is its text less some quotes, and names no knob
+        values = dec.word(n)
+        if not any(_pattern().search(v) or _WILD in v for v in values) and "\\" not in raw:
+            continue  # nothing in any of its values can be or become a knob name
+        line, end = n.start_point[0] + 1, n.end_point[0] + 1
+        named = any(_pattern().search(v) for v in values) or "\\" in raw
+        copied = dec.copied_spellings(n) if named else frozenset()
+        inert = _inert_word(dec, n) if named else None
+        for v in values:
+            how = "assembled from variables the file sets" if "$" in raw and _WILD not in v and v != raw else ""
+            census_text(v, line=line, end_line=end, context="shell word", sink=sink, how=how, copied=copied,
+                        inert=inert)
+            if _looks_like_data(v):
+                _string_census(v, line=line, end_line=end, context="shell word", sink=sink, key_line=None,
+                               depth=1, copied=copied, inert=inert, itself=False)
+    if any(o.term.flag for o in sink.found.values()):
+        _flag_values(dec, root, sink)
+    return sink.result()
+
+
+def _exports(dec: _ShellDecoder, root: Any) -> tuple[set[str], bool]:
+    """Names the script exports (``export``, ``declare -x``/``typeset -x``/``local -x``) and whether
+    ``set -a`` / ``set -o allexport`` exports every assignment."""
+    names: set[str] = set()
+    allexport = False
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type == "declaration_command" and n.children:
+            head = dec.raw(n.children[0])
+            words = [dec.raw(c) for c in n.children[1:]]
+            if head == "export" or any(w.startswith("-") and "x" in w for w in words):
+                for c in n.children[1:]:
+                    if c.type == "variable_assignment" and c.child_by_field_name("name") is not None:
+                        names.add(dec.raw(c.child_by_field_name("name")))
+                    elif c.type == "variable_name":
+                        names.add(dec.raw(c))
+                    else:
+                        names.update(v.split("=", 1)[0] for v in dec.word(c))
+        elif n.type == "command":
+            words = [w for c in n.children for w in dec.word(c.children[0] if c.type == "command_name" and c.children
+                                                              else c)]
+            if words[:1] == ["set"] and any(
+                    (w.startswith("-") and not w.startswith("--") and "a" in w) or w == "allexport"
+                    for w in words[1:]):
+                allexport = True
+        stack.extend(n.children)
+    return names, allexport
+
+
+#: Commands whose arguments only reach the terminal when their output is not captured, piped or saved.
+_DISPLAY = frozenset({"echo", "printf", "grep", "egrep", "fgrep", "logger", ":", "true"})
+_SED_DELETE = re.compile(r"^\s*(?:/(?:[^/\\\n]|\\.)*/\s*d\s*;?\s*)+$")
+
+
+def _inert_word(dec: _ShellDecoder, word: Any) -> str | None:
+    """Why a word of a command sets nothing (module docstring of :func:`census_shell`), or None."""
+    n = word.parent
+    while n is not None and n.type in ("concatenation", "string"):
+        n = n.parent
+    if n is None:
+        return None
+    if n.type == "unset_command":
+        return "unset removes it"
+    if n.type == "test_command":
+        return "compared in a test, not set"
+    if n.type != "command":
+        return None
+    name_node = n.child_by_field_name("name")
+    head = dec.word(name_node.children[0])[0] if name_node is not None and name_node.children else ""
+    args = [c for c in n.children if c is not name_node and c.type in _WORDISH]
+    if word is name_node or (name_node is not None and word.parent is name_node):
+        return None
+    idx = next((i for i, c in enumerate(args) if c.start_byte <= word.start_byte < c.end_byte), None)
+    if head == "env" and idx is not None and idx > 0 and dec.raw(args[idx - 1]) in ("-u", "--unset"):
+        return "env -u removes it"
+    if head in ("find", "xargs") and idx is not None and any(dec.raw(a) == "sed" for a in args[:idx]):
+        head = "sed"  # find ... -exec sed SCRIPT {} +, xargs sed SCRIPT
+    if head == "sed" and idx is not None:
+        values = dec.word(args[idx])
+        if values and all(_SED_DELETE.match(v) for v in values):
+            return "a sed script that only deletes the lines holding it"
+    if head in _DISPLAY and _to_terminal(dec, n):
+        return f"{head} writes it to the terminal only"
+    return None
+
+
+def _to_terminal(dec: _ShellDecoder, command: Any) -> bool:
+    """Whether a command's standard output reaches the terminal: not captured by ``$( )``, not piped into
+    another command, not written to a file, and not inside a function (whose caller may capture it)."""
+    child, n = command, command.parent
+    while n is not None:
+        t = n.type
+        if t in _SUBSTITUTIONS or t == "function_definition":
+            return False
+        if t == "pipeline":
+            named = [c for c in n.children if c.is_named]
+            if named and named[-1] is not child:
+                return False
+        if t == "redirected_statement":
+            for r in n.children:
+                if r.type == "heredoc_redirect":
+                    return False
+                if r.type != "file_redirect":
+                    continue
+                ops = "".join(c.type for c in r.children if not c.is_named)
+                dest = r.child_by_field_name("destination")
+                target = dec.raw(dest) if dest is not None else ""
+                descriptor = r.child_by_field_name("descriptor")
+                fd = dec.raw(descriptor) if descriptor is not None else "1"
+                if ">" in ops and fd in ("1", "") and target not in ("/dev/null", "/dev/stderr", "/dev/tty", "&2",
+                                                                       "2"):
+                    if not (ops.endswith("&") and target.isdigit()):
+                        return False
+        child, n = n, n.parent
+    return True
+
+
+def _looks_like_data(text: str) -> bool:
+    s = text.strip()
+    return s[:1] in "{[" or any(c in text for c in "'\"\\")
+
+
+def _substitutions(node: Any) -> list[Any]:
+    """Command substitutions inside a word: their commands are walked as commands."""
+    out = []
+    stack = list(node.children)
+    while stack:
+        n = stack.pop()
+        if n.type in _SUBSTITUTIONS:
+            out.extend(n.children)
+        else:
+            stack.extend(n.children)
+    return out
+
+
+def _heredoc(dec: _ShellDecoder, node: Any, sink: _Sink) -> None:
+    start = node.start_point[0] + 1
+    end = node.end_point[0] + 1
+    body = dec.raw(node)
+    expanded = body
+    if node.children:  # an unquoted delimiter: expansions inside
+        parts: list[list[str]] = []
+        pos = node.start_byte
+        for child in node.children:
+            if child.start_byte > pos:
+                parts.append([dec.data[pos:child.start_byte].decode("utf-8", "replace")])
+            parts.append(dec.word(child) if child.type in ("simple_expansion", "expansion") else
+                         ([dec.raw(child)] if child.type == "heredoc_content" else [_WILD]))
+            pos = max(pos, child.end_byte)
+        if node.end_byte > pos:
+            parts.append([dec.data[pos:node.end_byte].decode("utf-8", "replace")])
+        expanded = _product(parts)[0]
+    for i, line_text in enumerate(expanded.split("\n")):
+        census_text(line_text, line=start + i, end_line=start + i, context="here-document", sink=sink)
+    _embedded_data(expanded, start, end, sink)
+
+
+def _embedded_data(text: str, start: int, end: int, sink: _Sink) -> None:
+    """A here-document that is YAML or JSON data: its keys and strings, decoded."""
+    if _WILD in text or not any(c in text for c in "\"'\\"):
+        return  # nothing a YAML/JSON reader would decode differently from the text itself
+    from golden_al import safeio
+    from golden_al.errors import UnreadableInputError
+
+    try:
+        for _data, node in safeio.load_yaml_documents(text):
+            if node is None:
+                continue
+            for occ in census_data(node):
+                sink.add(Occurrence(occ.line + start - 1, occ.end_line + start - 1, occ.term,
+                                    "here-document " + occ.context, occ.text, occ.value, occ.value_known,
+                                    occ.certain, occ.how, None if occ.key_line is None else occ.key_line + start - 1))
+    except (UnreadableInputError, ValueError, RecursionError, TypeError):
+        return
+
+
+def _flag_values(dec: _ShellDecoder, root: Any, sink: _Sink) -> None:
+    """``--flag value`` across two words of one command: the value of flag occurrences."""
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if n.type in ("command", "declaration_command"):
+            words = [c for c in n.children if c.type in _WORDISH and c.type not in _SUBSTITUTIONS]
+            for i, w in enumerate(words[:-1]):
+                first = dec.word(w)
+                if len(first) != 1 or first[0] not in _by_spelling():
+                    continue
+                nxt = dec.word(words[i + 1])
+                line = w.start_point[0] + 1
+                for term in _by_spelling()[first[0]]:
+                    if not term.flag:
+                        continue
+                    key = (line, term.spelling, term.engine)
+                    old = sink.found.get(key)
+                    if old is None or old.value_known:
+                        continue
+                    value: Any = None
+                    known = len(nxt) == 1 and _WILD not in nxt[0]
+                    if term.runtime is not None and not term.runtime.flag_takes_value:
+                        value, known = True, True
+                    elif known:
+                        value = nxt[0]
+                    sink.found[key] = dataclasses.replace(old, end_line=max(old.end_line, words[i + 1].end_point[0] + 1),
+                                                          value=value, value_known=known)
+        stack.extend(n.children)
+
+
+def iter_pin_sites(occurrences: Iterable[Occurrence]) -> Iterator[Occurrence]:
+    """The occurrences that need a pin to cover them (values, switches and the harness knob; not copies,
+    not inert ones)."""
+    for occ in occurrences:
+        if occ.term.role in ("value", "switch") and not occ.derived and occ.inert is None:
+            yield occ
