@@ -48,6 +48,7 @@ from golden_al.engines import engine_names, get_profile
 from golden_al.engines.profile import RuntimeDraftLen
 
 __all__ = [
+    "ANY_KNOB",
     "HARNESS",
     "MIN_LITERAL",
     "Occurrence",
@@ -87,6 +88,9 @@ class Term:
     switch_value: str | None = None  #: a switch counts only when set to this value
     runtime: RuntimeDraftLen | None = None
     flag: bool = False  #: a command-line flag (takes the next word as its value)
+
+
+ANY_KNOB = Term("(a variable named outside the file)", "unknown", "(any knob)", "value")
 
 
 @dataclass(frozen=True)
@@ -649,7 +653,13 @@ class _ShellDecoder:
         return self.data[node.start_byte:node.end_byte].decode("utf-8", errors="replace")
 
     def _collect(self, root: Any) -> None:
-        for n in sorted(_captures(root, "(variable_assignment) @a"), key=lambda x: x.start_byte):
+        for n in sorted(_captures(root, "(variable_assignment) @a (for_statement) @f"), key=lambda x: x.start_byte):
+            if n.type == "for_statement":  # for NAME in WORDS: each word is a value of NAME
+                var = n.child_by_field_name("variable")
+                if var is not None:
+                    self.assigned.setdefault(self.raw(var), []).extend(
+                        c for i, c in enumerate(n.children) if n.field_name_for_child(i) == "value")
+                continue
             name = n.child_by_field_name("name")
             value = n.child_by_field_name("value")
             if name is not None and value is not None:
@@ -817,6 +827,11 @@ def census_shell(text: str) -> list[Occurrence]:
         if not any(_pattern().search(v) or _WILD in v for v in values) and "\\" not in raw:
             continue  # nothing in any of its values can be or become a knob name
         line, end = n.start_point[0] + 1, n.end_point[0] + 1
+        if parent is not None and _exports_words(dec, parent) and all(
+                v.split("=", 1)[0].strip(_WILD) == "" for v in values):
+            sink.add(Occurrence(line, end, ANY_KNOB, "shell word", _shorten(raw), None, False, False,
+                                "an exported name set outside this file: it can be any engine's knob"))
+            continue
         named = any(_pattern().search(v) for v in values) or "\\" in raw
         copied = dec.copied_spellings(n) if named else frozenset()
         inert = _inert_word(dec, n) if named else None
@@ -830,6 +845,15 @@ def census_shell(text: str) -> list[Occurrence]:
     if any(o.term.flag for o in sink.found.values()):
         _flag_values(dec, root, sink)
     return sink.result()
+
+
+def _exports_words(dec: _ShellDecoder, node: Any) -> bool:
+    """Whether ``node`` is ``export``/``declare -x``/``typeset -x``/``local -x``: its words name variables
+    that child processes see."""
+    if node.type != "declaration_command" or not node.children:
+        return False
+    head = dec.raw(node.children[0])
+    return head == "export" or any(dec.raw(c).startswith("-") and "x" in dec.raw(c) for c in node.children[1:])
 
 
 def _exports(dec: _ShellDecoder, root: Any) -> tuple[set[str], bool]:
@@ -933,19 +957,6 @@ def _to_terminal(dec: _ShellDecoder, command: Any) -> bool:
 def _looks_like_data(text: str) -> bool:
     s = text.strip()
     return s[:1] in "{[" or any(c in text for c in "'\"\\")
-
-
-def _substitutions(node: Any) -> list[Any]:
-    """Command substitutions inside a word: their commands are walked as commands."""
-    out = []
-    stack = list(node.children)
-    while stack:
-        n = stack.pop()
-        if n.type in _SUBSTITUTIONS:
-            out.extend(n.children)
-        else:
-            stack.extend(n.children)
-    return out
 
 
 def _heredoc(dec: _ShellDecoder, node: Any, sink: _Sink) -> None:

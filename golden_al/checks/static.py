@@ -42,6 +42,7 @@ from typing import Any
 from distributions.errors import DistributionError
 from golden_al import safeio
 from golden_al.checks.census import (
+    ANY_KNOB,
     HARNESS,
     Occurrence,
     census_data,
@@ -214,8 +215,10 @@ def _resolve_thinking(signals: Sequence[ThinkingSignal]) -> tuple[str | None, st
     return mode, sources
 
 
-def _resolve_model(models: Sequence[ModelName], store: Any) -> tuple[str | None, str | None, str]:
-    """(store key, display name, how)."""
+def _resolve_model(models: Sequence[ModelName], store: Any, methods: Sequence[str] = ()) -> tuple[
+        str | None, str | None, str]:
+    """(store key, display name, how). A name that fits models of several methods is resolved among
+    the curves of the pin's own method (``methods``: what its engine and algorithm can mean)."""
     if not models:
         return None, None, "the config names no model"
     if store is None:
@@ -233,17 +236,44 @@ def _resolve_model(models: Sequence[ModelName], store: Any) -> tuple[str | None,
         try:
             key = store.resolve_model(m.name)
         except AmbiguousCurveError as exc:
-            return None, m.name, f"ambiguous: {exc}"
+            scoped = _resolve_by_method(store, m.name, methods)
+            if scoped is None:
+                return None, m.name, f"ambiguous: {exc}"
+            key, method = scoped
+            return key, key, f"model {m.name!r} ({m.source}) -> {key} (among the {method} curves)"
         if key:
             return key, key, f"model {m.name!r} ({m.source}) -> {key}"
         tried.append(f"{m.name!r} ({m.source})")
     return None, models[0].name, "no curve for " + ", ".join(tried)
 
 
-def _pick_curve(store: Any, model: str, method: str | None, pin: Pin) -> Any:
-    """The curve for the pin, as the store chooses it (the same choice ``inject`` and ``env`` make)."""
-    return store.curve(model, method, draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method,
-                       rejection_sample_method=pin.rejection_sample_method)
+def _resolve_by_method(store: Any, name: str, methods: Sequence[str]) -> tuple[str, str] | None:
+    """The one model ``name`` means among the curves of one of ``methods``, with that method."""
+    hits = set()
+    for method in dict.fromkeys(methods):
+        try:
+            key = store.resolve_model(name, method=method)
+        except AmbiguousCurveError:
+            return None
+        if key:
+            hits.add((key, method))
+    return hits.pop() if len(hits) == 1 else None
+
+
+def _methods_of(pin: Pin) -> list[str]:
+    """Every golden-curve method the pin's engine and algorithm can mean (EAGLE/NEXTN: mtp or eagle3,
+    by model)."""
+    from golden_al.golden.store import EAGLE3_HEAD_MODELS, curve_method_for
+
+    if not pin.algorithm:
+        return []
+    out = []
+    for model in (None, sorted(EAGLE3_HEAD_MODELS)[0]):
+        try:
+            out.append(curve_method_for(pin.engine, pin.algorithm, model))
+        except UsageError:
+            return []
+    return list(dict.fromkeys(out))
 
 
 def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
@@ -308,7 +338,7 @@ def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Findi
     if pin.agentic.agentic is False:
         problems.append(("non-agentic-simulation", f"simulated acceptance on a benchmark that is not agentic: "
                                                    f"{pin.agentic.reason}"))
-    model_key, model_shown, model_how = _resolve_model(pin.models, store)
+    model_key, model_shown, model_how = _resolve_model(pin.models, store, _methods_of(pin))
     expected: float | None = None
     golden: tuple[str, str]
     k = pin.draft.k
@@ -354,11 +384,12 @@ def _golden(pin: Pin, store: Any, model: str, thinking: str, k: int, implied: fl
         except UsageError as exc:
             return ("undetermined", f"draft method: {exc}")
     try:
-        sc = _pick_curve(store, model, method, pin)
-        point = store.lookup(model, thinking, k, method=method, variant=sc.name,
-                             draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method,
+        point = store.lookup(model, thinking, k, method=method, draft_model=pin.draft_model,
+                             draft_sample_method=pin.draft_sample_method,
                              rejection_sample_method=pin.rejection_sample_method)
-    except AmbiguousCurveError:
+    except AmbiguousCurveError as exc:
+        if "disagree" in str(exc):
+            return ("undetermined", str(exc))
         return ("undetermined", _ambiguous(store, model, method, thinking, k, implied))
     except NoGoldenValueError as exc:
         others = sorted({sc.method for sc in store.curves_for(model)} - {method}) if method else []
@@ -677,7 +708,13 @@ def _uncovered(shown: str, occurrences: Sequence[Occurrence], pins: Sequence[Pin
     for occ in occurrences:
         if occ.term.role == "runtime-k" or occ.derived or occ.inert or any(_covers(p, occ) for p in pins):
             continue
-        if occ.certain:
+        if occ.term is ANY_KNOB:
+            why = ("this exports a variable whose whole name is set outside the file (e.g. pairs loaded at run "
+                   "time), so it can be any engine's knob; pin the values in a file golden-al reads")
+        elif occ.term.role == "switch" and not occ.value_known:
+            why = (f"its value is set outside this file, and {occ.term.spelling}={occ.term.switch_value} turns "
+                   "synthetic acceptance on")
+        elif occ.certain:
             why = ("no reader of golden-al turned it into a checked pin" +
                    (" (the shell reader follows every feasible path with EVAL_ONLY=false, RUN_EVAL=false, and "
                     "reaches no use of it there)" if kind == "shell" else ""))

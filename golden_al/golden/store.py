@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from golden_al.engines._values import format_value
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, SchemaError, UsageError
 from golden_al.golden.schema import (
     GoldenCurve,
@@ -205,22 +206,29 @@ def _last(name: str) -> str:
     return name.rsplit("/", 1)[-1]
 
 
+def _name_maps(curves: Sequence[StoredCurve]) -> tuple[dict[str, set[str]], dict[str, set[str]], dict[str, set[str]]]:
+    """(exact name, normalised name, repo-name tail) -> model keys, over ``curves``."""
+    exact: dict[str, set[str]] = {}
+    full: dict[str, set[str]] = {}
+    tail: dict[str, set[str]] = {}
+    for sc in curves:
+        for name in (sc.model, *sc.curve.aliases):
+            exact.setdefault(name, set()).add(sc.model)
+            n = _norm(name)
+            full.setdefault(n, set()).add(sc.model)
+            if "/" in n:
+                tail.setdefault(_last(n), set()).add(sc.model)
+    return exact, full, tail
+
+
 class GoldenStore:
     """The curves of one golden directory, with name resolution and lookups."""
 
     def __init__(self, curves: Sequence[StoredCurve], *, root: Path | None = None) -> None:
         self.curves: tuple[StoredCurve, ...] = tuple(curves)
         self.root = root
-        self._exact: dict[str, set[str]] = {}
-        self._full: dict[str, set[str]] = {}
-        self._tail: dict[str, set[str]] = {}
-        for sc in self.curves:
-            for name in (sc.model, *sc.curve.aliases):
-                self._exact.setdefault(name, set()).add(sc.model)
-                n = _norm(name)
-                self._full.setdefault(n, set()).add(sc.model)
-                if "/" in n:
-                    self._tail.setdefault(_last(n), set()).add(sc.model)
+        self._exact, self._full, self._tail = _name_maps(self.curves)
+        self._by_method: dict[str, tuple[dict[str, set[str]], ...]] = {}
 
     # -- listing
     def models(self) -> list[str]:
@@ -248,36 +256,53 @@ class GoldenStore:
             )
         return None
 
-    def resolve_model(self, name: str) -> str | None:
+    def resolve_model(self, name: str, *, method: str | None = None) -> str | None:
         """The curve model key that ``name`` means, or None (rules in the module docstring).
+
+        ``method``: resolve among the curves of that draft method only (a name such as
+        InferenceX's ``dsv4`` prefix may be an alias of one model's MTP curve and of another
+        model's DSpark curve; the pin's method says which it means).
 
         Raises:
             AmbiguousCurveError: when one rule matches two different models.
         """
         if not str(name).strip():
             return None
-        hit = self._one(self._exact.get(str(name), set()), name, "exact name")
+        exact, full, tail = self._maps(method)
+        hit = self._one(exact.get(str(name), set()), name, "exact name")
         if hit:
             return hit
         n = _norm(name)
-        hit = self._one(self._full.get(n, set()), name, "case-insensitive name")
+        hit = self._one(full.get(n, set()), name, "case-insensitive name")
         if hit:
             return hit
         if "/" in n:
             base = _last(n)
-            hit = self._one(self._full.get(base, set()), name, f"last path component {base!r}")
+            hit = self._one(full.get(base, set()), name, f"last path component {base!r}")
             if hit:
                 return hit
-            return self._one(self._tail.get(base, set()), name, f"repo name {base!r}")
-        return self._one(self._tail.get(n, set()), name, "repo name")
+            return self._one(tail.get(base, set()), name, f"repo name {base!r}")
+        return self._one(tail.get(n, set()), name, "repo name")
+
+    def _maps(self, method: str | None) -> tuple[dict[str, set[str]], ...]:
+        if method is None:
+            return self._exact, self._full, self._tail
+        if method not in self._by_method:
+            self._by_method[method] = _name_maps([sc for sc in self.curves if sc.method == method])
+        return self._by_method[method]
 
     def models_matching(self, pattern: str) -> list[str]:
         """Model keys with a name (key or alias) that the shell glob ``pattern`` matches, case-insensitively."""
         pat = _norm(pattern)
         return sorted({m for name, models in self._full.items() if fnmatch.fnmatchcase(name, pat) for m in models})
 
-    def _require_model(self, model: str) -> str:
-        key = self.resolve_model(model)
+    def _require_model(self, model: str, method: str | None = None) -> str:
+        try:
+            key = self.resolve_model(model)
+        except AmbiguousCurveError:
+            if method is None:
+                raise
+            key = self.resolve_model(model, method=method)  # the name is ambiguous only across methods
         if key is None:
             where = f" in {self.root}" if self.root else ""
             raise NoGoldenValueError(
@@ -290,7 +315,7 @@ class GoldenStore:
     # -- curves
     def curves_for(self, model: str, method: str | None = None, variant: str | None = None) -> list[StoredCurve]:
         """Curves of ``model`` (any name form), optionally of one method and variant."""
-        key = self._require_model(model)
+        key = self._require_model(model, method)
         out = [sc for sc in self.curves if sc.model == key]
         if method is not None:
             out = [sc for sc in out if sc.method == method]
@@ -298,24 +323,14 @@ class GoldenStore:
             out = [sc for sc in out if variant in (sc.variant, sc.name)]
         return out
 
-    def curve(
-        self,
-        model: str,
-        method: str | None = None,
-        variant: str | None = None,
-        *,
-        draft_model: str | None = None,
-        draft_sample_method: str | None = None,
-        rejection_sample_method: str | None = None,
-    ) -> StoredCurve:
-        """The one curve of ``model`` selected by method, variant and draft settings.
+    def _narrow(self, model: str, method: str | None, variant: str | None, draft_model: str | None,
+                draft_sample_method: str | None, rejection_sample_method: str | None) -> list[StoredCurve]:
+        """The curves of ``model`` left after method, variant and draft settings (at least one).
 
         Raises:
-            NoGoldenValueError: no such model or no curve of that method/variant
-                (listing the curves that exist).
-            AmbiguousCurveError: several curves remain (listing them).
+            NoGoldenValueError: no such model, or no curve of that method/variant.
         """
-        key = self._require_model(model)
+        key = self._require_model(model, method)
         all_curves = [sc for sc in self.curves if sc.model == key]
         cands = self.curves_for(key, method, variant)
         if not cands:
@@ -337,13 +352,38 @@ class GoldenStore:
             named = [sc for sc in cands if _variant_named_by(sc.variant, draft_model)]
             if len(named) == 1:  # the draft's own name carries the variant (...-EAGLE3-GQA -> gqa)
                 cands = named
+        return cands
+
+    @staticmethod
+    def _ambiguous(cands: list[StoredCurve], method: str | None) -> AmbiguousCurveError:
+        return AmbiguousCurveError(
+            f"model {cands[0].model!r} has {len(cands)} curves{' for method ' + repr(method) if method else ''}: "
+            + "; ".join(sc.label() for sc in cands),
+            hint="name the draft model (a recipe's speculative draft, or env/lookup --draft-model), "
+            "its draft_sample_method, or the variant (env --variant)",
+        )
+
+    def curve(
+        self,
+        model: str,
+        method: str | None = None,
+        variant: str | None = None,
+        *,
+        draft_model: str | None = None,
+        draft_sample_method: str | None = None,
+        rejection_sample_method: str | None = None,
+    ) -> StoredCurve:
+        """The one curve of ``model`` selected by method, variant and draft settings.
+
+        Raises:
+            NoGoldenValueError: no such model or no curve of that method/variant
+                (listing the curves that exist).
+            AmbiguousCurveError: several curves remain (listing them); :meth:`lookup` merges
+                the files of one curve split by k instead.
+        """
+        cands = self._narrow(model, method, variant, draft_model, draft_sample_method, rejection_sample_method)
         if len(cands) > 1:
-            raise AmbiguousCurveError(
-                f"model {key!r} has {len(cands)} curves{' for method ' + repr(method) if method else ''}: "
-                + "; ".join(sc.label() for sc in cands),
-                hint="name the draft model (a recipe's speculative draft, or env/lookup --draft-model), "
-                "its draft_sample_method, or the variant (env --variant)",
-            )
+            raise self._ambiguous(cands, method)
         return cands[0]
 
     def lookup(
@@ -365,10 +405,15 @@ class GoldenStore:
         the model family's thinking preset defines identically (DeepSeek-V4's ``on`` is
         ``reasoning_effort_high``); the point's ``thinking`` says which one was used.
 
+        Several files of one curve (the same model, method, variant and draft settings, e.g.
+        one per draft length measured) are merged by k: the value comes from the file that
+        has this (mode, k); files that both have it must agree, or the lookup names both.
+
         Raises:
             NoGoldenValueError: the model, curve, mode or k has no committed value; the
                 message lists what exists. Never interpolates or guesses.
-            AmbiguousCurveError: several curves match (see :meth:`curve`).
+            AmbiguousCurveError: several curves match (see :meth:`curve`), or files of one
+                curve give (mode, k) different values.
         """
         try:
             mode = mode_key(thinking)
@@ -376,37 +421,75 @@ class GoldenStore:
             raise UsageError(str(exc)) from None
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise UsageError(f"draft length k must be an integer >= 1, got {k!r}")
-        sc = self.curve(model, method, variant, draft_model=draft_model,
-                        draft_sample_method=draft_sample_method, rejection_sample_method=rejection_sample_method)
-        blk = sc.curve.mode(mode)
-        if blk is None:  # a level the family's preset defines as on/off (or the reverse) is the same mode
-            for alt in _equivalent_modes(sc.model, mode):
-                if (blk := sc.curve.mode(alt)) is not None:
-                    mode = mode_key(alt)
-                    break
-        if blk is None:
-            have = ", ".join(f"{m} k={format_k_list(b.points)}" for m, b in sc.curve.modes().items())
-            raise NoGoldenValueError(
-                f"{sc.model}: curve {sc.name} has no {mode} values (it has {have})",
-                hint="measure and commit that mode; golden-al never substitutes the other mode",
-            )
-        p = blk.points.get(k)
-        if p is None:
-            raise NoGoldenValueError(
-                f"{sc.model} {mode}: curve {sc.name} has no value at k={k} (k = {format_k_list(blk.points)})",
-                hint="pick a committed draft length; golden-al never interpolates",
-            )
-        return GoldenPoint(
-            model=sc.model, thinking=mode, k=k, al=p.al, ci95=p.ci95,
-            num_verify_steps=p.num_verify_steps, num_accepted_drafts=p.num_accepted_drafts,
-            per_position_accepted=tuple(p.per_position_accepted) if p.per_position_accepted else None,
-            origin=p.origin, method=sc.method, variant=sc.variant, curve=sc.name, source=sc.path,
-        )
+        cands = self._narrow(model, method, variant, draft_model, draft_sample_method, rejection_sample_method)
+        if len({_identity(sc) for sc in cands}) > 1:
+            raise self._ambiguous(cands, method)
+        found: list[GoldenPoint] = []
+        missing: list[NoGoldenValueError] = []
+        for sc in cands:
+            try:
+                found.append(_point(sc, mode, k))
+            except NoGoldenValueError as exc:
+                missing.append(exc)
+        if not found:
+            if len(missing) == 1:
+                raise missing[0]
+            have = "; ".join(f"{sc.name}: " + ", ".join(f"{m} k={format_k_list(b.points)}"
+                                                        for m, b in sc.curve.modes().items()) for sc in cands)
+            raise NoGoldenValueError(f"{cands[0].model} {mode}: none of its {len(cands)} curve files has k={k} "
+                                     f"({have})", hint="pick a committed draft length; golden-al never interpolates")
+        if len({p.al for p in found}) > 1:
+            raise AmbiguousCurveError(
+                f"{found[0].model} {found[0].thinking} k={k}: the curve files disagree: "
+                + ", ".join(f"{p.curve}={format_value(p.al)}" for p in found),
+                hint="keep one value per (model, method, mode, k) in the golden directory")
+        return found[0]
 
     def method_for(self, engine: str, algorithm: str, model: str) -> str:
         """:func:`curve_method_for` after resolving ``model`` (any name form) to its key."""
-        key = self.resolve_model(model)
+        try:
+            key = self.resolve_model(model)
+        except AmbiguousCurveError:
+            key = None
         return curve_method_for(engine, algorithm, key or model)
+
+
+def _identity(sc: StoredCurve) -> tuple[object, ...]:
+    """What tells two curves of one model and method apart; files that share it are one curve."""
+    d = sc.curve.draft
+    return (sc.model, d.method, d.variant, d.model, d.draft_sample_method, d.rejection_sample_method)
+
+
+def _point(sc: StoredCurve, mode: str, k: int) -> GoldenPoint:
+    """The value of curve ``sc`` at (mode, k), a mode its family defines identically standing in.
+
+    Raises:
+        NoGoldenValueError: the curve has no such mode or k.
+    """
+    blk = sc.curve.mode(mode)
+    if blk is None:  # a level the family's preset defines as on/off (or the reverse) is the same mode
+        for alt in _equivalent_modes(sc.model, mode):
+            if (blk := sc.curve.mode(alt)) is not None:
+                mode = mode_key(alt)
+                break
+    if blk is None:
+        have = ", ".join(f"{m} k={format_k_list(b.points)}" for m, b in sc.curve.modes().items())
+        raise NoGoldenValueError(
+            f"{sc.model}: curve {sc.name} has no {mode} values (it has {have})",
+            hint="measure and commit that mode; golden-al never substitutes the other mode",
+        )
+    p = blk.points.get(k)
+    if p is None:
+        raise NoGoldenValueError(
+            f"{sc.model} {mode}: curve {sc.name} has no value at k={k} (k = {format_k_list(blk.points)})",
+            hint="pick a committed draft length; golden-al never interpolates",
+        )
+    return GoldenPoint(
+        model=sc.model, thinking=mode, k=k, al=p.al, ci95=p.ci95,
+        num_verify_steps=p.num_verify_steps, num_accepted_drafts=p.num_accepted_drafts,
+        per_position_accepted=tuple(p.per_position_accepted) if p.per_position_accepted else None,
+        origin=p.origin, method=sc.method, variant=sc.variant, curve=sc.name, source=sc.path,
+    )
 
 
 def _equivalent_modes(model: str, mode: str) -> list[str]:
@@ -471,7 +554,30 @@ def _load_cached(root: str, signature: tuple[tuple[str, int, int], ...]) -> Gold
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         raise SchemaError(f"several golden files have the same name: {', '.join(dup)}", path=root)
+    if Path(root) != SHIPPED_CURVES_DIR.resolve() and any(sc.format == "inferencex-legacy" for sc in curves):
+        curves = _with_shipped_aliases(curves)
     return GoldenStore(curves, root=Path(root))
+
+
+def _with_shipped_aliases(curves: list[StoredCurve]) -> list[StoredCurve]:
+    """InferenceX's own files name a model by one key (``glm-5.2-fp8``) and the file's prefix; their
+    recipes name it by checkpoint (``nvidia/GLM-5.2-NVFP4``). A legacy file whose model key is one of
+    the shipped curves' (imported from the same files) gets that curve's aliases, so recipe model ids
+    resolve in an InferenceX-format folder as they do in ours. Values are never borrowed."""
+    shipped = load_store(None)
+    known: dict[str, list[str]] = {}
+    for sc in shipped.curves:
+        known.setdefault(sc.model, []).extend(a for a in (sc.model, *sc.curve.aliases) if a not in known.get(sc.model, []))
+    out = []
+    for sc in curves:
+        extra = [a for a in known.get(sc.model, []) if a != sc.model] if sc.format == "inferencex-legacy" else []
+        have = {a.casefold() for a in sc.curve.aliases}
+        add = [a for a in extra if a.casefold() not in have]
+        if add:
+            curve = sc.curve.model_copy(update={"aliases": [*sc.curve.aliases, *add]})
+            sc = StoredCurve(sc.name, sc.path, sc.format, curve)
+        out.append(sc)
+    return out
 
 
 def load_store(golden_dir: str | Path | None = None) -> GoldenStore:
