@@ -1,0 +1,264 @@
+"""The census of ``golden-al check``: every knob occurrence, in every form a consumer decodes, ends as a
+finding; the gate passes only what it proves.
+
+* hostile forms (issue 22) as unit tests: escaped YAML/JSON keys, quoted shell exports, names assembled
+  from parts or variables, dynamic exports;
+* a property test: a pin written in any form the census knows (generated) is found, and the check
+  does not pass;
+* the shortcut lemma (:func:`golden_al.checks.census.may_hold_knob`) against the full census;
+* run-time draft-length settings beside a pin are ``unsafe-value``;
+* an engine added to the registry is covered without a line changed in ``golden_al/checks/``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import types
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from golden_al.checks import census
+from golden_al.checks.static import check_paths
+from golden_al.cli.main import main
+from golden_al.golden import load_store
+
+GOLDEN = str(Path(__file__).resolve().parents[1] / "fixtures" / "check" / "golden")
+SGL = "SGLANG_SIMULATE_ACC_LEN"
+
+
+def _check(tmp_path: Path, name: str, text: str) -> list:
+    path = tmp_path / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    report = check_paths([path], store=load_store(GOLDEN))
+    return report.findings
+
+
+# ------------------------------------------------------------------------------ hostile forms
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("a.yaml", '"SGLANG_SIMULATE_ACC_\\x4cEN": "2.22"\n'),
+    ("b.yaml", 'env:\n  "\\u0053GLANG_SIMULATE_ACC_LEN": "2.22"\n'),
+    ("c.json", '{"env": {"SGLANG_SIMULATE_ACC_\\u004cEN": "2.22"}}\n'),
+    ("d.yaml", "cfg:\n  speculative-config: '{\"rejection_sample_method\": \"synthetic\", "
+               "\"synthetic_acceptance_l\\u0065ngth\": 2.2, \"num_speculative_tokens\": 3}'\n"),
+    ("e.sh", 'export "SGLANG_SIMULATE_ACC_LEN"="2.22"\npython -m sglang.launch_server\n'),
+    ("f.sh", "export 'SGLANG_SIMULATE_ACC_LEN=2.22'\npython -m sglang.launch_server\n"),
+    ("g.sh", "A=SGLANG_SIMULATE_ACC\nexport ${A}_LEN=2.22\n"),
+    ("h.sh", "export ${PREFIX}_ACC_LEN=2.22\n"),
+    ("i.sh", "X=$'\\x53GLANG_SIMULATE_ACC_LEN=2.22'\nexport \"$X\"\n"),
+    ("j.sh", 'for kv in "$@"; do export "$kv"; done\n'),
+    ("k.sh", 'SGLANG_SIMULATE_"ACC"_LEN=2.22 python -m sglang.launch_server\n'),
+    ("l.yaml", 'command: ["sh", "-c", "export SGLANG_SIMULATE_ACC_\'LEN\'=2.22; exec server"]\n'),
+    ("m.sh", "cat > cfg.json <<'EOF'\n{\"synthetic_acceptance_l\\u0065ngth\": 2.2}\nEOF\n"),
+    ("n.sh", "vllm serve m --speculative-config \"{\\\"rejection_sample_method\\\": \\\"synthetic\\\"}\"\n"),
+])
+def test_hostile_forms_are_found_and_fail(tmp_path: Path, name: str, text: str) -> None:
+    findings = _check(tmp_path, name, text)
+    assert findings, "a pin passed as 'no pinned value'"
+    assert any(f.verdict != "match" for f in findings)
+
+
+def test_hostile_forms_through_the_cli_exit_1(tmp_path: Path, capsys) -> None:
+    (tmp_path / "run.sh").write_text("export 'SGLANG_SIMULATE_ACC_LEN=2.22'\n")
+    assert main(["check", str(tmp_path), "--golden-dir", GOLDEN]) == 1
+    out = capsys.readouterr().out
+    assert "run.sh:1:" in out
+
+
+@pytest.mark.parametrize(("text", "inert"), [
+    ('echo "SGLANG_SIMULATE_ACC_LEN=$X"\n', True),           # to the terminal
+    ('echo "SGLANG_SIMULATE_ACC_LEN=2" >&2\n', True),
+    ('echo "SGLANG_SIMULATE_ACC_LEN=2" >> env.sh\n', False),  # written to a file
+    ('echo "SGLANG_SIMULATE_ACC_LEN=2" | sh\n', False),       # piped into a shell
+    ('X=$(echo "SGLANG_SIMULATE_ACC_LEN=2")\n', False),       # captured
+    ("sed -i '/TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS/d' r.yaml\n", True),
+    ("sed -i 's/x/TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS: 2/' r.yaml\n", False),
+    ("SIMULATE_ACC_LEN=2.99\n", True),                        # a shell variable never exported
+    ("SIMULATE_ACC_LEN=2.99\nexport SIMULATE_ACC_LEN\n", False),
+    ("set -a\nSIMULATE_ACC_LEN=2.99\n", False),
+])
+def test_only_provably_inert_shell_uses_are_left_alone(text: str, inert: bool) -> None:
+    occ = [o for o in census.census_shell(text) if o.term.role == "value" and not o.derived]
+    assert occ
+    assert all((o.inert is not None) == inert for o in occ), [(o.line, o.inert) for o in occ]
+
+
+# ------------------------------------------------------------------------------ property test
+
+_VALUE_SPELLINGS = sorted({t.spelling for t in census.vocabulary()
+                           if t.role == "value" and t.engine != census.HARNESS and not t.flag})
+_FLAGS = sorted({t.spelling for t in census.vocabulary() if t.role == "value" and t.flag
+                 and t.spelling.startswith("--")})
+
+
+def _yaml_escape(name: str, picks: list[int]) -> str:
+    return "".join(f"\\x{ord(c):02x}" if i in picks else c for i, c in enumerate(name))
+
+
+def _json_escape(name: str, picks: list[int]) -> str:
+    return "".join(f"\\u{ord(c):04x}" if i in picks else c for i, c in enumerate(name))
+
+
+def _shell_split(name: str, picks: list[int]) -> str:
+    """The name with some characters quoted (bash joins the pieces)."""
+    return "".join(f"'{c}'" if i in picks else c for i, c in enumerate(name))
+
+
+def _forms(name: str, value: str, picks: list[int]) -> list[tuple[str, str]]:
+    """(file name, text) for a pin of ``name`` = ``value`` written in each form the census knows."""
+    cut = max(1, min(len(name) - 1, len(picks) + 3))
+    head, tail = name[:cut], name[cut:]
+    return [
+        ("p.yaml", f"{name}: \"{value}\"\n"),
+        ("p.yaml", f"\"{_yaml_escape(name, picks)}\": \"{value}\"\n"),
+        ("p.yaml", f"env:\n  - name: {name}\n    value: \"{value}\"\n"),
+        ("p.yaml", f"environment:\n  - {name}={value}\n"),
+        ("p.yaml", f"command: [\"sh\", \"-c\", \"export {_shell_split(name, picks)}={value}; exec srv\"]\n"),
+        ("p.json", json.dumps({"env": {"K": "x"}}).replace('"K"', f'"{_json_escape(name, picks)}"')
+         .replace('"x"', f'"{value}"') + "\n"),
+        ("p.json", json.dumps({"cfg": json.dumps({name: value})}) + "\n"),
+        ("p.sh", f"export {name}={value}\n"),
+        ("p.sh", f"export \"{name}\"=\"{value}\"\n"),
+        ("p.sh", f"export '{name}={value}'\n"),
+        ("p.sh", f"{_shell_split(name, picks)}={value} exec server\n"),
+        ("p.sh", f"A={head}\nexport ${{A}}{tail}={value}\n"),
+        ("p.sh", f"P={name}={value}\nenv \"$P\" server\n"),
+        ("p.sh", f"cat > c.json <<'EOF'\n{{\"{_json_escape(name, picks)}\": {value}}}\nEOF\n"),
+    ]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@given(name=st.sampled_from(_VALUE_SPELLINGS), value=st.sampled_from(["2.22", "3.5", "1.75"]),
+       picks=st.lists(st.integers(min_value=0, max_value=12), max_size=3, unique=True),
+       form=st.integers(min_value=0, max_value=13))
+def test_a_pin_in_any_form_is_found(tmp_path: Path, name: str, value: str, picks: list[int], form: int) -> None:
+    file, text = _forms(name, value, picks)[form]
+    folder = tmp_path / f"f{abs(hash((name, value, tuple(picks), form))) % 10**8}"
+    findings = _check(folder, file, text)
+    assert findings, f"not found: {text!r}"
+    assert any(f.verdict != "match" for f in findings)  # no model, no k: never a pass
+    assert any(f.line >= 1 for f in findings)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(name=st.sampled_from(_VALUE_SPELLINGS + _FLAGS),
+       picks=st.lists(st.integers(min_value=0, max_value=12), max_size=3, unique=True),
+       form=st.integers(min_value=0, max_value=6),
+       noise=st.sampled_from(["", "# comment\n", "other: 'quoted'\n", "x: \"a\\tb\"\n"]))
+def test_the_shortcut_lemma_never_skips_a_knob_the_census_finds(name: str, picks: list[int], form: int,
+                                                                 noise: str) -> None:
+    """``may_hold_knob`` says False only for texts in which the full census finds nothing."""
+    from golden_al import safeio
+
+    file, text = _forms(name, "2.5", picks)[form]
+    text = noise + text
+    if file.endswith(".json"):
+        found = census.census_json(text)
+    else:
+        found = [o for _, node in safeio.load_yaml_documents(text) for o in census.census_data(node)]
+    if found:
+        assert census.may_hold_knob(text), text
+
+
+def test_the_shortcut_lemma_skips_plain_files() -> None:
+    assert not census.may_hold_knob("a: 1\nb: 'x'\nc: [1, 2]\n")
+    assert census.may_hold_knob("a: '$X_LEN'\n")            # an expansion may assemble a name
+    assert census.may_hold_knob('a: "\\x41"\n')              # an escape may make any character
+    assert census.may_hold_knob("k: SGLANG_SIMULATE_'ACC'_LEN\n")
+
+
+# ------------------------------------------------------------------------------ run-time draft lengths
+
+VLLM_AGENTIC = """\
+name: r
+model: {path: deepseek-ai/DeepSeek-V4-Pro}
+backend:
+  type: vllm
+  vllm_config:
+    aggregated:
+      speculative-config: '{"method": "mtp", "num_speculative_tokens": 3, "rejection_sample_method": "synthetic", "synthetic_acceptance_length": 2.49@EXTRA@}'
+benchmark: {type: custom, command: bash agentic_srt.sh}
+"""
+
+
+@pytest.mark.parametrize(("extra", "verdict"), [
+    ("", "match"),
+    (', "num_speculative_tokens_per_batch_size": [[1, 8, 3], [9, 64, 1]]', "unsafe-value"),
+    (', "enable_adaptive_verification": true', "unsafe-value"),
+    (', "enable_adaptive_verification": false', "match"),
+])
+def test_vllm_run_time_draft_lengths_beside_a_pin(tmp_path: Path, extra: str, verdict: str) -> None:
+    (f,) = _check(tmp_path, "agentic/r.yaml", VLLM_AGENTIC.replace("@EXTRA@", extra))
+    assert f.verdict == verdict, f.message
+    if verdict == "unsafe-value":
+        assert "vllm/config/speculative.py at 0.34.0" in f.message
+
+
+@pytest.mark.parametrize(("script", "verdict"), [
+    ("--spec-draft-p-min 0", "match"),
+    ("--spec-draft-p-min 0.5", "unsafe-value"),
+])
+def test_llamacpp_p_min_is_a_run_time_draft_length(tmp_path: Path, script: str, verdict: str) -> None:
+    text = ("#!/bin/bash\nMODEL=qwen2.5-coder-1.5b-instruct\nllama-server -m /m/t.gguf -md /m/d.gguf --spec-type "
+            f"draft-simple --spec-draft-n-max 3 --spec-draft-n-min 3 {script} --spec-synth-len 3.85 "
+            "--chat-template-kwargs '{\"enable_thinking\": false}'\n")
+    path = tmp_path / "agentic" / "serve.sh"
+    path.parent.mkdir()
+    path.write_text(text)
+    (f,) = check_paths([path], store=load_store()).findings
+    assert f.verdict == verdict, f.message
+
+
+def test_sglang_adaptive_and_trtllm_schedule_beside_a_pin(tmp_path: Path) -> None:
+    sgl = ("#!/bin/bash\nexport SGLANG_SIMULATE_ACC_LEN=2.49 SGLANG_SIMULATE_ACC_METHOD=match-expected "
+           "SGLANG_SIMULATE_ACC_TOKEN_MODE=real-draft-token\npython3 -m sglang.launch_server --model-path "
+           "deepseek-ai/DeepSeek-V4-Pro --speculative-algorithm EAGLE --speculative-num-steps 3 "
+           "--speculative-num-draft-tokens 4 --speculative-adaptive\n")
+    (f,) = _check(tmp_path, "agentic/s.sh", sgl)
+    assert f.verdict == "unsafe-value"
+    assert "--speculative-adaptive" in f.message
+    trt = ("name: t\nmodel: {path: deepseek-ai/DeepSeek-V4-Pro}\nbackend:\n  type: trtllm\n  decode_environment:\n"
+           "    TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS: '1.49'\n  trtllm_config:\n    decode:\n"
+           "      speculative_config: {decoding_type: MTP, max_draft_len: 3, draft_len_schedule: {1: 3, 64: 1}}\n"
+           "benchmark: {type: custom, command: bash agentic_srt.sh}\n")
+    found = _check(tmp_path, "agentic/t.yaml", trt)
+    assert {f.verdict for f in found} == {"unsafe-value"}
+    assert "draft_len_schedule" in found[0].message
+
+
+# ------------------------------------------------------------------------------ a new engine
+
+
+def test_an_engine_added_to_the_registry_is_counted_without_touching_checks(tmp_path: Path, monkeypatch) -> None:
+    """A sixth engine's knob in a shell script: the census (vocabulary from the registry) finds it, and
+    as no reader turns it into a pin the check fails with 'unresolved', never 'no pinned value'."""
+    from golden_al import engines
+    from golden_al.engines.profile import EngineProfile, Source, SyntheticKnob
+
+    module = types.ModuleType("toy_engine_for_census")
+    module.PROFILE = EngineProfile(  # type: ignore[attr-defined]
+        name="toy", display_name="Toy", algorithms=("draft",), draft_len_rules=(),
+        synthetic_knobs=(SyntheticKnob("TOY_FORCE_ACCEPT_LEN", "env", "al",
+                                       source=Source("toy/toy", "toy/env.py", "1.0")),),
+        synthetic_settings=lambda al, k, **kw: {"TOY_FORCE_ACCEPT_LEN": str(al)})
+    monkeypatch.setitem(sys.modules, "toy_engine_for_census", module)
+    monkeypatch.setitem(engines.REGISTRY, "toy", "toy_engine_for_census")
+    census.vocabulary.cache_clear()
+    census._by_spelling.cache_clear()
+    census._pattern.cache_clear()
+    census._substring_rx.cache_clear()
+    census._substrings.cache_clear()
+    try:
+        findings = _check(tmp_path, "run.sh", "export TOY_FORCE_ACCEPT_LEN=2.5\ntoy-server --k 3\n")
+    finally:
+        for f in (census.vocabulary, census._by_spelling, census._pattern, census._substring_rx,
+                  census._substrings):
+            f.cache_clear()
+    (f,) = findings
+    assert (f.engine, f.verdict, f.pinned_value) == ("toy", "unresolved", "2.5")
