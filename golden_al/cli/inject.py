@@ -17,6 +17,12 @@ already up to date (a second run changes nothing); 1 the recipe pins a different
 (nothing written; ``--force`` replaces it); 2 usage or input errors, or no committed
 golden value (the message lists what exists). ``--dry-run`` prints the diff and writes
 nothing (conflicts still exit 1 without ``--force``).
+
+``--restore-real`` is the eval-only inverse (no model or curve needed): every synthetic
+setting ``check``'s census finds is removed (SGLang variables, TensorRT-LLM, ATOM and
+llama.cpp settings, any registered engine's knobs), vLLM ``rejection_sample_method`` goes
+back to a real method (``standard``, or ``--real-method``), comments are kept, and a second
+run changes nothing (:mod:`golden_al.injection.restore`); ``check`` on the result finds no pin.
 """
 
 from __future__ import annotations
@@ -35,19 +41,50 @@ examples:
       --model deepseek-ai/DeepSeek-V4-Pro --thinking on
   golden-al inject recipe.yaml --model kimi-k3 --thinking on --dry-run > change.diff
   golden-al inject recipe.yaml --model glm5.2 --thinking on --force
+  golden-al inject recipe.yaml --restore-real                  # eval run: real acceptance again
+  golden-al inject recipe.yaml --restore-real --real-method block --dry-run
 """
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from golden_al.engines import engine_names, vllm
+
     parser.add_argument("file", metavar="FILE", help="srt-slurm recipe YAML to rewrite in place")
-    parser.add_argument("--model", required=True, help="model key, alias, served name or repo id")
-    parser.add_argument("--thinking", required=True, type=thinking_mode, metavar="MODE",
-                        help="thinking mode of the benchmark: on, off or a named level (e.g. reasoning_effort_high)")
-    parser.add_argument("--engine", choices=("sglang", "vllm", "trtllm", "atom"),
+    parser.add_argument("--model", help="model key, alias, served name or repo id (required unless --restore-real)")
+    parser.add_argument("--thinking", type=thinking_mode, metavar="MODE",
+                        help="thinking mode of the benchmark: on, off or a named level (e.g. reasoning_effort_high; "
+                             "required unless --restore-real)")
+    parser.add_argument("--engine", choices=engine_names(),
                         help="engine (default: from the recipe's backend.type)")
+    parser.add_argument("--restore-real", action="store_true",
+                        help="remove every synthetic-acceptance setting instead (eval runs measure real acceptance)")
+    parser.add_argument("--real-method", choices=[m for m in vllm.REJECTION_METHODS if m != vllm.SYNTHETIC_METHOD],
+                        default=None, help=f"with --restore-real: the real vLLM {vllm.METHOD_KEY} to set "
+                                           f"(default: {vllm.REAL_METHOD_DEFAULT}, vLLM's default)")
     parser.add_argument("--force", action="store_true", help="replace values that differ from the golden one")
     parser.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
     add_golden_dir_option(parser)
+
+
+def _restore(args: argparse.Namespace) -> int:
+    from golden_al.engines import vllm
+    from golden_al.errors import UsageError
+    from golden_al.injection.restore import restore_file
+
+    if args.model or args.thinking or args.force:
+        raise UsageError("--restore-real takes no --model, --thinking or --force: it removes every synthetic "
+                         "setting whatever its value")
+    real = {vllm.METHOD_KEY: args.real_method} if args.real_method else None
+    result = restore_file(args.file, real_values=real, dry_run=args.dry_run)
+    sys.stdout.write(result.diff())
+    if not result.changed:
+        sys.stderr.write(f"golden-al: inject: {args.file} has no synthetic-acceptance setting\n")
+    else:
+        verb = "would remove" if args.dry_run else "removed"
+        names = ", ".join(dict.fromkeys(r.name for r in result.removals))
+        sys.stderr.write(f"golden-al: inject: {verb} {len(result.removals)} synthetic setting(s) from {args.file}: "
+                         f"{names}\n")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
@@ -56,6 +93,13 @@ def run(args: argparse.Namespace) -> int:
     from golden_al.golden import load_store
     from golden_al.injection import inject_file
 
+    if args.restore_real:
+        return _restore(args)
+    if args.real_method:
+        raise UsageError("--real-method goes with --restore-real")
+    if not args.model or not args.thinking:
+        raise UsageError("inject needs --model and --thinking (or --restore-real)",
+                         hint="golden-al inject RECIPE --model M --thinking on|off")
     if args.engine == "atom":
         raise UsageError("ATOM has no srt-slurm recipe format to rewrite",
                          hint=f"use 'golden-al env --engine atom' for its {atom.LENGTH_FLAG} flag")

@@ -68,6 +68,8 @@ class SyntheticKnob:
     #: a companion that turns synthetic acceptance on when set to this value (vLLM's
     #: ``rejection_sample_method: synthetic``): ``check``'s census counts it as a pin site
     switch_value: str | None = None
+    #: the value that turns such a switch back to real acceptance (``inject --restore-real``)
+    real_value: str | None = None
 
     def spellings(self) -> tuple[str, ...]:
         """Every name the knob is written under (name, legacy aliases, environment form)."""

@@ -507,7 +507,8 @@ PROFILE = EngineProfile(
     draft_len_rules=(DraftLenRule("*", f"k = {FLAG_SPEC_CONFIG} {K_KEY}", True, _CONFIG),),
     synthetic_knobs=(
         SyntheticKnob(METHOD_KEY, "config-key", "choice", role="companion", choices=REJECTION_METHODS,
-                      required_value=SYNTHETIC_METHOD, switch_value=SYNTHETIC_METHOD, source=_CONFIG),
+                      required_value=SYNTHETIC_METHOD, switch_value=SYNTHETIC_METHOD,
+                      real_value=REAL_METHOD_DEFAULT, source=_CONFIG),
         SyntheticKnob(LENGTH_KEY, "config-key", "al", source=_CONFIG),
         SyntheticKnob(RATES_KEY, "config-key", "rates", aliases=(LEGACY_RATE_KEY,), source=_CONFIG),
     ),
