@@ -35,7 +35,7 @@ from typing import Any
 from golden_al.errors import InputFileError, UsageError
 from golden_al.injection.textedit import Edit, apply_edits, quote_style, requote, scalar_span
 
-__all__ = ["RestoreResult", "Removal", "restore_file", "restore_text"]
+__all__ = ["Removal", "RestoreResult", "restore_file", "restore_text"]
 
 
 @dataclass(frozen=True)
