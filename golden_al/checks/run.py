@@ -41,8 +41,10 @@ meet its target.
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -157,6 +159,8 @@ class RunCheckResult:
     lines_used: int
     files: tuple[str, ...]
     warnings: tuple[str, ...] = field(default_factory=tuple)
+    #: the golden value the target came from (``check-run --model --thinking``), or None (``--expect-al``)
+    golden: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready dict."""
@@ -167,6 +171,119 @@ class RunCheckResult:
             if isinstance(d[key], float) and not math.isfinite(d[key]):
                 d[key] = str(d[key])
         return d
+
+
+# ----------------------------------------------------------------------- the target
+
+
+@dataclass(frozen=True)
+class RunTarget:
+    """The golden AL a run had to realize, looked up in the store, and where each input came from."""
+
+    expect_al: float
+    draft_len: int
+    golden: dict[str, Any]
+
+
+def server_settings(files: Sequence[str | Path], engine: str) -> dict[str, Any]:
+    """What the server logged about itself at start-up (model, speculative algorithm, k), for engines
+    whose profile declares a ``server-args`` log line (SGLang's ``server_args=ServerArgs(...)``):
+    ``{"model", "algorithm", "k", "line", "file"}``, each only when the log says it.
+
+    Raises:
+        InputFileError: two starts with different settings in the files (one run, one configuration).
+    """
+    from golden_al import safeio
+    from golden_al.engines import get_profile
+    from golden_al.formats import logs
+
+    profile = get_profile(engine)
+    if not any(p.name == "server-args" for p in profile.log_patterns):
+        return {}
+    fields = profile.server_info_fields
+    found: list[tuple[str, Any]] = []
+    for f in files:
+        if _looks_like_metrics(_head(f)):
+            continue
+        for n, line in safeio.iter_lines(f):
+            rec = logs.parse_sglang_server_args_line(line, n)
+            if rec is not None:
+                found.append((str(f), rec))
+    if not found:
+        return {}
+    keys = [fields[x] for x in ("algorithm", "num_steps", "eagle_topk", "num_draft_tokens", "dflash_block_size",
+                                "dspark_block_size", "model_path", "served_model_name") if x in fields]
+    seen = {json.dumps([rec.args.get(key) for key in keys], default=str) for _, rec in found}
+    if len(seen) > 1:
+        raise InputFileError(f"{len(found)} server starts with different settings ("
+                             + ", ".join(f"{f} line {rec.line_no}" for f, rec in found) + ")",
+                             hint="check each run's log on its own")
+    file, rec = found[0]
+    args = rec.args
+    out: dict[str, Any] = {"file": file, "line": rec.line_no}
+    name = args.get(fields.get("served_model_name", "")) or args.get(fields.get("model_path", ""))
+    if name:
+        out["model"] = str(name)
+    if args.get(fields.get("algorithm", "")):
+        out["algorithm"] = str(args[fields["algorithm"]])
+        try:
+            out["k"] = profile_draft_len(engine, args)
+        except UsageError:
+            pass
+    return out
+
+
+def profile_draft_len(engine: str, server_info: Mapping[str, Any]) -> int:
+    """k from what a server reports of itself (``/server_info`` or its start-up arguments), read by the
+    engine's profile (:attr:`~golden_al.engines.profile.EngineProfile.draft_len_from_server_info`).
+
+    Raises:
+        UsageError: the engine does not say how, or the settings do not fix k.
+    """
+    from golden_al.engines import get_profile
+
+    profile = get_profile(engine)
+    if profile.draft_len_from_server_info is None:
+        raise UsageError(f"{profile.display_name} reports no draft length about itself")
+    return int(profile.draft_len_from_server_info(server_info).k)
+
+
+def golden_target(files: Sequence[str | Path], *, engine: str, store: Any, thinking: str, model: str | None = None,
+                  draft_len: int | None = None, algorithm: str | None = None) -> RunTarget:
+    """The golden AL the run had to realize: (model, thinking mode, k, method) looked up in ``store``.
+
+    Model, algorithm and k come from the arguments or, where the engine logs them at start-up
+    (:func:`server_settings`), from the files; given both, they must agree.
+
+    Raises:
+        UsageError: no model or k, or an argument that contradicts the log.
+        NoGoldenValueError / AmbiguousCurveError: no (one) committed value.
+    """
+    logged = server_settings(files, engine)
+    where = f"{logged.get('file')} line {logged.get('line')}" if logged else ""
+    if draft_len is not None and logged.get("k") is not None and draft_len != logged["k"]:
+        raise UsageError(f"--draft-len {draft_len} but the server's arguments ({where}) give k={logged['k']}",
+                         hint="drop --draft-len, or check the log of the run you mean")
+    if algorithm is not None and logged.get("algorithm") is not None and \
+            algorithm.strip().lower() != str(logged["algorithm"]).strip().lower():
+        raise UsageError(f"--algorithm {algorithm} but the server's arguments ({where}) say {logged['algorithm']}")
+    k = draft_len if draft_len is not None else logged.get("k")
+    name = model or logged.get("model")
+    algo = algorithm or logged.get("algorithm")
+    if name is None:
+        raise UsageError("check-run needs the model (--model) to look the golden AL up; the files do not name it",
+                         hint="pass --model M, or --expect-al AL")
+    if k is None:
+        raise UsageError("check-run needs the draft length (--draft-len); the files do not give it",
+                         hint="pass --draft-len K")
+    method = store.method_for(engine, algo, name) if algo else None
+    point = store.lookup(name, thinking, int(k), method=method)
+    golden = {"model": point.model, "thinking": point.thinking, "k": point.k, "al": point.al, "curve": point.curve,
+              "method": point.method, "source": str(point.source),
+              "from_log": {key: logged[key] for key in ("model", "algorithm", "k") if key in logged
+                           and {"model": model, "algorithm": algorithm, "k": draft_len}[key] is None},
+              "log": where or None}
+    return RunTarget(point.al, int(k), golden)
 
 
 # ----------------------------------------------------------------------- reading
@@ -426,7 +543,7 @@ def _from_snapshots(snapshots: list[tuple[MetricsSnapshot, SpecCounters]], engin
 def check_run(files: Sequence[str | Path], *, expect_al: float, draft_len: int, engine: str,
               method: str | None = None, tolerance_sigma: float = DEFAULT_TOLERANCE_SIGMA,
               decode_log_interval: int = DEFAULT_DECODE_LOG_INTERVAL, batch_size: float | None = None,
-              labels: dict[str, str] | None = None) -> RunCheckResult:
+              labels: dict[str, str] | None = None, golden: dict[str, Any] | None = None) -> RunCheckResult:
     """Compare a run's realized AL with ``expect_al`` (see the module docstring).
 
     Raises:
@@ -440,8 +557,9 @@ def check_run(files: Sequence[str | Path], *, expect_al: float, draft_len: int, 
     units.check_al(expect_al, k)
     ev = evidence_from_files(files, engine, k, decode_log_interval=decode_log_interval, batch_size=batch_size,
                              labels=labels)
-    return check_evidence(ev, expect_al=expect_al, draft_len=k, method=method, tolerance_sigma=tolerance_sigma,
-                          files=tuple(str(f) for f in files))
+    result = check_evidence(ev, expect_al=expect_al, draft_len=k, method=method, tolerance_sigma=tolerance_sigma,
+                            files=tuple(str(f) for f in files))
+    return dataclasses.replace(result, golden=golden) if golden is not None else result
 
 
 def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method: str | None = None,

@@ -2,7 +2,10 @@
 
 Reads SGLang decode log lines, vLLM ``SpecDecoding metrics`` lines, ATOM MTP stats
 lines, or two Prometheus snapshots (before/after, in any order), and compares the
-realized AL with ``--expect-al``: within ``--tolerance-sigma`` standard errors of the
+realized AL with the target: ``--expect-al``, or the golden value it looks up itself with
+``--model M --thinking T`` (``--golden-dir``; an SGLang log's start-up ``server_args`` line
+supplies the model, the algorithm and k when they are not given); the verdict names the
+curve it used: within ``--tolerance-sigma`` standard errors of the
 engine's synthetic sampler on long logs, by exact (Chernoff) tails at any length, with
 SGLang's two-decimal rounding modelled. A correctly injected run fails with probability
 at most 2 exp(-Z^2/2) (6.7e-4 at the default Z = 4). Exit 0 pass, 1 the run missed its
@@ -34,6 +37,9 @@ DESCRIPTION = (
 EXAMPLES = """\
 examples:
   golden-al check-run server.log --engine sglang --expect-al 4.05 --draft-len 7
+  golden-al check-run server.log --engine sglang --thinking on      # model, algorithm, k from server_args
+  golden-al check-run before.prom after.prom --engine vllm --model deepseek-ai/DeepSeek-V4-Pro \\
+      --thinking on --draft-len 3 --algorithm mtp --golden-dir golden_al_distribution
   golden-al check-run metrics.before.txt metrics.after.txt --engine vllm --expect-al 2.5 --draft-len 3
   golden-al check-run atom.log --engine atom --expect-al 2.78 --draft-len 3 --format json
   golden-al check-run llama-server.log --engine llamacpp --expect-al 3.85 --draft-len 3
@@ -45,10 +51,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="server log(s) or exactly two /metrics snapshots (before/after, any order)")
-    parser.add_argument("--expect-al", type=float, required=True, metavar="AL", help="the injected (golden) AL")
-    parser.add_argument("--draft-len", type=int, required=True, metavar="K",
-                        help=draft_len_help())
-    parser.add_argument("--engine", required=True, choices=("sglang", "vllm", "atom", "trtllm", "llamacpp"),
+    from golden_al.cli._common import add_golden_dir_option, thinking_mode
+    from golden_al.engines import engine_names
+
+    parser.add_argument("--expect-al", type=float, default=None, metavar="AL",
+                        help="the injected (golden) AL; or let check-run look it up with --model/--thinking")
+    parser.add_argument("--model", default=None, metavar="M",
+                        help="look the target up: the model (key, alias, repo id; default: the one an SGLang log's "
+                             "server_args line names)")
+    parser.add_argument("--thinking", type=thinking_mode, default=None, metavar="MODE",
+                        help="look the target up: the thinking mode of the run (on, off or a level)")
+    parser.add_argument("--algorithm", default=None, metavar="A",
+                        help="look the target up: the speculative algorithm/method, which picks the curve (default: "
+                             "the log's, when it names one)")
+    add_golden_dir_option(parser)
+    parser.add_argument("--draft-len", type=int, default=None, metavar="K",
+                        help=draft_len_help() + "; required unless the log's server_args give it")
+    parser.add_argument("--engine", required=True, choices=engine_names(),
                         help="the engine that produced the files")
     parser.add_argument("--method", default=None, metavar="M",
                         help="sampler method (default: sglang match-expected, vllm/atom synthetic)")
@@ -69,15 +88,41 @@ def _fmt(x: float) -> str:
     return f"{x:.4f}" if math.isfinite(x) else str(x)
 
 
+def _target(args: argparse.Namespace) -> tuple[float, int, dict | None]:
+    """(expected AL, k, the golden value it came from) from the options or the store."""
+    from golden_al.errors import UsageError
+
+    if args.expect_al is not None:
+        if args.model or args.thinking or args.algorithm:
+            raise UsageError("--expect-al or --model/--thinking/--algorithm, not both",
+                             hint="give the AL, or let check-run look the golden value up")
+        if args.draft_len is None:
+            raise UsageError("--expect-al needs --draft-len K")
+        return args.expect_al, args.draft_len, None
+    if args.thinking is None:
+        raise UsageError("check-run needs --expect-al AL, or --thinking (with --model, or a log that names the "
+                         "model) to look the golden AL up", hint="e.g. --thinking on")
+    from golden_al.checks.run import golden_target
+    from golden_al.cli._common import golden_dir
+    from golden_al.golden import load_store
+
+    target = golden_target(args.files, engine=args.engine, store=load_store(golden_dir(args.golden_dir)),
+                           thinking=args.thinking, model=args.model, draft_len=args.draft_len,
+                           algorithm=args.algorithm)
+    return target.expect_al, target.draft_len, target.golden
+
+
 def run(args: argparse.Namespace) -> int:
     from golden_al.checks.run import check_run
     from golden_al.errors import CounterResetError, InputFileError, MetricMissingError
 
+    expect_al, k, golden = _target(args)
     try:
         result = check_run(
-            args.files, expect_al=args.expect_al, draft_len=args.draft_len, engine=args.engine, method=args.method,
+            args.files, expect_al=expect_al, draft_len=k, engine=args.engine, method=args.method,
             tolerance_sigma=args.tolerance_sigma, decode_log_interval=args.decode_log_interval,
             batch_size=args.batch_size, labels={"model_name": args.model_name} if args.model_name else None,
+            golden=golden,
         )
     except (CounterResetError, MetricMissingError) as exc:  # unusable input: exit 2, not "missed target"
         raise InputFileError(exc.message, hint=exc.hint) from None
@@ -87,6 +132,12 @@ def run(args: argparse.Namespace) -> int:
         out = sys.stdout.write
         out(f"engine {result.engine}/{result.method}, k={result.draft_len}, evidence: {result.source} "
             f"({result.lines_used} line(s)/snapshot(s))\n")
+        if result.golden is not None:
+            g = result.golden
+            told = (" (from the log: " + ", ".join(f"{key} {v}" for key, v in g["from_log"].items()) + ")"
+                    if g["from_log"] else "")
+            out(f"target          golden {g['model']} {g['thinking']} k={g['k']} = {g['al']:g} "
+                f"[curve {g['curve']}]{told}\n")
         out(f"realized AL     {_fmt(result.realized_al)}\n")
         out(f"expected AL     {_fmt(result.expected_al)}  (sampler mean {_fmt(result.sampler_mean)}, "
             f"var {_fmt(result.sampler_var)})\n")
@@ -98,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
             f"(false-alarm rate <= {result.false_alarm_bound:.2g})\n")
         for w in result.warnings:
             out(f"note: {w}\n")
+        curve = f" (golden, curve {result.golden['curve']})" if result.golden is not None else ""
         out(f"verdict: {result.verdict.upper()}: realized AL {_fmt(result.realized_al)} vs expected "
-            f"{result.expected_al:g} (z = {_fmt(result.z_score)})\n")
+            f"{result.expected_al:g}{curve} (z = {_fmt(result.z_score)})\n")
     return 0 if result.passed else 1

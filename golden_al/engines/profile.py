@@ -295,6 +295,9 @@ class EngineProfile:
     command_line: CommandLine | None = None
     #: Settings that change the draft length at run time (``check``: ``unsafe-value`` beside a pin).
     runtime_draft_len: tuple[RuntimeDraftLen, ...] = ()
+    #: ``(server_info) -> DraftLen``: k from what a server reports of itself (``/server_info``, start-up
+    #: arguments in its log); None: it reports nothing that fixes k.
+    draft_len_from_server_info: Callable[[Mapping[str, Any]], DraftLen] | None = None
 
     def knob(self, name: str) -> SyntheticKnob:
         """The synthetic knob called ``name`` (or one of its aliases)."""

@@ -728,6 +728,7 @@ PROFILE = EngineProfile(
     server_args=server_args,
     reserved_flags=RESERVED_FLAGS,
     env_prefixes=("SGLANG_", *ENV_PREFIXES[1:]),
+    draft_len_from_server_info=draft_len_from_server_info,
     runtime_draft_len=(
         RuntimeDraftLen((FLAG_ADAPTIVE, SERVER_INFO_FIELDS["adaptive"]),
                         "adjusts --speculative-num-steps from the acceptance rate at run time",

@@ -217,8 +217,8 @@ def _walk(plan: _Plan, root: Any, yaml: Any) -> None:
         flow = bool(getattr(node, "flow_style", False))
         if isinstance(node, yaml.MappingNode):
             for k, v in node.value:
-                name = k.value if isinstance(k, yaml.ScalarNode) else None
-                knob = vocab.get(name) if isinstance(name, str) else None
+                name = k.value if isinstance(k, yaml.ScalarNode) and isinstance(k.value, str) else ""
+                knob = vocab.get(name)
                 if knob is None:
                     if isinstance(v, yaml.ScalarNode) and isinstance(v.value, str) and _json_with_knob(v.value):
                         _rewrite_json(plan, v, flow)
