@@ -431,7 +431,9 @@ def _string_census(text: str, *, line: int, end_line: int, context: str, sink: _
                    depth: int, how: str = "", copied: frozenset[str] = frozenset(), inert: str | None = None,
                    itself: bool = True) -> None:
     """A decoded string: as itself (unless ``itself`` is False: the caller read it), as shell words with
-    their quotes removed, and as JSON inside it."""
+    their quotes removed, and as JSON inside it. Each further reading is taken only where it can differ
+    in what it names (:func:`_worth_reading`): removing quotes joins pieces, an expansion or escape makes
+    new text; a JSON string without a backslash is its own text."""
     if not _worth_reading(text):
         return
     if itself:
@@ -439,13 +441,16 @@ def _string_census(text: str, *, line: int, end_line: int, context: str, sink: _
                     copied=copied, inert=inert)
     if depth >= MAX_DEPTH:
         return
-    unquoted = _shell_unquote(text)
-    if unquoted is not None and unquoted != text:
-        census_text(unquoted, line=line, end_line=end_line, context=context, sink=sink,
-                    how=(how + "; " if how else "") + "read as shell words (quotes removed)", key_line=key_line,
-                    copied=copied, inert=inert)
+    named = _pattern().search(text) is not None
+    if "$" in text or "`" in text or _ESCAPE.search(text) or _substring_rx().search(
+            text.replace("'", "").replace('"', "").replace("\\", "")):
+        unquoted = _shell_unquote(text)
+        if unquoted is not None and unquoted != text:
+            census_text(unquoted, line=line, end_line=end_line, context=context, sink=sink,
+                        how=(how + "; " if how else "") + "read as shell words (quotes removed)", key_line=key_line,
+                        copied=copied, inert=inert)
     stripped = text.strip()
-    if stripped[:1] in "{[" and len(stripped) > 1:
+    if stripped[:1] in "{[" and len(stripped) > 1 and ("\\" in stripped or named):
         try:
             inner = json.loads(stripped)
         except (ValueError, RecursionError):

@@ -483,7 +483,7 @@ class _Reader:
 
 def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem: str | None = None,
                 max_file_size: int = DEFAULT_MAX_FILE_SIZE, allow: Iterable[str] = (),
-                exclude: Sequence[str] = ()) -> CheckReport:
+                exclude: Sequence[str] = (), jobs: int | None = None) -> CheckReport:
     """Check every file under ``paths`` against ``store`` (a :class:`GoldenStore`).
 
     Every knob occurrence the census finds (:mod:`golden_al.checks.census`) ends as a finding:
@@ -492,24 +492,15 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     ``max_file_size`` is the byte cap of one file. ``allow`` relaxes ``no-golden`` and/or
     ``undetermined`` (:data:`~golden_al.checks.findings.ALLOWABLE_VERDICTS`); ``exclude``: globs of
     files under the given directories that are not read (listed in :attr:`CheckReport.excluded`).
+    ``jobs``: processes for the shell census of a large tree (default: one per CPU, up to 4, from
+    :data:`PARALLEL_FROM` shell files on; 1: none).
 
     Raises:
         UsageError: a path does not exist, ``allow`` names another verdict, or nothing was
             scanned ("nothing to check").
     """
-    from golden_al.checks.bash import ShellSyntaxError
     from golden_al.checks.findings import ALLOWABLE_VERDICTS
-    from golden_al.checks.scripts import extract_shell_pins
-    from golden_al.checks.yaml_configs import (
-        YamlError,
-        clear_path_cache,
-        extract_json_pins,
-        extract_yaml_pins,
-        load_yaml_docs,
-        master_refs,
-        recipe_context,
-        shadowed_lines,
-    )
+    from golden_al.checks.yaml_configs import clear_path_cache
 
     for p in paths:
         if not os.path.lexists(p):
@@ -519,131 +510,20 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     if bad:
         raise UsageError(f"--allow {','.join(bad)}: only {', '.join(ALLOWABLE_VERDICTS)} can be allowed",
                          hint="every other verdict but match fails the check")
-    report = CheckReport(allowed=allowed)
     clear_path_cache()
-    read = _Reader(max_file_size)
-    roots = [Path(p).resolve() for p in paths if Path(p).is_dir()]
-    recipe_cache: dict[Path, Any] = {}
     skipped: list[Path] = []
     files = list(iter_candidate_files(paths, exclude=exclude, skipped=skipped))
-    report.excluded = [str(p) for p in skipped]
-    parsed: dict[Path, Any] = {}  # resolved path -> its YAML documents or YamlError: each file parsed once
-
-    def parse(path: Path, text: str) -> Any:
-        key = path.resolve()
-        if key not in parsed:
-            try:
-                parsed[key] = load_yaml_docs(text)
-            except YamlError as exc:
-                parsed[key] = exc
-        return parsed[key]
-
-    refs: dict[Path, list[Any]] = {}
-    for path, kind in files:  # master configs first: which recipes do they run, for which model
-        if kind != "yaml":
-            continue
-        text = read(path)
-        if isinstance(text, UnreadableInputError) or "CONFIG_FILE" not in text or "scenarios" not in text:
-            continue  # not a master config (a narrowing for speed: masters only add context, never hide a pin)
-        docs = parse(path, text)
-        if isinstance(docs, YamlError):
-            continue
-        for doc in docs:
-            for rp, lst in master_refs(doc, str(path), roots).items():
-                refs.setdefault(rp, []).extend(r for r in lst if r not in refs.get(rp, []))
-
-    def load_recipe(path: Path) -> Any:
-        key = path.resolve()
-        if key not in recipe_cache:
-            text = read(key)
-            if isinstance(text, UnreadableInputError):
-                recipe_cache[key] = f"unreadable ({text.reason}): {text.problem}"
-                return recipe_cache[key]
-            docs = parse(key, text)
-            if isinstance(docs, YamlError):
-                recipe_cache[key] = f"{docs} (line {docs.line})" if docs.line else str(docs)
-            else:
-                recipe_cache[key] = next((c for d in docs if (c := recipe_context(d, str(path), refs.get(key)))
-                                          is not None), None)
-        return recipe_cache[key]
-
-    for path, kind in files:
-        report.files_scanned += 1
-        shown = str(path)
-        got: str | bytes | UnreadableInputError = read(path) if kind != "unreadable" else _head(path)
-        if kind == "unreadable" or not isinstance(got, str):
-            err = got if isinstance(got, UnreadableInputError) else UnreadableInputError(
-                "cannot read", path=path, reason="os-error")
-            report.findings.extend(unreadable_findings(shown, err, read.raw_text.get(path)))
-            report.files_with_pins += 1
-            continue
-        text = got
-        pins: list[Pin] = []
-        occurrences: list[Occurrence] = []
-        if kind in ("yaml", "json") and not may_hold_knob(text):
-            continue  # proven: no reading of this text holds a knob (census.may_hold_knob)
-        try:
-            if kind == "yaml":
-                cached = parse(path, text)
-                if isinstance(cached, YamlError):
-                    if _census_composed(text) == []:
-                        continue  # composed in full and the census finds no knob: a tag only a reader of
-                        # its own defines (lm-eval's !function) hides no pin
-                    raise cached
-                for doc in cached:
-                    occurrences.extend(census_data(doc.node))
-                if occurrences and (shadow := shadowed_lines(cached)):
-                    occurrences = [dataclasses.replace(o, inert="a base: value every override_* section "
-                                                              "replaces (srtctl runs only the overrides)")
-                                   if o.line in shadow and o.inert is None else o for o in occurrences]
-                if _needs_pins(occurrences):
-                    pins = extract_yaml_pins(text, shown, load_recipe=load_recipe, roots=roots,
-                                             refs=refs.get(path.resolve()), docs=cached)
-            elif kind == "json":
-                _parse_json(text)  # refuses a text that is not JSON (unreadable) before anything else
-                occurrences = census_json(text)
-                if _needs_pins(occurrences):
-                    pins = extract_json_pins(text, shown)
-            elif kind == "shell":
-                occurrences = census_shell(text)
-                if _needs_pins(occurrences):
-                    pins, diags = extract_shell_pins(text, shown, census=occurrences)
-                    report.diagnostics.extend(diags)
-            else:
-                occurrences = _census_plain(text)
-                if not occurrences:
-                    report.diagnostics.append(f"{shown}: not a YAML, JSON or shell file, and it names no knob")
-                    continue
-        except YamlError as exc:
-            err = UnreadableInputError(str(exc), path=path, line=exc.line, reason="parse-error",
-                                       hint="fix the file; golden-al reads plain YAML/JSON (no tabs in indentation, "
-                                            "no language tags such as !!python/...)")
-            report.findings.extend(unreadable_findings(shown, err, text))
-            report.files_with_pins += 1
-            continue
-        except ShellSyntaxError as exc:
-            err = UnreadableInputError(exc.problem, path=path, line=exc.line or None, reason="parse-error",
-                                       hint="fix the script so that bash (and tree-sitter-bash) can parse it")
-            report.findings.extend(unreadable_findings(shown, err, text))
-            report.files_with_pins += 1
-            continue
-        except (RecursionError, ValueError, IndexError, KeyError, TypeError, OverflowError,
-                DistributionError) as exc:
-            err = UnreadableInputError(f"cannot analyse ({type(exc).__name__}: {exc})", path=path,
-                                       reason="parse-error")
-            report.findings.extend(unreadable_findings(shown, err, text))
-            report.files_with_pins += 1
-            continue
-        report.occurrences += sum(1 for _ in iter_pin_sites(occurrences))
-        _runtime_draft_len(pins, occurrences)
-        if pins:
-            report.files_with_pins += 1
-        for pin in pins:
-            report.findings.append(evaluate(pin, store, store_problem=store_problem))
-        loose = _uncovered(shown, occurrences, pins, kind)
-        if loose and not pins:
-            report.files_with_pins += 1
-        report.findings.extend(loose)
+    checker = _Checker(_Reader(max_file_size), [Path(p).resolve() for p in paths if Path(p).is_dir()], store,
+                       store_problem)
+    checker.report = CheckReport(allowed=allowed, excluded=[str(p) for p in skipped])
+    shell_census = _ShellCensus([p for p, kind in files if kind == "shell"], checker.read, jobs)
+    try:
+        checker.find_master_refs(files)
+        for path, kind in files:
+            checker.check_file(path, kind, shell_census)
+    finally:
+        shell_census.close()
+    report = checker.report
     if report.files_scanned == 0:
         why = f" ({len(skipped)} excluded by --exclude)" if skipped else ""
         raise UsageError("nothing to check: no YAML, JSON or shell file under " + ", ".join(map(str, paths)) + why,
@@ -651,6 +531,227 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     report.findings = _dedupe(report.findings)
     report.findings.sort(key=lambda f: (f.file, f.line, f.draft_len or 0))
     return report
+
+
+class _Checker:
+    """One run of :func:`check_paths`: the bounded reader, each YAML file parsed once, the master
+    configs' references to recipes, and the report."""
+
+    def __init__(self, read: _Reader, roots: list[Path], store: Any, store_problem: str | None) -> None:
+        self.read = read
+        self.roots = roots
+        self.store = store
+        self.store_problem = store_problem
+        self.report = CheckReport()
+        self.parsed: dict[Path, Any] = {}  # resolved path -> its YAML documents or YamlError
+        self.refs: dict[Path, list[Any]] = {}
+        self.recipes: dict[Path, Any] = {}
+
+    def parse(self, path: Path, text: str) -> Any:
+        """The YAML documents of ``path`` (or its YamlError), parsed once per run."""
+        from golden_al.checks.yaml_configs import YamlError, load_yaml_docs
+
+        key = path.resolve()
+        if key not in self.parsed:
+            try:
+                self.parsed[key] = load_yaml_docs(text)
+            except YamlError as exc:
+                self.parsed[key] = exc
+        return self.parsed[key]
+
+    def find_master_refs(self, files: Sequence[tuple[Path, str]]) -> None:
+        """Master configs first: which recipes they run, for which model (context only, never a pin)."""
+        from golden_al.checks.yaml_configs import YamlError, master_refs
+
+        for path, kind in files:
+            if kind != "yaml":
+                continue
+            text = self.read(path)
+            if isinstance(text, UnreadableInputError) or "CONFIG_FILE" not in text or "scenarios" not in text:
+                continue  # not a master config (a narrowing for speed: masters only add context)
+            docs = self.parse(path, text)
+            if isinstance(docs, YamlError):
+                continue
+            for doc in docs:
+                for rp, lst in master_refs(doc, str(path), self.roots).items():
+                    self.refs.setdefault(rp, []).extend(r for r in lst if r not in self.refs.get(rp, []))
+
+    def load_recipe(self, path: Path) -> Any:
+        """The recipe context of a recipe a master config runs (or why it cannot be read)."""
+        from golden_al.checks.yaml_configs import YamlError, recipe_context
+
+        key = path.resolve()
+        if key not in self.recipes:
+            text = self.read(key)
+            if isinstance(text, UnreadableInputError):
+                self.recipes[key] = f"unreadable ({text.reason}): {text.problem}"
+                return self.recipes[key]
+            docs = self.parse(key, text)
+            if isinstance(docs, YamlError):
+                self.recipes[key] = f"{docs} (line {docs.line})" if docs.line else str(docs)
+            else:
+                self.recipes[key] = next((c for d in docs if (c := recipe_context(d, str(path), self.refs.get(key)))
+                                          is not None), None)
+        return self.recipes[key]
+
+    def check_file(self, path: Path, kind: str, shell_census: _ShellCensus) -> None:
+        """One file: its census, its pins where the census finds settings, and the findings."""
+        from golden_al.checks.bash import ShellSyntaxError
+        from golden_al.checks.yaml_configs import YamlError
+
+        report = self.report
+        report.files_scanned += 1
+        shown = str(path)
+        got: str | bytes | UnreadableInputError = self.read(path) if kind != "unreadable" else _head(path)
+        if kind == "unreadable" or not isinstance(got, str):
+            err = got if isinstance(got, UnreadableInputError) else UnreadableInputError(
+                "cannot read", path=path, reason="os-error")
+            self._unreadable(shown, err, self.read.raw_text.get(path))
+            return
+        text = got
+        if kind in ("yaml", "json") and not may_hold_knob(text):
+            return  # proven: no reading of this text holds a knob (census.may_hold_knob)
+        try:
+            read = self._read_pins(path, kind, text, shell_census)
+        except YamlError as exc:
+            self._unreadable(shown, UnreadableInputError(
+                str(exc), path=path, line=exc.line, reason="parse-error",
+                hint="fix the file; golden-al reads plain YAML/JSON (no tabs in indentation, no language tags "
+                     "such as !!python/...)"), text)
+            return
+        except ShellSyntaxError as exc:
+            self._unreadable(shown, UnreadableInputError(
+                exc.problem, path=path, line=exc.line or None, reason="parse-error",
+                hint="fix the script so that bash (and tree-sitter-bash) can parse it"), text)
+            return
+        except (RecursionError, ValueError, IndexError, KeyError, TypeError, OverflowError,
+                DistributionError) as exc:
+            self._unreadable(shown, UnreadableInputError(f"cannot analyse ({type(exc).__name__}: {exc})",
+                                                         path=path, reason="parse-error"), text)
+            return
+        if read is None:
+            return
+        occurrences, pins = read
+        report.occurrences += sum(1 for _ in iter_pin_sites(occurrences))
+        _runtime_draft_len(pins, occurrences)
+        report.findings.extend(evaluate(pin, self.store, store_problem=self.store_problem) for pin in pins)
+        loose = _uncovered(shown, occurrences, pins, kind)
+        report.findings.extend(loose)
+        if pins or loose:
+            report.files_with_pins += 1
+
+    def _unreadable(self, shown: str, err: UnreadableInputError, text: str | None) -> None:
+        self.report.findings.extend(unreadable_findings(shown, err, text))
+        self.report.files_with_pins += 1
+
+    def _read_pins(self, path: Path, kind: str, text: str, shell_census: _ShellCensus) -> tuple[
+            list[Occurrence], list[Pin]] | None:
+        """(census, pins) of one file; None when it is provably free of knobs.
+
+        Raises:
+            YamlError / ShellSyntaxError / ValueError ...: the file does not parse or analyse.
+        """
+        from golden_al.checks.bash import ShellSyntaxError
+        from golden_al.checks.scripts import extract_shell_pins
+        from golden_al.checks.yaml_configs import (
+            YamlError,
+            extract_json_pins,
+            extract_yaml_pins,
+            shadowed_lines,
+        )
+
+        shown = str(path)
+        pins: list[Pin] = []
+        if kind == "yaml":
+            cached = self.parse(path, text)
+            if isinstance(cached, YamlError):
+                if _census_composed(text) == []:
+                    return None  # composed in full, no knob: a tag only its own reader defines (lm-eval's !function)
+                raise cached
+            occurrences = [o for doc in cached for o in census_data(doc.node)]
+            if occurrences and (shadow := shadowed_lines(cached)):
+                occurrences = [dataclasses.replace(o, inert="a base: value every override_* section replaces "
+                                                            "(srtctl runs only the overrides)")
+                               if o.line in shadow and o.inert is None else o for o in occurrences]
+            if _needs_pins(occurrences):
+                pins = extract_yaml_pins(text, shown, load_recipe=self.load_recipe, roots=self.roots,
+                                         refs=self.refs.get(path.resolve()), docs=cached)
+        elif kind == "json":
+            _parse_json(text)  # refuses a text that is not JSON (unreadable) before anything else
+            occurrences = census_json(text)
+            if _needs_pins(occurrences):
+                pins = extract_json_pins(text, shown)
+        elif kind == "shell":
+            got = shell_census.get(path)
+            if isinstance(got, ShellSyntaxError):
+                raise got
+            occurrences = got if isinstance(got, list) else census_shell(text)
+            if _needs_pins(occurrences):
+                pins, diags = extract_shell_pins(text, shown, census=occurrences)
+                self.report.diagnostics.extend(diags)
+        else:
+            occurrences = _census_plain(text)
+            if not occurrences:
+                self.report.diagnostics.append(f"{shown}: not a YAML, JSON or shell file, and it names no knob")
+                return None
+        return occurrences, pins
+
+
+#: From this many shell files on, their census runs in parallel processes.
+PARALLEL_FROM = 48
+
+
+class _ShellCensus:
+    """The census of many shell scripts, computed in forked worker processes while the main process
+    reads the YAML and JSON files (the census of one file is pure and independent of the others).
+    ``get(path)`` waits for that file's result; None when it was not computed there (run it in place)."""
+
+    def __init__(self, paths: Sequence[Path], read: Any, jobs: int | None) -> None:
+        import multiprocessing
+
+        self._futures: dict[Path, Any] = {}
+        self._pool: Any = None
+        workers = max(1, (os.cpu_count() or 1) - 1) if jobs is None else max(0, jobs - 1)
+        if workers < 1 or len(paths) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
+            return
+        import concurrent.futures
+
+        self._pool = concurrent.futures.ProcessPoolExecutor(min(workers, 4),
+                                                            mp_context=multiprocessing.get_context("fork"))
+        batch: list[tuple[Path, str]] = []
+        for p in paths:
+            text = read(p)
+            if isinstance(text, str):
+                batch.append((p, text))
+            if len(batch) == 8 or (p is paths[-1] and batch):
+                future = self._pool.submit(_census_batch, [t for _, t in batch])
+                for i, (q, _) in enumerate(batch):
+                    self._futures[q] = (future, i)
+                batch = []
+
+    def get(self, path: Path) -> list[Occurrence] | Exception | None:
+        got = self._futures.get(path)
+        if got is None:
+            return None
+        future, i = got
+        result: list[Any] = future.result()
+        return result[i]  # type: ignore[no-any-return]
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _census_batch(texts: list[str]) -> list[list[Occurrence] | Exception]:
+    from golden_al.checks.bash import ShellSyntaxError
+
+    out: list[list[Occurrence] | Exception] = []
+    for text in texts:
+        try:
+            out.append(census_shell(text))
+        except ShellSyntaxError as exc:
+            out.append(exc)
+    return out
 
 
 def _needs_pins(occurrences: Sequence[Occurrence]) -> bool:
@@ -708,7 +809,7 @@ def _uncovered(shown: str, occurrences: Sequence[Occurrence], pins: Sequence[Pin
     for occ in occurrences:
         if occ.term.role == "runtime-k" or occ.derived or occ.inert or any(_covers(p, occ) for p in pins):
             continue
-        if occ.term is ANY_KNOB:
+        if occ.term == ANY_KNOB:
             why = ("this exports a variable whose whole name is set outside the file (e.g. pairs loaded at run "
                    "time), so it can be any engine's knob; pin the values in a file golden-al reads")
         elif occ.term.role == "switch" and not occ.value_known:
