@@ -48,6 +48,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--base", required=True, help="the commit of this repository to compare against")
     ap.add_argument("--repeats", type=int, default=7)
     ap.add_argument("--out", type=Path, default=HERE / "bench_before_after.json")
+    ap.add_argument("--changed-findings", action="store_true",
+                    help="the change is meant to change findings: record the difference instead of failing")
     args = ap.parse_args(argv)
     started = now_iso()
     load_before = os.getloadavg()
@@ -73,6 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     med = {k: statistics.median(v) for k, v in times.items()}
     key = lambda f: json.dumps(f, sort_keys=True)  # noqa: E731
     same = sorted(map(key, found["before"])) == sorted(map(key, found["after"]))
+    before_keys = {(f["file"], f["line"], f["verdict"]) for f in found["before"]}
+    after_keys = {(f["file"], f["line"], f["verdict"]) for f in found["after"]}
     doc = {
         "provenance": collect(started=started, argv=[sys.argv[0], *(argv or sys.argv[1:])]),
         "inferencex_commit": sha,
@@ -85,13 +89,15 @@ def main(argv: list[str] | None = None) -> int:
         "load_average_before": [round(x, 2) for x in load_before],
         "load_average_after": [round(x, 2) for x in os.getloadavg()],
         "same_findings": same,
-        "findings": len(found["after"]),
+        "findings": {"before": len(found["before"]), "after": len(found["after"])},
+        "only_before": sorted(map(list, before_keys - after_keys)),
+        "only_after": sorted(map(list, after_keys - before_keys)),
     }
     atomic_write_text(args.out, json.dumps(doc, indent=2) + "\n")
     print(f"check over InferenceX {sha[:9]}: before {med['before']:.3f}s, after {med['after']:.3f}s (median of "
           f"{args.repeats}); after/before = {doc['ratio_after_over_before']}; same findings: {same}; "
           f"load average {doc['load_average_before']} -> {doc['load_average_after']}")
-    return 0 if same else 1
+    return 0 if same or args.changed_findings else 1
 
 
 if __name__ == "__main__":

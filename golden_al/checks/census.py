@@ -774,7 +774,7 @@ def _product(parts: list[list[str]]) -> list[str]:
     return out
 
 
-def census_shell(text: str) -> list[Occurrence]:
+def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
     """Occurrences in a shell script: every word after quote removal and static expansion, every
     here-document body (as text, and as YAML/JSON data where it parses).
 
@@ -783,6 +783,8 @@ def census_shell(text: str) -> list[Occurrence]:
     a word of ``unset``/``env -u``/a ``[ ]`` test, an argument of ``echo``/``printf``/``grep`` whose
     output reaches the terminal (not captured, piped or written to a file), a ``sed`` script that
     only deletes lines (``sed -i '/NAME/d'``).
+
+    ``allexport``: every assignment is exported (a ``.env`` file that compose's ``env_file`` reads).
 
     Raises:
         golden_al.checks.bash.ShellSyntaxError: the script does not parse (the caller reports it).
@@ -816,8 +818,8 @@ def census_shell(text: str) -> list[Occurrence]:
                     "command", "declaration_command"):
                 if not exports:
                     exports.append(_exports(dec, root))
-                exported, allexport = exports[0]
-                plain = not allexport and dec.raw(name) not in exported
+                exported, all_exported = exports[0]
+                plain = not (allexport or all_exported) and dec.raw(name) not in exported
             for text_ in texts:
                 census_text(text_, line=line, end_line=end, context="shell assignment", sink=sink,
                             copied=copied, inert_names=frozenset({dec.raw(name)}) if plain else frozenset())

@@ -120,6 +120,8 @@ def _kind(path: Path, head: bytes) -> str | None:
         return "yaml"
     if suffix in _SHELL:
         return "shell"
+    if suffix == ".env" or path.name == ".env":
+        return "dotenv"  # KEY=VALUE lines (compose env_file), read as shell assignments that are all exported
     if suffix in _JSON:
         return "json"
     if suffix == "" and head.startswith(b"#!") and re.match(rb"#![^\n]*\b(ba|z|k|da)?sh\b", head):
@@ -681,11 +683,11 @@ class _Checker:
             occurrences = census_json(text)
             if _needs_pins(occurrences):
                 pins = extract_json_pins(text, shown)
-        elif kind == "shell":
+        elif kind in ("shell", "dotenv"):
             got = shell_census.get(path)
             if isinstance(got, ShellSyntaxError):
                 raise got
-            occurrences = got if isinstance(got, list) else census_shell(text)
+            occurrences = got if isinstance(got, list) else census_shell(text, allexport=kind == "dotenv")
             if _needs_pins(occurrences):
                 pins, diags = extract_shell_pins(text, shown, census=occurrences)
                 self.report.diagnostics.extend(diags)

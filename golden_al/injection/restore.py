@@ -366,7 +366,7 @@ def restore_file(path: str | Path, *, real_values: Mapping[str, str] | None = No
         raise UsageError(f"{p}: --restore-real rewrites YAML recipes and configs",
                          hint="for a shell script, remove the exports and flags by hand; 'golden-al check' "
                               "then finds none")
-    text = safeio.read_text(p, max_bytes=safeio.ROUNDTRIP_MAX_BYTES)
+    text = safeio.read_text(p, max_bytes=safeio.DEFAULT_MAX_BYTES)  # edits are linear: check's byte cap
     result = restore_text(text, path=p, real_values=real_values)
     if result.changed and not dry_run:
         atomic_write_text(p, result.new_text)

@@ -262,3 +262,28 @@ def test_an_engine_added_to_the_registry_is_counted_without_touching_checks(tmp_
             f.cache_clear()
     (f,) = findings
     assert (f.engine, f.verdict, f.pinned_value) == ("toy", "unresolved", "2.5")
+
+
+def test_the_parallel_shell_census_gives_the_serial_findings(tmp_path: Path) -> None:
+    """From PARALLEL_FROM shell files on, their census runs in forked workers: same findings, same order."""
+    from golden_al.checks.static import PARALLEL_FROM
+
+    for i in range(PARALLEL_FROM + 3):
+        value = "2.49" if i % 3 else "2.5"
+        (tmp_path / f"agentic_{i:03d}.sh").write_text(
+            f"#!/bin/bash\nexport SGLANG_SIMULATE_ACC_LEN={value} SGLANG_SIMULATE_ACC_METHOD=match-expected "
+            "SGLANG_SIMULATE_ACC_TOKEN_MODE=real-draft-token\npython3 -m sglang.launch_server --model-path "
+            "deepseek-ai/DeepSeek-V4-Pro --speculative-algorithm EAGLE --speculative-num-steps 3 "
+            f"--speculative-num-draft-tokens 4\n{'export ${X}_ACC_LEN=1' if i == 7 else ''}\n")
+    store = load_store()
+    serial = [f.to_dict() for f in check_paths([tmp_path], store=store, jobs=1).findings]
+    parallel = [f.to_dict() for f in check_paths([tmp_path], store=store, jobs=2).findings]
+    assert serial == parallel
+    assert {f["verdict"] for f in serial} == {"match", "mismatch", "unresolved"}
+
+
+def test_a_dotenv_file_is_read_as_assignments(tmp_path: Path) -> None:
+    """compose ``env_file:`` holds KEY=VALUE lines: a knob there is a pin (a plain assignment, noted), not silence."""
+    (f,) = _check(tmp_path, "bench.env", "SGLANG_SIMULATE_ACC_LEN=2.49\nOTHER=1\n")
+    assert f.verdict != "match"
+    assert f.pinned_value == "2.49"
