@@ -87,7 +87,10 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
     g.add_argument("--port", type=int, default=None, help="launch: port (default: a free one)")
     g.add_argument("--served-model-name", metavar="NAME", help="model name in requests (default: first of /v1/models)")
     g.add_argument("--ready-timeout", type=float, default=1800.0, metavar="S", help="launch: readiness timeout (1800)")
-    g.add_argument("--request-timeout", type=float, default=1800.0, metavar="S", help="per request timeout (1800)")
+    g.add_argument("--request-timeout", type=float, default=1800.0, metavar="S",
+                   help="bound of one request's whole exchange: connect, headers and body (1800)")
+    g.add_argument("--max-response-bytes", default="64M", metavar="SIZE",
+                   help="largest answer read from a server, enforced while reading (64M; e.g. 512k, 1G)")
     g.add_argument("--retries", type=int, default=3, metavar="N",
                    help="retries of a request on 5xx, timeouts and connection errors, with exponential backoff (3)")
     g.add_argument("--backoff", type=float, default=2.0, metavar="S", help="first retry delay, doubled each time (2)")
@@ -175,8 +178,27 @@ def _explicit(value: Any) -> Any:
     return None if is_default(value) else value
 
 
+def check_server_url(url: str) -> None:
+    """A ``--server`` URL has a scheme and a host (``localhost:8000`` alone would be retried, then fail).
+
+    Raises:
+        UsageError: with the URL as it should be written.
+    """
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        fixed = "http://" + url.split("://", 1)[-1]
+        raise UsageError(f"--server {url!r} is not an http(s) URL with a host", hint=f"write --server {fixed}")
+    try:
+        parts.port  # noqa: B018 (a bad port raises)
+    except ValueError:
+        raise UsageError(f"--server {url!r}: the port is not a number from 0 to 65535") from None
+
+
 def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
     """:class:`golden_al.servers.sweep.ServerOptions` from parsed arguments (reads the environment)."""
+    from golden_al.cli._common import parse_size
     from golden_al.servers.client import RetryPolicy
     from golden_al.servers.launch import LaunchSpec
     from golden_al.servers.sweep import ServerOptions
@@ -185,6 +207,8 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
         raise UsageError(f"--engine {engine} needs --server URL or --launch")
     if args.retries < 0:
         raise UsageError(f"--retries must be >= 0, got {args.retries}")
+    for url in args.server or []:
+        check_server_url(url)
     env: dict[str, str] = {}
     for item in args.env:
         key, sep, value = item.partition("=")
@@ -229,7 +253,8 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
         engine=engine, urls=list(args.server or []), launch=launch, base_env=dict(os.environ),
         ready_timeout_s=args.ready_timeout,
         policy=RetryPolicy(max_attempts=args.retries + 1, backoff_initial_s=args.backoff,
-                           request_timeout_s=args.request_timeout),
+                           request_timeout_s=args.request_timeout,
+                           max_response_bytes=parse_size(args.max_response_bytes)),
         al_source=args.al_source, concurrency=args.concurrency, api_key=api_key, server_log=args.server_log,
         request_rate=args.request_rate, warmup=args.warmup, scrape_interval_s=args.scrape_interval,
         arrival_seed=int(args.seed or 0),

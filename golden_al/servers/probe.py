@@ -102,11 +102,15 @@ async def probe_server(client: ServerClient, engine: str, *, log_path: str | Pat
     facts = ServerFacts(engine)
     models = await client.get_json("/v1/models", label="GET /v1/models")
     if isinstance(models, Mapping):
+        synthetic.check_server_info(engine, models, where="/v1/models")
         facts.models = [str(m.get("id")) for m in models.get("data") or [] if isinstance(m, Mapping)]
     log_text = None
     if log_path is not None:
-        try:
-            log_text = Path(log_path).read_text(encoding="utf-8", errors="replace")
+        from golden_al import safeio
+
+        try:  # a regular file, under the byte cap
+            log_text = safeio.read_bytes(Path(log_path), max_bytes=safeio.DEFAULT_MAX_LOG_BYTES).decode(
+                "utf-8", errors="replace")
         except OSError as exc:
             facts.warnings.append(f"cannot read server log {log_path}: {exc.strerror or exc}")
     if log_text is not None:
@@ -218,6 +222,7 @@ async def _probe_llamacpp(client: ServerClient, facts: ServerFacts, *, has_log: 
     props = await client.get_json("/props", label="GET /props", optional=True)
     if not isinstance(props, Mapping):
         raise MetricMissingError("the server has no /props: is this llama-server? (--engine)")
+    synthetic.check_server_info("llamacpp", props, where="/props")
     facts.version = str(props.get("build_info")) if props.get("build_info") is not None else None
     facts.server_args = filter_args({k: props.get(k) for k in ("model_path", "model_alias", "total_slots",
                                                                 "endpoint_metrics", "build_info")})

@@ -134,29 +134,64 @@ def _walk(obj: Any, path: str = "") -> Iterable[tuple[str, str, Any]]:
             yield from _walk(value, f"{path}[{i}]")
 
 
+def _off(value: Any) -> bool:
+    """A value no engine reads as on: empty, null, or a number <= 0 (SGLang's "turn off if < 0" and 0,
+    TensorRT-LLM's 0, llama.cpp's -1 default)."""
+    if value is None or value == "" or value == [] or value == {}:
+        return True
+    f = _float_or_none(str(value).strip().strip("'\"")) if isinstance(value, (str, int, float)) else None
+    return f is not None and f <= 0
+
+
+def _census_refusal(text_or_key: str, value: Any, *, is_key: bool, where: str, hint: str) -> None:
+    """The census of ``check`` (every registered engine's knob, as its consumer decodes it) over one key
+    or string a server reports: any setting that is not provably off refuses the measurement."""
+    from golden_al.checks.census import _key, _Sink, _string_census, iter_pin_sites
+
+    sink = _Sink()
+    if is_key:
+        _key(text_or_key, value, line=1, end_line=1, context="key", sink=sink, key_line=None)
+    else:
+        _string_census(text_or_key, line=1, end_line=1, context="string", sink=sink, key_line=None, depth=0)
+    for occ in iter_pin_sites(sink.result()):
+        if occ.value_known and occ.term.role == "value" and _off(occ.value):
+            continue
+        shown = f"{occ.term.spelling}={occ.value}" if occ.value_known else occ.term.spelling
+        raise _refuse(shown, where, hint)
+
+
 def check_server_info(engine: str, info: Mapping[str, Any], *, where: str = "/server_info") -> None:
     """Raise when a server's self-description reports forced acceptance.
 
-    Scans every key of the JSON: SGLang simulate settings (``SGLANG_SIMULATE_ACC_LEN``
-    or a ``simulate_acc_len`` field, e.g. echoed env or server args of forks), vLLM
-    ``rejection_sample_method``/``synthetic_acceptance_*`` (``/server_info`` in dev
-    mode), ATOM ``spec_decode_acceptance_length``/``_rate``, and the TensorRT-LLM
-    variable.
+    Reads every key and every string of the JSON with ``check``'s census (the knobs of every
+    registered engine, from the engine profiles): settings as fields (``SGLANG_SIMULATE_ACC_LEN``,
+    vLLM ``rejection_sample_method``/``synthetic_acceptance_*``, ATOM
+    ``spec_decode_acceptance_length``), and inside strings: ``KEY=VALUE`` environment lists, launch
+    command lines (``--spec-synth-len 3``), printed or JSON configs. A value that no engine reads as on
+    (empty, null, a number <= 0) is not a refusal.
     """
+    hint = "restart the server without forced acceptance (a golden AL is measured, never injected)"
     for path, key, value in _walk(info):
-        low = key.lower()
-        if low in (sglang.ENV_LEN.lower(), sglang.LEGACY_ENV_LEN.lower()) and value is not None and _sglang_len_active(value):
-            raise _refuse(f"{key}={value}", f"{where} field {path}", f"restart the server without {key}")
-        if low == vllm.METHOD_KEY and isinstance(value, str) and value.lower() == vllm.SYNTHETIC_METHOD:
-            raise _refuse(f'{key}="{value}"', f"{where} field {path}", "restart vLLM without the synthetic sampler")
-        if low in (vllm.LENGTH_KEY, vllm.RATES_KEY, atom.LENGTH_KEY, atom.RATE_KEY) and value not in (None, [], ""):
-            raise _refuse(f"{key}={value}", f"{where} field {path}", "restart the server without forced acceptance")
-        if key == trtllm.ENV_FORCE and _float_or_none(value) not in (0.0,):
-            raise _refuse(f"{key}={value}", f"{where} field {path}", f"restart without {key}")
-        if isinstance(value, str) and low in ("vllm_config", vllm.SPEC_CONFIG_KEY) and vllm.SYNTHETIC_METHOD in value:
-            if re.search(rf"{vllm.METHOD_KEY}['\"]?\s*[:=]\s*['\"]{vllm.SYNTHETIC_METHOD}", value):
-                raise _refuse(f"{vllm.METHOD_KEY} {vllm.SYNTHETIC_METHOD}", f"{where} field {path}",
-                              "restart vLLM without the synthetic sampler")
+        at = f"{where} field {path}"
+        _census_refusal(key, value if not isinstance(value, (Mapping, list)) else value, is_key=True, where=at,
+                        hint=hint)
+        if isinstance(value, str):
+            _census_refusal(value, None, is_key=False, where=at, hint=hint)
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                if isinstance(item, str):
+                    _census_refusal(item, None, is_key=False, where=f"{at}[{i}]", hint=hint)
+    if isinstance(info, list):  # a list at the top (no key)
+        for item in info:
+            if isinstance(item, str):
+                _census_refusal(item, None, is_key=False, where=where, hint=hint)
+
+
+def _census_hint() -> re.Pattern[str]:
+    """Any knob spelling anywhere in a line (a cheap superset: the census then decides)."""
+    from golden_al.checks.census import _substring_rx
+
+    return _substring_rx()
 
 
 _VLLM_ARGS_LINE = re.compile(vllm.LOG_NON_DEFAULT_ARGS)
@@ -190,3 +225,6 @@ def check_server_log(engine: str, text: str, *, where: str = "server log") -> No
             raise _refuse("llama.cpp synthetic acceptance", f"{where} line {lineno}",
                           f"restart llama-server without {llamacpp.FLAG_SYNTH_LEN}/{llamacpp.FLAG_SYNTH_RATES} "
                           f"(and without {llamacpp.ENV_SYNTH_LEN}/{llamacpp.ENV_SYNTH_RATES})")
+        if _census_hint().search(line):  # any engine's knob in the line, as a setting (census of check)
+            _census_refusal(line, None, is_key=False, where=f"{where} line {lineno}",
+                            hint="restart the server without forced acceptance")
