@@ -173,7 +173,7 @@ def check_server_info(engine: str, info: Mapping[str, Any], *, where: str = "/se
     hint = "restart the server without forced acceptance (a golden AL is measured, never injected)"
     for path, key, value in _walk(info):
         at = f"{where} field {path}"
-        _census_refusal(key, value if not isinstance(value, (Mapping, list)) else value, is_key=True, where=at,
+        _census_refusal(key, value, is_key=True, where=at,
                         hint=hint)
         if isinstance(value, str):
             _census_refusal(value, None, is_key=False, where=at, hint=hint)
