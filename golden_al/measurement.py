@@ -412,13 +412,16 @@ def append_request_result(path: str | Path, result: RequestResult) -> None:
 
 
 def read_request_results(path: str | Path, *, strict: bool = False) -> list[RequestResult]:
-    """Read ``requests.jsonl``. A torn last line (a crash mid-write) is dropped unless ``strict``."""
+    """Read ``requests.jsonl``. A torn last line (a crash mid-write: no newline at its end) is dropped
+    unless ``strict``; any other line that is not a result is a SchemaError with its line."""
     from golden_al import safeio
 
     p = Path(path)
     if not p.exists():
         return []
-    lines = safeio.read_text(p, max_bytes=safeio.DEFAULT_MAX_RECORD_BYTES).splitlines()
+    text = safeio.read_text(p, max_bytes=safeio.DEFAULT_MAX_RECORD_BYTES)
+    lines = text.splitlines()
+    torn = bool(text) and not text.endswith("\n")  # only a line written without its newline is torn
     out: list[RequestResult] = []
     for i, line in enumerate(lines, start=1):
         if not line.strip():
@@ -426,7 +429,7 @@ def read_request_results(path: str | Path, *, strict: bool = False) -> list[Requ
         try:
             out.append(RequestResult.model_validate_json(line))
         except ValidationError as exc:
-            if i == len(lines) and not strict:
+            if i == len(lines) and torn and not strict:
                 break  # torn final line from an interrupted write
             first = exc.errors()[0]
             loc = ".".join(str(x) for x in first["loc"])

@@ -111,7 +111,12 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
     g.add_argument("--al-source", choices=_AL_SOURCES, default="auto",
                    help="where AL comes from (auto: sglang-meta-info, vllm-prometheus or vllm-per-request, atom-mtp-stats)")
     g.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
-    g.add_argument("--server-log", metavar="FILE", help="attach: the server's log, checked for synthetic acceptance")
+    g.add_argument("--server-log", action="append", default=[], metavar="FILE",
+                   help="attach: the server's log, read for its startup arguments and checked for synthetic "
+                   "acceptance; once per --server, in the same order")
+    g.add_argument("--assume-identical-replicas", action="store_true",
+                   help="pool replicas that report no configuration of their own (the record says so); without it "
+                   "such replicas are refused")
     g.add_argument("--extra-body", default=None, metavar="JSON", help="more fields merged into every request body")
     g.add_argument("--save-text", action="store_true", help="keep each response text in requests.jsonl")
     g.add_argument("--tokenizer", default=None, metavar="DIR",
@@ -255,7 +260,8 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
         policy=RetryPolicy(max_attempts=args.retries + 1, backoff_initial_s=args.backoff,
                            request_timeout_s=args.request_timeout,
                            max_response_bytes=parse_size(args.max_response_bytes)),
-        al_source=args.al_source, concurrency=args.concurrency, api_key=api_key, server_log=args.server_log,
+        al_source=args.al_source, concurrency=args.concurrency, api_key=api_key, server_logs=list(args.server_log),
+        assume_identical_replicas=args.assume_identical_replicas,
         request_rate=args.request_rate, warmup=args.warmup, scrape_interval_s=args.scrape_interval,
         arrival_seed=int(args.seed or 0),
         served_model_name=args.served_model_name,

@@ -149,7 +149,16 @@ def _input_problem(err: BaseException) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the exit code (the console script passes it to ``sys.exit``)."""
+    """Run the CLI; returns the exit code (the console script passes it to ``sys.exit``). Ctrl-C at any
+    moment, while the command's modules load included, is exit 130 with one line, no traceback."""
+    try:
+        return _main(argv)
+    except KeyboardInterrupt:
+        _print_error("interrupted")
+        return 130
+
+
+def _main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list
     selected = _selected_command(args_list)
@@ -196,4 +205,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def console_main() -> None:
     """Entry point of the ``golden-al`` console script."""
-    raise SystemExit(main())
+    try:
+        code = main()
+    except KeyboardInterrupt:  # a second Ctrl-C while the first one's cleanup runs
+        code = 130
+    raise SystemExit(code)

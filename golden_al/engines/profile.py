@@ -295,6 +295,9 @@ class EngineProfile:
     command_line: CommandLine | None = None
     #: Settings that change the draft length at run time (``check``: ``unsafe-value`` beside a pin).
     runtime_draft_len: tuple[RuntimeDraftLen, ...] = ()
+    #: Whether its proposed-drafts count is exactly ``verify steps x k`` (SGLang: ``spec_verify_ct x
+    #: (speculative_num_draft_tokens - 1)``), so any other count means another draft length.
+    exact_proposals: bool = False
     #: ``(server_info) -> DraftLen``: k from what a server reports of itself (``/server_info``, start-up
     #: arguments in its log); None: it reports nothing that fixes k.
     draft_len_from_server_info: Callable[[Mapping[str, Any]], DraftLen] | None = None

@@ -729,6 +729,8 @@ PROFILE = EngineProfile(
     reserved_flags=RESERVED_FLAGS,
     env_prefixes=("SGLANG_", *ENV_PREFIXES[1:]),
     draft_len_from_server_info=draft_len_from_server_info,
+    # python/sglang/srt/managers/tokenizer_manager.py _calculate_spec_decoding_metrics (0.5.23)
+    exact_proposals=True,
     runtime_draft_len=(
         RuntimeDraftLen((FLAG_ADAPTIVE, SERVER_INFO_FIELDS["adaptive"]),
                         "adjusts --speculative-num-steps from the acceptance rate at run time",

@@ -84,6 +84,7 @@ __all__ = [
     "repair_jsonl_tail",
     "request_body",
     "split_draft_len_rows",
+    "validate_cell_dir",
 ]
 
 CELL_FILE = "cell.json"
@@ -133,6 +134,9 @@ class CellPlan:
     """Data-parallel replicas the prompts are sharded over (set by :func:`measure_cell`)."""
     waves: bool = False
     """The old schedule (waves of ``concurrency`` that wait for their slowest member); for comparisons."""
+    servers: list[dict[str, Any]] = field(default_factory=list)
+    """What each server reports of itself (:func:`golden_al.servers.replicas.identity`): part of the
+    fingerprint, so a resumed run against another configuration is refused."""
 
     @property
     def schedule(self) -> Schedule:
@@ -159,6 +163,7 @@ class CellPlan:
             "unit_size": self.unit_size(source),
             "extra_body": self.extra_body,
             **({"servers": self.num_servers} if self.num_servers > 1 else {}),
+            **({"server_identity": self.servers} if self.servers else {}),
         }
 
     def unit_size(self, source: Source) -> int:
@@ -265,6 +270,33 @@ def completed_indices(results: Sequence[RequestResult]) -> set[int]:
     return {i for r in results for i in unit_indices(r)}
 
 
+def validate_cell_dir(directory: Path, *, root: Path | None = None) -> None:
+    """Read and check a cell's files before anything is sent: ``cell.json`` parses, every line of
+    ``requests.jsonl`` is a result (only a torn last line, written without its newline, is
+    tolerated), no prompt is counted twice, and no file is a link that leads out of ``root``.
+
+    Raises:
+        SchemaError: a file does not parse (file and line).
+        UsageError: a file is a symbolic link out of the output directory.
+    """
+    base = (root or directory).resolve()
+    for name in (CELL_FILE, REQUESTS_FILE, MEASUREMENT_FILE):
+        f = directory / name
+        if f.is_symlink():
+            target = f.resolve()
+            if not target.is_relative_to(base):
+                raise UsageError(f"{f} is a link to {target}, outside {base}: golden-al does not append to "
+                                 "files elsewhere", hint="replace the link with the file itself, or use another --out")
+    cell_file = directory / CELL_FILE
+    if cell_file.exists():
+        try:
+            json.loads(cell_file.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise SchemaError(f"cannot read the cell plan: {exc}", path=cell_file,
+                              hint="the cell was edited or damaged; measure into another --out") from None
+    read_cell_results(directory)  # strict except for a torn last line; a prompt counted twice is refused
+
+
 def _check_resume(directory: Path, plan: CellPlan, source: Source, resume: bool) -> list[RequestResult]:
     cell_file = directory / CELL_FILE
     req_file = directory / REQUESTS_FILE
@@ -273,14 +305,19 @@ def _check_resume(directory: Path, plan: CellPlan, source: Source, resume: bool)
         if not resume:
             raise UsageError(f"{directory} already holds a measurement",
                              hint="pass --resume to continue it, or choose another --out")
+        validate_cell_dir(directory)
         if cell_file.exists():
-            try:
-                stored = json.loads(cell_file.read_text(encoding="utf-8")).get("fingerprint", {})
-            except (OSError, json.JSONDecodeError) as exc:
-                raise SchemaError(f"cannot read cell plan: {exc}", path=cell_file) from None
+            stored = json.loads(cell_file.read_text(encoding="utf-8")).get("fingerprint", {})
+            if "server_identity" not in stored:  # a cell started before servers were fingerprinted
+                fingerprint = {k: v for k, v in fingerprint.items() if k != "server_identity"}
             diff = sorted(k for k in set(stored) | set(fingerprint) if stored.get(k) != fingerprint.get(k))
             grown = (set(diff) <= {"dataset_hash", "num_prompts"}
                      and int(fingerprint.get("num_prompts") or 0) > int(stored.get("num_prompts") or 0))
+            if "server_identity" in diff:
+                raise UsageError(f"cannot resume {directory}: the server is not the one measured before ("
+                                 + _identity_diff(stored.get("server_identity"), fingerprint.get("server_identity"))
+                                 + ")", hint="resume against the same server configuration, or measure the new "
+                                             "one into another --out")
             if diff and not grown:  # a grown prompt set continues (the measured prompts are checked below)
                 details = "; ".join(f"{k}: was {stored.get(k)!r}, now {fingerprint.get(k)!r}" for k in diff)
                 raise UsageError(f"cannot resume {directory}: the settings changed ({details})",
@@ -299,6 +336,21 @@ def _check_resume(directory: Path, plan: CellPlan, source: Source, resume: bool)
             raise UsageError(f"cannot resume {directory}: it holds results for k={r.draft_len}, not {plan.draft_len}")
     atomic_write_text(cell_file, json.dumps({"schema": _CELL_SCHEMA, "fingerprint": fingerprint}, indent=2) + "\n")
     return results
+
+
+def _identity_diff(before: Any, now: Any) -> str:
+    """Which server fields differ, each with both values."""
+    before = before or [{}]
+    now = now or [{}]
+    parts = []
+    for i in range(max(len(before), len(now))):
+        a = before[i] if i < len(before) else {}
+        b = now[i] if i < len(now) else {}
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                parts.append(f"{'server ' + str(i) + ' ' if len(now) > 1 else ''}{key}: was {a.get(key)!r}, now "
+                             f"{b.get(key)!r}")
+    return "; ".join(parts[:6]) or "the number of servers changed"
 
 
 # ---------------------------------------------------------------------------- results
@@ -330,6 +382,19 @@ def _text_and_finish(resp: Mapping[str, Any]) -> tuple[str | None, str | None]:
     if isinstance(fr, Mapping):
         fr = fr.get("type")
     return (resp.get("text") if isinstance(resp.get("text"), str) else None), (str(fr) if fr else None)
+
+
+def _cross_check(plan: CellPlan, counts: AcceptanceCounts, responses: Sequence[Mapping[str, Any]],
+                 label: str) -> None:
+    """The unit's counts against the tokens its answers report and the draft length
+    (:mod:`golden_al.servers.crosscheck`); raises CountsDisagreeError before anything is recorded."""
+    from golden_al.engines import get_profile
+    from golden_al.servers.crosscheck import check_unit
+
+    outs = [_usage(r)[1] for r in responses]
+    tokens = sum(c for c in outs if c is not None) if outs and all(c is not None for c in outs) else None
+    check_unit(counts, k=plan.draft_len, completion_tokens=tokens, requests=len(responses), label=label,
+               draft_method=plan.draft_method, exact_proposals=get_profile(plan.engine).exact_proposals)
 
 
 def _result(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequence[Mapping[str, Any]],
@@ -459,6 +524,7 @@ async def _run_per_request(client: ServerClient, plan: CellPlan, source: PerRequ
         counts = source.counts(resp, plan.draft_len, label)
         if mixed is not None:
             mixed.check(counts, label)
+        _cross_check(plan, counts, [resp], label)
         extra: dict[str, Any] = dict(tag)
         by_len = source.steps_by_draft_len(resp, plan.draft_len, label, max_tokens=plan.sampling.max_tokens,
                                            output_tokens=_usage(resp)[1])
@@ -515,6 +581,7 @@ async def _run_counter(client: ServerClient, plan: CellPlan, source: CounterSour
             after = await source.after_unit(client, before, len(unit), label)
             counts = source.delta_counts(before, after, plan.draft_len, label)
             source.cross_check(resps, counts, plan.draft_len, label)
+            _cross_check(plan, counts, resps, label)
             row = _result(plan, unit, resps, counts, wall, {"attempts": attempt, **tag})
             append_request_result(req_file, row)
             stats.add(requests=len(unit), output_tokens=row.num_output_tokens,
@@ -630,6 +697,11 @@ async def _run_counter_windows(client: ServerClient, plan: CellPlan, source: Cou
                 + (f" (up to {len(todo) + failed_attempts[0]} with the retried attempts)" if failed_attempts[0] else "")
                 + ": other traffic reached the server, so the counter windows cannot be attributed",
                 hint="measure on a server nobody else uses, or use a per-request --al-source")
+    if windows:  # the session's counters against the tokens of every request of the session
+        total = windows[0].counts
+        for w in windows[1:]:
+            total = total + w.counts
+        _cross_check(plan, total, [r for w in windows for r in w.responses], label)
     rows = [_batch_result(plan, batch, i, failed_attempts[0], tag)
             for i, batch in enumerate(batch_windows(windows, BATCHES))]
     _commit_rows(req_file, rows)

@@ -41,7 +41,12 @@ counts chat/generate requests received, from 1, as ``N``, ``N-M`` or ``N+``):
 (past the client's timeout) and then still generates; ``reset`` zeroes every
 counter first (a restart); ``nospec`` omits the spec fields; ``die`` exits the
 process at once (a killed server); ``claim-synthetic`` (a server-level flag)
-reports synthetic acceptance in ``/server_info`` and the startup log.
+reports synthetic acceptance in ``/server_info`` and the startup log. Servers that lie
+(issue 23): ``redirect`` answers 302 with a body that claims every draft was accepted;
+``claim-all`` answers with every draft accepted on every step; ``tokens-1`` reports one
+completion token; ``fewer-drafts`` reports ``k - 1`` proposed drafts per step; ``list``
+answers a JSON list; ``endless`` sends a body that never ends; ``trickle`` sends one byte
+a second.
 """
 
 from __future__ import annotations
@@ -66,7 +71,8 @@ from golden_al.servers.served_engine import Generation, ServedEngine
 __all__ = ["FLAVORS", "Fault", "FaultPlan", "ReferenceServer", "ServeConfig", "parse_fault"]
 
 FLAVORS = (sglang.PROFILE.name, vllm.PROFILE.name, atom.PROFILE.name)
-_FAULT_KINDS = ("500", "502", "503", "sleep", "reset", "nospec", "die")
+_FAULT_KINDS = ("500", "502", "503", "sleep", "reset", "nospec", "die", "redirect", "claim-all", "tokens-1",
+                "list", "endless", "trickle", "fewer-drafts")
 _FAULT_RE = re.compile(r"^(?P<kind>[a-z0-9-]+)@(?P<lo>\d+)(?:(?P<plus>\+)|-(?P<hi>\d+))?$")
 
 
@@ -81,6 +87,56 @@ class Fault:
     def covers(self, n: int) -> bool:
         """Whether request number ``n`` (1-based) is hit."""
         return n >= self.lo and (self.hi is None or n <= self.hi)
+
+
+class _BoundedHTTPServer(ThreadingHTTPServer):
+    """A threading server with at most ``max_workers`` connections handled at once: one more is
+    answered 503 at once and closed (a flood of stalled connections cannot hold unbounded threads)."""
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler], *, max_workers: int) -> None:
+        super().__init__(address, handler)
+        self._slots = threading.BoundedSemaphore(max_workers)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            try:
+                body = json.dumps({"object": "error", "message": "too many connections", "code": 503}).encode()
+                request.sendall(b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+                                b"Connection: close\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+            except OSError:
+                pass
+            self.shutdown_request(request)
+            return
+        super().process_request(request, client_address)
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
+
+
+def _lie(resp: dict[str, Any], kinds: list[str], k: int) -> dict[str, Any]:
+    """The answer with the counts a lying server reports instead (faults ``claim-all``, ``tokens-1``,
+    ``fewer-drafts``)."""
+    meta = next((c.get(sglang.META_INFO) for c in resp.get("choices") or [] if isinstance(c, dict)
+                 and isinstance(c.get(sglang.META_INFO), dict)), None)
+    if "tokens-1" in kinds:
+        resp["usage"]["completion_tokens"] = 1
+    if meta is not None and "claim-all" in kinds:
+        steps = int(meta.get(sglang.META_VERIFY) or 0)
+        for key in sglang.META_ACCEPTED_KEYS:
+            if key in meta:
+                meta[key] = steps * k
+        for key in sglang.META_HISTOGRAM_KEYS:
+            if key in meta:
+                meta[key] = [0] * k + [steps]
+    if meta is not None and "fewer-drafts" in kinds:
+        steps = int(meta.get(sglang.META_VERIFY) or 0)
+        for key in sglang.META_PROPOSED_KEYS:
+            if key in meta:
+                meta[key] = steps * (k - 1)
+    return resp
 
 
 def parse_fault(text: str) -> Fault:
@@ -130,6 +186,12 @@ class ServeConfig:
     version: str = "golden-al-reference"
     speculative_adaptive: bool = False
     """SGLang flavor: report ``speculative_adaptive: true`` in ``/server_info`` (for tests of the refusal)."""
+    io_timeout_s: float = 30.0
+    """Seconds a connection may stay silent (request line, headers, body, keep-alive idle)."""
+    max_body_bytes: int = 4 * 1024 * 1024
+    """Largest request body read (413 above it)."""
+    max_workers: int = 64
+    """Connections handled at once (503 for one more)."""
 
 
 def _now_sglang() -> str:
@@ -404,7 +466,8 @@ class ReferenceServer:
         self._counter = 0
         self._counter_lock = threading.Lock()
         self._stop = threading.Event()
-        self.httpd = ThreadingHTTPServer((config.host, config.port), self._handler_class())
+        self.httpd = _BoundedHTTPServer((config.host, config.port), self._handler_class(),
+                                        max_workers=config.max_workers)
         self.httpd.daemon_threads = True
         self.port = int(self.httpd.server_address[1])
         self._threads: list[threading.Thread] = []
@@ -582,9 +645,68 @@ class ReferenceServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            #: seconds a connection may stay silent (headers, body, or idle between keep-alive requests)
+            timeout = server.config.io_timeout_s
 
             def log_message(self, format: str, *args: Any) -> None:
                 return
+
+            def handle_one_request(self) -> None:
+                """Every request gets an HTTP answer: anything the handlers did not foresee is a 400 or
+                500 JSON error, a silent socket is closed after ``timeout``, never a traceback."""
+                try:
+                    super().handle_one_request()
+                except TimeoutError:
+                    self.close_connection = True
+                except (ConnectionError, OSError):
+                    self.close_connection = True
+                except Exception as exc:  # a bad request must never kill the server thread
+                    server.log(f"[{_now_sglang()}] golden-al: bad request: {type(exc).__name__}: {exc}")
+                    self._error(400, f"bad request: {type(exc).__name__}")
+                    self.close_connection = True
+
+            def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+                """The standard library's malformed-request answers (a bad request line, headers too long),
+                as JSON like every other error, always with an HTTP/1.1 status line."""
+                if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
+                    self.request_version = "HTTP/1.1"
+                self._error(int(code), message or HTTPStatus(int(code)).phrase)
+                self.close_connection = True
+
+            def _body(self) -> dict[str, Any] | None:
+                """The JSON object of the request body, under the byte cap, or None (answered with a 4xx)."""
+                if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+                    self._error(411, "a Content-Length is required")
+                    self.close_connection = True  # the chunked body is not read: it must not pass for a request
+                    return None
+                raw = self.headers.get("Content-Length") or "0"
+                if not raw.strip().isdigit():
+                    self._error(400, f"bad Content-Length {raw[:40]!r}")
+                    return None
+                length = int(raw)
+                if length > server.config.max_body_bytes:
+                    self._error(413, f"body of {length:,} bytes is over the {server.config.max_body_bytes:,}-byte cap")
+                    self.close_connection = True
+                    return None
+                try:
+                    data = self.rfile.read(length)
+                except TimeoutError:
+                    self._error(408, f"the body stopped arriving ({server.config.io_timeout_s:g} s without a byte)")
+                    self.close_connection = True
+                    return None
+                if len(data) < length:
+                    self._error(400, "the body ended before its Content-Length")
+                    self.close_connection = True
+                    return None
+                try:
+                    body = json.loads(data or b"{}")
+                except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+                    self._error(400, f"bad JSON body: {type(exc).__name__}")
+                    return None
+                if not isinstance(body, dict):
+                    self._error(400, "the body must be a JSON object")
+                    return None
+                return body
 
             def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
                 try:
@@ -630,13 +752,8 @@ class ReferenceServer:
 
             def do_POST(self) -> None:
                 path = self.path.split("?", 1)[0]
-                try:
-                    length = int(self.headers.get("Content-Length") or 0)
-                    body = json.loads(self.rfile.read(length) or b"{}")
-                    if not isinstance(body, dict):
-                        raise ValueError("body must be a JSON object")
-                except (ValueError, UnicodeDecodeError) as exc:
-                    self._error(400, f"bad JSON body: {exc}")
+                body = self._body()
+                if body is None:
                     return
                 if path == "/v1/chat/completions":
                     self._generate(body, chat=True)
@@ -698,7 +815,7 @@ class ReferenceServer:
                         gen = server.engine.generate(messages=messages, text=text, max_tokens=max_tokens,
                                                      temperature=temperature, top_p=top_p, seed=seed,
                                                      chat_template_kwargs=kwargs)
-                    except Exception as exc:
+                    except Exception as exc:  # a bad request must never kill the server thread
                         server.log(f"[{_now_sglang()}] engine error on request {n}: {type(exc).__name__}: {exc}")
                         self._error(500, f"engine error: {type(exc).__name__}: {exc}")
                         return
@@ -706,6 +823,8 @@ class ReferenceServer:
                 finally:
                     server.stats.set_running(-1)
                 latency = time.monotonic() - t0
+                if self._misbehave(kinds, n):
+                    return
                 nospec = "nospec" in kinds
                 rid = uuid.uuid4().hex
                 if not chat:
@@ -732,6 +851,38 @@ class ReferenceServer:
                         resp[sglang.META_EXTENSION] = {sglang.META_DETAILS: server.spec_tokens_details(meta)}
                 elif server.config.per_request_metrics in vllm.PER_REQUEST_LEVELS and not nospec:
                     resp[vllm.REQUEST_METRICS] = {vllm.REQUEST_SPEC: server.vllm_request_metrics(gen)}
-                self._json(200, resp)
+                self._json(200, _lie(resp, kinds, server.engine.draft_len))
+
+            def _misbehave(self, kinds: list[str], n: int) -> bool:
+                """The faults that replace the answer itself; True when one did."""
+                if "list" in kinds:
+                    self._json(200, [1, 2, 3])
+                elif "redirect" in kinds:
+                    body = json.dumps({"usage": {"completion_tokens": 32}, "choices": [{sglang.META_INFO: {
+                        sglang.META_VERIFY: 8, sglang.META_ACCEPTED_KEYS[0]: 8 * server.engine.draft_len}}]})
+                    self.send_response(302)
+                    self.send_header("Location", "http://127.0.0.1:9/elsewhere")
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body.encode())
+                elif "endless" in kinds or "trickle" in kinds:
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.end_headers()
+                    chunk = b" " * (65536 if "endless" in kinds else 1)
+                    try:
+                        for _ in range(10**9):
+                            self.wfile.write(chunk)
+                            self.wfile.flush()
+                            if "trickle" in kinds:
+                                time.sleep(1.0)
+                    except (BrokenPipeError, ConnectionResetError, OSError):
+                        pass
+                    self.close_connection = True
+                else:
+                    return False
+                server.log(f"[{_now_sglang()}] golden-al fault: request {n}: {kinds}")
+                return True
 
         return Handler

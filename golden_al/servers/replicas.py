@@ -23,7 +23,7 @@ from golden_al.errors import ServerError, UsageError
 from golden_al.measurement import RequestResult, ServerShare, counts_from_requests
 from golden_al.servers.probe import ServerFacts
 
-__all__ = ["check_replicas_agree", "per_server_shares", "shard"]
+__all__ = ["check_replicas_agree", "identified", "identity", "per_server_shares", "shard"]
 
 T = TypeVar("T")
 
@@ -48,6 +48,22 @@ def _compared_args(args: Mapping[str, Any] | None) -> dict[str, Any]:
         if low.startswith(_COMPARED_PREFIXES) or any(w in low for w in _SYNTHETIC_WORDS):
             out[key] = value
     return out
+
+
+def identity(facts: ServerFacts) -> dict[str, Any]:
+    """What a server reports of itself that changes AL: engine and version, the models it serves, the
+    draft method, k, whether drafts chain, and its model, speculative and synthetic-acceptance
+    arguments (not where it listens). Part of a cell's fingerprint: a resumed run or another replica
+    must report the same."""
+    return {"engine": facts.engine, "version": facts.version, "models": sorted(facts.models),
+            "draft_method": facts.draft_method, "draft_len": facts.draft_len, "chain": facts.chain,
+            "args": _compared_args(facts.server_args)}
+
+
+def identified(facts: ServerFacts) -> bool:
+    """Whether the server says enough about itself to tell two configurations apart (its draft method
+    or its arguments)."""
+    return facts.draft_method is not None or bool(_compared_args(facts.server_args))
 
 
 def check_replicas_agree(urls: Sequence[str], facts: Sequence[ServerFacts]) -> None:

@@ -71,10 +71,10 @@ from golden_al.provenance import atomic_write_text, collect, now_iso
 from golden_al.servers import launch as launch_mod
 from golden_al.servers import synthetic
 from golden_al.servers.client import RetryPolicy, ServerClient
-from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results
+from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results, validate_cell_dir
 from golden_al.servers.pipeline import Schedule
 from golden_al.servers.probe import ServerFacts, is_chain, probe_server
-from golden_al.servers.replicas import check_replicas_agree
+from golden_al.servers.replicas import check_replicas_agree, identified, identity
 from golden_al.servers.sources import default_source, make_source, per_request_alternative
 
 __all__ = [
@@ -114,7 +114,10 @@ class ServerOptions:
     al_source: str = "auto"
     concurrency: int = 1
     api_key: str | None = None
-    server_log: str | None = None
+    server_logs: list[str] = field(default_factory=list)
+    """``--server-log``, one per ``--server`` in the same order."""
+    assume_identical_replicas: bool = False
+    """Replicas that report no configuration are pooled anyway (the record says so)."""
     served_model_name: str | None = None
     extra_body: dict[str, Any] = field(default_factory=dict)
     save_text: bool = False
@@ -130,6 +133,8 @@ class ServerOptions:
             self.urls = [self.url]
         if (self.url is None) == (self.launch is None):
             raise UsageError("give exactly one of --server URL and --launch")
+        if self.server_logs and self.launch is not None:
+            raise UsageError("--server-log is for an attached --server (a launched server's log is read anyway)")
         if self.engine not in launch_mod.SERVER_ENGINES:
             raise UsageError(f"unknown server engine {self.engine!r}", hint="sglang, vllm or atom")
         Schedule(self.concurrency, self.request_rate, self.arrival_seed, self.warmup)  # validates
@@ -397,9 +402,18 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
     async with contextlib.AsyncExitStack() as stack:
         clients = [await stack.enter_async_context(
             ServerClient(u, policy=options.policy, api_key=options.api_key, on_retry=note)) for u in urls]
-        every = [await probe_server(c, options.engine, log_path=log if i == 0 else None)
-                 for i, c in enumerate(clients)]
+        logs = _server_logs(options, urls, log)
+        every = [await probe_server(c, options.engine, log_path=logs[i]) for i, c in enumerate(clients)]
         check_replicas_agree(urls, every)
+        unknown = [u for u, f in zip(urls, every, strict=True) if not identified(f)]
+        if len(urls) > 1 and unknown and not options.assume_identical_replicas:
+            raise ServerError(
+                f"cannot tell whether the replicas are one configuration: {', '.join(unknown)} report(s) neither a "
+                "draft method nor speculative arguments, so two different drafts would be pooled silently",
+                hint="give each --server its own --server-log (the startup arguments are read from it), or say "
+                     "--assume-identical-replicas (the record says so)")
+        if len(urls) > 1 and unknown:
+            note("replicas assumed identical (--assume-identical-replicas): " + ", ".join(unknown))
         facts = every[0]
         client = clients[0] if len(clients) == 1 else clients
         if facts.draft_len is None and command is not None and options.engine == "llamacpp":
@@ -415,6 +429,9 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
                 hint="pass the server's draft length (--draft-len), or --launch to start one per k",
             )
         warnings = list(facts.warnings)
+        if len(urls) > 1 and unknown:
+            warnings.append("the replicas could not be identified and were assumed identical "
+                            "(--assume-identical-replicas): " + ", ".join(unknown))
         if facts.draft_len is None:
             warnings.append(f"the server's draft length could not be confirmed; recorded as the requested k={k}")
         served = options.served_model_name or (facts.models[0] if facts.models else None)
@@ -434,7 +451,7 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
             if resume and _finished(d, mode):
                 continue
             plan = CellPlan(
-                engine=options.engine, draft_len=k, thinking=mode.thinking, sampling=mode.sampling,
+                servers=[identity(f) for f in every], engine=options.engine, draft_len=k, thinking=mode.thinking, sampling=mode.sampling,
                 chat_template_kwargs=mode.chat_template_kwargs, prompts=mode.prompts, dataset=mode.dataset,
                 target=spec.target, draft=spec.draft, draft_method=method, served_model=served,
                 concurrency=options.concurrency, save_text=options.save_text, extra_body=options.extra_body,
@@ -446,6 +463,24 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
             records.append(await measure_cell(client, plan, source, d, resume=resume, progress=progress,  # type: ignore[arg-type]
                                               server=info, engine_version=facts.version, warnings=warnings))
         return records
+
+
+def _server_logs(options: ServerOptions, urls: Sequence[str], launched_log: Path | None) -> list[Path | None]:
+    """One log per server: the launched server's own, or ``--server-log`` given once per ``--server``.
+
+    Raises:
+        UsageError: as many ``--server-log`` as ``--server`` are needed (a log read for one replica says
+            nothing of another).
+    """
+    if options.launch is not None:
+        return [launched_log]
+    given = [Path(p) for p in options.server_logs]
+    if not given:
+        return [None] * len(urls)
+    if len(given) != len(urls):
+        raise UsageError(f"{len(given)} --server-log for {len(urls)} --server: give one log per server, in the "
+                         "same order", hint="a log read for one replica says nothing of another")
+    return list(given)
 
 
 def _chain(options: ServerOptions, spec: SweepSpec) -> bool:
@@ -488,6 +523,12 @@ def run_sweep(options: ServerOptions, spec: SweepSpec, out: str | Path, *, resum
         )
     out.mkdir(parents=True, exist_ok=True)
     _check_sweep_state(out, options, spec, resume)
+    if resume:  # every cell's files are read and checked before anything is sent to a server
+        for k in measured:
+            for m in spec.modes:
+                d = cell_dir(out, m.thinking, k, spec.layout, validate=spec.one_run and k != max(spec.draft_lens))
+                if d.exists():
+                    validate_cell_dir(d, root=out)
     kmax = max(spec.draft_lens)
     total = len(measured) * sum(len(m.prompts) for m in spec.modes)
     progress(0, total=total)
@@ -502,8 +543,7 @@ def run_sweep(options: ServerOptions, spec: SweepSpec, out: str | Path, *, resum
             _launch_and_measure(options, spec, out, k, cells, resume, progress, note)
         else:
             assert options.url is not None
-            log = Path(options.server_log) if options.server_log else None
-            asyncio.run(_session(options, spec, out, k, cells, options.url, None, None, log, resume, progress, note))
+            asyncio.run(_session(options, spec, out, k, cells, options.url, None, None, None, resume, progress, note))
         records.extend(load_record(d) for _, d in cells)
     validation: list[ValidationRow] = []
     warnings: list[str] = []

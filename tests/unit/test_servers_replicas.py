@@ -100,9 +100,16 @@ def test_two_replicas_make_one_record_with_per_server_counts(servers, tmp_path, 
     code, err = _measure(capsys, engine, [one.url], tmp_path / "single", prompts, *extra)
     assert code == 0, err
     a, b = servers(engine), servers(engine)
+    if engine == "vllm":  # attached vLLM replicas report no configuration without their logs: refused by default
+        code, err = _measure(capsys, engine, [a.url, b.url], tmp_path / "refused", prompts, *extra)
+        assert code == 1
+        assert "cannot tell whether the replicas are one configuration" in err
+        extra = (*extra, "--assume-identical-replicas")
     code, err = _measure(capsys, engine, [a.url, b.url], tmp_path / "dp", prompts, *extra)
     assert code == 0, err
     single, dp = _record(tmp_path / "single"), _record(tmp_path / "dp")
+    if engine == "vllm":
+        assert any("assumed identical (--assume-identical-replicas)" in w for w in dp["warnings"])
     assert _totals(dp) == _totals(single)  # the fake engine is deterministic per prompt
     shares = dp["per_server"]
     assert [s["url"] for s in shares] == [a.url, b.url]

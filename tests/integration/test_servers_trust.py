@@ -1,0 +1,135 @@
+"""Measurements that trust no server (issue 23): a cell is one server configuration, ``--resume``
+reads and checks every cell file before anything is sent, and nothing is appended elsewhere."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _servers import cli, record, serve_reference, write_prompts
+
+
+@pytest.fixture
+def prompts(tmp_path):
+    return write_prompts(tmp_path / "prompts.jsonl", 6)
+
+
+def _args(prompts: Path, url: str, out: Path, *extra: str) -> list[str]:
+    return ["measure", "--engine", "sglang", "--server", url, "--draft-len", "3", "--prompts", f"chat-jsonl:{prompts}",
+            "--num-prompts", "6", "--max-tokens", "32", "--retries", "0", "--out", str(out), *extra]
+
+
+def _requests_seen(url: str) -> float:
+    """Finished requests the (SGLang-flavoured) server counted: ``sglang:num_requests_total``."""
+    import httpx
+
+    from golden_al.engines import sglang
+
+    text = httpx.get(f"{url}/metrics", timeout=10).text
+    return sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines()
+               if line.startswith(sglang.METRIC_NUM_REQUESTS))
+
+
+def test_a_resume_against_another_draft_method_is_refused_naming_both(tmp_path, prompts, capsys):
+    """Killed after some requests, the server comes back with another algorithm at the same k and name."""
+    out = tmp_path / "cell"
+    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3", "--algorithm", "standalone"],
+                         tmp_path / "a.log") as url:
+        assert cli(_args(prompts, url, out), capsys)[0] == 0
+    lines = (out / "requests.jsonl").read_text().splitlines()
+    (out / "requests.jsonl").write_text("\n".join(lines[:3]) + "\n")  # as if killed after 3 requests
+    (out / "measurement.json").unlink()
+    log = tmp_path / "b.log"
+    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3", "--algorithm", "eagle"], log) as url:
+        code, _, err = cli(_args(prompts, url, out, "--resume"), capsys)
+    assert code == 2, err
+    assert "the server is not the one measured before" in err
+    assert "draft_method: was 'standalone', now 'eagle'" in err
+    assert len((out / "requests.jsonl").read_text().splitlines()) == 3  # nothing appended
+
+
+def test_a_resume_with_a_garbage_line_is_refused_before_any_request(tmp_path, prompts, capsys):
+    out = tmp_path / "cell"
+    out.mkdir()
+    (out / "requests.jsonl").write_text("this is not a result\n")
+    log = tmp_path / "s.log"
+    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3"], log) as url:
+        code, _, err = cli(_args(prompts, url, out, "--resume"), capsys)
+        seen = _requests_seen(url)
+    assert code == 2, err
+    assert "requests.jsonl:1" in err
+    assert seen == 0  # nothing was sent
+    assert (out / "requests.jsonl").read_text() == "this is not a result\n"  # nothing appended
+
+
+def test_a_requests_file_linked_out_of_out_is_refused(tmp_path, prompts, capsys):
+    out = tmp_path / "cell"
+    out.mkdir()
+    elsewhere = tmp_path / "elsewhere.jsonl"
+    elsewhere.write_text("")
+    (out / "requests.jsonl").symlink_to(elsewhere)
+    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3"], tmp_path / "s.log") as url:
+        code, _, err = cli(_args(prompts, url, out, "--resume"), capsys)
+    assert code == 2, err
+    assert "outside" in err
+    assert elsewhere.read_text() == ""
+
+
+def test_a_torn_last_line_is_still_redone(tmp_path, prompts, capsys):
+    """A crash mid-write leaves a last line without its newline: that one is cut and redone, nothing else."""
+    out = tmp_path / "cell"
+    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3"], tmp_path / "a.log") as url:
+        assert cli(_args(prompts, url, out), capsys)[0] == 0
+        first = record(out)
+        lines = (out / "requests.jsonl").read_text().splitlines()
+        (out / "requests.jsonl").write_text("\n".join(lines[:4]) + "\n" + lines[4][: len(lines[4]) // 2])
+        (out / "measurement.json").unlink()
+        code, _, err = cli(_args(prompts, url, out, "--resume"), capsys)
+    assert code == 0, err
+    again = record(out)
+    assert (again["num_verify_steps"], again["num_requests"]) == (first["num_verify_steps"], 6)
+    assert json.loads((out / "cell.json").read_text())["fingerprint"]["server_identity"][0]["draft_method"]
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize(("fault", "code", "said"), [
+    ("redirect", 2, "redirect to http://127.0.0.1:9/elsewhere"),
+    ("claim-all", 1, "emit"),                       # every draft accepted: more tokens than generated
+    ("tokens-1", 1, "generated 1"),                 # completion_tokens: 1 with many verify steps
+    ("fewer-drafts+", 1, "proposed drafts"),  # drafts k-1 on every request while /server_info says k
+    ("list", 2, "answered a JSON list"),
+    ("endless", 2, "more than 1,048,576 bytes"),
+    ("trickle", 1, "timed out: no complete answer within 2 s"),
+])
+def test_a_lying_or_endless_server_is_refused_and_nothing_is_recorded(tmp_path, prompts, capsys, fault, code, said):
+    out = tmp_path / "cell"
+    spec = f"{fault[:-1]}@1+" if fault.endswith("+") else f"{fault}@2"
+    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3", "--fault", spec],
+                         tmp_path / "s.log") as url:
+        got, _, err = cli(_args(prompts, url, out, "--request-timeout", "2", "--max-response-bytes", "1M"), capsys)
+    assert got == code, err
+    assert said in err
+    assert not (out / "measurement.json").exists()
+    rows = (out / "requests.jsonl").read_text().splitlines() if (out / "requests.jsonl").exists() else []
+    assert all(json.loads(r)["index"] != 1 for r in rows)  # request 2 (prompt 1) never recorded
+
+
+def test_synthetic_acceptance_hidden_in_a_string_is_refused(tmp_path, prompts, capsys):
+    """A launch command line or an environment list in what the server reports, not only its keys."""
+    log = tmp_path / "s.log"
+    log.write_text("started: python -m sglang.launch_server --model-path m  env=['SGLANG_SIMULATE_ACC_LEN=2.5']\n")
+    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3"], tmp_path / "server.log") as url:
+        code, _, err = cli(_args(prompts, url, tmp_path / "cell", "--server-log", str(log)), capsys)
+    assert code == 2, err
+    assert "SGLANG_SIMULATE_ACC_LEN=2.5" in err
+
+
+def test_one_server_log_per_server(tmp_path, prompts, capsys):
+    log = tmp_path / "s.log"
+    log.write_text("")
+    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3"], tmp_path / "a.log") as a, \
+            serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3"], tmp_path / "b.log") as b:
+        code, _, err = cli([*_args(prompts, a, tmp_path / "cell", "--server-log", str(log)), "--server", b], capsys)
+    assert code == 2, err
+    assert "1 --server-log for 2 --server" in err
