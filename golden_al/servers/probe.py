@@ -184,6 +184,15 @@ async def _probe_vllm(client: ServerClient, facts: ServerFacts, log_text: str | 
             positions = snap.by_label(vllm.METRIC_ACCEPTED_PER_POS, vllm.POSITION_LABEL)
             facts.draft_len = len(positions)
             facts.draft_len_rule = f"number of {vllm.POSITION_LABEL} series of {vllm.METRIC_ACCEPTED_PER_POS}"
+    spec = (args or {}).get(vllm.SPEC_CONFIG_KEY)
+    logged_k = spec.get(vllm.K_KEY) if isinstance(spec, Mapping) else None
+    if isinstance(logged_k, int) and not isinstance(logged_k, bool):
+        if facts.draft_len is not None and facts.draft_len != logged_k:
+            raise ServerError(f"the vLLM server's counters have {facts.draft_len} positions but its log's startup "
+                              f"arguments say {vllm.K_KEY}={logged_k}: the log is not this server's",
+                              hint="give the --server-log of the server at --server")
+        if facts.draft_len is None:
+            facts.draft_len, facts.draft_len_rule = logged_k, f"the log's non-default args {vllm.K_KEY}"
     facts.chain = is_chain("vllm", facts.draft_method)
     if dev_info is None and log_text is None:
         facts.warnings.append("attached vLLM server: synthetic acceptance could not be ruled out from the server "

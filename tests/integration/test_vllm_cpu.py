@@ -91,11 +91,12 @@ def _port_open(port: int) -> bool:
 class _Server:
     """A real vLLM server started with golden-al's own launcher (the exact --launch command)."""
 
-    def __init__(self, python: str, model: str, k: int, port: int, log: Path) -> None:
+    def __init__(self, python: str, model: str, k: int, port: int, log: Path, *, draft: bool = False) -> None:
         from golden_al.servers.launch import LaunchSpec, ManagedServer, build_command
 
-        spec = LaunchSpec("vllm", model, k, algorithm="ngram", port=port, served_model_name="smol",
-                          speculative_extra={"prompt_lookup_max": 4, "prompt_lookup_min": 2},
+        extra = {} if draft else {"prompt_lookup_max": 4, "prompt_lookup_min": 2}
+        spec = LaunchSpec("vllm", model, k, algorithm="draft_model" if draft else "ngram", port=port,
+                          served_model_name="smol", draft=model if draft else None, speculative_extra=extra,
                           engine_args=["--dtype", "bfloat16", "--max-model-len", "2048", "--enforce-eager"],
                           python=python)
         self.url = spec.url
@@ -173,6 +174,32 @@ def test_measure_equals_server_counters_and_restart_is_detected(tmp_path, capsys
     resumed = record(tmp_path / "b")
     keys = ("num_requests", "num_verify_steps", "num_accepted_drafts", "histogram", "per_position_accepted")
     assert {k: resumed[k] for k in keys} == {k: rec[k] for k in keys}
+    assert not _port_open(port)
+
+
+def test_resume_after_a_restart_with_another_draft_method_is_refused(tmp_path, capsys, vllm_cpu, prompt_args):
+    """Killed mid-cell, the server comes back on the same port with the same k and served name but
+    another draft method: the resumed cell would mix two servers. Its startup arguments (the log's
+    ``non-default args``) are part of the cell's fingerprint, so --resume is refused, naming both."""
+    python, model = vllm_cpu
+    from golden_al.servers.launch import free_port
+
+    port = free_port()
+    out = tmp_path / "cell"
+    common = ["measure", "--engine", "vllm", "--server", f"http://127.0.0.1:{port}", "--draft-len", "3",
+              *prompt_args, "--out", str(out)]
+    with _Server(python, model, 3, port, tmp_path / "s1.log"):
+        code, _, err = cli([*common, "--server-log", str(tmp_path / "s1.log")], capsys)
+        assert code == 0, err
+    rows = (out / "requests.jsonl").read_text().splitlines()
+    (out / "requests.jsonl").write_text("\n".join(rows[:2]) + "\n")  # as if killed after two requests
+    (out / "measurement.json").unlink()
+    with _Server(python, model, 3, port, tmp_path / "s2.log", draft=True):
+        code, _, err = cli([*common, "--server-log", str(tmp_path / "s2.log"), "--resume"], capsys)
+    assert code == 2, err
+    assert "the server is not the one measured before" in err
+    assert "draft_method: was 'ngram', now 'draft_model'" in err
+    assert len((out / "requests.jsonl").read_text().splitlines()) == 2  # nothing appended
     assert not _port_open(port)
 
 
