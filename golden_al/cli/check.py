@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterable
 
 from golden_al.checks.context import MASTER_LENGTH_KEY
 from golden_al.cli._common import add_golden_dir_option, escape_control, golden_dir, parse_size
 
-__all__ = ["DESCRIPTION", "EXAMPLES", "add_arguments", "run", "summary_line"]
+__all__ = ["DESCRIPTION", "EXAMPLES", "add_arguments", "job_summary", "run", "summary_line"]
 
 def _knobs() -> str:
     """Every engine's pinned-value knobs, from the profiles: ``SGLang X; vLLM Y/Z; ...``."""
@@ -62,7 +63,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="files or directories (YAML, JSON, shell scripts; others are skipped)")
     add_golden_dir_option(parser)
     parser.add_argument("--format", choices=("text", "json", "github"), default="text",
-                        help="text report, a JSON list of findings, or GitHub workflow annotations (default: text)")
+                        help="text report, a JSON list of findings, or GitHub workflow annotations plus a markdown "
+                             "job summary appended to $GITHUB_STEP_SUMMARY (default: text)")
     parser.add_argument("--max-file-size", default="2M", metavar="SIZE",
                         help="largest file read (e.g. 2M, 512k); a larger file is 'unreadable', a failure "
                              "(default: 2M, five times the largest config of InferenceX)")
@@ -100,6 +102,42 @@ def _github(findings: Iterable[object], failing: frozenset[str]) -> None:
         level = "error" if verdict in failing else "warning"
         props = f"file={_escape_prop(f.file)},line={f.line},title={_escape_prop('golden-al check: ' + verdict)}"  # type: ignore[attr-defined]
         sys.stdout.write(f"::{level} {props}::{_escape_data(f.message)}\n")  # type: ignore[attr-defined]
+
+
+def _cell(text: object) -> str:
+    """A markdown table cell: control characters escaped, pipes and line breaks neutralised."""
+    return escape_control(str(text)).replace("|", "\\|").replace("\n", " ")
+
+
+def job_summary(report: object) -> str:
+    """The markdown ``check --format github`` appends to ``$GITHUB_STEP_SUMMARY``: the verdict counts,
+    then every finding that is not a match (file and line, verdict, engine, k, pinned and golden value,
+    why), then the matches folded away."""
+    from golden_al.checks.findings import failing_verdicts
+
+    r = report  # a CheckReport
+    failing = failing_verdicts(r.allowed)  # type: ignore[attr-defined]
+    out = [f"## golden-al check: {'FAIL' if r.failed else 'pass'}", ""]  # type: ignore[attr-defined]
+    out.append(summary_line(r))
+    out += ["", "| verdict | findings |", "|---|---:|"]
+    out += [f"| {v}{' (allowed)' if v in r.allowed else ''} | {n} |"  # type: ignore[attr-defined]
+            for v, n in r.counts().items() if n]  # type: ignore[attr-defined]
+    rows = [f for f in r.findings if f.verdict != "match"]  # type: ignore[attr-defined]
+    if rows:
+        out += ["", "| file:line | verdict | engine | k | pinned | golden | why |", "|---|---|---|---:|---|---|---|"]
+        for f in rows:
+            mark = "**" if f.verdict in failing else ""
+            out.append(f"| `{_cell(f.file)}:{f.line}` | {mark}{f.verdict}{mark} | {f.engine} | "
+                       f"{'' if f.draft_len is None else f.draft_len} | {_cell(f.pinned_value or '')} | "
+                       f"{'' if f.expected_al is None else f'{f.expected_al:g}'} | {_cell(f.message[:300])} |")
+    matches = [f for f in r.findings if f.verdict == "match"]  # type: ignore[attr-defined]
+    if matches:
+        out += ["", f"<details><summary>{len(matches)} match(es)</summary>", "",
+                "| file:line | engine | k | pinned | golden |", "|---|---|---:|---|---|"]
+        out += [f"| `{_cell(f.file)}:{f.line}` | {f.engine} | {f.draft_len} | {_cell(f.pinned_value)} | "
+                f"{f.expected_al:g} |" for f in matches]
+        out += ["", "</details>"]
+    return "\n".join(out) + "\n"
 
 
 def _allow(text: str) -> frozenset[str]:
@@ -150,6 +188,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "github":
         _github(report.findings, failing_verdicts(allowed))
         sys.stdout.write(summary + "\n")
+        summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary_file:  # GitHub Actions: the job summary of every finding
+            with open(summary_file, "a", encoding="utf-8") as fh:
+                fh.write(job_summary(report))
     else:
         _text(report.findings)
         sys.stdout.write(summary + "\n")
