@@ -67,7 +67,7 @@ def test_check_run_lines_are_run_and_summarised(tmp_path):
     lines = [sglang.LOG_SERVER_ARGS_FORMAT.format(time="2026-01-01 00:00:00", model="deepseek-ai/DeepSeek-V4-Pro",
                                                   algorithm="EAGLE", steps=3, draft_tokens=4)]
     lines += [f"[2026-01-01 00:00:{i:02d} TP0] Decode batch, #running-req: 8, #token: 1, token usage: 0.00, "
-              f"accept len: {2.49 if i % 2 else 2.49:.2f}, accept rate: 0.50, cuda graph: True, gen throughput "
+              f"accept len: {2.49 - 0.02 * (i % 2) + 0.01:.2f}, accept rate: 0.50, cuda graph: True, gen throughput "
               "(token/s): 1.00, #queue-req: 0" for i in range(30)]
     log.write_text("\n".join(lines) + "\n")
     tree = tmp_path / "tree"
