@@ -883,7 +883,8 @@ def store_lock(directory: str | Path, *, shared: bool = False, timeout: float = 
     """Hold an ``fcntl`` lock on ``directory`` (a golden store) for a read-diff-write.
 
     Exclusive by default; ``shared`` for readers that must not see a half-done commit.
-    Creates the folder and its lock file (mode 0644 under umask 022) when missing.
+    A writer creates the folder and its lock file (mode 0644 under umask 022) when missing; a
+    reader creates nothing.
 
     Raises:
         InputFileError: the lock file cannot be created, or the lock is not granted
@@ -891,8 +892,10 @@ def store_lock(directory: str | Path, *, shared: bool = False, timeout: float = 
     """
     root = Path(directory)
     lock_path = root / LOCK_NAME
-    if shared and not root.is_dir():
-        yield lock_path  # nothing to read yet; a reader creates nothing
+    if shared and (not root.is_dir() or not lock_path.exists()):
+        # a reader creates nothing (``commit --dry-run`` writes nothing anywhere); writes are atomic
+        # renames, so a reader without a lock file never sees half a file
+        yield lock_path
         return
     try:
         root.mkdir(parents=True, exist_ok=True)

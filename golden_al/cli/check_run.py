@@ -65,7 +65,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="look the target up: the speculative algorithm/method, which picks the curve (default: "
                              "the log's, when it names one)")
     add_golden_dir_option(parser)
-    parser.add_argument("--draft-len", type=int, default=None, metavar="K",
+    parser.add_argument("--draft-len", "-k", type=int, default=None, metavar="K",
                         help=draft_len_help() + "; required unless the log's server_args give it")
     parser.add_argument("--engine", required=True, choices=engine_names(),
                         help="the engine that produced the files")

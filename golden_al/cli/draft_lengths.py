@@ -10,6 +10,7 @@ two-point schedule against a measured-shaped distribution with the same mean.
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import re
 from pathlib import Path
@@ -248,7 +249,19 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
     table = evaluate_draft_lengths(curve, _cost_model(args), output_tokens=args.output_tokens)
     out = table.to_dict()
     out["curve"] = {str(k): v for k, v in sorted(curve.items())}
+    falls = falling_points(curve)
+    out["warnings"] = [
+        f"AL falls from k={a} ({curve[a]:g}) to k={b} ({curve[b]:g}): a chain draft cannot accept less with more "
+        "drafts (its k-token draft is a prefix of its (k+1)-token one), so this is noise or a draft that is not a "
+        "chain (a block or tree draft); the best k here rests on those values" for a, b in falls]
     return out
+
+
+def falling_points(curve: dict[int, float]) -> list[tuple[int, int]]:
+    """Consecutive draft lengths ``(a, b)`` of ``curve`` where AL falls (``draft-lengths`` warns: the
+    choice is to warn, not refuse, because committed curves fall by noise at large k)."""
+    ks = sorted(curve)
+    return [(a, b) for a, b in itertools.pairwise(ks) if curve[b] < curve[a]]
 
 
 def _text(t: dict[str, Any]) -> str:
@@ -282,6 +295,7 @@ def _text(t: dict[str, Any]) -> str:
             )
     lines += ["", f"best draft length: {best}"]
     lines += [f"note: {n}" for n in t["notes"]]
+    lines += [f"warning: {w}" for w in t.get("warnings", [])]
     return "\n".join(lines)
 
 

@@ -86,7 +86,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="thinking mode: on, off or a named level (e.g. reasoning_effort_high)")
     parser.add_argument("--engine", required=True, choices=ENGINES, help="engine to emit settings for")
     k = parser.add_argument_group("draft length (give --draft-len, or the engine's own spelling)")
-    k.add_argument("--draft-len", type=int, metavar="K", help=draft_len_help())
+    k.add_argument("--draft-len", "-k", type=int, metavar="K", help=draft_len_help())
     k.add_argument("--algorithm", metavar="A",
                    help="speculative algorithm/method as the engine spells it (dflash, eagle, eagle3, nextn, "
                         "dspark, ngram, mtp, ...); also selects the curve method")

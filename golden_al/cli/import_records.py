@@ -45,7 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", required=True, metavar="DIR", help="where the records go (one cell: DIR itself)")
     parser.add_argument("--model", help="target model name (default: the file's model_id)")
     parser.add_argument("--draft-method", help="draft method (mtp, eagle3, draft-model, ...)")
-    parser.add_argument("--draft-len", type=int, help="k, when the files do not show it")
+    parser.add_argument("--draft-len", "-k", type=int, help="k, when the files do not show it")
     parser.add_argument("--thinking", choices=("on", "off"), help="the thinking mode of the run")
     parser.add_argument("--temperature", type=float, help="the run's temperature")
     parser.add_argument("--top-p", type=float, help="the run's top_p (default 1)")

@@ -67,7 +67,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="injected acceptance length, bonus token included, in [1, K+1] "
         "(optional only with --rates or --acceptance-rate)",
     )
-    parser.add_argument("--draft-len", type=int, required=True, metavar="K",
+    parser.add_argument("--draft-len", "-k", type=int, required=True, metavar="K",
                         help=draft_len_help())
     parser.add_argument("--batch", type=int, default=1, metavar="B",
                         help="also simulate B concurrent requests over N steps, shared vs per-request draws (default: 1)")

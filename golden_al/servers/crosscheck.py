@@ -9,8 +9,9 @@ answers say independently:
   prefill emits one token per request, so for ``n`` requests with ``C`` completion tokens
   ``steps + accepted <= C - n + n (k + 1)``: a request's last step may be cut short by its budget,
   an end-of-sequence token or an asynchronous step the server computed and dropped (each at most
-  ``k + 1`` tokens). For drafters that propose at every step (not n-gram or suffix matching, which
-  decode plainly where nothing matches) also ``steps + accepted >= C - n - n (k + 1)``: at most
+  ``k + 1`` tokens). For drafters known to propose at every step (a draft model or head; not n-gram
+  or suffix matching, which decode plainly where nothing matches, nor a method the server does not
+  report) also ``steps + accepted >= C - n - n (k + 1)``: at most
   ``k + 1`` tokens per request come from plain decode steps (llama-server decodes its last up to k
   tokens plainly: ``tools/server/server-context.cpp`` ``get_n_draft_max``). Measured on the
   committed vLLM 0.32 CPU runs (``shared/fixtures/vllm-cpu-0.32.0``), a real draft-model run is
@@ -33,6 +34,13 @@ __all__ = ["CountsDisagreeError", "check_unit"]
 #: Draft methods that propose only where the text matches (plain decode steps are not verify steps).
 MATCHING_METHODS: tuple[str, ...] = ("ngram", "suffix", "ngram-simple", "ngram-mod", "ngram-map-k", "ngram-map-k4v",
                                      "ngram-cache")
+
+
+def _every_step(method: str | None) -> bool:
+    """Whether the draft method is known to propose k drafts at every step (a draft model or head), not
+    only where the text matches; an unknown method (an attached server that does not say) is not."""
+    m = (method or "").strip().lower()
+    return bool(m) and m != "unknown" and m not in MATCHING_METHODS
 
 
 class CountsDisagreeError(EngineError):
@@ -62,7 +70,7 @@ def check_unit(counts: AcceptanceCounts, *, k: int, completion_tokens: int | Non
             raise CountsDisagreeError(f"{label}: {p:g} proposed drafts in {steps:g} verify steps is not "
                                       f"{'exactly ' if exact_proposals else 'at most '}k = {k} per step",
                                       hint="the server drafts another length than the one asked for")
-        if steps > k * (k - 1) / 2 and p <= (k - 1) * steps and (draft_method or "").lower() not in MATCHING_METHODS:
+        if steps > k * (k - 1) / 2 and p <= (k - 1) * steps and _every_step(draft_method):
             raise CountsDisagreeError(f"{label}: {p:g} proposed drafts in {steps:g} verify steps is {p / steps:.2f} "
                                       f"per step: a server drafting k = {k} proposes more than {k - 1}",
                                       hint="the server drafts a shorter length than the one asked for")
@@ -76,7 +84,7 @@ def check_unit(counts: AcceptanceCounts, *, k: int, completion_tokens: int | Non
             f"{label}: {steps:g} verify steps and {accepted:g} accepted drafts emit {emitted:g} tokens, but the "
             f"{requests} request(s) generated {completion_tokens} (at most {budget + slack:g} with k = {k})",
             hint="the server's counts are not this request's: another request, another server, or made up")
-    if (draft_method or "").lower() not in MATCHING_METHODS and emitted < budget - slack - 1e-9:
+    if _every_step(draft_method) and emitted < budget - slack - 1e-9:
         raise CountsDisagreeError(
             f"{label}: {steps:g} verify steps and {accepted:g} accepted drafts emit {emitted:g} tokens, but the "
             f"{requests} request(s) generated {completion_tokens} (at least {budget - slack:g} with k = {k})",

@@ -97,3 +97,20 @@ def test_shipped_store_is_the_default(capsys) -> None:
     assert rc == 0
     assert data[0]["verdict"] == "match"
     assert data[0]["expected_al"] == 4.05
+
+
+def test_draft_lengths_warns_on_a_chain_curve_that_falls(capsys) -> None:
+    assert main(["draft-lengths", "--curve", "1=1.8,2=1.5", "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["warnings"]
+    assert "falls from k=1 (1.8) to k=2 (1.5)" in out["warnings"][0]
+    assert main(["draft-lengths", "--curve", "1=1.8,2=2.4"]) == 0
+    assert "warning" not in capsys.readouterr().out
+
+
+def test_short_k_flag_everywhere(capsys) -> None:
+    assert main(["env", "--model", "qwen2.5-coder-1.5b-instruct", "--thinking", "off", "-k", "3", "--engine",
+                 "llamacpp"]) == 0
+    assert "3.85" in capsys.readouterr().out
+    assert main(["simulate", "--engine", "sglang", "--method", "match-expected", "--al", "2.5", "-k", "3",
+                 "--format", "json"]) == 0

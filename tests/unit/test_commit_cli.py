@@ -143,6 +143,10 @@ def test_dry_run_writes_nothing(curve_file: Path, tmp_path: Path, capsys) -> Non
                    "--export-name", "qwen25coder_draft-model.yaml") == 0
     assert not store.exists() or not any(store.rglob("*.yaml"))
     assert "dry run" in capsys.readouterr().out
+    existing = tmp_path / "existing"  # an existing store: still no file of any kind is created
+    existing.mkdir()
+    assert _commit(str(curve_file), "--golden-dir", str(existing), "--dry-run") == 0
+    assert list(existing.iterdir()) == []  # no .golden-al.lock left behind
 
 
 def test_export_inferencex_reads_with_their_lookup(curve_file: Path, tmp_path: Path) -> None:
