@@ -732,10 +732,12 @@ def chernoff_half_width(groups: Sequence[tuple[LatticeLaw, float, float]], tail_
     for sign in (-1.0, 1.0):
         k_tot = np.zeros_like(lams)
         for law, w, n in groups:
-            y = sign * w * (law.values - law.mean())
+            support = law.probs > 0  # a value of probability 0 must not set the log-sum-exp's shift:
+            probs = law.probs[support]  # exp(e - top) of every possible value would underflow to 0
+            y = sign * w * (law.values[support] - law.mean())
             e = lams[:, None] * y[None, :]
             top = e.max(axis=1, keepdims=True)
-            k_tot += n * (top[:, 0] + np.log(np.exp(e - top) @ law.probs))
+            k_tot += n * (top[:, 0] + np.log(np.exp(e - top) @ probs))
         out.append(float(np.min((k_tot + log_inv) / lams)))
     return out[0], out[1]
 

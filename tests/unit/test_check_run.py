@@ -201,3 +201,21 @@ def test_short_skewed_sglang_logs_hold_the_false_alarm_bound(rng, al, k, lines) 
     bound = false_alarm_bound(4.0)
     # binomial slack: the bound plus 4 standard errors of the rejection rate over reps
     assert fails / reps <= bound + 4 * math.sqrt(bound / reps)
+
+
+@pytest.mark.parametrize(("engine", "al", "k", "steps"), [("vllm", 4.05, 7, 320), ("atom", 7.24, 7, 40),
+                                                          ("vllm", 4.01, 7, 1), ("vllm", 2.5, 3, 2)])
+def test_a_short_exactly_realized_run_passes_with_finite_bounds(tmp_path, engine, al, k, steps) -> None:
+    """Issue 26: at k = 7 and a few hundred request-steps the Chernoff bound took the log of zero (a value
+    of probability 0 set the log-sum-exp's shift) and the accepted range became [inf, -inf]: a run that
+    realized exactly its target failed. The thresholds are finite and the run passes from 1 step up."""
+    from golden_al.checks.run import RunEvidence, check_evidence
+
+    accepted = round((al - 1) * steps)
+    ev = RunEvidence(engine=engine, realized_al=1 + accepted / steps, request_steps=float(steps),
+                     independent_draws=float(steps), effective_draws=float(steps), source="test", lines_used=1)
+    r = check_evidence(ev, expect_al=1 + accepted / steps, draft_len=k)
+    assert math.isfinite(r.accept_low)
+    assert math.isfinite(r.accept_high)
+    assert r.accept_low <= r.realized_al <= r.accept_high
+    assert r.passed
