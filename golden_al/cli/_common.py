@@ -173,10 +173,32 @@ def stderr_console() -> Any:
 
 
 class ProgressCallback(Protocol):
-    """What library code calls to report progress: ``advance(n)``, optional ``total`` and a ``status`` text."""
+    """What library code calls to report progress: ``advance(n)``, optional ``total`` and a ``status`` text.
+
+    ``eta_s``: the time left as the library measures it (e.g. from seconds per verify step and the
+    steps left); once given, it replaces the bar's own estimate from the recent advance rate.
+    """
 
     def __call__(self, advance: int = 1, *, total: int | None = None, description: str | None = None,
-                 status: str | None = None) -> None: ...
+                 status: str | None = None, eta_s: float | None = None) -> None: ...
+
+
+def _eta_column() -> Any:
+    """rich's time-remaining column, unless the library gave its own ``eta_s`` (then that, counting down)."""
+    import time
+
+    from rich.progress import TimeRemainingColumn
+    from rich.text import Text
+
+    class _Eta(TimeRemainingColumn):  # type: ignore[misc]
+        def render(self, task: Any) -> Any:
+            deadline = task.fields.get("eta_deadline")
+            if deadline is None or task.finished:
+                return super().render(task)
+            left = max(0, round(deadline - time.monotonic()))
+            return Text(f"{left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}", style="progress.remaining")
+
+    return _Eta()
 
 
 @contextmanager
@@ -189,7 +211,6 @@ def progress(description: str, total: int | None = None, *, unit: str = "") -> I
         SpinnerColumn,
         TextColumn,
         TimeElapsedColumn,
-        TimeRemainingColumn,
     )
 
     columns = [
@@ -199,14 +220,18 @@ def progress(description: str, total: int | None = None, *, unit: str = "") -> I
         MofNCompleteColumn(),
         TextColumn(unit),
         TimeElapsedColumn(),
-        TimeRemainingColumn(),
+        _eta_column(),
         TextColumn("{task.fields[status]}"),
     ]
     with Progress(*columns, console=stderr_console(), transient=False) as bar:
         task = bar.add_task(description, total=total, status="")
 
         def callback(advance: int = 1, *, total: int | None = None, description: str | None = None,
-                     status: str | None = None) -> None:
+                     status: str | None = None, eta_s: float | None = None) -> None:
+            if eta_s is not None:
+                import time
+
+                bar.update(task, eta_deadline=time.monotonic() + max(0.0, float(eta_s)))
             if status is not None:
                 bar.update(task, status=status)
             if total is not None:

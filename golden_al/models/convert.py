@@ -261,6 +261,10 @@ def _index_and_check(model: Any, gguf_path: Path, out_dir: Path, progress: Progr
     unknown: list[str] = []
     started = time.perf_counter()
     for i, entry in enumerate(index):
+        if i % 8 == 0:
+            elapsed = time.perf_counter() - started
+            eta = f", about {elapsed / i * (len(index) - i):.0f} s left" if i else ""
+            progress(0, description=f"checking {gguf_path.name}: tensor {i + 1}/{len(index)} bit for bit{eta}")
         param = params.get(entry.param)
         if param is None:
             unknown.append(entry.gguf_name)
@@ -271,10 +275,6 @@ def _index_and_check(model: Any, gguf_path: Path, out_dir: Path, progress: Progr
         if (tuple(param.shape) != entry.shape or ours.size != ref.size
                 or not np.array_equal(ours.reshape(-1).view(np.uint32), ref.reshape(-1).view(np.uint32))):
             mismatched.append(entry.gguf_name)
-        if i % 8 == 0:
-            elapsed = time.perf_counter() - started
-            eta = f", about {elapsed / (i + 1) * (len(index) - i - 1):.0f} s left" if i else ""
-            progress(0, description=f"checking {gguf_path.name}: tensor {i + 1}/{len(index)} bit for bit{eta}")
     uncovered = sorted(set(params) - {e.param for e in index})
     twice = sorted(name for name, n in Counter(e.param for e in index).items() if n > 1)
     if mismatched or unknown or uncovered or twice:
@@ -354,6 +354,88 @@ def _quiet_transformers() -> Iterator[None]:
             gguf_utils.tqdm = original
         if was_enabled:
             hf_logging.enable_progress_bar()
+
+
+@contextlib.contextmanager
+def _one_parse(gguf_path: Path) -> Iterator[None]:
+    """Parse ``gguf_path`` once for the whole conversion, however many readers ask for it.
+
+    gguf-py's ``GGUFReader`` builds every metadata field in Python (10-20 s for a 150k-token
+    vocabulary on 2 cores), and a conversion needs it five times: the file's metadata, the
+    tokenizer and the configuration (transformers' ``load_gguf_checkpoint`` in
+    transformers/modeling_gguf_pytorch_utils.py, 5.x, imports ``gguf.GGUFReader`` and is imported by
+    ``AutoTokenizer``/``AutoConfig`` when they run), the tensor index and the reference tensors.
+    For the duration, ``gguf.GGUFReader`` of this file returns one shared reader (it is read-only: a
+    memory map and views of it) and ``load_gguf_checkpoint(..., return_tensors=False)`` of this file
+    returns a deep copy of its first answer; both are restored afterwards.
+    """
+    import copy
+
+    import gguf
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+    target = str(gguf_path.resolve())
+    original_reader, original_load = gguf.GGUFReader, gguf_utils.load_gguf_checkpoint
+    readers: dict[str, Any] = {}
+    answers: dict[str, Any] = {}
+
+    def same_file(path: Any) -> bool:
+        try:
+            return str(Path(path).resolve()) == target
+        except (TypeError, OSError):
+            return False
+
+    def shared_reader(path: Any, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs or not same_file(path):
+            return original_reader(path, *args, **kwargs)
+        if target not in readers:
+            readers[target] = original_reader(path)
+        return readers[target]
+
+    def shared_load(path: Any, return_tensors: bool = False, *args: Any, **kwargs: Any) -> Any:
+        if return_tensors or args or kwargs or not same_file(path):
+            return original_load(path, return_tensors, *args, **kwargs)
+        if target not in answers:
+            answers[target] = original_load(path, False)
+        return copy.deepcopy(answers[target])
+
+    gguf.GGUFReader = shared_reader  # type: ignore[misc,assignment]
+    gguf_utils.load_gguf_checkpoint = shared_load  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original_reader  # type: ignore[misc]
+        gguf_utils.load_gguf_checkpoint = original_load
+
+
+def _with_heartbeat(progress: ProgressFn, description: str, fn: Callable[[], Any], *, every_s: float = 1.0) -> Any:
+    """``fn()`` in a worker thread while ``description (N s)`` moves once per ``every_s``.
+
+    For the library calls that report nothing themselves (transformers parsing a GGUF), so a
+    first run never stands still. The worker is a daemon: Ctrl-C in the caller is not held up.
+    """
+    import threading
+
+    result: dict[str, Any] = {}
+
+    def work() -> None:
+        try:
+            result["value"] = fn()
+        except BaseException as err:  # handed to the caller below
+            result["error"] = err
+
+    worker = threading.Thread(target=work, name="golden-al-heartbeat", daemon=True)
+    started = time.perf_counter()
+    worker.start()
+    progress(0, description=description)
+    while True:
+        worker.join(every_s)
+        if not worker.is_alive():
+            break
+        progress(0, description=f"{description} ({time.perf_counter() - started:.0f} s)")
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
 
 
 @contextlib.contextmanager
@@ -446,10 +528,9 @@ def convert_gguf(
     if weights == "gguf" and dtype != "float32":
         raise ModelError(f"weights read from the GGUF are float32 (exact); {dtype} needs weights='safetensors'")
     started = time.perf_counter()
-    meta = gguf_metadata(gguf_path)
-    digest = gguf_sha256 or sha256_file(gguf_path)
-
-    with _quiet_transformers() if quiet else contextlib.nullcontext():
+    with _one_parse(gguf_path), (_quiet_transformers() if quiet else contextlib.nullcontext()):
+        meta = _with_heartbeat(progress, f"reading the header of {gguf_path.name}", lambda: gguf_metadata(gguf_path))
+        digest = gguf_sha256 or sha256_file(gguf_path)
         return _convert(gguf_path, out_dir, meta=meta, digest=digest, dtype=dtype, torch_dtype=torch_dtype,
                         eos_token_ids=eos_token_ids, shipped_dtype=shipped_dtype, extra_files=extra_files,
                         check_tensors=check_tensors, progress=progress, started=started, weights=weights)
@@ -462,9 +543,9 @@ def _convert(gguf_path: Path, out_dir: Path, *, meta: dict[str, Any], digest: st
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils.quantization_config import GgufConfig
 
-    progress(0, description=f"parsing the tokenizer of {gguf_path.name}")
     t0 = time.perf_counter()
-    tokenizer = AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+    tokenizer = _with_heartbeat(progress, f"parsing the tokenizer of {gguf_path.name}",
+                                lambda: AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name))
     tokenizer_s = time.perf_counter() - t0
 
     tensor_check: dict[str, Any] = {"skipped": "not requested"}
@@ -474,8 +555,8 @@ def _convert(gguf_path: Path, out_dir: Path, *, meta: dict[str, Any], digest: st
         if meta["architecture"] not in _CHECKABLE_ARCHS:
             raise ModelError(f"{gguf_path.name}: no tensor-name map for architecture {meta['architecture']!r}, so its "
                              "weights cannot be read from the GGUF", hint="convert with weights='safetensors'")
-        progress(0, description=f"reading the configuration of {gguf_path.name}")
-        config = AutoConfig.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name)
+        config = _with_heartbeat(progress, f"reading the configuration of {gguf_path.name}",
+                                 lambda: AutoConfig.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name))
         with torch.device("meta"):
             model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
         load_s = time.perf_counter() - t0

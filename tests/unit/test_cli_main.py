@@ -64,3 +64,27 @@ def test_help_is_plain_text_without_docstring_markup(command, capsys):
     assert "``" not in out
     assert ":func:" not in out
     assert ":mod:" not in out
+
+
+@pytest.mark.parametrize("command", ["measure", "sweep"])
+def test_long_helps_are_grouped_so_each_option_has_a_named_home(command, capsys):
+    """Every option of measure and sweep sits under a titled group, none in the flat default list."""
+    assert main([command, "--help"]) == 0
+    out = capsys.readouterr().out
+    groups: dict[str, list[str]] = {}
+    current = None
+    for line in out.splitlines():
+        if line and not line.startswith(" ") and line.endswith(":") and not line.startswith("usage"):
+            current = line[:-1]
+            groups[current] = []
+        elif current and line.startswith("  -"):
+            groups[current].append(line.split()[0].rstrip(","))
+    assert set(groups.get("options", [])) <= {"-h", "--debug"}, groups.get("options")
+    titles = list(groups)
+    if command == "measure":
+        assert titles[:5] == ["options", "what to measure", "prompts and sampling", "output",
+                              "reference engine (--engine reference, the default)"]
+        assert len(out.split("\n\n")[0].splitlines()) == 1  # a one-line usage, not 30 lines of flags
+    assert [t for t in titles if t.startswith("server:")] == [
+        "server: which one (sglang, vllm, atom, llamacpp)", "server: launching one (--launch)",
+        "server: requests, bounds and prompts on the wire", "server: where AL comes from"]

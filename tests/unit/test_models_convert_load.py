@@ -351,6 +351,62 @@ def test_load_a_gguf_file_converts_once_keyed_by_sha256(converted, tmp_path, mon
     assert next(second.model.parameters()).dtype == torch.bfloat16
 
 
+def test_a_conversion_parses_the_gguf_once(converted, tmp_path, monkeypatch):
+    """Metadata, tokenizer, configuration, tensor index and reference tensors share one parse."""
+    import shutil
+
+    import transformers.modeling_gguf_pytorch_utils as gguf_utils
+
+    gguf_path = tmp_path / "m" / "tiny.gguf"
+    gguf_path.parent.mkdir()
+    shutil.copy(converted["gguf"], gguf_path)
+    parsed: list[str] = []
+    real_reader = gguf.GGUFReader
+
+    def counting(path, *args, **kwargs):
+        parsed.append(str(path))
+        return real_reader(path, *args, **kwargs)
+
+    monkeypatch.setattr(gguf, "GGUFReader", counting)
+    original_load = gguf_utils.load_gguf_checkpoint
+    seen: list[str] = []
+    manifest = convert_gguf(gguf_path, gguf_path.parent / "gguf-float32", weights="gguf",
+                            progress=lambda *_a, description=None, **_k: seen.append(description or ""))
+    assert [Path(p).name for p in parsed] == ["tiny.gguf"]
+    assert manifest["weights"]["check"]["bit_identical"] is True
+    assert manifest["tokenizer_check"]["identical"] is True
+    assert gguf.GGUFReader is counting
+    assert gguf_utils.load_gguf_checkpoint is original_load
+    for step in ("reading the header", "parsing the tokenizer", "reading the configuration", "checking"):
+        assert any(d.startswith(step) for d in seen), step
+
+
+def test_a_silent_library_call_gets_a_heartbeat_and_its_error_back():
+    import threading
+
+    beats: list[str] = []
+    two = threading.Event()
+
+    def progress(_n=0, *, description=None, **_k):
+        beats.append(description)
+        if sum("(" in d for d in beats) >= 2:
+            two.set()
+
+    def slow():  # returns only once the caller has shown two heartbeats: no timing assumption
+        assert two.wait(30)
+        return 42
+
+    assert convert_mod._with_heartbeat(progress, "parsing", slow, every_s=0.01) == 42
+    assert beats[0] == "parsing"
+    assert beats[1].startswith("parsing (")
+
+    def broken():
+        raise ModelError("bad header")
+
+    with pytest.raises(ModelError, match="bad header"):
+        convert_mod._with_heartbeat(progress, "parsing", broken, every_s=0.01)
+
+
 def test_gguf_metadata_of_a_non_gguf(tmp_path):
     bad = tmp_path / "x.gguf"
     bad.write_bytes(b"not a gguf at all")

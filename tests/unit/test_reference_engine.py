@@ -351,11 +351,15 @@ def test_progress_moves_per_step_in_tokens(pair, case, mode):
     engine = ReferenceEngine(target, draft, eos_token_ids=eos)
     events: list[tuple[str, int]] = []
 
-    def progress(advance=1, *, total=None, description=None):
+    etas: list[float] = []
+
+    def progress(advance=1, *, total=None, description=None, eta_s=None):
         if total is not None:
             events.append(("total", total))
         if advance:
             events.append(("advance", advance))
+        if eta_s is not None:
+            etas.append(eta_s)
 
     sampling = SamplingParams(max_tokens=MAX_TOKENS)
     finished_after: list[int] = []
@@ -367,3 +371,45 @@ def test_progress_moves_per_step_in_tokens(pair, case, mode):
     assert events[0] == ("total", len(prompts) * MAX_TOKENS)
     assert sum(n for kind, n in events if kind == "advance") == len(prompts) * MAX_TOKENS
     assert finished_after[0] > 3, "the bar must move before the first request finishes"
+    if mode == "live":  # the time left, from measured step and prefill rates, after every step
+        assert len(etas) > len(prompts)
+        assert all(e >= 0 for e in etas)
+
+
+def test_remaining_steps_is_the_makespan_of_continuous_batching():
+    """Checked against a step-by-step simulation of the batch on random cases."""
+    from golden_al.engines.offline_reference.live import remaining_steps
+
+    def simulate(left, queued, per, rows):
+        active, queue, steps = [n for n in left if n > 0], [per] * queued, 0
+        while True:
+            active = [n for n in active if n > 0]
+            while queue and len(active) < rows:
+                active.append(queue.pop())
+            if not active:
+                return steps
+            active = [n - 1 for n in active]
+            steps += 1
+
+    rng = np.random.default_rng(7)
+    for _ in range(300):
+        rows = int(rng.integers(1, 6))
+        left = [int(v) for v in rng.integers(1, 30, size=int(rng.integers(0, rows + 1)))]
+        queued, per = int(rng.integers(0, 8)), int(rng.integers(1, 30))
+        assert remaining_steps(left, queued, per, rows) == simulate(left, queued, per, rows), (left, queued, per, rows)
+    assert remaining_steps([40, 2], 0, 64, 8) == 40  # the tail, not (40 + 2) / 8
+    with pytest.raises(ValueError, match="rows must be"):
+        remaining_steps([1], 0, 1, 0)
+
+
+def test_eta_from_measured_rates_counts_the_tail_and_waits_for_a_timed_prefill():
+    from golden_al.engines.offline_reference.live import _Rates
+
+    rates = _Rates()
+    assert rates.eta_s([20], [], 64, 4) is None  # nothing timed yet
+    rates.step(1.0, rows=4, tokens=8)  # 2 tokens per row-step, 1 s per step
+    assert rates.eta_s([20, 2], [], 64, 4) == pytest.approx(10.0)  # the token rate would say 22/8 s
+    assert rates.eta_s([20], [30], 64, 4) is None  # a queued prompt, no prefill timed yet
+    rates.prefill(3.0, tokens=30)
+    rates.finished_tokens.append(16)  # queued requests expected as long as finished ones: 8 steps
+    assert rates.eta_s([4], [30], 64, 1) == pytest.approx(2 + 8 + 3.0)

@@ -18,6 +18,7 @@ different amounts (ragged acceptance) and the caches are compacted as holes pile
 
 from __future__ import annotations
 
+import math
 import time
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
@@ -37,7 +38,8 @@ from golden_al.engines.offline_reference.sampling import (
     warp,
 )
 
-__all__ = ["ProgressFn", "RequestOutput", "admission_group", "iter_generate", "prefill_budget", "target_generate_step"]
+__all__ = ["ProgressFn", "RequestOutput", "admission_group", "iter_generate", "prefill_budget", "remaining_steps",
+           "target_generate_step"]
 
 #: Tokens per admission prefill (prompt tokens x prompts, padding included). On a CPU one
 #: prompt or a few at a time keeps progress moving every few seconds; a GPU takes many.
@@ -72,12 +74,71 @@ def admission_group(queue: deque[tuple[int, list[int]]], free: int, budget: int,
     return group
 
 ProgressFn = Callable[..., None]
-"""``progress(advance, *, total=None, description=None)`` in output tokens (see golden_al.cli._common).
+"""``progress(advance, *, total=None, description=None, eta_s=None)`` in output tokens (see golden_al.cli._common).
 
 Engines call ``progress(0, total=len(prompts) * max_tokens)`` first, then ``progress(n)``
 with the tokens each step emitted; a request that ends before its budget advances by the
 budget it did not use, so the bar ends exactly at its total. ``description`` says how many
-requests are decoding and queued (after each admission)."""
+requests are decoding and queued (after each admission). ``eta_s`` is the time left from the
+rates measured so far (:func:`remaining_steps`), not from the token rate, which falls as the
+batch empties."""
+
+
+def remaining_steps(left: Sequence[int], queued: int, per_request: int, rows: int) -> int:
+    """Verify steps until every request is done, when continuous batching keeps ``rows`` busy.
+
+    ``left``: steps each decoding request still needs; ``queued`` requests of ``per_request``
+    steps each take the first row to free up. The answer is the makespan of that schedule,
+    so the last request's tail counts in full (the token rate over a full batch would call it
+    ``sum / rows``).
+    """
+    if rows < 1:
+        raise ValueError(f"rows must be >= 1, got {rows}")
+    import heapq
+
+    slots = [max(0, int(n)) for n in left]
+    slots += [0] * max(0, rows - len(slots))
+    heapq.heapify(slots)
+    for _ in range(max(0, int(queued))):
+        heapq.heappush(slots, heapq.heappop(slots) + max(0, int(per_request)))
+    return max(slots, default=0)
+
+
+class _Rates:
+    """Seconds per verify step and per prefill token, and tokens per row-step, as measured so far."""
+
+    def __init__(self) -> None:
+        self.step_s: float | None = None
+        self.prefill_s_per_token: float | None = None
+        self.row_steps = 0
+        self.tokens = 0
+        self.finished_tokens: list[int] = []
+
+    @staticmethod
+    def _ema(old: float | None, new: float, weight: float = 0.3) -> float:
+        return new if old is None else (1 - weight) * old + weight * new
+
+    def step(self, seconds: float, rows: int, tokens: int) -> None:
+        self.step_s = self._ema(self.step_s, seconds)
+        self.row_steps += rows
+        self.tokens += tokens
+
+    def prefill(self, seconds: float, tokens: int) -> None:
+        if tokens > 0:
+            self.prefill_s_per_token = self._ema(self.prefill_s_per_token, seconds / tokens)
+
+    def eta_s(self, left_tokens: Sequence[int], queued_prompt_tokens: Sequence[int], max_tokens: int,
+              rows: int) -> float | None:
+        """The time left, or None until a step and (when prompts wait) a prefill have been timed."""
+        if self.step_s is None or not self.row_steps or (queued_prompt_tokens and self.prefill_s_per_token is None):
+            return None
+        per_step = max(self.tokens / self.row_steps, 1e-9)
+        # a queued request is expected to run as long as the finished ones did, at most max_tokens
+        expect = (sum(self.finished_tokens) / len(self.finished_tokens)) if self.finished_tokens else max_tokens
+        steps = remaining_steps([math.ceil(n / per_step) for n in left_tokens], len(queued_prompt_tokens),
+                                math.ceil(min(expect, max_tokens) / per_step), rows)
+        prefill = sum(queued_prompt_tokens) * (self.prefill_s_per_token or 0.0)
+        return steps * self.step_s + prefill
 
 
 @dataclass
@@ -199,10 +260,21 @@ class _LiveBatch:
         self.started: list[float] = []
         self.pending_t: list[list[int]] = []
         self.pending_d: list[list[int]] = []
+        self.rates = _Rates()
+        self.queue: deque[tuple[int, list[int]]] = deque()
 
     def _advance(self, n: int) -> None:
         if self.progress is not None and n:
             self.progress(n)
+
+    def _eta(self) -> None:
+        if self.progress is None:
+            return
+        left = [self.sampling.max_tokens - len(r.output_token_ids) for r in self.rows]
+        queued = [max(0, len(p) - len(self.prefix)) for _, p in self.queue]
+        eta = self.rates.eta_s(left, queued, self.sampling.max_tokens, self.batch_size)
+        if eta is not None:
+            self.progress(0, eta_s=eta)
 
     def _status(self, queued: int) -> None:
         if self.progress is not None:
@@ -217,6 +289,7 @@ class _LiveBatch:
     def admit(self, group: list[tuple[int, list[int]]]) -> None:
         """Prefill a group of prompts together (left-padded) and append them to the batch."""
         new = [RequestOutput(index=i, prompt_token_ids=p, draft_len=self.k) for i, p in group]
+        started = time.perf_counter()
         tkv, dkv = self.prefix.cache(self.target, len(new)), self.prefix.cache(self.draft, len(new))
         if self.prefill_emits_token:
             rows = [self.prefix.rest(r.prompt_token_ids) for r in new]
@@ -237,6 +310,7 @@ class _LiveBatch:
         self.tkv.extend(tkv)
         self.dkv.extend(dkv)
         now = time.perf_counter()
+        self.rates.prefill(now - started, sum(len(self.prefix.rest(r.prompt_token_ids)) for r in new))
         self.rows.extend(new)
         self.started.extend(now for _ in new)
         self.pending_t.extend(list(p) for p in pending)
@@ -261,10 +335,12 @@ class _LiveBatch:
         self.pending_d = [self.pending_d[row] for row in keep]
         for r, t0 in done:
             r.wall_s = now - t0
+            self.rates.finished_tokens.append(len(r.output_token_ids))
             self._advance(self.sampling.max_tokens - len(r.output_token_ids))
             yield r
 
     def run(self, queue: deque[tuple[int, list[int]]]) -> Iterator[RequestOutput]:
+        self.queue = queue
         while True:
             budget = prefill_budget(self.tkv.device)
             while queue and len(self.rows) < self.batch_size:
@@ -273,14 +349,17 @@ class _LiveBatch:
                 yield from self.retire()
             if not self.rows:
                 return
-            self.step()
+            started, rows = time.perf_counter(), len(self.rows)
+            emitted = self.step()
+            self.rates.step(time.perf_counter() - started, rows, emitted)
             yield from self.retire()
+            self._eta()
             if self.rows:
                 self.tkv.maybe_compact()
                 self.dkv.maybe_compact()
 
-    def step(self) -> None:
-        """One verify step of every row."""
+    def step(self) -> int:
+        """One verify step of every row; returns the tokens it emitted."""
         k, sampling, generator, eos = self.k, self.sampling, self.generator, self.eos
         tkv, dkv = self.tkv, self.dkv
         M = sampling.max_tokens
@@ -348,3 +427,4 @@ class _LiveBatch:
         self.pending_t = [[t] for t in t_list]
         self.pending_d = [[x_rows[row][k - 1], t_list[row]] if n_list[row] == k else [t_list[row]]
                           for row in range(B)]
+        return emitted
