@@ -2,6 +2,7 @@
 # A real single-node Slurm cluster for the sweep's integration test, around one command:
 #
 #   .ci/slurm_setup.sh COMMAND [ARGS...]
+#   .ci/slurm_setup.sh --install-only      # only the apt-get step (idempotent)
 #
 # Installs Debian's slurm-wlm and munge (apt-get; Slurm 22.05 on bookworm) unless sbatch is
 # already there, writes /etc/slurm/slurm.conf for this host (one node, one partition), creates
@@ -12,7 +13,7 @@
 set -euo pipefail
 
 if [ "$#" -lt 1 ]; then
-  echo "usage: $0 COMMAND [ARGS...]" >&2
+  echo "usage: $0 COMMAND [ARGS...]   |   $0 --install-only" >&2
   exit 2
 fi
 if [ "$(id -u)" -ne 0 ]; then
@@ -25,6 +26,9 @@ if ! command -v sbatch >/dev/null || ! command -v munged >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq >&2
   apt-get install -y -qq slurm-wlm munge >&2
+fi
+if [ "$1" = "--install-only" ]; then  # .ci/run installs while the tests run
+  exit 0
 fi
 
 HOST="$(hostname -s)"

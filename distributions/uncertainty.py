@@ -42,9 +42,11 @@ from distributions.errors import DistributionError
 __all__ = [
     "AL_INTERVAL_METHOD",
     "FEW_CLUSTERS",
+    "JOINT_METHOD",
     "ALInterval",
     "BootstrapResult",
     "CountsInterval",
+    "JointAL",
     "LatticeLaw",
     "RatioStats",
     "SampleSizePlan",
@@ -56,6 +58,7 @@ __all__ = [
     "few_clusters_warning",
     "gaussian_tail_for_sigma",
     "iid_ci_from_counts",
+    "joint_al_bootstrap",
     "mean_tolerance",
     "mean_z_score",
     "next_sample_size",
@@ -322,6 +325,104 @@ def al_interval(accepted: ArrayLike, steps: ArrayLike, *, confidence: float = 0.
     deterministic: a function of the multiset of clusters, ``confidence`` and ``seed``.
     """
     return al_interval_result(accepted, steps, confidence=confidence, seed=seed).ci
+
+
+# ---------------------------------------------------------------------------- AL at several k, jointly
+#: Name of the joint method (recorded in a fit's diagnostics).
+JOINT_METHOD = "joint-cluster-bootstrap"
+
+
+@dataclass(frozen=True)
+class JointAL:
+    """AL at several draft lengths measured on the same clusters (prompts), with their joint law.
+
+    The records of one run share their prompts, so their ALs move together: a prompt the draft
+    predicts well raises every k. One cluster bootstrap over prompts, the same resample for every k,
+    gives replicates of the whole vector; their covariance is what a fit's residuals, drops and
+    jumps are judged against (marginal standard errors would treat the points as independent).
+
+    Attributes:
+        ks: the draft lengths.
+        al: ``1 + sum(accepted) / sum(steps)`` per k.
+        replicates: ``(resamples, len(ks))`` resampled ALs (rows where a k drew no steps dropped).
+        clusters: clusters resampled (their union over the k).
+        floor: the continuity floor added to each variance (:data:`FLOOR_C` ``* AL / n``), so
+            identical clusters still give a positive-definite covariance.
+    """
+
+    ks: tuple[int, ...]
+    al: np.ndarray
+    replicates: np.ndarray
+    clusters: int
+    floor: np.ndarray
+    seed: int
+
+    @property
+    def cov(self) -> np.ndarray:
+        """Covariance of the ALs (bootstrap, plus the continuity floor on the diagonal)."""
+        c = np.atleast_2d(np.cov(self.replicates, rowvar=False, ddof=1))
+        return c + np.diag(self.floor**2)
+
+    @property
+    def se(self) -> np.ndarray:
+        return np.sqrt(np.diag(self.cov))
+
+    @property
+    def corr(self) -> np.ndarray:
+        se = self.se
+        return self.cov / np.outer(se, se)
+
+    def contrast(self, weights: ArrayLike, confidence: float = 0.95) -> tuple[float, float, float, float]:
+        """``(value, se, low, high)`` of ``weights . AL`` (e.g. ``AL(8) - AL(7)``): the estimate, its
+        standard error from :attr:`cov` and a percentile interval of the resampled contrast."""
+        w = np.asarray(weights, dtype=np.float64)
+        if w.shape != (len(self.ks),):
+            raise DistributionError(f"a contrast needs one weight per k ({len(self.ks)}), got shape {w.shape}")
+        value = float(w @ self.al)
+        se = float(math.sqrt(max(float(w @ self.cov @ w), 0.0)))
+        alpha = (1.0 - confidence) / 2.0
+        q_lo, q_hi = np.quantile(self.replicates @ w - value, [alpha, 1.0 - alpha])
+        z = z_for_confidence(confidence)
+        return value, se, value + min(float(q_lo), -z * se), value + max(float(q_hi), z * se)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"method": JOINT_METHOD, "ks": list(self.ks), "clusters": int(self.clusters),
+                "resamples": int(self.replicates.shape[0]), "seed": int(self.seed),
+                "se": [float(v) for v in self.se], "corr": [[round(float(v), 4) for v in row] for row in self.corr]}
+
+
+def joint_al_bootstrap(accepted: ArrayLike, steps: ArrayLike, ks: Sequence[int], *, seed: int = 0,
+                       num_resamples: int = NUM_RESAMPLES) -> JointAL:
+    """:class:`JointAL` from per-cluster totals ``(n, len(ks))``: row i is one cluster (a prompt)
+    at every k, zeros where the cluster was not measured at that k.
+
+    Raises:
+        DistributionError: shapes disagree, counts are invalid, or a k has no verify step.
+    """
+    acc = np.asarray(accepted, dtype=np.float64)
+    st = np.asarray(steps, dtype=np.float64)
+    if acc.ndim != 2 or acc.shape != st.shape or acc.shape[1] != len(ks):
+        raise DistributionError(f"accepted and steps must be (clusters, {len(ks)}) arrays, got {acc.shape}, {st.shape}")
+    if not (np.all(np.isfinite(acc)) and np.all(np.isfinite(st))) or np.any(acc < 0) or np.any(st < 0):
+        raise DistributionError("per-cluster counts must be finite and >= 0")
+    keep = st.sum(axis=1) > 0
+    acc, st = acc[keep], st[keep]
+    s_sum = st.sum(axis=0)
+    if acc.shape[0] == 0 or np.any(s_sum <= 0):
+        bad = [int(k) for k, s in zip(ks, s_sum, strict=True) if s <= 0] if acc.shape[0] else list(ks)
+        raise DistributionError(f"AL is undefined at k={bad}: no cluster has a verify step there")
+    n = int(acc.shape[0])
+    al = 1.0 + acc.sum(axis=0) / s_sum
+    w = _weights(n, num_resamples, seed)
+    s_b = w @ st
+    with np.errstate(invalid="ignore", divide="ignore"):
+        reps = 1.0 + (w @ acc) / s_b
+    reps = reps[np.all(s_b > 0, axis=1)]
+    if reps.shape[0] < 2:
+        raise DistributionError("too few usable resamples for a joint law", hint="measure more prompts")
+    per_k = (st > 0).sum(axis=0)
+    floor = FLOOR_C * al / np.maximum(per_k, 1)
+    return JointAL(ks=tuple(int(k) for k in ks), al=al, replicates=reps, clusters=n, floor=floor, seed=int(seed))
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,9 @@ as if they had passed:
 
 from __future__ import annotations
 
+import os
+import sys
+import uuid
 from pathlib import Path
 
 import pytest
@@ -41,6 +44,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--run-cuda", action="store_true", help="run the reference engine's tests on a CUDA GPU")
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """.ci/run starts the llama.cpp build and the model download once the suite runs (on the core
+    it leaves free): it waits for the file named by GOLDEN_AL_CI_PYTEST_STARTED."""
+    flag = os.environ.get("GOLDEN_AL_CI_PYTEST_STARTED")
+    if flag:
+        Path(flag).touch()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     wanted = {"realmodel": config.getoption("--run-realmodel"), "vllm_cpu": config.getoption("--run-vllm-cpu"),
               "slurm": config.getoption("--run-slurm"), "llamacpp": config.getoption("--run-llamacpp"),
@@ -55,6 +66,35 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = keep
+
+
+@pytest.fixture(scope="session", autouse=True)
+def no_leftovers():
+    """Mark every process the run starts, and at the end kill any still alive and unlink the
+    shared-memory segments the run left with no holder (tests/_leftovers.py)."""
+    sys.path.insert(0, str(Path(__file__).parent))
+    import _leftovers
+
+    token = uuid.uuid4().hex
+    os.environ[_leftovers.MARK] = token
+    before = _leftovers.shm_entries()
+    yield before
+    killed = _leftovers.kill_marked(token)
+    removed = _leftovers.remove_orphan_shm(before)
+    if killed or removed:
+        sys.stderr.write(f"\ntests left {len(killed)} process(es) running (killed: {killed}) and "
+                         f"{len(removed)} orphaned /dev/shm segment(s) (removed: {removed[:8]})\n")
+
+
+@pytest.fixture(autouse=True)
+def _server_leftovers(request, no_leftovers):
+    """After each test that starts real servers (vllm_cpu, llamacpp): the same clean-up, so a
+    killed server's segments do not pile up over a module."""
+    yield
+    if request.node.get_closest_marker("vllm_cpu") or request.node.get_closest_marker("llamacpp"):
+        import _leftovers
+
+        _leftovers.remove_orphan_shm(no_leftovers)
 
 
 @pytest.fixture
