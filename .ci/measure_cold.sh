@@ -13,6 +13,7 @@ set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 out="${1:-$repo/experiments/ci-cost/cold_warm.json}"
 work="$(mktemp -d -t golden-al-cold.XXXXXX)"
+chmod 755 "$work"  # the suite runs permission cases as nobody, who must reach the clone
 mkdir -p "$work/home" "$(dirname "$out")"
 commit="$(git -C "$repo" rev-parse HEAD)"
 echo "measure_cold: scratch $work, commit $commit"
