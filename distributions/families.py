@@ -154,8 +154,14 @@ class DecayingConditional(_Profile):
         return cls(c1, r)
 
     @classmethod
-    def fit(cls, ks: ArrayLike, als: ArrayLike, weights: ArrayLike | None = None) -> DecayingConditional:
+    def fit(cls, ks: ArrayLike, als: ArrayLike, weights: ArrayLike | None = None, *,
+            whiten: ArrayLike | None = None) -> DecayingConditional:
         """Weighted least-squares ``(c1, r)`` for AL at two or more draft lengths.
+
+        ``whiten``: a matrix ``M`` (``len(ks)`` square, rows in the order of ``ks``) such that the
+        residuals ``M (curve - al)`` are independent with unit variance (``M = L^-1`` for the
+        Cholesky factor ``L`` of the ALs' covariance): generalized least squares, for points
+        measured on the same prompts. It replaces ``weights``.
 
         Raises:
             FitError: with fewer than two distinct draft lengths (not identifiable).
@@ -168,10 +174,15 @@ class DecayingConditional(_Profile):
                 "a decaying profile has two parameters; one draft length does not identify them",
                 hint="give AL at two or more draft lengths, or fix r and use DecayingConditional.from_al",
             )
-        sw = np.sqrt(w)
+        if whiten is not None:
+            m = np.asarray(whiten, dtype=np.float64)
+            if m.shape != (k.size, k.size) or not np.all(np.isfinite(m)):
+                raise FitError(f"whiten must be a finite {k.size}x{k.size} matrix, got shape {m.shape}")
+        else:
+            m = np.diag(np.sqrt(w))
 
         def resid(x: NDArray[np.float64]) -> NDArray[np.float64]:
-            return sw * (cls(float(np.clip(x[0], 0, 1)), float(np.clip(x[1], 0, 1))).curve(k) - a)
+            return m @ (cls(float(np.clip(x[0], 0, 1)), float(np.clip(x[1], 0, 1))).curve(k) - a)
 
         grid = [(c1, r) for c1 in (0.3, 0.6, 0.9) for r in (0.5, 0.8, 0.95)]
         starts = sorted(grid, key=lambda x: float(np.sum(resid(np.asarray(x)) ** 2)))[:3]

@@ -89,14 +89,26 @@ ProfileName = Literal["decaying", "free"]
 
 @dataclass(frozen=True)
 class CurveFlag:
-    """A point of the curve that a chain-draft profile cannot explain."""
+    """A point of the curve that a chain-draft profile cannot explain.
+
+    ``by``: how far off, in AL (a drop's fall, a jump's excess over the earlier increment, a
+    residual); ``interval``: the 95% interval of ``by`` under the points' (joint) noise, which
+    excludes 0 at the flag's ``noise_z`` (None without noise estimates).
+    """
 
     k: int
     kind: FlagKind
     message: str
+    by: float | None = None
+    interval: tuple[float, float] | None = None
 
     def __str__(self) -> str:
         return f"k={self.k} {self.kind}: {self.message}"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"k": self.k, "kind": self.kind, "what": self.kind, "by": self.by,
+                "interval": None if self.interval is None else [self.interval[0], self.interval[1]],
+                "message": self.message}
 
 
 @dataclass(frozen=True, repr=False)
@@ -144,10 +156,24 @@ class FitResult:
     chi2: float | None = None
     dof: int | None = None
     p_value: float | None = None
+    residual_se: NDArray[np.float64] | None = None
+    cov: NDArray[np.float64] | None = None
+
+    @property
+    def joint(self) -> bool:
+        """True when the points' joint covariance (one run's shared prompts) was used."""
+        return self.cov is not None
 
     @property
     def standardized_residuals(self) -> NDArray[np.float64] | None:
-        """Residuals in standard errors, ``(al - fitted) / sigma`` (None without noise estimates)."""
+        """Residuals in their own standard errors (None without noise estimates).
+
+        Independent points: ``(al - fitted) / sigma``. Joint points: the residual's standard
+        error under the generalized least-squares fit, ``sqrt(((I - H) cov (I - H)')_kk)``, which
+        is much smaller than ``sigma`` when the points move together.
+        """
+        if self.residual_se is not None:
+            return self.residuals / self.residual_se
         return None if self.sigma is None else self.residuals / self.sigma
 
     @property
@@ -247,6 +273,7 @@ def curve_flags(
     als: ArrayLike,
     *,
     sigma: ArrayLike | None = None,
+    cov: ArrayLike | None = None,
     resolution: float | None = None,
     noise_z: float = 3.0,
 ) -> list[CurveFlag]:
@@ -255,14 +282,26 @@ def curve_flags(
     Args:
         ks, als: the curve.
         sigma: standard error per point (independent points), or None (exact values).
+        cov: covariance of the points (in the order of ``ks``), for points measured on the same
+            prompts: every difference is then judged by its own variance (two points that move
+            together differ by much less noise than either has). Takes precedence over ``sigma``.
         resolution: rounding unit of the values; inferred when None.
         noise_z: how many standard errors count as "beyond noise".
     """
     k, a, order = _prepare(ks, als)
-    s = np.zeros_like(a) if sigma is None else _per_k(sigma, order, "sigma")
-    assert s is not None
+    if cov is not None:
+        c = np.asarray(cov, dtype=np.float64)
+        if c.shape != (k.size, k.size):
+            raise FitError(f"cov must be {k.size}x{k.size}, got shape {c.shape}")
+        c = c[np.ix_(order, order)]
+    else:
+        s = np.zeros_like(a) if sigma is None else _per_k(sigma, order, "sigma")
+        assert s is not None
+        c = np.diag(s**2)
+    noisy = cov is not None or sigma is not None
     res = _resolution(a) if resolution is None else float(resolution)
     places = max(2, round(-math.log10(res))) if res > 0 else 4
+    z95 = 1.959963984540054
 
     def v(x: float) -> str:
         return f"{x:.{places}f}"
@@ -270,39 +309,54 @@ def curve_flags(
     def dv(x: float) -> str:
         return f"{x:+.{places}f}"
 
-    flags: list[CurveFlag] = []
-    # anchor AL(0) = 1 exactly (no drafts, only the bonus token)
+    # anchor AL(0) = 1 exactly (no drafts, only the bonus token): index 0 of the extended vectors
     kk = np.concatenate(([0], k))
     aa = np.concatenate(([1.0], a))
-    ss = np.concatenate(([0.0], s))
+    ext = np.zeros((kk.size, kk.size))
+    ext[1:, 1:] = c
     rr = np.concatenate(([0.0], np.full(a.size, res)))
-    # (increment per position, k_from, k_to, its variance, its rounding error bound)
-    incs: list[tuple[float, int, int, float, float]] = []
+
+    def sd(weights: dict[int, float]) -> float:
+        w = np.zeros(kk.size)
+        for i, x in weights.items():
+            w[i] += x
+        return math.sqrt(max(float(w @ ext @ w), 0.0))
+
+    def interval(by: float, se: float) -> tuple[float, float] | None:
+        return (by - z95 * se, by + z95 * se) if noisy else None
+
+    flags: list[CurveFlag] = []
+    # (increment per position, index i of its upper end, its gap, its rounding error bound)
+    incs: list[tuple[float, int, int, float]] = []
     for i in range(1, kk.size):
         gap = int(kk[i] - kk[i - 1])
         diff = float(aa[i] - aa[i - 1])
         inc = diff / gap
-        var_inc = float(ss[i] ** 2 + ss[i - 1] ** 2) / gap**2
         round_err = float(rr[i] + rr[i - 1]) / (2.0 * gap)  # each endpoint is off by <= res/2
         if i >= 2:
-            tol = noise_z * math.sqrt(ss[i] ** 2 + ss[i - 1] ** 2) + 1e-12
+            se = sd({i: 1.0, i - 1: -1.0})
+            tol = noise_z * se + 1e-12
             if diff < -tol:
-                beyond = f" beyond noise (tolerance {tol:.3g})" if sigma is not None else ""
+                beyond = f" beyond noise (tolerance {tol:.3g})" if noisy else ""
                 flags.append(CurveFlag(int(kk[i]), "drop",
                     f"AL({kk[i]})={v(aa[i])} is below AL({kk[i - 1]})={v(aa[i - 1])} ({dv(diff)}){beyond}: "
-                    f"a chain draft's AL cannot decrease with k (each position adds p_j >= 0)"))
+                    f"a chain draft's AL cannot decrease with k (each position adds p_j >= 0)",
+                    by=diff, interval=interval(diff, se)))
         if incs:
-            clamped = [max(v[0], 0.0) for v in incs]
+            clamped = [max(x[0], 0.0) for x in incs]
             j = int(np.argmin(clamped))
-            prev, k_from, k_to, var_prev, err_prev = incs[j]
-            tol = round_err + err_prev + noise_z * math.sqrt(var_inc + var_prev) + 1e-12
+            prev, j_hi, j_gap, err_prev = incs[j]
+            se = sd({i: 1.0 / gap, i - 1: -1.0 / gap, j_hi: -1.0 / j_gap, j_hi - 1: 1.0 / j_gap})
+            tol = round_err + err_prev + noise_z * se + 1e-12
             if inc > clamped[j] + tol:
-                per = "" if gap == 1 and k_to - k_from == 1 else " per position"
+                per = "" if gap == 1 and j_gap == 1 else " per position"
+                excess = inc - clamped[j]
                 flags.append(CurveFlag(int(kk[i]), "jump",
                     f"AL rises by {dv(inc)}{per} from k={kk[i - 1]} to k={kk[i]} after rising only "
-                    f"{dv(prev)}{per} from k={k_from} to k={k_to} (tolerance {tol:.3g}): the increments "
-                    f"p_k = AL(k) - AL(k-1) of a chain draft cannot grow with k"))
-        incs.append((inc, int(kk[i - 1]), int(kk[i]), var_inc, round_err))
+                    f"{dv(prev)}{per} from k={kk[j_hi - 1]} to k={kk[j_hi]} (tolerance {tol:.3g}): the increments "
+                    f"p_k = AL(k) - AL(k-1) of a chain draft cannot grow with k",
+                    by=excess, interval=interval(excess, se)))
+        incs.append((inc, i, gap, round_err))
     return flags
 
 
@@ -317,15 +371,16 @@ def _design(ks: NDArray[np.int64], big_k: int) -> NDArray[np.float64]:
 
 
 def _fit_nonincreasing_p(k: NDArray[np.int64], a: NDArray[np.float64], w: NDArray[np.float64],
-                         big_k: int) -> tuple[NDArray[np.float64], bool, str]:
-    """Exact weighted LS over ``1 >= p_1 >= ... >= p_K >= 0`` via d_j = p_j - p_{j+1} >= 0."""
+                         big_k: int, whiten: NDArray[np.float64] | None = None) -> tuple[NDArray[np.float64], bool, str]:
+    """Exact weighted LS over ``1 >= p_1 >= ... >= p_K >= 0`` via d_j = p_j - p_{j+1} >= 0
+    (generalized LS when ``whiten`` is given: see :meth:`DecayingConditional.fit`)."""
     from scipy import optimize  # lazy: keeps `import distributions` light for the CLI
 
     design = _design(k, big_k)
-    sw = np.sqrt(w)
-    ridge = math.sqrt(1e-10 * float(w.sum()))  # picks the smoothest split where ks leave gaps
-    lhs = np.vstack((sw[:, None] * design, ridge * np.eye(big_k)))
-    rhs = np.concatenate((sw * (a - 1.0), np.zeros(big_k)))
+    m = np.diag(np.sqrt(w)) if whiten is None else whiten
+    ridge = math.sqrt(1e-10 * float(np.sum(m * m)))  # picks the smoothest split where ks leave gaps
+    lhs = np.vstack((m @ design, ridge * np.eye(big_k)))
+    rhs = np.concatenate((m @ (a - 1.0), np.zeros(big_k)))
     d, _ = optimize.nnls(lhs, rhs)
     if d.sum() <= 1.0 + 1e-12:
         return np.clip(np.cumsum(d[::-1])[::-1], 0.0, 1.0), True, "non-negative least squares (exact)"
@@ -345,15 +400,16 @@ def _fit_nonincreasing_p(k: NDArray[np.int64], a: NDArray[np.float64], w: NDArra
 
 
 def _fit_monotone_c(k: NDArray[np.int64], a: NDArray[np.float64], w: NDArray[np.float64], big_k: int,
-                    start_p: NDArray[np.float64]) -> tuple[NDArray[np.float64], bool, str]:
+                    start_p: NDArray[np.float64],
+                    whiten: NDArray[np.float64] | None = None) -> tuple[NDArray[np.float64], bool, str]:
     """Weighted LS over ``1 >= c_1 >= ... >= c_K >= 0`` with ``c = cumprod(g)``, ``g`` in [0, 1]."""
     from scipy import optimize
 
-    sw = np.sqrt(w)
+    m = np.diag(np.sqrt(w)) if whiten is None else whiten
 
     def resid(g: NDArray[np.float64]) -> NDArray[np.float64]:
         c = np.cumprod(np.clip(g, 0.0, 1.0))
-        return sw * (units.al_curve_from_conditional(c, k) - a)
+        return m @ (units.al_curve_from_conditional(c, k) - a)
 
     def g_from_c(c: NDArray[np.float64]) -> NDArray[np.float64]:
         c = np.minimum.accumulate(np.clip(c, 0.0, 1.0))
@@ -376,12 +432,107 @@ def _fit_monotone_c(k: NDArray[np.int64], a: NDArray[np.float64], w: NDArray[np.
             f"trust-region least squares, best of {len(starts)} starts: {best.message}")
 
 
+def _residual_se(k: NDArray[np.int64], conditional_of: object, params: NDArray[np.float64],
+                 cov: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Standard error of each GLS residual: ``sqrt(diag((I - H) cov (I - H)'))`` with the hat matrix
+    ``H = J (J' cov^-1 J)^+ J' cov^-1`` of the profile's Jacobian ``J`` at ``params``."""
+    f = conditional_of  # params -> fitted AL at k
+    eps = 1e-6
+    base = f(params)  # type: ignore[operator]
+    cols = []
+    for i in range(params.size):
+        step = np.zeros_like(params)
+        h = eps if params[i] + eps <= 1.0 else -eps
+        step[i] = h
+        cols.append((f(params + step) - base) / h)  # type: ignore[operator]
+    jac = np.stack(cols, axis=1)
+    inv = np.linalg.inv(cov)
+    hat = jac @ np.linalg.pinv(jac.T @ inv @ jac) @ jac.T @ inv
+    rest = np.eye(k.size) - hat
+    var = np.diag(rest @ cov @ rest.T)
+    return np.sqrt(np.maximum(var, 1e-18))
+
+
+@dataclass(frozen=True)
+class _Outlier:
+    index: int
+    predicted: float
+    by: float
+    se: float
+
+
+def _gls_decaying(k: NDArray[np.int64], a: NDArray[np.float64], cov: NDArray[np.float64]) -> DecayingConditional:
+    return DecayingConditional.fit(k, a, whiten=np.linalg.inv(np.linalg.cholesky(cov)))
+
+
+def _gls_misfit_p(k: NDArray[np.int64], a: NDArray[np.float64], cov: NDArray[np.float64], big_k: int) -> float:
+    """Goodness of fit (p-value) of the decaying profile against the free one, by generalized LS."""
+    from scipy import stats
+
+    if k.size <= 2:
+        return 1.0
+    wh = np.linalg.inv(np.linalg.cholesky(cov))
+    dec = DecayingConditional.fit(k, a, whiten=wh)
+    p_free, _, _ = _fit_nonincreasing_p(k, a, np.ones_like(a), big_k, wh)
+    free = a - units.al_curve_from_unconditional(np.minimum.accumulate(np.clip(p_free, 0, 1)), k)
+    chi2 = max(0.0, float(np.sum((wh @ (a - dec.curve(k))) ** 2) - np.sum((wh @ free) ** 2)))
+    return float(stats.chi2.sf(chi2, k.size - 2))
+
+
+def _deletion_outliers(k: NDArray[np.int64], a: NDArray[np.float64], cov: NDArray[np.float64],
+                       noise_z: float, max_outliers: int = 2) -> list[_Outlier]:
+    """Points the decaying profile of the *other* points cannot predict, worst first, one at a time.
+
+    For each point i, the profile is fitted (GLS) to the points not yet set aside except i, and
+    ``a_i`` is compared with its prediction; the difference's variance is
+    ``cov_ii - 2 G cov_-i,i + G cov_-i,-i G'`` with ``G`` the linearized map from the other points to
+    the prediction. The worst point beyond ``noise_z`` is set aside and the search repeats, so one
+    bad point is named by itself rather than smeared over the neighbours a joint fit pulls with it.
+    """
+    out: list[_Outlier] = []
+    aside: set[int] = set()
+    while k.size - len(aside) >= 4 and len(out) < max_outliers:  # a 2-parameter fit of the others keeps a spare point
+        best: _Outlier | None = None
+        best_z = 0.0
+        for i in (j for j in range(k.size) if j not in aside):
+            rest = np.array([j for j in range(k.size) if j not in aside and j != i])
+            sub = cov[np.ix_(rest, rest)]
+            dec = _gls_decaying(k[rest], a[rest], sub)
+            x = np.array([dec.c1, dec.r])
+
+            def curve_at(params: NDArray[np.float64], ks_: NDArray[np.int64]) -> NDArray[np.float64]:
+                return DecayingConditional(float(np.clip(params[0], 0, 1)), float(np.clip(params[1], 0, 1))).curve(ks_)
+
+            pred = float(curve_at(x, k[i:i + 1])[0])
+            jac_rest, jac_i = [], []
+            for t in range(2):
+                h = 1e-6 if x[t] + 1e-6 <= 1.0 else -1e-6
+                step = x.copy()
+                step[t] += h
+                jac_rest.append((curve_at(step, k[rest]) - curve_at(x, k[rest])) / h)
+                jac_i.append((curve_at(step, k[i:i + 1])[0] - pred) / h)
+            jr, ji = np.stack(jac_rest, axis=1), np.array(jac_i)
+            inv = np.linalg.inv(sub)
+            g = ji @ np.linalg.pinv(jr.T @ inv @ jr) @ jr.T @ inv
+            var = float(cov[i, i] - 2.0 * g @ cov[rest, i] + g @ sub @ g)
+            se = math.sqrt(max(var, 1e-18))
+            by = float(a[i] - pred)
+            if abs(by) / se > best_z:
+                best, best_z = _Outlier(i, pred, by, se), abs(by) / se
+        if best is None or best_z <= noise_z:
+            break
+        out.append(best)
+        aside.add(best.index)
+    return out
+
+
 def fit_profile(
     ks: ArrayLike,
     als: ArrayLike,
     *,
     steps: ArrayLike | None = None,
     ci95: Sequence[tuple[float, float]] | ArrayLike | None = None,
+    cov: ArrayLike | None = None,
     monotone_conditional: bool = False,
     tolerance: float | None = None,
     noise_z: float = 3.0,
@@ -396,6 +547,11 @@ def fit_profile(
             noise (i.i.d. steps, optimistic).
         ci95: ``(lo, hi)`` 95% CI per ``k``; weights by ``1/sigma^2`` and sets the
             noise (takes precedence over ``steps``).
+        cov: the covariance of the ALs (rows in the order of ``ks``) when they were measured on
+            the same prompts (:func:`distributions.uncertainty.joint_al_bootstrap`): the fit is
+            then generalized least squares, residuals are judged by their own GLS standard
+            errors, drops and jumps by the variance of each difference, and the goodness of fit
+            is ``r' cov^-1 r`` (takes precedence over ``ci95`` and ``steps``).
         monotone_conditional: also require ``c_1 >= c_2 >= ... >= c_K``.
         tolerance: absolute residual tolerance overriding the noise-based one.
         noise_z: standard errors that count as "beyond noise" in the flags.
@@ -407,7 +563,8 @@ def fit_profile(
 
     Raises:
         FitError / DistributionError: on malformed input (AL outside [1, k+1],
-            repeated ``k``, mismatched lengths, zero-width CI, non-positive steps).
+            repeated ``k``, mismatched lengths, zero-width CI, non-positive steps, a
+            covariance that is not symmetric positive definite).
     """
     k, a, order = _prepare(ks, als)
     big_k = int(k.max())
@@ -417,7 +574,21 @@ def fit_profile(
         raise FitError(f"steps must be positive counts, got {np.asarray(steps).tolist()}",
                        hint="a draft length with zero verify steps has no AL; drop it")
     sigma: NDArray[np.float64] | None = None
-    if ci is not None:
+    c_mat: NDArray[np.float64] | None = None
+    whiten: NDArray[np.float64] | None = None
+    if cov is not None:
+        c_mat = np.asarray(cov, dtype=np.float64)
+        if c_mat.shape != (k.size, k.size) or not np.all(np.isfinite(c_mat)) or not np.allclose(c_mat, c_mat.T):
+            raise FitError(f"cov must be a finite symmetric {k.size}x{k.size} matrix, got shape {c_mat.shape}")
+        c_mat = c_mat[np.ix_(order, order)]
+        try:
+            chol = np.linalg.cholesky(c_mat)
+        except np.linalg.LinAlgError:
+            raise FitError("cov is not positive definite", hint="add the continuity floor to its diagonal") from None
+        whiten = np.linalg.inv(chol)
+        sigma = np.sqrt(np.diag(c_mat))
+        w, weighting = 1.0 / sigma**2, "joint"
+    elif ci is not None:
         width = ci[:, 1] - ci[:, 0]
         if np.any(~np.isfinite(width)) or np.any(width <= 0):
             bad = int(k[np.argmax(~np.isfinite(width) | (width <= 0))])
@@ -433,16 +604,43 @@ def fit_profile(
 
     if profile not in PROFILES:
         raise FitError(f"unknown profile {profile!r}", hint=f"one of {', '.join(PROFILES)}")
-    p_free, success, message = _fit_nonincreasing_p(k, a, w, big_k)
+    p_free, success, message = _fit_nonincreasing_p(k, a, w, big_k, whiten)
     if monotone_conditional:
-        p_free, success, message = _fit_monotone_c(k, a, w, big_k, p_free)
+        p_free, success, message = _fit_monotone_c(k, a, w, big_k, p_free, whiten)
     free_conditional = units.unconditional_to_conditional(np.minimum.accumulate(np.clip(p_free, 0.0, 1.0)))
     free_resid = a - units.al_curve_from_conditional(free_conditional, k)
     used = profile if (profile == "free" or k.size >= 3) else "free"
+    residual_se: NDArray[np.float64] | None = None
+    outliers: list[_Outlier] = []
     if used == "decaying":
-        dec = DecayingConditional.fit(k, a, w)
+        keep = np.arange(k.size)
+        if c_mat is not None and tolerance is None:
+            # one point the others predict badly while the others fit: that point is the anomaly. Two or
+            # more, or the others misfit too: the shape is the problem (judged on every point below).
+            outliers = _deletion_outliers(k, a, c_mat, noise_z)
+            if len(outliers) == 1:
+                rest = np.array([i for i in range(k.size) if i != outliers[0].index])
+                if _gls_misfit_p(k[rest], a[rest], c_mat[np.ix_(rest, rest)], big_k) < SHAPE_ALPHA:
+                    outliers = []
+            else:
+                outliers = []
+            keep = np.array([i for i in range(k.size) if i not in {o.index for o in outliers}])
+        if c_mat is not None:
+            dec = _gls_decaying(k[keep], a[keep], c_mat[np.ix_(keep, keep)])
+        else:
+            dec = DecayingConditional.fit(k, a, w)
         conditional = dec.conditional_rates(big_k)
         success, message, n_params = True, f"decaying profile c_j = {dec.c1:.4f} * {dec.r:.4f}^(j-1)", 2
+        if outliers:
+            message += " (fitted without " + ", ".join(f"k={int(k[o.index])}" for o in outliers) + ")"
+        if c_mat is not None:
+            def curve_of(x: NDArray[np.float64]) -> NDArray[np.float64]:
+                return DecayingConditional(float(np.clip(x[0], 0, 1)), float(np.clip(x[1], 0, 1))).curve(k[keep])
+
+            residual_se = np.sqrt(np.diag(c_mat)).copy()
+            residual_se[keep] = _residual_se(k[keep], curve_of, np.array([dec.c1, dec.r]), c_mat[np.ix_(keep, keep)])
+            for o in outliers:
+                residual_se[o.index] = o.se
     else:
         conditional, n_params = free_conditional, int(k.size)
     fitted = units.al_curve_from_conditional(conditional, k)
@@ -451,12 +649,13 @@ def fit_profile(
         var = np.array([AcceptanceDistribution.from_conditional_rates(conditional[:kk]).var() for kk in k])
         sigma = np.sqrt(var / st)
     resolution = _resolution(a)
+    noise = residual_se if residual_se is not None else sigma
     if tolerance is not None:
         if not tolerance > 0:
             raise FitError(f"tolerance must be > 0, got {tolerance!r}")
         tol = np.full_like(a, float(tolerance))
-    elif sigma is not None:
-        tol = np.maximum(noise_z * sigma, resolution / 2.0 + 1e-9)
+    elif noise is not None:
+        tol = np.maximum(noise_z * noise, resolution / 2.0 + 1e-9)
     else:
         tol = np.full_like(a, DEFAULT_TOLERANCE)
 
@@ -465,30 +664,56 @@ def fit_profile(
         from scipy import stats
 
         # in standard errors; the free profile's own misfit (monotonicity binding) is not the family's fault
-        chi2 = max(0.0, float(np.sum((residuals / sigma) ** 2) - np.sum((free_resid / sigma) ** 2)))
-        dof = int(k.size - n_params)
-        p_value = float(stats.chi2.sf(chi2, dof))
+        if whiten is not None and c_mat is not None and outliers:  # the points not set aside
+            kept = np.array([i for i in range(k.size) if i not in {o.index for o in outliers}])
+            wk = np.linalg.inv(np.linalg.cholesky(c_mat[np.ix_(kept, kept)]))
+            p_kept, _, _ = _fit_nonincreasing_p(k[kept], a[kept], w[kept], big_k, wk)
+            free_kept = a[kept] - units.al_curve_from_unconditional(np.minimum.accumulate(np.clip(p_kept, 0, 1)), k[kept])
+            chi2 = max(0.0, float(np.sum((wk @ residuals[kept]) ** 2) - np.sum((wk @ free_kept) ** 2)))
+        elif whiten is not None:
+            chi2 = max(0.0, float(np.sum((whiten @ residuals) ** 2) - np.sum((whiten @ free_resid) ** 2)))
+        else:
+            chi2 = max(0.0, float(np.sum((residuals / sigma) ** 2) - np.sum((free_resid / sigma) ** 2)))
+        dof = int(k.size - len(outliers) - n_params)
+        p_value = float(stats.chi2.sf(chi2, dof)) if dof > 0 else None
 
-    flags = curve_flags(k, a, sigma=sigma, resolution=resolution, noise_z=noise_z)
-    source = "given" if tolerance is not None else {"ci": "from the CI", "steps": "from the step counts"}.get(
-        weighting, "absolute default")
-    for kk, obs, fit, r, t in zip(k, a, fitted, residuals, tol, strict=True):
-        if abs(r) > t:
+    flags = curve_flags(k, a, sigma=sigma, cov=c_mat, resolution=resolution, noise_z=noise_z)
+    source = "given" if tolerance is not None else {
+        "ci": "from the CI", "steps": "from the step counts",
+        "joint": "from the joint law of the points (shared prompts)"}.get(weighting, "absolute default")
+    z95 = 1.959963984540054
+    by_outlier = {o.index: o for o in outliers}
+    for i, (kk, obs, fit, r, t) in enumerate(zip(k, a, fitted, residuals, tol, strict=True)):
+        if i in by_outlier:
+            o = by_outlier[i]
+            flags.append(CurveFlag(int(kk), "residual",
+                f"the profile of the other points predicts AL({kk})={o.predicted:.4g} but {obs:.4g} was observed "
+                f"({o.by:+.4f}, {abs(o.by) / o.se:.1f} standard errors of that difference {source})",
+                by=o.by, interval=(o.by - z95 * o.se, o.by + z95 * o.se)))
+        elif c_mat is not None and tolerance is None and outliers:
+            continue  # one point set aside by the deletion search: the others fit
+        elif abs(r) > t:
+            se_i = None if noise is None else float(noise[i])
             flags.append(CurveFlag(int(kk), "residual",
                 f"the fitted profile gives AL({kk})={fit:.4g} but {obs:.4g} was observed "
-                f"(residual {r:+.4f}, tolerance {t:.3g} {source})"))
-    if p_value is not None and p_value < SHAPE_ALPHA and sigma is not None:
-        worst = int(np.argmax(np.abs(residuals / sigma)))
+                f"(residual {r:+.4f}, tolerance {t:.3g} {source})",
+                by=float(r), interval=None if se_i is None else (float(r) - z95 * se_i, float(r) + z95 * se_i)))
+    if p_value is not None and p_value < SHAPE_ALPHA and noise is not None:
+        zs = residuals / noise
+        worst = int(np.argmax(np.abs(zs)))
         flags.append(CurveFlag(int(k[worst]), "shape",
             f"the decaying profile misfits the curve (chi-square {chi2:.1f} on {dof} degrees of freedom, "
-            f"p = {p_value:.2g}; largest residual {residuals[worst] / sigma[worst]:+.1f} standard errors at "
-            f"k={int(k[worst])}): a richer profile is needed (fit with profile 'free')"))
+            f"p = {p_value:.2g}; largest residual {zs[worst]:+.1f} standard errors at "
+            f"k={int(k[worst])}): a richer profile is needed (fit with profile 'free')",
+            by=float(residuals[worst]),
+            interval=(float(residuals[worst] - z95 * noise[worst]), float(residuals[worst] + z95 * noise[worst]))))
     flags.sort(key=lambda f: (f.k, ("drop", "jump", "residual", "shape").index(f.kind)))
     return FitResult(
         ks=k, al=a, conditional=conditional, fitted=fitted, residuals=residuals, tolerance=tol, sigma=sigma,
         weights=w, weighting=weighting, monotone_conditional=monotone_conditional, success=success,
         message=message, flags=tuple(flags), cost=float(np.dot(w, residuals**2)), resolution=resolution,
-        profile=used, num_params=n_params, chi2=chi2, dof=dof, p_value=p_value,
+        profile=used, num_params=n_params, chi2=chi2, dof=dof, p_value=p_value, residual_se=residual_se,
+        cov=c_mat,
     )
 
 

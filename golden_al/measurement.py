@@ -48,6 +48,7 @@ __all__ = [
     "counts_from_requests",
     "interval_from_requests",
     "load_record",
+    "prompt_clusters",
     "read_request_results",
     "write_record",
 ]
@@ -212,6 +213,9 @@ class Uncertainty(_Strict):
     windows: int | None = Field(
         default=None, ge=0, description="aggregate counters at concurrency: the timed counter windows behind the "
         "clusters (batch means: each cluster is a batch of contiguous windows)")
+    recomputed_from: str | None = Field(
+        default=None, description="set when this interval was recomputed from requests.jsonl by the current method "
+        "because the record held one from another method: that method ('unrecorded' when the record did not say)")
 
     @classmethod
     def of(cls, interval: ALInterval, unit: str | None) -> Uncertainty:
@@ -356,6 +360,21 @@ def clusters_from_requests(results: Sequence[RequestResult], draft_len: int, *,
         tot[0] += float(r.num_accepted_drafts)
         tot[1] += float(r.num_verify_steps)
     return [v[0] for v in clusters.values()], [v[1] for v in clusters.values()], unit
+
+
+def prompt_clusters(results: Sequence[RequestResult], draft_len: int) -> dict[str, tuple[float, float]] | None:
+    """Per-prompt ``(accepted, steps)`` totals at ``draft_len``, keyed by prompt (its hash, else its
+    index), so that cells measured on the same prompts can be lined up cluster by cluster (the
+    joint law of a curve); None when the lines are counter units or windows, which no prompt owns."""
+    rows = [r for r in results if r.draft_len == draft_len]
+    if not rows or _cluster_unit(rows) not in ("request", "conversation"):
+        return None
+    out: dict[str, tuple[float, float]] = {}
+    for r in rows:
+        key = f"sha256:{r.prompt_hash}" if r.prompt_hash else f"index:{r.index}"
+        acc, steps = out.get(key, (0.0, 0.0))
+        out[key] = (acc + float(r.num_accepted_drafts), steps + float(r.num_verify_steps))
+    return out
 
 
 def interval_from_requests(results: Sequence[RequestResult], draft_len: int, *, seed: int = 0,

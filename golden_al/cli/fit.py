@@ -41,7 +41,12 @@ records' CIs combined when a requests.jsonl is missing.
 
 profile: by default a smooth decaying profile c_j = c1 * r^j-1 (2 parameters), so with
 three or more draft lengths the residuals (printed in standard errors, z) can flag points
-and a chi-square test says whether a richer profile is needed; --profile free fits one
+and a chi-square test says whether a richer profile is needed. Records of one run share
+their prompts, so their ALs move together: one cluster bootstrap over the prompts, the same
+resample at every k, gives their joint law, and the fit, residuals, drops and jumps are
+judged against it (a point is flagged when the profile of the other points cannot predict
+it). A flagged point exits 1 (the curve and CURVE.fit.json are still written for review;
+--format json lists each flag with its size and interval); --allow-flags exits 0; --profile free fits one
 rate per position (as many parameters as points: only drops and jumps can be flagged). A measured k supersedes one-run derived
 records at that k (the difference is reported in CURVE.fit.json).
 """
@@ -70,8 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tolerance", type=float, default=None, metavar="AL",
                         help="absolute residual tolerance for flags (default: 3 standard errors from the CIs)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the pooled-CI bootstrap (default: 0)")
-    parser.add_argument("--strict", action="store_true",
-                        help="exit 1 (after writing) when the profile cannot explain a point")
+    parser.add_argument("--allow-flags", action="store_true",
+                        help="exit 0 even when a point is flagged (exploratory fits); by default a flagged point "
+                        "exits 1, after the curve and its sidecar are written for review")
+    parser.add_argument("--strict", action="store_true", help=argparse.SUPPRESS)  # the default since 0.2
     add_format_option(parser, ("text", "json"), "text")
 
 
@@ -110,8 +117,10 @@ def run(args: argparse.Namespace) -> int:
             gof = ("" if fr.p_value is None else
                    f"; goodness of fit chi2 {fr.chi2:.2f} on {fr.dof} dof, p = {fr.p_value:.3g}"
                    + (": a richer profile is needed" if fr.richer_profile_needed else ""))
+            weighting = (f"joint law over {mf.joint.clusters} shared prompts" if mf.joint is not None
+                         else f"{fr.weighting}-weighted")
             print(f"{fit.curve.model} {mode} ({fr.profile} profile, {fr.num_params} parameters, "
-                  f"{fr.weighting}-weighted, c = " + ", ".join(f"{c:.3f}" for c in fr.conditional) + f"{gof})")
+                  f"{weighting}, c = " + ", ".join(f"{c:.3f}" for c in fr.conditional) + f"{gof})")
             print(f"  {'k':>2}  {'AL':>5}  {'95% CI':<15}  {'clusters':>8}  {'origin':<8}  {'steps':>8}  {'fitted':>6}  "
                   f"{'resid':>7}  {'z':>5}  flags")
             zs = fr.standardized_residuals
@@ -128,12 +137,15 @@ def run(args: argparse.Namespace) -> int:
                 print(f"  {k:>2}  {p.al:>5.2f}  {ci:<15}  {clusters:>8}  {p.origin:<8}  {steps:>8}  {f:>6.3f}  "
                       f"{resid:>7}  {z:>5}  {kinds}")
             for fl in mf.fit.flags:
-                print(f"  flag {fl}")
+                size = "" if fl.by is None else f" [by {fl.by:+.4f}" + (
+                    "" if fl.interval is None else f", 95% interval {fl.interval[0]:+.4f} to {fl.interval[1]:+.4f}") + "]"
+                print(f"  flag {fl}{size}")
         n_points = sum(len(b.points) for b in fit.curve.modes().values())
         print(f"wrote {out} ({n_points} points, {len(fit.modes)} thinking mode(s), {len(records)} records, "
               f"{len(flags)} flag(s)) and {side}")
-    if flags and args.strict:
+    if flags and not args.allow_flags:
         raise CheckFailedError(f"the profile cannot explain {len(flags)} point(s): "
                                + "; ".join(f"{m} {f}" for m, f in flags[:3]),
-                               hint=f"see {side}; re-measure the flagged k or fit without --strict")
+                               hint=f"see {side} (each flag's size and interval); re-measure the flagged k, or "
+                               "--allow-flags for an exploratory fit")
     return 0

@@ -39,8 +39,9 @@ from pathlib import Path
 from typing import Any
 
 from distributions.fit import FitResult, fit_profile
+from distributions.uncertainty import JointAL
 from golden_al.curvefit.errors import SettingsMismatchError
-from golden_al.curvefit.pool import PooledCell, pool_cell, selection_of
+from golden_al.curvefit.pool import PooledCell, joint_of, pool_cell, selection_of
 from golden_al.curvefit.records import LoadedRecord
 from golden_al.curvefit.settings import check_agreement, settings_of
 from golden_al.errors import UsageError
@@ -140,6 +141,8 @@ class ModeFit:
     superseded: tuple[PooledCell, ...]
     settings: dict[str, Any]
     weighting_note: str | None = None
+    joint: JointAL | None = None
+    """The joint law of the points (one run's shared prompts), when the records allow it."""
 
     def point_flags(self, k: int) -> list[Any]:
         return [f for f in self.fit.flags if f.k == k]
@@ -188,11 +191,12 @@ class CurveFit:
                 if k in fitted:
                     f, r, t = fitted[k]
                     entry.update({"fitted": f, "residual": r, "tolerance": t})
-                    if fr.sigma is not None:
-                        entry["residual_se"] = float(r / fr.sigma[list(fr.ks).index(k)])
+                    zs = fr.standardized_residuals
+                    if zs is not None:
+                        entry["residual_se"] = float(zs[list(fr.ks).index(k)])
                 else:
                     entry["fitted"] = fr.curve([k])[k]
-                entry["flags"] = [{"kind": f.kind, "message": f.message} for f in mf.point_flags(k)]
+                entry["flags"] = [f.as_dict() for f in mf.point_flags(k)]
                 points[str(k)] = entry
             modes[mode] = {
                 "settings": mf.settings,
@@ -207,6 +211,7 @@ class CurveFit:
                     "unconditional": [float(x) for x in fr.unconditional],
                     "weighting": fr.weighting,
                     "weighting_note": mf.weighting_note,
+                    "joint": mf.joint.as_dict() if mf.joint is not None else None,
                     "monotone_conditional": fr.monotone_conditional,
                     "success": fr.success,
                     "message": fr.message,
@@ -214,7 +219,7 @@ class CurveFit:
                     "max_abs_residual": fr.max_abs_residual,
                     "explained": fr.explained,
                 },
-                "flags": [{"k": f.k, "kind": f.kind, "message": f.message} for f in fr.flags],
+                "flags": [f.as_dict() for f in fr.flags],
                 "unexplained_ks": sorted({f.k for f in fr.flags}),
                 "filled_ks": list(mf.filled),
                 "superseded_derived": [
@@ -247,6 +252,7 @@ class CurveFit:
                 for lr in self.records
             ],
             "modes": modes,
+            "flags": [{"mode": m, **f.as_dict()} for m, f in self.flags],
             "warnings": list(self.warnings),
             "provenance": provenance if provenance is not None else collect(),
         }
@@ -274,11 +280,15 @@ def _manifest_sha256(records: Sequence[LoadedRecord]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _fit_mode(mode: str, cells: dict[int, PooledCell], options: FitOptions) -> tuple[FitResult, str | None]:
+def _fit_mode(mode: str, cells: dict[int, PooledCell], options: FitOptions,
+              joint: JointAL | None = None) -> tuple[FitResult, str | None]:
     ks = sorted(cells)
     als = [cells[k].al for k in ks]
     cis = [cells[k].ci95 for k in ks]
     note = None
+    if joint is not None and len(ks) >= 2:
+        return fit_profile(ks, als, cov=joint.cov, monotone_conditional=options.monotone_conditional,
+                           tolerance=options.tolerance, profile=options.profile), None  # type: ignore[arg-type]
     if all(hi - lo > 0 for lo, hi in cis):
         return fit_profile(ks, als, ci95=cis, monotone_conditional=options.monotone_conditional,
                            tolerance=options.tolerance, profile=options.profile), None  # type: ignore[arg-type]
@@ -377,7 +387,8 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
             if float(cell.num_verify_steps) <= 0:
                 raise UsageError(f"{mode} k={k}: the records hold zero verify steps, so AL is undefined",
                                  hint="drop those records or re-measure")
-        fr, note = _fit_mode(mode, cells, options)
+        joint = joint_of(cells, seed=options.seed)
+        fr, note = _fit_mode(mode, cells, options, joint)
         filled: list[int] = []
         points = {k: _point(cell, [f for f in fr.flags if f.k == k]) for k, cell in cells.items()}
         if options.fill_derived:
@@ -397,7 +408,7 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
         mode_blocks[mode] = {"sampling": sampling, "output_len": rec.sampling.max_tokens,
                              "points": dict(sorted(points.items()))}
         mode_fits[mode] = ModeFit(mode=mode, cells=cells, fit=fr, filled=tuple(filled), superseded=tuple(superseded),
-                                  settings=settings_of(rec), weighting_note=note)
+                                  settings=settings_of(rec), weighting_note=note, joint=joint)
     model_key = options.model_key or default_model_key(first.target.name)
     aliases = list(dict.fromkeys(a.strip() for a in options.aliases if a.strip()))
     extra_aliases = [first.target.name]

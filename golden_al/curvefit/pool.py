@@ -7,8 +7,10 @@ accepted per position, requests): the pooled AL is ``1 + sum(accepted) / sum(ste
 run would give. Typical cases: several seeds of a sampled setting, a measurement
 resumed into a second directory, or the same prompts measured twice.
 
-The CI of one record is its own ``al_ci95`` (:func:`distributions.uncertainty.al_interval`
-over its clusters). The CI of several records is that interval over the union of their
+The CI of one record is recomputed from its ``requests.jsonl`` by the current method
+(:func:`distributions.uncertainty.al_interval` over its clusters), never copied: records
+measured before the method changed hold an older interval (``uncertainty.recomputed_from``
+then names it); only without the JSONL is the record's own ``al_ci95`` used. The CI of several records is that interval over the union of their
 clusters when every record's ``requests.jsonl`` is present (the same prompt measured in
 two records is one cluster); otherwise the records' CIs are combined by the delta method
 (each standard error from its CI width / 3.92, weighted by its share of verify steps),
@@ -28,11 +30,11 @@ import numpy as np
 
 from distributions import units
 from distributions.counts import tidy_count
-from distributions.uncertainty import se_from_ci, z_for_confidence
+from distributions.uncertainty import JointAL, joint_al_bootstrap, se_from_ci, z_for_confidence
 from golden_al.curvefit.records import LoadedRecord
 from golden_al.measurement import MeasurementRecord, Uncertainty, interval_from_requests
 
-__all__ = ["PooledCell", "check_shards", "pool_cell", "pool_records", "selection_of"]
+__all__ = ["PooledCell", "check_shards", "joint_of", "pool_cell", "pool_records", "selection_of"]
 
 
 def selection_of(records: Sequence[LoadedRecord]) -> frozenset[int] | None:
@@ -81,8 +83,11 @@ class PooledCell:
     """One (thinking mode, k) cell: the pooled counts, AL and CI, and where they come from.
 
     Attributes:
-        ci_method: ``record`` (one record's own CI), ``clusters`` (the AL interval over the
-            union of the pooled records' clusters) or ``delta`` (records' CIs combined).
+        ci_method: ``recomputed`` (one record's interval recomputed from its ``requests.jsonl``
+            by the current method; ``uncertainty.recomputed_from`` says when the record held
+            another), ``record`` (one record's own CI: no ``requests.jsonl``), ``clusters`` (the AL
+            interval over the union of the pooled records' clusters) or ``delta`` (records' CIs
+            combined).
         uncertainty: what the CI rests on (None for records that predate it, and for ``delta``).
         derived: the records are one-run derivations (truncation of a larger k).
         derived_from: the draft lengths they were derived from.
@@ -139,25 +144,32 @@ def pool_cell(records: Sequence[LoadedRecord], *, seed: int = 0) -> PooledCell:
         n_req += r.num_requests
     al = units.al_from_counts(acc, steps)
     uncertainty = None
-    if len(records) == 1:
+    per_record = [lr.requests() for lr in records]
+    if all(reqs for reqs in per_record):
+        # recomputed from the clusters, never copied: a record's al_ci95 may come from an older method
+        rows = [q for reqs in per_record for q in reqs]  # type: ignore[union-attr]
+        own = first.record.uncertainty
+        one_seed = own.seed if len(records) == 1 and own is not None and own.seed is not None else seed
+        interval, unit = interval_from_requests(rows, k, seed=one_seed, merge_same_prompt=len(records) > 1)
+        ci, method = interval.ci, ("recomputed" if len(records) == 1 else "clusters")
+        uncertainty = Uncertainty.of(interval, unit)
+        if len(records) == 1:
+            same = own is not None and own.method == interval.method and all(
+                abs(float(x) - y) <= 1e-9 for x, y in zip(first.record.al_ci95, interval.ci, strict=True))
+            if not same:
+                uncertainty = uncertainty.model_copy(update={"recomputed_from": own.method if own else "unrecorded"})
+    elif len(records) == 1:
         lo, hi = first.record.al_ci95
         ci, method = (float(lo), float(hi)), "record"
         uncertainty = first.record.uncertainty
     else:
-        per_record = [lr.requests() for lr in records]
-        if all(reqs for reqs in per_record):
-            rows = [q for reqs in per_record for q in reqs]  # type: ignore[union-attr]
-            interval, unit = interval_from_requests(rows, k, seed=seed, merge_same_prompt=True)
-            ci, method = interval.ci, "clusters"
-            uncertainty = Uncertainty.of(interval, unit)
-        else:
-            var = 0.0
-            for lr in records:
-                lo, hi = lr.record.al_ci95
-                se = float(se_from_ci(lo, hi))
-                var += (float(lr.record.num_verify_steps) / steps * se) ** 2
-            half = z_for_confidence(0.95) * math.sqrt(var)
-            ci, method = (max(1.0, al - half), min(k + 1.0, al + half)), "delta"
+        var = 0.0
+        for lr in records:
+            lo, hi = lr.record.al_ci95
+            se = float(se_from_ci(lo, hi))
+            var += (float(lr.record.num_verify_steps) / steps * se) ** 2
+        half = z_for_confidence(0.95) * math.sqrt(var)
+        ci, method = (max(1.0, al - half), min(k + 1.0, al + half)), "delta"
     froms = tuple(sorted({lr.record.derived_from_draft_len for lr in records
                           if lr.record.derived_from_draft_len is not None}))
     exact = [lr.record.derivation_exact for lr in records if lr.record.derivation_exact is not None]
@@ -180,6 +192,39 @@ def pool_cell(records: Sequence[LoadedRecord], *, seed: int = 0) -> PooledCell:
         uncertainty=uncertainty,
         histogram_known=all(lr.record.histogram_known for lr in records),
     )
+
+
+def joint_of(cells: dict[int, PooledCell], *, seed: int = 0) -> JointAL | None:
+    """The joint law of one mode's ALs over k, when the cells were measured on the same prompts.
+
+    Every cell's records must have their ``requests.jsonl`` with per-request (or conversation)
+    lines; the clusters are the prompts (by hash), lined up across k, zeros where a prompt was not
+    measured at a k (:func:`distributions.uncertainty.joint_al_bootstrap`). None when a cell lacks
+    its lines, holds counter windows, or the cells share no prompt (then they are independent).
+    """
+    from golden_al.measurement import prompt_clusters
+
+    ks = sorted(cells)
+    if len(ks) < 2:
+        return None
+    per_k: dict[int, dict[str, tuple[float, float]]] = {}
+    for k in ks:
+        merged: dict[str, tuple[float, float]] = {}
+        for lr in cells[k].records:
+            rows = lr.requests()
+            got = prompt_clusters(rows, k) if rows else None
+            if got is None:
+                return None
+            for key, (a, s) in got.items():
+                a0, s0 = merged.get(key, (0.0, 0.0))
+                merged[key] = (a0 + a, s0 + s)
+        per_k[k] = merged
+    keys = sorted(set().union(*(set(m) for m in per_k.values())))
+    if not set.intersection(*(set(m) for m in per_k.values())):
+        return None
+    acc = np.array([[per_k[k].get(c, (0.0, 0.0))[0] for k in ks] for c in keys])
+    st = np.array([[per_k[k].get(c, (0.0, 0.0))[1] for k in ks] for c in keys])
+    return joint_al_bootstrap(acc, st, ks, seed=seed)
 
 
 def pool_records(records: Sequence[LoadedRecord], out_dir: str | Path, *, seed: int = 0) -> MeasurementRecord:

@@ -210,13 +210,14 @@ def test_flags_a_point_the_profile_cannot_explain(tmp_path: Path, capsys) -> Non
     make_record(tmp_path / "k2", 2, rng=rng, profile=low, num_requests=30, steps=80)
     make_record(tmp_path / "k3", 3, rng=rng, profile=(0.95, 0.95, 0.95), num_requests=30, steps=80)  # a jump
     out = tmp_path / "c.yaml"
-    assert _fit([str(tmp_path), "--out", str(out)]) == 0
+    assert _fit([str(tmp_path), "--out", str(out)]) == 1  # a flagged point exits 1, after writing
     side = json.loads(sidecar_path(out).read_text())["modes"]["thinking_off"]
     assert 3 in side["unexplained_ks"]
     assert any(f["kind"] == "jump" for f in side["points"]["3"]["flags"])
     assert "fit flag" in load_curve_file(out).thinking_off.points[3].note
     assert "flag k=3 jump" in capsys.readouterr().out
-    assert _fit([str(tmp_path), "--out", str(out), "--strict"]) == 1
+    assert _fit([str(tmp_path), "--out", str(out), "--allow-flags"]) == 0
+    assert _fit([str(tmp_path), "--out", str(out), "--strict"]) == 1  # the old spelling of the default
 
 
 def test_round_al_is_half_up_and_exact_from_counts() -> None:
@@ -257,7 +258,7 @@ def test_default_profile_flags_a_bent_curve_that_the_free_profile_absorbs(tmp_pa
     for k in range(1, 7):
         make_record(recs / f"k{k}", k, rng=rng, profile=bent, num_requests=40, steps=200)
     out = tmp_path / "c.yaml"
-    assert _fit([str(recs), "--out", str(out)]) == 0
+    assert _fit([str(recs), "--out", str(out)]) == 1  # flagged: exit 1, the curve and sidecar still written
     text = capsys.readouterr().out
     assert "decaying profile, 2 parameters" in text
     assert "a richer profile is needed" in text
