@@ -19,8 +19,10 @@ prefix (a plain shell variable of that name, as in ATOM scripts, is not a pin).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
@@ -58,7 +60,7 @@ from golden_al.checks.context import (
     agentic_from_path,
     thinking_from_setting,
 )
-from golden_al.checks.findings import AgenticInfo, ModelName, Pin, ThinkingSignal
+from golden_al.checks.findings import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
 from golden_al.checks.spec import (
     atom_draft,
     config_json,
@@ -68,7 +70,8 @@ from golden_al.checks.spec import (
     trtllm_draft,
     vllm_draft,
 )
-from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
+from golden_al.engines import atom, engine_names, get_profile, llamacpp, sglang, trtllm, vllm
+from golden_al.engines.profile import CommandLine
 
 __all__ = ["extract_shell_pins"]
 
@@ -121,10 +124,62 @@ _SITE_TEXT = re.compile("|".join([
 _SITE_NAMES = frozenset((*_ENV_NAMES, sglang.ENV_LEN, TRTLLM_KNOB, *_LLAMACPP_ENV))
 
 
+@dataclass(frozen=True)
+class _ProfileReader:
+    """A registered engine that no hand-written reader of this module covers, read through its
+    profile's :class:`~golden_al.engines.profile.CommandLine`: its value knobs (environment
+    spellings and flags) are sites, and its launch line (its executable, or its launch module)
+    is handed to ``command_line.read`` for k, the algorithm and the model."""
+
+    engine: str
+    env: frozenset[str]
+    flags: frozenset[str]
+    markers: tuple[str, ...]  #: the executable's name, or the module after ``python -m``
+    command_line: CommandLine
+
+    def launches(self, words: list[str]) -> bool:
+        """Whether ``words`` start the engine's server (``toy-serve ...``, ``python -m mod ...``)."""
+        heads = [PurePath(w).name for w in words[:3]]
+        return any(m in heads or m in words[:4] for m in self.markers)
+
+
+@functools.cache
+def _profile_readers() -> tuple[_ProfileReader, ...]:
+    """Every registered engine whose knobs the hand-written readers here do not know, with a
+    declared command line (an engine without one stays ``unresolved`` in ``check``)."""
+    known = {*_SITE_NAMES, *_FLAGS, *SGLANG_KNOBS, TRTLLM_KNOB, *VLLM_KEYS}
+    out = []
+    for name in engine_names():
+        profile = get_profile(name)
+        line = profile.command_line
+        if line is None or set(line.value_knobs) & known:
+            continue
+        markers = tuple(m for m in (profile.executable, *profile.launch_command[1:2]) if m)
+        out.append(_ProfileReader(name, frozenset(k for k in line.value_knobs if not k.startswith("-")),
+                                  frozenset(k for k in line.value_knobs if k.startswith("-")), markers, line))
+    return tuple(out)
+
+
+def _profile_site(cmd: Cmd) -> bool:
+    """Whether ``cmd`` assigns, exports, passes or launches a profile-read engine's knob or server."""
+    readers = _profile_readers()
+    if not readers:
+        return False
+    texts = _cmd_texts(cmd)
+    for r in readers:
+        if any(n in r.env for n, _, _ in cmd.assigns):
+            return True
+        if any(k in t for t in texts for k in (*r.env, *r.flags)):
+            return True
+        if r.launches([w.raw.strip("'\"") for w in cmd.words]):
+            return True
+    return False
+
+
 def _is_site(cmd: Cmd) -> bool:
     if any(n in _SITE_NAMES for n, _, _ in cmd.assigns):
         return True
-    return any(_SITE_TEXT.search(text) for text in _cmd_texts(cmd))
+    return any(_SITE_TEXT.search(text) for text in _cmd_texts(cmd)) or _profile_site(cmd)
 
 
 def _relevant_refs(cmd: Cmd) -> set[str]:
@@ -161,6 +216,8 @@ def _relevant_refs(cmd: Cmd) -> set[str]:
         for line in h.body.splitlines():
             if any(re.match(rf"\s*{k}\s*:", line) for k in _HEREDOC_KEYS):
                 refs |= set(_REF.findall(line))
+    if _profile_site(cmd):  # a profile-read engine: its command line is read whole
+        refs |= {r for t in _cmd_texts(cmd) for r in _REF.findall(t)}
     return refs
 
 
@@ -349,6 +406,35 @@ class _Visitor:
                 elif m and m.group(1) in ("chat_template_kwargs", "default_chat_template_kwargs"):
                     state.notes.append(("flag", "--" + m.group(1).replace("_", "-"), m.group(2), h.line + i))
         self._sites(cmd, state, ex, words, arrays)
+        self._profile_sites(cmd, state, ex, words)
+
+    def _profile_sites(self, cmd: Cmd, state: State, ex: Expander, words: list[str]) -> None:
+        """Pins and launch lines of the engines read through their profiles (:func:`_profile_readers`)."""
+        head = words[0] if words else ""
+        for r in _profile_readers():
+            for name, _, v in cmd.assigns:
+                if name in r.env and not isinstance(v, ArrayAssign):
+                    value = state.env.get(name)
+                    text = value if isinstance(value, str) else ""
+                    state.notes.append(("pin", "engine:" + r.engine, name, v.line, text,
+                                        "prefix" if words and head != "export" else "assign",
+                                        origin_of(v.raw, v.line, state, _literal(text))))
+            if head in ("export", "env", "declare", "typeset"):
+                for w in cmd.words[1:]:
+                    for word in ex.expand_word_list(w.raw):
+                        name, eq, value = word.partition("=")
+                        if eq and name in r.env:
+                            state.notes.append(("pin", "engine:" + r.engine, name, w.line, value, "export",
+                                                origin_of(w.raw, w.line, state, _literal(value))))
+                            state.exported.add(name)
+            if r.launches(words):
+                state.notes.append(("launch", r.engine, tuple(words), cmd.line))
+                for i, text in enumerate(words):
+                    flag, eq, given = text.partition("=")
+                    if flag in r.flags:
+                        given = given if eq else (words[i + 1] if i + 1 < len(words) else "")
+                        state.notes.append(("pin", "engine:" + r.engine, flag, cmd.line, given, "",
+                                            origin_of(given, cmd.line, state, _literal(given))))
 
     def _sites(self, cmd: Cmd, state: State, ex: Expander, words: list[str], arrays: list[list[str]]) -> None:
         head = words[0] if words else ""
@@ -621,6 +707,8 @@ def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
         env = {k: v for k, v in state.env.items() if isinstance(v, str)}
         pin.draft, pin.algorithm = llamacpp_draft(flags, env, "the llama-server flags")
         pin.draft_model = _clean(flags.get(llamacpp.FLAG_DRAFT_MODEL) or flags.get("--model-draft"))
+    elif kind.startswith("engine:"):
+        pin = _profile_pin(kind.split(":", 1)[1], knob, line, text, state, path, models, thinking, agentic)
     else:  # atom
         value, why = _value(text)
         pin = Pin(file=path, line=line, engine="atom", knob=knob, raw_value=value, unresolved=why, models=models,
@@ -655,6 +743,36 @@ def _clean(value: Any) -> str | None:
 def _same_flags(output: str) -> object:
     """What ``check`` reads from a function's printed launch flags (two outputs that agree on it are one value)."""
     return tuple(sorted(_flags_in(output.split())))
+
+
+def _profile_pin(engine: str, knob: str, line: int, text: str, state: State, path: str, models: list[ModelName],
+                 thinking: list[ThinkingSignal], agentic: AgenticInfo) -> Pin:
+    """The pin of a profile-read engine: k, algorithm and models from its last launch line on this path."""
+    reader = next(r for r in _profile_readers() if r.engine == engine)
+    value, why = _value(text)
+    if value is None and text == "":
+        value, why = None, f"{knob} has no value on this path"
+    launches = [n for n in state.notes if isinstance(n, tuple) and n[0] == "launch" and n[1] == engine]
+    pin = Pin(file=path, line=line, engine=engine, knob=reader.command_line.value_knobs.get(knob, knob),
+              raw_value=value, unresolved=why, models=models, thinking=thinking, agentic=agentic)
+    display = get_profile(engine).display_name
+    if not launches:
+        pin.draft = DraftInfo(problem=f"no {display} launch on this path of the script, so nothing fixes k")
+        return pin
+    args = tuple(str(a) for a in launches[-1][2])  # type: ignore[attr-defined]
+    launch_line = launches[-1][3]
+    if any(has_unknown(a) for a in args):
+        pin.notes.append(f"the {display} launch at line {launch_line} holds words set outside this file")
+    env = {k: harden(v) for k, v in state.env.items() if isinstance(v, str) and not has_unknown(v)}
+    reading = reader.command_line.read([harden(a) for a in args], env)
+    pin.draft = DraftInfo(problem=f"{reading.draft_problem} (the launch at line {launch_line})") \
+        if reading.draft is None else DraftInfo(k=reading.draft.k, chain=reading.draft.chain,
+                                                rule=f"{display} {reading.draft.rule} at line {launch_line}")
+    pin.algorithm = reading.algorithm
+    pin.draft_model = reading.draft_model
+    pin.models = [ModelName(m, f"the {display} launch at line {launch_line}") for m in reading.models] + models
+    pin.problems.extend(reading.problems)
+    return pin
 
 
 def _pin_notes(state: State) -> list[tuple[Any, ...]]:

@@ -62,7 +62,7 @@ from golden_al.checks.findings import (
     failing_verdicts,
 )
 from golden_al.checks.unreadable import unreadable_findings
-from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
+from golden_al.engines import atom, get_profile, llamacpp, sglang, trtllm, vllm
 from golden_al.engines._values import format_value
 from golden_al.engines.profile import PinReview
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UnreadableInputError, UsageError
@@ -314,8 +314,8 @@ def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
                                  method_flag=pin.spec.get("method_flag"))
     elif pin.engine == "llamacpp":
         review = llamacpp.review_pin(pin.knob, raw, k)
-    else:
-        return parse_number(raw), problems, notes
+    else:  # any other engine: its profile's review, or the unit its knob declares
+        review = get_profile(pin.engine).review_value(pin.knob, raw, parse_number(raw), k)
     return review.al, problems + review.problems, notes + review.notes
 
 

@@ -1,8 +1,12 @@
 """Engines: one module per serving engine, each exporting ``PROFILE`` (:mod:`.profile`),
 plus the offline reference engine on transformers (``offline_reference/``).
 
-:data:`REGISTRY` maps each ``--engine`` name to the module holding its profile; modules are
-imported on first use so that ``env``, ``check`` and ``simulate`` stay fast to start.
+Engines are plugins. Each registers under the entry-point group ``golden_al.engines``
+(``name = "package.module:PROFILE"``); the built-in five register the same way in
+golden-al's own ``pyproject.toml``, and a third-party package adds a sixth by declaring one
+entry point, with no change here (``docs/adding-an-engine.md``). :data:`REGISTRY` maps
+each ``--engine`` name to where its profile lives; profiles are imported on first use so
+that ``env``, ``check`` and ``simulate`` stay fast to start.
 """
 
 from __future__ import annotations
@@ -13,16 +17,40 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from golden_al.engines.profile import EngineProfile
 
-__all__ = ["REGISTRY", "engine_names", "get_profile", "profile_or_usage", "synthetic_settings"]
+__all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "engine_names", "get_profile", "profile_or_usage",
+           "synthetic_settings"]
 
-#: ``--engine`` name -> module exporting ``PROFILE``. Adding an engine adds one line here.
-REGISTRY: dict[str, str] = {
-    "sglang": "golden_al.engines.sglang",
-    "vllm": "golden_al.engines.vllm",
-    "trtllm": "golden_al.engines.trtllm",
-    "atom": "golden_al.engines.atom",
-    "llamacpp": "golden_al.engines.llamacpp",
+#: The entry-point group engines register under.
+ENTRY_POINT_GROUP = "golden_al.engines"
+
+#: The built-in engines, exactly as ``pyproject.toml`` registers them. Used only when golden-al
+#: runs from a source tree without its installed metadata (then no entry point is visible).
+_BUILTIN: dict[str, str] = {
+    "sglang": "golden_al.engines.sglang:PROFILE",
+    "vllm": "golden_al.engines.vllm:PROFILE",
+    "trtllm": "golden_al.engines.trtllm:PROFILE",
+    "atom": "golden_al.engines.atom:PROFILE",
+    "llamacpp": "golden_al.engines.llamacpp:PROFILE",
 }
+
+
+def _discover() -> dict[str, str]:
+    """``--engine`` name -> ``module:attribute`` from the ``golden_al.engines`` entry points.
+
+    The built-in engines come first, in their registration order; third-party engines follow,
+    sorted by name. A plugin may not take a built-in engine's name (it is skipped: the built-in
+    wins, so an installed package can never silently replace what ``check`` gates on).
+    """
+    from importlib import metadata
+
+    found = {ep.name: ep.value for ep in metadata.entry_points(group=ENTRY_POINT_GROUP)}
+    registry = dict(_BUILTIN)  # a built-in name always resolves inside golden_al.engines
+    registry.update({name: found[name] for name in sorted(found) if name not in _BUILTIN})
+    return registry
+
+
+#: ``--engine`` name -> ``module:attribute`` of its ``PROFILE``, discovered from entry points.
+REGISTRY: dict[str, str] = _discover()
 
 
 def engine_names() -> tuple[str, ...]:
@@ -37,8 +65,11 @@ def get_profile(name: str) -> EngineProfile:
         KeyError: ``name`` is not registered (the CLI turns this into a usage error with a
             "did you mean").
     """
-    module = importlib.import_module(REGISTRY[name])
-    profile: EngineProfile = module.PROFILE
+    where = REGISTRY[name]
+    module_name, _, attribute = where.partition(":")
+    profile: EngineProfile = getattr(importlib.import_module(module_name), attribute or "PROFILE")
+    if profile.name != name:
+        raise KeyError(f"engine {name!r} is registered at {where}, whose profile is named {profile.name!r}")
     return profile
 
 

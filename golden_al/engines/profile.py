@@ -3,7 +3,7 @@
 Every engine golden-al knows (SGLang, vLLM, TensorRT-LLM, ATOM, llama.cpp, ...) lives in
 one module of this package that exports one ``PROFILE: EngineProfile``. Commands never
 spell an engine's flag, env var, metric, field or log line themselves: they read it here.
-Adding an engine is its module, its tests and one line in :data:`golden_al.engines.REGISTRY`
+An engine is a plugin: its module, its tests and one ``golden_al.engines`` entry point
 (``docs/adding-an-engine.md``).
 
 This module is pure data plus small typed callables: no I/O, no torch, fast to import.
@@ -301,6 +301,46 @@ class EngineProfile:
     #: ``(server_info) -> DraftLen``: k from what a server reports of itself (``/server_info``, start-up
     #: arguments in its log); None: it reports nothing that fixes k.
     draft_len_from_server_info: Callable[[Mapping[str, Any]], DraftLen] | None = None
+
+    #: ``(knob, raw, value, k) -> PinReview``: the engine's own review of a pinned value, when the
+    #: knob's unit alone does not say what AL it realizes; None: :meth:`review_value` by unit.
+    review_pin: Callable[[str, str, float | None, int | None], PinReview] | None = None
+
+    def review_value(self, knob: str, raw: str, value: float | None, k: int | None) -> PinReview:
+        """The AL a pinned value realizes, by the engine's :attr:`review_pin` or, without one, by the
+        knob's declared unit (``al``: the value; ``al-1``: value + 1; ``rate``: 1 + k x value).
+
+        Whatever the unit cannot turn into an AL (a per-position ``rates`` list, a ``choice``, an
+        unknown knob, a value that is not a number, no k for a rate) is a problem, never a guess.
+        """
+        if self.review_pin is not None:
+            return self.review_pin(knob, raw, value, k)
+        review = PinReview()
+        try:
+            unit = self.knob(knob).unit
+        except KeyError:
+            review.problems.append(("unsafe-value", f"{self.display_name} declares no synthetic knob {knob!r}"))
+            return review
+        if value is None:
+            review.problems.append(("unsafe-value", f"{knob}={raw!r} is not a number"))
+            return review
+        if unit == "al":
+            review.al = value
+        elif unit == "al-1":
+            review.al = value + 1.0
+            review.notes.append(f"{knob} counts draft tokens only: {raw} means AL {value + 1.0:g}")
+        elif unit == "rate" and k is not None:
+            review.al = 1.0 + k * value
+            review.notes.append(f"{knob} is a mean acceptance rate: {raw} at k={k} means AL {review.al:g}")
+        else:
+            what = "no k fixes the AL of a rate" if unit == "rate" else f"a {unit!r} value is not an AL"
+            review.problems.append(("unsafe-value", f"{knob}={raw!r}: {what}; the profile of "
+                                                    f"{self.display_name} gives no review_pin to read it"))
+            return review
+        if k is not None and not 1.0 <= review.al <= k + 1:
+            review.problems.append(("unsafe-value", f"{knob}={raw} means AL {review.al:g}, outside [1, k+1] = "
+                                                    f"[1, {k + 1}]"))
+        return review
 
     def knob(self, name: str) -> SyntheticKnob:
         """The synthetic knob called ``name`` (or one of its aliases)."""

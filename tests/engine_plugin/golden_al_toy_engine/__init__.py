@@ -1,0 +1,77 @@
+"""toyserve: a made-up serving engine, registered with golden-al by an entry point.
+
+It exists to prove that an engine is a plugin: golden-al's commands and its CI gate cover it
+without a line of golden-al changing. Its facts are deliberately unlike any built-in engine's:
+
+* the synthetic knob is an environment variable counting *draft tokens only* (AL - 1), like
+  TensorRT-LLM's, so a pin of 6.24 means AL 7.24;
+* the draft length is ``--toy-draft-len K``, the served model ``--toy-model NAME``;
+* the server is the executable ``toy-serve``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from golden_al.engines.profile import (
+    CommandLine,
+    CommandLineReading,
+    DraftLen,
+    DraftLenRule,
+    EngineProfile,
+    Source,
+    SyntheticKnob,
+)
+from golden_al.errors import UsageError
+
+KNOB = "TOYSERVE_FORCE_ACCEPTED"
+FLAG_K = "--toy-draft-len"
+FLAG_MODEL = "--toy-model"
+_SRC = Source("example/toyserve", "toyserve/spec.py", "0.1.0")
+
+
+def synthetic_settings(al: float, k: int, **_: Any) -> dict[str, Any]:
+    """What toyserve reads to force acceptance length ``al`` at draft length ``k``."""
+    if not 1.0 <= al <= k + 1:
+        raise UsageError(f"toyserve cannot force AL {al} at k={k}", hint=f"an AL in [1, {k + 1}]")
+    return {KNOB: f"{al - 1:.2f}"}
+
+
+def _flag(args: Sequence[str], flag: str) -> str | None:
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def read(args: Sequence[str], env: Mapping[str, str]) -> CommandLineReading:
+    """toyserve's reading of a launch line: k from ``--toy-draft-len``, the model from ``--toy-model``."""
+    raw = _flag(args, FLAG_K)
+    model = _flag(args, FLAG_MODEL)
+    models = (model,) if model else ()
+    if raw is None:
+        return CommandLineReading(draft_problem=f"no {FLAG_K} on the toy-serve command line", models=models)
+    try:
+        k = int(raw)
+    except ValueError:
+        return CommandLineReading(draft_problem=f"{FLAG_K} {raw!r} is not an integer", models=models)
+    return CommandLineReading(draft=DraftLen(k, f"k = {FLAG_K}"), algorithm="draft", models=models)
+
+
+PROFILE = EngineProfile(
+    name="toyserve",
+    display_name="toyserve",
+    algorithms=("draft",),
+    draft_len_rules=(DraftLenRule("draft", f"k = {FLAG_K}", source=_SRC),),
+    synthetic_knobs=(SyntheticKnob(KNOB, "env", "al-1", source=_SRC),),
+    synthetic_settings=synthetic_settings,
+    spec_flags=lambda algorithm, k, **_: [FLAG_K, str(k)],
+    executable="toy-serve",
+    served_name_flag=FLAG_MODEL,
+    curve_methods={"draft": "draft-model"},
+    command_line=CommandLine(value_knobs={KNOB: KNOB}, read=read),
+    sources=(_SRC,),
+)

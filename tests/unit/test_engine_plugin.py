@@ -1,0 +1,140 @@
+"""Engines are plugins: a sixth engine installed from its own package (``tests/engine_plugin/``)
+is found through the ``golden_al.engines`` entry point and covered by ``env``, ``check`` (YAML,
+JSON and shell, by its knob's declared unit) and ``inject --restore-real`` without a line of
+golden-al naming it.
+
+The package is really installed (``pip install --target``, its own ``pyproject.toml``, no
+network: setuptools is already in the environment) and the CLI runs in a subprocess with it on
+``PYTHONPATH``, as a user's CI would meet it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+PLUGIN = Path(__file__).resolve().parents[1] / "engine_plugin"
+MODEL = "qwen2.5-coder-1.5b-instruct"  # the shipped curve: thinking_off k=7 -> 7.24
+
+SHELL = """#!/bin/bash
+export THINKING_MODE=thinking_off
+export TOYSERVE_FORCE_ACCEPTED={value}
+toy-serve --toy-model {model} --toy-draft-len {k}
+"""
+COMPOSE = """services:
+  toy:
+    command: ["toy-serve", "--toy-model", "{model}", "--toy-draft-len", "{k}"]
+    environment:
+      THINKING_MODE: thinking_off
+      TOYSERVE_FORCE_ACCEPTED: "{value}"
+"""
+JSON_CFG = ('{{"command": ["toy-serve", "--toy-model", "{model}", "--toy-draft-len", "{k}"], '
+            '"env": {{"THINKING_MODE": "thinking_off", "TOYSERVE_FORCE_ACCEPTED": "{value}"}}}}\n')
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The toy engine's package, installed into a folder of its own."""
+    target = tmp_path_factory.mktemp("plugin-site")
+    done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",
+                           "--no-index", "--target", str(target), str(PLUGIN)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert (next(target.glob("golden_al_toy_engine-*.dist-info")) / "entry_points.txt").is_file()
+    return target
+
+
+def _golden_al(site: Path, *argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    return subprocess.run([sys.executable, "-m", "golden_al", *argv], capture_output=True, text=True, env=env,
+                          cwd=cwd, timeout=300)
+
+
+def test_the_plugin_is_registered_beside_the_builtin_engines(site: Path) -> None:
+    done = _golden_al(site, "inject", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "{sglang,vllm,trtllm,atom,llamacpp,toyserve}" in done.stdout.replace("\n", "").replace(" ", "")
+
+
+def test_env_gives_the_plugins_own_settings_in_its_unit(site: Path) -> None:
+    done = _golden_al(site, "env", "--model", MODEL, "--thinking", "off", "-k", "7", "--engine", "toyserve",
+                      "--format", "json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == {"TOYSERVE_FORCE_ACCEPTED": "6.24"}  # AL - 1: the knob counts drafts only
+
+
+@pytest.mark.parametrize(("name", "template"), [("run.sh", SHELL), ("compose.yaml", COMPOSE), ("cfg.json", JSON_CFG)])
+@pytest.mark.parametrize(("value", "verdict", "rc"), [
+    ("6.24", "match", 0),          # AL 7.24, the golden value at k = 7
+    ("7.24", "unsafe-value", 1),   # the AL written into a drafts-only knob: AL 8.24 > k + 1
+    ("6.00", "mismatch", 1),
+])
+def test_check_proves_or_refuses_the_plugins_pin_in_every_format(site: Path, tmp_path: Path, name: str,
+                                                                 template: str, value: str, verdict: str,
+                                                                 rc: int) -> None:
+    folder = tmp_path / "agentic"
+    folder.mkdir()
+    (folder / name).write_text(template.format(value=value, model=MODEL, k=7))
+    done = _golden_al(site, "check", str(folder / name), "--format", "json")
+    assert done.returncode == rc, done.stdout + done.stderr
+    (finding,) = json.loads(done.stdout)
+    assert (finding["engine"], finding["verdict"], finding["draft_len"], finding["pinned_value"]) == (
+        "toyserve", verdict, 7, value)
+
+
+def test_a_plugin_pin_with_no_launch_line_is_never_a_match(site: Path, tmp_path: Path) -> None:
+    script = tmp_path / "agentic" / "run.sh"
+    script.parent.mkdir()
+    script.write_text("#!/bin/bash\nexport THINKING_MODE=thinking_off\nexport TOYSERVE_FORCE_ACCEPTED=6.24\n")
+    done = _golden_al(site, "check", str(script), "--format", "json")
+    assert done.returncode == 1
+    (finding,) = json.loads(done.stdout)
+    assert finding["verdict"] != "match"
+    assert "toyserve launch" in finding["message"]
+
+
+def test_restore_real_removes_the_plugins_knob(site: Path, tmp_path: Path) -> None:
+    recipe = tmp_path / "compose.yaml"
+    recipe.write_text(COMPOSE.format(value="6.24", model=MODEL, k=7))
+    done = _golden_al(site, "inject", "--restore-real", str(recipe))
+    assert done.returncode == 0, done.stderr
+    assert "TOYSERVE_FORCE_ACCEPTED" not in recipe.read_text()
+    assert "toy-serve" in recipe.read_text()
+    after = _golden_al(site, "check", str(recipe), "--format", "json")
+    assert json.loads(after.stdout) == [] or all(f["engine"] != "toyserve" for f in json.loads(after.stdout))
+
+
+def test_a_plugin_cannot_take_a_builtin_engines_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An installed package registering ``sglang`` is ignored: the gate keeps the built-in profile."""
+    from importlib import metadata
+
+    from golden_al import engines
+
+    fake = [metadata.EntryPoint("sglang", "evil:PROFILE", engines.ENTRY_POINT_GROUP),
+            metadata.EntryPoint("vllm", "golden_al.engines.vllm:PROFILE", engines.ENTRY_POINT_GROUP),
+            metadata.EntryPoint("zeta", "zeta_engine:PROFILE", engines.ENTRY_POINT_GROUP)]
+    monkeypatch.setattr(metadata, "entry_points", lambda group=None: [e for e in fake if e.group == group])
+    found = engines._discover()
+    assert found["sglang"] == "golden_al.engines.sglang:PROFILE"
+    assert list(found) == ["sglang", "vllm", "trtllm", "atom", "llamacpp", "zeta"]
+
+
+def test_every_registered_engine_answers_env_for_the_shipped_curve() -> None:
+    """Conformance of the registry: each engine's profile loads under its own name and turns the
+    golden AL into settings whose keys are its declared knobs."""
+    from golden_al import engines
+
+    for name in engines.engine_names():
+        profile = engines.get_profile(name)
+        assert profile.name == name
+        try:
+            settings = profile.synthetic_settings(7.24, 7)
+        except Exception as exc:  # the message is the assertion
+            pytest.fail(f"{name}: {exc}")
+        spellings = {s for knob in profile.synthetic_knobs for s in knob.spellings()}
+        assert set(settings) & spellings, (name, settings)
