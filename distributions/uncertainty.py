@@ -48,6 +48,7 @@ __all__ = [
     "CountsInterval",
     "JointAL",
     "LatticeLaw",
+    "RateProfile",
     "RatioStats",
     "SampleSizePlan",
     "al_interval",
@@ -64,6 +65,7 @@ __all__ = [
     "next_sample_size",
     "plan_sample_size",
     "printed_interval_law",
+    "rate_profile",
     "ratio_stats",
     "requests_needed",
     "se_from_ci",
@@ -874,3 +876,93 @@ def next_sample_size(clusters: int, half_width: float, target_half_width: float,
     planned = clusters * (half_width / hw) ** 2 if clusters > 0 and math.isfinite(half_width) else 0.0
     grow = max(clusters + batch, min(2 * clusters, math.ceil(planned / batch) * batch))
     return int(min(available, grow))
+
+
+# ----------------------------------------------------------------- both rate conventions
+
+
+@dataclass(frozen=True)
+class RateProfile:
+    """Per-position acceptance in both conventions, with intervals.
+
+    ``marginal[j-1] = P(position j accepted)`` (accepted-at-j / verify steps, specdec_bench's
+    ``marginal_accept_rates``); ``conditional[j-1] = P(j accepted | j-1 accepted)``
+    (``conditional_accept_rates``). ``design_effect``: how much the steps' correlation inflates
+    a variance, read off the AL's own cluster interval (1.0 when none is given, and then the
+    intervals treat steps as independent: ``basis`` says which).
+    """
+
+    k: int
+    al: float
+    marginal: tuple[float, ...]
+    conditional: tuple[float, ...]
+    marginal_ci95: tuple[tuple[float, float], ...]
+    conditional_ci95: tuple[tuple[float, float], ...]
+    design_effect: float
+    basis: str
+
+    def as_dict(self) -> dict[str, Any]:
+        """JSON-ready, rounded to 6 decimals."""
+        def r(xs: Sequence[float]) -> list[float]:
+            return [round(float(x), 6) for x in xs]
+
+        return {"k": self.k, "acceptance_length": round(self.al, 6),
+                "conditional_accept_rates": r(self.conditional), "marginal_accept_rates": r(self.marginal),
+                "conditional_accept_rates_ci95": [r(c) for c in self.conditional_ci95],
+                "marginal_accept_rates_ci95": [r(c) for c in self.marginal_ci95],
+                "design_effect": round(self.design_effect, 4), "interval_basis": self.basis}
+
+
+def _wilson(successes: float, n: float, z: float) -> tuple[float, float]:
+    """Wilson score interval for a proportion from ``n`` (possibly fractional, effective) trials."""
+    if n <= 0:
+        return (0.0, 1.0)
+    p = min(max(successes / n, 0.0), 1.0)
+    denom = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return (max(0.0, centre - half), min(1.0, centre + half))
+
+
+def rate_profile(per_position_accepted: Sequence[int], verify_steps: int, *,
+                 al_ci95: tuple[float, float] | None = None, confidence: float = 0.95) -> RateProfile:
+    """Conditional and marginal per-position rates of one (k) point, with intervals.
+
+    The counts say how often each position was accepted (a prefix: position j only after j-1).
+    Steps within a request are correlated, so a rate's interval is a Wilson interval over an
+    *effective* number of trials, the raw count divided by the design effect
+    ``deff = (cluster SE of AL / i.i.d. SE of AL)^2`` (at least 1). The i.i.d. SE follows from
+    the same counts: with ``X`` the accepted drafts of a step, ``P(X >= j) = m_j``, so
+    ``E[X] = sum m_j`` and ``E[X^2] = sum (2j - 1) m_j``. Given ``al_ci95`` (the point's cluster
+    interval), ``deff`` comes from its half-width; without one the intervals assume independent
+    steps and say so in ``basis``. Calibrated in ``tests/unit/test_rate_profile.py`` by
+    simulation of correlated requests.
+
+    Raises:
+        DistributionError: counts that are not a non-increasing prefix within ``verify_steps``.
+    """
+    a = np.asarray(per_position_accepted, dtype=float)
+    k = int(a.size)
+    if k < 1 or verify_steps < 1:
+        raise DistributionError(f"need k >= 1 positions and at least one verify step (k={k}, steps={verify_steps})")
+    if np.any(a < 0) or a[0] > verify_steps or np.any(np.diff(a) > 0):
+        raise DistributionError(f"per-position accepted counts {a.astype(int).tolist()} are not a non-increasing "
+                                f"prefix within {verify_steps} verify steps")
+    n = float(verify_steps)
+    marginal = a / n
+    prev = np.concatenate(([n], a[:-1]))
+    conditional = np.where(prev > 0, a / np.where(prev > 0, prev, 1.0), 0.0)
+    al = 1.0 + float(marginal.sum())
+    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    mean_x = float(marginal.sum())
+    var_x = float(np.sum((2 * np.arange(1, k + 1) - 1) * marginal)) - mean_x ** 2
+    deff, basis = 1.0, "independent verify steps (no cluster interval given)"
+    if al_ci95 is not None and var_x > 0:
+        iid_half = z * math.sqrt(var_x / n)
+        half = (al_ci95[1] - al_ci95[0]) / 2
+        deff = max(1.0, (half / iid_half) ** 2)
+        basis = "design effect from the AL's cluster interval"
+    marginal_ci = tuple(_wilson(float(a[j]) / deff, n / deff, z) for j in range(k))
+    conditional_ci = tuple(_wilson(float(a[j]) / deff, float(prev[j]) / deff, z) for j in range(k))
+    return RateProfile(k, al, tuple(marginal.tolist()), tuple(conditional.tolist()), marginal_ci, conditional_ci,
+                       deff, basis)

@@ -39,15 +39,49 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     show.add_argument("model", metavar="MODEL", help="model key, alias, repo id or served name")
     show.add_argument("--method", help="only curves of this method")
     show.add_argument("--variant", help="only this variant (or curve name)")
-    show.add_argument("--format", choices=("text", "json", "legacy"), default="text",
-                      help="output format (default: text)")
+    show.add_argument("--format", choices=("text", "json", "legacy", "speculation-profile"), default="text",
+                      help="output format (default: text); speculation-profile: per mode and k, the "
+                           "conditional and marginal acceptance rates with intervals, in the shape of "
+                           "specdec_bench's speculation_profile.json")
     show.add_argument("--debug", action="store_true", help=argparse.SUPPRESS)
     add_golden_dir_option(show)
 
 
+def _rates(point: Any) -> dict[str, Any] | None:
+    """Both rate conventions of one point with intervals (None: the point has no per-position counts)."""
+    from distributions.uncertainty import rate_profile
+
+    if not point.per_position_accepted or not point.num_verify_steps:
+        return None
+    ci = tuple(point.ci95) if point.ci95 else None
+    return rate_profile(point.per_position_accepted, point.num_verify_steps, al_ci95=ci).as_dict()
+
+
 def _curve_json(sc: Any) -> dict[str, Any]:
     data = sc.curve.model_dump(mode="json", exclude_none=True)
+    for mode_name, block in sc.curve.modes().items():
+        where = data["levels"][mode_name] if mode_name in data.get("levels", {}) else data[mode_name]
+        for k, point in block.points.items():
+            rates = _rates(point)
+            if rates is not None:
+                where["points"][str(k) if str(k) in where["points"] else k]["rates"] = rates
     return {"name": sc.name, "path": str(sc.path), "format": sc.format, **data}
+
+
+def _speculation_profile(sc: Any) -> dict[str, Any]:
+    """specdec_bench's ``speculation_profile.json`` shape, one entry per thinking mode and k: both
+    conventions declared by name, so a consumer never has to guess which one it got."""
+    profiles = []
+    for mode_name, block in sc.curve.modes().items():
+        for k in sorted(block.points):
+            rates = _rates(block.points[k])
+            entry = {"thinking": mode_name, "k": int(k), "golden_al": block.points[k].al}
+            profiles.append({**entry, **(rates or {"acceptance_length": block.points[k].al, "conditional_accept_rates": None, "marginal_accept_rates": None,
+                                                   "note": "no per-position counts in the curve"})})
+    return {"model": sc.curve.model, "curve": sc.name, "draft_method": sc.curve.draft.method,
+            "conventions": {"conditional_accept_rates": "P(position j accepted | position j-1 accepted)",
+                            "marginal_accept_rates": "P(position j accepted) = accepted at j / verify steps"},
+            "profiles": profiles}
 
 
 def _table(rows: list[list[str]]) -> str:
@@ -156,6 +190,8 @@ def _show(store: Any, args: argparse.Namespace) -> str:
         return json.dumps([_curve_json(sc) for sc in curves], indent=2) + "\n"
     if args.format == "legacy":
         return "\n".join(write_legacy(sc.curve) for sc in curves)
+    if args.format == "speculation-profile":
+        return json.dumps([_speculation_profile(sc) for sc in curves], indent=2) + "\n"
     return "\n".join(_show_one(sc) for sc in curves)
 
 
