@@ -543,8 +543,13 @@ def _from_snapshots(snapshots: list[tuple[MetricsSnapshot, SpecCounters]], engin
 def check_run(files: Sequence[str | Path], *, expect_al: float, draft_len: int, engine: str,
               method: str | None = None, tolerance_sigma: float = DEFAULT_TOLERANCE_SIGMA,
               decode_log_interval: int = DEFAULT_DECODE_LOG_INTERVAL, batch_size: float | None = None,
-              labels: dict[str, str] | None = None, golden: dict[str, Any] | None = None) -> RunCheckResult:
+              labels: dict[str, str] | None = None, golden: dict[str, Any] | None = None,
+              rates: Sequence[float] | None = None) -> RunCheckResult:
     """Compare a run's realized AL with ``expect_al`` (see the module docstring).
+
+    ``rates``: the per-position (unconditional) rates the run was injected with (vLLM
+    ``synthetic_acceptance_rates``, llama.cpp ``--spec-synth-rates``): the run is then judged
+    with the exact law those rates give, not the law of a length injection.
 
     Raises:
         UsageError / DistributionError: bad arguments (unknown engine or method, AL
@@ -558,13 +563,45 @@ def check_run(files: Sequence[str | Path], *, expect_al: float, draft_len: int, 
     ev = evidence_from_files(files, engine, k, decode_log_interval=decode_log_interval, batch_size=batch_size,
                              labels=labels)
     result = check_evidence(ev, expect_al=expect_al, draft_len=k, method=method, tolerance_sigma=tolerance_sigma,
-                            files=tuple(str(f) for f in files))
+                            files=tuple(str(f) for f in files), rates=rates)
     return dataclasses.replace(result, golden=golden) if golden is not None else result
 
 
+def rates_sampler(engine: str, method: str, rates: Sequence[float], k: int, expect_al: float | None) -> Any:
+    """The ``(engine, method)`` sampler injected with per-position unconditional ``rates``.
+
+    Raises:
+        UsageError: the sampler takes no rates, the rates are invalid for k (the engine's own
+            validation and message), or they do not give ``expect_al`` (to half a unit of its
+            second decimal, the precision of a golden AL).
+    """
+    from simulators.base import SamplerError, get_sampler
+
+    try:
+        sampler = get_sampler(engine, method, rates=list(rates))
+    except TypeError:
+        raise UsageError(f"{engine}/{method} is not injected with per-position rates",
+                         hint="drop --rates, or name the method that takes them (--method)") from None
+    try:
+        implied = float(sampler.pmf(None, k).mean())  # type: ignore[arg-type]  # a rates sampler: no AL
+    except SamplerError as exc:
+        raise UsageError(f"--rates {', '.join(f'{r:g}' for r in rates)} at k={k}: {exc.message}",
+                         hint=exc.hint) from None
+    if expect_al is not None and abs(implied - expect_al) > 0.005 + 1e-9:
+        raise UsageError(f"the rates {', '.join(f'{r:g}' for r in rates)} give AL {implied:.4f}, not the expected "
+                         f"{expect_al:g}: the run was injected with another target",
+                         hint="inject rates whose 1 + sum is the golden AL")
+    return sampler
+
+
 def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method: str | None = None,
-                   tolerance_sigma: float = DEFAULT_TOLERANCE_SIGMA, files: tuple[str, ...] = ()) -> RunCheckResult:
-    """The decision rule of :func:`check_run` on evidence already read (see the module docstring)."""
+                   tolerance_sigma: float = DEFAULT_TOLERANCE_SIGMA, files: tuple[str, ...] = (),
+                   rates: Sequence[float] | None = None) -> RunCheckResult:
+    """The decision rule of :func:`check_run` on evidence already read (see the module docstring).
+
+    With ``rates`` the law is the one those rates give (:func:`rates_sampler`) and the expected
+    AL is theirs, ``1 + sum(rates)``, which must round to ``expect_al``.
+    """
     from simulators.base import get_sampler
 
     engine = ev.engine
@@ -573,8 +610,13 @@ def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method:
     if not (tolerance_sigma > 0 and math.isfinite(tolerance_sigma)):
         raise UsageError(f"--tolerance-sigma must be > 0, got {tolerance_sigma!r}")
     method = method or DEFAULT_METHODS[engine]
-    sampler = get_sampler(engine, method)
-    pmf = sampler.pmf(al, k)
+    if rates is not None:
+        sampler = rates_sampler(engine, method, rates, k, al)
+        pmf = sampler.pmf(None, k)
+        al = float(pmf.mean())
+    else:
+        sampler = get_sampler(engine, method)
+        pmf = sampler.pmf(al, k)
     s_mean, s_var = float(pmf.mean()), float(pmf.var())
     if ev.steps_per_line is not None:
         # SGLang decode lines: the exact law of one printed line (constant batch over the interval)
@@ -603,6 +645,9 @@ def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method:
         warnings.append(f"the {engine}/{method} sampler's own mean at AL {al:g}, k={k} is {s_mean:.4f}, not {al:g}: "
                         "this configuration cannot realize its target")
     warnings += sampler.warnings(al, k)
+    if rates is not None:
+        warnings.append(f"judged with the law of the injected per-position rates [{', '.join(f'{r:g}' for r in rates)}] "
+                        f"(AL {al:.4f}, variance {s_var:.4f}), not that of a length injection")
     if ev.realized_al > k + 1 + 1e-9:
         warnings.append(f"realized AL {ev.realized_al:.4f} exceeds k+1 = {k + 1}: is --draft-len right?")
     return RunCheckResult(

@@ -71,6 +71,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the engine that produced the files")
     parser.add_argument("--method", default=None, metavar="M",
                         help="sampler method (default: sglang match-expected, vllm/atom synthetic)")
+    parser.add_argument("--rates", type=_rates, default=None, metavar="P1,P2,...",
+                        help="the run was injected with these per-position unconditional rates (vLLM "
+                             "synthetic_acceptance_rates, llama.cpp --spec-synth-rates): judge it with their exact "
+                             "law; the expected AL is 1 + their sum, which must round to --expect-al or the golden AL")
     parser.add_argument("--tolerance-sigma", type=float, default=DEFAULT_TOLERANCE_SIGMA, metavar="Z",
                         help=f"pass when the realized AL is within Z standard errors of the expected one (exact tail "
                              f"bounds on short logs); false-alarm rate <= 2*exp(-Z^2/2), 6.7e-4 at the default "
@@ -82,6 +86,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-name", default=None, metavar="NAME",
                         help="Prometheus input: sum only series with this model_name label")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+
+
+def _rates(text: str) -> list[float]:
+    """``--rates 0.9,0.8,0.6``: comma-separated numbers."""
+    try:
+        values = [float(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers like 0.9,0.8,0.6, got {text!r}") from None
+    if not values or not all(math.isfinite(v) for v in values):
+        raise argparse.ArgumentTypeError(f"expected comma-separated finite numbers, got {text!r}")
+    return values
 
 
 def _fmt(x: float) -> str:
@@ -99,6 +114,9 @@ def _target(args: argparse.Namespace) -> tuple[float, int, dict | None]:
         if args.draft_len is None:
             raise UsageError("--expect-al needs --draft-len K")
         return args.expect_al, args.draft_len, None
+    if args.thinking is None and args.rates is not None:  # the rates are the target
+        k = args.draft_len if args.draft_len is not None else len(args.rates)
+        return min(1.0 + math.fsum(args.rates), k + 1.0), k, None
     if args.thinking is None:
         raise UsageError("check-run needs --expect-al AL, or --thinking (with --model, or a log that names the "
                          "model) to look the golden AL up", hint="e.g. --thinking on")
@@ -122,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
             args.files, expect_al=expect_al, draft_len=k, engine=args.engine, method=args.method,
             tolerance_sigma=args.tolerance_sigma, decode_log_interval=args.decode_log_interval,
             batch_size=args.batch_size, labels={"model_name": args.model_name} if args.model_name else None,
-            golden=golden,
+            golden=golden, rates=args.rates,
         )
     except (CounterResetError, MetricMissingError) as exc:  # unusable input: exit 2, not "missed target"
         raise InputFileError(exc.message, hint=exc.hint) from None
