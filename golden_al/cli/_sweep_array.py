@@ -246,6 +246,9 @@ def _follow(plan: Any, poll_s: float) -> int:
     console = _console(stderr=True)
     title = f"Slurm sweep {plan.out}"
     previous_term = signal.signal(signal.SIGTERM, _interrupt)
+    # SIGINT too: a process started in the background of a non-interactive shell inherits SIGINT
+    # ignored, and Python then never raises KeyboardInterrupt; 'kill -INT' must still cancel.
+    previous_int = signal.signal(signal.SIGINT, _interrupt)
     statuses = array_sweep.cell_statuses(plan)
     try:
         if console.is_terminal:
@@ -274,6 +277,7 @@ def _follow(plan: Any, poll_s: float) -> int:
         return 130
     finally:
         signal.signal(signal.SIGTERM, previous_term)
+        signal.signal(signal.SIGINT, previous_int)
     _console().print(_table(statuses, title))
     _report_failures(statuses)
     return _summary_code(statuses)

@@ -290,6 +290,30 @@ def test_ctrl_c_cancels_the_array(fake_slurm, sweep_args, capsys, monkeypatch):
     assert {s.state for s in array_sweep.cell_statuses(plan)} == {"cancelled"}
 
 
+def test_sigint_cancels_even_when_the_shell_started_the_sweep_with_sigint_ignored(fake_slurm, sweep_args):
+    """A non-interactive shell starts background jobs with SIGINT ignored (and Python then raises no
+    KeyboardInterrupt): 'kill -INT' must still cancel the array, not leave the sweep running."""
+    import signal
+    import subprocess
+
+    def ignore_sigint() -> None:
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    proc = subprocess.Popen([sys.executable, "-m", "golden_al", *sweep_args("--poll", "0.2")], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, preexec_fn=ignore_sigint)
+    try:
+        for line in proc.stderr:  # type: ignore[union-attr]
+            if "pending" in line:  # following the array
+                break
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=60)
+    finally:
+        proc.kill()
+    assert proc.returncode == 130, err
+    assert "cancelled array job(s) 100" in err
+    assert fake_slurm.calls("scancel") == [["100"]]
+
+
 def test_slurm_needs_launch_and_refuses_one_run(fake_slurm, sweep_args, capsys):
     args = sweep_args("--detach")
     assert main([a for a in args if a not in ("--launch", "--serve-reference")] + ["--server", "http://x:1"]) == 2
