@@ -21,6 +21,7 @@ from golden_al.servers.measure import (
     CellPlan,
     ChatPrompt,
     MixedDraftLengths,
+    batch_count,
     batch_windows,
     measure_cell,
 )
@@ -186,6 +187,18 @@ def test_windows_group_into_contiguous_batches():
     assert batch_windows(ws[:7], 24) == [[x] for x in ws[:7]]  # type: ignore[arg-type]
 
 
+@pytest.mark.parametrize(("session_s", "longest_s", "count"), [
+    (100.0, 10.0, 10),   # ten spans of the longest request
+    (100.0, 1.0, 24),    # capped at 24
+    (100.0, 60.0, 2),    # never fewer than 2
+    (100.0, 0.0, 24),    # nothing known about the requests: the cap
+])
+def test_counter_batches_are_as_long_as_the_longest_request(session_s, longest_s, count):
+    """Batches shorter than a request share it with their neighbours and undercover
+    (experiments/interval-calibration/counter_windows.md): one batch per span of the longest request."""
+    assert batch_count(session_s, longest_s) == count
+
+
 def test_timed_counter_windows_count_every_step_once(tmp_path):
     # serve-reference advances its counters when a request finishes, so a window needs a finished request
     n = 24
@@ -198,7 +211,8 @@ def test_timed_counter_windows_count_every_step_once(tmp_path):
     rows = [json.loads(x) for x in (tmp_path / "w" / "requests.jsonl").read_text().splitlines()]
     windows = sum(r["extra"]["windows"] for r in rows)
     assert windows > 1
-    assert len(rows) == min(windows, 24)
+    assert min(2, windows) <= len(rows) <= min(windows, 24)  # one batch per span of the longest request
+    assert any("as long as the longest request" in w for w in rec.warnings)
     assert sorted(i for r in rows for i in r["extra"]["unit"]) == list(range(n))
     assert any(f"{windows} windows" in w for w in rec.warnings)
     assert rec.uncertainty is not None
