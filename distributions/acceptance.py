@@ -158,10 +158,6 @@ class AcceptanceDistribution:
         """``c_j = p_j / p_{j-1}``, ``j = 1..k``."""
         return units.unconditional_to_conditional(self.unconditional_rates())
 
-    def accepted_histogram(self, num_steps: int) -> NDArray[np.float64]:
-        """Expected step counts indexed by accepted drafts, for ``num_steps`` steps."""
-        return self.probs * float(num_steps)
-
     def truncate(self, k: int) -> AcceptanceDistribution:
         """The pmf at a smaller draft length ``k`` for a chain draft.
 

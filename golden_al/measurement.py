@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -456,16 +456,3 @@ def read_request_results(path: str | Path, *, strict: bool = False) -> list[Requ
     return out
 
 
-def iter_records(paths: Iterable[str | Path]) -> list[MeasurementRecord]:
-    """Load every record named, expanding directories to the records they hold (recursively)."""
-    out: list[MeasurementRecord] = []
-    for path in paths:
-        p = Path(path)
-        if p.is_dir() and not (p / MEASUREMENT_FILE).exists():
-            found = sorted(p.rglob(MEASUREMENT_FILE))
-            if not found:
-                raise InputFileError("directory holds no measurement.json", path=p)
-            out.extend(load_record(f) for f in found)
-        else:
-            out.append(load_record(p))
-    return out

@@ -827,7 +827,6 @@ def _json_lines(text: str, walked: list[tuple[tuple[str, ...], Any]]) -> dict[tu
             if k >= 0:
                 lines[p], pos = bisect.bisect_left(newlines, k) + 1, k + len(item)
             continue
-            continue
         needle = json.dumps(p[-1])
         if first.get(needle) == -1:
             continue  # written differently (escapes): never found
@@ -848,18 +847,5 @@ _KEYWORD_LINE = re.compile(
                                                                           vllm.LEGACY_RATE_KEY)),
                     *(re.escape(f[2:]) for f in (atom.LENGTH_FLAG, atom.RATE_FLAG)), re.escape(MASTER_LENGTH_KEY)])
     + ")")
-
-
-def pin_keyword_lines(text: str) -> list[tuple[int, str]]:
-    """(line, text) of every line that names a knob (for files that do not parse)."""
-    pat = _KEYWORD_LINE
-    out = []
-    for i, line in enumerate(text.splitlines(), 1):
-        stripped = line.strip()
-        if stripped.startswith("#"):
-            continue
-        if pat.search(line):
-            out.append((i, stripped))
-    return out
 
 

@@ -361,10 +361,6 @@ class EngineProfile:
                 raise UsageError(f"{self.display_name} refuses draft length {k} for {algorithm}: {lim.message}{where}",
                                  hint=f"use k <= {lim.max_k} with {algorithm}")
 
-    def caveats_for(self, topic: str) -> tuple[Caveat, ...]:
-        """The caveats that concern ``topic`` (a command or an algorithm), or all of them."""
-        return tuple(c for c in self.caveats if not c.applies_to or topic in c.applies_to)
-
     def log_pattern(self, name: str) -> LogPattern:
         """The log pattern called ``name``."""
         for pattern in self.log_patterns:

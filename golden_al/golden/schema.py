@@ -47,7 +47,7 @@ import itertools
 import math
 import re
 import types
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal, Union, get_args, get_origin
 
@@ -574,10 +574,4 @@ def load_curve_file(path: str | Path) -> GoldenCurve:
     doc = load_yaml_roundtrip(text, path=p)
     return parse_curve(to_plain(doc), path=p, doc=doc)
 
-
-def iter_points(curve: GoldenCurve) -> Iterable[tuple[str, int, Point]]:
-    """``(mode_key, k, point)`` for every point of ``curve``, modes in file order."""
-    for mode, blk in curve.modes().items():
-        for k, p in blk.points.items():
-            yield mode, k, p
 

@@ -993,9 +993,3 @@ async def _measure_shard(client: ServerClient, plan: CellPlan, source: Source, t
         raise ServerError(f"unknown source type {type(source).__name__}")
 
 
-def load_finished(directory: str | Path) -> MeasurementRecord | None:
-    """The cell's record if it was finished, else None."""
-    from golden_al.measurement import load_record
-
-    p = Path(directory) / MEASUREMENT_FILE
-    return load_record(p) if p.exists() else None

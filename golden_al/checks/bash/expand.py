@@ -149,16 +149,6 @@ def _skip_quoted(text: str, i: int, quote: str) -> int:
     return n
 
 
-def _skip_nested(text: str, i: int) -> int | None:
-    """Index just past a quoted string or ``$(...)``/``${...}`` starting at ``text[i]``; None if none does."""
-    c = text[i]
-    if c in "'\"`":
-        return _skip_quoted(text, i, c)
-    if c == "$" and i + 1 < len(text) and text[i + 1] in "({":
-        return _skip_dollar(text, i)
-    return None
-
-
 def _skip_dollar(text: str, i: int) -> int:
     """Index just past ``$(...)``, ``$((...))`` or ``${...}`` starting at ``text[i] == '$'``."""
     n = len(text)
