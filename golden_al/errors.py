@@ -4,6 +4,7 @@ The tree::
 
     GoldenALError                      base; ``exit_code`` 2 unless stated
     +-- UsageError                     bad arguments or option combinations
+    +-- LockedError                    a folder (store, cell, model cache) stayed locked by another process
     +-- InputFileError                 a file that cannot be read or parsed (file, line)
     |   +-- SchemaError                a record or curve that violates its schema
     |   +-- UnreadableInputError       not read in full: too large, not regular, denied, undecodable, unparsable
@@ -43,6 +44,7 @@ __all__ = [
     "HashMismatchError",
     "InjectionConflictError",
     "InputFileError",
+    "LockedError",
     "MetricMissingError",
     "MixedDraftLengthsError",
     "ModelError",
@@ -73,6 +75,15 @@ class GoldenALError(Exception):
 
 class UsageError(GoldenALError):
     """Bad command-line arguments or option combinations."""
+
+
+class LockedError(GoldenALError):
+    """A folder (golden store, measurement cell, model cache) stayed locked by another process;
+    the message names the holder (pid, host, command, since when)."""
+
+    def __init__(self, message: str, *, path: str | Path | None = None, hint: str | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        super().__init__(message, hint=hint)
 
 
 class InputFileError(GoldenALError):

@@ -21,8 +21,8 @@ Reading (fail closed: anything that cannot be read in full, within bounds, raise
   :func:`load_json` bounds depth likewise.
 
 Writing: :func:`atomic_write_bytes` is the one atomic writer (see its docstring for modes,
-symlinks, read-only targets and hard links); :func:`store_lock` is an ``fcntl`` lock held
-across a read-diff-write of a golden store.
+symlinks, read-only targets and hard links). Locks of folders that several processes write
+(the golden store, a measurement cell, a model cache) live in :mod:`golden_al.locks`.
 """
 
 from __future__ import annotations
@@ -30,13 +30,11 @@ from __future__ import annotations
 import codecs
 import contextlib
 import errno
-import fcntl
 import json
 import os
 import re
 import stat
 import tempfile
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,7 +68,6 @@ __all__ = [
     "read_json",
     "read_text",
     "safe_load_yaml",
-    "store_lock",
     "yaml_depth_bound",
 ]
 
@@ -870,53 +867,3 @@ def _write_in_place(target: Path, data: bytes, shown: Path) -> None:
 def atomic_write_text(path: str | Path, text: str, *, force: bool = False) -> Path:
     """Write UTF-8 ``text`` with :func:`atomic_write_bytes`."""
     return atomic_write_bytes(path, text.encode("utf-8"), force=force)
-
-
-# -------------------------------------------------------------------------------- lock
-
-#: Name of the lock file :func:`store_lock` keeps in a store folder.
-LOCK_NAME = ".golden-al.lock"
-
-
-@contextlib.contextmanager
-def store_lock(directory: str | Path, *, shared: bool = False, timeout: float = 120.0) -> Iterator[Path]:
-    """Hold an ``fcntl`` lock on ``directory`` (a golden store) for a read-diff-write.
-
-    Exclusive by default; ``shared`` for readers that must not see a half-done commit.
-    A writer creates the folder and its lock file (mode 0644 under umask 022) when missing; a
-    reader creates nothing.
-
-    Raises:
-        InputFileError: the lock file cannot be created, or the lock is not granted
-            within ``timeout`` seconds.
-    """
-    root = Path(directory)
-    lock_path = root / LOCK_NAME
-    if shared and (not root.is_dir() or not lock_path.exists()):
-        # a reader creates nothing (``commit --dry-run`` writes nothing anywhere); writes are atomic
-        # renames, so a reader without a lock file never sees half a file
-        yield lock_path
-        return
-    try:
-        root.mkdir(parents=True, exist_ok=True)
-        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o666)
-    except OSError as exc:
-        if shared and exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-            yield lock_path  # a read-only store cannot change under a reader
-            return
-        raise InputFileError(f"cannot lock the golden store: {exc.strerror or exc}", path=lock_path) from None
-    try:
-        deadline = time.monotonic() + timeout
-        op = (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB
-        while True:
-            try:
-                fcntl.flock(fd, op)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise InputFileError(f"the golden store is locked by another process for over {timeout:g} s",
-                                         path=root, hint="wait for the other commit to finish") from None
-                time.sleep(0.02)
-        yield lock_path
-    finally:
-        os.close(fd)

@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     from golden_al.curvefit import apply_commit, plan_commit
     from golden_al.curvefit.commit import display_path
     from golden_al.golden import SHIPPED_CURVES_DIR, load_curve_file
-    from golden_al.safeio import store_lock
+    from golden_al.locks import directory_lock
 
     if (args.export_dir or args.export_name) and not args.export:
         raise UsageError("--export-dir and --export-name need --export inferencex")
@@ -71,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
     if args.export:
         export_dir = Path(args.export_dir) if args.export_dir else Path(store) / "golden_al_distribution"
     # One lock across read-diff-write: two commits at once cannot both pass the --force rule.
-    with store_lock(store, shared=args.dry_run):
+    with directory_lock(store, purpose="commit", shared=args.dry_run):
         plan = plan_commit(curve, store)
         for line in plan.lines(show_unchanged=not args.quiet_unchanged):
             print(line)

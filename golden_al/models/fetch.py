@@ -32,7 +32,6 @@ torch and transformers when it runs.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -236,16 +235,18 @@ def _dir_size(path: Path) -> int:
     return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
 
 
+#: A model fetch may wait for another one that is downloading gigabytes: longer than the default.
+FETCH_LOCK_TIMEOUT_S = 3600.0
+
+
 @contextlib.contextmanager
 def _locked(directory: Path) -> Iterator[None]:
-    """An exclusive lock on ``directory/.lock`` so two fetches never assemble the same file."""
-    directory.mkdir(parents=True, exist_ok=True)
-    with (directory / ".lock").open("a") as fh:
-        fcntl.flock(fh.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_UN)
+    """The model folder's lock (:func:`golden_al.locks.directory_lock`), so two fetches never
+    assemble the same file; a second fetch waits for the first (up to an hour, naming it)."""
+    from golden_al.locks import directory_lock
+
+    with directory_lock(directory, purpose="models fetch", timeout_s=FETCH_LOCK_TIMEOUT_S):
+        yield
 
 
 def _stat(path: Path) -> dict[str, int]:

@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import fcntl
 import hashlib
 import itertools
 import json
@@ -225,24 +224,12 @@ def repair_jsonl_tail(path: Path) -> bool:
 
 @contextlib.contextmanager
 def cell_lock(directory: Path) -> Iterator[None]:
-    """An exclusive lock on ``directory/.lock`` (UsageError if another process holds it).
+    """The cell's lock (:func:`golden_al.locks.directory_lock`): a second process measuring into
+    the same folder waits for the first, up to the lock timeout, and is told who holds it."""
+    from golden_al.locks import directory_lock
 
-    The lock file is removed when the cell is finished (``measurement.json`` exists).
-    """
-    directory.mkdir(parents=True, exist_ok=True)
-    lock = directory / ".lock"
-    fh = lock.open("a")
-    try:
-        try:
-            fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise UsageError(f"another golden-al process is measuring into {directory}",
-                             hint="wait for it, or use another --out") from None
+    with directory_lock(directory, purpose="measure"):
         yield
-        if (directory / MEASUREMENT_FILE).exists():
-            lock.unlink(missing_ok=True)
-    finally:
-        fh.close()
 
 
 def unit_indices(result: RequestResult) -> list[int]:

@@ -11,7 +11,7 @@ from _fit_records import make_curve_dir
 from golden_al.cli.main import main
 from golden_al.errors import UsageError
 from golden_al.golden import Point, dump_curve, load_curve_file, load_store, save_curve
-from golden_al.safeio import LOCK_NAME
+from golden_al.locks import LOCK_NAME
 
 
 @pytest.fixture

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -240,17 +241,20 @@ def test_foreign_traffic_is_detected():
         asyncio.run(run())
 
 
-def test_lock_prevents_two_writers(tmp_path):
+def test_lock_prevents_two_writers(tmp_path, monkeypatch):
     import fcntl
 
+    from golden_al import locks
+    from golden_al.errors import LockedError
     from golden_al.servers.measure import cell_lock
 
+    monkeypatch.setattr(locks, "LOCK_TIMEOUT_S", 0.2)
     with cell_lock(tmp_path):
-        fh = (tmp_path / ".lock").open("a")
+        fh = (tmp_path / locks.LOCK_NAME).open("a")
         with pytest.raises(BlockingIOError):
             fcntl.flock(fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         fh.close()
-        with pytest.raises(UsageError, match="another golden-al"):
+        with pytest.raises(LockedError, match=rf"locked by pid {os.getpid()} on .* \(measure: "):
             with cell_lock(tmp_path):
                 pass
 
