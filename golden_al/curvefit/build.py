@@ -287,7 +287,8 @@ def _fit_mode(mode: str, cells: dict[int, PooledCell], options: FitOptions,
     cis = [cells[k].ci95 for k in ks]
     note = None
     if joint is not None and len(ks) >= 2:
-        return fit_profile(ks, als, cov=joint.cov, monotone_conditional=options.monotone_conditional,
+        return fit_profile(ks, als, cov=joint.cov, clusters=joint.clusters,
+                           monotone_conditional=options.monotone_conditional,
                            tolerance=options.tolerance, profile=options.profile), None  # type: ignore[arg-type]
     if all(hi - lo > 0 for lo, hi in cis):
         return fit_profile(ks, als, ci95=cis, monotone_conditional=options.monotone_conditional,

@@ -180,3 +180,18 @@ def test_generalized_least_squares_needs_a_positive_definite_covariance():
 
     with pytest.raises(FitError, match="positive definite"):
         fit_profile([1, 2, 3], [1.9, 2.7, 3.4], cov=np.ones((3, 3)))
+
+
+def test_the_goodness_of_fit_is_referred_to_hotellings_f_when_the_covariance_is_estimated():
+    """With the covariance estimated from n clusters the statistic is T^2, not chi-square
+    (experiments/interval-calibration/new_scenarios.md: chi-square ellipses undercover)."""
+    from scipy import stats
+
+    from distributions.fit import _misfit_p
+
+    chi2, dof, n = 12.0, 6, 20
+    expected = stats.f.sf(chi2 * (n - dof) / ((n - 1) * dof), dof, n - dof)
+    assert _misfit_p(chi2, dof, n) == pytest.approx(expected)
+    assert _misfit_p(chi2, dof, n) > _misfit_p(chi2, dof, None) == pytest.approx(stats.chi2.sf(chi2, dof))
+    assert _misfit_p(chi2, dof, 1000) == pytest.approx(stats.chi2.sf(chi2, dof), rel=0.05)  # F -> chi-square
+    assert _misfit_p(chi2, dof, dof) == pytest.approx(stats.chi2.sf(chi2, dof))  # too few clusters for F
