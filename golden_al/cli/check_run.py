@@ -72,9 +72,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--method", default=None, metavar="M",
                         help="sampler method (default: sglang match-expected, vllm/atom synthetic)")
     parser.add_argument("--rates", type=_rates, default=None, metavar="P1,P2,...",
-                        help="the run was injected with these per-position unconditional rates (vLLM "
-                             "synthetic_acceptance_rates, llama.cpp --spec-synth-rates): judge it with their exact "
-                             "law; the expected AL is 1 + their sum, which must round to --expect-al or the golden AL")
+                        help="the run was injected with these per-position unconditional rates ("
+                             + _rate_knobs() + "): judge it with their exact law; the expected AL is 1 + their "
+                             "sum, which must round to --expect-al or the golden AL")
     parser.add_argument("--tolerance-sigma", type=float, default=DEFAULT_TOLERANCE_SIGMA, metavar="Z",
                         help=f"pass when the realized AL is within Z standard errors of the expected one (exact tail "
                              f"bounds on short logs); false-alarm rate <= 2*exp(-Z^2/2), 6.7e-4 at the default "
@@ -86,6 +86,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-name", default=None, metavar="NAME",
                         help="Prometheus input: sum only series with this model_name label")
     parser.add_argument("--format", choices=("text", "json"), default="text", help="output format (default: text)")
+
+
+def _rate_knobs() -> str:
+    """Every engine's per-position-rates knob, from the profiles (for the help)."""
+    from golden_al.engines import engine_names, get_profile
+
+    return ", ".join(f"{p.display_name} {k.name}" for p in map(get_profile, engine_names())
+                     for k in p.synthetic_knobs if k.unit == "rates")
 
 
 def _rates(text: str) -> list[float]:
