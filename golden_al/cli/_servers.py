@@ -18,6 +18,7 @@ from typing import Any
 
 from golden_al.engines import atom, llamacpp, sglang, vllm
 from golden_al.errors import UsageError
+from golden_al.servers.launch import SERVER_ENGINES  # engines whose profile builds a server command
 
 __all__ = [
     "SERVER_ENGINES",
@@ -30,7 +31,6 @@ __all__ = [
     "server_options_from_args",
 ]
 
-SERVER_ENGINES = ("sglang", "vllm", "atom", "llamacpp")
 #: max_tokens per request for server measurements, as in the maintainers' collection (vLLM SPEED-Bench 4096).
 SERVER_MAX_TOKENS = 4096
 _AL_SOURCES = ("auto", "sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate", "vllm-per-request",

@@ -26,8 +26,9 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--flavor", choices=("sglang", "vllm", "atom"), required=True,
-                        help="answer like SGLang, vLLM or ATOM")
+    from golden_al.servers.reference_server import FLAVORS
+
+    parser.add_argument("--flavor", choices=FLAVORS, required=True, help="the engine to answer like")
     parser.add_argument("--draft-len", "-k", type=int, required=True, metavar="K", help="draft length k")
     parser.add_argument("--target", metavar="DIR|NAME", help="target model directory or known model name "
                         "(default: the cached Qwen2.5-Coder pair)")

@@ -48,8 +48,8 @@ __all__ = [
     "wait_ready",
 ]
 
-#: Engines whose profile can build a server command (``EngineProfile.server_args``).
-SERVER_ENGINES: tuple[str, ...] = ("sglang", "vllm", "atom", "llamacpp")
+#: Engines whose profile can build a server command (``EngineProfile.server_args``), from the registry.
+SERVER_ENGINES: tuple[str, ...] = tuple(n for n in engines.engine_names() if engines.get_profile(n).server_args)
 #: ``--engine`` -> the Python module the server runs as (engines run as an executable are absent).
 ENGINE_MODULES: dict[str, str] = {name: engines.get_profile(name).launch_command[-1] for name in SERVER_ENGINES
                                   if engines.get_profile(name).executable is None}
@@ -191,8 +191,10 @@ def build_command(spec: LaunchSpec) -> list[str]:
 
 def _reference_command(spec: LaunchSpec) -> list[str]:
     """``golden-al serve-reference`` in ``spec.engine``'s flavor at ``spec.draft_len``."""
-    if spec.engine not in ("sglang", "vllm", "atom"):
-        raise UsageError(f"--serve-reference answers like sglang, vllm or atom, not {spec.engine}")
+    from golden_al.servers.reference_server import FLAVORS
+
+    if spec.engine not in FLAVORS:
+        raise UsageError(f"--serve-reference answers like {', '.join(FLAVORS)}, not {spec.engine}")
     reserved = ("--flavor", "--draft-len", "--target", "--draft", "--host", "--port", "--served-model-name",
                 "--algorithm", "--fake")
     for arg in spec.engine_args:
