@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -27,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from distributions import units
 from distributions.counts import tidy_count
 from distributions.uncertainty import ALInterval, al_interval_result
-from golden_al.errors import InputFileError, SchemaError
+from golden_al.errors import InputFileError, NoVerifyStepsError, SchemaError
 from golden_al.provenance import atomic_write_text
 
 __all__ = [
@@ -35,6 +36,7 @@ __all__ = [
     "REQUESTS_FILE",
     "SCHEMA_VERSION",
     "CellCounts",
+    "CellTotals",
     "DatasetInfo",
     "MeasurementRecord",
     "ModelInfo",
@@ -44,12 +46,14 @@ __all__ = [
     "ServerShare",
     "Uncertainty",
     "append_request_result",
+    "cell_totals",
     "clusters_from_requests",
     "counts_from_requests",
     "interval_from_requests",
     "load_record",
     "prompt_clusters",
     "read_request_results",
+    "request_indices",
     "write_record",
 ]
 
@@ -389,6 +393,57 @@ def interval_from_requests(results: Sequence[RequestResult], draft_len: int, *, 
     """
     acc, steps, unit = clusters_from_requests(results, draft_len, merge_same_prompt=merge_same_prompt)
     return al_interval_result(acc, steps, seed=seed, draft_len=draft_len), unit
+
+
+def request_indices(results: Sequence[RequestResult]) -> set[int]:
+    """Every prompt index the lines cover (a counter window or batch lists its prompts in ``extra.unit``)."""
+    out: set[int] = set()
+    for r in results:
+        unit = r.extra.get("unit") if r.extra else None
+        out.update(int(i) for i in unit) if isinstance(unit, list) else out.add(r.index)
+    return out
+
+
+@dataclass(frozen=True)
+class CellTotals:
+    """What every record of one cell rests on, built one way for every producer (the reference
+    engine, servers, imports): the summed counts, the interval over independent clusters, the
+    requests (prompts) behind them, and the notes every such record carries."""
+
+    counts: CellCounts
+    interval: ALInterval
+    unit: str
+    num_requests: int
+    notes: tuple[str, ...]
+
+
+def cell_totals(results: Sequence[RequestResult], draft_len: int, *, seed: int = 0,
+                what: str = "") -> CellTotals:
+    """:class:`CellTotals` of the lines at ``draft_len``.
+
+    ``num_requests`` counts prompts (a counter window's line covers several); ``what`` names the
+    cell in the error (e.g. ``" (thinking on)"``).
+
+    Raises:
+        NoVerifyStepsError: no line has a verify step, so AL is undefined.
+    """
+    rows = [r for r in results if r.draft_len == draft_len]
+    counts = counts_from_requests(rows, draft_len)
+    num_requests = len(request_indices(rows))
+    if float(counts.num_verify_steps) <= 0:
+        raise NoVerifyStepsError(
+            f"the {num_requests} requests at k={draft_len}{what} produced zero verify steps: AL is undefined",
+            hint="a request that ends on its first token makes no verify step (that token comes from the prefill), "
+                 "and a draft that proposes nothing (n-gram without matches) makes none either: raise --max-tokens "
+                 "or use other prompts")
+    interval, unit = interval_from_requests(rows, draft_len, seed=seed)
+    notes: list[str] = []
+    zero = sum(1 for r in rows if float(r.num_verify_steps) == 0)
+    if zero and unit in ("request", "conversation"):
+        notes.append(f"{zero} request(s) had no verify step (they ended on the prefill token) and carry no weight")
+    if interval.warning:
+        notes.append(interval.warning)
+    return CellTotals(counts, interval, unit, num_requests, tuple(notes))
 
 
 # ---------------------------------------------------------------------------- file I/O

@@ -29,8 +29,7 @@ from golden_al.measurement import (
     SamplingInfo,
     Uncertainty,
     append_request_result,
-    counts_from_requests,
-    interval_from_requests,
+    cell_totals,
     read_request_results,
 )
 
@@ -163,20 +162,14 @@ def build_record(
     warnings: Sequence[str] = (),
     per_request_file: str = REQUESTS_FILE,
 ) -> MeasurementRecord:
-    """The record of one cell from its per-request results (AL and its 95% interval over clusters)."""
-    counts = counts_from_requests(results, draft_len)
-    if float(counts.num_verify_steps) == 0:
-        raise UsageError(
-            f"no verify steps at draft length {draft_len}: every request ended on its first token",
-            hint="raise --max-tokens (the first token comes from the prefill, not from a verify step)",
-        )
-    interval, unit = interval_from_requests(results, draft_len, seed=0 if seed is None else seed)
-    zero = sum(1 for r in results if float(r.num_verify_steps) == 0)
-    notes = list(warnings)
-    if zero:
-        notes.append(f"{zero} request(s) had no verify step (they ended on the prefill token) and carry no weight")
-    if interval.warning:
-        notes.append(interval.warning)
+    """The record of one cell from its per-request results (AL and its 95% interval over clusters).
+
+    Raises:
+        NoVerifyStepsError: no request made a verify step (:func:`golden_al.measurement.cell_totals`).
+    """
+    totals = cell_totals(results, draft_len, seed=0 if seed is None else seed)
+    counts, interval = totals.counts, totals.interval
+    notes = [*warnings, *totals.notes]
     return MeasurementRecord(
         engine=engine,
         engine_version=engine_version,
@@ -192,9 +185,9 @@ def build_record(
         dataset=dataset,
         al=interval.al,
         al_ci95=interval.ci,
-        uncertainty=Uncertainty.of(interval, unit),
+        uncertainty=Uncertainty.of(interval, totals.unit),
         al_source=al_source,
-        num_requests=counts.num_requests,
+        num_requests=totals.num_requests,
         num_verify_steps=counts.num_verify_steps,
         num_accepted_drafts=counts.num_accepted_drafts,
         per_position_accepted=counts.per_position_accepted,

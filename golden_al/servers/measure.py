@@ -44,7 +44,6 @@ from typing import Any
 from distributions.counts import AcceptanceCounts, from_histogram, tidy_count
 from golden_al.errors import (
     MixedDraftLengthsError,
-    NoVerifyStepsError,
     SchemaError,
     ServerError,
     UsageError,
@@ -61,9 +60,9 @@ from golden_al.measurement import (
     ServerInfo,
     Uncertainty,
     append_request_result,
-    counts_from_requests,
-    interval_from_requests,
+    cell_totals,
     read_request_results,
+    request_indices,
     write_record,
 )
 from golden_al.provenance import atomic_write_text, collect, now_iso
@@ -253,8 +252,8 @@ def read_cell_results(directory: Path) -> list[RequestResult]:
 
 
 def completed_indices(results: Sequence[RequestResult]) -> set[int]:
-    """Every prompt index with a result."""
-    return {i for r in results for i in unit_indices(r)}
+    """Every prompt index with a result (:func:`golden_al.measurement.request_indices`)."""
+    return request_indices(results)
 
 
 def validate_cell_dir(directory: Path, *, root: Path | None = None) -> None:
@@ -847,15 +846,8 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
     """The ``measurement.json`` record of a finished cell."""
     k = plan.draft_len
     rows = [r for r in results if r.draft_len == k]
-    counts = counts_from_requests(rows, k)
-    num_requests = len(completed_indices(rows))
-    if float(counts.num_verify_steps) <= 0:
-        raise NoVerifyStepsError(
-            f"the {num_requests} requests at k={k} (thinking {plan.thinking}) produced zero verify steps: "
-            "AL is undefined",
-            hint="no decode step carried drafts (n-gram found no matches?); use longer outputs or other prompts",
-        )
-    interval, unit = interval_from_requests(rows, k, seed=plan.bootstrap_seed)
+    totals = cell_totals(rows, k, seed=plan.bootstrap_seed, what=f" (thinking {plan.thinking})")
+    counts, interval, unit = totals.counts, totals.interval, totals.unit
     warn = list(warnings)
     batches = [r for r in rows if r.extra and "batch" in r.extra]
     n_windows = 0
@@ -873,8 +865,7 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
     elif any(r.extra and "unit" in r.extra for r in rows):
         warn.append(f"counts attributed per window of up to {plan.concurrency} requests (counter deltas at "
                     f"concurrency > 1); the interval is over {interval.clusters} windows, not requests")
-    if interval.warning:
-        warn.append(interval.warning)
+    warn += totals.notes
     return MeasurementRecord(
         engine=plan.engine,
         engine_version=engine_version,
@@ -891,7 +882,7 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
         al_ci95=interval.ci,
         uncertainty=Uncertainty.of(interval, unit).model_copy(update={"windows": n_windows} if batches else {}),
         al_source=source_name,
-        num_requests=num_requests,
+        num_requests=totals.num_requests,
         num_verify_steps=counts.num_verify_steps,
         num_accepted_drafts=counts.num_accepted_drafts,
         per_position_accepted=counts.per_position_accepted,

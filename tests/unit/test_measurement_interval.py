@@ -61,3 +61,33 @@ def test_counter_batches_are_clusters_even_with_a_shared_index():
     acc, _, unit = clusters_from_requests(rows, 3)
     assert unit == "counter window batch"
     assert len(acc) == 3
+
+
+def test_one_builder_counts_prompts_and_refuses_zero_steps_the_same_way():
+    """cell_totals is what the reference engine's and the servers' records are built from."""
+    from golden_al.errors import NoVerifyStepsError
+    from golden_al.measurement import cell_totals
+
+    rows = [*_rows(6), _row(6, 0, 0)]
+    totals = cell_totals(rows, 3)
+    assert totals.num_requests == 7
+    assert totals.unit == "request"
+    assert any("1 request(s) had no verify step" in n for n in totals.notes)
+    windows = [_row(0, 30, 20, extra={"batch": 0, "windows": 2, "unit": [0, 1, 2]}),
+               _row(3, 40, 25, extra={"batch": 1, "windows": 2, "unit": [3, 4]})]
+    w = cell_totals(windows, 3)
+    assert (w.num_requests, w.unit) == (5, "counter window batch")  # prompts, not lines
+    assert not any("no verify step" in n for n in w.notes)
+    with pytest.raises(NoVerifyStepsError, match=r"the 2 requests at k=3 \(thinking on\) produced zero verify steps"):
+        cell_totals([_row(0, 0, 0), _row(1, 0, 0)], 3, what=" (thinking on)")
+
+
+def test_the_reference_and_server_records_share_the_builder():
+    """No record builder sums counts or raises on zero steps by itself."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2] / "golden_al"
+    for rel in ("measure/records.py", "servers/measure.py"):
+        text = (root / rel).read_text()
+        assert "cell_totals(" in text, rel
+        assert "NoVerifyStepsError(" not in text, rel
