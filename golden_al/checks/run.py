@@ -575,8 +575,10 @@ def rates_sampler(engine: str, method: str, rates: Sequence[float], k: int, expe
             validation and message), or they do not give ``expect_al`` (to half a unit of its
             second decimal, the precision of a golden AL).
     """
+    from golden_al.engines import load_samplers
     from simulators.base import SamplerError, get_sampler
 
+    load_samplers(engine)
     try:
         sampler = get_sampler(engine, method, rates=list(rates))
     except TypeError:
@@ -615,6 +617,9 @@ def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method:
         pmf = sampler.pmf(None, k)
         al = float(pmf.mean())
     else:
+        from golden_al.engines import load_samplers
+
+        load_samplers(engine)
         sampler = get_sampler(engine, method)
         pmf = sampler.pmf(al, k)
     s_mean, s_var = float(pmf.mean()), float(pmf.var())

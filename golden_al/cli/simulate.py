@@ -107,6 +107,7 @@ def _parse_rates(text: str) -> list[float]:
 
 
 def _build_sampler(args: argparse.Namespace) -> Any:
+    from golden_al.engines import load_samplers
     from simulators import get_sampler
 
     engine, method = args.engine, args.method
@@ -117,6 +118,7 @@ def _build_sampler(args: argparse.Namespace) -> Any:
         "--trtllm-path": ("trtllm", args.trtllm_path),
     }
     options: dict[str, Any] = {}
+    load_samplers(engine)
     get_sampler(engine, method)  # unknown engine or method first, with "did you mean"
     for flag, (owner, value) in only.items():
         if value is not None and engine != owner and not (flag == "--rates" and engine == "llamacpp"):
@@ -237,7 +239,10 @@ def _engine_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
     from golden_al import engines
 
     profile = engines.get_profile(sampler.engine)
-    return profile.simulator_settings(sampler, al, k) if profile.simulator_settings else {}
+    if profile.simulator_settings:
+        return profile.simulator_settings(sampler, al, k)
+    # an engine with one way to inject: the settings `env` gives
+    return profile.synthetic_settings(al, k) if al is not None else {}
 
 
 def _caveats(sampler: Any) -> list[str]:

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from golden_al.engines.profile import EngineProfile
 
-__all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "engine_names", "get_profile", "profile_or_usage",
+__all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "engine_names", "get_profile", "load_samplers", "profile_or_usage",
            "synthetic_settings"]
 
 #: The entry-point group engines register under.
@@ -71,6 +71,13 @@ def get_profile(name: str) -> EngineProfile:
     if profile.name != name:
         raise KeyError(f"engine {name!r} is registered at {where}, whose profile is named {profile.name!r}")
     return profile
+
+
+def load_samplers(name: str) -> None:
+    """Import engine ``name``'s module if it is registered, so that the samplers it registers with
+    :func:`simulators.base.register` (a plugin engine's own, say) are there before one is asked for."""
+    if name in REGISTRY:
+        get_profile(name)
 
 
 def profile_or_usage(name: str, *, among: tuple[str, ...] | None = None) -> EngineProfile:

@@ -109,6 +109,30 @@ def test_restore_real_removes_the_plugins_knob(site: Path, tmp_path: Path) -> No
     assert json.loads(after.stdout) == [] or all(f["engine"] != "toyserve" for f in json.loads(after.stdout))
 
 
+def test_simulate_runs_the_plugins_own_sampler(site: Path) -> None:
+    done = _golden_al(site, "simulate", "--engine", "toyserve", "--method", "force", "--al", "4.5", "-k", "7",
+                      "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    text = json.dumps(doc)
+    assert "toyserve" in text
+    assert "TOYSERVE_FORCE_ACCEPTED" in text  # the injected settings, from the plugin's profile
+    assert "floor(AL) or ceil(AL)" in text
+
+
+def test_check_run_judges_a_plugin_run_by_its_own_sampler(site: Path) -> None:
+    """check-run's decision rule takes the plugin engine's registered sampler (its exact law)."""
+    code = ("import json, sys\n"
+            "from golden_al.checks.run import RunEvidence, check_evidence\n"
+            "ev = RunEvidence('toyserve', 'simulated', 4.5, 400, 400, 400, 1)\n"
+            "r = check_evidence(ev, expect_al=4.5, draft_len=7, method='force')\n"
+            "print(json.dumps([r.passed, r.sampler_var, r.method]))\n")
+    env = {**os.environ, "PYTHONPATH": str(site)}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [True, 0.25, "force"]  # floor/ceil at 4.5: variance 1/4
+
+
 def test_a_plugin_cannot_take_a_builtin_engines_name(monkeypatch: pytest.MonkeyPatch) -> None:
     """An installed package registering ``sglang`` is ignored: the gate keeps the built-in profile."""
     from importlib import metadata

@@ -75,3 +75,38 @@ PROFILE = EngineProfile(
     command_line=CommandLine(value_knobs={KNOB: KNOB}, read=read),
     sources=(_SRC,),
 )
+
+
+# ------------------------------------------------------------------ its sampler, registered like a built-in
+
+import math  # noqa: E402
+
+import numpy as np  # noqa: E402
+
+from distributions import AcceptanceDistribution  # noqa: E402
+from simulators.base import EngineSampler, register  # noqa: E402
+
+
+@register("toyserve", "force")
+class ToyForce(EngineSampler):
+    """toyserve forces floor(AL) or ceil(AL) tokens per request-step, mixed to the mean."""
+
+    engine = "toyserve"
+    method = "force"
+    draw_unit = "request-step"
+    guarantees_mean = True
+    upstream = "example/toyserve toyserve/spec.py 0.1.0"
+    summary = "per request-step: L = floor(AL) or ceil(AL), mixed so that the mean is AL"
+
+    def pmf(self, al: float, k: int) -> AcceptanceDistribution:
+        al, k = self.check(al, k)
+        probs = np.zeros(k + 1)
+        lo = math.floor(al)
+        frac = al - lo
+        probs[lo - 1] += 1.0 - frac
+        if frac > 0:
+            probs[lo] += frac
+        return AcceptanceDistribution.from_pmf(probs)
+
+    def simulate(self, al: float, k: int, size: int, rng: np.random.Generator) -> np.ndarray:
+        return self.sample(al, k, size, rng)
