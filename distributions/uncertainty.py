@@ -924,7 +924,7 @@ def _wilson(successes: float, n: float, z: float) -> tuple[float, float]:
     return (max(0.0, centre - half), min(1.0, centre + half))
 
 
-def rate_profile(per_position_accepted: Sequence[int], verify_steps: int, *,
+def rate_profile(per_position_accepted: Sequence[float], verify_steps: float, *,
                  al_ci95: tuple[float, float] | None = None, confidence: float = 0.95) -> RateProfile:
     """Conditional and marginal per-position rates of one (k) point, with intervals.
 

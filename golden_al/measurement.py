@@ -23,7 +23,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    computed_field,
+    field_validator,
+    model_validator,
+)
 
 from distributions import units
 from distributions.counts import tidy_count
@@ -268,6 +276,32 @@ class MeasurementRecord(_Strict):
         default=None, description="sub-counts per data-parallel replica (several --server URLs); totals above")
     warnings: list[str] = Field(default_factory=list)
     provenance: dict[str, Any]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _derived_fields_are_recomputed(cls, data: Any) -> Any:
+        """``acceptance_rates`` is computed from the counts on every write; a file's copy is never trusted."""
+        if isinstance(data, dict) and "acceptance_rates" in data:
+            data = {k: v for k, v in data.items() if k != "acceptance_rates"}
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def acceptance_rates(self) -> dict[str, Any] | None:
+        """Per-position acceptance in both conventions, by name, with 95 % intervals
+        (:func:`distributions.uncertainty.rate_profile`): ``conditional_accept_rates`` (P(j | j-1))
+        and ``marginal_accept_rates`` (P(j) = accepted at j / verify steps). None when the record
+        holds totals only or no verify step."""
+        from distributions.uncertainty import rate_profile
+
+        steps = float(self.num_verify_steps)
+        if not self.histogram_known or steps <= 0:
+            return None
+        try:
+            return rate_profile([float(x) for x in self.per_position_accepted], steps,
+                                al_ci95=self.al_ci95).as_dict()
+        except ValueError:  # counts that are not a prefix (a hand-edited file): no rates rather than wrong ones
+            return None
 
     @field_validator("thinking")
     @classmethod

@@ -80,3 +80,19 @@ def test_the_shipped_curve_exports_both_conventions_by_name(capsys: pytest.Captu
     assert main(["curves", "show", "qwen2.5-coder-1.5b-instruct", "--format", "json"]) == 0
     (curve,) = json.loads(capsys.readouterr().out)
     assert curve["thinking_off"]["points"]["7"]["rates"]["k"] == 7
+
+
+def test_every_record_carries_both_conventions_recomputed_never_trusted() -> None:
+    from pathlib import Path
+
+    from golden_al.measurement import MeasurementRecord, load_record
+
+    root = Path(__file__).resolve().parents[2]
+    rec = load_record(root / "experiments/qwen-coder-curve/humaneval/k7/measurement.json")
+    rates = rec.model_dump(mode="json")["acceptance_rates"]
+    assert rates["k"] == 7
+    assert np.allclose(np.cumprod(rates["conditional_accept_rates"]), rates["marginal_accept_rates"], atol=2e-6)
+    forged = {**rec.model_dump(mode="json"), "acceptance_rates": {"marginal_accept_rates": [1.0] * 7}}
+    assert MeasurementRecord.model_validate(forged).acceptance_rates == rates  # recomputed from the counts
+    totals_only = rec.model_copy(update={"histogram_known": False})
+    assert totals_only.acceptance_rates is None
