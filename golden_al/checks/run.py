@@ -88,7 +88,6 @@ from golden_al.formats.validate import check_counts
 
 __all__ = [
     "DEFAULT_DECODE_LOG_INTERVAL",
-    "DEFAULT_METHODS",
     "DEFAULT_TOLERANCE_SIGMA",
     "SGLANG_ACCEPT_LEN_DECIMALS",
     "RunCheckResult",
@@ -103,9 +102,6 @@ __all__ = [
 DEFAULT_DECODE_LOG_INTERVAL = 40
 #: Default tolerance in standard errors on long logs; false-alarm rate <= 2 exp(-Z^2/2) = 6.7e-4 at any length.
 DEFAULT_TOLERANCE_SIGMA = 4.0
-#: The sampler each engine uses for the injected knob (simulators registry names).
-DEFAULT_METHODS = {"sglang": "match-expected", "vllm": "synthetic", "atom": "synthetic", "trtllm": "force",
-                   "llamacpp": "synthetic"}
 #: SGLang prints ``accept len`` with ``{:.2f}``.
 SGLANG_ACCEPT_LEN_DECIMALS = 2
 
@@ -556,8 +552,9 @@ def check_run(files: Sequence[str | Path], *, expect_al: float, draft_len: int, 
             outside [1, k+1], a non-positive tolerance).
         InputFileError / NoVerifyStepsError / CounterResetError: unusable input.
     """
-    if engine not in DEFAULT_METHODS:
-        raise UsageError(f"unknown engine {engine!r}", hint="one of " + ", ".join(DEFAULT_METHODS))
+    from golden_al.engines import profile_or_usage
+
+    profile_or_usage(engine)
     k = units.check_draft_len(draft_len)
     units.check_al(expect_al, k)
     ev = evidence_from_files(files, engine, k, decode_log_interval=decode_log_interval, batch_size=batch_size,
@@ -611,7 +608,12 @@ def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method:
     al = units.check_al(expect_al, k)
     if not (tolerance_sigma > 0 and math.isfinite(tolerance_sigma)):
         raise UsageError(f"--tolerance-sigma must be > 0, got {tolerance_sigma!r}")
-    method = method or DEFAULT_METHODS[engine]
+    if method is None:
+        from golden_al.engines import get_profile
+
+        method = get_profile(engine).default_sampler
+        if method is None:
+            raise UsageError(f"{engine} names no default sampler for its synthetic knob", hint="pass --method")
     if rates is not None:
         sampler = rates_sampler(engine, method, rates, k, al)
         pmf = sampler.pmf(None, k)

@@ -319,6 +319,7 @@ def mtp_stats_delta(before: Mapping[str, Any], after: Mapping[str, Any], *,
 
 
 PROFILE = EngineProfile(
+    default_sampler="synthetic",
     name="atom",
     display_name="ATOM",
     algorithms=METHODS,

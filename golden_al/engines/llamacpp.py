@@ -515,6 +515,7 @@ def read_command_line(args: Sequence[str], env: Mapping[str, str]) -> CommandLin
 
 
 PROFILE = EngineProfile(
+    default_sampler="synthetic",
     name="llamacpp",
     display_name="llama.cpp server",
     algorithms=tuple(SPEC_TYPES),

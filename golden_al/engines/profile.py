@@ -302,6 +302,9 @@ class EngineProfile:
     #: arguments in its log); None: it reports nothing that fixes k.
     draft_len_from_server_info: Callable[[Mapping[str, Any]], DraftLen] | None = None
 
+    #: The :mod:`simulators` sampler method the engine uses for its synthetic knob by default
+    #: (``check-run``'s law when ``--method`` is not given); None: no sampler is registered.
+    default_sampler: str | None = None
     #: ``(knob, raw, value, k) -> PinReview``: the engine's own review of a pinned value, when the
     #: knob's unit alone does not say what AL it realizes; None: :meth:`review_value` by unit.
     review_pin: Callable[[str, str, float | None, int | None], PinReview] | None = None

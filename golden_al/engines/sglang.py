@@ -676,6 +676,7 @@ def decode_window(accept_len: float, running_req: int, interval: int) -> tuple[f
 
 # ----------------------------------------------------------------- the profile
 PROFILE = EngineProfile(
+    default_sampler="match-expected",
     name="sglang",
     display_name="SGLang",
     algorithms=tuple(a.lower() for a in ALGORITHMS),

@@ -170,6 +170,7 @@ def simulator_settings(sampler: Any, al: float, k: int) -> dict[str, Any]:
 
 
 PROFILE = EngineProfile(
+    default_sampler="force",
     name="trtllm",
     display_name="TensorRT-LLM",
     algorithms=("MTP", "Eagle3", "Eagle", "DFlash", "DSpark", "NGram", "DraftTarget", "PARD"),

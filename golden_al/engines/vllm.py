@@ -501,6 +501,7 @@ def steps_by_draft_len(metrics: Mapping[str, Any], *, k: int, max_tokens: int | 
 
 # ----------------------------------------------------------------- the profile
 PROFILE = EngineProfile(
+    default_sampler="synthetic",
     name="vllm",
     display_name="vLLM",
     algorithms=("mtp", "eagle", "eagle3", "dflash", "dspark", "ngram", "draft_model", "medusa", "suffix"),

@@ -125,7 +125,7 @@ def test_check_run_judges_a_plugin_run_by_its_own_sampler(site: Path) -> None:
     code = ("import json, sys\n"
             "from golden_al.checks.run import RunEvidence, check_evidence\n"
             "ev = RunEvidence('toyserve', 'simulated', 4.5, 400, 400, 400, 1)\n"
-            "r = check_evidence(ev, expect_al=4.5, draft_len=7, method='force')\n"
+            "r = check_evidence(ev, expect_al=4.5, draft_len=7)\n"
             "print(json.dumps([r.passed, r.sampler_var, r.method]))\n")
     env = {**os.environ, "PYTHONPATH": str(site)}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)

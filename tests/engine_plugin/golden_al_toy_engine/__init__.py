@@ -63,6 +63,7 @@ def read(args: Sequence[str], env: Mapping[str, str]) -> CommandLineReading:
 
 PROFILE = EngineProfile(
     name="toyserve",
+    default_sampler="force",
     display_name="toyserve",
     algorithms=("draft",),
     draft_len_rules=(DraftLenRule("draft", f"k = {FLAG_K}", source=_SRC),),
