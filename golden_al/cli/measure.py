@@ -45,7 +45,11 @@ examples:
       add prompts 16 at a time until the 95% interval is +/-0.02 or the prompt set is used up
 """
 
-ENGINES = ("reference", "sglang", "vllm", "atom", "llamacpp")
+def _engines() -> tuple[str, ...]:
+    """The reference engine, then every engine whose profile can build a server command."""
+    from golden_al.servers.launch import SERVER_ENGINES
+
+    return ("reference", *SERVER_ENGINES)
 
 
 def _num_prompts(text: str) -> int | None:
@@ -80,8 +84,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help=draft_len_help() + f", 1..{MAX_DRAFT_LEN}")
     k.add_argument("--draft-lens", metavar="LIST",
                    help="several draft lengths, e.g. '1-8' or '1,3,7': one record per k under OUT/k{K}/")
-    what.add_argument("--engine", choices=ENGINES, default="reference",
-                      help=f"reference: offline transformers engine (default); {'|'.join(ENGINES[1:])}: a server")
+    what.add_argument("--engine", choices=_engines(), default="reference",
+                      help=f"reference: offline transformers engine (default); {'|'.join(_engines()[1:])}: a server")
     what.add_argument("--target", default=DEFAULT_TARGET, metavar="T",
                       help="target model: a known name, a model directory, a .gguf file or a hub id "
                       f"(default: {DEFAULT_TARGET})")

@@ -111,7 +111,18 @@ DRAFT_METHODS: tuple[str, ...] = (
 DRAFT_PRECISIONS: tuple[str, ...] = (
     "fp32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "nvfp4", "mxfp4", "int8", "int4",
 )
-ENGINE_NAMES: tuple[str, ...] = ("vllm", "sglang", "trtllm", "atom", "llamacpp", "reference")
+#: The offline reference engine, beside the serving engines of the registry (:func:`engine_names_known`).
+REFERENCE_ENGINE = "reference"
+
+
+def engine_names_known() -> tuple[str, ...]:
+    """Every engine a curve may name: the registry's serving engines (plugins included) and the reference."""
+    from golden_al.engines import engine_names
+
+    return (*engine_names(), REFERENCE_ENGINE)
+
+
+ENGINE_NAMES: tuple[str, ...] = engine_names_known()
 
 _KEY_RE = r"^[a-z0-9][a-z0-9._-]*$"
 _VARIANT_RE = r"^[a-z0-9][a-z0-9._-]*$"
@@ -269,10 +280,18 @@ class Draft(_Strict):
 class Engine(_Strict):
     """The engine the curve was measured on."""
 
-    name: Literal[ENGINE_NAMES]  # type: ignore[valid-type]
+    name: str
     version: str | None = None
     image: str | None = None
     hardware: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _known_engine(cls, v: str) -> str:
+        known = engine_names_known()
+        if v not in known:
+            raise ValueError(f"engine {v!r} is not registered (known: {', '.join(known)})")
+        return v
 
 
 class Dataset(_Strict):
