@@ -36,6 +36,7 @@ from typing import Any
 
 from golden_al.checks.findings import AgenticInfo, ThinkingSignal
 from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
+from golden_al.engines._values import parse_number  # re-exported: the one number reader of the checks
 
 __all__ = [
     "ATOM_KNOBS",
@@ -86,20 +87,6 @@ def has_keyword(text: str) -> bool:
     return any(k in text for k in KEYWORDS)
 
 
-_NUM = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
-
-
-def parse_number(text: str | None) -> float | None:
-    """A plain decimal number, or None (no expressions, no units)."""
-    if text is None:
-        return None
-    t = str(text).strip().strip("'\"").strip()
-    if not _NUM.match(t):
-        return None
-    try:
-        return float(t)
-    except ValueError:
-        return None
 
 
 _TRUE = {"1", "true", "yes", "on", "enabled", "enable"}

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from distributions import units
 from golden_al.errors import UsageError
 
-__all__ = ["format_value", "int_flag", "json_object"]
+__all__ = ["format_value", "int_flag", "json_object", "parse_number"]
 
 
 def format_value(x: float) -> str:
@@ -57,3 +58,19 @@ def json_object(config: Mapping[str, Any] | str, what: str) -> Mapping[str, Any]
             raise UsageError(f"{what} must be a JSON object, got {type(loaded).__name__}")
         return loaded
     return config
+
+
+_NUM = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
+
+
+def parse_number(text: str | None) -> float | None:
+    """A plain decimal number as written in a config, or None (no expressions, no units)."""
+    if text is None:
+        return None
+    t = str(text).strip().strip("'\"").strip()
+    if not _NUM.match(t):
+        return None
+    try:
+        return float(t)
+    except ValueError:
+        return None

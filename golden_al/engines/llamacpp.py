@@ -271,7 +271,7 @@ def review_pin(knob: str, raw: str, k: int | None) -> PinReview:
     ``--spec-synth-len`` is AL itself, in ``[1, k + 1]``; ``--spec-synth-rates`` are k
     unconditional per-position rates, non-increasing, AL = 1 + their sum.
     """
-    from golden_al.checks.context import parse_number
+    from golden_al.engines._values import parse_number
     from simulators.base import SamplerError
     from simulators.llamacpp import resolve_rates
 
