@@ -18,7 +18,6 @@ Names and patterns come from :mod:`golden_al.engines.llamacpp` (llama.cpp commit
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from typing import Any
 
 from golden_al.engines import llamacpp as profile
 from golden_al.errors import InputFileError
+from golden_al.formats.prometheus import llamacpp_counters as read_counters  # the counter readers' home
 
 __all__ = [
     "DraftAcceptanceLine",
@@ -37,6 +37,7 @@ __all__ = [
     "timings_counts",
 ]
 
+
 _DRAFT_RE = re.compile(profile.LOG_DRAFT_ACCEPTANCE)
 _SYNTH_WARN_RE = re.compile(profile.LOG_SYNTH_WARNING)
 _SYNTH_INFO_RE = re.compile(profile.LOG_SYNTH_INFO)
@@ -44,42 +45,7 @@ _SYNTH_INFO_RE = re.compile(profile.LOG_SYNTH_INFO)
 _MAX_LINE = 4096
 
 
-def read_counters(snap: Any, labels: Mapping[str, str] | None = None) -> Any:
-    """The :class:`~golden_al.formats.prometheus.LlamaCppSpecCounters` of a ``MetricsSnapshot``.
-
-    Raises:
-        MetricMissingError: ``spec_decode_num_drafts_total`` is absent (no ``--metrics``).
-        InputFileError: a counter is not a finite count, or a position label is not an integer.
-    """
-    from golden_al.formats.prometheus import LlamaCppSpecCounters
-
-    def counter(name: str) -> float:
-        value = float(snap.total(name, labels))  # MetricMissingError when absent
-        if not math.isfinite(value) or value < 0:
-            raise InputFileError(f"counter {name} is {value!r}", path=snap.source,
-                                 hint="a cumulative counter is a finite number >= 0")
-        return value
-
-    per_pos: tuple[float, ...] = ()
-    if snap.select(profile.ACCEPTED_PER_POS_METRIC, labels):
-        by_pos = snap.by_label(profile.ACCEPTED_PER_POS_METRIC, "position", labels)
-        idx: dict[int, float] = {}
-        for key, value in by_pos.items():
-            if not str(key).isdigit():
-                raise InputFileError(f"metric {profile.ACCEPTED_PER_POS_METRIC} has a non-integer position label "
-                                     f"{key!r}", path=snap.source, hint='expected position="0", "1", ...')
-            if not (math.isfinite(value) and value >= 0):
-                raise InputFileError(f"counter {profile.ACCEPTED_PER_POS_METRIC}{{position={key!r}}} is {value!r}",
-                                     path=snap.source)
-            idx[int(key)] = float(value)
-        per_pos = tuple(idx.get(i, 0.0) for i in range(max(idx) + 1))
-    busy = None
-    if snap.has(profile.REQUESTS_PROCESSING_METRIC):
-        busy = float(snap.total(profile.REQUESTS_PROCESSING_METRIC, labels))
-        if snap.has(profile.REQUESTS_DEFERRED_METRIC):
-            busy += float(snap.total(profile.REQUESTS_DEFERRED_METRIC, labels))
-    return LlamaCppSpecCounters(counter(profile.DRAFTS_METRIC), counter(profile.DRAFT_TOKENS_METRIC),
-                                counter(profile.ACCEPTED_METRIC), per_pos, source=snap.source, busy=busy)
+# read_counters lives with the other counter readers (formats/prometheus.py); re-exported here.
 
 
 # ---------------------------------------------------------------------------- logs

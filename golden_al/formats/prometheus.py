@@ -448,11 +448,44 @@ class LlamaCppSpecCounters(VllmSpecCounters):
                                     tuple(a - b for a, b in zip(pa, pb, strict=True)), source=self.source)
 
 
-def _llamacpp(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> LlamaCppSpecCounters:
-    from golden_al.formats.llamacpp import read_counters
+def llamacpp_counters(snap: MetricsSnapshot, labels: Mapping[str, str] | None = None) -> LlamaCppSpecCounters:
+    """The :class:`~golden_al.formats.prometheus.LlamaCppSpecCounters` of a ``MetricsSnapshot``.
 
-    counters: LlamaCppSpecCounters = read_counters(snap, labels)
-    return counters
+    Raises:
+        MetricMissingError: ``spec_decode_num_drafts_total`` is absent (no ``--metrics``).
+        InputFileError: a counter is not a finite count, or a position label is not an integer.
+    """
+    def counter(name: str) -> float:
+        value = float(snap.total(name, labels))  # MetricMissingError when absent
+        if not math.isfinite(value) or value < 0:
+            raise InputFileError(f"counter {name} is {value!r}", path=snap.source,
+                                 hint="a cumulative counter is a finite number >= 0")
+        return value
+
+    per_pos: tuple[float, ...] = ()
+    if snap.select(llamacpp_profile.ACCEPTED_PER_POS_METRIC, labels):
+        by_pos = snap.by_label(llamacpp_profile.ACCEPTED_PER_POS_METRIC, "position", labels)
+        idx: dict[int, float] = {}
+        for key, value in by_pos.items():
+            if not str(key).isdigit():
+                raise InputFileError(f"metric {llamacpp_profile.ACCEPTED_PER_POS_METRIC} has a non-integer position label "
+                                     f"{key!r}", path=snap.source, hint='expected position="0", "1", ...')
+            if not (math.isfinite(value) and value >= 0):
+                raise InputFileError(f"counter {llamacpp_profile.ACCEPTED_PER_POS_METRIC}{{position={key!r}}} is {value!r}",
+                                     path=snap.source)
+            idx[int(key)] = float(value)
+        per_pos = tuple(idx.get(i, 0.0) for i in range(max(idx) + 1))
+    busy = None
+    if snap.has(llamacpp_profile.REQUESTS_PROCESSING_METRIC):
+        busy = float(snap.total(llamacpp_profile.REQUESTS_PROCESSING_METRIC, labels))
+        if snap.has(llamacpp_profile.REQUESTS_DEFERRED_METRIC):
+            busy += float(snap.total(llamacpp_profile.REQUESTS_DEFERRED_METRIC, labels))
+    return LlamaCppSpecCounters(counter(llamacpp_profile.DRAFTS_METRIC), counter(llamacpp_profile.DRAFT_TOKENS_METRIC),
+                                counter(llamacpp_profile.ACCEPTED_METRIC), per_pos, source=snap.source, busy=busy)
+
+
+def _llamacpp(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> LlamaCppSpecCounters:
+    return llamacpp_counters(snap, labels)
 
 
 @dataclass(frozen=True)

@@ -108,7 +108,7 @@ def shard(items: Sequence[T], n: int, index: Any = None) -> list[list[T]]:
 
 def per_server_shares(urls: Sequence[str], rows: Sequence[RequestResult], draft_len: int) -> list[ServerShare]:
     """Each replica's sub-counts from the lines tagged ``extra.server``."""
-    from golden_al.servers.measure import completed_indices
+    from golden_al.measurement import request_indices as completed_indices
 
     shares = []
     for i, url in enumerate(urls):

@@ -41,3 +41,73 @@ def test_no_import_back_up_the_floors(package: str, forbidden: tuple[str, ...]) 
 def test_the_check_would_see_a_wrong_import(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("def f():\n    from golden_al.checks.context import parse_number\n")
     assert "golden_al.checks.context" in _imports(tmp_path / "m.py")
+
+
+def _import_graph() -> dict[str, set[str]]:
+    mods: dict[str, Path] = {}
+    for path in (ROOT / "golden_al").rglob("*.py"):
+        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+        mods[name.removesuffix(".__init__")] = path
+    graph: dict[str, set[str]] = {m: set() for m in mods}
+    for m, path in mods.items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
+            graph[m].update(n for n in names if n in mods and n != m)
+    return graph
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    out: list[list[str]] = []
+    for root in graph:
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph[root])))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            w = next(it, None)
+            if w is not None:
+                if w not in index:
+                    index[w] = low[w] = len(index)
+                    stack.append(w)
+                    on.add(w)
+                    work.append((w, iter(sorted(graph[w]))))
+                elif w in on:
+                    low[v] = min(low[v], index[w])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                if len(comp) > 1:
+                    out.append(sorted(comp))
+    return out
+
+
+def test_no_import_circle_crosses_a_package() -> None:
+    """A circle of imports may tie a command to its helper inside one package, never two rooms."""
+    crossing = [c for c in _cycles(_import_graph())
+                if len({m.rsplit(".", 1)[0] if m.count(".") > 1 else m for m in c}) > 1]
+    assert crossing == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert _cycles({"a.x": {"b.y"}, "b.y": {"a.x"}, "c.z": set()}) == [["a.x", "b.y"]]
