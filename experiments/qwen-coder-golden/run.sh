@@ -12,7 +12,7 @@ CURVE=$HERE/qwen2.5-coder-1.5b-instruct_draft-model.yaml
 
 # 1. fit: one curve (thinking off, k = 1..8) from the eight per-k records, diagnostics beside it
 $GA fit "$RECORDS" --out "$CURVE" \
-    --provenance-note "Qwen2.5-Coder-1.5B-Instruct target with the Qwen2.5-Coder-0.5B-Instruct draft (official Q4_K_M GGUFs, dequantized to float32), golden-al reference engine, greedy replay, first 80 HumanEval prompts, chat template, max 256 output tokens; records in experiments/qwen-coder-curve/humaneval, fit in experiments/qwen-coder-golden." \
+    --provenance-note "Qwen2.5-Coder-1.5B-Instruct target with the Qwen2.5-Coder-0.5B-Instruct draft (official Q4_K_M GGUFs, dequantized to float32), golden-al reference engine, greedy replay, first 80 HumanEval prompts, chat template, max 256 output tokens; records in experiments/qwen-coder-curve/humaneval, fit in experiments/qwen-coder-golden; 95% intervals recomputed by fit from the records' requests.jsonl (studentized cluster bootstrap over the 80 prompts, 2026-12-03; values unchanged)." \
     | tee "$HERE/fit.txt"
 # 2. commit into the shipped store (golden_al/golden/curves/) and export the InferenceX shape
 $GA commit "$CURVE" --export inferencex | tee "$HERE/commit.txt"
