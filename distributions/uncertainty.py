@@ -953,7 +953,7 @@ def rate_profile(per_position_accepted: Sequence[float], verify_steps: float, *,
     prev = np.concatenate(([n], a[:-1]))
     conditional = np.where(prev > 0, a / np.where(prev > 0, prev, 1.0), 0.0)
     al = 1.0 + float(marginal.sum())
-    z = NormalDist().inv_cdf(0.5 + confidence / 2)
+    z = z_for_confidence(confidence)
     mean_x = float(marginal.sum())
     var_x = float(np.sum((2 * np.arange(1, k + 1) - 1) * marginal)) - mean_x ** 2
     deff, basis = 1.0, "independent verify steps (no cluster interval given)"

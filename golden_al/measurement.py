@@ -58,6 +58,7 @@ __all__ = [
     "clusters_from_requests",
     "counts_from_requests",
     "interval_from_requests",
+    "line_indices",
     "load_record",
     "prompt_clusters",
     "read_request_results",
@@ -429,13 +430,16 @@ def interval_from_requests(results: Sequence[RequestResult], draft_len: int, *, 
     return al_interval_result(acc, steps, seed=seed, draft_len=draft_len), unit
 
 
+def line_indices(result: RequestResult) -> list[int]:
+    """Prompt indices one line covers (a counter window or batch lists its prompts in ``extra.unit``)."""
+    if result.extra and isinstance(result.extra.get("unit"), list):
+        return [int(i) for i in result.extra["unit"]]
+    return [result.index]
+
+
 def request_indices(results: Sequence[RequestResult]) -> set[int]:
-    """Every prompt index the lines cover (a counter window or batch lists its prompts in ``extra.unit``)."""
-    out: set[int] = set()
-    for r in results:
-        unit = r.extra.get("unit") if r.extra else None
-        out.update(int(i) for i in unit) if isinstance(unit, list) else out.add(r.index)
-    return out
+    """Every prompt index the lines cover (:func:`line_indices`)."""
+    return {i for r in results for i in line_indices(r)}
 
 
 @dataclass(frozen=True)

@@ -601,6 +601,7 @@ def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method:
     With ``rates`` the law is the one those rates give (:func:`rates_sampler`) and the expected
     AL is theirs, ``1 + sum(rates)``, which must round to ``expect_al``.
     """
+    from golden_al.engines import get_profile, load_samplers
     from simulators.base import get_sampler
 
     engine = ev.engine
@@ -609,8 +610,6 @@ def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method:
     if not (tolerance_sigma > 0 and math.isfinite(tolerance_sigma)):
         raise UsageError(f"--tolerance-sigma must be > 0, got {tolerance_sigma!r}")
     if method is None:
-        from golden_al.engines import get_profile
-
         method = get_profile(engine).default_sampler
         if method is None:
             raise UsageError(f"{engine} names no default sampler for its synthetic knob", hint="pass --method")
@@ -619,8 +618,6 @@ def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method:
         pmf = sampler.pmf(None, k)
         al = float(pmf.mean())
     else:
-        from golden_al.engines import load_samplers
-
         load_samplers(engine)
         sampler = get_sampler(engine, method)
         pmf = sampler.pmf(al, k)

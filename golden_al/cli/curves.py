@@ -76,8 +76,10 @@ def _speculation_profile(sc: Any) -> dict[str, Any]:
         for k in sorted(block.points):
             rates = _rates(block.points[k])
             entry = {"thinking": mode_name, "k": int(k), "golden_al": block.points[k].al}
-            profiles.append({**entry, **(rates or {"acceptance_length": block.points[k].al, "conditional_accept_rates": None, "marginal_accept_rates": None,
-                                                   "note": "no per-position counts in the curve"})})
+            if rates is None:
+                rates = {"acceptance_length": block.points[k].al, "conditional_accept_rates": None,
+                         "marginal_accept_rates": None, "note": "no per-position counts in the curve"}
+            profiles.append({**entry, **rates})
     return {"model": sc.curve.model, "curve": sc.name, "draft_method": sc.curve.draft.method,
             "conventions": {"conditional_accept_rates": "P(position j accepted | position j-1 accepted)",
                             "marginal_accept_rates": "P(position j accepted) = accepted at j / verify steps"},

@@ -23,8 +23,8 @@ __all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "engine_names", "get_profile", "load
 #: The entry-point group engines register under.
 ENTRY_POINT_GROUP = "golden_al.engines"
 
-#: The built-in engines, exactly as ``pyproject.toml`` registers them. Used only when golden-al
-#: runs from a source tree without its installed metadata (then no entry point is visible).
+#: The built-in engines, exactly as ``pyproject.toml`` registers them. A built-in name always
+#: resolves here (installed or run from a source tree without metadata); entry points add the others.
 _BUILTIN: dict[str, str] = {
     "sglang": "golden_al.engines.sglang:PROFILE",
     "vllm": "golden_al.engines.vllm:PROFILE",

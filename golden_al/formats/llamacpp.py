@@ -45,9 +45,6 @@ _SYNTH_INFO_RE = re.compile(profile.LOG_SYNTH_INFO)
 _MAX_LINE = 4096
 
 
-# read_counters lives with the other counter readers (formats/prometheus.py); re-exported here.
-
-
 # ---------------------------------------------------------------------------- logs
 @dataclass(frozen=True)
 class DraftAcceptanceLine:

@@ -483,11 +483,6 @@ def llamacpp_counters(snap: MetricsSnapshot, labels: Mapping[str, str] | None = 
     return LlamaCppSpecCounters(counter(llamacpp_profile.DRAFTS_METRIC), counter(llamacpp_profile.DRAFT_TOKENS_METRIC),
                                 counter(llamacpp_profile.ACCEPTED_METRIC), per_pos, source=snap.source, busy=busy)
 
-
-def _llamacpp(snap: MetricsSnapshot, labels: Mapping[str, str] | None) -> LlamaCppSpecCounters:
-    return llamacpp_counters(snap, labels)
-
-
 @dataclass(frozen=True)
 class SglangSpecCounters:
     """SGLang's finished-request counters (or a delta of two snapshots).
@@ -756,7 +751,7 @@ def spec_counters(
                 hint="was the server started with speculative decoding (and SGLang with --enable-metrics)?",
             )
     readers: dict[str, Callable[[MetricsSnapshot, Mapping[str, str] | None], SpecCounters]] = {
-        "vllm": _vllm, "sglang": _sglang, "atom": _atom, "llamacpp": _llamacpp}
+        "vllm": _vllm, "sglang": _sglang, "atom": _atom, "llamacpp": llamacpp_counters}
     if engine not in readers:
         raise UsageError(f"no Prometheus spec-decode counters are known for engine {engine!r}",
                          hint="one of " + ", ".join(readers))

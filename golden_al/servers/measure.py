@@ -61,6 +61,7 @@ from golden_al.measurement import (
     Uncertainty,
     append_request_result,
     cell_totals,
+    line_indices,
     read_request_results,
     request_indices,
     write_record,
@@ -75,7 +76,6 @@ __all__ = [
     "CellPlan",
     "ChatPrompt",
     "cell_lock",
-    "completed_indices",
     "measure_cell",
     "read_cell_results",
     "record_from_results",
@@ -231,29 +231,17 @@ def cell_lock(directory: Path) -> Iterator[None]:
         yield
 
 
-def unit_indices(result: RequestResult) -> list[int]:
-    """Prompt indices a result line covers (a window lists them in ``extra.unit``)."""
-    if result.extra and isinstance(result.extra.get("unit"), list):
-        return [int(i) for i in result.extra["unit"]]
-    return [result.index]
-
-
 def read_cell_results(directory: Path) -> list[RequestResult]:
     """Results of a cell (torn tail tolerated); SchemaError on a prompt counted twice."""
     results = read_request_results(directory / REQUESTS_FILE)
     seen: dict[int, int] = {}
     for line, r in enumerate(results, start=1):
-        for i in unit_indices(r):
+        for i in line_indices(r):
             if i in seen:
                 raise SchemaError(f"prompt {i} has two results (lines {seen[i]} and {line})",
                                   path=directory / REQUESTS_FILE, hint="the file was edited or two runs shared it")
             seen[i] = line
     return results
-
-
-def completed_indices(results: Sequence[RequestResult]) -> set[int]:
-    """Every prompt index with a result (:func:`golden_al.measurement.request_indices`)."""
-    return request_indices(results)
 
 
 def validate_cell_dir(directory: Path, *, root: Path | None = None) -> None:
@@ -314,7 +302,7 @@ def _check_resume(directory: Path, plan: CellPlan, source: Source, resume: bool)
     by_index = {p.index: p for p in plan.prompts}
     for r in results:
         hashes = r.extra.get("prompt_hashes") if r.extra and "unit" in r.extra else [r.prompt_hash]
-        for i, h in zip(unit_indices(r), hashes or [], strict=False):
+        for i, h in zip(line_indices(r), hashes or [], strict=False):
             if i not in by_index or by_index[i].prompt_hash != h:
                 raise UsageError(f"cannot resume {directory}: prompt {i} differs from the one measured before",
                                  hint="the prompt set changed; measure into another --out")
@@ -929,7 +917,7 @@ async def measure_cell(client: ServerClient | Sequence[ServerClient], plan: Cell
         set_aside = _set_aside_session(d)
         if set_aside:
             warnings.append(set_aside)
-        done = completed_indices(results)
+        done = request_indices(results)
         todo = [p for p in plan.prompts if p.index not in done]
         progress(len(plan.prompts) - len(todo))
         req_file = d / REQUESTS_FILE
@@ -944,7 +932,7 @@ async def measure_cell(client: ServerClient | Sequence[ServerClient], plan: Cell
             if errors:
                 raise errors[0]
         results = read_cell_results(d)
-        missing = sorted({p.index for p in plan.prompts} - completed_indices(results))
+        missing = sorted({p.index for p in plan.prompts} - request_indices(results))
         if missing:
             raise ServerError(f"{len(missing)} prompts have no result after the run: {missing[:10]}",
                               hint="rerun with --resume")

@@ -108,14 +108,14 @@ def shard(items: Sequence[T], n: int, index: Any = None) -> list[list[T]]:
 
 def per_server_shares(urls: Sequence[str], rows: Sequence[RequestResult], draft_len: int) -> list[ServerShare]:
     """Each replica's sub-counts from the lines tagged ``extra.server``."""
-    from golden_al.measurement import request_indices as completed_indices
+    from golden_al.measurement import request_indices
 
     shares = []
     for i, url in enumerate(urls):
         mine = [r for r in rows if r.extra and r.extra.get("server") == i]
         c = counts_from_requests(mine, draft_len)
         steps = float(c.num_verify_steps)
-        shares.append(ServerShare(url=url, num_requests=len(completed_indices(mine)), clusters=len(mine),
+        shares.append(ServerShare(url=url, num_requests=len(request_indices(mine)), clusters=len(mine),
                                   num_verify_steps=c.num_verify_steps, num_accepted_drafts=c.num_accepted_drafts,
                                   histogram=c.histogram,
                                   al=(1.0 + float(c.num_accepted_drafts) / steps) if steps > 0 else None))
