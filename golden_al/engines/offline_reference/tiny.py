@@ -90,3 +90,22 @@ def save_tiny_pair(root: str | Path, *, vocab_size: int = 128, seed: int = 0, no
         tok.save_pretrained(d)
         out.append(d)
     return out[0], out[1]
+
+
+def tiny_block_draft(target: Any, *, algorithm: str = "dflash", block_size: int = 8, num_layers: int = 1,
+                     seed: int = 0, target_layer_ids: list[int] | None = None) -> Any:
+    """A random DFlash (or DFlash2) draft for ``target`` (its hidden size and vocabulary), built from a config."""
+    from golden_al.engines.offline_reference.block_config import BlockDraftConfig
+    from golden_al.engines.offline_reference.block_draft import BlockDraft
+
+    tc = target.config
+    hidden, vocab = int(tc.hidden_size), int(tc.vocab_size)
+    extra: dict[str, Any] = dict(conv_kernel_size=2, conv_group_size=8, selector_rank=8, selector_top_k=4) if algorithm == "dflash2" else {}
+    cfg = BlockDraftConfig(
+        path="<tiny>", algorithm=algorithm, layout="z-lab", block_size=block_size, mask_token_id=vocab - 1,
+        target_layer_ids=tuple(target_layer_ids if target_layer_ids is not None else range(tc.num_hidden_layers)),
+        hidden_size=hidden, num_hidden_layers=num_layers, num_attention_heads=4, num_key_value_heads=2,
+        head_dim=hidden // 4, intermediate_size=2 * hidden, rms_norm_eps=1e-6, rope_theta=10000.0,
+        vocab_size=vocab, **extra)
+    torch.manual_seed(seed)
+    return BlockDraft(cfg).to(next(target.parameters()).dtype).eval()
