@@ -43,6 +43,7 @@ __all__ = [
     "MEASUREMENT_FILE",
     "REQUESTS_FILE",
     "SCHEMA_VERSION",
+    "BlockDraftInfo",
     "CellCounts",
     "CellTotals",
     "DatasetInfo",
@@ -91,6 +92,18 @@ class ModelInfo(_Strict):
     shipped_dtype: str | None = Field(default=None, description="dtype the checkpoint ships in")
     sha256: str | None = Field(default=None, description="hash of the weights file, when known")
     num_parameters: int | None = None
+
+
+class BlockDraftInfo(_Strict):
+    """A block draft (DFlash, DFlash2): what its checkpoint says and the block it ran with."""
+
+    algorithm: Literal["dflash", "dflash2"]
+    layout: str = Field(description="checkpoint layout: z-lab | speculators")
+    block_size: int = Field(ge=2, description="the draft's own block (the verified token + block_size - 1 drafts)")
+    verify_block: int = Field(ge=2, description="the block this record ran: draft_len + 1")
+    mask_token_id: int = Field(ge=0)
+    target_layer_ids: list[int]
+    num_draft_layers: int = Field(ge=1)
 
 
 class SamplingInfo(_Strict):
@@ -253,6 +266,9 @@ class MeasurementRecord(_Strict):
     target: ModelInfo
     draft: ModelInfo
     draft_method: str = Field(description="draft-model | eagle | eagle3 | mtp | dflash | dspark | ngram | ...")
+    block_draft: BlockDraftInfo | None = Field(
+        default=None, description="block drafts (draft_method dflash): DFlash or DFlash2, block size, mask token, "
+        "target layers")
     draft_len: int = Field(ge=1, le=64)
     thinking: str = Field(description="on | off | a named level such as reasoning_effort_high")
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)

@@ -63,7 +63,8 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
     g.add_argument("--algorithm", metavar="NAME",
                    help=f"SGLang {sglang.FLAG_ALGORITHM} ({', '.join(a.lower() for a in sglang.ALGORITHMS)}); "
                    f"vLLM method (ngram, {', '.join(vllm.DRAFT_METHODS)}, mtp, ...); ATOM {atom.FLAG_METHOD} "
-                   f"({', '.join(atom.METHODS)}); llama.cpp {llamacpp.SPEC_TYPE_DRAFT} (the default)")
+                   f"({', '.join(atom.METHODS)}); llama.cpp {llamacpp.SPEC_TYPE_DRAFT} (the default); the reference engine: "
+                   "draft-model (the default) or dflash (a DFlash or DFlash2 block draft; --draft is its folder)")
     g.add_argument("--server-log", action="append", default=[], metavar="FILE",
                    help="attach: the server's log, read for its startup arguments and checked for synthetic "
                    "acceptance; once per --server, in the same order")
@@ -468,7 +469,8 @@ def _preset(args: argparse.Namespace, mode: str, target_name: str | None) -> tup
 
 # ---------------------------------------------------------------------------- running
 def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[int], thinking: list[str],
-                     out: Path, layout: str, one_run: bool = False, validate_k: Sequence[int] = ()) -> int:
+                     out: Path, layout: str, one_run: bool = False, validate_k: Sequence[int] = (),
+                     allow_derived: bool = False) -> int:
     """Run a server measurement or sweep from parsed arguments; prints a summary line per record."""
     from golden_al.cli._common import progress as progress_bar
     from golden_al.measurement import ModelInfo
@@ -487,7 +489,8 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
     modes = [] if args.print_command else build_modes(args, thinking, target_name=target or options.served_model_name)
     spec = SweepSpec(draft_lens=draft_lens, modes=modes, target=target_info, draft=draft_info,
                      draft_method=(args.algorithm or None) and args.algorithm.lower(), one_run=one_run,
-                     validate_k=list(validate_k), bootstrap_seed=int(args.seed or 0), layout=layout,  # type: ignore[arg-type]
+                     validate_k=list(validate_k), allow_derived=allow_derived, bootstrap_seed=int(args.seed or 0),
+                     layout=layout,  # type: ignore[arg-type]
                      check_modes=not args.print_command)
     if args.print_command:
         for line in launch_commands(options, spec):

@@ -24,7 +24,8 @@ from golden_al.errors import SchemaError, UsageError
 __all__ = ["cell_commands", "print_status", "run_slurm_sweep"]
 
 #: Sweep options that say how to sweep, not how to measure a cell.
-_SWEEP_ONLY = frozenset({"help", "debug", "draft_lens", "thinking", "out", "one_run", "validate_k", "scheduler",
+_SWEEP_ONLY = frozenset({"help", "debug", "draft_lens", "thinking", "out", "one_run", "validate_k", "allow_derived",
+                         "scheduler",
                          "slurm_arg", "slurm_max_running", "status", "poll", "detach", "resume", "print_command"})
 _STATE_STYLE = {"done": "green", "running": "cyan", "pending": "yellow", "failed": "bold red",
                 "cancelled": "magenta", "missing": "dim"}

@@ -41,6 +41,8 @@ examples:
       sampled decoding, verified by standard rejection sampling
   golden-al measure --draft-len 7 --out runs/x --resume
       continue an interrupted run; requests already in runs/x/requests.jsonl are skipped
+  golden-al measure --algorithm dflash --target T --draft drafts/T-DFlash-b16 --draft-lens 3,7,15
+      a DFlash (or DFlash2) block draft, each k live (a smaller block drafts differently)
   golden-al measure --draft-len 7 --num-prompts all --ci-half-width 0.02
       add prompts 16 at a time until the 95% interval is +/-0.02 or the prompt set is used up
 """
@@ -140,6 +142,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     ref.add_argument("--no-prefix-sharing", dest="share_prefix", action="store_false",
                      help="reference engine: prefill every prompt whole (default: the tokens all prompts share, "
                      "e.g. the chat template's system turn, are prefilled once per model and copied)")
+    ref.add_argument("--allow-derived", action="store_true",
+                     help="block drafts (--algorithm dflash) at several k: measure the largest k only and derive the "
+                     "others by truncation (records marked derived; a block draft's drafts depend on the block size, "
+                     "so this is not exact: experiments/dflash-trained measures how wrong)")
     ref.add_argument("--cache-dir", default=None, metavar="DIR",
                      help="model and data cache (default: $GOLDEN_AL_CACHE or ~/.cache/golden-al)")
     # ------------------------------------------------------------------ serving engines (H6 adds options here)
@@ -170,7 +176,13 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_reference(args: argparse.Namespace) -> int:
-    from golden_al.measure.reference import ReferenceSettings, check_inputs, load_inputs, run_measurement
+    from golden_al.measure.reference import (
+        CHAIN_ALGORITHM,
+        ReferenceSettings,
+        check_inputs,
+        load_inputs,
+        run_measurement,
+    )
 
     ks = _draft_lens(args)
     settings = ReferenceSettings(
@@ -179,6 +191,7 @@ def _run_reference(args: argparse.Namespace) -> int:
         mode=args.mode, seed=args.seed, dtype=args.dtype, allow_lower_precision=args.force,
         batch_size=args.batch_size, replay_trajectory_k=args.replay_trajectory_k, device=args.device,
         cpu_kernels=args.cpu_kernels, share_prefix=args.share_prefix,
+        algorithm=args.algorithm or CHAIN_ALGORITHM, allow_derived=args.allow_derived,
     )
     if args.resume and args.out is None:
         raise UsageError("--resume needs --out DIR (the run to continue)")

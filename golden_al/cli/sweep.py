@@ -51,6 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--out", required=True, metavar="DIR", help="output directory")
     g.add_argument("--one-run", action="store_true",
                    help="measure only the largest k and derive the smaller ones (records marked derived)")
+    g.add_argument("--allow-derived", action="store_true",
+                   help="with --one-run of a block draft (DFlash): derive anyway; refused without it, since a block "
+                   "draft's drafts depend on the block size")
     g.add_argument("--validate-k", default=None, metavar="LIST",
                    help="with --one-run: also measure these k for real and compare with the derived AL")
     g.add_argument("--cache-dir", metavar="DIR", help="prompt/model cache (default $GOLDEN_AL_CACHE)")
@@ -118,4 +121,5 @@ def run(args: argparse.Namespace) -> int:
     if validate and not args.one_run:
         raise UsageError("--validate-k needs --one-run")
     return run_server_sweep(args, engine=args.engine, draft_lens=draft_lens, thinking=parse_thinking(args.thinking),
-                            out=Path(args.out), layout="sweep", one_run=args.one_run, validate_k=validate)
+                            out=Path(args.out), layout="sweep", one_run=args.one_run, validate_k=validate,
+                            allow_derived=args.allow_derived)

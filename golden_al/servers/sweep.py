@@ -47,25 +47,18 @@ from pathlib import Path
 from typing import Any, Literal
 
 from distributions import units
-from distributions.counts import tidy_count
 from distributions.uncertainty import se_from_ci, z_for_confidence
 from golden_al.errors import SchemaError, ServerError, UsageError
 from golden_al.golden.schema import mode_key
+from golden_al.measure.derive import derive_record, truncate_result
 from golden_al.measurement import (
     MEASUREMENT_FILE,
-    REQUESTS_FILE,
     DatasetInfo,
     MeasurementRecord,
     ModelInfo,
-    RequestResult,
     SamplingInfo,
     ServerInfo,
-    Uncertainty,
-    append_request_result,
-    counts_from_requests,
-    interval_from_requests,
     load_record,
-    write_record,
 )
 from golden_al.provenance import atomic_write_text, collect, now_iso
 from golden_al.servers import launch as launch_mod
@@ -187,6 +180,8 @@ class SweepSpec:
     draft_method: str | None = None
     one_run: bool = False
     validate_k: list[int] = field(default_factory=list)
+    allow_derived: bool = False
+    """``--one-run`` of a block draft (DFlash): derive anyway (a block draft's drafts depend on the block size)."""
     bootstrap_seed: int = 0
     layout: Literal["sweep", "per-k", "flat"] = "sweep"
     check_modes: bool = True
@@ -200,6 +195,8 @@ class SweepSpec:
             raise UsageError("no thinking modes to measure")
         if self.validate_k and not self.one_run:
             raise UsageError("--validate-k needs --one-run")
+        if self.one_run and self.draft_method and not is_chain("", self.draft_method) and not self.allow_derived:
+            raise UsageError(_BLOCK_ONE_RUN.format(method=self.draft_method), hint=_BLOCK_ONE_RUN_HINT)
         kmax = max(self.draft_lens)
         bad = [k for k in self.validate_k if k >= kmax or k not in self.draft_lens]
         if bad:
@@ -215,6 +212,11 @@ class SweepSpec:
             kmax = max(self.draft_lens)
             return [kmax, *sorted(set(self.validate_k))]
         return sorted(set(self.draft_lens))
+
+
+_BLOCK_ONE_RUN = ("--one-run derives smaller k by truncating one run's steps, but {method} is a block draft: its "
+                  "drafts depend on the block size, so the derivation is not the measurement")
+_BLOCK_ONE_RUN_HINT = "measure each k (drop --one-run), or pass --allow-derived to derive anyway (marked derived)"
 
 
 @dataclass
@@ -304,70 +306,6 @@ def _finished(d: Path, mode: ModeSpec) -> bool:
 
 
 # ---------------------------------------------------------------------------- derivation
-def truncate_result(r: RequestResult, k: int) -> RequestResult:
-    """One request's counts at the smaller draft length ``k`` (chain truncation)."""
-    if k > r.draft_len:
-        raise UsageError(f"cannot derive k={k} from a result at k={r.draft_len}")
-    hist = [float(v) for v in r.histogram]
-    new_hist = [*hist[:k], math.fsum(hist[k:])]
-    acc = math.fsum(j * v for j, v in enumerate(new_hist))
-
-    extra = dict(r.extra or {})
-    extra["derived_from_draft_len"] = r.draft_len
-    return r.model_copy(update={
-        "draft_len": k,
-        "num_accepted_drafts": tidy_count(acc),
-        "histogram": [tidy_count(v) for v in new_hist],
-        "per_position_accepted": list(r.per_position_accepted[:k]),
-        "accept_lengths": None if r.accept_lengths is None else [min(L, k + 1) for L in r.accept_lengths],
-        "text": None,
-        "extra": extra,
-    })
-
-
-def derive_record(source: MeasurementRecord, results: Sequence[RequestResult], k: int, out_dir: Path, *,
-                  chain: bool, bootstrap_seed: int = 0) -> MeasurementRecord:
-    """The record at ``k`` derived from a measured cell at a larger draft length."""
-    started = now_iso()
-    kmax = source.draft_len
-    rows = [truncate_result(r, k) for r in results if r.draft_len == kmax]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    req = out_dir / REQUESTS_FILE
-    tmp = out_dir / (REQUESTS_FILE + ".tmp")
-    tmp.unlink(missing_ok=True)
-    for r in rows:
-        append_request_result(tmp, r)
-    os.replace(tmp, req)
-    counts = counts_from_requests(rows, k)
-    interval, unit = interval_from_requests(rows, k, seed=bootstrap_seed)
-    warning = (f"derived from the measurement at k={kmax} by truncating each request's per-step acceptance; "
-               "NOT exact: " + ("a chain draft's derivation is exact only if acceptance does not depend on where "
-                                "steps start, and bursty acceptance biases it low (see "
-                                "experiments/one-run-vs-per-k)" if chain else
-                                "a block draft's drafts depend on the block size")
-               + "; validate with --validate-k")
-    record = source.model_copy(update={
-        "derived": True,
-        "derived_from_draft_len": kmax,
-        "derivation_exact": False,
-        "draft_len": k,
-        "al": interval.al,
-        "al_ci95": interval.ci,
-        "uncertainty": Uncertainty.of(interval, unit),
-        "al_source": f"{source.al_source}+truncated-from-k{kmax}",
-        "num_verify_steps": counts.num_verify_steps,
-        "num_accepted_drafts": counts.num_accepted_drafts,
-        "per_position_accepted": counts.per_position_accepted,
-        "histogram": counts.histogram,
-        "per_request_file": REQUESTS_FILE,
-        "warnings": [*source.warnings, warning],
-        "provenance": collect(started=started, ended=now_iso()),
-    })
-    record = MeasurementRecord.model_validate(record.model_dump())
-    write_record(record, out_dir)
-    return record
-
-
 def compare(derived: MeasurementRecord, measured: MeasurementRecord) -> ValidationRow:
     """Derived vs measured: the difference and whether it is within the combined 95% CI."""
     diff = derived.al - measured.al
@@ -549,6 +487,9 @@ def run_sweep(options: ServerOptions, spec: SweepSpec, out: str | Path, *, resum
     warnings: list[str] = []
     if spec.one_run:
         chain = _chain(options, spec)
+        if not chain and not spec.allow_derived:
+            raise UsageError(_BLOCK_ONE_RUN.format(method=spec.draft_method or "the server's block draft")
+                             + f"; k={kmax} was measured, the smaller k were not derived", hint=_BLOCK_ONE_RUN_HINT)
         for m in spec.modes:
             src_dir = cell_dir(out, m.thinking, kmax, spec.layout)
             source = load_record(src_dir)

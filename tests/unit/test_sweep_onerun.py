@@ -120,9 +120,16 @@ def test_derived_al_matches_a_real_measurement_at_smaller_k(fake_server, tmp_pat
     assert row.chain
 
 
+def test_one_run_of_a_block_draft_needs_allow_derived():
+    with pytest.raises(UsageError, match="dflash is a block draft: its drafts depend on the block size") as info:
+        _spec([2, 3], [_mode(4)], one_run=True, draft_method="dflash")
+    assert "--allow-derived" in str(info.value)
+    assert _spec([2, 3], [_mode(4)], one_run=True, draft_method="eagle3").one_run  # chain drafts derive as before
+
+
 def test_derived_records_are_never_claimed_exact(fake_server, tmp_path):
     res = run_sweep(ServerOptions(engine="sglang", url=fake_server(3), policy=FAST),
-                    _spec([2, 3], [_mode(4)], one_run=True, draft_method="dflash"), tmp_path)
+                    _spec([2, 3], [_mode(4)], one_run=True, draft_method="dflash", allow_derived=True), tmp_path)
     d = next(r for r in res.records if r.draft_len == 2)
     assert d.derivation_exact is False
     assert any("NOT exact" in w and "block size" in w for w in d.warnings)

@@ -1,0 +1,95 @@
+"""A record at a smaller draft length derived from a measured one (``--one-run``, ``--allow-derived``).
+
+Each request's per-step acceptance is truncated at the smaller ``k`` (:func:`truncate_result`):
+a step that accepted ``n`` drafts counts ``min(n, k)``. Never exact for real drafts: steps would
+have started elsewhere, and a block draft's drafts depend on the block size itself. Derived
+records say so (``derived``, ``derivation_exact: false``, a warning) and are validated against
+measured points (``sweep --validate-k``; experiments/one-run-vs-per-k, experiments/dflash-trained).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+from distributions.counts import tidy_count
+from golden_al.errors import UsageError
+from golden_al.measurement import (
+    REQUESTS_FILE,
+    MeasurementRecord,
+    RequestResult,
+    Uncertainty,
+    append_request_result,
+    counts_from_requests,
+    interval_from_requests,
+    write_record,
+)
+from golden_al.provenance import collect, now_iso
+
+__all__ = ["derive_record", "truncate_result"]
+
+
+def truncate_result(r: RequestResult, k: int) -> RequestResult:
+    """One request's counts at the smaller draft length ``k`` (chain truncation)."""
+    if k > r.draft_len:
+        raise UsageError(f"cannot derive k={k} from a result at k={r.draft_len}")
+    hist = [float(v) for v in r.histogram]
+    new_hist = [*hist[:k], math.fsum(hist[k:])]
+    acc = math.fsum(j * v for j, v in enumerate(new_hist))
+
+    extra = dict(r.extra or {})
+    extra["derived_from_draft_len"] = r.draft_len
+    return r.model_copy(update={
+        "draft_len": k,
+        "num_accepted_drafts": tidy_count(acc),
+        "histogram": [tidy_count(v) for v in new_hist],
+        "per_position_accepted": list(r.per_position_accepted[:k]),
+        "accept_lengths": None if r.accept_lengths is None else [min(L, k + 1) for L in r.accept_lengths],
+        "text": None,
+        "extra": extra,
+    })
+
+
+def derive_record(source: MeasurementRecord, results: Sequence[RequestResult], k: int, out_dir: Path, *,
+                  chain: bool, bootstrap_seed: int = 0) -> MeasurementRecord:
+    """The record at ``k`` derived from a measured cell at a larger draft length."""
+    started = now_iso()
+    kmax = source.draft_len
+    rows = [truncate_result(r, k) for r in results if r.draft_len == kmax]
+    out_dir.mkdir(parents=True, exist_ok=True)
+    req = out_dir / REQUESTS_FILE
+    tmp = out_dir / (REQUESTS_FILE + ".tmp")
+    tmp.unlink(missing_ok=True)
+    for r in rows:
+        append_request_result(tmp, r)
+    os.replace(tmp, req)
+    counts = counts_from_requests(rows, k)
+    interval, unit = interval_from_requests(rows, k, seed=bootstrap_seed)
+    warning = (f"derived from the measurement at k={kmax} by truncating each request's per-step acceptance; "
+               "NOT exact: " + ("a chain draft's derivation is exact only if acceptance does not depend on where "
+                                "steps start, and bursty acceptance biases it low (see "
+                                "experiments/one-run-vs-per-k)" if chain else
+                                "a block draft's drafts depend on the block size")
+               + "; validate with --validate-k")
+    record = source.model_copy(update={
+        "derived": True,
+        "derived_from_draft_len": kmax,
+        "derivation_exact": False,
+        "draft_len": k,
+        "al": interval.al,
+        "al_ci95": interval.ci,
+        "uncertainty": Uncertainty.of(interval, unit),
+        "al_source": f"{source.al_source}+truncated-from-k{kmax}",
+        "num_verify_steps": counts.num_verify_steps,
+        "num_accepted_drafts": counts.num_accepted_drafts,
+        "per_position_accepted": counts.per_position_accepted,
+        "histogram": counts.histogram,
+        "per_request_file": REQUESTS_FILE,
+        "warnings": [*source.warnings, warning],
+        "provenance": collect(started=started, ended=now_iso()),
+    })
+    record = MeasurementRecord.model_validate(record.model_dump())
+    write_record(record, out_dir)
+    return record
