@@ -315,10 +315,10 @@ def check_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, out_dir:
 
 def check_draft(settings: ReferenceSettings, *, cache_dir: str | Path) -> Any:
     """The draft fits the algorithm and every k (torch-free): a block draft's config is read and
-    checked (:mod:`golden_al.engines.offline_reference.block_config`); returns it, or the resolved
+    checked (:mod:`golden_al.models.block_config`); returns it, or the resolved
     chain draft."""
-    from golden_al.engines.offline_reference.block_config import is_block_draft, read_block_draft_config
     from golden_al.models import resolve_model
+    from golden_al.models.block_config import is_block_draft, read_block_draft_config
 
     if not settings.block:
         if is_block_draft(settings.draft):

@@ -25,17 +25,17 @@ from scipy import stats
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from golden_al.engines.offline_reference.block_config import (  # noqa: E402
-    BlockDraftConfigError,
-    BlockDraftFormatError,
-    read_block_draft_config,
-)
 from golden_al.engines.offline_reference.block_draft import load_block_draft, save_block_draft  # noqa: E402
 from golden_al.engines.offline_reference.block_live import iter_block_generate  # noqa: E402
 from golden_al.engines.offline_reference.block_train import sequence_features, train_block_draft  # noqa: E402
 from golden_al.engines.offline_reference.engine import ReferenceEngine  # noqa: E402
 from golden_al.engines.offline_reference.sampling import SamplingParams, warp  # noqa: E402
 from golden_al.engines.offline_reference.tiny import tiny_block_draft, tiny_model  # noqa: E402
+from golden_al.models.block_config import (  # noqa: E402
+    BlockDraftConfigError,
+    BlockDraftFormatError,
+    read_block_draft_config,
+)
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -81,9 +81,10 @@ def _no_cache_greedy(target, prompt: list[int], eos: int, max_tokens: int) -> li
     """The target's greedy decode, recomputed from scratch for every token (no KV cache)."""
     ids = list(prompt)
     out: list[int] = []
+    device = next(target.parameters()).device
     with torch.no_grad():
         while len(out) < max_tokens:
-            tok = int(target(torch.tensor([ids]), use_cache=False).logits[0, -1].argmax())
+            tok = int(target(torch.tensor([ids], device=device), use_cache=False).logits[0, -1].argmax())
             out.append(tok)
             ids.append(tok)
             if tok == eos:
@@ -101,24 +102,25 @@ def _emitted(out) -> list[int]:
     return per
 
 
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
 @pytest.mark.parametrize("algo", ["dflash", "dflash2"])
 @pytest.mark.parametrize("k", [7, 3, 1])
-def test_greedy_equals_reference_loop_and_exact_decode(trained, algo, k, monkeypatch):
+def test_greedy_equals_reference_loop_and_exact_decode(trained, algo, k, device, monkeypatch):
     oracle = _oracle()
     monkeypatch.setattr(oracle, "_cuda_time", lambda: 0.0)  # it synchronises CUDA to time itself
     target64 = tiny_model(vocab_size=VOCAB, dtype=torch.float32, seed=3)
     target64.load_state_dict(trained[0].state_dict())
-    target64 = target64.double()
+    target64 = target64.double().to(device)
     ours = load_block_draft(trained[1][algo], target64)
     cls = oracle.DFlash2DraftModel if algo == "dflash2" else oracle.DFlashDraftModel
-    theirs = cls.from_pretrained(str(trained[1][algo])).double().eval()
+    theirs = cls.from_pretrained(str(trained[1][algo])).double().to(device).eval()
     accepted = 0
     for i, prompt in enumerate(_prompts(10, 7)):
         budget = MAX_TOKENS - 3 * i  # several budgets, so some requests end on the budget mid-block
         mine = next(iter_block_generate(target64, ours, [prompt], draft_len=k, eos_token_ids=[EOS],
                                         sampling=SamplingParams(max_tokens=budget),
                                         generator=torch.Generator().manual_seed(0)))
-        ref = oracle.dflash_generate(theirs, target64, torch.tensor([prompt]), max_new_tokens=budget,
+        ref = oracle.dflash_generate(theirs, target64, torch.tensor([prompt], device=device), max_new_tokens=budget,
                                      stop_token_ids=[EOS], block_size=k + 1, return_stats=True)
         assert mine.output_token_ids == ref.output_ids[0, len(prompt):].tolist(), (algo, k, i)
         assert _emitted(mine) == ref.acceptance_lengths, (algo, k, i)

@@ -98,7 +98,7 @@ def test_dflash_and_dflash2_curves_stay_apart(setup, tmp_path):
     assert _measure(setup, a, "--draft-len", "3") == 0
     assert _measure(setup, b, "--draft-len", "3", draft=str(setup["drafts"]["dflash2"])) == 0
     assert load_record(b).block_draft.algorithm == "dflash2"
-    with pytest.raises(SettingsMismatchError, match="block_draft.algorithm"):
+    with pytest.raises(SettingsMismatchError, match=r"block_draft\.algorithm"):
         check_agreement(load_records([a / "measurement.json", b / "measurement.json"]), "curve")
 
 
@@ -124,3 +124,18 @@ def test_a_broken_checkpoint_names_its_file(setup, tmp_path, capsys):
     assert _measure(setup, tmp_path / "x", "--draft-len", "3", draft=str(bad)) == 2
     err = capsys.readouterr().err
     assert f"{bad / 'config.json'}: mask_token_id is missing" in err
+
+
+def test_the_readme_command_runs(setup, tmp_path):
+    """README's published-draft example, with the tiny models in place of the hub's (and on the CPU)."""
+    import shlex
+
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    start = text.index("golden-al measure --engine reference --algorithm dflash --target models/Qwen3-4B")
+    command = text[start:text.index("\n  ```", start)].replace("\\\n", " ")
+    argv = shlex.split(command)[1:]
+    swap = {"models/Qwen3-4B": setup["target"], "models/Qwen3-4B-DFlash-b16": str(setup["drafts"]["dflash"]),
+            "cuda": "cpu", "runs/qwen3-4b-dflash": str(tmp_path / "run"), "3,7,15": "3,7"}
+    argv = [swap.get(a, a) for a in argv]
+    assert main([*argv, "--prompts", setup["prompts"], "--cache-dir", setup["cache"], "--max-tokens", "8"]) == 0
+    assert load_record(tmp_path / "run" / "k7").block_draft.verify_block == 8
