@@ -478,8 +478,8 @@ def run_measurement(
         def live(todo: list[int], k: int) -> Any:
             return iter_block_generate(pair.target.model, pair.draft.model, [prompts[i].token_ids for i in todo],
                                        draft_len=k, sampling=sampling, eos_token_ids=eos,
-                                       generator=make_generator(settings.seed, device), indices=todo,
-                                       progress=tokens)
+                                       generator=make_generator(settings.seed, device),
+                                       batch_size=settings.batch_size, indices=todo, progress=tokens)
     else:
         engine = ReferenceEngine(pair.target.model, pair.draft.model, eos_token_ids=eos,
                                  prefill_emits_token=settings.prefill_emits_token)

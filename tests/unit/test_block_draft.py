@@ -131,6 +131,26 @@ def test_greedy_equals_reference_loop_and_exact_decode(trained, algo, k, device,
     assert accepted > 0, "the trained draft was never accepted: the comparison would prove nothing"
 
 
+@pytest.mark.parametrize("algo", ["dflash", "dflash2"])
+def test_continuous_batching_equals_one_request_at_a_time(trained, algo):
+    """Rows of different lengths, budgets and endings, refilled as they finish: the same tokens and steps."""
+    target64 = tiny_model(vocab_size=VOCAB, dtype=torch.float32, seed=3)
+    target64.load_state_dict(trained[0].state_dict())
+    target64 = target64.double()
+    draft = load_block_draft(trained[1][algo], target64)
+    prompts = _prompts(9, 21)
+
+    def run(batch_size: int) -> dict[int, tuple[list[int], list[int], str]]:
+        outs = iter_block_generate(target64, draft, prompts, draft_len=5, eos_token_ids=[EOS], batch_size=batch_size,
+                                   sampling=SamplingParams(max_tokens=30), generator=torch.Generator().manual_seed(0))
+        return {o.index: (o.output_token_ids, o.accepted, o.finish_reason) for o in outs}
+
+    alone, batched = run(1), run(4)
+    assert batched == alone
+    assert {reason for _, _, reason in alone.values()} == {"stop", "length"}  # both endings happen
+    assert sum(sum(acc) for _, acc, _ in alone.values()) > 0
+
+
 def test_sampled_first_step_has_the_oracles_law(trained, monkeypatch):
     """The accepted count of the first verify step (k = 7, temperature 1): ours vs the oracle."""
     oracle = _oracle()

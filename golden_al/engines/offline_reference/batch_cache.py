@@ -81,6 +81,11 @@ class BatchedKV:
 
         Returns `(B, n, vocab)` logits, or the last ``logits_to_keep`` positions when > 0.
         """
+        return self.forward_output(input_ids, input_valid, logits_to_keep=logits_to_keep).logits
+
+    def forward_output(self, input_ids: torch.Tensor, input_valid: torch.Tensor, *, logits_to_keep: int = 0,
+                       output_hidden_states: bool = False) -> Any:
+        """:meth:`forward`, returning the model's whole output (``hidden_states`` when asked: block drafts)."""
         B, n = input_ids.shape
         T = self.length
         # positions: the index of each token among its row's valid tokens
@@ -103,10 +108,12 @@ class BatchedKV:
         }
         if logits_to_keep:
             kwargs["logits_to_keep"] = logits_to_keep
+        if output_hidden_states:
+            kwargs["output_hidden_states"] = True
         out = self.model(**kwargs)
         self.valid = torch.cat([self.valid, input_valid], dim=1)
         self.next_pos = self.next_pos + input_valid.long().sum(dim=1)
-        return out.logits
+        return out
 
     def fork(self, rows: int) -> BatchedKV:
         """A new cache of ``rows`` rows, each a copy of this one-row cache (a shared prompt prefix)."""

@@ -12,8 +12,8 @@ published z-lab weights load as they are:
 * Context: the target's hidden states after layers ``target_layer_ids`` (``hidden_states[i + 1]``),
   concatenated, projected by ``fc`` and normed by ``hidden_norm``. Every layer projects that
   context with its own ``k_proj``/``v_proj`` into keys and values in front of the block's own;
-  :class:`ContextCache` keeps them for every verified position, so a step computes only the
-  block and the positions verified since the last step.
+  :class:`BatchedContext` keeps them for every verified position of every row, so a step
+  computes only the block and the positions verified since the last step.
 * The block ``[last verified token, mask x k]`` attends to itself without a causal mask in
   full-attention layers; sliding layers are causal within their window.
 * DFlash2 adds a grouped dynamic causal convolution (over the block's positions) before the
@@ -25,7 +25,7 @@ published z-lab weights load as they are:
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +40,7 @@ from golden_al.models.block_config import (
     read_block_draft_config,
 )
 
-__all__ = ["BlockDraft", "ContextCache", "load_block_draft", "output_head", "save_block_draft", "target_embedding"]
+__all__ = ["BatchedContext", "BlockDraft", "load_block_draft", "output_head", "save_block_draft", "target_embedding"]
 
 
 def target_embedding(target: Any) -> torch.Tensor:
@@ -154,8 +154,9 @@ class _Attention(nn.Module):
         return _rope(k, cos, sin), v
 
     def forward(self, x: torch.Tensor, ctx_k: torch.Tensor, ctx_v: torch.Tensor, cos: torch.Tensor,
-                sin: torch.Tensor, ctx_visible: torch.Tensor | None = None) -> torch.Tensor:
-        """``ctx_visible`` `(B, S_ctx)`: which context positions each row may see (training; None: all)."""
+                sin: torch.Tensor, key_visible: torch.Tensor | None = None) -> torch.Tensor:
+        """``key_visible`` `(B, S_ctx + L)`: which context and block positions each row may see (a batch
+        of rows with different contexts and blocks, or training; None: all)."""
         B, L, _ = x.shape
         q = self.q_norm(self.q_proj(x).view(B, L, self.heads, self.head_dim)).transpose(1, 2)
         q = _rope(q, cos, sin)
@@ -177,9 +178,8 @@ class _Attention(nn.Module):
                 mask &= (qpos - kpos) < self.window
                 if not self.causal:
                     mask &= (kpos - qpos) < self.window
-        if ctx_visible is not None:
-            own = torch.ones(B, L, dtype=torch.bool, device=x.device)
-            rows = torch.cat([ctx_visible, own], dim=1)[:, None, None, :]
+        if key_visible is not None:
+            rows = key_visible[:, None, None, :]
             mask = rows if mask is None else rows & mask
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=self.head_dim ** -0.5)
         return self.o_proj(out.transpose(1, 2).reshape(B, L, self.heads * self.head_dim))
@@ -217,10 +217,10 @@ class _Layer(nn.Module):
         return conv.after(sublayer(x), taps)
 
     def forward(self, x: torch.Tensor, ctx_k: torch.Tensor, ctx_v: torch.Tensor, cos: torch.Tensor,
-                sin: torch.Tensor, ctx_visible: torch.Tensor | None = None) -> torch.Tensor:
+                sin: torch.Tensor, key_visible: torch.Tensor | None = None) -> torch.Tensor:
         h = self.input_layernorm(x)
         x = x + self._wrapped(self.attention_conv, h,
-                              lambda t: self.self_attn(t, ctx_k, ctx_v, cos, sin, ctx_visible))
+                              lambda t: self.self_attn(t, ctx_k, ctx_v, cos, sin, key_visible))
         h = self.post_attention_layernorm(x)
         return x + self._wrapped(self.mlp_conv, h, self.mlp)
 
@@ -259,12 +259,50 @@ class _Selector(nn.Module):
 
 
 @dataclass
-class ContextCache:
-    """Per draft layer, the keys and values of every verified position's target context."""
+class BatchedContext:
+    """The context cache of a batch of rows: per draft layer, keys and values `(B, kv_heads, T, d)`,
+    left-padded, with the valid slots `(B, T)` and each row's next position `(B,)`."""
 
-    keys: list[torch.Tensor] = field(default_factory=list)
-    values: list[torch.Tensor] = field(default_factory=list)
-    length: int = 0
+    keys: list[torch.Tensor]
+    values: list[torch.Tensor]
+    valid: torch.Tensor
+    next_pos: torch.Tensor
+
+    @property
+    def rows(self) -> int:
+        return int(self.valid.shape[0])
+
+    def select(self, rows: torch.Tensor) -> None:
+        """Keep only ``rows`` (finished requests leave the batch); drop columns no row uses."""
+        self.keys = [k[rows] for k in self.keys]
+        self.values = [v[rows] for v in self.values]
+        self.valid, self.next_pos = self.valid[rows], self.next_pos[rows]
+        used = self.valid.any(dim=0)
+        first = int(torch.nonzero(used).min()) if bool(used.any()) else self.valid.shape[1]
+        if first:
+            self.keys = [k[:, :, first:] for k in self.keys]
+            self.values = [v[:, :, first:] for v in self.values]
+            self.valid = self.valid[:, first:]
+
+    def extend(self, other: BatchedContext) -> None:
+        """Append ``other``'s rows (a newly prefilled request), left-padding both to one width."""
+        if self.rows == 0:
+            self.keys, self.values, self.valid, self.next_pos = other.keys, other.values, other.valid, other.next_pos
+            return
+        W = max(self.valid.shape[1], other.valid.shape[1])
+
+        def pad(x: torch.Tensor, dim: int) -> torch.Tensor:
+            n = W - x.shape[dim]
+            if n <= 0:
+                return x
+            shape = list(x.shape)
+            shape[dim] = n
+            return torch.cat([x.new_zeros(shape), x], dim=dim)
+
+        self.keys = [torch.cat([pad(a, 2), pad(b, 2)]) for a, b in zip(self.keys, other.keys, strict=True)]
+        self.values = [torch.cat([pad(a, 2), pad(b, 2)]) for a, b in zip(self.values, other.values, strict=True)]
+        self.valid = torch.cat([pad(self.valid, 1), pad(other.valid, 1)])
+        self.next_pos = torch.cat([self.next_pos, other.next_pos])
 
 
 class BlockDraft(nn.Module):
@@ -288,37 +326,42 @@ class BlockDraft(nn.Module):
         """The context features `(B, T, K*H)` from a target forward's ``hidden_states`` tuple."""
         return torch.cat([hidden_states[i + 1] for i in self.cfg.target_layer_ids], dim=-1)
 
-    def new_cache(self) -> ContextCache:
-        return ContextCache()
+    def new_batch(self, device: Any) -> BatchedContext:
+        """An empty :class:`BatchedContext` (no rows)."""
+        none = torch.zeros((0, 0), dtype=torch.bool, device=device)
+        return BatchedContext(keys=[], values=[], valid=none, next_pos=torch.zeros(0, dtype=torch.long, device=device))
 
-    def extend(self, cache: ContextCache, features: torch.Tensor, start: int) -> None:
-        """Append the context of positions ``start .. start + T - 1`` (``features`` `(B, T, K*H)`)."""
-        if start != cache.length:
-            raise ValueError(f"context extended at position {start}, but it holds {cache.length} positions")
-        ctx = self.hidden_norm(self.fc(features))
-        positions = torch.arange(start, start + features.shape[1], device=features.device)
-        cos, sin = self.rotary(positions, ctx.dtype)
+    def extend_batch(self, ctx: BatchedContext, features: torch.Tensor, valid: torch.Tensor) -> None:
+        """Append each row's valid positions of ``features`` `(B, n, K*H)` (``valid`` `(B, n)`) to the context."""
+        B = features.shape[0]
+        if ctx.rows == 0 and not ctx.keys:
+            ctx.next_pos = torch.zeros(B, dtype=torch.long, device=features.device)
+            ctx.valid = torch.zeros((B, 0), dtype=torch.bool, device=features.device)
+        pos = ctx.next_pos[:, None] + torch.cumsum(valid.long(), dim=1) - 1
+        pos = torch.where(valid, pos, ctx.next_pos[:, None]).clamp(min=0)
+        proj = self.hidden_norm(self.fc(features))
+        cos, sin = self.rotary(pos, proj.dtype)
         for i, layer in enumerate(self.blocks()):
-            k, v = layer.self_attn.keys_values(ctx, cos, sin)
-            if i < len(cache.keys):
-                cache.keys[i] = torch.cat([cache.keys[i], k], dim=2)
-                cache.values[i] = torch.cat([cache.values[i], v], dim=2)
+            k, v = layer.self_attn.keys_values(proj, cos, sin)
+            if i < len(ctx.keys):
+                ctx.keys[i] = torch.cat([ctx.keys[i], k], dim=2)
+                ctx.values[i] = torch.cat([ctx.values[i], v], dim=2)
             else:
-                cache.keys.append(k)
-                cache.values.append(v)
-        cache.length += features.shape[1]
+                ctx.keys.append(k)
+                ctx.values.append(v)
+        ctx.valid = torch.cat([ctx.valid, valid], dim=1)
+        ctx.next_pos = ctx.next_pos + valid.long().sum(dim=1)
 
-    def block(self, embeddings: torch.Tensor, cache: ContextCache) -> torch.Tensor:
-        """The draft's final hidden states `(B, L, H)` for a block embedded as ``embeddings``
-        `(B, L, H)`, which sits at the positions right after the cached context."""
-        if not cache.keys:
-            raise ValueError("the draft has no context: extend() it with the prefill's features first")
+    def block_batch(self, embeddings: torch.Tensor, ctx: BatchedContext, block_valid: torch.Tensor) -> torch.Tensor:
+        """:meth:`block` for a batch: row ``b``'s block is its first ``block_valid[b].sum()`` positions
+        (the rest are padding nobody attends to), at the positions right after its own context."""
         L = embeddings.shape[1]
-        positions = torch.arange(cache.length, cache.length + L, device=embeddings.device)
+        positions = ctx.next_pos[:, None] + torch.arange(L, device=embeddings.device)[None, :]
         cos, sin = self.rotary(positions, embeddings.dtype)
+        visible = torch.cat([ctx.valid, block_valid], dim=1)
         x = embeddings
-        for layer, k, v in zip(self.blocks(), cache.keys, cache.values, strict=True):
-            x = layer(x, k, v, cos, sin)
+        for layer, k, v in zip(self.blocks(), ctx.keys, ctx.values, strict=True):
+            x = layer(x, k, v, cos, sin, visible)
         return self.norm(x)
 
     def train_blocks(self, features: torch.Tensor, anchors: torch.Tensor, embeddings: torch.Tensor) -> torch.Tensor:
@@ -335,7 +378,8 @@ class BlockDraft(nn.Module):
         cos_c, sin_c = self.rotary(torch.arange(T, device=ctx.device), ctx.dtype)
         positions = anchors[:, None] + torch.arange(L, device=ctx.device)[None, :]
         cos_b, sin_b = self.rotary(positions, embeddings.dtype)
-        visible = torch.arange(T, device=ctx.device)[None, :] < anchors[:, None]
+        visible = torch.cat([torch.arange(T, device=ctx.device)[None, :] < anchors[:, None],
+                             torch.ones(A, L, dtype=torch.bool, device=ctx.device)], dim=1)
         x = embeddings
         for layer in self.blocks():
             k, v = layer.self_attn.keys_values(ctx, cos_c, sin_c)

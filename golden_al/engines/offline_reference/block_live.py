@@ -1,4 +1,4 @@
-"""Live block speculative decoding (DFlash, DFlash2), one request at a time.
+"""Live block speculative decoding (DFlash, DFlash2), batched over prompts.
 
 The loop of z-lab/dflash ``dflash/model.py`` 0.1.0 (``dflash_generate``) and SGLang's
 ``DFLASH`` worker, written for this engine's accounting:
@@ -16,6 +16,12 @@ The loop of z-lab/dflash ``dflash/model.py`` 0.1.0 (``dflash_generate``) and SGL
    new context. The counting rules (an accepted end-of-sequence draft ends the request, no
    bonus after the budget's last draft) are :mod:`.accounting`'s, as in the chain engine.
 
+Batching is continuous, like the chain engine's (:mod:`.live`): up to ``batch_size`` requests
+decode together in one target pass and one draft pass per step; the target's cache is a
+:class:`.BatchedKV` (rows advance by different amounts), the draft's a
+:class:`.BatchedContext`; a row near its budget drafts a shorter block (its padding is masked
+from every attention), and a finished request is replaced by the next prompt at once.
+
 ``k`` may be smaller than the draft's own ``block_size - 1``: the block is then shorter, so
 its drafts differ from the first ``k`` drafts of a full block (non-causal attention sees the
 whole block). That is why AL at smaller k is measured, not derived, for block drafts.
@@ -24,13 +30,15 @@ whole block). That is why AL at smaller k is measured, not derived, for block dr
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
 
-from golden_al.engines.offline_reference.batch_cache import _cache_kwarg, new_cache
-from golden_al.engines.offline_reference.block_draft import BlockDraft, output_head
+from golden_al.engines.offline_reference.batch_cache import BatchedKV, left_pad
+from golden_al.engines.offline_reference.block_draft import BatchedContext, BlockDraft, output_head
 from golden_al.engines.offline_reference.live import ProgressFn, RequestOutput
 from golden_al.engines.offline_reference.sampling import (
     SamplingParams,
@@ -47,110 +55,146 @@ def _choose(logits: torch.Tensor, sampling: SamplingParams, generator: torch.Gen
     return logits.argmax(dim=-1) if sampling.greedy else sample(warp(logits, sampling), generator)
 
 
-def _crop(cache: Any, keep: int) -> None:
-    """Keep the first ``keep`` positions of a ``DynamicCache`` (a negative crop removes from the end,
-    the form every transformers version since 4.56 takes)."""
-    remove = cache.get_seq_length() - keep
-    if remove > 0:
-        cache.crop(-remove)
+@dataclass
+class _Row:
+    out: RequestOutput
+    t0: float
 
 
-def _propose(draft: BlockDraft, target: Any, pending: int, k: int, cache: Any, sampling: SamplingParams,
-             generator: torch.Generator, device: torch.device) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """``k`` drafts `(1, k)` after the pending token, and their distributions `(1, k, vocab)` when sampling."""
-    block = torch.full((1, k + 1), draft.cfg.mask_token_id, dtype=torch.long, device=device)
-    block[0, 0] = pending
-    hidden = draft.block(draft.embed(target, block), cache)[:, 1:]
+def _propose(draft: BlockDraft, target: Any, ctx: BatchedContext, pending: torch.Tensor, gamma: torch.Tensor,
+             sampling: SamplingParams, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Drafts `(B, k)` after each row's pending token (row ``b`` drafts ``gamma[b] <= k``; the rest is
+    padding), and their distributions `(B, k, vocab)` when sampling."""
+    k = int(gamma.max())
+    B = pending.shape[0]
+    block = torch.full((B, k + 1), draft.cfg.mask_token_id, dtype=torch.long, device=pending.device)
+    block[:, 0] = pending
+    valid = torch.arange(k + 1, device=pending.device)[None, :] <= gamma[:, None]
+    hidden = draft.block_batch(draft.embed(target, block), ctx, valid)[:, 1:]
     logits = draft.logits(hidden, output_head(target))
     if draft.candidate_selector is not None:
-        anchor = block[:, 0]
-        return draft.candidate_selector.walk(hidden, logits, anchor, sampling.temperature, generator)
+        return draft.candidate_selector.walk(hidden, logits, pending, sampling.temperature, generator)
     if sampling.greedy:
         return logits.argmax(dim=-1), None
     q = warp(logits, sampling)
-    return sample(q.view(-1, q.shape[-1]), generator).view(1, k), q
+    return sample(q.view(-1, q.shape[-1]), generator).view(B, k), q
 
 
-def _decode_one(draft: BlockDraft, target: Any, index: int, prompt: Sequence[int], k: int, sampling: SamplingParams,
-                eos: set[int], generator: torch.Generator, progress: ProgressFn | None) -> RequestOutput:
-    device = next(target.parameters()).device
-    t0 = time.perf_counter()
-    out = RequestOutput(index=index, prompt_token_ids=list(prompt), draft_len=k)
-    M = sampling.max_tokens
-    ids = torch.tensor([list(prompt)], dtype=torch.long, device=device)
-    tcache = new_cache(target)
-    kw = _cache_kwarg(target)
-    pre = target(ids, **{kw: tcache}, use_cache=True, output_hidden_states=True, logits_to_keep=1)
-    y = int(_choose(pre.logits[:, -1], sampling, generator)[0])
-    out.output_token_ids.append(y)
-    dcache = draft.new_cache()
-    draft.extend(dcache, draft.features(pre.hidden_states), 0)
-    if progress is not None:
-        progress(1)
-    n_prompt = len(prompt)
-    finish = "stop" if y in eos else ""
-    while not finish and len(out.output_token_ids) < M:
-        s = len(out.output_token_ids)
-        k_eff = min(k, M - s)
-        x, q = _propose(draft, target, out.output_token_ids[-1], k_eff, dcache, sampling, generator, device)
-        block = torch.cat([torch.tensor([[out.output_token_ids[-1]]], device=device), x], dim=1)
-        ver = target(block, **{kw: tcache}, use_cache=True, output_hidden_states=True)
-        gamma = torch.tensor([k_eff], device=device)
-        if sampling.greedy:
-            v = greedy_verification(x, ver.logits, gamma)
-        else:
-            assert q is not None
-            v = speculative_sampling(x, q.to(torch.float32), warp(ver.logits, sampling), gamma, generator)
-        n, t = int(v.n[0]), int(v.t[0])
-        drafts = [int(a) for a in x[0, :n].tolist()]
-        stop_at = next((j for j, tok in enumerate(drafts) if tok in eos), None)
-        if stop_at is not None:  # an accepted end-of-sequence draft ends the request: no bonus
-            n, emitted, finish = stop_at + 1, drafts[:stop_at + 1], "stop"
-        elif n == k_eff and s + n >= M:  # the budget's last draft was accepted: no bonus follows
-            emitted = drafts
-        else:
-            emitted = [*drafts, t]
-            if t in eos:
-                finish = "stop"
-        out.accepted.append(n)
-        out.drafted.append(k_eff)
-        out.output_token_ids.extend(emitted)
-        if progress is not None:
-            progress(len(emitted))
-        if finish or len(out.output_token_ids) >= M:
-            break
-        # keep the pending token and the n accepted drafts: their positions are verified
-        verified = n + 1
-        _crop(tcache, n_prompt + s - 1 + verified)
-        draft.extend(dcache, draft.features(ver.hidden_states)[:, :verified], n_prompt + s - 1)
-    out.finish_reason = finish or "length"
-    if progress is not None and len(out.output_token_ids) < M:
-        progress(M - len(out.output_token_ids))
-    out.wall_s = round(time.perf_counter() - t0, 3)
-    return out
+def _settle(out: RequestOutput, drafts: list[int], n: int, t: int, k_eff: int, eos: set[int], M: int) -> bool:
+    """Record one verify step of one request (the counting rules of :mod:`.accounting`); True when it ended."""
+    s = len(out.output_token_ids)
+    stop_at = next((j for j, tok in enumerate(drafts[:n]) if tok in eos), None)
+    if stop_at is not None:  # an accepted end-of-sequence draft ends the request: no bonus
+        n, emitted = stop_at + 1, drafts[:stop_at + 1]
+    elif n == k_eff and s + n >= M:  # the budget's last draft was accepted: no bonus follows
+        emitted = drafts[:n]
+    else:
+        emitted = [*drafts[:n], t]
+    out.accepted.append(n)
+    out.drafted.append(k_eff)
+    out.output_token_ids.extend(emitted)
+    if emitted and emitted[-1] in eos:
+        out.finish_reason = "stop"
+    elif len(out.output_token_ids) >= M:
+        out.finish_reason = "length"
+    return bool(out.finish_reason)
 
 
 @torch.inference_mode()
 def iter_block_generate(target: Any, draft: BlockDraft, prompts: Sequence[Sequence[int]], *, draft_len: int,
                         sampling: SamplingParams, eos_token_ids: Sequence[int], generator: torch.Generator,
-                        indices: Sequence[int] | None = None,
+                        batch_size: int = 8, indices: Sequence[int] | None = None,
                         progress: ProgressFn | None = None) -> Iterator[RequestOutput]:
-    """Decode every prompt with the block draft at ``draft_len`` drafts per step; yields each request
-    as it finishes (in order). ``indices``: the prompts' positions in the full set (default 0..).
+    """Decode every prompt with the block draft at ``draft_len`` drafts per step, ``batch_size`` requests
+    at a time; yields each request as it finishes (any order). ``indices``: the prompts' positions in the
+    full set (default 0..).
 
     Raises:
-        ValueError: ``draft_len`` outside ``1 .. block_size - 1``.
+        ValueError: ``draft_len`` outside ``1 .. block_size - 1``, or ``batch_size`` < 1.
     """
     if not 1 <= draft_len <= draft.cfg.max_draft_len:
         raise ValueError(f"draft length {draft_len} is outside 1..{draft.cfg.max_draft_len} "
                          f"(this draft's block is {draft.cfg.block_size})")
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be >= 1, got {batch_size}")
     idx = list(indices) if indices is not None else list(range(len(prompts)))
     if len(idx) != len(prompts):
         raise ValueError(f"{len(idx)} indices for {len(prompts)} prompts")
+    M = sampling.max_tokens
     if progress is not None:
-        progress(0, total=len(prompts) * sampling.max_tokens)
+        progress(0, total=len(prompts) * M)
     eos = {int(e) for e in eos_token_ids}
-    for done, (i, prompt) in enumerate(zip(idx, prompts, strict=True)):
-        if progress is not None:
-            progress(0, description=f"{done}/{len(prompts)} done")
-        yield _decode_one(draft, target, i, prompt, draft_len, sampling, eos, generator, progress)
+    device = next(target.parameters()).device
+    queue = deque(zip(idx, prompts, strict=True))
+    rows: list[_Row] = []
+    tkv = BatchedKV(target, 0)
+    ctx = draft.new_batch(device)
+    done_count = 0
+
+    def finish(row: _Row) -> RequestOutput:
+        out = row.out
+        out.finish_reason = out.finish_reason or "length"
+        out.wall_s = round(time.perf_counter() - row.t0, 3)
+        if progress is not None and len(out.output_token_ids) < M:
+            progress(M - len(out.output_token_ids))
+        return out
+
+    while queue or rows:
+        while queue and len(rows) < batch_size:  # admit: prefill one prompt, append its row to both caches
+            i, prompt = queue.popleft()
+            row = _Row(RequestOutput(index=i, prompt_token_ids=list(prompt), draft_len=draft_len), time.perf_counter())
+            one = BatchedKV(target, 1)
+            ids, valid = left_pad([list(prompt)], device=device)
+            pre = one.forward_output(ids, valid, logits_to_keep=1, output_hidden_states=True)
+            y = int(_choose(pre.logits[:, -1], sampling, generator)[0])
+            row.out.output_token_ids.append(y)
+            if progress is not None:
+                progress(1)
+            if y in eos or M <= 1:
+                row.out.finish_reason = "stop" if y in eos else "length"
+                done_count += 1
+                yield finish(row)
+                continue
+            new = draft.new_batch(device)
+            draft.extend_batch(new, draft.features(pre.hidden_states), valid)
+            tkv.extend(one)
+            ctx.extend(new)
+            rows.append(row)
+            if progress is not None:
+                progress(0, description=f"{len(rows)} decoding, {len(queue)} queued, {done_count} done")
+        if not rows:
+            continue
+        gamma = torch.tensor([min(draft_len, M - len(r.out.output_token_ids)) for r in rows], device=device)
+        pending = torch.tensor([r.out.output_token_ids[-1] for r in rows], dtype=torch.long, device=device)
+        x, q = _propose(draft, target, ctx, pending, gamma, sampling, generator)
+        block = torch.cat([pending[:, None], x], dim=1)
+        fed = torch.arange(block.shape[1], device=device)[None, :] <= gamma[:, None]
+        ver = tkv.forward_output(block, fed, output_hidden_states=True)
+        if sampling.greedy:
+            v = greedy_verification(x, ver.logits, gamma)
+        else:
+            assert q is not None
+            v = speculative_sampling(x, q.to(torch.float32), warp(ver.logits, sampling), gamma, generator)
+        n_list, t_list, x_list = v.n.tolist(), v.t.tolist(), x.tolist()
+        keep_rows: list[int] = []
+        ended: list[int] = []
+        for b, row in enumerate(rows):
+            before = len(row.out.output_token_ids)
+            over = _settle(row.out, x_list[b], int(n_list[b]), int(t_list[b]), int(gamma[b]), eos, M)
+            if progress is not None:
+                progress(len(row.out.output_token_ids) - before)
+            (ended if over else keep_rows).append(b)
+        # the pending token and the accepted drafts are verified: drop the rest from the target's cache,
+        # and their hidden states join the draft's context
+        verified = v.n + 1
+        tkv.drop_last(gamma + 1 - verified)
+        kept = torch.arange(block.shape[1], device=device)[None, :] < verified[:, None]
+        draft.extend_batch(ctx, draft.features(ver.hidden_states), kept)
+        for b in ended:
+            done_count += 1
+            yield finish(rows[b])
+        if ended:
+            sel = torch.tensor(keep_rows, dtype=torch.long, device=device)
+            tkv.select(sel)
+            ctx.select(sel)
+            rows = [rows[b] for b in keep_rows]
