@@ -22,8 +22,7 @@ from golden_al.measurement import (
     RequestResult,
     Uncertainty,
     append_request_result,
-    counts_from_requests,
-    interval_from_requests,
+    cell_totals,
     write_record,
 )
 from golden_al.provenance import collect, now_iso
@@ -65,8 +64,8 @@ def derive_record(source: MeasurementRecord, results: Sequence[RequestResult], k
     for r in rows:
         append_request_result(tmp, r)
     os.replace(tmp, req)
-    counts = counts_from_requests(rows, k)
-    interval, unit = interval_from_requests(rows, k, seed=bootstrap_seed)
+    totals = cell_totals(rows, k, seed=bootstrap_seed, what=f" (derived from k={kmax})")
+    counts, interval, unit = totals.counts, totals.interval, totals.unit
     warning = (f"derived from the measurement at k={kmax} by truncating each request's per-step acceptance; "
                "NOT exact: " + ("a chain draft's derivation is exact only if acceptance does not depend on where "
                                 "steps start, and bursty acceptance biases it low (see "

@@ -10,10 +10,13 @@ Two published layouts:
   draft fields (``block_size``, ``mask_token_id``, ``target_layer_ids``, DFlash2's
   ``conv_kernel_size``, ``conv_group_size``, ``selector_rank``, ``selector_top_k``) are read from
   ``dflash_config`` first, then from the top level. Loaded by :mod:`.block_draft`.
-* **speculators** (vllm-project/speculators 0.9.0 ``speculators/models/dflash/config.py``:
-  ``speculators_model_type`` ``dflash``/``dflash2``, ``transformer_layer_config``,
-  ``aux_hidden_state_layer_ids``): read and checked here, so ``measure`` names it; its weights
-  (a verifier norm, an optional reduced vocabulary) are not loaded by this engine
+* **speculators** (vllm-project/speculators 0.9.0 ``speculators/models/dflash/config.py`` and
+  ``core.py``: ``speculators_model_type`` ``dflash``, ``transformer_layer_config``,
+  ``aux_hidden_state_layer_ids``, ``block_size``, ``mask_token_id``): the same layers under the same
+  parameter names; the checkpoint may also hold the verifier's norm (used only to train) and, for a
+  full-vocabulary draft, a copy of the target's LM head, which the loader sets aside. A draft with
+  a reduced vocabulary (``draft_vocab_size`` below the target's, a ``d2t`` map), one that samples
+  from the anchor (``sample_from_anchor``) and a speculators ``dflash2`` are refused by name
   (:class:`BlockDraftFormatError`).
 
 DFlash2 is told from DFlash by its architecture name or by ``selector_top_k > 0`` (the rule
@@ -273,17 +276,29 @@ def _speculators(cfg_path: Path, data: dict[str, Any], spec_type: str) -> BlockD
         raise BlockDraftConfigError("transformer_layer_config is missing; expected the draft layers' config object",
                                     path=cfg_path)
     f = _Fields(cfg_path, data, layer)
-    cfg = _build(cfg_path, f, layer, algorithm=spec_type, layout="speculators",
-                 layer_ids=data.get("aux_hidden_state_layer_ids"), num_target_layers=None)
-    raise BlockDraftFormatError(
-        f"a speculators-format {spec_type} draft (block {cfg.block_size}, mask token {cfg.mask_token_id}, target "
-        f"layers {list(cfg.target_layer_ids)}): its config reads, but this engine loads z-lab-format weights only "
-        "(speculators drafts carry a verifier norm and may use a reduced vocabulary)", path=cfg_path,
-        hint="measure it through a server (golden-al measure --engine vllm), or export it in the z-lab layout")
+    cfg = _build(cfg_path, f, layer, algorithm="dflash", layout="speculators",
+                 layer_ids=data.get("aux_hidden_state_layer_ids"), num_target_layers=None,
+                 block_default=8, sliding_non_causal=bool(data.get("sliding_window_non_causal", False)))
+    what = (f"a speculators-format {spec_type} draft (block {cfg.block_size}, mask token {cfg.mask_token_id}, "
+            f"target layers {list(cfg.target_layer_ids)})")
+    hint = "measure it through a server (golden-al measure --engine vllm)"
+    if spec_type != "dflash":
+        raise BlockDraftFormatError(f"{what}: the speculators DFlash2 layout is not loaded by this engine",
+                                    path=cfg_path, hint=hint)
+    draft_vocab = data.get("draft_vocab_size")
+    if draft_vocab is not None and draft_vocab != cfg.vocab_size:
+        raise BlockDraftFormatError(
+            f"{what}: draft_vocab_size {draft_vocab} is a reduced vocabulary (the target's is {cfg.vocab_size}); "
+            "its own LM head and d2t map are not loaded by this engine", path=cfg_path, hint=hint)
+    if data.get("sample_from_anchor"):
+        raise BlockDraftFormatError(f"{what}: sample_from_anchor is true (block_size drafts per step, the anchor "
+                                    "included); this engine drafts block_size - 1 after the anchor",
+                                    path=cfg_path, hint=hint)
+    return cfg
 
 
 def _build(cfg_path: Path, f: _Fields, layer: dict[str, Any], *, algorithm: str, layout: str, layer_ids: Any,
-           num_target_layers: Any) -> BlockDraftConfig:
+           num_target_layers: Any, block_default: int = 16, sliding_non_causal: bool = False) -> BlockDraftConfig:
     hidden = f.integer("hidden_size", minimum=1)
     n_layers = f.integer("num_hidden_layers", minimum=1)
     heads = f.integer("num_attention_heads", minimum=1)
@@ -294,7 +309,7 @@ def _build(cfg_path: Path, f: _Fields, layer: dict[str, Any], *, algorithm: str,
     act = f.raw("hidden_act") or "silu"
     if act != "silu":
         raise f.fail("hidden_act", act, "'silu' (the Qwen3 MLP)")
-    block = f.integer("block_size", default=16, minimum=2)
+    block = f.integer("block_size", default=block_default, minimum=2)
     mask = f.raw("mask_token_id")
     if isinstance(mask, bool) or not isinstance(mask, int) or mask < 0:
         raise f.fail("mask_token_id", mask, "a token id (an integer >= 0)",
@@ -315,7 +330,7 @@ def _build(cfg_path: Path, f: _Fields, layer: dict[str, Any], *, algorithm: str,
     if "sliding_attention" in layer_types and (not isinstance(sliding, int) or sliding < 1):
         raise f.fail("sliding_window", sliding, "a positive integer (the draft has sliding layers)")
     softcap = f.raw("final_logit_softcapping")
-    is_causal = f.raw("is_causal")
+    is_causal = False if sliding_non_causal else f.raw("is_causal")
     cfg = BlockDraftConfig(
         path=str(cfg_path.parent), algorithm=algorithm, layout=layout, block_size=block, mask_token_id=mask,
         target_layer_ids=tuple(layer_ids), hidden_size=hidden, num_hidden_layers=n_layers,

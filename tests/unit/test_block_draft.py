@@ -17,6 +17,7 @@ always nor never: a random draft is never accepted, which would prove nothing.
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -265,15 +266,53 @@ def test_weights_that_do_not_fit_are_named(trained, tmp_path):
         load_block_draft(folder2, trained[0])
 
 
-def test_speculators_layout_is_read_and_refused_by_name(tmp_path):
-    (tmp_path / "config.json").write_text(json.dumps({
-        "speculators_model_type": "dflash", "block_size": 8, "mask_token_id": 3, "aux_hidden_state_layer_ids": [1, 2],
-        "draft_vocab_size": 32000,
-        "transformer_layer_config": {"hidden_size": 32, "num_hidden_layers": 1, "num_attention_heads": 4,
-                                     "intermediate_size": 64, "vocab_size": 128}}))
-    with pytest.raises(BlockDraftFormatError, match=r"speculators-format dflash draft \(block 8, mask token 3, "
-                                                    r"target layers \[1, 2\]\)"):
-        read_block_draft_config(tmp_path)
+def _speculators(zlab, out, **changes):
+    """The z-lab draft re-written in the speculators layout (with the tensors speculators adds beside the draft)."""
+    from safetensors.torch import load_file, save_file
+
+    z = json.loads((zlab / "config.json").read_text())
+    d = z["dflash_config"]
+    layer = {key: z[key] for key in ("hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
+                                     "head_dim", "intermediate_size", "rms_norm_eps", "vocab_size", "rope_parameters",
+                                     "layer_types", "hidden_act")}
+    cfg = {"speculators_model_type": "dflash", "architectures": ["DFlashSpeculator"], "block_size": d["block_size"],
+           "mask_token_id": d["mask_token_id"], "aux_hidden_state_layer_ids": d["target_layer_ids"],
+           "draft_vocab_size": z["vocab_size"], "transformer_layer_config": layer, **changes}
+    out.mkdir()
+    (out / "config.json").write_text(json.dumps(cfg))
+    state = load_file(str(zlab / "model.safetensors"))
+    state["verifier_norm.weight"] = torch.ones(z["hidden_size"])
+    state["d2t"] = torch.zeros(z["vocab_size"], dtype=torch.long)
+    save_file(state, str(out / "model.safetensors"))
+    return out
+
+
+def test_speculators_layout_loads_as_the_same_draft(trained, tmp_path):
+    folder = _speculators(trained[1]["dflash"], tmp_path / "spec")
+    cfg = read_block_draft_config(folder)
+    assert (cfg.layout, cfg.algorithm, cfg.block_size, cfg.target_layer_ids) == ("speculators", "dflash", 8, (0, 1))
+    prompts = _prompts(3, 31)
+
+    def run(path):
+        draft = load_block_draft(path, trained[0])
+        return [o.output_token_ids for o in iter_block_generate(
+            trained[0], draft, prompts, draft_len=7, eos_token_ids=[], sampling=SamplingParams(max_tokens=20),
+            generator=torch.Generator())]
+
+    assert run(folder) == run(trained[1]["dflash"])
+
+
+@pytest.mark.parametrize(("changes", "needle"), [
+    ({"draft_vocab_size": 32}, "draft_vocab_size 32 is a reduced vocabulary"),
+    ({"sample_from_anchor": True}, "sample_from_anchor is true"),
+    ({"speculators_model_type": "dflash2"}, "the speculators DFlash2 layout is not loaded"),
+])
+def test_speculators_drafts_this_engine_cannot_run_are_refused_by_name(trained, tmp_path, changes, needle):
+    folder = _speculators(trained[1]["dflash"], tmp_path / "spec", **changes)
+    with pytest.raises(BlockDraftFormatError, match=re.escape(needle)) as info:
+        read_block_draft_config(folder)
+    assert "speculators-format" in str(info.value)
+    assert "block 8, mask token 63, target layers [0, 1]" in str(info.value)
 
 
 def test_a_chain_draft_is_not_a_block_draft(tmp_path):

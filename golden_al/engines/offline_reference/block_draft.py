@@ -399,6 +399,11 @@ class BlockDraft(nn.Module):
 # ------------------------------------------------------------------------------------------ weights
 _SELECTOR_ALIASES = {f"candidate_selector.{n}": f"candidate_selector.{n}.weight"
                      for n in ("predecessor_codebook", "successor_codebook")}
+#: Tensors a speculators checkpoint may hold beside the draft's own (speculators 0.9.0
+#: ``speculators/models/dflash/core.py``): the verifier's norm and head (training only), the target's
+#: embedding, a full-vocabulary copy of the target's LM head, and the vocabulary maps.
+_SPECULATORS_ASIDE = frozenset({"verifier_norm.weight", "verifier_lm_head.weight", "embed_tokens.weight",
+                                "lm_head.weight", "t2d", "d2t"})
 
 
 def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
@@ -440,6 +445,8 @@ def load_block_draft(path: str | Path, target: Any, *, dtype: torch.dtype | None
                      target_vocab_size=int(emb.shape[0]))
     draft = BlockDraft(cfg)
     state = _read_weights(Path(path))
+    if cfg.layout == "speculators":
+        state = {k: v for k, v in state.items() if k not in _SPECULATORS_ASIDE}
     own = draft.state_dict()
     missing = sorted(set(own) - set(state))
     extra = sorted(set(state) - set(own))
