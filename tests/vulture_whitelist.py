@@ -129,3 +129,4 @@ _._known_engine  # pydantic field validator (golden_al/golden/schema.py)
 _.verify_block  # record field, serialized in measurement.json (golden_al/measurement.py)
 _.position_accuracy  # training statistic, written by experiments/dflash-trained (block_train.py)
 tiny_block_draft  # used by tests/unit/test_block_draft.py and the CLI tests (tiny.py)
+_.acceptance_rate  # the rate form of a count (distributions, formats.prometheus), used by tests/unit/test_engines_counts.py

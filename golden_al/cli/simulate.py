@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 
 from golden_al.cli._common import add_format_option, draft_len_help, print_json
-from golden_al.engines import atom, sglang, vllm
 from golden_al.errors import UsageError
 
 __all__ = ["EXAMPLES", "add_arguments", "run"]
@@ -47,7 +46,6 @@ examples:
   golden-al simulate --engine llamacpp --method synthetic --al 4.05 --draft-len 7
 """
 
-_ALGORITHMS = ("eagle", "eagle3", "nextn", "standalone", "frozen_kv_mtp", "uno", "ngram", "dflash", "dspark")
 #: Upper bound on B * N draws for the batch comparison (about 1.6 GB of int64 at worst per chunk set).
 _MAX_BATCH_DRAWS = 200_000_000
 #: Draws per chunk when sampling N request-steps.
@@ -57,7 +55,10 @@ _BAR_WIDTH = 40
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``golden-al simulate``."""
-    parser.add_argument("--engine", required=True, metavar="ENGINE", help="sglang, vllm, trtllm, atom or llamacpp")
+    from golden_al.engines import engine_names
+
+    parser.add_argument("--engine", required=True, metavar="ENGINE",
+                        help="an engine whose samplers simulators reproduce: " + ", ".join(engine_names()))
     parser.add_argument(
         "--method", required=True, metavar="METHOD",
         help="sglang: match-expected or multinomial; vllm: synthetic; trtllm: force; atom: synthetic",
@@ -75,62 +76,51 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="request-steps sampled for sampled_mean, and steps of the batch run (default: 100000)")
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="seed of the numpy generator (default: 0)")
     add_format_option(parser, ("text", "json"), "text")
-    parser.add_argument("--algorithm", type=str.lower, choices=_ALGORITHMS, default=None,
-                        help=f"sglang only: {sglang.FLAG_ALGORITHM}, which sets the clamp max_len (default: eagle, "
-                        "steps+1)")
-    parser.add_argument("--rates", default=None, metavar="P1,P2,...",
-                        help=f"vllm only: {vllm.RATES_KEY}, K unconditional non-increasing rates in [0, 1]")
-    parser.add_argument("--acceptance-rate", type=float, default=None, metavar="RATE",
-                        help=f"atom only: {atom.RATE_FLAG} (AL-1)/K in [0, 1], instead of --al")
-    parser.add_argument("--trtllm-path", choices=("one-model", "two-model"), default=None,
-                        help="trtllm only: one-model (float reader; default) or two-model (int() reader)")
+    for flag, (option, owners) in _engine_options().items():
+        parser.add_argument(flag, dest=_dest(flag), default=None, metavar=option.metavar, type=option.type,
+                            choices=option.choices or None,
+                            help=f"{' or '.join(owners)} only: " + "; ".join(
+                                f"{o}: {h}" if len(owners) > 1 else h for o, h in owners.items()))
 
 
-def _parse_rates(text: str) -> list[float]:
-    out: list[float] = []
-    for part in text.split(","):
-        part = part.strip()
-        if not part:
-            continue
-        try:
-            value = float(part)
-        except ValueError:
-            raise UsageError(
-                f"--rates: cannot parse {part!r} as a number; expected comma-separated rates like '0.9,0.5,0.2'"
-            ) from None
-        if not math.isfinite(value):
-            raise UsageError(f"--rates: {part!r} is not a finite number")
-        out.append(value)
-    if not out:
-        raise UsageError("--rates is empty; expected comma-separated rates like '0.9,0.5,0.2'")
+def _engine_options() -> dict[str, tuple[Any, dict[str, str]]]:
+    """Every registered engine's ``simulate`` options by flag: ``(option, {engine: help})`` (one flag may
+    serve several engines, e.g. ``--rates``; they must agree on its type)."""
+    from golden_al import engines
+
+    out: dict[str, tuple[Any, dict[str, str]]] = {}
+    for name in engines.engine_names():
+        for option in engines.get_profile(name).simulate_options:
+            first, owners = out.setdefault(option.flag, (option, {}))
+            if (first.type, first.choices, first.metavar) != (option.type, option.choices, option.metavar):
+                raise TypeError(f"engines {sorted(owners)} and {name!r} declare {option.flag} differently")
+            owners[name] = option.help
     return out
 
 
+def _dest(flag: str) -> str:
+    return "engine_option_" + flag.lstrip("-").replace("-", "_")
+
+
+def _given(args: argparse.Namespace, profile: Any) -> list[tuple[Any, Any]]:
+    """The engine's own options the command line set, as ``(option, value)``."""
+    return [(o, getattr(args, _dest(o.flag))) for o in profile.simulate_options
+            if getattr(args, _dest(o.flag), None) is not None]
+
+
 def _build_sampler(args: argparse.Namespace) -> Any:
-    from golden_al.engines import load_samplers
+    from golden_al import engines
     from simulators import get_sampler
 
     engine, method = args.engine, args.method
-    only = {
-        "--algorithm": ("sglang", args.algorithm),
-        "--rates": ("vllm", args.rates),
-        "--acceptance-rate": ("atom", args.acceptance_rate),
-        "--trtllm-path": ("trtllm", args.trtllm_path),
-    }
-    options: dict[str, Any] = {}
-    load_samplers(engine)
+    engines.load_samplers(engine)
     get_sampler(engine, method)  # unknown engine or method first, with "did you mean"
-    for flag, (owner, value) in only.items():
-        if value is not None and engine != owner and not (flag == "--rates" and engine == "llamacpp"):
-            raise UsageError(f"{flag} applies only to --engine {owner}, not {engine!r}")
-    if engine == "sglang" and args.algorithm is not None:
-        options["algorithm"] = args.algorithm
-    if engine in ("vllm", "llamacpp") and args.rates is not None:  # llama.cpp: --spec-synth-rates
-        options["rates"] = _parse_rates(args.rates)
-    if engine == "atom" and args.acceptance_rate is not None:
-        options["rate"] = args.acceptance_rate
-    if engine == "trtllm" and args.trtllm_path is not None:
-        options["path"] = args.trtllm_path
+    profile = engines.get_profile(engine)
+    own = {o.flag for o in profile.simulate_options}
+    for flag, (_, owners) in _engine_options().items():
+        if flag not in own and getattr(args, _dest(flag), None) is not None:
+            raise UsageError(f"{flag} applies only to --engine {' or '.join(owners)}, not {engine!r}")
+    options = {o.kwarg: (o.parse(value) if o.parse else value) for o, value in _given(args, profile)}
     return get_sampler(engine, method, **options)
 
 
@@ -148,25 +138,18 @@ def _check_args(args: argparse.Namespace) -> None:
         )
 
 
-def _resolve_al(args: argparse.Namespace, sampler: Any) -> float:
+def _resolve_al(args: argparse.Namespace, sampler: Any) -> tuple[float, bool]:
+    """The injected AL, and whether an engine option (rates, a rate) fixed it instead of ``--al``."""
     from distributions import units
+    from golden_al import engines
 
     k = units.check_draft_len(args.draft_len)
-    if args.engine == "llamacpp" and args.rates is not None:
-        rates = sampler.unconditional_rates(args.al, k)  # raises if they disagree
-        return 1.0 + float(rates.sum())
-    if args.engine == "vllm" and args.rates is not None:
-        implied = sampler.implied_al(k)
-        if args.al is not None:
-            sampler.unconditional_rates(args.al, k)  # raises if they disagree
-        return implied
-    if args.engine == "atom" and args.acceptance_rate is not None:
-        if args.al is not None:
-            raise UsageError("give --al or --acceptance-rate, not both (ATOM's knobs are mutually exclusive)")
-        return units.al_from_acceptance_rate(args.acceptance_rate, k)
+    for option, _ in _given(args, engines.get_profile(args.engine)):
+        if option.gives_al is not None:
+            return float(option.gives_al(sampler, args.al, k)), True
     if args.al is None:
         raise UsageError("--al is required (the injected AL including the bonus token, in [1, K+1])")
-    return units.check_al(args.al, k)
+    return units.check_al(args.al, k), False
 
 
 def _sampled(sampler: Any, al: float | None, k: int, n: int, rng: np.random.Generator) -> tuple[np.ndarray, float, float]:
@@ -183,11 +166,12 @@ def _sampled(sampler: Any, al: float | None, k: int, n: int, rng: np.random.Gene
 
 def _analyse(args: argparse.Namespace) -> dict[str, Any]:
     _check_args(args)
+    from golden_al import engines
+
     sampler = _build_sampler(args)
-    al = _resolve_al(args, sampler)
+    al, fixed_by_option = _resolve_al(args, sampler)
     k = int(args.draft_len)
-    opt_al = None if (args.engine in ("vllm", "llamacpp") and args.rates is not None) or (
-        args.engine == "atom" and args.acceptance_rate is not None) else al
+    opt_al = None if fixed_by_option else al
     dist = sampler.pmf(opt_al, k)
     rng = np.random.default_rng(args.seed)
     counts, s_mean, s_std = _sampled(sampler, opt_al, k, args.steps, rng)
@@ -218,17 +202,9 @@ def _analyse(args: argparse.Namespace) -> dict[str, Any]:
         "upstream": sampler.upstream,
         "warnings": [*sampler.warnings(opt_al, k), *_caveats(sampler)],
     }
-    if args.engine == "sglang":
-        out["algorithm"] = sampler.algorithm
-        out["max_len"] = sampler.max_len(k)
-    if args.engine == "trtllm":
-        from golden_al.engines import trtllm
-
-        out["trtllm_path"] = sampler.path
-        out[trtllm.ENV_FORCE] = out["engine_settings"][trtllm.ENV_FORCE]
-        out["long_run_mean"] = sampler.long_run_mean(al, k)
-    if args.engine == "atom":
-        out["acceptance_rate"] = (al - 1.0) / k
+    profile = engines.get_profile(args.engine)
+    if profile.simulate_report is not None:
+        out.update(profile.simulate_report(sampler, al, k, out["engine_settings"]))
     if args.batch > 1:
         out["batch"] = _batch(sampler, dist, args.batch, args.steps, rng)
     return out

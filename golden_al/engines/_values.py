@@ -11,7 +11,7 @@ from typing import Any
 from distributions import units
 from golden_al.errors import UsageError
 
-__all__ = ["format_value", "int_flag", "json_object", "parse_number"]
+__all__ = ["format_value", "int_flag", "json_object", "parse_number", "parse_rates"]
 
 
 def format_value(x: float) -> str:
@@ -74,3 +74,24 @@ def parse_number(text: str | None) -> float | None:
         return float(t)
     except ValueError:
         return None
+
+
+def parse_rates(text: str, flag: str = "--rates") -> list[float]:
+    """Comma-separated per-position rates (``'0.9,0.5,0.2'``) as finite floats; range checks are the sampler's."""
+    out: list[float] = []
+    for part in str(text).split(","):
+        part = part.strip()
+        if not part:
+            continue
+        try:
+            value = float(part)
+        except ValueError:
+            raise UsageError(
+                f"{flag}: cannot parse {part!r} as a number; expected comma-separated rates like '0.9,0.5,0.2'"
+            ) from None
+        if not math.isfinite(value):
+            raise UsageError(f"{flag}: {part!r} is not a finite number")
+        out.append(value)
+    if not out:
+        raise UsageError(f"{flag} is empty; expected comma-separated rates like '0.9,0.5,0.2'")
+    return out

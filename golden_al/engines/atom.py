@@ -44,6 +44,7 @@ from golden_al.engines.profile import (
     Metric,
     PinReview,
     ResponseField,
+    SimulateOption,
     Source,
     SyntheticKnob,
 )
@@ -318,6 +319,18 @@ def mtp_stats_delta(before: Mapping[str, Any], after: Mapping[str, Any], *,
     return counts_from_mtp_stats(d, k=k)
 
 
+def _simulate_rate_al(sampler: Any, al: float | None, k: int) -> float:
+    """The AL ``--spec-decode-acceptance-rate`` injects; ``--al`` with it is refused (the knobs exclude each other)."""
+    if al is not None:
+        raise UsageError("give --al or --acceptance-rate, not both (ATOM's knobs are mutually exclusive)")
+    return units.al_from_acceptance_rate(sampler.rate, k)
+
+
+def simulate_report(sampler: Any, al: float, k: int, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``simulate``'s ATOM field: the rate form of the AL."""
+    return {"acceptance_rate": (al - 1.0) / k}
+
+
 PROFILE = EngineProfile(
     default_sampler="synthetic",
     name="atom",
@@ -359,4 +372,8 @@ PROFILE = EngineProfile(
     reserved_flags=("--model", FLAG_SERVER_PORT, "--host", "--tensor-parallel-size", "-tp", FLAG_METHOD,
                     FLAG_K, FLAG_DRAFT_MODEL, "--served-model-name"),
     env_prefixes=("ATOM_",),
+    simulate_options=(SimulateOption(
+        "--acceptance-rate", "rate", type=float, metavar="RATE", gives_al=_simulate_rate_al,
+        help=f"{RATE_FLAG} (AL-1)/K in [0, 1], instead of --al"),),
+    simulate_report=simulate_report,
 )

@@ -43,6 +43,7 @@ from typing import Any
 from distributions import units
 from distributions.counts import AcceptanceCounts, Count, as_count, fit_length, position_counts
 from distributions.errors import DistributionError
+from golden_al.engines._values import parse_rates
 from golden_al.engines.profile import (
     Caveat,
     CommandLine,
@@ -57,6 +58,7 @@ from golden_al.engines.profile import (
     PinReview,
     ResponseField,
     RuntimeDraftLen,
+    SimulateOption,
     Source,
     SyntheticKnob,
 )
@@ -514,6 +516,11 @@ def read_command_line(args: Sequence[str], env: Mapping[str, str]) -> CommandLin
                               models=_model_names(args, env), problems=tuple(problems))
 
 
+def _simulate_rates_al(sampler: Any, al: float | None, k: int) -> float:
+    """The AL ``--spec-synth-rates`` inject (a given ``--al`` must agree with them)."""
+    return 1.0 + float(sampler.unconditional_rates(al, k).sum())
+
+
 PROFILE = EngineProfile(
     default_sampler="synthetic",
     name="llamacpp",
@@ -581,4 +588,7 @@ PROFILE = EngineProfile(
         RuntimeDraftLen(P_MIN_FORMS, "ends a draft early when the draft model is unsure (a draft length per step)",
                         _SPEC, unsafe=_p_min_on),
     ),
+    simulate_options=(SimulateOption(
+        "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,
+        help="--spec-synth-rates, K unconditional non-increasing rates in [0, 1]"),),
 )

@@ -31,6 +31,7 @@ __all__ = [
     "PinReview",
     "ResponseField",
     "RuntimeDraftLen",
+    "SimulateOption",
     "Source",
     "SyntheticKnob",
 ]
@@ -245,6 +246,22 @@ class CommandLine:
 
 
 @dataclass(frozen=True)
+class SimulateOption:
+    """A ``golden-al simulate`` option this engine's samplers take (the CLI builds its flags from these)."""
+
+    flag: str  #: e.g. ``--rates``
+    kwarg: str  #: the sampler keyword it sets (:func:`simulators.get_sampler`)
+    help: str
+    metavar: str | None = None
+    type: Callable[[str], Any] | None = None  #: argparse type
+    choices: tuple[str, ...] = ()
+    parse: Callable[[Any], Any] | None = None  #: the parsed value -> the sampler keyword's value
+    #: ``(sampler, al or None, k) -> AL``: the option fixes the injected AL itself (rates, a rate); it
+    #: checks a given ``--al`` against it. None: the option leaves ``--al`` required.
+    gives_al: Callable[..., float] | None = None
+
+
+@dataclass(frozen=True)
 class EngineProfile:
     """Everything golden-al knows about one engine. One instance per engine module."""
 
@@ -268,6 +285,10 @@ class EngineProfile:
     #: ``(sampler, al, k) -> settings``: what ``golden-al simulate`` shows as the engine's
     #: injected settings for one of :mod:`simulators`' samplers of this engine.
     simulator_settings: Callable[..., dict[str, Any]] | None = None
+    #: ``simulate``'s options of this engine's samplers (flags, sampler keywords, whether they fix AL).
+    simulate_options: tuple[SimulateOption, ...] = ()
+    #: ``(sampler, al, k, settings) -> fields``: what ``simulate --format json`` adds for this engine.
+    simulate_report: Callable[..., dict[str, Any]] | None = None
     #: ``golden-al env`` shell/dotenv variable that carries a whole setting (vLLM's
     #: ``--speculative-config`` JSON, ATOM's flags); None: the settings are env vars.
     shell_variable: str | None = None

@@ -44,6 +44,7 @@ from golden_al.engines.profile import (
     PinReview,
     ResponseField,
     RuntimeDraftLen,
+    SimulateOption,
     Source,
     SyntheticKnob,
 )
@@ -675,6 +676,15 @@ def decode_window(accept_len: float, running_req: int, interval: int) -> tuple[f
 
 
 # ----------------------------------------------------------------- the profile
+#: ``simulate --algorithm``: the algorithms whose clamp ``max_len`` simulators.sglang knows.
+SIMULATE_ALGORITHMS = ("eagle", "eagle3", "nextn", "standalone", "frozen_kv_mtp", "uno", "ngram", "dflash", "dspark")
+
+
+def simulate_report(sampler: Any, al: float, k: int, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``simulate``'s SGLang fields: the algorithm and the clamp it sets."""
+    return {"algorithm": sampler.algorithm, "max_len": sampler.max_len(k)}
+
+
 PROFILE = EngineProfile(
     default_sampler="match-expected",
     name="sglang",
@@ -737,4 +747,8 @@ PROFILE = EngineProfile(
                         "adjusts --speculative-num-steps from the acceptance rate at run time",
                         Source(_REPO, "python/sglang/srt/server_args.py", "469c63e5"), flag_takes_value=False),
     ),
+    simulate_options=(SimulateOption(
+        "--algorithm", "algorithm", type=str.lower, choices=SIMULATE_ALGORITHMS,
+        help=f"{FLAG_ALGORITHM}, which sets the clamp max_len (default: eagle, steps+1)"),),
+    simulate_report=simulate_report,
 )

@@ -30,6 +30,7 @@ from golden_al.engines.profile import (
     EngineProfile,
     PinReview,
     RuntimeDraftLen,
+    SimulateOption,
     Source,
     SyntheticKnob,
 )
@@ -169,6 +170,11 @@ def simulator_settings(sampler: Any, al: float, k: int) -> dict[str, Any]:
     return {ENV_FORCE: env, "value_as_read": read, "path": sampler.path, MAX_DRAFT_LEN: k}
 
 
+def simulate_report(sampler: Any, al: float, k: int, settings: Mapping[str, Any]) -> dict[str, Any]:
+    """``simulate``'s TensorRT-LLM fields: the path, the forced value and the long-run mean it gives."""
+    return {"trtllm_path": sampler.path, ENV_FORCE: settings[ENV_FORCE], "long_run_mean": sampler.long_run_mean(al, k)}
+
+
 PROFILE = EngineProfile(
     default_sampler="force",
     name="trtllm",
@@ -192,4 +198,8 @@ PROFILE = EngineProfile(
     simulator_settings=simulator_settings,
     curve_methods=CURVE_METHODS,
     env_prefixes=ENV_PREFIXES,
+    simulate_options=(SimulateOption(
+        "--trtllm-path", "path", choices=("one-model", "two-model"),
+        help="one-model (float reader; default) or two-model (int() reader)"),),
+    simulate_report=simulate_report,
 )

@@ -35,7 +35,7 @@ from distributions.counts import (
     split_steps_by_draft_len,
 )
 from distributions.errors import DistributionError
-from golden_al.engines._values import format_value, int_flag, json_object
+from golden_al.engines._values import format_value, int_flag, json_object, parse_rates
 from golden_al.engines.profile import (
     DraftLen,
     DraftLenRule,
@@ -46,6 +46,7 @@ from golden_al.engines.profile import (
     PinReview,
     ResponseField,
     RuntimeDraftLen,
+    SimulateOption,
     Source,
     SyntheticKnob,
 )
@@ -500,6 +501,14 @@ def steps_by_draft_len(metrics: Mapping[str, Any], *, k: int, max_tokens: int | 
 
 
 # ----------------------------------------------------------------- the profile
+def _simulate_rates_al(sampler: Any, al: float | None, k: int) -> float:
+    """The AL explicit rates inject (a given ``--al`` must agree with them)."""
+    implied = float(sampler.implied_al(k))
+    if al is not None:
+        sampler.unconditional_rates(al, k)  # raises if they disagree
+    return implied
+
+
 PROFILE = EngineProfile(
     default_sampler="synthetic",
     name="vllm",
@@ -553,4 +562,7 @@ PROFILE = EngineProfile(
         RuntimeDraftLen(("enable_adaptive_verification",),
                         "sizes the verification budget per request at run time", _CONFIG_034),
     ),
+    simulate_options=(SimulateOption(
+        "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,
+        help=f"{RATES_KEY}, K unconditional non-increasing rates in [0, 1]"),),
 )

@@ -167,7 +167,21 @@ def test_injected_values_agree_with_engine_profiles(al, k):
 
 
 def test_cli_algorithm_choices_match_the_simulator():
-    from golden_al.cli.simulate import _ALGORITHMS
+    from golden_al.cli.simulate import _engine_options
+    from golden_al.engines.sglang import SIMULATE_ALGORITHMS
     from simulators.sglang import SGLANG_ALGORITHMS
 
-    assert set(_ALGORITHMS) == set(SGLANG_ALGORITHMS)
+    assert set(SIMULATE_ALGORITHMS) == set(SGLANG_ALGORITHMS)
+    option, owners = _engine_options()["--algorithm"]
+    assert set(option.choices) == set(SGLANG_ALGORITHMS)
+    assert list(owners) == ["sglang"]
+
+
+def test_every_engine_option_is_built_from_the_profiles():
+    """simulate's engine flags come from the profiles: --rates serves vLLM and llama.cpp alike."""
+    from golden_al.cli.simulate import _engine_options
+
+    opts = _engine_options()
+    assert sorted(opts["--rates"][1]) == ["llamacpp", "vllm"]
+    assert list(opts["--acceptance-rate"][1]) == ["atom"]
+    assert list(opts["--trtllm-path"][1]) == ["trtllm"]
