@@ -376,4 +376,5 @@ PROFILE = EngineProfile(
         "--acceptance-rate", "rate", type=float, metavar="RATE", gives_al=_simulate_rate_al,
         help=f"{RATE_FLAG} (AL-1)/K in [0, 1], instead of --al"),),
     simulate_report=simulate_report,
+    al_sources=("atom-mtp-stats",),
 )

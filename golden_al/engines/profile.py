@@ -319,6 +319,17 @@ class EngineProfile:
     #: Whether its proposed-drafts count is exactly ``verify steps x k`` (SGLang: ``spec_verify_ct x
     #: (speculative_num_draft_tokens - 1)``), so any other count means another draft length.
     exact_proposals: bool = False
+    #: AL sources ``measure``/``sweep`` read against this engine's server (names in
+    #: :mod:`golden_al.servers.sources`), the ``--al-source auto`` default first; empty: none.
+    al_sources: tuple[str, ...] = ()
+    #: The ``auto`` source when the server reports per-request counts (vLLM started with
+    #: ``--per-request-spec-decode-metrics``), and how to tell: ``async (client, model, messages) -> bool``
+    #: sends one short request and looks for them.
+    per_request_source: str | None = None
+    per_request_probe: Callable[..., Any] | None = None
+    #: ``(response, k, max_tokens, output_tokens) -> {k: counts} | None``: a response's steps split by the
+    #: draft length each was proposed at (None: the engine does not report per-step lengths).
+    response_steps_by_draft_len: Callable[..., Any] | None = None
     #: ``(server_info) -> DraftLen``: k from what a server reports of itself (``/server_info``, start-up
     #: arguments in its log); None: it reports nothing that fixes k.
     draft_len_from_server_info: Callable[[Mapping[str, Any]], DraftLen] | None = None

@@ -751,4 +751,5 @@ PROFILE = EngineProfile(
         "--algorithm", "algorithm", type=str.lower, choices=SIMULATE_ALGORITHMS,
         help=f"{FLAG_ALGORITHM}, which sets the clamp max_len (default: eagle, steps+1)"),),
     simulate_report=simulate_report,
+    al_sources=("sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate"),
 )

@@ -509,6 +509,26 @@ def _simulate_rates_al(sampler: Any, al: float | None, k: int) -> float:
     return implied
 
 
+async def per_request_probe(client: Any, served_model: str, messages: Sequence[Mapping[str, Any]]) -> bool:
+    """Whether the server adds ``metrics.speculative_decoding`` to a response (vLLM >= 0.33 started with
+    ``--per-request-spec-decode-metrics``; vllm-project/vllm ``vllm/entrypoints/openai/protocol.py``,
+    0.33.0): one 2-token request, sent before any counter snapshot."""
+    body = {"model": served_model, "messages": [dict(m) for m in messages], "max_tokens": 2,
+            "temperature": 0.0, "stream": False}
+    resp = await client.post_json("/v1/chat/completions", body, label="per-request metrics probe")
+    metrics = resp.get(REQUEST_METRICS) if isinstance(resp, Mapping) else None
+    return isinstance(metrics, Mapping) and isinstance(metrics.get(REQUEST_SPEC), Mapping)
+
+
+def response_steps_by_draft_len(resp: Mapping[str, Any], k: int, *, max_tokens: int | None,
+                                output_tokens: int | None) -> dict[int, Any] | None:
+    """A response's steps by the draft length they were proposed at (``per_step_drafted``), or None."""
+    metrics = resp.get(REQUEST_METRICS)
+    if not isinstance(metrics, Mapping):
+        return None
+    return steps_by_draft_len(metrics, k=k, max_tokens=max_tokens, output_tokens=output_tokens)
+
+
 PROFILE = EngineProfile(
     default_sampler="synthetic",
     name="vllm",
@@ -565,4 +585,8 @@ PROFILE = EngineProfile(
     simulate_options=(SimulateOption(
         "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,
         help=f"{RATES_KEY}, K unconditional non-increasing rates in [0, 1]"),),
+    al_sources=("vllm-prometheus", "vllm-per-request"),
+    per_request_source="vllm-per-request",
+    per_request_probe=per_request_probe,
+    response_steps_by_draft_len=response_steps_by_draft_len,
 )

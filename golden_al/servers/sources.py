@@ -72,30 +72,36 @@ __all__ = [
 PER_REQUEST_SOURCES = ("sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate", "vllm-per-request")
 COUNTER_SOURCES = ("vllm-prometheus", "atom-mtp-stats", "llamacpp-prometheus")
 SOURCES = PER_REQUEST_SOURCES + COUNTER_SOURCES
-_ENGINE_OF = {"sglang-meta-info": "sglang", "sglang-spec-tokens-details": "sglang", "sglang-generate": "sglang",
-              "vllm-per-request": "vllm", "vllm-prometheus": "vllm", "atom-mtp-stats": "atom",
-              "llamacpp-prometheus": "llamacpp"}
+
+
+def _engine_of(source: str) -> str | None:
+    """The registered engine whose profile offers ``source``."""
+    from golden_al import engines
+
+    return next((name for name in engines.engine_names() if source in engines.get_profile(name).al_sources), None)
 
 
 def default_source(engine: str, *, per_request_metrics: bool = False) -> str:
-    """The source used when ``--al-source auto``."""
-    if engine == "sglang":
-        return "sglang-meta-info"
-    if engine == "vllm":
-        return "vllm-per-request" if per_request_metrics else "vllm-prometheus"
-    if engine == "atom":
-        return "atom-mtp-stats"
-    if engine == "llamacpp":
-        return "llamacpp-prometheus"
-    raise UsageError(f"no AL source for engine {engine!r}", hint="sglang, vllm, atom or llamacpp")
+    """The source used when ``--al-source auto``: the engine profile's first, or its per-request one when
+    the server reports per-request counts."""
+    from golden_al import engines
+
+    profile = engines.get_profile(engine)
+    if per_request_metrics and profile.per_request_source:
+        return profile.per_request_source
+    if not profile.al_sources:
+        offer = [n for n in engines.engine_names() if engines.get_profile(n).al_sources]
+        raise UsageError(f"no AL source for engine {engine!r}", hint=", ".join(offer) + " have one")
+    return profile.al_sources[0]
 
 
 def make_source(name: str, engine: str) -> Source:
     """The source object called ``name`` (checked against ``engine``)."""
     if name not in SOURCES:
         raise UsageError(f"unknown --al-source {name!r}", hint="auto or one of " + ", ".join(SOURCES))
-    if _ENGINE_OF[name] != engine:
-        raise UsageError(f"--al-source {name} is for {_ENGINE_OF[name]}, not {engine}")
+    owner = _engine_of(name)
+    if owner != engine:
+        raise UsageError(f"--al-source {name} is for {owner or 'no registered engine'}, not {engine}")
     if name == "vllm-prometheus":
         return VllmPrometheusSource()
     if name == "atom-mtp-stats":
@@ -107,24 +113,16 @@ def make_source(name: str, engine: str) -> Source:
 
 async def per_request_alternative(client: ServerClient, engine: str, served_model: str,
                                   prompt: Any) -> PerRequestSource | None:
-    """A per-request source the server offers besides its aggregate counters, or None.
+    """A per-request source the server offers besides its aggregate counters, or None (the engine
+    profile's ``per_request_probe`` asks with one short request; SGLang's default is already
+    per-request, ATOM and llama.cpp have none)."""
+    from golden_al import engines
 
-    vLLM (>= 0.33, started with ``--per-request-spec-decode-metrics``) adds
-    ``metrics.speculative_decoding`` to each response (vllm-project/vllm
-    ``vllm/entrypoints/openai/protocol.py``, 0.33.0); one short request (2 tokens,
-    sent before any counter snapshot) shows whether it does. ATOM has no per-request
-    source; SGLang's default is already per-request.
-    """
-    from golden_al.engines import vllm
-
-    if engine != "vllm":
+    profile = engines.get_profile(engine)
+    if profile.per_request_probe is None or profile.per_request_source is None:
         return None
-    body = {"model": served_model, "messages": [dict(m) for m in prompt.messages], "max_tokens": 2,
-            "temperature": 0.0, "stream": False}
-    resp = await client.post_json("/v1/chat/completions", body, label="per-request metrics probe")
-    metrics = resp.get(vllm.REQUEST_METRICS) if isinstance(resp, Mapping) else None
-    if isinstance(metrics, Mapping) and isinstance(metrics.get(vllm.REQUEST_SPEC), Mapping):
-        return PerRequestSource("vllm-per-request")
+    if await profile.per_request_probe(client, served_model, prompt.messages):
+        return PerRequestSource(profile.per_request_source)
     return None
 
 
@@ -189,8 +187,10 @@ class PerRequestSource(Source):
     def __init__(self, name: str) -> None:
         if name not in PER_REQUEST_SOURCES:
             raise UsageError(f"{name} is not a per-request source")
-        self.name = name
-        self.engine = _ENGINE_OF[name]
+        owner = _engine_of(name)
+        if owner is None:
+            raise UsageError(f"no registered engine offers the AL source {name}")
+        self.name, self.engine = name, owner
 
     @property
     def endpoint(self) -> str:
@@ -262,15 +262,13 @@ class PerRequestSource(Source):
         ``/debug/mtp_stats``, llama.cpp's ``timings`` and TensorRT-LLM report per-request or
         per-position totals only, so a cell that mixes lengths there is refused, not split.
         """
-        from golden_al.engines import vllm
+        from golden_al import engines
 
-        if self.engine != "vllm":
-            return None
-        metrics = resp.get(vllm.REQUEST_METRICS)
-        if not isinstance(metrics, Mapping):
+        read = engines.get_profile(self.engine).response_steps_by_draft_len
+        if read is None:
             return None
         with _server_errors(label):
-            return vllm.steps_by_draft_len(metrics, k=k, max_tokens=max_tokens, output_tokens=output_tokens)
+            return read(resp, k, max_tokens=max_tokens, output_tokens=output_tokens)
 
 
 # ---------------------------------------------------------------------------- counter sources
