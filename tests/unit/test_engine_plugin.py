@@ -120,6 +120,20 @@ def test_simulate_runs_the_plugins_own_sampler(site: Path) -> None:
     assert "floor(AL) or ceil(AL)" in text
 
 
+def test_simulate_takes_the_plugins_own_option(site: Path) -> None:
+    """--toy-mix comes from the plugin's profile (SimulateOption): simulate's CLI was not touched for it."""
+    done = _golden_al(site, "simulate", "--engine", "toyserve", "--method", "force", "--al", "4.5", "-k", "7",
+                      "--toy-mix", "floor", "--format", "json")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["toy_mix"] == "floor"  # the plugin's simulate_report
+    assert doc["mean"] == 4.0  # floor only: the option reached the plugin's sampler
+    other = _golden_al(site, "simulate", "--engine", "vllm", "--method", "synthetic", "--al", "3", "-k", "3",
+                       "--toy-mix", "floor")
+    assert other.returncode == 2
+    assert "--toy-mix applies only to --engine toyserve, not 'vllm'" in other.stderr
+
+
 def test_check_run_judges_a_plugin_run_by_its_own_sampler(site: Path) -> None:
     """check-run's decision rule takes the plugin engine's registered sampler (its exact law)."""
     code = ("import json, sys\n"

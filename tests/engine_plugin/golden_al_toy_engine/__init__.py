@@ -20,6 +20,7 @@ from golden_al.engines.profile import (
     DraftLen,
     DraftLenRule,
     EngineProfile,
+    SimulateOption,
     Source,
     SyntheticKnob,
 )
@@ -75,6 +76,10 @@ PROFILE = EngineProfile(
     curve_methods={"draft": "draft-model"},
     command_line=CommandLine(value_knobs={KNOB: KNOB}, read=read),
     sources=(_SRC,),
+    # simulate's own option for this engine's sampler: the CLI builds --toy-mix from it
+    simulate_options=(SimulateOption("--toy-mix", "mix", choices=("mixed", "floor"),
+                                     help="mixed (floor and ceil, mean AL; default) or floor (always floor(AL))"),),
+    simulate_report=lambda sampler, al, k, settings: {"toy_mix": sampler.mix},
 )
 
 
@@ -99,11 +104,14 @@ class ToyForce(EngineSampler):
     upstream = "example/toyserve toyserve/spec.py 0.1.0"
     summary = "per request-step: L = floor(AL) or ceil(AL), mixed so that the mean is AL"
 
+    def __init__(self, mix: str = "mixed") -> None:
+        self.mix = mix
+
     def pmf(self, al: float, k: int) -> AcceptanceDistribution:
         al, k = self.check(al, k)
         probs = np.zeros(k + 1)
         lo = math.floor(al)
-        frac = al - lo
+        frac = al - lo if self.mix == "mixed" else 0.0
         probs[lo - 1] += 1.0 - frac
         if frac > 0:
             probs[lo] += frac
