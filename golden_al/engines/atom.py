@@ -377,4 +377,5 @@ PROFILE = EngineProfile(
         help=f"{RATE_FLAG} (AL-1)/K in [0, 1], instead of --al"),),
     simulate_report=simulate_report,
     al_sources=("atom-mtp-stats",),
+    server_probe="golden_al.servers.probes.atom:probe",
 )

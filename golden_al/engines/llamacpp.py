@@ -592,4 +592,5 @@ PROFILE = EngineProfile(
         "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,
         help="--spec-synth-rates, K unconditional non-increasing rates in [0, 1]"),),
     al_sources=("llamacpp-prometheus",),
+    server_probe="golden_al.servers.probes.llamacpp:probe",
 )

@@ -330,6 +330,9 @@ class EngineProfile:
     #: ``(response, k, max_tokens, output_tokens) -> {k: counts} | None``: a response's steps split by the
     #: draft length each was proposed at (None: the engine does not report per-step lengths).
     response_steps_by_draft_len: Callable[..., Any] | None = None
+    #: ``"module:function"`` of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
+    #: ``golden_al.servers.probe.ServerFacts`` from what the server says about itself (None: not probed).
+    server_probe: str | None = None
     #: ``(server_info) -> DraftLen``: k from what a server reports of itself (``/server_info``, start-up
     #: arguments in its log); None: it reports nothing that fixes k.
     draft_len_from_server_info: Callable[[Mapping[str, Any]], DraftLen] | None = None

@@ -752,4 +752,5 @@ PROFILE = EngineProfile(
         help=f"{FLAG_ALGORITHM}, which sets the clamp max_len (default: eagle, steps+1)"),),
     simulate_report=simulate_report,
     al_sources=("sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate"),
+    server_probe="golden_al.servers.probes.sglang:probe",
 )
