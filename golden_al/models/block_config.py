@@ -158,13 +158,10 @@ def default_target_layer_ids(num_target_layers: int, num_draft_layers: int) -> l
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as fh:
-            raw = fh.read(MAX_CONFIG_BYTES + 1)
-    except OSError as exc:
-        raise BlockDraftConfigError(f"cannot read the draft config: {exc.strerror or exc}", path=path) from None
-    if len(raw) > MAX_CONFIG_BYTES:
-        raise BlockDraftConfigError(f"the draft config is over {MAX_CONFIG_BYTES} bytes", path=path)
+    """The config object, read bounded (a regular file of at most MAX_CONFIG_BYTES: safeio)."""
+    from golden_al import safeio
+
+    raw = safeio.read_bytes(path, max_bytes=MAX_CONFIG_BYTES)
     try:
         data = json.loads(raw.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
@@ -182,7 +179,7 @@ def is_block_draft(path: str | Path) -> bool:
         return False
     try:
         data = _read_json(cfg)
-    except BlockDraftConfigError:
+    except InputFileError:
         return False
     arch = " ".join(str(a) for a in data.get("architectures") or [])
     return ("dflash_config" in data or "DFlash" in arch
