@@ -593,4 +593,5 @@ PROFILE = EngineProfile(
         help="--spec-synth-rates, K unconditional non-increasing rates in [0, 1]"),),
     al_sources=("llamacpp-prometheus",),
     server_probe="golden_al.servers.probes.llamacpp:probe",
+    launch_method=lambda algorithm, draft: "draft-model",  # llama-server runs a draft model
 )

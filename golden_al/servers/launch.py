@@ -118,10 +118,9 @@ class LaunchSpec:
 
     def draft_method(self) -> str:
         """The record's ``draft_method`` (lower-case algorithm/method)."""
-        if self.engine == "vllm":
-            return vllm_engine.method_for_launch(self.algorithm, self.draft)
-        if self.engine == "llamacpp":
-            return "draft-model"
+        method = engines.get_profile(self.engine).launch_method
+        if method is not None:
+            return method(self.algorithm, self.draft)
         return (self.algorithm or "").lower() or "unknown"
 
     def request(self) -> LaunchRequest:
