@@ -489,7 +489,10 @@ class MixedDraftLengths:
 async def _run_per_request(client: ServerClient, plan: CellPlan, source: PerRequestSource,
                            todo: list[ChatPrompt], req_file: Path, progress: ProgressFn, stats: PipelineStats,
                            tag: Mapping[str, Any]) -> None:
-    mixed = MixedDraftLengths() if source.engine == "sglang" else None
+    from golden_al import engines
+
+    # an engine whose proposals are exactly steps x k shows a change of k in every response
+    mixed = MixedDraftLengths() if engines.get_profile(source.engine).exact_proposals else None
 
     async def send(prompt: ChatPrompt) -> None:
         label = _label(plan, f"request {prompt.index}")
