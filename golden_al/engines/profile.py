@@ -336,6 +336,9 @@ class EngineProfile:
     #: ``(algorithm, draft) -> method``: the record's ``draft_method`` of a launch (None: the algorithm,
     #: lower-cased, or ``unknown``).
     launch_method: Callable[..., str] | None = None
+    #: ``(argv) -> (k, rule)``: the draft length a launch command asks for, used when the server itself
+    #: cannot tell yet (llama-server shows k only once a request drafted). None: the server tells.
+    launch_draft_len: Callable[..., tuple[int, str]] | None = None
     #: ``(server_info) -> DraftLen``: k from what a server reports of itself (``/server_info``, start-up
     #: arguments in its log); None: it reports nothing that fixes k.
     draft_len_from_server_info: Callable[[Mapping[str, Any]], DraftLen] | None = None

@@ -48,6 +48,7 @@ from typing import Any, Literal
 
 from distributions import units
 from distributions.uncertainty import se_from_ci, z_for_confidence
+from golden_al import engines
 from golden_al.errors import SchemaError, ServerError, UsageError
 from golden_al.golden.schema import mode_key
 from golden_al.measure.derive import derive_record, truncate_result
@@ -354,10 +355,9 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
             note("replicas assumed identical (--assume-identical-replicas): " + ", ".join(unknown))
         facts = every[0]
         client = clients[0] if len(clients) == 1 else clients
-        if facts.draft_len is None and command is not None and options.engine == "llamacpp":
-            from golden_al.engines import llamacpp
-
-            facts.draft_len, rule = llamacpp.draft_len_from_args(command)
+        from_command = engines.get_profile(options.engine).launch_draft_len
+        if facts.draft_len is None and command is not None and from_command is not None:
+            facts.draft_len, rule = from_command(command)
             facts.draft_len_rule = f"launch command {rule}"
         for w in facts.warnings:
             note(w)
