@@ -54,10 +54,9 @@ DEFAULT_BATCH_SIZE = 16
 MAX_DRAFT_LEN = 16
 MODES = ("auto", "live", "replay")
 #: ``measure --engine reference --algorithm``: a chain draft model (the default) or a block draft
-#: (engines.offline_reference.block_config.ALGORITHMS; the draft's checkpoint tells DFlash from DFlash2).
+#: (:data:`golden_al.models.block_config.ALGORITHMS`, imported when settings are checked: the models
+#: package is not on the CLI's start-up path; the draft's checkpoint tells DFlash from DFlash2).
 CHAIN_ALGORITHM = "draft-model"
-BLOCK_ALGORITHMS = ("dflash", "dflash2")
-ALGORITHMS = (CHAIN_ALGORITHM, *BLOCK_ALGORITHMS)
 DEVICES = ("auto", "cpu", "cuda")
 #: ``--cpu-kernels`` (CPU, float32; engines.offline_reference.kernels): ``onednn`` computes each
 #: linear layer with oneDNN's float32 inner product on the plain weights (the default; falls back
@@ -182,10 +181,13 @@ class ReferenceSettings:
                                  f"expected 1..{MAX_DRAFT_LEN}")
 
     def _check_algorithm(self) -> None:
+        from golden_al.models.block_config import ALGORITHMS as BLOCK_ALGORITHMS
+
         self.algorithm = str(self.algorithm).strip().lower()
-        if self.algorithm not in ALGORITHMS:
+        known = (CHAIN_ALGORITHM, *BLOCK_ALGORITHMS)
+        if self.algorithm not in known:
             raise UsageError(f"--algorithm {self.algorithm!r} is not one the reference engine runs",
-                             hint=f"one of {', '.join(ALGORITHMS)}; other methods are measured through a server "
+                             hint=f"one of {', '.join(known)}; other methods are measured through a server "
                              "(--engine sglang|vllm|...)")
         if not self.block:
             if self.allow_derived:
@@ -202,7 +204,7 @@ class ReferenceSettings:
     @property
     def block(self) -> bool:
         """True for a block draft (DFlash, DFlash2)."""
-        return self.algorithm in BLOCK_ALGORITHMS
+        return self.algorithm != CHAIN_ALGORITHM  # _check_algorithm admits the block algorithms only
 
     @property
     def measured_lens(self) -> list[int]:
@@ -343,7 +345,7 @@ def _load_block_pair(settings: ReferenceSettings, *, cache_dir: str | Path, devi
     from golden_al.engines.offline_reference.block_draft import load_block_draft
     from golden_al.measurement import ModelInfo
     from golden_al.models import LoadedModel, LoadedPair, load_model
-    from golden_al.provenance import sha256_file
+    from golden_al.models.load import _cached_sha256
 
     target = load_model(settings.target, cache_dir=cache_dir, dtype=settings.dtype, device=device,
                         allow_lower_precision=settings.allow_lower_precision, auto_fetch=True, progress=progress,
@@ -354,7 +356,7 @@ def _load_block_pair(settings: ReferenceSettings, *, cache_dir: str | Path, devi
     info = ModelInfo(name=str(settings.draft), path=str(folder.resolve()), source="safetensors",
                      dtype=str(next(draft.parameters()).dtype).removeprefix("torch."),
                      shipped_dtype=None,
-                     sha256=sha256_file(weights[0]) if len(weights) == 1 else None,
+                     sha256=_cached_sha256(weights[0], Path(cache_dir)) if len(weights) == 1 else None,
                      num_parameters=sum(p.numel() for p in draft.parameters()))
     loaded = LoadedModel(model=draft, tokenizer=target.tokenizer, info=info, eos_token_ids=target.eos_token_ids,
                          chat_family=target.chat_family, path=folder)

@@ -25,6 +25,7 @@ llama.cpp uses, ``common/speculative.cpp``).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -349,6 +350,6 @@ def _build(cfg_path: Path, f: _Fields, layer: dict[str, Any], *, algorithm: str,
         top_k = f.integer("selector_top_k", minimum=1)
         if top_k > cfg.vocab_size:
             raise f.fail("selector_top_k", top_k, f"at most vocab_size ({cfg.vocab_size})")
-        cfg = BlockDraftConfig(**{**cfg.__dict__, "conv_kernel_size": kernel, "conv_group_size": group,
-                                  "selector_rank": f.integer("selector_rank", minimum=1), "selector_top_k": top_k})
+        cfg = dataclasses.replace(cfg, conv_kernel_size=kernel, conv_group_size=group,
+                                  selector_rank=f.integer("selector_rank", minimum=1), selector_top_k=top_k)
     return cfg

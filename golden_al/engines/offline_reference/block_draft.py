@@ -326,17 +326,13 @@ class BlockDraft(nn.Module):
         """The context features `(B, T, K*H)` from a target forward's ``hidden_states`` tuple."""
         return torch.cat([hidden_states[i + 1] for i in self.cfg.target_layer_ids], dim=-1)
 
-    def new_batch(self, device: Any) -> BatchedContext:
-        """An empty :class:`BatchedContext` (no rows)."""
-        none = torch.zeros((0, 0), dtype=torch.bool, device=device)
-        return BatchedContext(keys=[], values=[], valid=none, next_pos=torch.zeros(0, dtype=torch.long, device=device))
+    def new_batch(self, rows: int, device: Any) -> BatchedContext:
+        """A :class:`BatchedContext` of ``rows`` rows with no context yet."""
+        return BatchedContext(keys=[], values=[], valid=torch.zeros((rows, 0), dtype=torch.bool, device=device),
+                              next_pos=torch.zeros(rows, dtype=torch.long, device=device))
 
     def extend_batch(self, ctx: BatchedContext, features: torch.Tensor, valid: torch.Tensor) -> None:
         """Append each row's valid positions of ``features`` `(B, n, K*H)` (``valid`` `(B, n)`) to the context."""
-        B = features.shape[0]
-        if ctx.rows == 0 and not ctx.keys:
-            ctx.next_pos = torch.zeros(B, dtype=torch.long, device=features.device)
-            ctx.valid = torch.zeros((B, 0), dtype=torch.bool, device=features.device)
         pos = ctx.next_pos[:, None] + torch.cumsum(valid.long(), dim=1) - 1
         pos = torch.where(valid, pos, ctx.next_pos[:, None]).clamp(min=0)
         proj = self.hidden_norm(self.fc(features))
@@ -353,8 +349,9 @@ class BlockDraft(nn.Module):
         ctx.next_pos = ctx.next_pos + valid.long().sum(dim=1)
 
     def block_batch(self, embeddings: torch.Tensor, ctx: BatchedContext, block_valid: torch.Tensor) -> torch.Tensor:
-        """:meth:`block` for a batch: row ``b``'s block is its first ``block_valid[b].sum()`` positions
-        (the rest are padding nobody attends to), at the positions right after its own context."""
+        """The draft's final hidden states `(B, L, H)` for blocks embedded as ``embeddings`` `(B, L, H)`:
+        row ``b``'s block is its first ``block_valid[b].sum()`` positions (the rest are padding nobody
+        attends to), at the positions right after its own context."""
         L = embeddings.shape[1]
         positions = ctx.next_pos[:, None] + torch.arange(L, device=embeddings.device)[None, :]
         cos, sin = self.rotary(positions, embeddings.dtype)
@@ -406,14 +403,20 @@ _SPECULATORS_ASIDE = frozenset({"verifier_norm.weight", "verifier_lm_head.weight
                                 "lm_head.weight", "t2d", "d2t"})
 
 
+_MAX_INDEX_BYTES = 16 << 20
+
+
 def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
     from safetensors.torch import load_file
 
+    from golden_al import safeio
+
     index = folder / "model.safetensors.index.json"
     if index.is_file():
+        raw = safeio.read_bytes(index, max_bytes=_MAX_INDEX_BYTES)  # bounded, regular files only
         try:
-            files = sorted(set(json.loads(index.read_text(encoding="utf-8"))["weight_map"].values()))
-        except (OSError, ValueError, KeyError, AttributeError) as exc:
+            files = sorted(set(json.loads(raw.decode("utf-8"))["weight_map"].values()))
+        except (ValueError, KeyError, AttributeError) as exc:
             raise BlockDraftConfigError(f"cannot read the safetensors index: {exc}", path=index) from None
     else:
         files = sorted(p.name for p in folder.glob("*.safetensors"))
@@ -430,14 +433,13 @@ def _read_weights(folder: Path) -> dict[str, torch.Tensor]:
     return {_SELECTOR_ALIASES.get(k, k): v for k, v in state.items()}
 
 
-def load_block_draft(path: str | Path, target: Any, *, dtype: torch.dtype | None = None,
-                     config: BlockDraftConfig | None = None) -> BlockDraft:
+def load_block_draft(path: str | Path, target: Any) -> BlockDraft:
     """Load the z-lab-format block draft in folder ``path`` for ``target`` (same device and dtype).
 
     Every parameter must be present with its shape; a missing, extra or misshapen tensor is a
     :class:`BlockDraftConfigError` naming it.
     """
-    cfg = config or read_block_draft_config(path)
+    cfg = read_block_draft_config(path)
     tcfg = target.config
     n_layers = getattr(tcfg, "num_hidden_layers", None) or tcfg.get_text_config().num_hidden_layers
     emb = target_embedding(target)
@@ -460,7 +462,7 @@ def load_block_draft(path: str | Path, target: Any, *, dtype: torch.dtype | None
             raise BlockDraftConfigError(f"tensor {name} has shape {tuple(state[name].shape)}; the config makes it "
                                         f"{tuple(tensor.shape)}", path=path)
     draft.load_state_dict(state, strict=True)
-    return draft.to(device=emb.device, dtype=dtype or emb.dtype).eval()
+    return draft.to(device=emb.device, dtype=emb.dtype).eval()
 
 
 def save_block_draft(draft: BlockDraft, folder: str | Path, *, num_target_layers: int) -> Path:

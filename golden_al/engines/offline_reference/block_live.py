@@ -39,7 +39,7 @@ import torch
 
 from golden_al.engines.offline_reference.batch_cache import BatchedKV, left_pad
 from golden_al.engines.offline_reference.block_draft import BatchedContext, BlockDraft, output_head
-from golden_al.engines.offline_reference.live import ProgressFn, RequestOutput
+from golden_al.engines.offline_reference.live import ProgressFn, RequestOutput, _choose, commit_step
 from golden_al.engines.offline_reference.sampling import (
     SamplingParams,
     greedy_verification,
@@ -49,10 +49,6 @@ from golden_al.engines.offline_reference.sampling import (
 )
 
 __all__ = ["iter_block_generate"]
-
-
-def _choose(logits: torch.Tensor, sampling: SamplingParams, generator: torch.Generator) -> torch.Tensor:
-    return logits.argmax(dim=-1) if sampling.greedy else sample(warp(logits, sampling), generator)
 
 
 @dataclass
@@ -78,26 +74,6 @@ def _propose(draft: BlockDraft, target: Any, ctx: BatchedContext, pending: torch
         return logits.argmax(dim=-1), None
     q = warp(logits, sampling)
     return sample(q.view(-1, q.shape[-1]), generator).view(B, k), q
-
-
-def _settle(out: RequestOutput, drafts: list[int], n: int, t: int, k_eff: int, eos: set[int], M: int) -> bool:
-    """Record one verify step of one request (the counting rules of :mod:`.accounting`); True when it ended."""
-    s = len(out.output_token_ids)
-    stop_at = next((j for j, tok in enumerate(drafts[:n]) if tok in eos), None)
-    if stop_at is not None:  # an accepted end-of-sequence draft ends the request: no bonus
-        n, emitted = stop_at + 1, drafts[:stop_at + 1]
-    elif n == k_eff and s + n >= M:  # the budget's last draft was accepted: no bonus follows
-        emitted = drafts[:n]
-    else:
-        emitted = [*drafts[:n], t]
-    out.accepted.append(n)
-    out.drafted.append(k_eff)
-    out.output_token_ids.extend(emitted)
-    if emitted and emitted[-1] in eos:
-        out.finish_reason = "stop"
-    elif len(out.output_token_ids) >= M:
-        out.finish_reason = "length"
-    return bool(out.finish_reason)
 
 
 @torch.inference_mode()
@@ -128,12 +104,11 @@ def iter_block_generate(target: Any, draft: BlockDraft, prompts: Sequence[Sequen
     queue = deque(zip(idx, prompts, strict=True))
     rows: list[_Row] = []
     tkv = BatchedKV(target, 0)
-    ctx = draft.new_batch(device)
+    ctx = draft.new_batch(0, device)
     done_count = 0
 
     def finish(row: _Row) -> RequestOutput:
         out = row.out
-        out.finish_reason = out.finish_reason or "length"
         out.wall_s = round(time.perf_counter() - row.t0, 3)
         if progress is not None and len(out.output_token_ids) < M:
             progress(M - len(out.output_token_ids))
@@ -155,7 +130,7 @@ def iter_block_generate(target: Any, draft: BlockDraft, prompts: Sequence[Sequen
                 done_count += 1
                 yield finish(row)
                 continue
-            new = draft.new_batch(device)
+            new = draft.new_batch(1, device)
             draft.extend_batch(new, draft.features(pre.hidden_states), valid)
             tkv.extend(one)
             ctx.extend(new)
@@ -174,16 +149,17 @@ def iter_block_generate(target: Any, draft: BlockDraft, prompts: Sequence[Sequen
             v = greedy_verification(x, ver.logits, gamma)
         else:
             assert q is not None
-            v = speculative_sampling(x, q.to(torch.float32), warp(ver.logits, sampling), gamma, generator)
+            p = warp(ver.logits, sampling)
+            v = speculative_sampling(x, q.to(p.dtype), p, gamma, generator)  # the selector's q is float32
         n_list, t_list, x_list = v.n.tolist(), v.t.tolist(), x.tolist()
         keep_rows: list[int] = []
         ended: list[int] = []
         for b, row in enumerate(rows):
             before = len(row.out.output_token_ids)
-            over = _settle(row.out, x_list[b], int(n_list[b]), int(t_list[b]), int(gamma[b]), eos, M)
+            commit_step(row.out, x_list[b], int(n_list[b]), int(t_list[b]), int(gamma[b]), eos, M)
             if progress is not None:
                 progress(len(row.out.output_token_ids) - before)
-            (ended if over else keep_rows).append(b)
+            (ended if row.out.finish_reason else keep_rows).append(b)
         # the pending token and the accepted drafts are verified: drop the rest from the target's cache,
         # and their hidden states join the draft's context
         verified = v.n + 1

@@ -38,7 +38,7 @@ from golden_al.engines.offline_reference.sampling import (
     warp,
 )
 
-__all__ = ["ProgressFn", "RequestOutput", "admission_group", "iter_generate", "prefill_budget", "remaining_steps",
+__all__ = ["ProgressFn", "RequestOutput", "admission_group", "commit_step", "iter_generate", "prefill_budget", "remaining_steps",
            "target_generate_step"]
 
 #: Tokens per admission prefill (prompt tokens x prompts, padding included). On a CPU one
@@ -167,6 +167,32 @@ class RequestOutput:
     def counts(self) -> StepCounts:
         """Histogram, per-position counts and totals of this request."""
         return counts_from_accept_counts(self.accepted, self.draft_len)
+
+
+def commit_step(r: RequestOutput, drafts: Sequence[int], n: int, t: int, gamma: int, eos: set[int],
+                max_tokens: int) -> None:
+    """Commit one verify step of request ``r``: ``n`` of its ``gamma`` ``drafts`` accepted, then the
+    target's token ``t``, under the end-of-request rules of :mod:`.accounting` (an accepted
+    end-of-sequence draft ends the request, and no bonus follows the budget's last draft). Sets
+    ``finish_reason`` when the request ends. Chain and block drafts share it."""
+    accepted = [int(v) for v in drafts[:n]]
+    stop_at = next((j for j, v in enumerate(accepted) if v in eos), None)
+    r.drafted.append(int(gamma))
+    if stop_at is not None:  # an accepted end-of-sequence draft: no bonus follows
+        r.accepted.append(stop_at + 1)
+        r.output_token_ids.extend(accepted[: stop_at + 1])
+        r.finish_reason = "stop"
+    elif n == max_tokens - len(r.output_token_ids):  # every draft up to the budget accepted: no bonus follows
+        r.accepted.append(n)
+        r.output_token_ids.extend(accepted)
+        r.finish_reason = "length"
+    else:
+        r.accepted.append(n)
+        r.output_token_ids.extend([*accepted, t])
+        if t in eos:
+            r.finish_reason = "stop"
+        elif len(r.output_token_ids) >= max_tokens:
+            r.finish_reason = "length"
 
 
 def _choose(logits: torch.Tensor, sampling: SamplingParams, generator: torch.Generator) -> torch.Tensor:
@@ -401,23 +427,8 @@ class _LiveBatch:
         # 4. commit tokens, apply the end-of-request rules (accounting.py)
         emitted = 0
         for row, r in enumerate(self.rows):
-            n, t = n_list[row], t_list[row]
             before = len(r.output_token_ids)
-            drafts = [int(v) for v in x_rows[row][:n]]
-            stop_at = next((j for j, v in enumerate(drafts) if v in eos), None)
-            r.drafted.append(int(gamma_eff[row]))
-            if stop_at is not None:  # an accepted end-of-sequence draft: no bonus follows
-                r.accepted.append(stop_at + 1)
-                r.output_token_ids.extend(drafts[: stop_at + 1])
-                r.finish_reason = "stop"
-            elif n == left[row]:  # every draft up to the budget accepted: no bonus follows
-                r.accepted.append(n)
-                r.output_token_ids.extend(drafts)
-                r.finish_reason = "length"
-            else:
-                r.accepted.append(n)
-                r.output_token_ids.extend([*drafts, t])
-                self._finish_rules(r, t)
+            commit_step(r, x_rows[row], n_list[row], t_list[row], int(gamma_eff[row]), eos, M)
             emitted += len(r.output_token_ids) - before
         self._advance(emitted)
 
