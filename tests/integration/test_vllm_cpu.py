@@ -154,7 +154,9 @@ def test_measure_equals_server_counters_and_restart_is_detected(tmp_path, capsys
 
         # kill the server mid-measurement and restart it on the same port
         env = dict(os.environ, PYTHONPATH=str(REPO))
-        cmd = [sys.executable, "-m", "golden_al", "measure", *common, "--retries", "6", "--backoff", "2",
+        # The retries (2+4+8+16 s, then 30 s each: ~600 s) outlast the restarted server's own ready
+        # timeout (300 s), so a slow start on a busy machine cannot exhaust them first.
+        cmd = [sys.executable, "-m", "golden_al", "measure", *common, "--retries", "24", "--backoff", "2",
                "--out", str(tmp_path / "b")]
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
         req = tmp_path / "b" / "requests.jsonl"
@@ -163,7 +165,7 @@ def test_measure_equals_server_counters_and_restart_is_detected(tmp_path, capsys
             time.sleep(0.05)
         s1.kill()
     with _Server(python, model, 3, port, tmp_path / "s2.log"):
-        _, err = proc.communicate(timeout=300)
+        _, err = proc.communicate(timeout=120)  # the server is ready: the next retry (<= 30 s) reaches it
         assert proc.returncode == 1, err
         assert "restarted" in err, err
         assert "process_start_time_seconds" in err or "went backwards" in err, err
