@@ -62,9 +62,9 @@ from golden_al.checks.findings import (
     failing_verdicts,
 )
 from golden_al.checks.unreadable import unreadable_findings
-from golden_al.engines import atom, get_profile, llamacpp, sglang, trtllm, vllm
+from golden_al.engines import get_profile
 from golden_al.engines._values import format_value
-from golden_al.engines.profile import PinReview
+from golden_al.engines.profile import PinContext, PinReview
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UnreadableInputError, UsageError
 
 __all__ = ["DEFAULT_MAX_FILE_SIZE", "CheckReport", "check_paths", "evaluate", "excluded", "iter_candidate_files"]
@@ -278,55 +278,40 @@ def _methods_of(pin: Pin) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def _context(pin: Pin) -> PinContext:
+    """The pin as its engine's review reads it."""
+    raw = pin.raw_value or ""
+    return PinContext(knob=pin.knob, raw=raw, value=parse_number(raw), k=pin.draft.k, algorithm=pin.algorithm,
+                      spec=pin.spec, companions=pin.companions, two_model=pin.draft.two_model)
+
+
 def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
-    """(implied AL, problems, notes) of the pinned value, by the engine's own rules (``golden_al/engines/``)."""
+    """(implied AL, problems, notes) of the pinned value, by the engine's own review (its profile's
+    ``review_pin``, ``golden_al/engines/``). A master-config value is the golden AL itself, whatever
+    the engine: the benchmark's injector turns it into the engine's knob."""
     problems: list[tuple[str, str]] = []
-    notes: list[str] = []
-    k = pin.draft.k
-    raw = pin.raw_value
-    if pin.knob == sglang.LEGACY_ENV_LEN:
-        problems.append(("unsafe-value", sglang.LEGACY_PROBLEM))
-    if raw is None:
-        return None, problems, notes
-    master = pin.knob == MASTER_LENGTH_KEY and pin.engine in ("sglang", "vllm", "atom")
-    review: PinReview
-    if pin.engine == "sglang" or master:
-        v = parse_number(raw)
-        if v is None:
-            problems.append(("unsafe-value", f"{pin.knob}={raw!r} is not a number"))
-            return None, problems, notes
-        if pin.engine == "sglang" and not master:
-            topk = parse_number(str(pin.spec.get("topk"))) if pin.spec.get("topk") is not None else None
-            review = sglang.review_pin(pin.knob, raw, v, k, algorithm=pin.algorithm, companions=pin.companions,
-                                       role=pin.spec.get("role"), ragged_verify_mode=pin.spec.get("ragged_verify_mode"),
-                                       topk=topk)
-        else:
-            review = PinReview(al=v)
-            if k is not None and not 1.0 <= v <= k + 1:
-                review.problems.append(("unsafe-value", f"AL {raw} is outside [1, k+1] = [1, {k + 1}]"))
-    elif pin.engine == "trtllm":
-        review = trtllm.review_pin(pin.knob, raw, parse_number(raw), k, two_model=pin.draft.two_model)
-    elif pin.engine == "vllm":
-        review = vllm.review_pin(pin.knob, raw, k, pin.spec.get("config") or {}, parse_number)
-    elif pin.engine == "atom":
-        review = atom.review_pin(pin.knob, raw, parse_number(raw), k, both=bool(pin.spec.get("both")),
-                                 dspark_config=pin.spec.get("dspark_config"),
-                                 method_flag=pin.spec.get("method_flag"))
-    elif pin.engine == "llamacpp":
-        review = llamacpp.review_pin(pin.knob, raw, k)
-    else:  # any other engine: its profile's review, or the unit its knob declares
-        review = get_profile(pin.engine).review_value(pin.knob, raw, parse_number(raw), k)
-    return review.al, problems + review.problems, notes + review.notes
+    retired = get_profile(pin.engine).retired_problem(pin.knob) if pin.knob != MASTER_LENGTH_KEY else None
+    if retired:
+        problems.append(("unsafe-value", retired))
+    if pin.raw_value is None:
+        return None, problems, []
+    ctx = _context(pin)
+    if pin.knob == MASTER_LENGTH_KEY:
+        review = PinReview(al=ctx.value)
+        if ctx.value is None:
+            review.problems.append(("unsafe-value", f"{pin.knob}={ctx.raw!r} is not a number"))
+        elif ctx.k is not None and not 1.0 <= ctx.value <= ctx.k + 1:
+            review.problems.append(("unsafe-value", f"AL {ctx.raw} is outside [1, k+1] = [1, {ctx.k + 1}]"))
+    else:
+        review = get_profile(pin.engine).review(ctx)
+    return review.al, problems + review.problems, review.notes
 
 
 def _tolerance(pin: Pin) -> float:
-    """How close the implied AL must be: exact, except for an ATOM rate, which is a rounded
-    ``(AL - 1) / k``: it matches when it is the golden rate rounded to the digits written and
-    still gives the golden AL to half a unit of its second decimal."""
-    if pin.engine == "atom" and pin.knob.endswith("rate") and pin.draft.k:
-        decimals = int(pin.spec.get("decimals", 6))
-        return min(pin.draft.k * 0.5 * 10.0 ** (-decimals), 0.005) + 1e-9
-    return 1e-9
+    """How close the implied AL must be: the engine's own tolerance (exact unless it rounds)."""
+    if pin.knob == MASTER_LENGTH_KEY or pin.raw_value is None:
+        return 1e-9
+    return get_profile(pin.engine).tolerance(_context(pin))
 
 
 def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Finding:

@@ -42,6 +42,7 @@ from golden_al.engines.profile import (
     Limit,
     LogPattern,
     Metric,
+    PinContext,
     PinReview,
     ResponseField,
     SimulateOption,
@@ -330,8 +331,24 @@ def simulate_report(sampler: Any, al: float, k: int, settings: Mapping[str, Any]
     """``simulate``'s ATOM field: the rate form of the AL."""
     return {"acceptance_rate": (al - 1.0) / k}
 
+def _review(ctx: PinContext) -> PinReview:
+    """:func:`review_pin` on the gate's :class:`PinContext` (``spec``: ``both``, ``dspark_config``, ``method_flag``)."""
+    return review_pin(ctx.knob, ctx.raw, ctx.value, ctx.k, both=bool(ctx.spec.get("both")),
+                      dspark_config=ctx.spec.get("dspark_config"), method_flag=ctx.spec.get("method_flag"))
+
+
+def _tolerance(ctx: PinContext) -> float:
+    """A rate is a rounded ``(AL - 1) / k``: it matches when it is the golden rate rounded to the digits
+    written (``spec["decimals"]``) and still gives the golden AL to half a unit of its second decimal."""
+    if ctx.knob.endswith("rate") and ctx.k:
+        decimals = int(ctx.spec.get("decimals", 6))
+        return min(ctx.k * 0.5 * 10.0 ** (-decimals), 0.005) + 1e-9
+    return 1e-9
+
 
 PROFILE = EngineProfile(
+    review_pin=_review,
+    pin_tolerance=_tolerance,
     default_sampler="synthetic",
     name="atom",
     display_name="ATOM",

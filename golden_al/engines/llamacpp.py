@@ -55,6 +55,7 @@ from golden_al.engines.profile import (
     Limit,
     LogPattern,
     Metric,
+    PinContext,
     PinReview,
     ResponseField,
     RuntimeDraftLen,
@@ -520,8 +521,13 @@ def _simulate_rates_al(sampler: Any, al: float | None, k: int) -> float:
     """The AL ``--spec-synth-rates`` inject (a given ``--al`` must agree with them)."""
     return 1.0 + float(sampler.unconditional_rates(al, k).sum())
 
+def _review(ctx: PinContext) -> PinReview:
+    """:func:`review_pin` on the gate's :class:`PinContext`."""
+    return review_pin(ctx.knob, ctx.raw, ctx.k)
+
 
 PROFILE = EngineProfile(
+    review_pin=_review,
     default_sampler="synthetic",
     name="llamacpp",
     display_name="llama.cpp server",

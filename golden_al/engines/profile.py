@@ -28,6 +28,7 @@ __all__ = [
     "Limit",
     "LogPattern",
     "Metric",
+    "PinContext",
     "PinReview",
     "ResponseField",
     "RuntimeDraftLen",
@@ -71,6 +72,8 @@ class SyntheticKnob:
     switch_value: str | None = None
     #: the value that turns such a switch back to real acceptance (``inject --restore-real``)
     real_value: str | None = None
+    #: ``(alias, why)``: aliases the current engine no longer reads; a pin under one is unsafe, for ``why``
+    retired: tuple[tuple[str, str], ...] = ()
 
     def spellings(self) -> tuple[str, ...]:
         """Every name the knob is written under (name, legacy aliases, environment form)."""
@@ -144,6 +147,26 @@ class LaunchRequest:
     draft: str | None = None
     speculative_extra: Mapping[str, Any] = field(default_factory=dict)
     per_request_metrics: str | None = None
+
+
+@dataclass(frozen=True)
+class PinContext:
+    """One pinned synthetic-acceptance value with what the gate saw around it, as an engine's
+    :attr:`EngineProfile.review_pin` reads it.
+
+    ``spec`` holds what the gate's readers gathered from the launch site for this engine (its
+    config dict, flags seen next to the pin, the digits written); ``companions`` maps the knobs
+    that must accompany the pin to their values (None as a whole: they cannot be seen).
+    """
+
+    knob: str
+    raw: str
+    value: float | None  #: ``raw`` read as a plain decimal (None: not a number)
+    k: int | None
+    algorithm: str | None = None
+    spec: Mapping[str, Any] = field(default_factory=dict)
+    companions: Mapping[str, str | None] | None = None
+    two_model: bool | None = None
 
 
 @dataclass
@@ -346,19 +369,29 @@ class EngineProfile:
     #: The :mod:`simulators` sampler method the engine uses for its synthetic knob by default
     #: (``check-run``'s law when ``--method`` is not given); None: no sampler is registered.
     default_sampler: str | None = None
-    #: ``(knob, raw, value, k) -> PinReview``: the engine's own review of a pinned value, when the
-    #: knob's unit alone does not say what AL it realizes; None: :meth:`review_value` by unit.
-    review_pin: Callable[[str, str, float | None, int | None], PinReview] | None = None
+    #: ``(PinContext) -> PinReview``: the engine's own review of a pinned value, when the knob's
+    #: unit alone does not say what AL it realizes; None: :meth:`review_value` by unit.
+    review_pin: Callable[[PinContext], PinReview] | None = None
+    #: ``(PinContext) -> float``: how far the pin's AL may sit from the golden one and still match
+    #: (a value the engine rounds, e.g. a rate written to few digits); None: exact (1e-9).
+    pin_tolerance: Callable[[PinContext], float] | None = None
+
+    def tolerance(self, ctx: PinContext) -> float:
+        """How close the AL of ``ctx`` must be to the golden AL (:attr:`pin_tolerance`, or exact)."""
+        return self.pin_tolerance(ctx) if self.pin_tolerance is not None else 1e-9
+
+    def review(self, ctx: PinContext) -> PinReview:
+        """The engine's review of one pin: its :attr:`review_pin`, or :meth:`review_value` by unit."""
+        if self.review_pin is not None:
+            return self.review_pin(ctx)
+        return self.review_value(ctx.knob, ctx.raw, ctx.value, ctx.k)
 
     def review_value(self, knob: str, raw: str, value: float | None, k: int | None) -> PinReview:
-        """The AL a pinned value realizes, by the engine's :attr:`review_pin` or, without one, by the
-        knob's declared unit (``al``: the value; ``al-1``: value + 1; ``rate``: 1 + k x value).
+        """The AL a pinned value realizes by the knob's declared unit (``al``: the value; ``al-1``: value + 1; ``rate``: 1 + k x value).
 
         Whatever the unit cannot turn into an AL (a per-position ``rates`` list, a ``choice``, an
         unknown knob, a value that is not a number, no k for a rate) is a problem, never a guess.
         """
-        if self.review_pin is not None:
-            return self.review_pin(knob, raw, value, k)
         review = PinReview()
         try:
             unit = self.knob(knob).unit
@@ -385,6 +418,10 @@ class EngineProfile:
             review.problems.append(("unsafe-value", f"{knob}={raw} means AL {review.al:g}, outside [1, k+1] = "
                                                     f"[1, {k + 1}]"))
         return review
+
+    def retired_problem(self, name: str) -> str | None:
+        """Why a pin spelled ``name`` is unsafe because the engine no longer reads that spelling, or None."""
+        return next((why for knob in self.synthetic_knobs for alias, why in knob.retired if alias == name), None)
 
     def knob(self, name: str) -> SyntheticKnob:
         """The synthetic knob called ``name`` (or one of its aliases)."""

@@ -32,7 +32,7 @@ from distributions.counts import (
     from_histogram,
 )
 from distributions.errors import DistributionError
-from golden_al.engines._values import format_value, int_flag
+from golden_al.engines._values import format_value, int_flag, parse_number
 from golden_al.engines.profile import (
     Caveat,
     DraftLen,
@@ -41,6 +41,7 @@ from golden_al.engines.profile import (
     LaunchRequest,
     LogPattern,
     Metric,
+    PinContext,
     PinReview,
     ResponseField,
     RuntimeDraftLen,
@@ -684,8 +685,18 @@ def simulate_report(sampler: Any, al: float, k: int, settings: Mapping[str, Any]
     """``simulate``'s SGLang fields: the algorithm and the clamp it sets."""
     return {"algorithm": sampler.algorithm, "max_len": sampler.max_len(k)}
 
+def _review(ctx: PinContext) -> PinReview:
+    """:func:`review_pin` on the gate's :class:`PinContext` (``spec``: ``role``, ``topk``, ``ragged_verify_mode``)."""
+    if ctx.value is None:
+        return PinReview(problems=[("unsafe-value", f"{ctx.knob}={ctx.raw!r} is not a number")])
+    topk = ctx.spec.get("topk")
+    return review_pin(ctx.knob, ctx.raw, ctx.value, ctx.k, algorithm=ctx.algorithm, companions=ctx.companions,
+                      role=ctx.spec.get("role"), ragged_verify_mode=ctx.spec.get("ragged_verify_mode"),
+                      topk=parse_number(str(topk)) if topk is not None else None)
+
 
 PROFILE = EngineProfile(
+    review_pin=_review,
     default_sampler="match-expected",
     name="sglang",
     display_name="SGLang",
@@ -698,7 +709,8 @@ PROFILE = EngineProfile(
         DraftLenRule("NGRAM", f"k = {FLAG_NUM_DRAFT_TOKENS} - 1", False, _HOOK),
     ),
     synthetic_knobs=(
-        SyntheticKnob(ENV_LEN, "env", "al", aliases=(LEGACY_ENV_LEN,), source=_ENVIRON),
+        SyntheticKnob(ENV_LEN, "env", "al", aliases=(LEGACY_ENV_LEN,), source=_ENVIRON,
+                      retired=((LEGACY_ENV_LEN, LEGACY_PROBLEM),)),
         SyntheticKnob(ENV_METHOD, "env", "choice", role="companion", choices=METHODS,
                       required_value=DEFAULT_METHOD, aliases=(LEGACY_ENV_METHOD,), source=_ENVIRON),
         SyntheticKnob(ENV_TOKEN_MODE, "env", "choice", role="companion", choices=TOKEN_MODES,

@@ -28,6 +28,7 @@ from golden_al.engines.profile import (
     DraftLen,
     DraftLenRule,
     EngineProfile,
+    PinContext,
     PinReview,
     RuntimeDraftLen,
     SimulateOption,
@@ -174,8 +175,13 @@ def simulate_report(sampler: Any, al: float, k: int, settings: Mapping[str, Any]
     """``simulate``'s TensorRT-LLM fields: the path, the forced value and the long-run mean it gives."""
     return {"trtllm_path": sampler.path, ENV_FORCE: settings[ENV_FORCE], "long_run_mean": sampler.long_run_mean(al, k)}
 
+def _review(ctx: PinContext) -> PinReview:
+    """:func:`review_pin` on the gate's :class:`PinContext`."""
+    return review_pin(ctx.knob, ctx.raw, ctx.value, ctx.k, two_model=ctx.two_model)
+
 
 PROFILE = EngineProfile(
+    review_pin=_review,
     default_sampler="force",
     name="trtllm",
     display_name="TensorRT-LLM",

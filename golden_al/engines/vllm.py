@@ -35,7 +35,7 @@ from distributions.counts import (
     split_steps_by_draft_len,
 )
 from distributions.errors import DistributionError
-from golden_al.engines._values import format_value, int_flag, json_object, parse_rates
+from golden_al.engines._values import format_value, int_flag, json_object, parse_number, parse_rates
 from golden_al.engines.profile import (
     DraftLen,
     DraftLenRule,
@@ -43,6 +43,7 @@ from golden_al.engines.profile import (
     LaunchRequest,
     LogPattern,
     Metric,
+    PinContext,
     PinReview,
     ResponseField,
     RuntimeDraftLen,
@@ -528,8 +529,13 @@ def response_steps_by_draft_len(resp: Mapping[str, Any], k: int, *, max_tokens: 
         return None
     return steps_by_draft_len(metrics, k=k, max_tokens=max_tokens, output_tokens=output_tokens)
 
+def _review(ctx: PinContext) -> PinReview:
+    """:func:`review_pin` on the gate's :class:`PinContext` (``spec["config"]``: the speculative config)."""
+    return review_pin(ctx.knob, ctx.raw, ctx.k, ctx.spec.get("config") or {}, parse_number)
+
 
 PROFILE = EngineProfile(
+    review_pin=_review,
     default_sampler="synthetic",
     name="vllm",
     display_name="vLLM",
