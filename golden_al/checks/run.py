@@ -58,7 +58,7 @@ from distributions.uncertainty import (
     gaussian_tail_for_sigma,
     printed_interval_law,
 )
-from golden_al.engines import atom, llamacpp, sglang, vllm
+from golden_al.checks.evidence import RunEvidence
 from golden_al.errors import (
     CounterSemanticsError,
     InputFileError,
@@ -67,15 +67,11 @@ from golden_al.errors import (
     UsageError,
 )
 from golden_al.formats import (
-    AtomMtpStatsRecord,
-    SglangDecodeRecord,
-    VllmSpecDecodingRecord,
     counters_delta,
     detect_engine,
     order_snapshots,
     spec_counters,
 )
-from golden_al.formats.logs import read_log_file
 from golden_al.formats.prometheus import (
     MetricsSnapshot,
     SglangSpecCounters,
@@ -84,7 +80,6 @@ from golden_al.formats.prometheus import (
     read_metrics_file,
     validate_counters,
 )
-from golden_al.formats.validate import check_counts
 
 __all__ = [
     "DEFAULT_DECODE_LOG_INTERVAL",
@@ -109,23 +104,6 @@ SGLANG_ACCEPT_LEN_DECIMALS = 2
 def false_alarm_bound(tolerance_sigma: float) -> float:
     """The most often a correctly injected run fails at ``--tolerance-sigma``: ``2 exp(-Z^2/2)``."""
     return 2.0 * gaussian_tail_for_sigma(tolerance_sigma)
-
-
-@dataclass(frozen=True)
-class RunEvidence:
-    """What the files say about one run: realized AL and what it rests on."""
-
-    engine: str
-    source: str  # "sglang decode log", "vllm SpecDecoding log", "atom MTP stats log", "prometheus delta"
-    realized_al: float
-    request_steps: float
-    independent_draws: float  # batch steps for SGLang, request-steps otherwise
-    effective_draws: float  # Kish effective count used for the variance
-    lines_used: int
-    notes: tuple[str, ...] = ()
-    #: SGLang decode lines: batch steps per line, and (share of the realized mean, lines) per batch size.
-    steps_per_line: int | None = None
-    line_weights: tuple[tuple[float, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -308,28 +286,27 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
                         decode_log_interval: int = DEFAULT_DECODE_LOG_INTERVAL,
                         batch_size: float | None = None,
                         labels: dict[str, str] | None = None) -> RunEvidence:
-    """Realized AL and its sample size from logs or two Prometheus snapshots.
+    """Realized AL and its sample size from two Prometheus snapshots, or from the engine's logs read
+    by the reader its profile names (``run_evidence``, :mod:`golden_al.checks.evidence`).
 
     Raises:
-        UsageError: a single snapshot, mixed snapshots and logs, or SGLang counters
-            without ``batch_size``.
+        UsageError: a single snapshot, snapshots mixed with other files, SGLang counters without
+            ``batch_size``, or an engine whose profile names no log reader.
         InputFileError: no usable line in the files.
         CounterResetError: a counter went backwards between the snapshots.
         NoVerifyStepsError: the window holds no verify step.
     """
+    from golden_al.engines import engine_names, get_profile, load_hook
+
     if not files:
         raise UsageError("no input files")
     snapshots: list[tuple[MetricsSnapshot, SpecCounters]] = []
-    logs: list[tuple[str, Any]] = []
-    llama_logs: list[Any] = []
-    other_engines: dict[str, int] = {}
+    others: list[str | Path] = []
     for f in files:
         if _looks_like_metrics(_head(f)):
             try:
                 snap = read_metrics_file(f)
-            except CounterSemanticsError:
-                raise
-            except UnreadableInputError:
+            except (CounterSemanticsError, UnreadableInputError):
                 raise
             except InputFileError:
                 snap = None
@@ -337,172 +314,23 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
                 snapshots.append((snap, spec_counters(snap, engine if detect_engine(snap) == engine else None,
                                                       labels)))
                 continue
-        if engine == "llamacpp":
-            from golden_al import safeio
-            from golden_al.formats.llamacpp import scan_lines
-
-            llama_logs.append(scan_lines(safeio.iter_lines(f), source=str(f)))
-            continue
-        scan = read_log_file(f)
-        for r in scan.records:
-            if r.engine != engine:
-                other_engines[r.engine] = other_engines.get(r.engine, 0) + 1
-        logs.append((str(f), scan))
-    if snapshots and llama_logs:
-        raise UsageError("mix of Prometheus snapshots and log files", hint="pass either two snapshots or logs")
-    if snapshots and any(scan.of(engine) for _, scan in logs):
-        raise UsageError("mix of Prometheus snapshots and log files", hint="pass either two snapshots or logs")
+        others.append(f)
     if snapshots:
+        if others:
+            raise UsageError(f"mix of Prometheus snapshots and other files ({', '.join(map(str, others))} "
+                             "holds no speculative-decoding counters)", hint="pass either two snapshots or logs")
         if len(snapshots) != 2:
             raise UsageError(f"{len(snapshots)} Prometheus snapshot(s) given; check-run needs exactly two "
                              "(before and after the run)")
         return _from_snapshots(snapshots, engine, batch_size, k)
-    if engine == "sglang":
-        return _from_sglang(logs, decode_log_interval, other_engines, k)
-    if engine == "vllm":
-        return _from_vllm(logs, k, other_engines)
-    if engine == "atom":
-        return _from_atom(logs, k, other_engines)
-    if engine == "llamacpp":
-        return _from_llamacpp(llama_logs, k)
-    raise UsageError(f"no log format is known for engine {engine!r}",
-                     hint="TensorRT-LLM's AL reporting is not verified against its source; use vLLM, SGLang or ATOM "
-                          "evidence")
-
-
-def _no_lines(what: str, logs: list[tuple[str, Any]], other: dict[str, int]) -> InputFileError:
-    names = ", ".join(name for name, _ in logs)
-    extra = f" (found {', '.join(f'{n} {e} line(s)' for e, n in other.items())} instead)" if other else ""
-    return InputFileError(f"no usable {what} in {names}{extra}",
-                          hint="pass the server log (or the lines extracted from it) of the engine named by --engine")
-
-
-def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, int],
-                 k: int | None = None) -> RunEvidence:
-    if interval < 1:
-        raise UsageError(f"--decode-log-interval must be >= 1, got {interval}")
-    for name, scan in logs:
-        for r in scan.of("sglang"):
-            if isinstance(r, SglangDecodeRecord) and r.accept_len is not None and r.running_req > 0:
-                check_counts(what="SGLang decode line", al=r.accept_len, k=k, path=name, line=r.line_no)
-    recs = [r for _, scan in logs for r in scan.of("sglang") if isinstance(r, SglangDecodeRecord)]
-    usable = [r for r in recs if r.accept_len is not None and math.isfinite(r.accept_len) and r.running_req > 0]
-    if not usable:
-        if recs:
-            raise InputFileError(f"{len(recs)} SGLang decode line(s) but none carries 'accept len' with a running "
-                                 "batch (speculative decoding off?)", path=logs[0][0])
-        raise _no_lines(f"SGLang '{sglang.PROFILE.log_pattern('decode-head').marker}' lines", logs, other)
-    weights = [sglang.decode_window(r.accept_len, r.running_req, interval)[0] for r in usable]  # type: ignore[arg-type]
-    total = math.fsum(weights)
-    realized = math.fsum(w * r.accept_len for w, r in zip(weights, usable, strict=False)) / total  # type: ignore[operator]
-    sum_sq = math.fsum(w * w / interval for w in weights)
-    n_eff = total * total / sum_sq
-    per_batch: dict[int, int] = {}
-    for r in usable:
-        per_batch[r.running_req] = per_batch.get(r.running_req, 0) + 1
-    line_weights = tuple((interval * b / total, n) for b, n in sorted(per_batch.items()))
-    notes = [f"{len(usable)} decode line(s) x {interval} batch steps; #running-req "
-             f"{min(r.running_req for r in usable)}..{max(r.running_req for r in usable)}"]
-    if len(usable) < len(recs):
-        notes.append(f"{len(recs) - len(usable)} decode line(s) without accept len skipped")
-    if any(r.dp_rank is not None for r in usable) and len({r.dp_rank for r in usable}) > 1:
-        notes.append("lines from several DP ranks are counted as independent batches (each rank draws its own L)")
-    notes.append("#running-req is the batch size when the line was written; the interval's own batch sizes "
-                 "are not logged")
-    return RunEvidence("sglang", "sglang decode log", realized, total, float(interval * len(usable)), n_eff,
-                       len(usable), tuple(notes), steps_per_line=interval, line_weights=line_weights)
-
-
-def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
-    recs = [r for _, scan in logs for r in scan.of("vllm") if isinstance(r, VllmSpecDecodingRecord)]
-    if not recs:
-        raise _no_lines(f"vLLM '{vllm.PROFILE.log_pattern('spec-head').marker}' lines", logs, other)
-    for name, scan in logs:  # now that k is known: AL <= k+1, at most k positions, drafted <= k*drafts
-        for r in scan.of("vllm"):
-            if isinstance(r, VllmSpecDecodingRecord):
-                check_counts(what="vLLM SpecDecoding line", accepted=r.accepted_tokens, drafted=r.drafted_tokens,
-                             k=k, al=r.mean_acceptance_length, per_position=r.per_position_rates or None,
-                             path=name, line=r.line_no)
-    accepted = sum(r.accepted_tokens for r in recs)
-    drafted = sum(r.drafted_tokens for r in recs)
-    notes = [f"{len(recs)} SpecDecoding line(s): Accepted {accepted} / Drafted {drafted} tokens; "
-             f"request-steps = Drafted / k"]
-    if drafted % k:
-        notes.append(f"Drafted {drafted} is not a multiple of k={k} (grammar-invalidated drafts, or a wrong "
-                     "--draft-len)")
-    steps = drafted / k
-    if steps <= 0:
-        raise NoVerifyStepsError("the vLLM lines report zero drafted tokens: AL is undefined")
-    check_counts(what="vLLM SpecDecoding lines (totals)", accepted=accepted, drafted=drafted, path=logs[0][0])
-    notes.append("vLLM never logs the last partial interval; stop the server >= 11 s after the last request "
-                 "for complete totals")
-    realized = units.al_from_counts(accepted, steps)
-    return RunEvidence("vllm", "vllm SpecDecoding log", realized, steps, steps, steps, len(recs), tuple(notes))
-
-
-def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
-    recs = [r for _, scan in logs for r in scan.of("atom") if isinstance(r, AtomMtpStatsRecord)]
-    if not recs:
-        raise _no_lines(f"ATOM '{atom.PROFILE.log_pattern('mtp-stats').marker} ...]' lines", logs, other)
-    for name, scan in logs:
-        for r in scan.of("atom"):
-            if isinstance(r, AtomMtpStatsRecord):
-                check_counts(what="ATOM MTP stats line", accepted=r.accepted_tokens, drafted=r.draft_tokens,
-                             drafts=r.draft_tokens / k, k=k, al=r.avg_tokens_per_forward, path=name, line=r.line_no)
-    intervals = [r for r in recs if r.kind == "interval"]
-    use = intervals or [recs[-1]]
-    accepted = sum(r.accepted_tokens for r in use)
-    drafted = sum(r.draft_tokens for r in use)
-    if drafted % k:
-        raise InputFileError(f"ATOM charges k draft tokens per step, but {drafted} is not a multiple of k={k}",
-                             path=logs[0][0], hint=f"is --draft-len the server's {atom.FLAG_K}?")
-    steps = drafted / k
-    if steps <= 0:
-        raise NoVerifyStepsError("the ATOM lines report zero steps: AL is undefined")
-    check_counts(what="ATOM MTP stats lines (totals)", accepted=accepted, drafted=drafted, drafts=steps, k=k,
-                 path=logs[0][0])
-    note = (f"{len(intervals)} interval line(s)" if intervals else "the last cumulative line (no interval lines)")
-    realized = units.al_from_counts(accepted, steps)
-    return RunEvidence("atom", "atom MTP stats log", realized, steps, steps, steps, len(use),
-                       (f"{note}: accepted {accepted} / draft tokens {drafted}",))
-
-
-def _from_llamacpp(scans: list[Any], k: int) -> RunEvidence:
-    """llama-server's per-request ``draft acceptance = ...`` lines (:mod:`golden_al.formats.llamacpp`).
-
-    With ``--spec-draft-n-min`` = ``--spec-draft-n-max`` = k every verify step drafts k
-    tokens, so a request's verify steps are ``generated / k`` exactly; each request-step
-    draws its own L (one mt19937 stream per request).
-    """
-    lines = [(scan.source, r) for scan in scans for r in scan.requests]
-    if not lines:
-        names = ", ".join(str(scan.source) for scan in scans)
-        raise InputFileError(f"no {llamacpp.PROFILE.executable} '{llamacpp.LOG_DRAFT_ACCEPTANCE_MARKER}...' lines in "
-                             f"{names}",
-                             hint="pass the llama-server log of the run (one line per finished request with drafts)")
-    accepted = generated = 0
-    for name, r in lines:
-        if r.generated % k:
-            raise InputFileError(f"line {r.line}: {r.generated} drafted tokens is not a multiple of k={k}: the server "
-                                 f"did not draft a fixed length (or --draft-len is not its {llamacpp.FLAG_N_MAX})",
-                                 path=name, hint=llamacpp.FIXED_K_HINT)
-        accepted += r.accepted
-        generated += r.generated
-    steps = generated / k
-    if steps <= 0:
-        raise NoVerifyStepsError("the llama-server lines report zero drafted tokens: AL is undefined")
-    notes = [f"{len(lines)} request line(s): accepted {accepted} / drafted {generated} tokens; verify steps = "
-             f"drafted / k"]
-    synth = [s for scan in scans for s in scan.synthetic if s.n_max is not None]
-    for s in synth:
-        if s.n_max != k:
-            notes.append(f"the server's synthetic schedule has n_max = {s.n_max}, not k={k}")
-        notes.append(f"the server logged its synthetic schedule: mean length {s.mean_len:g} over n_max = {s.n_max}")
-    if not any(scan.synthetic for scan in scans):
-        notes.append("no synthetic-acceptance startup line in the log(s): was the run injected? (real acceptance "
-                     "can pass or fail by chance)")
-    realized = units.al_from_counts(accepted, steps)
-    return RunEvidence("llamacpp", "llamacpp request log", realized, steps, steps, steps, len(lines), tuple(notes))
+    profile = get_profile(engine)
+    if profile.run_evidence is None:
+        readers = [p.display_name for p in map(get_profile, engine_names()) if p.run_evidence]
+        raise UsageError(f"golden-al reads no log of {profile.display_name} (its profile names no run_evidence)",
+                         hint=f"pass two Prometheus snapshots, or use the logs of {', '.join(readers)}")
+    reader = load_hook(profile.run_evidence)
+    evidence: RunEvidence = reader(others, k, decode_log_interval=decode_log_interval)
+    return evidence
 
 
 def _from_snapshots(snapshots: list[tuple[MetricsSnapshot, SpecCounters]], engine: str,

@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from golden_al.engines.profile import EngineProfile
 
-__all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "engine_names", "get_profile", "load_samplers", "profile_or_usage",
-           "synthetic_settings"]
+__all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "engine_names", "get_profile", "load_hook", "load_samplers",
+           "profile_or_usage", "synthetic_settings"]
 
 #: The entry-point group engines register under.
 ENTRY_POINT_GROUP = "golden_al.engines"
@@ -71,6 +71,19 @@ def get_profile(name: str) -> EngineProfile:
     if profile.name != name:
         raise KeyError(f"engine {name!r} is registered at {where}, whose profile is named {profile.name!r}")
     return profile
+
+
+def load_hook(ref: str) -> Any:
+    """The callable a profile names as ``"module:function"`` (a server probe, a log reader, an AL
+    source), imported on use so that the profile itself stays pure data and fast to import.
+
+    Raises:
+        ImportError / AttributeError: the module or the function does not exist.
+    """
+    module, _, func = ref.partition(":")
+    if not module or not func:
+        raise ValueError(f"a profile hook is 'module:function', got {ref!r}")
+    return getattr(importlib.import_module(module), func)
 
 
 def load_samplers(name: str) -> None:

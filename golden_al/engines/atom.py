@@ -395,4 +395,5 @@ PROFILE = EngineProfile(
     simulate_report=simulate_report,
     al_sources=("atom-mtp-stats",),
     server_probe="golden_al.servers.probes.atom:probe",
+    run_evidence="golden_al.checks.evidence.atom:read",
 )

@@ -599,6 +599,7 @@ PROFILE = EngineProfile(
         help="--spec-synth-rates, K unconditional non-increasing rates in [0, 1]"),),
     al_sources=("llamacpp-prometheus",),
     server_probe="golden_al.servers.probes.llamacpp:probe",
+    run_evidence="golden_al.checks.evidence.llamacpp:read",
     launch_method=lambda algorithm, draft: "draft-model",  # llama-server runs a draft model,
     launch_draft_len=draft_len_from_args,
 )

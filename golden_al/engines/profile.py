@@ -356,6 +356,10 @@ class EngineProfile:
     #: ``"module:function"`` of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
     #: ``golden_al.servers.probe.ServerFacts`` from what the server says about itself (None: not probed).
     server_probe: str | None = None
+    #: ``"module:function"``: check-run's reader of the engine's own log lines,
+    #: ``(files, k, *, decode_log_interval) -> RunEvidence`` (:mod:`golden_al.checks.evidence`);
+    #: None: only Prometheus snapshots are read for it.
+    run_evidence: str | None = None
     #: ``(algorithm, draft) -> method``: the record's ``draft_method`` of a launch (None: the algorithm,
     #: lower-cased, or ``unknown``).
     launch_method: Callable[..., str] | None = None

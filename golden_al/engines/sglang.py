@@ -765,4 +765,5 @@ PROFILE = EngineProfile(
     simulate_report=simulate_report,
     al_sources=("sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate"),
     server_probe="golden_al.servers.probes.sglang:probe",
+    run_evidence="golden_al.checks.evidence.sglang:read",
 )

@@ -596,5 +596,6 @@ PROFILE = EngineProfile(
     per_request_probe=per_request_probe,
     response_steps_by_draft_len=response_steps_by_draft_len,
     server_probe="golden_al.servers.probes.vllm:probe",
+    run_evidence="golden_al.checks.evidence.vllm:read",
     launch_method=method_for_launch,
 )

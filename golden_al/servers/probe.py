@@ -80,16 +80,13 @@ def vllm_args_from_log(text: str) -> dict[str, Any] | None:
 
 def _probe_of(engine: str) -> Any:
     """The engine profile's ``server_probe`` (``"module:function"``), imported."""
-    import importlib
-
     from golden_al import engines
 
     ref = engines.get_profile(engine).server_probe
     if not ref:
         raise ServerError(f"golden-al cannot probe a {engine} server (its profile names no server_probe)",
                           hint="measure an engine whose server golden-al knows, or add a probe to its profile")
-    module, _, func = ref.partition(":")
-    return getattr(importlib.import_module(module), func)
+    return engines.load_hook(ref)
 
 
 def is_chain(engine: str, method: str | None, topk: int | None = None) -> bool:

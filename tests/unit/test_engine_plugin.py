@@ -147,6 +147,44 @@ def test_check_run_judges_a_plugin_run_by_its_own_sampler(site: Path) -> None:
     assert json.loads(done.stdout) == [True, 0.25, "force"]  # floor/ceil at 4.5: variance 1/4
 
 
+@pytest.mark.parametrize(("accepted", "rc"), [(1400, 0), (1240, 1)])
+def test_check_run_reads_the_plugins_own_log(site: Path, tmp_path: Path, accepted: int, rc: int) -> None:
+    """check-run on a toyserve log: the reader the plugin's profile names (run_evidence) turns its
+    lines into evidence; 1400 accepted over 400 steps is AL 4.5 exactly, 1240 is AL 4.1 (16 standard
+    errors of the floor/ceil law below 4.5)."""
+    log = tmp_path / "toy.log"
+    first = accepted * 150 // 400
+    log.write_text(f"toyserve starting\ntoyserve stats: steps=150 accepted={first}\n"
+                   f"toyserve stats: steps=250 accepted={accepted - first}\n")
+    done = _golden_al(site, "check-run", str(log), "--engine", "toyserve", "--draft-len", "7", "--expect-al", "4.5",
+                      "--format", "json")
+    assert done.returncode == rc, done.stderr
+    doc = json.loads(done.stdout)
+    assert doc["source"] == "toyserve stats log"
+    assert doc["realized_al"] == pytest.approx(1 + accepted / 400)
+    assert doc["method"] == "force"
+
+
+def test_check_run_refuses_a_plugin_log_that_breaks_k(site: Path, tmp_path: Path) -> None:
+    log = tmp_path / "toy.log"
+    log.write_text("toyserve stats: steps=10 accepted=71\n")
+    done = _golden_al(site, "check-run", str(log), "--engine", "toyserve", "--draft-len", "7", "--expect-al", "4.5")
+    assert done.returncode == 2, done.stderr
+    assert "accepted=71 > k x steps = 7 x 10" in done.stderr
+
+
+def test_check_run_names_the_engines_whose_logs_it_reads(tmp_path: Path) -> None:
+    """An engine whose profile names no run_evidence (TensorRT-LLM) is refused with the alternatives."""
+    from golden_al.checks.run import evidence_from_files
+    from golden_al.errors import UsageError
+
+    log = tmp_path / "trt.log"
+    log.write_text("nothing\n")
+    with pytest.raises(UsageError, match="reads no log of TensorRT-LLM") as err:
+        evidence_from_files([log], "trtllm", 3)
+    assert "SGLang" in str(err.value.hint)
+
+
 def test_a_plugin_cannot_take_a_builtin_engines_name(monkeypatch: pytest.MonkeyPatch) -> None:
     """An installed package registering ``sglang`` is ignored: the gate keeps the built-in profile."""
     from importlib import metadata

@@ -6,11 +6,14 @@ without a line of golden-al changing. Its facts are deliberately unlike any buil
 * the synthetic knob is an environment variable counting *draft tokens only* (AL - 1), like
   TensorRT-LLM's, so a pin of 6.24 means AL 7.24;
 * the draft length is ``--toy-draft-len K``, the served model ``--toy-model NAME``;
-* the server is the executable ``toy-serve``.
+* the server is the executable ``toy-serve``;
+* its log prints one line per interval, ``toyserve stats: steps=S accepted=A`` (verify
+  request-steps and accepted draft tokens), which :func:`read_run_log` reads for ``check-run``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -62,6 +65,34 @@ def read(args: Sequence[str], env: Mapping[str, str]) -> CommandLineReading:
     return CommandLineReading(draft=DraftLen(k, f"k = {FLAG_K}"), algorithm="draft", models=models)
 
 
+LOG_RE = re.compile(r"toyserve stats: steps=(\d+) accepted=(\d+)\s*$")
+
+
+def read_run_log(files: Sequence[Any], k: int, *, decode_log_interval: int) -> Any:
+    """check-run's evidence from toyserve logs: the ``stats`` lines summed, each count checked
+    against k (at most k accepted drafts per step) before it is believed."""
+    from golden_al import safeio
+    from golden_al.checks.evidence import RunEvidence
+    from golden_al.errors import InputFileError, NoVerifyStepsError
+
+    steps = accepted = lines = 0
+    for f in files:
+        for n, line in safeio.iter_lines(f):
+            m = LOG_RE.search(line)
+            if m is None:
+                continue
+            s, a = int(m.group(1)), int(m.group(2))
+            if a > k * s:
+                raise InputFileError(f"line {n}: accepted={a} > k x steps = {k} x {s}", path=str(f))
+            steps, accepted, lines = steps + s, accepted + a, lines + 1
+    if not lines:
+        raise InputFileError(f"no 'toyserve stats:' lines in {', '.join(map(str, files))}")
+    if steps == 0:
+        raise NoVerifyStepsError("the toyserve lines count zero steps: AL is undefined")
+    return RunEvidence("toyserve", "toyserve stats log", 1 + accepted / steps, steps, steps, steps, lines,
+                       (f"{lines} stats line(s): accepted {accepted} over {steps} steps",))
+
+
 PROFILE = EngineProfile(
     name="toyserve",
     default_sampler="force",
@@ -80,6 +111,7 @@ PROFILE = EngineProfile(
     simulate_options=(SimulateOption("--toy-mix", "mix", choices=("mixed", "floor"),
                                      help="mixed (floor and ceil, mean AL; default) or floor (always floor(AL))"),),
     simulate_report=lambda sampler, al, k, settings: {"toy_mix": sampler.mix},
+    run_evidence="golden_al_toy_engine:read_run_log",
 )
 
 

@@ -1,0 +1,59 @@
+"""Each engine's check-run evidence reader: the realized AL of a run from the engine's own log lines.
+
+The engine profile's ``run_evidence`` names the reader (``"module:function"``);
+:func:`golden_al.checks.run.evidence_from_files` calls it with the files that are not Prometheus
+snapshots (those are read the same way for every engine). A reader's signature is
+``(files, k, *, decode_log_interval) -> RunEvidence``; it raises ``InputFileError`` when the files
+hold no usable line of its engine and ``NoVerifyStepsError`` when they count no verify step.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from golden_al.errors import InputFileError
+
+__all__ = ["RunEvidence", "no_lines", "read_logs"]
+
+
+@dataclass(frozen=True)
+class RunEvidence:
+    """What the files say about one run: realized AL and what it rests on."""
+
+    engine: str
+    source: str  # "sglang decode log", "vllm SpecDecoding log", "atom MTP stats log", "prometheus delta"
+    realized_al: float
+    request_steps: float
+    independent_draws: float  # batch steps for SGLang, request-steps otherwise
+    effective_draws: float  # Kish effective count used for the variance
+    lines_used: int
+    notes: tuple[str, ...] = ()
+    #: SGLang decode lines: batch steps per line, and (share of the realized mean, lines) per batch size.
+    steps_per_line: int | None = None
+    line_weights: tuple[tuple[float, int], ...] = ()
+
+
+def read_logs(files: Sequence[str | Path], engine: str) -> tuple[list[tuple[str, Any]], dict[str, int]]:
+    """Each file's recognised log records (:func:`golden_al.formats.logs.read_log_file`), and how many
+    lines of *other* engines they hold (for the error when none is ``engine``'s)."""
+    from golden_al.formats.logs import read_log_file
+
+    logs: list[tuple[str, Any]] = []
+    other: dict[str, int] = {}
+    for f in files:
+        scan = read_log_file(f)
+        for r in scan.records:
+            if r.engine != engine:
+                other[r.engine] = other.get(r.engine, 0) + 1
+        logs.append((str(f), scan))
+    return logs, other
+
+
+def no_lines(what: str, logs: list[tuple[str, Any]], other: dict[str, int]) -> InputFileError:
+    names = ", ".join(name for name, _ in logs)
+    extra = f" (found {', '.join(f'{n} {e} line(s)' for e, n in other.items())} instead)" if other else ""
+    return InputFileError(f"no usable {what} in {names}{extra}",
+                          hint="pass the server log (or the lines extracted from it) of the engine named by --engine")

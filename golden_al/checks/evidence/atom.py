@@ -1,0 +1,50 @@
+"""ATOM's check-run evidence: ``[MTP Stats]`` lines."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from distributions import units
+from golden_al.checks.evidence import RunEvidence, no_lines, read_logs
+from golden_al.engines import atom
+from golden_al.errors import InputFileError, NoVerifyStepsError
+from golden_al.formats import AtomMtpStatsRecord
+from golden_al.formats.validate import check_counts
+
+ENGINE = atom.PROFILE.name
+
+
+
+def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
+    """ATOM's evidence from its log files (see :mod:`golden_al.checks.evidence`)."""
+    logs, other = read_logs(files, ENGINE)
+    return _from_atom(logs, k, other)
+
+
+def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
+    recs = [r for _, scan in logs for r in scan.of(ENGINE) if isinstance(r, AtomMtpStatsRecord)]
+    if not recs:
+        raise no_lines(f"ATOM '{atom.PROFILE.log_pattern('mtp-stats').marker} ...]' lines", logs, other)
+    for name, scan in logs:
+        for r in scan.of(ENGINE):
+            if isinstance(r, AtomMtpStatsRecord):
+                check_counts(what="ATOM MTP stats line", accepted=r.accepted_tokens, drafted=r.draft_tokens,
+                             drafts=r.draft_tokens / k, k=k, al=r.avg_tokens_per_forward, path=name, line=r.line_no)
+    intervals = [r for r in recs if r.kind == "interval"]
+    use = intervals or [recs[-1]]
+    accepted = sum(r.accepted_tokens for r in use)
+    drafted = sum(r.draft_tokens for r in use)
+    if drafted % k:
+        raise InputFileError(f"ATOM charges k draft tokens per step, but {drafted} is not a multiple of k={k}",
+                             path=logs[0][0], hint=f"is --draft-len the server's {atom.FLAG_K}?")
+    steps = drafted / k
+    if steps <= 0:
+        raise NoVerifyStepsError("the ATOM lines report zero steps: AL is undefined")
+    check_counts(what="ATOM MTP stats lines (totals)", accepted=accepted, drafted=drafted, drafts=steps, k=k,
+                 path=logs[0][0])
+    note = (f"{len(intervals)} interval line(s)" if intervals else "the last cumulative line (no interval lines)")
+    realized = units.al_from_counts(accepted, steps)
+    return RunEvidence(ENGINE, "atom MTP stats log", realized, steps, steps, steps, len(use),
+                       (f"{note}: accepted {accepted} / draft tokens {drafted}",))

@@ -1,0 +1,60 @@
+"""llama-server's check-run evidence: its per-request ``draft acceptance`` lines."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from distributions import units
+from golden_al import safeio
+from golden_al.checks.evidence import RunEvidence
+from golden_al.engines import llamacpp
+from golden_al.errors import InputFileError, NoVerifyStepsError
+from golden_al.formats.llamacpp import scan_lines
+
+ENGINE = llamacpp.PROFILE.name
+
+
+
+def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
+    """llama.cpp's evidence from its log files (see :mod:`golden_al.checks.evidence`)."""
+    return _from_llamacpp([scan_lines(safeio.iter_lines(f), source=str(f)) for f in files], k)
+
+
+def _from_llamacpp(scans: list[Any], k: int) -> RunEvidence:
+    """llama-server's per-request ``draft acceptance = ...`` lines (:mod:`golden_al.formats.llamacpp`).
+
+    With ``--spec-draft-n-min`` = ``--spec-draft-n-max`` = k every verify step drafts k
+    tokens, so a request's verify steps are ``generated / k`` exactly; each request-step
+    draws its own L (one mt19937 stream per request).
+    """
+    lines = [(scan.source, r) for scan in scans for r in scan.requests]
+    if not lines:
+        names = ", ".join(str(scan.source) for scan in scans)
+        raise InputFileError(f"no {llamacpp.PROFILE.executable} '{llamacpp.LOG_DRAFT_ACCEPTANCE_MARKER}...' lines in "
+                             f"{names}",
+                             hint="pass the llama-server log of the run (one line per finished request with drafts)")
+    accepted = generated = 0
+    for name, r in lines:
+        if r.generated % k:
+            raise InputFileError(f"line {r.line}: {r.generated} drafted tokens is not a multiple of k={k}: the server "
+                                 f"did not draft a fixed length (or --draft-len is not its {llamacpp.FLAG_N_MAX})",
+                                 path=name, hint=llamacpp.FIXED_K_HINT)
+        accepted += r.accepted
+        generated += r.generated
+    steps = generated / k
+    if steps <= 0:
+        raise NoVerifyStepsError("the llama-server lines report zero drafted tokens: AL is undefined")
+    notes = [f"{len(lines)} request line(s): accepted {accepted} / drafted {generated} tokens; verify steps = "
+             f"drafted / k"]
+    synth = [s for scan in scans for s in scan.synthetic if s.n_max is not None]
+    for s in synth:
+        if s.n_max != k:
+            notes.append(f"the server's synthetic schedule has n_max = {s.n_max}, not k={k}")
+        notes.append(f"the server logged its synthetic schedule: mean length {s.mean_len:g} over n_max = {s.n_max}")
+    if not any(scan.synthetic for scan in scans):
+        notes.append("no synthetic-acceptance startup line in the log(s): was the run injected? (real acceptance "
+                     "can pass or fail by chance)")
+    realized = units.al_from_counts(accepted, steps)
+    return RunEvidence(ENGINE, "llamacpp request log", realized, steps, steps, steps, len(lines), tuple(notes))

@@ -1,0 +1,59 @@
+"""SGLang's check-run evidence: ``Decode batch`` lines (``scheduler_metrics_mixin.py``)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from golden_al.checks.evidence import RunEvidence, no_lines, read_logs
+from golden_al.engines import sglang
+from golden_al.errors import InputFileError, UsageError
+from golden_al.formats import SglangDecodeRecord
+from golden_al.formats.validate import check_counts
+
+ENGINE = sglang.PROFILE.name
+
+
+
+def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
+    """SGLang's evidence from its log files (see :mod:`golden_al.checks.evidence`)."""
+    logs, other = read_logs(files, ENGINE)
+    return _from_sglang(logs, decode_log_interval, other, k)
+
+
+def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, int],
+                 k: int | None = None) -> RunEvidence:
+    if interval < 1:
+        raise UsageError(f"--decode-log-interval must be >= 1, got {interval}")
+    for name, scan in logs:
+        for r in scan.of(ENGINE):
+            if isinstance(r, SglangDecodeRecord) and r.accept_len is not None and r.running_req > 0:
+                check_counts(what="SGLang decode line", al=r.accept_len, k=k, path=name, line=r.line_no)
+    recs = [r for _, scan in logs for r in scan.of(ENGINE) if isinstance(r, SglangDecodeRecord)]
+    usable = [r for r in recs if r.accept_len is not None and math.isfinite(r.accept_len) and r.running_req > 0]
+    if not usable:
+        if recs:
+            raise InputFileError(f"{len(recs)} SGLang decode line(s) but none carries 'accept len' with a running "
+                                 "batch (speculative decoding off?)", path=logs[0][0])
+        raise no_lines(f"SGLang '{sglang.PROFILE.log_pattern('decode-head').marker}' lines", logs, other)
+    weights = [sglang.decode_window(r.accept_len, r.running_req, interval)[0] for r in usable]  # type: ignore[arg-type]
+    total = math.fsum(weights)
+    realized = math.fsum(w * r.accept_len for w, r in zip(weights, usable, strict=False)) / total  # type: ignore[operator]
+    sum_sq = math.fsum(w * w / interval for w in weights)
+    n_eff = total * total / sum_sq
+    per_batch: dict[int, int] = {}
+    for r in usable:
+        per_batch[r.running_req] = per_batch.get(r.running_req, 0) + 1
+    line_weights = tuple((interval * b / total, n) for b, n in sorted(per_batch.items()))
+    notes = [f"{len(usable)} decode line(s) x {interval} batch steps; #running-req "
+             f"{min(r.running_req for r in usable)}..{max(r.running_req for r in usable)}"]
+    if len(usable) < len(recs):
+        notes.append(f"{len(recs) - len(usable)} decode line(s) without accept len skipped")
+    if any(r.dp_rank is not None for r in usable) and len({r.dp_rank for r in usable}) > 1:
+        notes.append("lines from several DP ranks are counted as independent batches (each rank draws its own L)")
+    notes.append("#running-req is the batch size when the line was written; the interval's own batch sizes "
+                 "are not logged")
+    return RunEvidence(ENGINE, "sglang decode log", realized, total, float(interval * len(usable)), n_eff,
+                       len(usable), tuple(notes), steps_per_line=interval, line_weights=line_weights)

@@ -1,0 +1,50 @@
+"""vLLM's check-run evidence: ``SpecDecoding metrics`` lines."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from distributions import units
+from golden_al.checks.evidence import RunEvidence, no_lines, read_logs
+from golden_al.engines import vllm
+from golden_al.errors import NoVerifyStepsError
+from golden_al.formats import VllmSpecDecodingRecord
+from golden_al.formats.validate import check_counts
+
+ENGINE = vllm.PROFILE.name
+
+
+
+def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
+    """vLLM's evidence from its log files (see :mod:`golden_al.checks.evidence`)."""
+    logs, other = read_logs(files, ENGINE)
+    return _from_vllm(logs, k, other)
+
+
+def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
+    recs = [r for _, scan in logs for r in scan.of(ENGINE) if isinstance(r, VllmSpecDecodingRecord)]
+    if not recs:
+        raise no_lines(f"vLLM '{vllm.PROFILE.log_pattern('spec-head').marker}' lines", logs, other)
+    for name, scan in logs:  # now that k is known: AL <= k+1, at most k positions, drafted <= k*drafts
+        for r in scan.of(ENGINE):
+            if isinstance(r, VllmSpecDecodingRecord):
+                check_counts(what="vLLM SpecDecoding line", accepted=r.accepted_tokens, drafted=r.drafted_tokens,
+                             k=k, al=r.mean_acceptance_length, per_position=r.per_position_rates or None,
+                             path=name, line=r.line_no)
+    accepted = sum(r.accepted_tokens for r in recs)
+    drafted = sum(r.drafted_tokens for r in recs)
+    notes = [f"{len(recs)} SpecDecoding line(s): Accepted {accepted} / Drafted {drafted} tokens; "
+             f"request-steps = Drafted / k"]
+    if drafted % k:
+        notes.append(f"Drafted {drafted} is not a multiple of k={k} (grammar-invalidated drafts, or a wrong "
+                     "--draft-len)")
+    steps = drafted / k
+    if steps <= 0:
+        raise NoVerifyStepsError("the vLLM lines report zero drafted tokens: AL is undefined")
+    check_counts(what="vLLM SpecDecoding lines (totals)", accepted=accepted, drafted=drafted, path=logs[0][0])
+    notes.append("vLLM never logs the last partial interval; stop the server >= 11 s after the last request "
+                 "for complete totals")
+    realized = units.al_from_counts(accepted, steps)
+    return RunEvidence(ENGINE, "vllm SpecDecoding log", realized, steps, steps, steps, len(recs), tuple(notes))
