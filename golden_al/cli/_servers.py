@@ -33,8 +33,6 @@ __all__ = [
 
 #: max_tokens per request for server measurements, as in the maintainers' collection (vLLM SPEED-Bench 4096).
 SERVER_MAX_TOKENS = 4096
-_AL_SOURCES = ("auto", "sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate", "vllm-per-request",
-               "vllm-prometheus", "atom-mtp-stats", "llamacpp-prometheus")
 
 
 def _json_object(text: str, name: str) -> dict[str, Any]:
@@ -128,8 +126,13 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
                      help="chat_template_kwargs instead of the thinking preset's: one object for every request, or "
                      '{"on": {...}, "off": {...}} per thinking mode')
     src = parser.add_argument_group("server: where AL comes from")
-    src.add_argument("--al-source", choices=_AL_SOURCES, default="auto",
-                     help="where AL comes from (auto: sglang-meta-info, vllm-prometheus or vllm-per-request, atom-mtp-stats)")
+    from golden_al.engines import get_profile
+    from golden_al.servers.sources import source_names
+
+    src.add_argument("--al-source", choices=("auto", *source_names()), default="auto",
+                     help="where AL comes from (auto: the engine's first, or its per-request source where the "
+                     "server reports one: " + "; ".join(f"{e}: {', '.join(get_profile(e).al_sources)}"
+                                                          for e in SERVER_ENGINES) + ")")
     src.add_argument("--scrape-interval", type=float, default=1.0, metavar="S",
                      help="aggregate counters (vllm-prometheus, atom-mtp-stats) at --concurrency > 1: seconds between "
                      "two scrapes; the interval is by batch means over the windows (default 1.0)")
@@ -428,10 +431,13 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 def _tokenizer(args: argparse.Namespace) -> Any:
     """The tokenizer that renders prompts locally, or None (messages are sent as they are)."""
     path = getattr(args, "tokenizer", None)
-    if path is None and getattr(args, "al_source", None) == "sglang-generate":
+    from golden_al.servers.sources import make_source
+
+    source = getattr(args, "al_source", None)
+    if path is None and source not in (None, "auto") and make_source(source, args.engine).needs_text:
         path = _explicit(getattr(args, "target", None))
         if path is None:
-            raise UsageError("--al-source sglang-generate sends rendered prompts: pass --tokenizer DIR")
+            raise UsageError(f"--al-source {source} sends rendered prompts: pass --tokenizer DIR")
     if path is None:
         return None
     try:

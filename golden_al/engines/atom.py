@@ -394,6 +394,7 @@ PROFILE = EngineProfile(
         help=f"{RATE_FLAG} (AL-1)/K in [0, 1], instead of --al"),),
     simulate_report=simulate_report,
     al_sources=("atom-mtp-stats",),
-    server_probe="golden_al.servers.probes.atom:probe",
+    source_impls={"atom-mtp-stats": "golden_al.servers.adapters.atom:AtomMtpStatsSource"},
+    server_probe="golden_al.servers.adapters.atom:probe",
     run_evidence="golden_al.checks.evidence.atom:read",
 )

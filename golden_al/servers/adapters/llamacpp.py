@@ -1,0 +1,123 @@
+"""llama-server's self-description: ``GET /props`` (``build_info``, ``model_path``, ``total_slots``,
+``endpoint_metrics``; ggml-org/llama.cpp ``tools/server/server-context.cpp``, commit 0c1e570); the
+draft length from the number of ``position`` series of the accepted-per-position counter."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from distributions.counts import AcceptanceCounts
+from golden_al.engines import llamacpp
+from golden_al.errors import InputFileError, MetricMissingError, ServerError
+from golden_al.servers import synthetic
+from golden_al.servers.client import ServerClient
+from golden_al.servers.probe import ServerFacts, filter_args
+from golden_al.servers.sources import CounterSource, Snapshot, require_distribution, server_errors
+
+__all__ = ["LlamaCppPrometheusSource", "probe"]
+
+
+async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:
+    """Fill ``facts`` from what the server reports."""
+    from golden_al.engines import llamacpp
+    from golden_al.formats import prometheus as prom
+    from golden_al.formats.llamacpp import read_counters
+
+    props = await client.get_json("/props", label="GET /props", optional=True)
+    if not isinstance(props, Mapping):
+        raise MetricMissingError("the server has no /props: is this llama-server? (--engine)")
+    synthetic.check_server_info("llamacpp", props, where="/props")
+    facts.version = str(props.get("build_info")) if props.get("build_info") is not None else None
+    facts.server_args = filter_args({k: props.get(k) for k in ("model_path", "model_alias", "total_slots",
+                                                                "endpoint_metrics", "build_info")})
+    if props.get("endpoint_metrics") is False:
+        raise MetricMissingError("llama-server runs without --metrics: its spec-decode counters are off",
+                                 hint=f"start it with {llamacpp.FLAG_METRICS}")
+    text = await client.get_text("/metrics", label="GET /metrics", optional=True)
+    if text is None:
+        raise MetricMissingError("llama-server answered no /metrics", hint=f"start it with {llamacpp.FLAG_METRICS}")
+    counters = read_counters(prom.parse_metrics_text(text, source=f"{client.base_url}/metrics"))
+    if counters.accepted_per_position:
+        facts.draft_len = len(counters.accepted_per_position)
+        facts.draft_len_rule = f"number of position series of {llamacpp.ACCEPTED_PER_POS_METRIC}"
+    facts.draft_method = "draft-model"
+    facts.chain = True
+    total = props.get("total_slots")
+    if isinstance(total, int) and total > 1:
+        facts.warnings.append(f"llama-server has {total} slots: counter deltas assume nothing else runs on it")
+    if not log_text is not None:
+        facts.warnings.append("attached llama-server: synthetic acceptance is only detected from its log "
+                              "(pass --server-log FILE, or --launch)")
+
+
+# ------------------------------------------------------------------ AL source
+class LlamaCppPrometheusSource(CounterSource):
+    """llama-server ``/metrics`` (``--metrics``) spec-decode counters (llama.cpp 0c1e570, ``server-task.cpp``).
+
+    llama.cpp adds a request's counts when its slot is released, and ``/metrics`` is
+    answered from the same task queue, so a scrape after the response sees them. There
+    is no finished-requests counter: attribution rests on the server being idle
+    (``requests_processing`` + ``requests_deferred`` = 0) around the unit, and each
+    delta is checked against the responses' own ``timings.draft_n``/``draft_n_accepted``
+    (:meth:`cross_check`).
+    """
+
+    name = "llamacpp-prometheus"
+    engine = llamacpp.PROFILE.name
+
+    async def snapshot(self, client: ServerClient) -> Snapshot:
+        from golden_al.formats import prometheus as prom
+        from golden_al.formats.llamacpp import read_counters
+
+        text = await client.get_text("/metrics", label="GET /metrics")
+        snap = prom.parse_metrics_text(text or "", source=f"{client.base_url}/metrics")
+        counters = read_counters(snap)
+        return Snapshot(counters, None, counters.busy, None, len(counters.accepted_per_position) or None)
+
+    async def after_unit(self, client: ServerClient, before: Snapshot, n_requests: int, label: str) -> Snapshot:
+        """The closing snapshot, once the server is idle again (the unit's slots released)."""
+        deadline = time.monotonic() + 10.0
+        after = await self.snapshot(client)
+        while after.busy not in (None, 0.0) and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            after = await self.snapshot(client)
+        self.check_continuity(before, after, label)
+        return after
+
+    def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
+        with server_errors(label):
+            d = after.counts.minus(before.counts)
+            counts = d.to_counts(k)
+        return require_distribution(counts, label, self.name)
+
+    def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
+        with server_errors(label):
+            after.counts.minus(before.counts)
+
+    def cross_check(self, responses: Sequence[Mapping[str, Any]], counts: AcceptanceCounts, k: int,
+                    label: str) -> None:
+        """The delta must equal the sum of the responses' ``timings.draft_n``/``draft_n_accepted``."""
+        from golden_al.formats.llamacpp import timings_counts
+
+        drafted = accepted = 0
+        for resp in responses:
+            try:
+                got = timings_counts(resp)
+            except InputFileError as exc:
+                raise ServerError(f"{label}: {exc.message}") from None
+            if got is not None:
+                drafted += got[0]
+                accepted += got[1]
+        steps = float(counts.num_verify_steps)
+        if abs(steps * k - drafted) > 1e-9 or abs(float(counts.num_accepted_drafts) - accepted) > 1e-9:
+            raise ServerError(
+                f"{label}: the /metrics delta ({steps:g} verify steps x k={k} = {steps * k:g} draft tokens, "
+                f"{float(counts.num_accepted_drafts):g} accepted) disagrees with the responses' timings (draft_n "
+                f"{drafted}, draft_n_accepted {accepted}): other traffic reached the server, or its draft length "
+                f"is not k={k}",
+                hint=f"measure on a server nobody else uses, started so: {llamacpp.FIXED_K_HINT} (golden-al --launch "
+                "does)",
+            )

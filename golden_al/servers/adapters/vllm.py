@@ -1,0 +1,134 @@
+"""vLLM's self-description: ``GET /version``; ``GET /server_info`` only in dev mode
+(``VLLM_SERVER_DEV_MODE=1``); the draft length from the number of ``position`` series of the
+accepted-per-position counter (all present at 0 from startup); the arguments from the log's
+``non-default args: {...}`` line."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from distributions.counts import AcceptanceCounts
+from golden_al.engines import vllm
+from golden_al.errors import CounterResetError, MetricMissingError, ServerError
+from golden_al.formats import responses
+from golden_al.servers import synthetic
+from golden_al.servers.client import ServerClient
+from golden_al.servers.probe import ServerFacts, filter_args, is_chain, vllm_args_from_log
+from golden_al.servers.sources import (
+    CounterSource,
+    ResponseCounts,
+    Snapshot,
+    require_distribution,
+    server_errors,
+)
+
+__all__ = ["PER_REQUEST", "VllmPrometheusSource", "probe"]
+
+
+async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:
+    """Fill ``facts`` from what the server reports."""
+    from golden_al.formats import prometheus as prom
+
+    version = await client.get_json("/version", label="GET /version", optional=True)
+    if isinstance(version, Mapping) and version.get("version") is not None:
+        facts.version = str(version["version"])
+    dev_info = await client.get_json("/server_info", label="GET /server_info", optional=True)
+    if isinstance(dev_info, Mapping):
+        synthetic.check_server_info("vllm", dev_info)
+    args = vllm_args_from_log(log_text) if log_text else None
+    if args is not None:
+        facts.server_args = filter_args(args)
+        spec = args.get(vllm.SPEC_CONFIG_KEY)
+        if isinstance(spec, Mapping):
+            method = spec.get("method") or ("draft_model" if spec.get("model") else None)
+            facts.draft_method = str(method) if method else None
+    text = await client.get_text("/metrics", label="GET /metrics", optional=True)
+    if text is not None:
+        snap = prom.parse_metrics_text(text, source=f"{client.base_url}/metrics")
+        if not snap.has(vllm.METRIC_DRAFTS):
+            raise ServerError(f"the vLLM server exposes no {vllm.METRIC_PREFIX}* counters: speculative decoding is "
+                              "off (or --disable-log-stats is set)", hint=f"launch it with {vllm.FLAG_SPEC_CONFIG}")
+        if snap.select(vllm.METRIC_ACCEPTED_PER_POS):
+            positions = snap.by_label(vllm.METRIC_ACCEPTED_PER_POS, vllm.POSITION_LABEL)
+            facts.draft_len = len(positions)
+            facts.draft_len_rule = f"number of {vllm.POSITION_LABEL} series of {vllm.METRIC_ACCEPTED_PER_POS}"
+    spec = (args or {}).get(vllm.SPEC_CONFIG_KEY)
+    logged_k = spec.get(vllm.K_KEY) if isinstance(spec, Mapping) else None
+    if isinstance(logged_k, int) and not isinstance(logged_k, bool):
+        if facts.draft_len is not None and facts.draft_len != logged_k:
+            raise ServerError(f"the vLLM server's counters have {facts.draft_len} positions but its log's startup "
+                              f"arguments say {vllm.K_KEY}={logged_k}: the log is not this server's",
+                              hint="give the --server-log of the server at --server")
+        if facts.draft_len is None:
+            facts.draft_len, facts.draft_len_rule = logged_k, f"the log's non-default args {vllm.K_KEY}"
+    facts.chain = is_chain("vllm", facts.draft_method)
+    if dev_info is None and log_text is None:
+        facts.warnings.append("attached vLLM server: synthetic acceptance could not be ruled out from the server "
+                              "itself (no /server_info outside dev mode); pass --server-log FILE to check its log")
+
+
+# ------------------------------------------------------------------ AL sources
+def _per_request(resp: Mapping[str, Any], k: int, label: str) -> AcceptanceCounts:
+    metrics = resp.get("metrics")
+    spec = metrics.get("speculative_decoding") if isinstance(metrics, Mapping) else None
+    if not isinstance(spec, Mapping):
+        raise MetricMissingError(
+            f"{label}: the response has no metrics.speculative_decoding (top-level keys: {sorted(resp)})",
+            hint="start vLLM >= 0.33 with --per-request-spec-decode-metrics summary, "
+            "or use --al-source vllm-prometheus",
+        )
+    return responses.parse_vllm_spec_metrics(spec, k=k, source=label).counts
+
+
+#: ``vllm-per-request``: ``metrics.speculative_decoding`` of each response (vLLM >= 0.33).
+PER_REQUEST = ResponseCounts(_per_request)
+
+
+class VllmPrometheusSource(CounterSource):
+    """vLLM ``/metrics`` spec-decode counters (``vllm/v1/spec_decode/metrics.py``, 0.33.0)."""
+
+    name = "vllm-prometheus"
+    engine = vllm.PROFILE.name
+
+    async def snapshot(self, client: ServerClient) -> Snapshot:
+        from golden_al.formats import prometheus as prom
+
+        text = await client.get_text("/metrics", label="GET /metrics")
+        snap = prom.parse_metrics_text(text or "", source=f"{client.base_url}/metrics")
+        counters = prom.spec_counters(snap, vllm.PROFILE.name)
+        assert isinstance(counters, prom.VllmSpecCounters)
+
+        def opt(name: str) -> float | None:
+            return snap.total(name) if snap.has(name) else None
+
+        finished = opt("vllm:request_success_total")
+        running = opt("vllm:num_requests_running")
+        waiting = opt("vllm:num_requests_waiting")
+        busy = None if running is None else running + (waiting or 0.0)
+        return Snapshot(counters, finished, busy, opt("process_start_time_seconds"),
+                        len(counters.accepted_per_position) or None)
+
+    def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
+        from golden_al.engines import vllm as vllm_engine
+        from golden_al.formats import prometheus as prom
+
+        with server_errors(label):
+            d = prom.counters_delta(before.counts, after.counts)
+            assert isinstance(d, prom.VllmSpecCounters)
+            counts = vllm_engine.counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
+                                                list(d.accepted_per_position) or None, k=k)
+        if not d.accepted_per_position:
+            raise MetricMissingError(f"{label}: {vllm_engine.METRIC_ACCEPTED_PER_POS} is absent",
+                                     hint="needs vLLM >= 0.8 (V1 engine) for per-position counters")
+        return require_distribution(counts, label, self.name)
+
+    def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
+        from golden_al.formats import prometheus as prom
+
+        with server_errors(label):
+            prom.counters_delta(before.counts, after.counts)
+        if before.finished is not None and after.finished is not None and after.finished < before.finished:
+            raise CounterResetError(f"{label}: vllm:request_success_total went backwards "
+                                    f"({before.finished:g} -> {after.finished:g}): the server restarted",
+                                    hint="rerun with --resume; finished requests are kept")
