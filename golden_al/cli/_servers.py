@@ -18,7 +18,7 @@ from typing import Any
 
 from golden_al.engines import atom, llamacpp, sglang, vllm
 from golden_al.errors import UsageError
-from golden_al.servers.launch import SERVER_ENGINES  # engines whose profile builds a server command
+from golden_al.servers.launch import MEASURABLE_ENGINES, SERVER_ENGINES
 
 __all__ = [
     "SERVER_ENGINES",
@@ -48,9 +48,9 @@ def _json_object(text: str, name: str) -> dict[str, Any]:
 def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool = False,
                          with_resume: bool = True) -> None:
     """The server options (``--server``/``--launch`` and everything about the engine)."""
-    g = parser.add_argument_group(f"server: which one ({', '.join(SERVER_ENGINES)})")
+    g = parser.add_argument_group(f"server: which one ({', '.join(MEASURABLE_ENGINES)})")
     if with_engine:
-        g.add_argument("--engine", choices=SERVER_ENGINES, required=True, help="the serving engine")
+        g.add_argument("--engine", choices=MEASURABLE_ENGINES, required=True, help="the serving engine")
     where = g.add_mutually_exclusive_group()
     where.add_argument("--server", metavar="URL", action="append", default=None,
                        help="attach to a running server (e.g. http://127.0.0.1:30000); repeat for data-parallel "
@@ -132,7 +132,7 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
     src.add_argument("--al-source", choices=("auto", *source_names()), default="auto",
                      help="where AL comes from (auto: the engine's first, or its per-request source where the "
                      "server reports one: " + "; ".join(f"{e}: {', '.join(get_profile(e).al_sources)}"
-                                                          for e in SERVER_ENGINES) + ")")
+                                                          for e in MEASURABLE_ENGINES) + ")")
     src.add_argument("--scrape-interval", type=float, default=1.0, metavar="S",
                      help="aggregate counters (vllm-prometheus, atom-mtp-stats) at --concurrency > 1: seconds between "
                      "two scrapes; the interval is by batch means over the windows (default 1.0)")

@@ -25,7 +25,7 @@ __all__ = ["COMMANDS", "main"]
 
 #: name -> (module, one-line help). Order is the order shown by ``golden-al --help``.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "measure": ("golden_al.cli.measure", "measure real AL (reference engine, SGLang, vLLM, ATOM, llama.cpp)"),
+    "measure": ("golden_al.cli.measure", "measure real AL (the reference engine, or a serving engine over HTTP)"),
     "sweep": ("golden_al.cli.sweep", "measure every (thinking, k) cell on a server, resumably"),
     "models": ("golden_al.cli.models", "fetch, verify, convert and list cached models"),
     "fit": ("golden_al.cli.fit", "fit measurement records into a golden curve"),

@@ -48,10 +48,10 @@ examples:
 """
 
 def _engines() -> tuple[str, ...]:
-    """The reference engine, then every engine whose profile can build a server command."""
-    from golden_al.servers.launch import SERVER_ENGINES
+    """The reference engine, then every engine golden-al can measure over HTTP."""
+    from golden_al.servers.launch import MEASURABLE_ENGINES
 
-    return ("reference", *SERVER_ENGINES)
+    return ("reference", *MEASURABLE_ENGINES)
 
 
 def _num_prompts(text: str) -> int | None:

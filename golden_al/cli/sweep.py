@@ -11,7 +11,7 @@ from golden_al.errors import UsageError
 from golden_al.schedulers import SCHEDULERS
 
 DESCRIPTION = (
-    "Measure every (thinking mode, draft length) cell against SGLang, vLLM or ATOM: one measurement.json per "
+    "Measure every (thinking mode, draft length) cell against a serving engine: one measurement.json per "
     "cell in OUT/thinking_{on,off}/k{K}/, per-request results appended as they finish. With --launch the "
     "server is started per draft length (its log captured in OUT/logs/) and always stopped. --resume "
     "continues a killed sweep without losing or double-counting a request. --one-run measures the largest "

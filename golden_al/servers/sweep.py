@@ -129,8 +129,12 @@ class ServerOptions:
             raise UsageError("give exactly one of --server URL and --launch")
         if self.server_logs and self.launch is not None:
             raise UsageError("--server-log is for an attached --server (a launched server's log is read anyway)")
-        if self.engine not in launch_mod.SERVER_ENGINES:
-            raise UsageError(f"unknown server engine {self.engine!r}", hint="sglang, vllm or atom")
+        if self.engine not in launch_mod.MEASURABLE_ENGINES:
+            raise UsageError(f"unknown server engine {self.engine!r}",
+                             hint="one of " + ", ".join(launch_mod.MEASURABLE_ENGINES))
+        if self.launch is not None and self.engine not in launch_mod.SERVER_ENGINES:
+            raise UsageError(f"golden-al cannot launch a {self.engine} server (its profile builds no server "
+                             "command)", hint="start it yourself and attach with --server URL")
         Schedule(self.concurrency, self.request_rate, self.arrival_seed, self.warmup)  # validates
         if not self.scrape_interval_s > 0:
             raise UsageError(f"--scrape-interval must be > 0 seconds, got {self.scrape_interval_s}")

@@ -1,7 +1,8 @@
 """Engines are plugins: a sixth engine installed from its own package (``tests/engine_plugin/``)
 is found through the ``golden_al.engines`` entry point and covered by ``env``, ``check`` (YAML,
-JSON and shell, by its knob's declared unit) and ``inject --restore-real`` without a line of
-golden-al naming it.
+JSON and shell, by its knob's declared unit), ``inject --restore-real``, ``simulate`` (its own
+sampler and option), ``check-run`` (its own log reader) and ``measure``/``sweep`` against its own
+fake server (its own probe and AL source) without a line of golden-al naming it.
 
 The package is really installed (``pip install --target``, its own ``pyproject.toml``, no
 network: setuptools is already in the environment) and the CLI runs in a subprocess with it on
@@ -14,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -183,6 +185,76 @@ def test_check_run_names_the_engines_whose_logs_it_reads(tmp_path: Path) -> None
     with pytest.raises(UsageError, match="reads no log of TensorRT-LLM") as err:
         evidence_from_files([log], "trtllm", 3)
     assert "SGLang" in str(err.value.hint)
+
+
+@pytest.fixture
+def toy_server(site: Path) -> Iterator[tuple[str, int]]:
+    """The plugin's own fake toyserve (k = 7) in a process of its own; yields (URL, k)."""
+    code = ("import sys, time\nfrom golden_al_toy_engine.server import FakeToyServer\n"
+            "s = FakeToyServer(7)\nprint(s.url, flush=True)\nsys.stdin.read()\n")
+    proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                            env={**os.environ, "PYTHONPATH": str(site)})
+    assert proc.stdout is not None
+    url = proc.stdout.readline().strip()
+    assert url.startswith("http://127.0.0.1:"), url
+    yield url, 7
+    proc.kill()
+    proc.wait(timeout=30)
+
+
+def _expected(site: Path, max_tokens: int, k: int, requests: int) -> tuple[int, int]:
+    """(verify steps, accepted drafts) the fake server's fixed cycle gives, computed by the plugin."""
+    sys.path.insert(0, str(site))
+    try:
+        from golden_al_toy_engine.server import steps_for  # the server's own truth, not golden-al's
+    finally:
+        sys.path.remove(str(site))
+    steps = steps_for(max_tokens, k, (3, 0, 7, 1, 2))
+    return requests * len(steps), requests * sum(steps)
+
+
+def _prompts(tmp_path: Path, n: int) -> list[str]:
+    path = tmp_path / "prompts.jsonl"
+    path.write_text("".join(json.dumps({"messages": [{"role": "user", "content": f"q{i}"}]}) + "\n" for i in range(n)))
+    return ["--prompts", f"chat-jsonl:{path}", "--num-prompts", str(n), "--max-tokens", "40",
+            "--served-model-name", "toy-model"]
+
+
+def test_measure_reads_a_plugin_server_through_its_own_probe_and_source(site: Path, tmp_path: Path,
+                                                                         toy_server: tuple[str, int]) -> None:
+    """measure --engine toyserve --server URL: the probe and the AL source the plugin's profile names
+    (server_probe, al_sources, source_impls), every count cross-checked, one record."""
+    url, k = toy_server
+    out = tmp_path / "cell"
+    done = _golden_al(site, "measure", "--engine", "toyserve", "--server", url, "--draft-len", str(k),
+                      *_prompts(tmp_path, 3), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    rec = json.loads((out / "measurement.json").read_text())
+    steps, accepted = _expected(site, 40, k, 3)
+    assert (rec["engine"], rec["al_source"], rec["engine_version"]) == ("toyserve", "toyserve-per-request", "0.1.0")
+    assert (rec["num_verify_steps"], rec["num_accepted_drafts"]) == (steps, accepted)
+    assert rec["al"] == pytest.approx(1 + accepted / steps)
+
+
+def test_measure_refuses_a_plugin_server_drafting_another_length(site: Path, tmp_path: Path,
+                                                                  toy_server: tuple[str, int]) -> None:
+    url, k = toy_server
+    done = _golden_al(site, "measure", "--engine", "toyserve", "--server", url, "--draft-len", str(k - 2),
+                      *_prompts(tmp_path, 2), "--out", str(tmp_path / "cell"))
+    assert done.returncode == 1
+    assert f"the server drafts k={k} (/toy/info draft_len) but k={k - 2} was asked for" in done.stderr
+    assert not (tmp_path / "cell" / "measurement.json").exists()
+
+
+def test_sweep_measures_a_plugin_server(site: Path, tmp_path: Path, toy_server: tuple[str, int]) -> None:
+    url, k = toy_server
+    out = tmp_path / "sweep"
+    done = _golden_al(site, "sweep", "--engine", "toyserve", "--server", url, "--draft-lens", str(k),
+                      "--thinking", "off", *_prompts(tmp_path, 2), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    rec = json.loads((out / "thinking_off" / f"k{k}" / "measurement.json").read_text())
+    steps, accepted = _expected(site, 40, k, 2)
+    assert (rec["engine"], rec["num_verify_steps"], rec["num_accepted_drafts"]) == ("toyserve", steps, accepted)
 
 
 def test_a_plugin_cannot_take_a_builtin_engines_name(monkeypatch: pytest.MonkeyPatch) -> None:

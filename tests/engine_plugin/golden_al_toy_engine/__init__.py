@@ -112,6 +112,11 @@ PROFILE = EngineProfile(
                                      help="mixed (floor and ceil, mean AL; default) or floor (always floor(AL))"),),
     simulate_report=lambda sampler, al, k, settings: {"toy_mix": sampler.mix},
     run_evidence="golden_al_toy_engine:read_run_log",
+    # measure/sweep against a toyserve server: its probe and its per-request AL source (server.py)
+    server_probe="golden_al_toy_engine.server:probe",
+    al_sources=("toyserve-per-request",),
+    source_impls={"toyserve-per-request": "golden_al_toy_engine.server:PER_REQUEST"},
+    exact_proposals=True,
 )
 
 
