@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import ast
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -85,6 +86,8 @@ def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment
     for flag, name in llamacpp.SYNTH_FLAG_FORMS.items():
         if name in env:
             raise _refuse(f"{name}={env[name]}", where, f"unset {name} (the env form of llama.cpp's {flag}) {_HINT_ENV}")
+    for name, value in env.items():  # every other registered engine's knob, as check's census reads it
+        _census_refusal(name, value, is_key=True, where=where, hint=f"unset {name} {_HINT_ENV}")
     leftovers = sorted(k for k in env if k.startswith(sglang.ENV_PREFIXES) and k not in _SGLANG_LEN_VARS)
     inert = [k for k in _SGLANG_LEN_VARS if k in env]
     if leftovers or inert:
@@ -121,6 +124,8 @@ def check_engine_args(engine: str, args: Sequence[str], *, where: str = "server 
             if arg == flag or arg.startswith(flag + "="):
                 value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
                 raise _refuse(f"{flag} {value}", where, f"drop {flag} for a measurement")
+    # every other registered engine's knob on the command line, as check's census reads it
+    _census_refusal(shlex.join(args), None, is_key=False, where=where, hint="drop it for a measurement")
 
 
 def _walk(obj: Any, path: str = "") -> Iterable[tuple[str, str, Any]]:

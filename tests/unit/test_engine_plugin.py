@@ -257,6 +257,20 @@ def test_sweep_measures_a_plugin_server(site: Path, tmp_path: Path, toy_server: 
     assert (rec["engine"], rec["num_verify_steps"], rec["num_accepted_drafts"]) == ("toyserve", steps, accepted)
 
 
+def test_the_launch_guard_refuses_the_plugins_knob(site: Path) -> None:
+    """A launch environment that sets the plugin's knob is refused like a built-in engine's (the guard
+    reads every registered engine's knobs through check's census); an unrelated variable is not."""
+    code = ("from golden_al.servers.synthetic import check_launch_env\n"
+            "from golden_al.errors import SyntheticAcceptanceActiveError\n"
+            "assert check_launch_env({'PATH': '/bin', 'TOYSERVE_MODE': 'x'}) == []\n"
+            "try:\n    check_launch_env({'PATH': '/bin', 'TOYSERVE_FORCE_ACCEPTED': '6.24'})\n"
+            "except SyntheticAcceptanceActiveError as exc:\n    print(exc)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(site)})
+    assert done.returncode == 0, done.stderr
+    assert "TOYSERVE_FORCE_ACCEPTED=6.24, launch environment" in done.stdout
+
+
 def test_a_plugin_cannot_take_a_builtin_engines_name(monkeypatch: pytest.MonkeyPatch) -> None:
     """An installed package registering ``sglang`` is ignored: the gate keeps the built-in profile."""
     from importlib import metadata
