@@ -300,3 +300,109 @@ def test_every_registered_engine_answers_env_for_the_shipped_curve() -> None:
             pytest.fail(f"{name}: {exc}")
         spellings = {s for knob in profile.synthetic_knobs for s in knob.spellings()}
         assert set(settings) & spellings, (name, settings)
+
+
+# ------------------------------------------------------------------ every hook is load-bearing
+#: The toy profile's behaviour hooks, each with the probe that fails without it (a probe is the core
+#: of a named conformance test above, run against the toy with that one hook removed).
+HOOKS: dict[str, str] = {
+    "synthetic_settings": "env",            # test_env_gives_the_plugins_own_settings_in_its_unit
+    "synthetic_knobs": "check",             # test_check_proves_or_refuses_the_plugins_pin_in_every_format
+    "executable": "check",
+    "command_line": "check",
+    "curve_methods": "check",
+    "simulate_options": "simulate_option",  # test_simulate_takes_the_plugins_own_option
+    "simulate_report": "simulate_option",
+    "default_sampler": "check_run",         # test_check_run_reads_the_plugins_own_log
+    "run_evidence": "check_run",
+    "server_probe": "measure",              # test_measure_reads_a_plugin_server_through_its_own_probe_and_source
+    "al_sources": "measure",
+    "source_impls": "measure",
+}
+#: Fields that describe the engine (shown, cited) but change no command's behaviour by themselves.
+DATA = {"name", "display_name", "algorithms", "draft_len_rules", "sources"}
+
+#: Loaded at interpreter start-up (``sitecustomize``): the toy's PROFILE with one hook removed.
+_DROP_HOOK = """\
+import dataclasses, os
+drop = os.environ.get("GOLDEN_AL_TOY_DROP")
+if drop:
+    import golden_al_toy_engine as toy
+    from golden_al.engines.profile import EngineProfile
+    f = {f.name: f for f in dataclasses.fields(EngineProfile)}[drop]
+    if f.default is not dataclasses.MISSING:
+        value = f.default
+    elif f.default_factory is not dataclasses.MISSING:
+        value = f.default_factory()
+    elif drop == "synthetic_settings":
+        value = lambda al, k, **_: {}
+    else:
+        value = ()
+    toy.PROFILE = dataclasses.replace(toy.PROFILE, **{drop: value})
+"""
+
+
+def _probe(name: str, site: Path, tmp: Path, url: str, drop: str | None) -> bool:
+    """Whether probe ``name`` passes with the toy's hook ``drop`` removed (None: the toy intact)."""
+    hooks = tmp / "hooks"
+    hooks.mkdir(exist_ok=True)
+    (hooks / "sitecustomize.py").write_text(_DROP_HOOK)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hooks), str(site)]), "GOLDEN_AL_TOY_DROP": drop or ""}
+
+    def run(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "golden_al", *argv], capture_output=True, text=True, env=env,
+                              cwd=tmp, timeout=300)
+
+    work = tmp / f"{name}-{drop}"
+    work.mkdir()
+    if name == "env":
+        done = run("env", "--model", MODEL, "--thinking", "off", "-k", "7", "--engine", "toyserve", "--format", "json")
+        return done.returncode == 0 and json.loads(done.stdout) == {"TOYSERVE_FORCE_ACCEPTED": "6.24"}
+    if name == "check":
+        (work / "agentic").mkdir()
+        (work / "agentic" / "run.sh").write_text(SHELL.format(value="6.24", model=MODEL, k=7))
+        done = run("check", str(work / "agentic" / "run.sh"), "--format", "json")
+        found = json.loads(done.stdout) if done.stdout.strip().startswith("[") else None
+        return done.returncode == 0 and found is not None and [f["verdict"] for f in found] == ["match"]
+    if name == "simulate_option":
+        done = run("simulate", "--engine", "toyserve", "--method", "force", "--al", "4.5", "-k", "7", "--toy-mix",
+                   "floor", "--format", "json")
+        return done.returncode == 0 and json.loads(done.stdout).get("toy_mix") == "floor"
+    if name == "check_run":
+        (work / "toy.log").write_text("toyserve stats: steps=400 accepted=1400\n")
+        done = run("check-run", str(work / "toy.log"), "--engine", "toyserve", "--draft-len", "7", "--expect-al",
+                   "4.5", "--format", "json")
+        return done.returncode == 0 and json.loads(done.stdout)["method"] == "force"
+    assert name == "measure"
+    done = run("measure", "--engine", "toyserve", "--server", url, "--draft-len", "7", *_prompts(work, 2),
+               "--out", str(work / "cell"))
+    return done.returncode == 0 and (work / "cell" / "measurement.json").is_file()
+
+
+def test_every_field_of_the_toy_profile_is_a_guarded_hook_or_data() -> None:
+    """A hook added to the toy without a probe that fails without it fails here."""
+    import dataclasses
+
+    sys.path.insert(0, str(PLUGIN))
+    try:
+        import golden_al_toy_engine as toy
+    finally:
+        sys.path.remove(str(PLUGIN))
+    set_fields = set()
+    for f in dataclasses.fields(toy.PROFILE):
+        default = f.default if f.default is not dataclasses.MISSING else (
+            f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
+        if getattr(toy.PROFILE, f.name) != default:
+            set_fields.add(f.name)
+    assert set_fields == set(HOOKS) | DATA
+
+
+def test_the_probes_pass_on_the_intact_toy(site: Path, tmp_path: Path, toy_server: tuple[str, int]) -> None:
+    failing = [p for p in dict.fromkeys(HOOKS.values()) if not _probe(p, site, tmp_path, toy_server[0], None)]
+    assert failing == []
+
+
+@pytest.mark.parametrize("hook", sorted(HOOKS))
+def test_removing_a_hook_from_the_toy_fails_its_named_probe(site: Path, tmp_path: Path, toy_server: tuple[str, int],
+                                                            hook: str) -> None:
+    assert not _probe(HOOKS[hook], site, tmp_path, toy_server[0], hook), f"{hook} removed, {HOOKS[hook]} still passes"

@@ -101,9 +101,7 @@ PROFILE = EngineProfile(
     draft_len_rules=(DraftLenRule("draft", f"k = {FLAG_K}", source=_SRC),),
     synthetic_knobs=(SyntheticKnob(KNOB, "env", "al-1", source=_SRC),),
     synthetic_settings=synthetic_settings,
-    spec_flags=lambda algorithm, k, **_: [FLAG_K, str(k)],
     executable="toy-serve",
-    served_name_flag=FLAG_MODEL,
     curve_methods={"draft": "draft-model"},
     command_line=CommandLine(value_knobs={KNOB: KNOB}, read=read),
     sources=(_SRC,),
@@ -116,7 +114,6 @@ PROFILE = EngineProfile(
     server_probe="golden_al_toy_engine.server:probe",
     al_sources=("toyserve-per-request",),
     source_impls={"toyserve-per-request": "golden_al_toy_engine.server:PER_REQUEST"},
-    exact_proposals=True,
 )
 
 
