@@ -204,12 +204,16 @@ def toy_server(site: Path) -> Iterator[tuple[str, int]]:
 
 def _expected(site: Path, max_tokens: int, k: int, requests: int) -> tuple[int, int]:
     """(verify steps, accepted drafts) the fake server's fixed cycle gives, computed by the plugin."""
-    sys.path.insert(0, str(site))
-    try:
-        from golden_al_toy_engine.server import steps_for  # the server's own truth, not golden-al's
-    finally:
-        sys.path.remove(str(site))
-    steps = steps_for(max_tokens, k, (3, 0, 7, 1, 2))
+    import importlib.util
+
+    # the server's own truth, not golden-al's; its file alone (the package would register its
+    # sampler in this process)
+    spec = importlib.util.spec_from_file_location("toy_server_truth", PLUGIN / "golden_al_toy_engine" / "server.py")
+    assert spec is not None
+    assert spec.loader is not None
+    server = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(server)
+    steps = server.steps_for(max_tokens, k, (3, 0, 7, 1, 2))
     return requests * len(steps), requests * sum(steps)
 
 
@@ -380,21 +384,18 @@ def _probe(name: str, site: Path, tmp: Path, url: str, drop: str | None) -> bool
 
 
 def test_every_field_of_the_toy_profile_is_a_guarded_hook_or_data() -> None:
-    """A hook added to the toy without a probe that fails without it fails here."""
-    import dataclasses
-
-    sys.path.insert(0, str(PLUGIN))
-    try:
-        import golden_al_toy_engine as toy
-    finally:
-        sys.path.remove(str(PLUGIN))
-    set_fields = set()
-    for f in dataclasses.fields(toy.PROFILE):
-        default = f.default if f.default is not dataclasses.MISSING else (
-            f.default_factory() if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)
-        if getattr(toy.PROFILE, f.name) != default:
-            set_fields.add(f.name)
-    assert set_fields == set(HOOKS) | DATA
+    """A hook added to the toy without a probe that fails without it fails here. (In a subprocess:
+    importing the toy registers its sampler, which must not leak into this process's registry.)"""
+    code = ("import dataclasses, json\nimport golden_al_toy_engine as toy\nout = []\n"
+            "for f in dataclasses.fields(toy.PROFILE):\n"
+            "    d = f.default if f.default is not dataclasses.MISSING else (f.default_factory() "
+            "if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)\n"
+            "    if getattr(toy.PROFILE, f.name) != d:\n        out.append(f.name)\n"
+            "print(json.dumps(out))\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(PLUGIN)})
+    assert done.returncode == 0, done.stderr
+    assert set(json.loads(done.stdout)) == set(HOOKS) | DATA
 
 
 def test_the_probes_pass_on_the_intact_toy(site: Path, tmp_path: Path, toy_server: tuple[str, int]) -> None:
