@@ -78,6 +78,7 @@ def load_hook(ref: str) -> Any:
     source), imported on use so that the profile itself stays pure data and fast to import.
 
     Raises:
+        ValueError: ``ref`` is not ``"module:function"``.
         ImportError / AttributeError: the module or the function does not exist.
     """
     module, _, func = ref.partition(":")

@@ -394,7 +394,8 @@ class EngineProfile:
         return self.review_value(ctx.knob, ctx.raw, ctx.value, ctx.k)
 
     def review_value(self, knob: str, raw: str, value: float | None, k: int | None) -> PinReview:
-        """The AL a pinned value realizes by the knob's declared unit (``al``: the value; ``al-1``: value + 1; ``rate``: 1 + k x value).
+        """The AL a pinned value realizes by the knob's declared unit (``al``: the value; ``al-1``:
+        value + 1; ``rate``: 1 + k x value).
 
         Whatever the unit cannot turn into an AL (a per-position ``rates`` list, a ``choice``, an
         unknown knob, a value that is not a number, no k for a rate) is a problem, never a guess.

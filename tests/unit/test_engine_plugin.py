@@ -51,6 +51,13 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
+def _python(path: Path, code: str) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` with ``path`` (the installed plugin, or its source) importable, in a process
+    of its own: importing the plugin registers its sampler, which must not leak into this one."""
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(path)})
+
+
 def _golden_al(site: Path, *argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
     return subprocess.run([sys.executable, "-m", "golden_al", *argv], capture_output=True, text=True, env=env,
@@ -143,8 +150,7 @@ def test_check_run_judges_a_plugin_run_by_its_own_sampler(site: Path) -> None:
             "ev = RunEvidence('toyserve', 'simulated', 4.5, 400, 400, 400, 1)\n"
             "r = check_evidence(ev, expect_al=4.5, draft_len=7)\n"
             "print(json.dumps([r.passed, r.sampler_var, r.method]))\n")
-    env = {**os.environ, "PYTHONPATH": str(site)}
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    done = _python(site, code)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout) == [True, 0.25, "force"]  # floor/ceil at 4.5: variance 1/4
 
@@ -269,8 +275,7 @@ def test_the_launch_guard_refuses_the_plugins_knob(site: Path) -> None:
             "assert check_launch_env({'PATH': '/bin', 'TOYSERVE_MODE': 'x'}) == []\n"
             "try:\n    check_launch_env({'PATH': '/bin', 'TOYSERVE_FORCE_ACCEPTED': '6.24'})\n"
             "except SyntheticAcceptanceActiveError as exc:\n    print(exc)\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(site)})
+    done = _python(site, code)
     assert done.returncode == 0, done.stderr
     assert "TOYSERVE_FORCE_ACCEPTED=6.24, launch environment" in done.stdout
 
@@ -384,16 +389,14 @@ def _probe(name: str, site: Path, tmp: Path, url: str, drop: str | None) -> bool
 
 
 def test_every_field_of_the_toy_profile_is_a_guarded_hook_or_data() -> None:
-    """A hook added to the toy without a probe that fails without it fails here. (In a subprocess:
-    importing the toy registers its sampler, which must not leak into this process's registry.)"""
+    """A hook added to the toy without a probe that fails without it fails here."""
     code = ("import dataclasses, json\nimport golden_al_toy_engine as toy\nout = []\n"
             "for f in dataclasses.fields(toy.PROFILE):\n"
             "    d = f.default if f.default is not dataclasses.MISSING else (f.default_factory() "
             "if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)\n"
             "    if getattr(toy.PROFILE, f.name) != d:\n        out.append(f.name)\n"
             "print(json.dumps(out))\n")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(PLUGIN)})
+    done = _python(PLUGIN, code)
     assert done.returncode == 0, done.stderr
     assert set(json.loads(done.stdout)) == set(HOOKS) | DATA
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from distributions import units
 from golden_al.checks.evidence import RunEvidence, no_lines, read_logs
@@ -16,14 +15,10 @@ from golden_al.formats.validate import check_counts
 ENGINE = atom.PROFILE.name
 
 
-
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
-    """ATOM's evidence from its log files (see :mod:`golden_al.checks.evidence`)."""
+    """ATOM's evidence from its log files (see :mod:`golden_al.checks.evidence`): the interval lines,
+    or the last cumulative one when there are none."""
     logs, other = read_logs(files, ENGINE)
-    return _from_atom(logs, k, other)
-
-
-def _from_atom(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
     recs = [r for _, scan in logs for r in scan.of(ENGINE) if isinstance(r, AtomMtpStatsRecord)]
     if not recs:
         raise no_lines(f"ATOM '{atom.PROFILE.log_pattern('mtp-stats').marker} ...]' lines", logs, other)

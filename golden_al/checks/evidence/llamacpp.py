@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from distributions import units
 from golden_al import safeio
@@ -16,19 +15,14 @@ from golden_al.formats.llamacpp import scan_lines
 ENGINE = llamacpp.PROFILE.name
 
 
-
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
-    """llama.cpp's evidence from its log files (see :mod:`golden_al.checks.evidence`)."""
-    return _from_llamacpp([scan_lines(safeio.iter_lines(f), source=str(f)) for f in files], k)
-
-
-def _from_llamacpp(scans: list[Any], k: int) -> RunEvidence:
     """llama-server's per-request ``draft acceptance = ...`` lines (:mod:`golden_al.formats.llamacpp`).
 
     With ``--spec-draft-n-min`` = ``--spec-draft-n-max`` = k every verify step drafts k
     tokens, so a request's verify steps are ``generated / k`` exactly; each request-step
     draws its own L (one mt19937 stream per request).
     """
+    scans = [scan_lines(safeio.iter_lines(f), source=str(f)) for f in files]
     lines = [(scan.source, r) for scan in scans for r in scan.requests]
     if not lines:
         names = ", ".join(str(scan.source) for scan in scans)

@@ -5,7 +5,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from golden_al.checks.evidence import RunEvidence, no_lines, read_logs
 from golden_al.engines import sglang
@@ -16,17 +15,13 @@ from golden_al.formats.validate import check_counts
 ENGINE = sglang.PROFILE.name
 
 
-
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
-    """SGLang's evidence from its log files (see :mod:`golden_al.checks.evidence`)."""
-    logs, other = read_logs(files, ENGINE)
-    return _from_sglang(logs, decode_log_interval, other, k)
-
-
-def _from_sglang(logs: list[tuple[str, Any]], interval: int, other: dict[str, int],
-                 k: int | None = None) -> RunEvidence:
+    """SGLang's evidence from its log files (see :mod:`golden_al.checks.evidence`): each decode line
+    weighted by its request-steps, on its ``decode_log_interval`` batch steps."""
+    interval = decode_log_interval
     if interval < 1:
         raise UsageError(f"--decode-log-interval must be >= 1, got {interval}")
+    logs, other = read_logs(files, ENGINE)
     for name, scan in logs:
         for r in scan.of(ENGINE):
             if isinstance(r, SglangDecodeRecord) and r.accept_len is not None and r.running_req > 0:

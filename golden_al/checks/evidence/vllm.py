@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from distributions import units
 from golden_al.checks.evidence import RunEvidence, no_lines, read_logs
@@ -16,14 +15,9 @@ from golden_al.formats.validate import check_counts
 ENGINE = vllm.PROFILE.name
 
 
-
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
     """vLLM's evidence from its log files (see :mod:`golden_al.checks.evidence`)."""
     logs, other = read_logs(files, ENGINE)
-    return _from_vllm(logs, k, other)
-
-
-def _from_vllm(logs: list[tuple[str, Any]], k: int, other: dict[str, int]) -> RunEvidence:
     recs = [r for _, scan in logs for r in scan.of(ENGINE) if isinstance(r, VllmSpecDecodingRecord)]
     if not recs:
         raise no_lines(f"vLLM '{vllm.PROFILE.log_pattern('spec-head').marker}' lines", logs, other)
