@@ -30,12 +30,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import PurePath
 from typing import Any
 
 from golden_al.checks.findings import AgenticInfo, ThinkingSignal
-from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
+from golden_al.engines import EnvKnob, atom, env_knobs, get_profile, llamacpp, sglang, trtllm, vllm
 from golden_al.engines._values import parse_number  # re-exported: the one number reader of the checks
 
 __all__ = [
@@ -46,9 +46,12 @@ __all__ = [
     "SGLANG_KNOBS",
     "TRTLLM_KNOB",
     "VLLM_KEYS",
+    "EnvKnob",
     "agentic_from_flag",
     "agentic_from_path",
     "agentic_from_scenario",
+    "env_knobs",
+    "env_pin_context",
     "has_keyword",
     "parse_number",
     "scalar_text",
@@ -80,6 +83,27 @@ def scalar_text(v: Any) -> str | None:
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)
+
+
+def env_pin_context(env_knob: EnvKnob, lookup: Callable[[str], str | None]
+                    ) -> tuple[dict[str, str | None], dict[str, Any]]:
+    """(companions, spec) of an environment pin, from the variables set beside it (``lookup``: a
+    variable's value there, None when unset): the engine's companion variables (their legacy spellings
+    too, when set, beside a legacy pin) and the variables its review reads
+    (:attr:`~golden_al.engines.profile.EngineProfile.pin_env`)."""
+    profile = get_profile(env_knob.engine)
+    companions: dict[str, str | None] = {}
+    for comp in profile.synthetic_knobs:
+        if comp.kind != "env" or comp.role != "companion":
+            continue
+        companions[comp.name] = lookup(comp.name)
+        if env_knob.legacy:
+            for alias in comp.aliases:
+                value = lookup(alias)
+                if value is not None:
+                    companions[alias] = value
+    spec = {key: lookup(var) for var, key in profile.pin_env.items()}
+    return companions, spec
 
 
 def has_keyword(text: str) -> bool:

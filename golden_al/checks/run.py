@@ -66,20 +66,15 @@ from golden_al.errors import (
     UnreadableInputError,
     UsageError,
 )
-from golden_al.formats import (
+from golden_al.formats.counters import (
+    SpecCounters,
     counters_delta,
     detect_engine,
     order_snapshots,
     spec_counters,
-)
-from golden_al.formats.prometheus import (
-    MetricsSnapshot,
-    SglangSpecCounters,
-    SpecCounters,
-    check_same_lifetime,
-    read_metrics_file,
     validate_counters,
 )
+from golden_al.formats.prometheus import MetricsSnapshot, check_same_lifetime, read_metrics_file
 
 __all__ = [
     "DEFAULT_DECODE_LOG_INTERVAL",
@@ -348,17 +343,9 @@ def _from_snapshots(snapshots: list[tuple[MetricsSnapshot, SpecCounters]], engin
         raise NoVerifyStepsError(f"{snap_a.source} -> {snap_b.source}: zero verify steps between the snapshots",
                                  hint="was the run sent between the two scrapes?")
     notes = [f"before: {snap_a.source}; after: {snap_b.source} (ordered by their counters)"]
-    if isinstance(d, SglangSpecCounters):
-        if batch_size is None or batch_size <= 0:
-            raise UsageError("SGLang counters do not say how many independent draws (one per batch step) the AL "
-                             "rests on", hint="pass --batch-size (the mean #running-req), or check the decode log")
-        draws = steps / batch_size
-        notes.append(f"independent draws = verify calls / --batch-size {batch_size:g}")
-        if d.num_requests is None:
-            notes.append("sglang:num_requests_total is absent: the prefill token of each request is not removed "
-                         f"(AL as SGLang reports it, {d.al_as_reported:.4f})")
-        return RunEvidence(engine, "prometheus delta", d.al, steps, draws, draws, 2, tuple(notes))
-    return RunEvidence(engine, "prometheus delta", d.al, steps, steps, steps, 2, tuple(notes))
+    draws, how = d.independent_draws(batch_size)
+    notes.extend(how)
+    return RunEvidence(engine, "prometheus delta", d.al, steps, draws, draws, 2, tuple(notes))
 
 
 # ------------------------------------------------------------------------ checking

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
@@ -58,19 +58,23 @@ from golden_al.checks.context import (
     VLLM_KEYS,
     agentic_from_flag,
     agentic_from_path,
+    env_pin_context,
     thinking_from_setting,
 )
 from golden_al.checks.findings import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
-from golden_al.checks.spec import (
-    atom_draft,
-    config_json,
-    llamacpp_draft,
-    sglang_draft,
-    sglang_draft_hidden,
-    trtllm_draft,
-    vllm_draft,
+from golden_al.checks.script_pins import PinSite, clean, value_of
+from golden_al.checks.spec import config_json, settings_draft, settings_draft_any_algorithm
+from golden_al.engines import (
+    atom,
+    engine_names,
+    env_knobs,
+    get_profile,
+    llamacpp,
+    load_hook,
+    sglang,
+    trtllm,
+    vllm,
 )
-from golden_al.engines import atom, engine_names, get_profile, llamacpp, sglang, trtllm, vllm
 from golden_al.engines.profile import CommandLine
 
 __all__ = ["extract_shell_pins"]
@@ -447,7 +451,7 @@ class _Visitor:
             if name in _LLAMACPP_ENV:
                 value = state.env.get(name)
                 text = value if isinstance(value, str) else ""
-                state.notes.append(("pin", "llamacpp", name, v.line, text, "env",
+                state.notes.append(("pin", llamacpp.PROFILE.name, name, v.line, text, "env",
                                     origin_of(v.raw, v.line, state, _literal(text))))
                 continue
             if name in (sglang.ENV_LEN, TRTLLM_KNOB) or (name == sglang.LEGACY_ENV_LEN and exported_stmt):
@@ -462,7 +466,7 @@ class _Visitor:
             if m := _VLLM_PIN.search(v.raw):
                 text = ex.expand_text(v.raw, quoted=False)
                 use = v.line + v.raw[:m.start()].count("\n")
-                state.notes.append(("pin", "vllm", "", use, text, "", origin_of(v.raw, use, state, _vllm_value(text))))
+                state.notes.append(("pin", vllm.PROFILE.name, "", use, text, "", origin_of(v.raw, use, state, _vllm_value(text))))
         # 2. words: export NAME=..., env NAME=..., JSON configs, ATOM flags
         for w in cmd.words:
             raw = w.raw
@@ -479,14 +483,14 @@ class _Visitor:
                 state.exported.add(name)
             elif m and m.group(1) in _LLAMACPP_ENV and head in ("export", "env", "declare"):
                 value = ex.expand_text(raw[m.end():], quoted=False)
-                state.notes.append(("pin", "llamacpp", m.group(1), w.line, value, "export",
+                state.notes.append(("pin", llamacpp.PROFILE.name, m.group(1), w.line, value, "export",
                                     origin_of(raw[m.end():], w.line, state, _literal(value))))
             elif _ENV_PIN.search(raw) and not m and head == "env":
                 self._string_pins(ex.expand_text(raw, quoted=False), raw, w.line, state)
             if vm := _VLLM_PIN.search(raw):
                 use = w.line + raw[:vm.start()].count("\n")
                 text = ex.expand_text(raw, quoted=False)
-                state.notes.append(("pin", "vllm", "", use, text, "", origin_of(raw, use, state, _vllm_value(text))))
+                state.notes.append(("pin", vllm.PROFILE.name, "", use, text, "", origin_of(raw, use, state, _vllm_value(text))))
         items = [(w, cmd.words) for w in cmd.words]
         for _, _, v in cmd.assigns:
             if isinstance(v, ArrayAssign):
@@ -495,7 +499,7 @@ class _Visitor:
                     if vm := _VLLM_PIN.search(w.raw):
                         use = w.line + w.raw[:vm.start()].count("\n")
                         text = ex.expand_text(w.raw, quoted=False)
-                        state.notes.append(("pin", "vllm", "", use, text, "",
+                        state.notes.append(("pin", vllm.PROFILE.name, "", use, text, "",
                                             origin_of(w.raw, use, state, _vllm_value(text))))
         for w, seq in items:
             flag = w.raw.strip("'\"").split("=", 1)[0]
@@ -507,7 +511,7 @@ class _Visitor:
                     idx = seq.index(w)
                     value = ex.expand_text(seq[idx + 1].raw, quoted=False) if idx + 1 < len(seq) else ""
                     where = (seq[idx + 1].raw, seq[idx + 1].line) if idx + 1 < len(seq) else (w.raw, w.line)
-                state.notes.append(("pin", "atom" if flag in _ATOM_FLAGS else "llamacpp", flag, w.line, value, "",
+                state.notes.append(("pin", atom.PROFILE.name if flag in _ATOM_FLAGS else llamacpp.PROFILE.name, flag, w.line, value, "",
                                     origin_of(where[0], where[1], state, _literal(value))))
 
     def _expanded_export(self, w: Any, state: State, ex: Expander) -> None:
@@ -523,7 +527,7 @@ class _Visitor:
                                     origin_of(w.raw, w.line, state, _literal(value))))
                 state.exported.add(name)
             elif name in _LLAMACPP_ENV:
-                state.notes.append(("pin", "llamacpp", name, w.line, value, "export",
+                state.notes.append(("pin", llamacpp.PROFILE.name, name, w.line, value, "export",
                                     origin_of(w.raw, w.line, state, _literal(value))))
 
     def _string_pins(self, text: str, raw: str, line: int, state: State) -> None:
@@ -612,16 +616,6 @@ def _thinking(state: State, flags: dict[str, str]) -> list[ThinkingSignal]:
     return out
 
 
-def _value(text: str) -> tuple[str | None, str | None]:
-    """(value, why unresolved)."""
-    if text is None:
-        return None, "no value"
-    if has_unknown(text):
-        return None, f"the value is {show(text)}, set outside this file"
-    value = harden(text).strip().strip("'\"")
-    return value, None
-
-
 def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
     _, kind, knob, line, text, how, _value_line = note
     flags = _flags(state)
@@ -637,107 +631,66 @@ def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
         if taken and all(re.search(r"IS_AGENTIC[^ ]* ==? \"?(1|true)", show(c)) for c in taken):
             agentic = AgenticInfo(True, f"the pin sits on the path where {show(taken[-1])}")
     if kind == "env":
-        engine = "trtllm" if knob == TRTLLM_KNOB else "sglang"
-        value, why = _value(text)
-        if value is None and text == "":
-            value, why = None, f"{knob} has no value on this path"
-        pin = Pin(file=path, line=line, engine=engine, knob=knob, raw_value=value, unresolved=why,
-                  models=models, thinking=thinking, agentic=agentic)
-        if engine == "sglang":
-            algo = flags.get(sglang.FLAG_ALGORITHM, flags.get(f"--{sglang.SPEC_FLAGS[1]}"))
-            sflags = {k[2:]: v for k, v in flags.items() if k[2:] in sglang.SPEC_FLAGS}
-            pin.algorithm = show(algo) if algo else None
-            hidden = sorted({str(n[1]) for n in state.notes if isinstance(n, tuple) and n[0] == "opaque"})
-            if algo is None and sflags and hidden:
-                pin.draft = sglang_draft_hidden(sflags, "the launch flags", ", ".join(hidden[:3]))
-            else:
-                pin.draft = sglang_draft(algo, sflags, "the launch flags")
-            pin.draft_model = _clean(flags.get(sglang.FLAG_DRAFT_MODEL)) or _clean(_env(state, "DRAFT_MODEL"))
-            pin.spec["topk"] = sflags.get(sglang.FLAG_EAGLE_TOPK[2:])
-            pin.spec["ragged_verify_mode"] = _env(state, sglang.ENV_RAGGED_VERIFY)
-            if how.startswith("string:"):
-                comps = dict(kv.split("=", 1) for kv in how[len("string:"):].split(";") if "=" in kv)
-                for comp in SGLANG_COMPANIONS:
-                    pin.companions[comp] = comps.get(comp)
-                pin.notes.append("set inside a string that is put in front of the launch command")
-            else:
-                for comp in SGLANG_COMPANIONS:
-                    v = _env(state, comp)
-                    pin.companions[comp] = None if v is None else harden(v)
-                if knob == sglang.LEGACY_ENV_LEN and _env(state, sglang.LEGACY_ENV_METHOD) is not None:
-                    pin.companions[sglang.LEGACY_ENV_METHOD] = _env(state, sglang.LEGACY_ENV_METHOD)
-                if how == "assign" and knob not in state.exported:
-                    pin.notes.append(f"{knob} is assigned but never exported in this file")
-        else:
-            spec = {k: flags[k] for k in _HEREDOC_KEYS if k in flags}
-            pin.algorithm = spec.get(trtllm.DECODING_TYPE)
-            pin.draft = trtllm_draft(spec or None, "the TensorRT-LLM config written by the script")
-            pin.draft_model = _clean(next((spec[k] for k in trtllm.DRAFT_MODEL_KEYS if spec.get(k)), None)) or _clean(
-                _env(state, "DRAFT_MODEL"))
-    elif kind == "vllm":
-        cfg = config_json(text)
-        if cfg is None:
-            return Pin(file=path, line=line, engine="vllm", knob=vllm.FLAG_SPEC_CONFIG[2:], raw_value=None,
-                       unresolved=f"cannot read a JSON object from {show(text)[:120]!r}", models=models,
-                       thinking=thinking, agentic=agentic)
-        knob = next((k for k in VLLM_KEYS if k in cfg), vllm.METHOD_KEY)
-        raw = cfg.get(knob)
-        if isinstance(raw, list):
-            value = "[" + ", ".join(show(str(x)) for x in raw) + "]"
-            why = None if not any(has_unknown(str(x)) for x in raw) else "a rate is set outside this file"
-            if why:
-                value = None
-        elif raw is None:
-            value, why = None, f"no {vllm.LENGTH_KEY} or {vllm.RATES_KEY} in the config"
-        else:
-            value, why = _value(str(raw))
-        pin = Pin(file=path, line=line, engine="vllm", knob=knob, raw_value=value, unresolved=why, models=models,
-                  thinking=thinking, agentic=agentic)
-        pin.algorithm = show(str(cfg["method"])) if cfg.get("method") else None
-        pin.draft = vllm_draft(cfg, f"the {vllm.FLAG_SPEC_CONFIG[2:]}")
-        pin.draft_model = _clean(cfg.get("model")) if isinstance(cfg.get("model"), str) else None
-        pin.draft_sample_method = cfg.get("draft_sample_method") if isinstance(cfg.get("draft_sample_method"),
-                                                                                str) else None
-        pin.spec["config"] = cfg
-    elif kind == "llamacpp":
-        value, why = _value(text)
-        knob = {v: f for f, v in llamacpp.SYNTH_FLAG_FORMS.items()}.get(knob, knob)  # env form -> its flag
-        pin = Pin(file=path, line=line, engine="llamacpp", knob=knob, raw_value=value, unresolved=why,
-                  models=models, thinking=thinking, agentic=agentic)
-        env = {k: v for k, v in state.env.items() if isinstance(v, str)}
-        pin.draft, pin.algorithm = llamacpp_draft(flags, env, "the llama-server flags")
-        pin.draft_model = _clean(flags.get(llamacpp.FLAG_DRAFT_MODEL) or flags.get("--model-draft"))
+        pin = _env_pin(knob, line, text, how, flags, state, path, models, thinking, agentic)
     elif kind.startswith("engine:"):
         pin = _profile_pin(kind.split(":", 1)[1], knob, line, text, state, path, models, thinking, agentic)
-    else:  # atom
-        value, why = _value(text)
-        pin = Pin(file=path, line=line, engine="atom", knob=knob, raw_value=value, unresolved=why, models=models,
-                  thinking=thinking, agentic=agentic)
-        method = flags.get(atom.FLAG_METHOD)
-        pin.algorithm = show(method) if method else None
-        n = flags.get(atom.FLAG_K)
-        pin.draft = atom_draft(n, "the ATOM launch flags")
-        pin.draft_model = _clean(flags.get(atom.FLAG_DRAFT_MODEL))
-        other = atom.RATE_FLAG if knob == atom.LENGTH_FLAG else atom.LENGTH_FLAG
-        pin.spec["both"] = other in flags
-        pin.spec["method_flag"] = atom.FLAG_METHOD in flags
-        pin.spec["dspark_config"] = flags.get("--dspark-config")
-        if value is not None:
-            pin.spec["decimals"] = len(value.split(".", 1)[1]) if "." in value else 0
+    else:  # an engine's own form of its knob (vLLM's JSON config, a llama.cpp or ATOM flag)
+        site = PinSite(knob, line, text, flags, {k: v for k, v in state.env.items() if isinstance(v, str)}, path,
+                       models, thinking, agentic)
+        builder = get_profile(kind).script_pin
+        assert builder is not None  # a note of this kind comes only from an engine with one
+        made: Pin | None = load_hook(builder)(site)
+        if made is None:
+            return None
+        pin = made
     if conds:
         pin.notes.append("on the path where " + "; ".join(_short(c) for c in conds[-4:]))
+    return pin
+
+
+def _env_pin(knob: str, line: int, text: str, how: str, flags: Mapping[str, str], state: State, path: str,
+             models: list[ModelName], thinking: list[ThinkingSignal], agentic: AgenticInfo) -> Pin:
+    """The pin of an engine's environment-variable knob: k, algorithm and draft from the engine's
+    speculative settings among the launch flags (and config keys) on this path
+    (:attr:`~golden_al.engines.profile.EngineProfile.script_speculation`), its companions beside it."""
+    env_knob = env_knobs()[knob]
+    profile = get_profile(env_knob.engine)
+    value, why = value_of(text)
+    if value is None and text == "":
+        value, why = None, f"{knob} has no value on this path"
+    pin = Pin(file=path, line=line, engine=profile.name, knob=knob, raw_value=value, unresolved=why,
+              models=models, thinking=thinking, agentic=agentic)
+    spec = profile.script_speculation(flags) if profile.script_speculation is not None else None
+    where = profile.script_settings or "the launch flags"
+    pin.algorithm = show(spec.algorithm) if spec is not None and spec.algorithm else None
+    hidden = sorted({str(n[1]) for n in state.notes if isinstance(n, tuple) and n[0] == "opaque"})
+    if spec is not None and spec.algorithm is None and spec.settings and hidden and profile.algorithm_flag:
+        pin.draft = settings_draft_any_algorithm(profile.name, spec, where, ", ".join(hidden[:3]))
+    else:
+        pin.draft = settings_draft(profile.name, spec, where)
+    pin.draft_model = clean(spec.draft_model if spec is not None else None) or clean(_env(state, "DRAFT_MODEL"))
+    if spec is not None:
+        pin.spec.update(spec.review_spec)
+    if how.startswith("string:"):
+        set_there = dict(kv.split("=", 1) for kv in how[len("string:"):].split(";") if "=" in kv)
+        companions, extra = env_pin_context(env_knob, set_there.get)
+        pin.notes.append("set inside a string that is put in front of the launch command")
+    else:
+        def lookup(name: str) -> str | None:
+            v = _env(state, name)
+            return None if v is None else harden(v)
+
+        companions, extra = env_pin_context(env_knob, lookup)
+        if how == "assign" and knob not in state.exported:
+            pin.notes.append(f"{knob} is assigned but never exported in this file")
+    pin.companions.update(companions)
+    pin.spec.update(extra)
     return pin
 
 
 def _short(cond: str) -> str:
     c = show(cond)
     return c if len(c) <= 70 else c[:67] + "..."
-
-
-def _clean(value: Any) -> str | None:
-    if not isinstance(value, str) or not value.strip():
-        return None
-    return show(value).strip().strip("'\"")
 
 
 def _same_flags(output: str) -> object:
@@ -749,7 +702,7 @@ def _profile_pin(engine: str, knob: str, line: int, text: str, state: State, pat
                  thinking: list[ThinkingSignal], agentic: AgenticInfo) -> Pin:
     """The pin of a profile-read engine: k, algorithm and models from its last launch line on this path."""
     reader = next(r for r in _profile_readers() if r.engine == engine)
-    value, why = _value(text)
+    value, why = value_of(text)
     if value is None and text == "":
         value, why = None, f"{knob} has no value on this path"
     launches = [n for n in state.notes if isinstance(n, tuple) and n[0] == "launch" and n[1] == engine]

@@ -1,23 +1,26 @@
-"""Draft length of a pin from the engine's own flags (thin wrappers over the engine profiles).
+"""Draft length of a pin from the engine's own settings, by the engine's rule (its profile's
+:attr:`~golden_al.engines.profile.EngineProfile.settings_draft_len`).
 
 Each returns a :class:`~golden_al.checks.findings.DraftInfo`: ``k`` and the rule that
 gave it, or ``problem`` saying why the files do not fix it (an absent flag, an
-unexpanded shell variable, contradictory flags). TensorRT-LLM also reports whether
-the config runs the two-model path (:func:`golden_al.engines.trtllm.two_model_path`).
+unexpanded shell variable, contradictory flags), and whether the engine runs the draft as
+a separate model (TensorRT-LLM's two-model path).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from golden_al.checks.bash import harden, has_unknown, show, unknown_names
 from golden_al.checks.findings import DraftInfo
-from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
+from golden_al.engines import get_profile, llamacpp
+from golden_al.engines.profile import Speculation
 from golden_al.errors import UsageError
 
-__all__ = ["atom_draft", "llamacpp_draft", "sglang_draft", "sglang_draft_hidden", "trtllm_draft", "vllm_draft"]
+__all__ = ["config_json", "llamacpp_draft", "settings_draft", "settings_draft_any_algorithm"]
 
 
 def _unresolved(values: Mapping[str, Any]) -> str | None:
@@ -28,96 +31,57 @@ def _unresolved(values: Mapping[str, Any]) -> str | None:
     return None
 
 
-def sglang_draft(algorithm: Any, flags: Mapping[str, Any], where: str) -> DraftInfo:
-    """SGLang: EAGLE family ``speculative-num-steps``; DFLASH ``num-draft-tokens - 1``; DSPARK gamma."""
-    if algorithm is None:
-        return DraftInfo(problem=f"no {sglang.FLAG_ALGORITHM} in {where}")
-    problem = _unresolved({sglang.FLAG_ALGORITHM: algorithm, **{f"--{k}": v for k, v in flags.items()}})
+def settings_draft(engine: str, spec: Speculation | None, where: str) -> DraftInfo:
+    """k of a pin from the speculative settings beside it (None: none found), by its engine's rule
+    (:attr:`~golden_al.engines.profile.EngineProfile.settings_draft_len`). A value k rests on that is
+    set outside the file, or settings the rule refuses, leave a problem saying so."""
+    try:
+        profile = get_profile(engine)
+    except KeyError:
+        return DraftInfo(problem=f"the engine is unknown ({engine}), so nothing in {where} fixes k")
+    if profile.settings_draft_len is None:
+        return DraftInfo(problem=f"{profile.display_name} settings in {where} do not fix the draft length")
+    problem = _unresolved(spec.draft_inputs) if spec is not None else None
     if problem:
         return DraftInfo(problem=problem)
     try:
-        d = sglang.draft_len_from_flags(str(algorithm), flags)
-    except UsageError as exc:
+        d = profile.settings_draft_len(spec)
+    except (UsageError, ValueError) as exc:
         return DraftInfo(problem=f"{exc} ({where})")
-    shown = {k: flags[k] for k in sglang.DRAFT_FLAGS if k in flags}
-    detail = ", ".join(f"{k}={v}" for k, v in shown.items())
-    return DraftInfo(k=d.k, rule=f"SGLang {str(algorithm).upper()} {d.rule} ({detail}) in {where}", chain=d.chain)
+    return DraftInfo(k=d.k, rule=f"{d.described or d.rule} in {where}", chain=d.chain, two_model=d.two_model)
 
 
-def sglang_draft_hidden(flags: Mapping[str, Any], where: str, hidden: str) -> DraftInfo:
-    """SGLang k when no ``--speculative-algorithm`` can be read because ``hidden`` (words set at
-    run time, e.g. ``$MODEL_MTP_FLAGS``) may hold it: the flags fix k only when every algorithm
-    SGLang knows reads the same k from them (``--speculative-num-steps N`` with
+def settings_draft_any_algorithm(engine: str, spec: Speculation, where: str, hidden: str) -> DraftInfo:
+    """k when no algorithm can be read because ``hidden`` (words set at run time, e.g.
+    ``$MODEL_MTP_FLAGS``) may hold it: the settings fix k only when every algorithm of the engine
+    reads the same k from them (SGLang's ``--speculative-num-steps N`` with
     ``--speculative-num-draft-tokens N+1`` does)."""
-    problem = _unresolved({f"--{k}": v for k, v in flags.items()})
+    profile = get_profile(engine)
+    problem = _unresolved(spec.draft_inputs)
     if problem:
         return DraftInfo(problem=problem)
-    detail = ", ".join(f"{k}={flags[k]}" for k in sglang.DRAFT_FLAGS if k in flags)
+    assert profile.settings_draft_len is not None
+    assert profile.algorithm_flag is not None
+    flag = profile.algorithm_flag
+    detail = ", ".join(f"{k.removeprefix('--')}={v}" for k, v in spec.draft_inputs.items() if v is not None)
     ks: dict[int, list[str]] = {}
     chain = True
-    for algo in sglang.ALGORITHMS:
+    for algo in profile.algorithms:
         try:
-            d = sglang.draft_len_from_flags(algo, flags)
-        except UsageError as exc:
-            return DraftInfo(problem=f"no {sglang.FLAG_ALGORITHM} in {where} ({hidden} may set it), and with {algo} "
+            d = profile.settings_draft_len(replace(spec, algorithm=algo))
+        except (UsageError, ValueError) as exc:
+            return DraftInfo(problem=f"no {flag} in {where} ({hidden} may set it), and with {algo.upper()} "
                                      f"the flags do not fix k: {exc}")
-        ks.setdefault(d.k, []).append(algo)
+        ks.setdefault(d.k, []).append(algo.upper())
         chain = chain and d.chain
     if len(ks) != 1:
         shown = "; ".join(f"k={k} for {', '.join(a)}" for k, a in sorted(ks.items()))
-        return DraftInfo(problem=f"no {sglang.FLAG_ALGORITHM} in {where} ({hidden} may set it), and the flags give "
+        return DraftInfo(problem=f"no {flag} in {where} ({hidden} may set it), and the flags give "
                                  f"different k by algorithm: {shown}")
     (k,) = ks
-    return DraftInfo(k=k, rule=f"SGLang {detail} in {where}: every {sglang.FLAG_ALGORITHM} reads k={k} from these "
+    return DraftInfo(k=k, rule=f"{profile.display_name} {detail} in {where}: every {flag} reads k={k} from these "
                                f"flags (the algorithm is in {hidden}, set at run time, assumed not to set them again)",
                      chain=chain)
-
-
-def vllm_draft(config: Mapping[str, Any] | None, where: str) -> DraftInfo:
-    """vLLM: ``num_speculative_tokens`` of the speculative config."""
-    if config is None:
-        return DraftInfo(problem=f"no {vllm.FLAG_SPEC_CONFIG[2:]} in {where}")
-    n = config.get(vllm.K_KEY)
-    if n is None:
-        return DraftInfo(problem=f"{where} has no {vllm.K_KEY}")
-    if isinstance(n, str) and has_unknown(n):
-        return DraftInfo(problem=f"{vllm.K_KEY} is {show(n)}, set outside this file")
-    try:
-        d = vllm.draft_len({vllm.K_KEY: n})
-    except (UsageError, ValueError) as exc:
-        return DraftInfo(problem=f"{vllm.K_KEY}={n!r}: {exc}")
-    return DraftInfo(k=d.k, rule=f"vLLM {vllm.K_KEY}={d.k} in {where}")
-
-
-def trtllm_draft(spec: Mapping[str, Any] | None, where: str) -> DraftInfo:
-    """TensorRT-LLM: ``speculative_config.max_draft_len`` and the one/two-model path."""
-    if spec is None:
-        return DraftInfo(problem=f"no {trtllm.SPEC_CONFIG_KEY} in {where}")
-    problem = _unresolved(dict(spec))
-    max_len = spec.get(trtllm.MAX_DRAFT_LEN)
-    if problem and isinstance(max_len, str) and has_unknown(max_len):
-        return DraftInfo(problem=problem)
-    try:
-        d = trtllm.draft_len(spec)
-    except (UsageError, ValueError) as exc:
-        return DraftInfo(problem=f"{exc} ({where})")
-    two = trtllm.two_model_path(spec)
-    path = "two-model" if two else ("one-model" if two is False else "unknown")
-    return DraftInfo(k=d.k, rule=f"TensorRT-LLM {trtllm.MAX_DRAFT_LEN}={d.k} "
-                                 f"({spec.get(trtllm.DECODING_TYPE, '?')}, {path} path) in {where}", two_model=two)
-
-
-def atom_draft(num_speculative_tokens: Any, where: str, *, present: bool = True) -> DraftInfo:
-    """ATOM: ``--num-speculative-tokens`` (1 when the flag is absent)."""
-    if isinstance(num_speculative_tokens, str) and has_unknown(num_speculative_tokens):
-        return DraftInfo(problem=f"{atom.FLAG_K} is {show(num_speculative_tokens)}, set outside this file")
-    if not present and num_speculative_tokens is None:
-        return DraftInfo(problem=f"no {atom.FLAG_K} in {where}")
-    try:
-        d = atom.draft_len(num_speculative_tokens)
-    except (UsageError, ValueError) as exc:
-        return DraftInfo(problem=f"{atom.FLAG_K}={num_speculative_tokens!r}: {exc}")
-    return DraftInfo(k=d.k, rule=f"ATOM {d.rule}={d.k} in {where}")
 
 
 def config_json(text: str) -> dict[str, Any] | None:

@@ -43,28 +43,22 @@ import yaml
 from golden_al.checks.command_lines import command_line_pins
 from golden_al.checks.context import (
     MASTER_LENGTH_KEY,
-    SGLANG_COMPANIONS,
-    TRTLLM_KNOB,
     VLLM_KEYS,
     agentic_from_flag,
     agentic_from_path,
     agentic_from_scenario,
+    env_knobs,
+    env_pin_context,
     is_thinking_setting,
     scalar_text,
     thinking_from_setting,
 )
 from golden_al.checks.findings import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
-from golden_al.checks.spec import (
-    atom_draft,
-    sglang_draft,
-    trtllm_draft,
-    vllm_draft,
-)
+from golden_al.checks.spec import settings_draft
 from golden_al.configs.srt_slurm import (
     GENERATING_ROLES,
     INJECTOR_FRAMEWORKS,
     OVERRIDE_RE,
-    SPEC_CONFIG_KEYS,
     EnvBlock,
     MasterSetting,
     RecipeView,
@@ -76,7 +70,7 @@ from golden_al.configs.srt_slurm import (
     read_recipe,
     speculation,
 )
-from golden_al.engines import atom, sglang, trtllm, vllm
+from golden_al.engines import atom, get_profile, sglang, trtllm, vllm
 from golden_al.errors import UnreadableInputError
 from golden_al.safeio import load_json, load_yaml_documents
 
@@ -95,9 +89,8 @@ __all__ = [
 ]
 
 _ROLES = ("aggregated", "prefill", "decode")
-_ENV_KNOBS = (sglang.ENV_LEN, sglang.LEGACY_ENV_LEN, TRTLLM_KNOB)
 #: vLLM's ``--speculative-config`` as a recipe key (either spelling)
-_VLLM_SPEC_KEYS = SPEC_CONFIG_KEYS
+_VLLM_SPEC_KEYS = vllm.RECIPE_SPEC_KEYS
 
 
 class YamlError(Exception):
@@ -383,25 +376,11 @@ def _draft_for_role(ctx: RecipeContext, engine: str, role: str | None) -> tuple[
     spec = None
     if rc is not None:
         spec = rc.spec if rc.spec is not None and rc.spec.engine == engine else speculation(engine, rc.args)
-    if engine == "sglang":
-        flags = dict(spec.settings) if spec is not None else {}
-        algo = flags.get(sglang.SPEC_FLAGS[0], flags.get(sglang.SPEC_FLAGS[1]))
-        info = sglang_draft(algo, flags, where)
-        info.rule += note
-        return info, (str(algo) if algo is not None else None), flags.get(sglang.FLAG_DRAFT_MODEL[2:]), {
-            "topk": flags.get(sglang.FLAG_EAGLE_TOPK[2:])}
-    if engine == "trtllm":
-        trt = dict(spec.settings) if spec is not None else None
-        info = trtllm_draft(trt, where)
-        info.rule += note
-        return info, spec.algorithm if spec else None, spec.draft_model if spec else None, {}
-    if engine == "vllm":
-        cfg = dict(spec.settings) if spec is not None and spec.problem is None else None
-        info = vllm_draft(cfg, where)
-        info.rule += note
-        return info, spec.algorithm if cfg is not None and spec else None, spec.draft_model if cfg and spec else None, {}
-    info = atom_draft(None, where)
-    return info, None, None, {}
+    info = settings_draft(engine, spec, where)
+    info.rule += note
+    if spec is None or spec.problem is not None:
+        return info, None, None, {}
+    return info, spec.algorithm, spec.draft_model, dict(spec.review_spec)
 
 
 def _env_pins(ctx: RecipeContext) -> list[Pin]:
@@ -413,16 +392,15 @@ def _env_pins(ctx: RecipeContext) -> list[Pin]:
     for role, block in envs.items():
         env_key, env = block.key, block.env
         assert env is not None
-        has_new = sglang.ENV_LEN in env
-        for knob in _ENV_KNOBS:
-            if knob not in env or (knob == sglang.LEGACY_ENV_LEN and has_new):
+        for spelling, env_knob in env_knobs().items():
+            if spelling not in env or (env_knob.legacy and env_knob.knob.name in env):
                 continue
-            engine = "trtllm" if knob == TRTLLM_KNOB else "sglang"
-            line = ctx.loc_line((*block.loc, knob))
-            raw = _scalar(env[knob])
+            engine = env_knob.engine
+            line = ctx.loc_line((*block.loc, spelling))
+            raw = _scalar(env[spelling])
             draft, algo, draft_model, extra = _draft_for_role(ctx, engine, role)
-            pin = Pin(file=ctx.path, line=line, engine=engine, knob=knob, raw_value=raw,
-                      unresolved=None if raw is not None else f"{knob} has no scalar value",
+            pin = Pin(file=ctx.path, line=line, engine=engine, knob=spelling, raw_value=raw,
+                      unresolved=None if raw is not None else f"{spelling} has no scalar value",
                       algorithm=algo, draft=draft, thinking=ctx.thinking_for(role), models=list(ctx.models),
                       draft_model=draft_model, agentic=ctx.agentic, spec=extra)
             pin.notes.append(f"{env_key} of an srt-slurm recipe" + (f" ({ctx.variant})" if ctx.variant else ""))
@@ -430,14 +408,16 @@ def _env_pins(ctx: RecipeContext) -> list[Pin]:
             if role == "prefill":
                 pin.notes.append("a prefill worker runs no verify steps: its value is checked against the decode "
                                  "worker's draft length")
-            if engine == "sglang":
-                for comp in SGLANG_COMPANIONS:
-                    pin.companions[comp] = _scalar(env.get(comp)) if comp in env else None
-                if knob == sglang.LEGACY_ENV_LEN and sglang.LEGACY_ENV_METHOD in env:
-                    pin.companions[sglang.LEGACY_ENV_METHOD] = _scalar(env[sglang.LEGACY_ENV_METHOD])
-                pin.spec["ragged_verify_mode"] = _scalar(env.get(sglang.ENV_RAGGED_VERIFY))
+            companions, spec = env_pin_context(env_knob, functools.partial(_env_value, env))
+            pin.companions.update(companions)
+            pin.spec.update(spec)
             pins.append(pin)
     return pins
+
+
+def _env_value(env: Mapping[str, Any], name: str) -> str | None:
+    """The scalar text of ``name`` in an environment block (None: unset or not a scalar)."""
+    return _scalar(env[name]) if name in env else None
 
 
 def _recipe_vllm_pins(ctx: RecipeContext) -> list[Pin]:
@@ -461,7 +441,8 @@ def _vllm_pin(path: str, line: int, value: Any, models: list[ModelName], thinkin
     cfg = _json_obj(value)
     if cfg is None or not (any(k in cfg for k in VLLM_KEYS) or cfg.get(vllm.METHOD_KEY) == vllm.SYNTHETIC_METHOD):
         return None
-    info = vllm_draft(cfg, f"the {_VLLM_SPEC_KEYS[0]}")
+    info = settings_draft(vllm.PROFILE.name, vllm.read_recipe_role({_VLLM_SPEC_KEYS[0]: cfg}),
+                          f"the {_VLLM_SPEC_KEYS[0]}")
     knob = next((k for k in VLLM_KEYS if k in cfg), vllm.METHOD_KEY)
     raw = cfg.get(knob) if knob in cfg else None
     pin = Pin(file=path, line=line, engine="vllm", knob=knob,
@@ -606,9 +587,10 @@ def _master_pin(doc: YamlDoc, path: str, entry_name: str, entry: dict[str, Any],
         pin.models.append(ModelName(settings["MODEL_PREFIX"][0], "additional-settings MODEL_PREFIX"))
     if "THINKING_MODE" in settings:
         pin.thinking.extend(thinking_from_setting("THINKING_MODE", settings["THINKING_MODE"][0], "additional-settings "))
-    # SGLang/vLLM injectors add the companions (METHOD/TOKEN_MODE, rejection_sample_method)
-    if engine == "vllm":
-        pin.spec["config"] = {vllm.METHOD_KEY: vllm.SYNTHETIC_METHOD, vllm.LENGTH_KEY: value}
+    # the harness's injector adds the companions (SGLang METHOD/TOKEN_MODE, vLLM rejection_sample_method)
+    harness = get_profile(engine).harness_pin if engine is not None else None
+    if harness is not None:
+        pin.spec.update(harness(value, None)[0])
     cf = settings.get("CONFIG_FILE")
     if cf is None:
         pin.draft = DraftInfo(problem="the entry names no CONFIG_FILE recipe, so the draft length is unknown")
@@ -635,14 +617,15 @@ def _master_pin(doc: YamlDoc, path: str, entry_name: str, entry: dict[str, Any],
         draft.problem = f"{draft.problem} (recipe {shown})"
     pin.draft, pin.algorithm, pin.draft_model = draft, algo, draft_model
     pin.spec.update(extra)
-    if eng == "vllm":
-        rc = ctx.view.role_for("decode")
-        args = rc.args if rc is not None else {}
-        cfg = _json_obj(args.get(_VLLM_SPEC_KEYS[0], args.get(_VLLM_SPEC_KEYS[1]))) or {}
-        pin.draft_sample_method = cfg.get("draft_sample_method")
-        pin.rejection_sample_method = curve_rejection_method(cfg.get(vllm.METHOD_KEY))
-        if cfg.get(vllm.METHOD_KEY) not in (None, vllm.SYNTHETIC_METHOD, "standard"):
-            pin.notes.append(f"the injector replaces {vllm.METHOD_KEY} {cfg.get(vllm.METHOD_KEY)!r}")
+    rc = ctx.view.role_for("decode")
+    decode = None
+    if rc is not None:
+        decode = rc.spec if rc.spec is not None and rc.spec.engine == eng else speculation(eng, rc.args)
+    if decode is not None and decode.problem is None:
+        pin.draft_sample_method = decode.draft_sample_method
+        pin.rejection_sample_method = curve_rejection_method(decode.rejection_sample_method)
+    if harness is not None:
+        pin.notes.extend(harness(value, decode)[1])
     pin.thinking = ctx.thinking_for("decode") + pin.thinking
     pin.models = list(ctx.models) + pin.models
     nst = settings.get("NUM_SPEC_TOKENS")
@@ -675,13 +658,14 @@ def _generic_pins(doc: YamlDoc, path: str, skip_paths: set[tuple[str, ...]]) -> 
             if isinstance(v.get("name"), str) and "value" in v:
                 items.append((v["name"], v["value"], p))
             for key, val in v.items():
-                if key in _ENV_KNOBS:
+                if key in env_knobs():
                     items.append((str(key), val, (*p, str(key))))
             for name, val, lp in items:
-                if name not in _ENV_KNOBS or (name == sglang.LEGACY_ENV_LEN and sglang.ENV_LEN in v):
+                ek = env_knobs().get(name)
+                if ek is None or (ek.legacy and ek.knob.name in v):
                     continue
                 pins.append(_bare_env_pin(doc, path, name, _scalar(val), doc.line(lp), v, thinking, agentic))
-        elif isinstance(v, str) and p and p[-1].isdigit() and (m := _SETTING.match(v)) and m.group(1) in _ENV_KNOBS:
+        elif isinstance(v, str) and p and p[-1].isdigit() and (m := _SETTING.match(v)) and m.group(1) in env_knobs():
             siblings = {}
             parent = _get(doc.data, p[:-1])
             if isinstance(parent, list):
@@ -706,13 +690,13 @@ def _get(data: Any, path: tuple[str, ...]) -> Any:
 
 def _bare_env_pin(doc: YamlDoc, path: str, name: str, raw: str | None, line: int, scope: dict[str, Any],
                   thinking: list[ThinkingSignal], agentic: AgenticInfo) -> Pin:
-    engine = "trtllm" if name == TRTLLM_KNOB else "sglang"
-    pin = Pin(file=path, line=line, engine=engine, knob=name, raw_value=raw,
+    env_knob = env_knobs()[name]
+    pin = Pin(file=path, line=line, engine=env_knob.engine, knob=name, raw_value=raw,
               unresolved=None if raw is not None else "no scalar value", thinking=list(thinking), agentic=agentic)
     pin.draft = DraftInfo(problem="no engine arguments next to this setting say the draft length")
-    if engine == "sglang":
-        for comp in SGLANG_COMPANIONS:
-            pin.companions[comp] = _scalar(scope.get(comp)) if comp in scope else None
+    companions, spec = env_pin_context(env_knob, lambda n: _scalar(scope[n]) if n in scope else None)
+    pin.companions.update(companions)
+    pin.spec.update(spec)
     pin.notes.append("an environment setting outside a recognised recipe")
     return pin
 

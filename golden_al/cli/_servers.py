@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from golden_al import engines
 from golden_al.engines import atom, llamacpp, sglang, vllm
 from golden_al.errors import UsageError
 from golden_al.servers.launch import MEASURABLE_ENGINES, SERVER_ENGINES
@@ -232,15 +233,17 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
     if args.launch:
         target = _explicit(getattr(args, "target", None))
         draft = _explicit(getattr(args, "draft", None))
-        if engine == "llamacpp":  # GGUF files; a known model name (or the default pair) means its cached GGUF
+        profile = engines.get_profile(engine)
+        if profile.model_files == "gguf":  # a known model name (or the default pair) means its cached GGUF
             target = gguf_file(getattr(args, "target", None), args, "--target")
             draft = gguf_file(getattr(args, "draft", None), args, "--draft")
         if not target:
             raise UsageError("--launch needs --target (the model the server loads)")
         launch = LaunchSpec(
             engine=engine, target=target, draft_len=1, algorithm=args.algorithm,
-            binary=_llama_server(args) if engine == "llamacpp" and not args.print_command else
-            (getattr(args, "llama_server", None) or ("llama-server" if engine == "llamacpp" else None)),
+            binary=None if profile.executable is None else
+            (getattr(args, "llama_server", None) or profile.executable) if args.print_command else
+            _server_binary(args, profile),
             draft=draft,
             tp=args.tp, host=args.host, port=args.port, served_model_name=args.served_model_name,
             engine_args=engine_args,
@@ -317,19 +320,24 @@ def _gguf_info(given: str | None, path: str | None) -> Any:
     return ModelInfo(name=p.name.removesuffix(".gguf"), path=str(p), source="gguf")
 
 
-def _llama_server(args: argparse.Namespace) -> str:
-    """The llama-server to launch: ``--llama-server``, else the cached build (built now when missing)."""
+def _server_binary(args: argparse.Namespace, profile: Any) -> str:
+    """The executable to launch (llama.cpp's ``llama-server``): ``--llama-server``, else the engine's
+    cached build (:attr:`~golden_al.engines.profile.EngineProfile.build_executable`, built now when
+    missing), else its executable on ``PATH``."""
     from golden_al.cli._common import cache_dir, progress
-    from golden_al.servers.llamacpp_build import build_llama_server, check_binary
+    from golden_al.servers.llamacpp_build import check_binary
 
     if getattr(args, "llama_server", None):
         return str(check_binary(args.llama_server))
+    if profile.build_executable is None:
+        return str(profile.executable)
+    build = engines.load_hook(profile.build_executable)
 
     def note(line: str) -> None:
         sys.stderr.write(f"golden-al: {line}\n")
 
-    with progress("llama-server (cached build)", unit="steps") as bar:
-        result = build_llama_server(cache_dir(getattr(args, "cache_dir", None)), progress=bar, note=note)
+    with progress(f"{profile.executable} (cached build)", unit="steps") as bar:
+        result = build(cache_dir(getattr(args, "cache_dir", None)), progress=bar, note=note)
     return result.binary
 
 
@@ -488,7 +496,7 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
     target_info = ModelInfo(name=target or options.served_model_name or options.url or "server", source="server")
     draft_name = draft or (args.algorithm or "").lower() or "server-draft"
     draft_info = ModelInfo(name=draft_name, source="ngram" if (args.algorithm or "").lower() == "ngram" else "server")
-    if engine == "llamacpp" and options.launch is not None:
+    if engines.get_profile(engine).model_files == "gguf" and options.launch is not None:
         target_info = _gguf_info(getattr(args, "target", None), options.launch.target)
         draft_info = _gguf_info(getattr(args, "draft", None), options.launch.draft)
         target = target_info.name

@@ -31,7 +31,6 @@ import argparse
 import sys
 
 from golden_al.cli._common import add_golden_dir_option, golden_dir, thinking_mode
-from golden_al.engines import atom
 
 DESCRIPTION = __doc__
 
@@ -88,6 +87,7 @@ def _restore(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
+    from golden_al.engines import get_profile
     from golden_al.engines._values import format_value
     from golden_al.errors import UsageError
     from golden_al.golden import load_store
@@ -100,9 +100,11 @@ def run(args: argparse.Namespace) -> int:
     if not args.model or not args.thinking:
         raise UsageError("inject needs --model and --thinking (or --restore-real)",
                          hint="golden-al inject RECIPE --model M --thinking on|off")
-    if args.engine == "atom":
-        raise UsageError("ATOM has no srt-slurm recipe format to rewrite",
-                         hint=f"use 'golden-al env --engine atom' for its {atom.LENGTH_FLAG} flag")
+    profile = get_profile(args.engine) if args.engine else None
+    if profile is not None and profile.recipe is None:
+        knob = profile.synthetic_knobs[0].name if profile.synthetic_knobs else "synthetic"
+        raise UsageError(f"{profile.display_name} has no srt-slurm recipe format to rewrite",
+                         hint=f"use 'golden-al env --engine {profile.name}' for its {knob} setting")
     store = load_store(golden_dir(args.golden_dir))
     result = inject_file(args.file, store=store, model=args.model, thinking=args.thinking, engine=args.engine,
                          force=args.force, dry_run=args.dry_run)

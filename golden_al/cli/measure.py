@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.cli._common import cache_dir, draft_len_help, parse_int_list, progress, thinking_mode
+from golden_al.engines import REFERENCE_ENGINE
 from golden_al.errors import UsageError
 
 DESCRIPTION = (
@@ -51,7 +52,7 @@ def _engines() -> tuple[str, ...]:
     """The reference engine, then every engine golden-al can measure over HTTP."""
     from golden_al.servers.launch import MEASURABLE_ENGINES
 
-    return ("reference", *MEASURABLE_ENGINES)
+    return (REFERENCE_ENGINE, *MEASURABLE_ENGINES)
 
 
 def _num_prompts(text: str) -> int | None:
@@ -86,7 +87,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help=draft_len_help() + f", 1..{MAX_DRAFT_LEN}")
     k.add_argument("--draft-lens", metavar="LIST",
                    help="several draft lengths, e.g. '1-8' or '1,3,7': one record per k under OUT/k{K}/")
-    what.add_argument("--engine", choices=_engines(), default="reference",
+    what.add_argument("--engine", choices=_engines(), default=REFERENCE_ENGINE,
                       help=f"reference: offline transformers engine (default); {'|'.join(_engines()[1:])}: a server")
     what.add_argument("--target", default=DEFAULT_TARGET, metavar="T",
                       help="target model: a known name, a model directory, a .gguf file or a hub id "
@@ -170,7 +171,7 @@ def _draft_lens(args: argparse.Namespace) -> list[int]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.engine != "reference":
+    if args.engine != REFERENCE_ENGINE:
         return _run_server_engine(args)
     return _run_reference(args)
 

@@ -38,13 +38,14 @@ into lines with its own loader's marks.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from golden_al.engines import sglang, trtllm, vllm
+from golden_al import engines
+from golden_al.engines import vllm
+from golden_al.engines.profile import RecipeFormat, Speculation
 
 __all__ = [
     "BACKEND_TYPES",
@@ -55,7 +56,7 @@ __all__ = [
     "INJECTOR_FRAMEWORKS",
     "OVERRIDE_RE",
     "ROLE_ALIASES",
-    "SPEC_CONFIG_KEYS",
+    "SPEC_KEYS",
     "EnvBlock",
     "MasterSetting",
     "Recipe",
@@ -80,18 +81,17 @@ ROLE_ALIASES: dict[str, str] = {"decode": "decode", "aggregated": "aggregated", 
 GENERATING_ROLES: tuple[str, ...] = ("decode", "aggregated", "prefill")
 #: ``<role>_environment`` keys of ``backend``: a worker role's environment
 ENV_BLOCK_RE = re.compile(r"^(aggregated|agg|prefill|decode)_environment$")
-#: engines with an srt-slurm recipe format (ATOM has none), from their profiles
-_RECIPE_ENGINES = {"sglang": sglang, "vllm": vllm, "trtllm": trtllm}
+#: engines with an srt-slurm recipe format (:attr:`EngineProfile.recipe`; ATOM has none), from the registry
+_RECIPES: dict[str, RecipeFormat] = {p.name: p.recipe for p in map(engines.get_profile, engines.engine_names())
+                                     if p.recipe is not None}
 #: engine -> the backend key holding per-role engine arguments
-CONFIG_KEYS: dict[str, str] = {name: m.RECIPE_CONFIG_KEY for name, m in _RECIPE_ENGINES.items()}
+CONFIG_KEYS: dict[str, str] = {name: r.config_key for name, r in _RECIPES.items()}
 #: ``backend.type`` spellings -> engine
-BACKEND_TYPES: dict[str, str] = {t: name for name, m in _RECIPE_ENGINES.items() for t in m.RECIPE_BACKEND_TYPES}
+BACKEND_TYPES: dict[str, str] = {t: name for name, r in _RECIPES.items() for t in r.backend_types}
+#: every key of a role's arguments that holds speculative settings, any engine's
+SPEC_KEYS: frozenset[str] = frozenset(k for r in _RECIPES.values() for k in r.spec_keys)
 #: sections of the sweep format that srtctl merges into ``base``
 OVERRIDE_RE = re.compile(r"^(zip_)?override_")
-#: vLLM's ``--speculative-config`` as a recipe key (either spelling)
-SPEC_CONFIG_KEYS: tuple[str, ...] = (vllm.FLAG_SPEC_CONFIG[2:], vllm.SPEC_CONFIG_KEY)
-#: SGLang's speculative flags as recipe keys (``speculative-draft-model`` is a short spelling)
-_SGLANG_KEYS: tuple[str, ...] = (*sglang.SPEC_FLAGS, sglang.FLAG_DRAFT_MODEL[2:].removesuffix("-path"))
 
 
 def canonical_role(name: object) -> str | None:
@@ -131,86 +131,12 @@ def detect_engine(backend: Any) -> tuple[str | None, str]:
 # ------------------------------------------------------------------ speculative settings
 
 
-@dataclass(frozen=True)
-class Speculation:
-    """What one role's engine arguments say about speculative decoding (nothing computed
-    yet: each caller applies the engine's draft-length rule, and reports its problems in
-    its own way)."""
-
-    engine: str
-    #: the engine's own spelling as written: SGLang algorithm, vLLM method, TRT decoding_type
-    algorithm: str | None
-    #: SGLang: the speculative flags (dash spelling); vLLM: the speculative-config object;
-    #: TensorRT-LLM: the ``speculative_config`` mapping
-    settings: Mapping[str, Any]
-    #: the key holding the settings (vLLM: ``speculative-config`` / ``speculative_config``)
-    key: str | None
-    draft_model: str | None
-    draft_sample_method: str | None = None
-    rejection_sample_method: str | None = None
-    #: vLLM: the speculative-config is not a JSON object (the parse problem)
-    problem: str | None = None
-
-    @property
-    def speculates(self) -> bool:
-        """Whether the role runs speculative decoding (SGLang: only with an algorithm; a
-        draft-length flag alone does not start it)."""
-        return self.algorithm is not None if self.engine == "sglang" else self.problem is None
-
-
-def _dash(args: Mapping[str, Any]) -> dict[str, Any]:
-    """SGLang flags of a role, in their dash spelling (``speculative_num_steps`` read too)."""
-    out: dict[str, Any] = {}
-    for key in _SGLANG_KEYS:
-        for spelling in (key, key.replace("-", "_")):
-            if spelling in args:
-                out[key] = args[spelling]
-    return out
-
-
-def _spec_object(value: Any) -> tuple[Mapping[str, Any] | None, str | None]:
-    if isinstance(value, Mapping):
-        return value, None
-    if isinstance(value, str):
-        try:
-            loaded = json.loads(value)
-        except json.JSONDecodeError as exc:
-            return None, f"not valid JSON: {exc.msg} (column {exc.colno})"
-        if not isinstance(loaded, dict):
-            return None, "must be a JSON object"
-        return loaded, None
-    return None, f"must be a JSON string or a mapping, got {value!r}"
-
-
 def speculation(engine: str | None, args: Mapping[str, Any]) -> Speculation | None:
-    """The speculative settings of one role's engine arguments (None: no speculative key at
-    all; see :attr:`Speculation.speculates` for whether they start speculative decoding)."""
-    if engine == "sglang":
-        flags = _dash(args)
-        if not flags:
-            return None
-        algo = flags.get(sglang.SPEC_FLAGS[0], flags.get(sglang.SPEC_FLAGS[1]))
-        return Speculation(engine, str(algo) if algo else None, flags, None, flags.get(sglang.FLAG_DRAFT_MODEL[2:]))
-    if engine == "vllm":
-        key = next((k for k in SPEC_CONFIG_KEYS if k in args), None)
-        if key is None:
-            return None
-        spec, problem = _spec_object(args[key])
-        if spec is None:
-            return Speculation(engine, None, {}, key, None, problem=problem)
-        method = spec.get("method")
-        return Speculation(engine, str(method) if method else None, spec, key, spec.get("model"),
-                           spec.get("draft_sample_method"), spec.get(vllm.METHOD_KEY))
-    if engine == "trtllm":
-        key = next((k for k in (trtllm.SPEC_CONFIG_KEY, *SPEC_CONFIG_KEYS) if isinstance(args.get(k), Mapping)
-                    and args[k]), None)
-        if key is None:
-            return None
-        trt = args[key]
-        decoding = trt.get(trtllm.DECODING_TYPE)
-        draft = next((trt[k] for k in trtllm.DRAFT_MODEL_KEYS if trt.get(k)), None)
-        return Speculation(engine, str(decoding) if decoding else None, trt, key, draft)
-    return None
+    """The speculative settings of one role's engine arguments, as the engine's recipe format reads
+    them (None: no speculative key, or an engine without a recipe format; see
+    :attr:`Speculation.speculates` for whether they start speculative decoding)."""
+    recipe = _RECIPES.get(engine or "")
+    return recipe.read(args) if recipe is not None else None
 
 
 def curve_rejection_method(value: Any) -> str | None:
@@ -390,9 +316,8 @@ def is_master(data: Any) -> bool:
 
 _SETTING = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)=(.*?)\s*$")
 #: master-config ``framework`` -> engine (InferenceX ``configs/*-master.yaml`` at 843c6254f)
-FRAMEWORK_ENGINES: dict[str, str] = {"dynamo-vllm": "vllm", "vllm": "vllm", "dynamo-sglang": "sglang",
-                                     "sglang": "sglang", "dynamo-trt": "trtllm", "dynamo-trtllm": "trtllm",
-                                     "trt": "trtllm", "trtllm": "trtllm", "atom": "atom"}
+FRAMEWORK_ENGINES: dict[str, str] = {f: p.name for p in map(engines.get_profile, engines.engine_names())
+                                     for f in p.frameworks}
 #: frameworks whose synthetic-acceptance injector InferenceX registers (``runners/synthetic_injectors/__init__.py``)
 INJECTOR_FRAMEWORKS: tuple[str, ...] = ("dynamo-sglang", "dynamo-vllm")
 

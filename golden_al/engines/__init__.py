@@ -12,13 +12,19 @@ that ``env``, ``check`` and ``simulate`` stay fast to start.
 from __future__ import annotations
 
 import importlib
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from golden_al.engines.profile import EngineProfile
+    from golden_al.engines.profile import EngineProfile, SyntheticKnob
 
-__all__ = ["ENTRY_POINT_GROUP", "REGISTRY", "engine_names", "get_profile", "load_hook", "load_samplers",
+__all__ = ["ENTRY_POINT_GROUP", "REFERENCE_ENGINE", "REGISTRY", "EnvKnob", "engine_names", "env_knobs", "get_profile", "load_hook", "load_samplers",
            "profile_or_usage", "synthetic_settings"]
+
+#: The ``--engine`` name of the embedded offline reference engine (``offline_reference/``): it measures
+#: in-process, so it has no serving profile and is not in :data:`REGISTRY`.
+REFERENCE_ENGINE = "reference"
 
 #: The entry-point group engines register under.
 ENTRY_POINT_GROUP = "golden_al.engines"
@@ -130,3 +136,35 @@ def synthetic_settings(engine: str, al: float, k: int, **options: Any) -> dict[s
     """
     settings: dict[str, Any] = profile_or_usage(engine).synthetic_settings(al, k, **options)
     return settings
+
+
+@dataclass(frozen=True)
+class EnvKnob:
+    """One spelling of an engine's synthetic knob that is an environment variable."""
+
+    engine: str
+    knob: SyntheticKnob
+    spelling: str  #: the knob's name or one of its legacy aliases
+
+    @property
+    def legacy(self) -> bool:
+        """Whether this is an older spelling (the current one wins where both are set)."""
+        return self.spelling != self.knob.name
+
+
+@lru_cache(maxsize=1)
+def env_knobs() -> dict[str, EnvKnob]:
+    """Every spelling of every registered engine's environment-variable synthetic knob (its pinned
+    value, not a companion), from the engine profiles. An engine that reads its own knobs off its
+    command line (:attr:`~golden_al.engines.profile.EngineProfile.command_line`) is left to that reader,
+    which sees the launch line that fixes k."""
+    out: dict[str, EnvKnob] = {}
+    for name in engine_names():
+        profile = get_profile(name)
+        if profile.command_line is not None:
+            continue
+        for knob in profile.synthetic_knobs:
+            if knob.kind == "env" and knob.role == "value":
+                for spelling in (knob.name, *knob.aliases):
+                    out[spelling] = EnvKnob(name, knob, spelling)
+    return out

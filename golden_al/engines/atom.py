@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -47,6 +48,7 @@ from golden_al.engines.profile import (
     ResponseField,
     SimulateOption,
     Source,
+    Speculation,
     SyntheticKnob,
 )
 from golden_al.errors import UsageError
@@ -141,6 +143,20 @@ def draft_len(num_speculative_tokens: Any) -> DraftLen:
     if k is None:
         return DraftLen(DEFAULT_K, f"num-speculative-tokens default ({DEFAULT_K})", chain=True)
     return DraftLen(units.check_draft_len(k), "num-speculative-tokens", chain=True)
+
+
+def script_speculation(flags: Mapping[str, Any]) -> Speculation:
+    """ATOM's speculative launch flags (``--method``, ``--num-speculative-tokens``, ``--draft-model``);
+    an absent ``--num-speculative-tokens`` is ATOM's default."""
+    method, n = flags.get(FLAG_METHOD), flags.get(FLAG_K)
+    return Speculation("atom", str(method) if method else None, {FLAG_K: n}, None, flags.get(FLAG_DRAFT_MODEL),
+                       draft_inputs={FLAG_K: n})
+
+
+def settings_draft_len(spec: Speculation | None) -> DraftLen:
+    """k from ATOM's launch flags (``--num-speculative-tokens`` in ``settings``; absent: its default)."""
+    d = draft_len(spec.settings.get(FLAG_K) if spec is not None else None)
+    return replace(d, described=f"ATOM {d.rule}={d.k}", algorithm=spec.algorithm if spec else None)
 
 
 def spec_flags(method: str, k: int, *, draft_model: str | None = None) -> list[str]:
@@ -351,6 +367,11 @@ PROFILE = EngineProfile(
     pin_tolerance=_tolerance,
     default_sampler="synthetic",
     name="atom",
+    frameworks=("atom",),
+    settings_draft_len=settings_draft_len,
+    script_speculation=script_speculation,
+    script_settings="the ATOM launch flags",
+    script_pin="golden_al.checks.script_pins:atom_pin",
     display_name="ATOM",
     algorithms=METHODS,
     draft_len_rules=(DraftLenRule("*", f"k = {FLAG_K} (default {DEFAULT_K})", True, _ARGS),),
@@ -385,6 +406,10 @@ PROFILE = EngineProfile(
     shell_variable=SHELL_VARIABLE,
     shell_value=shell_value,
     curve_methods=CURVE_METHODS,
+    counter_reader="golden_al.formats.counters.atom:read",
+    reference_flavor="golden_al.servers.reference.atom:AtomFlavor",
+    counter_marker=METRIC_DRAFT_TOKENS,
+    lifetime_prefixes=(METRIC_PREFIX,),
     server_args=server_args,
     reserved_flags=("--model", FLAG_SERVER_PORT, "--host", "--tensor-parallel-size", "-tp", FLAG_METHOD,
                     FLAG_K, FLAG_DRAFT_MODEL, "--served-model-name"),

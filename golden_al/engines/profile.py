@@ -30,10 +30,12 @@ __all__ = [
     "Metric",
     "PinContext",
     "PinReview",
+    "RecipeFormat",
     "ResponseField",
     "RuntimeDraftLen",
     "SimulateOption",
     "Source",
+    "Speculation",
     "SyntheticKnob",
 ]
 
@@ -132,6 +134,53 @@ class DraftLen:
     k: int
     rule: str
     chain: bool = True  #: False for trees (SGLang EAGLE topk > 1) and n-gram
+    #: the engine's human account of the rule and the values it read (``check``'s finding text); "": ``rule``
+    described: str = ""
+    #: the algorithm in the engine's canonical spelling, where the reading normalized it
+    algorithm: str | None = None
+    #: TensorRT-LLM-style one/two-model path: True two-model, False one-model, None unknown or not applicable
+    two_model: bool | None = None
+
+
+@dataclass(frozen=True)
+class Speculation:
+    """One worker role's speculative settings as its engine reads them from a config's engine
+    arguments (:attr:`RecipeFormat.read`)."""
+
+    engine: str
+    #: the engine's own spelling as written: SGLang algorithm, vLLM method, TRT decoding_type
+    algorithm: str | None
+    #: what the engine's draft-length rule reads (SGLang: its speculative flags, dash spelling; vLLM:
+    #: the speculative-config object; TensorRT-LLM: the ``speculative_config`` mapping)
+    settings: Mapping[str, Any]
+    #: the key holding the settings (vLLM: ``speculative-config`` / ``speculative_config``), None: flat
+    key: str | None
+    draft_model: str | None
+    draft_sample_method: str | None = None
+    rejection_sample_method: str | None = None
+    #: the settings cannot be read at all (vLLM: a speculative-config that is not a JSON object)
+    problem: str | None = None
+    #: whether the role runs speculative decoding (SGLang: only with an algorithm)
+    speculates: bool = True
+    #: the values k rests on, by the name a user sees (a value set outside the file leaves k unknown)
+    draft_inputs: Mapping[str, Any] = field(default_factory=dict)
+    #: what the engine's :attr:`EngineProfile.review_pin` reads from these settings (SGLang: ``topk``)
+    review_spec: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class RecipeFormat:
+    """How an engine's settings sit in an srt-slurm recipe (NVIDIA srt-slurm ``srtctl`` schema)."""
+
+    config_key: str  #: the ``backend`` key holding per-role engine arguments (``sglang_config``)
+    backend_types: tuple[str, ...]  #: ``backend.type`` spellings
+    #: ``(role arguments) -> Speculation | None``: the role's speculative settings (None: no speculative key)
+    read: Callable[[Mapping[str, Any]], Speculation | None]
+    #: where :func:`golden_al.injection` writes the synthetic settings: ``env`` (the worker environment
+    #: blocks) or ``config`` (inside the speculative settings, through :attr:`EngineProfile.config_injection`)
+    inject_into: Literal["env", "config"] = "env"
+    #: keys of the role arguments that hold speculative settings (an override touching one changes k)
+    spec_keys: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -320,6 +369,10 @@ class EngineProfile:
     #: The engine's speculative algorithm/method spelling -> golden-curve method
     #: (``deepseek_mtp`` -> ``mtp``, ...); see :func:`golden_al.golden.store.curve_method_for`.
     curve_methods: Mapping[str, str] = field(default_factory=dict)
+    #: ``(algorithm as written) -> method | None``: the engine's own reading of its spelling into a
+    #: golden-curve method, where a plain lookup in :attr:`curve_methods` (lower case, ``-`` for ``_``)
+    #: is not enough; raises UsageError for a spelling the engine refuses. None: that lookup.
+    curve_method_of: Callable[[str], str | None] | None = None
     #: ``(LaunchRequest) -> argv`` after ``python``: the server command for ``measure --launch``
     #: (None: golden-al cannot launch this engine).
     server_args: Callable[..., list[str]] | None = None
@@ -333,6 +386,12 @@ class EngineProfile:
     #: The executable itself, when the engine is not a Python module (llama.cpp's
     #: ``llama-server``): :attr:`server_args` then gives the arguments after it.
     executable: str | None = None
+    #: What its server loads: ``checkpoint`` (a Hugging Face directory or name) or ``gguf`` files
+    #: (``measure --launch`` then maps a known model name to its cached GGUF).
+    model_files: Literal["checkpoint", "gguf"] = "checkpoint"
+    #: ``"module:function"`` that builds :attr:`executable` into golden-al's cache when missing,
+    #: ``(cache_dir, *, progress, note) -> result with .binary``; None: it is looked up on ``PATH``.
+    build_executable: str | None = None
     #: The flag that names the served model (llama.cpp: ``--alias``).
     served_name_flag: str = "--served-model-name"
     #: How ``check`` reads pins from a command line kept in a config (None: not declared).
@@ -342,6 +401,16 @@ class EngineProfile:
     #: Whether its proposed-drafts count is exactly ``verify steps x k`` (SGLang: ``spec_verify_ct x
     #: (speculative_num_draft_tokens - 1)``), so any other count means another draft length.
     exact_proposals: bool = False
+    #: ``"module:Class"`` of its ``serve-reference`` imitation, a
+    #: :class:`golden_al.servers.reference.flavor.Flavor` (None: serve-reference cannot answer like it).
+    reference_flavor: str | None = None
+    #: ``"module:function"`` of its Prometheus counter reader, ``(snapshot, labels) -> SpecCounters``
+    #: (:mod:`golden_al.formats.counters`); None: the engine exposes no spec-decode counters.
+    counter_reader: str | None = None
+    #: The metric whose presence says a snapshot holds this engine's counters (auto-detection).
+    counter_marker: str | None = None
+    #: Metric families whose ``*_created`` times identify one server lifetime (a restart changes them).
+    lifetime_prefixes: tuple[str, ...] = ()
     #: AL sources ``measure``/``sweep`` read against this engine's server (names in
     #: :mod:`golden_al.servers.sources`), the ``--al-source auto`` default first; empty: none.
     al_sources: tuple[str, ...] = ()
@@ -382,6 +451,35 @@ class EngineProfile:
     #: ``(PinContext) -> float``: how far the pin's AL may sit from the golden one and still match
     #: (a value the engine rounds, e.g. a rate written to few digits); None: exact (1e-9).
     pin_tolerance: Callable[[PinContext], float] | None = None
+    #: How its settings sit in an srt-slurm recipe (None: the engine has no recipe format).
+    recipe: RecipeFormat | None = None
+    #: InferenceX master-config ``framework`` spellings that run this engine (``dynamo-sglang``).
+    frameworks: tuple[str, ...] = ()
+    #: Other names people write for the engine (``trt-llm``), beside :attr:`name` and :attr:`display_name`.
+    aliases: tuple[str, ...] = ()
+    #: ``(Speculation | None) -> DraftLen``: k from speculative settings a config holds (None: none
+    #: found); raises UsageError/ValueError saying why they do not fix k. None: configs cannot fix k.
+    settings_draft_len: Callable[[Speculation | None], DraftLen] | None = None
+    #: ``(raw value, Speculation | None) -> (spec, notes)``: what a harness's injector (InferenceX
+    #: ``runners/synthetic_injectors``) writes beside a master-config value, as the pin's ``spec`` that
+    #: :attr:`review_pin` reads, and notes on what it replaces. None: nothing beside the value.
+    #: ``(settings, two_model) -> (problem, hint) | None``: why ``inject`` must not write these synthetic
+    #: settings into a recipe whose role runs the draft as a separate model when ``two_model``.
+    injection_problem: Callable[[Mapping[str, Any], bool], tuple[str, str] | None] | None = None
+    #: ``(flags) -> Speculation | None``: the engine's speculative settings among a script's launch
+    #: flags (``--name``: value) and the config keys it writes (bare ``name``: value); None: not read there.
+    script_speculation: Callable[[Mapping[str, Any]], Speculation | None] | None = None
+    #: ``"module:function"`` building the pin of a knob this engine spells its own way in a shell script
+    #: (:mod:`golden_al.checks.script_pins`: a JSON config, a flag), ``(PinSite) -> Pin``; None: its knobs are
+    #: environment variables, or read off its command line (:attr:`command_line`).
+    script_pin: str | None = None
+    #: What :attr:`script_speculation` reads, for messages (``the launch flags``).
+    script_settings: str = ""
+    #: The setting that picks the algorithm (``--speculative-algorithm``); None: one algorithm per setting.
+    algorithm_flag: str | None = None
+    #: Environment variables set beside a pin that its :attr:`review_pin` reads: variable -> ``spec`` key.
+    pin_env: Mapping[str, str] = field(default_factory=dict)
+    harness_pin: Callable[[str | None, Speculation | None], tuple[Mapping[str, Any], list[str]]] | None = None
 
     def tolerance(self, ctx: PinContext) -> float:
         """How close the AL of ``ctx`` must be to the golden AL (:attr:`pin_tolerance`, or exact)."""

@@ -20,6 +20,7 @@ Upstream (sgl-project/sglang, 0.5.23 unless noted):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from distributions import units
@@ -43,10 +44,12 @@ from golden_al.engines.profile import (
     Metric,
     PinContext,
     PinReview,
+    RecipeFormat,
     ResponseField,
     RuntimeDraftLen,
     SimulateOption,
     Source,
+    Speculation,
     SyntheticKnob,
 )
 from golden_al.errors import UsageError
@@ -358,6 +361,46 @@ def draft_len_from_flags(algorithm: str, flags: Mapping[str, Any]) -> DraftLen:
                      dspark_block_size=flags.get(FLAG_DSPARK_BLOCK[2:]))
 
 
+#: Recipe keys of a role's speculative flags (dash spelling; ``_`` spellings are read too).
+_RECIPE_KEYS: tuple[str, ...] = (*SPEC_FLAGS, FLAG_DRAFT_MODEL[2:].removesuffix("-path"))
+
+
+def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
+    """One srt-slurm role's speculative flags (``speculative_num_steps`` read as ``speculative-num-steps``);
+    None: the role has no speculative flag. A draft-length flag without an algorithm starts nothing."""
+    flags: dict[str, Any] = {}
+    for key in _RECIPE_KEYS:
+        for spelling in (key, key.replace("-", "_")):
+            if spelling in args:
+                flags[key] = args[spelling]
+    if not flags:
+        return None
+    algo = flags.get(SPEC_FLAGS[0], flags.get(SPEC_FLAGS[1]))
+    inputs = {FLAG_ALGORITHM: algo, **{f"--{k}": v for k, v in flags.items()}}
+    return Speculation("sglang", str(algo) if algo else None, flags, None, flags.get(FLAG_DRAFT_MODEL[2:]),
+                       speculates=bool(algo), draft_inputs=inputs,
+                       review_spec={"topk": flags.get(FLAG_EAGLE_TOPK[2:])})
+
+
+def script_speculation(flags: Mapping[str, Any]) -> Speculation | None:
+    """:func:`read_recipe_role` of the speculative ``--flags`` among a script's launch flags."""
+    return read_recipe_role({k[2:]: v for k, v in flags.items() if k.startswith("--") and k[2:] in SPEC_FLAGS})
+
+
+def settings_draft_len(spec: Speculation | None) -> DraftLen:
+    """k of :func:`read_recipe_role`'s settings (:func:`draft_len_from_flags`), described with the values read.
+
+    Raises:
+        UsageError: no algorithm, or flags that do not fix k.
+    """
+    if spec is None or spec.algorithm is None:
+        raise UsageError(f"no {FLAG_ALGORITHM}")
+    name = normalize_algorithm(spec.algorithm)
+    d = draft_len_from_flags(name, spec.settings)
+    shown = ", ".join(f"{k}={spec.settings[k]}" for k in DRAFT_FLAGS if k in spec.settings)
+    return replace(d, described=f"SGLang {name} {d.rule} ({shown})", algorithm=name)
+
+
 def draft_len_from_server_info(info: Mapping[str, Any]) -> DraftLen:
     """:func:`draft_len` from a ``GET /server_info`` body (its ``speculative_*`` args)."""
     f = SERVER_INFO_FIELDS
@@ -418,6 +461,16 @@ CURVE_METHODS: dict[str, str] = {
     "EAGLE3": "eagle3", "DFLASH": "dflash", "DSPARK": "dspark", "NGRAM": "ngram",
     "STANDALONE": "draft-model", "FROZEN_KV_MTP": "mtp",
 }
+
+def curve_method_of(algorithm: str) -> str | None:
+    """The golden-curve method of an ``--speculative-algorithm`` as SGLang reads it (case-insensitive,
+    ``-`` for ``_``; None: an algorithm no curve method covers).
+
+    Raises:
+        UsageError: an algorithm SGLang does not know.
+    """
+    return CURVE_METHODS.get(normalize_algorithm(algorithm))
+
 
 RESERVED_FLAGS: tuple[str, ...] = (
     "--model-path", "--model", "--port", "--host", "--tp-size", "--tp",
@@ -699,6 +752,13 @@ PROFILE = EngineProfile(
     review_pin=_review,
     default_sampler="match-expected",
     name="sglang",
+    recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, spec_keys=SPEC_FLAGS),
+    frameworks=("dynamo-sglang", "sglang"),
+    settings_draft_len=settings_draft_len,
+    script_speculation=script_speculation,
+    script_settings="the launch flags",
+    algorithm_flag=FLAG_ALGORITHM,
+    pin_env={ENV_RAGGED_VERIFY: "ragged_verify_mode"},
     display_name="SGLang",
     algorithms=tuple(a.lower() for a in ALGORITHMS),
     draft_len_rules=(
@@ -748,6 +808,12 @@ PROFILE = EngineProfile(
     sources=(_ENVIRON, _HOOK, _SPEC_UTILS, _TOKENIZER, _REPORTER, _COLLECTOR, _HTTP, _ENGINE, _BENCH),
     simulator_settings=simulator_settings,
     curve_methods=CURVE_METHODS,
+    curve_method_of=curve_method_of,
+    counter_reader="golden_al.formats.counters.sglang:read",
+    reference_flavor="golden_al.servers.reference.sglang:SglangFlavor",
+    counter_marker=METRIC_VERIFY_CALLS,
+    lifetime_prefixes=(METRIC_SPEC_PREFIX, METRIC_GENERATION_TOKENS.removesuffix("_total"),
+                       METRIC_NUM_REQUESTS.removesuffix("_total")),
     server_args=server_args,
     reserved_flags=RESERVED_FLAGS,
     env_prefixes=("SGLANG_", *ENV_PREFIXES[1:]),

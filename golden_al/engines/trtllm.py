@@ -19,10 +19,11 @@ Upstream (NVIDIA/TensorRT-LLM, index commit 00b6d5a25c30):
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from distributions import units
-from golden_al.engines._values import format_value, int_flag
+from golden_al.engines._values import format_value, int_flag, parse_number
 from golden_al.engines.profile import (
     Caveat,
     DraftLen,
@@ -30,9 +31,11 @@ from golden_al.engines.profile import (
     EngineProfile,
     PinContext,
     PinReview,
+    RecipeFormat,
     RuntimeDraftLen,
     SimulateOption,
     Source,
+    Speculation,
     SyntheticKnob,
 )
 from golden_al.errors import UsageError
@@ -120,6 +123,56 @@ def two_model_path(speculative_config: Mapping[str, Any]) -> bool | None:
     return None
 
 
+#: Keys of a recipe role's arguments that may hold the speculative config (its own first).
+RECIPE_SPEC_KEYS: tuple[str, ...] = (SPEC_CONFIG_KEY, "speculative-config")
+
+
+def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
+    """One srt-slurm role's ``speculative_config`` mapping; None: no non-empty one."""
+    key = next((k for k in RECIPE_SPEC_KEYS if isinstance(args.get(k), Mapping) and args[k]), None)
+    if key is None:
+        return None
+    trt = args[key]
+    decoding = trt.get(DECODING_TYPE)
+    draft = next((trt[k] for k in DRAFT_MODEL_KEYS if trt.get(k)), None)
+    inputs = {k: trt[k] for k in (MAX_DRAFT_LEN, MTP_LAYERS) if k in trt}
+    return Speculation("trtllm", str(decoding) if decoding else None, trt, key, draft,
+                       draft_inputs=inputs or {MAX_DRAFT_LEN: None})
+
+
+def script_speculation(flags: Mapping[str, Any]) -> Speculation | None:
+    """:func:`read_recipe_role` of the ``speculative_config`` keys a script writes into its config file."""
+    return read_recipe_role({SPEC_CONFIG_KEY: {k: flags[k] for k in SPEC_KEYS if k in flags}})
+
+
+def settings_draft_len(spec: Speculation | None) -> DraftLen:
+    """k of :func:`read_recipe_role`'s config (:func:`draft_len`), with its one/two-model path.
+
+    Raises:
+        UsageError: no config, or one that does not fix k.
+    """
+    if spec is None:
+        raise UsageError(f"no {SPEC_CONFIG_KEY}")
+    d = draft_len(spec.settings)
+    two = two_model_path(spec.settings)
+    path = "two-model" if two else ("one-model" if two is False else "unknown")
+    return replace(d, described=f"TensorRT-LLM {MAX_DRAFT_LEN}={d.k} ({spec.settings.get(DECODING_TYPE, '?')}, "
+                                f"{path} path)", algorithm=spec.algorithm, two_model=two)
+
+
+def injection_problem(settings: Mapping[str, Any], two_model: bool) -> tuple[str, str] | None:
+    """(problem, hint) when ``settings`` cannot be injected: the two-model path reads the forced count
+    with int() (``tensorrt_llm/_torch/speculative/interface.py`` ``get_force_num_accepted_tokens`` at
+    00b6d5a25c30), so a fraction
+    silently disables forcing."""
+    forced = str(settings.get(ENV_FORCE, ""))
+    if not two_model or parse_number(forced) is None or float(forced).is_integer():
+        return None
+    return (f"TensorRT-LLM's two-model path reads {ENV_FORCE} as an integer; {forced} (golden AL "
+            f"{format_value(float(forced) + 1)} - 1) would silently disable forcing",
+            "use the one-model path (eagle3_one_model: true) or a draft length whose golden AL is whole")
+
+
 def synthetic_settings(al: float, k: int) -> dict[str, Any]:
     """``{"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": "3.05"}`` (AL - 1).
 
@@ -184,6 +237,13 @@ PROFILE = EngineProfile(
     review_pin=_review,
     default_sampler="force",
     name="trtllm",
+    recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, spec_keys=RECIPE_SPEC_KEYS),
+    frameworks=("dynamo-trt", "dynamo-trtllm", "trt", "trtllm"),
+    aliases=("trt-llm",),
+    settings_draft_len=settings_draft_len,
+    script_speculation=script_speculation,
+    script_settings="the TensorRT-LLM config written by the script",
+    injection_problem=injection_problem,
     display_name="TensorRT-LLM",
     algorithms=("MTP", "Eagle3", "Eagle", "DFlash", "DSpark", "NGram", "DraftTarget", "PARD"),
     draft_len_rules=(

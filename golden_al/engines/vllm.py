@@ -19,6 +19,7 @@ import itertools
 import json
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from distributions import units
@@ -45,10 +46,12 @@ from golden_al.engines.profile import (
     Metric,
     PinContext,
     PinReview,
+    RecipeFormat,
     ResponseField,
     RuntimeDraftLen,
     SimulateOption,
     Source,
+    Speculation,
     SyntheticKnob,
 )
 from golden_al.errors import UsageError
@@ -115,6 +118,15 @@ CURVE_METHODS: dict[str, str] = {
     "mtp": "mtp", "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark", "ngram": "ngram",
     "ngram-gpu": "ngram", "draft-model": "draft-model", "medusa": "medusa", "suffix": "suffix", "pard": "pard",
 }
+
+
+
+def curve_method_of(method: str) -> str | None:
+    """The golden-curve method of a speculative-config ``method`` (lower case, ``-`` for ``_``); a
+    model-specific MTP spelling (``deepseek_mtp``, ``qwen3_next_mtp``, ...) is ``mtp``."""
+    low = method.strip().lower().replace("_", "-")
+    return CURVE_METHODS.get(low) or ("mtp" if low.endswith("-mtp") else None)
+
 
 # ----------------------------------------------------------------- metrics
 METRIC_DRAFTS = "vllm:spec_decode_num_drafts_total"
@@ -214,6 +226,61 @@ def draft_len(speculative_config: Mapping[str, Any] | str) -> DraftLen:
         raise UsageError(f"{FLAG_SPEC_CONFIG} has no {K_KEY}",
                          hint=f'e.g. {{"method": "mtp", "{K_KEY}": 3}}')
     return DraftLen(units.check_draft_len(k), K_KEY, chain=True)
+
+
+#: Keys of a recipe role's arguments that hold the speculative config (srt-slurm writes either).
+RECIPE_SPEC_KEYS: tuple[str, ...] = (FLAG_SPEC_CONFIG[2:], SPEC_CONFIG_KEY)
+
+
+def _spec_object(value: Any) -> tuple[Mapping[str, Any] | None, str | None]:
+    if isinstance(value, Mapping):
+        return value, None
+    if isinstance(value, str):
+        try:
+            loaded = json.loads(value)
+        except json.JSONDecodeError as exc:
+            return None, f"not valid JSON: {exc.msg} (column {exc.colno})"
+        if not isinstance(loaded, dict):
+            return None, "must be a JSON object"
+        return loaded, None
+    return None, f"must be a JSON string or a mapping, got {value!r}"
+
+
+def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
+    """One srt-slurm role's speculative config (a mapping or JSON text); None: no such key. A config
+    that is not a JSON object is a :attr:`Speculation.problem`, never read."""
+    key = next((k for k in RECIPE_SPEC_KEYS if k in args), None)
+    if key is None:
+        return None
+    spec, problem = _spec_object(args[key])
+    if spec is None:
+        return Speculation("vllm", None, {}, key, None, problem=problem, speculates=False)
+    method = spec.get("method")
+    return Speculation("vllm", str(method) if method else None, spec, key, spec.get("model"),
+                       spec.get("draft_sample_method"), spec.get(METHOD_KEY), draft_inputs={K_KEY: spec.get(K_KEY)})
+
+
+def settings_draft_len(spec: Speculation | None) -> DraftLen:
+    """k of :func:`read_recipe_role`'s config (:func:`draft_len`).
+
+    Raises:
+        UsageError: no readable config, or no ``num_speculative_tokens`` in it.
+    """
+    if spec is None or spec.problem is not None:
+        raise UsageError(f"no {FLAG_SPEC_CONFIG[2:]}" + (f": it is {spec.problem}" if spec and spec.problem else ""))
+    d = draft_len(dict(spec.settings))
+    return replace(d, described=f"vLLM {K_KEY}={d.k}", algorithm=spec.algorithm)
+
+
+def harness_pin(value: str | None, spec: Speculation | None) -> tuple[dict[str, Any], list[str]]:
+    """What InferenceX's vLLM injector (``runners/synthetic_injectors/vllm.py`` at 843c6254f) writes beside
+    a master-config length: the speculative config the review reads, and a note when it replaces a real
+    ``rejection_sample_method`` of the recipe's decode role."""
+    notes = []
+    method = spec.rejection_sample_method if spec is not None else None
+    if method not in (None, SYNTHETIC_METHOD, "standard"):
+        notes.append(f"the injector replaces {METHOD_KEY} {method!r}")
+    return {"config": {METHOD_KEY: SYNTHETIC_METHOD, LENGTH_KEY: value}}, notes
 
 
 def speculative_config(k: int, *, method: str | None = None, model: str | None = None,
@@ -538,6 +605,12 @@ PROFILE = EngineProfile(
     review_pin=_review,
     default_sampler="synthetic",
     name="vllm",
+    recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, inject_into="config",
+                        spec_keys=RECIPE_SPEC_KEYS),
+    frameworks=("dynamo-vllm", "vllm"),
+    settings_draft_len=settings_draft_len,
+    harness_pin=harness_pin,
+    script_pin="golden_al.checks.script_pins:vllm_pin",
     display_name="vLLM",
     algorithms=("mtp", "eagle", "eagle3", "dflash", "dspark", "ngram", "draft_model", "medusa", "suffix"),
     draft_len_rules=(DraftLenRule("*", f"k = {FLAG_SPEC_CONFIG} {K_KEY}", True, _CONFIG),),
@@ -578,6 +651,11 @@ PROFILE = EngineProfile(
     shell_variable=SHELL_VARIABLE,
     shell_value=shell_value,
     curve_methods=CURVE_METHODS,
+    curve_method_of=curve_method_of,
+    counter_reader="golden_al.formats.counters.vllm:read",
+    reference_flavor="golden_al.servers.reference.vllm:VllmFlavor",
+    counter_marker=METRIC_DRAFTS,
+    lifetime_prefixes=(METRIC_PREFIX,),
     server_args=server_args,
     reserved_flags=("--model", "--port", "--host", "--tensor-parallel-size", "-tp", *SPEC_CONFIG_FLAGS,
                     "--served-model-name", FLAG_PER_REQUEST_METRICS),

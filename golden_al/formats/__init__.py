@@ -3,10 +3,11 @@
 Torch-free readers of what SGLang, vLLM and ATOM report about acceptance. Each
 module cites the upstream file and version of the format it parses:
 
-* :mod:`golden_al.formats.prometheus`: ``/metrics`` snapshots, spec-decode
-  counters per engine, before/after deltas (:class:`CounterResetError` on a
-  decrease, :class:`MetricMissingError` for an absent metric, zero verify steps
-  an explicit :class:`NoVerifyStepsError`);
+* :mod:`golden_al.formats.prometheus`: ``/metrics`` snapshots (samples, sums, server lifetimes);
+* :mod:`golden_al.formats.counters`: spec-decode counters per engine (one reader each, named by
+  the engine's profile), before/after deltas (:class:`CounterResetError` on a decrease,
+  :class:`MetricMissingError` for an absent metric, zero verify steps an explicit
+  :class:`NoVerifyStepsError`);
 * :mod:`golden_al.formats.logs`: SGLang ``Decode batch`` lines, vLLM
   ``SpecDecoding metrics`` lines, ATOM ``[MTP Stats ...]`` lines, as typed records
   with their line numbers;
@@ -17,6 +18,13 @@ module cites the upstream file and version of the format it parses:
 
 from __future__ import annotations
 
+from golden_al.formats.counters import (
+    SpecCounters,
+    counters_delta,
+    detect_engine,
+    order_snapshots,
+    spec_counters,
+)
 from golden_al.formats.logs import (
     AtomMtpStatsRecord,
     LogRecord,
@@ -32,18 +40,10 @@ from golden_al.formats.logs import (
     scan_log_text,
 )
 from golden_al.formats.prometheus import (
-    AtomSpecCounters,
     MetricsSnapshot,
     Sample,
-    SglangSpecCounters,
-    SpecCounters,
-    VllmSpecCounters,
-    counters_delta,
-    detect_engine,
-    order_snapshots,
     parse_metrics_text,
     read_metrics_file,
-    spec_counters,
 )
 from golden_al.formats.responses import (
     RequestSpecCounts,
@@ -57,16 +57,13 @@ from golden_al.formats.responses import (
 
 __all__ = [
     "AtomMtpStatsRecord",
-    "AtomSpecCounters",
     "LogRecord",
     "LogScan",
     "MetricsSnapshot",
     "RequestSpecCounts",
     "Sample",
     "SglangDecodeRecord",
-    "SglangSpecCounters",
     "SpecCounters",
-    "VllmSpecCounters",
     "VllmSpecDecodingRecord",
     "counters_delta",
     "detect_engine",

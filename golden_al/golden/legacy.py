@@ -25,6 +25,7 @@ AL, two decimals as they write them, provenance in the header comment), readable
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping
@@ -61,12 +62,24 @@ _HEADER_METHODS: dict[str, str] = {
     "mtp": "mtp", "eagle3": "eagle3", "eagle": "eagle", "dspark": "dspark", "dflash": "dflash",
     "nextn": "mtp", "ngram": "ngram",
 }
-_ENGINE_WORDS: dict[str, str] = {"vllm": "vllm", "sglang": "sglang", "trt-llm": "trtllm", "trtllm": "trtllm",
-                                 "tensorrt-llm": "trtllm", "atom": "atom"}
 _SAMPLING_ALIASES: dict[str, str] = {"temp": "temperature", "temperature": "temperature", "top_p": "top_p",
                                      "top_k": "top_k", "min_p": "min_p", "presence_penalty": "presence_penalty",
                                      "frequency_penalty": "frequency_penalty",
                                      "repetition_penalty": "repetition_penalty"}
+
+
+@functools.lru_cache(maxsize=1)
+def _engine_words() -> dict[str, str]:
+    """Words a header comment names an engine by (``vllm``, ``TensorRT-LLM``, ``trt-llm``) -> the engine,
+    from the registry: each engine's name, display name and :attr:`~golden_al.engines.profile.EngineProfile.aliases`."""
+    from golden_al import engines
+
+    out: dict[str, str] = {}
+    for name in engines.engine_names():
+        profile = engines.get_profile(name)
+        for word in (name, profile.display_name, *profile.aliases):
+            out.setdefault(word.lower(), name)
+    return out
 
 
 @dataclass
@@ -199,8 +212,8 @@ def _parse_header_line(line: str, h: LegacyHeader) -> bool:
                 h.draft_model = dm.group(1)
                 continue
             words = part.split()
-            if words and words[0].lower() in _ENGINE_WORDS:
-                h.engine = _ENGINE_WORDS[words[0].lower()]
+            if words and words[0].lower() in _engine_words():
+                h.engine = _engine_words()[words[0].lower()]
                 if len(words) > 1:
                     h.method = h.method or _HEADER_METHODS.get(words[1].lower())
             elif h.hardware is None and part:

@@ -62,6 +62,7 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from distributions import units
+from golden_al.engines import REFERENCE_ENGINE
 from golden_al.errors import SchemaError
 
 __all__ = [
@@ -111,8 +112,6 @@ DRAFT_METHODS: tuple[str, ...] = (
 DRAFT_PRECISIONS: tuple[str, ...] = (
     "fp32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "nvfp4", "mxfp4", "int8", "int4",
 )
-#: The offline reference engine, beside the serving engines of the registry (:func:`engine_names_known`).
-REFERENCE_ENGINE = "reference"
 
 
 def engine_names_known() -> tuple[str, ...]:

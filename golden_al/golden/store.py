@@ -160,7 +160,6 @@ def curve_method_for(engine: str, algorithm: str, model: str | None = None) -> s
         UsageError: an unknown engine or algorithm.
     """
     from golden_al import engines
-    from golden_al.engines import sglang
 
     eng = engine.strip().lower()
     raw = str(algorithm).strip()
@@ -169,15 +168,12 @@ def curve_method_for(engine: str, algorithm: str, model: str | None = None) -> s
     profile = engines.profile_or_usage(eng)
     if low in ("eagle", "nextn"):
         return "eagle3" if eagle3_head else "mtp"
-    if eng == "sglang":
-        name = sglang.normalize_algorithm(raw)
-        if name in profile.curve_methods:
-            return profile.curve_methods[name]
-        raise UsageError(f"SGLang algorithm {algorithm!r} has no golden-curve method")
-    if low in profile.curve_methods:
+    if profile.curve_method_of is not None:  # the engine's own reading (it may refuse the spelling)
+        found = profile.curve_method_of(raw)
+        if found is not None:
+            return found
+    elif low in profile.curve_methods:
         return profile.curve_methods[low]
-    if eng == "vllm" and low.endswith("-mtp"):
-        return "mtp"
     known = ", ".join(dict.fromkeys(profile.curve_methods))
     raise UsageError(f"unknown {profile.display_name} speculative method {algorithm!r}", hint=f"one of {known}")
 

@@ -527,18 +527,16 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
     point = points[k]
     settings = engines.synthetic_settings(a.engine, point.al, k)
     p = _Planner(text, path, doc)
-    if a.engine == "vllm":
+    profile = engines.get_profile(a.engine)
+    assert profile.recipe is not None  # analyze_recipe found a recipe format of this engine
+    if profile.injection_problem is not None:
+        problem = profile.injection_problem(settings, t.two_model)
+        if problem is not None:
+            raise UsageError(f"{path}: {problem[0]}", hint=problem[1])
+    if profile.recipe.inject_into == "config":
         _plan_vllm(p, a, golden)
         names = {vllm.METHOD_KEY, vllm.LENGTH_KEY, vllm.RATES_KEY}
     else:
-        if a.engine == "trtllm" and t.trtllm_two_model:
-            forced = settings[trtllm.ENV_FORCE]
-            if not float(forced).is_integer():
-                raise UsageError(
-                    f"{path}: TensorRT-LLM's two-model path reads {trtllm.ENV_FORCE} as an integer; "
-                    f"{forced} (golden AL {format_value(point.al)} - 1) would silently disable forcing",
-                    hint="use the one-model path (eagle3_one_model: true) or a draft length whose golden AL is whole",
-                )
         desired = {key: str(v) for key, v in settings.items()}
         _plan_env(p, a, desired)
         names = set(desired)

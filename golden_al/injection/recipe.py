@@ -20,19 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from golden_al import engines
 from golden_al.configs.srt_slurm import (
     CONFIG_KEYS,
     ENV_BLOCK_RE,
     GENERATING_ROLES,
     ROLE_ALIASES,
-    SPEC_CONFIG_KEYS,
+    SPEC_KEYS,
     Recipe,
     RoleConfig,
     canonical_role,
     env_block_role,
     read_recipe,
 )
-from golden_al.engines import sglang, trtllm, vllm
 from golden_al.engines.profile import DraftLen
 from golden_al.errors import InputFileError, UsageError
 from golden_al.golden.schema import load_yaml_roundtrip, node_line
@@ -51,9 +51,6 @@ __all__ = [
     "load_recipe",
 ]
 
-_SGLANG_SPEC_KEYS = sglang.SPEC_FLAGS
-
-
 @dataclass(frozen=True)
 class RoleSpec:
     """Speculative settings of one worker role (``decode``, ``prefill``, ``aggregated``)."""
@@ -69,8 +66,8 @@ class RoleSpec:
     #: location of the role's config mapping in the document, and its 1-based line
     loc: tuple[Any, ...]
     line: int | None
-    #: TensorRT-LLM: True when the two-model path reads the forced count as an integer
-    trtllm_two_model: bool = False
+    #: True when the engine runs the role's draft as a separate model (TensorRT-LLM's two-model path)
+    two_model: bool = False
 
 
 @dataclass(frozen=True)
@@ -104,9 +101,11 @@ def iter_own_items(node: Any) -> Iterator[tuple[Any, Any]]:
 #: (PyYAML keeps the last of duplicate keys, ruamel the first).
 _RELEVANT_KEYS = re.compile(
     r"^(speculative[-_].*|(aggregated|agg|prefill|decode)(_environment)?|backend|type|model|path|"
-    r"(sglang|vllm|trtllm)_config|served[-_]model[-_]name|model[-_]path|"
-    + "|".join(f"{re.escape(prefix)}.*" for prefix in sglang.ENV_PREFIXES)
-    + f"|{re.escape(trtllm.ENV_FORCE)}|base|(zip_)?override_.*)$"
+    r"served[-_]model[-_]name|model[-_]path|base|(zip_)?override_.*|"
+    + "|".join(re.escape(key) for key in sorted({*CONFIG_KEYS.values(), *SPEC_KEYS, *engines.env_knobs()}))
+    + "|" + "|".join(f"{re.escape(prefix)}.*" for name in engines.engine_names()
+                     for prefix in engines.get_profile(name).env_prefixes)
+    + ")$"
 )
 
 
@@ -178,38 +177,25 @@ def _role_spec(engine: str, rc: RoleConfig, doc: Any, path: Path) -> RoleSpec:
     where = f"{'.'.join(map(str, loc))}"
     spec = rc.spec if rc.spec is not None and rc.spec.engine == engine else None
 
-    def fail(exc: UsageError) -> UsageError:
-        return UsageError(f"{path}:{line}: {where}: {exc.message}", hint=exc.hint)
-
-    if spec is None or (engine == "sglang" and not spec.speculates):
+    if spec is None or (not spec.speculates and spec.problem is None):
         return RoleSpec(rc.role, engine, None, None, None, None, None, loc, line)
-    if engine == "sglang":
-        assert spec.algorithm is not None
-        try:
-            name = sglang.normalize_algorithm(spec.algorithm)
-            dl = sglang.draft_len_from_flags(name, spec.settings)
-        except UsageError as exc:
-            raise fail(exc) from None
-        return RoleSpec(rc.role, engine, name, dl, spec.draft_model, None, None, loc, line)
-    if engine == "vllm":
-        key = spec.key or SPEC_CONFIG_KEYS[0]
-        spec_line = node_line(doc, [*loc, key])
-        if spec.problem is not None:
-            raise InputFileError(f"{where}.{key} {spec.problem}", path=path, line=spec_line)
-        try:
-            dl = vllm.draft_len(dict(spec.settings))
-        except UsageError as exc:
-            raise UsageError(f"{path}:{spec_line}: {where}.{key}: {exc.message}", hint=exc.hint) from None
-        return RoleSpec(rc.role, engine, spec.algorithm, dl, spec.draft_model, spec.draft_sample_method,
-                        spec.rejection_sample_method, loc, line)
-    # trtllm
+    # a problem sits at the key holding the settings, where the engine keeps them under one
+    key_line = node_line(doc, [*loc, spec.key]) if spec.key is not None else line
+    at = f"{where}.{spec.key}" if spec.key is not None else where
+    if spec.problem is not None:
+        raise InputFileError(f"{at} {spec.problem}", path=path, line=key_line)
+
+    def fail(exc: UsageError) -> UsageError:
+        return UsageError(f"{path}:{key_line}: {at}: {exc.message}", hint=exc.hint)
+
+    rule = engines.get_profile(engine).settings_draft_len
+    assert rule is not None  # every engine with a recipe format reads k from it
     try:
-        dl = trtllm.draft_len(spec.settings)
+        dl = rule(spec)
     except UsageError as exc:
         raise fail(exc) from None
-    two_model = trtllm.two_model_path(spec.settings) is True
-    return RoleSpec(rc.role, engine, spec.algorithm, dl, spec.draft_model, None, None, loc, line,
-                    trtllm_two_model=two_model)
+    return RoleSpec(rc.role, engine, dl.algorithm, dl, spec.draft_model, spec.draft_sample_method,
+                    spec.rejection_sample_method, loc, line, two_model=dl.two_model is True)
 
 
 def analyze_recipe(text: str, *, path: str | Path = "<string>", engine: str | None = None,
@@ -234,7 +220,7 @@ def analyze_recipe(text: str, *, path: str | Path = "<string>", engine: str | No
     if engine is not None:
         if engine not in CONFIG_KEYS:
             raise UsageError(f"engine {engine!r} has no srt-slurm recipe format here",
-                             hint="inject handles sglang, vllm and trtllm recipes")
+                             hint="inject handles recipes of " + ", ".join(CONFIG_KEYS))
         if detected is not None and detected != engine and source == "backend.type":
             raise UsageError(f"{p}: --engine {engine} but the recipe's backend.type is {detected}")
         recipe = read_recipe(doc, engine=engine)
@@ -263,7 +249,7 @@ def _check_overrides(a: RecipeAnalysis, recipe: Recipe) -> None:
         over = _get(section, "backend", cfg_key, role_key)
         if not isinstance(over, Mapping):
             continue
-        touched = [k for k in over if str(k).replace("_", "-") in _SGLANG_SPEC_KEYS or k in SPEC_CONFIG_KEYS]
+        touched = [k for k in over if str(k).replace("_", "-") in SPEC_KEYS or k in SPEC_KEYS]
         if not touched:
             continue
         line = node_line(a.doc, [name, "backend", cfg_key, role_key, touched[0]], key_line=True)

@@ -170,13 +170,15 @@ def _bench_counts(doc: Mapping[str, Any], path: Path, k: int | None) -> Acceptan
 
 
 def _window_counts(snapshots: Sequence[Path], k: int | None) -> list[AcceptanceCounts]:
-    from golden_al.formats import prometheus as prom
+    from golden_al.formats import counters as prom
+    from golden_al.formats.counters.vllm import VllmSpecCounters
+    from golden_al.formats.prometheus import parse_metrics_text
 
     parsed = []
     for p in snapshots:
-        snap = prom.parse_metrics_text(_read(p).decode("utf-8", errors="replace"), source=p)
-        c = prom.spec_counters(snap, "vllm")
-        assert isinstance(c, prom.VllmSpecCounters)
+        snap = parse_metrics_text(_read(p).decode("utf-8", errors="replace"), source=p)
+        c = prom.spec_counters(snap, vllm_engine.PROFILE.name)
+        assert isinstance(c, VllmSpecCounters)
         parsed.append((p, c))
     out = []
     for (pa, a), (pb, b) in itertools.pairwise(parsed):
@@ -185,7 +187,7 @@ def _window_counts(snapshots: Sequence[Path], k: int | None) -> list[AcceptanceC
         except Exception as exc:
             raise InputFileError(f"counters went backwards between {pa.name} and {pb.name} ({exc}): the "
                                  "snapshots are not in time order, or the server restarted", path=pb) from None
-        assert isinstance(d, prom.VllmSpecCounters)
+        assert isinstance(d, VllmSpecCounters)
         if d.num_drafts <= 0:
             continue
         out.append(vllm_engine.counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,

@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from golden_al.engines import REFERENCE_ENGINE
 from golden_al.errors import UsageError
 
 if TYPE_CHECKING:  # the record modules (numpy, pydantic) load only when a run starts
@@ -218,7 +219,7 @@ class ReferenceSettings:
     def run_key(self) -> dict[str, Any]:
         """Settings that must match for ``--resume`` to continue a run."""
         return {
-            "engine": "reference", "mode": self.mode, "target": self.target, "draft": self.draft,
+            "engine": REFERENCE_ENGINE, "mode": self.mode, "target": self.target, "draft": self.draft,
             "dtype": self.dtype, "prompts": self.prompts, "thinking": self.thinking,
             "temperature": self.temperature, "top_p": self.top_p, "max_tokens": self.max_tokens,
             "seed": self.seed, "prefill_emits_token": self.prefill_emits_token,
@@ -614,7 +615,7 @@ def run_measurement(
             "resumed_requests": len(logs[k].resumed),
         }
         record = build_record(
-            results=results, draft_len=k, engine="reference", engine_version=_engine_version(),
+            results=results, draft_len=k, engine=REFERENCE_ENGINE, engine_version=_engine_version(),
             mode=settings.mode, estimate=settings.mode == "replay" and not settings.greedy,
             target=pair.target.info, draft=d_info, draft_method="dflash" if settings.block else CHAIN_ALGORITHM,
             thinking=settings.thinking, chat_template_kwargs=inputs.chat_template_kwargs, sampling=sampling_info,

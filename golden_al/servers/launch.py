@@ -29,7 +29,6 @@ from types import FrameType
 from typing import Any
 
 from golden_al import engines
-from golden_al.engines import vllm as vllm_engine
 from golden_al.engines.profile import LaunchRequest
 from golden_al.errors import ServerError, UsageError
 from golden_al.provenance import now_iso
@@ -146,13 +145,6 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
-def vllm_config_for(spec: LaunchSpec) -> dict[str, Any]:
-    """The ``--speculative-config`` dict for a vLLM launch (refuses synthetic keys)."""
-    cfg = vllm_engine.launch_config(spec.request())
-    synthetic.check_vllm_speculative_config(cfg, where="--speculative-extra")
-    return cfg
-
-
 def _check_reserved(engine: str, args: Sequence[str]) -> None:
     for arg in args:
         name = arg.split("=", 1)[0]
@@ -182,8 +174,8 @@ def build_command(spec: LaunchSpec) -> list[str]:
     synthetic.check_engine_args(spec.engine, spec.engine_args, where="--engine-arg")
     profile = engines.get_profile(spec.engine)
     assert profile.server_args is not None  # every SERVER_ENGINES profile has one
-    if spec.engine == "vllm":
-        vllm_config_for(spec)  # refuses synthetic keys in --speculative-extra
+    # synthetic keys in --speculative-extra, whichever engine it is merged into
+    synthetic.check_vllm_speculative_config(spec.speculative_extra, where="--speculative-extra")
     if profile.executable is not None:  # llama.cpp's llama-server: the binary, then its arguments
         cmd = [*spec.command_prefix, spec.binary or profile.executable, *profile.server_args(spec.request())]
     else:
@@ -211,7 +203,7 @@ def _reference_command(spec: LaunchSpec) -> list[str]:
         cmd += ["--draft", spec.draft]
     if spec.served_model_name:
         cmd += ["--served-model-name", spec.served_model_name]
-    if spec.engine == "sglang" and spec.algorithm:
+    if spec.algorithm:  # the flavors that report an algorithm report this one
         cmd += ["--algorithm", spec.algorithm.lower()]
     return cmd + list(spec.engine_args)
 

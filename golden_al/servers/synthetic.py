@@ -115,10 +115,9 @@ def find_speculative_config(args: Sequence[str]) -> dict[str, Any] | None:
 
 def check_engine_args(engine: str, args: Sequence[str], *, where: str = "server arguments") -> None:
     """Raise when the engine's own command-line arguments force acceptance."""
-    if engine == "vllm":
-        cfg = find_speculative_config(args)
-        if cfg is not None:
-            check_vllm_speculative_config(cfg, where=where)
+    cfg = find_speculative_config(args)  # any engine's: a wrapper may forward vLLM's arguments
+    if cfg is not None:
+        check_vllm_speculative_config(cfg, where=where)
     for flag in (atom.LENGTH_FLAG, atom.RATE_FLAG, *llamacpp.SYNTH_FLAG_FORMS):
         for i, arg in enumerate(args):
             if arg == flag or arg.startswith(flag + "="):

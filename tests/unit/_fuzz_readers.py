@@ -95,8 +95,9 @@ def readers() -> list[tuple[str, Any, Callable[[Any], object]]]:
     from golden_al.checks.static import check_paths
     from golden_al.cli.draft_lengths import read_curve_file
     from golden_al.formats import parse_atom_mtp_stats, parse_sglang_meta_info, parse_vllm_spec_metrics
+    from golden_al.formats.counters import spec_counters
     from golden_al.formats.logs import read_log_file
-    from golden_al.formats.prometheus import parse_metrics_text, read_metrics_file, spec_counters
+    from golden_al.formats.prometheus import parse_metrics_text, read_metrics_file
     from golden_al.golden import load_store
     from golden_al.golden.legacy import read_legacy_text
     from golden_al.golden.schema import load_yaml_roundtrip, parse_curve, to_plain

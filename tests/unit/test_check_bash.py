@@ -22,8 +22,10 @@ from golden_al.checks.bash import (
     safe_arith,
     show,
 )
-from golden_al.checks.spec import sglang_draft_hidden
+from golden_al.checks.findings import DraftInfo
+from golden_al.checks.spec import settings_draft_any_algorithm
 from golden_al.checks.static import check_paths
+from golden_al.engines import sglang
 from golden_al.golden import load_store
 
 
@@ -258,10 +260,16 @@ def test_function_output_in_a_command_substitution() -> None:
     assert [v["X"] for _, _, v in seen] == ["--k 3"]
 
 
+def _hidden(flags: dict[str, str]) -> DraftInfo:
+    spec = sglang.read_recipe_role(flags)
+    assert spec is not None
+    return settings_draft_any_algorithm(sglang.PROFILE.name, spec, "flags", "$F")
+
+
 def test_hidden_algorithm_rule() -> None:
-    ok = sglang_draft_hidden({"speculative-num-steps": "2", "speculative-num-draft-tokens": "3"}, "flags", "$F")
+    ok = _hidden({"speculative-num-steps": "2", "speculative-num-draft-tokens": "3"})
     assert ok.k == 2
-    tree = sglang_draft_hidden({"speculative-num-steps": "2", "speculative-num-draft-tokens": "8"}, "flags", "$F")
+    tree = _hidden({"speculative-num-steps": "2", "speculative-num-draft-tokens": "8"})
     assert tree.k is None
     assert "different k by algorithm" in (tree.problem or "")
 

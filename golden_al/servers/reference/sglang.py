@@ -1,0 +1,186 @@
+"""serve-reference's SGLang flavor (SGLang 0.5.23 ``python/sglang/srt/entrypoints/http_server.py``,
+``entrypoints/openai/protocol.py``, ``managers/tokenizer_manager.py`` ``_calculate_spec_decoding_metrics``,
+``managers/scheduler_components/metrics_reporter.py``, ``observability/metrics_collector.py``):
+``/v1/chat/completions`` with ``choices[0].meta_info`` when ``return_meta_info`` and
+``sglext.spec_tokens_details`` when ``return_spec_tokens_details``; ``/generate`` with ``meta_info``;
+``/server_info`` (and ``/get_server_info``) with the server args, ``internal_states[0].avg_spec_accept_length``
+(advanced only at each decode-log interval, as SGLang does) and ``version``; ``/metrics``; the
+``Decode batch, ...`` log line every ``decode_log_interval`` request-steps. ``meta_version`` selects the
+field names: ``0.5.23``, ``0.5.15`` (adds the ``spec_accepted_drafts`` / ``spec_proposed_drafts`` /
+``spec_accept_histogram`` aliases) or ``old`` (``spec_accept_token_num`` / ``spec_draft_token_num`` /
+``spec_accept_histogram`` only). As in SGLang, ``completion_tokens`` includes the prefill token and the
+histogram list is only as long as the largest count seen."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+from golden_al.engines import sglang
+from golden_al.servers.reference.flavor import Flavor, now_log
+from golden_al.servers.served_engine import Generation
+
+__all__ = ["SglangFlavor"]
+
+_LABELS = ("model_name", "engine_type", "tp_rank")
+
+
+def _histogram(accepted: list[int]) -> list[int]:
+    """SGLang's dynamically grown list: index j = steps that accepted j drafts."""
+    if not accepted:
+        return []
+    out = [0] * (max(accepted) + 1)
+    for n in accepted:
+        out[n] += 1
+    return out
+
+
+class SglangFlavor(Flavor):
+    """SGLang's counters, decode log line, ``/server_info``, ``/generate`` and ``meta_info``."""
+
+    generate_paths: ClassVar[tuple[str, ...]] = ("/generate",)
+
+    def reset(self, registry: Any) -> None:
+        from prometheus_client import Counter, Gauge
+
+        self.c_verify = Counter(sglang.METRIC_VERIFY_CALLS.removesuffix("_total"),
+                                "Number of speculative decoding verification calls.", _LABELS, registry=registry)
+        self.c_gen = Counter(sglang.METRIC_GENERATION_TOKENS.removesuffix("_total"),
+                             "Number of generation tokens processed.", _LABELS, registry=registry)
+        self.c_requests = Counter(sglang.METRIC_NUM_REQUESTS.removesuffix("_total"),
+                                  "The number of processed requests.", _LABELS, registry=registry)
+        self.g_accept_len = Gauge(sglang.METRIC_ACCEPT_LENGTH, "The average acceptance length of speculative "
+                                  "decoding.", _LABELS, registry=registry)
+        self.g_accept_rate = Gauge(sglang.METRIC_ACCEPT_RATE, "The average acceptance rate of speculative "
+                                   "decoding.", _LABELS, registry=registry)
+        for c in (self.c_verify, self.c_gen, self.c_requests):
+            c.labels(self.model_name(), "unified", "0").inc(0)
+        # the decode-log interval, and the lifetime totals advanced at each interval
+        self.batches = self.tokens = self.bs = self.correct = 0
+        self.total_tokens = self.total_forward = 0
+        self.iv_start = time.monotonic()
+
+    def record(self, gen: Generation) -> None:
+        name = self.model_name()
+        self.c_verify.labels(name, "unified", "0").inc(len(gen.accepted))
+        self.c_gen.labels(name, "unified", "0").inc(gen.output_tokens)
+        self.c_requests.labels(name, "unified", "0").inc()
+        for n in gen.accepted:
+            self.batches += 1
+            self.tokens += n + 1
+            self.bs += 1
+            self.correct += n
+            if self.batches >= self.config.decode_log_interval:
+                self._line()
+
+    def _line(self) -> None:
+        k = self.engine.draft_len
+        elapsed = max(time.monotonic() - self.iv_start, 1e-9)
+        accept_len = self.tokens / self.bs
+        accept_rate = self.correct / (self.bs * k)  # per round: speculative_num_draft_tokens - 1 (topk 1)
+        self.total_tokens += self.tokens
+        self.total_forward += self.bs
+        name = self.model_name()
+        self.g_accept_len.labels(name, "unified", "0").set(accept_len)
+        self.g_accept_rate.labels(name, "unified", "0").set(accept_rate)
+        self.log(sglang.LOG_DECODE_BATCH_FORMAT.format(
+            time=now_log(), running=max(self.running, 1), tokens=self.tokens, accept_len=accept_len,
+            accept_rate=accept_rate, throughput=self.tokens / elapsed))
+        self.batches = self.tokens = self.bs = self.correct = 0
+        self.iv_start = time.monotonic()
+
+    def startup_lines(self, port: int) -> list[str]:
+        k = self.engine.draft_len
+        return [sglang.LOG_SERVER_ARGS_FORMAT.format(time=now_log(), model=self.engine.target_name,
+                                                     algorithm=self.config.algorithm.upper(), steps=k,
+                                                     draft_tokens=k + 1)]
+
+    def get(self, path: str) -> Any | None:
+        if path in sglang.SERVER_INFO_PATHS:
+            return self.server_info()
+        if path == "/get_model_info":
+            return {"model_path": self.engine.target_name, "is_generation": True}
+        return None
+
+    def server_info(self) -> dict[str, Any]:
+        """SGLang ``/server_info``: server args flattened, ``internal_states``, ``version``."""
+        k = self.engine.draft_len
+        algo = self.config.algorithm.upper()
+        steps, ndt = (1, k + 1) if algo in ("DFLASH", "DSPARK") else (k, k + 1)
+        f = sglang.SERVER_INFO_FIELDS
+        avg = self.total_tokens / self.total_forward if self.total_forward else 0.0
+        info: dict[str, Any] = {
+            f["model_path"]: self.engine.target_name,
+            f["served_model_name"]: self.model_name(),
+            f["tp_size"]: 1,
+            f["algorithm"]: algo,
+            f["draft_model"]: self.engine.draft_name,
+            f["num_steps"]: steps,
+            f["eagle_topk"]: 1,
+            f["num_draft_tokens"]: ndt,
+            "decode_log_interval": self.config.decode_log_interval,
+            f["adaptive"]: self.config.speculative_adaptive,
+            sglang.SERVER_INFO_STATES: [{sglang.SERVER_INFO_AVG_ACCEPT_LENGTH: avg, "last_gen_throughput": 0.0}],
+            "version": self.config.version,
+        }
+        if algo == "DSPARK":
+            info[f["dspark_block_size"]] = k
+        if self.config.claim_synthetic:
+            info["environ"] = {sglang.ENV_LEN: "2.5", sglang.ENV_METHOD: sglang.DEFAULT_METHOD}
+        return info
+
+    def meta_info(self, gen: Generation, rid: str, latency: float, nospec: bool) -> dict[str, Any]:
+        """SGLang ``meta_info`` of a finished request (field names per ``meta_version``; ``nospec``: none of
+        the ``spec_`` fields)."""
+        k = self.engine.draft_len
+        verify = len(gen.accepted)
+        correct = sum(gen.accepted)
+        proposed = verify * k
+        hist = _histogram(gen.accepted)
+        finish: dict[str, Any] = {"type": gen.finish_reason}
+        if gen.finish_reason == "length":
+            finish["length"] = gen.output_tokens
+        meta: dict[str, Any] = {
+            "id": rid,
+            "finish_reason": finish,
+            "prompt_tokens": gen.prompt_tokens,
+            "completion_tokens": gen.output_tokens,
+            "cached_tokens": 0,
+            "e2e_latency": latency,
+            sglang.META_VERIFY: verify,
+        }
+        if verify:
+            meta[sglang.META_ACCEPT_LENGTH] = gen.output_tokens / verify
+            meta[sglang.META_ACCEPT_RATE] = correct / proposed if proposed else 0.0
+        # field names by version, newest first: (0.5.23, 0.5.15 alias, old) for accepted / proposed,
+        # (0.5.23, 0.5.15 alias = old) for the histogram
+        acc, prop, hists = sglang.META_ACCEPTED_KEYS, sglang.META_PROPOSED_KEYS, sglang.META_HISTOGRAM_KEYS
+        version = self.config.meta_version
+        if version == "old":
+            meta.update({acc[2]: correct, prop[2]: proposed, hists[1]: hist})
+        else:
+            meta.update({acc[0]: correct, prop[0]: proposed, hists[0]: hist})
+            if version == "0.5.15":
+                meta.update({acc[1]: correct, prop[1]: proposed, hists[1]: hist})
+        return {key: v for key, v in meta.items() if not key.startswith("spec_")} if nospec else meta
+
+    @staticmethod
+    def spec_tokens_details(meta: Mapping[str, Any]) -> dict[str, Any]:
+        """SGLang ``SpecTokensDetails`` (0.5.23 ``entrypoints/openai/protocol.py``)."""
+        keys = (sglang.META_ACCEPT_RATE, sglang.META_ACCEPT_LENGTH, sglang.META_ACCEPTED_KEYS[0],
+                sglang.META_PROPOSED_KEYS[0], sglang.META_VERIFY, sglang.META_HISTOGRAM_KEYS[0])
+        out: dict[str, Any] = {key: meta.get(key) for key in keys}
+        out.update(spec_cap_length=None, spec_block_accept_length=None, spec_cap_lens_histogram=None)
+        return out
+
+    def generate_answer(self, gen: Generation, rid: str, latency: float, nospec: bool) -> dict[str, Any]:
+        return {"text": gen.text, sglang.META_INFO: self.meta_info(gen, rid, latency, nospec)}
+
+    def chat_fields(self, resp: dict[str, Any], choice: dict[str, Any], body: dict[str, Any], gen: Generation,
+                    rid: str, latency: float, nospec: bool) -> None:
+        meta = self.meta_info(gen, rid, latency, nospec)
+        if body.get("return_meta_info"):
+            choice[sglang.META_INFO] = meta
+        if body.get("return_spec_tokens_details") and not nospec:
+            resp[sglang.META_EXTENSION] = {sglang.META_DETAILS: self.spec_tokens_details(meta)}
