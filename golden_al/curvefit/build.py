@@ -165,7 +165,10 @@ class CurveFit:
 
     def diagnostics(self, *, curve_file: str | None = None, curve_sha256: str | None = None,
                     provenance: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The sidecar document (plain JSON types)."""
+        """The sidecar document (plain JSON types).
+
+        Kept whole: one JSON document assembled field by field, in the order the document shows.
+        """
         modes: dict[str, Any] = {}
         for mode, mf in self.modes.items():
             fr = mf.fit
@@ -340,6 +343,9 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
         SettingsMismatchError: records disagree on a setting (the field and files named).
         SchemaError: the resulting curve violates the schema (e.g. an engine name the
             schema does not know).
+
+    Kept whole: the steps (agreement checks, each mode's fit, the filled points, the schema check) are calls
+    already; what stays here is their order and the warnings and blocks they share.
     """
     options = options or FitOptions()
     if not records:

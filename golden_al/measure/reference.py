@@ -448,6 +448,10 @@ def run_measurement(
         progress: ``progress(advance, total=..., description=...)`` in output tokens (a request
             that ends early advances by the budget it did not use); the description counts requests.
         argv: command line for provenance.
+
+    Kept whole: one run's pipeline (open the logs, decode live or by replay, write a record per k) whose
+    progress callbacks and request logs close over the same state; its pieces (engine, logs, record builder)
+    are calls.
     """
     from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams, make_generator
     from golden_al.measure.records import RequestLog, build_record, request_result

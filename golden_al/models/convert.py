@@ -539,6 +539,8 @@ def convert_gguf(
 def _convert(gguf_path: Path, out_dir: Path, *, meta: dict[str, Any], digest: str, dtype: str, torch_dtype: Any,
              eos_token_ids: list[int] | None, shipped_dtype: str | None, extra_files: Mapping[str, str] | None,
              check_tensors: bool, progress: ProgressFn, started: float, weights: str) -> dict[str, Any]:
+    """Kept whole: one conversion's steps (tokenizer, weights, checks, saving), each timed into the one
+    manifest it returns."""
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
     from transformers.utils.quantization_config import GgufConfig

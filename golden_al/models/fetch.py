@@ -385,6 +385,9 @@ def fetch_model(
     GGUF and the converted files even when the manifest says they are fine;
     ``reconvert=True`` converts again (e.g. after upgrading transformers). ``weights``:
     the layout (:func:`default_weights` of ``dtype`` when None).
+
+    Kept whole: each step (download, assemble, verify, convert) trusts only the cache manifest the step before
+    it wrote; the order of the steps is the contract.
     """
     cache = Path(cache_dir).expanduser()
     progress = progress or _noop

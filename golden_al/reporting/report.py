@@ -135,7 +135,10 @@ def _ci(ci: Any) -> str:
 def write_report(series: Sequence[Series], inputs: Sequence[ReportInput], out_dir: str | Path, *,
                  batch_sizes: Sequence[int] = DEFAULT_BATCH_SIZES, cost_overrides: dict[str, float] | None = None,
                  title: str = "golden-al report", provenance: dict[str, Any] | None = None) -> ReportResult:
-    """Write every plot + JSON pair and ``report.md`` into ``out_dir``."""
+    """Write every plot + JSON pair and ``report.md`` into ``out_dir``.
+
+    Kept whole: one plot and JSON pair per section, emitted in report order into one ``report.md``.
+    """
     if not series:
         raise InputFileError("nothing to report: the inputs hold no curve points")
     out = Path(out_dir)

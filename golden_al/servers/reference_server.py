@@ -228,231 +228,234 @@ class ReferenceServer:
 
     # ------------------------------------------------------------------ handler
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
-        server = self
+        """The request handler bound to this server; ``timeout``: seconds a connection may stay silent
+        (headers, body, or idle between keep-alive requests)."""
+        return type("Handler", (_Handler,), {"ref": self, "timeout": self.config.io_timeout_s})
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            #: seconds a connection may stay silent (headers, body, or idle between keep-alive requests)
-            timeout = server.config.io_timeout_s
 
-            def log_message(self, format: str, *args: Any) -> None:
+
+class _Handler(BaseHTTPRequestHandler):
+    """The HTTP side of :class:`ReferenceServer` (:meth:`ReferenceServer._handler_class` binds ``ref``)."""
+
+    protocol_version = "HTTP/1.1"
+    ref: ReferenceServer  #: the server this handler answers for
+
+    def log_message(self, format: str, *args: Any) -> None:
+        return
+
+    def handle_one_request(self) -> None:
+        """Every request gets an HTTP answer: anything the handlers did not foresee is a 400 or
+        500 JSON error, a silent socket is closed after ``timeout``, never a traceback."""
+        try:
+            super().handle_one_request()
+        except TimeoutError:
+            self.close_connection = True
+        except (ConnectionError, OSError):
+            self.close_connection = True
+        except Exception as exc:  # a bad request must never kill the server thread
+            self.ref.log(f"[{now_log()}] golden-al: bad request: {type(exc).__name__}: {exc}")
+            self._error(400, f"bad request: {type(exc).__name__}")
+            self.close_connection = True
+
+    def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
+        """The standard library's malformed-request answers (a bad request line, headers too long),
+        as JSON like every other error, always with an HTTP/1.1 status line."""
+        if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
+            self.request_version = "HTTP/1.1"
+        self._error(int(code), message or HTTPStatus(int(code)).phrase)
+        self.close_connection = True
+
+    def _body(self) -> dict[str, Any] | None:
+        """The JSON object of the request body, under the byte cap, or None (answered with a 4xx)."""
+        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
+            self._error(411, "a Content-Length is required")
+            self.close_connection = True  # the chunked body is not read: it must not pass for a request
+            return None
+        raw = self.headers.get("Content-Length") or "0"
+        if not raw.strip().isdigit():
+            self._error(400, f"bad Content-Length {raw[:40]!r}")
+            return None
+        length = int(raw)
+        if length > self.ref.config.max_body_bytes:
+            self._error(413, f"body of {length:,} bytes is over the {self.ref.config.max_body_bytes:,}-byte cap")
+            self.close_connection = True
+            return None
+        try:
+            data = self.rfile.read(length)
+        except TimeoutError:
+            self._error(408, f"the body stopped arriving ({self.ref.config.io_timeout_s:g} s without a byte)")
+            self.close_connection = True
+            return None
+        if len(data) < length:
+            self._error(400, "the body ended before its Content-Length")
+            self.close_connection = True
+            return None
+        try:
+            body = json.loads(data or b"{}")
+        except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+            self._error(400, f"bad JSON body: {type(exc).__name__}")
+            return None
+        if not isinstance(body, dict):
+            self._error(400, "the body must be a JSON object")
+            return None
+        return body
+
+    def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+        except (BrokenPipeError, ConnectionResetError):
+            pass
+
+    def _json(self, status: int, obj: Any) -> None:
+        self._send(status, json.dumps(obj).encode())
+
+    def _error(self, status: int, message: str) -> None:
+        self._json(status, {"object": "error", "message": message, "type": HTTPStatus(status).phrase,
+                            "code": status})
+
+    def do_GET(self) -> None:
+        path = self.path.split("?", 1)[0]
+        if path in ("/health", "/health_generate"):
+            self._send(200, self.ref.flavor.health_body)
+        elif path == "/v1/models":
+            self._json(200, {"object": "list", "data": [
+                {"id": self.ref.model_name, "object": "model", "owned_by": "golden-al",
+                 "root": self.ref.engine.target_name, "max_model_len": 1 << 20}]})
+        elif path == "/metrics":
+            self._send(200, self.ref.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
+        else:
+            with self.ref.lock:
+                answer = self.ref.flavor.get(path)
+            if answer is None:
+                self._error(404, f"no route {path}")
+            else:
+                self._json(200, answer)
+
+    def do_POST(self) -> None:
+        path = self.path.split("?", 1)[0]
+        body = self._body()
+        if body is None:
+            return
+        if path == "/v1/chat/completions":
+            self._generate(body, chat=True)
+        elif path in self.ref.flavor.generate_paths:
+            self._generate(body, chat=False)
+        else:
+            self._error(404, f"no route {path}")
+
+    def _generate(self, body: dict[str, Any], *, chat: bool) -> None:
+        n = self.ref.next_request_number()
+        kinds = self.ref.config.faults.kinds(n, body)
+        if "die" in kinds:
+            self.ref.log(f"[{now_log()}] golden-al fault: request {n}: exiting (simulated kill)")
+            os._exit(17)
+        for status in ("500", "502", "503"):
+            if status in kinds:
+                self.ref.log(f"[{now_log()}] golden-al fault: request {n}: HTTP {status}")
+                self._error(int(status), f"injected fault on request {n}")
                 return
-
-            def handle_one_request(self) -> None:
-                """Every request gets an HTTP answer: anything the handlers did not foresee is a 400 or
-                500 JSON error, a silent socket is closed after ``timeout``, never a traceback."""
-                try:
-                    super().handle_one_request()
-                except TimeoutError:
-                    self.close_connection = True
-                except (ConnectionError, OSError):
-                    self.close_connection = True
-                except Exception as exc:  # a bad request must never kill the server thread
-                    server.log(f"[{now_log()}] golden-al: bad request: {type(exc).__name__}: {exc}")
-                    self._error(400, f"bad request: {type(exc).__name__}")
-                    self.close_connection = True
-
-            def send_error(self, code: int, message: str | None = None, explain: str | None = None) -> None:
-                """The standard library's malformed-request answers (a bad request line, headers too long),
-                as JSON like every other error, always with an HTTP/1.1 status line."""
-                if getattr(self, "request_version", "HTTP/0.9") == "HTTP/0.9":
-                    self.request_version = "HTTP/1.1"
-                self._error(int(code), message or HTTPStatus(int(code)).phrase)
-                self.close_connection = True
-
-            def _body(self) -> dict[str, Any] | None:
-                """The JSON object of the request body, under the byte cap, or None (answered with a 4xx)."""
-                if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-                    self._error(411, "a Content-Length is required")
-                    self.close_connection = True  # the chunked body is not read: it must not pass for a request
-                    return None
-                raw = self.headers.get("Content-Length") or "0"
-                if not raw.strip().isdigit():
-                    self._error(400, f"bad Content-Length {raw[:40]!r}")
-                    return None
-                length = int(raw)
-                if length > server.config.max_body_bytes:
-                    self._error(413, f"body of {length:,} bytes is over the {server.config.max_body_bytes:,}-byte cap")
-                    self.close_connection = True
-                    return None
-                try:
-                    data = self.rfile.read(length)
-                except TimeoutError:
-                    self._error(408, f"the body stopped arriving ({server.config.io_timeout_s:g} s without a byte)")
-                    self.close_connection = True
-                    return None
-                if len(data) < length:
-                    self._error(400, "the body ended before its Content-Length")
-                    self.close_connection = True
-                    return None
-                try:
-                    body = json.loads(data or b"{}")
-                except (ValueError, UnicodeDecodeError, RecursionError) as exc:
-                    self._error(400, f"bad JSON body: {type(exc).__name__}")
-                    return None
-                if not isinstance(body, dict):
-                    self._error(400, "the body must be a JSON object")
-                    return None
-                return body
-
-            def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
-                try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", ctype)
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body)
-                except (BrokenPipeError, ConnectionResetError):
-                    pass
-
-            def _json(self, status: int, obj: Any) -> None:
-                self._send(status, json.dumps(obj).encode())
-
-            def _error(self, status: int, message: str) -> None:
-                self._json(status, {"object": "error", "message": message, "type": HTTPStatus(status).phrase,
-                                    "code": status})
-
-            def do_GET(self) -> None:
-                path = self.path.split("?", 1)[0]
-                if path in ("/health", "/health_generate"):
-                    self._send(200, server.flavor.health_body)
-                elif path == "/v1/models":
-                    self._json(200, {"object": "list", "data": [
-                        {"id": server.model_name, "object": "model", "owned_by": "golden-al",
-                         "root": server.engine.target_name, "max_model_len": 1 << 20}]})
-                elif path == "/metrics":
-                    self._send(200, server.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
-                else:
-                    with server.lock:
-                        answer = server.flavor.get(path)
-                    if answer is None:
-                        self._error(404, f"no route {path}")
-                    else:
-                        self._json(200, answer)
-
-            def do_POST(self) -> None:
-                path = self.path.split("?", 1)[0]
-                body = self._body()
-                if body is None:
+        if "reset" in kinds:
+            self.ref.log(f"[{now_log()}] golden-al fault: request {n}: counters reset (simulated restart)")
+            with self.ref.lock:
+                self.ref.reset()
+        try:
+            if chat:
+                messages = body.get("messages")
+                if not isinstance(messages, list) or not messages:
+                    self._error(400, "messages must be a non-empty list")
                     return
-                if path == "/v1/chat/completions":
-                    self._generate(body, chat=True)
-                elif path in server.flavor.generate_paths:
-                    self._generate(body, chat=False)
-                else:
-                    self._error(404, f"no route {path}")
-
-            def _generate(self, body: dict[str, Any], *, chat: bool) -> None:
-                n = server.next_request_number()
-                kinds = server.config.faults.kinds(n, body)
-                if "die" in kinds:
-                    server.log(f"[{now_log()}] golden-al fault: request {n}: exiting (simulated kill)")
-                    os._exit(17)
-                for status in ("500", "502", "503"):
-                    if status in kinds:
-                        server.log(f"[{now_log()}] golden-al fault: request {n}: HTTP {status}")
-                        self._error(int(status), f"injected fault on request {n}")
-                        return
-                if "reset" in kinds:
-                    server.log(f"[{now_log()}] golden-al fault: request {n}: counters reset (simulated restart)")
-                    with server.lock:
-                        server.reset()
-                try:
-                    if chat:
-                        messages = body.get("messages")
-                        if not isinstance(messages, list) or not messages:
-                            self._error(400, "messages must be a non-empty list")
-                            return
-                        if body.get("stream"):
-                            self._error(400, "streaming is not supported by serve-reference")
-                            return
-                        max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
-                        temperature = float(body.get("temperature", 1.0))
-                        top_p = float(body.get("top_p", 1.0))
-                        text = None
-                    else:
-                        sp = body.get("sampling_params") or {}
-                        messages = None
-                        text = body.get("text")
-                        if not isinstance(text, str):
-                            self._error(400, "/generate needs a text prompt")
-                            return
-                        max_tokens = int(sp.get("max_new_tokens", 128))
-                        temperature = float(sp.get("temperature", 1.0))
-                        top_p = float(sp.get("top_p", 1.0))
-                    seed = body.get("seed")
-                    seed = int(seed) if seed is not None else None
-                    kwargs = body.get("chat_template_kwargs") or {}
-                except (TypeError, ValueError) as exc:
-                    self._error(400, f"bad request field: {exc}")
+                if body.get("stream"):
+                    self._error(400, "streaming is not supported by serve-reference")
                     return
-                server.set_running(+1)
-                t0 = time.monotonic()
-                try:
-                    if "sleep" in kinds:
-                        server.log(f"[{now_log()}] golden-al fault: request {n}: sleeping {server.config.fault_sleep_s:g} s")
-                        time.sleep(server.config.fault_sleep_s)
-                    try:
-                        gen = server.engine.generate(messages=messages, text=text, max_tokens=max_tokens,
-                                                     temperature=temperature, top_p=top_p, seed=seed,
-                                                     chat_template_kwargs=kwargs)
-                    except Exception as exc:  # a bad request must never kill the server thread
-                        server.log(f"[{now_log()}] engine error on request {n}: {type(exc).__name__}: {exc}")
-                        self._error(500, f"engine error: {type(exc).__name__}: {exc}")
-                        return
-                    with server.lock:
-                        server.flavor.record(gen)
-                finally:
-                    server.set_running(-1)
-                latency = time.monotonic() - t0
-                if self._misbehave(kinds, n):
+                max_tokens = int(body.get("max_tokens") or body.get("max_completion_tokens") or 16)
+                temperature = float(body.get("temperature", 1.0))
+                top_p = float(body.get("top_p", 1.0))
+                text = None
+            else:
+                sp = body.get("sampling_params") or {}
+                messages = None
+                text = body.get("text")
+                if not isinstance(text, str):
+                    self._error(400, "/generate needs a text prompt")
                     return
-                nospec = "nospec" in kinds
-                rid = uuid.uuid4().hex
-                if not chat:
-                    self._json(200, server.flavor.generate_answer(gen, rid, latency, nospec))
-                    return
-                choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": gen.text},
-                                          "logprobs": None, "finish_reason": gen.finish_reason}
-                resp: dict[str, Any] = {
-                    "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()),
-                    "model": server.model_name, "choices": [choice],
-                    "usage": {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.output_tokens,
-                              "total_tokens": gen.prompt_tokens + gen.output_tokens},
-                }
-                server.flavor.chat_fields(resp, choice, body, gen, rid, latency, nospec)
-                self._json(200, _lie(resp, kinds, server.engine.draft_len))
+                max_tokens = int(sp.get("max_new_tokens", 128))
+                temperature = float(sp.get("temperature", 1.0))
+                top_p = float(sp.get("top_p", 1.0))
+            seed = body.get("seed")
+            seed = int(seed) if seed is not None else None
+            kwargs = body.get("chat_template_kwargs") or {}
+        except (TypeError, ValueError) as exc:
+            self._error(400, f"bad request field: {exc}")
+            return
+        self.ref.set_running(+1)
+        t0 = time.monotonic()
+        try:
+            if "sleep" in kinds:
+                self.ref.log(f"[{now_log()}] golden-al fault: request {n}: sleeping {self.ref.config.fault_sleep_s:g} s")
+                time.sleep(self.ref.config.fault_sleep_s)
+            try:
+                gen = self.ref.engine.generate(messages=messages, text=text, max_tokens=max_tokens,
+                                             temperature=temperature, top_p=top_p, seed=seed,
+                                             chat_template_kwargs=kwargs)
+            except Exception as exc:  # a bad request must never kill the server thread
+                self.ref.log(f"[{now_log()}] engine error on request {n}: {type(exc).__name__}: {exc}")
+                self._error(500, f"engine error: {type(exc).__name__}: {exc}")
+                return
+            with self.ref.lock:
+                self.ref.flavor.record(gen)
+        finally:
+            self.ref.set_running(-1)
+        latency = time.monotonic() - t0
+        if self._misbehave(kinds, n):
+            return
+        nospec = "nospec" in kinds
+        rid = uuid.uuid4().hex
+        if not chat:
+            self._json(200, self.ref.flavor.generate_answer(gen, rid, latency, nospec))
+            return
+        choice: dict[str, Any] = {"index": 0, "message": {"role": "assistant", "content": gen.text},
+                                  "logprobs": None, "finish_reason": gen.finish_reason}
+        resp: dict[str, Any] = {
+            "id": f"chatcmpl-{rid}", "object": "chat.completion", "created": int(time.time()),
+            "model": self.ref.model_name, "choices": [choice],
+            "usage": {"prompt_tokens": gen.prompt_tokens, "completion_tokens": gen.output_tokens,
+                      "total_tokens": gen.prompt_tokens + gen.output_tokens},
+        }
+        self.ref.flavor.chat_fields(resp, choice, body, gen, rid, latency, nospec)
+        self._json(200, _lie(resp, kinds, self.ref.engine.draft_len))
 
-            def _misbehave(self, kinds: list[str], n: int) -> bool:
-                """The faults that replace the answer itself; True when one did."""
-                if "list" in kinds:
-                    self._json(200, [1, 2, 3])
-                elif "redirect" in kinds:
-                    body = json.dumps({"usage": {"completion_tokens": 32}, "choices": [{sglang.META_INFO: {
-                        sglang.META_VERIFY: 8, sglang.META_ACCEPTED_KEYS[0]: 8 * server.engine.draft_len}}]})
-                    self.send_response(302)
-                    self.send_header("Location", "http://127.0.0.1:9/elsewhere")
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(body)))
-                    self.end_headers()
-                    self.wfile.write(body.encode())
-                elif "endless" in kinds or "trickle" in kinds:
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.end_headers()
-                    chunk = b" " * (65536 if "endless" in kinds else 1)
-                    try:
-                        for _ in range(10**9):
-                            self.wfile.write(chunk)
-                            self.wfile.flush()
-                            if "trickle" in kinds:
-                                time.sleep(1.0)
-                    except (BrokenPipeError, ConnectionResetError, OSError):
-                        pass
-                    self.close_connection = True
-                else:
-                    return False
-                server.log(f"[{now_log()}] golden-al fault: request {n}: {kinds}")
-                return True
-
-        return Handler
+    def _misbehave(self, kinds: list[str], n: int) -> bool:
+        """The faults that replace the answer itself; True when one did."""
+        if "list" in kinds:
+            self._json(200, [1, 2, 3])
+        elif "redirect" in kinds:
+            body = json.dumps({"usage": {"completion_tokens": 32}, "choices": [{sglang.META_INFO: {
+                sglang.META_VERIFY: 8, sglang.META_ACCEPTED_KEYS[0]: 8 * self.ref.engine.draft_len}}]})
+            self.send_response(302)
+            self.send_header("Location", "http://127.0.0.1:9/elsewhere")
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body.encode())
+        elif "endless" in kinds or "trickle" in kinds:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.end_headers()
+            chunk = b" " * (65536 if "endless" in kinds else 1)
+            try:
+                for _ in range(10**9):
+                    self.wfile.write(chunk)
+                    self.wfile.flush()
+                    if "trickle" in kinds:
+                        time.sleep(1.0)
+            except (BrokenPipeError, ConnectionResetError, OSError):
+                pass
+            self.close_connection = True
+        else:
+            return False
+        self.ref.log(f"[{now_log()}] golden-al fault: request {n}: {kinds}")
+        return True

@@ -186,7 +186,7 @@ def test_write_is_atomic(curve_file: Path, tmp_path: Path, monkeypatch, capsys) 
     def crash(src, dst):
         raise OSError("disk full")
 
-    monkeypatch.setattr("golden_al.safeio.os.replace", crash)
+    monkeypatch.setattr("golden_al.safeio.write.os.replace", crash)
     assert _commit(str(more), "--golden-dir", str(store)) != 0
     assert target.read_bytes() == committed
     left = sorted(p.name for p in store.iterdir() if p.name != LOCK_NAME)  # the store lock stays

@@ -118,6 +118,31 @@ def test_restore_real_removes_the_plugins_knob(site: Path, tmp_path: Path) -> No
     assert json.loads(after.stdout) == [] or all(f["engine"] != "toyserve" for f in json.loads(after.stdout))
 
 
+def test_inject_refuses_a_plugin_without_a_recipe_format_by_its_profile(site: Path, tmp_path: Path) -> None:
+    """``inject`` writes synthetic settings only where the engine's profile declares a recipe format; the toy
+    declares none, so inject says so (exit 2) and leaves the file as it was, naming the toy's own knob."""
+    recipe = tmp_path / "compose.yaml"
+    recipe.write_text(COMPOSE.format(value="6.24", model=MODEL, k=7))
+    before = recipe.read_text()
+    done = _golden_al(site, "inject", str(recipe), "--engine", "toyserve", "--model", MODEL, "--thinking", "off")
+    assert done.returncode == 2, done.stderr
+    assert "toyserve has no srt-slurm recipe format to rewrite" in done.stderr
+    assert "golden-al env --engine toyserve" in done.stderr
+    assert "TOYSERVE_FORCE_ACCEPTED" in done.stderr
+    assert recipe.read_text() == before
+
+
+def test_sweep_launch_refuses_a_plugin_that_declares_no_server_command(site: Path, tmp_path: Path) -> None:
+    """``sweep --launch`` launches only an engine whose profile gives its server command; the toy gives
+    none (it is measured with --server), and the refusal names what would let it launch."""
+    done = _golden_al(site, "sweep", "--engine", "toyserve", "--launch", "--target", "toy-model", "--draft-lens",
+                      "3,7", "--thinking", "off", *_prompts(tmp_path, 2), "--out", str(tmp_path / "sweep"))
+    assert done.returncode == 2, done.stderr
+    assert "toyserve" in done.stderr
+    assert "--server" in done.stderr
+    assert not (tmp_path / "sweep").exists() or not any((tmp_path / "sweep").rglob("measurement.json"))
+
+
 def test_simulate_runs_the_plugins_own_sampler(site: Path) -> None:
     done = _golden_al(site, "simulate", "--engine", "toyserve", "--method", "force", "--al", "4.5", "-k", "7",
                       "--format", "json")

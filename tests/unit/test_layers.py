@@ -111,3 +111,32 @@ def test_no_import_circle_crosses_a_package() -> None:
 
 def test_the_circle_finder_finds_a_circle() -> None:
     assert _cycles({"a.x": {"b.y"}, "b.y": {"a.x"}, "c.z": set()}) == [["a.x", "b.y"]]
+
+
+#: Longest library function without a reason (issue 24: "no library function over 80 lines without a
+#: reason in its docstring"); the reason is a sentence starting with this marker.
+MAX_FUNCTION_LINES = 80
+KEPT_WHOLE = "Kept whole:"
+
+
+def _long_functions(path: Path) -> list[str]:
+    out = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            length = (node.end_lineno or node.lineno) - node.lineno + 1
+            if length > MAX_FUNCTION_LINES and KEPT_WHOLE not in (ast.get_docstring(node) or ""):
+                out.append(f"{path.name}:{node.lineno} {node.name} ({length} lines)")
+    return out
+
+
+def test_no_long_library_function_without_a_reason() -> None:
+    """The CLI's parser builders (``add_arguments``) are lists of options, not logic, and are left out."""
+    long = [hit for path in sorted((ROOT / "golden_al").rglob("*.py")) if "cli" not in path.relative_to(ROOT).parts
+            for hit in _long_functions(path)]
+    assert long == []
+
+
+def test_the_length_rule_would_see_a_long_function(tmp_path: Path) -> None:
+    body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "m.py").write_text(f"def f():\n{body}\n\ndef g():\n    '''{KEPT_WHOLE} a reason.'''\n{body}")
+    assert [h.split()[1] for h in _long_functions(tmp_path / "m.py")] == ["f"]

@@ -359,6 +359,9 @@ class Expander:
         return [w for w in words if w != "" or started] or ([] if not raw else [""] if raw in ('""', "''") else [])
 
     def _expand(self, raw: str, *, quoted: bool, bare_names: bool = False) -> list[tuple[str | list[str], bool]]:
+        """Kept whole: one character scanner of shell quoting and expansions; its states (quotes, ``$`` forms,
+        escapes) share the cursor and the word buffer, which every piece would otherwise have to pass back and
+        forth."""
         out: list[tuple[str | list[str], bool]] = []
         i = 0
         n = len(raw)

@@ -87,6 +87,9 @@ def iter_block_generate(target: Any, draft: BlockDraft, prompts: Sequence[Sequen
 
     Raises:
         ValueError: ``draft_len`` outside ``1 .. block_size - 1``, or ``batch_size`` < 1.
+
+    Kept whole: the continuous-batching loop (admit, draft a block, verify, retire) shares one step's batch
+    state; it mirrors the chain engine's ``iter_generate``.
     """
     if not 1 <= draft_len <= draft.cfg.max_draft_len:
         raise ValueError(f"draft length {draft_len} is outside 1..{draft.cfg.max_draft_len} "

@@ -106,6 +106,9 @@ def iter_target_generate(
     A finished request's row goes to the next prompt at once (prefilled, a few prompts
     together, and appended, :meth:`.BatchedKV.extend`). ``progress``: output tokens (:data:`.live.ProgressFn`).
     ``shared_prefix``: as in :func:`.live.iter_generate` (or a :class:`.SharedPrefix` to reuse).
+
+    Kept whole: the continuous-batching loop (admit, decode one token, retire) shares one step's batch state
+    and KV cache.
     """
     prefix = shared_prefix if isinstance(shared_prefix, SharedPrefix) else SharedPrefix(prompts, shared_prefix)
     eos = {int(e) for e in eos_token_ids}

@@ -1,0 +1,257 @@
+"""From a server's answers to a cell's rows and records: the counts of one response checked against
+independent evidence (tokens, k) before they are believed (:func:`cross_check`), the row of a request
+(:func:`result_row`), rows split by the draft length they ran at, and the record of a cell
+(:func:`record_from_results`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from distributions.counts import AcceptanceCounts, from_histogram, tidy_count
+from golden_al.measurement import (
+    BY_DRAFT_LEN_DIR,
+    REQUESTS_FILE,
+    MeasurementRecord,
+    RequestResult,
+    ServerInfo,
+    Uncertainty,
+    append_request_result,
+    cell_totals,
+    write_record,
+)
+from golden_al.provenance import collect, now_iso
+from golden_al.servers.cell import CellPlan, ChatPrompt
+
+__all__ = [
+    "MIN_WINDOWS",
+    "OTHER_DRAFT_LENS",
+    "cross_check",
+    "record_from_results",
+    "reported_al",
+    "result_row",
+    "split_draft_len_rows",
+    "text_and_finish",
+    "usage_tokens",
+    "write_draft_len_records",
+]
+
+# ---------------------------------------------------------------------------- results
+def usage_tokens(resp: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """(prompt tokens, completion tokens) of one answer (``usage``, else SGLang's ``meta_info``; None: absent)."""
+    usage = resp.get("usage")
+    if isinstance(usage, Mapping):
+        p, c = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        return (int(p) if isinstance(p, (int, float)) else None, int(c) if isinstance(c, (int, float)) else None)
+    meta = resp.get("meta_info")
+    if isinstance(meta, Mapping):
+        p, c = meta.get("prompt_tokens"), meta.get("completion_tokens")
+        return (int(p) if isinstance(p, (int, float)) else None, int(c) if isinstance(c, (int, float)) else None)
+    return None, None
+
+
+def text_and_finish(resp: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(generated text, finish reason) of one answer (None: absent)."""
+    choices = resp.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        c = choices[0]
+        msg: Mapping[str, Any] = c["message"] if isinstance(c.get("message"), Mapping) else {}
+        content = msg.get("content")
+        reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+        text = content if isinstance(content, str) else None
+        if isinstance(reasoning, str) and reasoning:
+            text = f"<think>{reasoning}</think>{text or ''}"
+        return text, (str(c["finish_reason"]) if c.get("finish_reason") is not None else None)
+    meta: Mapping[str, Any] = resp["meta_info"] if isinstance(resp.get("meta_info"), Mapping) else {}
+    fr = meta.get("finish_reason")
+    if isinstance(fr, Mapping):
+        fr = fr.get("type")
+    return (resp.get("text") if isinstance(resp.get("text"), str) else None), (str(fr) if fr else None)
+
+
+def cross_check(plan: CellPlan, counts: AcceptanceCounts, responses: Sequence[Mapping[str, Any]],
+                 label: str) -> None:
+    """The unit's counts against the tokens its answers report and the draft length
+    (:mod:`golden_al.servers.crosscheck`); raises CountsDisagreeError before anything is recorded."""
+    from golden_al.engines import get_profile
+    from golden_al.servers.crosscheck import check_unit
+
+    outs = [usage_tokens(r)[1] for r in responses]
+    tokens = sum(c for c in outs if c is not None) if outs and all(c is not None for c in outs) else None
+    check_unit(counts, k=plan.draft_len, completion_tokens=tokens, requests=len(responses), label=label,
+               draft_method=plan.draft_method, exact_proposals=get_profile(plan.engine).exact_proposals)
+
+
+def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequence[Mapping[str, Any]],
+               counts: AcceptanceCounts, wall_s: float, extra: dict[str, Any]) -> RequestResult:
+    """The row of one unit (a request, or a window of requests) from its answers and its checked counts."""
+    k = plan.draft_len
+    hist = [tidy_count(float(v)) for v in counts.histogram or ()]
+    pos = [tidy_count(float(v)) for v in counts.per_position_accepted or ()]
+    prompt_tokens = 0
+    out_tokens = 0
+    known_prompt = True
+    texts: list[str] = []
+    finishes: list[str] = []
+    ids: list[str] = []
+    for resp in responses:
+        p, c = usage_tokens(resp)
+        if p is None:
+            known_prompt = False
+        prompt_tokens += p or 0
+        out_tokens += c or 0
+        text, finish = text_and_finish(resp)
+        texts.append(text or "")
+        finishes.append(finish or "")
+        ids.append(str(resp.get("id") or (resp.get("meta_info") or {}).get("id") or ""))
+    window = len(prompts) > 1
+    if window:
+        extra = {**extra, "unit": [p.index for p in prompts], "prompt_hashes": [p.prompt_hash for p in prompts],
+                 "request_ids": ids, "finish_reasons": finishes}
+        prompt_hash = hashlib.sha256("".join(p.prompt_hash for p in prompts).encode()).hexdigest()
+    else:
+        prompt_hash = prompts[0].prompt_hash
+    return RequestResult(
+        index=prompts[0].index,
+        request_id=ids[0] if not window else ",".join(ids),
+        draft_len=k,
+        prompt_hash=prompt_hash,
+        num_prompt_tokens=prompt_tokens if known_prompt else None,
+        num_output_tokens=out_tokens,
+        num_verify_steps=counts.num_verify_steps,
+        num_accepted_drafts=counts.num_accepted_drafts,
+        histogram=hist,
+        per_position_accepted=pos,
+        finish_reason=None if window else (finishes[0] or None),
+        wall_s=round(wall_s, 4),
+        text=("\n\x1e".join(texts) if plan.save_text else None),
+        extra=extra or None,
+    )
+
+
+def reported_al(resp: Mapping[str, Any]) -> float | None:
+    """The AL the server itself reports for one answer (SGLang's ``meta_info`` accept length), or None."""
+    from golden_al.engines import sglang
+
+    choices = resp.get("choices")
+    meta = None
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        meta = choices[0].get(sglang.META_INFO)
+    meta = meta or resp.get(sglang.META_INFO)
+    if isinstance(meta, Mapping) and isinstance(meta.get(sglang.META_ACCEPT_LENGTH), (int, float)):
+        return float(meta[sglang.META_ACCEPT_LENGTH])
+    return None
+
+
+MIN_WINDOWS = 20
+
+
+OTHER_DRAFT_LENS = "other_draft_lens"
+
+
+def split_draft_len_rows(results: Sequence[RequestResult], k: int) -> dict[int, list[RequestResult]]:
+    """Rows at each other draft length ``d``, from the ``other_draft_lens`` the requests at ``k`` carry.
+
+    A server that reports per-step draft lengths (vLLM's ``per_step_drafted``) lets a cell that
+    mixes lengths (adaptive speculation) keep one histogram per length instead of refusing it.
+    """
+    out: dict[int, list[RequestResult]] = {}
+    for r in results:
+        if r.draft_len != k or not r.extra or not isinstance(r.extra.get(OTHER_DRAFT_LENS), Mapping):
+            continue
+        for key, hist in r.extra[OTHER_DRAFT_LENS].items():
+            d = int(key)
+            c = from_histogram(hist, k=d, source=f"request {r.index}")
+            out.setdefault(d, []).append(RequestResult(
+                index=r.index, request_id=r.request_id, draft_len=d, prompt_hash=r.prompt_hash,
+                num_prompt_tokens=r.num_prompt_tokens, num_output_tokens=r.num_output_tokens,
+                num_verify_steps=c.num_verify_steps, num_accepted_drafts=c.num_accepted_drafts,
+                histogram=list(c.histogram or ()), per_position_accepted=list(c.per_position_accepted or ()),
+                finish_reason=r.finish_reason, turn=r.turn, extra={"split_from_draft_len": k}))
+    return dict(sorted(out.items()))
+
+
+def write_draft_len_records(plan: CellPlan, results: Sequence[RequestResult], directory: Path, *,
+                             source_name: str, server: ServerInfo | None, engine_version: str | None,
+                             started: str) -> list[str]:
+    """One record per other draft length under ``directory/by_draft_len/k{d}``; the warnings for the main one."""
+    split = split_draft_len_rows(results, plan.draft_len)
+    notes = []
+    for d, rows in split.items():
+        sub = directory / BY_DRAFT_LEN_DIR / f"k{d}"
+        sub.mkdir(parents=True, exist_ok=True)
+        tmp = sub / (REQUESTS_FILE + ".tmp")
+        tmp.unlink(missing_ok=True)
+        for row in rows:
+            append_request_result(tmp, row)
+        tmp.replace(sub / REQUESTS_FILE)
+        why = [f"steps the server drafted at length {d} in a cell configured for k={plan.draft_len} (it reports "
+               "each step's draft length: adaptive or per-batch-size speculation); one histogram per draft length",
+               "a server that picks the length by acceptance drafts short where acceptance is low: this histogram is "
+               f"conditioned on that choice, not k={d} measured on its own; fit and pool leave it out of a searched "
+               "directory (name this file to use it)"]
+        rec = record_from_results(dataclasses.replace(plan, draft_len=d), rows, source_name=f"{source_name}-split",
+                                  server=server, engine_version=engine_version, warnings=why, started=started)
+        write_record(rec, sub)
+        notes.append(f"{rec.num_verify_steps} steps at k={d} ({len(rows)} requests) -> {BY_DRAFT_LEN_DIR}/k{d}")
+    if not notes:
+        return []
+    return ["the server drafted some steps at other lengths (per-step draft lengths reported): this record holds "
+            f"only the steps drafted at k={plan.draft_len}; " + "; ".join(notes)]
+
+
+def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, source_name: str,
+                        server: ServerInfo | None, engine_version: str | None, warnings: list[str],
+                        started: str) -> MeasurementRecord:
+    """The ``measurement.json`` record of a finished cell."""
+    k = plan.draft_len
+    rows = [r for r in results if r.draft_len == k]
+    totals = cell_totals(rows, k, seed=plan.bootstrap_seed, what=f" (thinking {plan.thinking})")
+    counts, interval, unit = totals.counts, totals.interval, totals.unit
+    warn = list(warnings)
+    batches = [r for r in rows if r.extra and "batch" in r.extra]
+    n_windows = 0
+    if batches:
+        n_windows = sum(int(r.extra["windows"]) for r in batches if r.extra)
+        warn.append(f"aggregate counters at concurrency {plan.concurrency}: scraped every {plan.scrape_interval_s:g} s "
+                    f"into {n_windows} windows; the interval is by batch means over {len(batches)} batches of "
+                    "contiguous windows, each about as long as the longest request (the clusters), not over "
+                    "requests; shorter batches share the requests in flight and undercover (24 batches covered "
+                    "55-94 % in simulation, experiments/interval-calibration/counter_windows.md), so with few "
+                    "batches this interval is wide: a per-request --al-source gives a tighter honest one")
+        if n_windows < MIN_WINDOWS:
+            warn.append(f"only {n_windows} counter windows (fewer than {MIN_WINDOWS}): the interval is rough; "
+                        "lower --scrape-interval or measure more prompts")
+    elif any(r.extra and "unit" in r.extra for r in rows):
+        warn.append(f"counts attributed per window of up to {plan.concurrency} requests (counter deltas at "
+                    f"concurrency > 1); the interval is over {interval.clusters} windows, not requests")
+    warn += totals.notes
+    return MeasurementRecord(
+        engine=plan.engine,
+        engine_version=engine_version,
+        mode="server",
+        target=plan.target,
+        draft=plan.draft,
+        draft_method=plan.draft_method,
+        draft_len=k,
+        thinking=plan.thinking,  # type: ignore[arg-type]
+        chat_template_kwargs=plan.chat_template_kwargs,
+        sampling=plan.sampling,
+        dataset=plan.dataset,
+        al=interval.al,
+        al_ci95=interval.ci,
+        uncertainty=Uncertainty.of(interval, unit).model_copy(update={"windows": n_windows} if batches else {}),
+        al_source=source_name,
+        num_requests=totals.num_requests,
+        num_verify_steps=counts.num_verify_steps,
+        num_accepted_drafts=counts.num_accepted_drafts,
+        per_position_accepted=counts.per_position_accepted,
+        histogram=counts.histogram,
+        per_request_file=REQUESTS_FILE,
+        server=server,
+        warnings=warn,
+        provenance=collect(started=started, ended=now_iso()),
+    )
