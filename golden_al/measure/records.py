@@ -23,11 +23,13 @@ from golden_al.measurement import (
     MEASUREMENT_FILE,
     REQUESTS_FILE,
     BlockDraftInfo,
+    CellTotals,
     DatasetInfo,
     MeasurementRecord,
     ModelInfo,
     RequestResult,
     SamplingInfo,
+    ServerInfo,
     Uncertainty,
     append_request_result,
     cell_totals,
@@ -163,13 +165,25 @@ def build_record(
     warnings: Sequence[str] = (),
     per_request_file: str = REQUESTS_FILE,
     block_draft: BlockDraftInfo | None = None,
+    server: ServerInfo | None = None,
+    totals: CellTotals | None = None,
+    unit: str | None = None,
+    num_requests: int | None = None,
+    what: str = "",
 ) -> MeasurementRecord:
-    """The record of one cell from its per-request results (AL and its 95% interval over clusters).
+    """The record of one cell from its per-request results (AL and its 95% interval over clusters): the
+    one builder of the reference engine, servers and imports (derivations copy a measured record and
+    take its new totals from :func:`~golden_al.measurement.cell_totals` too).
+
+    ``totals``: the cell's totals when the caller needed them first (else computed here, ``what``
+    naming the cell in the error); ``unit``: what one cluster is, when the lines' own form does not
+    say it (an imported window); ``num_requests``: the run's requests, when the lines do not list them.
 
     Raises:
         NoVerifyStepsError: no request made a verify step (:func:`golden_al.measurement.cell_totals`).
     """
-    totals = cell_totals(results, draft_len, seed=0 if seed is None else seed)
+    if totals is None:
+        totals = cell_totals(results, draft_len, seed=0 if seed is None else seed, what=what)
     counts, interval = totals.counts, totals.interval
     notes = [*warnings, *totals.notes]
     return MeasurementRecord(
@@ -188,9 +202,9 @@ def build_record(
         dataset=dataset,
         al=interval.al,
         al_ci95=interval.ci,
-        uncertainty=Uncertainty.of(interval, totals.unit),
+        uncertainty=Uncertainty.of(interval, unit or totals.unit),
         al_source=al_source,
-        num_requests=totals.num_requests,
+        num_requests=totals.num_requests if num_requests is None else num_requests,
         num_verify_steps=counts.num_verify_steps,
         num_accepted_drafts=counts.num_accepted_drafts,
         per_position_accepted=counts.per_position_accepted,
@@ -198,4 +212,5 @@ def build_record(
         per_request_file=per_request_file,
         warnings=notes,
         provenance=provenance,
+        server=server,
     )

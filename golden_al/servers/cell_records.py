@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from distributions.counts import AcceptanceCounts, from_histogram, tidy_count
+from golden_al.measure.records import build_record
 from golden_al.measurement import (
     BY_DRAFT_LEN_DIR,
     REQUESTS_FILE,
     MeasurementRecord,
     RequestResult,
     ServerInfo,
-    Uncertainty,
     append_request_result,
     cell_totals,
     write_record,
@@ -210,7 +210,7 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
     k = plan.draft_len
     rows = [r for r in results if r.draft_len == k]
     totals = cell_totals(rows, k, seed=plan.bootstrap_seed, what=f" (thinking {plan.thinking})")
-    counts, interval, unit = totals.counts, totals.interval, totals.unit
+    interval = totals.interval
     warn = list(warnings)
     batches = [r for r in rows if r.extra and "batch" in r.extra]
     n_windows = 0
@@ -228,30 +228,12 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
     elif any(r.extra and "unit" in r.extra for r in rows):
         warn.append(f"counts attributed per window of up to {plan.concurrency} requests (counter deltas at "
                     f"concurrency > 1); the interval is over {interval.clusters} windows, not requests")
-    warn += totals.notes
-    return MeasurementRecord(
-        engine=plan.engine,
-        engine_version=engine_version,
-        mode="server",
-        target=plan.target,
-        draft=plan.draft,
-        draft_method=plan.draft_method,
-        draft_len=k,
-        thinking=plan.thinking,  # type: ignore[arg-type]
-        chat_template_kwargs=plan.chat_template_kwargs,
-        sampling=plan.sampling,
-        dataset=plan.dataset,
-        al=interval.al,
-        al_ci95=interval.ci,
-        uncertainty=Uncertainty.of(interval, unit).model_copy(update={"windows": n_windows} if batches else {}),
-        al_source=source_name,
-        num_requests=totals.num_requests,
-        num_verify_steps=counts.num_verify_steps,
-        num_accepted_drafts=counts.num_accepted_drafts,
-        per_position_accepted=counts.per_position_accepted,
-        histogram=counts.histogram,
-        per_request_file=REQUESTS_FILE,
-        server=server,
-        warnings=warn,
-        provenance=collect(started=started, ended=now_iso()),
-    )
+    record = build_record(
+        results=rows, draft_len=k, engine=plan.engine, engine_version=engine_version, mode="server", estimate=False,
+        target=plan.target, draft=plan.draft, draft_method=plan.draft_method, thinking=plan.thinking,
+        chat_template_kwargs=plan.chat_template_kwargs, sampling=plan.sampling, dataset=plan.dataset,
+        al_source=source_name, provenance=collect(started=started, ended=now_iso()), seed=plan.bootstrap_seed,
+        warnings=warn, server=server, totals=totals)
+    if batches and record.uncertainty is not None:
+        record = record.model_copy(update={"uncertainty": record.uncertainty.model_copy(update={"windows": n_windows})})
+    return record

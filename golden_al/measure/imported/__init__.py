@@ -1,0 +1,107 @@
+"""Measurement records from results users already hold (``golden-al import``).
+
+Formats (each confirmed in the upstream source named):
+
+* ``vllm-bench``: ``vllm bench serve --save-result [--save-detailed]`` JSON
+  (vllm-project/vllm ``vllm/benchmarks/serve.py``, commit 009e6d4a: ``main``
+  writes ``model_id``, ``num_prompts``, ``max_concurrency``, ``completed``,
+  ``total_output_tokens``, ``output_lens`` with ``--save-detailed``, and, when the
+  server exposes spec-decode counters, ``spec_decode_num_drafts``,
+  ``spec_decode_draft_tokens``, ``spec_decode_accepted_tokens`` and
+  ``spec_decode_per_position_acceptance_rates``: deltas of ``/metrics`` over the
+  run, rates = accepted at the position / drafts). Alone that is **one aggregate
+  window**, which carries no interval; with two or more ``/metrics`` snapshots
+  taken during the run (Prometheus text files, in time order) each pair of
+  consecutive snapshots is a window, and the windows are the clusters.
+* ``vllm-log``: a vLLM server log; every ``SpecDecoding metrics: ...`` line is one
+  ``--log-stats`` interval (``vllm/v1/spec_decode/metrics.py``
+  ``SpecDecodingLogging.log``, 0.33.0) and one cluster. Aggregate only: no request
+  is attributed, and the last partial interval is never logged.
+* ``inferencex-speedbench``: the results directory of InferenceX's SPEED-Bench
+  collector (SemiAnalysisAI/InferenceX
+  ``benchmarks/single_node/speedbench/*_fp4_b300_vllm.sh``, commit 843c6254f): per
+  cell ``speedbench_{on,off}_mtp{K}`` (the vLLM bench JSON above) and
+  ``server_{on,off}_mtp{K}.log``, and ``speedbench-reference-al.yaml`` whose header
+  comments give the category, output length, sampling and chat-template kwargs per
+  thinking mode. The server log's intervals are the clusters when it has them.
+
+* ``sglang-bench``: ``python -m sglang.bench_serving --output-file F.jsonl
+  [--output-details]`` (sgl-project/sglang ``python/sglang/benchmark/serving.py``,
+  commit 00f9ec47): one JSON object per run, whose only spec-decode figure is
+  ``accept_length`` (``/server_info`` ``avg_spec_accept_length`` after the run), with
+  the server's arguments in ``server_info``. bench_serving saves no per-request
+  ``meta_info`` (not even with ``--output-details``), so a run alone is **one aggregate
+  window** without an interval, labelled so; its verify steps are estimated from the
+  output tokens. Saved SGLang responses (JSON lines of ``/generate`` or OpenAI
+  responses carrying ``meta_info`` / ``sglext.spec_tokens_details``, e.g. from a
+  harness that kept them) given with the run, or alone, make one cluster per request.
+* ``sglang-log``: an SGLang server log; each ``Decode batch ... accept len: X`` line
+  (``python/sglang/srt/managers/scheduler_components/metrics_reporter.py``, 0.5.23) is
+  one window of ``--decode-log-interval`` batches and one cluster; its start-up
+  ``server_args=ServerArgs(...)`` line (``python/sglang/srt/entrypoints/engine.py``)
+  gives k, the model and the interval. Aggregate only: steps are estimated as
+  interval x ``#running-req`` and ``accept len`` is printed to 2 decimals.
+
+Every record says ``mode: imported`` and names what it was imported from
+(``provenance.imported_from`` with each file's sha256); counts that rest on
+aggregate counters say so in ``warnings``. Readers are bounded in bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from golden_al.errors import InputFileError, UsageError
+from golden_al.measure.imported.common import Imported, ImportOptions
+from golden_al.measure.imported.inferencex import import_inferencex
+from golden_al.measure.imported.sglang import import_sglang_bench, import_sglang_log
+from golden_al.measure.imported.vllm import import_vllm_bench, import_vllm_log
+from golden_al.measurement import REQUESTS_FILE, append_request_result, write_record
+
+__all__ = ["FORMATS", "ImportOptions", "Imported", "import_files", "write_imported"]
+
+FORMATS = ("vllm-bench", "vllm-log", "inferencex-speedbench", "sglang-bench", "sglang-log")
+
+
+def import_files(fmt: str, paths: Sequence[str | Path], opts: ImportOptions) -> list[Imported]:
+    """Records from ``paths`` in format ``fmt`` (see the module docstring)."""
+    ps = [Path(p) for p in paths]
+    for p in ps:
+        if not p.exists():
+            raise InputFileError("no such file or directory", path=p)
+    if fmt == "vllm-bench":
+        return [import_vllm_bench(ps, opts)]
+    if fmt == "vllm-log":
+        return import_vllm_log(ps, opts)
+    if fmt == "inferencex-speedbench":
+        return import_inferencex(ps, opts)
+    if fmt == "sglang-bench":
+        return import_sglang_bench(ps, opts)
+    if fmt == "sglang-log":
+        return import_sglang_log(ps, opts)
+    raise UsageError(f"unknown import format {fmt!r}", hint="one of " + ", ".join(FORMATS))
+
+
+def write_imported(items: Sequence[Imported], out: str | Path) -> list[Path]:
+    """Write each record (and its clusters) into ``out`` (one cell) or ``out/thinking_{mode}/k{K}``."""
+    base = Path(out)
+    dirs = []
+    seen: dict[Path, int] = {}
+    for item in items:
+        r = item.record
+        d = base if len(items) == 1 else base / f"thinking_{r.thinking}" / f"k{r.draft_len}"
+        seen[d] = seen.get(d, 0) + 1
+        if seen[d] > 1:  # several runs of one cell (bench_serving appends one line per run)
+            d = d.with_name(f"{d.name}-run{seen[d]}")
+        d.mkdir(parents=True, exist_ok=True)
+        if (d / "measurement.json").exists():
+            raise UsageError(f"{d} already holds a record", hint="import into an empty --out")
+        tmp = d / (REQUESTS_FILE + ".tmp")
+        tmp.unlink(missing_ok=True)
+        for row in item.rows:
+            append_request_result(tmp, row)
+        tmp.replace(d / REQUESTS_FILE)
+        write_record(r, d)
+        dirs.append(d)
+    return dirs

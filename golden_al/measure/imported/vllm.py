@@ -1,0 +1,189 @@
+"""vLLM runs: ``vllm bench serve`` results (aggregate counters), with their Prometheus snapshots or
+the server log for clusters, and the server log alone (``SpecDecoding metrics`` windows)."""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from distributions.counts import AcceptanceCounts
+from golden_al.engines import vllm as vllm_engine
+from golden_al.errors import InputFileError, UsageError
+from golden_al.measure.imported.common import (
+    Imported,
+    ImportOptions,
+    dataset_info,
+    imported_record,
+    looks_json,
+    read_capped,
+    read_json_doc,
+    window_rows,
+)
+
+__all__ = [
+    "import_vllm_bench",
+    "import_vllm_log",
+    "log_windows",
+]
+
+_VB_DRAFTS = vllm_engine.BENCH_DRAFTS
+
+
+_VB_DRAFT_TOKENS = vllm_engine.BENCH_DRAFT_TOKENS
+
+
+_VB_ACCEPTED = vllm_engine.BENCH_ACCEPTED
+
+
+_VB_RATES = vllm_engine.BENCH_POSITION_RATES
+
+def positions_from_rates(rates: Sequence[Any], drafts: float, path: Path) -> list[int]:
+    """Accepted drafts per position from vLLM bench's per-position rates and its draft count."""
+    out = []
+    for j, r in enumerate(rates):
+        if not isinstance(r, (int, float)) or not math.isfinite(r) or not 0 <= r <= 1:
+            raise InputFileError(f"{_VB_RATES}[{j}] = {r!r}, expected a rate in [0, 1]", path=path)
+        v = r * drafts
+        if abs(v - round(v)) > 1e-6 * max(1.0, drafts):
+            raise InputFileError(f"{_VB_RATES}[{j}] = {r!r} times {drafts:g} drafts is not a count ({v:.4f})",
+                                 path=path, hint="the file was edited or rounded")
+        out.append(round(v))
+    return out
+
+
+def _bench_counts(doc: Mapping[str, Any], path: Path, k: int | None) -> AcceptanceCounts:
+    missing = [key for key in (_VB_DRAFTS, _VB_DRAFT_TOKENS, _VB_ACCEPTED, _VB_RATES) if key not in doc]
+    if missing:
+        raise InputFileError(
+            f"no spec-decode counts ({', '.join(missing)} absent; keys seen: {sorted(doc)[:12]}...)", path=path,
+            hint="older vllm bench serve versions do not save them: pass the server's /metrics snapshots "
+            "(before and after) or its log (format vllm-log) instead")
+    drafts = float(doc[_VB_DRAFTS])
+    pos = positions_from_rates(doc[_VB_RATES], drafts, path)
+    try:
+        return vllm_engine.counts_from_counters(drafts, doc[_VB_DRAFT_TOKENS], doc[_VB_ACCEPTED], pos or None,
+                                          k=k or len(pos) or None)
+    except Exception as exc:
+        raise InputFileError(f"the spec-decode counts are inconsistent: {exc}", path=path) from None
+
+
+def _window_counts(snapshots: Sequence[Path], k: int | None) -> list[AcceptanceCounts]:
+    from golden_al.formats import counters as prom
+    from golden_al.formats.counters.vllm import VllmSpecCounters
+    from golden_al.formats.prometheus import parse_metrics_text
+
+    parsed = []
+    for p in snapshots:
+        snap = parse_metrics_text(read_capped(p).decode("utf-8", errors="replace"), source=p)
+        c = prom.spec_counters(snap, vllm_engine.PROFILE.name)
+        assert isinstance(c, VllmSpecCounters)
+        parsed.append((p, c))
+    out = []
+    for (pa, a), (pb, b) in itertools.pairwise(parsed):
+        try:
+            d = prom.counters_delta(a, b)
+        except Exception as exc:
+            raise InputFileError(f"counters went backwards between {pa.name} and {pb.name} ({exc}): the "
+                                 "snapshots are not in time order, or the server restarted", path=pb) from None
+        assert isinstance(d, VllmSpecCounters)
+        if d.num_drafts <= 0:
+            continue
+        out.append(vllm_engine.counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
+                                              list(d.accepted_per_position) or None, k=k))
+    return out
+
+
+def log_windows(path: Path, k: int | None) -> list[AcceptanceCounts]:
+    """The counts of every ``SpecDecoding metrics`` line of a vLLM log (one window each)."""
+    from golden_al.formats import logs
+
+    scan = logs.scan_log_text(read_capped(path).decode("utf-8", errors="replace"), source=path)
+    out = []
+    for r in scan.of("vllm"):
+        if not isinstance(r, logs.VllmSpecDecodingRecord) or r.drafted_tokens <= 0:
+            continue
+        kk = k or len(r.per_position_rates)
+        if not kk:
+            raise InputFileError(f"line {r.line_no}: no per-position rates and no --draft-len", path=path)
+        drafts = r.drafted_tokens / kk
+        if abs(drafts - round(drafts)) > 1e-9:
+            raise InputFileError(f"line {r.line_no}: Drafted {r.drafted_tokens} tokens is not a multiple of "
+                                 f"k={kk}", path=path, hint="pass the server's --draft-len")
+        # the log prints each rate to 3 decimals: the per-position counts are rounded, so the histogram
+        # is only as exact as that; totals (accepted, drafted) are exact
+        pos = [round(x * drafts) for x in r.per_position_rates] or None
+        if pos is not None and sum(pos) != r.accepted_tokens:
+            pos[0] += r.accepted_tokens - sum(pos)  # keep the exact total; the rounding lands on position 1
+        try:
+            out.append(vllm_engine.counts_from_counters(round(drafts), r.drafted_tokens, r.accepted_tokens, pos, k=kk))
+        except Exception as exc:
+            raise InputFileError(f"line {r.line_no}: the interval's counts are inconsistent: {exc}",
+                                 path=path) from None
+    return out
+
+
+def import_vllm_bench(paths: Sequence[Path], opts: ImportOptions, *, log: Path | None = None,
+                       what: str = "vllm-bench") -> Imported:
+    """A ``vllm bench serve`` result, with its Prometheus snapshots or the server log for clusters."""
+    benches = [p for p in paths if looks_json(p)]
+    snaps = [p for p in paths if p not in benches]
+    if len(benches) != 1:
+        raise UsageError(f"vllm-bench imports one bench JSON per record, got {len(benches)}: "
+                         + ", ".join(map(str, benches or paths)),
+                         hint="import each cell on its own; /metrics snapshots (text) may come with it")
+    bench = benches[0]
+    doc = read_json_doc(bench)
+    agg = _bench_counts(doc, bench, opts.draft_len) if _VB_DRAFTS in doc or not (snaps or log) else None
+    k = opts.draft_len or (agg.k if agg is not None else None)
+    warnings = [f"imported from {what}: counts are the server's aggregate spec-decode counters over the run "
+                "(no request is attributed)"]
+    if log is not None:
+        windows = log_windows(log, k)
+        source = "vllm-log-intervals"
+    elif len(snaps) >= 2:
+        windows = _window_counts(snaps, k)
+        source = "vllm-prometheus-windows"
+    else:
+        if snaps:
+            warnings.append(f"one /metrics snapshot ({snaps[0].name}) cannot make a window; it was not used")
+        assert agg is not None
+        windows = [agg]
+        source = "vllm-bench-aggregate"
+    if not windows:
+        raise InputFileError("no window with verify steps", path=log or bench)
+    k = k or windows[0].k
+    if agg is not None and len(windows) > 1:
+        tot = sum(float(w.num_verify_steps) for w in windows)
+        if abs(tot - float(agg.num_verify_steps)) > 0.5:
+            warnings.append(f"the windows hold {tot:g} drafts, the bench JSON {agg.num_verify_steps:g}: the "
+                            "snapshots or log intervals do not cover exactly the benchmark run")
+    lens = [int(x) for x in doc.get("output_lens") or [] if isinstance(x, (int, float))]
+    out_tokens = [sum(lens) if lens else int(doc.get("total_output_tokens") or 0)] if len(windows) == 1 else []
+    completed = int(doc.get("completed") or 0)
+    name = opts.dataset or str(doc.get("dataset_name") or "unknown")
+    ds = dataset_info(name, completed, f"{what}:{name}:{doc.get('num_prompts')}", f"imported {what}: {bench.name}")
+    files = [bench, *snaps, *([log] if log else [])]
+    return imported_record(window_rows(windows, k, source, out_tokens), k=k, opts=opts, engine="vllm", source=source, files=files,
+                   model=str(doc.get("model_id") or "") or None, num_requests=completed, dataset=ds,
+                   warnings=warnings, max_concurrency=doc.get("max_concurrency"))
+
+
+def import_vllm_log(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:
+    """Records from vLLM server logs alone (their ``SpecDecoding metrics`` windows)."""
+    out = []
+    for p in paths:
+        windows = log_windows(p, opts.draft_len)
+        if not windows:
+            raise InputFileError(f"no '{vllm_engine.PROFILE.log_pattern('spec-head').marker}' line with drafts", path=p,
+                                 hint="start vLLM without --disable-log-stats, with speculative decoding")
+        k = windows[0].k
+        name = opts.dataset or "unknown"
+        out.append(imported_record(window_rows(windows, k, "vllm-log-intervals", []), k=k, opts=opts, engine="vllm",
+                           source="vllm-log-intervals", files=[p], model=None, num_requests=0,
+                           dataset=dataset_info(name, 0, f"vllm-log:{name}", f"imported vllm-log: {p.name}"),
+                           warnings=["imported from a vLLM server log: aggregate counter intervals only (no request "
+                                     "is attributed); per-position counts rest on rates printed to 3 decimals"]))
+    return out
