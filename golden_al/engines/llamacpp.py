@@ -187,6 +187,11 @@ _COUNTER_FIELDS = {
 }
 
 
+def _never_off(value: str) -> bool:
+    """llama.cpp's ``LLAMA_ARG_SPEC_SYNTH_*``: any value set turns synthetic acceptance on."""
+    return False
+
+
 def counted_steps(accept_lengths: Sequence[int], k: int, max_tokens: int, *, emitted: int = 1) -> list[int]:
     """The steps llama-server would count as verify steps, of one request's per-step ``L``.
 
@@ -538,8 +543,9 @@ PROFILE = EngineProfile(
         *(DraftLenRule(t, f"k = min({FLAG_N_MAX}, the draft's block limit)", True, _SPEC) for t in BLOCK_TYPES),
     ),
     synthetic_knobs=(
-        SyntheticKnob(FLAG_SYNTH_LEN, "flag", "al", env=ENV_SYNTH_LEN, source=_ARG),
-        SyntheticKnob(FLAG_SYNTH_RATES, "flag", "rates", env=ENV_SYNTH_RATES, source=_ARG),
+        # common/arg.cpp sets the option from its LLAMA_ARG_* form whatever the value: set means on
+        SyntheticKnob(FLAG_SYNTH_LEN, "flag", "al", env=ENV_SYNTH_LEN, source=_ARG, env_off=_never_off),
+        SyntheticKnob(FLAG_SYNTH_RATES, "flag", "rates", env=ENV_SYNTH_RATES, source=_ARG, env_off=_never_off),
     ),
     synthetic_settings=synthetic_settings,
     spec_flags=spec_flags,

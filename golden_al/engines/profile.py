@@ -37,6 +37,7 @@ __all__ = [
     "Source",
     "Speculation",
     "SyntheticKnob",
+    "reads_off",
 ]
 
 
@@ -47,6 +48,19 @@ class Source:
     repo: str  #: e.g. ``sgl-project/sglang``
     path: str  #: e.g. ``python/sglang/srt/environ.py``
     version: str  #: release, tag or commit, e.g. ``0.5.23``
+
+
+def reads_off(value: Any) -> bool:
+    """The shared rule for a value no engine reads as on: empty, null, or a number <= 0 (SGLang turns
+    simulation off below 0 and at 0, llama.cpp's default is -1)."""
+    if value is None or value == "" or value == [] or value == {}:
+        return True
+    if not isinstance(value, (str, int, float)):
+        return False
+    try:
+        return float(str(value).strip().strip("'\"")) <= 0
+    except ValueError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -76,6 +90,13 @@ class SyntheticKnob:
     real_value: str | None = None
     #: ``(alias, why)``: aliases the current engine no longer reads; a pin under one is unsafe, for ``why``
     retired: tuple[tuple[str, str], ...] = ()
+    #: ``(value) -> bool``: whether the engine reads this value of the knob's environment variable as off
+    #: (the launch guard); None: :func:`reads_off`, the shared rule (empty, or a number <= 0)
+    env_off: Callable[[str], bool] | None = None
+
+    def off_in_env(self, value: str) -> bool:
+        """Whether the engine reads ``value`` of this knob's environment variable as off."""
+        return self.env_off(value) if self.env_off is not None else reads_off(value)
 
     def spellings(self) -> tuple[str, ...]:
         """Every name the knob is written under (name, legacy aliases, environment form)."""

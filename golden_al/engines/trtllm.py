@@ -173,6 +173,12 @@ def injection_problem(settings: Mapping[str, Any], two_model: bool) -> tuple[str
             "use the one-model path (eagle3_one_model: true) or a draft length whose golden AL is whole")
 
 
+def _forced_off(value: str) -> bool:
+    """TensorRT-LLM forces acceptance for any value of its variable but 0 (garbage too: it fails loudly)."""
+    number = parse_number(value.strip().strip("'\""))
+    return number is not None and number == 0
+
+
 def synthetic_settings(al: float, k: int) -> dict[str, Any]:
     """``{"TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS": "3.05"}`` (AL - 1).
 
@@ -250,7 +256,8 @@ PROFILE = EngineProfile(
         DraftLenRule("MTP", f"k = {MTP_LAYERS} (or {MAX_DRAFT_LEN})", True, _LLM_ARGS),
         DraftLenRule("*", f"k = {SPEC_CONFIG_KEY}.{MAX_DRAFT_LEN}", True, _LLM_ARGS),
     ),
-    synthetic_knobs=(SyntheticKnob(ENV_FORCE, "env", "al-1", source=_INTERFACE),),
+    # interface.py reads the variable and forces whenever it is not 0 (a negative count too)
+    synthetic_knobs=(SyntheticKnob(ENV_FORCE, "env", "al-1", source=_INTERFACE, env_off=_forced_off),),
     runtime_draft_len=(
         RuntimeDraftLen(("draft_len_schedule",), "chooses max_draft_len by batch size at run time", _DRAFTER),
     ),

@@ -27,12 +27,15 @@ naming what it found and where.
 from __future__ import annotations
 
 import ast
+import functools
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from golden_al.engines import atom, llamacpp, sglang, trtllm, vllm
+from golden_al import engines
+from golden_al.engines import atom, llamacpp, vllm
+from golden_al.engines.profile import SyntheticKnob, reads_off
 from golden_al.errors import SyntheticAcceptanceActiveError
 
 __all__ = [
@@ -44,7 +47,6 @@ __all__ = [
     "find_speculative_config",
 ]
 
-_SGLANG_LEN_VARS = (sglang.ENV_LEN, sglang.LEGACY_ENV_LEN)
 _HINT_ENV = "for the measurement run (a golden AL is measured, never injected)"
 
 
@@ -56,44 +58,49 @@ def _refuse(what: str, where: str, hint: str) -> SyntheticAcceptanceActiveError:
     )
 
 
-def _float_or_none(value: Any) -> float | None:
+def _knob_of(engine: str, knob: str) -> SyntheticKnob | None:
+    """The profile's knob behind a census term (None: the harness's, or an unregistered engine's)."""
+    if engine not in engines.REGISTRY:
+        return None
     try:
-        return float(value)
-    except (TypeError, ValueError):
+        return engines.get_profile(engine).knob(knob)
+    except KeyError:
         return None
 
 
-def _sglang_len_active(value: Any) -> bool:
-    """SGLang turns simulation off for values <= 0 (spec_utils.py); garbage counts as on."""
-    f = _float_or_none(value)
-    return f is None or f > 0
+@functools.cache
+def _companion_env_names() -> frozenset[str]:
+    """Every spelling of every registered engine's companion environment variables (a method, a mode)."""
+    return frozenset(spelling for name in engines.engine_names() for knob in engines.get_profile(name).synthetic_knobs
+                     if knob.kind == "env" and knob.role == "companion" for spelling in (knob.name, *knob.aliases))
 
 
 def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment") -> list[str]:
     """Raise when ``env`` turns synthetic acceptance on; return warnings for inert leftovers.
 
-    Checked for every engine, since a wrapper may forward the whole environment.
+    Every variable is read by ``check``'s census (every registered engine's knobs and their
+    environment forms, from the profiles), and a knob's value by that knob's own rule for what its
+    engine reads as off (:meth:`~golden_al.engines.profile.SyntheticKnob.off_in_env`: SGLang's length
+    is off at or below 0, TensorRT-LLM's count only at 0, llama.cpp's ``LLAMA_ARG_*`` forms never when
+    set). Checked for every engine, since a wrapper may forward the whole environment.
     """
     warnings: list[str] = []
-    for name in _SGLANG_LEN_VARS:
-        if name in env and _sglang_len_active(env[name]):
-            raise _refuse(f"{name}={env[name]}", where, f"unset {name} {_HINT_ENV}")
-    if trtllm.ENV_FORCE in env:
-        f = _float_or_none(env[trtllm.ENV_FORCE])
-        if f is None or f != 0.0:
-            raise _refuse(f"{trtllm.ENV_FORCE}={env[trtllm.ENV_FORCE]}", where,
-                          f"unset {trtllm.ENV_FORCE} {_HINT_ENV}")
-    for flag, name in llamacpp.SYNTH_FLAG_FORMS.items():
-        if name in env:
-            raise _refuse(f"{name}={env[name]}", where, f"unset {name} (the env form of llama.cpp's {flag}) {_HINT_ENV}")
-    for name, value in env.items():  # every other registered engine's knob, as check's census reads it
-        _census_refusal(name, value, is_key=True, where=where, hint=f"unset {name} {_HINT_ENV}")
-    leftovers = sorted(k for k in env if k.startswith(sglang.ENV_PREFIXES) and k not in _SGLANG_LEN_VARS)
-    inert = [k for k in _SGLANG_LEN_VARS if k in env]
-    if leftovers or inert:
-        warnings.append(
-            f"{where} sets {', '.join(inert + leftovers)} but no active simulated length; simulation is off"
-        )
+    inert: list[str] = []
+    for name, value in env.items():
+        for occ in _census_sites(name, value, is_key=True):
+            knob = _knob_of(occ.term.engine, occ.term.knob)
+            off = knob.off_in_env(value) if knob is not None else reads_off(value)
+            if occ.value_known and occ.term.role == "value" and off:
+                inert.append(name)
+                continue
+            form = ""
+            if knob is not None and knob.kind == "flag":
+                form = f" (the env form of {engines.get_profile(occ.term.engine).display_name}'s {knob.name})"
+            raise _refuse(f"{name}={value}", where, f"unset {name}{form} {_HINT_ENV}")
+    leftovers = sorted(name for name in env if name in _companion_env_names())
+    if inert or leftovers:
+        warnings.append(f"{where} sets {', '.join(inert + leftovers)} but no active simulated length; "
+                        "simulation is off")
     return warnings
 
 
@@ -138,18 +145,8 @@ def _walk(obj: Any, path: str = "") -> Iterable[tuple[str, str, Any]]:
             yield from _walk(value, f"{path}[{i}]")
 
 
-def _off(value: Any) -> bool:
-    """A value no engine reads as on: empty, null, or a number <= 0 (SGLang's "turn off if < 0" and 0,
-    TensorRT-LLM's 0, llama.cpp's -1 default)."""
-    if value is None or value == "" or value == [] or value == {}:
-        return True
-    f = _float_or_none(str(value).strip().strip("'\"")) if isinstance(value, (str, int, float)) else None
-    return f is not None and f <= 0
-
-
-def _census_refusal(text_or_key: str, value: Any, *, is_key: bool, where: str, hint: str) -> None:
-    """The census of ``check`` (every registered engine's knob, as its consumer decodes it) over one key
-    or string a server reports: any setting that is not provably off refuses the measurement."""
+def _census_sites(text_or_key: str, value: Any, *, is_key: bool) -> list[Any]:
+    """The pin sites ``check``'s census finds in one key (with its value) or one string."""
     from golden_al.checks.census import _key, _Sink, _string_census, iter_pin_sites
 
     sink = _Sink()
@@ -157,8 +154,14 @@ def _census_refusal(text_or_key: str, value: Any, *, is_key: bool, where: str, h
         _key(text_or_key, value, line=1, end_line=1, context="key", sink=sink, key_line=None)
     else:
         _string_census(text_or_key, line=1, end_line=1, context="string", sink=sink, key_line=None, depth=0)
-    for occ in iter_pin_sites(sink.result()):
-        if occ.value_known and occ.term.role == "value" and _off(occ.value):
+    return list(iter_pin_sites(sink.result()))
+
+
+def _census_refusal(text_or_key: str, value: Any, *, is_key: bool, where: str, hint: str) -> None:
+    """The census of ``check`` (every registered engine's knob, as its consumer decodes it) over one key
+    or string a server reports: any setting that is not provably off refuses the measurement."""
+    for occ in _census_sites(text_or_key, value, is_key=is_key):
+        if occ.value_known and occ.term.role == "value" and reads_off(occ.value):
             continue
         shown = f"{occ.term.spelling}={occ.value}" if occ.value_known else occ.term.spelling
         raise _refuse(shown, where, hint)

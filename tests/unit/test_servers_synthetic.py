@@ -86,3 +86,21 @@ def test_real_vllm_logs():
 def test_atom_log_line():
     with pytest.raises(SyntheticAcceptanceActiveError, match="ATOM forced acceptance"):
         synthetic.check_server_log("atom", "INFO config: Forced speculative acceptance ON: mean acceptance length 2.5")
+
+
+@pytest.mark.parametrize(("name", "value", "refused"), [
+    ("SGLANG_SIMULATE_ACC_LEN", "-1", False),                      # SGLang: off at or below 0
+    ("TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS", "-1", True),    # TensorRT-LLM: on unless exactly 0
+    ("TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS", "0.0", False),
+    ("LLAMA_ARG_SPEC_SYNTH_LEN", "-1", True),                      # llama.cpp's env form: set means on
+    ("LLAMA_ARG_SPEC_SYNTH_RATES", "", True),
+])
+def test_each_knob_is_read_off_by_its_own_engines_rule(name: str, value: str, refused: bool) -> None:
+    """The launch guard reads every variable through the census and each knob by its own profile's
+    off rule (``SyntheticKnob.env_off``), not one rule for all engines."""
+    if refused:
+        with pytest.raises(SyntheticAcceptanceActiveError, match=name):
+            synthetic.check_launch_env({name: value})
+    else:
+        (warning,) = synthetic.check_launch_env({name: value})
+        assert name in warning
