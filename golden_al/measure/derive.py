@@ -9,6 +9,7 @@ measured points (``sweep --validate-k``; experiments/one-run-vs-per-k, experimen
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 from collections.abc import Sequence
@@ -16,11 +17,11 @@ from pathlib import Path
 
 from distributions.counts import tidy_count
 from golden_al.errors import UsageError
+from golden_al.measure.records import build_record
 from golden_al.measurement import (
     REQUESTS_FILE,
     MeasurementRecord,
     RequestResult,
-    Uncertainty,
     append_request_result,
     cell_totals,
     write_record,
@@ -65,29 +66,27 @@ def derive_record(source: MeasurementRecord, results: Sequence[RequestResult], k
         append_request_result(tmp, r)
     os.replace(tmp, req)
     totals = cell_totals(rows, k, seed=bootstrap_seed, what=f" (derived from k={kmax})")
-    counts, interval, unit = totals.counts, totals.interval, totals.unit
     warning = (f"derived from the measurement at k={kmax} by truncating each request's per-step acceptance; "
                "NOT exact: " + ("a chain draft's derivation is exact only if acceptance does not depend on where "
                                 "steps start, and bursty acceptance biases it low (see "
                                 "experiments/one-run-vs-per-k)" if chain else
                                 "a block draft's drafts depend on the block size")
                + "; validate with --validate-k")
-    record = source.model_copy(update={
+    record = build_record(
+        results=rows, draft_len=k, engine=source.engine, engine_version=source.engine_version, mode=source.mode,
+        estimate=source.estimate, target=source.target, draft=source.draft, draft_method=source.draft_method,
+        thinking=source.thinking, chat_template_kwargs=source.chat_template_kwargs, sampling=source.sampling,
+        dataset=source.dataset, al_source=f"{source.al_source}+truncated-from-k{kmax}",
+        provenance=collect(started=started, ended=now_iso()), seed=bootstrap_seed,
+        warnings=[*source.warnings, warning], block_draft=source.block_draft, server=source.server,
+        # the measured record's warnings already say what its interval rests on
+        totals=dataclasses.replace(totals, notes=()))
+    record = record.model_copy(update={
         "derived": True,
         "derived_from_draft_len": kmax,
         "derivation_exact": False,
-        "draft_len": k,
-        "al": interval.al,
-        "al_ci95": interval.ci,
-        "uncertainty": Uncertainty.of(interval, unit),
-        "al_source": f"{source.al_source}+truncated-from-k{kmax}",
-        "num_verify_steps": counts.num_verify_steps,
-        "num_accepted_drafts": counts.num_accepted_drafts,
-        "per_position_accepted": counts.per_position_accepted,
-        "histogram": counts.histogram,
-        "per_request_file": REQUESTS_FILE,
-        "warnings": [*source.warnings, warning],
-        "provenance": collect(started=started, ended=now_iso()),
+        "histogram_known": source.histogram_known,
+        "per_server": source.per_server,
     })
     record = MeasurementRecord.model_validate(record.model_dump())
     write_record(record, out_dir)

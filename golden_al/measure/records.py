@@ -172,8 +172,7 @@ def build_record(
     what: str = "",
 ) -> MeasurementRecord:
     """The record of one cell from its per-request results (AL and its 95% interval over clusters): the
-    one builder of the reference engine, servers and imports (derivations copy a measured record and
-    take its new totals from :func:`~golden_al.measurement.cell_totals` too).
+    one builder of the reference engine, servers, imports and derivations.
 
     ``totals``: the cell's totals when the caller needed them first (else computed here, ``what``
     naming the cell in the error); ``unit``: what one cluster is, when the lines' own form does not
