@@ -51,10 +51,6 @@ from golden_al.checks.bash import (
 )
 from golden_al.checks.context import (
     ATOM_KNOBS,
-    SGLANG_COMPANIONS,
-    SGLANG_KNOBS,
-    SGLANG_LEGACY_COMPANIONS,
-    TRTLLM_KNOB,
     VLLM_KEYS,
     agentic_from_flag,
     agentic_from_path,
@@ -66,12 +62,12 @@ from golden_al.checks.script_pins import PinSite, clean, value_of
 from golden_al.checks.spec import config_json, settings_draft, settings_draft_any_algorithm
 from golden_al.engines import (
     atom,
+    companion_env_names,
     engine_names,
     env_knobs,
     get_profile,
     llamacpp,
     load_hook,
-    sglang,
     trtllm,
     vllm,
 )
@@ -79,19 +75,20 @@ from golden_al.engines.profile import CommandLine
 
 __all__ = ["extract_shell_pins"]
 
-_ENV_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, (*SGLANG_KNOBS, TRTLLM_KNOB))) + ")=")
+#: every registered engine's environment-variable knobs (each spelling) and their companions, from the profiles
+_ENV_KNOBS = tuple(env_knobs())
+_ENV_COMPANIONS = tuple(sorted(companion_env_names()))
+_ENV_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, _ENV_KNOBS)) + ")=")
 _VLLM_PIN = re.compile("|".join(re.escape(k) + r"\b" for k in VLLM_KEYS)
                        + rf"|{vllm.METHOD_KEY}[\\\"' :=]+{vllm.SYNTHETIC_METHOD}")
 _ATOM_FLAGS = ATOM_KNOBS
 _LLAMACPP_FLAGS = tuple(llamacpp.SYNTH_FLAG_FORMS)
 _LLAMACPP_ENV = tuple(llamacpp.SYNTH_FLAG_FORMS.values())
-_STRING_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, (*SGLANG_KNOBS, TRTLLM_KNOB))) + r")=(\S*)")
-_STRING_COMPANION = re.compile(r"(?<![A-Za-z0-9_])("
-                               + "|".join(map(re.escape, (*SGLANG_COMPANIONS, *SGLANG_LEGACY_COMPANIONS)))
-                               + r")=(\S*)")
+_STRING_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, _ENV_KNOBS)) + r")=(\S*)")
+_STRING_COMPANION = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, _ENV_COMPANIONS)) + r")=(\S*)")
 _FLAGS = (
-    *(f"--{f}" for f in sglang.SPEC_FLAGS), vllm.FLAG_SPEC_CONFIG, atom.FLAG_K, atom.FLAG_METHOD,
-    atom.FLAG_DRAFT_MODEL, "--model-path", "--model", "--served-model-name", "--chat-template",
+    *(f for name in engine_names() for f in get_profile(name).script_flags), vllm.FLAG_SPEC_CONFIG,
+    "--model-path", "--model", "--served-model-name", "--chat-template",
     "--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
     "--dspark-config", "--reasoning-parser", "--reasoning-effort", *_ATOM_FLAGS, *_LLAMACPP_FLAGS,
     llamacpp.FLAG_N_MAX, llamacpp.FLAG_N_MIN, *llamacpp.P_MIN_FORMS[:2], *llamacpp.DRAFT_MODEL_FORMS[:3],
@@ -100,8 +97,8 @@ _FLAGS = (
 _HEREDOC_KEYS = trtllm.SPEC_KEYS
 _ENV_NAMES = ("SGLANG_DEFAULT_THINKING", "SGLANG_ENABLE_THINKING", "DYN_DEFAULT_THINKING_MODE", "THINKING_MODE",
               "IS_AGENTIC", "MODEL", "MODEL_PATH", "MODEL_PREFIX", "SERVED_MODEL_NAME", "DRAFT_MODEL",
-              "DRAFT_MODEL_PATH", sglang.ENV_RAGGED_VERIFY, "AIPERF_EXTRA_INPUTS",
-              *SGLANG_COMPANIONS, *SGLANG_LEGACY_COMPANIONS)
+              "DRAFT_MODEL_PATH", "AIPERF_EXTRA_INPUTS", *_ENV_COMPANIONS,
+              *(var for name in engine_names() for var in get_profile(name).pin_env))
 _ASSUME = {"EVAL_ONLY": "false", "RUN_EVAL": "false"}
 #: InferenceX single-node scripts: ``<model-prefix>_<precision>_<gpu>[_<framework>][_mtp].sh``
 #: (runners/launch_*.sh build ``${EXP_NAME%%_*}_${PRECISION}_<gpu>...``).
@@ -125,7 +122,7 @@ _SITE_TEXT = re.compile("|".join([
     r"\b(?:" + "|".join(map(re.escape, _HEREDOC_KEYS)) + r")\s*:",
     r"\b(?:" + "|".join(map(re.escape, _ENV_NAMES)) + r")=",
 ]))
-_SITE_NAMES = frozenset((*_ENV_NAMES, sglang.ENV_LEN, TRTLLM_KNOB, *_LLAMACPP_ENV))
+_SITE_NAMES = frozenset((*_ENV_NAMES, *(k for k, ek in env_knobs().items() if not ek.legacy), *_LLAMACPP_ENV))
 
 
 @dataclass(frozen=True)
@@ -151,7 +148,7 @@ class _ProfileReader:
 def _profile_readers() -> tuple[_ProfileReader, ...]:
     """Every registered engine whose knobs the hand-written readers here do not know, with a
     declared command line (an engine without one stays ``unresolved`` in ``check``)."""
-    known = {*_SITE_NAMES, *_FLAGS, *SGLANG_KNOBS, TRTLLM_KNOB, *VLLM_KEYS}
+    known = {*_SITE_NAMES, *_FLAGS, *_ENV_KNOBS, *VLLM_KEYS}
     out = []
     for name in engine_names():
         profile = get_profile(name)
@@ -190,7 +187,7 @@ def _relevant_refs(cmd: Cmd) -> set[str]:
     """Variables whose values a site uses (values of relevant flags, pin texts)."""
     refs: set[str] = set()
     for name, _, v in cmd.assigns:
-        if name in _ENV_NAMES or name in (*SGLANG_KNOBS, TRTLLM_KNOB, *_LLAMACPP_ENV):
+        if name in _ENV_NAMES or name in (*_ENV_KNOBS, *_LLAMACPP_ENV):
             texts = [w.raw for w in v.items] if isinstance(v, ArrayAssign) else [v.raw]
             for t in texts:
                 refs |= set(_REF.findall(t))
@@ -454,7 +451,8 @@ class _Visitor:
                 state.notes.append(("pin", llamacpp.PROFILE.name, name, v.line, text, "env",
                                     origin_of(v.raw, v.line, state, _literal(text))))
                 continue
-            if name in (sglang.ENV_LEN, TRTLLM_KNOB) or (name == sglang.LEGACY_ENV_LEN and exported_stmt):
+            env_knob = env_knobs().get(name)
+            if env_knob is not None and (not env_knob.legacy or exported_stmt):
                 value = state.env.get(name)
                 text = value if isinstance(value, str) else ""
                 state.notes.append(("pin", "env", name, v.line, text,
@@ -474,7 +472,7 @@ class _Visitor:
             if not m and head in ("export", "env", "declare", "typeset"):
                 self._expanded_export(w, state, ex)
                 continue
-            if m and m.group(1) in (*SGLANG_KNOBS, TRTLLM_KNOB) and (
+            if m and m.group(1) in _ENV_KNOBS and (
                     head in ("export", "env", "declare")):
                 name = m.group(1)
                 value = ex.expand_text(raw[m.end():], quoted=False)
@@ -522,7 +520,7 @@ class _Visitor:
             if not m:
                 continue
             name, value = m.group(1), word[m.end():]
-            if name in (*SGLANG_KNOBS, TRTLLM_KNOB):
+            if name in _ENV_KNOBS:
                 state.notes.append(("pin", "env", name, w.line, value, "export",
                                     origin_of(w.raw, w.line, state, _literal(value))))
                 state.exported.add(name)

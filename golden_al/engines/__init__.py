@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from golden_al.engines.profile import EngineProfile, SyntheticKnob
 
-__all__ = ["ENTRY_POINT_GROUP", "REFERENCE_ENGINE", "REGISTRY", "EnvKnob", "engine_names", "env_knobs", "get_profile", "load_hook", "load_samplers",
+__all__ = ["ENTRY_POINT_GROUP", "REFERENCE_ENGINE", "REGISTRY", "EnvKnob", "companion_env_names", "engine_names", "env_knobs", "get_profile", "load_hook", "load_samplers",
            "profile_or_usage", "synthetic_settings"]
 
 #: The ``--engine`` name of the embedded offline reference engine (``offline_reference/``): it measures
@@ -168,3 +168,11 @@ def env_knobs() -> dict[str, EnvKnob]:
                 for spelling in (knob.name, *knob.aliases):
                     out[spelling] = EnvKnob(name, knob, spelling)
     return out
+
+
+@lru_cache(maxsize=1)
+def companion_env_names() -> frozenset[str]:
+    """Every spelling of every registered engine's companion environment variables (a method, a mode
+    that an environment knob needs beside it)."""
+    return frozenset(spelling for name in engine_names() for knob in get_profile(name).synthetic_knobs
+                     if knob.kind == "env" and knob.role == "companion" for spelling in (knob.name, *knob.aliases))

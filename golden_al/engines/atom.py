@@ -371,6 +371,7 @@ PROFILE = EngineProfile(
     settings_draft_len=settings_draft_len,
     script_speculation=script_speculation,
     script_settings="the ATOM launch flags",
+    script_flags=(FLAG_K, FLAG_METHOD, FLAG_DRAFT_MODEL),
     script_pin="golden_al.checks.script_pins:atom_pin",
     display_name="ATOM",
     algorithms=METHODS,

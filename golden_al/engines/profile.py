@@ -494,6 +494,8 @@ class EngineProfile:
     #: (:mod:`golden_al.checks.script_pins`: a JSON config, a flag), ``(PinSite) -> Pin``; None: its knobs are
     #: environment variables, or read off its command line (:attr:`command_line`).
     script_pin: str | None = None
+    #: The launch flags whose values :attr:`script_speculation` reads (``check`` gathers them on each path).
+    script_flags: tuple[str, ...] = ()
     #: What :attr:`script_speculation` reads, for messages (``the launch flags``).
     script_settings: str = ""
     #: The setting that picks the algorithm (``--speculative-algorithm``); None: one algorithm per setting.

@@ -757,6 +757,7 @@ PROFILE = EngineProfile(
     settings_draft_len=settings_draft_len,
     script_speculation=script_speculation,
     script_settings="the launch flags",
+    script_flags=tuple(f"--{f}" for f in SPEC_FLAGS),
     algorithm_flag=FLAG_ALGORITHM,
     pin_env={ENV_RAGGED_VERIFY: "ragged_verify_mode"},
     display_name="SGLang",

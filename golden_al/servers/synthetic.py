@@ -27,7 +27,6 @@ naming what it found and where.
 from __future__ import annotations
 
 import ast
-import functools
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
@@ -68,13 +67,6 @@ def _knob_of(engine: str, knob: str) -> SyntheticKnob | None:
         return None
 
 
-@functools.cache
-def _companion_env_names() -> frozenset[str]:
-    """Every spelling of every registered engine's companion environment variables (a method, a mode)."""
-    return frozenset(spelling for name in engines.engine_names() for knob in engines.get_profile(name).synthetic_knobs
-                     if knob.kind == "env" and knob.role == "companion" for spelling in (knob.name, *knob.aliases))
-
-
 def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment") -> list[str]:
     """Raise when ``env`` turns synthetic acceptance on; return warnings for inert leftovers.
 
@@ -97,7 +89,7 @@ def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment
             if knob is not None and knob.kind == "flag":
                 form = f" (the env form of {engines.get_profile(occ.term.engine).display_name}'s {knob.name})"
             raise _refuse(f"{name}={value}", where, f"unset {name}{form} {_HINT_ENV}")
-    leftovers = sorted(name for name in env if name in _companion_env_names())
+    leftovers = sorted(name for name in env if name in engines.companion_env_names())
     if inert or leftovers:
         warnings.append(f"{where} sets {', '.join(inert + leftovers)} but no active simulated length; "
                         "simulation is off")

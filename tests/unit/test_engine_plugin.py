@@ -435,3 +435,62 @@ def test_the_probes_pass_on_the_intact_toy(site: Path, tmp_path: Path, toy_serve
 def test_removing_a_hook_from_the_toy_fails_its_named_probe(site: Path, tmp_path: Path, toy_server: tuple[str, int],
                                                             hook: str) -> None:
     assert not _probe(HOOKS[hook], site, tmp_path, toy_server[0], hook), f"{hook} removed, {HOOKS[hook]} still passes"
+
+
+ENV_ONLY = '''
+"""envonly: an engine whose knob is an environment variable (the AL itself) and whose k is a launch
+flag, with no command-line reader: check reads it through its profile's script hooks alone."""
+from dataclasses import replace
+from golden_al.engines.profile import DraftLen, DraftLenRule, EngineProfile, Source, Speculation, SyntheticKnob
+from golden_al.engines._values import int_flag
+
+SRC = Source("example/envonly", "envonly.py", "0.1.0")
+
+
+def script_speculation(flags):
+    k = flags.get("--envonly-k")
+    return None if k is None else Speculation("envonly", "draft", {"k": k}, None, None, draft_inputs={"--envonly-k": k})
+
+
+def settings_draft_len(spec):
+    k = int_flag(spec.settings.get("k"), "--envonly-k") if spec is not None else None
+    if k is None:
+        raise ValueError("no --envonly-k")
+    return DraftLen(k, "--envonly-k", described=f"envonly --envonly-k={k}", algorithm="draft")
+
+
+PROFILE = EngineProfile(
+    name="envonly", display_name="envonly", algorithms=("draft",),
+    draft_len_rules=(DraftLenRule("draft", "k = --envonly-k", source=SRC),),
+    synthetic_knobs=(SyntheticKnob("ENVONLY_FORCE_AL", "env", "al", source=SRC),),
+    synthetic_settings=lambda al, k, **_: {"ENVONLY_FORCE_AL": f"{al:.2f}"},
+    curve_methods={"draft": "draft-model"}, sources=(SRC,),
+    script_speculation=script_speculation, script_flags=("--envonly-k",), script_settings="the envonly flags",
+    settings_draft_len=settings_draft_len,
+)
+'''
+
+
+@pytest.mark.parametrize(("value", "flag", "verdict"), [("7.24", "--envonly-k 7", "match"),
+                                                        ("7.24", "--envonly-k 3", "unsafe-value"),
+                                                        ("6.00", "--envonly-k 7", "mismatch"),
+                                                        ("7.24", "", "undetermined")])
+def test_a_shell_pin_of_an_environment_knob_is_read_through_the_profile_alone(tmp_path: Path, value: str, flag: str,
+                                                                               verdict: str) -> None:
+    """The headline bug of issue 24: a new engine's knob in a shell script said "no pinned value", exit 0.
+    An engine declaring only an environment knob and its script hooks (no command-line reader) is found,
+    its k read from its own flag, and its pin proven, refused, or left unresolved (never exit 0)."""
+    (tmp_path / "envonly_engine.py").write_text(ENV_ONLY)
+    folder = tmp_path / "agentic"
+    folder.mkdir()
+    script = folder / "run.sh"
+    script.write_text(f"#!/bin/bash\nexport THINKING_MODE=thinking_off\nexport MODEL={MODEL}\n"
+                      f"export ENVONLY_FORCE_AL={value}\nenvonly-serve --model {MODEL} {flag}\n")
+    code = ("import json, sys\nfrom golden_al import engines\n"
+            "engines.REGISTRY['envonly'] = 'envonly_engine:PROFILE'\n"
+            "from golden_al.cli.main import main\n"
+            f"sys.exit(main(['check', {str(script)!r}, '--format', 'json']))\n")
+    done = _python(tmp_path, code)
+    findings = [f for f in json.loads(done.stdout) if f["engine"] == "envonly"]
+    assert [f["verdict"] for f in findings] == [verdict], done.stdout + done.stderr
+    assert done.returncode == (0 if verdict == "match" else 1)
