@@ -35,16 +35,12 @@ from pathlib import PurePath
 from typing import Any
 
 from golden_al.checks.findings import AgenticInfo, ThinkingSignal
-from golden_al.engines import EnvKnob, atom, env_knobs, get_profile, llamacpp, sglang, trtllm, vllm
+from golden_al.engines import EnvKnob, atom, env_knobs, get_profile, vllm
 from golden_al.engines._values import parse_number  # re-exported: the one number reader of the checks
 
 __all__ = [
     "ATOM_KNOBS",
-    "KEYWORDS",
     "MASTER_LENGTH_KEY",
-    "SGLANG_COMPANIONS",
-    "SGLANG_KNOBS",
-    "TRTLLM_KNOB",
     "VLLM_KEYS",
     "EnvKnob",
     "agentic_from_flag",
@@ -52,28 +48,18 @@ __all__ = [
     "agentic_from_scenario",
     "env_knobs",
     "env_pin_context",
-    "has_keyword",
     "parse_number",
     "scalar_text",
     "thinking_from_kwargs",
     "thinking_from_setting",
 ]
 
-SGLANG_KNOBS = (sglang.ENV_LEN, sglang.LEGACY_ENV_LEN)
-SGLANG_COMPANIONS = (sglang.ENV_METHOD, sglang.ENV_TOKEN_MODE)
-SGLANG_LEGACY_COMPANIONS = (sglang.LEGACY_ENV_METHOD,)
-TRTLLM_KNOB = trtllm.ENV_FORCE
 ATOM_KNOBS = (atom.LENGTH_FLAG, atom.RATE_FLAG)
 VLLM_KEYS = (vllm.LENGTH_KEY, vllm.RATES_KEY, vllm.LEGACY_RATE_KEY)
 #: InferenceX master configs' own key for a golden AL (``.github/configs/*-master.yaml``).
 MASTER_KEY = "SYNTHETIC_ACCEPTANCE"
 #: The master-config setting that holds the golden AL itself.
 MASTER_LENGTH_KEY = "SYNTHETIC_ACCEPTANCE_LENGTH"
-
-#: Substrings that make a file worth parsing (a cheap pre-filter).
-KEYWORDS = (sglang.LEGACY_ENV_LEN, vllm.LENGTH_KEY.rsplit("_", 1)[0], trtllm.ENV_FORCE,
-            atom.LENGTH_FLAG[2:].rsplit("-", 1)[0], MASTER_KEY, vllm.METHOD_KEY,
-            *llamacpp.SYNTH_FLAG_FORMS, *llamacpp.SYNTH_FLAG_FORMS.values())
 
 
 def scalar_text(v: Any) -> str | None:
@@ -104,13 +90,6 @@ def env_pin_context(env_knob: EnvKnob, lookup: Callable[[str], str | None]
                     companions[alias] = value
     spec = {key: lookup(var) for var, key in profile.pin_env.items()}
     return companions, spec
-
-
-def has_keyword(text: str) -> bool:
-    """Whether ``text`` mentions any synthetic-acceptance knob."""
-    return any(k in text for k in KEYWORDS)
-
-
 
 
 _TRUE = {"1", "true", "yes", "on", "enabled", "enable"}
