@@ -56,8 +56,6 @@ __all__ = [
 
 ATOM_KNOBS = (atom.LENGTH_FLAG, atom.RATE_FLAG)
 VLLM_KEYS = (vllm.LENGTH_KEY, vllm.RATES_KEY, vllm.LEGACY_RATE_KEY)
-#: InferenceX master configs' own key for a golden AL (``.github/configs/*-master.yaml``).
-MASTER_KEY = "SYNTHETIC_ACCEPTANCE"
 #: The master-config setting that holds the golden AL itself.
 MASTER_LENGTH_KEY = "SYNTHETIC_ACCEPTANCE_LENGTH"
 
