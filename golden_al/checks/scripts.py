@@ -637,10 +637,7 @@ def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
                        models, thinking, agentic)
         builder = get_profile(kind).script_pin
         assert builder is not None  # a note of this kind comes only from an engine with one
-        made: Pin | None = load_hook(builder)(site)
-        if made is None:
-            return None
-        pin = made
+        pin = load_hook(builder)(site)
     if conds:
         pin.notes.append("on the path where " + "; ".join(_short(c) for c in conds[-4:]))
     return pin

@@ -694,7 +694,7 @@ def _bare_env_pin(doc: YamlDoc, path: str, name: str, raw: str | None, line: int
     pin = Pin(file=path, line=line, engine=env_knob.engine, knob=name, raw_value=raw,
               unresolved=None if raw is not None else "no scalar value", thinking=list(thinking), agentic=agentic)
     pin.draft = DraftInfo(problem="no engine arguments next to this setting say the draft length")
-    companions, spec = env_pin_context(env_knob, lambda n: _scalar(scope[n]) if n in scope else None)
+    companions, spec = env_pin_context(env_knob, functools.partial(_env_value, scope))
     pin.companions.update(companions)
     pin.spec.update(spec)
     pin.notes.append("an environment setting outside a recognised recipe")

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from golden_al.engines.profile import EngineProfile, SyntheticKnob
 
-__all__ = ["ENTRY_POINT_GROUP", "REFERENCE_ENGINE", "REGISTRY", "EnvKnob", "companion_env_names", "engine_names", "env_knobs", "get_profile", "load_hook", "load_samplers",
-           "profile_or_usage", "synthetic_settings"]
+__all__ = ["ENTRY_POINT_GROUP", "REFERENCE_ENGINE", "REGISTRY", "EnvKnob", "companion_env_names", "engine_names",
+           "env_knobs", "get_profile", "load_hook", "load_samplers", "profile_or_usage", "synthetic_settings"]
 
 #: The ``--engine`` name of the embedded offline reference engine (``offline_reference/``): it measures
 #: in-process, so it has no serving profile and is not in :data:`REGISTRY`.

@@ -198,7 +198,7 @@ class RecipeFormat:
     #: ``(role arguments) -> Speculation | None``: the role's speculative settings (None: no speculative key)
     read: Callable[[Mapping[str, Any]], Speculation | None]
     #: where :func:`golden_al.injection` writes the synthetic settings: ``env`` (the worker environment
-    #: blocks) or ``config`` (inside the speculative settings, through :attr:`EngineProfile.config_injection`)
+    #: blocks) or ``config`` (inside the role's speculative config, vLLM's form)
     inject_into: Literal["env", "config"] = "env"
     #: keys of the role arguments that hold speculative settings (an override touching one changes k)
     spec_keys: tuple[str, ...] = ()
@@ -435,12 +435,12 @@ class EngineProfile:
     #: AL sources ``measure``/``sweep`` read against this engine's server (names in
     #: :mod:`golden_al.servers.sources`), the ``--al-source auto`` default first; empty: none.
     al_sources: tuple[str, ...] = ()
-    #: The ``auto`` source when the server reports per-request counts (vLLM started with
-    #: ``--per-request-spec-decode-metrics``), and how to tell: ``async (client, model, messages) -> bool``
-    #: sends one short request and looks for them.
     #: source name -> ``"module:attr"`` of its implementation: a ``CounterSource`` subclass or a
     #: ``ResponseCounts`` (:mod:`golden_al.servers.sources`); every name in :attr:`al_sources` has one.
     source_impls: Mapping[str, str] = field(default_factory=dict)
+    #: The ``auto`` source when the server reports per-request counts (vLLM started with
+    #: ``--per-request-spec-decode-metrics``), and how to tell: ``async (client, model, messages) -> bool``
+    #: sends one short request and looks for them.
     per_request_source: str | None = None
     per_request_probe: Callable[..., Any] | None = None
     #: ``(response, k, max_tokens, output_tokens) -> {k: counts} | None``: a response's steps split by the
@@ -481,9 +481,6 @@ class EngineProfile:
     #: ``(Speculation | None) -> DraftLen``: k from speculative settings a config holds (None: none
     #: found); raises UsageError/ValueError saying why they do not fix k. None: configs cannot fix k.
     settings_draft_len: Callable[[Speculation | None], DraftLen] | None = None
-    #: ``(raw value, Speculation | None) -> (spec, notes)``: what a harness's injector (InferenceX
-    #: ``runners/synthetic_injectors``) writes beside a master-config value, as the pin's ``spec`` that
-    #: :attr:`review_pin` reads, and notes on what it replaces. None: nothing beside the value.
     #: ``(settings, two_model) -> (problem, hint) | None``: why ``inject`` must not write these synthetic
     #: settings into a recipe whose role runs the draft as a separate model when ``two_model``.
     injection_problem: Callable[[Mapping[str, Any], bool], tuple[str, str] | None] | None = None
@@ -502,6 +499,9 @@ class EngineProfile:
     algorithm_flag: str | None = None
     #: Environment variables set beside a pin that its :attr:`review_pin` reads: variable -> ``spec`` key.
     pin_env: Mapping[str, str] = field(default_factory=dict)
+    #: ``(raw value, Speculation | None) -> (spec, notes)``: what a harness's injector (InferenceX
+    #: ``runners/synthetic_injectors``) writes beside a master-config value, as the pin's ``spec`` that
+    #: :attr:`review_pin` reads, and notes on what it replaces. None: nothing beside the value.
     harness_pin: Callable[[str | None, Speculation | None], tuple[Mapping[str, Any], list[str]]] | None = None
 
     def tolerance(self, ctx: PinContext) -> float:

@@ -462,6 +462,7 @@ CURVE_METHODS: dict[str, str] = {
     "STANDALONE": "draft-model", "FROZEN_KV_MTP": "mtp",
 }
 
+
 def curve_method_of(algorithm: str) -> str | None:
     """The golden-curve method of an ``--speculative-algorithm`` as SGLang reads it (case-insensitive,
     ``-`` for ``_``; None: an algorithm no curve method covers).

@@ -163,8 +163,7 @@ def settings_draft_len(spec: Speculation | None) -> DraftLen:
 def injection_problem(settings: Mapping[str, Any], two_model: bool) -> tuple[str, str] | None:
     """(problem, hint) when ``settings`` cannot be injected: the two-model path reads the forced count
     with int() (``tensorrt_llm/_torch/speculative/interface.py`` ``get_force_num_accepted_tokens`` at
-    00b6d5a25c30), so a fraction
-    silently disables forcing."""
+    00b6d5a25c30), so a fraction silently disables forcing."""
     forced = str(settings.get(ENV_FORCE, ""))
     if not two_model or parse_number(forced) is None or float(forced).is_integer():
         return None

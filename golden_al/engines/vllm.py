@@ -120,7 +120,6 @@ CURVE_METHODS: dict[str, str] = {
 }
 
 
-
 def curve_method_of(method: str) -> str | None:
     """The golden-curve method of a speculative-config ``method`` (lower case, ``-`` for ``_``); a
     model-specific MTP spelling (``deepseek_mtp``, ``qwen3_next_mtp``, ...) is ``mtp``."""

@@ -171,7 +171,7 @@ def build_command(spec: LaunchSpec) -> list[str]:
     if spec.serve_reference:
         return _reference_command(spec)
     _check_reserved(spec.engine, spec.engine_args)
-    synthetic.check_engine_args(spec.engine, spec.engine_args, where="--engine-arg")
+    synthetic.check_engine_args(spec.engine_args, where="--engine-arg")
     profile = engines.get_profile(spec.engine)
     assert profile.server_args is not None  # every SERVER_ENGINES profile has one
     # synthetic keys in --speculative-extra, whichever engine it is merged into

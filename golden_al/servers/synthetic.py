@@ -112,8 +112,9 @@ def find_speculative_config(args: Sequence[str]) -> dict[str, Any] | None:
     return vllm.find_speculative_config(args)
 
 
-def check_engine_args(engine: str, args: Sequence[str], *, where: str = "server arguments") -> None:
-    """Raise when the engine's own command-line arguments force acceptance."""
+def check_engine_args(args: Sequence[str], *, where: str = "server arguments") -> None:
+    """Raise when a server's command-line arguments force acceptance, in any registered engine's form
+    (a wrapper may forward another engine's arguments)."""
     cfg = find_speculative_config(args)  # any engine's: a wrapper may forward vLLM's arguments
     if cfg is not None:
         check_vllm_speculative_config(cfg, where=where)

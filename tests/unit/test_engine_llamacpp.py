@@ -220,7 +220,7 @@ def test_counter_source_delta_and_cross_check_with_timings():
 def test_synthetic_acceptance_is_refused_from_flags_env_and_log():
     for args in (["--spec-synth-len", "3"], ["--spec-synth-rates=0.9,0.5,0.2"]):
         with pytest.raises(SyntheticAcceptanceActiveError, match="spec-synth"):
-            synthetic.check_engine_args("llamacpp", args)
+            synthetic.check_engine_args(args)
     for name in ("LLAMA_ARG_SPEC_SYNTH_LEN", "LLAMA_ARG_SPEC_SYNTH_RATES"):
         with pytest.raises(SyntheticAcceptanceActiveError, match=name):
             synthetic.check_launch_env({name: "2.5"})

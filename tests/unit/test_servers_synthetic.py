@@ -53,14 +53,14 @@ def test_vllm_speculative_config(cfg):
 def test_vllm_args_with_equals_form():
     args = ["--model", "m", '--speculative-config={"num_speculative_tokens":3,"rejection_sample_method":"synthetic"}']
     with pytest.raises(SyntheticAcceptanceActiveError):
-        synthetic.check_engine_args("vllm", args)
-    synthetic.check_engine_args("vllm", ["--speculative-config", '{"num_speculative_tokens":3,"rejection_sample_method":"block"}'])
+        synthetic.check_engine_args(args)
+    synthetic.check_engine_args(["--speculative-config", '{"num_speculative_tokens":3,"rejection_sample_method":"block"}'])
 
 
 @pytest.mark.parametrize("flag", ["--spec-decode-acceptance-length", "--spec-decode-acceptance-rate"])
 def test_atom_flags(flag):
     with pytest.raises(SyntheticAcceptanceActiveError, match=flag):
-        synthetic.check_engine_args("atom", ["--method", "mtp", f"{flag}=2.5"])
+        synthetic.check_engine_args(["--method", "mtp", f"{flag}=2.5"])
 
 
 def test_server_info_scan():

@@ -13,6 +13,7 @@ from distributions.counts import AcceptanceCounts
 from golden_al.engines import llamacpp as llamacpp_profile
 from golden_al.errors import InputFileError
 from golden_al.formats.counters import check_not_backwards as _check_not_backwards
+from golden_al.formats.counters import counter as _counter
 from golden_al.formats.counters import no_steps as _no_steps
 from golden_al.formats.counters.vllm import VllmSpecCounters
 from golden_al.formats.prometheus import MetricsSnapshot
@@ -67,13 +68,6 @@ def read(snap: MetricsSnapshot, labels: Mapping[str, str] | None = None) -> Llam
         MetricMissingError: ``spec_decode_num_drafts_total`` is absent (no ``--metrics``).
         InputFileError: a counter is not a finite count, or a position label is not an integer.
     """
-    def counter(name: str) -> float:
-        value = float(snap.total(name, labels))  # MetricMissingError when absent
-        if not math.isfinite(value) or value < 0:
-            raise InputFileError(f"counter {name} is {value!r}", path=snap.source,
-                                 hint="a cumulative counter is a finite number >= 0")
-        return value
-
     per_pos: tuple[float, ...] = ()
     if snap.select(llamacpp_profile.ACCEPTED_PER_POS_METRIC, labels):
         by_pos = snap.by_label(llamacpp_profile.ACCEPTED_PER_POS_METRIC, "position", labels)
@@ -92,5 +86,7 @@ def read(snap: MetricsSnapshot, labels: Mapping[str, str] | None = None) -> Llam
         busy = float(snap.total(llamacpp_profile.REQUESTS_PROCESSING_METRIC, labels))
         if snap.has(llamacpp_profile.REQUESTS_DEFERRED_METRIC):
             busy += float(snap.total(llamacpp_profile.REQUESTS_DEFERRED_METRIC, labels))
-    return LlamaCppSpecCounters(counter(llamacpp_profile.DRAFTS_METRIC), counter(llamacpp_profile.DRAFT_TOKENS_METRIC),
-                                counter(llamacpp_profile.ACCEPTED_METRIC), per_pos, source=snap.source, busy=busy)
+    return LlamaCppSpecCounters(_counter(snap, llamacpp_profile.DRAFTS_METRIC, labels),
+                                _counter(snap, llamacpp_profile.DRAFT_TOKENS_METRIC, labels),
+                                _counter(snap, llamacpp_profile.ACCEPTED_METRIC, labels), per_pos, source=snap.source,
+                                busy=busy)

@@ -122,7 +122,6 @@ class VllmSpecCounters:
         return self.num_verify_steps, []
 
 
-
 def read(snap: MetricsSnapshot, labels: Mapping[str, str] | None = None) -> VllmSpecCounters:
     """vLLM's counters in a snapshot (``validate``d).
 
