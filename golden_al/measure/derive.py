@@ -85,7 +85,6 @@ def derive_record(source: MeasurementRecord, results: Sequence[RequestResult], k
         "derived": True,
         "derived_from_draft_len": kmax,
         "derivation_exact": False,
-        "histogram_known": source.histogram_known,
         "per_server": source.per_server,
     })
     record = MeasurementRecord.model_validate(record.model_dump())

@@ -177,6 +177,8 @@ def build_record(
     ``totals``: the cell's totals when the caller needed them first (else computed here, ``what``
     naming the cell in the error); ``unit``: what one cluster is, when the lines' own form does not
     say it (an imported window); ``num_requests``: the run's requests, when the lines do not list them.
+    A line that holds totals only (``histogram_known`` false) makes the record's histogram unknown: it
+    is written as zeros, never as a partial sum.
 
     Raises:
         NoVerifyStepsError: no request made a verify step (:func:`golden_al.measurement.cell_totals`).
@@ -185,6 +187,7 @@ def build_record(
         totals = cell_totals(results, draft_len, seed=0 if seed is None else seed, what=what)
     counts, interval = totals.counts, totals.interval
     notes = [*warnings, *totals.notes]
+    known = all(r.histogram_known for r in results if r.draft_len == draft_len)
     return MeasurementRecord(
         engine=engine,
         engine_version=engine_version,
@@ -206,8 +209,9 @@ def build_record(
         num_requests=totals.num_requests if num_requests is None else num_requests,
         num_verify_steps=counts.num_verify_steps,
         num_accepted_drafts=counts.num_accepted_drafts,
-        per_position_accepted=counts.per_position_accepted,
-        histogram=counts.histogram,
+        per_position_accepted=counts.per_position_accepted if known else [0] * draft_len,
+        histogram=counts.histogram if known else [0] * (draft_len + 1),
+        histogram_known=known,
         per_request_file=per_request_file,
         warnings=notes,
         provenance=provenance,

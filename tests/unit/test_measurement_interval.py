@@ -96,3 +96,29 @@ def test_the_reference_and_server_records_share_the_builder():
         text = (root / rel).read_text()
         assert "build_record(" in text, rel
         assert "NoVerifyStepsError(" not in text, rel
+
+
+def test_one_totals_only_line_makes_the_records_histogram_unknown():
+    """The builder, not each producer, decides: a line without a per-step histogram makes the record's
+    histogram unknown (zeros), never a partial sum of the lines that have one."""
+    from golden_al.measure.records import build_record
+    from golden_al.measurement import DatasetInfo, ModelInfo, SamplingInfo
+
+    known = RequestResult(index=0, request_id="a", draft_len=3, prompt_hash="h0", num_output_tokens=12,
+                          num_verify_steps=4, num_accepted_drafts=6, histogram=[1, 0, 1, 2],
+                          per_position_accepted=[3, 2, 1])
+    totals_only = _row(1, 5, 4).model_copy(update={"histogram_known": False})
+
+    def record(rows: list[RequestResult]):
+        return build_record(results=rows, draft_len=3, engine="vllm", engine_version=None, mode="imported",
+                            estimate=False, target=ModelInfo(name="t", source="server"),
+                            draft=ModelInfo(name="d", source="server"), draft_method="mtp", thinking="off",
+                            chat_template_kwargs={}, sampling=SamplingInfo(temperature=0.0, top_p=1.0, top_k=None,
+                                                                           max_tokens=8),
+                            dataset=DatasetInfo(name="x", count=2, hash="0", source_hash="0", source="x"),
+                            al_source="test", provenance={}, seed=0)
+
+    assert (record([known]).histogram_known, record([known]).histogram) == (True, [1, 0, 1, 2])
+    mixed = record([known, totals_only])
+    assert (mixed.histogram_known, mixed.histogram, mixed.per_position_accepted) == (False, [0] * 4, [0] * 3)
+    assert (mixed.num_verify_steps, mixed.num_accepted_drafts) == (8, 11)

@@ -111,10 +111,10 @@ def window_rows(windows: Sequence[AcceptanceCounts], k: int, what: str, output_t
     return rows
 
 
-def imported_record(rows: list[RequestResult], *, k: int, opts: ImportOptions, engine: str, source: str, files: Sequence[Path],
-            model: str | None, num_requests: int, dataset: DatasetInfo, warnings: list[str],
-            max_concurrency: Any = None, unit: str = "imported counter window", engine_version: str | None = None,
-            extra_provenance: Mapping[str, Any] | None = None) -> Imported:
+def imported_record(rows: list[RequestResult], *, k: int, opts: ImportOptions, engine: str, source: str,
+                    files: Sequence[Path], model: str | None, num_requests: int, dataset: DatasetInfo,
+                    warnings: list[str], max_concurrency: Any = None, unit: str = "imported counter window",
+                    engine_version: str | None = None, extra_provenance: Mapping[str, Any] | None = None) -> Imported:
     """The record of an imported run from its rows (:func:`golden_al.measure.records.build_record`), after
     checking that the options say what the source does not (thinking, temperature, max tokens)."""
     missing = [name for name, v in (("--thinking", opts.thinking), ("--temperature", opts.temperature),
@@ -132,8 +132,7 @@ def imported_record(rows: list[RequestResult], *, k: int, opts: ImportOptions, e
         totals = dataclasses.replace(totals, notes=())
         warn.append("one aggregate window: the counts carry no interval, so al_ci95 is the whole range [1, k+1]; "
                     "import the server's counters during the run, its log, or per-request responses for clusters")
-    known = all(r.histogram_known for r in rows)
-    if not known:
+    if not all(r.histogram_known for r in rows):  # the builder writes the histogram as zeros
         warn.append("totals only: the source reports no per-step histogram, so histogram and per_position_accepted "
                     "are zeros (histogram_known: false); the AL and its interval rest on the totals")
     rec = build_record(
@@ -149,14 +148,9 @@ def imported_record(rows: list[RequestResult], *, k: int, opts: ImportOptions, e
                     **({"max_concurrency": max_concurrency} if max_concurrency is not None else {}),
                     **(extra_provenance or {})},
     )
-    update: dict[str, Any] = {}
     if one_window:
-        update.update(al_ci95=(1.0, float(k + 1)), uncertainty=Uncertainty(
-            method="none: one aggregate window", clusters=1, confidence=0.95, unit=unit))
-    if not known:
-        update.update(histogram=[0] * (k + 1), per_position_accepted=[0] * k, histogram_known=False)
-    if update:
-        rec = rec.model_copy(update=update)
+        rec = rec.model_copy(update={"al_ci95": (1.0, float(k + 1)), "uncertainty": Uncertainty(
+            method="none: one aggregate window", clusters=1, confidence=0.95, unit=unit)})
     return Imported(rec, rows)
 
 
