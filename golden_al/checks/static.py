@@ -67,7 +67,8 @@ from golden_al.engines._values import format_value
 from golden_al.engines.profile import PinContext, PinReview
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UnreadableInputError, UsageError
 
-__all__ = ["DEFAULT_MAX_FILE_SIZE", "CheckReport", "check_paths", "evaluate", "excluded", "iter_candidate_files"]
+__all__ = ["DEFAULT_MAX_FILE_SIZE", "CheckReport", "check_paths", "curve_method", "evaluate", "excluded", "golden_point",
+           "iter_candidate_files", "methods_of", "resolve_model", "resolve_thinking"]
 
 _SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache",
               ".hypothesis", ".ruff_cache", ".eggs", "site-packages"}
@@ -200,7 +201,7 @@ def iter_candidate_files(paths: Sequence[str | Path], *, exclude: Sequence[str] 
 # ---------------------------------------------------------------------- evaluation
 
 
-def _resolve_thinking(signals: Sequence[ThinkingSignal]) -> tuple[str | None, str]:
+def resolve_thinking(signals: Sequence[ThinkingSignal]) -> tuple[str | None, str]:
     if not signals:
         return "on", ("assumed: nothing in the config sets the thinking mode; thinking on assumed "
                       "(InferenceX's THINKING_MODE default and the models' chat-template default)")
@@ -217,7 +218,7 @@ def _resolve_thinking(signals: Sequence[ThinkingSignal]) -> tuple[str | None, st
     return mode, sources
 
 
-def _resolve_model(models: Sequence[ModelName], store: Any, methods: Sequence[str] = ()) -> tuple[
+def resolve_model(models: Sequence[ModelName], store: Any, methods: Sequence[str] = ()) -> tuple[
         str | None, str | None, str]:
     """(store key, display name, how). A name that fits models of several methods is resolved among
     the curves of the pin's own method (``methods``: what its engine and algorithm can mean)."""
@@ -262,20 +263,23 @@ def _resolve_by_method(store: Any, name: str, methods: Sequence[str]) -> tuple[s
     return hits.pop() if len(hits) == 1 else None
 
 
-def _methods_of(pin: Pin) -> list[str]:
-    """Every golden-curve method the pin's engine and algorithm can mean (EAGLE/NEXTN: mtp or eagle3,
-    by model)."""
+def methods_of(engine: str, algorithm: str | None) -> list[str]:
+    """Every golden-curve method an engine's algorithm can mean (EAGLE/NEXTN: mtp or eagle3, by model)."""
     from golden_al.golden.store import EAGLE3_HEAD_MODELS, curve_method_for
 
-    if not pin.algorithm:
+    if not algorithm:
         return []
     out = []
     for model in (None, sorted(EAGLE3_HEAD_MODELS)[0]):
         try:
-            out.append(curve_method_for(pin.engine, pin.algorithm, model))
+            out.append(curve_method_for(engine, algorithm, model))
         except UsageError:
             return []
     return list(dict.fromkeys(out))
+
+
+def _methods_of(pin: Pin) -> list[str]:
+    return methods_of(pin.engine, pin.algorithm)
 
 
 def _context(pin: Pin) -> PinContext:
@@ -318,14 +322,14 @@ def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Findi
     """The finding for one pin (see the module docstring for the rules)."""
     problems: list[tuple[str, str]] = list(pin.problems)
     notes: list[str] = []
-    thinking, thinking_source = _resolve_thinking(pin.thinking)
+    thinking, thinking_source = resolve_thinking(pin.thinking)
     implied, vproblems, vnotes = _implied(pin)
     problems += vproblems
     notes += vnotes
     if pin.agentic.agentic is False:
         problems.append(("non-agentic-simulation", f"simulated acceptance on a benchmark that is not agentic: "
                                                    f"{pin.agentic.reason}"))
-    model_key, model_shown, model_how = _resolve_model(pin.models, store, _methods_of(pin))
+    model_key, model_shown, model_how = resolve_model(pin.models, store, _methods_of(pin))
     expected: float | None = None
     golden: tuple[str, str]
     k = pin.draft.k
@@ -363,15 +367,35 @@ def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Findi
     )
 
 
+def curve_method(store: Any, engine: str, algorithm: str | None, model: str) -> str | None:
+    """The golden-curve method an engine's algorithm spelling runs for ``model`` (None: no algorithm).
+
+    Raises:
+        UsageError: a spelling the engine refuses.
+    """
+    return store.method_for(engine, algorithm, model) if algorithm else None
+
+
+def golden_point(store: Any, *, model: str, thinking: str, k: int, method: str | None, draft_model: str | None,
+                 draft_sample_method: str | None, rejection_sample_method: str | None) -> Any:
+    """The one golden value a config's settings select: ``check`` compares a pin with it and ``select``
+    writes it (one rule for both).
+
+    Raises:
+        NoGoldenValueError, AmbiguousCurveError, UsageError: as :meth:`GoldenStore.lookup`.
+    """
+    return store.lookup(model, thinking, k, method=method, draft_model=draft_model,
+                        draft_sample_method=draft_sample_method, rejection_sample_method=rejection_sample_method)
+
+
 def _golden(pin: Pin, store: Any, model: str, thinking: str, k: int, implied: float | None) -> tuple[Any, ...]:
     method: str | None = None
-    if pin.algorithm:
-        try:
-            method = store.method_for(pin.engine, pin.algorithm, model)
-        except UsageError as exc:
-            return ("undetermined", f"draft method: {exc}")
     try:
-        point = store.lookup(model, thinking, k, method=method, draft_model=pin.draft_model,
+        method = curve_method(store, pin.engine, pin.algorithm, model)
+    except UsageError as exc:
+        return ("undetermined", f"draft method: {exc}")
+    try:
+        point = golden_point(store, model=model, thinking=thinking, k=k, method=method, draft_model=pin.draft_model,
                              draft_sample_method=pin.draft_sample_method,
                              rejection_sample_method=pin.rejection_sample_method)
     except AmbiguousCurveError as exc:

@@ -79,11 +79,13 @@ __all__ = [
     "YamlDoc",
     "YamlError",
     "clear_path_cache",
+    "draft_for_role",
     "extract_json_pins",
     "extract_yaml_pins",
     "load_yaml_docs",
     "master_refs",
     "recipe_context",
+    "recipe_context_of",
     "recipe_contexts",
     "shadowed_lines",
 ]
@@ -297,6 +299,18 @@ def recipe_context(doc: YamlDoc, path: str, refs: list[MasterRef] | None = None)
     """The first recipe context of a document (None if it is not an srt-slurm recipe)."""
     ctxs = recipe_contexts(doc, path, refs)
     return ctxs[0] if ctxs else None
+
+
+def recipe_context_of(view: RecipeView, doc: YamlDoc, path: str) -> RecipeContext:
+    """The context ``check`` reads around one view (thinking and agentic signals, model names): ``select``
+    reads a resolved variant through it, so both see the same recipe."""
+    return _recipe_context(view, doc, path, None)
+
+
+def draft_for_role(ctx: RecipeContext, engine: str, role: str | None) -> tuple[DraftInfo, str | None, str | None,
+                                                                                dict[str, Any]]:
+    """:func:`_draft_for_role`: the draft length a role's settings fix, by the engine's rule."""
+    return _draft_for_role(ctx, engine, role)
 
 
 def _recipe_context(view: RecipeView, doc: YamlDoc, path: str, refs: list[MasterRef] | None) -> RecipeContext:
@@ -725,7 +739,7 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
                     if key not in seen:
                         seen.add(key)
                         pins.append(pin)
-            skip |= {("backend",), ("base",)} | {(str(k),) for k in doc.data if OVERRIDE_RE.match(str(k))}
+            skip |= {("backend",), ("base",), ("roles",)} | {(str(k),) for k in doc.data if OVERRIDE_RE.match(str(k))}
         else:
             thinking: list[ThinkingSignal] = []
             for p, v in doc.walk():

@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("golden_al.cli.report", "write report.md and plots for records or curves"),
     "curves": ("golden_al.cli.curves", "list and show the committed golden curves"),
     "env": ("golden_al.cli.env", "print the synthetic-acceptance settings for an engine"),
+    "select": ("golden_al.cli.select", "select a recipe's golden AL at launch, as srtctl overrides"),
     "inject": ("golden_al.cli.inject", "write the golden AL into a recipe, keeping comments"),
     "check": ("golden_al.cli.check", "validate pinned values in configs and scripts (CI)"),
     "check-run": ("golden_al.cli.check_run", "check that a run's logs or metrics hit the target AL"),

@@ -21,6 +21,16 @@ SemiAnalysisAI/InferenceX ``benchmarks/multi_node/srt-slurm-recipes/**`` at 843c
 or the sweep format: the same under ``base:`` plus ``override_*`` / ``zip_override_*``
 sections that srtctl deep-merges into it, one :class:`RecipeView` per section.
 
+**Schema 2** (InferenceX's "roles" recipes, read by its launch-time selector)::
+
+    backend: {type: sglang}             # or framework: dynamo-sglang; else the engines' own keys tell
+    roles:
+      prefill: {args: {speculative-algorithm: EAGLE, ...}, env: {...}}
+      decode:  {args: {...}, env: {...}}   # or agg: {...}
+
+Each role's ``args`` are read by the engine's recipe format exactly like ``<engine>_config.<role>``,
+and its ``env`` is that role's environment block.
+
 The role that *generates* sets the golden AL of the recipe: ``decode``, else
 ``aggregated``, else ``prefill`` (InferenceX ``runners/synthetic_injectors/sglang.py``
 writes the same value into every worker environment block; a prefill worker runs no
@@ -44,6 +54,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from golden_al import engines
+from golden_al.configs.srtctl import deep_merge
 from golden_al.engines import vllm
 from golden_al.engines.profile import RecipeFormat, Speculation
 
@@ -69,9 +80,11 @@ __all__ = [
     "detect_engine",
     "env_block_role",
     "is_master",
+    "is_roles_recipe",
     "master_settings",
     "read_recipe",
     "speculation",
+    "view_of",
 ]
 
 #: every spelling of a worker role -> its canonical name (srtctl accepts ``agg`` for ``aggregated``)
@@ -105,17 +118,6 @@ def env_block_role(key: object) -> str | None:
     return canonical_role(m.group(1)) if m else None
 
 
-def deep_merge(base: Any, over: Any) -> Any:
-    """srtctl's merge of an override section into ``base`` (mappings merged key by key,
-    anything else replaced); the inputs are not changed."""
-    if isinstance(base, Mapping) and isinstance(over, Mapping):
-        out = dict(base.items())
-        for k, v in over.items():
-            out[k] = deep_merge(base[k], v) if k in base else v
-        return out
-    return over
-
-
 def detect_engine(backend: Any) -> tuple[str | None, str]:
     """(engine, where it comes from): ``backend.type``, else the one ``<engine>_config`` present."""
     btype = backend.get("type") if isinstance(backend, Mapping) else backend
@@ -126,6 +128,31 @@ def detect_engine(backend: Any) -> tuple[str | None, str]:
         if len(present) == 1:
             return present[0], f"backend.{CONFIG_KEYS[present[0]]}"
     return None, "undetermined"
+
+
+def _roles_engine(data: Mapping[str, Any]) -> tuple[str | None, str]:
+    """The engine of a schema-2 recipe: ``backend.type`` (or ``backend: sglang``), ``framework``, else the one
+    engine whose recipe format finds speculative keys in the roles' arguments."""
+    detected, source = detect_engine(data.get("backend"))
+    if detected is not None:
+        return detected, source
+    framework = data.get("framework")
+    if isinstance(framework, str) and framework.strip().lower() in FRAMEWORK_ENGINES:
+        return FRAMEWORK_ENGINES[framework.strip().lower()], "framework"
+    roles = data.get("roles")
+    found = {name for name, r in _RECIPES.items() if isinstance(roles, Mapping)
+             for role in roles.values() if isinstance(role, Mapping) and isinstance(role.get("args"), Mapping)
+             and any(k in role["args"] for k in r.spec_keys)}
+    if len(found) == 1:
+        return found.pop(), "the roles' speculative keys"
+    return None, "undetermined"
+
+
+def is_roles_recipe(data: Any) -> bool:
+    """Whether ``data`` is a schema-2 recipe: a ``roles`` mapping of worker roles holding ``args``/``env``."""
+    roles = data.get("roles") if isinstance(data, Mapping) else None
+    return isinstance(roles, Mapping) and any(
+        canonical_role(k) and isinstance(v, Mapping) and ("args" in v or "env" in v) for k, v in roles.items())
 
 
 # ------------------------------------------------------------------ speculative settings
@@ -258,8 +285,41 @@ def _model_names(root: Mapping[str, Any], roles: tuple[RoleConfig, ...]) -> tupl
     return tuple(dict.fromkeys(names))
 
 
+def _roles_view(data: Mapping[str, Any], prefixes: tuple[tuple[str, ...], ...], variant: str | None,
+                engine: str | None) -> RecipeView:
+    detected, source = (engine, "--engine") if engine is not None else _roles_engine(data)
+    roles: list[RoleConfig] = []
+    envs: list[EnvBlock] = []
+    loc0 = (*prefixes[-1], "roles")
+    for key, node in data["roles"].items():
+        role = canonical_role(key)
+        if role is None or not isinstance(node, Mapping) or any(r.role == role for r in roles):
+            continue
+        args = node.get("args")
+        if isinstance(args, Mapping):
+            roles.append(RoleConfig(role, str(key), (*loc0, str(key), "args"), args, speculation(detected, args)))
+        env = node.get("env")
+        if env is None or isinstance(env, Mapping):
+            envs.append(EnvBlock(role, "env", (*loc0, str(key), "env"), env))
+    return RecipeView(detected, source, prefixes, variant, data, tuple(roles), tuple(envs),
+                      _model_names(data, tuple(roles)))
+
+
+def view_of(data: Mapping[str, Any], *, variant: str | None = None,
+            prefixes: tuple[tuple[str, ...], ...] = ((),), engine: str | None = None) -> RecipeView | None:
+    """The view of one resolved config (a flat recipe, or a variant srtctl has merged), either schema;
+    None when ``data`` is not a recipe."""
+    if is_roles_recipe(data):
+        return _roles_view(data, prefixes, variant, engine)
+    if isinstance(data.get("backend"), Mapping):
+        return _view(data, prefixes, variant, engine)
+    return None
+
+
 def _view(data: Mapping[str, Any], prefixes: tuple[tuple[str, ...], ...], variant: str | None,
           engine: str | None) -> RecipeView:
+    if is_roles_recipe(data):
+        return _roles_view(data, prefixes, variant, engine)
     backend = data.get("backend")
     detected, source = detect_engine(backend)
     if engine is not None:
@@ -292,10 +352,10 @@ def read_recipe(data: Any, *, engine: str | None = None) -> Recipe | None:
     """
     if not isinstance(data, Mapping):
         return None
-    if isinstance(data.get("backend"), Mapping):
+    if isinstance(data.get("backend"), Mapping) or is_roles_recipe(data):
         return Recipe((), _view(data, ((),), None, engine), (), ())
     base = data.get("base")
-    if not isinstance(base, Mapping) or not isinstance(base.get("backend"), Mapping):
+    if not isinstance(base, Mapping) or not (isinstance(base.get("backend"), Mapping) or is_roles_recipe(base)):
         return None
     overrides = tuple((str(k), v) for k, v in data.items() if OVERRIDE_RE.match(str(k)) and isinstance(v, Mapping))
     base_view = _view(base, (("base",),), None, engine)

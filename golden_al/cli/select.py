@@ -1,0 +1,162 @@
+"""``golden-al select``: the golden AL a launch recipe must run with, as launcher overrides.
+
+The value is selected at launch from the recipe's own speculative settings and the run's identity,
+never written into the recipe and never taken from the caller (:mod:`golden_al.selection`). The recipe
+is read by the reader ``check`` uses (srt-slurm ``backend.<engine>_config`` recipes and schema-2
+``roles`` recipes), k, method, draft and sampler come from the engine profiles, and the curve is found
+by its metadata (model alias, method, draft model, draft sampler, rejection method), so applying the
+overrides to the recipe gives what ``check`` calls a ``match``.
+
+``RECIPE[:SELECTOR]``: srtctl's selectors (``:base``, ``:override_x``, ``:zip_override_y``,
+``:zip_override_y[2]``, a glob such as ``:override_*``); without one, every variant srtctl would run is
+planned. Every variant is planned before anything is printed: one refusal (a value already pinned in
+the recipe, a missing curve, mode or k, an AL outside [1, k+1], a caller ``--unset`` or ``--set`` that
+would undo an acceptance setting, contradictory identity) exits 2 naming the variant.
+
+The run's identity comes from flags, else the harness environment (InferenceX's variables):
+``--model``/``MODEL_PREFIX``, ``--thinking``/``THINKING_MODE``, ``--framework``/``FRAMEWORK``,
+``--agentic``/``IS_AGENTIC``, ``SPEC_DECODING`` (``none``: nothing to set), ``--mode``/``EVAL_ONLY``.
+Without them it plans a throughput run and reads the rest from the recipe as ``check`` does.
+
+Formats (stdout carries nothing else):
+
+* ``srtctl``: ``--set PATH=<json>`` / ``--unset PATH`` words for
+  ``srtctl apply --file R $(golden-al select R --format srtctl)`` (compact JSON: no spaces to split);
+  variants that need different overrides are refused (select one: ``R:override_x``);
+* ``json``: ``{"variants": [{"selector", "engine", "method", "k", "thinking", "al", "curve",
+  "overrides": [{"op", "path", "value"}], ...}], "provenance": {...}}``;
+* ``env``: ``KEY=VALUE`` lines of the generating role's environment settings;
+* ``shell``: the same as ``export KEY='VALUE'`` lines.
+
+Exit codes: 0 planned; 2 any refusal or bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import sys
+from typing import Any, Literal
+
+from golden_al.cli._common import add_golden_dir_option, golden_dir, thinking_mode
+
+DESCRIPTION = __doc__
+
+EXAMPLES = """\
+examples:
+  srtctl apply --file recipe.yaml $(golden-al select recipe.yaml --format srtctl)
+  golden-al select recipe.yaml:zip_override_lowlat[1] --model glm5.2 --thinking on --format json
+  MODEL_PREFIX=dsv4 THINKING_MODE=thinking_on golden-al select recipe.yaml:override_mtp3 --format srtctl
+  EVAL_ONLY=1 golden-al select recipe.yaml --format srtctl       # eval run: real acceptance restored
+  golden-al select recipe.yaml --unset roles.decode.env.X --format srtctl   # caller overrides go first
+"""
+
+FORMATS = ("srtctl", "json", "env", "shell")
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off", "")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("recipe", metavar="RECIPE[:SELECTOR]", help="srt-slurm recipe, optionally with a selector")
+    parser.add_argument("--model", help="the run's model (curve key, alias or model prefix; default MODEL_PREFIX, "
+                                        "else the recipe's model names)")
+    parser.add_argument("--thinking", type=thinking_mode, metavar="MODE",
+                        help="the run's thinking mode: on, off or a level (default THINKING_MODE, else the "
+                             "recipe's settings, else on as check assumes)")
+    parser.add_argument("--framework", help="vllm, dynamo-vllm, dynamo-sglang, trt, dynamo-trt ... (default "
+                                            "FRAMEWORK, else the recipe's backend.type)")
+    parser.add_argument("--agentic", choices=("yes", "no"),
+                        help="whether the run is agentic (default IS_AGENTIC, else the recipe says)")
+    parser.add_argument("--mode", choices=("throughput", "eval-only"),
+                        help="throughput: simulate the golden AL; eval-only: restore real acceptance "
+                             "(default: eval-only when EVAL_ONLY is true)")
+    parser.add_argument("--set", dest="caller", action="append", default=[], metavar="PATH=VALUE",
+                        type=lambda t: ("set", t), help="the caller's own srtctl --set, applied to the recipe first")
+    parser.add_argument("--unset", dest="caller", action="append", metavar="PATH",
+                        type=lambda t: ("unset", t), help="the caller's own srtctl --unset, applied first")
+    parser.add_argument("--format", choices=FORMATS, default="srtctl", help="output format (default: srtctl)")
+    add_golden_dir_option(parser)
+
+
+def _flag(value: str | None, name: str) -> bool | None:
+    from golden_al.errors import UsageError
+
+    if value is None:
+        return None
+    v = value.strip().lower()
+    if v in _TRUE:
+        return True
+    if v in _FALSE:
+        return False
+    raise UsageError(f"{name}={value!r} is not a boolean", hint="use 1/0, true/false")
+
+
+def identity_from(args: argparse.Namespace, environ: Any) -> Any:
+    """The run's identity: flags first, then the InferenceX environment (the CLI is the one reader of it)."""
+    from golden_al.golden.schema import normalize_mode
+    from golden_al.selection import Identity
+
+    model, model_source = (args.model, "--model") if args.model else (environ.get("MODEL_PREFIX") or None,
+                                                                      "MODEL_PREFIX")
+    thinking, thinking_source = args.thinking, "--thinking"
+    if thinking is None and environ.get("THINKING_MODE"):
+        try:
+            thinking = normalize_mode(environ["THINKING_MODE"])
+        except ValueError as exc:
+            from golden_al.errors import UsageError
+
+            raise UsageError(f"THINKING_MODE={environ['THINKING_MODE']!r}: {exc}") from None
+        thinking_source = "THINKING_MODE"
+    agentic = {"yes": True, "no": False}.get(args.agentic or "") if args.agentic else \
+        _flag(environ.get("IS_AGENTIC"), "IS_AGENTIC")
+    mode: Literal["throughput", "eval-only"] = args.mode or (
+        "eval-only" if _flag(environ.get("EVAL_ONLY"), "EVAL_ONLY") else "throughput")
+    return Identity(model=model, model_source=model_source, thinking=thinking, thinking_source=thinking_source,
+                    framework=args.framework or environ.get("FRAMEWORK") or None, agentic=agentic,
+                    spec_decoding=environ.get("SPEC_DECODING") or None, mode=mode)
+
+
+def _is_env_path(path: tuple[str, ...]) -> bool:
+    """``roles.<r>.env.KEY`` or ``backend.<role>_environment.KEY``."""
+    return len(path) >= 3 and ((path[0] == "roles" and path[-2] == "env")
+                               or (path[0] == "backend" and path[-2].endswith("environment")))
+
+
+def render(plan: Any, fmt: str) -> str:
+    """The text ``select`` prints for ``plan`` in format ``fmt``."""
+    from golden_al.errors import UsageError
+
+    if fmt == "json":
+        return json.dumps(plan.to_dict(), indent=2) + "\n"
+    overrides = plan.common_overrides()
+    if fmt == "srtctl":
+        words = [w for o in overrides for w in o.srtctl_args()]
+        return " ".join(words) + ("\n" if words else "")
+    env_sets = [o for o in overrides if o.op == "set" and _is_env_path(o.path)]
+    if len(env_sets) != len(overrides):
+        other = next(o for o in overrides if o not in env_sets)
+        raise UsageError(f"{plan.recipe}: {other.op} {other.dotted} is not an environment setting; the {fmt} format "
+                         "carries only environment variables", hint="use --format srtctl or json")
+    pairs = list(dict.fromkeys((o.path[-1], str(o.value)) for o in env_sets))
+    if fmt == "shell":
+        return "".join(f"export {k}={shlex.quote(v)}\n" for k, v in pairs)
+    return "".join(f"{k}={v}\n" for k, v in pairs)
+
+
+def run(args: argparse.Namespace) -> int:
+    from golden_al.configs.srtctl import parse_override, split_recipe_arg
+    from golden_al.selection import select_recipe
+
+    path, selector = split_recipe_arg(args.recipe)
+    caller = [parse_override(op, text) for op, text in args.caller or []]
+    identity = identity_from(args, os.environ)
+    plan = select_recipe(path, selector=selector, identity=identity, golden_dir=golden_dir(args.golden_dir),
+                         caller=caller)
+    sys.stdout.write(render(plan, args.format))
+    for v in plan.variants:
+        sys.stderr.write(f"golden-al select: {v.selector or path}: {v.mode}"
+                         + (f", {v.engine} k={v.k} thinking {v.thinking} -> AL {v.al:g} [{v.curve}]" if v.al else "")
+                         + (f" ({v.reason})" if v.mode == "off" else "") + "\n")
+    return 0
