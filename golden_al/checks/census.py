@@ -529,32 +529,49 @@ def census_data(node: Any, *, sink: _Sink | None = None) -> list[Occurrence]:
     own = sink is None
     sink = sink or _Sink()
     seen: set[int] = set()
-    stack: list[tuple[Any, int | None]] = [(node, None)]
+    #: (node, line of its key, the documentation key it sits under: its text is read by people)
+    stack: list[tuple[Any, int | None, str | None]] = [(node, None, None)]
     while stack:
-        n, key_line = stack.pop()
+        n, key_line, doc_key = stack.pop()
         if n is None or id(n) in seen:
             continue
         seen.add(id(n))
         if isinstance(n, yaml.MappingNode):
             for k, v in n.value:
                 kl = k.start_mark.line + 1
+                under = None
                 if isinstance(k, yaml.ScalarNode):
                     name = str(k.value)
                     if name in _by_spelling() or _worth_reading(name):
                         value = v.value if isinstance(v, yaml.ScalarNode) else _plain(v)
                         _key(name, value, line=kl, end_line=kl, context="YAML key", sink=sink, key_line=None)
+                    under = name if name.strip().lower() in PROSE_KEYS else None
                 else:
-                    stack.append((k, None))
-                stack.append((v, kl))
+                    stack.append((k, None, None))
+                stack.append((v, kl, under))
         elif isinstance(n, yaml.SequenceNode):
-            stack.extend((item, None) for item in reversed(n.value))
+            stack.extend((item, None, doc_key) for item in reversed(n.value))
         elif isinstance(n, yaml.ScalarNode) and isinstance(n.value, str):
             start = n.start_mark.line + 1
             end = max(start, n.end_mark.line + (0 if n.end_mark.column == 0 and n.end_mark.line > n.start_mark.line
                                                 else 1))
             _string_census(n.value, line=start, end_line=end, context="YAML string", sink=sink, key_line=key_line,
-                           depth=0)
+                           depth=0, inert=prose_reason(doc_key) if doc_key else None)
     return sink.result() if own else []
+
+
+#: Mapping keys whose string values (or lists of strings) are documentation: text a person reads (a changelog's
+#: ``description``, a ``title``), which no launcher, engine or harness passes to a process. A knob named there is
+#: a census entry that sets nothing (:func:`prose_reason`), listed by ``check`` and never a pin. A mapping under
+#: such a key is read as configuration again.
+PROSE_KEYS: frozenset[str] = frozenset({"description", "descriptions", "summary", "note", "notes", "comment",
+                                        "comments", "changelog", "title", "help", "docs", "documentation"})
+PROSE_PREFIX = "documentation text"
+
+
+def prose_reason(key: str) -> str:
+    """The :attr:`Occurrence.inert` reason of a knob named in the documentation text under ``key``."""
+    return f"{PROSE_PREFIX} (under '{key}'): read by people, passed to no process"
 
 
 def _plain(node: Any) -> Any:

@@ -27,9 +27,13 @@ __all__ = [
 ]
 
 Verdict = Literal["match", "mismatch", "no-golden", "wrong-method", "undetermined", "missing-companion",
-                  "non-agentic-simulation", "unsafe-value", "unresolved", "unreadable"]
+                  "non-agentic-simulation", "unsafe-value", "unresolved", "unreadable", "pinned", "unselectable",
+                  "bad-suppression"]
+#: ``pinned`` and ``unselectable``: the ``no-pins`` policy (a hard-coded value, even a matching one; a recipe
+#: ``select`` cannot plan); ``bad-suppression``: an inline suppression without a reason or verdict.
 VERDICTS: tuple[str, ...] = ("match", "mismatch", "no-golden", "wrong-method", "undetermined", "missing-companion",
-                             "non-agentic-simulation", "unsafe-value", "unresolved", "unreadable")
+                             "non-agentic-simulation", "unsafe-value", "unresolved", "unreadable", "pinned",
+                             "unselectable", "bad-suppression")
 #: Verdicts that make ``golden-al check`` exit 1: every verdict but ``match`` (pass means proven).
 #: ``unresolved``: a knob the census found that no reader turned into a checked pin
 #: (:mod:`golden_al.checks.census`); ``unreadable``: a file that was not read and parsed in full
@@ -38,8 +42,9 @@ FAILING_VERDICTS: frozenset[str] = frozenset(v for v in VERDICTS if v != "match"
 #: The failing verdicts ``check --allow`` may relax (adoption: a tree whose curves are not all committed yet).
 ALLOWABLE_VERDICTS: tuple[str, ...] = ("no-golden", "undetermined")
 #: Which verdict a finding gets when several problems apply (highest first).
-SEVERITY: tuple[str, ...] = ("unreadable", "unresolved", "unsafe-value", "missing-companion", "non-agentic-simulation",
-                             "mismatch", "wrong-method", "undetermined", "no-golden", "match")
+SEVERITY: tuple[str, ...] = ("unreadable", "bad-suppression", "unresolved", "unsafe-value", "missing-companion",
+                             "non-agentic-simulation", "mismatch", "wrong-method", "undetermined", "no-golden",
+                             "unselectable", "pinned", "match")
 
 
 def failing_verdicts(allow: frozenset[str] | set[str] = frozenset()) -> frozenset[str]:
@@ -144,6 +149,9 @@ class Finding:
     #: where the value reaches the engine (the knob's export, the launch command); ``line`` is
     #: where the value itself is written; None: the same line
     use_line: int | None = None
+    #: why a failing finding does not fail this run (an inline suppression and its reason, the baseline, a
+    #: file unchanged since ``--changed-since``); None: it counts
+    waived: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object, keys in contract order."""
@@ -162,4 +170,5 @@ class Finding:
             "expected_al": self.expected_al,
             "verdict": self.verdict,
             "message": self.message,
+            "waived": self.waived,
         }

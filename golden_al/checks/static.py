@@ -44,6 +44,7 @@ from golden_al import safeio
 from golden_al.checks.census import (
     ANY_KNOB,
     HARNESS,
+    PROSE_PREFIX,
     Occurrence,
     census_data,
     census_json,
@@ -56,10 +57,15 @@ from golden_al.checks.context import MASTER_LENGTH_KEY, parse_number
 from golden_al.checks.findings import (
     SEVERITY,
     Finding,
-    ModelName,
     Pin,
-    ThinkingSignal,
     failing_verdicts,
+)
+from golden_al.checks.resolution import (
+    curve_method,
+    golden_point,
+    methods_of,
+    resolve_model,
+    resolve_thinking,
 )
 from golden_al.checks.unreadable import unreadable_findings
 from golden_al.engines import get_profile
@@ -93,12 +99,25 @@ class CheckReport:
     occurrences: int = 0
     #: files left out by ``--exclude`` (never read)
     excluded: list[str] = field(default_factory=list)
+    #: ``file:line`` of knob names in documentation text (a changelog's ``description``): census entries that set
+    #: nothing, listed in the summary, never pins (:data:`golden_al.checks.census.PROSE_KEYS`)
+    prose: list[str] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
-        """Whether any finding has a verdict that fails (every verdict but ``match``, less :attr:`allowed`)."""
+        """Whether any finding has a verdict that fails (every verdict but ``match``, less :attr:`allowed`) and is
+        not waived (an inline suppression with its reason, the baseline, ``--changed-since``)."""
         failing = failing_verdicts(self.allowed)
-        return any(f.verdict in failing for f in self.findings)
+        return any(f.verdict in failing and f.waived is None for f in self.findings)
+
+    def waived_counts(self) -> dict[str, int]:
+        """Waived findings per reason kind (``suppressed``, ``baseline``, ``unchanged``)."""
+        out: dict[str, int] = {}
+        for f in self.findings:
+            if f.waived is not None:
+                kind = f.waived.split(":", 1)[0]
+                out[kind] = out.get(kind, 0) + 1
+        return out
 
     def allowed_counts(self) -> dict[str, int]:
         """Findings per relaxed verdict (those that would have failed without ``--allow``)."""
@@ -201,83 +220,6 @@ def iter_candidate_files(paths: Sequence[str | Path], *, exclude: Sequence[str] 
 # ---------------------------------------------------------------------- evaluation
 
 
-def resolve_thinking(signals: Sequence[ThinkingSignal]) -> tuple[str | None, str]:
-    if not signals:
-        return "on", ("assumed: nothing in the config sets the thinking mode; thinking on assumed "
-                      "(InferenceX's THINKING_MODE default and the models' chat-template default)")
-    top = max(s.priority for s in signals)
-    best = [s for s in signals if s.priority == top]
-    modes = {s.mode for s in best}
-    sources = "; ".join(dict.fromkeys(s.source for s in best))
-    if len(modes) > 1:
-        return None, f"conflicting settings: {sources}"
-    mode = best[0].mode
-    overridden = [s for s in signals if s.priority < top and s.mode != mode]
-    if overridden:
-        sources += " (overrides " + "; ".join(dict.fromkeys(s.source for s in overridden)) + ")"
-    return mode, sources
-
-
-def resolve_model(models: Sequence[ModelName], store: Any, methods: Sequence[str] = ()) -> tuple[
-        str | None, str | None, str]:
-    """(store key, display name, how). A name that fits models of several methods is resolved among
-    the curves of the pin's own method (``methods``: what its engine and algorithm can mean)."""
-    if not models:
-        return None, None, "the config names no model"
-    if store is None:
-        return None, models[0].name, "no golden store"
-    tried = []
-    for m in models:
-        if m.pattern:
-            keys = store.models_matching(m.name)
-            if len(keys) == 1:
-                return keys[0], keys[0], f"model {m.name!r} ({m.source}) -> {keys[0]}"
-            if keys:
-                return None, m.name, f"ambiguous: {m.name!r} ({m.source}) fits {len(keys)} models: {', '.join(keys)}"
-            tried.append(f"{m.name!r} ({m.source})")
-            continue
-        try:
-            key = store.resolve_model(m.name)
-        except AmbiguousCurveError as exc:
-            scoped = _resolve_by_method(store, m.name, methods)
-            if scoped is None:
-                return None, m.name, f"ambiguous: {exc}"
-            key, method = scoped
-            return key, key, f"model {m.name!r} ({m.source}) -> {key} (among the {method} curves)"
-        if key:
-            return key, key, f"model {m.name!r} ({m.source}) -> {key}"
-        tried.append(f"{m.name!r} ({m.source})")
-    return None, models[0].name, "no curve for " + ", ".join(tried)
-
-
-def _resolve_by_method(store: Any, name: str, methods: Sequence[str]) -> tuple[str, str] | None:
-    """The one model ``name`` means among the curves of one of ``methods``, with that method."""
-    hits = set()
-    for method in dict.fromkeys(methods):
-        try:
-            key = store.resolve_model(name, method=method)
-        except AmbiguousCurveError:
-            return None
-        if key:
-            hits.add((key, method))
-    return hits.pop() if len(hits) == 1 else None
-
-
-def methods_of(engine: str, algorithm: str | None) -> list[str]:
-    """Every golden-curve method an engine's algorithm can mean (EAGLE/NEXTN: mtp or eagle3, by model)."""
-    from golden_al.golden.store import EAGLE3_HEAD_MODELS, curve_method_for
-
-    if not algorithm:
-        return []
-    out = []
-    for model in (None, sorted(EAGLE3_HEAD_MODELS)[0]):
-        try:
-            out.append(curve_method_for(engine, algorithm, model))
-        except UsageError:
-            return []
-    return list(dict.fromkeys(out))
-
-
 def _methods_of(pin: Pin) -> list[str]:
     return methods_of(pin.engine, pin.algorithm)
 
@@ -365,27 +307,6 @@ def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Findi
         implied_al=None if implied is None else round(implied, 12),
         expected_al=expected, verdict=verdict, message=message, use_line=pin.use_line,
     )
-
-
-def curve_method(store: Any, engine: str, algorithm: str | None, model: str) -> str | None:
-    """The golden-curve method an engine's algorithm spelling runs for ``model`` (None: no algorithm).
-
-    Raises:
-        UsageError: a spelling the engine refuses.
-    """
-    return store.method_for(engine, algorithm, model) if algorithm else None
-
-
-def golden_point(store: Any, *, model: str, thinking: str, k: int, method: str | None, draft_model: str | None,
-                 draft_sample_method: str | None, rejection_sample_method: str | None) -> Any:
-    """The one golden value a config's settings select: ``check`` compares a pin with it and ``select``
-    writes it (one rule for both).
-
-    Raises:
-        NoGoldenValueError, AmbiguousCurveError, UsageError: as :meth:`GoldenStore.lookup`.
-    """
-    return store.lookup(model, thinking, k, method=method, draft_model=draft_model,
-                        draft_sample_method=draft_sample_method, rejection_sample_method=rejection_sample_method)
 
 
 def _golden(pin: Pin, store: Any, model: str, thinking: str, k: int, implied: float | None) -> tuple[Any, ...]:
@@ -494,7 +415,8 @@ class _Reader:
 
 def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem: str | None = None,
                 max_file_size: int = DEFAULT_MAX_FILE_SIZE, allow: Iterable[str] = (),
-                exclude: Sequence[str] = (), jobs: int | None = None) -> CheckReport:
+                exclude: Sequence[str] = (), jobs: int | None = None, policy: str = "default",
+                baseline: Path | None = None, changed_since: str | None = None) -> CheckReport:
     """Check every file under ``paths`` against ``store`` (a :class:`GoldenStore`).
 
     Every knob occurrence the census finds (:mod:`golden_al.checks.census`) ends as a finding:
@@ -504,7 +426,8 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     ``undetermined`` (:data:`~golden_al.checks.findings.ALLOWABLE_VERDICTS`); ``exclude``: globs of
     files under the given directories that are not read (listed in :attr:`CheckReport.excluded`).
     ``jobs``: processes for the shell census of a large tree (default: one per CPU, up to 4, from
-    :data:`PARALLEL_FROM` shell files on; 1: none).
+    :data:`PARALLEL_FROM` shell files on; 1: none). ``policy`` ``no-pins``, inline suppressions, ``baseline``
+    and ``changed_since``: :mod:`golden_al.checks.adoption` (a waived finding stays, with its reason).
 
     Raises:
         UsageError: a path does not exist, ``allow`` names another verdict, or nothing was
@@ -524,6 +447,8 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     clear_path_cache()
     skipped: list[Path] = []
     files = list(iter_candidate_files(paths, exclude=exclude, skipped=skipped))
+    if baseline is not None:  # the gate's own record of known findings is not a config
+        files = [(p, k) for p, k in files if p.resolve() != baseline.resolve()]
     checker = _Checker(_Reader(max_file_size), [Path(p).resolve() for p in paths if Path(p).is_dir()], store,
                        store_problem)
     checker.report = CheckReport(allowed=allowed, excluded=[str(p) for p in skipped])
@@ -540,8 +465,70 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
         raise UsageError("nothing to check: no YAML, JSON or shell file under " + ", ".join(map(str, paths)) + why,
                          hint="give the recipe, config or script files (or the directories that hold them)")
     report.findings = _dedupe(report.findings)
+    _adopt(checker, files, policy=policy, baseline=baseline, changed_since=changed_since)
     report.findings.sort(key=lambda f: (f.file, f.line, f.draft_len or 0))
     return report
+
+
+def _adopt(checker: _Checker, files: Sequence[tuple[Path, str]], *, policy: str, baseline: Path | None,
+           changed_since: str | None) -> None:
+    """The adoption layer over the findings: the policy, inline suppressions, the baseline, changed files."""
+    from golden_al.checks import adoption
+
+    report = checker.report
+    if policy not in adoption.POLICIES:
+        raise UsageError(f"policy {policy!r} is not one of {', '.join(adoption.POLICIES)}")
+    if policy == "no-pins":
+        report.findings = adoption.apply_no_pins(report.findings, _select_problems(checker, files))
+    sups = [s for path, kind in files if kind in ("yaml", "shell", "dotenv")
+            and isinstance(text := checker.read(path), str) and "golden-al" in text
+            for s in adoption.read_suppressions(str(path), text)]
+    report.findings, notes = adoption.apply_suppressions(report.findings, sups)
+    report.diagnostics.extend(notes)
+    if baseline is not None:
+        report.findings = adoption.apply_baseline(report.findings, safeio.read_json(baseline), path=baseline)
+    if changed_since is not None:
+        root = next((Path(p) for p, _ in files), Path("."))
+        report.findings = adoption.apply_changed_since(
+            report.findings, adoption.changed_files(changed_since, root.parent if root.is_file() else root),
+            changed_since)
+
+
+def _select_problems(checker: _Checker, files: Sequence[tuple[Path, str]]) -> list[Any]:
+    """Every agentic speculative recipe ``select`` cannot plan (its pins aside: they are findings of their own),
+    with the model prefix of a master config that runs it as the run's model."""
+    from golden_al.checks.adoption import SelectProblem
+    from golden_al.checks.yaml_configs import YamlError
+    from golden_al.configs.srt_slurm import read_recipe
+    from golden_al.selection import Identity, SelectionError, plan_document
+
+    out: list[SelectProblem] = []
+    if checker.store is None:
+        return out
+    for path, kind in files:
+        text = checker.read(path) if kind == "yaml" else None
+        if not isinstance(text, str) or "speculative" not in text:
+            continue
+        docs = checker.parse(path, text)
+        if isinstance(docs, YamlError):
+            continue
+        refs = checker.refs.get(path.resolve()) or []
+        model = next((r.model_prefix or r.model for r in refs if r.model_prefix or r.model), None)
+        kinds = {r.agentic.agentic for r in refs}
+        agentic = kinds.pop() if len(kinds) == 1 else None
+        for doc in docs:
+            recipe = read_recipe(doc.data)
+            if recipe is None:
+                continue
+            identity = Identity(model=model, model_source="the master config that runs it", agentic=agentic)
+            try:
+                plan_document(doc.data, doc, path=str(path), selector=None, identity=identity, store=checker.store,
+                              allow_pins=True)
+            except SelectionError as exc:
+                out.append(SelectProblem(str(path), 1, recipe.engine or "-", exc.message, exc.hint))
+            except UsageError as exc:  # a malformed variant section: srtctl would refuse it too
+                out.append(SelectProblem(str(path), 1, recipe.engine or "-", exc.message, exc.hint))
+    return out
 
 
 class _Checker:
@@ -644,6 +631,7 @@ class _Checker:
             return
         occurrences, pins = read
         report.occurrences += sum(1 for _ in iter_pin_sites(occurrences))
+        report.prose.extend(f"{shown}:{o.line}" for o in occurrences if o.inert and o.inert.startswith(PROSE_PREFIX))
         _runtime_draft_len(pins, occurrences)
         report.findings.extend(evaluate(pin, self.store, store_problem=self.store_problem) for pin in pins)
         loose = _uncovered(shown, occurrences, pins, kind)

@@ -71,6 +71,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--allow", default="", metavar="VERDICTS",
                         help="comma-separated verdicts that do not fail the check: no-golden and/or undetermined "
                              "(for adopting the gate before every curve is committed); the summary counts them")
+    parser.add_argument("--policy", choices=("default", "no-pins"),
+                        help="no-pins: every hard-coded value is a 'pinned' finding even when it matches, and every "
+                             "agentic speculative recipe must be selectable by 'golden-al select' (default: the "
+                             "configuration's policy, else default)")
+    parser.add_argument("--config", metavar="FILE",
+                        help="configuration file (default: the nearest .golden-al.toml, or pyproject.toml with "
+                             "[tool.golden-al], from here up to the repository root)")
+    parser.add_argument("--no-config", action="store_true", help="read no configuration file")
+    parser.add_argument("--baseline", metavar="FILE",
+                        help="findings recorded in FILE do not fail (only new ones do); they are still listed")
+    parser.add_argument("--write-baseline", metavar="FILE",
+                        help="write the failing findings of this run to FILE as a baseline (exit 0)")
+    parser.add_argument("--changed-since", metavar="REF",
+                        help="pull requests: the whole tree is checked, but only findings in files changed since "
+                             "the git REF (committed, uncommitted or new) fail")
     parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                         help="skip files under the given directories whose path (relative to that directory) or "
                              "name matches GLOB, e.g. a changelog whose prose names knobs (repeatable; the "
@@ -91,6 +106,8 @@ def _text(findings: Iterable[object]) -> None:
         exp = f"{f.expected_al:g}" if f.expected_al is not None else "-"  # type: ignore[attr-defined]
         line = (f"{f.file}:{f.line}: {f.verdict}: {f.engine} k={k} thinking={f.thinking or '?'} "  # type: ignore[attr-defined]
                 f"pinned={f.pinned_value} expected={exp}: {f.message}")  # type: ignore[attr-defined]
+        if f.waived:  # type: ignore[attr-defined]
+            line += f" [not failing: {f.waived}]"  # type: ignore[attr-defined]
         sys.stdout.write(escape_control(line) + "\n")
 
 
@@ -99,7 +116,7 @@ def _github(findings: Iterable[object], failing: frozenset[str]) -> None:
         verdict = f.verdict  # type: ignore[attr-defined]
         if verdict == "match":
             continue
-        level = "error" if verdict in failing else "warning"
+        level = "error" if verdict in failing and f.waived is None else "warning"  # type: ignore[attr-defined]
         props = f"file={_escape_prop(f.file)},line={f.line},title={_escape_prop('golden-al check: ' + verdict)}"  # type: ignore[attr-defined]
         sys.stdout.write(f"::{level} {props}::{_escape_data(f.message)}\n")  # type: ignore[attr-defined]
 
@@ -126,10 +143,11 @@ def job_summary(report: object) -> str:
     if rows:
         out += ["", "| file:line | verdict | engine | k | pinned | golden | why |", "|---|---|---|---:|---|---|---|"]
         for f in rows:
-            mark = "**" if f.verdict in failing else ""
+            mark = "**" if f.verdict in failing and f.waived is None else ""
             out.append(f"| `{_cell(f.file)}:{f.line}` | {mark}{f.verdict}{mark} | {f.engine} | "
                        f"{'' if f.draft_len is None else f.draft_len} | {_cell(f.pinned_value or '')} | "
-                       f"{'' if f.expected_al is None else f'{f.expected_al:g}'} | {_cell(f.message[:300])} |")
+                       f"{'' if f.expected_al is None else f'{f.expected_al:g}'} | {_cell(f.message[:300])}"
+                       + (f" *(not failing: {_cell(f.waived)})*" if f.waived else "") + " |")
     matches = [f for f in r.findings if f.verdict == "match"]  # type: ignore[attr-defined]
     if matches:
         out += ["", f"<details><summary>{len(matches)} match(es)</summary>", "",
@@ -161,24 +179,72 @@ def summary_line(report: object) -> str:
                 f"({r.files_scanned} scanned): " + ", ".join(f"{v} {n}" for v, n in counts.items() if n))  # type: ignore[attr-defined]
     else:
         text = f"golden-al check: no synthetic-acceptance knob in {r.files_scanned} file(s)"  # type: ignore[attr-defined]
+    waived = r.waived_counts()  # type: ignore[attr-defined]
+    if waived:
+        text += "; not failing: " + ", ".join(f"{kind} {n}" for kind, n in waived.items())
     allowed = r.allowed_counts()  # type: ignore[attr-defined]
     if r.allowed:  # type: ignore[attr-defined]
         text += ("; allowed by --allow: " + (", ".join(f"{v} {n}" for v, n in allowed.items()) or "none occurred"))
+    if r.prose:  # type: ignore[attr-defined]
+        shown = ", ".join(dict.fromkeys(p.rsplit(":", 1)[0] for p in r.prose))  # type: ignore[attr-defined]
+        text += (f"; {len(r.prose)} knob name(s) in documentation text, not configuration "  # type: ignore[attr-defined]
+                 f"({shown[:200]})")
     if r.excluded:  # type: ignore[attr-defined]
         shown = ", ".join(r.excluded[:3]) + (", ..." if len(r.excluded) > 3 else "")  # type: ignore[attr-defined]
         text += f"; {len(r.excluded)} file(s) not read (--exclude): {shown}"  # type: ignore[attr-defined]
     return text
 
 
+def _config(args: argparse.Namespace) -> object:
+    """The configuration file's settings (an empty configuration with ``--no-config`` or none found)."""
+    from pathlib import Path
+
+    from golden_al.checks.adoption import CheckConfig, find_config, load_config
+    from golden_al.errors import UsageError
+
+    if args.no_config:
+        if args.config:
+            raise UsageError("--config and --no-config contradict each other")
+        return CheckConfig()
+    if args.config:
+        path = Path(args.config)
+        if not path.is_file():
+            raise UsageError(f"--config {args.config}: no such file")
+        return load_config(path)
+    found = find_config(Path.cwd())
+    return load_config(found) if found is not None else CheckConfig()
+
+
 def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from golden_al import __version__
+    from golden_al.checks.adoption import baseline_document, dumps_baseline
     from golden_al.checks.findings import failing_verdicts
     from golden_al.checks.static import check_paths
     from golden_al.golden import load_store
+    from golden_al.provenance import atomic_write_text, now_iso
 
+    cfg = _config(args)
     max_size = parse_size(args.max_file_size)
-    allowed = _allow(args.allow)
-    store = load_store(golden_dir(args.golden_dir))
-    report = check_paths(args.paths, store=store, max_file_size=max_size, allow=allowed, exclude=args.exclude)
+    allowed = _allow(args.allow or ",".join(cfg.allow))  # type: ignore[attr-defined]
+    store = load_store(golden_dir(args.golden_dir) or cfg.golden_dir)  # type: ignore[attr-defined]
+    policy = args.policy or cfg.policy  # type: ignore[attr-defined]
+    baseline = Path(args.baseline) if args.baseline else cfg.baseline  # type: ignore[attr-defined]
+    if args.write_baseline:
+        baseline = None  # a new baseline records every failing finding
+    report = check_paths(args.paths, store=store, max_file_size=max_size, allow=allowed,
+                         exclude=[*cfg.exclude, *args.exclude], policy=policy,  # type: ignore[attr-defined]
+                         baseline=baseline, changed_since=args.changed_since)
+    if cfg.path is not None:  # type: ignore[attr-defined]
+        report.diagnostics.insert(0, f"configuration {cfg.path}")  # type: ignore[attr-defined]
+    if args.write_baseline:
+        doc = baseline_document(report.findings, failing=failing_verdicts(allowed),
+                                provenance={"golden_al_version": __version__, "created": now_iso(),
+                                            "paths": list(args.paths), "policy": policy})
+        atomic_write_text(args.write_baseline, dumps_baseline(doc))
+        sys.stderr.write(f"golden-al check: wrote {len(doc['findings'])} finding(s) to {args.write_baseline}\n")
+        return 0
     for d in report.diagnostics:
         sys.stderr.write(f"golden-al: note: {escape_control(d)}\n")
     summary = escape_control(summary_line(report))

@@ -11,7 +11,7 @@ speculative settings and the run's identity, never from a value the caller passe
    :func:`golden_al.checks.yaml_configs.recipe_context_of`);
 3. k, the method, the draft, its sampler from the engine profile of the generating role (decode, else
    aggregated), the model and thinking mode resolved and the golden point looked up exactly as
-   ``check`` does (:func:`golden_al.checks.static.golden_point`), so that the recipe with the overrides
+   ``check`` does (:func:`golden_al.checks.resolution.golden_point`), so that the recipe with the overrides
    applied is a ``match`` for ``check``;
 4. the overrides in the recipe's own schema, for every role with speculative settings, in the form
    the engine profile declares (:attr:`~golden_al.engines.profile.RecipeFormat.inject_into`: the worker
@@ -42,7 +42,7 @@ from golden_al.configs.srt_slurm import (
 )
 from golden_al.configs.srtctl import CallerOverride, Variant, apply_overrides, expand_variants
 from golden_al.engines._values import format_value
-from golden_al.engines.profile import EngineProfile, SyntheticKnob
+from golden_al.engines.profile import EngineProfile
 from golden_al.errors import GoldenALError, UsageError
 
 __all__ = [
@@ -186,10 +186,6 @@ def _role_path(role: RoleConfig) -> tuple[str, ...]:
 def _config_value(original: Any, merged: Mapping[str, Any]) -> Any:
     """The speculative config written back in the form the recipe holds it (a JSON string or a mapping)."""
     return json.dumps(dict(merged), separators=(",", ":")) if isinstance(original, str) else dict(merged)
-
-
-def _value_knobs(profile: EngineProfile) -> list[SyntheticKnob]:
-    return [k for k in profile.synthetic_knobs if k.role == "value"]
 
 
 def _pins_in(view: RecipeView, roles_schema: bool) -> list[str]:
@@ -366,7 +362,7 @@ def _refuse_pins(variant: Variant, view: RecipeView, data: Mapping[str, Any], ca
 def _select_golden(ctx: Any, view: RecipeView, target: RoleConfig, identity: Identity, store: Any,
                    refuse: Callable[..., SelectionError]) -> _Golden:
     """k, thinking mode, model and the golden point of the generating role, each decided as ``check`` decides it."""
-    from golden_al.checks.static import (
+    from golden_al.checks.resolution import (
         curve_method,
         golden_point,
         methods_of,

@@ -12,7 +12,7 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "check"
 TREE = FIX / "tree"
 GOLDEN = str(FIX / "golden")
 KEYS = ["file", "line", "use_line", "engine", "algorithm", "model", "thinking", "thinking_source", "draft_len",
-        "pinned_value", "implied_al", "expected_al", "verdict", "message"]
+        "pinned_value", "implied_al", "expected_al", "verdict", "message", "waived"]
 
 
 def test_json_contract_and_exit_1(capsys) -> None:

@@ -1,0 +1,65 @@
+"""The README's ``select`` examples run: the launcher one-liner (with a stand-in srtctl that prints its
+arguments), the other commands, and the Python call."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def _block(mark: str) -> str:
+    m = re.search(rf"<!-- readme-test: {re.escape(mark)} -->\n```\w+\n(.*?)\n```", README, re.S)
+    assert m is not None, f"README has no block marked {mark}"
+    return m.group(1)
+
+
+def _commands(block: str) -> list[str]:
+    joined = block.replace("\\\n", " ")
+    return [line.split("   #")[0].strip() for line in joined.splitlines() if line.strip() and not
+            line.lstrip().startswith("#")]
+
+
+def test_the_readme_select_commands_run(tmp_path: Path) -> None:
+    fake = tmp_path / "srtctl"
+    fake.write_text("#!/usr/bin/env bash\nprintf '%s\\n' \"$@\"\n")
+    fake.chmod(0o755)
+    bindir = Path(sys.executable).parent
+    env = {k: v for k, v in os.environ.items() if k not in ("MODEL_PREFIX", "THINKING_MODE", "EVAL_ONLY")}
+    env["PATH"] = f"{tmp_path}:{bindir}:{env['PATH']}"
+    commands = _commands(_block("select"))
+    assert len(commands) == 4
+    outputs = []
+    for cmd in commands:
+        done = subprocess.run(["bash", "-c", cmd], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, (cmd, done.stderr)
+        outputs.append(done.stdout)
+    words = outputs[0].splitlines()
+    assert words[:3] == ["apply", "--file", "tests/fixtures/select/sglang_roles_dflash.yaml"]
+    assert words[3:5] == ["--set", 'roles.agg.env.SGLANG_SIMULATE_ACC_LEN="4.05"']
+    # what the README shows as the result is what ran
+    shown = " ".join(line.lstrip("# ").rstrip(" \\") for line in _block("select").splitlines()
+                     if line.startswith("#"))
+    assert " ".join(words[3:]) in shown.replace("srtctl apply --file ... ", "")
+    assert '"al": 2.27' in outputs[1]
+    assert "synthetic_acceptance_length" in outputs[2]
+    assert outputs[3].startswith("--unset backend.decode_environment.SGLANG_SIMULATE_ACC_LEN")
+
+
+def test_the_readme_python_call_prints_what_it_says(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.chdir(REPO)
+    code = _block("select-python")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})
+    first = out.getvalue().splitlines()[0]
+    expected = re.search(r"# (sglang 7 4\.05 musespark_dflash)", code)
+    assert expected is not None
+    assert first == expected.group(1)
