@@ -78,18 +78,17 @@ def _resolve_by_method(store: Any, name: str, methods: Sequence[str]) -> tuple[s
 
 
 def methods_of(engine: str, algorithm: str | None) -> list[str]:
-    """Every golden-curve method an engine's algorithm can mean (EAGLE/NEXTN: mtp or eagle3, by model)."""
-    from golden_al.golden.store import EAGLE3_HEAD_MODELS, curve_method_for
+    """Every golden-curve method an engine's algorithm can mean (EAGLE/NEXTN: the model's own head, mtp or eagle3)."""
+    from golden_al.golden.store import OWN_HEAD_METHODS, curve_method_for
 
     if not algorithm:
         return []
-    out = []
-    for model in (None, sorted(EAGLE3_HEAD_MODELS)[0]):
-        try:
-            out.append(curve_method_for(engine, algorithm, model))
-        except UsageError:
-            return []
-    return list(dict.fromkeys(out))
+    if str(algorithm).strip().lower().replace("_", "-") in ("eagle", "nextn"):
+        return list(OWN_HEAD_METHODS)
+    try:
+        return [curve_method_for(engine, algorithm)]
+    except UsageError:
+        return []
 
 
 def curve_method(store: Any, engine: str, algorithm: str | None, model: str) -> str | None:

@@ -51,6 +51,7 @@ from golden_al.golden.schema import (
 
 __all__ = [
     "EAGLE3_HEAD_MODELS",
+    "OWN_HEAD_METHODS",
     "SHIPPED_CURVES_DIR",
     "GoldenPoint",
     "GoldenStore",
@@ -132,11 +133,14 @@ def format_k_list(ks: Iterable[int]) -> str:
 
 
 # -------------------------------------------------------------- engine -> curve method
-#: Models whose SGLang ``EAGLE``/``NEXTN`` head is an EAGLE-3 head, so their golden curve
-#: is ``eagle3`` (InferenceX ``infx/srt_slurm/synthetic_acceptance.py`` ``golden_length``:
-#: ``"eagle3" if model in ("kimik2.5", "minimaxm3") else "mtp"``). InferenceX model
-#: prefixes and our curve keys.
+#: The curve methods a model's own head can be served as by SGLang ``EAGLE``/``NEXTN`` (and vLLM ``eagle``): an MTP
+#: head or an EAGLE-3 head. Which one a model has is read off its committed curves (their ``draft.method``), never
+#: off a list of model names (:meth:`GoldenStore.method_for`).
+OWN_HEAD_METHODS: tuple[str, ...] = ("mtp", "eagle3")
+#: Retired: InferenceX's hard-coded list (``infx/srt_slurm/synthetic_acceptance.py`` ``golden_length``: ``"eagle3"
+#: if model in ("kimik2.5", "minimaxm3") else "mtp"``); the curves' metadata decides now. Kept for callers.
 EAGLE3_HEAD_MODELS: frozenset[str] = frozenset({"kimik2.5", "minimaxm3", "kimi-k2.5-nvfp4", "minimax-m3"})
+
 
 def curve_method_for(engine: str, algorithm: str, model: str | None = None) -> str:
     """The golden-curve method for an engine's speculative algorithm (InferenceX's rule).
@@ -153,8 +157,8 @@ def curve_method_for(engine: str, algorithm: str, model: str | None = None) -> s
       ``DSpark``, ``NGram``, ``DraftTarget`` (-> ``draft-model``); ``Eagle`` as above.
     * ATOM ``--method``: ``mtp``, ``eagle3``, ``dspark``.
 
-    ``model`` is a curve key or an InferenceX model prefix (only used for the
-    ``EAGLE``/``NEXTN`` rule; :meth:`GoldenStore.method_for` resolves aliases first).
+    Without a store, ``EAGLE``/``NEXTN`` read as ``mtp``; :meth:`GoldenStore.method_for` decides between ``mtp``
+    and ``eagle3`` from the model's committed curves. ``model`` is accepted for compatibility and not read.
 
     Raises:
         UsageError: an unknown engine or algorithm.
@@ -164,10 +168,9 @@ def curve_method_for(engine: str, algorithm: str, model: str | None = None) -> s
     eng = engine.strip().lower()
     raw = str(algorithm).strip()
     low = raw.lower().replace("_", "-")
-    eagle3_head = model is not None and model.strip().casefold() in EAGLE3_HEAD_MODELS
     profile = engines.profile_or_usage(eng)
     if low in ("eagle", "nextn"):
-        return "eagle3" if eagle3_head else "mtp"
+        return OWN_HEAD_METHODS[0]
     if profile.curve_method_of is not None:  # the engine's own reading (it may refuse the spelling)
         found = profile.curve_method_of(raw)
         if found is not None:
@@ -442,12 +445,29 @@ class GoldenStore:
         return found[0]
 
     def method_for(self, engine: str, algorithm: str, model: str) -> str:
-        """:func:`curve_method_for` after resolving ``model`` (any name form) to its key."""
+        """:func:`curve_method_for`, with a model's own head (SGLang ``EAGLE``/``NEXTN``) read off its curves:
+        ``eagle3`` when the model's curves are EAGLE-3 curves, ``mtp`` when they are MTP curves (curve metadata,
+        never a list of names).
+
+        Raises:
+            UsageError: an unknown algorithm, or a model with both MTP and EAGLE-3 curves, where the spelling
+                does not say which head runs.
+        """
+        method = curve_method_for(engine, algorithm, model)
+        if str(algorithm).strip().lower().replace("_", "-") not in ("eagle", "nextn"):
+            return method
         try:
             key = self.resolve_model(model)
         except AmbiguousCurveError:
             key = None
-        return curve_method_for(engine, algorithm, key or model)
+        if key is None:
+            return method
+        have = [m for m in OWN_HEAD_METHODS if self.curves_for(key, m)]
+        if len(have) > 1:
+            raise UsageError(f"{key} has both {' and '.join(have)} curves, and {algorithm} serves the model's own "
+                             "head without saying which", hint="spell the algorithm EAGLE3 (an EAGLE-3 head) or "
+                                                               "MTP/NEXTN with a model that has one head's curves")
+        return have[0] if have else method
 
 
 def _identity(sc: StoredCurve) -> tuple[object, ...]:

@@ -161,8 +161,26 @@ def test_lookup_errors_list_what_exists(store) -> None:
         ("atom", "dspark", None, "dspark"),
     ],
 )
-def test_curve_method_for(engine: str, algorithm: str, model: str | None, method: str) -> None:
-    assert curve_method_for(engine, algorithm, model) == method
+def test_curve_method_for(store, engine: str, algorithm: str, model: str | None, method: str) -> None:
+    """With a model, the store decides a model's own head (EAGLE/NEXTN) from its curves' methods."""
+    got = store.method_for(engine, algorithm, model) if model is not None else curve_method_for(engine, algorithm)
+    assert got == method
+
+
+def test_own_head_method_comes_from_curve_metadata_not_names(tmp_path: Path) -> None:
+    """A model named like none of InferenceX's special cases gets eagle3 because its curves are eagle3 curves;
+    a model with both heads' curves is refused for EAGLE/NEXTN (the spelling does not say which head runs)."""
+    text = (REPO / "golden_al" / "golden" / "curves" / "minimaxm3_eagle3.yaml").read_text()
+    (tmp_path / "a.yaml").write_text(text.replace("minimax-m3", "brand-new-model"))
+    s = load_store(tmp_path)
+    key = s.models()[0]
+    assert s.method_for("sglang", "EAGLE", key) == "eagle3"
+    assert curve_method_for("sglang", "EAGLE") == "mtp"  # no store: the default spelling's method
+    mtp = (REPO / "golden_al" / "golden" / "curves" / "glm5.2_mtp.yaml").read_text()
+    (tmp_path / "b.yaml").write_text(mtp.replace("glm-5.2-fp8", key))
+    both = load_store(tmp_path)
+    with pytest.raises(UsageError, match="both mtp and eagle3 curves"):
+        both.method_for("sglang", "NEXTN", key)
 
 
 @pytest.mark.parametrize(("engine", "algorithm"), [("sglang", "MEDUSA2"), ("vllm", "magic"), ("atom", "dflash"),
