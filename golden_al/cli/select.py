@@ -7,6 +7,10 @@ is read by the reader ``check`` uses (srt-slurm ``backend.<engine>_config`` reci
 by its metadata (model alias, method, draft model, draft sampler, rejection method), so applying the
 overrides to the recipe gives what ``check`` calls a ``match``.
 
+A shell launch script (``*.sh``, or a shell shebang) is read by ``check``'s shell reader on every path: its
+launch command fixes k, the algorithm and the model, and ``--format env``/``shell`` print the environment it
+must be started with (engines that read their settings from the environment: SGLang, TensorRT-LLM).
+
 ``RECIPE[:SELECTOR]``: srtctl's selectors (``:base``, ``:override_x``, ``:zip_override_y``,
 ``:zip_override_y[2]``, a glob such as ``:override_*``); without one, every variant srtctl would run is
 planned. Every variant is planned before anything is printed: one refusal (a value already pinned in
@@ -120,8 +124,8 @@ def identity_from(args: argparse.Namespace, environ: Any) -> Any:
 
 def _is_env_path(path: tuple[str, ...]) -> bool:
     """``roles.<r>.env.KEY`` or ``backend.<role>_environment.KEY``."""
-    return len(path) >= 3 and ((path[0] == "roles" and path[-2] == "env")
-                               or (path[0] == "backend" and path[-2].endswith("environment")))
+    return (len(path) == 2 and path[0] == "env") or (len(path) >= 3 and (
+        (path[0] == "roles" and path[-2] == "env") or (path[0] == "backend" and path[-2].endswith("environment"))))
 
 
 def render(plan: Any, fmt: str) -> str:
@@ -131,6 +135,9 @@ def render(plan: Any, fmt: str) -> str:
     if fmt == "json":
         return json.dumps(plan.to_dict(), indent=2) + "\n"
     overrides = plan.common_overrides()
+    if fmt == "srtctl" and plan.provenance.get("kind") == "script":
+        raise UsageError(f"{plan.recipe}: a launch script takes environment settings, not srtctl overrides",
+                         hint="use --format env or shell (or json)")
     if fmt == "srtctl":
         words = [w for o in overrides for w in o.srtctl_args()]
         return " ".join(words) + ("\n" if words else "")

@@ -502,6 +502,19 @@ def select_recipe(path: str | Path, *, selector: str | None = None, identity: Id
     identity = identity or Identity()
     p = Path(path)
     text = safeio.read_text(p)
+    if store is None:
+        store = load_store(golden_dir)
+    provenance = {"golden_al_version": __version__, "golden_dir": str(store.root) if store.root else None,
+                  "selector": selector, "mode": identity.mode,
+                  "caller_overrides": [{"op": c.op, "path": c.dotted, **({"value": c.value} if c.op == "set" else {})}
+                                       for c in caller]}
+    from golden_al.selection.scripts import is_script, plan_script
+
+    if is_script(p, text):
+        if selector is not None or caller:
+            raise SelectionError(f"{p}: a launch script has no variants or srtctl overrides (selector {selector!r}, "
+                                 f"{len(caller)} caller override(s))", hint="pass the script alone")
+        return SelectionPlan(str(p), (plan_script(p, text, identity, store),), {**provenance, "kind": "script"})
     try:
         docs = load_yaml_docs(text)
     except YamlError as exc:
@@ -511,12 +524,6 @@ def select_recipe(path: str | Path, *, selector: str | None = None, identity: Id
     from golden_al.injection.recipe import load_recipe
 
     load_recipe(text, path=p)  # refuses duplicate keys that srtctl would read differently
-    if store is None:
-        store = load_store(golden_dir)
     plans = plan_document(docs[0].data, docs[0], path=str(p), selector=selector, identity=identity, store=store,
                           caller=caller)
-    provenance = {"golden_al_version": __version__, "golden_dir": str(store.root) if store.root else None,
-                  "selector": selector, "mode": identity.mode,
-                  "caller_overrides": [{"op": c.op, "path": c.dotted, **({"value": c.value} if c.op == "set" else {})}
-                                       for c in caller]}
-    return SelectionPlan(str(p), plans, provenance)
+    return SelectionPlan(str(p), plans, {**provenance, "kind": "recipe"})

@@ -312,3 +312,44 @@ def test_the_readme_python_call() -> None:
     plan = select_recipe(SELECT / "sglang_roles_dflash.yaml", identity=Identity(thinking="on"))
     assert [w for o in plan.variants[0].overrides for w in o.srtctl_args()][:2] == [
         "--set", 'roles.agg.env.SGLANG_SIMULATE_ACC_LEN="4.05"']
+
+
+# ------------------------------------------------------------------ launch scripts
+
+SCRIPTS = SELECT / "scripts"
+
+
+def test_a_launch_script_gets_the_environment_check_would_prove(tmp_path: Path) -> None:
+    path = SCRIPTS / "glm5.2_fp4_b300_sglang_mtp.sh"
+    plan = select_recipe(path, store=STORE)
+    (v,) = plan.variants
+    assert (v.engine, v.k, v.al, v.curve) == ("sglang", 3, 2.99, "glm5.2_mtp")
+    assert [(o.op, o.dotted, o.value) for o in v.overrides] == [
+        ("set", "env.SGLANG_SIMULATE_ACC_LEN", "2.99"), ("set", "env.SGLANG_SIMULATE_ACC_METHOD", "match-expected"),
+        ("set", "env.SGLANG_SIMULATE_ACC_TOKEN_MODE", "real-draft-token")]
+    # the script with that environment exported is a match for check
+    lines = path.read_text().split("\n")
+    pinned = tmp_path / path.name
+    pinned.write_text("\n".join([lines[0], *(f"export {o.path[-1]}={o.value}" for o in v.overrides), *lines[1:]]))
+    assert {f.verdict for f in check_paths([str(pinned)], store=STORE).findings} == {"match"}
+    # a pin already in the script is refused
+    with pytest.raises(SelectionError, match="already pins"):
+        select_recipe(pinned, store=STORE)
+
+
+def test_a_script_whose_paths_need_different_values_is_refused() -> None:
+    with pytest.raises(SelectionError, match=r"different golden values \(sglang k=2 thinking on: 2.5; sglang k=3"):
+        select_recipe(SCRIPTS / "glm5.2_fp4_b300_sglang_conc.sh", store=STORE)
+
+
+def test_a_script_takes_no_srtctl_format_or_selector(capsys: pytest.CaptureFixture[str],
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    path = str(SCRIPTS / "glm5.2_fp4_b300_sglang_mtp.sh")
+    rc, out, err = _cli([path], capsys, monkeypatch=monkeypatch)
+    assert (rc, out) == (2, "")
+    assert "use --format env or shell" in err
+    rc, out, _ = _cli([path, "--format", "shell"], capsys, monkeypatch=monkeypatch)
+    assert rc == 0
+    assert out.splitlines()[0] == "export SGLANG_SIMULATE_ACC_LEN=2.99"
+    with pytest.raises(SelectionError, match="no variants"):
+        select_recipe(path, selector="base", store=STORE)

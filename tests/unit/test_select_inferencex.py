@@ -26,6 +26,7 @@ from golden_al.selection import SelectionError, select_recipe
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 DIR = FIX / "select" / "inferencex"
 EXPECTED = json.loads((DIR / "expected.json").read_text())["recipes"]
+SCRIPTS = json.loads((DIR / "expected.json").read_text())["scripts"]
 STORE = load_store(FIX / "inferencex" / "golden_al_distribution")
 
 
@@ -57,6 +58,12 @@ def test_select_on_a_pin_free_inferencex_recipe_gives_the_golden_check_expects(n
         f.write_text(yaml.safe_dump(applied, sort_keys=False))
         verdicts = {x.verdict for x in check_paths([str(f)], store=STORE).findings}
         assert verdicts == {"match"}, (v.selector, verdicts)
+
+
+@pytest.mark.parametrize("name", sorted(SCRIPTS))
+def test_select_on_a_pin_free_inferencex_launch_script_gives_the_golden_check_expects(name: str) -> None:
+    plan = select_recipe(DIR / name, store=STORE)
+    assert [v.al for v in plan.variants] == SCRIPTS[name]["golden"]
 
 
 def test_a_wrong_pin_is_replaced_by_what_it_should_have_been() -> None:
