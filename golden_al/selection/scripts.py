@@ -43,11 +43,7 @@ def _probe(text: str, settings: dict[str, Any]) -> tuple[str, int]:
 def plan_script(path: Path, text: str, identity: Any, store: Any) -> Any:
     """The plan of one launch script (a single variant, ``selector`` None). Raises SelectionError."""
     from golden_al.checks.census import census_shell, iter_pin_sites
-    from golden_al.checks.findings import ModelName
-    from golden_al.checks.resolution import curve_method, golden_point
     from golden_al.checks.scripts import extract_shell_pins
-    from golden_al.checks.static import evaluate
-    from golden_al.configs.srt_slurm import curve_rejection_method
     from golden_al.selection.plan import Override, SelectionError, VariantPlan
 
     def refuse(problem: str, hint: str | None = None) -> SelectionError:
@@ -63,7 +59,7 @@ def plan_script(path: Path, text: str, identity: Any, store: Any) -> Any:
         lines = ", ".join(sorted({str(o.line) for o in own}))
         raise refuse(f"the script already pins synthetic acceptance (line {lines})",
                      hint="remove the pin: the golden AL is passed in the script's environment at launch")
-    found: list[tuple[str, Any, Any]] = []  # (engine, pin, finding)
+    found: list[tuple[str, Any, Any]] = []  # (engine, pin, golden point)
     problems: list[str] = []
     with tempfile.TemporaryDirectory(prefix="golden-al-select-") as tmp:
         probe_path = Path(tmp) / path.name
@@ -74,49 +70,75 @@ def plan_script(path: Path, text: str, identity: Any, store: Any) -> Any:
                 continue
             probe, first = _probe(text, engines.synthetic_settings(name, 2.0, 1))
             probe_path.write_text(probe)
-            census = census_shell(probe)
-            pins, _diags = extract_shell_pins(probe, str(path), census=census)
+            pins, _diags = extract_shell_pins(probe, str(path), census=census_shell(probe))
             for pin in pins:
                 if pin.engine != name or pin.line < first or pin.line >= first + 3:
                     continue
-                if identity.model:
-                    pin.models.insert(0, ModelName(identity.model, identity.model_source))
                 if pin.agentic.agentic is False and identity.agentic is not True:
                     return VariantPlan(None, name, None, None, None, None, None, (), "off",
                                        reason=f"not an agentic benchmark ({pin.agentic.reason}): real acceptance")
-                finding = evaluate(pin, store)
-                if finding.expected_al is not None:
-                    found.append((name, pin, finding))
+                point, why = _golden_of(pin, identity, store)
+                if point is not None:
+                    found.append((name, pin, point))
                 elif pin.draft.k is not None or pin.algorithm:
-                    problems.append(f"{profile.display_name}: {finding.message}")
+                    problems.append(f"{profile.display_name}: {why}")
     if not found:
         why = "; ".join(problems) or ("no launch command of an engine that reads its settings from the "
                                       "environment (SGLang, TensorRT-LLM) takes them on any path")
         raise refuse(f"cannot select: {why}",
                      hint="a script that writes its own speculative config (vLLM, ATOM) must read the value from a "
                           "variable the harness sets; or launch from a recipe")
-    values = {(e, f.expected_al, f.draft_len, f.thinking) for e, _p, f in found}
+    values = {(e, p.al, p.k, p.thinking) for e, _pin, p in found}
     if len(values) > 1:
-        listing = "; ".join(f"{e} k={k} thinking {t}: {format_value(al)}" for e, al, k, t in sorted(values))
+        listing = "; ".join(f"{e} k={k} thinking {t.removeprefix('thinking_')}: {format_value(al)}"
+                            for e, al, k, t in sorted(values))
         raise refuse(f"its paths need different golden values ({listing}); one environment cannot carry them",
                      hint="split the script, or fix the branch in the launcher")
-    engine, pin, finding = found[0]
-    if identity.thinking is not None and finding.thinking != identity.thinking:
-        raise refuse(f"{identity.thinking_source} says thinking {identity.thinking}, but the script runs thinking "
-                     f"{finding.thinking} ({finding.thinking_source})")
-    k = int(finding.draft_len)
+    engine, pin, point = found[0]
+    k = point.k
     try:
-        model = finding.model
-        method = curve_method(store, engine, pin.algorithm, model)
-        point = golden_point(store, model=model, thinking=str(finding.thinking), k=k, method=method,
-                             draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method,
-                             rejection_sample_method=curve_rejection_method(pin.rejection_sample_method))
         settings = engines.synthetic_settings(engine, point.al, k)
     except GoldenALError as exc:
         raise refuse(exc.message, exc.hint) from None
     overrides = tuple(Override("set", ("env", key), value) for key, value in settings.items())
-    return VariantPlan(None, engine, point.method, k, finding.thinking, point.al, point.curve, overrides,
+    thinking = point.thinking.removeprefix("thinking_")
+    return VariantPlan(None, engine, point.method, k, thinking, point.al, point.curve, overrides,
                        "throughput", model=point.model,
-                       reason=f"k={k} from {pin.draft.rule}; thinking {finding.thinking} ({finding.thinking_source}); "
-                              f"golden {point.model} {point.thinking} k={k} = {format_value(point.al)} "
-                              f"[{point.curve}]")
+                       reason=f"k={k} from {pin.draft.rule}; golden {point.model} {point.thinking} k={k} = "
+                              f"{format_value(point.al)} [{point.curve}]")
+
+
+def _golden_of(pin: Any, identity: Any, store: Any) -> tuple[Any, str]:
+    """(the golden point of a probe pin, or None and why), resolved as ``check`` resolves it."""
+    from golden_al.checks.findings import ModelName, ThinkingSignal
+    from golden_al.checks.resolution import (
+        curve_method,
+        golden_point,
+        methods_of,
+        resolve_model,
+        resolve_thinking,
+    )
+    from golden_al.configs.srt_slurm import curve_rejection_method
+
+    if pin.draft.k is None:
+        return None, f"the draft length is unknown: {pin.draft.problem}"
+    signals = list(pin.thinking)
+    if identity.thinking is not None:
+        signals.append(ThinkingSignal(identity.thinking, identity.thinking_source, 0))
+    thinking, how = resolve_thinking(signals)
+    if thinking is None:
+        return None, f"thinking mode: {how}"
+    if identity.thinking is not None and thinking != identity.thinking:
+        return None, f"{identity.thinking_source} says thinking {identity.thinking}, but the script runs {thinking}"
+    models = [ModelName(identity.model, identity.model_source)] if identity.model else list(pin.models)
+    key, _shown, model_how = resolve_model(models, store, methods_of(pin.engine, pin.algorithm))
+    if key is None:
+        return None, f"model: {model_how}"
+    try:
+        method = curve_method(store, pin.engine, pin.algorithm, key)
+        point = golden_point(store, model=key, thinking=thinking, k=int(pin.draft.k), method=method,
+                             draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method,
+                             rejection_sample_method=curve_rejection_method(pin.rejection_sample_method))
+    except GoldenALError as exc:
+        return None, str(exc)
+    return point, ""

@@ -34,6 +34,11 @@ class RunEvidence:
     #: SGLang decode lines: batch steps per line, and (share of the realized mean, lines) per batch size.
     steps_per_line: int | None = None
     line_weights: tuple[tuple[float, int], ...] = ()
+    #: the run split into its logged windows, in log order: (accepted drafts, verify steps) of each line (or
+    #: request), so that AL = 1 + sum(accepted) / sum(steps); a real run's interval rests on them (``verify``)
+    windows: tuple[tuple[float, float], ...] = ()
+    #: what one window is: ``log line`` (consecutive windows of one server: correlated) or ``request`` (independent)
+    window_unit: str = "log line"
 
 
 def read_logs(files: Sequence[str | Path], engine: str) -> tuple[list[tuple[str, Any]], dict[str, int]]:

@@ -41,5 +41,6 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
                  path=logs[0][0])
     note = (f"{len(intervals)} interval line(s)" if intervals else "the last cumulative line (no interval lines)")
     realized = units.al_from_counts(accepted, steps)
+    windows = tuple((float(r.accepted_tokens), r.draft_tokens / k) for r in use) if intervals else ()
     return RunEvidence(ENGINE, "atom MTP stats log", realized, steps, steps, steps, len(use),
-                       (f"{note}: accepted {accepted} / draft tokens {drafted}",))
+                       (f"{note}: accepted {accepted} / draft tokens {drafted}",), windows=windows)

@@ -51,4 +51,6 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
         notes.append("no synthetic-acceptance startup line in the log(s): was the run injected? (real acceptance "
                      "can pass or fail by chance)")
     realized = units.al_from_counts(accepted, steps)
-    return RunEvidence(ENGINE, "llamacpp request log", realized, steps, steps, steps, len(lines), tuple(notes))
+    windows = tuple((float(r.accepted), r.generated / k) for _name, r in lines)
+    return RunEvidence(ENGINE, "llamacpp request log", realized, steps, steps, steps, len(lines), tuple(notes),
+                       windows=windows, window_unit="request")

@@ -50,5 +50,8 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
         notes.append("lines from several DP ranks are counted as independent batches (each rank draws its own L)")
     notes.append("#running-req is the batch size when the line was written; the interval's own batch sizes "
                  "are not logged")
+    windows = tuple((acc, steps) for steps, acc in (sglang.decode_window(r.accept_len, r.running_req, interval)  # type: ignore[arg-type]
+                                                       for r in usable))
     return RunEvidence(ENGINE, "sglang decode log", realized, total, float(interval * len(usable)), n_eff,
-                       len(usable), tuple(notes), steps_per_line=interval, line_weights=line_weights)
+                       len(usable), tuple(notes), steps_per_line=interval, line_weights=line_weights,
+                       windows=windows)

