@@ -39,7 +39,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "inject": ("golden_al.cli.inject", "write the golden AL into a recipe, keeping comments"),
     "check": ("golden_al.cli.check", "validate pinned values in configs and scripts (CI)"),
     "check-run": ("golden_al.cli.check_run", "check that a run's logs or metrics hit the target AL"),
-    "verify": ("golden_al.cli.verify", "does a real run still reproduce its golden AL? (consistent, drifted, inconclusive)"),
+    "verify": ("golden_al.cli.verify", "does a real run still reproduce its golden AL?"),
     "simulate": ("golden_al.cli.simulate", "reproduce an engine's synthetic sampler: pmf and bias"),
     "draft-lengths": ("golden_al.cli.draft_lengths", "model throughput and speedup against draft length"),
     "serve-reference": ("golden_al.cli.serve_reference", "serve the reference engine like SGLang or vLLM"),

@@ -22,6 +22,7 @@ A sweep exits 1 if any cell drifted, else 3 if any is inconclusive, else 0. Bad 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
@@ -182,6 +183,7 @@ def run(args: argparse.Namespace) -> int:
         files = [str(p) for p in paths]
         golden, k = _golden_for_logs(files, args.draft_len, args, store)
         ev = run_from_evidence(files, engine=args.engine, k=k, decode_log_interval=args.decode_log_interval)
+        ev = dataclasses.replace(ev, thinking=args.thinking, model=args.model)
         results.append(verify_run(ev, golden, band=args.band))
     if args.plot:
         _plot(results, args.plot, args.band)

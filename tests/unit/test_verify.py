@@ -16,7 +16,7 @@ from golden_al.checks.verify import MAX_BLOCKS, blocks, correlation_time
 from golden_al.cli.main import main
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _recorded_runs import write_log  # noqa: E402
+from _recorded_runs import write_log
 
 REPO = Path(__file__).resolve().parents[2]
 CURVE = REPO / "experiments" / "qwen-coder-curve"
