@@ -66,7 +66,7 @@ def _requests(sc: Scenario, n: int, rng: np.random.Generator) -> list[np.ndarray
         rates = np.sort(rates)[::-1][np.argsort(np.argsort(lengths))]
     out = []
     for length, p in zip(lengths, rates, strict=True):
-        steps = max(1, int(math.ceil(length / (1.0 + p * (1 - p ** sc.k) / (1 - p)))))
+        steps = max(1, math.ceil(length / (1.0 + p * (1 - p ** sc.k) / (1 - p))))
         out.append(np.minimum(rng.geometric(1.0 - p, steps) - 1, sc.k).astype(float))
     return out
 
@@ -87,7 +87,7 @@ def _windows(sc: Scenario, reqs: list[np.ndarray]) -> list[tuple[float, float]]:
         line = np.concatenate(parts) if parts else np.zeros(0)
         acc[: line.size] += line
         steps[: line.size] += 1
-    n = int(math.ceil(span / sc.interval))
+    n = math.ceil(span / sc.interval)
     return [(float(acc[i * sc.interval:(i + 1) * sc.interval].sum()), float(steps[i * sc.interval:(i + 1) * sc.interval].sum()))
             for i in range(n) if steps[i * sc.interval:(i + 1) * sc.interval].sum() > 0]
 
