@@ -32,6 +32,7 @@ __all__ = [
     "parse_size",
     "print_json",
     "progress",
+    "require_extra",
     "stderr_console",
     "thinking_mode",
     "warn_few_clusters",
@@ -160,6 +161,37 @@ def parse_size(text: str) -> int:
     return value
 
 
+#: The modules each optional extra brings (``pyproject.toml``), as imported.
+EXTRA_MODULES: dict[str, tuple[str, ...]] = {
+    "engine": ("torch", "transformers", "safetensors", "gguf"),
+    "plot": ("matplotlib",),
+}
+
+
+def require_extra(extra: str, what: str, *, modules: tuple[str, ...] | None = None) -> None:
+    """Refuse (exit 2, with the install line) before any download or model load when ``extra`` is not installed.
+
+    Raises:
+        UsageError: a module of the extra cannot be found.
+    """
+    import importlib.util
+
+    missing = []
+    for name in modules or EXTRA_MODULES[extra]:
+        try:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:
+            missing.append(name)
+    if missing:
+        from golden_al.errors import UsageError
+
+        torch_first = "pip install torch (a CPU wheel will do), then " if "torch" in missing else ""
+        raise UsageError(f"{what} needs the '{extra}' extra ({', '.join(missing)} not installed)",
+                         hint=f"{torch_first}pip install 'golden-al[{extra}]'")
+
+
 def print_json(obj: Any) -> None:
     """Print ``obj`` as indented JSON on stdout."""
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
@@ -201,9 +233,131 @@ def _eta_column() -> Any:
     return _Eta()
 
 
+#: How progress is shown (``--progress`` / ``GOLDEN_AL_PROGRESS``): ``auto`` (rich bars on a terminal, plain lines
+#: otherwise), ``rich``, ``plain`` (a line per task at start, every :data:`PLAIN_INTERVAL_S` and at the end: what a
+#: CI log keeps), ``none``.
+PROGRESS_MODES: tuple[str, ...] = ("auto", "rich", "plain", "none")
+_progress_mode = "auto"
+#: seconds between two plain lines of one task (a log shows a task is alive at least this often)
+PLAIN_INTERVAL_S = 15.0
+#: the clock of the plain lines (tests replace it with a simulated one)
+_clock: Any = None
+
+
+def set_progress_mode(mode: str) -> None:
+    """Choose how :func:`progress` shows (one of :data:`PROGRESS_MODES`)."""
+    global _progress_mode
+    if mode not in PROGRESS_MODES:
+        raise ValueError(f"progress mode {mode!r} is not one of {', '.join(PROGRESS_MODES)}")
+    _progress_mode = mode
+
+
+def _now() -> float:
+    import time
+
+    return (_clock or time.monotonic)()
+
+
+def _hms(seconds: float | None) -> str:
+    if seconds is None or not seconds == seconds or seconds == float("inf"):
+        return "?"
+    s = max(0, round(seconds))
+    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
+
+
+class _PlainProgress:
+    """Plain progress lines on stderr, for logs: the task, done/total, rate, elapsed, ETA and the phase/status.
+
+    A line when the task starts, then at most every :data:`PLAIN_INTERVAL_S` seconds while it advances, a heartbeat
+    line when it has reported nothing for that long (a long load or download), and one at the end."""
+
+    def __init__(self, description: str, total: int | None, unit: str) -> None:
+        import threading
+
+        self.description, self.total, self.unit = description, total, unit
+        self.done = 0
+        self.status = ""
+        self.eta_deadline: float | None = None
+        self.start = _now()
+        self.last = self.start
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.emit("started")
+        self.thread = threading.Thread(target=self._heartbeat, daemon=True)
+        self.thread.start()
+
+    def _heartbeat(self) -> None:
+        while not self.stop.wait(1.0):
+            with self.lock:
+                if _now() - self.last >= PLAIN_INTERVAL_S:
+                    self.emit()
+
+    def emit(self, event: str = "") -> None:
+        now = _now()
+        self.last = now
+        elapsed = now - self.start
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        if self.eta_deadline is not None:
+            eta: float | None = max(0.0, self.eta_deadline - now)
+        elif self.total and rate > 0:
+            eta = max(0.0, (self.total - self.done) / rate)
+        else:
+            eta = None
+        count = f"{self.done}/{self.total}" if self.total else f"{self.done}"
+        pct = f" ({100.0 * self.done / self.total:.0f}%)" if self.total else ""
+        unit = f" {self.unit}" if self.unit else ""
+        line = (f"golden-al: {self.description}: {count}{unit}{pct}, {rate:.1f}{unit}/s, elapsed {_hms(elapsed)}, "
+                f"ETA {_hms(eta) if event != 'done' else '0:00:00'}")
+        if self.status:
+            line += f", {self.status}"
+        if event:
+            line += f" [{event}]"
+        sys.stderr.write(escape_control(line) + "\n")
+        sys.stderr.flush()
+
+    def __call__(self, advance: int = 1, *, total: int | None = None, description: str | None = None,
+                 status: str | None = None, eta_s: float | None = None) -> None:
+        with self.lock:
+            if eta_s is not None:
+                self.eta_deadline = _now() + max(0.0, float(eta_s))
+            if status is not None:
+                self.status = status
+            if total is not None:
+                self.total = total
+            if description is not None:
+                self.description = description
+            self.done += advance or 0
+            if _now() - self.last >= PLAIN_INTERVAL_S:
+                self.emit()
+
+    def close(self) -> None:
+        self.stop.set()
+        with self.lock:
+            self.emit("done")
+
+
+def _quiet(advance: int = 1, *, total: int | None = None, description: str | None = None,
+           status: str | None = None, eta_s: float | None = None) -> None:
+    """``--progress none``: a callback that shows nothing."""
+
+
 @contextmanager
 def progress(description: str, total: int | None = None, *, unit: str = "") -> Iterator[ProgressCallback]:
-    """A rich progress bar on stderr; yields a :class:`ProgressCallback` for library code."""
+    """Progress on stderr, as :data:`PROGRESS_MODES` says (rich bars on a terminal, plain lines in a log); yields a
+    :class:`ProgressCallback` for library code."""
+    mode = _progress_mode
+    if mode == "auto":
+        mode = "rich" if sys.stderr.isatty() else "plain"
+    if mode == "none":
+        yield _quiet
+        return
+    if mode == "plain":
+        plain = _PlainProgress(description, total, unit)
+        try:
+            yield plain
+        finally:
+            plain.close()
+        return
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,

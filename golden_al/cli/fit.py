@@ -17,7 +17,7 @@ import json
 import sys
 from pathlib import Path
 
-from golden_al.cli._common import add_format_option, print_json
+from golden_al.cli._common import add_format_option, print_json, progress
 from golden_al.errors import CheckFailedError, UsageError
 
 DESCRIPTION = (
@@ -95,11 +95,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--tolerance must be > 0, got {args.tolerance!r}")
     started = collect()["started"]
     records = load_records(args.records)
-    fit = fit_records(records, FitOptions(
-        model_key=args.model_key, aliases=tuple(args.alias), method=args.method,
-        monotone_conditional=args.monotone_conditional, fill_derived=args.fill_derived, profile=args.profile,
-        provenance_note=args.provenance_note, tolerance=args.tolerance, seed=args.seed,
-    ))
+    with progress(f"fitting {len(records)} record(s) (joint bootstrap over shared prompts)"):
+        fit = fit_records(records, FitOptions(
+            model_key=args.model_key, aliases=tuple(args.alias), method=args.method,
+            monotone_conditional=args.monotone_conditional, fill_derived=args.fill_derived, profile=args.profile,
+            provenance_note=args.provenance_note, tolerance=args.tolerance, seed=args.seed,
+        ))
     save_curve(fit.curve, out)
     side = sidecar_path(out)
     diag = fit.diagnostics(curve_file=out.name, curve_sha256=sha256_file(out), provenance=collect(started=started))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import os
 import re
 import sys
 import traceback
@@ -103,6 +104,9 @@ def _build_parser(selected: str | None) -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"golden-al {_version()}")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    parser.add_argument("--progress", choices=("auto", "rich", "plain", "none"), default=argparse.SUPPRESS,
+                        help="progress on stderr: rich bars, plain lines every 15 s (for CI logs), none; auto: rich "
+                             "on a terminal, plain otherwise (default: GOLDEN_AL_PROGRESS, else auto)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
                                 parser_class=_OneLineErrorParser)
     for name, (module_name, help_line) in COMMANDS.items():
@@ -118,6 +122,9 @@ def _build_parser(selected: str | None) -> argparse.ArgumentParser:
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
         cmd_parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+        cmd_parser.add_argument("--progress", choices=("auto", "rich", "plain", "none"), default=argparse.SUPPRESS,
+                                help="progress on stderr: auto (rich on a terminal, plain lines in a log), rich, "
+                                     "plain, none (default: GOLDEN_AL_PROGRESS, else auto)")
         module.add_arguments(cmd_parser)
         cmd_parser.set_defaults(_run=module.run)
     return parser
@@ -173,8 +180,14 @@ def _main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     from distributions.errors import DistributionError
+    from golden_al.cli._common import PROGRESS_MODES, set_progress_mode
     from golden_al.errors import GoldenALError
 
+    mode = getattr(args, "progress", None) or os.environ.get("GOLDEN_AL_PROGRESS") or "auto"
+    if mode not in PROGRESS_MODES:
+        _print_error(f"GOLDEN_AL_PROGRESS={mode!r} is not one of {', '.join(PROGRESS_MODES)}")
+        return 2
+    set_progress_mode(mode)
     try:
         return int(args._run(args))
     except GoldenALError as err:

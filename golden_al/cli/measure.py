@@ -177,6 +177,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_reference(args: argparse.Namespace) -> int:
+    from golden_al.cli._common import require_extra
+
+    require_extra("engine", "measure with the reference engine (the default --engine)")
     from golden_al.measure.reference import (
         CHAIN_ALGORITHM,
         ReferenceSettings,

@@ -77,6 +77,11 @@ def _run_fetch(args: argparse.Namespace) -> int:
     if args.weights == "gguf" and args.dtype != "float32":
         raise UsageError(f"--weights gguf reads float32 from the GGUF; --dtype {args.dtype} is saved as safetensors",
                          hint="drop --weights, or use --dtype float32")
+    if not args.no_convert:
+        from golden_al.cli._common import require_extra
+
+        require_extra("engine", "models fetch (converting the GGUF for the reference engine; --no-convert needs "
+                                "no torch)")
     cache = cache_dir(args.cache_dir)
     started = time.perf_counter()
     with progress(f"fetching {name}", total=None, unit="steps") as bar:

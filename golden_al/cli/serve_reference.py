@@ -94,6 +94,9 @@ def run(args: argparse.Namespace) -> int:
                                   max_len=args.fake_max_len, step_delay_s=args.step_delay,
                                   model_name=args.served_model_name or "fake-target")
     else:
+        from golden_al.cli._common import require_extra
+
+        require_extra("engine", "serve-reference with a model (without --fake)")
         from golden_al.servers.served_engine import ReferenceServedEngine
 
         cache = cache_dir(args.cache_dir)

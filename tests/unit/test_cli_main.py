@@ -79,7 +79,7 @@ def test_long_helps_are_grouped_so_each_option_has_a_named_home(command, capsys)
             groups[current] = []
         elif current and line.startswith("  -"):
             groups[current].append(line.split()[0].rstrip(","))
-    assert set(groups.get("options", [])) <= {"-h", "--debug"}, groups.get("options")
+    assert set(groups.get("options", [])) <= {"-h", "--debug", "--progress"}, groups.get("options")
     titles = list(groups)
     if command == "measure":
         assert titles[:5] == ["options", "what to measure", "prompts and sampling", "output",
