@@ -49,7 +49,7 @@ def main() -> int:
              *(f"{n}=={v}" for n, v in sorted(pins.items()))]
     OUT.parent.mkdir(exist_ok=True)
     OUT.write_text("\n".join(lines) + "\n")
-    print(f"wrote {len(pins)} pins to {OUT}")
+    sys.stdout.write(f"wrote {len(pins)} pins to {OUT}\n")
     return 0
 
 
