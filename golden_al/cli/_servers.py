@@ -122,7 +122,8 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
                      help="render prompts locally with this tokenizer's chat template (needed by --al-source "
                      "sglang-generate; also makes prompt and dataset hashes match the reference engine's)")
     req.add_argument("--model-family", default=None, metavar="FAMILY",
-                     help="thinking preset family (default: guessed from --target / the served model)")
+                     help="thinking preset family, for the reference engine and servers alike (default: the "
+                          "target's own, from its config, else its name / the served model)")
     req.add_argument("--chat-template-kwargs", default=None, metavar="JSON",
                      help="chat_template_kwargs instead of the thinking preset's: one object for every request, or "
                      '{"on": {...}, "off": {...}} per thinking mode')

@@ -194,7 +194,7 @@ def _run_reference(args: argparse.Namespace) -> int:
         max_tokens=args.max_tokens, thinking=args.thinking, temperature=args.temperature, top_p=args.top_p,
         mode=args.mode, seed=args.seed, dtype=args.dtype, allow_lower_precision=args.force,
         batch_size=args.batch_size, replay_trajectory_k=args.replay_trajectory_k, device=args.device,
-        cpu_kernels=args.cpu_kernels, share_prefix=args.share_prefix,
+        cpu_kernels=args.cpu_kernels, share_prefix=args.share_prefix, model_family=args.model_family,
         algorithm=args.algorithm or CHAIN_ALGORITHM, allow_derived=args.allow_derived,
     )
     if args.resume and args.out is None:

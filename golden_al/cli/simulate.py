@@ -60,8 +60,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", required=True, metavar="ENGINE",
                         help="an engine whose samplers simulators reproduce: " + ", ".join(engine_names()))
     parser.add_argument(
-        "--method", required=True, metavar="METHOD",
-        help="sglang: match-expected or multinomial; vllm: synthetic; trtllm: force; atom: synthetic",
+        "--method", default=None, metavar="METHOD",
+        help="the sampler: sglang match-expected or multinomial; vllm synthetic; trtllm force; atom synthetic "
+             "(default: the one the engine's synthetic knob uses, its profile's default_sampler)",
     )
     parser.add_argument(
         "--al", type=float, default=None, metavar="AL",
@@ -112,7 +113,13 @@ def _build_sampler(args: argparse.Namespace) -> Any:
     from golden_al import engines
     from simulators import get_sampler
 
-    engine, method = args.engine, args.method
+    engine = args.engine
+    if args.method is None:
+        profile = engines.profile_or_usage(engine)
+        if profile.default_sampler is None:
+            raise UsageError(f"{profile.display_name} names no default sampler", hint="pass --method")
+        args.method = profile.default_sampler
+    method = args.method
     engines.load_samplers(engine)
     get_sampler(engine, method)  # unknown engine or method first, with "did you mean"
     profile = engines.get_profile(engine)

@@ -124,9 +124,17 @@ class ReferenceSettings:
     """``draft-model`` (a chain draft) or ``dflash``/``dflash2`` (a block draft, measured live at every k)."""
     allow_derived: bool = False
     """Block drafts, several k: measure the largest k only and derive the others (marked derived, not exact)."""
+    model_family: str | None = None
+    """The thinking preset's family (``--model-family``); None: the target's own (its config, then its name)."""
     requested_mode: str = field(default="", init=False)
 
     def __post_init__(self) -> None:
+        if self.model_family is not None:
+            from golden_al.prompts.thinking import load_presets
+
+            if self.model_family not in load_presets():
+                raise UsageError(f"--model-family {self.model_family!r} is not a thinking-preset family",
+                                 hint="one of " + ", ".join(sorted(load_presets())))
         # plain builtins (the CLI may hand over int/float/str subclasses that mark its defaults)
         self.target, self.draft, self.prompts = str(self.target), str(self.draft), str(self.prompts)
         self.thinking, self.mode, self.dtype = str(self.thinking), str(self.mode), str(self.dtype)
@@ -296,7 +304,7 @@ def check_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, out_dir:
 
     target_res = resolve_model(settings.target, cache_dir=cache_dir)
     check_draft(settings, cache_dir=cache_dir)
-    family = _early_family(target_res)
+    family = settings.model_family or _early_family(target_res)
     if family is not None:  # --thinking on for a family without a thinking mode
         preset_for(family).mode(settings.thinking)
     prompt_set = load_prompts(settings.prompts, cache_dir=cache_dir, limit=settings.num_prompts)
@@ -395,7 +403,7 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
     t2 = time.perf_counter()
     tokenizer = pair.target.tokenizer
     rendered = render_all(tokenizer, prompt_set.conversations, thinking=settings.thinking,
-                          preset=pair.target.chat_family)
+                          preset=settings.model_family or pair.target.chat_family)
     kwargs = dict(rendered[0].chat_template_kwargs) if rendered else {}
     dataset = DatasetInfo(
         name=prompt_set.name,

@@ -185,3 +185,19 @@ def test_every_engine_option_is_built_from_the_profiles():
     assert sorted(opts["--rates"][1]) == ["llamacpp", "vllm"]
     assert list(opts["--acceptance-rate"][1]) == ["atom"]
     assert list(opts["--trtllm-path"][1]) == ["trtllm"]
+
+
+def test_method_defaults_to_the_engines_default_sampler(capsys) -> None:
+    """``simulate --method`` is optional where the engine's profile names its default sampler (issue 37)."""
+    import json
+
+    from golden_al.cli.main import main
+    from golden_al.engines import engine_names, get_profile
+
+    for engine in engine_names():
+        default = get_profile(engine).default_sampler
+        if default is None:
+            continue
+        assert main(["simulate", "--engine", engine, "--al", "2.5", "--draft-len", "3", "--format", "json",
+                     "--steps", "2000"]) == 0
+        assert json.loads(capsys.readouterr().out)["method"] == default

@@ -113,3 +113,34 @@ def test_measure_in_a_ci_log_shows_a_line_at_least_every_30_s_of_work(tmp_path, 
     measuring = next(v for t, v in tasks.items() if t.startswith("measuring"))
     assert measuring[-1] > 30  # the simulated run was long enough for intermediate lines to matter
     assert len(measuring) >= 3
+
+
+@pytest.mark.torch
+def test_measure_model_family_chooses_the_thinking_preset(tmp_path, capsys) -> None:
+    """``measure --model-family`` is honoured by the reference engine (issue 37: it was ignored): the tiny target's
+    own family (qwen2) has no thinking mode; with a template that has the Qwen3 switch, ``--model-family qwen3``
+    renders thinking on through that switch."""
+    pytest.importorskip("torch")
+    pytest.importorskip("transformers")
+    import json
+
+    from golden_al.cli.main import main
+    from golden_al.engines.offline_reference.tiny import save_tiny_pair
+    from golden_al.measurement import load_record
+
+    target, draft = save_tiny_pair(tmp_path / "models")
+    (target / "chat_template.jinja").write_text(
+        "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
+        "{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant\n"
+        "{% if enable_thinking is defined and not enable_thinking %}<think>\n\n</think>\n\n{% endif %}{% endif %}")
+    prompts = tmp_path / "p.jsonl"
+    prompts.write_text("".join(json.dumps({"id": f"q{i}", "messages": [{"role": "user", "content": f"f{i}"}]}) + "\n"
+                               for i in range(3)))
+    base = ["measure", "--target", str(target), "--draft", str(draft), "--prompts", f"chat-jsonl:{prompts}",
+            "--cache-dir", str(tmp_path / "cache"), "--max-tokens", "8", "--draft-len", "2", "--thinking", "on",
+            "--progress", "none"]
+    assert main([*base, "--out", str(tmp_path / "a")]) == 2
+    assert "has no thinking mode" in capsys.readouterr().err
+    assert main([*base, "--out", str(tmp_path / "b"), "--model-family", "qwen3"]) == 0
+    assert load_record(tmp_path / "b").chat_template_kwargs == {"enable_thinking": True}
+    assert main([*base, "--out", str(tmp_path / "c"), "--model-family", "nope"]) == 2
