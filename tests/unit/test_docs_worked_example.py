@@ -140,6 +140,7 @@ def test_every_command_of_the_worked_example_runs_and_prints_what_the_page_shows
     env["GOLDEN_AL_CACHE"] = str(tmp_path / "cache")  # nothing is fetched: a fetch would fail here
     env["COLUMNS"] = "200"
     env["PYTHONUNBUFFERED"] = "1"  # stdout and stderr interleave as on a terminal
+    env["GOLDEN_AL_PROGRESS"] = "none"  # the page shows results; progress lines depend on time (README: Commands)
     last: dict[str, str] = {}
     ran = 0
     for block in parse(DOC.read_text(encoding="utf-8")):
