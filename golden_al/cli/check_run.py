@@ -119,9 +119,19 @@ def _target(args: argparse.Namespace) -> tuple[float, int, dict | None]:
         if args.model or args.thinking or args.algorithm:
             raise UsageError("--expect-al or --model/--thinking/--algorithm, not both",
                              hint="give the AL, or let check-run look the golden value up")
-        if args.draft_len is None:
-            raise UsageError("--expect-al needs --draft-len K")
-        return args.expect_al, args.draft_len, None
+        from golden_al.checks.run import server_settings
+
+        logged = server_settings(args.files, args.engine)  # two starts with different settings: refused there
+        logged_k = logged.get("k")
+        if args.draft_len is not None and logged_k is not None and args.draft_len != logged_k:
+            raise UsageError(f"--draft-len {args.draft_len} but the server's arguments ({logged['file']} line "
+                             f"{logged['line']}) give k={logged_k}: the log says what ran",
+                             hint="drop --draft-len, or check the log of the run you mean")
+        k = args.draft_len if args.draft_len is not None else logged_k
+        if k is None:
+            raise UsageError("--expect-al needs --draft-len K: the files do not log the server's k",
+                             hint="pass --draft-len K")
+        return args.expect_al, int(k), None
     if args.thinking is None and args.rates is not None:  # the rates are the target
         k = args.draft_len if args.draft_len is not None else len(args.rates)
         return min(1.0 + math.fsum(args.rates), k + 1.0), k, None

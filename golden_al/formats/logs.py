@@ -46,13 +46,14 @@ Parsers never raise on odd input: a line that does not match is not a record.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType
 from typing import Literal
 
 from golden_al.engines import atom, sglang, vllm
+from golden_al.errors import InputFileError
 
 __all__ = [
     "AtomMtpStatsRecord",
@@ -129,6 +130,9 @@ class SglangDecodeRecord:
     queue_req: int | None = None
     forward_iter: int | None = None
     dp_rank: int | None = None
+    #: False for a line cut short: SGLang prints ``accept len`` with two decimals and always ends the line with its
+    #: throughput fields, so a line that stops at (or inside) ``accept len`` lost its end (a truncated write)
+    complete: bool = True
 
     engine: Literal["sglang"] = "sglang"
     kind: Literal["decode"] = "decode"
@@ -175,7 +179,27 @@ def parse_sglang_decode_line(line: str, line_no: int = 0) -> SglangDecodeRecord 
         queue_req=int(tail.group("queue")) if tail else None,
         forward_iter=int(m.group("iter")) if m.group("iter") else None,
         dp_rank=int(dp.group("dp")) if dp else None,
+        complete=acc is None or (tail is not None and _TWO_DECIMALS.fullmatch(acc.group("len")) is not None),
     )
+
+
+_TWO_DECIMALS = re.compile(r"\d+\.\d\d")
+#: decode lines cut short that a log may hold (one, or 1 % of its decode lines) before a reader refuses it
+MAX_CUT_SHARE = 0.01
+
+
+def check_cut_lines(cut: Sequence[tuple[str, SglangDecodeRecord]], total: int) -> None:
+    """Refuse a log with more decode lines cut short than :data:`MAX_CUT_SHARE` allows (the few a crash leaves are
+    left out by the caller, which says so).
+
+    Raises:
+        InputFileError: too many lines cut short, naming the first.
+    """
+    if len(cut) > max(1, MAX_CUT_SHARE * total):
+        name, first = cut[0]
+        raise InputFileError(f"{len(cut)} of {total} SGLang decode line(s) are cut short (first at line "
+                             f"{first.line_no}): a truncated line's 'accept len' is not the value SGLang printed",
+                             path=name, hint="pass the complete log (a line cut mid-write is refused, not read)")
 
 
 #: "server_args=ServerArgs(model_path='...', tp_size=1, ...)" (engine.py, at start-up).

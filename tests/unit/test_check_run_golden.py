@@ -63,7 +63,7 @@ def test_model_and_k_given_without_server_args(tmp_path: Path, capsys) -> None:
 @pytest.mark.parametrize(("argv", "said"), [
     (["--draft-len", "2"], "--draft-len 2 but the server's arguments"),
     (["--expect-al", "2.49", "--model", MODEL], "not both"),
-    (["--expect-al", "2.49"], "--expect-al needs --draft-len"),
+    (["--expect-al", "2.49", "--draft-len", "2"], "--draft-len 2 but the server's arguments"),
     ([], "needs --expect-al AL, or --thinking"),
 ])
 def test_usage(tmp_path: Path, capsys, argv: list[str], said: str) -> None:
@@ -71,3 +71,11 @@ def test_usage(tmp_path: Path, capsys, argv: list[str], said: str) -> None:
     extra = ["--thinking", "on"] if "--expect-al" not in argv and argv else []
     assert main(["check-run", str(log), "--engine", "sglang", *extra, *argv]) == 2
     assert said in capsys.readouterr().err
+
+
+def test_expect_al_takes_k_from_the_log_and_needs_the_flag_only_without_it(tmp_path: Path, capsys) -> None:
+    assert main(["check-run", str(_log(tmp_path / "a.log", al=AL)), "--engine", "sglang", "--expect-al", "2.49"]) == 0
+    capsys.readouterr()
+    bare = _log(tmp_path / "b.log", al=AL, with_args=False)
+    assert main(["check-run", str(bare), "--engine", "sglang", "--expect-al", "2.49"]) == 2
+    assert "--expect-al needs --draft-len K" in capsys.readouterr().err
