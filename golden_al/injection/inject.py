@@ -33,6 +33,7 @@ Rules:
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import json
 import re
@@ -583,18 +584,47 @@ def inject_file(path: str | Path, *, store: GoldenStore, model: str, thinking: s
     from golden_al import safeio
 
     p = Path(path)
-    text = safeio.read_text(p, max_bytes=safeio.ROUNDTRIP_MAX_BYTES)  # regular file, byte cap, BOM/UTF-16, no NUL
-    result = plan_injection(text, path=p, store=store, model=model, thinking=thinking, engine=engine)
-    if result.conflicts and not force:
-        first = result.conflicts[0]
-        raise InjectionConflictError(
-            f"{p}:{first.line}: {first.where} is {first.old}, the golden value is {first.new} "
-            f"({result.point.model} {result.point.thinking} k={result.k}, curve {result.point.curve})"
-            + (f" and {len(result.conflicts) - 1} more" if len(result.conflicts) > 1 else ""),
-            hint="--force replaces it",
-        )
-    if result.changed and not dry_run:
-        atomic_write_text(p, result.new_text, force=force)  # keeps mode and symlink; read-only needs --force
-        result = InjectionResult(result.path, result.engine, result.k, result.point, result.settings,
-                                 result.changes, result.old_text, result.new_text, written=True)
+    with locked_recipe(p, purpose="inject", dry_run=dry_run):
+        text = safeio.read_text(p, max_bytes=safeio.ROUNDTRIP_MAX_BYTES)  # regular file, byte cap, BOM/UTF-16, no NUL
+        result = plan_injection(text, path=p, store=store, model=model, thinking=thinking, engine=engine)
+        if result.conflicts and not force:
+            first = result.conflicts[0]
+            raise InjectionConflictError(
+                f"{p}:{first.line}: {first.where} is {first.old}, the golden value is {first.new} "
+                f"({result.point.model} {result.point.thinking} k={result.k}, curve {result.point.curve})"
+                + (f" and {len(result.conflicts) - 1} more" if len(result.conflicts) > 1 else ""),
+                hint="--force replaces it",
+            )
+        if result.changed and not dry_run:
+            write_if_unchanged(p, text, result.new_text, force=force)
+            result = InjectionResult(result.path, result.engine, result.k, result.point, result.settings,
+                                     result.changes, result.old_text, result.new_text, written=True)
     return result
+
+
+@contextlib.contextmanager
+def locked_recipe(path: Path, *, purpose: str, dry_run: bool = False) -> Iterator[None]:
+    """Hold the lock ``commit`` takes (:func:`golden_al.locks.directory_lock`) on the recipe's folder while it is
+    read, planned and written, so two golden-al writers never interleave (a dry run only reads: no lock)."""
+    if dry_run:
+        yield
+        return
+    from golden_al.locks import directory_lock
+
+    with directory_lock(path.parent, purpose=f"{purpose} {path.name}"):
+        yield
+
+
+def write_if_unchanged(path: Path, read_text: str, new_text: str, *, force: bool = False) -> None:
+    """Write ``new_text`` atomically only if the file still holds what was read (an editor that saved in between
+    loses nothing: the write is refused, exit 1, and the run can be repeated).
+
+    Raises:
+        InjectionConflictError: the file changed since it was read.
+    """
+    from golden_al import safeio
+
+    if safeio.read_text(path, max_bytes=safeio.ROUNDTRIP_MAX_BYTES) != read_text:
+        raise InjectionConflictError(f"{path} changed while it was being rewritten; nothing was written",
+                                     hint="run the command again on the new content")
+    atomic_write_text(path, new_text, force=force)  # keeps mode and symlink; read-only needs --force

@@ -359,16 +359,18 @@ def restore_file(path: str | Path, *, real_values: Mapping[str, str] | None = No
         InputFileError: see :func:`restore_text`.
     """
     from golden_al import safeio
-    from golden_al.provenance import atomic_write_text
 
     p = Path(path)
     if p.suffix.lower() not in (".yaml", ".yml"):
         raise UsageError(f"{p}: --restore-real rewrites YAML recipes and configs",
                          hint="for a shell script, remove the exports and flags by hand; 'golden-al check' "
                               "then finds none")
-    text = safeio.read_text(p, max_bytes=safeio.DEFAULT_MAX_BYTES)  # edits are linear: check's byte cap
-    result = restore_text(text, path=p, real_values=real_values)
-    if result.changed and not dry_run:
-        atomic_write_text(p, result.new_text)
-        result = RestoreResult(result.path, result.removals, result.old_text, result.new_text, written=True)
+    from golden_al.injection.inject import locked_recipe, write_if_unchanged
+
+    with locked_recipe(p, purpose="inject --restore-real", dry_run=dry_run):
+        text = safeio.read_text(p, max_bytes=safeio.DEFAULT_MAX_BYTES)  # edits are linear: check's byte cap
+        result = restore_text(text, path=p, real_values=real_values)
+        if result.changed and not dry_run:
+            write_if_unchanged(p, text, result.new_text)
+            result = RestoreResult(result.path, result.removals, result.old_text, result.new_text, written=True)
     return result
