@@ -187,15 +187,32 @@ def iter_candidate_files(paths: Sequence[str | Path], *, exclude: Sequence[str] 
     Fail closed: inside a directory, an entry that is not a regular file or directory (a
     FIFO, socket, device, or a symbolic link to one, or a dangling link) and a file whose
     first bytes cannot be read are yielded with kind ``"unreadable"``; nothing but a
-    regular file is ever opened. Symbolic links to directories are not followed. A file
+    regular file is ever opened. A symbolic link to a directory is followed when it stays inside
+    the checked directory (each folder read once), and yielded with kind ``"link-outside"`` (an
+    ``unreadable`` finding) when it leads out of it. A file
     found in a directory that matches an ``exclude`` glob (:func:`excluded`) is not yielded
     but appended to ``skipped``; a file given by name is always read.
     """
     for raw in paths:
         p = Path(raw)
         if p.is_dir():
-            for dirpath, dirnames, filenames in os.walk(p):
-                dirnames[:] = sorted(d for d in dirnames if d not in _SKIP_DIRS)
+            root = p.resolve()
+            walked: set[Path] = set()
+            for dirpath, dirnames, filenames in os.walk(p, followlinks=True):
+                here = Path(dirpath).resolve()
+                if here in walked:  # a link back into what was walked: a cycle, or the same folder twice
+                    dirnames[:] = []
+                    continue
+                walked.add(here)
+                keep = []
+                for d in sorted(d for d in dirnames if d not in _SKIP_DIRS):
+                    link = Path(dirpath) / d
+                    target = link.resolve()
+                    if link.is_symlink() and target != root and root not in target.parents:
+                        yield link, "link-outside"  # its files are what a consumer reads: refused, never skipped
+                        continue
+                    keep.append(d)
+                dirnames[:] = keep
                 for name in sorted(filenames):
                     f = Path(dirpath) / name
                     if excluded(f, p, exclude):
@@ -600,6 +617,12 @@ class _Checker:
         report = self.report
         report.files_scanned += 1
         shown = str(path)
+        if kind == "link-outside":
+            self._unreadable(shown, UnreadableInputError(
+                f"a directory link that leads outside the checked path (to {path.resolve()})", path=path,
+                reason="link-outside", hint="check the folder it leads to as well, or replace the link by the files"),
+                None)
+            return
         got: str | bytes | UnreadableInputError = self.read(path) if kind != "unreadable" else _head(path)
         if kind == "unreadable" or not isinstance(got, str):
             err = got if isinstance(got, UnreadableInputError) else UnreadableInputError(

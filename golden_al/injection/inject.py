@@ -605,13 +605,19 @@ def inject_file(path: str | Path, *, store: GoldenStore, model: str, thinking: s
 @contextlib.contextmanager
 def locked_recipe(path: Path, *, purpose: str, dry_run: bool = False) -> Iterator[None]:
     """Hold the lock ``commit`` takes (:func:`golden_al.locks.directory_lock`) on the recipe's folder while it is
-    read, planned and written, so two golden-al writers never interleave (a dry run only reads: no lock)."""
+    read, planned and written, so two golden-al writers never interleave (a dry run only reads: no lock; a folder
+    that cannot hold the lock file is written, if at all, in place)."""
     if dry_run:
         yield
         return
     from golden_al.locks import directory_lock
 
-    with directory_lock(path.parent, purpose=f"{purpose} {path.name}"):
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(directory_lock(path.parent, purpose=f"{purpose} {path.name}"))
+        except InputFileError:
+            pass  # a folder no lock file can be made in (read-only): no golden-al writer makes files there either;
+            # the unchanged-since-read check still guards the write, and the writer names the file's own problem
         yield
 
 
