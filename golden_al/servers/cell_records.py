@@ -40,16 +40,33 @@ __all__ = [
 ]
 
 # ---------------------------------------------------------------------------- results
+def _token_count(value: Any, field: str) -> int | None:
+    """A token count as an answer gives it: absent (None), or a whole non-negative number; anything else (a string,
+    NaN, a fraction, a negative) is evidence that contradicts itself: refused, naming the field."""
+    import math
+
+    from golden_al.servers.crosscheck import CountsDisagreeError
+
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) \
+            or value < 0 or value != int(value):
+        raise CountsDisagreeError(f"the answer's {field} is {value!r}, not a token count",
+                                  hint="a server reports whole, non-negative token counts; this one cannot be believed")
+    return int(value)
+
+
 def usage_tokens(resp: Mapping[str, Any]) -> tuple[int | None, int | None]:
-    """(prompt tokens, completion tokens) of one answer (``usage``, else SGLang's ``meta_info``; None: absent)."""
-    usage = resp.get("usage")
-    if isinstance(usage, Mapping):
-        p, c = usage.get("prompt_tokens"), usage.get("completion_tokens")
-        return (int(p) if isinstance(p, (int, float)) else None, int(c) if isinstance(c, (int, float)) else None)
-    meta = resp.get("meta_info")
-    if isinstance(meta, Mapping):
-        p, c = meta.get("prompt_tokens"), meta.get("completion_tokens")
-        return (int(p) if isinstance(p, (int, float)) else None, int(c) if isinstance(c, (int, float)) else None)
+    """(prompt tokens, completion tokens) of one answer (``usage``, else SGLang's ``meta_info``; None: absent).
+
+    Raises:
+        CountsDisagreeError: a count that is present but not a whole non-negative number (named).
+    """
+    for block in ("usage", "meta_info"):
+        node = resp.get(block)
+        if isinstance(node, Mapping):
+            return (_token_count(node.get("prompt_tokens"), f"{block}.prompt_tokens"),
+                    _token_count(node.get("completion_tokens"), f"{block}.completion_tokens"))
     return None, None
 
 
@@ -77,12 +94,19 @@ def cross_check(plan: CellPlan, counts: AcceptanceCounts, responses: Sequence[Ma
     """The unit's counts against the tokens its answers report and the draft length
     (:mod:`golden_al.servers.crosscheck`); raises CountsDisagreeError before anything is recorded."""
     from golden_al.engines import get_profile
-    from golden_al.servers.crosscheck import check_unit
+    from golden_al.servers.crosscheck import CountsDisagreeError, check_unit
 
     outs = [usage_tokens(r)[1] for r in responses]
-    tokens = sum(c for c in outs if c is not None) if outs and all(c is not None for c in outs) else None
-    check_unit(counts, k=plan.draft_len, completion_tokens=tokens, requests=len(responses), label=label,
-               draft_method=plan.draft_method, exact_proposals=get_profile(plan.engine).exact_proposals)
+    missing = sum(c is None for c in outs)
+    if missing:
+        raise CountsDisagreeError(f"{label}: {missing} of {len(outs)} answer(s) carry no completion token count "
+                                  "(usage.completion_tokens or meta_info.completion_tokens): the acceptance counts "
+                                  "cannot be checked against the tokens generated, so they are not recorded",
+                                  hint="a server that reports acceptance reports its token counts too; is the "
+                                       "endpoint or a proxy stripping usage?")
+    check_unit(counts, k=plan.draft_len, completion_tokens=sum(c for c in outs if c is not None),
+               requests=len(responses), label=label, draft_method=plan.draft_method,
+               exact_proposals=get_profile(plan.engine).exact_proposals)
 
 
 def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequence[Mapping[str, Any]],

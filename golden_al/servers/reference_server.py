@@ -18,8 +18,9 @@ counter first (a restart); ``nospec`` omits the spec fields; ``die`` exits the
 process at once (a killed server); ``claim-synthetic`` (a server-level flag)
 reports synthetic acceptance in ``/server_info`` and the startup log. Servers that lie
 (issue 23): ``redirect`` answers 302 with a body that claims every draft was accepted;
-``claim-all`` answers with every draft accepted on every step; ``tokens-1`` reports one
-completion token; ``fewer-drafts`` reports ``k - 1`` proposed drafts per step; ``list``
+``claim-all`` answers with every draft accepted on every step; ``claim-all-no-usage`` does so and omits the
+token counts; ``tokens-1`` reports one completion token; ``tokens-text`` reports it as a string;
+``fewer-drafts`` reports ``k - 1`` proposed drafts per step; ``list``
 answers a JSON list; ``endless`` sends a body that never ends; ``trickle`` sends one byte
 a second.
 """
@@ -93,6 +94,13 @@ def _lie(resp: dict[str, Any], kinds: list[str], k: int) -> dict[str, Any]:
                  and isinstance(c.get(sglang.META_INFO), dict)), None)
     if "tokens-1" in kinds:
         resp["usage"]["completion_tokens"] = 1
+    if "tokens-text" in kinds:  # the count as a string: a reader that skips what it cannot parse trusts the rest
+        resp["usage"]["completion_tokens"] = str(resp["usage"]["completion_tokens"])
+    if "claim-all-no-usage" in kinds:  # claim every draft and drop the token counts the claim would be checked by
+        kinds = [*kinds, "claim-all"]
+        resp.pop("usage", None)
+        if meta is not None:
+            meta.pop(sglang.META_COMPLETION_TOKENS, None)
     if meta is not None and "claim-all" in kinds:
         steps = int(meta.get(sglang.META_VERIFY) or 0)
         for key in sglang.META_ACCEPTED_KEYS:

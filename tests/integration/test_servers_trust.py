@@ -97,6 +97,8 @@ def test_a_torn_last_line_is_still_redone(tmp_path, prompts, capsys):
     ("redirect", 2, "redirect to http://127.0.0.1:9/elsewhere"),
     ("claim-all", 1, "emit"),                       # every draft accepted: more tokens than generated
     ("tokens-1", 1, "generated 1"),                 # completion_tokens: 1 with many verify steps
+    ("claim-all-no-usage", 1, "carry no completion token count"),  # issue 38: the check was skipped (AL 4.000)
+    ("tokens-text", 1, "usage.completion_tokens is "),  # issue 38: a count sent as a string skipped the check
     ("fewer-drafts+", 1, "proposed drafts"),  # drafts k-1 on every request while /server_info says k
     ("list", 2, "answered a JSON list"),
     ("endless", 2, "more than 1,048,576 bytes"),
