@@ -50,7 +50,6 @@ from golden_al.golden.schema import (
 )
 
 __all__ = [
-    "EAGLE3_HEAD_MODELS",
     "OWN_HEAD_METHODS",
     "SHIPPED_CURVES_DIR",
     "GoldenPoint",
@@ -137,17 +136,14 @@ def format_k_list(ks: Iterable[int]) -> str:
 #: head or an EAGLE-3 head. Which one a model has is read off its committed curves (their ``draft.method``), never
 #: off a list of model names (:meth:`GoldenStore.method_for`).
 OWN_HEAD_METHODS: tuple[str, ...] = ("mtp", "eagle3")
-#: Retired: InferenceX's hard-coded list (``infx/srt_slurm/synthetic_acceptance.py`` ``golden_length``: ``"eagle3"
-#: if model in ("kimik2.5", "minimaxm3") else "mtp"``); the curves' metadata decides now. Kept for callers.
-EAGLE3_HEAD_MODELS: frozenset[str] = frozenset({"kimik2.5", "minimaxm3", "kimi-k2.5-nvfp4", "minimax-m3"})
 
 
 def curve_method_for(engine: str, algorithm: str, model: str | None = None) -> str:
     """The golden-curve method for an engine's speculative algorithm (InferenceX's rule).
 
     * SGLang ``--speculative-algorithm``: ``EAGLE``/``NEXTN`` are how SGLang serves a
-      model's own head, so they map to ``mtp``, or to ``eagle3`` for the models in
-      :data:`EAGLE3_HEAD_MODELS` (Kimi-K2.5, MiniMax-M3); ``EAGLE3`` -> ``eagle3``;
+      model's own head: ``mtp`` here, ``mtp`` or ``eagle3`` by the model's curves in
+      :meth:`GoldenStore.method_for` (:data:`OWN_HEAD_METHODS`); ``EAGLE3`` -> ``eagle3``;
       ``DFLASH`` -> ``dflash``; ``DSPARK`` -> ``dspark``; ``NGRAM`` -> ``ngram``;
       ``STANDALONE`` -> ``draft-model``; ``FROZEN_KV_MTP`` -> ``mtp``.
     * vLLM ``speculative-config.method``: ``mtp`` and every ``*_mtp`` (``deepseek_mtp``,

@@ -52,6 +52,7 @@ __all__ = [
     "SelectionPlan",
     "VariantPlan",
     "plan_document",
+    "resolve_golden",
     "select_recipe",
 ]
 
@@ -179,20 +180,20 @@ def _env_path(view: RecipeView, role: RoleConfig, roles_schema: bool) -> tuple[s
     return ("backend", key)
 
 
-def _role_path(role: RoleConfig) -> tuple[str, ...]:
-    return tuple(role.loc)
-
-
 def _config_value(original: Any, merged: Mapping[str, Any]) -> Any:
     """The speculative config written back in the form the recipe holds it (a JSON string or a mapping)."""
     return json.dumps(dict(merged), separators=(",", ":")) if isinstance(original, str) else dict(merged)
 
 
-def _pins_in(view: RecipeView, roles_schema: bool) -> list[str]:
+def _env_spellings(profiles: Sequence[EngineProfile]) -> frozenset[str]:
+    """Every environment spelling of the profiles' synthetic knobs (values and companions, legacy names too)."""
+    return frozenset(s for p in profiles for k in p.synthetic_knobs if k.kind == "env" for s in k.spellings())
+
+
+def _pins_in(view: RecipeView) -> list[str]:
     """Every synthetic-acceptance setting the resolved config already holds (any engine's knob), by path."""
     found: list[str] = []
-    spellings = {s: p for p in map(engines.get_profile, engines.engine_names())
-                 for k in p.synthetic_knobs if k.kind == "env" for s in k.spellings()}
+    spellings = _env_spellings([engines.get_profile(n) for n in engines.engine_names()])
     for block in view.envs:
         for key in block.env or {}:
             if str(key) in spellings:
@@ -253,7 +254,7 @@ def _throughput_overrides(view: RecipeView, profile: EngineProfile, al: float, k
         if profile.recipe.inject_into == "config":
             key = spec.key or profile.recipe.spec_keys[0]
             merged = {**dict(spec.settings), **settings}
-            out.append(Override("set", (*_role_path(role), key), _config_value(role.args.get(key), merged)))
+            out.append(Override("set", (*role.loc, key), _config_value(role.args.get(key), merged)))
         else:
             env = _env_path(view, role, roles_schema)
             out.extend(Override("set", (*env, name), value) for name, value in settings.items())
@@ -264,7 +265,7 @@ def _eval_only_overrides(view: RecipeView, profile: EngineProfile, real_method: 
     """Overrides that restore real acceptance: every synthetic variable unset where present, and a
     speculative config's switch set back to the real method (the curve's, else the engine's default)."""
     out: list[Override] = []
-    names = {s for k in profile.synthetic_knobs if k.kind == "env" for s in k.spellings()}
+    names = _env_spellings([profile])
     for block in view.envs:
         out.extend(Override("unset", (*block.loc, str(key))) for key in block.env or {} if str(key) in names)
     for role in view.roles:
@@ -285,7 +286,7 @@ def _eval_only_overrides(view: RecipeView, profile: EngineProfile, real_method: 
                 del settings[knob.name]
                 changed = True
         if changed:
-            out.append(Override("set", (*_role_path(role), spec.key), _config_value(role.args.get(spec.key), settings)))
+            out.append(Override("set", (*role.loc, spec.key), _config_value(role.args.get(spec.key), settings)))
     return out
 
 
@@ -343,13 +344,13 @@ def _variant_view(variant: Variant, data: Mapping[str, Any], identity: Identity,
     return view
 
 
-def _refuse_pins(variant: Variant, view: RecipeView, data: Mapping[str, Any], caller: Sequence[CallerOverride],
+def _refuse_pins(variant: Variant, view: RecipeView, caller: Sequence[CallerOverride],
                  refuse: Callable[..., SelectionError]) -> None:
     """Refuse a pin in the resolved config: the caller's (a caller never sets the AL) or the recipe's own."""
-    pinned = _pins_in(view, is_roles_recipe(data))
+    pinned = _pins_in(view)
     if caller:
         original = view_of(variant.data, variant=variant.selector, engine=view.engine)
-        own = set(_pins_in(original, is_roles_recipe(variant.data))) if original is not None else set()
+        own = set(_pins_in(original)) if original is not None else set()
         added = [p for p in pinned if p not in own]
         if added:
             raise refuse(f"the caller's overrides set synthetic acceptance at {', '.join(added)}",
@@ -359,9 +360,18 @@ def _refuse_pins(variant: Variant, view: RecipeView, data: Mapping[str, Any], ca
                      hint="remove the pin: the golden AL is selected at launch, never written into a recipe")
 
 
-def _select_golden(ctx: Any, view: RecipeView, target: RoleConfig, identity: Identity, store: Any,
-                   refuse: Callable[..., SelectionError]) -> _Golden:
-    """k, thinking mode, model and the golden point of the generating role, each decided as ``check`` decides it."""
+def resolve_golden(*, engine: str, algorithm: str | None, k: int, rule: str, signals: Sequence[ThinkingSignal],
+                   models: Sequence[ModelName], draft_model: str | None, draft_sample_method: str | None,
+                   rejection_sample_method: str | None, identity: Identity, store: Any,
+                   what: str = "recipe") -> _Golden:
+    """The golden point of one set of speculative settings (a recipe's generating role, a script's launch command):
+    thinking mode, model and curve resolved exactly as ``check`` resolves a pin's, the run's identity added to what
+    the ``what`` says.
+
+    Raises:
+        SelectionError: the thinking mode, the model or the point cannot be told (the bare reason), or the value is
+            one the engine refuses at this k.
+    """
     from golden_al.checks.resolution import (
         curve_method,
         golden_point,
@@ -369,6 +379,45 @@ def _select_golden(ctx: Any, view: RecipeView, target: RoleConfig, identity: Ide
         resolve_model,
         resolve_thinking,
     )
+
+    signals = list(signals)
+    if identity.thinking is not None:
+        signals.append(ThinkingSignal(identity.thinking, identity.thinking_source, 0))
+    thinking, thinking_how = resolve_thinking(signals)
+    if thinking is None:
+        raise SelectionError(f"thinking mode: {thinking_how}")
+    if identity.thinking is not None and thinking != identity.thinking:
+        raise SelectionError(f"{identity.thinking_source} says thinking {identity.thinking}, but the {what} runs "
+                             f"thinking {thinking} ({thinking_how})",
+                             hint=f"fix the {what}'s thinking setting or the run's identity")
+    models = [ModelName(identity.model, identity.model_source)] if identity.model else list(models)
+    model_key, _shown, model_how = resolve_model(models, store, methods_of(engine, algorithm))
+    if model_key is None:
+        raise SelectionError(f"model: {model_how}",
+                             hint="pass --model (or MODEL_PREFIX) with a curve's model or alias")
+    inputs = dict(draft_model=draft_model, draft_sample_method=draft_sample_method,
+                  rejection_sample_method=curve_rejection_method(rejection_sample_method))
+    try:
+        method = curve_method(store, engine, algorithm, model_key)
+        point = golden_point(store, model=model_key, thinking=thinking, k=k, method=method, **inputs)
+        if point.method:
+            engines.get_profile(engine).check_k(point.method, k)
+    except GoldenALError as exc:
+        raise SelectionError(exc.message, hint=exc.hint) from None
+    if not 1.0 <= point.al <= k + 1:
+        raise SelectionError(f"golden AL {format_value(point.al)} at k={k} is outside [1, {k + 1}]")
+
+    def al_at(role_k: int) -> float:
+        return float(golden_point(store, model=model_key, thinking=thinking, k=role_k, method=method, **inputs).al)
+
+    reason = (f"k={k} from {rule}; {model_how}; thinking {thinking} ({thinking_how}); "
+              f"golden {point.model} {point.thinking} k={k} = {format_value(point.al)} [{point.curve}]")
+    return _Golden(k, thinking, point, reason, al_at)
+
+
+def _select_golden(ctx: Any, view: RecipeView, target: RoleConfig, identity: Identity, store: Any,
+                   refuse: Callable[..., SelectionError]) -> _Golden:
+    """The golden point of the generating role (:func:`resolve_golden` on its settings)."""
     from golden_al.checks.yaml_configs import draft_for_role
 
     engine = view.engine
@@ -377,42 +426,14 @@ def _select_golden(ctx: Any, view: RecipeView, target: RoleConfig, identity: Ide
     info, algorithm, draft_model, _extra = draft_for_role(ctx, engine, target.role)
     if info.k is None:
         raise refuse(f"the draft length is unknown: {info.problem}")
-    k = info.k
-    signals = list(ctx.thinking_for(target.role))
-    if identity.thinking is not None:
-        signals.append(ThinkingSignal(identity.thinking, identity.thinking_source, 0))
-    thinking, thinking_how = resolve_thinking(signals)
-    if thinking is None:
-        raise refuse(f"thinking mode: {thinking_how}")
-    if identity.thinking is not None and thinking != identity.thinking:
-        raise refuse(f"{identity.thinking_source} says thinking {identity.thinking}, but the recipe runs thinking "
-                     f"{thinking} ({thinking_how})", hint="fix the recipe's thinking setting or the run's identity")
-    models = [ModelName(identity.model, identity.model_source)] if identity.model else list(ctx.models)
-    model_key, _shown, model_how = resolve_model(models, store, methods_of(engine, algorithm))
-    if model_key is None:
-        raise refuse(f"model: {model_how}", hint="pass --model (or MODEL_PREFIX) with a curve's model or alias")
     spec = target.spec
-    inputs = dict(draft_model=draft_model, draft_sample_method=spec.draft_sample_method,
-                  rejection_sample_method=curve_rejection_method(spec.rejection_sample_method))
     try:
-        method = curve_method(store, engine, algorithm, model_key)
-        point = golden_point(store, model=model_key, thinking=thinking, k=k, method=method, **inputs)
-    except GoldenALError as exc:
+        return resolve_golden(engine=engine, algorithm=algorithm, k=info.k, rule=info.rule,
+                              signals=ctx.thinking_for(target.role), models=ctx.models, draft_model=draft_model,
+                              draft_sample_method=spec.draft_sample_method,
+                              rejection_sample_method=spec.rejection_sample_method, identity=identity, store=store)
+    except SelectionError as exc:
         raise refuse(exc.message, exc.hint) from None
-    if not 1.0 <= point.al <= k + 1:
-        raise refuse(f"golden AL {format_value(point.al)} at k={k} is outside [1, {k + 1}]")
-    if point.method:
-        try:
-            engines.get_profile(engine).check_k(point.method, k)
-        except UsageError as exc:
-            raise refuse(exc.message, exc.hint) from None
-
-    def al_at(role_k: int) -> float:
-        return float(golden_point(store, model=model_key, thinking=thinking, k=role_k, method=method, **inputs).al)
-
-    reason = (f"k={k} from {info.rule}; {model_how}; thinking {thinking} ({thinking_how}); "
-              f"golden {point.model} {point.thinking} k={k} = {format_value(point.al)} [{point.curve}]")
-    return _Golden(k, thinking, point, reason, al_at)
 
 
 def _plan_variant(variant: Variant, doc: Any, path: str, identity: Identity, store: Any,
@@ -445,7 +466,7 @@ def _plan_variant(variant: Variant, doc: Any, path: str, identity: Identity, sto
                            mode="eval-only", role=target.role if target else None,
                            reason="eval-only: real acceptance restored (every synthetic setting removed)")
     if not allow_pins:
-        _refuse_pins(variant, view, data, caller, refuse)
+        _refuse_pins(variant, view, caller, refuse)
     ctx = recipe_context_of(view, doc, path)
     agentic = identity.agentic if identity.agentic is not None else ctx.agentic.agentic
     if agentic is False:
