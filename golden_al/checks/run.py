@@ -152,6 +152,7 @@ class RunTarget:
     expect_al: float
     draft_len: int
     golden: dict[str, Any]
+    point: Any = None  #: the :class:`~golden_al.golden.store.GoldenPoint` itself (its interval, for ``verify``)
 
 
 def server_settings(files: Sequence[str | Path], engine: str) -> dict[str, Any]:
@@ -217,6 +218,22 @@ def profile_draft_len(engine: str, server_info: Mapping[str, Any]) -> int:
     return int(profile.draft_len_from_server_info(server_info).k)
 
 
+def logged_draft_len(files: Sequence[str | Path], engine: str, draft_len: int | None) -> tuple[int | None,
+                                                                                             dict[str, Any]]:
+    """(k of the run, what the server logged about itself): the log's k where it logs one, which a ``--draft-len``
+    must agree with; else the flag (None: neither says).
+
+    Raises:
+        UsageError: a flag that contradicts the log. InputFileError: two starts with different settings.
+    """
+    logged = server_settings(files, engine)
+    if draft_len is not None and logged.get("k") is not None and draft_len != logged["k"]:
+        raise UsageError(f"--draft-len {draft_len} but the server's arguments ({logged.get('file')} line "
+                         f"{logged.get('line')}) give k={logged['k']}",
+                         hint="drop --draft-len, or check the log of the run you mean")
+    return (draft_len if draft_len is not None else logged.get("k")), logged
+
+
 def golden_target(files: Sequence[str | Path], *, engine: str, store: Any, thinking: str, model: str | None = None,
                   draft_len: int | None = None, algorithm: str | None = None) -> RunTarget:
     """The golden AL the run had to realize: (model, thinking mode, k, method) looked up in ``store``.
@@ -228,15 +245,11 @@ def golden_target(files: Sequence[str | Path], *, engine: str, store: Any, think
         UsageError: no model or k, or an argument that contradicts the log.
         NoGoldenValueError / AmbiguousCurveError: no (one) committed value.
     """
-    logged = server_settings(files, engine)
+    k, logged = logged_draft_len(files, engine, draft_len)
     where = f"{logged.get('file')} line {logged.get('line')}" if logged else ""
-    if draft_len is not None and logged.get("k") is not None and draft_len != logged["k"]:
-        raise UsageError(f"--draft-len {draft_len} but the server's arguments ({where}) give k={logged['k']}",
-                         hint="drop --draft-len, or check the log of the run you mean")
     if algorithm is not None and logged.get("algorithm") is not None and \
             algorithm.strip().lower() != str(logged["algorithm"]).strip().lower():
         raise UsageError(f"--algorithm {algorithm} but the server's arguments ({where}) say {logged['algorithm']}")
-    k = draft_len if draft_len is not None else logged.get("k")
     name = model or logged.get("model")
     algo = algorithm or logged.get("algorithm")
     if name is None:
@@ -252,7 +265,7 @@ def golden_target(files: Sequence[str | Path], *, engine: str, store: Any, think
               "from_log": {key: logged[key] for key in ("model", "algorithm", "k") if key in logged
                            and {"model": model, "algorithm": algorithm, "k": draft_len}[key] is None},
               "log": where or None}
-    return RunTarget(point.al, int(k), golden)
+    return RunTarget(point.al, int(k), golden, point)
 
 
 # ----------------------------------------------------------------------- reading

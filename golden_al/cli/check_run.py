@@ -119,15 +119,9 @@ def _target(args: argparse.Namespace) -> tuple[float, int, dict | None]:
         if args.model or args.thinking or args.algorithm:
             raise UsageError("--expect-al or --model/--thinking/--algorithm, not both",
                              hint="give the AL, or let check-run look the golden value up")
-        from golden_al.checks.run import server_settings
+        from golden_al.checks.run import logged_draft_len
 
-        logged = server_settings(args.files, args.engine)  # two starts with different settings: refused there
-        logged_k = logged.get("k")
-        if args.draft_len is not None and logged_k is not None and args.draft_len != logged_k:
-            raise UsageError(f"--draft-len {args.draft_len} but the server's arguments ({logged['file']} line "
-                             f"{logged['line']}) give k={logged_k}: the log says what ran",
-                             hint="drop --draft-len, or check the log of the run you mean")
-        k = args.draft_len if args.draft_len is not None else logged_k
+        k, _logged = logged_draft_len(args.files, args.engine, args.draft_len)
         if k is None:
             raise UsageError("--expect-al needs --draft-len K: the files do not log the server's k",
                              hint="pass --draft-len K")

@@ -83,21 +83,20 @@ def _golden_for_record(run: Any, args: argparse.Namespace, store: Any) -> Any:
 
 
 def _golden_for_logs(files: list[str], k: int | None, args: argparse.Namespace, store: Any) -> tuple[Any, int]:
-    from golden_al.checks.run import golden_target, server_settings
+    from golden_al.checks.run import golden_target, logged_draft_len
     from golden_al.checks.verify import GoldenRef
     from golden_al.errors import UsageError
 
     if args.expect_al is not None:
-        k = k or server_settings(files, args.engine).get("k")
-        if k is None:
+        logged_k, _logged = logged_draft_len(files, args.engine, k)
+        if logged_k is None:
             raise UsageError("the logs do not give k", hint="pass --draft-len K")
-        return GoldenRef(args.expect_al, None, f"--expect-al {args.expect_al:g}"), int(k)
+        return GoldenRef(args.expect_al, None, f"--expect-al {args.expect_al:g}"), int(logged_k)
     if args.thinking is None:
         raise UsageError("verify on logs needs --thinking (or --expect-al)")
     target = golden_target(files, engine=args.engine, store=store, thinking=args.thinking, model=args.model,
                            draft_len=k, algorithm=args.algorithm)
-    g = target.golden
-    point = store.lookup(g["model"], g["thinking"], target.draft_len, method=g["method"], variant=g["curve"])
+    point = target.point
     return GoldenRef(point.al, point.ci95, f"golden {point.model} {point.thinking} k={point.k} = {point.al:g} "
                                            f"[{point.curve}]", point.curve), target.draft_len
 
