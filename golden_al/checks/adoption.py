@@ -83,9 +83,10 @@ def find_config(start: Path) -> Path | None:
         if own.is_file():
             return own
         pyproject = folder / "pyproject.toml"
-        if pyproject.is_file() and "golden-al" in pyproject.read_text(encoding="utf-8", errors="replace"):
+        if pyproject.is_file():
             try:
-                if "golden-al" in _toml(pyproject).get("tool", {}):
+                text = _read(pyproject)
+                if "golden-al" in text and "golden-al" in _toml(pyproject, text).get("tool", {}):
                     return pyproject
             except InputFileError:
                 return pyproject  # load_config names the problem
@@ -94,15 +95,20 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
-def _toml(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> str:
+    """A configuration file's text, bounded like every read (1 MiB)."""
     from golden_al import safeio
 
+    return safeio.read_text(path, max_bytes=1 << 20)
+
+
+def _toml(path: Path, text: str | None = None) -> dict[str, Any]:
     if sys.version_info >= (3, 11):
         import tomllib
     else:  # pragma: no cover - Python 3.10
         import tomli as tomllib
     try:
-        return tomllib.loads(safeio.read_text(path, max_bytes=1 << 20))
+        return tomllib.loads(_read(path) if text is None else text)
     except tomllib.TOMLDecodeError as exc:
         raise InputFileError(f"not valid TOML ({exc})", path=path) from None
 

@@ -517,7 +517,7 @@ def _select_problems(checker: _Checker, files: Sequence[tuple[Path, str]]) -> li
     from golden_al.checks.adoption import SelectProblem
     from golden_al.checks.yaml_configs import YamlError
     from golden_al.configs.srt_slurm import read_recipe
-    from golden_al.selection import Identity, SelectionError, plan_document
+    from golden_al.selection import Identity, plan_document
 
     out: list[SelectProblem] = []
     if checker.store is None:
@@ -541,9 +541,7 @@ def _select_problems(checker: _Checker, files: Sequence[tuple[Path, str]]) -> li
             try:
                 plan_document(doc.data, doc, path=str(path), selector=None, identity=identity, store=checker.store,
                               allow_pins=True)
-            except SelectionError as exc:
-                out.append(SelectProblem(str(path), 1, recipe.engine or "-", exc.message, exc.hint))
-            except UsageError as exc:  # a malformed variant section: srtctl would refuse it too
+            except UsageError as exc:  # a SelectionError, or a malformed variant section srtctl would refuse too
                 out.append(SelectProblem(str(path), 1, recipe.engine or "-", exc.message, exc.hint))
     return out
 
