@@ -15,9 +15,13 @@ import json
 import os
 import sys
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from golden_al.checks.context import MASTER_LENGTH_KEY
 from golden_al.cli._common import add_golden_dir_option, escape_control, golden_dir, parse_size
+
+if TYPE_CHECKING:
+    from golden_al.checks.adoption import CheckConfig
 
 __all__ = ["DESCRIPTION", "EXAMPLES", "add_arguments", "job_summary", "run", "summary_line"]
 
@@ -195,7 +199,7 @@ def summary_line(report: object) -> str:
     return text
 
 
-def _config(args: argparse.Namespace) -> object:
+def _config(args: argparse.Namespace) -> CheckConfig:
     """The configuration file's settings (an empty configuration with ``--no-config`` or none found)."""
     from pathlib import Path
 
@@ -227,17 +231,17 @@ def run(args: argparse.Namespace) -> int:
 
     cfg = _config(args)
     max_size = parse_size(args.max_file_size)
-    allowed = _allow(args.allow or ",".join(cfg.allow))  # type: ignore[attr-defined]
-    store = load_store(golden_dir(args.golden_dir) or cfg.golden_dir)  # type: ignore[attr-defined]
-    policy = args.policy or cfg.policy  # type: ignore[attr-defined]
-    baseline = Path(args.baseline) if args.baseline else cfg.baseline  # type: ignore[attr-defined]
+    allowed = _allow(args.allow or ",".join(cfg.allow))
+    store = load_store(golden_dir(args.golden_dir) or cfg.golden_dir)
+    policy = args.policy or cfg.policy
+    baseline = Path(args.baseline) if args.baseline else cfg.baseline
     if args.write_baseline:
         baseline = None  # a new baseline records every failing finding
     report = check_paths(args.paths, store=store, max_file_size=max_size, allow=allowed,
-                         exclude=[*cfg.exclude, *args.exclude], policy=policy,  # type: ignore[attr-defined]
+                         exclude=[*cfg.exclude, *args.exclude], policy=policy,
                          baseline=baseline, changed_since=args.changed_since)
-    if cfg.path is not None:  # type: ignore[attr-defined]
-        report.diagnostics.insert(0, f"configuration {cfg.path}")  # type: ignore[attr-defined]
+    if cfg.path is not None:
+        report.diagnostics.insert(0, f"configuration {cfg.path}")
     if args.write_baseline:
         doc = baseline_document(report.findings, failing=failing_verdicts(allowed),
                                 provenance={"golden_al_version": __version__, "created": now_iso(),
