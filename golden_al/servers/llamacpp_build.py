@@ -11,6 +11,7 @@ Cache layout (outside the repository, under the golden-al cache)::
     CACHE/engines/llamacpp/<sha256[:16]>/source/      the extracted llama.cpp tree
     CACHE/engines/llamacpp/<sha256[:16]>/build/       cmake build directory
     CACHE/engines/llamacpp/<sha256[:16]>/build.log    configure + build output
+    CACHE/engines/llamacpp/<sha256[:16]>/configure.json  the cmake options of the build directory
     CACHE/engines/llamacpp/<sha256[:16]>/attempts.json  every configure + build attempt, timed
     CACHE/engines/llamacpp/<sha256[:16]>/build.json   written last: the build is complete
 
@@ -19,7 +20,8 @@ interrupted build resumes where ninja stopped (the build directory is kept). Eac
 attempt (configure and compile; failed or interrupted ones too) is timed into
 ``attempts.json``, so ``build_seconds`` in ``build.json`` is the wall time of the whole
 build over all its attempts, not of the last one; it is null when the build directory
-holds work of a run that was not timed.
+holds work of a run that was not timed. A build directory configured with other cmake options
+than this host's :data:`CMAKE_OPTIONS` (or with unrecorded ones) is deleted and built again.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import platform
 import re
 import shutil
 import subprocess
@@ -44,19 +47,37 @@ from golden_al.provenance import atomic_write_text, now_iso
 
 __all__ = [
     "CMAKE_OPTIONS",
+    "X86_NO_AMX",
     "BuildResult",
     "build_dir",
     "build_llama_server",
     "cached_binary",
     "check_binary",
+    "cmake_options",
     "sha256_file",
 ]
 
-#: cmake options: Release, no tests/examples/UI, no HTTPS (the server is reached on loopback).
-CMAKE_OPTIONS: tuple[str, ...] = (
-    "-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF", "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_OPENSSL=OFF",
-    "-DLLAMA_BUILD_UI=OFF", "-DLLAMA_USE_PREBUILT_UI=OFF",
-)
+#: x86 compiler flags that turn AMX off. ggml builds with ``-march=native``
+#: (ggml/src/ggml-cpu/CMakeLists.txt @0c1e570), which compiles its AMX kernels wherever the CPU
+#: reports AMX; on an AMX-reporting virtual machine (a 2-core Sapphire Rapids guest, 2026-12-05)
+#: ``ggml_backend_amx_mul_mat`` crashes llama-server with SIGSEGV on its warm-up decode.
+#: GCC and clang let an explicit ``-mno-*`` win over ``-march`` in either order.
+X86_NO_AMX = "-mno-amx-tile -mno-amx-int8 -mno-amx-bf16"
+
+
+def cmake_options(machine: str) -> tuple[str, ...]:
+    """cmake options for a host whose ``platform.machine()`` is ``machine``: Release, no
+    tests/examples/UI, no HTTPS (the server is reached on loopback); AMX off on x86."""
+    options: tuple[str, ...] = ("-DCMAKE_BUILD_TYPE=Release", "-DLLAMA_BUILD_TESTS=OFF",
+                                "-DLLAMA_BUILD_EXAMPLES=OFF", "-DLLAMA_OPENSSL=OFF", "-DLLAMA_BUILD_UI=OFF",
+                                "-DLLAMA_USE_PREBUILT_UI=OFF")
+    if machine.lower() in {"x86_64", "amd64", "i686", "i386"}:
+        options += (f"-DCMAKE_C_FLAGS={X86_NO_AMX}", f"-DCMAKE_CXX_FLAGS={X86_NO_AMX}")
+    return options
+
+
+#: this host's cmake options; a cached build made with other options is rebuilt from scratch
+CMAKE_OPTIONS: tuple[str, ...] = cmake_options(platform.machine())
 _STEP = re.compile(rb"^\[(\d+)/(\d+)\]")
 _clock = time.monotonic  # one name for the wall clock of attempts (tests replace it)
 ProgressFn = Callable[..., None]
@@ -148,9 +169,19 @@ def cached_binary(cache_dir: Path) -> Path | None:
     except (OSError, json.JSONDecodeError):
         return None
     binary = Path(str(info.get("binary", "")))
-    if info.get("source_sha256") != BUILD["sha256"] or not binary.is_file() or not os.access(binary, os.X_OK):
+    if (info.get("source_sha256") != BUILD["sha256"] or info.get("cmake_options") != list(CMAKE_OPTIONS)
+            or not binary.is_file() or not os.access(binary, os.X_OK)):
         return None
     return binary
+
+
+def _configured_options(dest: Path) -> list[str] | None:
+    """The cmake options the build directory was configured with (``configure.json``), if recorded."""
+    try:
+        options = json.loads((dest / "configure.json").read_text(encoding="utf-8")).get("cmake_options")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return options if isinstance(options, list) else None
 
 
 def check_binary(path: str | Path) -> Path:
@@ -284,6 +315,11 @@ def build_llama_server(cache_dir: str | Path, *, jobs: int = 2, pip: Sequence[st
     source = _extract(sdist, dest)
     build = dest / "build"
     log = dest / "build.log"
+    if build.exists() and _configured_options(dest) != list(CMAKE_OPTIONS):
+        note(f"the cached build in {build} was configured with other cmake options; rebuilding it from scratch")
+        shutil.rmtree(build)
+        for stale in ("attempts.json", "build.json", "configure.json"):
+            (dest / stale).unlink(missing_ok=True)
     attempts = _Attempts(dest / "attempts.json")
     configure = not (build / "CMakeCache.txt").exists()
     if not configure and not attempts.attempts:
@@ -295,6 +331,7 @@ def build_llama_server(cache_dir: str | Path, *, jobs: int = 2, pip: Sequence[st
             note(f"configuring llama.cpp {BUILD['commit'][:7]} in {build}")
             generator = ["-G", "Ninja"] if ninja else []
             _run_logged([cmake, "-S", str(source), "-B", str(build), *generator, *CMAKE_OPTIONS], log, None)
+            atomic_write_text(dest / "configure.json", json.dumps({"cmake_options": list(CMAKE_OPTIONS)}) + "\n")
         note(f"building {BUILD['target']} with {jobs} job(s) (a cold build takes tens of minutes on 2 cores)")
         _run_logged([cmake, "--build", str(build), "--target", BUILD["target"], "-j", str(jobs)], log, progress,
                     steps)

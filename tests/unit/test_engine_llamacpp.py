@@ -214,6 +214,10 @@ def test_counter_source_delta_and_cross_check_with_timings():
     source.cross_check([{"timings": {"draft_n": 18, "draft_n_accepted": 10}}], counts, 3, "request 0")
     with pytest.raises(ServerError, match="disagrees with the responses' timings"):
         source.cross_check([{"timings": {"draft_n": 24, "draft_n_accepted": 10}}], counts, 3, "request 0")
+    # a reply without timings.draft_n is missing evidence, named, never a skipped check
+    for resp in ({"timings": {"predicted_n": 20}}, {}):
+        with pytest.raises(ServerError, match=r"no response carries timings.draft_n \(missing in 1 of 1\)"):
+            source.cross_check([resp], counts, 3, "request 0")
 
 
 # ---------------------------------------------------------------------------- synthetic refusal
@@ -272,6 +276,7 @@ def _fake_build(cache: Path) -> Path:
     binary.write_text("#!/bin/sh\n")
     binary.chmod(binary.stat().st_mode | stat.S_IXUSR)
     (d / "build.json").write_text(json.dumps({"binary": str(binary), "source_sha256": lc.BUILD["sha256"],
+                                              "cmake_options": list(build.CMAKE_OPTIONS),
                                               "built_at": "2026-12-01T00:00:00Z", "build_seconds": 1.0}))
     return binary
 
@@ -351,6 +356,7 @@ def test_build_record_says_unknown_when_the_build_directory_was_not_timed(tmp_pa
     d = build.build_dir(tmp_path) / "build"
     d.mkdir(parents=True)
     (d / "CMakeCache.txt").write_text("")
+    (d.parent / "configure.json").write_text(json.dumps({"cmake_options": list(build.CMAKE_OPTIONS)}))
     _FakeBuild(monkeypatch, tmp_path, [0.3], ["built"])
     result = build.build_llama_server(tmp_path)
     assert result.build_seconds is None
@@ -362,6 +368,41 @@ def test_build_record_says_unknown_when_the_build_directory_was_not_timed(tmp_pa
 def test_a_cached_record_of_the_old_format_has_no_build_time(tmp_path):
     _fake_build(tmp_path)  # build.json with build_seconds but no build_attempts (timed only the last run)
     assert build.build_llama_server(tmp_path, pip=["/nonexistent-pip"]).build_seconds is None
+
+
+def test_x86_builds_turn_amx_off_and_other_machines_do_not():
+    """ggml's AMX kernels crash llama-server (SIGSEGV) on AMX-reporting VMs; -march=native enables them."""
+    x86 = build.cmake_options("x86_64")
+    assert f"-DCMAKE_C_FLAGS={build.X86_NO_AMX}" in x86
+    assert f"-DCMAKE_CXX_FLAGS={build.X86_NO_AMX}" in x86
+    assert set(build.X86_NO_AMX.split()) == {"-mno-amx-tile", "-mno-amx-int8", "-mno-amx-bf16"}
+    assert not any("amx" in o for o in build.cmake_options("aarch64"))
+    assert "-DCMAKE_BUILD_TYPE=Release" in build.cmake_options("aarch64")
+
+
+@pytest.mark.parametrize("recorded", [None, ["-DCMAKE_BUILD_TYPE=Release"]], ids=["unrecorded", "other-options"])
+def test_a_build_made_with_other_cmake_options_is_rebuilt_from_scratch(tmp_path, monkeypatch, recorded):
+    """The AMX build that crashed CI must not be served from the cache, nor resumed: it is deleted and rebuilt."""
+    binary = _fake_build(tmp_path)
+    d = build.build_dir(tmp_path)
+    record = json.loads((d / "build.json").read_text())
+    record.pop("cmake_options")
+    if recorded is not None:
+        record["cmake_options"] = recorded
+        (d / "configure.json").write_text(json.dumps({"cmake_options": recorded}))
+    (d / "build.json").write_text(json.dumps(record))
+    (d / "build" / "CMakeCache.txt").write_text("")
+    (d / "build" / "stale.o").write_text("")
+    assert build.cached_binary(tmp_path) is None
+    fake = _FakeBuild(monkeypatch, tmp_path, [100.0], ["built"])
+    result = build.build_llama_server(tmp_path)
+    assert not result.cached
+    assert result.binary == str(binary)
+    assert not (d / "build" / "stale.o").exists()
+    assert json.loads((d / "configure.json").read_text())["cmake_options"] == list(build.CMAKE_OPTIONS)
+    assert json.loads((d / "build.json").read_text())["cmake_options"] == list(build.CMAKE_OPTIONS)
+    assert result.build_seconds == pytest.approx(fake.configure_s + 100.0)  # configured again, all timed
+    assert build.cached_binary(tmp_path) == binary
 
 
 def test_downloaded_sdist_with_another_hash_is_refused(tmp_path, monkeypatch):
