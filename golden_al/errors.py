@@ -115,8 +115,8 @@ class UnreadableInputError(InputFileError):
 
     Reasons: ``too-large``, ``not-regular`` (FIFO, device, socket, directory),
     ``permission-denied``, ``not-found``, ``symlink-loop``, ``os-error``,
-    ``not-decodable``, ``nul-byte``, ``parse-error``, ``too-deep``, ``alias-budget``,
-    ``recursive-alias``.
+    ``not-decodable``, ``nul-byte``, ``parse-error``, ``duplicate-key``, ``too-deep``,
+    ``alias-budget``, ``recursive-alias``.
     """
 
     def __init__(self, message: str, *, path: str | Path | None = None, line: int | None = None,

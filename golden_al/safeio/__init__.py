@@ -30,7 +30,7 @@ symlinks, read-only targets and hard links). Locks of folders that several proce
 
 from __future__ import annotations
 
-from golden_al.safeio.json_docs import check_depth, load_json, read_json
+from golden_al.safeio.json_docs import check_depth, duplicate_key_of, load_json, no_duplicate_keys, read_json
 from golden_al.safeio.limits import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LOG_BYTES,
@@ -76,11 +76,13 @@ __all__ = [
     "check_node_graph",
     "compose_yaml",
     "decode_text",
+    "duplicate_key_of",
     "file_kind",
     "iter_lines",
     "load_json",
     "load_yaml_documents",
     "load_yaml_roundtrip",
+    "no_duplicate_keys",
     "open_regular",
     "read_bytes",
     "read_json",

@@ -76,8 +76,9 @@ def check_node_graph(root: Any, *, path: str | Path | None = None, max_depth: in
         children: list[Any] = []
         for item in value:
             if isinstance(item, tuple):
-                if scalar_keys and isinstance(getattr(item[0], "value", None), list):
-                    raise _yaml_error("a mapping key that is itself a mapping or sequence", path, line_of(item[0]),
+                k = item[0]
+                if scalar_keys and isinstance(getattr(k, "value", None), list):
+                    raise _yaml_error("a mapping key that is itself a mapping or sequence", path, line_of(k),
                                       "parse-error")
                 children.extend(item)
             else:
@@ -128,7 +129,8 @@ def _construct(loader: Any, root: Any) -> Any:
     its per-node overhead: plain maps, sequences, strings, ints, floats, bools and nulls
     are built here, in one iterative pass over the distinct nodes (an alias is the same
     object, as PyYAML makes it); any other tag, and a mapping with a ``<<`` merge key, is
-    handed to the safe constructor itself (so its errors and semantics are PyYAML's)."""
+    handed to the safe constructor itself (so its errors and semantics are PyYAML's). Unlike
+    PyYAML, a key twice in one mapping is refused (``ConstructorError``), not last-wins."""
     import yaml
     from yaml.constructor import ConstructorError
 
@@ -186,6 +188,10 @@ def _construct(loader: Any, root: Any) -> Any:
                 except TypeError:
                     raise ConstructorError("while constructing a mapping", node.start_mark, "found unhashable key",
                                            key_node.start_mark) from None
+                if k in target:  # PyYAML keeps the last silently: a second value could hide a pin from review
+                    raise ConstructorError("while constructing a mapping", node.start_mark,
+                                           f"found the key {k!r} twice in one mapping (which value counts depends "
+                                           "on the reader)", key_node.start_mark)
                 value, complete = start(value_node)
                 target[k] = value
                 if not complete:

@@ -92,10 +92,20 @@ def text_and_finish(resp: Mapping[str, Any]) -> tuple[str | None, str | None]:
 def cross_check(plan: CellPlan, counts: AcceptanceCounts, responses: Sequence[Mapping[str, Any]],
                  label: str) -> None:
     """The unit's counts against the tokens its answers report and the draft length
-    (:mod:`golden_al.servers.crosscheck`); raises CountsDisagreeError before anything is recorded."""
+    (:mod:`golden_al.servers.crosscheck`), and each OpenAI answer's ``model`` against the model the
+    run measures (native answers, SGLang's ``/generate``, carry none); raises CountsDisagreeError
+    before anything is recorded."""
     from golden_al.engines import get_profile
     from golden_al.servers.crosscheck import CountsDisagreeError, check_unit
 
+    for resp in responses:  # an OpenAI answer names the model that wrote it: the one the run measures
+        if "choices" in resp and resp.get("model") != plan.served_model:
+            got = resp.get("model")
+            raise CountsDisagreeError(
+                f"{label}: the answer's model is {got!r}, the run measures {plan.served_model!r}: "
+                + ("the field is missing, so who wrote it cannot be checked" if got is None else
+                   "the server changed (or another one answered) during the run"),
+                hint="measure one server that serves one model for the whole run")
     outs = [usage_tokens(r)[1] for r in responses]
     missing = sum(c is None for c in outs)
     if missing:

@@ -4,12 +4,17 @@ Every exchange is bounded (a server is never trusted to end its answer):
 
 * **time**: ``request_timeout_s`` bounds the *whole* exchange (connect, headers and the body to
   its last byte), not each read; probes, ``/metrics`` and ``/server_info`` take their own total
-  deadline (``timeout_s``);
+  deadline (``timeout_s``), never longer than ``request_timeout_s``;
 * **bytes**: the body is read as a stream and the exchange stops at ``max_response_bytes``
-  (:class:`ResponseTooLargeError`), so an endless body never reaches memory;
+  (:class:`ResponseTooLargeError`), so an endless body never reaches memory. The cap holds inside
+  decompression: golden-al asks for ``gzip`` or ``deflate`` only and inflates every layer of a
+  ``Content-Encoding`` chain itself, each call bounded by what is left of the cap, so a small
+  compressed body (a bomb, or ``gzip, gzip`` of one) stops at the cap, not at the machine's memory;
+  any other encoding is refused;
 * **meaning**: a 3xx is not an answer (:class:`RedirectError`, naming the location; redirects are
   never followed); a JSON endpoint must answer ``application/json`` (or no content type) with a JSON
-  object, a text endpoint must not answer JSON or HTML (:class:`ServerReplyError`).
+  object without duplicate keys (which would hide a value), a text endpoint must not answer JSON or
+  HTML (:class:`ServerReplyError`).
 
 Requests are retried on HTTP 5xx, on timeouts and on transport errors (refused or reset
 connections), with exponential backoff (``initial * 2**(attempt-1)``, capped), up to
@@ -23,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +36,7 @@ from typing import Any
 import httpx
 
 from golden_al.errors import ServerError
+from golden_al.safeio import duplicate_key_of, no_duplicate_keys
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "RedirectError", "RequestFailedError", "ResponseTooLargeError",
            "RetryPolicy", "ServerClient", "ServerReplyError"]
@@ -84,6 +91,74 @@ class RequestFailedError(ServerError):
         )
 
 
+#: the encodings golden-al asks for (``Accept-Encoding``) and inflates itself, bounded
+ACCEPTED_ENCODINGS = ("gzip", "deflate")
+
+
+class _Inflate:
+    """One ``Content-Encoding`` layer, inflated with every call bounded by what is left of the cap."""
+
+    def __init__(self, name: str, label: str, path: str, cap: int) -> None:
+        self.name, self.label, self.path, self.cap = name, label, path, cap
+        self.out = 0
+        self.raw_deflate = False  # deflate: zlib-wrapped as the RFC says, raw as some servers send it
+        self._new()
+
+    def _new(self) -> None:
+        if self.name == "gzip":
+            self.obj = zlib.decompressobj(16 + zlib.MAX_WBITS)
+        else:
+            self.obj = zlib.decompressobj(-zlib.MAX_WBITS if self.raw_deflate else zlib.MAX_WBITS)
+
+    def _over(self) -> ResponseTooLargeError:
+        return ResponseTooLargeError(f"{self.label}: {self.path} inflates ({self.name}) to more than {self.cap:,} "
+                                     "bytes; stopped inflating", hint="raise --max-response-bytes if such an answer is real")
+
+    def feed(self, data: bytes) -> bytes:
+        """Inflate ``data``; at most ``cap + 1`` bytes ever leave this layer."""
+        pieces: list[bytes] = []
+        while data:
+            try:
+                piece = self.obj.decompress(data, self.cap - self.out + 1)
+            except zlib.error as exc:
+                if self.name == "deflate" and not self.raw_deflate and self.out == 0:
+                    self.raw_deflate = True
+                    self._new()
+                    continue
+                raise ServerReplyError(f"{self.label}: {self.path} declared Content-Encoding {self.name} but its "
+                                       f"body does not inflate: {exc}") from None
+            self.out += len(piece)
+            if self.out > self.cap:
+                raise self._over()
+            pieces.append(piece)
+            data = self.obj.unconsumed_tail
+            if self.obj.eof and self.obj.unused_data:  # concatenated gzip members
+                data = self.obj.unused_data
+                self._new()
+        return b"".join(pieces)
+
+    def finish(self) -> bytes:
+        """What the layer still holds; a body cut short of its end is refused."""
+        tail = self.obj.flush()
+        self.out += len(tail)
+        if self.out > self.cap:
+            raise self._over()
+        if not self.obj.eof:
+            raise ServerReplyError(f"{self.label}: {self.path} {self.name} body ends before its compressed stream "
+                                   "does (cut short)")
+        return tail
+
+
+def _content_codings(header: str, label: str, path: str) -> list[str]:
+    """The codings of a ``Content-Encoding`` header in the order they were applied; others refused."""
+    codings = [c.strip().lower() for c in header.split(",") if c.strip() and c.strip().lower() != "identity"]
+    for c in codings:
+        if c not in ACCEPTED_ENCODINGS:
+            raise ServerReplyError(f"{label}: {path} answered Content-Encoding {c!r}, which golden-al did not ask "
+                                   f"for (Accept-Encoding: {', '.join(ACCEPTED_ENCODINGS)})")
+    return codings
+
+
 def _short(text: str, limit: int = 300) -> str:
     text = " ".join(text.split())
     return text if len(text) <= limit else text[:limit] + "..."
@@ -114,7 +189,9 @@ class ServerClient:
         self.base_url = base_url.rstrip("/")
         self.policy = policy or RetryPolicy()
         self.on_retry = on_retry
-        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        headers = {"Accept-Encoding": ", ".join(ACCEPTED_ENCODINGS)}
+        if api_key:
+            headers["Authorization"] = f"Bearer {api_key}"
         self._client = httpx.AsyncClient(
             base_url=self.base_url,
             headers=headers,
@@ -142,21 +219,49 @@ class ServerClient:
             if declared is not None and declared.isdigit() and int(declared) > cap:
                 raise ResponseTooLargeError(f"{label}: {path} announced {int(declared):,} bytes, over the "
                                             f"{cap:,}-byte cap", hint="raise --max-response-bytes if it is real")
+            if resp.is_stream_consumed:  # an in-memory answer (httpx.MockTransport) httpx has already read
+                if len(resp.content) > cap:
+                    raise ResponseTooLargeError(f"{label}: {path} sent more than {cap:,} bytes")
+                return _Reply(resp.status_code, resp.headers, resp.content)
+            # the last coding applied is the first undone; each layer is bounded by the cap
+            layers = [_Inflate(c, label, path, cap)
+                      for c in reversed(_content_codings(resp.headers.get("content-encoding", ""), label, path))]
             chunks: list[bytes] = []
             size = 0
-            async for chunk in resp.aiter_bytes():
-                size += len(chunk)
+
+            def take(data: bytes) -> None:
+                nonlocal size
+                size += len(data)
                 if size > cap:
                     raise ResponseTooLargeError(f"{label}: {path} sent more than {cap:,} bytes; stopped reading",
                                                 hint="raise --max-response-bytes if such an answer is real")
-                chunks.append(chunk)
+                chunks.append(data)
+
+            raw_size = 0
+            async for raw in resp.aiter_raw():
+                raw_size += len(raw)
+                if raw_size > cap:
+                    raise ResponseTooLargeError(f"{label}: {path} sent more than {cap:,} bytes; stopped reading",
+                                                hint="raise --max-response-bytes if such an answer is real")
+                data = raw
+                for layer in layers:
+                    data = layer.feed(data)
+                if data:
+                    take(data)
+            for i, layer in enumerate(layers):
+                data = layer.finish()
+                for later in layers[i + 1:]:
+                    data = later.feed(data)
+                if data:
+                    take(data)
             return _Reply(resp.status_code, resp.headers, b"".join(chunks))
 
     async def _request(self, method: str, path: str, *, label: str, json_body: Any = None,
                        retry: bool = True, timeout_s: float | None = None, ok_404: bool = False) -> _Reply | None:
         errors: list[str] = []
         attempts = self.policy.max_attempts if retry else 1
-        total = self.policy.request_timeout_s if timeout_s is None else timeout_s
+        # a probe's own deadline never outlasts the run's --request-timeout
+        total = self.policy.request_timeout_s if timeout_s is None else min(timeout_s, self.policy.request_timeout_s)
         timeout = httpx.Timeout(total, connect=min(self.policy.connect_timeout_s, total))
         for attempt in range(1, attempts + 1):
             try:
@@ -224,6 +329,9 @@ class ServerClient:
             raise ServerReplyError(f"{label}: {path} answered non-JSON ({kind}): {_short(reply.text(), 120)}",
                                    hint="is --server the engine's own address (not a proxy or login page)?")
         try:
-            return json.loads(reply.body)
-        except (ValueError, RecursionError):
+            return json.loads(reply.body, object_pairs_hook=no_duplicate_keys)
+        except (ValueError, RecursionError) as exc:
+            if (key := duplicate_key_of(exc)) is not None:
+                raise ServerReplyError(f"{label}: {path} answered a JSON object with the key {key!r} twice; which "
+                                       "value counts is not defined, so neither is taken") from None
             raise ServerReplyError(f"{label}: {path} answered non-JSON: {_short(reply.text(), 120)}") from None

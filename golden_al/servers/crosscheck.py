@@ -64,6 +64,12 @@ def check_unit(counts: AcceptanceCounts, *, k: int, completion_tokens: int | Non
         raise CountsDisagreeError(f"{label}: the histogram has steps that accepted more than k = {k} drafts "
                                   f"({[float(v) for v in hist]})", hint="is the server's draft length the k asked for?")
     proposed = counts.num_draft_tokens
+    if proposed is None and exact_proposals and steps > 0:  # the one evidence of k in the answer: not optional
+        raise CountsDisagreeError(f"{label}: {steps:g} verify steps but no proposed-draft count "
+                                  f"({counts.field_names.get('num_draft_tokens', 'num_draft_tokens')}): the draft "
+                                  f"length k = {k} cannot be checked, so the counts are not recorded",
+                                  hint="this engine reports its proposed drafts with every answer; is a proxy "
+                                       "stripping fields, or is --engine wrong?")
     if proposed is not None and steps > 0:
         p = float(proposed)
         if p > k * steps + 1e-9 or (exact_proposals and abs(p - k * steps) > 1e-9):

@@ -20,9 +20,13 @@ reports synthetic acceptance in ``/server_info`` and the startup log. Servers th
 (issue 23): ``redirect`` answers 302 with a body that claims every draft was accepted;
 ``claim-all`` answers with every draft accepted on every step; ``claim-all-no-usage`` does so and omits the
 token counts; ``tokens-1`` reports one completion token; ``tokens-text`` reports it as a string;
-``fewer-drafts`` reports ``k - 1`` proposed drafts per step; ``list``
-answers a JSON list; ``endless`` sends a body that never ends; ``trickle`` sends one byte
-a second.
+``fewer-drafts`` reports ``k - 1`` proposed drafts per step; ``no-proposed`` omits the
+proposed-draft count (the answer's one evidence of k); ``list`` answers a JSON list;
+``endless`` sends a body that never ends; ``trickle`` sends one byte a second; ``gzip-bomb``
+sends 64 MiB of zeros gzipped twice (``Content-Encoding: gzip, gzip``, about 1 KB on the wire);
+``duplicate-usage`` sends the ``usage`` key twice, an honest count first and then one that
+would hide the claim of ``claim-all``; ``model-swap`` answers as another model (a server
+replaced mid-run); ``no-model`` omits the answer's ``model``.
 """
 
 from __future__ import annotations
@@ -87,11 +91,16 @@ class _BoundedHTTPServer(ThreadingHTTPServer):
             self._slots.release()
 
 
+def _meta_of(resp: dict[str, Any]) -> dict[str, Any] | None:
+    """The SGLang ``meta_info`` of a chat answer's first choice, if any."""
+    return next((c.get(sglang.META_INFO) for c in resp.get("choices") or [] if isinstance(c, dict)
+                 and isinstance(c.get(sglang.META_INFO), dict)), None)
+
+
 def _lie(resp: dict[str, Any], kinds: list[str], k: int) -> dict[str, Any]:
     """The answer with the counts a lying server reports instead (faults ``claim-all``, ``tokens-1``,
-    ``fewer-drafts``)."""
-    meta = next((c.get(sglang.META_INFO) for c in resp.get("choices") or [] if isinstance(c, dict)
-                 and isinstance(c.get(sglang.META_INFO), dict)), None)
+    ``fewer-drafts``, ``no-proposed``, ``model-swap``, ``no-model``)."""
+    meta = _meta_of(resp)
     if "tokens-1" in kinds:
         resp["usage"]["completion_tokens"] = 1
     if "tokens-text" in kinds:  # the count as a string: a reader that skips what it cannot parse trusts the rest
@@ -109,6 +118,13 @@ def _lie(resp: dict[str, Any], kinds: list[str], k: int) -> dict[str, Any]:
         for key in sglang.META_HISTOGRAM_KEYS:
             if key in meta:
                 meta[key] = [0] * k + [steps]
+    if "model-swap" in kinds:
+        resp["model"] = f"{resp.get('model')}-swapped"
+    if "no-model" in kinds:
+        resp.pop("model", None)
+    if meta is not None and "no-proposed" in kinds:
+        for key in sglang.META_PROPOSED_KEYS:
+            meta.pop(key, None)
     if meta is not None and "fewer-drafts" in kinds:
         steps = int(meta.get(sglang.META_VERIFY) or 0)
         for key in sglang.META_PROPOSED_KEYS:
@@ -434,6 +450,14 @@ class _Handler(BaseHTTPRequestHandler):
                       "total_tokens": gen.prompt_tokens + gen.output_tokens},
         }
         self.ref.flavor.chat_fields(resp, choice, body, gen, rid, latency, nospec)
+        if "duplicate-usage" in kinds:  # "usage" twice: honest first, then the count a claim-all would need
+            honest = json.dumps(resp["usage"])
+            lie = _lie(resp, [*kinds, "claim-all"], self.ref.engine.draft_len)
+            steps = int((_meta_of(lie) or {}).get(sglang.META_VERIFY) or 0)
+            lie["usage"]["completion_tokens"] = steps * (self.ref.engine.draft_len + 1) + 1  # what the claim needs
+            text = json.dumps(lie)
+            self._send(200, text.replace('"usage": ', f'"usage": {honest}, "usage": ', 1).encode())
+            return
         self._json(200, _lie(resp, kinds, self.ref.engine.draft_len))
 
     def _misbehave(self, kinds: list[str], n: int) -> bool:
@@ -449,6 +473,16 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body.encode())
+        elif "gzip-bomb" in kinds:
+            import gzip
+
+            bomb = gzip.compress(gzip.compress(b"0" * (64 << 20), 9), 9)
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Encoding", "gzip, gzip")
+            self.send_header("Content-Length", str(len(bomb)))
+            self.end_headers()
+            self.wfile.write(bomb)
         elif "endless" in kinds or "trickle" in kinds:
             self.send_response(200)
             self.send_header("Content-Type", "application/json")

@@ -100,6 +100,11 @@ def test_a_torn_last_line_is_still_redone(tmp_path, prompts, capsys):
     ("claim-all-no-usage", 1, "carry no completion token count"),  # issue 38: the check was skipped (AL 4.000)
     ("tokens-text", 1, "usage.completion_tokens is "),  # issue 38: a count sent as a string skipped the check
     ("fewer-drafts+", 1, "proposed drafts"),  # drafts k-1 on every request while /server_info says k
+    ("no-proposed", 1, "no proposed-draft count (spec_num_proposed_drafts)"),  # issue 38: k went unchecked
+    ("gzip-bomb", 2, "inflates (gzip) to more than 1,048,576 bytes"),  # issue 38: 1 KB on the wire, 64 MiB inflated
+    ("duplicate-usage", 2, "the key 'usage' twice"),  # issue 38: the second, lying count was the one read
+    ("model-swap", 1, "the server changed (or another one answered) during the run"),  # issue 38: never read
+    ("no-model", 1, "the answer's model is None"),
     ("list", 2, "answered a JSON list"),
     ("endless", 2, "more than 1,048,576 bytes"),
     ("trickle", 1, "timed out: no complete answer within 2 s"),

@@ -86,6 +86,15 @@ def test_atom_log() -> None:
         check_run([LOGS / "atom-mtp.log"], expect_al=2.78, draft_len=7, engine="atom")
 
 
+def test_atom_steps_above_k_are_refused_not_dropped(tmp_path: Path) -> None:
+    """A k=3 line whose distribution holds steps that accepted 4 drafts: the server ran another k (issue 38)."""
+    text = (LOGS / "atom-mtp.log").read_text().replace("3: '0.00%'}", "3: '0.00%', 4: '5.00%'}", 1)
+    (tmp_path / "atom.log").write_text(text)
+    with pytest.raises(InputFileError, match=r"accepted more than k=3 drafts \(4: 5%\)") as info:
+        check_run([tmp_path / "atom.log"], expect_al=2.78, draft_len=3, engine="atom")
+    assert info.value.line == 2
+
+
 def test_biased_sampler_is_reported() -> None:
     r = check_run([LOGS / "sglang-0.5.23-decode.log"], expect_al=3.9, draft_len=3, engine="sglang",
                   method="multinomial")

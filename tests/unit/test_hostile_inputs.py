@@ -192,6 +192,24 @@ def test_atom_flag_without_method_is_unsafe(world: Path) -> None:
     assert [f["verdict"] for f in findings] != ["unsafe-value"]
 
 
+@pytest.mark.parametrize("fmt", ["yaml", "json"])
+def test_a_duplicate_key_cannot_hide_a_pin(world: Path, fmt: str) -> None:
+    """A key twice in one mapping: PyYAML and json keep the last, so a wrong first pin was checked as
+    the right second one (and reported on the first one's line). Now the file is unreadable."""
+    if fmt == "yaml":
+        text = RECIPE.replace("    SGLANG_SIMULATE_ACC_LEN: '3.33'\n",
+                              "    SGLANG_SIMULATE_ACC_LEN: '3.33'\n    SGLANG_SIMULATE_ACC_LEN: '2.49'\n")
+    else:
+        text = ('{"model": "deepseek-v4-pro", "engine": "sglang", "speculative_num_steps": 3,\n'
+                ' "SGLANG_SIMULATE_ACC_LEN": "3.33",\n "SGLANG_SIMULATE_ACC_LEN": "2.49"}\n')
+    (world / f"r.{fmt}").write_text(text)
+    rc, findings = _check(world / f"r.{fmt}")
+    assert rc == 1
+    _assert_fails_closed(findings, real="unreadable")
+    assert not any(f["verdict"] == "match" for f in findings)
+    assert any("'SGLANG_SIMULATE_ACC_LEN'" in f["message"] and "twice" in f["message"] for f in findings)
+
+
 # ----------------------------------------------------- bounded: time and memory, no hang
 
 

@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import json
 
 import httpx
 import pytest
 
-from golden_al.servers.client import RequestFailedError, RetryPolicy, ServerClient
+from golden_al.servers.client import (
+    RequestFailedError,
+    ResponseTooLargeError,
+    RetryPolicy,
+    ServerClient,
+    ServerReplyError,
+)
 
 FAST = RetryPolicy(max_attempts=3, backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=5)
 
@@ -184,3 +191,101 @@ def test_metrics_that_are_json_are_refused():
 
     with pytest.raises(ServerReplyError, match="not a text exposition"):
         _run(handler, lambda c: c.get_text("/metrics"))
+
+
+# ---------------------------------------------------------------------------- bounded inflation
+class _Chunks(httpx.AsyncByteStream):
+    """A streamed body (as a real transport gives it: read by golden-al, not by httpx beforehand)."""
+
+    def __init__(self, data: bytes, size: int = 4096) -> None:
+        self.data, self.size = data, size
+
+    async def __aiter__(self):
+        for i in range(0, len(self.data), self.size):
+            yield self.data[i:i + self.size]
+
+
+def _gzip(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, compresslevel=9)
+
+
+def _streamed(body: bytes, encoding: str | None, seen: list | None = None):
+    def handler(request):
+        if seen is not None:
+            seen.append(request.headers.get("accept-encoding"))
+        headers = {"content-type": "application/json"}
+        if encoding:
+            headers["content-encoding"] = encoding
+        return httpx.Response(200, headers=headers, stream=_Chunks(body))
+
+    return handler
+
+
+def test_a_gzip_gzip_bomb_stops_at_the_cap_without_inflating_it():
+    """64 MiB of zeros, gzipped twice, is ~1 KB on the wire: each layer is bounded, so memory stays small."""
+    import tracemalloc
+
+    bomb = _gzip(_gzip(b"0" * (64 << 20)))
+    assert len(bomb) < 16_000
+    cap = 1 << 20
+    policy = RetryPolicy(max_attempts=1, request_timeout_s=30, max_response_bytes=cap)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ResponseTooLargeError, match=r"inflates \(gzip\) to more than 1,048,576 bytes"):
+            _run(_streamed(bomb, "gzip, gzip"), lambda c: c.post_json("/v1/chat/completions", {}, label="req"),
+                 policy=policy)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 12 * cap, f"peak {peak:,} bytes while refusing a {cap:,}-byte cap"
+
+
+@pytest.mark.parametrize(("encoding", "encode"), [
+    ("gzip", _gzip),
+    ("gzip, gzip", lambda b: _gzip(_gzip(b))),
+    ("deflate", lambda b: __import__("zlib").compress(b)),
+    ("deflate", lambda b: __import__("zlib").compress(b)[2:-4]),  # raw deflate, as some servers send it
+    ("identity", lambda b: b),
+    ("gzip", lambda b: _gzip(b[:10]) + _gzip(b[10:])),  # concatenated gzip members
+])
+def test_a_compressed_answer_within_the_cap_is_read(encoding, encode):
+    body = json.dumps({"choices": [{"text": "x" * 5000}], "usage": {"completion_tokens": 7}}).encode()
+    seen: list = []
+    out = _run(_streamed(encode(body), encoding, seen),
+               lambda c: c.post_json("/v1/chat/completions", {}, label="req"))
+    assert out["usage"]["completion_tokens"] == 7
+    assert len(out["choices"][0]["text"]) == 5000
+    assert seen == ["gzip, deflate"]  # golden-al asks only for what it inflates itself
+
+
+@pytest.mark.parametrize(("encoding", "body", "match"), [
+    ("br", b"\x00\x01", "Content-Encoding 'br', which golden-al did not ask for"),
+    ("gzip", b"not gzip at all", "declared Content-Encoding gzip but its body does not inflate"),
+    ("gzip", None, "ends before its compressed stream does"),
+])
+def test_a_body_that_does_not_inflate_as_declared_is_refused(encoding, body, match):
+    if body is None:
+        body = _gzip(b'{"a": 1}' * 100)[:-12]  # cut short
+    with pytest.raises(ServerReplyError, match=match):
+        _run(_streamed(body, encoding), lambda c: c.post_json("/v1/chat/completions", {}, label="req"))
+
+
+def test_a_json_answer_with_a_duplicate_key_is_refused():
+    """{"usage": {...honest...}, "usage": {...}}: which one counts is undefined, so neither is read."""
+    body = b'{"choices": [], "usage": {"completion_tokens": 9}, "usage": {"completion_tokens": 3}}'
+    with pytest.raises(ServerReplyError, match="the key 'usage' twice"):
+        _run(_streamed(body, None), lambda c: c.post_json("/v1/chat/completions", {}, label="req"))
+
+
+@pytest.mark.parametrize("call", ["get_text", "get_json"])
+def test_a_probe_never_outlasts_the_request_timeout(call):
+    """/metrics and the other probes had a fixed 60 s deadline: a slow one held a run at --request-timeout 5."""
+    async def slow(request):
+        await asyncio.sleep(30)
+        return httpx.Response(200, text="never")
+
+    policy = RetryPolicy(max_attempts=1, request_timeout_s=0.2)
+    with pytest.raises(RequestFailedError, match=r"no complete answer within 0.2 s"):
+        _run(slow, lambda c: getattr(c, call)("/metrics", label="GET /metrics"), policy=policy)

@@ -27,6 +27,12 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
             if isinstance(r, AtomMtpStatsRecord):
                 check_counts(what="ATOM MTP stats line", accepted=r.accepted_tokens, drafted=r.draft_tokens,
                              drafts=r.draft_tokens / k, k=k, al=r.avg_tokens_per_forward, path=name, line=r.line_no)
+                above = [(j, pct) for j, pct in r.distribution_pct if j > k and pct > 0]
+                if above:  # a step that accepted more than k drafts: the server ran another k
+                    raise InputFileError(
+                        f"ATOM's accepted-tokens distribution has steps that accepted more than k={k} drafts "
+                        f"({', '.join(f'{j}: {pct:g}%' for j, pct in above)})", path=name, line=r.line_no,
+                        hint=f"is --draft-len the server's {atom.FLAG_K}?")
     intervals = [r for r in recs if r.kind == "interval"]
     use = intervals or [recs[-1]]
     accepted = sum(r.accepted_tokens for r in use)

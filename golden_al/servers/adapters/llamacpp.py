@@ -102,16 +102,25 @@ class LlamaCppPrometheusSource(CounterSource):
         """The delta must equal the sum of the responses' ``timings.draft_n``/``draft_n_accepted``."""
         from golden_al.formats.llamacpp import timings_counts
 
-        drafted = accepted = 0
+        drafted = accepted = missing = 0
         for resp in responses:
             try:
                 got = timings_counts(resp)
             except InputFileError as exc:
                 raise ServerError(f"{label}: {exc.message}") from None
-            if got is not None:
+            if got is None:
+                missing += 1
+            else:
                 drafted += got[0]
                 accepted += got[1]
         steps = float(counts.num_verify_steps)
+        if missing == len(responses) and steps > 0:  # evidence absent, not a skip: llama.cpp omits it only undrafted
+            raise ServerError(
+                f"{label}: /metrics counts {steps:g} verify steps but no response carries timings.draft_n "
+                f"(missing in {missing} of {len(responses)}): the counts cannot be cross-checked, so they are "
+                "not believed",
+                hint="llama-server reports timings.draft_n for every request that drafted; is --server llama-server?",
+            )
         if abs(steps * k - drafted) > 1e-9 or abs(float(counts.num_accepted_drafts) - accepted) > 1e-9:
             raise ServerError(
                 f"{label}: the /metrics delta ({steps:g} verify steps x k={k} = {steps * k:g} draft tokens, "
