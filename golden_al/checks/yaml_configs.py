@@ -72,7 +72,7 @@ from golden_al.configs.srt_slurm import (
 )
 from golden_al.engines import atom, get_profile, sglang, trtllm, vllm
 from golden_al.errors import UnreadableInputError
-from golden_al.safeio import load_json, load_yaml_documents
+from golden_al.safeio import load_json, load_yaml_documents, repeated_keys
 
 __all__ = [
     "MasterRef",
@@ -149,11 +149,16 @@ def load_yaml_docs(text: str) -> list[YamlDoc]:
     Raises:
         YamlError: the text is not YAML (message and line of the problem).
     """
+    from golden_al.injection.recipe import relevant_duplicates
+
     try:
         docs: list[YamlDoc] = []
         for data, node in load_yaml_documents(text):  # bounded: depth, alias budget, safe tags
             if node is None:
                 continue
+            for key, line in relevant_duplicates(repeated_keys(node), engine_prefixes=False):  # last-wins hides the first
+                raise YamlError(f"the key {key!r} appears twice in one mapping: PyYAML (srtctl) keeps the last "
+                                "value, a reviewer reads the first, so neither is checked", line)
             lines: dict[tuple[str, ...], int] = {}
             _index_lines(node, (), lines)
             docs.append(YamlDoc(data, lines, node=node))

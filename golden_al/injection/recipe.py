@@ -15,7 +15,7 @@ that *generates* sets the golden AL for the whole recipe: ``decode``, else ``agg
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -99,47 +99,38 @@ def iter_own_items(node: Any) -> Iterator[tuple[Any, Any]]:
 
 #: Keys whose duplication would make golden-al read a recipe differently from srtctl
 #: (PyYAML keeps the last of duplicate keys, ruamel the first).
-_RELEVANT_KEYS = re.compile(
-    r"^(speculative[-_].*|(aggregated|agg|prefill|decode)(_environment)?|backend|type|model|path|"
+_READ_KEYS = (
+    r"speculative[-_].*|(aggregated|agg|prefill|decode)(_environment)?|backend|type|model|path|"
     r"served[-_]model[-_]name|model[-_]path|base|(zip_)?override_.*|"
     + "|".join(re.escape(key) for key in sorted({*CONFIG_KEYS.values(), *SPEC_KEYS, *engines.env_knobs()}))
-    + "|" + "|".join(f"{re.escape(prefix)}.*" for name in engines.engine_names()
-                     for prefix in engines.get_profile(name).env_prefixes)
-    + ")$"
 )
+_RELEVANT_KEYS = re.compile(
+    "^(" + _READ_KEYS + "|" + "|".join(f"{re.escape(prefix)}.*" for name in engines.engine_names()
+                                       for prefix in engines.get_profile(name).env_prefixes) + ")$"
+)
+#: the same without every variable of an engine's prefix (``VLLM_*``): what ``check`` reads
+_READ_KEYS_RE = re.compile("^(" + _READ_KEYS + ")$")
 
 
 def duplicate_keys(text: str) -> list[tuple[str, int]]:
     """Every repeated key of a mapping, with the 1-based line of the repeat (PyYAML nodes)."""
-    import yaml
-
     from golden_al.errors import UnreadableInputError
-    from golden_al.safeio import load_yaml_documents
+    from golden_al.safeio import load_yaml_documents, repeated_keys
 
     try:  # nodes only, from libyaml's composer where the depth bound allows (bounded like every load)
         docs = load_yaml_documents(text, construct=False)
     except UnreadableInputError:
         return []
-    root = docs[0][1] if docs else None
-    out: list[tuple[str, int]] = []
-    seen_nodes: set[int] = set()
-    stack = [root] if root is not None else []
-    while stack:
-        node = stack.pop()
-        if id(node) in seen_nodes:
-            continue
-        seen_nodes.add(id(node))
-        if isinstance(node, yaml.MappingNode):
-            keys: set[str] = set()
-            for k, v in node.value:
-                if isinstance(k, yaml.ScalarNode) and k.value != "<<":
-                    if k.value in keys:
-                        out.append((k.value, k.start_mark.line + 1))
-                    keys.add(k.value)
-                stack.append(v)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
-    return sorted(out, key=lambda kv: kv[1])
+    return repeated_keys(docs[0][1]) if docs else []
+
+
+def relevant_duplicates(repeated: Sequence[tuple[str, int]], *, engine_prefixes: bool = True) -> list[tuple[str, int]]:
+    """The repeated keys golden-al reads or writes (speculative settings, environment blocks, model
+    names, every engine's knobs; with ``engine_prefixes`` also every variable of an engine's prefix,
+    which ``inject`` writes among): a consumer that keeps the last value reads them differently from
+    one that keeps the first, and a reviewer sees the first."""
+    rule = _RELEVANT_KEYS if engine_prefixes else _READ_KEYS_RE
+    return [(k, line) for k, line in repeated if rule.match(k)]
 
 
 def load_recipe(text: str, *, path: str | Path = "<string>") -> Any:
@@ -150,7 +141,7 @@ def load_recipe(text: str, *, path: str | Path = "<string>") -> Any:
     settings, environment blocks, model names): that is an :class:`InputFileError`.
     """
     dups = duplicate_keys(text)
-    relevant = [(k, line) for k, line in dups if _RELEVANT_KEYS.match(k)]
+    relevant = relevant_duplicates(dups)
     if relevant:
         key, line = relevant[0]
         raise InputFileError(f"duplicate key {key!r}: srtctl keeps the last value, which is easy to miss",

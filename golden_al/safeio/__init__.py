@@ -56,6 +56,7 @@ from golden_al.safeio.yaml_docs import (
     compose_yaml,
     load_yaml_documents,
     load_yaml_roundtrip,
+    repeated_keys,
     safe_load_yaml,
     yaml_depth_bound,
 )
@@ -87,6 +88,7 @@ __all__ = [
     "read_bytes",
     "read_json",
     "read_text",
+    "repeated_keys",
     "safe_load_yaml",
     "yaml_depth_bound",
 ]

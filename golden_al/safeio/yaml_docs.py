@@ -10,7 +10,8 @@ from typing import Any
 from golden_al.errors import UnreadableInputError
 from golden_al.safeio.limits import YAML_ALIAS_BUDGET, YAML_MAX_DEPTH
 
-__all__ = ["check_node_graph", "compose_yaml", "load_yaml_documents", "load_yaml_roundtrip", "may_alias", "safe_load_yaml", "yaml_depth_bound"]
+__all__ = ["check_node_graph", "compose_yaml", "load_yaml_documents", "load_yaml_roundtrip", "may_alias", "repeated_keys",
+           "safe_load_yaml", "yaml_depth_bound"]
 
 
 def _yaml_error(message: str, path: str | Path | None, line: int | None, reason: str) -> UnreadableInputError:
@@ -129,8 +130,8 @@ def _construct(loader: Any, root: Any) -> Any:
     its per-node overhead: plain maps, sequences, strings, ints, floats, bools and nulls
     are built here, in one iterative pass over the distinct nodes (an alias is the same
     object, as PyYAML makes it); any other tag, and a mapping with a ``<<`` merge key, is
-    handed to the safe constructor itself (so its errors and semantics are PyYAML's). Unlike
-    PyYAML, a key twice in one mapping is refused (``ConstructorError``), not last-wins."""
+    handed to the safe constructor itself (so its errors and semantics are PyYAML's); a key
+    twice in one mapping keeps the last value, as PyYAML does (:func:`repeated_keys` finds them)."""
     import yaml
     from yaml.constructor import ConstructorError
 
@@ -188,10 +189,6 @@ def _construct(loader: Any, root: Any) -> Any:
                 except TypeError:
                     raise ConstructorError("while constructing a mapping", node.start_mark, "found unhashable key",
                                            key_node.start_mark) from None
-                if k in target:  # PyYAML keeps the last silently: a second value could hide a pin from review
-                    raise ConstructorError("while constructing a mapping", node.start_mark,
-                                           f"found the key {k!r} twice in one mapping (which value counts depends "
-                                           "on the reader)", key_node.start_mark)
                 value, complete = start(value_node)
                 target[k] = value
                 if not complete:
@@ -201,6 +198,32 @@ def _construct(loader: Any, root: Any) -> Any:
         loader.constructed_objects = {}
         loader.recursive_objects = {}
         loader.state_generators = []
+
+
+def repeated_keys(root: Any) -> list[tuple[str, int]]:
+    """Every scalar key repeated in one mapping of a composed PyYAML node graph, with the 1-based
+    line of the repeat, in line order (``<<`` merge keys excluded: overriding them is their use)."""
+    import yaml
+
+    out: list[tuple[str, int]] = []
+    seen: set[int] = set()
+    stack = [root] if root is not None else []
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            keys: set[str] = set()
+            for k, v in node.value:
+                if isinstance(k, yaml.ScalarNode) and k.tag != _TAG + "merge":
+                    if k.value in keys:
+                        out.append((k.value, k.start_mark.line + 1))
+                    keys.add(k.value)
+                stack.append(v)
+        elif isinstance(node, yaml.SequenceNode):
+            stack.extend(node.value)
+    return sorted(out, key=lambda kv: kv[1])
 
 
 def _compose_events(loader: Any, *, path: str | Path | None, max_depth: int) -> Any:

@@ -277,6 +277,16 @@ def _run_logged(cmd: Sequence[str], log: Path, progress: ProgressFn | None, step
                          hint=f"read the build log {log}")
 
 
+def _drop_if_configured_otherwise(dest: Path, note: Callable[[str], None]) -> None:
+    """Delete a build directory configured with other cmake options than this host's (or unrecorded ones)."""
+    build = dest / "build"
+    if build.exists() and _configured_options(dest) != list(CMAKE_OPTIONS):
+        note(f"the cached build in {build} was configured with other cmake options; rebuilding it from scratch")
+        shutil.rmtree(build)
+        for stale in ("attempts.json", "build.json", "configure.json"):
+            (dest / stale).unlink(missing_ok=True)
+
+
 def build_llama_server(cache_dir: str | Path, *, jobs: int = 2, pip: Sequence[str] | None = None,
                        progress: ProgressFn | None = None, note: Callable[[str], None] | None = None,
                        ) -> BuildResult:
@@ -315,11 +325,7 @@ def build_llama_server(cache_dir: str | Path, *, jobs: int = 2, pip: Sequence[st
     source = _extract(sdist, dest)
     build = dest / "build"
     log = dest / "build.log"
-    if build.exists() and _configured_options(dest) != list(CMAKE_OPTIONS):
-        note(f"the cached build in {build} was configured with other cmake options; rebuilding it from scratch")
-        shutil.rmtree(build)
-        for stale in ("attempts.json", "build.json", "configure.json"):
-            (dest / stale).unlink(missing_ok=True)
+    _drop_if_configured_otherwise(dest, note)
     attempts = _Attempts(dest / "attempts.json")
     configure = not (build / "CMakeCache.txt").exists()
     if not configure and not attempts.attempts:

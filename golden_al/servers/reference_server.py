@@ -133,6 +133,16 @@ def _lie(resp: dict[str, Any], kinds: list[str], k: int) -> dict[str, Any]:
     return resp
 
 
+def _duplicate_usage(resp: dict[str, Any], kinds: list[str], k: int) -> bytes:
+    """The answer with ``usage`` twice: the honest count first, then the one a ``claim-all`` needs
+    (a reader that keeps the last key believes the claim)."""
+    honest = json.dumps(resp["usage"])
+    lie = _lie(resp, [*kinds, "claim-all"], k)
+    steps = int((_meta_of(lie) or {}).get(sglang.META_VERIFY) or 0)
+    lie["usage"]["completion_tokens"] = steps * (k + 1) + 1
+    return json.dumps(lie).replace('"usage": ', f'"usage": {honest}, "usage": ', 1).encode()
+
+
 class ReferenceServer:
     """The HTTP server. ``start()`` serves in a background thread; ``serve_forever()`` blocks.
 
@@ -374,18 +384,8 @@ class _Handler(BaseHTTPRequestHandler):
     def _generate(self, body: dict[str, Any], *, chat: bool) -> None:
         n = self.ref.next_request_number()
         kinds = self.ref.config.faults.kinds(n, body)
-        if "die" in kinds:
-            self.ref.log(f"[{now_log()}] golden-al fault: request {n}: exiting (simulated kill)")
-            os._exit(17)
-        for status in ("500", "502", "503"):
-            if status in kinds:
-                self.ref.log(f"[{now_log()}] golden-al fault: request {n}: HTTP {status}")
-                self._error(int(status), f"injected fault on request {n}")
-                return
-        if "reset" in kinds:
-            self.ref.log(f"[{now_log()}] golden-al fault: request {n}: counters reset (simulated restart)")
-            with self.ref.lock:
-                self.ref.reset()
+        if self._fault_before(kinds, n):
+            return
         try:
             if chat:
                 messages = body.get("messages")
@@ -450,15 +450,26 @@ class _Handler(BaseHTTPRequestHandler):
                       "total_tokens": gen.prompt_tokens + gen.output_tokens},
         }
         self.ref.flavor.chat_fields(resp, choice, body, gen, rid, latency, nospec)
-        if "duplicate-usage" in kinds:  # "usage" twice: honest first, then the count a claim-all would need
-            honest = json.dumps(resp["usage"])
-            lie = _lie(resp, [*kinds, "claim-all"], self.ref.engine.draft_len)
-            steps = int((_meta_of(lie) or {}).get(sglang.META_VERIFY) or 0)
-            lie["usage"]["completion_tokens"] = steps * (self.ref.engine.draft_len + 1) + 1  # what the claim needs
-            text = json.dumps(lie)
-            self._send(200, text.replace('"usage": ', f'"usage": {honest}, "usage": ', 1).encode())
+        if "duplicate-usage" in kinds:
+            self._send(200, _duplicate_usage(resp, kinds, self.ref.engine.draft_len))
             return
         self._json(200, _lie(resp, kinds, self.ref.engine.draft_len))
+
+    def _fault_before(self, kinds: list[str], n: int) -> bool:
+        """The faults that strike before generating (``die``, an HTTP status, ``reset``); True when answered."""
+        if "die" in kinds:
+            self.ref.log(f"[{now_log()}] golden-al fault: request {n}: exiting (simulated kill)")
+            os._exit(17)
+        for status in ("500", "502", "503"):
+            if status in kinds:
+                self.ref.log(f"[{now_log()}] golden-al fault: request {n}: HTTP {status}")
+                self._error(int(status), f"injected fault on request {n}")
+                return True
+        if "reset" in kinds:
+            self.ref.log(f"[{now_log()}] golden-al fault: request {n}: counters reset (simulated restart)")
+            with self.ref.lock:
+                self.ref.reset()
+        return False
 
     def _misbehave(self, kinds: list[str], n: int) -> bool:
         """The faults that replace the answer itself; True when one did."""

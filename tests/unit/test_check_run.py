@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 from golden_al.checks.run import check_run, evidence_from_files
-from golden_al.errors import CounterResetError, InputFileError, NoVerifyStepsError, UsageError
+from golden_al.errors import (
+    CounterResetError,
+    InputFileError,
+    NoVerifyStepsError,
+    UnreadableInputError,
+    UsageError,
+)
 from simulators.base import get_sampler
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures"
@@ -93,6 +99,22 @@ def test_atom_steps_above_k_are_refused_not_dropped(tmp_path: Path) -> None:
     with pytest.raises(InputFileError, match=r"accepted more than k=3 drafts \(4: 5%\)") as info:
         check_run([tmp_path / "atom.log"], expect_al=2.78, draft_len=3, engine="atom")
     assert info.value.line == 2
+
+
+def test_the_logs_of_one_run_share_one_byte_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Four logs each under the per-file cap added up past it (3.5 GB resident, issue 38): the run is refused."""
+    from golden_al import safeio
+
+    one = (LOGS / "atom-mtp.log").read_bytes()
+    files = []
+    for i in range(4):
+        (tmp_path / f"part{i}.log").write_bytes(one)
+        files.append(tmp_path / f"part{i}.log")
+    monkeypatch.setattr(safeio, "DEFAULT_MAX_LOG_BYTES", 3 * len(one))  # each file fits, the four do not
+    with pytest.raises(UnreadableInputError, match=r"4 log files hold .* over the .*-byte budget of one run") as info:
+        check_run(files, expect_al=2.78, draft_len=3, engine="atom")
+    assert all(str(f) in str(info.value) for f in files)
+    assert check_run(files[:3], expect_al=2.78, draft_len=3, engine="atom").realized_al > 1  # within the budget
 
 
 def test_biased_sampler_is_reported() -> None:

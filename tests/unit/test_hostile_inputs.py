@@ -210,6 +210,16 @@ def test_a_duplicate_key_cannot_hide_a_pin(world: Path, fmt: str) -> None:
     assert any("'SGLANG_SIMULATE_ACC_LEN'" in f["message"] and "twice" in f["message"] for f in findings)
 
 
+def test_a_duplicate_key_golden_al_does_not_read_is_tolerated(world: Path) -> None:
+    """InferenceX has such recipes (moe-runner-backend twice): srtctl keeps the last; the pin is still checked."""
+    text = RECIPE.replace("      speculative-algorithm: EAGLE\n", "      moe-runner-backend: a\n"
+                          "      moe-runner-backend: b\n      speculative-algorithm: EAGLE\n")
+    (world / "r.yaml").write_text(text)
+    rc, findings = _check(world / "r.yaml")
+    assert rc == 1
+    assert [(f["verdict"], f["pinned_value"]) for f in findings] == [("mismatch", "3.33")]
+
+
 # ----------------------------------------------------- bounded: time and memory, no hang
 
 

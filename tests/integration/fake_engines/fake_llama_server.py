@@ -129,7 +129,8 @@ class Handler(BaseHTTPRequestHandler):
             print(f"slot print_timings: id  0 | task 0 | draft acceptance = {accepted / (k * len(steps)):0.5f} "
                   f"({accepted:5d} accepted / {k * len(steps):5d} generated), mean len = {mean_len:5.2f}",
                   file=sys.stderr, flush=True)
-        resp = {"id": "chatcmpl-fake", "object": "chat.completion", "model": ARGS.alias or "fake",
+        name = ARGS.alias or ARGS.model.rsplit("/", 1)[-1]  # llama-server's meta->model_name, as /v1/models lists
+        resp = {"id": "chatcmpl-fake", "object": "chat.completion", "model": name,
                 "choices": [{"index": 0, "finish_reason": "stop" if n_tokens < int(body.get("max_tokens") or 64)
                              else "length", "message": {"role": "assistant", "content": "x " * n_tokens}}],
                 "usage": {"prompt_tokens": 20, "completion_tokens": n_tokens, "total_tokens": 20 + n_tokens},
