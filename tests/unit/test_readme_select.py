@@ -78,3 +78,12 @@ def test_the_readme_verify_commands_run_with_the_exits_they_promise(tmp_path: Pa
         codes.append(done.returncode)
     assert codes == [0, 1, 0]  # consistent; the sweep on another prompt set drifts; the real log is consistent
     assert (tmp_path / "drift.png").is_file()
+
+
+def test_the_readme_trtllm_check_run_example_passes() -> None:
+    bindir = Path(sys.executable).parent
+    env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+    (cmd,) = _commands(_block("check-run-trtllm"))
+    done = subprocess.run(["bash", "-c", cmd], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "verdict: PASS" in done.stdout

@@ -16,7 +16,7 @@ from typing import Any
 
 from golden_al.errors import InputFileError
 
-__all__ = ["RunEvidence", "no_lines", "read_logs"]
+__all__ = ["RunEvidence", "no_lines", "read_logs", "run_budget"]
 
 
 @dataclass(frozen=True)
@@ -41,22 +41,16 @@ class RunEvidence:
     window_unit: str = "log line"
 
 
-def read_logs(files: Sequence[str | Path], engine: str, *, max_total_bytes: int | None = None,
-              ) -> tuple[list[tuple[str, Any]], dict[str, int]]:
-    """Each file's recognised log records (:func:`golden_al.formats.logs.read_log_file`), and how many
-    lines of *other* engines they hold (for the error when none is ``engine``'s).
-
-    The files of one run share one byte budget, ``max_total_bytes`` (default: the cap of one log,
+def run_budget(files: Sequence[str | Path], max_total_bytes: int | None = None) -> int:
+    """The byte budget the files of one run share (default: the cap of one log,
     :data:`golden_al.safeio.DEFAULT_MAX_LOG_BYTES`), so that many files cannot add up past what one
-    may hold: a run over it is refused before any is parsed, and a file that grows while it is read
-    is stopped at what is left of the budget.
+    may hold; returns it.
 
     Raises:
-        UnreadableInputError: ``too-large``: the files together pass the budget (each named, with its size).
+        UnreadableInputError: ``too-large``: the files together pass it (each named, with its size).
     """
     from golden_al import safeio
     from golden_al.errors import UnreadableInputError
-    from golden_al.formats.logs import read_log_file
 
     budget = safeio.DEFAULT_MAX_LOG_BYTES if max_total_bytes is None else max_total_bytes
     sizes = []
@@ -64,7 +58,7 @@ def read_logs(files: Sequence[str | Path], engine: str, *, max_total_bytes: int 
         try:
             sizes.append(Path(f).stat().st_size if Path(f).is_file() else 0)
         except OSError:
-            sizes.append(0)  # the read below names what is wrong with it
+            sizes.append(0)  # the read names what is wrong with it
     if len(sizes) > 1 and sum(sizes) > budget:
         listed = ", ".join(f"{f} ({n:,} bytes)" for f, n in zip(files, sizes, strict=True))
         raise UnreadableInputError(f"the run's {len(sizes)} log files hold {sum(sizes):,} bytes together, over the "
@@ -72,9 +66,22 @@ def read_logs(files: Sequence[str | Path], engine: str, *, max_total_bytes: int 
                                    reason="too-large",
                                    hint="pass only the server's own log of this run (or the lines of it that "
                                         "report acceptance: grep them out)")
+    return budget
+
+
+def read_logs(files: Sequence[str | Path], engine: str, *, max_total_bytes: int | None = None,
+              ) -> tuple[list[tuple[str, Any]], dict[str, int]]:
+    """Each file's recognised log records (:func:`golden_al.formats.logs.read_log_file`), and how many
+    lines of *other* engines they hold (for the error when none is ``engine``'s).
+
+    The files share one byte budget (:func:`run_budget`): a run over it is refused before any is
+    parsed, and a file that grows while it is read is stopped at what is left of it.
+    """
+    from golden_al.formats.logs import read_log_file
+
+    left = run_budget(files, max_total_bytes)
     logs: list[tuple[str, Any]] = []
     other: dict[str, int] = {}
-    left = budget
     for f in files:
         scan = read_log_file(f, max_bytes=max(left, 0))
         left -= Path(f).stat().st_size if Path(f).is_file() else 0

@@ -42,6 +42,12 @@ Formats (each confirmed in the upstream source named):
   gives k, the model and the interval. Aggregate only: steps are estimated as
   interval x ``#running-req`` and ``accept len`` is printed to 2 decimals.
 
+* ``trtllm-iteration-log``: TensorRT-LLM iteration rows (``trtllm-bench --iteration_log``,
+  JSON or Python-literal, or a saved ``trtllm-serve`` ``/metrics`` list; NVIDIA/TensorRT-LLM
+  ``cpp/include/tensorrt_llm/executor/types.h`` ``SpecDecodingStats``, 00b6d5a25c30), read by
+  :mod:`golden_al.engines.trtllm.iteration_stats`; k from ``--draft-len``; clusters of 10
+  consecutive iterations (:mod:`golden_al.measure.imported.trtllm`).
+
 Every record says ``mode: imported`` and names what it was imported from
 (``provenance.imported_from`` with each file's sha256); counts that rest on
 aggregate counters say so in ``warnings``. Readers are bounded in bytes.
@@ -56,12 +62,13 @@ from golden_al.errors import InputFileError, UsageError
 from golden_al.measure.imported.common import Imported, ImportOptions
 from golden_al.measure.imported.inferencex import import_inferencex
 from golden_al.measure.imported.sglang import import_sglang_bench, import_sglang_log
+from golden_al.measure.imported.trtllm import import_trtllm_iterations
 from golden_al.measure.imported.vllm import import_vllm_bench, import_vllm_log
 from golden_al.measurement import REQUESTS_FILE, append_request_result, write_record
 
 __all__ = ["FORMATS", "ImportOptions", "Imported", "import_files", "write_imported"]
 
-FORMATS = ("vllm-bench", "vllm-log", "inferencex-speedbench", "sglang-bench", "sglang-log")
+FORMATS = ("vllm-bench", "vllm-log", "inferencex-speedbench", "sglang-bench", "sglang-log", "trtllm-iteration-log")
 
 
 def import_files(fmt: str, paths: Sequence[str | Path], opts: ImportOptions) -> list[Imported]:
@@ -80,6 +87,8 @@ def import_files(fmt: str, paths: Sequence[str | Path], opts: ImportOptions) -> 
         return import_sglang_bench(ps, opts)
     if fmt == "sglang-log":
         return import_sglang_log(ps, opts)
+    if fmt == "trtllm-iteration-log":
+        return import_trtllm_iterations(ps, opts)
     raise UsageError(f"unknown import format {fmt!r}", hint="one of " + ", ".join(FORMATS))
 
 

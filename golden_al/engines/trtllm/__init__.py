@@ -274,4 +274,6 @@ PROFILE = EngineProfile(
         "--trtllm-path", "path", choices=("one-model", "two-model"),
         help="one-model (float reader; default) or two-model (int() reader)"),),
     simulate_report=simulate_report,
+    # the iteration rows of trtllm-bench --iteration_log and trtllm-serve /metrics (trtllm/iteration_stats.py)
+    run_evidence="golden_al.checks.evidence.trtllm:read",
 )

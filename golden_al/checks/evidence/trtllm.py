@@ -1,0 +1,78 @@
+"""TensorRT-LLM's check-run evidence: its iteration rows (:mod:`golden_al.engines.trtllm.iteration_stats`).
+
+The files are ``trtllm-bench --iteration_log`` files, logs that hold such rows, or saved
+``trtllm-serve`` ``/metrics`` answers (a JSON list). They share one byte budget per run.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from distributions import units
+from golden_al.checks.evidence import RunEvidence, run_budget
+from golden_al.engines.trtllm.iteration_stats import IterationScan, read_iteration_file, rows_from_json
+from golden_al.errors import InputFileError, NoVerifyStepsError
+from golden_al.formats.validate import check_counts
+
+ENGINE = "trtllm"
+
+
+def _scan(path: Path, budget: int) -> IterationScan:
+    from golden_al import safeio
+
+    head = b""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(64).lstrip()
+    except OSError:
+        pass  # read_iteration_file names what is wrong with it
+    if re.match(rb"\[\s*[{\]]", head):  # a saved /metrics answer: one JSON list of objects
+        return rows_from_json(safeio.read_json(path, max_bytes=budget), str(path))
+    return read_iteration_file(path, max_bytes=budget)
+
+
+def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
+    """The run's AL from TensorRT-LLM iteration rows (see :mod:`golden_al.checks.evidence`).
+
+    Raises:
+        InputFileError: no iteration row with spec-decode stats, or rows that contradict k.
+        NoVerifyStepsError: the rows count no verify step.
+        UnreadableInputError: the files together pass the run's byte budget.
+    """
+    del decode_log_interval  # iteration rows are not sampled: every iteration is a row
+    paths = [Path(f) for f in files]
+    budget = run_budget(paths)
+    scans = [_scan(p, budget) for p in paths]
+    rows = [r for s in scans for r in s.rows]
+    if not rows:
+        names = ", ".join(map(str, paths))
+        raise InputFileError(f"no TensorRT-LLM iteration row with specDecodingStats in {names}",
+                             hint="pass the file of trtllm-bench --iteration_log, or a saved trtllm-serve /metrics "
+                                  "answer, of a run with speculative decoding on")
+    for s in scans:
+        for r in s.rows:
+            check_counts(what="TensorRT-LLM iteration row", accepted=r.accepted, drafted=r.drafted,
+                         drafts=r.requests, k=k, path=s.source, line=r.line)
+    steps = sum(s.steps for s in scans)
+    if steps <= 0:
+        raise NoVerifyStepsError("the TensorRT-LLM iteration rows count zero requests with draft tokens: AL is "
+                                 "undefined")
+    accepted = sum(s.accepted for s in scans)
+    drafted = sum(s.drafted for s in scans)
+    notes = [f"{len(rows)} iteration row(s): accepted {accepted} / draft tokens {drafted} over {steps} "
+             "request-steps (numRequestsWithDraftTokens)"]
+    idle = sum(s.without_stats for s in scans)
+    if idle:
+        notes.append(f"{idle} iteration row(s) without specDecodingStats (no generation request drafted)")
+    other = sum(s.other_ranks for s in scans)
+    if other:
+        notes.append(f"{other} row(s) of attention-DP ranks other than 0 left out (they repeat rank 0's counters)")
+    if drafted < k * steps:
+        notes.append(f"{k * steps - drafted} of {k * steps} draft slots were not proposed (steps near a "
+                     "request's end, or a draft length below k)")
+    realized = units.al_from_counts(accepted, steps)
+    windows = tuple((float(r.accepted), float(r.requests)) for r in rows if r.requests > 0)
+    return RunEvidence(ENGINE, "trtllm iteration stats", realized, steps, steps, steps, len(rows), tuple(notes),
+                       windows=windows)

@@ -1,0 +1,75 @@
+"""``trtllm-iteration-log``: TensorRT-LLM iteration rows as a measurement record.
+
+The rows of ``trtllm-bench --iteration_log`` (JSON or Python-literal) or a saved ``trtllm-serve``
+``/metrics`` list, read by :mod:`golden_al.engines.trtllm.iteration_stats` (rank 0 only, all-rank
+copies refused, every row checked). Consecutive iterations share their running requests, so one
+iteration is not an independent draw: the clusters are blocks of :data:`ITERATIONS_PER_WINDOW`
+consecutive iterations. TensorRT-LLM's rows give totals, not a per-step histogram.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+
+from distributions.counts import AcceptanceCounts
+from golden_al.engines.trtllm.iteration_stats import IterationScan, read_iteration_file, rows_from_json
+from golden_al.errors import InputFileError, UsageError
+from golden_al.measure.imported.common import (
+    MAX_BYTES,
+    Imported,
+    ImportOptions,
+    dataset_info,
+    imported_record,
+    read_json_doc_any,
+    window_rows,
+)
+
+__all__ = ["ITERATIONS_PER_WINDOW", "import_trtllm_iterations"]
+
+#: consecutive iterations per cluster (a decode batch keeps most of its requests from one to the next)
+ITERATIONS_PER_WINDOW = 10
+
+
+def _scan(p: Path) -> IterationScan:
+    with p.open("rb") as fh:
+        head = fh.read(64).lstrip()
+    if re.match(rb"\[\s*[{\]]", head):
+        return rows_from_json(read_json_doc_any(p), str(p))
+    return read_iteration_file(p, max_bytes=MAX_BYTES)
+
+
+def import_trtllm_iterations(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:
+    """One record per file (each a run), k from ``--draft-len`` (the rows do not state it)."""
+    if opts.draft_len is None:
+        raise UsageError("TensorRT-LLM iteration rows do not state k: pass --draft-len (max_draft_len)")
+    k = opts.draft_len
+    out = []
+    for p in paths:
+        scan = _scan(p)
+        rows = [r for r in scan.rows if r.requests > 0]
+        if not rows:
+            raise InputFileError("no TensorRT-LLM iteration row with specDecodingStats and a drafted request", path=p,
+                                 hint="pass the file of trtllm-bench --iteration_log of a run with speculation on")
+        for r in rows:
+            if r.drafted > k * r.requests:
+                raise InputFileError(f"line {r.line}: {r.drafted} draft tokens for {r.requests} requests is more than "
+                                     f"k={k} each", path=p, hint="is --draft-len the server's max_draft_len?")
+        windows = []
+        for i in range(0, len(rows), ITERATIONS_PER_WINDOW):
+            block = rows[i:i + ITERATIONS_PER_WINDOW]
+            windows.append(AcceptanceCounts(k=k, num_verify_steps=sum(r.requests for r in block),
+                                            num_accepted_drafts=sum(r.accepted for r in block),
+                                            num_draft_tokens=sum(r.drafted for r in block), source="trtllm-iteration"))
+        name = opts.dataset or "unknown"
+        warnings = [f"imported from TensorRT-LLM iteration rows: totals per iteration, clusters of "
+                    f"{ITERATIONS_PER_WINDOW} consecutive iterations (no request is attributed)"]
+        if scan.other_ranks:
+            warnings.append(f"{scan.other_ranks} row(s) of attention-DP ranks other than 0 left out (copies)")
+        out.append(imported_record(window_rows(windows, k, "trtllm-iterations", []), k=k, opts=opts, engine="trtllm",
+                                   source="trtllm-iteration-stats", files=[p], model=None, num_requests=0,
+                                   dataset=dataset_info(name, 0, f"trtllm-iteration-log:{name}",
+                                                        f"imported trtllm-iteration-log: {p.name}"),
+                                   warnings=warnings, unit="imported iteration window"))
+    return out
