@@ -202,7 +202,8 @@ def _construct(loader: Any, root: Any) -> Any:
 
 def repeated_keys(root: Any) -> list[tuple[str, int]]:
     """Every scalar key repeated in one mapping of a composed PyYAML node graph, with the 1-based
-    line of the repeat, in line order (``<<`` merge keys excluded: overriding them is their use)."""
+    line of the repeat, in line order (``<<`` merge keys and the keys they bring excluded, also after
+    PyYAML's construction has flattened them into the mapping: overriding them is their use)."""
     import yaml
 
     out: list[tuple[str, int]] = []
@@ -215,8 +216,12 @@ def repeated_keys(root: Any) -> list[tuple[str, int]]:
         seen.add(id(node))
         if isinstance(node, yaml.MappingNode):
             keys: set[str] = set()
+            lo, hi = node.start_mark.index, node.end_mark.index
             for k, v in node.value:
-                if isinstance(k, yaml.ScalarNode) and k.tag != _TAG + "merge":
+                # a key merged in by ``<<`` (PyYAML's construction flattens them into the mapping) sits where
+                # its anchor is, outside this mapping's text: overriding it is what a merge is for
+                own = lo <= k.start_mark.index <= hi
+                if isinstance(k, yaml.ScalarNode) and k.tag != _TAG + "merge" and own:
                     if k.value in keys:
                         out.append((k.value, k.start_mark.line + 1))
                     keys.add(k.value)

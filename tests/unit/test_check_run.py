@@ -69,7 +69,7 @@ def test_no_usable_lines(tmp_path) -> None:
         evidence_from_files([VLLM / "synthetic-unpatched.server.log"], "vllm", 3)
     with pytest.raises(InputFileError, match="found 6 vllm"):
         evidence_from_files([VLLM / "synthetic-patched.specdecoding-log.txt"], "sglang", 3)
-    with pytest.raises(UsageError, match="TensorRT-LLM"):
+    with pytest.raises(InputFileError, match="no TensorRT-LLM iteration row"):
         evidence_from_files([VLLM / "synthetic-patched.specdecoding-log.txt"], "trtllm", 3)
 
 

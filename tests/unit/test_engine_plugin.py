@@ -206,11 +206,18 @@ def test_check_run_refuses_a_plugin_log_that_breaks_k(site: Path, tmp_path: Path
     assert "accepted=71 > k x steps = 7 x 10" in done.stderr
 
 
-def test_check_run_names_the_engines_whose_logs_it_reads(tmp_path: Path) -> None:
-    """An engine whose profile names no run_evidence (TensorRT-LLM) is refused with the alternatives."""
+def test_check_run_names_the_engines_whose_logs_it_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An engine whose profile names no run_evidence is refused with the alternatives (TensorRT-LLM
+    stood here until it gained its reader; a copy of its profile without one stands in)."""
+    import dataclasses
+
+    from golden_al import engines
     from golden_al.checks.run import evidence_from_files
     from golden_al.errors import UsageError
 
+    real = engines.get_profile
+    monkeypatch.setattr(engines, "get_profile", lambda name: dataclasses.replace(real(name), run_evidence=None)
+                        if name == "trtllm" else real(name))
     log = tmp_path / "trt.log"
     log.write_text("nothing\n")
     with pytest.raises(UsageError, match="reads no log of TensorRT-LLM") as err:

@@ -535,3 +535,14 @@ def test_control_characters_are_escaped(world: Path, fmt: str) -> None:
     assert "\x1b" not in ran.stdout + ran.stderr
     assert "\x07" not in ran.stdout + ran.stderr
     assert "\u202e" not in ran.stdout + ran.stderr
+
+
+def test_a_key_a_merge_brings_in_and_the_mapping_overrides_is_not_a_repeat() -> None:
+    """PyYAML's construction flattens ``<<`` merges into the mapping: the override is what a merge is for
+    (InferenceX's minimax-m3 agentic recipes), while a key written twice in one mapping still is a repeat."""
+    from golden_al import safeio
+
+    text = "base: &x {K: 1}\nrole:\n  <<: *x\n  K: 2\nother:\n  K: 1\n  K: 2\n"
+    for construct in (True, False):
+        docs = safeio.load_yaml_documents(text, construct=construct)
+        assert [safeio.repeated_keys(node) for _, node in docs] == [[("K", 7)]]
