@@ -187,6 +187,13 @@ class SyntheticAcceptanceActiveError(EngineError):
     exit_code = 2
 
 
+class LossyAcceptanceError(EngineError):
+    """The server accepts drafts the target would reject (thresholds below 1): its AL is not the real,
+    lossless one, so a measurement of it is refused."""
+
+    exit_code = 2
+
+
 class CheckFailedError(GoldenALError):
     """A check ran to completion and failed."""
 

@@ -185,7 +185,31 @@ SERVER_INFO_FIELDS: dict[str, str] = {
     # python/sglang/srt/server_args.py (sgl-project/sglang 469c63e5): "adaptive speculative decoding that
     # dynamically adjusts num_steps based on acceptance rate" -- one run mixes draft lengths
     "adaptive": "speculative_adaptive",
+    # python/sglang/srt/server_args.py (0.5.23): "Accept a draft token if its probability in the target model is
+    # greater than this threshold" (default 1.0); below 1 acceptance is lossy and the measured AL is inflated
+    "accept_threshold_single": "speculative_accept_threshold_single",
+    "accept_threshold_acc": "speculative_accept_threshold_acc",
 }
+
+
+def lossy_acceptance(args: Mapping[str, Any]) -> list[str]:
+    """The acceptance thresholds in a server's arguments that make acceptance lossy (below 1.0), each named
+    with its value; an absent field is SGLang's default 1.0 (versions before the flags).
+
+    Raises:
+        UsageError: a threshold that is not a number (named).
+    """
+    out = []
+    for key in ("accept_threshold_single", "accept_threshold_acc"):
+        name = SERVER_INFO_FIELDS[key]
+        if name not in args or args[name] is None:
+            continue
+        value = args[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UsageError(f"the server's {name} is {value!r}, not a number", hint="is this SGLang's /server_info?")
+        if value < 1.0:
+            out.append(f"{name}={value:g}")
+    return out
 FLAG_ADAPTIVE = "--speculative-adaptive"
 #: ``/server_info``: ``internal_states[0].avg_spec_accept_length`` (advanced at each decode-log interval).
 SERVER_INFO_STATES = "internal_states"

@@ -155,6 +155,15 @@ def test_adaptive_speculation_is_refused(tmp_path, capsys):
     assert not (tmp_path / "o" / "measurement.json").exists()
 
 
+def test_a_lossy_run_is_refused(tmp_path, capsys):
+    """A run of a server with --speculative-accept-threshold-single below 1: its AL is inflated (issue 35)."""
+    f = _jsonl(tmp_path / "bench.jsonl", [_bench_run(_requests(), speculative_accept_threshold_single=0.6)])
+    code, _out, err = _run(capsys, "sglang-bench", str(f), *SETTINGS, "--out", str(tmp_path / "o"))
+    assert code == 2
+    assert "speculative_accept_threshold_single=0.6" in err
+    assert not (tmp_path / "o" / "measurement.json").exists()
+
+
 def test_draft_len_that_disagrees_with_the_server_is_refused(tmp_path, capsys):
     f = _jsonl(tmp_path / "bench.jsonl", [_bench_run(_requests())])
     code, _out, err = _run(capsys, "sglang-bench", str(f), *SETTINGS, "--draft-len", "5", "--out", str(tmp_path / "o"))

@@ -262,6 +262,35 @@ def test_adaptive_sglang_server_is_refused():
             asyncio.run(main())
 
 
+@pytest.mark.parametrize(("threshold", "refused"), [(0.7, True), (1.0, False)])
+def test_a_lossy_sglang_server_is_refused(threshold: float, refused: bool) -> None:
+    """--speculative-accept-threshold-single below 1 accepts drafts the target would reject (issue 35)."""
+    from golden_al.errors import LossyAcceptanceError
+
+    with InProcessServer("sglang", accept_threshold_single=threshold) as s:
+        async def main():
+            async with ServerClient(s.url, policy=FAST) as client:
+                return await probe_server(client, "sglang")
+
+        if refused:
+            with pytest.raises(LossyAcceptanceError, match="speculative_accept_threshold_single=0.7") as info:
+                asyncio.run(main())
+            assert info.value.exit_code == 2
+        else:
+            assert asyncio.run(main()).draft_len == 3
+
+
+def test_lossy_thresholds_are_read_and_mistyped_ones_refused() -> None:
+    from golden_al.engines import sglang
+    from golden_al.errors import UsageError
+
+    assert sglang.lossy_acceptance({}) == []  # versions before the flags: lossless
+    assert sglang.lossy_acceptance({"speculative_accept_threshold_single": 1.0,
+                                    "speculative_accept_threshold_acc": 0.5}) == ["speculative_accept_threshold_acc=0.5"]
+    with pytest.raises(UsageError, match="speculative_accept_threshold_single is '0.5', not a number"):
+        sglang.lossy_acceptance({"speculative_accept_threshold_single": "0.5"})
+
+
 def _c(steps: int, proposed: int | None) -> AcceptanceCounts:
     return AcceptanceCounts(k=K, num_verify_steps=steps, num_accepted_drafts=steps, num_draft_tokens=proposed)
 

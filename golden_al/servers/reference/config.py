@@ -77,6 +77,8 @@ class ServeConfig:
     version: str = "golden-al-reference"
     speculative_adaptive: bool = False
     """SGLang flavor: report ``speculative_adaptive: true`` in ``/server_info`` (for tests of the refusal)."""
+    accept_threshold_single: float = 1.0
+    """SGLang flavor: the ``speculative_accept_threshold_single`` reported in ``/server_info`` (below 1: lossy)."""
     io_timeout_s: float = 30.0
     """Seconds a connection may stay silent (request line, headers, body, keep-alive idle)."""
     max_body_bytes: int = 4 * 1024 * 1024

@@ -121,6 +121,8 @@ class SglangFlavor(Flavor):
             f["num_draft_tokens"]: ndt,
             "decode_log_interval": self.config.decode_log_interval,
             f["adaptive"]: self.config.speculative_adaptive,
+            f["accept_threshold_single"]: self.config.accept_threshold_single,
+            f["accept_threshold_acc"]: 1.0,
             sglang.SERVER_INFO_STATES: [{sglang.SERVER_INFO_AVG_ACCEPT_LENGTH: avg, "last_gen_throughput": 0.0}],
             "version": self.config.version,
         }
