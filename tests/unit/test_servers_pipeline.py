@@ -273,7 +273,7 @@ def test_a_lossy_sglang_server_is_refused(threshold: float, refused: bool) -> No
                 return await probe_server(client, "sglang")
 
         if refused:
-            with pytest.raises(LossyAcceptanceError, match="speculative_accept_threshold_single=0.7") as info:
+            with pytest.raises(LossyAcceptanceError, match=r"speculative_accept_threshold_single=0\.7") as info:
                 asyncio.run(main())
             assert info.value.exit_code == 2
         else:
@@ -287,7 +287,7 @@ def test_lossy_thresholds_are_read_and_mistyped_ones_refused() -> None:
     assert sglang.lossy_acceptance({}) == []  # versions before the flags: lossless
     assert sglang.lossy_acceptance({"speculative_accept_threshold_single": 1.0,
                                     "speculative_accept_threshold_acc": 0.5}) == ["speculative_accept_threshold_acc=0.5"]
-    with pytest.raises(UsageError, match="speculative_accept_threshold_single is '0.5', not a number"):
+    with pytest.raises(UsageError, match=r"speculative_accept_threshold_single is '0\.5', not a number"):
         sglang.lossy_acceptance({"speculative_accept_threshold_single": "0.5"})
 
 
