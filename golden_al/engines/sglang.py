@@ -52,7 +52,7 @@ from golden_al.engines.profile import (
     Speculation,
     SyntheticKnob,
 )
-from golden_al.errors import UsageError
+from golden_al.errors import LossyAcceptanceError, UsageError
 
 __all__ = [
     "ALGORITHMS",
@@ -72,6 +72,7 @@ __all__ = [
     "is_bench_run",
     "max_len",
     "normalize_algorithm",
+    "require_lossless",
     "response_spec_metas",
     "spec_flags",
     "synthetic_settings",
@@ -190,26 +191,6 @@ SERVER_INFO_FIELDS: dict[str, str] = {
     "accept_threshold_single": "speculative_accept_threshold_single",
     "accept_threshold_acc": "speculative_accept_threshold_acc",
 }
-
-
-def lossy_acceptance(args: Mapping[str, Any]) -> list[str]:
-    """The acceptance thresholds in a server's arguments that make acceptance lossy (below 1.0), each named
-    with its value; an absent field is SGLang's default 1.0 (versions before the flags).
-
-    Raises:
-        UsageError: a threshold that is not a number (named).
-    """
-    out = []
-    for key in ("accept_threshold_single", "accept_threshold_acc"):
-        name = SERVER_INFO_FIELDS[key]
-        if name not in args or args[name] is None:
-            continue
-        value = args[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise UsageError(f"the server's {name} is {value!r}, not a number", hint="is this SGLang's /server_info?")
-        if value < 1.0:
-            out.append(f"{name}={value:g}")
-    return out
 FLAG_ADAPTIVE = "--speculative-adaptive"
 #: ``/server_info``: ``internal_states[0].avg_spec_accept_length`` (advanced at each decode-log interval).
 SERVER_INFO_STATES = "internal_states"
@@ -290,6 +271,34 @@ LOG_PATTERNS: tuple[LogPattern, ...] = (
     LogPattern("server-args", r"server_args=ServerArgs\((?P<body>.*)\)\s*$",
                '"server_args=ServerArgs(key=value, ...)" at start-up', _ENGINE, marker="server_args=ServerArgs("),
 )
+
+
+# ----------------------------------------------------------------- lossless acceptance
+def require_lossless(args: Mapping[str, Any], where: str) -> None:
+    """Refuse a server whose arguments (``/server_info``, a bench file's ``server_info``) make
+    acceptance lossy: ``speculative_accept_threshold_single``/``_acc`` below 1.0 accept drafts the
+    target would reject, so its AL is inflated. An absent field is SGLang's default 1.0 (versions
+    before the flags).
+
+    Raises:
+        LossyAcceptanceError: a threshold below 1.0 (each named with its value).
+        UsageError: a threshold that is not a number (named).
+    """
+    lossy = []
+    for key in ("accept_threshold_single", "accept_threshold_acc"):
+        name = SERVER_INFO_FIELDS[key]
+        if name not in args or args[name] is None:
+            continue
+        value = args[name]
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise UsageError(f"the server's {name} is {value!r}, not a number", hint="is this SGLang's /server_info?")
+        if value < 1.0:
+            lossy.append(f"{name}={value:g}")
+    if lossy:
+        raise LossyAcceptanceError(
+            f"{where}: the SGLang server accepts lossily ({', '.join(lossy)}, below 1.0): it accepts drafts the target "
+            "would not produce, so its AL is inflated and is not a golden value",
+            hint="use a server started without --speculative-accept-threshold-single/-acc (both default to 1.0)")
 
 
 # ----------------------------------------------------------------- draft length

@@ -282,13 +282,14 @@ def test_a_lossy_sglang_server_is_refused(threshold: float, refused: bool) -> No
 
 def test_lossy_thresholds_are_read_and_mistyped_ones_refused() -> None:
     from golden_al.engines import sglang
-    from golden_al.errors import UsageError
+    from golden_al.errors import LossyAcceptanceError, UsageError
 
-    assert sglang.lossy_acceptance({}) == []  # versions before the flags: lossless
-    assert sglang.lossy_acceptance({"speculative_accept_threshold_single": 1.0,
-                                    "speculative_accept_threshold_acc": 0.5}) == ["speculative_accept_threshold_acc=0.5"]
+    sglang.require_lossless({}, "x")  # versions before the flags: lossless
+    with pytest.raises(LossyAcceptanceError, match=r"\(speculative_accept_threshold_acc=0\.5, below 1\.0\)"):
+        sglang.require_lossless({"speculative_accept_threshold_single": 1.0,
+                                 "speculative_accept_threshold_acc": 0.5}, "x")
     with pytest.raises(UsageError, match=r"speculative_accept_threshold_single is '0\.5', not a number"):
-        sglang.lossy_acceptance({"speculative_accept_threshold_single": "0.5"})
+        sglang.require_lossless({"speculative_accept_threshold_single": "0.5"}, "x")
 
 
 def _c(steps: int, proposed: int | None) -> AcceptanceCounts:

@@ -6,31 +6,16 @@ The files are ``trtllm-bench --iteration_log`` files, logs that hold such rows, 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from distributions import units
 from golden_al.checks.evidence import RunEvidence, run_budget
-from golden_al.engines.trtllm.iteration_stats import IterationScan, read_iteration_file, rows_from_json
+from golden_al.engines.trtllm.iteration_stats import read_iteration_source
 from golden_al.errors import InputFileError, NoVerifyStepsError
 from golden_al.formats.validate import check_counts
 
 ENGINE = "trtllm"
-
-
-def _scan(path: Path, budget: int) -> IterationScan:
-    from golden_al import safeio
-
-    head = b""
-    try:
-        with path.open("rb") as fh:
-            head = fh.read(64).lstrip()
-    except OSError:
-        pass  # read_iteration_file names what is wrong with it
-    if re.match(rb"\[\s*[{\]]", head):  # a saved /metrics answer: one JSON list of objects
-        return rows_from_json(safeio.read_json(path, max_bytes=budget), str(path))
-    return read_iteration_file(path, max_bytes=budget)
 
 
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
@@ -44,7 +29,7 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
     del decode_log_interval  # iteration rows are not sampled: every iteration is a row
     paths = [Path(f) for f in files]
     budget = run_budget(paths)
-    scans = [_scan(p, budget) for p in paths]
+    scans = [read_iteration_source(p, max_bytes=budget) for p in paths]
     rows = [r for s in scans for r in s.rows]
     if not rows:
         names = ", ".join(map(str, paths))

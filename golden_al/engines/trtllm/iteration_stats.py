@@ -24,6 +24,7 @@ from __future__ import annotations
 import ast
 import json
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +32,8 @@ from typing import Any
 
 from golden_al.errors import CounterSemanticsError, InputFileError
 
-__all__ = ["SPEC_STATS", "IterationRow", "IterationScan", "read_iteration_file", "rows_from_json", "scan_rows"]
+__all__ = ["SPEC_STATS", "IterationRow", "IterationScan", "read_iteration_file", "read_iteration_source",
+           "rows_from_json", "scan_rows"]
 
 SPEC_STATS = "specDecodingStats"
 DRAFTED = "numDraftTokens"
@@ -205,3 +207,29 @@ def rows_from_json(doc: Any, source: str) -> IterationScan:
     if not all(isinstance(i, Mapping) for i in items):
         raise InputFileError(f"{source}: not a list of TensorRT-LLM iteration objects")
     return scan_rows(((i + 1, obj) for i, obj in enumerate(items)), source)
+
+
+#: how a saved ``/metrics`` answer starts: a JSON list of objects (a log line may start with ``[`` too)
+_JSON_LIST = re.compile(rb"\[\s*[{\]]")
+
+
+def read_iteration_source(path: str | Path, *, max_bytes: int) -> IterationScan:
+    """The rows of one file, whichever TensorRT-LLM source it is: a saved ``/metrics`` answer (a JSON
+    list, read whole under ``max_bytes``) or an iteration log (streamed, :func:`read_iteration_file`).
+
+    Raises:
+        UnreadableInputError: not a regular file, unreadable, over ``max_bytes``, or not valid JSON.
+        InputFileError, CounterSemanticsError: as :func:`scan_rows`.
+    """
+    from golden_al import safeio
+
+    p = Path(path)
+    head = b""
+    try:
+        with p.open("rb") as fh:
+            head = fh.read(64).lstrip()
+    except OSError:
+        pass  # the read below names what is wrong with it
+    if _JSON_LIST.match(head):
+        return rows_from_json(safeio.read_json(p, max_bytes=max_bytes), str(p))
+    return read_iteration_file(p, max_bytes=max_bytes)

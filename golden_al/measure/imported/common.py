@@ -37,7 +37,6 @@ __all__ = [
     "looks_json",
     "read_capped",
     "read_json_doc",
-    "read_json_doc_any",
     "window_rows",
 ]
 
@@ -79,19 +78,6 @@ def read_capped(path: Path) -> bytes:
         return path.read_bytes()
     except OSError as exc:
         raise InputFileError(f"cannot read: {exc.strerror or exc}", path=path) from None
-
-
-def read_json_doc_any(path: Path) -> Any:
-    """One imported JSON document, of any shape (bounded, duplicate keys refused)."""
-    from golden_al import safeio
-    from golden_al.errors import UnreadableInputError
-
-    try:
-        return safeio.load_json(read_capped(path).decode("utf-8"), path=path)
-    except UnicodeDecodeError as exc:
-        raise InputFileError(f"not a JSON document: {exc}", path=path) from None
-    except UnreadableInputError as exc:
-        raise InputFileError(exc.message, path=path) from None
 
 
 def read_json_doc(path: Path) -> Mapping[str, Any]:

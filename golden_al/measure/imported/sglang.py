@@ -11,7 +11,7 @@ from typing import Any
 from distributions.counts import AcceptanceCounts, tidy_count
 from distributions.errors import DistributionError
 from golden_al.engines import sglang as sglang_engine
-from golden_al.errors import InputFileError, LossyAcceptanceError, MixedDraftLengthsError, UsageError
+from golden_al.errors import InputFileError, MixedDraftLengthsError, UsageError
 from golden_al.measure.imported.common import (
     Imported,
     ImportOptions,
@@ -41,11 +41,7 @@ def _sglang_k(opts: ImportOptions, args: Mapping[str, Any] | None, where: Path) 
                 "true), which changes the draft length step by step; SGLang reports no per-step draft length "
                 "(neither in meta_info nor in its log), so the counts cannot be split by k and are not a curve point",
                 hint=f"measure with SGLang started without {sglang_engine.FLAG_ADAPTIVE}")
-        lossy = sglang_engine.lossy_acceptance(args)
-        if lossy:
-            raise LossyAcceptanceError(f"{where}: the server accepted lossily ({', '.join(lossy)}, below 1.0): its "
-                                       "AL is inflated and is not a golden value",
-                                       hint="import a run of a server started with the default thresholds (1.0)")
+        sglang_engine.require_lossless(args, str(where))
         if args.get(sglang_engine.SERVER_INFO_FIELDS["algorithm"]):
             try:
                 k_args = sglang_engine.draft_len_from_server_info(args).k

@@ -9,12 +9,11 @@ consecutive iterations. TensorRT-LLM's rows give totals, not a per-step histogra
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 
 from distributions.counts import AcceptanceCounts
-from golden_al.engines.trtllm.iteration_stats import IterationScan, read_iteration_file, rows_from_json
+from golden_al.engines.trtllm.iteration_stats import read_iteration_source
 from golden_al.errors import InputFileError, UsageError
 from golden_al.measure.imported.common import (
     MAX_BYTES,
@@ -22,7 +21,6 @@ from golden_al.measure.imported.common import (
     ImportOptions,
     dataset_info,
     imported_record,
-    read_json_doc_any,
     window_rows,
 )
 
@@ -32,14 +30,6 @@ __all__ = ["ITERATIONS_PER_WINDOW", "import_trtllm_iterations"]
 ITERATIONS_PER_WINDOW = 10
 
 
-def _scan(p: Path) -> IterationScan:
-    with p.open("rb") as fh:
-        head = fh.read(64).lstrip()
-    if re.match(rb"\[\s*[{\]]", head):
-        return rows_from_json(read_json_doc_any(p), str(p))
-    return read_iteration_file(p, max_bytes=MAX_BYTES)
-
-
 def import_trtllm_iterations(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:
     """One record per file (each a run), k from ``--draft-len`` (the rows do not state it)."""
     if opts.draft_len is None:
@@ -47,7 +37,7 @@ def import_trtllm_iterations(paths: Sequence[Path], opts: ImportOptions) -> list
     k = opts.draft_len
     out = []
     for p in paths:
-        scan = _scan(p)
+        scan = read_iteration_source(p, max_bytes=MAX_BYTES)
         rows = [r for r in scan.rows if r.requests > 0]
         if not rows:
             raise InputFileError("no TensorRT-LLM iteration row with specDecodingStats and a drafted request", path=p,

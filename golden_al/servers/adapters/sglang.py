@@ -10,13 +10,7 @@ from typing import Any
 
 from distributions.counts import AcceptanceCounts
 from golden_al.engines import sglang
-from golden_al.errors import (
-    GoldenALError,
-    LossyAcceptanceError,
-    MetricMissingError,
-    MixedDraftLengthsError,
-    ServerError,
-)
+from golden_al.errors import GoldenALError, MetricMissingError, MixedDraftLengthsError, ServerError
 from golden_al.formats import responses
 from golden_al.servers import synthetic
 from golden_al.servers.client import ServerClient
@@ -46,12 +40,7 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
             f"the SGLang server runs adaptive speculation ({fields['adaptive']}: true in /server_info): it changes "
             "the draft length step by step, and a histogram that mixes draft lengths is not a curve point",
             hint=f"restart it without {sglang.FLAG_ADAPTIVE}, at a fixed {sglang.FLAG_NUM_STEPS}")
-    lossy = sglang.lossy_acceptance(info)
-    if lossy:
-        raise LossyAcceptanceError(
-            f"the SGLang server accepts lossily ({', '.join(lossy)} in /server_info, below 1.0): it accepts drafts "
-            "the target would not produce, so its AL is inflated and is not a golden value",
-            hint="restart it without --speculative-accept-threshold-single/-acc (both default to 1.0)")
+    sglang.require_lossless(info, "/server_info")
     if not algo:
         raise ServerError(f"the SGLang server runs without speculative decoding ({fields['algorithm']} is null)",
                           hint=f"launch it with {sglang.FLAG_ALGORITHM}")
