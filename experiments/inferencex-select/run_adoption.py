@@ -7,7 +7,9 @@ On a copy of an InferenceX checkout (nothing in it is executed; the checkout its
 2. the adoption, with no code edit: a ``.golden-al.toml`` (policy, golden dir, baseline), a reviewed suppression
    comment on each remaining dynamic knob (the ``export "$pair"`` loops whose names come from the environment),
    and a baseline of today's pins (the list of pins to remove, reviewed once); then ``check .`` must exit 0;
-3. a new hard-coded pin must then fail (exit 1), as must a suppression without a reason.
+3. a new hard-coded pin must then fail (exit 1), as must a suppression without a reason;
+4. the YAML files that repeat a key in one mapping (srtctl's PyYAML keeps the last value), and how many of
+   them repeat a key ``check`` reads (those files ``check`` refuses as unreadable).
 
 Writes ``adoption.json`` beside this script.
 
@@ -45,6 +47,30 @@ def counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     return dict(collections.Counter(r["verdict"] for r in rows if r["waived"] is None))
 
 
+def repeated_keys(tree: Path) -> dict[str, Any]:
+    """YAML files of the tree that repeat a key in one mapping, and those whose repeat is a key check reads."""
+    from golden_al import safeio
+    from golden_al.errors import UnreadableInputError
+    from golden_al.injection.recipe import relevant_duplicates
+
+    files = sorted(p for p in tree.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file() and ".git" not in p.parts)
+    repeats: dict[str, list[str]] = {}
+    read: list[str] = []
+    for p in files:
+        try:
+            docs = safeio.load_yaml_documents(safeio.read_text(p))
+        except UnreadableInputError:
+            continue
+        found = [kv for _, node in docs for kv in safeio.repeated_keys(node)]
+        if found:
+            rel = str(p.relative_to(tree))
+            repeats[rel] = sorted({k for k, _ in found})
+            if relevant_duplicates(found, engine_prefixes=False):
+                read.append(rel)
+    return {"yaml_files": len(files), "with_repeated_keys": len(repeats), "repeating_a_key_check_reads": len(read),
+            "files": repeats}
+
+
 def suppress(tree: Path, rows: list[dict[str, Any]]) -> list[str]:
     """A reviewed suppression comment above each unresolved dynamic export (a comment, no code edit)."""
     done = []
@@ -75,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         tree = Path(tmp) / "tree"
         shutil.copytree(args.tree, tree, ignore=shutil.ignore_patterns(".git"))
         (tree / ".git").mkdir()  # the configuration search stops at the repository root
+        result["repeated_keys"] = repeated_keys(tree)
         rc, rows, summary = check(tree, "--golden-dir", "golden_al_distribution")
         result["default_policy"] = {"exit": rc, "failing": counts(rows), "summary": summary}
         rc, rows, summary = check(tree, "--golden-dir", "golden_al_distribution", "--policy", "no-pins")
