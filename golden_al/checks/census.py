@@ -814,7 +814,10 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
     exports: list[tuple[set[str], bool]] = []  # computed on first need
     sink = _Sink()
     units = sorted(_captures(root, _UNITS_QUERY), key=lambda x: (x.start_byte, -x.end_byte))
+    glued = _glued_declarations(dec, root, sink, exports, allexport)
     for n in units:
+        if any(a <= n.start_byte and n.end_byte <= b for a, b in glued):
+            continue  # read as a part of a declaration word (_glued_declarations)
         t = n.type
         if t == "heredoc_body":
             _heredoc(dec, n, sink)
@@ -871,6 +874,72 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
     return sink.result()
 
 
+def _declaration_words(node: Any) -> list[list[Any]]:
+    """The argument words of a declaration command (``export``, ``declare``, ``typeset``, ``local``,
+    ``readonly``) as bash splits them: tree-sitter-bash ends a word after a variable name, so
+    ``export NA"ME"=v`` comes as two nodes; nodes with no byte between them are one word."""
+    groups: list[list[Any]] = []
+    for c in node.children[1:]:
+        if c.type == "comment":
+            continue
+        if groups and groups[-1][-1].end_byte == c.start_byte:
+            groups[-1].append(c)
+        else:
+            groups.append([c])
+    return groups
+
+
+def _declaration_values(dec: _ShellDecoder, group: list[Any]) -> list[str]:
+    """The possible values of one declaration word made of ``group``'s nodes."""
+    parts: list[list[str]] = []
+    for c in group:
+        if c.type == "variable_name":
+            parts.append([dec.raw(c)])
+        elif c.type == "variable_assignment":
+            name, value = c.child_by_field_name("name"), c.child_by_field_name("value")
+            head = dec.raw(name) if name is not None else ""
+            values = dec.word(value) if value is not None and value.type != "array" else [""]
+            parts.append([head + "=" + v for v in values])
+        else:
+            parts.append(dec.word(c))
+    return _product(parts)
+
+
+def _glued_declarations(dec: _ShellDecoder, root: Any, sink: _Sink, exports: list[tuple[set[str], bool]],
+                        allexport: bool) -> list[tuple[int, int]]:
+    """Census entries of the declaration words that the unit loop of :func:`census_shell` cannot read
+    node by node: a word tree-sitter split in parts (``export SGLANG_SIMU"LATE_ACC_LEN"=3``) and a bare
+    name (``export NAME`` after ``printf -v NAME``/``read NAME``: the export is what a child process sees).
+    A bare name the file also assigns with ``NAME=value`` is a copy (that assignment is the occurrence).
+    Returns the byte ranges read here."""
+    read: list[tuple[int, int]] = []
+    for node in _captures(root, "(declaration_command) @d"):
+        exporting = _exports_words(dec, node)
+        for group in _declaration_words(node):
+            if len(group) == 1 and group[0].type != "variable_name":
+                continue
+            values = _declaration_values(dec, group)
+            if not any(_pattern().search(v) or _WILD in v for v in values):
+                continue
+            read.append((group[0].start_byte, group[-1].end_byte))
+            line, end = group[0].start_point[0] + 1, group[-1].end_point[0] + 1
+            for v in values:
+                name = v.split("=", 1)[0]
+                bare = "=" not in v
+                inert_names: frozenset[str] = frozenset()
+                if not exporting and name in _by_spelling():
+                    if not exports:
+                        exports.append(_exports(dec, root))
+                    exported, all_exported = exports[0]
+                    if not (allexport or all_exported) and name not in exported:
+                        inert_names = frozenset({name})
+                copied = frozenset({name}) if bare and name in dec.assigned else frozenset()
+                how = "a declaration word in parts" if len(group) > 1 else "a name exported without a value here"
+                census_text(v, line=line, end_line=end, context="shell word", sink=sink, how=how, copied=copied,
+                            inert_names=inert_names)
+    return read
+
+
 def _exports_words(dec: _ShellDecoder, node: Any) -> bool:
     """Whether ``node`` is ``export``/``declare -x``/``typeset -x``/``local -x``: its words name variables
     that child processes see."""
@@ -889,16 +958,9 @@ def _exports(dec: _ShellDecoder, root: Any) -> tuple[set[str], bool]:
     while stack:
         n = stack.pop()
         if n.type == "declaration_command" and n.children:
-            head = dec.raw(n.children[0])
-            words = [dec.raw(c) for c in n.children[1:]]
-            if head == "export" or any(w.startswith("-") and "x" in w for w in words):
-                for c in n.children[1:]:
-                    if c.type == "variable_assignment" and c.child_by_field_name("name") is not None:
-                        names.add(dec.raw(c.child_by_field_name("name")))
-                    elif c.type == "variable_name":
-                        names.add(dec.raw(c))
-                    else:
-                        names.update(v.split("=", 1)[0] for v in dec.word(c))
+            if _exports_words(dec, n):
+                for group in _declaration_words(n):
+                    names.update(v.split("=", 1)[0] for v in _declaration_values(dec, group))
         elif n.type == "command":
             words = [w for c in n.children for w in dec.word(c.children[0] if c.type == "command_name" and c.children
                                                               else c)]
@@ -942,6 +1004,8 @@ def _inert_word(dec: _ShellDecoder, word: Any) -> str | None:
         values = dec.word(args[idx])
         if values and all(_SED_DELETE.match(v) for v in values):
             return "a sed script that only deletes the lines holding it"
+    if head == "printf" and idx is not None and any(dec.raw(a) == "-v" for a in args[:idx]):
+        return None  # printf -v NAME assigns the variable NAME, it prints nothing
     if head in _DISPLAY and _to_terminal(dec, n):
         return f"{head} writes it to the terminal only"
     return None

@@ -56,6 +56,12 @@ def _check(tmp_path: Path, name: str, text: str) -> list:
     ("l.yaml", 'command: ["sh", "-c", "export SGLANG_SIMULATE_ACC_\'LEN\'=2.22; exec server"]\n'),
     ("m.sh", "cat > cfg.json <<'EOF'\n{\"synthetic_acceptance_l\\u0065ngth\": 2.2}\nEOF\n"),
     ("n.sh", "vllm serve m --speculative-config \"{\\\"rejection_sample_method\\\": \\\"synthetic\\\"}\"\n"),
+    # issue 38: a name assigned by a builtin, then exported; a name quoted in parts inside the name
+    ("o.sh", "printf -v SGLANG_SIMULATE_ACC_LEN '%s' 2.22\nexport SGLANG_SIMULATE_ACC_LEN\n"),
+    ("p.sh", "read -r SGLANG_SIMULATE_ACC_LEN <<< 2.22\nexport SGLANG_SIMULATE_ACC_LEN\n"),
+    ("q.sh", 'export SGLANG_SIMU"LATE_ACC_LEN"=2.22\n'),
+    ("r.sh", 'typeset -x SGLANG_SIM"ULATE_ACC_"LEN\nSGLANG_SIMULATE_ACC_LEN=2.22\n'),
+    ("s.sh", "mapfile -t SGLANG_SIMULATE_ACC_LEN <<< 2.22\nexport SGLANG_SIMULATE_ACC_LEN\n"),
 ])
 def test_hostile_forms_are_found_and_fail(tmp_path: Path, name: str, text: str) -> None:
     findings = _check(tmp_path, name, text)
@@ -70,6 +76,22 @@ def test_hostile_forms_through_the_cli_exit_1(tmp_path: Path, capsys) -> None:
     assert "run.sh:1:" in out
 
 
+@pytest.mark.parametrize("text", [
+    "export SGLANG_SIMULATE_ACC_LEN\n",                                  # set by the caller, exported here
+    "printf -v SGLANG_SIMULATE_ACC_LEN %s 2.2\nexport SGLANG_SIMULATE_ACC_LEN\n",
+])
+def test_a_name_exported_without_a_value_in_the_file_needs_a_pin(text: str) -> None:
+    last = text.count("\n")
+    sites = [o for o in census.iter_pin_sites(census.census_shell(text)) if o.line == last]
+    assert sites
+    assert sites[0].term.spelling == SGL
+
+
+def test_a_bare_export_of_a_name_the_file_assigns_is_a_copy() -> None:
+    occ = census.census_shell("SGLANG_SIMULATE_ACC_LEN=2.2\nexport SGLANG_SIMULATE_ACC_LEN\n")
+    assert [o.line for o in census.iter_pin_sites(occ)] == [1]
+
+
 @pytest.mark.parametrize(("text", "inert"), [
     ('echo "SGLANG_SIMULATE_ACC_LEN=$X"\n', True),           # to the terminal
     ('echo "SGLANG_SIMULATE_ACC_LEN=2" >&2\n', True),
@@ -81,6 +103,10 @@ def test_hostile_forms_through_the_cli_exit_1(tmp_path: Path, capsys) -> None:
     ("SIMULATE_ACC_LEN=2.99\n", True),                        # a shell variable never exported
     ("SIMULATE_ACC_LEN=2.99\nexport SIMULATE_ACC_LEN\n", False),
     ("set -a\nSIMULATE_ACC_LEN=2.99\n", False),
+    ("printf -v SIMULATE_ACC_LEN %s 2.99\n", False),        # printf -v assigns, it prints nothing
+    ("printf 'SIMULATE_ACC_LEN=%s' 2.99\n", True),
+    ('declare SIMU"LATE_ACC_LEN"=2.99\n', True),             # declared, never exported
+    ('declare -x SIMU"LATE_ACC_LEN"=2.99\n', False),
 ])
 def test_only_provably_inert_shell_uses_are_left_alone(text: str, inert: bool) -> None:
     occ = [o for o in census.census_shell(text) if o.term.role == "value" and not o.derived]
