@@ -4,7 +4,8 @@ On a copy of an InferenceX checkout (nothing in it is executed; the checkout its
 
 1. ``check . --policy no-pins``: every hard-coded value must be listed (``pinned`` where it matches, its own
    failing verdict otherwise), and no agentic speculative recipe may be ``unselectable``;
-2. the adoption, with no code edit: a ``.golden-al.toml`` (policy, golden dir, baseline), a reviewed suppression
+2. the adoption, with no code edit: a ``.golden-al.toml`` (policy, golden dir, baseline, and ``exclude`` for the
+   harness's Python injectors, which write the value selected at launch), a reviewed suppression
    comment on each remaining dynamic knob (the ``export "$pair"`` loops whose names come from the environment),
    and a baseline of today's pins (the list of pins to remove, reviewed once); then ``check .`` must exit 0;
 3. a new hard-coded pin must then fail (exit 1), as must a suppression without a reason;
@@ -34,6 +35,9 @@ from golden_al.provenance import atomic_write_text, now_iso
 
 HERE = Path(__file__).resolve().parent
 REASON = "the variable names come from MODEL_ENVS at run time (harness-owned model environment), reviewed"
+#: The harness's own injectors write the value selected at launch (the selector, not a pin): left out, reviewed.
+INJECTORS = "runners/synthetic_injectors/*.py"
+INJECTORS_REASON = "the injectors write the golden value selected at launch from the committed store; reviewed"
 
 
 def check(tree: Path, *args: str) -> tuple[int, list[dict[str, Any]], str]:
@@ -109,8 +113,10 @@ def main(argv: list[str] | None = None) -> int:
         result["no_pins"] = {"exit": rc, "failing": counts(rows), "summary": summary,
                              "hard_coded_values_listed": len(pins),
                              "unselectable": sum(r["verdict"] == "unselectable" for r in rows)}
-        (tree / ".golden-al.toml").write_text('policy = "no-pins"\ngolden-dir = "golden_al_distribution"\n'
-                                              'baseline = ".golden-al-baseline.json"\n')
+        result["launcher_code"] = [f"{r['file']}:{r['line']}" for r in rows if r["file"].endswith(".py")]
+        (tree / ".golden-al.toml").write_text(
+            'policy = "no-pins"\ngolden-dir = "golden_al_distribution"\nbaseline = ".golden-al-baseline.json"\n'
+            f'# {INJECTORS_REASON}\nexclude = ["{INJECTORS}"]\n')
         result["suppressed"] = suppress(tree, rows)
         rc_write, _, summary = check(tree, "--write-baseline", ".golden-al-baseline.json")
         baseline = json.loads((tree / ".golden-al-baseline.json").read_text())

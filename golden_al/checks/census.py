@@ -59,6 +59,7 @@ __all__ = [
     "census_text",
     "iter_pin_sites",
     "may_hold_knob",
+    "names_knob_in_parts",
     "vocabulary",
 ]
 
@@ -283,11 +284,12 @@ def census_text(text: str, *, line: int, end_line: int, context: str, sink: _Sin
         sink.add(Occurrence(at, max(at, end_line), term, context, _shorten(text), value, known, certain, how,
                             key_line, derived=term.spelling in copied, inert=why))
     if _WILD in text:
-        _possible(text, line=line, end_line=end_line, context=context, sink=sink, how=how, key_line=key_line)
+        _possible(text, line=line, end_line=end_line, context=context, sink=sink, how=how, key_line=key_line,
+                  inert=inert)
 
 
 def _possible(text: str, *, line: int, end_line: int, context: str, sink: _Sink, how: str,
-              key_line: int | None) -> None:
+              key_line: int | None, inert: str | None = None) -> None:
     """Tokens with unknown parts that can spell a knob (module docstring: assembled names)."""
     for tok in _TOKEN.findall(text):
         if _WILD not in tok:
@@ -305,7 +307,7 @@ def _possible(text: str, *, line: int, end_line: int, context: str, sink: _Sink,
                         continue
                     sink.add(Occurrence(line, end_line, term, context, _shorten(text), None, False, False,
                                         (how + "; " if how else "") + f"{_shorten(tok, 60)} can spell it "
-                                        "with its parts set outside the file", key_line))
+                                        "with its parts set outside the file", key_line, inert=inert))
 
 
 # ------------------------------------------------------------------- strings in strings
@@ -499,6 +501,12 @@ def _key(name: str, value: Any, *, line: int, end_line: int, context: str, sink:
 
 
 # ------------------------------------------------------------------------------ YAML
+
+
+def names_knob_in_parts(text: str) -> bool:
+    """Whether ``text`` spells a knob anywhere once its quotes and backslashes are removed
+    (``SGLANG_"SIMULATE"_ACC_LEN``): the test for a file of a kind no reader decodes."""
+    return _substring_rx().search(re.sub(r"[\\'\"]", "", text)) is not None
 
 
 def may_hold_knob(text: str) -> bool:
@@ -813,11 +821,10 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
     dec = _ShellDecoder(data, root)
     exports: list[tuple[set[str], bool]] = []  # computed on first need
     sink = _Sink()
-    units = sorted(_captures(root, _UNITS_QUERY), key=lambda x: (x.start_byte, -x.end_byte))
-    glued = _glued_declarations(dec, root, sink, exports, allexport)
-    for n in units:
+    glued = _glued_declarations(dec, root, sink, exports, allexport)  # these nodes are read there
+    for n in sorted(_captures(root, _UNITS_QUERY), key=lambda x: (x.start_byte, -x.end_byte)):
         if any(a <= n.start_byte and n.end_byte <= b for a, b in glued):
-            continue  # read as a part of a declaration word (_glued_declarations)
+            continue
         t = n.type
         if t == "heredoc_body":
             _heredoc(dec, n, sink)
@@ -1125,3 +1132,135 @@ def iter_pin_sites(occurrences: Iterable[Occurrence]) -> Iterator[Occurrence]:
     for occ in occurrences:
         if occ.term.role in ("value", "switch") and not occ.derived and occ.inert is None:
             yield occ
+
+
+# ---------------------------------------------------------------------------- Python
+
+
+def census_python(text: str) -> list[Occurrence]:
+    """Occurrences in a Python file (a launcher): every string expression, decoded by Python's own parser
+    (escapes, implicit concatenation), as itself, as shell words and as JSON inside it. What the code
+    computes is an unknown part: an f-string's fields, a ``+`` operand that is not a literal, a
+    ``.format``/``%`` placeholder, an item of ``"".join([...])`` that is not a literal. A docstring sets
+    nothing; comments are not data.
+
+    Raises:
+        SyntaxError: the file does not parse as Python (the caller reports it).
+    """
+    import ast
+
+    tree = ast.parse(text)
+    inert_at = _python_inert(tree)
+    sink = _Sink()
+    inner: set[int] = set()  # string nodes read as a part of a larger string expression
+    for node in ast.walk(tree):
+        if id(node) in inner:
+            continue
+        values = _python_string(node, inner)
+        if values is None or not hasattr(node, "lineno"):
+            continue
+        line = node.lineno
+        end = getattr(node, "end_lineno", None) or line
+        inert = inert_at.get(id(node))
+        for v in values:
+            _string_census(v, line=line, end_line=end, context="Python string", sink=sink, key_line=None, depth=0,
+                           inert=inert)
+    for node in ast.walk(tree):  # a keyword argument's name: dict(NAME=...), os.environ.update(NAME=...)
+        if isinstance(node, ast.keyword) and node.arg is not None:
+            value = node.value.value if isinstance(node.value, ast.Constant) and isinstance(
+                node.value.value, (str, int, float)) else _WILD
+            census_text(f"{node.arg}={value}", line=node.lineno, end_line=node.lineno, context="Python keyword",
+                        sink=sink)
+    return sink.result()
+
+
+def _python_inert(tree: Any) -> dict[int, str]:
+    """String nodes of a Python tree that provably set nothing, with why: docstrings, a name the code reads
+    from the environment (``os.environ.get(K)``, ``os.getenv(K)``, ``os.environ[K]`` read), a string compared
+    in a test (``K in os.environ``, ``"K" in text``), and the message of an exception or of ``sys.exit``
+    (standard error)."""
+    import ast
+
+    def environ(n: Any) -> bool:
+        return (isinstance(n, ast.Attribute) and n.attr == "environ") or (isinstance(n, ast.Name)
+                                                                          and n.id == "environ")
+
+    out: dict[int, str] = {}
+
+    def mark(root: Any, why: str) -> None:
+        for sub in ast.walk(root):
+            out.setdefault(id(sub), why)
+
+    read = "read from the environment, not set"
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(
+                    first.value.value, str):
+                out[id(first.value)] = "a docstring"
+        elif isinstance(node, ast.Call) and node.args:
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if (name == "get" and isinstance(f, ast.Attribute) and environ(f.value)) or name == "getenv":
+                mark(node.args[0], read)
+            elif name == "exit" and isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name) and \
+                    f.value.id == "sys":
+                mark(node, "the message of sys.exit (standard error)")
+        elif isinstance(node, ast.Subscript) and environ(node.value) and isinstance(node.ctx, ast.Load):
+            mark(node.slice, read)
+        elif isinstance(node, ast.Compare):
+            for operand in (node.left, *node.comparators):
+                if isinstance(operand, (ast.Constant, ast.JoinedStr, ast.BinOp)):
+                    mark(operand, "compared in a test, not set")
+        elif isinstance(node, ast.Raise) and node.exc is not None:
+            mark(node.exc, "an exception's message")
+    return out
+
+
+_PERCENT = re.compile(r"%(?:\([^)]*\))?[-#0 +]*\d*(?:\.\d+)?[a-zA-Z%]")
+_BRACES = re.compile(r"\{[^{}]*\}")
+
+
+def _python_string(node: Any, inner: set[int]) -> list[str] | None:
+    """The possible values of a string expression (unknown parts as wildcards), or None when ``node`` is not
+    one. Marks the string nodes read as its parts in ``inner``."""
+    import ast
+
+    if isinstance(node, ast.Constant):
+        return [node.value] if isinstance(node.value, str) else None
+    if isinstance(node, ast.JoinedStr):
+        parts: list[list[str]] = []
+        for v in node.values:
+            inner.add(id(v))
+            parts.append([v.value] if isinstance(v, ast.Constant) and isinstance(v.value, str) else [_WILD])
+        return _product(parts)
+    if isinstance(node, ast.BinOp) and isinstance(node.op, (ast.Add, ast.Mod)):
+        left = _python_string(node.left, inner)
+        if isinstance(node.op, ast.Mod):
+            if left is None:
+                return None
+            inner.add(id(node.left))
+            return [_PERCENT.sub(_WILD, v) for v in left]
+        right = _python_string(node.right, inner)
+        if left is None and right is None:
+            return None
+        inner.update((id(node.left), id(node.right)))
+        return _product([left or [_WILD], right or [_WILD]])
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        receiver = _python_string(node.func.value, set())
+        if receiver is None:
+            return None
+        if node.func.attr == "format":
+            inner.add(id(node.func.value))
+            return [_BRACES.sub(_WILD, v) for v in receiver]
+        if node.func.attr == "join" and node.args and isinstance(node.args[0], (ast.List, ast.Tuple)):
+            inner.add(id(node.func.value))
+            items = []
+            for i, item in enumerate(node.args[0].elts):
+                inner.add(id(item))
+                got = _python_string(item, inner)
+                items.append(got or [_WILD])
+                if i < len(node.args[0].elts) - 1:
+                    items.append(receiver)
+            return _product(items)
+    return None

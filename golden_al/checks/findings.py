@@ -27,22 +27,23 @@ __all__ = [
 ]
 
 Verdict = Literal["match", "mismatch", "no-golden", "wrong-method", "undetermined", "missing-companion",
-                  "non-agentic-simulation", "unsafe-value", "unresolved", "unreadable", "pinned", "unselectable",
-                  "bad-suppression"]
+                  "non-agentic-simulation", "unsafe-value", "unresolved", "unreadable", "unread", "pinned",
+                  "unselectable", "bad-suppression"]
 #: ``pinned`` and ``unselectable``: the ``no-pins`` policy (a hard-coded value, even a matching one; a recipe
 #: ``select`` cannot plan); ``bad-suppression``: an inline suppression without a reason or verdict.
 VERDICTS: tuple[str, ...] = ("match", "mismatch", "no-golden", "wrong-method", "undetermined", "missing-companion",
-                             "non-agentic-simulation", "unsafe-value", "unresolved", "unreadable", "pinned",
-                             "unselectable", "bad-suppression")
+                             "non-agentic-simulation", "unsafe-value", "unresolved", "unreadable", "unread",
+                             "pinned", "unselectable", "bad-suppression")
 #: Verdicts that make ``golden-al check`` exit 1: every verdict but ``match`` (pass means proven).
 #: ``unresolved``: a knob the census found that no reader turned into a checked pin
 #: (:mod:`golden_al.checks.census`); ``unreadable``: a file that was not read and parsed in full
-#: (:mod:`golden_al.checks.unreadable`).
+#: (:mod:`golden_al.checks.unreadable`); ``unread``: a file of a kind ``check`` does not read whose text
+#: names a knob (:mod:`golden_al.checks.file_kinds`).
 FAILING_VERDICTS: frozenset[str] = frozenset(v for v in VERDICTS if v != "match")
 #: The failing verdicts ``check --allow`` may relax (adoption: a tree whose curves are not all committed yet).
 ALLOWABLE_VERDICTS: tuple[str, ...] = ("no-golden", "undetermined")
 #: Which verdict a finding gets when several problems apply (highest first).
-SEVERITY: tuple[str, ...] = ("unreadable", "bad-suppression", "unresolved", "unsafe-value", "missing-companion",
+SEVERITY: tuple[str, ...] = ("unreadable", "unread", "bad-suppression", "unresolved", "unsafe-value", "missing-companion",
                              "non-agentic-simulation", "mismatch", "wrong-method", "undetermined", "no-golden",
                              "unselectable", "pinned", "match")
 

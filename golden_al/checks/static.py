@@ -1,7 +1,9 @@
 """``golden-al check``: every pinned synthetic-acceptance value in a tree, against the golden store.
 
 :func:`check_paths` walks files and directories (recipe and master-config YAML, shell
-scripts, JSON submissions; other files are skipped, and nothing is ever executed),
+scripts, JSON submissions, Dockerfiles, Python launchers, Jinja templates: the kinds of
+:mod:`golden_al.checks.file_kinds`; any other file that names a knob is ``unread``; nothing is
+ever executed),
 collects every :class:`~golden_al.checks.findings.Pin` (:mod:`~golden_al.checks.yaml_configs`,
 :mod:`~golden_al.checks.scripts`) and turns each into a
 :class:`~golden_al.checks.findings.Finding` with :func:`evaluate`:
@@ -33,7 +35,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,12 +49,21 @@ from golden_al.checks.census import (
     Occurrence,
     census_data,
     census_json,
+    census_python,
     census_shell,
     census_text,
     iter_pin_sites,
     may_hold_knob,
+    names_knob_in_parts,
 )
 from golden_al.checks.context import MASTER_LENGTH_KEY, parse_number
+from golden_al.checks.file_kinds import (
+    dockerfile_as_shell,
+    file_kind,
+    jinja_as_text,
+    jinja_inner_kind,
+    python_env_as_shell,
+)
 from golden_al.checks.findings import (
     SEVERITY,
     Finding,
@@ -67,7 +77,7 @@ from golden_al.checks.resolution import (
     resolve_model,
     resolve_thinking,
 )
-from golden_al.checks.unreadable import unreadable_findings
+from golden_al.checks.unreadable import unread_findings, unreadable_findings
 from golden_al.engines import get_profile
 from golden_al.engines._values import format_value
 from golden_al.engines.profile import PinContext, PinReview
@@ -78,9 +88,6 @@ __all__ = ["DEFAULT_MAX_FILE_SIZE", "CheckReport", "check_paths", "curve_method"
 
 _SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache",
               ".hypothesis", ".ruff_cache", ".eggs", "site-packages"}
-_YAML = (".yaml", ".yml")
-_SHELL = (".sh", ".bash", ".slurm")
-_JSON = (".json",)
 #: Default ``--max-file-size``: a larger file is ``unreadable`` (a failure, never a skip).
 DEFAULT_MAX_FILE_SIZE = safeio.DEFAULT_MAX_BYTES
 
@@ -134,21 +141,6 @@ class CheckReport:
 # ------------------------------------------------------------------------ walking
 
 
-def _kind(path: Path, head: bytes) -> str | None:
-    suffix = path.suffix.lower()
-    if suffix in _YAML:
-        return "yaml"
-    if suffix in _SHELL:
-        return "shell"
-    if suffix == ".env" or path.name == ".env":
-        return "dotenv"  # KEY=VALUE lines (compose env_file), read as shell assignments that are all exported
-    if suffix in _JSON:
-        return "json"
-    if suffix == "" and head.startswith(b"#!") and re.match(rb"#![^\n]*\b(ba|z|k|da)?sh\b", head):
-        return "shell"
-    return None
-
-
 def _head(path: Path) -> bytes | UnreadableInputError:
     """The first bytes of a regular file (never opening a FIFO or device), or why not."""
     try:
@@ -182,7 +174,7 @@ def excluded(path: Path, root: Path, patterns: Sequence[str]) -> bool:
 
 def iter_candidate_files(paths: Sequence[str | Path], *, exclude: Sequence[str] = (),
                          skipped: list[Path] | None = None) -> Iterable[tuple[Path, str]]:
-    """(file, kind) for every YAML/shell/JSON file under ``paths`` (given files always).
+    """(file, kind) for every file under ``paths`` that ``check`` reads (:func:`file_kind`; given files always).
 
     Fail closed: inside a directory, an entry that is not a regular file or directory (a
     FIFO, socket, device, or a symbolic link to one, or a dangling link) and a file whose
@@ -223,15 +215,15 @@ def iter_candidate_files(paths: Sequence[str | Path], *, exclude: Sequence[str] 
                     if isinstance(head, UnreadableInputError):
                         yield f, "unreadable"
                         continue
-                    kind = _kind(f, head)
+                    kind = file_kind(f, head)
                     if kind:
                         yield f, kind
         else:
             head = _head(p)
             if isinstance(head, UnreadableInputError):
-                yield p, _kind(p, b"") or "unreadable"
+                yield p, file_kind(p, b"") or "unreadable"
                 continue
-            yield p, _kind(p, head) or "text"
+            yield p, file_kind(p, head) or "other"  # a file given by name is read, whatever its kind
 
 
 # ---------------------------------------------------------------------- evaluation
@@ -643,12 +635,23 @@ class _Checker:
                 exc.problem, path=path, line=exc.line or None, reason="parse-error",
                 hint="fix the script so that bash (and tree-sitter-bash) can parse it"), text)
             return
+        except SyntaxError as exc:
+            self._unreadable(shown, UnreadableInputError(
+                f"Python: {exc.msg}", path=path, line=exc.lineno, reason="parse-error",
+                hint="fix the file so that Python's own parser reads it"), text)
+            return
+        except _Unread as exc:
+            report.findings.extend(unread_findings(shown, exc.occurrences, exc.text, kind))
+            report.files_with_pins += 1
+            return
         except (RecursionError, ValueError, IndexError, KeyError, TypeError, OverflowError,
                 DistributionError) as exc:
             self._unreadable(shown, UnreadableInputError(f"cannot analyse ({type(exc).__name__}: {exc})",
                                                          path=path, reason="parse-error"), text)
             return
         if read is None:
+            if kind == "other":  # a text file no launcher is known to consume, and it names no knob
+                report.files_scanned -= 1
             return
         occurrences, pins = read
         report.occurrences += sum(1 for _ in iter_pin_sites(occurrences))
@@ -672,6 +675,7 @@ class _Checker:
             YamlError / ShellSyntaxError / ValueError ...: the file does not parse or analyse.
         """
         from golden_al.checks.bash import ShellSyntaxError
+        from golden_al.checks.census import _Sink
         from golden_al.checks.scripts import extract_shell_pins
         from golden_al.checks.yaml_configs import (
             YamlError,
@@ -709,11 +713,30 @@ class _Checker:
             if _needs_pins(occurrences):
                 pins, diags = extract_shell_pins(text, shown, census=occurrences)
                 self.report.diagnostics.extend(diags)
-        else:
-            occurrences = _census_plain(text)
+        elif kind == "dockerfile":
+            return self._read_pins(path, "shell", dockerfile_as_shell(text), shell_census)
+        elif kind == "python":
+            occurrences = census_python(text)  # a SyntaxError is the file's unreadable finding
+            if _needs_pins(occurrences):
+                pins, diags = extract_shell_pins(python_env_as_shell(text), shown, census=occurrences)
+                self.report.diagnostics.extend(diags)
+        elif kind == "jinja" and (inner := jinja_inner_kind(path)) is not None:
+            rendered, tags = jinja_as_text(text, inner)
+            inner_read = self._read_pins(path, inner, rendered, shell_census)
+            occurrences, pins = inner_read if inner_read is not None else ([], [])
+            sink = _Sink()
+            for line, tag in tags:  # a name a tag computes or prints is a census entry of its own
+                census_text(tag, line=line, end_line=line + tag.count("\n"), context="Jinja tag", sink=sink)
+            occurrences = sorted([*occurrences, *sink.result()], key=lambda o: o.line)
             if not occurrences:
-                self.report.diagnostics.append(f"{shown}: not a YAML, JSON or shell file, and it names no knob")
                 return None
+        else:  # other, or a template of an unknown kind: read only when it provably names no knob
+            occurrences = _census_plain(text)
+            if not occurrences and not names_knob_in_parts(text):
+                return None
+            if path.suffix == "" and kind == "other" and _parses_as_shell(text):
+                return self._read_pins(path, "shell", text, shell_census)  # an extension-less script, no shebang
+            raise _Unread(occurrences, text)
         return occurrences, pins
 
 
@@ -800,6 +823,26 @@ def _census_composed(text: str) -> list[Occurrence] | None:
     for _, node in nodes:
         out.extend(census_data(node))
     return out
+
+
+class _Unread(Exception):
+    """A file of a kind ``check`` does not read whose text names a knob (an ``unread`` finding)."""
+
+    def __init__(self, occurrences: list[Occurrence], text: str) -> None:
+        super().__init__("unread")
+        self.occurrences = occurrences
+        self.text = text
+
+
+def _parses_as_shell(text: str) -> bool:
+    from golden_al.checks.bash import ShellSyntaxError
+    from golden_al.checks.bash.parse import parse_script
+
+    try:
+        parse_script(text)
+    except ShellSyntaxError:
+        return False
+    return True
 
 
 def _census_plain(text: str) -> list[Occurrence]:

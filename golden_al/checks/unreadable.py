@@ -15,14 +15,16 @@ pin the broken file hides.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from golden_al.checks.findings import Finding
 from golden_al.engines import engine_names, get_profile
 from golden_al.errors import UnreadableInputError
 
-__all__ = ["KnobLine", "scan_knob_lines", "unreadable_findings"]
+__all__ = ["KnobLine", "scan_knob_lines", "unread_findings", "unreadable_findings"]
 
 #: The InferenceX harness's own knob (``SYNTHETIC_ACCEPTANCE_LENGTH=...`` in master configs).
 _HARNESS_KNOB = "SYNTHETIC_ACCEPTANCE_LENGTH"
@@ -101,3 +103,36 @@ def unreadable_findings(path: str, error: UnreadableInputError, text: str | None
 
 def _verb(reason: str) -> str:
     return "decoded" if reason in ("not-decodable", "nul-byte") else "parsed"
+
+
+def unread_findings(path: str, occurrences: Sequence[Any], text: str, kind: str) -> list[Finding]:
+    """``unread`` findings: a file of a kind ``check`` does not read (:mod:`golden_al.checks.file_kinds`)
+    whose text names a knob, one per line that names one (the first line when only a name in parts does)."""
+    from golden_al.checks.census import names_knob_in_parts
+
+    what = "a Jinja template whose inner file kind is unknown" if kind == "jinja" else \
+        "a file of a kind golden-al does not read"
+    hint = ("a launcher that consumes it may set the knob: move the setting to a file check reads (YAML, JSON, "
+            "shell, Dockerfile, Python), or leave the file out with exclude = [...] in .golden-al.toml or --exclude "
+            "when nothing consumes it")
+    by_line: dict[int, Any] = {}
+    for occ in occurrences:
+        by_line.setdefault(occ.line, occ)
+    if not by_line:
+        lines = text.splitlines() or [""]
+        first = next((i for i, ln in enumerate(lines, 1) if names_knob_in_parts(ln)), 1)
+        return [Finding(file=path, line=first, engine="unknown", algorithm=None, model=None, thinking=None,
+                        thinking_source="not read", draft_len=None, pinned_value=None, implied_al=None,
+                        expected_al=None, verdict="unread",
+                        message=f"{what}; its text names a knob in parts at line {first}: "
+                                f"{lines[first - 1].strip()[:160]!r} (hint: {hint})")]
+    out = []
+    for line, occ in sorted(by_line.items()):
+        value = str(occ.value) if occ.value_known else None
+        out.append(Finding(file=path, line=line, engine=occ.engine, algorithm=None, model=None, thinking=None,
+                           thinking_source="not read", draft_len=None, pinned_value=value, implied_al=None,
+                           expected_al=None, verdict="unread",
+                           message=f"{occ.term.spelling} is named in {what}, so it cannot be proven to match: "
+                                   f"{occ.text!r} (hint: {hint})"))
+    return out
+

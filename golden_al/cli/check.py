@@ -1,7 +1,8 @@
 """``golden-al check PATH...``: every pinned synthetic-acceptance value against the golden store.
 
-Reads recipe YAML, master-config YAML, shell scripts and JSON submissions statically (no
-script is ever executed). Every occurrence of every registered engine's knob, as the file's
+Reads recipe YAML, master-config YAML, shell scripts, JSON submissions, Dockerfiles, Python
+launchers and Jinja templates statically (nothing is ever executed); any other file whose text
+names a knob is ``unread``. Every occurrence of every registered engine's knob, as the file's
 consumer decodes it (:mod:`golden_al.checks.census`), ends as a finding. Exit 0 only when
 every finding is ``match`` (``--allow no-golden,undetermined`` relaxes those two for
 adoption); 1 otherwise; 2 on usage errors and when nothing was scanned. Control characters
