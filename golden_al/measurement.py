@@ -292,6 +292,9 @@ class MeasurementRecord(_Strict):
     per_server: list[ServerShare] | None = Field(
         default=None, description="sub-counts per data-parallel replica (several --server URLs); totals above")
     warnings: list[str] = Field(default_factory=list)
+    checks: dict[str, int] | None = Field(
+        default=None, description="against a server: the guards that passed while this session measured, and how "
+        "many times (answers, units or probes; golden_al.servers.checks_ran names them); None for other modes")
     provenance: dict[str, Any]
 
     @model_validator(mode="before")

@@ -25,6 +25,7 @@ from golden_al.measurement import (
 )
 from golden_al.provenance import collect, now_iso
 from golden_al.servers.cell import CellPlan, ChatPrompt
+from golden_al.servers.checks_ran import ran
 
 __all__ = [
     "MIN_WINDOWS",
@@ -106,6 +107,8 @@ def cross_check(plan: CellPlan, counts: AcceptanceCounts, responses: Sequence[Ma
                 + ("the field is missing, so who wrote it cannot be checked" if got is None else
                    "the server changed (or another one answered) during the run"),
                 hint="measure one server that serves one model for the whole run")
+        if "choices" in resp:
+            ran("answer-model")
     outs = [usage_tokens(r)[1] for r in responses]
     missing = sum(c is None for c in outs)
     if missing:
@@ -114,6 +117,7 @@ def cross_check(plan: CellPlan, counts: AcceptanceCounts, responses: Sequence[Ma
                                   "cannot be checked against the tokens generated, so they are not recorded",
                                   hint="a server that reports acceptance reports its token counts too; is the "
                                        "endpoint or a proxy stripping usage?")
+    ran("completion-tokens", len(outs))
     check_unit(counts, k=plan.draft_len, completion_tokens=sum(c for c in outs if c is not None),
                requests=len(responses), label=label, draft_method=plan.draft_method,
                exact_proposals=get_profile(plan.engine).exact_proposals)

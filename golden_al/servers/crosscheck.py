@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from distributions.counts import AcceptanceCounts
 from golden_al.errors import EngineError
+from golden_al.servers.checks_ran import ran
 
 __all__ = ["CountsDisagreeError", "check_unit"]
 
@@ -63,6 +64,7 @@ def check_unit(counts: AcceptanceCounts, *, k: int, completion_tokens: int | Non
     if any(float(v) > 0 for v in hist[k + 1:]):
         raise CountsDisagreeError(f"{label}: the histogram has steps that accepted more than k = {k} drafts "
                                   f"({[float(v) for v in hist]})", hint="is the server's draft length the k asked for?")
+    ran("k-bound")
     proposed = counts.num_draft_tokens
     if proposed is None and exact_proposals and steps > 0:  # the one evidence of k in the answer: not optional
         raise CountsDisagreeError(f"{label}: {steps:g} verify steps but no proposed-draft count "
@@ -76,10 +78,13 @@ def check_unit(counts: AcceptanceCounts, *, k: int, completion_tokens: int | Non
             raise CountsDisagreeError(f"{label}: {p:g} proposed drafts in {steps:g} verify steps is not "
                                       f"{'exactly ' if exact_proposals else 'at most '}k = {k} per step",
                                       hint="the server drafts another length than the one asked for")
+        ran("proposed-exact" if exact_proposals else "proposed-at-most-k")
         if steps > k * (k - 1) / 2 and p <= (k - 1) * steps and _every_step(draft_method):
             raise CountsDisagreeError(f"{label}: {p:g} proposed drafts in {steps:g} verify steps is {p / steps:.2f} "
                                       f"per step: a server drafting k = {k} proposes more than {k - 1}",
                                       hint="the server drafts a shorter length than the one asked for")
+        if steps > k * (k - 1) / 2 and _every_step(draft_method):
+            ran("proposed-floor")
     if completion_tokens is None or requests < 1:
         return
     emitted = steps + accepted
@@ -90,8 +95,11 @@ def check_unit(counts: AcceptanceCounts, *, k: int, completion_tokens: int | Non
             f"{label}: {steps:g} verify steps and {accepted:g} accepted drafts emit {emitted:g} tokens, but the "
             f"{requests} request(s) generated {completion_tokens} (at most {budget + slack:g} with k = {k})",
             hint="the server's counts are not this request's: another request, another server, or made up")
+    ran("tokens-upper-bound")
     if _every_step(draft_method) and emitted < budget - slack - 1e-9:
         raise CountsDisagreeError(
             f"{label}: {steps:g} verify steps and {accepted:g} accepted drafts emit {emitted:g} tokens, but the "
             f"{requests} request(s) generated {completion_tokens} (at least {budget - slack:g} with k = {k})",
             hint="the server's counts miss steps of this request: is it the server the request went to?")
+    if _every_step(draft_method):
+        ran("tokens-lower-bound")

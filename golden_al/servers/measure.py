@@ -35,7 +35,7 @@ import hashlib
 import itertools
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,6 +56,7 @@ from golden_al.measurement import (
     write_record,
 )
 from golden_al.provenance import now_iso
+from golden_al.servers import checks_ran
 from golden_al.servers.cell import (
     CELL_FILE,
     SESSION_FILE,
@@ -432,13 +433,18 @@ def _batch_result(plan: CellPlan, batch: Sequence[_Window], number: int, retried
 async def measure_cell(client: ServerClient | Sequence[ServerClient], plan: CellPlan, source: Source,
                        directory: str | Path, *, resume: bool = False, progress: ProgressFn | None = None,
                        server: ServerInfo | None = None, engine_version: str | None = None,
-                       warnings: Sequence[str] = ()) -> MeasurementRecord:
+                       warnings: Sequence[str] = (),
+                       closing_probe: Callable[[], Awaitable[None]] | None = None) -> MeasurementRecord:
     """Measure every prompt of ``plan`` not measured yet, then write ``measurement.json``.
 
     ``client`` may be several clients, one per data-parallel replica: prompt ``i`` goes
     to replica ``i mod n``, each keeps ``plan.concurrency`` in flight and has its own
     counter windows, and the record holds the totals plus ``per_server`` sub-counts
     (check that the replicas agree first: :func:`golden_al.servers.replicas.check_replicas_agree`).
+
+    ``closing_probe`` runs after the last unit and before the record is written: it asks the server who it is
+    again and raises when that changed (the record is then not written; the rows stay). The record's
+    ``checks`` are the guards that passed in the caller's :func:`golden_al.servers.checks_ran.recording`.
 
     Returns the record (also written to ``directory/measurement.json``).
 
@@ -465,6 +471,9 @@ async def measure_cell(client: ServerClient | Sequence[ServerClient], plan: Cell
         if set_aside:
             warnings.append(set_aside)
         done = request_indices(results)
+        if done:
+            warnings.append(f"{len(done)} of {len(plan.prompts)} prompts were measured by an earlier session (checked "
+                            "as they were written); 'checks' counts this session's guards")
         todo = [p for p in plan.prompts if p.index not in done]
         progress(len(plan.prompts) - len(todo))
         req_file = d / REQUESTS_FILE
@@ -483,12 +492,15 @@ async def measure_cell(client: ServerClient | Sequence[ServerClient], plan: Cell
         if missing:
             raise ServerError(f"{len(missing)} prompts have no result after the run: {missing[:10]}",
                               hint="rerun with --resume")
+        if closing_probe is not None:
+            await closing_probe()
         warnings += write_draft_len_records(plan, results, d, source_name=source.name, server=server,
                                              engine_version=engine_version, started=started)
         record = record_from_results(plan, results, source_name=source.name, server=server,
                                      engine_version=engine_version, warnings=list(warnings), started=started)
         if len(clients) > 1:
             record.per_server = per_server_shares([c.base_url for c in clients], results, plan.draft_len)
+        record.checks = checks_ran.current()
         write_record(record, d)
         return record
 

@@ -26,7 +26,8 @@ proposed-draft count (the answer's one evidence of k); ``list`` answers a JSON l
 sends 64 MiB of zeros gzipped twice (``Content-Encoding: gzip, gzip``, about 1 KB on the wire);
 ``duplicate-usage`` sends the ``usage`` key twice, an honest count first and then one that
 would hide the claim of ``claim-all``; ``model-swap`` answers as another model (a server
-replaced mid-run); ``no-model`` omits the answer's ``model``.
+replaced mid-run); ``no-model`` omits the answer's ``model``; ``upgrade`` reports another version from
+then on (answers unchanged: a server restarted on another release mid-run).
 """
 
 from __future__ import annotations
@@ -469,6 +470,10 @@ class _Handler(BaseHTTPRequestHandler):
             self.ref.log(f"[{now_log()}] golden-al fault: request {n}: counters reset (simulated restart)")
             with self.ref.lock:
                 self.ref.reset()
+        if "upgrade" in kinds and not self.ref.config.version.endswith("+upgraded"):
+            self.ref.log(f"[{now_log()}] golden-al fault: request {n}: now reporting another version")
+            with self.ref.lock:
+                self.ref.config.version += "+upgraded"
         return False
 
     def _misbehave(self, kinds: list[str], n: int) -> bool:

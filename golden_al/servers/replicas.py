@@ -23,7 +23,7 @@ from golden_al.errors import ServerError, UsageError
 from golden_al.measurement import RequestResult, ServerShare, counts_from_requests
 from golden_al.servers.probe import ServerFacts
 
-__all__ = ["check_replicas_agree", "identified", "identity", "per_server_shares", "shard"]
+__all__ = ["check_replicas_agree", "identified", "identity", "identity_changes", "per_server_shares", "shard"]
 
 T = TypeVar("T")
 
@@ -58,6 +58,21 @@ def identity(facts: ServerFacts) -> dict[str, Any]:
     return {"engine": facts.engine, "version": facts.version, "models": sorted(facts.models),
             "draft_method": facts.draft_method, "draft_len": facts.draft_len, "chain": facts.chain,
             "args": _compared_args(facts.server_args)}
+
+
+def identity_changes(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[str]:
+    """Every field in which two :func:`identity` values of one server differ (``args`` key by key). A field
+    the server did not report before (None: llama-server tells its k only once it has drafted) is not a
+    change; one it reported and now reports otherwise, or no longer reports, is."""
+    out: list[str] = []
+    for name in sorted(set(before) | set(after)):
+        a, b = before.get(name), after.get(name)
+        if name == "args" and isinstance(a, Mapping) and isinstance(b, Mapping):
+            out.extend(f"{key} {a.get(key)!r} -> {b.get(key)!r}" for key in sorted(set(a) | set(b))
+                       if a.get(key) != b.get(key) and a.get(key) is not None)
+        elif a is not None and a != b:
+            out.append(f"{name} {a!r} -> {b!r}")
+    return out
 
 
 def identified(facts: ServerFacts) -> bool:

@@ -62,13 +62,13 @@ from golden_al.measurement import (
     load_record,
 )
 from golden_al.provenance import atomic_write_text, collect, now_iso
+from golden_al.servers import checks_ran, synthetic
 from golden_al.servers import launch as launch_mod
-from golden_al.servers import synthetic
 from golden_al.servers.client import RetryPolicy, ServerClient
 from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results, validate_cell_dir
 from golden_al.servers.pipeline import Schedule
 from golden_al.servers.probe import ServerFacts, is_chain, probe_server
-from golden_al.servers.replicas import check_replicas_agree, identified, identity
+from golden_al.servers.replicas import check_replicas_agree, identified, identity, identity_changes
 from golden_al.servers.sources import default_source, make_source, per_request_alternative
 
 __all__ = [
@@ -346,8 +346,10 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
         clients = [await stack.enter_async_context(
             ServerClient(u, policy=options.policy, api_key=options.api_key, on_retry=note)) for u in urls]
         logs = _server_logs(options, urls, log)
-        every = [await probe_server(c, options.engine, log_path=logs[i]) for i, c in enumerate(clients)]
+        with checks_ran.recording() as at_start:
+            every = [await probe_server(c, options.engine, log_path=logs[i]) for i, c in enumerate(clients)]
         check_replicas_agree(urls, every)
+        closing = _closing_probe(options.engine, clients, logs, [identity(f) for f in every], k)
         unknown = [u for u, f in zip(urls, every, strict=True) if not identified(f)]
         if len(urls) > 1 and unknown and not options.assume_identical_replicas:
             raise ServerError(
@@ -402,9 +404,29 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
             )
             info = _server_info(options, url, command, env, facts, log, d)
             progress(0, description=f"k={k} thinking {mode.thinking}")
-            records.append(await measure_cell(client, plan, source, d, resume=resume, progress=progress,  # type: ignore[arg-type]
-                                              server=info, engine_version=facts.version, warnings=warnings))
+            with checks_ran.recording(at_start):
+                records.append(await measure_cell(client, plan, source, d, resume=resume, progress=progress,  # type: ignore[arg-type]
+                                                  server=info, engine_version=facts.version, warnings=warnings,
+                                                  closing_probe=closing))
         return records
+
+
+def _closing_probe(engine: str, clients: Sequence[ServerClient], logs: Sequence[Path | None],
+                   at_start: Sequence[Mapping[str, Any]], k: int) -> Callable[[], Any]:
+    """The probe repeated after a cell's last unit: each server must report what it reported at the start
+    (version, models, draft method and length, its arguments) and no other k, else the cell is not recorded."""
+    async def probe() -> None:
+        for i, client in enumerate(clients):
+            now = identity(await probe_server(client, engine, log_path=logs[i]))
+            changed = identity_changes(at_start[i], now)
+            if now.get("draft_len") not in (None, k):
+                changed.append(f"draft_len {now['draft_len']!r}, measured as k={k}")
+            if changed:
+                raise ServerError(f"{client.base_url} changed during the run: " + "; ".join(changed[:6]),
+                                  hint="the server was restarted or reconfigured while it was measured: its rows "
+                                       "mix two servers; delete the cell's directory and measure it again")
+        checks_ran.ran("server-unchanged-at-end", len(clients))
+    return probe
 
 
 def _server_logs(options: ServerOptions, urls: Sequence[str], launched_log: Path | None) -> list[Path | None]:

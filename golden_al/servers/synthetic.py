@@ -36,6 +36,7 @@ from golden_al import engines
 from golden_al.engines import atom, llamacpp, vllm
 from golden_al.engines.profile import SyntheticKnob, reads_off
 from golden_al.errors import SyntheticAcceptanceActiveError
+from golden_al.servers.checks_ran import ran
 
 __all__ = [
     "check_engine_args",
@@ -185,6 +186,7 @@ def check_server_info(engine: str, info: Mapping[str, Any], *, where: str = "/se
         for item in info:
             if isinstance(item, str):
                 _census_refusal(item, None, is_key=False, where=where, hint=hint)
+    ran("synthetic-off")
 
 
 def _census_hint() -> re.Pattern[str]:
@@ -228,3 +230,4 @@ def check_server_log(engine: str, text: str, *, where: str = "server log") -> No
         if _census_hint().search(line):  # any engine's knob in the line, as a setting (census of check)
             _census_refusal(line, None, is_key=False, where=f"{where} line {lineno}",
                             hint="restart the server without forced acceptance")
+    ran("synthetic-off")

@@ -140,3 +140,30 @@ def test_one_server_log_per_server(tmp_path, prompts, capsys):
         code, _, err = cli([*_args(prompts, a, tmp_path / "cell", "--server-log", str(log)), "--server", b], capsys)
     assert code == 2, err
     assert "1 --server-log for 2 --server" in err
+
+
+def test_a_server_that_changes_mid_run_is_not_recorded(tmp_path, prompts, capsys):
+    """Issue 38: the probe is repeated after the last unit; a server restarted on another release is refused."""
+    out = tmp_path / "cell"
+    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3", "--fault", "upgrade@3"],
+                         tmp_path / "s.log") as url:
+        code, _, err = cli(_args(prompts, url, out), capsys)
+    assert code == 1, err
+    assert "changed during the run: version 'golden-al-reference' -> 'golden-al-reference+upgraded'" in err
+    assert not (out / "measurement.json").exists()
+    assert len((out / "requests.jsonl").read_text().splitlines()) == 6  # the rows stay, for the reviewer
+
+
+def test_the_record_says_which_checks_ran(tmp_path, prompts, capsys):
+    """Issue 38: a record lists the guards that passed, with how often; each one ran on every unit."""
+    out = tmp_path / "cell"
+    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3"], tmp_path / "s.log") as url:
+        code, _, err = cli(_args(prompts, url, out), capsys)
+    assert code == 0, err
+    checks = json.loads((out / "measurement.json").read_text())["checks"]
+    assert checks["completion-tokens"] == 6
+    for per_unit in ("k-bound", "proposed-exact", "tokens-upper-bound", "tokens-lower-bound"):
+        assert checks[per_unit] == 6, per_unit
+    assert checks["server-unchanged-at-end"] == 1
+    assert checks["lossless-thresholds"] == 2  # at the start and again at the end
+    assert checks["synthetic-off"] >= 2

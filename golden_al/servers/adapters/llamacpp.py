@@ -13,6 +13,7 @@ from distributions.counts import AcceptanceCounts
 from golden_al.engines import llamacpp
 from golden_al.errors import InputFileError, MetricMissingError, ServerError
 from golden_al.servers import synthetic
+from golden_al.servers.checks_ran import ran
 from golden_al.servers.client import ServerClient
 from golden_al.servers.probe import ServerFacts, filter_args
 from golden_al.servers.sources import CounterSource, Snapshot, require_distribution, server_errors
@@ -130,3 +131,4 @@ class LlamaCppPrometheusSource(CounterSource):
                 hint=f"measure on a server nobody else uses, started so: {llamacpp.FIXED_K_HINT} (golden-al --launch "
                 "does)",
             )
+        ran("metrics-vs-timings")

@@ -13,6 +13,7 @@ from golden_al.engines import sglang
 from golden_al.errors import GoldenALError, MetricMissingError, MixedDraftLengthsError, ServerError
 from golden_al.formats import responses
 from golden_al.servers import synthetic
+from golden_al.servers.checks_ran import ran
 from golden_al.servers.client import ServerClient
 from golden_al.servers.probe import ServerFacts, filter_args, is_chain
 from golden_al.servers.sources import ResponseCounts
@@ -41,6 +42,7 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
             "the draft length step by step, and a histogram that mixes draft lengths is not a curve point",
             hint=f"restart it without {sglang.FLAG_ADAPTIVE}, at a fixed {sglang.FLAG_NUM_STEPS}")
     sglang.require_lossless(info, "/server_info")
+    ran("lossless-thresholds")
     if not algo:
         raise ServerError(f"the SGLang server runs without speculative decoding ({fields['algorithm']} is null)",
                           hint=f"launch it with {sglang.FLAG_ALGORITHM}")
