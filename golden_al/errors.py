@@ -12,6 +12,7 @@ The tree::
     |   +-- CounterSemanticsError      counts that no engine can produce (accepted > drafted, restarts, ...)
     +-- NoGoldenValueError             no committed value for (model, mode, k)
     |   +-- AmbiguousCurveError        several curves match; a method/variant must choose
+    +-- TimeLimitError                 reading a run's inputs took longer than its time cap (``--max-seconds``)
     +-- ModelError                     a model cannot be found, fetched or loaded
     |   +-- HashMismatchError          a downloaded or assembled file has the wrong SHA-256
     +-- EngineError                    a serving engine misbehaved
@@ -54,6 +55,7 @@ __all__ = [
     "SchemaError",
     "ServerError",
     "SyntheticAcceptanceActiveError",
+    "TimeLimitError",
     "UnreadableInputError",
     "UsageError",
 ]
@@ -139,6 +141,10 @@ class NoGoldenValueError(GoldenALError):
 
 class AmbiguousCurveError(NoGoldenValueError):
     """Several golden curves match (e.g. two variants of one model and method); never guess."""
+
+
+class TimeLimitError(GoldenALError):
+    """Reading a run's inputs took longer than its time cap: the run is refused, nothing is written."""
 
 
 class ModelError(GoldenALError):

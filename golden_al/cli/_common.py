@@ -19,11 +19,13 @@ from typing import Any, Protocol
 from golden_al.errors import UsageError
 
 __all__ = [
+    "DEFAULT_MAX_SECONDS",
     "ENV_CACHE",
     "ENV_GOLDEN_DIR",
     "ProgressCallback",
     "add_format_option",
     "add_golden_dir_option",
+    "add_max_seconds_option",
     "cache_dir",
     "clusters_text",
     "escape_control",
@@ -35,6 +37,7 @@ __all__ = [
     "require_extra",
     "stderr_console",
     "thinking_mode",
+    "time_limit",
     "warn_few_clusters",
 ]
 
@@ -431,3 +434,40 @@ def plain_text(doc: str) -> str:
     text = _ROLE.sub(lambda m: m.group(1).rsplit(".", 1)[-1], doc)
     text = re.sub(r"``([^`]+)``", r"\1", text)
     return re.sub(r"(?<![`\w])`([^`]+)`(?![`\w])", r"\1", text)
+
+
+#: Default ``--max-seconds`` of the commands that read a run's files (``check-run``, ``import``).
+DEFAULT_MAX_SECONDS = 600.0
+
+
+def add_max_seconds_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--max-seconds", type=float, default=DEFAULT_MAX_SECONDS, metavar="S",
+                        help=f"time cap on reading the run's files (default {DEFAULT_MAX_SECONDS:g}); past it the "
+                             "command stops with exit 2 and writes nothing")
+
+
+@contextmanager
+def time_limit(seconds: float, what: str) -> Iterator[None]:
+    """Stop the block with :class:`~golden_al.errors.TimeLimitError` after ``seconds`` of wall time (a real-time
+    timer of the main thread: it interrupts any loop, in Python or in a parser)."""
+    import signal
+    import threading
+
+    from golden_al.errors import TimeLimitError, UsageError
+
+    if not seconds > 0:
+        raise UsageError(f"--max-seconds must be > 0, got {seconds:g}")
+    if threading.current_thread() is not threading.main_thread():
+        raise UsageError("--max-seconds needs the main thread (run the command in a process of its own)")
+
+    def expired(_signum: int, _frame: Any) -> None:
+        raise TimeLimitError(f"{what} took longer than {seconds:g} s", hint="raise --max-seconds, or pass fewer or "
+                                                                            "smaller files")
+
+    previous = signal.signal(signal.SIGALRM, expired)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)

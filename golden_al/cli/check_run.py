@@ -51,7 +51,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="server log(s) or exactly two /metrics snapshots (before/after, any order)")
-    from golden_al.cli._common import add_golden_dir_option, thinking_mode
+    from golden_al.cli._common import add_golden_dir_option, add_max_seconds_option, thinking_mode
+
+    add_max_seconds_option(parser)
     from golden_al.engines import engine_names
 
     parser.add_argument("--expect-al", type=float, default=None, metavar="AL",
@@ -144,16 +146,18 @@ def _target(args: argparse.Namespace) -> tuple[float, int, dict | None]:
 
 def run(args: argparse.Namespace) -> int:
     from golden_al.checks.run import check_run
+    from golden_al.cli._common import time_limit
     from golden_al.errors import CounterResetError, InputFileError, MetricMissingError
 
     expect_al, k, golden = _target(args)
     try:
-        result = check_run(
-            args.files, expect_al=expect_al, draft_len=k, engine=args.engine, method=args.method,
-            tolerance_sigma=args.tolerance_sigma, decode_log_interval=args.decode_log_interval,
-            batch_size=args.batch_size, labels={"model_name": args.model_name} if args.model_name else None,
-            golden=golden, rates=args.rates,
-        )
+        with time_limit(args.max_seconds, f"reading {len(args.files)} file(s)"):
+            result = check_run(
+                args.files, expect_al=expect_al, draft_len=k, engine=args.engine, method=args.method,
+                tolerance_sigma=args.tolerance_sigma, decode_log_interval=args.decode_log_interval,
+                batch_size=args.batch_size, labels={"model_name": args.model_name} if args.model_name else None,
+                golden=golden, rates=args.rates,
+            )
     except (CounterResetError, MetricMissingError) as exc:  # unusable input: exit 2, not "missed target"
         raise InputFileError(exc.message, hint=exc.hint) from None
     if args.format == "json":

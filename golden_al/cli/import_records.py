@@ -16,6 +16,7 @@ import json
 import sys
 from pathlib import Path
 
+from golden_al.cli._common import add_max_seconds_option, time_limit
 from golden_al.errors import UsageError
 
 DESCRIPTION = ("Write measurement records from results users already hold: vLLM bench serve JSON with /metrics "
@@ -43,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("format", choices=FORMATS, help="what the files are")
     parser.add_argument("files", nargs="+", metavar="FILE", help="the files (or, for inferencex-speedbench, the directory)")
     parser.add_argument("--out", required=True, metavar="DIR", help="where the records go (one cell: DIR itself)")
+    add_max_seconds_option(parser)
     parser.add_argument("--model", help="target model name (default: the file's model_id)")
     parser.add_argument("--draft-method", help="draft method (mtp, eagle3, draft-model, ...)")
     parser.add_argument("--draft-len", "-k", type=int, help="k, when the files do not show it")
@@ -76,7 +78,8 @@ def run(args: argparse.Namespace) -> int:
                          decode_log_interval=args.decode_log_interval)
     if args.decode_log_interval is not None and args.decode_log_interval < 1:
         raise UsageError(f"--decode-log-interval must be >= 1, got {args.decode_log_interval}")
-    items = import_files(args.format, args.files, opts)
+    with time_limit(args.max_seconds, f"importing {len(args.files)} file(s)"):
+        items = import_files(args.format, args.files, opts)
     for item, d in zip(items, write_imported(items, Path(args.out)), strict=True):
         r = item.record
         unit = "requests" if r.uncertainty is not None and r.uncertainty.unit == "request" else "windows"

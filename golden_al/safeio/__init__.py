@@ -49,6 +49,7 @@ from golden_al.safeio.read import (
     open_regular,
     read_bytes,
     read_text,
+    run_budget,
 )
 from golden_al.safeio.write import atomic_write_bytes, atomic_write_text
 from golden_al.safeio.yaml_docs import (
@@ -89,6 +90,7 @@ __all__ = [
     "read_json",
     "read_text",
     "repeated_keys",
+    "run_budget",
     "safe_load_yaml",
     "yaml_depth_bound",
 ]

@@ -7,7 +7,7 @@ import codecs
 import errno
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -15,7 +15,8 @@ from typing import Any
 from golden_al.errors import UnreadableInputError
 from golden_al.safeio.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_LOG_BYTES, MAX_LINE_BYTES
 
-__all__ = ["LineStats", "decode_text", "file_kind", "iter_lines", "open_regular", "read_bytes", "read_text"]
+__all__ = ["LineStats", "decode_text", "file_kind", "iter_lines", "open_regular", "read_bytes", "read_text",
+           "run_budget"]
 
 _KIND_NAMES = {
     stat.S_IFIFO: "a FIFO (named pipe)",
@@ -220,3 +221,28 @@ def iter_lines(path: str | Path, *, max_bytes: int = DEFAULT_MAX_LOG_BYTES, max_
             if keep is not None and not keep(raw):
                 continue
             yield number, raw.decode("utf-8", errors="replace").rstrip("\r\n").replace("\x00", "")
+
+
+def run_budget(paths: Sequence[str | Path], budget: int, *, what: str = "files", hint: str | None = None) -> int:
+    """Refuse a run whose inputs together hold more than ``budget`` bytes (a folder counts every regular file
+    under it), before any is parsed, so that many files each under their own cap cannot add up past what one
+    run may hold; returns ``budget``.
+
+    Raises:
+        UnreadableInputError: ``too-large``, naming each input with its size.
+    """
+    sizes = []
+    for p in map(Path, paths):
+        try:
+            if p.is_dir():
+                sizes.append(sum(f.stat().st_size for f in p.rglob("*") if f.is_file()))
+            else:
+                sizes.append(p.stat().st_size if p.is_file() else 0)
+        except OSError:
+            sizes.append(0)  # the read names what is wrong with it
+    if sum(sizes) > budget and (len(sizes) > 1 or any(Path(p).is_dir() for p in paths)):
+        listed = ", ".join(f"{p} ({n:,} bytes)" for p, n in zip(paths, sizes, strict=True))
+        raise UnreadableInputError(f"the run's {len(sizes)} {what} hold {sum(sizes):,} bytes together, over the "
+                                   f"{budget:,}-byte budget of one run: {listed}", path=str(paths[0]),
+                                   reason="too-large", hint=hint or "pass only the files of this run")
+    return budget

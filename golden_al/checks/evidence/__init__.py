@@ -42,31 +42,17 @@ class RunEvidence:
 
 
 def run_budget(files: Sequence[str | Path], max_total_bytes: int | None = None) -> int:
-    """The byte budget the files of one run share (default: the cap of one log,
-    :data:`golden_al.safeio.DEFAULT_MAX_LOG_BYTES`), so that many files cannot add up past what one
-    may hold; returns it.
+    """The byte budget the logs of one ``check-run`` share (:func:`golden_al.safeio.run_budget`, default: the cap
+    of one log, :data:`golden_al.safeio.DEFAULT_MAX_LOG_BYTES`); returns it.
 
     Raises:
         UnreadableInputError: ``too-large``: the files together pass it (each named, with its size).
     """
     from golden_al import safeio
-    from golden_al.errors import UnreadableInputError
 
-    budget = safeio.DEFAULT_MAX_LOG_BYTES if max_total_bytes is None else max_total_bytes
-    sizes = []
-    for f in files:
-        try:
-            sizes.append(Path(f).stat().st_size if Path(f).is_file() else 0)
-        except OSError:
-            sizes.append(0)  # the read names what is wrong with it
-    if len(sizes) > 1 and sum(sizes) > budget:
-        listed = ", ".join(f"{f} ({n:,} bytes)" for f, n in zip(files, sizes, strict=True))
-        raise UnreadableInputError(f"the run's {len(sizes)} log files hold {sum(sizes):,} bytes together, over the "
-                                   f"{budget:,}-byte budget of one run: {listed}", path=str(files[0]),
-                                   reason="too-large",
-                                   hint="pass only the server's own log of this run (or the lines of it that "
-                                        "report acceptance: grep them out)")
-    return budget
+    return safeio.run_budget(files, safeio.DEFAULT_MAX_LOG_BYTES if max_total_bytes is None else max_total_bytes,
+                             what="log files", hint="pass only the server's own log of this run (or the lines of "
+                                                    "it that report acceptance: grep them out)")
 
 
 def read_logs(files: Sequence[str | Path], engine: str, *, max_total_bytes: int | None = None,

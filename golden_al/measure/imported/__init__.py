@@ -50,7 +50,8 @@ Formats (each confirmed in the upstream source named):
 
 Every record says ``mode: imported`` and names what it was imported from
 (``provenance.imported_from`` with each file's sha256); counts that rest on
-aggregate counters say so in ``warnings``. Readers are bounded in bytes.
+aggregate counters say so in ``warnings``. Readers are bounded in bytes, per file and per import
+(:data:`MAX_RUN_BYTES`); the CLI bounds the time (``--max-seconds``).
 """
 
 from __future__ import annotations
@@ -58,25 +59,35 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from golden_al import safeio
 from golden_al.errors import InputFileError, UsageError
-from golden_al.measure.imported.common import Imported, ImportOptions
+from golden_al.measure.imported.common import MAX_BYTES, Imported, ImportOptions
 from golden_al.measure.imported.inferencex import import_inferencex
 from golden_al.measure.imported.sglang import import_sglang_bench, import_sglang_log
 from golden_al.measure.imported.trtllm import import_trtllm_iterations
 from golden_al.measure.imported.vllm import import_vllm_bench, import_vllm_log
 from golden_al.measurement import REQUESTS_FILE, append_request_result, write_record
 
-__all__ = ["FORMATS", "ImportOptions", "Imported", "import_files", "write_imported"]
+__all__ = ["FORMATS", "MAX_RUN_BYTES", "ImportOptions", "Imported", "import_files", "write_imported"]
 
+#: Bytes all the files of one import may hold together: one file's cap (:data:`MAX_BYTES`).
+MAX_RUN_BYTES = MAX_BYTES
 FORMATS = ("vllm-bench", "vllm-log", "inferencex-speedbench", "sglang-bench", "sglang-log", "trtllm-iteration-log")
 
 
 def import_files(fmt: str, paths: Sequence[str | Path], opts: ImportOptions) -> list[Imported]:
-    """Records from ``paths`` in format ``fmt`` (see the module docstring)."""
+    """Records from ``paths`` in format ``fmt`` (see the module docstring). The files of one import share one
+    byte budget (:data:`MAX_RUN_BYTES`, :func:`golden_al.safeio.run_budget`), checked before any is parsed.
+
+    Raises:
+        UnreadableInputError: ``too-large``: the files together hold more than the budget.
+    """
     ps = [Path(p) for p in paths]
     for p in ps:
         if not p.exists():
             raise InputFileError("no such file or directory", path=p)
+    safeio.run_budget(ps, MAX_RUN_BYTES, what="imported files",
+                      hint="import the files of one run at a time (each run is its own import)")
     if fmt == "vllm-bench":
         return [import_vllm_bench(ps, opts)]
     if fmt == "vllm-log":
