@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 from _servers import cli, record, serve_reference, write_prompts
 
+pytestmark = pytest.mark.hostile
+
 
 @pytest.fixture
 def prompts(tmp_path):

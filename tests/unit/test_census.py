@@ -26,6 +26,8 @@ from golden_al.checks.static import check_paths
 from golden_al.cli.main import main
 from golden_al.golden import load_store
 
+pytestmark = pytest.mark.hostile
+
 GOLDEN = str(Path(__file__).resolve().parents[1] / "fixtures" / "check" / "golden")
 SGL = "SGLANG_SIMULATE_ACC_LEN"
 

@@ -6,8 +6,12 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import pytest
+
 from golden_al.checks.static import check_paths
 from golden_al.golden import load_store
+
+pytestmark = pytest.mark.hostile
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
 STORE = load_store(None)

@@ -92,6 +92,7 @@ def test_atom_log() -> None:
         check_run([LOGS / "atom-mtp.log"], expect_al=2.78, draft_len=7, engine="atom")
 
 
+@pytest.mark.hostile
 def test_atom_steps_above_k_are_refused_not_dropped(tmp_path: Path) -> None:
     """A k=3 line whose distribution holds steps that accepted 4 drafts: the server ran another k (issue 38)."""
     text = (LOGS / "atom-mtp.log").read_text().replace("3: '0.00%'}", "3: '0.00%', 4: '5.00%'}", 1)
@@ -101,6 +102,7 @@ def test_atom_steps_above_k_are_refused_not_dropped(tmp_path: Path) -> None:
     assert info.value.line == 2
 
 
+@pytest.mark.hostile
 def test_the_logs_of_one_run_share_one_byte_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Four logs each under the per-file cap added up past it (3.5 GB resident, issue 38): the run is refused."""
     from golden_al import safeio

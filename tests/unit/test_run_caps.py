@@ -11,6 +11,8 @@ import pytest
 
 from golden_al.cli.main import main
 
+pytestmark = pytest.mark.hostile
+
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "trtllm-iteration-log"
 BASE = ["import", "trtllm-iteration-log", "--thinking", "off", "--temperature", "0", "--max-tokens", "1024",
         "--model", "m", "--draft-len", "3"]

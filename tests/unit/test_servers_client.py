@@ -16,6 +16,8 @@ from golden_al.servers.client import (
     ServerReplyError,
 )
 
+pytestmark = pytest.mark.hostile
+
 FAST = RetryPolicy(max_attempts=3, backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=5)
 
 
