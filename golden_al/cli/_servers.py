@@ -119,8 +119,10 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
     req.add_argument("--extra-body", default=None, metavar="JSON", help="more fields merged into every request body")
     req.add_argument("--save-text", action="store_true", help="keep each response text in requests.jsonl")
     req.add_argument("--tokenizer", default=None, metavar="DIR",
-                     help="render prompts locally with this tokenizer's chat template (needed by --al-source "
-                     "sglang-generate; also makes prompt and dataset hashes match the reference engine's)")
+                     help="the served model's tokenizer: renders prompts locally with its chat template (needed by "
+                     "--al-source sglang-generate; also makes prompt and dataset hashes match the reference engine's), "
+                     "and every answer's text is re-tokenized and must give its reported token count (evidence that "
+                     "does not rest on the server's usage)")
     req.add_argument("--model-family", default=None, metavar="FAMILY",
                      help="thinking preset family, for the reference engine and servers alike (default: the "
                           "target's own, from its config, else its name / the served model)")
@@ -278,7 +280,18 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
         served_model_name=args.served_model_name,
         extra_body=_json_object(args.extra_body, "--extra-body") if args.extra_body else {},
         save_text=args.save_text,
+        tokenizer=_tokenizer_path(getattr(args, "tokenizer", None)),
     )
+
+
+def _tokenizer_path(path: str | None) -> str | None:
+    """``--tokenizer``, loaded once now so that a bad path is refused before any request."""
+    if path is None:
+        return None
+    from golden_al.servers.retokenize import load_tokenizer
+
+    load_tokenizer(path)
+    return path
 
 
 def gguf_file(value: str | None, args: argparse.Namespace, what: str) -> str | None:

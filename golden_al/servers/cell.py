@@ -96,6 +96,9 @@ class CellPlan:
     """Data-parallel replicas the prompts are sharded over (set by :func:`measure_cell`)."""
     waves: bool = False
     """The old schedule (waves of ``concurrency`` that wait for their slowest member); for comparisons."""
+    tokenizer: str | None = None
+    """The served model's ``tokenizer.json`` (or its folder): each answer's text is re-tokenized and checked
+    against its reported token count (:mod:`golden_al.servers.retokenize`); not part of the fingerprint."""
     servers: list[dict[str, Any]] = field(default_factory=list)
     """What each server reports of itself (:func:`golden_al.servers.replicas.identity`): part of the
     fingerprint, so a resumed run against another configuration is refused."""

@@ -118,6 +118,10 @@ def cross_check(plan: CellPlan, counts: AcceptanceCounts, responses: Sequence[Ma
                                   hint="a server that reports acceptance reports its token counts too; is the "
                                        "endpoint or a proxy stripping usage?")
     ran("completion-tokens", len(outs))
+    if plan.tokenizer is not None:  # the text itself: a count the server inflated with its claim is found here
+        from golden_al.servers.retokenize import check_text_tokens
+
+        check_text_tokens(plan.tokenizer, responses, [c for c in outs if c is not None], label)
     check_unit(counts, k=plan.draft_len, completion_tokens=sum(c for c in outs if c is not None),
                requests=len(responses), label=label, draft_method=plan.draft_method,
                exact_proposals=get_profile(plan.engine).exact_proposals)

@@ -26,7 +26,8 @@ proposed-draft count (the answer's one evidence of k); ``list`` answers a JSON l
 sends 64 MiB of zeros gzipped twice (``Content-Encoding: gzip, gzip``, about 1 KB on the wire);
 ``duplicate-usage`` sends the ``usage`` key twice, an honest count first and then one that
 would hide the claim of ``claim-all``; ``model-swap`` answers as another model (a server
-replaced mid-run); ``no-model`` omits the answer's ``model``; ``upgrade`` reports another version from
+replaced mid-run); ``no-model`` omits the answer's ``model``; ``inflate-usage`` claims every draft and
+raises the token counts to match the claim (only the text, re-tokenized, tells); ``upgrade`` reports another version from
 then on (answers unchanged: a server restarted on another release mid-run).
 """
 
@@ -106,8 +107,9 @@ def _lie(resp: dict[str, Any], kinds: list[str], k: int) -> dict[str, Any]:
         resp["usage"]["completion_tokens"] = 1
     if "tokens-text" in kinds:  # the count as a string: a reader that skips what it cannot parse trusts the rest
         resp["usage"]["completion_tokens"] = str(resp["usage"]["completion_tokens"])
-    if "claim-all-no-usage" in kinds:  # claim every draft and drop the token counts the claim would be checked by
-        kinds = [*kinds, "claim-all"]
+    if "claim-all-no-usage" in kinds or "inflate-usage" in kinds:
+        kinds = [*kinds, "claim-all"]  # claim every draft; then drop, or inflate to match, the token counts
+    if "claim-all-no-usage" in kinds:
         resp.pop("usage", None)
         if meta is not None:
             meta.pop(sglang.META_COMPLETION_TOKENS, None)
@@ -119,6 +121,11 @@ def _lie(resp: dict[str, Any], kinds: list[str], k: int) -> dict[str, Any]:
         for key in sglang.META_HISTOGRAM_KEYS:
             if key in meta:
                 meta[key] = [0] * k + [steps]
+        if "inflate-usage" in kinds:  # the tokens the claim would have emitted (the prefill's one, and k + 1 a step)
+            claimed = 1 + steps * (k + 1)
+            meta[sglang.META_COMPLETION_TOKENS] = claimed
+            if isinstance(resp.get("usage"), dict):
+                resp["usage"]["completion_tokens"] = claimed
     if "model-swap" in kinds:
         resp["model"] = f"{resp.get('model')}-swapped"
     if "no-model" in kinds:

@@ -119,6 +119,8 @@ class ServerOptions:
     warmup: int = 0
     scrape_interval_s: float = 1.0
     arrival_seed: int = 0
+    tokenizer: str | None = None
+    """``--tokenizer``: re-tokenize every answer's text (:mod:`golden_al.servers.retokenize`)."""
 
     def __post_init__(self) -> None:
         if self.urls and self.url is None:
@@ -401,6 +403,7 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
                 concurrency=options.concurrency, save_text=options.save_text, extra_body=options.extra_body,
                 bootstrap_seed=spec.bootstrap_seed, request_rate=options.request_rate, warmup=options.warmup,
                 arrival_seed=options.arrival_seed, scrape_interval_s=options.scrape_interval_s,
+                tokenizer=options.tokenizer,
             )
             info = _server_info(options, url, command, env, facts, log, d)
             progress(0, description=f"k={k} thinking {mode.thinking}")

@@ -169,3 +169,49 @@ def test_the_record_says_which_checks_ran(tmp_path, prompts, capsys):
     assert checks["server-unchanged-at-end"] == 1
     assert checks["lossless-thresholds"] == 2  # at the start and again at the end
     assert checks["synthetic-off"] >= 2
+
+
+def _word_tokenizer(path: Path) -> Path:
+    """A word-level tokenizer folder for the fake engine's text (one word ``wN`` per generated token), with a
+    chat template (``--tokenizer`` also renders the prompts)."""
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tok = Tokenizer(models.WordLevel({f"w{i}": i for i in range(997)} | {"[UNK]": 997}, unk_token="[UNK]"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    tok.save(str(path))
+    (path.parent / "tokenizer_config.json").write_text(json.dumps({
+        "tokenizer_class": "PreTrainedTokenizerFast",
+        "chat_template": "{% for m in messages %}{{ m['content'] }}\n{% endfor %}"}))
+    return path.parent
+
+
+def test_counts_inflated_with_the_claim_are_found_by_re_tokenizing_the_text(tmp_path, prompts, capsys):
+    """Issue 38: a server that claims every draft and raises its token counts to match passes every count check;
+    the text it wrote, re-tokenized (--tokenizer), does not grow with the lie."""
+    tokenizer = _word_tokenizer(tmp_path / "tok" / "tokenizer.json")
+    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3", "--fault", "inflate-usage@1+"],
+                         tmp_path / "s.log") as url:
+        code, _, err = cli(_args(prompts, url, tmp_path / "blind"), capsys)
+        assert code == 0, err  # without the text as evidence the lie is consistent: AL k + 1 recorded
+        assert json.loads((tmp_path / "blind" / "measurement.json").read_text())["al"] == pytest.approx(4.0)
+        code, _, err = cli(_args(prompts, url, tmp_path / "cell", "--tokenizer", str(tokenizer)), capsys)
+    assert code == 1, err
+    assert "completion tokens, but the answer's text re-tokenizes to" in err
+    assert not (tmp_path / "cell" / "measurement.json").exists()
+
+
+def test_an_honest_server_passes_the_re_tokenized_count(tmp_path, prompts, capsys):
+    tokenizer = _word_tokenizer(tmp_path / "tok" / "tokenizer.json")
+    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3"], tmp_path / "s.log") as url:
+        code, _, err = cli(_args(prompts, url, tmp_path / "cell", "--tokenizer", str(tokenizer)), capsys)
+    assert code == 0, err
+    checks = json.loads((tmp_path / "cell" / "measurement.json").read_text())["checks"]
+    assert checks["tokens-retokenized"] == 6
+
+
+def test_a_tokenizer_that_is_not_there_is_refused_before_any_request(tmp_path, prompts, capsys):
+    code, _, err = cli(_args(prompts, "http://127.0.0.1:9", tmp_path / "cell", "--tokenizer", str(tmp_path)), capsys)
+    assert code == 2
+    assert f"{tmp_path}" in err
+    assert "tokenizer" in err

@@ -13,7 +13,8 @@ __all__ = ["FAULT_KINDS", "Fault", "FaultPlan", "ServeConfig", "parse_fault"]
 
 FAULT_KINDS = ("500", "502", "503", "sleep", "reset", "nospec", "die", "redirect", "claim-all", "tokens-1",
                "list", "endless", "trickle", "fewer-drafts", "claim-all-no-usage", "tokens-text", "no-proposed",
-               "gzip-bomb", "duplicate-usage", "model-swap", "no-model", "upgrade")
+               "gzip-bomb", "duplicate-usage", "model-swap", "no-model", "upgrade",
+               "inflate-usage")
 _FAULT_RE = re.compile(r"^(?P<kind>[a-z0-9-]+)@(?P<lo>\d+)(?:(?P<plus>\+)|-(?P<hi>\d+))?$")
 
 
