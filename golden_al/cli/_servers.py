@@ -119,10 +119,12 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
     req.add_argument("--extra-body", default=None, metavar="JSON", help="more fields merged into every request body")
     req.add_argument("--save-text", action="store_true", help="keep each response text in requests.jsonl")
     req.add_argument("--tokenizer", default=None, metavar="DIR",
-                     help="the served model's tokenizer: renders prompts locally with its chat template (needed by "
-                     "--al-source sglang-generate; also makes prompt and dataset hashes match the reference engine's), "
-                     "and every answer's text is re-tokenized and must give its reported token count (evidence that "
-                     "does not rest on the server's usage)")
+                     help="render prompts locally with this tokenizer's chat template (needed by --al-source "
+                     "sglang-generate; also makes prompt and dataset hashes match the reference engine's)")
+    req.add_argument("--retokenize", action="store_true",
+                     help="re-tokenize every answer's text with --tokenizer: it must give the token count the server "
+                          "reports, within 2 + 5%% (evidence that does not rest on the server's usage; for trained "
+                          "models, whose tokens re-encode as they were generated: a random model's do not)")
     req.add_argument("--model-family", default=None, metavar="FAMILY",
                      help="thinking preset family, for the reference engine and servers alike (default: the "
                           "target's own, from its config, else its name / the served model)")
@@ -280,14 +282,14 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
         served_model_name=args.served_model_name,
         extra_body=_json_object(args.extra_body, "--extra-body") if args.extra_body else {},
         save_text=args.save_text,
-        tokenizer=_tokenizer_path(getattr(args, "tokenizer", None)),
+        tokenizer=_tokenizer_path(getattr(args, "tokenizer", None)) if getattr(args, "retokenize", False) else None,
     )
 
 
-def _tokenizer_path(path: str | None) -> str | None:
-    """``--tokenizer``, loaded once now so that a bad path is refused before any request."""
+def _tokenizer_path(path: str | None) -> str:
+    """``--tokenizer`` for ``--retokenize``, loaded once now so that a bad path is refused before any request."""
     if path is None:
-        return None
+        raise UsageError("--retokenize needs --tokenizer (the served model's tokenizer)")
     from golden_al.servers.retokenize import load_tokenizer
 
     load_tokenizer(path)
@@ -542,6 +544,8 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
                          f"[{r.al_ci95[0]:.3f}, {r.al_ci95[1]:.3f}] over {clusters_text(r)} "
                          f"from {r.num_requests} requests, "
                          f"{r.num_verify_steps} verify steps, source {r.al_source}{tag}\n")
+        if r.checks:
+            sys.stdout.write("  checks passed: " + ", ".join(f"{n} x{c}" for n, c in sorted(r.checks.items())) + "\n")
     for v in result.validation:
         sys.stdout.write(f"validate thinking {v.thinking} k={v.draft_len}: derived {v.derived_al:.3f} vs measured "
                          f"{v.measured_al:.3f}, difference {v.difference:+.3f} "

@@ -559,8 +559,11 @@ def review_pin(knob: str, raw: str, value: float, k: int | None, *, algorithm: s
                                                f"(allowed: {', '.join(METHODS)})"))
     if algo == "DSPARK":
         r.notes.append(f"DSPARK ignores {ENV_TOKEN_MODE} (real drafts are always used)")
-        if ragged_verify_mode not in ("static", None):
-            r.notes.append(f"DSPARK simulation needs {ENV_RAGGED_VERIFY}=static, found {ragged_verify_mode}")
+        if ragged_verify_mode not in ("static", None) and value != 1.0:
+            # dspark_components/dspark_worker_v2.py: a simulated length other than 1.0 raises ValueError unless
+            # the verify planner verifies all drafts (static; compact only with a flat SPS table, not in the file)
+            r.problems.append(("unsafe-value", f"{ENV_RAGGED_VERIFY}={ragged_verify_mode} beside a simulated length: "
+                                               "DSPARK refuses to start (ValueError) unless the mode is static"))
         return r
     if algo == "NGRAM":
         if mode == DEFAULT_TOKEN_MODE:

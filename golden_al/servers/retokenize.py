@@ -3,11 +3,12 @@ the count the server reports (``usage.completion_tokens``).
 
 The acceptance counts are checked against the completion token count
 (:mod:`golden_al.servers.crosscheck`). A server that inflates that count together with its acceptance claim
-passes that check; the text it returned does not grow with the lie. With ``measure --tokenizer PATH`` (the
+passes that check; the text it returned does not grow with the lie. With ``measure --retokenize --tokenizer PATH`` (the
 served model's tokenizer, the one that renders prompts) every answer's text (its reasoning included) is
 re-tokenized and must give the reported count within ``2 + 5 %``: the end-of-sequence token and a reasoning
 marker are counted by the server but not written, and re-encoding a decoded text may merge a token or two
-differently. An answer without text is refused, naming the field.
+differently. A random model breaks that premise (its tokens re-encode to fewer: 24 to 18 on a tiny random
+Qwen), so the check is opt-in, for trained models. An answer without text is refused, naming the field.
 """
 
 from __future__ import annotations

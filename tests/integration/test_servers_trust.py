@@ -160,8 +160,10 @@ def test_the_record_says_which_checks_ran(tmp_path, prompts, capsys):
     """Issue 38: a record lists the guards that passed, with how often; each one ran on every unit."""
     out = tmp_path / "cell"
     with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3"], tmp_path / "s.log") as url:
-        code, _, err = cli(_args(prompts, url, out), capsys)
+        code, stdout, err = cli(_args(prompts, url, out), capsys)
     assert code == 0, err
+    assert "checks passed: " in stdout
+    assert "completion-tokens x6" in stdout
     checks = json.loads((out / "measurement.json").read_text())["checks"]
     assert checks["completion-tokens"] == 6
     for per_unit in ("k-bound", "proposed-exact", "tokens-upper-bound", "tokens-lower-bound"):
@@ -195,7 +197,8 @@ def test_counts_inflated_with_the_claim_are_found_by_re_tokenizing_the_text(tmp_
         code, _, err = cli(_args(prompts, url, tmp_path / "blind"), capsys)
         assert code == 0, err  # without the text as evidence the lie is consistent: AL k + 1 recorded
         assert json.loads((tmp_path / "blind" / "measurement.json").read_text())["al"] == pytest.approx(4.0)
-        code, _, err = cli(_args(prompts, url, tmp_path / "cell", "--tokenizer", str(tokenizer)), capsys)
+        code, _, err = cli(_args(prompts, url, tmp_path / "cell", "--tokenizer", str(tokenizer), "--retokenize"),
+                           capsys)
     assert code == 1, err
     assert "completion tokens, but the answer's text re-tokenizes to" in err
     assert not (tmp_path / "cell" / "measurement.json").exists()
@@ -204,14 +207,19 @@ def test_counts_inflated_with_the_claim_are_found_by_re_tokenizing_the_text(tmp_
 def test_an_honest_server_passes_the_re_tokenized_count(tmp_path, prompts, capsys):
     tokenizer = _word_tokenizer(tmp_path / "tok" / "tokenizer.json")
     with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", "3"], tmp_path / "s.log") as url:
-        code, _, err = cli(_args(prompts, url, tmp_path / "cell", "--tokenizer", str(tokenizer)), capsys)
+        code, _, err = cli(_args(prompts, url, tmp_path / "cell", "--tokenizer", str(tokenizer), "--retokenize"),
+                           capsys)
     assert code == 0, err
     checks = json.loads((tmp_path / "cell" / "measurement.json").read_text())["checks"]
     assert checks["tokens-retokenized"] == 6
 
 
 def test_a_tokenizer_that_is_not_there_is_refused_before_any_request(tmp_path, prompts, capsys):
-    code, _, err = cli(_args(prompts, "http://127.0.0.1:9", tmp_path / "cell", "--tokenizer", str(tmp_path)), capsys)
+    code, _, err = cli(_args(prompts, "http://127.0.0.1:9", tmp_path / "cell", "--tokenizer", str(tmp_path),
+                             "--retokenize"), capsys)
     assert code == 2
     assert f"{tmp_path}" in err
     assert "tokenizer" in err
+    code, _, err = cli(_args(prompts, "http://127.0.0.1:9", tmp_path / "cell2", "--retokenize"), capsys)
+    assert code == 2
+    assert "--retokenize needs --tokenizer" in err

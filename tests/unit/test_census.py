@@ -260,6 +260,41 @@ def test_sglang_adaptive_and_trtllm_schedule_beside_a_pin(tmp_path: Path) -> Non
     assert "draft_len_schedule" in found[0].message
 
 
+_TRT_RECIPE = ("name: t\nmodel: {{path: deepseek-ai/DeepSeek-V4-Pro}}\nbackend:\n  type: trtllm\n  decode_environment:\n"
+               "    TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS: '1.49'\n  trtllm_config:\n    decode:\n"
+               "      speculative_config: {{decoding_type: MTP, max_draft_len: 3{extra}}}\n"
+               "benchmark: {{type: custom, command: bash agentic_srt.sh}}\n")
+
+
+@pytest.mark.parametrize(("extra", "unsafe"), [
+    (", max_concurrency: 16", True),                       # speculation off above batch 16 (issue 35)
+    (", max_concurrency: 0", False),
+    (", acceptance_window: 8, acceptance_length_threshold: 3.5", True),  # off for good below a rolling AL of 3.5
+    (", acceptance_window: 8, acceptance_length_threshold: 1.0", False),  # decoded tokens per step are >= 1
+    ("", False),
+])
+def test_trtllm_speculation_gates_beside_a_pin(tmp_path: Path, extra: str, unsafe: bool) -> None:
+    found = _check(tmp_path, "agentic/t.yaml", _TRT_RECIPE.format(extra=extra))
+    assert found
+    assert ({f.verdict for f in found} == {"unsafe-value"}) == unsafe, [(f.verdict, f.message) for f in found]
+    if unsafe:
+        assert extra.rsplit(",", 1)[-1].split(":")[0].strip() in found[0].message
+
+
+def test_sglang_dspark_ragged_verify_other_than_static_beside_a_simulated_length(tmp_path: Path) -> None:
+    """dspark_worker_v2.py raises ValueError at start for a simulated length other than 1.0 unless the verify
+    planner is static (issue 35)."""
+    script = ("#!/bin/bash\nexport SGLANG_SIMULATE_ACC_LEN=2.49 SGLANG_SIMULATE_ACC_METHOD=match-expected "
+              "SGLANG_RAGGED_VERIFY_MODE={mode}\npython3 -m sglang.launch_server --model-path "
+              "deepseek-ai/DeepSeek-V4-Pro --speculative-algorithm DSPARK --speculative-num-steps 1 "
+              "--speculative-num-draft-tokens 4\n")
+    (bad,) = _check(tmp_path, "agentic/a.sh", script.format(mode="cap-accept"))
+    assert bad.verdict == "unsafe-value"
+    assert "SGLANG_RAGGED_VERIFY_MODE=cap-accept" in bad.message
+    (ok,) = _check(tmp_path, "agentic/b.sh", script.format(mode="static"))
+    assert ok.verdict != "unsafe-value"
+
+
 # ------------------------------------------------------------------------------ a new engine
 
 

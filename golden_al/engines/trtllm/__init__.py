@@ -49,8 +49,23 @@ _SAMPLER = Source(_REPO, "tensorrt_llm/_torch/pyexecutor/sampler.py", VERSION)
 _LLM_ARGS = Source(_REPO, "tensorrt_llm/llmapi/llm_args.py", VERSION)
 #: ``draft_len_schedule``: a draft length per batch size, chosen at run time by the drafter.
 _DRAFTER = Source(_REPO, "tensorrt_llm/_torch/speculative/drafter.py", VERSION)
+#: ``DecodingBaseConfig`` of a newer tree: ``max_concurrency`` (speculation off at batch sizes above it) and
+#: ``acceptance_window`` + ``acceptance_length_threshold`` (speculation off for good once the rolling AL of the
+#: last N finished requests drops below the threshold; ``PyExecutor``'s ``SpeculationGate``).
+_LLM_ARGS_GATES = Source(_REPO, "tensorrt_llm/llmapi/llm_args.py", "0004396720054")
 
 ENV_FORCE = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
+
+
+def _threshold_unsafe(value: Any) -> bool | None:
+    """An ``acceptance_length_threshold`` a run's AL can fall below: above 1 (the gate compares decoded tokens per
+    iteration, at least 1); None (unknown) when the file does not fix it."""
+    if value is None:
+        return False
+    try:
+        return float(str(value).strip("'\"")) > 1.0
+    except ValueError:
+        return None
 ENV_PREFIXES: tuple[str, ...] = ("TLLM_",)
 #: The recipe key holding the speculative config, and its keys.
 SPEC_CONFIG_KEY = "speculative_config"
@@ -259,6 +274,12 @@ PROFILE = EngineProfile(
     synthetic_knobs=(SyntheticKnob(ENV_FORCE, "env", "al-1", source=_INTERFACE, env_off=_forced_off),),
     runtime_draft_len=(
         RuntimeDraftLen(("draft_len_schedule",), "chooses max_draft_len by batch size at run time", _DRAFTER),
+        RuntimeDraftLen(("max_concurrency",), "turns speculation off (k = 0) at batch sizes above it, so a run at "
+                        "a higher concurrency realizes AL 1, not the pin", _LLM_ARGS_GATES),
+        RuntimeDraftLen(("acceptance_length_threshold",), "turns speculation off for good once the rolling AL of "
+                        "the last acceptance_window requests drops below it; a synthetic run's realized AL varies "
+                        "around the pin, so the run can lose speculation part way", _LLM_ARGS_GATES,
+                        unsafe=_threshold_unsafe),
     ),
     synthetic_settings=synthetic_settings,
     caveats=(
