@@ -1,9 +1,12 @@
-"""``golden-al serve-reference``: serve the reference engine over HTTP, answering like SGLang or vLLM."""
+"""``golden-al serve-reference``: serve the reference engine (or a fake) over HTTP, answering like one engine
+(its profile names the flavor)."""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +14,7 @@ from golden_al.cli._common import cache_dir
 from golden_al.errors import UsageError
 
 DESCRIPTION = (
-    "Serve the reference engine (or a deterministic fake) over HTTP with SGLang's or vLLM's endpoints, "
+    "Serve the reference engine (or a deterministic fake) over HTTP with an engine's endpoints (SGLang, vLLM, TensorRT-LLM, ATOM, llama.cpp), "
     "fields, Prometheus counters and log lines, so measure/sweep/check-run can be tested end to end. "
     "Faults can be injected for tests."
 )
@@ -53,6 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="vLLM flavor: seconds between SpecDecoding log lines")
     parser.add_argument("--per-request-spec-decode-metrics", choices=("none", "summary", "detailed"), default="none",
                         help="vLLM flavor: add metrics.speculative_decoding to responses (vLLM >= 0.33)")
+    parser.add_argument("--iter-stats-max-iterations", type=int, default=1000, metavar="N",
+                        help="TensorRT-LLM flavor: iteration rows /metrics keeps between two reads (older ones dropped)")
     parser.add_argument("--fault", action="append", default=[], metavar="KIND@N",
                         help="inject a fault: 500|502|503|sleep|reset|nospec|die @ N, N-M or N+ (chat/generate requests, from 1)")
     parser.add_argument("--fault-sleep", type=float, default=30.0, metavar="S", help="seconds a 'sleep' fault sleeps")
@@ -79,6 +84,46 @@ def _resolve_model(value: str | None, role: str, cache: Path) -> str:
     return value
 
 
+def _forced_acceptance(engine: str, k: int, environ: Mapping[str, str]) -> tuple[Any, str]:
+    """The fake engine's forced acceptance when the engine's own environment knob is set, as the real server
+    reads it: each step's accepted drafts drawn by the engine's sampler at the AL the value means (the
+    profile's unit); ``(None, "")`` when the knob is unset or the engine runs real acceptance at that value."""
+    from golden_al.engines import get_profile
+    from simulators.base import SamplerError, get_sampler
+
+    profile = get_profile(engine)
+    for knob in profile.synthetic_knobs:
+        if knob.kind != "env" or knob.role != "value" or profile.default_sampler is None:
+            continue
+        name = next((n for n in (knob.name, *knob.aliases) if n in environ), None)
+        if name is None:
+            continue
+        raw = environ[name]
+        try:
+            value: float | None = float(raw)
+        except ValueError:
+            value = None
+        review = profile.review_value(knob.name, raw, value, k)
+        if review.al is None or review.problems:
+            raise UsageError(f"{name}={raw!r} cannot be forced at k={k}: " + "; ".join(p for _, p in review.problems))
+        sampler = get_sampler(engine, profile.default_sampler)
+        al = review.al
+        try:
+            sampler.pmf(al, k)
+        except SamplerError as exc:
+            return None, f"{name}={raw}: {exc.message} (the fake runs its own acceptance)"
+
+        return _draw(sampler, al, k), f"forced acceptance from {name}={raw}: AL {al:g} ({engine} sampler {profile.default_sampler})"
+    return None, ""
+
+
+def _draw(sampler: Any, al: float, k: int) -> Any:
+    """``(rng, k_step) -> accepted drafts``: one step drawn by ``sampler`` at ``(al, k)``."""
+    def draw(rng: Any, k_step: int) -> int:
+        return int(sampler.simulate(al, k, 1, rng)[0]) - 1
+    return draw
+
+
 def run(args: argparse.Namespace) -> int:
     from golden_al.servers.reference_server import FaultPlan, ReferenceServer, ServeConfig, parse_fault
     from golden_al.servers.served_engine import FakeServedEngine
@@ -90,9 +135,12 @@ def run(args: argparse.Namespace) -> int:
     if args.fake:
         if args.target or args.draft:
             raise UsageError("--fake serves no model; drop --target/--draft")
+        forced, said = _forced_acceptance(args.flavor, args.draft_len, os.environ)
         engine = FakeServedEngine(args.draft_len, accept_rate=args.fake_accept_rate, min_len=args.fake_min_len,
                                   max_len=args.fake_max_len, step_delay_s=args.step_delay,
-                                  model_name=args.served_model_name or "fake-target")
+                                  model_name=args.served_model_name or "fake-target", forced=forced)
+        if said:
+            sys.stderr.write(f"serve-reference: {said}\n")
     else:
         from golden_al.cli._common import require_extra
 
@@ -110,6 +158,7 @@ def run(args: argparse.Namespace) -> int:
         log_stats_interval_s=args.log_stats_interval,
         per_request_metrics=None if args.per_request_spec_decode_metrics == "none" else args.per_request_spec_decode_metrics,
         faults=faults, fault_sleep_s=args.fault_sleep, claim_synthetic=args.claim_synthetic,
+        iter_stats_max_iterations=args.iter_stats_max_iterations,
     )
     log_stream = open(args.log_file, "a", encoding="utf-8") if args.log_file else sys.stderr
     try:

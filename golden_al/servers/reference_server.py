@@ -367,15 +367,15 @@ class _Handler(BaseHTTPRequestHandler):
             self._json(200, {"object": "list", "data": [
                 {"id": self.ref.model_name, "object": "model", "owned_by": "golden-al",
                  "root": self.ref.engine.target_name, "max_model_len": 1 << 20}]})
-        elif path == "/metrics":
-            self._send(200, self.ref.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
         else:
-            with self.ref.lock:
+            with self.ref.lock:  # a flavor's own answer first: TensorRT-LLM's /metrics is JSON
                 answer = self.ref.flavor.get(path)
-            if answer is None:
-                self._error(404, f"no route {path}")
-            else:
+            if answer is not None:
                 self._json(200, answer)
+            elif path == "/metrics":
+                self._send(200, self.ref.metrics_text(), "text/plain; version=0.0.4; charset=utf-8")
+            else:
+                self._error(404, f"no route {path}")
 
     def do_POST(self) -> None:
         path = self.path.split("?", 1)[0]

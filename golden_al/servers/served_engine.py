@@ -22,7 +22,7 @@ import hashlib
 import json
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -78,11 +78,14 @@ class FakeServedEngine:
         step_delay_s: seconds slept per verify step (to make requests take time).
         draft_lens: draft lengths (each <= ``k``) cycled step by step, standing for a server that
             changes its draft length as it goes (adaptive speculation); None: always ``k``.
+        forced: ``(rng, k_step) -> accepted``: a step's accepted drafts when the server forces acceptance
+            (an engine's synthetic knob, drawn by that engine's sampler), instead of the fake's own run.
     """
 
     def __init__(self, draft_len: int, *, accept_rate: float = 0.7, min_len: int = 24, max_len: int = 96,
                  step_delay_s: float = 0.0, model_name: str = "fake-target",
-                 draft_lens: Sequence[int] | None = None) -> None:
+                 draft_lens: Sequence[int] | None = None,
+                 forced: Callable[[np.random.Generator, int], int] | None = None) -> None:
         if draft_len < 1:
             raise ValueError(f"draft_len must be >= 1, got {draft_len}")
         if not 0.0 <= accept_rate < 1.0:
@@ -95,6 +98,7 @@ class FakeServedEngine:
         self.draft_lens = tuple(int(d) for d in draft_lens) if draft_lens else None
         if self.draft_lens and not all(1 <= d <= self.draft_len for d in self.draft_lens):
             raise ValueError(f"draft_lens must lie in [1, {self.draft_len}], got {list(self.draft_lens)}")
+        self.forced = forced
         self.model_name = model_name
         self.target_name = model_name
         self.draft_name = f"{model_name}-draft"
@@ -123,7 +127,7 @@ class FakeServedEngine:
                 run += 1
             k_step = self.draft_lens[step % len(self.draft_lens)] if self.draft_lens else k
             k_eff = min(k_step, n_tokens - pos)
-            n = min(run, k_eff)
+            n = min(run if self.forced is None else self.forced(rng, k_step), k_eff)
             drafted.append(k_eff)
             accepted.append(n)
             # a step emits n + 1 tokens, except a final step ending on an accepted draft

@@ -21,6 +21,11 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
+#: Modules of an engine folder (``golden_al/engines/<name>/``) that implement its server side on top of
+#: the server layer; the profile names them as ``"module:function"`` hooks and never imports them.
+ENGINE_IMPLEMENTATIONS = ("server", "reference")
+
+
 @pytest.mark.parametrize(("package", "forbidden"), [
     ("distributions", ("golden_al", "simulators", "torch", "transformers")),
     ("simulators", ("golden_al", "torch", "transformers")),
@@ -32,6 +37,8 @@ def test_no_import_back_up_the_floors(package: str, forbidden: tuple[str, ...]) 
     for path in sorted((ROOT / package).rglob("*.py")):
         if "offline_reference" in path.parts:  # the reference engine is an engine *implementation*, above profiles
             continue
+        if package == "golden_al/engines" and path.stem in ENGINE_IMPLEMENTATIONS:
+            continue  # an engine folder's server side: named by its profile as hooks, never imported by it
         for name in _imports(path):
             if any(name == f or name.startswith(f + ".") for f in forbidden):
                 bad.append(f"{path.relative_to(ROOT)} imports {name}")
@@ -140,3 +147,18 @@ def test_the_length_rule_would_see_a_long_function(tmp_path: Path) -> None:
     body = "".join(f"    x{i} = {i}\n" for i in range(MAX_FUNCTION_LINES))
     (tmp_path / "m.py").write_text(f"def f():\n{body}\n\ndef g():\n    '''{KEPT_WHOLE} a reason.'''\n{body}")
     assert [h.split()[1] for h in _long_functions(tmp_path / "m.py")] == ["f"]
+
+
+def test_an_engine_profile_does_not_import_its_server_side() -> None:
+    """Loading every profile (what ``env``, ``check`` and ``simulate`` do) leaves the server layer unloaded."""
+    import subprocess
+    import sys
+
+    code = ("import sys; from golden_al import engines\n"
+            "[engines.get_profile(n) for n in engines.engine_names()]\n"
+            "loaded = sorted(m for m in sys.modules if m.startswith('golden_al.servers') or "
+            "m.split('.')[-1] in ('server', 'reference') and m.startswith('golden_al.engines'))\n"
+            "print(loaded)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -87,3 +87,31 @@ def test_the_readme_trtllm_check_run_example_passes() -> None:
     done = subprocess.run(["bash", "-c", cmd], cwd=REPO, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "verdict: PASS" in done.stdout
+
+
+def test_the_readme_trtllm_measure_example_runs_against_the_stand_in(tmp_path: Path) -> None:
+    """The README's TensorRT-LLM measurement, run as written against ``serve-reference --flavor trtllm --fake``
+    (only the port and the output folder differ)."""
+    import json
+    import signal
+
+    (cmd,) = _commands(_block("measure-trtllm"))
+    server = subprocess.Popen([sys.executable, "-m", "golden_al", "serve-reference", "--flavor", "trtllm", "--fake",
+                               "--draft-len", "3", "--port", "0", "--log-file", str(tmp_path / "s.log")],
+                              stdout=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        line = server.stdout.readline() if server.stdout else ""
+        url = re.search(r"on (http://\S+)", line)
+        assert url is not None, line
+        cmd = cmd.replace("http://127.0.0.1:8000", url.group(1)).replace("runs/trt-k3", str(tmp_path / "trt-k3"))
+        bindir = Path(sys.executable).parent
+        env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}
+        done = subprocess.run(["bash", "-c", cmd], cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "trtllm thinking off k=3: AL" in done.stdout
+    rec = json.loads((tmp_path / "trt-k3" / "measurement.json").read_text())
+    assert rec["al_source"] == "trtllm-iteration-stats"
+    assert rec["num_requests"] == 3

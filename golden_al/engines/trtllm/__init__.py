@@ -297,4 +297,9 @@ PROFILE = EngineProfile(
     simulate_report=simulate_report,
     # the iteration rows of trtllm-bench --iteration_log and trtllm-serve /metrics (trtllm/iteration_stats.py)
     run_evidence="golden_al.checks.evidence.trtllm:read",
+    # against a running trtllm-serve (server.py), and serve-reference's imitation of it (reference.py)
+    al_sources=("trtllm-iteration-stats",),
+    source_impls={"trtllm-iteration-stats": "golden_al.engines.trtllm.server:TrtllmIterationSource"},
+    server_probe="golden_al.engines.trtllm.server:probe",
+    reference_flavor="golden_al.engines.trtllm.reference:TrtllmFlavor",
 )

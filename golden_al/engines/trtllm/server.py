@@ -1,0 +1,204 @@
+"""TensorRT-LLM's server as golden-al measures it: the probe and the ``trtllm-iteration-stats`` AL source.
+
+Upstream (NVIDIA/TensorRT-LLM, ``tensorrt_llm/serve/openai_server.py`` at index commit 00b6d5a25c30):
+``GET /version`` answers ``{"version": VERSION}``; ``GET /metrics`` answers a JSON list of the iteration
+statistics queued since the last call (``get_iteration_stats`` drains ``get_stats_async``), so each
+iteration is seen once, by whoever asks first. The queue keeps ``iter_stats_max_iterations`` rows (older
+ones are dropped) and is filled only with ``enable_iter_perf_stats`` on.
+
+The source keeps, per server, the sum of every row it drained: a snapshot is that running sum, and a
+unit's counts are the difference of two, as for the engines whose counters are cumulative. What the
+rows must prove (``golden_al.engines.trtllm.iteration_stats`` reads each one):
+
+* **no row lost**: iteration numbers are consecutive from one drain to the next, and the first row ever
+  seen is iteration 0 or a request's context iteration (no drafts); a gap (rows dropped by a full queue,
+  or drained by another client) refuses the unit;
+* **steps**: at concurrency 1 a row is one verify step of the one request (``numRequestsWithDraftTokens``
+  1) and its ``numAcceptedTokens`` is that step's accepted count, so the histogram is exact; a row of
+  several requests cannot be split and refuses the unit (measure at ``--concurrency 1``);
+* **k**: no row proposes more than ``k`` drafts per request;
+* **finished requests**: ``numCompletedRequests`` summed over the rows (the unit's requests, and no other).
+
+This module is the engine's server implementation: it imports the server layer and is named by the
+profile as hooks (``"golden_al.engines.trtllm.server:..."``), never imported by the profile itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from distributions.counts import AcceptanceCounts
+from golden_al.engines.trtllm import iteration_stats as its
+from golden_al.errors import CounterResetError, MetricMissingError, ServerError
+from golden_al.servers.client import ServerClient
+from golden_al.servers.probe import ServerFacts
+from golden_al.servers.sources import CounterSource, Snapshot, server_errors
+
+__all__ = ["COMPLETED", "METRICS_PATH", "VERSION_PATH", "TrtllmIterationSource", "probe"]
+
+METRICS_PATH = "/metrics"
+VERSION_PATH = "/version"
+#: ``IterationStats.numCompletedRequests``: requests that finished in the iteration
+COMPLETED = "numCompletedRequests"
+_ENABLE_HINT = ("start trtllm-serve with enable_iter_perf_stats: true in its --extra_llm_api_options "
+                "(and iter_stats_max_iterations above one request's iterations)")
+
+
+async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:
+    """Fill ``facts`` from ``/version``. ``/metrics`` is not read here: reading it drains the rows a unit
+    needs; the source's first snapshot refuses a server whose ``/metrics`` is not a list of iteration rows."""
+    version = await client.get_json(VERSION_PATH, label=f"GET {VERSION_PATH}", optional=True)
+    if isinstance(version, Mapping) and version.get("version") is not None:
+        facts.version = str(version["version"])
+    facts.warnings.append(
+        "attached TensorRT-LLM server: forced acceptance (TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS) is an "
+        "environment variable its endpoints do not report; golden-al cannot rule it out from the server")
+
+
+@dataclass(frozen=True)
+class _Totals:
+    """The sum of every row drained from one server so far (a snapshot's ``counts``)."""
+
+    drafted: int = 0
+    accepted: int = 0
+    steps: int = 0
+    histogram: tuple[int, ...] = ()  #: steps by accepted drafts, from rows of one request
+    merged_rows: int = 0  #: rows of several requests (their steps cannot be told apart)
+    most_per_request: int = 0  #: the most drafts one row proposed per request
+    completed: int | None = None
+    rows: int = 0
+    rows_without_stats: int = 0
+    last_iter: int | None = None
+    gaps: tuple[str, ...] = ()  #: iteration numbers never seen
+    restarts: int = 0  #: times the iteration number fell back
+
+
+def _iterations(objects: Sequence[Any]) -> list[tuple[int, bool]]:
+    """``(iteration, whether it verified drafts)`` of the rank-0 (or rank-less) rows, with or without stats."""
+    out = []
+    for obj in objects:
+        if isinstance(obj, Mapping) and next((obj[k] for k in its.RANK_KEYS if k in obj), None) in (None, 0):
+            it = obj.get(its.ITER)
+            stats = obj.get(its.SPEC_STATS)
+            drafting = isinstance(stats, Mapping) and bool(stats.get(its.REQUESTS))
+            if isinstance(it, int) and not isinstance(it, bool):
+                out.append((it, drafting))
+    return out
+
+
+def _completed(objects: Sequence[Any]) -> int | None:
+    """Requests finished in these rows (rank 0 or rank-less rows), None when no row says."""
+    total, seen = 0, False
+    for obj in objects:
+        if not isinstance(obj, Mapping):
+            continue
+        rank = next((obj[k] for k in its.RANK_KEYS if k in obj), None)
+        if rank not in (None, 0) or COMPLETED not in obj:
+            continue
+        v = obj[COMPLETED]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise ServerError(f"{COMPLETED} is {v!r}, not a whole non-negative count")
+        total, seen = total + v, True
+    return total if seen else None
+
+
+class TrtllmIterationSource(CounterSource):
+    """``trtllm-serve`` ``GET /metrics`` iteration rows, summed per server (module docstring)."""
+
+    name = "trtllm-iteration-stats"
+    engine = "trtllm"
+
+    def __init__(self) -> None:
+        self._servers: dict[str, _Totals] = {}
+
+    async def snapshot(self, client: ServerClient) -> Snapshot:
+        doc = await client.get_json(METRICS_PATH, label=f"GET {METRICS_PATH}")
+        where = f"{client.base_url}{METRICS_PATH}"
+        if not isinstance(doc, list):
+            raise MetricMissingError(f"{where} answered a {type(doc).__name__}, not a list of iteration rows: "
+                                     "not a TensorRT-LLM server, or iteration statistics are off", hint=_ENABLE_HINT)
+        with server_errors(f"GET {METRICS_PATH}"):
+            scan = its.rows_from_json(doc, where)
+        totals = _added(self._servers.get(client.base_url, _Totals()), scan, doc)
+        self._servers[client.base_url] = totals
+        return Snapshot(totals, finished=None if totals.completed is None else float(totals.completed))
+
+    def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
+        b, a = before.counts, after.counts
+        _totals(b), _totals(a)
+        if a.gaps[len(b.gaps):]:
+            raise ServerError(f"{label}: the server's iteration rows skip {', '.join(a.gaps[len(b.gaps):])}: rows were "
+                              "dropped (a full stats queue) or drained by another client, so the unit's steps are "
+                              "incomplete", hint="raise iter_stats_max_iterations, lower --max-tokens, and let nothing "
+                                                 "else read /metrics while measuring")
+        if a.merged_rows > b.merged_rows:
+            raise MetricMissingError(f"{label}: {a.merged_rows - b.merged_rows} iteration row(s) carried several "
+                                     "requests: their steps cannot be split into a per-step histogram",
+                                     hint="measure TensorRT-LLM at --concurrency 1 on a server nobody else uses")
+        if a.most_per_request > k:
+            raise ServerError(f"{label}: an iteration row proposed {a.most_per_request} drafts per request, more than "
+                              f"k = {k}", hint="the server drafts another length than the one asked for (--draft-len)")
+        steps = a.steps - b.steps
+        if steps == 0 and a.rows > b.rows and a.rows_without_stats - b.rows_without_stats == a.rows - b.rows:
+            raise MetricMissingError(f"{label}: {a.rows - b.rows} iteration row(s) and none has {its.SPEC_STATS}: "
+                                     "speculative decoding is off", hint="launch trtllm-serve with a speculative_config")
+        hist = [(a.histogram[j] if j < len(a.histogram) else 0) - (b.histogram[j] if j < len(b.histogram) else 0)
+                for j in range(max(len(a.histogram), k + 1))]
+        if any(hist[k + 1:]):
+            raise ServerError(f"{label}: a step accepted more than k = {k} drafts",
+                              hint="the server drafts another length than the one asked for (--draft-len)")
+        field_names = {"num_verify_steps": f"{its.SPEC_STATS}.{its.REQUESTS}",
+                       "num_accepted_drafts": f"{its.SPEC_STATS}.{its.ACCEPTED}",
+                       "num_draft_tokens": f"{its.SPEC_STATS}.{its.DRAFTED}"}
+        with server_errors(label):
+            return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=a.accepted - b.accepted,
+                                    num_draft_tokens=a.drafted - b.drafted, histogram=tuple(hist[:k + 1]),
+                                    source=f"{self.name} ({label})", field_names=field_names)
+
+    def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
+        b, a = before.counts, after.counts
+        _totals(b), _totals(a)
+        if a.restarts > b.restarts:
+            raise CounterResetError(f"{label}: the iteration number fell back (to {a.last_iter}): the server "
+                                    "restarted", hint="rerun with --resume; finished requests are kept")
+
+
+def _totals(counts: Any) -> _Totals:
+    """A snapshot's counts, which this source made."""
+    if not isinstance(counts, _Totals):
+        raise TypeError(f"not a {TrtllmIterationSource.name} snapshot: {type(counts).__name__}")
+    return counts
+
+
+def _added(totals: _Totals, scan: its.IterationScan, doc: Sequence[Any]) -> _Totals:
+    """``totals`` with one drain's rows added, in iteration order."""
+    done = _completed(doc)
+    hist = list(totals.histogram)
+    gaps = list(totals.gaps)
+    last, restarts = totals.last_iter, totals.restarts
+    drafted, accepted, steps, merged, most = (totals.drafted, totals.accepted, totals.steps, totals.merged_rows,
+                                              totals.most_per_request)
+    for it, drafting in sorted(_iterations(doc)):
+        if last is None and it != 0 and drafting:  # nothing anchors the stream: it must open on a step's start
+            gaps.append(f"iterations before {it} (the first row seen is a step with drafts, not a request's "
+                        "context iteration)")
+        elif last is not None and it <= last:
+            restarts += 1
+        elif last is not None and it != last + 1:
+            gaps.append(f"iterations {last + 1}..{it - 1}")
+        last = it
+    for row in scan.rows:
+        if row.requests == 0:
+            continue
+        drafted, accepted, steps = drafted + row.drafted, accepted + row.accepted, steps + row.requests
+        most = max(most, -(-row.drafted // row.requests))
+        if row.requests > 1:
+            merged += 1
+            continue
+        hist.extend([0] * (row.accepted + 1 - len(hist)))
+        hist[row.accepted] += 1
+    completed = totals.completed if done is None else (totals.completed or 0) + done
+    return _Totals(drafted, accepted, steps, tuple(hist), merged, most, completed, totals.rows + len(scan.rows) + scan.without_stats,
+                   totals.rows_without_stats + scan.without_stats, last, tuple(gaps), restarts)
