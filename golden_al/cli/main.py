@@ -167,10 +167,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
 
 
+def _warn_skipped_plugins() -> None:
+    """One warning per installed plugin engine that failed the conformance kit: it is not an engine here,
+    and only a command that names it fails (exit 2)."""
+    from golden_al.engines import skipped_plugins
+
+    for skipped in skipped_plugins():
+        sys.stderr.write(f"golden-al: warning: {skipped.sentence()}\n")
+
+
 def _main(argv: Sequence[str] | None = None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     debug = "--debug" in args_list
     selected = _selected_command(args_list)
+    _warn_skipped_plugins()
     try:
         parser = _build_parser(selected)
         args = parser.parse_args(args_list)

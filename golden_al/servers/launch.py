@@ -59,7 +59,7 @@ MEASURABLE_ENGINES: tuple[str, ...] = tuple(
 ENGINE_MODULES: dict[str, str] = {name: engines.get_profile(name).launch_command[-1] for name in SERVER_ENGINES
                                   if engines.get_profile(name).executable is None}
 # Environment variables worth recording (never secrets: no tokens or keys).
-_ENV_PREFIXES = (*dict.fromkeys(p for name in engines.REGISTRY for p in engines.get_profile(name).env_prefixes),
+_ENV_PREFIXES = (*dict.fromkeys(p for name in engines.engine_names() for p in engines.get_profile(name).env_prefixes),
                  "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "NCCL_", "HF_HUB_OFFLINE",
                  "TRANSFORMERS_OFFLINE", "OMP_NUM_THREADS")
 _SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD")

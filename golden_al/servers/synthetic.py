@@ -60,7 +60,7 @@ def _refuse(what: str, where: str, hint: str) -> SyntheticAcceptanceActiveError:
 
 def _knob_of(engine: str, knob: str) -> SyntheticKnob | None:
     """The profile's knob behind a census term (None: the harness's, or an unregistered engine's)."""
-    if engine not in engines.REGISTRY:
+    if engine not in engines.engine_names():
         return None
     try:
         return engines.get_profile(engine).knob(knob)

@@ -322,9 +322,10 @@ def test_a_plugin_cannot_take_a_builtin_engines_name(monkeypatch: pytest.MonkeyP
             metadata.EntryPoint("vllm", "golden_al.engines.vllm:PROFILE", engines.ENTRY_POINT_GROUP),
             metadata.EntryPoint("zeta", "zeta_engine:PROFILE", engines.ENTRY_POINT_GROUP)]
     monkeypatch.setattr(metadata, "entry_points", lambda group=None: [e for e in fake if e.group == group])
-    found = engines._discover()
+    found, _, refused = engines._discover()
     assert found["sglang"] == "golden_al.engines.sglang:PROFILE"
     assert list(found) == ["sglang", "vllm", "trtllm", "atom", "llamacpp", "zeta"]
+    assert [(r.name, r.where) for r in refused] == [("sglang", "evil:PROFILE")]  # and said: a warning names it
 
 
 def test_every_registered_engine_answers_env_for_the_shipped_curve() -> None:

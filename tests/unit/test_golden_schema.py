@@ -100,8 +100,8 @@ def test_valid_curve_loads(tmp_path: Path) -> None:
                      id="k-zero"),
         pytest.param(("    1: {al: 1.8}", "    1: {al: '1.8'}"), "'1.8'", r"points\.1\.al: Input should be a valid number",
                      id="al-as-string"),
-        pytest.param(("engine: {name: vllm, version: 0.33.0}", "engine: {name: tgi}"), "tgi", r"engine\.name",
-                     id="unknown-engine"),
+        pytest.param(("engine: {name: vllm, version: 0.33.0}", "engine: {name: 'TGI serve'}"), "TGI serve",
+                     r"engine\.name", id="malformed-engine-name"),
     ],
 )
 def test_schema_errors_name_file_line_key_value(tmp_path: Path, edit: tuple[str, str], needle: str,
@@ -113,6 +113,17 @@ def test_schema_errors_name_file_line_key_value(tmp_path: Path, edit: tuple[str,
     assert str(err).startswith(f"{tmp_path / 'tiny_eagle3.yaml'}:{line}: "), str(err)
     assert re.search(expect, str(err)), str(err)
     assert err.line == line
+
+
+def test_a_curve_measured_on_an_engine_not_installed_here_loads(tmp_path: Path) -> None:
+    """Issue 40: a curve is data; the store loads it where the plugin that measured it is absent."""
+    text = VALID.replace("engine: {name: vllm, version: 0.33.0}", "engine: {name: toyserve, version: 0.1.0}")
+    assert text != VALID
+    path = tmp_path / "tiny_eagle3.yaml"
+    path.write_text(text)
+    curve = load_curve_file(path)
+    assert curve.engine is not None
+    assert curve.engine.name == "toyserve"
 
 
 def test_missing_provenance_source(tmp_path: Path) -> None:

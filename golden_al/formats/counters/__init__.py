@@ -178,7 +178,7 @@ def spec_counters(snapshot: MetricsSnapshot, engine: str | None = None,
                 f"{where}no speculative-decoding counters ({', '.join(m for _, m in markers)}) found",
                 hint="was the server started with speculative decoding (and SGLang with --enable-metrics)?",
             )
-    profile = engines.get_profile(engine) if engine in engines.REGISTRY else None
+    profile = engines.get_profile(engine) if engine in engines.engine_names() else None
     if profile is None or profile.counter_reader is None:
         raise UsageError(f"no Prometheus spec-decode counters are known for engine {engine!r}",
                          hint="one of " + ", ".join(e for e, _ in markers))

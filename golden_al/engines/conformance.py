@@ -1,0 +1,178 @@
+"""The conformance kit: what every engine profile must satisfy, built-in or plugin.
+
+The registry (:mod:`golden_al.engines`) runs :func:`profile_problems` on every plugin when it loads
+them: a plugin with a problem is skipped with a warning naming it and the field, and only a command
+that needs it refuses (exit 2). golden-al's own tests run the same kit on every built-in engine, and
+a plugin's CI runs it on its own profile::
+
+    from golden_al.engines.conformance import profile_problems
+    from my_engine import PROFILE
+    assert profile_problems(PROFILE, entry_name="myengine") == []
+
+Each problem is one line: ``field: what is wrong (value seen, what is expected)``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import re
+import sys
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, get_args, get_type_hints
+
+from golden_al.engines.profile import EngineProfile, SyntheticKnob
+
+__all__ = ["RESERVED_NAMES", "hook_refs", "knob_spellings", "profile_problems"]
+
+#: ``--engine`` names no plugin may take: the embedded reference engine's.
+RESERVED_NAMES: tuple[str, ...] = ("reference",)
+_NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
+#: profile fields that name a ``"module:function"`` hook
+_HOOK_FIELDS = ("server_probe", "run_evidence", "counter_reader", "reference_flavor", "script_pin",
+                "build_executable")
+#: profile fields that must be callables where set
+_CALLABLE_FIELDS = ("synthetic_settings", "spec_flags", "simulator_settings", "simulate_report", "shell_value",
+                    "curve_method_of", "server_args", "shell_env", "per_request_probe", "response_steps_by_draft_len",
+                    "launch_method", "launch_draft_len", "draft_len_from_server_info", "review_pin", "pin_tolerance",
+                    "settings_draft_len", "injection_problem", "script_speculation")
+
+
+def _literals(cls: type, *fields: str) -> dict[str, tuple[str, ...]]:
+    """The values each ``Literal[...]`` field of a profile dataclass allows (read from its annotations)."""
+    hints = get_type_hints(cls)
+    return {f: tuple(get_args(hints[f])) for f in fields}
+
+
+_KNOB_LITERALS = _literals(SyntheticKnob, "kind", "unit", "role")
+
+
+def knob_spellings(profile: EngineProfile) -> dict[str, str]:
+    """Every spelling of every synthetic knob the profile declares -> the knob's kind."""
+    return {spelling: knob.kind for knob in profile.synthetic_knobs for spelling in knob.spellings()}
+
+
+def hook_refs(profile: EngineProfile) -> dict[str, str]:
+    """``field -> "module:function"`` of every hook the profile names."""
+    refs = {f: getattr(profile, f) for f in _HOOK_FIELDS if getattr(profile, f, None)}
+    refs.update({f"source_impls[{name!r}]": ref for name, ref in profile.source_impls.items()})
+    return refs
+
+
+def _top_level_names(path: str) -> set[str] | None:
+    """Names a Python source file defines at its top level (functions, classes, assignments, imports)."""
+    try:
+        tree = ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
+    except (OSError, SyntaxError, ValueError):
+        return None
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _resolve(ref: str) -> str | None:
+    """Why ``"module:function"`` does not resolve, or None. A module not yet imported is read, not imported
+    (a hook module may import the server layer, which loads the registry that is validating it)."""
+    module, _, attr = str(ref).partition(":")
+    if not module or not attr:
+        return f"{ref!r} is not 'module:function'"
+    if module in sys.modules:
+        return None if hasattr(sys.modules[module], attr) else f"{ref!r}: {module} has no {attr}"
+    try:
+        spec = importlib.util.find_spec(module)
+    except Exception as exc:  # a plugin's package can fail to import any way; the kit reports it, never raises
+        return f"{ref!r}: finding {module} fails ({type(exc).__name__}: {exc})"
+    if spec is None:
+        return f"{ref!r}: there is no module {module}"
+    names = _top_level_names(spec.origin) if spec.origin and spec.origin.endswith(".py") else None
+    if names is None:
+        return None  # compiled or namespace: the first use imports it
+    if attr not in names and "__getattr__" not in names:
+        return f"{ref!r}: {module} defines no {attr}"
+    return None
+
+
+def _knob_problems(profile: EngineProfile) -> Iterable[str]:
+    for i, knob in enumerate(profile.synthetic_knobs):
+        where = f"synthetic_knobs[{i}] ({knob.name})"
+        for name, allowed in _KNOB_LITERALS.items():
+            value = getattr(knob, name)
+            if value not in allowed:
+                yield f"{where}.{name}: {value!r} is not one of {', '.join(allowed)}"
+        if knob.unit == "choice" and knob.role == "value" and not knob.choices:
+            yield f"{where}.choices: a 'choice' knob lists its choices"
+
+
+def _shared_spellings(profile: EngineProfile, others: Mapping[str, EngineProfile]) -> Iterable[str]:
+    mine = knob_spellings(profile)
+    for other_name, other in others.items():
+        if other_name == profile.name:
+            continue
+        for spelling in sorted(set(mine) & set(knob_spellings(other))):
+            yield (f"synthetic_knobs: {spelling!r} is already a knob of engine {other_name!r}; two engines cannot "
+                   "share a spelling (check could not tell whose pin it is)")
+
+
+def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, EngineProfile] | None = None,
+                     builtin: bool = False, samplers: Callable[[], Mapping[str, tuple[str, ...]]] | None = None,
+                     resolve_hooks: bool = True) -> list[str]:
+    """Every way ``profile`` (registered as ``entry_name``) breaks the engine contract; [] when it conforms.
+
+    ``others``: the engines already loaded (names and knob spellings may not repeat theirs). ``builtin``:
+    golden-al's own engines may use what a plugin cannot yet (vLLM's config writer). ``samplers``:
+    :func:`simulators.base.available` (a stand-in in tests). ``resolve_hooks``: import every hook.
+    """
+    if not isinstance(profile, EngineProfile):
+        return [f"PROFILE: a {type(profile).__name__}, not a golden_al.engines.profile.EngineProfile"]
+    out: list[str] = []
+    if profile.name != entry_name:
+        out.append(f"name: {profile.name!r}, but the entry point registers it as {entry_name!r}")
+    if not _NAME_RE.match(profile.name):
+        out.append(f"name: {profile.name!r} is not a lower-case engine name ([a-z][a-z0-9_-]*)")
+    if not builtin and profile.name in RESERVED_NAMES:
+        out.append(f"name: {profile.name!r} is reserved (golden-al's embedded engine)")
+    if others and not builtin and profile.name in others:
+        out.append(f"name: {profile.name!r} is already an engine (a plugin cannot replace it)")
+    out.extend(_knob_problems(profile))
+    if others:
+        out.extend(_shared_spellings(profile, others))
+    for name in profile.al_sources:
+        if name not in profile.source_impls:
+            out.append(f"al_sources: {name!r} has no implementation in source_impls")
+    for name in profile.source_impls:
+        if name not in profile.al_sources:
+            out.append(f"source_impls: {name!r} is not one of al_sources")
+    for f in _CALLABLE_FIELDS:
+        value = getattr(profile, f, None)
+        if value is not None and not callable(value):
+            out.append(f"{f}: a {type(value).__name__}, not a callable")
+    if profile.recipe is not None and profile.recipe.inject_into == "config" and not builtin:
+        out.append("recipe.inject_into: 'config' writes into vLLM's JSON speculative-config, golden-al's own writer "
+                   "for vLLM only; a plugin engine injects into 'env'")
+    if resolve_hooks:
+        for f, ref in hook_refs(profile).items():
+            why = _resolve(ref)
+            if why is not None:
+                out.append(f"{f}: {why}")
+    if profile.default_sampler is not None:
+        table = (samplers or _available)()
+        if profile.default_sampler not in table.get(profile.name, ()):
+            have = ", ".join(table.get(profile.name, ())) or "none"
+            out.append(f"default_sampler: {profile.default_sampler!r} is not a registered sampler of {profile.name} "
+                       f"(registered: {have}; simulators.base.register)")
+    return out
+
+
+def _available() -> Mapping[str, tuple[str, ...]]:
+    from simulators.base import available
+
+    return available()

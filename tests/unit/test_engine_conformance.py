@@ -1,0 +1,164 @@
+"""Issue 40: a profile is validated when it loads, by the same conformance kit for built-ins and plugins.
+
+Ten plugin mistakes, each installed as a real package (a folder with its ``*.dist-info/entry_points.txt``
+on ``PYTHONPATH``, as pip leaves it): each is skipped with a warning naming the plugin and the field,
+every other command works as before (``check`` on a built-in engine's file says exactly what it says
+without the plugin), and only a command that names the plugin fails, exit 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+TRT_FILE = "tests/fixtures/check/tree/recipes/trtllm/glm-agentic-al-minus-1.yaml"
+
+GOOD = '''
+from golden_al.engines.profile import DraftLenRule, EngineProfile, RecipeFormat, Source, SyntheticKnob
+
+KNOB = {knob!r}
+_SRC = Source("example/bad", "bad/spec.py", "0.1.0")
+
+
+def synthetic_settings(al, k, **_):
+    return {{KNOB: f"{{al - 1:.2f}}"}}
+
+
+def read(args):
+    return None
+
+
+def reader(files, k, *, decode_log_interval):
+    raise NotImplementedError
+
+
+PROFILE = EngineProfile(
+    name={name!r}, display_name="bad", algorithms=("draft",),
+    draft_len_rules=(DraftLenRule("draft", "k = --bad-k", source=_SRC),),
+    synthetic_knobs=(SyntheticKnob(KNOB, "env", {unit!r}, source=_SRC),),
+    synthetic_settings=synthetic_settings, sources=(_SRC,), {extra}
+)
+'''
+
+#: mistake -> (profile edits, or a whole module; what the warning must name)
+MISTAKES: dict[str, tuple[dict[str, str] | str, str]] = {
+    "knob-of-a-builtin": ({"knob": "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"}, "synthetic_knobs"),
+    "source-without-implementation": ({"extra": 'al_sources=("bad-source",),'}, "al_sources"),
+    "hook-naming-a-missing-function": ({"extra": 'run_evidence="badengine:no_such_reader",'}, "run_evidence"),
+    "wrong-unit": ({"unit": "al-2"}, "unit"),
+    "unregistered-default-sampler": ({"extra": 'default_sampler="force",'}, "default_sampler"),
+    "config-injection": ({"extra": 'recipe=RecipeFormat("bad_config", ("bad",), read, inject_into="config"),'},
+                         "recipe.inject_into"),
+    "import-error": ("raise RuntimeError('the package is broken')\n", "import"),
+    "name-mismatch": ({"name": "otherengine"}, "name"),
+    "not-a-profile": ("PROFILE = {'name': 'badengine'}\n", "PROFILE"),
+    "source-impl-not-offered": ({"extra": 'source_impls={"x": "badengine:reader"},'}, "source_impls"),
+}
+
+
+def _install(site: Path, module: str, entry: str = "badengine") -> Path:
+    """A package ``badengine`` with one ``golden_al.engines`` entry point, laid out as pip installs it."""
+    (site / "badengine").mkdir(parents=True)
+    (site / "badengine" / "__init__.py").write_text(module)
+    info = site / "badengine-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: badengine\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[golden_al.engines]\n{entry} = badengine:PROFILE\n")
+    return site
+
+
+def _module(spec: dict[str, str] | str) -> str:
+    if isinstance(spec, str):
+        return spec
+    fields = {"knob": "BADENGINE_FORCE", "name": "badengine", "unit": "al-1", "extra": "", **spec}
+    return GOOD.format(**fields)
+
+
+def _golden_al(site: Path | None, *argv: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    if site is not None:
+        env["PYTHONPATH"] = os.pathsep.join([str(site), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return subprocess.run([sys.executable, "-m", "golden_al", *argv], capture_output=True, text=True, env=env,
+                          cwd=REPO, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def baseline() -> subprocess.CompletedProcess[str]:
+    return _golden_al(None, "check", TRT_FILE, "--format", "json")
+
+
+def test_a_well_formed_plugin_loads(tmp_path: Path) -> None:
+    site = _install(tmp_path, _module({}))
+    done = _golden_al(site, "env", "--help")
+    assert done.returncode == 0, done.stderr
+    assert "badengine" in done.stdout
+    assert "warning" not in done.stderr
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_each_plugin_mistake_is_named_at_load_and_breaks_nothing_else(tmp_path: Path, mistake: str,
+                                                                     baseline: subprocess.CompletedProcess[str]) -> None:
+    spec, field = MISTAKES[mistake]
+    site = _install(tmp_path, _module(spec))
+    done = _golden_al(site, "check", TRT_FILE, "--format", "json")
+    warning = "plugin engine 'badengine' at badengine:PROFILE (package badengine) was not loaded: "
+    assert warning in done.stderr, done.stderr
+    assert field in done.stderr.split(warning, 1)[1].splitlines()[0]
+    # the built-in engine's file: the same findings and exit code as without the plugin
+    assert done.returncode == baseline.returncode == 0
+    assert json.loads(done.stdout) == json.loads(baseline.stdout)
+    # a command that needs the plugin refuses, exit 2, naming it
+    needs = _golden_al(site, "env", "--engine", "badengine", "--model", "m", "--thinking", "off", "-k", "3")
+    assert needs.returncode == 2, needs.stderr
+    assert "badengine" in needs.stderr
+
+
+def test_a_plugin_reusing_a_builtin_knob_leaves_check_on_the_builtin_file_unchanged(
+        tmp_path: Path, baseline: subprocess.CompletedProcess[str]) -> None:
+    """The bug of issue 40: later engines silently overwrote a knob spelling (a match became unresolved)."""
+    site = _install(tmp_path, _module({"knob": "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"}))
+    done = _golden_al(site, "check", TRT_FILE, "--format", "json")
+    (finding,) = json.loads(done.stdout)
+    assert (finding["engine"], finding["verdict"]) == ("trtllm", "match")
+    assert done.returncode == 0
+
+
+def test_a_plugin_cannot_take_a_builtin_or_the_reference_name(tmp_path: Path) -> None:
+    for entry in ("sglang", "reference"):
+        site = _install(tmp_path / entry, _module({"name": entry}), entry=entry)
+        done = _golden_al(site, "env", "--help")
+        assert done.returncode == 0
+        assert f"plugin engine {entry!r}" in done.stderr
+        assert "name:" in done.stderr
+
+
+def test_every_builtin_engine_passes_the_kit_golden_al_publishes() -> None:
+    from golden_al import engines
+    from golden_al.engines.conformance import profile_problems
+
+    profiles = {n: engines.get_profile(n) for n in engines.engine_names()}
+    for name, profile in profiles.items():
+        others = {m: p for m, p in profiles.items() if m != name}
+        assert profile_problems(profile, entry_name=name, others=others, builtin=True) == [], name
+
+
+def test_the_guides_kit_example_passes_on_the_toy_plugin_and_fails_on_a_broken_one(tmp_path: Path) -> None:
+    """The Python block of docs/adding-an-engine.md, run as a plugin's CI would run it."""
+    import re
+
+    guide = (REPO / "docs" / "adding-an-engine.md").read_text(encoding="utf-8")
+    (code,) = [c for c in re.findall(r"```python\n(.*?)```", guide, re.S) if "profile_problems" in c]
+    env = {**os.environ, "PYTHONPATH": str(REPO / "tests" / "engine_plugin")}
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    broken = code.replace('entry_name="toyserve"', 'entry_name="toyserv"')
+    done = subprocess.run([sys.executable, "-c", broken], capture_output=True, text=True, env=env, cwd=REPO,
+                          timeout=120)
+    assert done.returncode == 1
+    assert "AssertionError" in done.stderr
