@@ -20,8 +20,8 @@ every request in that step's (rank-local) batch gets the same ``L``
 for all rows; DSPARK's ``begin_simulated_step`` ``.repeat(bs)``-s it).
 
 The clamp ``max_len`` depends on the algorithm (the call sites of ``sample_simulated_acc_len`` in ``python/sglang/srt/speculative/``):
-EAGLE / EAGLE3 / NEXTN / STANDALONE (and FROZEN_KV_MTP, UNO): ``speculative_num_steps
-+ 1``; NGRAM: ``speculative_num_draft_tokens``; DFLASH: the block size
+EAGLE / EAGLE3 / NEXTN / STANDALONE (and FROZEN_KV_MTP): ``speculative_num_steps
++ 1``; NGRAM and linear UNO: ``speculative_num_draft_tokens``; DFLASH: the block size
 (= ``speculative_num_draft_tokens``); DSPARK: ``gamma + 1``. With golden-al's draft
 length ``k`` (drafts per step) it is ``k + 1`` for every algorithm.
 """
@@ -60,7 +60,7 @@ SGLANG_ALGORITHMS: dict[str, str] = {
     "nextn": "eagle",
     "standalone": "eagle",
     "frozen_kv_mtp": "eagle",
-    "uno": "eagle",
+    "uno": "ngram",  # linear UNO verifies num_draft_tokens slots (k = num_draft_tokens - 1), num_steps forced to 1
     "ngram": "ngram",
     "dflash": "dflash",
     "dspark": "dspark",

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from golden_al.engines.profile import VersionChoice
+
 __all__ = [
     "ALLOWABLE_VERDICTS",
     "FAILING_VERDICTS",
@@ -128,6 +130,8 @@ class Pin:
     #: further lines the pin was read from (the keys of a config written as a mapping): the census's
     #: occurrences on them are this pin's (:func:`golden_al.checks.static.check_paths`)
     covers: tuple[int, ...] = ()
+    #: the engine version whose facts judge the pin, and why (:meth:`EngineProfile.version_facts`)
+    version: VersionChoice | None = None
 
 
 @dataclass(frozen=True)
@@ -153,6 +157,8 @@ class Finding:
     #: why a failing finding does not fail this run (an inline suppression and its reason, the baseline, a
     #: file unchanged since ``--changed-since``); None: it counts
     waived: str | None = None
+    #: the engine version whose facts judged the finding (a release or a source tree); None: unversioned
+    engine_version: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object, keys in contract order."""
@@ -172,4 +178,5 @@ class Finding:
             "verdict": self.verdict,
             "message": self.message,
             "waived": self.waived,
+            "engine_version": self.engine_version,
         }

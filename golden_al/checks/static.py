@@ -78,7 +78,7 @@ from golden_al.checks.resolution import (
     resolve_thinking,
 )
 from golden_al.checks.unreadable import unread_findings, unreadable_findings
-from golden_al.engines import get_profile
+from golden_al.engines import engine_names, get_profile
 from golden_al.engines._values import format_value
 from golden_al.engines.profile import PinContext, PinReview
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UnreadableInputError, UsageError
@@ -237,7 +237,25 @@ def _context(pin: Pin) -> PinContext:
     """The pin as its engine's review reads it."""
     raw = pin.raw_value or ""
     return PinContext(knob=pin.knob, raw=raw, value=parse_number(raw), k=pin.draft.k, algorithm=pin.algorithm,
-                      spec=pin.spec, companions=pin.companions, two_model=pin.draft.two_model)
+                      spec=pin.spec, companions=pin.companions, two_model=pin.draft.two_model,
+                      version=None if pin.version is None else pin.version.version)
+
+
+def _version_problems(pin: Pin) -> tuple[list[tuple[str, str]], list[str]]:
+    """What the judged version's facts say of the pin's algorithm (a version that refuses it does not start),
+    and the note naming the version judged by."""
+    if pin.version is None or pin.version.version is None:
+        return [], []
+    profile = get_profile(pin.engine)
+    version = pin.version.version
+    notes = [f"judged by {profile.display_name} {version.version} facts ({pin.version.how})"]
+    algorithm = (pin.algorithm or "").strip().lower()
+    if algorithm and algorithm in version.refused_algorithms:
+        src = version.source
+        return [("unsafe-value", f"{profile.display_name} {version.version} refuses {pin.algorithm!r} ({src.repo} "
+                                 f"{src.path} at {src.version}): the server does not start, so the pin is never "
+                                 "applied")], notes
+    return [], notes
 
 
 def _implied(pin: Pin) -> tuple[float | None, list[tuple[str, str]], list[str]]:
@@ -277,6 +295,9 @@ def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Findi
     implied, vproblems, vnotes = _implied(pin)
     problems += vproblems
     notes += vnotes
+    version_problems, version_notes = _version_problems(pin)
+    problems += version_problems
+    notes += version_notes
     if pin.agentic.agentic is False:
         problems.append(("non-agentic-simulation", f"simulated acceptance on a benchmark that is not agentic: "
                                                    f"{pin.agentic.reason}"))
@@ -315,6 +336,7 @@ def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Findi
         draft_len=k, pinned_value=pin.raw_value,
         implied_al=None if implied is None else round(implied, 12),
         expected_al=expected, verdict=verdict, message=message, use_line=pin.use_line,
+        engine_version=None if pin.version is None else pin.version.name,
     )
 
 
@@ -657,6 +679,9 @@ class _Checker:
         report.occurrences += sum(1 for _ in iter_pin_sites(occurrences))
         report.prose.extend(f"{shown}:{o.line}" for o in occurrences if o.inert and o.inert.startswith(PROSE_PREFIX))
         _runtime_draft_len(pins, occurrences)
+        for pin in pins:
+            if pin.engine in engine_names():
+                pin.version = get_profile(pin.engine).version_facts(text)
         report.findings.extend(evaluate(pin, self.store, store_problem=self.store_problem) for pin in pins)
         loose = _uncovered(shown, occurrences, pins, kind)
         report.findings.extend(loose)

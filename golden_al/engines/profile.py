@@ -11,6 +11,7 @@ This module is pure data plus small typed callables: no I/O, no torch, fast to i
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -24,6 +25,7 @@ __all__ = [
     "DraftLen",
     "DraftLenRule",
     "EngineProfile",
+    "EngineVersion",
     "LaunchRequest",
     "Limit",
     "LogPattern",
@@ -37,6 +39,7 @@ __all__ = [
     "Source",
     "Speculation",
     "SyntheticKnob",
+    "VersionChoice",
     "reads_off",
 ]
 
@@ -139,6 +142,43 @@ class RuntimeDraftLen:
 
 
 @dataclass(frozen=True)
+class EngineVersion:
+    """The facts of one engine release (or source tree) golden-al has read; a profile lists them oldest first.
+
+    ``refused_algorithms``: algorithm spellings (lower case) that version refuses to start with; ``facts``:
+    what the engine's own hooks read for this version (its review of a pin, say); ``notes``: what changed,
+    for the README's version table.
+    """
+
+    version: str  #: a release (``0.34.0``) or a source tree (``tree fcd3f3168280``)
+    source: Source
+    refused_algorithms: tuple[str, ...] = ()
+    facts: Mapping[str, Any] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class VersionChoice:
+    """Which version's facts a file is judged by, and why (``check`` says it beside each finding)."""
+
+    version: EngineVersion | None  #: None: the profile lists no versions
+    stated: str | None = None  #: the version the file names (a container tag, a pip pin), if any
+    line: int | None = None  #: where it names it
+    how: str = ""
+
+    @property
+    def name(self) -> str | None:
+        """The version judged by."""
+        return None if self.version is None else self.version.version
+
+
+def _release_key(text: str) -> tuple[int, ...] | None:
+    """A release's numeric parts (``v0.34.0rc1`` -> ``(0, 34, 0)``), None when it has none."""
+    m = re.match(r"v?(\d+(?:\.\d+)*)", text.strip())
+    return tuple(int(x) for x in m.group(1).split(".")) if m else None
+
+
+@dataclass(frozen=True)
 class DraftLenRule:
     """How ``k`` (draft tokens per verify step) follows from an algorithm's flags."""
 
@@ -237,6 +277,8 @@ class PinContext:
     spec: Mapping[str, Any] = field(default_factory=dict)
     companions: Mapping[str, str | None] | None = None
     two_model: bool | None = None
+    #: the engine version whose facts judge the pin (:meth:`EngineProfile.version_facts`); None: unversioned
+    version: EngineVersion | None = None
 
 
 @dataclass
@@ -419,6 +461,11 @@ class EngineProfile:
     command_line: CommandLine | None = None
     #: Settings that change the draft length at run time (``check``: ``unsafe-value`` beside a pin).
     runtime_draft_len: tuple[RuntimeDraftLen, ...] = ()
+    #: The releases (or source trees) whose facts golden-al knows, oldest first; the last is the newest.
+    versions: tuple[EngineVersion, ...] = ()
+    #: Regular expressions, each with a ``version`` group, that find the engine's version a file names
+    #: (a container image tag, a ``pip`` pin); the first match in the file wins.
+    version_patterns: tuple[str, ...] = ()
     #: Whether its proposed-drafts count is exactly ``verify steps x k`` (SGLang: ``spec_verify_ct x
     #: (speculative_num_draft_tokens - 1)``), so any other count means another draft length.
     exact_proposals: bool = False
@@ -547,6 +594,37 @@ class EngineProfile:
             review.problems.append(("unsafe-value", f"{knob}={raw} means AL {review.al:g}, outside [1, k+1] = "
                                                     f"[1, {k + 1}]"))
         return review
+
+    def version_in(self, text: str) -> tuple[str, int] | None:
+        """The engine version a file names (``(version, line)``), or None."""
+        for pattern in self.version_patterns:
+            m = re.search(pattern, text)
+            if m:
+                return m.group("version"), text.count("\n", 0, m.start()) + 1
+        return None
+
+    def version_facts(self, text: str | None = None) -> VersionChoice:
+        """The known version a file is judged by: the newest known release not after the one it names
+        (an image tag, a pip pin), else the newest known, saying which and why."""
+        if not self.versions:
+            return VersionChoice(None, how=f"golden-al lists no {self.display_name} versions")
+        newest = self.versions[-1]
+        found = self.version_in(text) if text else None
+        if found is None:
+            return VersionChoice(newest, how=f"the file names no {self.display_name} version: the newest known, "
+                                             f"{newest.version}")
+        stated, line = found
+        key = _release_key(stated)
+        known = [(k, v) for v in self.versions if (k := _release_key(v.version)) is not None]
+        fits = [v for k, v in known if key is not None and k <= key]
+        if fits:
+            chosen = fits[-1]
+            exact = "" if _release_key(chosen.version) == key else f" (the newest known not after {stated})"
+            return VersionChoice(chosen, stated, line, f"{self.display_name} {stated} named at line {line}: the "
+                                                       f"{chosen.version} facts{exact}")
+        return VersionChoice(newest, stated, line, f"{self.display_name} {stated} named at line {line} is not a "
+                                                   f"version golden-al maps to its facts: the newest known, "
+                                                   f"{newest.version}")
 
     def retired_problem(self, name: str) -> str | None:
         """Why a pin spelled ``name`` is unsafe because the engine no longer reads that spelling, or None."""

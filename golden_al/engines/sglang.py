@@ -134,7 +134,7 @@ ALGORITHMS: dict[str, str] = {
     "NEXTN": "eagle",
     "STANDALONE": "eagle",
     "FROZEN_KV_MTP": "eagle",
-    "UNO": "eagle",
+    "UNO": "uno",
     "DFLASH": "dflash",
     "DSPARK": "dspark",
     "NGRAM": "ngram",
@@ -330,6 +330,7 @@ def draft_len(
       the verified token plus 7 drafts).
     * DSPARK: ``k = dspark_block_size`` (gamma); ``num_draft_tokens`` is forced to gamma+1.
     * NGRAM: ``k = num_draft_tokens - 1``.
+    * UNO (linear, topk 1): ``k = num_draft_tokens - 1``; SGLang forces ``num_steps`` to 1.
 
     Raises:
         UsageError: when the flags are contradictory or do not determine ``k`` (SGLang
@@ -352,6 +353,16 @@ def draft_len(
             raise UsageError(f"{FLAG_NUM_STEPS[2:]} must be >= 1, got {steps}")
         # With topk 1 SGLang silently adjusts num_draft_tokens to steps + 1.
         return DraftLen(steps, FLAG_NUM_STEPS[2:], chain=topk in (None, 1))
+    if family == "uno":
+        # UnoWorkerV2 (python/sglang/srt/speculative/uno_worker_v2.py, main after 0.5.23): one model (the
+        # target with a drafting LoRA); topk 1 decodes linearly over speculative_num_draft_tokens slots, the
+        # verified token plus num_draft_tokens - 1 drafts, with num_steps forced to 1; topk > 1 is a tree.
+        if ndt is None:
+            raise UsageError(f"SGLang UNO without {FLAG_NUM_DRAFT_TOKENS}: UNO requires it (k = it - 1)",
+                             hint=f"pin {FLAG_NUM_DRAFT_TOKENS} K+1")
+        if ndt < 2:
+            raise UsageError(f"UNO {FLAG_NUM_DRAFT_TOKENS[2:]} must be >= 2, got {ndt}")
+        return DraftLen(ndt - 1, "num-draft-tokens - 1 (UNO, num-steps forced to 1)", chain=topk in (None, 1))
     if family == "dflash":
         if dfb is not None and ndt is not None and dfb != ndt:
             raise UsageError(
@@ -492,7 +503,7 @@ def simulator_settings(sampler: Any, al: float, k: int) -> dict[str, Any]:
 #: own head and are resolved by :func:`golden_al.golden.store.curve_method_for`).
 CURVE_METHODS: dict[str, str] = {
     "EAGLE3": "eagle3", "DFLASH": "dflash", "DSPARK": "dspark", "NGRAM": "ngram",
-    "STANDALONE": "draft-model", "FROZEN_KV_MTP": "mtp",
+    "STANDALONE": "draft-model", "FROZEN_KV_MTP": "mtp", "UNO": "uno",
 }
 
 
@@ -805,6 +816,7 @@ PROFILE = EngineProfile(
         DraftLenRule("DFLASH", f"k = {FLAG_NUM_DRAFT_TOKENS} - 1 (= {FLAG_DFLASH_BLOCK} - 1)", True, _HOOK),
         DraftLenRule("DSPARK", f"k = {FLAG_DSPARK_BLOCK} (gamma)", True, _HOOK),
         DraftLenRule("NGRAM", f"k = {FLAG_NUM_DRAFT_TOKENS} - 1", False, _HOOK),
+        DraftLenRule("UNO", f"k = {FLAG_NUM_DRAFT_TOKENS} - 1 (linear, topk 1; num-steps forced to 1)", True, _HOOK),
     ),
     synthetic_knobs=(
         SyntheticKnob(ENV_LEN, "env", "al", aliases=(LEGACY_ENV_LEN,), source=_ENVIRON,

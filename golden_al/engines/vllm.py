@@ -41,6 +41,7 @@ from golden_al.engines.profile import (
     DraftLen,
     DraftLenRule,
     EngineProfile,
+    EngineVersion,
     LaunchRequest,
     LogPattern,
     Metric,
@@ -80,6 +81,21 @@ _SERVER = Source(_REPO, "vllm/entrypoints/openai/api_server.py", VERSION)
 #: ``(range_start, range_end, k)`` schedule by batch size) and ``enable_adaptive_verification``
 #: ("adaptively size the draft-verification budget from per-request confidence", DSpark).
 _CONFIG_034 = Source(_REPO, "vllm/config/speculative.py", "0.34.0")
+
+#: The releases whose facts golden-al knows. 0.34.0 ``SpeculativeMethod`` (``vllm/config/speculative.py``,
+#: ``_validate_method``) lists ngram, draft_model, suffix, eagle, eagle3, extract_hidden_states, the ``*_mtp``
+#: model types, dflash, ngram_gpu and dspark, and refuses any other method that no plugin registered:
+#: ``medusa``, ``mlp_speculator`` and ``pard`` are gone. It also adds FLy (``rejection_sample_method: fly``,
+#: lossy), ``dspark_draft_topk`` and ``draft_lm_head_quantization``.
+VERSIONS: tuple[EngineVersion, ...] = (
+    EngineVersion("0.33.0", _CONFIG, notes=("the V1 engine; medusa and mlp_speculator methods",)),
+    EngineVersion("0.34.0", _CONFIG_034, refused_algorithms=("medusa", "mlp_speculator", "pard"),
+                  notes=("medusa, mlp_speculator and pard refused", "FLy lossy acceptance (rejection_sample_method fly)",
+                         "num_speculative_tokens_per_batch_size, enable_adaptive_verification (run-time k)")),
+)
+#: Where a file names the vLLM version: the official image's tag, a pip/uv pin.
+VERSION_PATTERNS: tuple[str, ...] = (r"vllm/vllm-openai:v?(?P<version>\d+\.\d+\.\d+)",
+                                     r"\bvllm\s*==\s*(?P<version>\d+\.\d+\.\d+)")
 
 # ----------------------------------------------------------------- --speculative-config
 FLAG_SPEC_CONFIG = "--speculative-config"
@@ -611,7 +627,9 @@ PROFILE = EngineProfile(
     harness_pin=harness_pin,
     script_pin="golden_al.checks.script_pins:vllm_pin",
     display_name="vLLM",
-    algorithms=("mtp", "eagle", "eagle3", "dflash", "dspark", "ngram", "draft_model", "medusa", "suffix"),
+    algorithms=("mtp", "eagle", "eagle3", "dflash", "dspark", "ngram", "draft_model", "suffix"),
+    versions=VERSIONS,
+    version_patterns=VERSION_PATTERNS,
     draft_len_rules=(DraftLenRule("*", f"k = {FLAG_SPEC_CONFIG} {K_KEY}", True, _CONFIG),),
     synthetic_knobs=(
         SyntheticKnob(METHOD_KEY, "config-key", "choice", role="companion", choices=REJECTION_METHODS,

@@ -106,6 +106,7 @@ DRAFT_METHODS: tuple[str, ...] = (
     "draft-model",  # an independent small draft model (vLLM draft_model, SGLang STANDALONE)
     "medusa",
     "pard",
+    "uno",          # SGLang UNO: the target with a drafting LoRA (single model)
     "suffix",
 )
 #: Shipped precisions of a draft (lower case).

@@ -12,7 +12,8 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures" / "check"
 TREE = FIX / "tree"
 GOLDEN = str(FIX / "golden")
 KEYS = ["file", "line", "use_line", "engine", "algorithm", "model", "thinking", "thinking_source", "draft_len",
-        "pinned_value", "implied_al", "expected_al", "verdict", "message", "waived"]
+        "pinned_value", "implied_al", "expected_al", "verdict", "message", "waived",
+        "engine_version"]
 
 
 def test_json_contract_and_exit_1(capsys) -> None:

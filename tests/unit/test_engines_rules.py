@@ -57,7 +57,13 @@ def test_atom_launch_refuses_k_above_four():
 
 
 def test_trtllm_two_model_path_detection():
-    assert trtllm.two_model_path({"decoding_type": "DraftTarget", "max_draft_len": 3}) is True
+    # the newest tree read (fcd3f3168280) runs DraftTarget one-model; the older index tree ran it two-model
+    assert trtllm.two_model_path({"decoding_type": "DraftTarget", "max_draft_len": 3}) is False
+    old, newest = trtllm.VERSIONS
+    assert trtllm.path_at("DraftTarget", False, old) is True
+    assert trtllm.path_at("DraftTarget", False, newest) is False
+    assert trtllm.two_model_path({"decoding_type": "NGram"}) is True
+    assert trtllm.two_model_path({"decoding_type": "SA"}) is False
     assert trtllm.two_model_path({"decoding_type": "Eagle3", "eagle3_one_model": False}) is True
     assert trtllm.two_model_path({"decoding_type": "MTP"}) is False
     assert trtllm.two_model_path({"decoding_type": "Medusa"}) is None

@@ -29,6 +29,7 @@ from golden_al.engines.profile import (
     DraftLen,
     DraftLenRule,
     EngineProfile,
+    EngineVersion,
     PinContext,
     PinReview,
     RecipeFormat,
@@ -56,6 +57,35 @@ _LLM_ARGS_GATES = Source(_REPO, "tensorrt_llm/llmapi/llm_args.py", "000439672005
 
 ENV_FORCE = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
 
+#: The newest tree read (``tensorrt_llm/llmapi/llm_args.py``, ``tensorrt_llm/_torch/speculative/interface.py``
+#: at fcd3f3168280): ``DraftTargetDecodingConfig._draft_target_one_model`` defaults to True and nothing sets
+#: it False outside tests (``SpeculativeDecodingMode.DRAFT_TARGET_ONE_MODEL``); ``eagle3_one_model: false`` still
+#: runs two-model there (``validate_eagle_config`` only warns that it goes in release 1.4); ``SADecodingConfig`` (``decoding_type: SA``, a suffix automaton drafting
+#: inside the target's forward) and ``PEARLDecodingConfig`` (``decoding_type: PEARL``, a DraftTarget
+#: subclass on ``PEARL_ONE_MODEL`` whose ``pearl_adaptive_gamma``, default True, picks a draft length per
+#: batch size) are new modes.
+_NEWEST = "fcd3f3168280"
+_LLM_ARGS_NEWEST = Source(_REPO, "tensorrt_llm/llmapi/llm_args.py", _NEWEST)
+#: Facts by tree; TensorRT-LLM releases are not mapped to trees here, so a recipe's image tag is shown and the
+#: newest tree's facts judge it.
+VERSIONS: tuple[EngineVersion, ...] = (
+    EngineVersion(f"tree {VERSION}", _LLM_ARGS, facts={"one_model_draft_target": False},
+                  notes=("DraftTarget runs two-model (int() reader)",)),
+    EngineVersion(f"tree {_NEWEST}", _LLM_ARGS_NEWEST, facts={"one_model_draft_target": True},
+                  notes=("DraftTarget one-model by default (a fractional value works)", "SA and PEARL modes",
+                         "Eagle3 two-model deprecated (still two-model)")),
+)
+#: Where a file names the TensorRT-LLM version: the NGC release image's tag, a pip pin.
+VERSION_PATTERNS: tuple[str, ...] = (r"tensorrt-llm/release:(?P<version>[0-9][\w.]*)",
+                                     r"\btensorrt[-_]llm\s*==\s*(?P<version>[0-9][\w.]*)")
+#: ``pearl_adaptive_gamma`` of a PEARL config: a draft length chosen per batch size at run time
+PEARL_ADAPTIVE = "pearl_adaptive_gamma"
+#: Settings a forced count overrides on the one-model path (``interface.py``
+#: ``SpecWorkerBase._apply_force_accepted_tokens`` replaces the accepted count per request), and that the
+#: two-model path leaves to real acceptance (its forcing applies to greedy, non-tree requests only).
+ACCEPTANCE_SETTINGS: tuple[str, ...] = ("use_relaxed_acceptance_for_thinking", "posterior_threshold",
+                                        "use_dynamic_tree", "max_total_draft_tokens")
+
 
 def _threshold_unsafe(value: Any) -> bool | None:
     """An ``acceptance_length_threshold`` a run's AL can fall below: above 1 (the gate compares decoded tokens per
@@ -82,13 +112,17 @@ ONE_MODEL_KEYS: tuple[str, ...] = ("eagle3_one_model", "mtp_eagle_one_model")
 DRAFT_MODEL_KEYS: tuple[str, ...] = ("speculative_model", "speculative_model_dir")
 SPEC_KEYS: tuple[str, ...] = (MAX_DRAFT_LEN, DECODING_TYPE, *ONE_MODEL_KEYS, *DRAFT_MODEL_KEYS, MTP_LAYERS)
 #: ``decoding_type`` values (lower-cased, no ``_``/``-``) that always run the two-model path.
-TWO_MODEL_TYPES: tuple[str, ...] = ("drafttarget", "ngram", "draftmodel")
+TWO_MODEL_TYPES: tuple[str, ...] = ("ngram",)
 #: ``decoding_type`` values whose default is the one-model path.
-ONE_MODEL_TYPES: tuple[str, ...] = ("mtp", "eagle3", "eagle", "dflash", "dspark", "pard")
+ONE_MODEL_TYPES: tuple[str, ...] = ("mtp", "eagle3", "eagle", "dflash", "dspark", "pard", "sa", "pearl",
+                                    "drafttarget", "draftmodel")
+#: ``decoding_type`` values that ran two-model in older trees (``one_model_draft_target`` False in their facts).
+DRAFT_TARGET_TYPES: tuple[str, ...] = ("drafttarget", "draftmodel", "pearl")
 #: Golden-curve method per ``decoding_type`` (lower-cased).
 CURVE_METHODS: dict[str, str] = {
     "mtp": "mtp", "eagle3": "eagle3", "dflash": "dflash", "dspark": "dspark", "ngram": "ngram",
     "drafttarget": "draft-model", "draft-target": "draft-model", "pard": "pard", "medusa": "medusa",
+    "pearl": "draft-model", "sa": "suffix",
 }
 CAVEAT_GREEDY_ONLY = (
     "TensorRT-LLM's two-model path forces acceptance only for greedy requests "
@@ -123,9 +157,9 @@ def draft_len(speculative_config: Mapping[str, Any]) -> DraftLen:
 def two_model_path(speculative_config: Mapping[str, Any]) -> bool | None:
     """Whether the config runs the two-model path (True), the one-model path (False), or unknown (None).
 
-    ``DraftTarget``/``NGram`` always run two-model; Eagle3/MTP-Eagle follow
-    ``eagle3_one_model``/``mtp_eagle_one_model``; MTP, Eagle3, DFlash, DSpark and PARD
-    default to one-model.
+    By the newest tree read: ``NGram`` runs two-model; Eagle3/MTP-Eagle follow
+    ``eagle3_one_model``/``mtp_eagle_one_model``; MTP, Eagle3, DFlash, DSpark, PARD, SA, DraftTarget and
+    PEARL default to one-model (DraftTarget ran two-model in older trees: :func:`path_at`).
     """
     dtype = str(speculative_config.get(DECODING_TYPE, "")).lower().replace("_", "").replace("-", "")
     one_model = next((speculative_config[key] for key in ONE_MODEL_KEYS if key in speculative_config), None)
@@ -151,8 +185,9 @@ def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
     decoding = trt.get(DECODING_TYPE)
     draft = next((trt[k] for k in DRAFT_MODEL_KEYS if trt.get(k)), None)
     inputs = {k: trt[k] for k in (MAX_DRAFT_LEN, MTP_LAYERS) if k in trt}
+    review = {k: trt[k] for k in (PEARL_ADAPTIVE, *ACCEPTANCE_SETTINGS, *ONE_MODEL_KEYS) if k in trt}
     return Speculation("trtllm", str(decoding) if decoding else None, trt, key, draft,
-                       draft_inputs=inputs or {MAX_DRAFT_LEN: None})
+                       draft_inputs=inputs or {MAX_DRAFT_LEN: None}, review_spec=review)
 
 
 def script_speculation(flags: Mapping[str, Any]) -> Speculation | None:
@@ -248,9 +283,39 @@ def simulate_report(sampler: Any, al: float, k: int, settings: Mapping[str, Any]
     """``simulate``'s TensorRT-LLM fields: the path, the forced value and the long-run mean it gives."""
     return {"trtllm_path": sampler.path, ENV_FORCE: settings[ENV_FORCE], "long_run_mean": sampler.long_run_mean(al, k)}
 
+def _normal(decoding: str | None) -> str:
+    return str(decoding or "").strip().lower().replace("_", "").replace("-", "")
+
+
+def path_at(decoding: str | None, two_model: bool | None, version: EngineVersion | None) -> bool | None:
+    """Whether the two-model path runs, by the judged version's facts: :func:`two_model_path` follows the newest
+    tree (DraftTarget and PEARL one-model); an older tree's facts run DraftTarget two-model."""
+    kind = _normal(decoding)
+    if version is not None and version.facts.get("one_model_draft_target") is False and kind in DRAFT_TARGET_TYPES:
+        return True
+    return two_model
+
+
 def _review(ctx: PinContext) -> PinReview:
-    """:func:`review_pin` on the gate's :class:`PinContext`."""
-    return review_pin(ctx.knob, ctx.raw, ctx.value, ctx.k, two_model=ctx.two_model)
+    """:func:`review_pin` on the gate's :class:`PinContext`, by the judged version's facts; PEARL's adaptive
+    draft length and the acceptance settings forcing does or does not override are reviewed here."""
+    two = path_at(ctx.algorithm, ctx.two_model, ctx.version)
+    review = review_pin(ctx.knob, ctx.raw, ctx.value, ctx.k, two_model=two)
+    if _normal(ctx.algorithm) == "pearl" and str(ctx.spec.get(PEARL_ADAPTIVE, True)).strip().lower() not in (
+            "false", "0", "no"):
+        review.problems.append(("unsafe-value", f"PEARL picks its draft length per batch size at run time "
+                                                f"({PEARL_ADAPTIVE}, default true; {_LLM_ARGS_NEWEST.path} at "
+                                                f"{_NEWEST}): a golden AL is per fixed k"))
+    seen = [k for k in ACCEPTANCE_SETTINGS if k in ctx.spec and str(ctx.spec[k]).strip().lower()
+            not in ("false", "0", "no", "none", "null", "")]
+    if seen and two:
+        review.problems.append(("unsafe-value", f"{', '.join(seen)} on the two-model path: its forcing applies to "
+                                                "greedy non-tree requests only, so these run real acceptance"))
+    elif seen:
+        review.notes.append(f"{', '.join(seen)} left alone: the one-model path's forced count replaces the accepted "
+                            "count whatever the acceptance rule or tree (interface.py "
+                            "SpecWorkerBase._apply_force_accepted_tokens)")
+    return review
 
 
 PROFILE = EngineProfile(
@@ -265,7 +330,9 @@ PROFILE = EngineProfile(
     script_settings="the TensorRT-LLM config written by the script",
     injection_problem=injection_problem,
     display_name="TensorRT-LLM",
-    algorithms=("MTP", "Eagle3", "Eagle", "DFlash", "DSpark", "NGram", "DraftTarget", "PARD"),
+    algorithms=("MTP", "Eagle3", "Eagle", "DFlash", "DSpark", "NGram", "DraftTarget", "PARD", "SA", "PEARL"),
+    versions=VERSIONS,
+    version_patterns=VERSION_PATTERNS,
     draft_len_rules=(
         DraftLenRule("MTP", f"k = {MTP_LAYERS} (or {MAX_DRAFT_LEN})", True, _LLM_ARGS),
         DraftLenRule("*", f"k = {SPEC_CONFIG_KEY}.{MAX_DRAFT_LEN}", True, _LLM_ARGS),
