@@ -354,15 +354,7 @@ def draft_len(
         # With topk 1 SGLang silently adjusts num_draft_tokens to steps + 1.
         return DraftLen(steps, FLAG_NUM_STEPS[2:], chain=topk in (None, 1))
     if family == "uno":
-        # UnoWorkerV2 (python/sglang/srt/speculative/uno_worker_v2.py, main after 0.5.23): one model (the
-        # target with a drafting LoRA); topk 1 decodes linearly over speculative_num_draft_tokens slots, the
-        # verified token plus num_draft_tokens - 1 drafts, with num_steps forced to 1; topk > 1 is a tree.
-        if ndt is None:
-            raise UsageError(f"SGLang UNO without {FLAG_NUM_DRAFT_TOKENS}: UNO requires it (k = it - 1)",
-                             hint=f"pin {FLAG_NUM_DRAFT_TOKENS} K+1")
-        if ndt < 2:
-            raise UsageError(f"UNO {FLAG_NUM_DRAFT_TOKENS[2:]} must be >= 2, got {ndt}")
-        return DraftLen(ndt - 1, "num-draft-tokens - 1 (UNO, num-steps forced to 1)", chain=topk in (None, 1))
+        return _uno_draft_len(ndt, topk)
     if family == "dflash":
         if dfb is not None and ndt is not None and dfb != ndt:
             raise UsageError(
@@ -395,6 +387,18 @@ def draft_len(
     if ndt is None:
         raise UsageError(f"SGLang NGRAM needs {FLAG_NUM_DRAFT_TOKENS} to fix the draft length")
     return DraftLen(ndt - 1, "num-draft-tokens - 1", chain=False)
+
+
+def _uno_draft_len(ndt: int | None, topk: int | None) -> DraftLen:
+    """UNO's k. ``UnoWorkerV2`` (python/sglang/srt/speculative/uno_worker_v2.py, main after 0.5.23) is one
+    model (the target with a drafting LoRA); topk 1 decodes linearly over speculative_num_draft_tokens slots,
+    the verified token plus num_draft_tokens - 1 drafts, with num_steps forced to 1; topk > 1 is a tree."""
+    if ndt is None:
+        raise UsageError(f"SGLang UNO without {FLAG_NUM_DRAFT_TOKENS}: UNO requires it (k = it - 1)",
+                         hint=f"pin {FLAG_NUM_DRAFT_TOKENS} K+1")
+    if ndt < 2:
+        raise UsageError(f"UNO {FLAG_NUM_DRAFT_TOKENS[2:]} must be >= 2, got {ndt}")
+    return DraftLen(ndt - 1, "num-draft-tokens - 1 (UNO, num-steps forced to 1)", chain=topk in (None, 1))
 
 
 def draft_len_from_flags(algorithm: str, flags: Mapping[str, Any]) -> DraftLen:
