@@ -84,36 +84,34 @@ def test_measure_fit_commit_env_synthetic_run_check_run_and_import(tmp_path, pro
     assert imported["al"] == pytest.approx(result["realized_al"], abs=1e-9)
 
 
-def test_rows_dropped_by_a_full_stats_queue_refuse_the_unit(tmp_path, prompts, capsys):
-    with serve_reference(["--flavor", "trtllm", "--fake", "--draft-len", str(K), "--iter-stats-max-iterations", "4"],
-                         tmp_path / "s.log") as url:
+def _refused(args: list[str], tmp_path: Path, prompts: Path, capsys) -> str:
+    """Measure against ``serve-reference ARGS``: refused (non-zero), nothing recorded; returns stderr."""
+    with serve_reference(args, tmp_path / "s.log") as url:
         code, _, err = cli(_measure(url, prompts, tmp_path / "cell"), capsys)
     assert code != 0
+    assert not (tmp_path / "cell" / "measurement.json").exists()
+    return err
+
+
+def test_rows_dropped_by_a_full_stats_queue_refuse_the_unit(tmp_path, prompts, capsys):
+    err = _refused(["--flavor", "trtllm", "--fake", "--draft-len", str(K), "--iter-stats-max-iterations", "4"],
+                   tmp_path, prompts, capsys)
     assert "skip iterations" in err
     assert "iter_stats_max_iterations" in err
-    assert not (tmp_path / "cell" / "measurement.json").exists()
 
 
 def test_a_server_drafting_more_than_k_is_refused(tmp_path, prompts, capsys):
-    with serve_reference(["--flavor", "trtllm", "--fake", "--draft-len", str(K + 2)], tmp_path / "s.log") as url:
-        code, _, err = cli(_measure(url, prompts, tmp_path / "cell"), capsys)
-    assert code != 0
+    err = _refused(["--flavor", "trtllm", "--fake", "--draft-len", str(K + 2)], tmp_path, prompts, capsys)
     assert f"more than k = {K}" in err
-    assert not (tmp_path / "cell" / "measurement.json").exists()
 
 
 def test_a_restart_mid_cell_is_refused(tmp_path, prompts, capsys):
-    with serve_reference(["--flavor", "trtllm", "--fake", "--draft-len", str(K), "--fault", "reset@4"],
-                         tmp_path / "s.log") as url:
-        code, _, err = cli(_measure(url, prompts, tmp_path / "cell"), capsys)
-    assert code != 0
+    err = _refused(["--flavor", "trtllm", "--fake", "--draft-len", str(K), "--fault", "reset@4"], tmp_path, prompts,
+                   capsys)
     assert "restarted" in err
-    assert not (tmp_path / "cell" / "measurement.json").exists()
 
 
 def test_a_server_without_iteration_rows_is_refused(tmp_path, prompts, capsys):
     """An SGLang server answers Prometheus text at /metrics: not TensorRT-LLM's JSON rows."""
-    with serve_reference(["--flavor", "sglang", "--fake", "--draft-len", str(K)], tmp_path / "s.log") as url:
-        code, _, err = cli(_measure(url, prompts, tmp_path / "cell"), capsys)
-    assert code != 0
+    err = _refused(["--flavor", "sglang", "--fake", "--draft-len", str(K)], tmp_path, prompts, capsys)
     assert "/metrics" in err

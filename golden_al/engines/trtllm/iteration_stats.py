@@ -32,7 +32,7 @@ from typing import Any
 
 from golden_al.errors import CounterSemanticsError, InputFileError
 
-__all__ = ["SPEC_STATS", "IterationRow", "IterationScan", "read_iteration_file", "read_iteration_source",
+__all__ = ["SPEC_STATS", "IterationRow", "IterationScan", "rank_of", "read_iteration_file", "read_iteration_source",
            "rows_from_json", "scan_rows"]
 
 SPEC_STATS = "specDecodingStats"
@@ -96,9 +96,14 @@ def _count(stats: Mapping[str, Any], key: str, where: str, line: int) -> int:
     return int(v)
 
 
+def rank_of(obj: Mapping[str, Any]) -> Any:
+    """The attention-DP rank a row names (under any of :data:`RANK_KEYS`), as written; None when it names none."""
+    return next((obj[k] for k in RANK_KEYS if k in obj), None)
+
+
 def _row(obj: Mapping[str, Any], line: int, where: str) -> tuple[IterationRow | None, int | None]:
     """(row, rank) of one iteration object; the row is None when it has no spec-decode stats."""
-    rank_raw = next((obj[k] for k in RANK_KEYS if k in obj), None)
+    rank_raw = rank_of(obj)
     if rank_raw is not None and (isinstance(rank_raw, bool) or not isinstance(rank_raw, int) or rank_raw < 0):
         raise InputFileError(f"{where}: attention-DP rank {rank_raw!r} is not a rank", line=line)
     stats = obj.get(SPEC_STATS)

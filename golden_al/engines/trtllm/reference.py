@@ -20,10 +20,7 @@ from golden_al.engines.trtllm.server import COMPLETED, METRICS_PATH, VERSION_PAT
 from golden_al.servers.reference.flavor import Flavor
 from golden_al.servers.served_engine import Generation
 
-__all__ = ["ITER_STATS_MAX_ITERATIONS", "TrtllmFlavor"]
-
-#: ``iter_stats_max_iterations``' default (``tensorrt_llm/llmapi/llm_args.py``)
-ITER_STATS_MAX_ITERATIONS = 1000
+__all__ = ["TrtllmFlavor"]
 
 
 class TrtllmFlavor(Flavor):

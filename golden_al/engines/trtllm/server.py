@@ -75,27 +75,28 @@ class _Totals:
     restarts: int = 0  #: times the iteration number fell back
 
 
+def _rank0(objects: Sequence[Any]) -> list[Mapping[str, Any]]:
+    """The rows of attention-DP rank 0, or without a rank (the others copy rank 0's counters)."""
+    return [obj for obj in objects if isinstance(obj, Mapping) and its.rank_of(obj) in (None, 0)]
+
+
 def _iterations(objects: Sequence[Any]) -> list[tuple[int, bool]]:
     """``(iteration, whether it verified drafts)`` of the rank-0 (or rank-less) rows, with or without stats."""
     out = []
-    for obj in objects:
-        if isinstance(obj, Mapping) and next((obj[k] for k in its.RANK_KEYS if k in obj), None) in (None, 0):
-            it = obj.get(its.ITER)
-            stats = obj.get(its.SPEC_STATS)
-            drafting = isinstance(stats, Mapping) and bool(stats.get(its.REQUESTS))
-            if isinstance(it, int) and not isinstance(it, bool):
-                out.append((it, drafting))
+    for obj in _rank0(objects):
+        it = obj.get(its.ITER)
+        stats = obj.get(its.SPEC_STATS)
+        drafting = isinstance(stats, Mapping) and bool(stats.get(its.REQUESTS))
+        if isinstance(it, int) and not isinstance(it, bool):
+            out.append((it, drafting))
     return out
 
 
 def _completed(objects: Sequence[Any]) -> int | None:
     """Requests finished in these rows (rank 0 or rank-less rows), None when no row says."""
     total, seen = 0, False
-    for obj in objects:
-        if not isinstance(obj, Mapping):
-            continue
-        rank = next((obj[k] for k in its.RANK_KEYS if k in obj), None)
-        if rank not in (None, 0) or COMPLETED not in obj:
+    for obj in _rank0(objects):
+        if COMPLETED not in obj:
             continue
         v = obj[COMPLETED]
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
@@ -126,8 +127,7 @@ class TrtllmIterationSource(CounterSource):
         return Snapshot(totals, finished=None if totals.completed is None else float(totals.completed))
 
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
-        b, a = before.counts, after.counts
-        _totals(b), _totals(a)
+        b, a = _totals(before.counts), _totals(after.counts)
         if a.gaps[len(b.gaps):]:
             raise ServerError(f"{label}: the server's iteration rows skip {', '.join(a.gaps[len(b.gaps):])}: rows were "
                               "dropped (a full stats queue) or drained by another client, so the unit's steps are "
@@ -158,8 +158,7 @@ class TrtllmIterationSource(CounterSource):
                                     source=f"{self.name} ({label})", field_names=field_names)
 
     def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
-        b, a = before.counts, after.counts
-        _totals(b), _totals(a)
+        b, a = _totals(before.counts), _totals(after.counts)
         if a.restarts > b.restarts:
             raise CounterResetError(f"{label}: the iteration number fell back (to {a.last_iter}): the server "
                                     "restarted", hint="rerun with --resume; finished requests are kept")

@@ -81,7 +81,8 @@ class ServeConfig:
     accept_threshold_single: float = 1.0
     """SGLang flavor: the ``speculative_accept_threshold_single`` reported in ``/server_info`` (below 1: lossy)."""
     iter_stats_max_iterations: int = 1000
-    """TensorRT-LLM flavor: iteration rows ``/metrics`` keeps between two reads (older ones are dropped)."""
+    """TensorRT-LLM flavor: iteration rows ``/metrics`` keeps between two reads (older ones are dropped); 1000 is
+    ``iter_stats_max_iterations``' default (``tensorrt_llm/llmapi/llm_args.py``)."""
     io_timeout_s: float = 30.0
     """Seconds a connection may stay silent (request line, headers, body, keep-alive idle)."""
     max_body_bytes: int = 4 * 1024 * 1024
