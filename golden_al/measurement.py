@@ -151,6 +151,9 @@ class ServerInfo(_Strict):
     server_args: dict[str, Any] | None = None
     log_file: str | None = None
     image: str | None = None
+    curve_selectors: dict[str, str] | None = Field(
+        default=None, description="the engine's curve selectors of the server's settings ({}: its defaults; "
+        "absent: the server did not say): golden-al fit writes them into the curve's draft.selectors")
 
 
 class ServerShare(_Strict):

@@ -6,7 +6,7 @@ the recipe ``select`` plans is what ``check`` calls a ``match`` (one rule, one h
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from golden_al.checks.findings import ModelName, ThinkingSignal
@@ -101,12 +101,22 @@ def curve_method(store: Any, engine: str, algorithm: str | None, model: str) -> 
 
 
 def golden_point(store: Any, *, model: str, thinking: str, k: int, method: str | None, draft_model: str | None,
-                 draft_sample_method: str | None, rejection_sample_method: str | None) -> Any:
+                 draft_sample_method: str | None, rejection_sample_method: str | None, engine: str,
+                 spec: Mapping[str, Any]) -> Any:
     """The one golden value a config's settings select: ``check`` compares a pin with it and ``select``
-    writes it (one rule for both).
+    writes it (one rule for both). ``spec``: what the engine's review reads of the settings, from which its
+    profile names the curve selectors (:meth:`~golden_al.engines.profile.EngineProfile.selectors`).
 
     Raises:
-        NoGoldenValueError, AmbiguousCurveError, UsageError: as :meth:`GoldenStore.lookup`.
+        NoGoldenValueError, AmbiguousCurveError, UsageError: as :meth:`GoldenStore.lookup`; UsageError also for
+            settings whose selectors cannot be read (naming the setting).
     """
+    from golden_al.engines import get_profile
+
+    try:
+        selectors = get_profile(engine).selectors(spec, k)
+    except UsageError as exc:
+        raise UsageError(f"curve selectors: {exc.message}", hint=exc.hint) from None
     return store.lookup(model, thinking, k, method=method, draft_model=draft_model,
-                        draft_sample_method=draft_sample_method, rejection_sample_method=rejection_sample_method)
+                        draft_sample_method=draft_sample_method, rejection_sample_method=rejection_sample_method,
+                        selectors=selectors)

@@ -200,6 +200,8 @@ def server_settings(files: Sequence[str | Path], engine: str) -> dict[str, Any]:
             out["k"] = profile_draft_len(engine, args)
         except UsageError:
             pass
+    # the settings the engine's curve selectors read, by its server-info names (one spelling with /server_info)
+    out["selector_spec"] = {short: args[key] for short, key in fields.items() if key in args}
     return out
 
 
@@ -235,7 +237,8 @@ def logged_draft_len(files: Sequence[str | Path], engine: str, draft_len: int | 
 
 
 def golden_target(files: Sequence[str | Path], *, engine: str, store: Any, thinking: str, model: str | None = None,
-                  draft_len: int | None = None, algorithm: str | None = None) -> RunTarget:
+                  draft_len: int | None = None, algorithm: str | None = None,
+                  selectors: Mapping[str, str] | None = None) -> RunTarget:
     """The golden AL the run had to realize: (model, thinking mode, k, method) looked up in ``store``.
 
     Model, algorithm and k come from the arguments or, where the engine logs them at start-up
@@ -259,13 +262,35 @@ def golden_target(files: Sequence[str | Path], *, engine: str, store: Any, think
         raise UsageError("check-run needs the draft length (--draft-len); the files do not give it",
                          hint="pass --draft-len K")
     method = store.method_for(engine, algo, name) if algo else None
-    point = store.lookup(name, thinking, int(k), method=method)
+    chosen = _run_selectors(engine, logged, int(k), selectors, where)
+    point = store.lookup(name, thinking, int(k), method=method, selectors=chosen)
     golden = {"model": point.model, "thinking": point.thinking, "k": point.k, "al": point.al, "curve": point.curve,
               "method": point.method, "source": str(point.source),
               "from_log": {key: logged[key] for key in ("model", "algorithm", "k") if key in logged
                            and {"model": model, "algorithm": algorithm, "k": draft_len}[key] is None},
-              "log": where or None}
+              "log": where or None, "selectors": chosen or None}
     return RunTarget(point.al, int(k), golden, point)
+
+
+def _run_selectors(engine: str, logged: Mapping[str, Any], k: int, given: Mapping[str, str] | None,
+                   where: str) -> dict[str, str]:
+    """The curve selectors of the run: what its logged start-up settings say (the engine's profile reads them),
+    which ``--selector`` must agree with; ``--selector`` alone where the log does not say.
+
+    Raises:
+        UsageError: a ``--selector`` that contradicts the log, naming both values.
+    """
+    from golden_al.engines import get_profile
+
+    given = dict(given or {})
+    if "selector_spec" not in logged:
+        return given
+    seen = get_profile(engine).selectors(logged["selector_spec"], k)
+    if given and given != seen:
+        shown = ", ".join(f"{key}={v}" for key, v in sorted(seen.items())) or "the engine's defaults"
+        raise UsageError(f"--selector {', '.join(f'{key}={v}' for key, v in sorted(given.items()))} but the "
+                         f"server's arguments ({where}) run {shown}", hint="drop --selector: the log says it")
+    return seen
 
 
 # ----------------------------------------------------------------------- reading

@@ -353,6 +353,8 @@ def _flags_in(words: list[str]) -> list[tuple[str, str]]:
                 out.append((flag, val))
             elif i + 1 < len(words):
                 out.append((flag, words[i + 1]))
+            else:  # a boolean flag ends the command (--speculative-use-block-verification)
+                out.append((flag, ""))
     # llama-server's short model flag (-m is too common a substring to be a site marker)
     for i, w in enumerate(words[:-1]):
         if w in ("-m", "-md") and any(x.endswith("llama-server") for x in words[:i]):

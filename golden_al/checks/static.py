@@ -349,7 +349,8 @@ def _golden(pin: Pin, store: Any, model: str, thinking: str, k: int, implied: fl
     try:
         point = golden_point(store, model=model, thinking=thinking, k=k, method=method, draft_model=pin.draft_model,
                              draft_sample_method=pin.draft_sample_method,
-                             rejection_sample_method=pin.rejection_sample_method)
+                             rejection_sample_method=pin.rejection_sample_method, engine=pin.engine,
+                             spec=pin.spec)
     except AmbiguousCurveError as exc:
         if "disagree" in str(exc):
             return ("undetermined", str(exc))

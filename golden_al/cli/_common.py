@@ -86,6 +86,37 @@ def add_golden_dir_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_selector_option(parser: Any, what: str) -> None:
+    """``--selector KEY=VALUE`` (repeatable): a curve selector (:attr:`golden_al.golden.schema.Draft.selectors`)."""
+    parser.add_argument("--selector", action="append", default=[], metavar="KEY=VALUE",
+                        help=f"{what} (repeatable; the engine's keys: golden-al engines show ENGINE)")
+
+
+def parse_selectors(items: list[str], engine: str | None) -> dict[str, str]:
+    """``--selector`` pairs as curves store them; a key the engine does not declare is a usage error.
+
+    Raises:
+        UsageError: not KEY=VALUE, a repeated key, or a key ``engine``'s profile does not declare.
+    """
+    from golden_al.engines import engine_names, get_profile
+    from golden_al.engines._values import selector_text
+
+    keys = get_profile(engine).selector_keys if engine is not None and engine in engine_names() else None
+    out: dict[str, str] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or not key or not value.strip():
+            raise UsageError(f"--selector {item!r}: expected KEY=VALUE")
+        if key in out:
+            raise UsageError(f"--selector {key} given twice")
+        if keys is not None and key not in keys:
+            have = ", ".join(keys) or "none"
+            raise UsageError(f"--selector {key}: {engine} has no curve selector {key!r} (its selectors: {have})")
+        out[key] = selector_text(value, key)
+    return out
+
+
 def add_format_option(parser: argparse.ArgumentParser, choices: tuple[str, ...], default: str) -> None:
     """``--format`` with the given choices."""
     parser.add_argument("--format", choices=choices, default=default, help=f"output format (default: {default})")

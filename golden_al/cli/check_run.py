@@ -51,7 +51,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="server log(s) or exactly two /metrics snapshots (before/after, any order)")
-    from golden_al.cli._common import add_golden_dir_option, add_max_seconds_option, thinking_mode
+    from golden_al.cli._common import (
+        add_golden_dir_option,
+        add_max_seconds_option,
+        add_selector_option,
+        thinking_mode,
+    )
 
     add_max_seconds_option(parser)
     from golden_al.engines import engine_names
@@ -66,6 +71,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--algorithm", default=None, metavar="A",
                         help="look the target up: the speculative algorithm/method, which picks the curve (default: "
                              "the log's, when it names one)")
+    add_selector_option(parser, "look the target up: a setting other than the engine's default that changes real AL "
+                                "(e.g. verification=block; default: what an SGLang log's server_args line says)")
     add_golden_dir_option(parser)
     parser.add_argument("--draft-len", "-k", type=int, default=None, metavar="K",
                         help=draft_len_help() + "; required unless the log's server_args give it")
@@ -118,8 +125,8 @@ def _target(args: argparse.Namespace) -> tuple[float, int, dict | None]:
     from golden_al.errors import UsageError
 
     if args.expect_al is not None:
-        if args.model or args.thinking or args.algorithm:
-            raise UsageError("--expect-al or --model/--thinking/--algorithm, not both",
+        if args.model or args.thinking or args.algorithm or args.selector:
+            raise UsageError("--expect-al or --model/--thinking/--algorithm/--selector, not both",
                              hint="give the AL, or let check-run look the golden value up")
         from golden_al.checks.run import logged_draft_len
 
@@ -135,12 +142,12 @@ def _target(args: argparse.Namespace) -> tuple[float, int, dict | None]:
         raise UsageError("check-run needs --expect-al AL, or --thinking (with --model, or a log that names the "
                          "model) to look the golden AL up", hint="e.g. --thinking on")
     from golden_al.checks.run import golden_target
-    from golden_al.cli._common import golden_dir
+    from golden_al.cli._common import golden_dir, parse_selectors
     from golden_al.golden import load_store
 
     target = golden_target(args.files, engine=args.engine, store=load_store(golden_dir(args.golden_dir)),
                            thinking=args.thinking, model=args.model, draft_len=args.draft_len,
-                           algorithm=args.algorithm)
+                           algorithm=args.algorithm, selectors=parse_selectors(args.selector, args.engine))
     return target.expect_al, target.draft_len, target.golden
 
 

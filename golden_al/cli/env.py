@@ -46,7 +46,14 @@ import sys
 from typing import Any
 
 from golden_al import engines
-from golden_al.cli._common import add_golden_dir_option, draft_len_help, golden_dir, thinking_mode
+from golden_al.cli._common import (
+    add_golden_dir_option,
+    add_selector_option,
+    draft_len_help,
+    golden_dir,
+    parse_selectors,
+    thinking_mode,
+)
 from golden_al.engines import atom, sglang, vllm
 from golden_al.errors import UsageError
 
@@ -104,6 +111,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c.add_argument("--draft-model", metavar="ID", help="draft model id or path (selects among variants)")
     c.add_argument("--draft-sample-method", choices=("greedy", "probabilistic"),
                    help="vLLM draft_sample_method (selects among variants)")
+    add_selector_option(c, "a setting other than the engine's default that changes real AL, as the recipe runs it "
+                           "(e.g. verification=block); the curve must have been measured with exactly these")
     parser.add_argument("--format", choices=FORMATS, default="shell", help="output format (default: shell)")
     add_golden_dir_option(parser)
 
@@ -189,7 +198,8 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"--method {method} contradicts --algorithm {args.algorithm} (curve method {algo_method})")
         method = algo_method
     point = store.lookup(args.model, args.thinking, k, method=method, variant=args.variant,
-                         draft_model=args.draft_model, draft_sample_method=args.draft_sample_method)
+                         draft_model=args.draft_model, draft_sample_method=args.draft_sample_method,
+                         selectors=parse_selectors(args.selector, args.engine))
     profile = engines.get_profile(args.engine)
     if point.method:
         profile.check_k(point.method, k)

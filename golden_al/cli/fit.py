@@ -17,7 +17,13 @@ import json
 import sys
 from pathlib import Path
 
-from golden_al.cli._common import add_format_option, print_json, progress
+from golden_al.cli._common import (
+    add_format_option,
+    add_selector_option,
+    parse_selectors,
+    print_json,
+    progress,
+)
 from golden_al.errors import CheckFailedError, UsageError
 
 DESCRIPTION = (
@@ -74,6 +80,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="a sentence for the curve's provenance notes (where, why, by whom)")
     parser.add_argument("--tolerance", type=float, default=None, metavar="AL",
                         help="absolute residual tolerance for flags (default: 3 standard errors from the CIs)")
+    add_selector_option(parser, "a curve selector the records were measured with, where their server did not "
+                                "report it (it must agree with any it did)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the pooled-CI bootstrap (default: 0)")
     parser.add_argument("--allow-flags", action="store_true",
                         help="exit 0 even when a point is flagged (exploratory fits); by default a flagged point "
@@ -100,6 +108,7 @@ def run(args: argparse.Namespace) -> int:
             model_key=args.model_key, aliases=tuple(args.alias), method=args.method,
             monotone_conditional=args.monotone_conditional, fill_derived=args.fill_derived, profile=args.profile,
             provenance_note=args.provenance_note, tolerance=args.tolerance, seed=args.seed,
+            selectors=parse_selectors(args.selector, records[0].record.engine if records else None),
         ))
     save_curve(fit.curve, out)
     side = sidecar_path(out)

@@ -61,6 +61,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--fault", action="append", default=[], metavar="KIND@N",
                         help="inject a fault: 500|502|503|sleep|reset|nospec|die @ N, N-M or N+ (chat/generate requests, from 1)")
     parser.add_argument("--fault-sleep", type=float, default=30.0, metavar="S", help="seconds a 'sleep' fault sleeps")
+    parser.add_argument("--server-setting", action="append", default=[], metavar="KEY=VALUE",
+                        help="a setting the stand-in reports it runs with (SGLang: a /server_info field; vLLM: a "
+                             "speculative-config key of its startup line); VALUE is read as JSON, else as text")
     parser.add_argument("--claim-synthetic", action="store_true",
                         help="report synthetic acceptance in /server_info and the startup log (tests the refusal)")
     parser.add_argument("--log-file", metavar="FILE", help="append log lines here (default: stderr)")
@@ -159,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         per_request_metrics=None if args.per_request_spec_decode_metrics == "none" else args.per_request_spec_decode_metrics,
         faults=faults, fault_sleep_s=args.fault_sleep, claim_synthetic=args.claim_synthetic,
         iter_stats_max_iterations=args.iter_stats_max_iterations,
+        server_settings=_server_settings(args.server_setting),
     )
     log_stream = open(args.log_file, "a", encoding="utf-8") if args.log_file else sys.stderr
     try:
@@ -175,3 +179,19 @@ def run(args: argparse.Namespace) -> int:
         if log_stream is not sys.stderr:
             log_stream.close()
     return 0
+
+
+def _server_settings(items: list[str]) -> dict[str, Any]:
+    """``--server-setting KEY=VALUE`` pairs, each VALUE read as JSON when it is JSON, else as text."""
+    import json
+
+    out: dict[str, Any] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"--server-setting {item!r}: expected KEY=VALUE")
+        try:
+            out[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key.strip()] = value
+    return out

@@ -31,7 +31,7 @@ import datetime as _dt
 import hashlib
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
@@ -46,6 +46,7 @@ from golden_al.curvefit.records import LoadedRecord
 from golden_al.curvefit.settings import check_agreement, settings_of
 from golden_al.errors import UsageError
 from golden_al.golden.schema import THINKING_MODES, GoldenCurve, parse_curve
+from golden_al.measurement import MeasurementRecord
 from golden_al.provenance import collect, tool_version
 
 __all__ = [
@@ -128,6 +129,8 @@ class FitOptions:
     provenance_note: str | None = None
     tolerance: float | None = None
     seed: int = 0
+    #: curve selectors to write (``fit --selector``); they must agree with what the records' servers reported
+    selectors: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True)
@@ -430,7 +433,7 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
             continue
         if a.casefold() != model_key.casefold() and a.casefold() not in {x.casefold() for x in aliases}:
             aliases.append(a)
-    method = options.method or first.draft_method
+    method = options.method or _curve_method(first)
     counts = {lr.record.dataset.count for lr in records}
     num_prompts = counts.pop() if len(counts) == 1 else None
     if num_prompts is None:
@@ -449,7 +452,8 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
         "schema_version": 1,
         "model": model_key,
         "aliases": aliases,
-        "draft": {"method": method, "model": first.draft.name, "precision": precision},
+        "draft": {"method": method, "model": first.draft.name, "precision": precision,
+                  "selectors": _selectors(records, options.selectors, warnings)},
         "engine": {"name": first.engine, "version": first.engine_version,
                    "image": first.server.image if first.server else None},
         "dataset": {"name": first.dataset.name, "category": first.dataset.category,
@@ -466,6 +470,47 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
     }
     curve = parse_curve(_drop_none(data), path="<golden-al fit>")
     return CurveFit(curve=curve, modes=mode_fits, records=tuple(records), options=options, warnings=tuple(warnings))
+
+
+def _curve_method(record: MeasurementRecord) -> str:
+    """The curve method of a record's ``draft_method``, which is the engine's own spelling (vLLM ``draft_model``,
+    SGLang ``standalone``): the engine's rule where it has one, else the spelling as it is (the schema judges)."""
+    from golden_al.engines import engine_names
+    from golden_al.golden.store import curve_method_for
+
+    if record.engine in engine_names():
+        try:
+            return curve_method_for(record.engine, record.draft_method)
+        except UsageError:
+            pass
+    return record.draft_method
+
+
+def _selectors(records: Sequence[LoadedRecord], given: Mapping[str, str] | None,
+               warnings: list[str]) -> dict[str, str] | None:
+    """The curve's selectors: what the records' servers reported (the settings check made them agree on), and
+    ``--selector`` values, which must equal any the records report.
+
+    Raises:
+        SettingsMismatchError: a ``--selector`` that contradicts the records (naming the key and both values).
+    """
+    reported = records[0].record.server.curve_selectors if records[0].record.server else None
+    given = dict(given or {})
+    if reported is None:
+        if records[0].record.server is not None:
+            warnings.append("the records do not say which curve selectors the server ran with (e.g. vLLM attached "
+                            "without --server-log): the curve is written for "
+                            + (", ".join(f"{k}={v}" for k, v in sorted(given.items())) or "the engine's defaults")
+                            + "; pass --selector KEY=VALUE if it ran otherwise")
+        return given or None
+    for key in sorted(set(given) | set(reported)):
+        if key in given and given.get(key) != reported.get(key):
+            raise SettingsMismatchError(
+                f"--selector {key}={given[key]} but the records' server reported "
+                + (f"{key}={reported[key]}" if key in reported else f"no {key} (the engine's default)"),
+                field=f"server.curve_selectors.{key}", groups={},
+                hint="drop --selector: the records say what the server ran with")
+    return dict(reported) or None
 
 
 def _drop_none(node: Any) -> Any:

@@ -4,7 +4,7 @@ AL depends on everything that shapes the token stream, so records measured under
 different settings are never averaged into one golden value. Two scopes:
 
 * **curve** (every record of the curve, both thinking modes): ``engine``,
-  ``engine_version``, ``server.image``, ``draft_method``, ``block_draft.algorithm`` (DFlash or
+  ``engine_version``, ``server.image``, ``server.curve_selectors``, ``draft_method``, ``block_draft.algorithm`` (DFlash or
   DFlash2), the target and draft
   identity (``sha256`` when every record has one, else the name, case-insensitive),
   ``target.dtype``, ``draft.dtype``, ``draft.shipped_dtype``, ``dataset.name``,
@@ -60,6 +60,8 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("engine", "curve", lambda r: r.engine),
     Setting("engine_version", "curve", lambda r: r.engine_version),
     Setting("server.image", "curve", lambda r: r.server.image if r.server else None),
+    # settings that change real AL (a quantized draft head, block verification): one curve, one set of them
+    Setting("server.curve_selectors", "curve", lambda r: r.server.curve_selectors if r.server else None),
     Setting("draft_method", "curve", lambda r: r.draft_method),
     # DFlash and DFlash2 share the method ``dflash`` (vLLM's spelling for both): the draft tells them apart
     Setting("block_draft.algorithm", "curve", lambda r: r.block_draft.algorithm if r.block_draft else None),

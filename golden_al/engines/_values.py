@@ -11,7 +11,7 @@ from typing import Any
 from distributions import units
 from golden_al.errors import UsageError
 
-__all__ = ["format_value", "int_flag", "json_object", "parse_number", "parse_rates"]
+__all__ = ["format_value", "int_flag", "json_object", "parse_number", "parse_rates", "selector_text"]
 
 
 def format_value(x: float) -> str:
@@ -95,3 +95,21 @@ def parse_rates(text: str, flag: str = "--rates") -> list[float]:
     if not out:
         raise UsageError(f"{flag} is empty; expected comma-separated rates like '0.9,0.5,0.2'")
     return out
+
+
+def selector_text(value: Any, name: str) -> str:
+    """A curve selector's value as curves store it: ``True -> "true"``, ``8 -> "8"``, ``8.0 -> "8"``,
+    ``0.3 -> "0.3"``, strings stripped and lower-cased (the engines' enums are lower case).
+
+    Raises:
+        UsageError: an empty value, or one that is not a scalar (naming ``name`` and the value).
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return units.format_number(value)
+    if isinstance(value, str) and value.strip():
+        return value.strip().lower()
+    raise UsageError(f"curve selector {name}: expected a number, a boolean or a word, got {value!r}")

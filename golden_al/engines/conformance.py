@@ -37,7 +37,10 @@ _HOOK_FIELDS = ("server_probe", "run_evidence", "counter_reader", "reference_fla
 _CALLABLE_FIELDS = ("synthetic_settings", "spec_flags", "simulator_settings", "simulate_report", "shell_value",
                     "curve_method_of", "server_args", "shell_env", "per_request_probe", "response_steps_by_draft_len",
                     "launch_method", "launch_draft_len", "draft_len_from_server_info", "review_pin", "pin_tolerance",
-                    "settings_draft_len", "injection_problem", "script_speculation")
+                    "settings_draft_len", "injection_problem", "script_speculation", "curve_selectors")
+
+
+_SELECTOR_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 
 def _literals(cls: type, *fields: str) -> dict[str, tuple[str, ...]]:
@@ -155,6 +158,11 @@ def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, Engi
         value = getattr(profile, f, None)
         if value is not None and not callable(value):
             out.append(f"{f}: a {type(value).__name__}, not a callable")
+    for key in profile.selector_keys:
+        if not _SELECTOR_RE.match(str(key)):
+            out.append(f"selector_keys: {key!r} is not a curve selector name ([a-z][a-z0-9_]*)")
+    if profile.curve_selectors is not None and not profile.selector_keys:
+        out.append("selector_keys: empty, but curve_selectors is set (declare each selector it may return)")
     if profile.recipe is not None and profile.recipe.inject_into == "config" and not builtin:
         out.append("recipe.inject_into: 'config' writes into vLLM's JSON speculative-config, golden-al's own writer "
                    "for vLLM only; a plugin engine injects into 'env'")

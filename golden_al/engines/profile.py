@@ -516,6 +516,13 @@ class EngineProfile:
     #: ``(PinContext) -> PinReview``: the engine's own review of a pinned value, when the knob's
     #: unit alone does not say what AL it realizes; None: :meth:`review_value` by unit.
     review_pin: Callable[[PinContext], PinReview] | None = None
+    #: ``(spec, k) -> {selector: value}``: the settings other than the engine's defaults that change real AL
+    #: and so choose among golden curves (:attr:`golden_al.golden.schema.Draft.selectors`), read from the same
+    #: ``spec`` mapping :attr:`review_pin` reads (:attr:`PinContext.spec`, :attr:`Speculation.review_spec`);
+    #: raises UsageError naming a setting it cannot read. None: the engine has no selectors.
+    curve_selectors: Callable[[Mapping[str, Any], int | None], dict[str, str]] | None = None
+    #: Each selector :attr:`curve_selectors` may return, with what it is (``engines show``, the README).
+    selector_keys: Mapping[str, str] = field(default_factory=dict)
     #: ``(PinContext) -> float``: how far the pin's AL may sit from the golden one and still match
     #: (a value the engine rounds, e.g. a rate written to few digits); None: exact (1e-9).
     pin_tolerance: Callable[[PinContext], float] | None = None
@@ -554,6 +561,20 @@ class EngineProfile:
     def tolerance(self, ctx: PinContext) -> float:
         """How close the AL of ``ctx`` must be to the golden AL (:attr:`pin_tolerance`, or exact)."""
         return self.pin_tolerance(ctx) if self.pin_tolerance is not None else 1e-9
+
+    def selectors(self, spec: Mapping[str, Any], k: int | None) -> dict[str, str]:
+        """The curve selectors of a recipe's settings (:attr:`curve_selectors`; {} for an engine without them).
+
+        Raises:
+            UsageError: a setting the engine cannot read, or a selector it does not declare.
+        """
+        if self.curve_selectors is None:
+            return {}
+        got = self.curve_selectors(spec, k)
+        unknown = sorted(set(got) - set(self.selector_keys))
+        if unknown:
+            raise UsageError(f"{self.display_name} returned curve selectors it does not declare: {', '.join(unknown)}")
+        return dict(sorted(got.items()))
 
     def review(self, ctx: PinContext) -> PinReview:
         """The engine's review of one pin: its :attr:`review_pin`, or :meth:`review_value` by unit."""

@@ -33,7 +33,7 @@ from distributions.counts import (
     from_histogram,
 )
 from distributions.errors import DistributionError
-from golden_al.engines._values import format_value, int_flag, parse_number
+from golden_al.engines._values import format_value, int_flag, parse_number, selector_text
 from golden_al.engines.profile import (
     Caveat,
     DraftLen,
@@ -117,6 +117,10 @@ FLAG_DRAFT_MODEL = "--speculative-draft-model-path"
 #: The draft-length flags, without the leading dashes, in the order messages show them.
 DRAFT_FLAGS: tuple[str, ...] = tuple(f[2:] for f in (FLAG_NUM_STEPS, FLAG_EAGLE_TOPK, FLAG_NUM_DRAFT_TOKENS,
                                                      FLAG_DFLASH_BLOCK, FLAG_DSPARK_BLOCK))
+FLAG_BLOCK_VERIFICATION = "--speculative-use-block-verification"
+FLAG_SPS_TABLE = "--speculative-dspark-sps-table-path"
+#: Flags that change the real AL without changing k (curve selectors, :func:`curve_selectors`).
+SELECTOR_FLAGS: tuple[str, ...] = (FLAG_BLOCK_VERIFICATION[2:], FLAG_SPS_TABLE[2:])
 #: Every speculative flag a recipe may override (plus the short ``speculative-algo`` spelling).
 SPEC_FLAGS: tuple[str, ...] = ("speculative-algorithm", "speculative-algo", *DRAFT_FLAGS,
                                FLAG_DRAFT_MODEL[2:])
@@ -190,6 +194,8 @@ SERVER_INFO_FIELDS: dict[str, str] = {
     # greater than this threshold" (default 1.0); below 1 acceptance is lossy and the measured AL is inflated
     "accept_threshold_single": "speculative_accept_threshold_single",
     "accept_threshold_acc": "speculative_accept_threshold_acc",
+    "block_verification": "speculative_use_block_verification",
+    "sps_table": "speculative_dspark_sps_table_path",
 }
 FLAG_ADAPTIVE = "--speculative-adaptive"
 #: ``/server_info``: ``internal_states[0].avg_spec_accept_length`` (advanced at each decode-log interval).
@@ -410,7 +416,7 @@ def draft_len_from_flags(algorithm: str, flags: Mapping[str, Any]) -> DraftLen:
 
 
 #: Recipe keys of a role's speculative flags (dash spelling; ``_`` spellings are read too).
-_RECIPE_KEYS: tuple[str, ...] = (*SPEC_FLAGS, FLAG_DRAFT_MODEL[2:].removesuffix("-path"))
+_RECIPE_KEYS: tuple[str, ...] = (*SPEC_FLAGS, FLAG_DRAFT_MODEL[2:].removesuffix("-path"), *SELECTOR_FLAGS)
 
 
 def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
@@ -424,15 +430,68 @@ def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
     if not flags:
         return None
     algo = flags.get(SPEC_FLAGS[0], flags.get(SPEC_FLAGS[1]))
-    inputs = {FLAG_ALGORITHM: algo, **{f"--{k}": v for k, v in flags.items()}}
+    inputs = {FLAG_ALGORITHM: algo, **{f"--{k}": v for k, v in flags.items() if k not in SELECTOR_FLAGS}}
     return Speculation("sglang", str(algo) if algo else None, flags, None, flags.get(FLAG_DRAFT_MODEL[2:]),
                        speculates=bool(algo), draft_inputs=inputs,
-                       review_spec={"topk": flags.get(FLAG_EAGLE_TOPK[2:])})
+                       review_spec={"topk": flags.get(FLAG_EAGLE_TOPK[2:]),
+                                    **{key: flags[f] for key, f in _SELECTOR_SPEC.items() if f in flags}})
+
+
+#: :func:`curve_selectors`'s ``spec`` keys and the flags they are read from.
+_SELECTOR_SPEC = {"block_verification": FLAG_BLOCK_VERIFICATION[2:], "sps_table": FLAG_SPS_TABLE[2:]}
 
 
 def script_speculation(flags: Mapping[str, Any]) -> Speculation | None:
     """:func:`read_recipe_role` of the speculative ``--flags`` among a script's launch flags."""
-    return read_recipe_role({k[2:]: v for k, v in flags.items() if k.startswith("--") and k[2:] in SPEC_FLAGS})
+    return read_recipe_role({k[2:]: v for k, v in flags.items()
+                             if k.startswith("--") and k[2:] in (*SPEC_FLAGS, *SELECTOR_FLAGS)})
+
+
+#: sgl-project/sglang (main, 2026-12) ``python/sglang/srt/arg_groups/speculative_hook.py`` (block verification
+#: for EAGLE/EAGLE3/NEXTN/DFLASH/DSPARK, topk 1, not with accept thresholds) and
+#: ``python/sglang/srt/speculative/dspark_sps_table.py`` (the verify planner's cost table; ``const`` is the
+#: flat table, whose budget is verify-all).
+SELECTOR_KEYS: dict[str, str] = {
+    "verification": f"block: {FLAG_BLOCK_VERIFICATION} (the drafts verified jointly, not token by token)",
+    "dspark_sps_table": f"the DSpark verify planner's cost table ({FLAG_SPS_TABLE}, by file name) where the "
+                        f"planner is not verify-all ({ENV_RAGGED_VERIFY} other than static)",
+}
+_TRUE = ("", "true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+
+
+def curve_selectors(spec: Mapping[str, Any], k: int | None) -> dict[str, str]:
+    """The curve selectors of a role's flags (``spec``: ``block_verification``, ``sps_table``,
+    ``ragged_verify_mode``, as :func:`read_recipe_role` and the gate gather them).
+
+    Raises:
+        UsageError: a flag value that cannot be read (a boolean that is not one, an unresolved path).
+    """
+    out: dict[str, str] = {}
+    block = spec.get("block_verification")
+    if block is not None:
+        text = str(block).strip().lower()
+        if isinstance(block, bool):
+            on = block
+        elif text in _TRUE or text.startswith("-"):  # a bare flag: the script reader took the next flag as value
+            on = True
+        elif text in _FALSE:
+            on = False
+        else:
+            raise UsageError(f"{FLAG_BLOCK_VERIFICATION}={block!r} is not a boolean")
+        if on:
+            out["verification"] = "block"
+    table = spec.get("sps_table")
+    mode = str(spec.get("ragged_verify_mode") or "").strip().lower()
+    if table is not None and mode != "static":
+        text = str(table).strip()
+        if not text or "$" in text or text.startswith("-"):
+            raise UsageError(f"{FLAG_SPS_TABLE}={table!r} cannot be read here: the table chooses the curve",
+                             hint="write the table's path in the file")
+        name = text.replace("\\", "/").rsplit("/", 1)[-1]
+        if name.lower() != "const":  # the flat table: verify-all, as without one
+            out["dspark_sps_table"] = selector_text(name, "dspark_sps_table")
+    return out
 
 
 def settings_draft_len(spec: Speculation | None) -> DraftLen:
@@ -802,6 +861,8 @@ def _review(ctx: PinContext) -> PinReview:
 
 PROFILE = EngineProfile(
     review_pin=_review,
+    curve_selectors=curve_selectors,
+    selector_keys=SELECTOR_KEYS,
     default_sampler="match-expected",
     name="sglang",
     recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, spec_keys=SPEC_FLAGS),
@@ -809,7 +870,7 @@ PROFILE = EngineProfile(
     settings_draft_len=settings_draft_len,
     script_speculation=script_speculation,
     script_settings="the launch flags",
-    script_flags=tuple(f"--{f}" for f in SPEC_FLAGS),
+    script_flags=tuple(f"--{f}" for f in (*SPEC_FLAGS, *SELECTOR_FLAGS)),
     algorithm_flag=FLAG_ALGORITHM,
     pin_env={ENV_RAGGED_VERIFY: "ragged_verify_mode"},
     display_name="SGLang",

@@ -36,7 +36,14 @@ from distributions.counts import (
     split_steps_by_draft_len,
 )
 from distributions.errors import DistributionError
-from golden_al.engines._values import format_value, int_flag, json_object, parse_number, parse_rates
+from golden_al.engines._values import (
+    format_value,
+    int_flag,
+    json_object,
+    parse_number,
+    parse_rates,
+    selector_text,
+)
 from golden_al.engines.profile import (
     DraftLen,
     DraftLenRule,
@@ -55,7 +62,7 @@ from golden_al.engines.profile import (
     Speculation,
     SyntheticKnob,
 )
-from golden_al.errors import UsageError
+from golden_al.errors import LossyAcceptanceError, UsageError
 
 __all__ = [
     "LENGTH_KEY",
@@ -272,7 +279,8 @@ def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
         return Speculation("vllm", None, {}, key, None, problem=problem, speculates=False)
     method = spec.get("method")
     return Speculation("vllm", str(method) if method else None, spec, key, spec.get("model"),
-                       spec.get("draft_sample_method"), spec.get(METHOD_KEY), draft_inputs={K_KEY: spec.get(K_KEY)})
+                       spec.get("draft_sample_method"), spec.get(METHOD_KEY), draft_inputs={K_KEY: spec.get(K_KEY)},
+                       review_spec={"config": spec})
 
 
 def settings_draft_len(spec: Speculation | None) -> DraftLen:
@@ -611,6 +619,71 @@ def response_steps_by_draft_len(resp: Mapping[str, Any], k: int, *, max_tokens: 
         return None
     return steps_by_draft_len(metrics, k=k, max_tokens=max_tokens, output_tokens=output_tokens)
 
+#: vLLM 0.34.0 ``vllm/config/speculative.py`` (``SpeculativeConfig``): settings other than the default that
+#: change what the draft proposes or what verification keeps, so the real AL: they choose among curves.
+SELECTOR_KEYS: dict[str, str] = {
+    "draft_lm_head_quantization": "the draft's copy of the shared lm_head quantized (fp8, nvfp4; default off)",
+    "dspark_draft_topk": "Qwen3 DSpark Markov projection on the top-k base-logit candidates only (default all)",
+    "fly_window_size": "FLy deferred window (rejection_sample_method fly; default min(6, k - 1))",
+    "fly_entropy_threshold": "FLy loose-acceptance entropy bound (default 0.3)",
+    "fly_entropy_top_k": "FLy entropy gate's top-k probabilities (default 3)",
+}
+_LM_HEAD_QUANT = ("fp8", "nvfp4")
+_FLY_DEFAULTS = {"fly_entropy_threshold": 0.3, "fly_entropy_top_k": 3}
+
+
+def curve_selectors(spec: Mapping[str, Any], k: int | None) -> dict[str, str]:
+    """The curve selectors of a speculative config (``spec["config"]``): each :data:`SELECTOR_KEYS` setting
+    set to other than its default (FLy's only under ``rejection_sample_method: fly``, where they apply).
+
+    Raises:
+        UsageError: a value vLLM refuses (naming the key, the value and what it accepts).
+    """
+    cfg = spec.get("config") or {}
+    if not isinstance(cfg, Mapping):
+        raise UsageError(f"{FLAG_SPEC_CONFIG[2:]} is not a JSON object, got {cfg!r}")
+    out: dict[str, str] = {}
+    quant = cfg.get("draft_lm_head_quantization")
+    if quant is not None:
+        if str(quant).strip().lower() not in _LM_HEAD_QUANT:
+            raise UsageError(f"draft_lm_head_quantization={quant!r}: vLLM accepts {' or '.join(_LM_HEAD_QUANT)}")
+        out["draft_lm_head_quantization"] = selector_text(quant, "draft_lm_head_quantization")
+    topk = cfg.get("dspark_draft_topk")
+    if topk is not None:
+        out["dspark_draft_topk"] = str(_positive_int(topk, "dspark_draft_topk"))
+    if str(cfg.get(METHOD_KEY) or "").strip().lower() == "fly":
+        window = cfg.get("fly_window_size")
+        if window is not None and (k is None or _positive_int(window, "fly_window_size") != min(6, k - 1)):
+            out["fly_window_size"] = str(_positive_int(window, "fly_window_size"))
+        for key, default in _FLY_DEFAULTS.items():
+            value = cfg.get(key)
+            if value is not None and parse_number(str(value)) != default:
+                out[key] = selector_text(value, key)
+    return out
+
+
+def require_lossless(spec: Mapping[str, Any], where: str) -> None:
+    """Refuse a speculative config whose verification is lossy: ``rejection_sample_method: fly`` accepts drafts
+    the target would reject (vLLM 0.34.0 ``vllm/config/speculative.py``: "FLy verification is a lossy
+    speculative decoding method"), so its AL is no curve point.
+
+    Raises:
+        LossyAcceptanceError: FLy, naming where it was seen.
+    """
+    if str(spec.get(METHOD_KEY) or "").strip().lower() == "fly":
+        raise LossyAcceptanceError(
+            f"{where}: the vLLM server verifies with FLy ({METHOD_KEY}: fly), which accepts drafts the target "
+            "would reject: its AL is inflated and is not the draft's",
+            hint=f"restart it with {METHOD_KEY} standard (or block) to measure a golden AL")
+
+
+def _positive_int(value: Any, key: str) -> int:
+    n = int_flag(value, key)
+    if n is None or n < 1:
+        raise UsageError(f"{key}={value!r}: vLLM requires an integer >= 1")
+    return n
+
+
 def _review(ctx: PinContext) -> PinReview:
     """:func:`review_pin` on the gate's :class:`PinContext` (``spec["config"]``: the speculative config)."""
     return review_pin(ctx.knob, ctx.raw, ctx.k, ctx.spec.get("config") or {}, parse_number)
@@ -618,6 +691,8 @@ def _review(ctx: PinContext) -> PinReview:
 
 PROFILE = EngineProfile(
     review_pin=_review,
+    curve_selectors=curve_selectors,
+    selector_keys=SELECTOR_KEYS,
     default_sampler="synthetic",
     name="vllm",
     recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, inject_into="config",
@@ -662,7 +737,7 @@ PROFILE = EngineProfile(
                                      _STATS),
     },
     log_patterns=LOG_PATTERNS,
-    server_info_fields={"speculative_config": SPEC_CONFIG_KEY},
+    server_info_fields={"config": SPEC_CONFIG_KEY},
     sources=(_CONFIG, _METRICS, _STATS, _SERVER),
     simulator_settings=simulator_settings,
     shell_variable=SHELL_VARIABLE,

@@ -49,12 +49,13 @@ import re
 import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import Annotated, Any, Literal, Union, get_args, get_origin
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StringConstraints,
     ValidationError,
     field_validator,
     model_validator,
@@ -63,7 +64,8 @@ from pydantic_core import PydanticCustomError
 
 from distributions import units
 from golden_al.engines import REFERENCE_ENGINE
-from golden_al.errors import SchemaError
+from golden_al.engines._values import selector_text
+from golden_al.errors import SchemaError, UsageError
 
 __all__ = [
     "DRAFT_METHODS",
@@ -128,6 +130,7 @@ _KEY_RE = r"^[a-z0-9][a-z0-9._-]*$"
 #: An engine name as entry points spell them (``sglang``, ``trtllm``, ``my-engine``).
 _ENGINE_RE = r"^[a-z][a-z0-9_-]*$"
 _VARIANT_RE = r"^[a-z0-9][a-z0-9._-]*$"
+_SELECTOR_KEY_RE = r"^[a-z][a-z0-9_]*$"
 #: Tolerance between a stored AL and the AL its counts give: the files round AL to
 #: two decimals, so up to half a unit in the last place (plus float slack).
 _COUNTS_AL_TOLERANCE = 0.005 + 1e-9
@@ -277,6 +280,27 @@ class Draft(_Strict):
     draft_sample_method: Literal["greedy", "probabilistic"] | None = None
     #: vLLM ``rejection_sample_method`` used while measuring (never ``synthetic``).
     rejection_sample_method: Literal["standard", "block", "fly"] | None = None
+    #: Engine settings other than the default that change real AL, as the engine's profile names them
+    #: (:attr:`golden_al.engines.profile.EngineProfile.curve_selectors`): vLLM ``draft_lm_head_quantization``,
+    #: ``dspark_draft_topk``, ``fly_*``; SGLang ``verification: block``, ``dspark_sps_table``. A recipe is
+    #: served only by a curve whose selectors equal its own (none: the engine's defaults).
+    selectors: dict[Annotated[str, StringConstraints(pattern=_SELECTOR_KEY_RE)],
+                    Annotated[str, StringConstraints(min_length=1, max_length=200)]] | None = None
+
+    @field_validator("selectors", mode="before")
+    @classmethod
+    def _selector_values(cls, v: Any) -> Any:
+        if isinstance(v, Mapping):  # YAML writes ``dspark_draft_topk: 8``: the canonical text is "8"
+            try:
+                return {key: selector_text(value, str(key)) for key, value in v.items()} or None
+            except UsageError as exc:
+                raise ValueError(str(exc)) from None
+        return v
+
+    @field_validator("selectors")
+    @classmethod
+    def _sorted_selectors(cls, v: dict[str, str] | None) -> dict[str, str] | None:
+        return dict(sorted(v.items())) if v else None
 
 
 class Engine(_Strict):

@@ -26,7 +26,9 @@ and variant. :func:`curve_method_for` maps an engine's algorithm spelling to the
 method (InferenceX's rule). When several curves remain, the recipe's draft model,
 ``draft_sample_method`` and ``rejection_sample_method`` choose among them (a curve that
 declares a matching value wins over one that declares none); if that still leaves
-several, lookups raise :class:`AmbiguousCurveError` listing them.
+several, lookups raise :class:`AmbiguousCurveError` listing them. A curve's ``selectors``
+(engine settings that change real AL: a quantized draft head, block verification) must equal
+the recipe's exactly, with no fallback: a recipe on the defaults never gets a selector curve.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -95,6 +97,7 @@ class StoredCurve:
         bits += [f"draft {d.model}"] if d.model else []
         bits += [f"draft_sample_method {d.draft_sample_method}"] if d.draft_sample_method else []
         bits += [f"rejection_sample_method {d.rejection_sample_method}"] if d.rejection_sample_method else []
+        bits += [f"{key}={value}" for key, value in (d.selectors or {}).items()]
         return f"{self.name} ({', '.join(bits)})"
 
 
@@ -319,11 +322,13 @@ class GoldenStore:
         return out
 
     def _narrow(self, model: str, method: str | None, variant: str | None, draft_model: str | None,
-                draft_sample_method: str | None, rejection_sample_method: str | None) -> list[StoredCurve]:
-        """The curves of ``model`` left after method, variant and draft settings (at least one).
+                draft_sample_method: str | None, rejection_sample_method: str | None,
+                selectors: Mapping[str, str] | None) -> list[StoredCurve]:
+        """The curves of ``model`` left after method, variant, selectors and draft settings (at least one).
 
         Raises:
-            NoGoldenValueError: no such model, or no curve of that method/variant.
+            NoGoldenValueError: no such model, no curve of that method/variant, or none whose selectors
+                equal ``selectors`` (None: the engine's defaults, i.e. a curve without selectors).
         """
         key = self._require_model(model, method)
         all_curves = [sc for sc in self.curves if sc.model == key]
@@ -335,6 +340,7 @@ class GoldenStore:
                 f"model {key!r} has no curve with {want} (curves: {'; '.join(sc.label() for sc in all_curves)})",
                 hint="pass --method/--variant of one of these",
             )
+        cands = _select(cands, dict(selectors or {}))
         if len(cands) > 1:
             cands = _choose(cands, "draft model", draft_model, lambda sc: sc.curve.draft.model, _same_model)
         if len(cands) > 1:
@@ -367,6 +373,7 @@ class GoldenStore:
         draft_model: str | None = None,
         draft_sample_method: str | None = None,
         rejection_sample_method: str | None = None,
+        selectors: Mapping[str, str] | None = None,
     ) -> StoredCurve:
         """The one curve of ``model`` selected by method, variant and draft settings.
 
@@ -376,7 +383,8 @@ class GoldenStore:
             AmbiguousCurveError: several curves remain (listing them); :meth:`lookup` merges
                 the files of one curve split by k instead.
         """
-        cands = self._narrow(model, method, variant, draft_model, draft_sample_method, rejection_sample_method)
+        cands = self._narrow(model, method, variant, draft_model, draft_sample_method, rejection_sample_method,
+                             selectors)
         if len(cands) > 1:
             raise self._ambiguous(cands, method)
         return cands[0]
@@ -392,6 +400,7 @@ class GoldenStore:
         draft_model: str | None = None,
         draft_sample_method: str | None = None,
         rejection_sample_method: str | None = None,
+        selectors: Mapping[str, str] | None = None,
     ) -> GoldenPoint:
         """The committed golden value for (model, thinking mode, draft length k).
 
@@ -416,7 +425,8 @@ class GoldenStore:
             raise UsageError(str(exc)) from None
         if isinstance(k, bool) or not isinstance(k, int) or k < 1:
             raise UsageError(f"draft length k must be an integer >= 1, got {k!r}")
-        cands = self._narrow(model, method, variant, draft_model, draft_sample_method, rejection_sample_method)
+        cands = self._narrow(model, method, variant, draft_model, draft_sample_method, rejection_sample_method,
+                             selectors)
         if len({_identity(sc) for sc in cands}) > 1:
             raise self._ambiguous(cands, method)
         found: list[GoldenPoint] = []
@@ -469,7 +479,8 @@ class GoldenStore:
 def _identity(sc: StoredCurve) -> tuple[object, ...]:
     """What tells two curves of one model and method apart; files that share it are one curve."""
     d = sc.curve.draft
-    return (sc.model, d.method, d.variant, d.model, d.draft_sample_method, d.rejection_sample_method)
+    return (sc.model, d.method, d.variant, d.model, d.draft_sample_method, d.rejection_sample_method,
+            tuple(sorted((d.selectors or {}).items())))
 
 
 def _point(sc: StoredCurve, mode: str, k: int) -> GoldenPoint:
@@ -514,6 +525,23 @@ def _equivalent_modes(model: str, mode: str) -> list[str]:
 def _same_model(declared: str, given: str) -> bool:
     a, b = _norm(declared), _norm(given)
     return a == b or _last(a) == _last(b)
+
+
+def _select(cands: list[StoredCurve], selectors: dict[str, str]) -> list[StoredCurve]:
+    """The curves whose selectors equal the recipe's (both empty: the engine's defaults). A curve measured with
+    block verification or a quantized draft head is another draft's AL, so there is no fallback.
+
+    Raises:
+        NoGoldenValueError: no curve has exactly these selectors (the message lists each curve's).
+    """
+    kept = [sc for sc in cands if dict(sc.curve.draft.selectors or {}) == selectors]
+    if kept:
+        return kept
+    want = ", ".join(f"{k}={v}" for k, v in sorted(selectors.items())) or "the engine's defaults (no selector)"
+    raise NoGoldenValueError(
+        f"no curve of {cands[0].model!r} was measured with {want} (curves: {'; '.join(sc.label() for sc in cands)})",
+        hint="these settings change the real AL: measure a curve with them (golden-al fit writes the record's "
+             "selectors, or pass --selector KEY=VALUE), or run with the settings a committed curve was measured with")
 
 
 def _choose(cands: list[StoredCurve], what: str, given: str | None, attr, same) -> list[StoredCurve]:  # type: ignore[no-untyped-def]

@@ -43,6 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al import engines
+from golden_al.checks.resolution import golden_point
 from golden_al.configs.srt_slurm import curve_rejection_method
 from golden_al.engines import sglang, trtllm, vllm
 from golden_al.engines._values import format_value
@@ -517,10 +518,11 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
 
     def golden(kk: int) -> float:
         if kk not in points:
-            points[kk] = store.lookup(
-                model, thinking, kk, method=method, draft_model=t.draft_model,
+            points[kk] = golden_point(
+                store, model=model, thinking=thinking, k=kk, method=method, draft_model=t.draft_model,
                 draft_sample_method=t.draft_sample_method,
                 rejection_sample_method=curve_rejection_method(t.rejection_sample_method),
+                engine=t.engine, spec=t.review_spec,
             )
         return points[kk].al
 

@@ -68,6 +68,9 @@ class RoleSpec:
     line: int | None
     #: True when the engine runs the role's draft as a separate model (TensorRT-LLM's two-model path)
     two_model: bool = False
+    #: what the engine's review reads of the settings (:attr:`~golden_al.engines.profile.Speculation.review_spec`),
+    #: from which its profile names the curve selectors
+    review_spec: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -186,7 +189,8 @@ def _role_spec(engine: str, rc: RoleConfig, doc: Any, path: Path) -> RoleSpec:
     except UsageError as exc:
         raise fail(exc) from None
     return RoleSpec(rc.role, engine, dl.algorithm, dl, spec.draft_model, spec.draft_sample_method,
-                    spec.rejection_sample_method, loc, line, two_model=dl.two_model is True)
+                    spec.rejection_sample_method, loc, line, two_model=dl.two_model is True,
+                    review_spec=dict(spec.review_spec))
 
 
 def analyze_recipe(text: str, *, path: str | Path = "<string>", engine: str | None = None,

@@ -363,7 +363,7 @@ def _refuse_pins(variant: Variant, view: RecipeView, caller: Sequence[CallerOver
 def resolve_golden(*, engine: str, algorithm: str | None, k: int, rule: str, signals: Sequence[ThinkingSignal],
                    models: Sequence[ModelName], draft_model: str | None, draft_sample_method: str | None,
                    rejection_sample_method: str | None, identity: Identity, store: Any,
-                   what: str = "recipe") -> _Golden:
+                   spec: Mapping[str, Any], what: str = "recipe") -> _Golden:
     """The golden point of one set of speculative settings (a recipe's generating role, a script's launch command):
     thinking mode, model and curve resolved exactly as ``check`` resolves a pin's, the run's identity added to what
     the ``what`` says.
@@ -395,8 +395,9 @@ def resolve_golden(*, engine: str, algorithm: str | None, k: int, rule: str, sig
     if model_key is None:
         raise SelectionError(f"model: {model_how}",
                              hint="pass --model (or MODEL_PREFIX) with a curve's model or alias")
-    inputs = dict(draft_model=draft_model, draft_sample_method=draft_sample_method,
-                  rejection_sample_method=curve_rejection_method(rejection_sample_method))
+    inputs: dict[str, Any] = dict(draft_model=draft_model, draft_sample_method=draft_sample_method,
+                                  rejection_sample_method=curve_rejection_method(rejection_sample_method),
+                                  engine=engine, spec=spec)
     try:
         method = curve_method(store, engine, algorithm, model_key)
         point = golden_point(store, model=model_key, thinking=thinking, k=k, method=method, **inputs)
@@ -423,7 +424,7 @@ def _select_golden(ctx: Any, view: RecipeView, target: RoleConfig, identity: Ide
     engine = view.engine
     assert engine is not None
     assert target.spec is not None
-    info, algorithm, draft_model, _extra = draft_for_role(ctx, engine, target.role)
+    info, algorithm, draft_model, extra = draft_for_role(ctx, engine, target.role)
     if info.k is None:
         raise refuse(f"the draft length is unknown: {info.problem}")
     spec = target.spec
@@ -431,7 +432,8 @@ def _select_golden(ctx: Any, view: RecipeView, target: RoleConfig, identity: Ide
         return resolve_golden(engine=engine, algorithm=algorithm, k=info.k, rule=info.rule,
                               signals=ctx.thinking_for(target.role), models=ctx.models, draft_model=draft_model,
                               draft_sample_method=spec.draft_sample_method,
-                              rejection_sample_method=spec.rejection_sample_method, identity=identity, store=store)
+                              rejection_sample_method=spec.rejection_sample_method, identity=identity, store=store,
+                              spec=extra)
     except SelectionError as exc:
         raise refuse(exc.message, exc.hint) from None
 

@@ -84,7 +84,7 @@ def plan_script(path: Path, text: str, identity: Any, store: Any) -> Any:
                                         rule=pin.draft.rule, signals=pin.thinking, models=pin.models,
                                         draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method,
                                         rejection_sample_method=pin.rejection_sample_method,
-                                        identity=identity, store=store, what="script")
+                                        identity=identity, store=store, spec=pin.spec, what="script")
             except SelectionError as exc:
                 problems.append(f"{profile.display_name}: {exc}")
                 continue

@@ -45,6 +45,9 @@ class ServerFacts:
     draft_method: str | None = None
     chain: bool | None = None
     warnings: list[str] = field(default_factory=list)
+    #: the curve selectors of the server's settings (:meth:`~golden_al.engines.profile.EngineProfile.selectors`);
+    #: None: the server does not say what it runs with
+    selectors: dict[str, str] | None = None
 
 
 def filter_args(args: Mapping[str, Any]) -> dict[str, Any]:

@@ -337,6 +337,7 @@ def _server_info(options: ServerOptions, url: str, command: list[str] | None, en
         server_args=facts.server_args,
         log_file=log_rel,
         image=options.launch.image if options.launch else None,
+        curve_selectors=facts.selectors,
     )
 
 

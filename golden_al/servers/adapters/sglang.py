@@ -52,6 +52,7 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
         facts.warnings.append(f"cannot tell the draft length from /server_info: {exc}")
         return
     facts.draft_len, facts.draft_len_rule = dl.k, f"/server_info {dl.rule}"
+    facts.selectors = sglang.PROFILE.selectors({name: info[key] for name, key in fields.items() if key in info}, dl.k)
     facts.draft_method = str(algo).lower()
     facts.chain = dl.chain and is_chain("sglang", facts.draft_method, info.get(fields["eagle_topk"]))
 

@@ -43,6 +43,9 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
         if isinstance(spec, Mapping):
             method = spec.get("method") or ("draft_model" if spec.get("model") else None)
             facts.draft_method = str(method) if method else None
+            vllm.require_lossless(spec, "the log's non-default args")
+            logged = spec.get(vllm.K_KEY)
+            facts.selectors = vllm.PROFILE.selectors({"config": spec}, logged if isinstance(logged, int) else None)
     text = await client.get_text("/metrics", label="GET /metrics", optional=True)
     if text is not None:
         snap = prom.parse_metrics_text(text, source=f"{client.base_url}/metrics")
@@ -64,8 +67,10 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
             facts.draft_len, facts.draft_len_rule = logged_k, f"the log's non-default args {vllm.K_KEY}"
     facts.chain = is_chain("vllm", facts.draft_method)
     if dev_info is None and log_text is None:
-        facts.warnings.append("attached vLLM server: synthetic acceptance could not be ruled out from the server "
-                              "itself (no /server_info outside dev mode); pass --server-log FILE to check its log")
+        facts.warnings.append("attached vLLM server: synthetic acceptance and FLy's lossy verification could not be "
+                              "ruled out from the server itself (no /server_info outside dev mode), nor its curve "
+                              "selectors read (draft_lm_head_quantization, dspark_draft_topk); pass --server-log FILE "
+                              "to check its log")
 
 
 # ------------------------------------------------------------------ AL sources

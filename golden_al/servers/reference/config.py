@@ -80,6 +80,9 @@ class ServeConfig:
     """SGLang flavor: report ``speculative_adaptive: true`` in ``/server_info`` (for tests of the refusal)."""
     accept_threshold_single: float = 1.0
     """SGLang flavor: the ``speculative_accept_threshold_single`` reported in ``/server_info`` (below 1: lossy)."""
+    server_settings: Mapping[str, Any] = field(default_factory=dict)
+    """Settings the stand-in reports it runs with beyond its own (``serve-reference --server-setting``): SGLang
+    flavor: ``/server_info`` fields; vLLM flavor: speculative-config keys of its ``non-default args`` line."""
     iter_stats_max_iterations: int = 1000
     """TensorRT-LLM flavor: iteration rows ``/metrics`` keeps between two reads (older ones are dropped); 1000 is
     ``iter_stats_max_iterations``' default (``tensorrt_llm/llmapi/llm_args.py``)."""

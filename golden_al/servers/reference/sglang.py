@@ -128,6 +128,7 @@ class SglangFlavor(Flavor):
         }
         if algo == "DSPARK":
             info[f["dspark_block_size"]] = k
+        info.update(self.config.server_settings)
         if self.config.claim_synthetic:
             info["environ"] = {sglang.ENV_LEN: "2.5", sglang.ENV_METHOD: sglang.DEFAULT_METHOD}
         return info

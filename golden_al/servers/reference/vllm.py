@@ -110,6 +110,7 @@ class VllmFlavor(Flavor):
         spec: dict[str, Any] = {"model": self.engine.draft_name, vllm.K_KEY: self.engine.draft_len}
         if cfg.claim_synthetic:
             spec.update({vllm.METHOD_KEY: vllm.SYNTHETIC_METHOD, vllm.LENGTH_KEY: 2.5})
+        spec.update(cfg.server_settings)
         args = {"model": self.engine.target_name, "host": cfg.host, "port": port,
                 "served_model_name": [self.model_name()], vllm.SPEC_CONFIG_KEY: spec}
         return [f"(APIServer pid={os.getpid()}) INFO {now_short()} [api_utils.py:286] non-default args: {args!r}"]
