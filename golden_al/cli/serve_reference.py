@@ -58,6 +58,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="vLLM flavor: add metrics.speculative_decoding to responses (vLLM >= 0.33)")
     parser.add_argument("--iter-stats-max-iterations", type=int, default=1000, metavar="N",
                         help="TensorRT-LLM flavor: iteration rows /metrics keeps between two reads (older ones dropped)")
+    parser.add_argument("--perf-metrics-max-requests", type=int, default=0, metavar="N",
+                        help="trtllm flavor: finished requests GET /perf_metrics keeps between reads (0: off, an "
+                             "empty list, as trtllm-serve without return_perf_metrics)")
     parser.add_argument("--fault", action="append", default=[], metavar="KIND@N",
                         help="inject a fault: 500|502|503|sleep|reset|nospec|die @ N, N-M or N+ (chat/generate requests, from 1)")
     parser.add_argument("--fault-sleep", type=float, default=30.0, metavar="S", help="seconds a 'sleep' fault sleeps")
@@ -163,6 +166,7 @@ def run(args: argparse.Namespace) -> int:
         faults=faults, fault_sleep_s=args.fault_sleep, claim_synthetic=args.claim_synthetic,
         iter_stats_max_iterations=args.iter_stats_max_iterations,
         server_settings=_server_settings(args.server_setting),
+        perf_metrics_max_requests=args.perf_metrics_max_requests,
     )
     log_stream = open(args.log_file, "a", encoding="utf-8") if args.log_file else sys.stderr
     try:

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from distributions.counts import AcceptanceCounts, from_histogram, tidy_count
+from distributions.counts import AcceptanceCounts, Count, from_histogram, tidy_count
 from golden_al.measure.records import build_record
 from golden_al.measurement import (
     BY_DRAFT_LEN_DIR,
@@ -131,8 +131,9 @@ def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequenc
                counts: AcceptanceCounts, wall_s: float, extra: dict[str, Any]) -> RequestResult:
     """The row of one unit (a request, or a window of requests) from its answers and its checked counts."""
     k = plan.draft_len
-    hist = [tidy_count(float(v)) for v in counts.histogram or ()]
-    pos = [tidy_count(float(v)) for v in counts.per_position_accepted or ()]
+    known = counts.histogram is not None  # a source of totals only (TensorRT-LLM /perf_metrics): zeros, not measured
+    hist: list[Count] = [tidy_count(float(v)) for v in counts.histogram or ()] if known else [0] * (k + 1)
+    pos: list[Count] = [tidy_count(float(v)) for v in counts.per_position_accepted or ()] if known else [0] * k
     prompt_tokens = 0
     out_tokens = 0
     known_prompt = True
@@ -167,6 +168,7 @@ def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequenc
         num_accepted_drafts=counts.num_accepted_drafts,
         histogram=hist,
         per_position_accepted=pos,
+        histogram_known=known,
         finish_reason=None if window else (finishes[0] or None),
         wall_s=round(wall_s, 4),
         text=("\n\x1e".join(texts) if plan.save_text else None),

@@ -115,3 +115,29 @@ def test_a_server_without_iteration_rows_is_refused(tmp_path, prompts, capsys):
     """An SGLang server answers Prometheus text at /metrics: not TensorRT-LLM's JSON rows."""
     err = _refused(["--flavor", "sglang", "--fake", "--draft-len", str(K)], tmp_path, prompts, capsys)
     assert "/metrics" in err
+
+
+def test_per_request_perf_metrics_give_the_same_counts_as_the_iteration_rows(tmp_path, prompts, capsys):
+    """The second TensorRT-LLM source: ``/perf_metrics`` entries (return_perf_metrics), whose steps are proven by
+    drafts and iteration span together, give exactly the AL the iteration rows give on the same server."""
+    args = ["--flavor", "trtllm", "--fake", "--draft-len", str(K), "--perf-metrics-max-requests", "64"]
+    with serve_reference(args, tmp_path / "a.log") as url:
+        code, _, err = cli(_measure(url, prompts, tmp_path / "rows"), capsys)
+        assert code == 0, err
+    with serve_reference(args, tmp_path / "b.log") as url:
+        code, _, err = cli(_measure(url, prompts, tmp_path / "perf", "--al-source", "trtllm-perf-metrics"), capsys)
+        assert code == 0, err
+    rows, perf = record(tmp_path / "rows"), record(tmp_path / "perf")
+    assert perf["al_source"] == "trtllm-perf-metrics"
+    for key in ("num_verify_steps", "num_accepted_drafts", "al", "num_requests"):
+        assert perf[key] == rows[key], key
+    assert perf["histogram_known"] is False
+    assert rows["histogram_known"] is True
+
+
+def test_perf_metrics_off_is_refused(tmp_path, prompts, capsys):
+    with serve_reference(["--flavor", "trtllm", "--fake", "--draft-len", str(K)], tmp_path / "s.log") as url:
+        code, _, err = cli(_measure(url, prompts, tmp_path / "cell", "--al-source", "trtllm-perf-metrics"), capsys)
+    assert code != 0
+    assert not (tmp_path / "cell" / "measurement.json").exists()
+    assert "finished" in err or "perf_metrics" in err, err

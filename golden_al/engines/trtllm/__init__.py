@@ -365,8 +365,9 @@ PROFILE = EngineProfile(
     # the iteration rows of trtllm-bench --iteration_log and trtllm-serve /metrics (trtllm/iteration_stats.py)
     run_evidence="golden_al.checks.evidence.trtllm:read",
     # against a running trtllm-serve (server.py), and serve-reference's imitation of it (reference.py)
-    al_sources=("trtllm-iteration-stats",),
-    source_impls={"trtllm-iteration-stats": "golden_al.engines.trtllm.server:TrtllmIterationSource"},
+    al_sources=("trtllm-iteration-stats", "trtllm-perf-metrics"),
+    source_impls={"trtllm-iteration-stats": "golden_al.engines.trtllm.server:TrtllmIterationSource",
+                  "trtllm-perf-metrics": "golden_al.engines.trtllm.server:TrtllmPerfMetricsSource"},
     server_probe="golden_al.engines.trtllm.server:probe",
     reference_flavor="golden_al.engines.trtllm.reference:TrtllmFlavor",
 )

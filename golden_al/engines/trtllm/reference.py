@@ -6,7 +6,10 @@ call (``get_iteration_stats``), at most ``iter_stats_max_iterations`` of them (d
 are dropped); ``GET /version`` is ``{"version": ...}``. Each decode iteration of a request is a row with
 ``specDecodingStats`` (``cpp/include/tensorrt_llm/executor/types.h`` ``SpecDecodingStats``); the context
 (prefill) iteration is a row without drafts. Requests are generated one after another here, so every
-row holds one request.
+row holds one request. With ``perf_metrics_max_requests`` above 0 (``return_perf_metrics`` on),
+``GET /perf_metrics`` is the drained list of finished requests' entries: ``first_iter`` the context iteration,
+``last_iter`` the last verify step, ``speculative_decoding`` their drafted and accepted totals (left out when
+the request drafted nothing).
 """
 
 from __future__ import annotations
@@ -16,7 +19,16 @@ from collections import deque
 from typing import Any, ClassVar
 
 from golden_al.engines.trtllm import iteration_stats as its
-from golden_al.engines.trtllm.server import COMPLETED, METRICS_PATH, VERSION_PATH
+from golden_al.engines.trtllm.server import (
+    COMPLETED,
+    METRICS_PATH,
+    PERF_ACCEPTED,
+    PERF_DRAFTED,
+    PERF_METRICS_PATH,
+    PERF_RATE,
+    PERF_SPEC,
+    VERSION_PATH,
+)
 from golden_al.servers.reference.flavor import Flavor
 from golden_al.servers.served_engine import Generation
 
@@ -30,7 +42,9 @@ class TrtllmFlavor(Flavor):
 
     def reset(self, registry: Any) -> None:
         self.queue: deque[dict[str, Any]] = deque(maxlen=self.config.iter_stats_max_iterations)
+        self.perf: deque[dict[str, Any]] = deque(maxlen=max(self.config.perf_metrics_max_requests, 1))
         self.iteration = 0
+        self.requests = 0
 
     def _row(self, *, drafted: int, accepted: int, requests: int, completed: int) -> dict[str, Any]:
         row: dict[str, Any] = {
@@ -46,16 +60,30 @@ class TrtllmFlavor(Flavor):
     def record(self, gen: Generation) -> None:
         """The request's context iteration, then one row per verify step (the last one completes it)."""
         steps = list(zip(gen.accepted, gen.drafted, strict=True))
+        first = self.iteration
         self.queue.append(self._row(drafted=0, accepted=0, requests=0, completed=0 if steps else 1))
         for i, (n, d) in enumerate(steps):  # a step without drafts is a plain decode iteration
             self.queue.append(self._row(drafted=d, accepted=n if d else 0, requests=int(d > 0),
                                         completed=int(i == len(steps) - 1)))
+        if self.config.perf_metrics_max_requests > 0:
+            drafted = sum(d for _, d in steps)
+            accepted = sum(n for n, d in steps if d)
+            entry: dict[str, Any] = {"first_iter": first, "last_iter": self.iteration - 1,
+                                     "timing_metrics": {}, "kv_cache_metrics": {}}
+            if drafted:
+                entry[PERF_SPEC] = {PERF_RATE: accepted / drafted, PERF_ACCEPTED: accepted, PERF_DRAFTED: drafted}
+            self.perf.append({"request_id": self.requests, "perf_metrics": entry})
+        self.requests += 1
 
     def get(self, path: str) -> Any | None:
         if path == METRICS_PATH:
             rows = list(self.queue)
             self.queue.clear()
             return rows
+        if path == PERF_METRICS_PATH:
+            entries = list(self.perf) if self.config.perf_metrics_max_requests > 0 else []
+            self.perf.clear()
+            return entries
         if path == VERSION_PATH:
             return {"version": self.config.version}
         return None

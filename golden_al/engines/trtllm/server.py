@@ -36,7 +36,8 @@ from golden_al.servers.client import ServerClient
 from golden_al.servers.probe import ServerFacts
 from golden_al.servers.sources import CounterSource, Snapshot, server_errors
 
-__all__ = ["COMPLETED", "METRICS_PATH", "VERSION_PATH", "TrtllmIterationSource", "probe"]
+__all__ = ["COMPLETED", "METRICS_PATH", "PERF_METRICS_PATH", "VERSION_PATH", "PerfRecord", "TrtllmIterationSource",
+           "TrtllmPerfMetricsSource", "perf_record", "probe"]
 
 METRICS_PATH = "/metrics"
 VERSION_PATH = "/version"
@@ -201,3 +202,138 @@ def _added(totals: _Totals, scan: its.IterationScan, doc: Sequence[Any]) -> _Tot
     completed = totals.completed if done is None else (totals.completed or 0) + done
     return _Totals(drafted, accepted, steps, tuple(hist), merged, most, completed, totals.rows + len(scan.rows) + scan.without_stats,
                    totals.rows_without_stats + scan.without_stats, last, tuple(gaps), restarts)
+
+
+# ------------------------------------------------------------------ per-request perf metrics
+#: ``GET /perf_metrics`` (``tensorrt_llm/serve/openai_server.py`` ``get_perf_metrics`` at fcd3f3168280): a JSON list
+#: of the finished requests' ``{"request_id", "perf_metrics": {"first_iter", "last_iter", "timing_metrics",
+#: "kv_cache_metrics", "speculative_decoding"}}`` since the last call (drained; at most ``perf_metrics_max_requests``
+#: kept, filled only with ``return_perf_metrics`` on). ``speculative_decoding`` (``acceptance_rate``,
+#: ``total_accepted_draft_tokens``, ``total_draft_tokens``) is left out when the request drafted nothing.
+PERF_METRICS_PATH = "/perf_metrics"
+PERF_SPEC = "speculative_decoding"
+PERF_ACCEPTED = "total_accepted_draft_tokens"
+PERF_DRAFTED = "total_draft_tokens"
+PERF_RATE = "acceptance_rate"
+_PERF_HINT = ("start trtllm-serve with return_perf_metrics: true and perf_metrics_max_requests above the requests "
+              "of one unit in its --extra_llm_api_options")
+
+
+@dataclass(frozen=True)
+class PerfRecord:
+    """One finished request's ``/perf_metrics`` entry, as far as AL needs it."""
+
+    request_id: str
+    drafted: int
+    accepted: int
+    iterations: int  #: ``last_iter - first_iter``: the iterations after the request's context iteration
+
+
+def _whole(value: Any, name: str, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ServerError(f"{where}: {name} is {value!r}, not a whole non-negative count")
+    return value
+
+
+def perf_record(item: Any, where: str) -> PerfRecord:
+    """Read one ``/perf_metrics`` entry (``acceptance_rate`` must equal accepted / drafted).
+
+    Raises:
+        ServerError: a field missing or mistyped, or counts that contradict each other (naming the field).
+    """
+    if not isinstance(item, Mapping) or not isinstance(item.get("perf_metrics"), Mapping):
+        raise ServerError(f"{where}: an entry without a perf_metrics object: {str(item)[:120]}", hint=_PERF_HINT)
+    rid = str(item.get("request_id", ""))
+    at = f"{where} request {rid!r}"
+    pm = item["perf_metrics"]
+    first, last = _whole(pm.get("first_iter"), "first_iter", at), _whole(pm.get("last_iter"), "last_iter", at)
+    if last < first:
+        raise ServerError(f"{at}: last_iter {last} is before first_iter {first}")
+    spec = pm.get(PERF_SPEC)
+    if spec is None:  # the server leaves it out when the request drafted nothing
+        return PerfRecord(rid, 0, 0, last - first)
+    if not isinstance(spec, Mapping):
+        raise ServerError(f"{at}: {PERF_SPEC} is {spec!r}, not an object")
+    drafted, accepted = _whole(spec.get(PERF_DRAFTED), PERF_DRAFTED, at), _whole(spec.get(PERF_ACCEPTED), PERF_ACCEPTED, at)
+    if accepted > drafted:
+        raise ServerError(f"{at}: {PERF_ACCEPTED} {accepted} exceeds {PERF_DRAFTED} {drafted}")
+    rate = spec.get(PERF_RATE)
+    if not isinstance(rate, (int, float)) or isinstance(rate, bool) or (
+            drafted and abs(float(rate) - accepted / drafted) > 1e-4):
+        raise ServerError(f"{at}: {PERF_RATE} {rate!r} is not {PERF_ACCEPTED} / {PERF_DRAFTED} = "
+                          f"{accepted}/{drafted}: the entry contradicts itself")
+    return PerfRecord(rid, drafted, accepted, last - first)
+
+
+@dataclass(frozen=True)
+class _PerfSeen:
+    """Every ``/perf_metrics`` entry drained from one server so far (a snapshot's ``counts``)."""
+
+    records: tuple[PerfRecord, ...] = ()
+
+
+class TrtllmPerfMetricsSource(CounterSource):
+    """``trtllm-serve`` ``GET /perf_metrics``: each finished request's drafted and accepted totals.
+
+    A request's verify steps are not reported: they are the iterations it ran after its context iteration
+    (``last_iter - first_iter``, one verify step each), which its drafts must allow (between
+    ``ceil(total_draft_tokens / k)`` and ``total_draft_tokens`` steps of 1 to ``k`` drafts), else the unit is
+    refused; a request that paused inside that range is caught by the completion-token checks every source
+    runs (a step emits its accepted drafts and one token). The histogram is not reported (AL and its interval
+    only); the finished-request check counts the entries.
+    """
+
+    name = "trtllm-perf-metrics"
+    engine = "trtllm"
+
+    def __init__(self) -> None:
+        self._servers: dict[str, _PerfSeen] = {}
+
+    async def snapshot(self, client: ServerClient) -> Snapshot:
+        doc = await client.get_json(PERF_METRICS_PATH, label=f"GET {PERF_METRICS_PATH}")
+        where = f"{client.base_url}{PERF_METRICS_PATH}"
+        if not isinstance(doc, list):
+            raise MetricMissingError(f"{where} answered a {type(doc).__name__}, not a list of request entries",
+                                     hint=_PERF_HINT)
+        seen = self._servers.get(client.base_url, _PerfSeen())
+        new = tuple(perf_record(item, where) for item in doc)
+        known = {r.request_id for r in seen.records}
+        twice = [r.request_id for r in new if r.request_id in known] + [
+            rid for i, rid in enumerate(r.request_id for r in new) if rid in {r.request_id for r in new[:i]}]
+        if twice:
+            raise ServerError(f"{where}: request {twice[0]!r} is reported twice", hint=_PERF_HINT)
+        seen = _PerfSeen(seen.records + new)
+        self._servers[client.base_url] = seen
+        return Snapshot(seen, finished=float(len(seen.records)))
+
+    def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
+        b, a = _perf(before.counts), _perf(after.counts)
+        new = a.records[len(b.records):]
+        if new and not any(r.drafted for r in new):
+            raise MetricMissingError(f"{label}: none of the unit's {len(new)} request(s) reports {PERF_SPEC}: "
+                                     "speculative decoding is off", hint="launch trtllm-serve with a speculative_config")
+        for r in new:
+            if r.drafted and not -(-r.drafted // k) <= r.iterations <= r.drafted:
+                raise ServerError(
+                    f"{label}: request {r.request_id!r} ran {r.iterations} iterations after its context iteration but "
+                    f"drafted {r.drafted} tokens, which take {-(-r.drafted // k)} to {r.drafted} verify steps of at "
+                    f"most k = {k} drafts: its steps cannot be proven (it paused, or drafted more than k a step)",
+                    hint="measure at a concurrency the server schedules every iteration, at the server's k "
+                         "(--draft-len), or use --al-source trtllm-iteration-stats")
+        steps = sum(r.iterations for r in new if r.drafted)
+        field_names = {"num_verify_steps": "last_iter - first_iter", "num_accepted_drafts": PERF_ACCEPTED,
+                       "num_draft_tokens": PERF_DRAFTED}
+        with server_errors(label):
+            return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=sum(r.accepted for r in new),
+                                    num_draft_tokens=sum(r.drafted for r in new), source=f"{self.name} ({label})",
+                                    field_names=field_names)
+
+    def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
+        """Entries are drained and only added: nothing here can go backwards (a restart shows in the probe)."""
+
+
+def _perf(counts: Any) -> _PerfSeen:
+    """A snapshot's counts, which this source made."""
+    if not isinstance(counts, _PerfSeen):
+        raise TypeError(f"not a {TrtllmPerfMetricsSource.name} snapshot: {type(counts).__name__}")
+    return counts

@@ -86,6 +86,9 @@ class ServeConfig:
     iter_stats_max_iterations: int = 1000
     """TensorRT-LLM flavor: iteration rows ``/metrics`` keeps between two reads (older ones are dropped); 1000 is
     ``iter_stats_max_iterations``' default (``tensorrt_llm/llmapi/llm_args.py``)."""
+    perf_metrics_max_requests: int = 0
+    """TensorRT-LLM flavor: finished requests ``/perf_metrics`` keeps between two reads (0: ``return_perf_metrics``
+    off, an empty list), ``perf_metrics_max_requests`` in ``tensorrt_llm/llmapi/llm_args.py``."""
     io_timeout_s: float = 30.0
     """Seconds a connection may stay silent (request line, headers, body, keep-alive idle)."""
     max_body_bytes: int = 4 * 1024 * 1024
