@@ -77,3 +77,13 @@ def test_sglang_block_verification_is_read_from_server_info(tmp_path: Path, prom
     code, _, err = cli(["fit", str(tmp_path / "a"), str(tmp_path / "b"), "--out", str(tmp_path / "c.yaml")], capsys)
     assert code == 2  # block and token verification are two curves, never averaged
     assert "records disagree on server.curve_selectors" in err
+
+
+def test_a_vllm_server_whose_k_changes_at_run_time_is_refused(tmp_path: Path, prompts: Path, capsys) -> None:
+    log = tmp_path / "s.log"
+    with serve_reference(["--flavor", "vllm", "--fake", "--draft-len", str(K), "--server-setting",
+                          'num_speculative_tokens_per_batch_size={"1": 3, "8": 1}'], log) as url:
+        code, _, err = cli(_measure("vllm", url, prompts, tmp_path / "cell", "--server-log", str(log)), capsys)
+    assert code == 2, err
+    assert "num_speculative_tokens_per_batch_size" in err
+    assert "mixes draft lengths" in err

@@ -55,7 +55,8 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
         facts.version = str(version["version"])
     facts.warnings.append(
         "attached TensorRT-LLM server: forced acceptance (TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS) is an "
-        "environment variable its endpoints do not report; golden-al cannot rule it out from the server")
+        "environment variable its endpoints do not report, and so is a run-time draft_len_schedule; golden-al cannot "
+        "rule either out from the server (the per-step drafts of the iteration rows bound k)")
 
 
 @dataclass(frozen=True)

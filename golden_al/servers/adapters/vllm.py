@@ -10,7 +10,7 @@ from typing import Any
 
 from distributions.counts import AcceptanceCounts
 from golden_al.engines import vllm
-from golden_al.errors import CounterResetError, MetricMissingError, ServerError
+from golden_al.errors import CounterResetError, MetricMissingError, MixedDraftLengthsError, ServerError
 from golden_al.formats import responses
 from golden_al.servers import synthetic
 from golden_al.servers.client import ServerClient
@@ -44,6 +44,7 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
             method = spec.get("method") or ("draft_model" if spec.get("model") else None)
             facts.draft_method = str(method) if method else None
             vllm.require_lossless(spec, "the log's non-default args")
+            _require_fixed_k(spec)
             logged = spec.get(vllm.K_KEY)
             facts.selectors = vllm.PROFILE.selectors({"config": spec}, logged if isinstance(logged, int) else None)
     text = await client.get_text("/metrics", label="GET /metrics", optional=True)
@@ -71,6 +72,18 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
                               "ruled out from the server itself (no /server_info outside dev mode), nor its curve "
                               "selectors read (draft_lm_head_quantization, dspark_draft_topk); pass --server-log FILE "
                               "to check its log")
+
+
+def _require_fixed_k(spec: Mapping[str, Any]) -> None:
+    """Refuse a server whose logged speculative config lets k change at run time (the profile's
+    ``runtime_draft_len`` settings): a histogram mixing draft lengths is no curve point."""
+    for setting in vllm.PROFILE.runtime_draft_len:
+        for name in setting.names:
+            if name in spec and setting.unsafe(spec[name]) is not False:
+                raise MixedDraftLengthsError(
+                    f"the vLLM server's log says {name}={spec[name]!r}: it {setting.what}, so one run mixes draft "
+                    f"lengths ({setting.source.repo} {setting.source.path} at {setting.source.version})",
+                    hint=f"restart it without {name}, at a fixed {vllm.K_KEY}")
 
 
 # ------------------------------------------------------------------ AL sources
