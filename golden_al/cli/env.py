@@ -12,7 +12,7 @@ settings are each engine profile's ``synthetic_settings`` (``golden_al/engines/`
 * ``--num-speculative-tokens N`` (vLLM/ATOM) or ``--max-draft-len N`` (TensorRT-LLM): k = N.
 
 ``--num-steps``, ``--num-draft-tokens`` and ``--block-size`` are SGLang's spellings and
-follow SGLang's rules (``golden_al/engines/sglang.py``) whatever
+follow SGLang's rules (``golden_al/engines/sglang/__init__.py``) whatever
 ``--engine`` is. ``--algorithm`` also picks the curve's method
 (:func:`golden_al.golden.curve_method_for`: SGLang EAGLE/NEXTN -> mtp, or eagle3 for
 Kimi-K2.5 and MiniMax-M3).

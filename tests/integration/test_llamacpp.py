@@ -56,7 +56,7 @@ def _cache() -> Path:
 
 @pytest.fixture(scope="module")
 def binary() -> str:
-    from golden_al.servers.llamacpp_build import cached_binary
+    from golden_al.engines.llamacpp.build import cached_binary
 
     given = os.environ.get("GOLDEN_AL_LLAMA_SERVER")
     found = Path(given) if given else cached_binary(_cache())
@@ -118,7 +118,7 @@ def _save(name: str, obj: Any) -> None:
 
 
 def test_1_attached_measurement_equals_the_servers_counters(binary, pair, state, tmp_path_factory, capsys):
-    from golden_al.formats.llamacpp import scan_log
+    from golden_al.engines.llamacpp.logs import scan_log
 
     d = tmp_path_factory.mktemp("attached")
     port = free_port()

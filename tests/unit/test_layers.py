@@ -21,9 +21,10 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
-#: Modules of an engine folder (``golden_al/engines/<name>/``) that implement its server side on top of
-#: the server layer; the profile names them as ``"module:function"`` hooks and never imports them.
-ENGINE_IMPLEMENTATIONS = ("server", "reference")
+#: Modules of an engine folder (``golden_al/engines/<name>/``) that implement what the engine does on top of the
+#: general layers (its server probe and sources, stand-in, check-run evidence, counters, imports, log readers,
+#: build); the profile names them as ``"module:function"`` hooks and never imports them.
+ENGINE_IMPLEMENTATIONS = ("server", "reference", "evidence", "counters", "imported", "logs", "build")
 
 
 @pytest.mark.parametrize(("package", "forbidden"), [

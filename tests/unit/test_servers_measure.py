@@ -17,7 +17,7 @@ from _inproc import InProcessServer, server_factory
 
 from golden_al.errors import CounterResetError, NoVerifyStepsError, ServerError, UsageError
 from golden_al.measurement import DatasetInfo, ModelInfo, SamplingInfo, read_request_results
-from golden_al.servers.adapters.vllm import VllmPrometheusSource
+from golden_al.engines.vllm.server import VllmPrometheusSource
 from golden_al.servers.client import RequestFailedError, RetryPolicy, ServerClient
 from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results, repair_jsonl_tail
 from golden_al.servers.reference_server import FaultPlan, parse_fault
@@ -226,7 +226,7 @@ def test_zero_verify_steps_is_undefined_not_zero(servers, tmp_path):
 def test_foreign_traffic_is_detected():
     src = VllmPrometheusSource()
 
-    from golden_al.formats.counters.vllm import VllmSpecCounters
+    from golden_al.engines.vllm.counters import VllmSpecCounters
 
     before = Snapshot(VllmSpecCounters(10, 30, 20, (8, 7, 5)), 10.0, 0.0, 1.0, 3)
     after = Snapshot(VllmSpecCounters(14, 42, 26, (10, 9, 7)), 12.0, 0.0, 1.0, 3)

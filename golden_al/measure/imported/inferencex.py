@@ -15,7 +15,7 @@ from golden_al.measure.imported.common import (
     ImportOptions,
     read_capped,
 )
-from golden_al.measure.imported.vllm import import_vllm_bench, log_windows
+from golden_al.engines.vllm.imported import import_vllm_bench, log_windows
 
 __all__ = [
     "import_inferencex",

@@ -10,13 +10,13 @@ from golden_al import safeio
 from golden_al.checks.evidence import RunEvidence
 from golden_al.engines import llamacpp
 from golden_al.errors import InputFileError, NoVerifyStepsError
-from golden_al.formats.llamacpp import scan_lines
+from golden_al.engines.llamacpp.logs import scan_lines
 
 ENGINE = llamacpp.PROFILE.name
 
 
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
-    """llama-server's per-request ``draft acceptance = ...`` lines (:mod:`golden_al.formats.llamacpp`).
+    """llama-server's per-request ``draft acceptance = ...`` lines (:mod:`golden_al.engines.llamacpp.logs`).
 
     With ``--spec-draft-n-min`` = ``--spec-draft-n-max`` = k every verify step drafts k
     tokens, so a request's verify steps are ``generated / k`` exactly; each request-step

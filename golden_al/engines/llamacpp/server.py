@@ -25,7 +25,7 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
     """Fill ``facts`` from what the server reports."""
     from golden_al.engines import llamacpp
     from golden_al.formats import prometheus as prom
-    from golden_al.formats.llamacpp import read_counters
+    from golden_al.engines.llamacpp.logs import read_counters
 
     props = await client.get_json("/props", label="GET /props", optional=True)
     if not isinstance(props, Mapping):
@@ -71,7 +71,7 @@ class LlamaCppPrometheusSource(CounterSource):
 
     async def snapshot(self, client: ServerClient) -> Snapshot:
         from golden_al.formats import prometheus as prom
-        from golden_al.formats.llamacpp import read_counters
+        from golden_al.engines.llamacpp.logs import read_counters
 
         text = await client.get_text("/metrics", label="GET /metrics")
         snap = prom.parse_metrics_text(text or "", source=f"{client.base_url}/metrics")
@@ -101,7 +101,7 @@ class LlamaCppPrometheusSource(CounterSource):
     def cross_check(self, responses: Sequence[Mapping[str, Any]], counts: AcceptanceCounts, k: int,
                     label: str) -> None:
         """The delta must equal the sum of the responses' ``timings.draft_n``/``draft_n_accepted``."""
-        from golden_al.formats.llamacpp import timings_counts
+        from golden_al.engines.llamacpp.logs import timings_counts
 
         drafted = accepted = missing = 0
         for resp in responses:

@@ -25,7 +25,7 @@ from typing import Any
 
 from golden_al.engines import llamacpp as profile
 from golden_al.errors import InputFileError
-from golden_al.formats.counters.llamacpp import read as read_counters  # the counter readers' home
+from golden_al.engines.llamacpp.counters import read as read_counters  # the counter readers' home
 
 __all__ = [
     "DraftAcceptanceLine",

@@ -72,7 +72,7 @@ def _bench_counts(doc: Mapping[str, Any], path: Path, k: int | None) -> Acceptan
 
 def _window_counts(snapshots: Sequence[Path], k: int | None) -> list[AcceptanceCounts]:
     from golden_al.formats import counters as prom
-    from golden_al.formats.counters.vllm import VllmSpecCounters
+    from golden_al.engines.vllm.counters import VllmSpecCounters
     from golden_al.formats.prometheus import parse_metrics_text
 
     parsed = []

@@ -15,7 +15,7 @@ from golden_al.errors import InputFileError
 from golden_al.formats.counters import check_not_backwards as _check_not_backwards
 from golden_al.formats.counters import counter as _counter
 from golden_al.formats.counters import no_steps as _no_steps
-from golden_al.formats.counters.vllm import VllmSpecCounters
+from golden_al.engines.vllm.counters import VllmSpecCounters
 from golden_al.formats.prometheus import MetricsSnapshot
 
 __all__ = ["LlamaCppSpecCounters", "read"]
@@ -23,7 +23,7 @@ __all__ = ["LlamaCppSpecCounters", "read"]
 
 @dataclass(frozen=True)
 class LlamaCppSpecCounters(VllmSpecCounters):
-    """llama-server's counters (``golden_al/engines/llamacpp.py``): vLLM's meaning, its own names.
+    """llama-server's counters (``golden_al/engines/llamacpp/__init__.py``): vLLM's meaning, its own names.
 
     ``busy`` is ``requests_processing + requests_deferred`` (None when not exposed).
     """

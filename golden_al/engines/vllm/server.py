@@ -110,8 +110,8 @@ class VllmPrometheusSource(CounterSource):
     engine = vllm.PROFILE.name
 
     async def snapshot(self, client: ServerClient) -> Snapshot:
-        from golden_al.formats.counters.vllm import VllmSpecCounters
-        from golden_al.formats.counters.vllm import read as read_counters
+        from golden_al.engines.vllm.counters import VllmSpecCounters
+        from golden_al.engines.vllm.counters import read as read_counters
         from golden_al.formats.prometheus import parse_metrics_text
 
         text = await client.get_text("/metrics", label="GET /metrics")
@@ -132,7 +132,7 @@ class VllmPrometheusSource(CounterSource):
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
         from golden_al.engines import vllm as vllm_engine
         from golden_al.formats.counters import counters_delta
-        from golden_al.formats.counters.vllm import VllmSpecCounters
+        from golden_al.engines.vllm.counters import VllmSpecCounters
 
         with server_errors(label):
             d = counters_delta(before.counts, after.counts)
