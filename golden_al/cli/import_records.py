@@ -39,9 +39,9 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``golden-al import``."""
-    from golden_al.measure.imported import FORMATS
+    from golden_al.measure.imported import formats
 
-    parser.add_argument("format", choices=FORMATS, help="what the files are")
+    parser.add_argument("format", choices=tuple(formats()), help="what the files are")
     parser.add_argument("files", nargs="+", metavar="FILE", help="the files (or, for inferencex-speedbench, the directory)")
     parser.add_argument("--out", required=True, metavar="DIR", help="where the records go (one cell: DIR itself)")
     add_max_seconds_option(parser)

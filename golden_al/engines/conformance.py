@@ -61,6 +61,7 @@ def hook_refs(profile: EngineProfile) -> dict[str, str]:
     """``field -> "module:function"`` of every hook the profile names."""
     refs = {f: getattr(profile, f) for f in _HOOK_FIELDS if getattr(profile, f, None)}
     refs.update({f"source_impls[{name!r}]": ref for name, ref in profile.source_impls.items()})
+    refs.update({f"importers[{name!r}]": ref for name, ref in profile.importers.items()})
     return refs
 
 

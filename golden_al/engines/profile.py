@@ -496,6 +496,9 @@ class EngineProfile:
     #: ``"module:function"`` of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
     #: ``golden_al.servers.probe.ServerFacts`` from what the server says about itself (None: not probed).
     server_probe: str | None = None
+    #: ``golden-al import`` formats of the engine's own outputs (bench results, server logs): format name ->
+    #: ``"module:function"``, ``(paths, ImportOptions) -> list[Imported]`` (:mod:`golden_al.measure.imported`).
+    importers: Mapping[str, str] = field(default_factory=dict)
     #: ``"module:function"``: check-run's reader of the engine's own log lines,
     #: ``(files, k, *, decode_log_interval) -> RunEvidence`` (:mod:`golden_al.checks.evidence`);
     #: None: only Prometheus snapshots are read for it.

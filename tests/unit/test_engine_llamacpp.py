@@ -20,6 +20,9 @@ import pytest
 from golden_al.cli.main import main
 from golden_al.engines import get_profile
 from golden_al.engines import llamacpp as lc
+from golden_al.engines.llamacpp import build
+from golden_al.engines.llamacpp import logs as flc
+from golden_al.engines.llamacpp.server import LlamaCppPrometheusSource
 from golden_al.errors import (
     CounterResetError,
     HashMismatchError,
@@ -29,11 +32,8 @@ from golden_al.errors import (
     UsageError,
 )
 from golden_al.formats import counters as fcounters
-from golden_al.formats import llamacpp as flc
 from golden_al.formats import prometheus as prom
 from golden_al.servers import launch, synthetic
-from golden_al.servers import llamacpp_build as build
-from golden_al.engines.llamacpp.server import LlamaCppPrometheusSource
 from golden_al.servers.sources import make_source
 from simulators import get_sampler
 from simulators.base import SamplerError

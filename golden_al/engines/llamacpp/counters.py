@@ -11,11 +11,11 @@ from typing import Literal
 from distributions import units
 from distributions.counts import AcceptanceCounts
 from golden_al.engines import llamacpp as llamacpp_profile
+from golden_al.engines.vllm.counters import VllmSpecCounters
 from golden_al.errors import InputFileError
 from golden_al.formats.counters import check_not_backwards as _check_not_backwards
 from golden_al.formats.counters import counter as _counter
 from golden_al.formats.counters import no_steps as _no_steps
-from golden_al.engines.vllm.counters import VllmSpecCounters
 from golden_al.formats.prometheus import MetricsSnapshot
 
 __all__ = ["LlamaCppSpecCounters", "read"]

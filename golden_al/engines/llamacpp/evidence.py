@@ -9,8 +9,8 @@ from distributions import units
 from golden_al import safeio
 from golden_al.checks.evidence import RunEvidence
 from golden_al.engines import llamacpp
-from golden_al.errors import InputFileError, NoVerifyStepsError
 from golden_al.engines.llamacpp.logs import scan_lines
+from golden_al.errors import InputFileError, NoVerifyStepsError
 
 ENGINE = llamacpp.PROFILE.name
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from golden_al.engines import llamacpp as profile
-from golden_al.errors import InputFileError
 from golden_al.engines.llamacpp.counters import read as read_counters  # the counter readers' home
+from golden_al.errors import InputFileError
 
 __all__ = [
     "DraftAcceptanceLine",

@@ -24,8 +24,8 @@ __all__ = ["LlamaCppPrometheusSource", "probe"]
 async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:
     """Fill ``facts`` from what the server reports."""
     from golden_al.engines import llamacpp
-    from golden_al.formats import prometheus as prom
     from golden_al.engines.llamacpp.logs import read_counters
+    from golden_al.formats import prometheus as prom
 
     props = await client.get_json("/props", label="GET /props", optional=True)
     if not isinstance(props, Mapping):
@@ -70,8 +70,8 @@ class LlamaCppPrometheusSource(CounterSource):
     engine = llamacpp.PROFILE.name
 
     async def snapshot(self, client: ServerClient) -> Snapshot:
-        from golden_al.formats import prometheus as prom
         from golden_al.engines.llamacpp.logs import read_counters
+        from golden_al.formats import prometheus as prom
 
         text = await client.get_text("/metrics", label="GET /metrics")
         snap = prom.parse_metrics_text(text or "", source=f"{client.base_url}/metrics")

@@ -952,4 +952,6 @@ PROFILE = EngineProfile(
     },
     server_probe="golden_al.engines.sglang.server:probe",
     run_evidence="golden_al.engines.sglang.evidence:read",
+    importers={"sglang-bench": "golden_al.engines.sglang.imported:import_sglang_bench",
+               "sglang-log": "golden_al.engines.sglang.imported:import_sglang_log"},
 )

@@ -15,7 +15,6 @@ from golden_al.errors import InputFileError, MixedDraftLengthsError, UsageError
 from golden_al.measure.imported.common import (
     Imported,
     ImportOptions,
-    bench_provenance,
     dataset_info,
     imported_record,
     json_lines,
@@ -249,4 +248,16 @@ def import_sglang_log(paths: Sequence[Path], opts: ImportOptions) -> list[Import
                            source="sglang-log-intervals", files=[p], model=_sglang_model(opts, args), num_requests=0,
                            dataset=dataset_info(name, 0, f"sglang-log:{name}", f"imported sglang-log: {p.name}"),
                            warnings=warnings, extra_provenance=prov))
+    return out
+
+
+def bench_provenance(run: Mapping[str, Any] | None, info: Mapping[str, Any] | None) -> dict[str, Any]:
+    """What a benchmark run and its server info say of themselves, for the record's provenance."""
+    out: dict[str, Any] = {"imported_format": "sglang-bench", "imported_tool": sglang_engine.BENCH_TOOL}
+    if run is not None:
+        out["bench"] = {key: run.get(key) for key in (sglang_engine.BENCH_BACKEND, sglang_engine.BENCH_DATASET,
+                                                      sglang_engine.BENCH_REQUEST_RATE,
+                                                      sglang_engine.BENCH_MAX_CONCURRENCY) if key in run}
+    if info is not None and info.get(sglang_engine.INFO_VERSION) is not None:
+        out["server_version"] = str(info[sglang_engine.INFO_VERSION])
     return out

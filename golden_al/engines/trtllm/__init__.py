@@ -364,6 +364,7 @@ PROFILE = EngineProfile(
     simulate_report=simulate_report,
     # the iteration rows of trtllm-bench --iteration_log and trtllm-serve /metrics (trtllm/iteration_stats.py)
     run_evidence="golden_al.engines.trtllm.evidence:read",
+    importers={"trtllm-iteration-log": "golden_al.engines.trtllm.imported:import_trtllm_iterations"},
     # against a running trtllm-serve (server.py), and serve-reference's imitation of it (reference.py)
     al_sources=("trtllm-iteration-stats", "trtllm-perf-metrics"),
     source_impls={"trtllm-iteration-stats": "golden_al.engines.trtllm.server:TrtllmIterationSource",

@@ -771,5 +771,8 @@ PROFILE = EngineProfile(
     response_steps_by_draft_len=response_steps_by_draft_len,
     server_probe="golden_al.engines.vllm.server:probe",
     run_evidence="golden_al.engines.vllm.evidence:read",
+    importers={"vllm-bench": "golden_al.engines.vllm.imported:import_bench_files",
+               "vllm-log": "golden_al.engines.vllm.imported:import_vllm_log",
+               "inferencex-speedbench": "golden_al.engines.vllm.inferencex:import_inferencex"},
     launch_method=method_for_launch,
 )

@@ -71,8 +71,8 @@ def _bench_counts(doc: Mapping[str, Any], path: Path, k: int | None) -> Acceptan
 
 
 def _window_counts(snapshots: Sequence[Path], k: int | None) -> list[AcceptanceCounts]:
-    from golden_al.formats import counters as prom
     from golden_al.engines.vllm.counters import VllmSpecCounters
+    from golden_al.formats import counters as prom
     from golden_al.formats.prometheus import parse_metrics_text
 
     parsed = []
@@ -187,3 +187,8 @@ def import_vllm_log(paths: Sequence[Path], opts: ImportOptions) -> list[Imported
                            warnings=["imported from a vLLM server log: aggregate counter intervals only (no request "
                                      "is attributed); per-position counts rest on rates printed to 3 decimals"]))
     return out
+
+
+def import_bench_files(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:
+    """``golden-al import vllm-bench``: :func:`import_vllm_bench` as the profile's importer hook."""
+    return [import_vllm_bench(paths, opts)]

@@ -131,8 +131,8 @@ class VllmPrometheusSource(CounterSource):
 
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
         from golden_al.engines import vllm as vllm_engine
-        from golden_al.formats.counters import counters_delta
         from golden_al.engines.vllm.counters import VllmSpecCounters
+        from golden_al.formats.counters import counters_delta
 
         with server_errors(label):
             d = counters_delta(before.counts, after.counts)

@@ -62,17 +62,23 @@ from pathlib import Path
 from golden_al import safeio
 from golden_al.errors import InputFileError, UsageError
 from golden_al.measure.imported.common import MAX_BYTES, Imported, ImportOptions
-from golden_al.measure.imported.inferencex import import_inferencex
-from golden_al.engines.sglang.imported import import_sglang_bench, import_sglang_log
-from golden_al.engines.trtllm.imported import import_trtllm_iterations
-from golden_al.engines.vllm.imported import import_vllm_bench, import_vllm_log
 from golden_al.measurement import REQUESTS_FILE, append_request_result, write_record
 
-__all__ = ["FORMATS", "MAX_RUN_BYTES", "ImportOptions", "Imported", "import_files", "write_imported"]
+__all__ = ["MAX_RUN_BYTES", "ImportOptions", "Imported", "formats", "import_files", "write_imported"]
 
 #: Bytes all the files of one import may hold together: one file's cap (:data:`MAX_BYTES`).
 MAX_RUN_BYTES = MAX_BYTES
-FORMATS = ("vllm-bench", "vllm-log", "inferencex-speedbench", "sglang-bench", "sglang-log", "trtllm-iteration-log")
+
+
+def formats() -> dict[str, str]:
+    """Every import format, from the engines' profiles (:attr:`~golden_al.engines.profile.EngineProfile.importers`):
+    format name -> ``"module:function"``."""
+    from golden_al.engines import engine_names, get_profile
+
+    out: dict[str, str] = {}
+    for name in engine_names():
+        out.update(get_profile(name).importers)
+    return out
 
 
 def import_files(fmt: str, paths: Sequence[str | Path], opts: ImportOptions) -> list[Imported]:
@@ -88,19 +94,12 @@ def import_files(fmt: str, paths: Sequence[str | Path], opts: ImportOptions) -> 
             raise InputFileError("no such file or directory", path=p)
     safeio.run_budget(ps, MAX_RUN_BYTES, what="imported files",
                       hint="import the files of one run at a time (each run is its own import)")
-    if fmt == "vllm-bench":
-        return [import_vllm_bench(ps, opts)]
-    if fmt == "vllm-log":
-        return import_vllm_log(ps, opts)
-    if fmt == "inferencex-speedbench":
-        return import_inferencex(ps, opts)
-    if fmt == "sglang-bench":
-        return import_sglang_bench(ps, opts)
-    if fmt == "sglang-log":
-        return import_sglang_log(ps, opts)
-    if fmt == "trtllm-iteration-log":
-        return import_trtllm_iterations(ps, opts)
-    raise UsageError(f"unknown import format {fmt!r}", hint="one of " + ", ".join(FORMATS))
+    from golden_al.engines import load_hook
+
+    table = formats()
+    if fmt in table:
+        return list(load_hook(table[fmt])(ps, opts))
+    raise UsageError(f"unknown import format {fmt!r}", hint="one of " + ", ".join(table))
 
 
 def write_imported(items: Sequence[Imported], out: str | Path) -> list[Path]:

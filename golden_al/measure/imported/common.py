@@ -12,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 from distributions.counts import AcceptanceCounts, tidy_count
-from golden_al.engines import sglang as sglang_engine
 from golden_al.errors import InputFileError, NoVerifyStepsError, UsageError
 from golden_al.measure.records import build_record
 from golden_al.measurement import (
@@ -30,7 +29,6 @@ __all__ = [
     "MAX_BYTES",
     "ImportOptions",
     "Imported",
-    "bench_provenance",
     "dataset_info",
     "imported_record",
     "json_lines",
@@ -192,16 +190,4 @@ def json_lines(path: Path) -> list[tuple[int, Mapping[str, Any]]]:
         out.append((n, obj))
     if not out:
         raise InputFileError("empty: no JSON object", path=path)
-    return out
-
-
-def bench_provenance(run: Mapping[str, Any] | None, info: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What a benchmark run and its server info say of themselves, for the record's provenance."""
-    out: dict[str, Any] = {"imported_format": "sglang-bench", "imported_tool": sglang_engine.BENCH_TOOL}
-    if run is not None:
-        out["bench"] = {key: run.get(key) for key in (sglang_engine.BENCH_BACKEND, sglang_engine.BENCH_DATASET,
-                                                      sglang_engine.BENCH_REQUEST_RATE,
-                                                      sglang_engine.BENCH_MAX_CONCURRENCY) if key in run}
-    if info is not None and info.get(sglang_engine.INFO_VERSION) is not None:
-        out["server_version"] = str(info[sglang_engine.INFO_VERSION])
     return out

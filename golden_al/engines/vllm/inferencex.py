@@ -9,13 +9,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from golden_al.engines.vllm.imported import import_vllm_bench, log_windows
 from golden_al.errors import InputFileError, UsageError
 from golden_al.measure.imported.common import (
     Imported,
     ImportOptions,
     read_capped,
 )
-from golden_al.engines.vllm.imported import import_vllm_bench, log_windows
 
 __all__ = [
     "import_inferencex",
