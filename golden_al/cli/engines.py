@@ -13,16 +13,24 @@ import argparse
 import json
 import sys
 
-from golden_al.engines import llamacpp
+from golden_al.engines import engine_names, get_profile
 
-__all__ = ["DESCRIPTION", "EXAMPLES", "add_arguments", "run"]
+__all__ = ["EXAMPLES", "add_arguments", "buildable", "description", "run"]
 
-DESCRIPTION = (
-    f"Build (once) and locate a serving engine. {llamacpp.PROFILE.name}, {llamacpp.PROFILE.display_name}: downloads "
-    f"the pinned {llamacpp.BUILD['package']} sdist from the package index (sha256-checked, never installed), builds "
-    f"{llamacpp.BUILD['target']} from its vendored llama.cpp with cmake, and caches it under the golden-al cache "
-    "keyed by the source hash; a second call returns at once."
-)
+
+def buildable() -> list[str]:
+    """The engines whose profile says how golden-al builds their server (:attr:`EngineProfile.build`)."""
+    return [name for name in engine_names() if get_profile(name).build is not None]
+
+
+def description() -> str:
+    """``engines build --help``: what each buildable engine's build does (from its profile)."""
+    parts = []
+    for name in buildable():
+        p = get_profile(name)
+        assert p.build is not None
+        parts.append(f"{p.name}, {p.display_name}: {p.build.description}.")
+    return "Build (once) and locate a serving engine. " + " ".join(parts)
 
 EXAMPLES = """\
 examples:
@@ -36,11 +44,12 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
     b = sub.add_parser("build", help="build (or find in the cache) an engine binary",
-                       description=DESCRIPTION, epilog=EXAMPLES, formatter_class=argparse.RawDescriptionHelpFormatter)
-    b.add_argument("engine", choices=("llamacpp",), help="the engine to build")
+                       description=description(), epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    b.add_argument("engine", choices=buildable(), help="the engine to build")
     b.add_argument("--jobs", "-j", type=int, default=2, metavar="N", help="parallel compile jobs (default 2)")
-    b.add_argument("--llama-server", metavar="PATH", default=None,
-                   help="use this existing llama-server instead of building one (checked, not copied)")
+    b.add_argument("--binary", "--llama-server", dest="binary", metavar="PATH", default=None,
+                   help="use this existing server binary (llama-server) instead of building one (checked, not copied)")
     b.add_argument("--cache-dir", default=None, metavar="DIR",
                    help="cache (default: $GOLDEN_AL_CACHE or ~/.cache/golden-al)")
     b.add_argument("--format", choices=("text", "json"), default="text", help="output (default: the path)")
@@ -93,17 +102,19 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "show":
         return _show(args)
     from golden_al.cli._common import cache_dir, progress
-    from golden_al.engines.llamacpp.build import build_llama_server, check_binary
+    from golden_al.engines import load_hook
 
-    if args.llama_server:
-        path = check_binary(args.llama_server)
-        record: dict[str, object] = {"binary": str(path), "cached": True, "built": False, "source": "--llama-server"}
+    build = get_profile(args.engine).build
+    assert build is not None  # argparse offers only buildable engines
+    if args.binary:
+        path = load_hook(build.check)(args.binary)
+        record: dict[str, object] = {"binary": str(path), "cached": True, "built": False, "source": "--binary"}
     else:
         def note(line: str) -> None:
             sys.stderr.write(f"golden-al: {line}\n")
 
-        with progress("building llama-server", unit="steps") as bar:
-            result = build_llama_server(cache_dir(args.cache_dir), jobs=args.jobs, progress=bar, note=note)
+        with progress(f"building {build.binary}", unit="steps") as bar:
+            result = load_hook(build.build)(cache_dir(args.cache_dir), jobs=args.jobs, progress=bar, note=note)
         record = result.to_dict()
         if not result.cached:
             took = (f"built in {result.build_seconds:.0f} s over {result.attempts} attempt(s)"

@@ -44,7 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "simulate": ("golden_al.cli.simulate", "reproduce an engine's synthetic sampler: pmf and bias"),
     "draft-lengths": ("golden_al.cli.draft_lengths", "model throughput and speedup against draft length"),
     "serve-reference": ("golden_al.cli.serve_reference", "serve the reference engine like SGLang or vLLM"),
-    "engines": ("golden_al.cli.engines", "build (once) and locate an engine binary: llama.cpp's llama-server"),
+    "engines": ("golden_al.cli.engines", "what golden-al knows of an engine (show), and build (once) an engine binary"),
 }
 
 _TOP_EPILOG = """\

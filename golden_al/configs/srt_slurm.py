@@ -55,7 +55,6 @@ from typing import Any
 
 from golden_al import engines
 from golden_al.configs.srtctl import deep_merge
-from golden_al.engines import vllm
 from golden_al.engines.profile import RecipeFormat, Speculation
 
 __all__ = [
@@ -168,8 +167,13 @@ def speculation(engine: str | None, args: Mapping[str, Any]) -> Speculation | No
 
 def curve_rejection_method(value: Any) -> str | None:
     """The rejection method that chooses a golden curve: vLLM's ``rejection_sample_method``
-    unless it is ``synthetic`` (the injected one says nothing about the real draft)."""
-    return None if value is None or value == vllm.SYNTHETIC_METHOD else str(value)
+    unless it is the value that switches synthetic acceptance on (an engine knob's ``switch_value``: the
+    injected method says nothing about the real draft)."""
+    from golden_al.engines import engine_names, get_profile
+
+    switches = {k.switch_value for name in engine_names() for k in get_profile(name).synthetic_knobs
+                if k.switch_value is not None}
+    return None if value is None or value in switches else str(value)
 
 
 # ---------------------------------------------------------------------------- recipes

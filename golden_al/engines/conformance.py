@@ -62,6 +62,8 @@ def hook_refs(profile: EngineProfile) -> dict[str, str]:
     refs = {f: getattr(profile, f) for f in _HOOK_FIELDS if getattr(profile, f, None)}
     refs.update({f"source_impls[{name!r}]": ref for name, ref in profile.source_impls.items()})
     refs.update({f"importers[{name!r}]": ref for name, ref in profile.importers.items()})
+    if profile.build is not None:
+        refs.update({"build.build": profile.build.build, "build.check": profile.build.check})
     return refs
 
 

@@ -24,6 +24,7 @@ __all__ = [
     "CommandLineReading",
     "DraftLen",
     "DraftLenRule",
+    "EngineBuild",
     "EngineProfile",
     "EngineVersion",
     "LaunchRequest",
@@ -327,6 +328,19 @@ class Metric:
 
 
 @dataclass(frozen=True)
+class EngineBuild:
+    """How ``golden-al engines build ENGINE`` gets the engine's server binary (llama.cpp's ``llama-server``)."""
+
+    binary: str  #: what is built (``llama-server``)
+    description: str  #: what the build does, for ``--help``
+    #: ``"module:function"``: ``(cache_dir, *, jobs, progress, note) -> result`` with ``to_dict()``, ``cached``,
+    #: ``build_seconds``, ``attempts``, ``log``
+    build: str
+    #: ``"module:function"``: ``(path) -> Path``, checks a binary the user gives instead
+    check: str
+
+
+@dataclass(frozen=True)
 class ResponseField:
     """A per-request response field and its names across versions (newest first)."""
 
@@ -496,6 +510,8 @@ class EngineProfile:
     #: ``"module:function"`` of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
     #: ``golden_al.servers.probe.ServerFacts`` from what the server says about itself (None: not probed).
     server_probe: str | None = None
+    #: ``golden-al engines build``: how golden-al builds the engine's server itself (None: it does not).
+    build: EngineBuild | None = None
     #: ``golden-al import`` formats of the engine's own outputs (bench results, server logs): format name ->
     #: ``"module:function"``, ``(paths, ImportOptions) -> list[Imported]`` (:mod:`golden_al.measure.imported`).
     importers: Mapping[str, str] = field(default_factory=dict)

@@ -176,17 +176,25 @@ def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequenc
     )
 
 
-def reported_al(resp: Mapping[str, Any]) -> float | None:
-    """The AL the server itself reports for one answer (SGLang's ``meta_info`` accept length), or None."""
-    from golden_al.engines import sglang
+def reported_al(resp: Mapping[str, Any], engine: str) -> float | None:
+    """The AL the server itself reports for one answer, where the engine's profile names such a response field
+    (``response_fields["reported_al"]``: SGLang's ``meta_info`` accept length, vLLM's per-request mean), or None."""
+    from golden_al.engines import get_profile
 
+    field = get_profile(engine).response_fields.get("reported_al")
+    if field is None:
+        return None
     choices = resp.get("choices")
-    meta = None
-    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
-        meta = choices[0].get(sglang.META_INFO)
-    meta = meta or resp.get(sglang.META_INFO)
-    if isinstance(meta, Mapping) and isinstance(meta.get(sglang.META_ACCEPT_LENGTH), (int, float)):
-        return float(meta[sglang.META_ACCEPT_LENGTH])
+    homes = [choices[0]] if isinstance(choices, list) and choices and isinstance(choices[0], Mapping) else []
+    for home in (*homes, resp):
+        node: Any = home
+        for part in field.path.split(".") if field.path else ():
+            node = node.get(part) if isinstance(node, Mapping) else None
+        if isinstance(node, Mapping):
+            for name in field.names:
+                value = node.get(name)
+                if isinstance(value, (int, float)) and not isinstance(value, bool):
+                    return float(value)
     return None
 
 

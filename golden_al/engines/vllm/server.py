@@ -5,6 +5,8 @@ accepted-per-position counter (all present at 0 from startup); the arguments fro
 
 from __future__ import annotations
 
+import ast
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,7 +16,7 @@ from golden_al.errors import CounterResetError, MetricMissingError, MixedDraftLe
 from golden_al.formats import responses
 from golden_al.servers import synthetic
 from golden_al.servers.client import ServerClient
-from golden_al.servers.probe import ServerFacts, filter_args, is_chain, vllm_args_from_log
+from golden_al.servers.probe import ServerFacts, filter_args, is_chain
 from golden_al.servers.sources import (
     CounterSource,
     ResponseCounts,
@@ -23,7 +25,25 @@ from golden_al.servers.sources import (
     server_errors,
 )
 
-__all__ = ["PER_REQUEST", "VllmPrometheusSource", "probe"]
+__all__ = ["PER_REQUEST", "VllmPrometheusSource", "probe", "vllm_args_from_log"]
+
+
+_NON_DEFAULT = re.compile(vllm.LOG_NON_DEFAULT_ARGS)
+
+
+def vllm_args_from_log(text: str) -> dict[str, Any] | None:
+    """The ``non-default args: {...}`` dict vLLM logs at startup (last one wins)."""
+    found: dict[str, Any] | None = None
+    for line in text.splitlines():
+        m = _NON_DEFAULT.search(line)
+        if m:
+            try:
+                value = ast.literal_eval(m.group(1))
+            except (ValueError, SyntaxError):
+                continue
+            if isinstance(value, dict):
+                found = value
+    return found
 
 
 async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:

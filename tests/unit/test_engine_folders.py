@@ -1,0 +1,79 @@
+"""Issue 40: every engine is one folder (``golden_al/engines/<name>/``), and general modules reach an engine
+only through its profile and the hooks it names, never by importing a specific engine."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from golden_al import engines
+
+ROOT = Path(__file__).resolve().parents[2]
+
+#: General modules that still import a specific engine. The list only shrinks: a module that stops importing one
+#: must leave it (the second assertion), and no module may join it (the first).
+STILL_IMPORTING: frozenset[str] = frozenset({
+    "golden_al/checks/context.py",
+    "golden_al/checks/script_pins.py",
+    "golden_al/checks/scripts.py",
+    "golden_al/checks/spec.py",
+    "golden_al/checks/yaml_configs.py",
+    "golden_al/cli/_common.py",
+    "golden_al/cli/_servers.py",
+    "golden_al/cli/env.py",
+    "golden_al/cli/inject.py",
+    "golden_al/formats/logs.py",
+    "golden_al/formats/responses.py",
+    "golden_al/injection/inject.py",
+    "golden_al/servers/reference_server.py",
+    "golden_al/servers/synthetic.py",
+})
+
+
+def _specific_engines(path: Path, names: set[str]) -> set[str]:
+    """The specific engines ``path`` imports (``from golden_al.engines import vllm``, ``golden_al.engines.vllm.x``)."""
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
+        modules: list[str] = []
+        if isinstance(node, ast.Import):
+            modules = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            modules = [node.module]
+            if node.module == "golden_al.engines":
+                out.update(a.name for a in node.names if a.name in names)
+        for m in modules:
+            parts = m.split(".")
+            if parts[:2] == ["golden_al", "engines"] and len(parts) > 2 and parts[2] in names:
+                out.add(parts[2])
+    return out
+
+
+def _offenders() -> set[str]:
+    names = set(engines.engine_names())
+    return {str(p.relative_to(ROOT)) for p in (ROOT / "golden_al").rglob("*.py")
+            if "engines" not in p.relative_to(ROOT / "golden_al").parts[:1] and _specific_engines(p, names)}
+
+
+def test_no_new_general_module_imports_a_specific_engine() -> None:
+    assert sorted(_offenders() - STILL_IMPORTING) == []
+
+
+def test_the_list_of_modules_still_importing_an_engine_only_shrinks() -> None:
+    assert sorted(STILL_IMPORTING - _offenders()) == []
+
+
+def test_the_rule_sees_each_import_form(tmp_path: Path) -> None:
+    names = set(engines.engine_names())
+    for text, expected in (("from golden_al.engines import vllm, get_profile\n", {"vllm"}),
+                           ("import golden_al.engines.sglang.server\n", {"sglang"}),
+                           ("def f():\n    from golden_al.engines.trtllm.server import probe\n", {"trtllm"}),
+                           ("from golden_al.engines import get_profile\n", set())):
+        (tmp_path / "m.py").write_text(text)
+        assert _specific_engines(tmp_path / "m.py", names) == expected, text
+
+
+def test_every_built_in_engine_is_a_folder_with_its_profile() -> None:
+    for name in engines.engine_names():
+        folder = ROOT / "golden_al" / "engines" / name
+        assert (folder / "__init__.py").is_file(), name
+        assert not (ROOT / "golden_al" / "engines" / f"{name}.py").exists(), name
