@@ -164,19 +164,19 @@ def server_settings(files: Sequence[str | Path], engine: str) -> dict[str, Any]:
         InputFileError: two starts with different settings in the files (one run, one configuration).
     """
     from golden_al import safeio
-    from golden_al.engines import get_profile
-    from golden_al.formats import logs
+    from golden_al.engines import get_profile, load_hook
 
     profile = get_profile(engine)
-    if not any(p.name == "server-args" for p in profile.log_patterns):
+    if profile.log_reader is None or profile.log_reader.server_args is None:
         return {}
+    parse = load_hook(profile.log_reader.server_args)
     fields = profile.server_info_fields
     found: list[tuple[str, Any]] = []
     for f in files:
         if _looks_like_metrics(_head(f)):
             continue
         for n, line in safeio.iter_lines(f):
-            rec = logs.parse_sglang_server_args_line(line, n)
+            rec = parse(line, n)
             if rec is not None:
                 found.append((str(f), rec))
     if not found:

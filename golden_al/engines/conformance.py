@@ -32,7 +32,7 @@ RESERVED_NAMES: tuple[str, ...] = ("reference",)
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 #: profile fields that name a ``"module:function"`` hook
 _HOOK_FIELDS = ("server_probe", "run_evidence", "counter_reader", "reference_flavor", "script_pin",
-                "build_executable")
+                "build_executable", "response_records")
 #: profile fields that must be callables where set
 _CALLABLE_FIELDS = ("synthetic_settings", "spec_flags", "simulator_settings", "simulate_report", "shell_value",
                     "curve_method_of", "server_args", "shell_env", "per_request_probe", "response_steps_by_draft_len",
@@ -62,6 +62,10 @@ def hook_refs(profile: EngineProfile) -> dict[str, str]:
     refs = {f: getattr(profile, f) for f in _HOOK_FIELDS if getattr(profile, f, None)}
     refs.update({f"source_impls[{name!r}]": ref for name, ref in profile.source_impls.items()})
     refs.update({f"importers[{name!r}]": ref for name, ref in profile.importers.items()})
+    if profile.log_reader is not None:
+        refs["log_reader.parse"] = profile.log_reader.parse
+        if profile.log_reader.server_args is not None:
+            refs["log_reader.server_args"] = profile.log_reader.server_args
     if profile.build is not None:
         refs.update({"build.build": profile.build.build, "build.check": profile.build.check})
     return refs

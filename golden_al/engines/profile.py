@@ -30,6 +30,7 @@ __all__ = [
     "LaunchRequest",
     "Limit",
     "LogPattern",
+    "LogReader",
     "Metric",
     "PinContext",
     "PinReview",
@@ -328,6 +329,19 @@ class Metric:
 
 
 @dataclass(frozen=True)
+class LogReader:
+    """How the general log reader (:func:`golden_al.formats.logs.read_log_file`) reads the engine's acceptance lines."""
+
+    #: ``"module:function"``: ``(line, line_no) -> record | None`` (a record has ``engine``, ``line_no``, ``kind``)
+    parse: str
+    #: text every such line holds (lines without any engine's marker are never decoded)
+    markers: tuple[str, ...]
+    #: ``"module:function"``: ``(line, line_no) -> record | None`` of the line where the server logs its start-up
+    #: arguments (``record.args``: name -> value, ``record.line_no``), read by ``check-run`` (None: none)
+    server_args: str | None = None
+
+
+@dataclass(frozen=True)
 class EngineBuild:
     """How ``golden-al engines build ENGINE`` gets the engine's server binary (llama.cpp's ``llama-server``)."""
 
@@ -510,6 +524,11 @@ class EngineProfile:
     #: ``"module:function"`` of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
     #: ``golden_al.servers.probe.ServerFacts`` from what the server says about itself (None: not probed).
     server_probe: str | None = None
+    #: ``"module:function"``: ``(node, *, k, source) -> list[RequestSpecCounts]``, the engine's per-request spec
+    #: records in one JSON response object (:func:`golden_al.formats.responses.find_spec_records`); None: none.
+    response_records: str | None = None
+    #: The engine's acceptance log lines, as ``check-run`` and ``import`` read them (None: it prints none).
+    log_reader: LogReader | None = None
     #: ``golden-al engines build``: how golden-al builds the engine's server itself (None: it does not).
     build: EngineBuild | None = None
     #: ``golden-al import`` formats of the engine's own outputs (bench results, server logs): format name ->

@@ -8,9 +8,8 @@ module cites the upstream file and version of the format it parses:
   the engine's profile), before/after deltas (:class:`CounterResetError` on a decrease,
   :class:`MetricMissingError` for an absent metric, zero verify steps an explicit
   :class:`NoVerifyStepsError`);
-* :mod:`golden_al.formats.logs`: SGLang ``Decode batch`` lines, vLLM
-  ``SpecDecoding metrics`` lines, ATOM ``[MTP Stats ...]`` lines, as typed records
-  with their line numbers;
+* :mod:`golden_al.formats.logs`: server log lines that report acceptance, read by each engine's parser
+  (``golden_al/engines/<name>/logs.py``) as typed records with their line numbers;
 * :mod:`golden_al.formats.responses`: SGLang ``meta_info`` /
   ``sglext.spec_tokens_details``, vLLM ``metrics.speculative_decoding``, ATOM
   ``/debug/mtp_stats``.
@@ -26,16 +25,10 @@ from golden_al.formats.counters import (
     spec_counters,
 )
 from golden_al.formats.logs import (
-    AtomMtpStatsRecord,
     LogRecord,
     LogScan,
-    SglangDecodeRecord,
-    VllmSpecDecodingRecord,
     iter_log_records,
-    parse_atom_mtp_line,
     parse_log_line,
-    parse_sglang_decode_line,
-    parse_vllm_spec_line,
     read_log_file,
     scan_log_text,
 )
@@ -48,37 +41,23 @@ from golden_al.formats.prometheus import (
 from golden_al.formats.responses import (
     RequestSpecCounts,
     find_spec_records,
-    parse_atom_mtp_stats,
-    parse_sglang_meta_info,
-    parse_vllm_spec_metrics,
-    read_atom_mtp_stats_file,
     sum_request_counts,
 )
 
 __all__ = [
-    "AtomMtpStatsRecord",
     "LogRecord",
     "LogScan",
     "MetricsSnapshot",
     "RequestSpecCounts",
     "Sample",
-    "SglangDecodeRecord",
     "SpecCounters",
-    "VllmSpecDecodingRecord",
     "counters_delta",
     "detect_engine",
     "find_spec_records",
     "iter_log_records",
     "order_snapshots",
-    "parse_atom_mtp_line",
-    "parse_atom_mtp_stats",
     "parse_log_line",
     "parse_metrics_text",
-    "parse_sglang_decode_line",
-    "parse_sglang_meta_info",
-    "parse_vllm_spec_line",
-    "parse_vllm_spec_metrics",
-    "read_atom_mtp_stats_file",
     "read_log_file",
     "read_metrics_file",
     "scan_log_text",

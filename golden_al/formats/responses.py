@@ -44,27 +44,21 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from distributions.counts import AcceptanceCounts
 from distributions.errors import DistributionError
-from golden_al.engines import atom, sglang, vllm
-from golden_al.errors import InputFileError, MetricMissingError, NoVerifyStepsError
-from golden_al.formats.validate import check_acceptance_counts
+from golden_al.errors import InputFileError, NoVerifyStepsError
 
 __all__ = [
     "RequestSpecCounts",
+    "build_counts",
     "find_spec_records",
-    "parse_atom_mtp_stats",
-    "parse_sglang_meta_info",
-    "parse_vllm_spec_metrics",
-    "read_atom_mtp_stats_file",
+    "optional_count",
+    "optional_number",
     "sum_request_counts",
+    "where",
 ]
-
-_SGL_HIST_EXTRA = (sglang.META_HISTOGRAM_OLDEST,)
-
 
 @dataclass(frozen=True)
 class RequestSpecCounts:
@@ -97,24 +91,24 @@ class RequestSpecCounts:
         """``1 + accepted / verify_steps``; zero steps raise NoVerifyStepsError."""
         if self.counts.num_verify_steps <= 0:
             raise NoVerifyStepsError(
-                f"{_where(self.source)}{self.engine} reports zero verify steps: AL is undefined",
+                f"{where(self.source)}{self.engine} reports zero verify steps: AL is undefined",
                 hint="the request finished without a decode step that carried drafts",
             )
         return self.counts.al
 
 
-def _where(source: str | None) -> str:
+def where(source: str | None) -> str:
     return f"{source}: " if source else ""
 
 
-def _build(fn: Callable[[], AcceptanceCounts], what: str, source: str | None) -> AcceptanceCounts:
+def build_counts(fn: Callable[[], AcceptanceCounts], what: str, source: str | None) -> AcceptanceCounts:
     try:
         return fn()
     except DistributionError as exc:
         raise InputFileError(f"{what}: {exc.message}", path=source, hint=exc.hint) from None
 
 
-def _optional_number(obj: Mapping[str, Any], key: str, source: str | None) -> float | None:
+def optional_number(obj: Mapping[str, Any], key: str, source: str | None) -> float | None:
     value = obj.get(key)
     if value is None:
         return None
@@ -123,8 +117,8 @@ def _optional_number(obj: Mapping[str, Any], key: str, source: str | None) -> fl
     return float(value)
 
 
-def _optional_count(obj: Mapping[str, Any], key: str, source: str | None) -> int | None:
-    value = _optional_number(obj, key, source)
+def optional_count(obj: Mapping[str, Any], key: str, source: str | None) -> int | None:
+    value = optional_number(obj, key, source)
     if value is None:
         return None
     if value < 0 or value != int(value):
@@ -132,112 +126,15 @@ def _optional_count(obj: Mapping[str, Any], key: str, source: str | None) -> int
     return int(value)
 
 
-def parse_sglang_meta_info(meta: Mapping[str, Any], *, k: int | None = None,
-                           source: str | None = None) -> RequestSpecCounts:
-    """Counts of one SGLang request from ``meta_info`` or ``spec_tokens_details``.
-
-    Args:
-        k: draft length; inferred from proposed / verify steps when omitted.
-
-    Raises:
-        MetricMissingError: no ``spec_verify_ct`` and no histogram, or no accepted
-            count (speculative decoding off, or the request has not finished).
-        InputFileError: fields of the wrong type or that contradict each other, or
-            ``k`` not given and not inferable.
-    """
-    if not isinstance(meta, Mapping):
-        raise InputFileError(f"SGLang meta_info must be an object, got {type(meta).__name__}", path=source)
-    hint = "SGLang fills these only for finished requests with speculative decoding on"
-    if sglang.META_VERIFY not in meta and not any(key in meta for key in sglang.META_HISTOGRAM_KEYS):
-        raise MetricMissingError(f"{_where(source)}SGLang meta_info has no {sglang.META_VERIFY}", hint=hint)
-    if not any(key in meta for key in (*sglang.META_ACCEPTED_KEYS, *sglang.META_HISTOGRAM_KEYS,
-                                       *_SGL_HIST_EXTRA)):
-        raise MetricMissingError(
-            f"{_where(source)}SGLang meta_info has no {' / '.join(sglang.META_ACCEPTED_KEYS)} "
-            f"and no {sglang.META_HISTOGRAM_KEYS[0]}", hint=hint)
-    view = dict(meta)
-    for old in _SGL_HIST_EXTRA:  # map the oldest histogram name onto one counts knows
-        if old in view and not any(key in view for key in sglang.META_HISTOGRAM_KEYS):
-            view[sglang.META_HISTOGRAM_KEYS[0]] = view.pop(old)
-    counts = _build(lambda: sglang.counts_from_meta_info(view, k=k), "SGLang meta_info", source)
-    check_acceptance_counts(counts, what="SGLang meta_info", path=source)  # its own AL is biased: not checked
-    return RequestSpecCounts("sglang", counts, _optional_number(meta, sglang.META_ACCEPT_LENGTH, source),
-                             _optional_count(meta, "completion_tokens", source), source)
-
-
-def parse_vllm_spec_metrics(obj: Mapping[str, Any], *, k: int | None = None,
-                            source: str | None = None) -> RequestSpecCounts:
-    """Counts of one vLLM request from ``metrics.speculative_decoding`` (or that object).
-
-    Raises:
-        MetricMissingError: the object or its ``acceptance_histogram`` is absent
-            (server started without ``--per-request-spec-decode-metrics``).
-        InputFileError: fields of the wrong type or that contradict each other.
-    """
-    if not isinstance(obj, Mapping):
-        raise InputFileError(f"vLLM speculative_decoding must be an object, got {type(obj).__name__}", path=source)
-    spec: Mapping[str, Any] = obj
-    metrics = obj.get("metrics")
-    if isinstance(metrics, Mapping) and isinstance(metrics.get(vllm.REQUEST_SPEC), Mapping):
-        spec = metrics[vllm.REQUEST_SPEC]
-    elif isinstance(obj.get(vllm.REQUEST_SPEC), Mapping):
-        spec = obj[vllm.REQUEST_SPEC]
-    if vllm.REQ_HISTOGRAM not in spec:
-        raise MetricMissingError(
-            f"{_where(source)}vLLM {vllm.REQUEST_METRICS}.{vllm.REQUEST_SPEC} has no {vllm.REQ_HISTOGRAM}",
-            hint=f"start vLLM (>= {vllm.VERSION}) with {vllm.FLAG_PER_REQUEST_METRICS} summary",
-        )
-    counts = _build(lambda: vllm.counts_from_request_metrics(spec, k=k), "vLLM speculative_decoding", source)
-    reported = _optional_number(spec, vllm.REQ_MEAN_AL, source)
-    check_acceptance_counts(counts, what="vLLM speculative_decoding", path=source, reported_al=reported)
-    return RequestSpecCounts("vllm", counts, reported, None, source)
-
-
-def parse_atom_mtp_stats(obj: Mapping[str, Any], *, k: int | None = None,
-                         source: str | None = None) -> RequestSpecCounts:
-    """Server-wide cumulative counts from ATOM's ``/debug/mtp_stats`` JSON.
-
-    Raises:
-        MetricMissingError: ``enabled`` is false (MTP off) or a total is absent.
-        InputFileError: fields of the wrong type or that contradict each other.
-    """
-    if not isinstance(obj, Mapping):
-        raise InputFileError(f"ATOM /debug/mtp_stats must be an object, got {type(obj).__name__}", path=source)
-    if obj.get(atom.STATS_ENABLED) is False:
-        raise MetricMissingError(f"{_where(source)}ATOM reports MTP statistics disabled (enabled: false)",
-                                 hint=f"start ATOM with {atom.FLAG_METHOD} and {atom.FLAG_K}")
-    for key in (atom.STATS_DRAFT_TOKENS, atom.STATS_ACCEPTED, atom.STATS_DISTRIBUTION):
-        if obj.get(key) is None:
-            raise MetricMissingError(f"{_where(source)}ATOM {atom.MTP_STATS_PATH} has no {key}",
-                                     hint=f"pass the body of GET {atom.MTP_STATS_PATH}")
-    counts = _build(lambda: atom.counts_from_mtp_stats(obj, k=k), "ATOM /debug/mtp_stats", source)
-    reported = _optional_number(obj, atom.STATS_AVG_TOKENS, source)
-    check_acceptance_counts(counts, what="ATOM /debug/mtp_stats", path=source, reported_al=reported)
-    return RequestSpecCounts("atom", counts, reported, None,
-                             source)
-
-
-def read_atom_mtp_stats_file(path: str | Path, *, k: int | None = None) -> RequestSpecCounts:
-    """Read a saved ``/debug/mtp_stats`` body.
-
-    Raises:
-        InputFileError: unreadable or not JSON.
-    """
-    from golden_al import safeio
-
-    p = Path(path)
-    obj = safeio.read_json(p)  # regular file, byte cap, depth limit
-    return parse_atom_mtp_stats(obj, k=k, source=str(p))
-
-
 def find_spec_records(obj: Any, *, k: int | None = None, source: str | None = None) -> list[RequestSpecCounts]:
-    """Every per-request spec record inside one JSON response (any engine).
-
-    Looks at ``meta_info`` (SGLang ``/generate``, and ``choices[i].meta_info``),
-    ``sglext.spec_tokens_details`` (object or list, ``n > 1``) and vLLM
-    ``metrics.speculative_decoding``; a list of responses is walked element by
-    element. Responses without spec fields contribute nothing.
+    """Every per-request spec record inside one JSON response (any engine): each engine's ``response_records``
+    hook reads the objects of a node that are its own (SGLang ``meta_info`` and ``sglext.spec_tokens_details``,
+    vLLM ``metrics.speculative_decoding``); ``choices``/``responses``/``results`` lists and a list of responses are
+    walked element by element. Responses without spec fields contribute nothing.
     """
+    from golden_al.engines import engine_names, get_profile, load_hook
+
+    readers = [load_hook(ref) for name in engine_names() if (ref := get_profile(name).response_records)]
     out: list[RequestSpecCounts] = []
 
     def visit(node: Any, depth: int) -> None:
@@ -249,18 +146,8 @@ def find_spec_records(obj: Any, *, k: int | None = None, source: str | None = No
             return
         if not isinstance(node, Mapping):
             return
-        meta = node.get(sglang.META_INFO)
-        if isinstance(meta, Mapping) and sglang.META_VERIFY in meta:
-            out.append(parse_sglang_meta_info(meta, k=k, source=source))
-        ext = node.get(sglang.META_EXTENSION)
-        if isinstance(ext, Mapping) and ext.get(sglang.META_DETAILS) is not None:
-            details = ext[sglang.META_DETAILS]
-            for d in details if isinstance(details, list) else [details]:
-                if isinstance(d, Mapping) and sglang.META_VERIFY in d:
-                    out.append(parse_sglang_meta_info(d, k=k, source=source))
-        metrics = node.get(vllm.REQUEST_METRICS)
-        if isinstance(metrics, Mapping) and isinstance(metrics.get(vllm.REQUEST_SPEC), Mapping):
-            out.append(parse_vllm_spec_metrics(metrics[vllm.REQUEST_SPEC], k=k, source=source))
+        for read in readers:
+            out.extend(read(node, k=k, source=source))
         for key in ("choices", "responses", "results"):
             if isinstance(node.get(key), list):
                 visit(node[key], depth + 1)

@@ -94,7 +94,9 @@ log_text = st.lists(st.builds(lambda tpl, vals: tpl.replace("{n}", "{}").replace
 def readers() -> list[tuple[str, Any, Callable[[Any], object]]]:
     from golden_al.checks.static import check_paths
     from golden_al.cli.draft_lengths import read_curve_file
-    from golden_al.formats import parse_atom_mtp_stats, parse_sglang_meta_info, parse_vllm_spec_metrics
+    from golden_al.engines.atom.responses import parse_atom_mtp_stats
+    from golden_al.engines.sglang.responses import parse_sglang_meta_info
+    from golden_al.engines.vllm.responses import parse_vllm_spec_metrics
     from golden_al.formats.counters import spec_counters
     from golden_al.formats.logs import read_log_file
     from golden_al.formats.prometheus import parse_metrics_text, read_metrics_file

@@ -68,7 +68,7 @@ def test_lines_cut_short_are_refused_not_read(tmp_path: Path, capsys) -> None:
 
 
 def test_a_cut_line_is_marked_by_the_parser() -> None:
-    from golden_al.formats.logs import parse_sglang_decode_line
+    from golden_al.engines.sglang.logs import parse_sglang_decode_line
 
     full = _lines(2.5, 3, 1)[0]
     assert parse_sglang_decode_line(full).complete  # type: ignore[union-attr]

@@ -22,8 +22,6 @@ STILL_IMPORTING: frozenset[str] = frozenset({
     "golden_al/cli/_servers.py",
     "golden_al/cli/env.py",
     "golden_al/cli/inject.py",
-    "golden_al/formats/logs.py",
-    "golden_al/formats/responses.py",
     "golden_al/injection/inject.py",
     "golden_al/servers/reference_server.py",
     "golden_al/servers/synthetic.py",

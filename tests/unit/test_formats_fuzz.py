@@ -8,15 +8,15 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from golden_al.engines.atom.responses import parse_atom_mtp_stats
+from golden_al.engines.sglang.responses import parse_sglang_meta_info
+from golden_al.engines.vllm.responses import parse_vllm_spec_metrics
 from golden_al.errors import GoldenALError
 from golden_al.formats import (
     counters_delta,
     find_spec_records,
-    parse_atom_mtp_stats,
     parse_log_line,
     parse_metrics_text,
-    parse_sglang_meta_info,
-    parse_vllm_spec_metrics,
     read_log_file,
     read_metrics_file,
     scan_log_text,

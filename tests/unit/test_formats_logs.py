@@ -8,15 +8,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from golden_al.engines.atom.logs import AtomMtpStatsRecord, parse_atom_mtp_line
+from golden_al.engines.sglang.logs import SglangDecodeRecord, parse_sglang_decode_line
+from golden_al.engines.vllm.logs import VllmSpecDecodingRecord, parse_vllm_spec_line
 from golden_al.formats import (
-    AtomMtpStatsRecord,
-    SglangDecodeRecord,
-    VllmSpecDecodingRecord,
     counters_delta,
-    parse_atom_mtp_line,
     parse_log_line,
-    parse_sglang_decode_line,
-    parse_vllm_spec_line,
     read_log_file,
     read_metrics_file,
     spec_counters,

@@ -7,15 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from golden_al.engines.atom.responses import parse_atom_mtp_stats, read_atom_mtp_stats_file
+from golden_al.engines.sglang.responses import parse_sglang_meta_info
+from golden_al.engines.vllm.responses import parse_vllm_spec_metrics
 from golden_al.errors import InputFileError, MetricMissingError, NoVerifyStepsError
-from golden_al.formats import (
-    find_spec_records,
-    parse_atom_mtp_stats,
-    parse_sglang_meta_info,
-    parse_vllm_spec_metrics,
-    read_atom_mtp_stats_file,
-    sum_request_counts,
-)
+from golden_al.formats import find_spec_records, sum_request_counts
 
 # A finished SGLang 0.5.23 request: 10 verify steps, histogram over accepted drafts 0..3,
 # completion_tokens = 1 (prefill) + sum of step lengths.

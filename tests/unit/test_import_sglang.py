@@ -303,7 +303,7 @@ def test_sglang_log_without_decode_lines_says_what_to_bring(tmp_path, capsys):
 
 
 def test_server_args_line_parses_literals_and_keeps_the_rest_raw():
-    from golden_al.formats.logs import parse_sglang_server_args_line
+    from golden_al.engines.sglang.logs import parse_sglang_server_args_line
 
     rec = parse_sglang_server_args_line(_ARGS.format(interval=40, adaptive=False).replace(
         "load_format='auto'", "load_format=LoadFormat.AUTO"), 9)

@@ -42,6 +42,7 @@ from golden_al.engines.profile import (
     LaunchRequest,
     Limit,
     LogPattern,
+    LogReader,
     Metric,
     PinContext,
     PinReview,
@@ -423,4 +424,5 @@ PROFILE = EngineProfile(
     source_impls={"atom-mtp-stats": "golden_al.engines.atom.server:AtomMtpStatsSource"},
     server_probe="golden_al.engines.atom.server:probe",
     run_evidence="golden_al.engines.atom.evidence:read",
+    log_reader=LogReader("golden_al.engines.atom.logs:parse_atom_mtp_line", ("[MTP Stats",)),
 )

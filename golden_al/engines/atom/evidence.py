@@ -8,8 +8,8 @@ from pathlib import Path
 from distributions import units
 from golden_al.checks.evidence import RunEvidence, no_lines, read_logs
 from golden_al.engines import atom
+from golden_al.engines.atom.logs import AtomMtpStatsRecord
 from golden_al.errors import InputFileError, NoVerifyStepsError
-from golden_al.formats import AtomMtpStatsRecord
 from golden_al.formats.validate import check_counts
 
 ENGINE = atom.PROFILE.name

@@ -41,6 +41,7 @@ from golden_al.engines.profile import (
     EngineProfile,
     LaunchRequest,
     LogPattern,
+    LogReader,
     Metric,
     PinContext,
     PinReview,
@@ -952,6 +953,9 @@ PROFILE = EngineProfile(
     },
     server_probe="golden_al.engines.sglang.server:probe",
     run_evidence="golden_al.engines.sglang.evidence:read",
+    response_records="golden_al.engines.sglang.responses:records_in",
+    log_reader=LogReader("golden_al.engines.sglang.logs:parse_sglang_decode_line", ("Decode batch",),
+                         server_args="golden_al.engines.sglang.logs:parse_sglang_server_args_line"),
     importers={"sglang-bench": "golden_al.engines.sglang.imported:import_sglang_bench",
                "sglang-log": "golden_al.engines.sglang.imported:import_sglang_log"},
 )

@@ -8,9 +8,8 @@ from pathlib import Path
 
 from golden_al.checks.evidence import RunEvidence, no_lines, read_logs
 from golden_al.engines import sglang
+from golden_al.engines.sglang.logs import SglangDecodeRecord, check_cut_lines
 from golden_al.errors import InputFileError, UsageError
-from golden_al.formats import SglangDecodeRecord
-from golden_al.formats.logs import check_cut_lines
 from golden_al.formats.validate import check_counts
 
 ENGINE = sglang.PROFILE.name

@@ -189,6 +189,7 @@ def _sglang_bench_run(path: Path, line: int, run: Mapping[str, Any], opts: Impor
 
 def import_sglang_log(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:
     """Records from SGLang server logs (``Decode batch`` lines, with the start-up arguments for k)."""
+    from golden_al.engines.sglang import logs as sglang_logs
     from golden_al.formats import logs
     from golden_al.formats.validate import check_counts
 
@@ -196,7 +197,7 @@ def import_sglang_log(paths: Sequence[Path], opts: ImportOptions) -> list[Import
     for p in paths:
         text = read_capped(p).decode("utf-8", errors="replace")
         lines = text.splitlines()
-        starts = logs.find_sglang_server_args(lines)
+        starts = sglang_logs.find_sglang_server_args(lines)
         spec_keys = [sglang_engine.SERVER_INFO_FIELDS[f] for f in ("algorithm", "num_steps", "eagle_topk",
                                                                       "num_draft_tokens", "dflash_block_size",
                                                                       "dspark_block_size", "model_path")]
@@ -223,9 +224,9 @@ def import_sglang_log(paths: Sequence[Path], opts: ImportOptions) -> list[Import
             interval = sglang_engine.DEFAULT_DECODE_LOG_INTERVAL
             warnings.append(f"no server_args line gives decode_log_interval: SGLang's default {interval} assumed")
         scan = logs.scan_log_text(text, source=p)
-        decode = [r for r in scan.of("sglang") if isinstance(r, logs.SglangDecodeRecord)]
+        decode = [r for r in scan.of("sglang") if isinstance(r, sglang_logs.SglangDecodeRecord)]
         cut = [(str(p), r) for r in decode if not r.complete]
-        logs.check_cut_lines(cut, len(decode))
+        sglang_logs.check_cut_lines(cut, len(decode))
         if cut:
             warnings.append(f"{len(cut)} decode line(s) cut short were left out")
         windows = []

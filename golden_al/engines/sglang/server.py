@@ -10,8 +10,8 @@ from typing import Any
 
 from distributions.counts import AcceptanceCounts
 from golden_al.engines import sglang
+from golden_al.engines.sglang import responses
 from golden_al.errors import GoldenALError, MetricMissingError, MixedDraftLengthsError, ServerError
-from golden_al.formats import responses
 from golden_al.servers import synthetic
 from golden_al.servers.checks_ran import ran
 from golden_al.servers.client import ServerClient

@@ -8,8 +8,8 @@ from pathlib import Path
 from distributions import units
 from golden_al.checks.evidence import RunEvidence, no_lines, read_logs
 from golden_al.engines import vllm
+from golden_al.engines.vllm.logs import VllmSpecDecodingRecord
 from golden_al.errors import NoVerifyStepsError
-from golden_al.formats import VllmSpecDecodingRecord
 from golden_al.formats.validate import check_counts
 
 ENGINE = vllm.PROFILE.name

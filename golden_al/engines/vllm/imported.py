@@ -98,12 +98,13 @@ def _window_counts(snapshots: Sequence[Path], k: int | None) -> list[AcceptanceC
 
 def log_windows(path: Path, k: int | None) -> list[AcceptanceCounts]:
     """The counts of every ``SpecDecoding metrics`` line of a vLLM log (one window each)."""
+    from golden_al.engines.vllm.logs import VllmSpecDecodingRecord
     from golden_al.formats import logs
 
     scan = logs.scan_log_text(read_capped(path).decode("utf-8", errors="replace"), source=path)
     out = []
     for r in scan.of("vllm"):
-        if not isinstance(r, logs.VllmSpecDecodingRecord) or r.drafted_tokens <= 0:
+        if not isinstance(r, VllmSpecDecodingRecord) or r.drafted_tokens <= 0:
             continue
         kk = k or len(r.per_position_rates)
         if not kk:

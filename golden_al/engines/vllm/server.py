@@ -12,8 +12,8 @@ from typing import Any
 
 from distributions.counts import AcceptanceCounts
 from golden_al.engines import vllm
+from golden_al.engines.vllm import responses
 from golden_al.errors import CounterResetError, MetricMissingError, MixedDraftLengthsError, ServerError
-from golden_al.formats import responses
 from golden_al.servers import synthetic
 from golden_al.servers.client import ServerClient
 from golden_al.servers.probe import ServerFacts, filter_args, is_chain

@@ -1,0 +1,55 @@
+"""vLLM's per-request spec fields in a response (``metrics.speculative_decoding``), read by
+:func:`golden_al.formats.responses.find_spec_records` through the profile's ``response_records`` hook."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from golden_al.engines import vllm
+from golden_al.errors import InputFileError, MetricMissingError
+from golden_al.formats.responses import (
+    RequestSpecCounts,
+    build_counts,
+    optional_number,
+    where,
+)
+from golden_al.formats.validate import check_acceptance_counts
+
+__all__ = ["parse_vllm_spec_metrics", "records_in"]
+
+
+def parse_vllm_spec_metrics(obj: Mapping[str, Any], *, k: int | None = None,
+                            source: str | None = None) -> RequestSpecCounts:
+    """Counts of one vLLM request from ``metrics.speculative_decoding`` (or that object).
+
+    Raises:
+        MetricMissingError: the object or its ``acceptance_histogram`` is absent
+            (server started without ``--per-request-spec-decode-metrics``).
+        InputFileError: fields of the wrong type or that contradict each other.
+    """
+    if not isinstance(obj, Mapping):
+        raise InputFileError(f"vLLM speculative_decoding must be an object, got {type(obj).__name__}", path=source)
+    spec: Mapping[str, Any] = obj
+    metrics = obj.get("metrics")
+    if isinstance(metrics, Mapping) and isinstance(metrics.get(vllm.REQUEST_SPEC), Mapping):
+        spec = metrics[vllm.REQUEST_SPEC]
+    elif isinstance(obj.get(vllm.REQUEST_SPEC), Mapping):
+        spec = obj[vllm.REQUEST_SPEC]
+    if vllm.REQ_HISTOGRAM not in spec:
+        raise MetricMissingError(
+            f"{where(source)}vLLM {vllm.REQUEST_METRICS}.{vllm.REQUEST_SPEC} has no {vllm.REQ_HISTOGRAM}",
+            hint=f"start vLLM (>= {vllm.VERSION}) with {vllm.FLAG_PER_REQUEST_METRICS} summary",
+        )
+    counts = build_counts(lambda: vllm.counts_from_request_metrics(spec, k=k), "vLLM speculative_decoding", source)
+    reported = optional_number(spec, vllm.REQ_MEAN_AL, source)
+    check_acceptance_counts(counts, what="vLLM speculative_decoding", path=source, reported_al=reported)
+    return RequestSpecCounts("vllm", counts, reported, None, source)
+
+
+def records_in(node: Mapping[str, Any], *, k: int | None, source: str | None) -> list[RequestSpecCounts]:
+    """The vLLM record one response object holds (its ``metrics.speculative_decoding``)."""
+    metrics = node.get(vllm.REQUEST_METRICS)
+    if isinstance(metrics, Mapping) and isinstance(metrics.get(vllm.REQUEST_SPEC), Mapping):
+        return [parse_vllm_spec_metrics(metrics[vllm.REQUEST_SPEC], k=k, source=source)]
+    return []
