@@ -16,11 +16,11 @@ from typing import Any
 
 from golden_al.checks.bash import harden, has_unknown, show, unknown_names
 from golden_al.checks.findings import DraftInfo
-from golden_al.engines import get_profile, llamacpp
+from golden_al.engines import get_profile
 from golden_al.engines.profile import Speculation
 from golden_al.errors import UsageError
 
-__all__ = ["config_json", "llamacpp_draft", "settings_draft", "settings_draft_any_algorithm"]
+__all__ = ["config_json", "settings_draft", "settings_draft_any_algorithm"]
 
 
 def _unresolved(values: Mapping[str, Any]) -> str | None:
@@ -87,7 +87,6 @@ def settings_draft_any_algorithm(engine: str, spec: Speculation, where: str, hid
 def config_json(text: str) -> dict[str, Any] | None:
     """A JSON object out of an expanded shell text (unknown values read as null)."""
     from golden_al.checks.bash import UNKNOWN_MARK as _UNKNOWN_MARK
-    from golden_al.checks.bash import harden
 
     start = text.find("{")
     while start >= 0:
@@ -172,20 +171,3 @@ def _find_unknown_value(chunk: str, key: str) -> str | None:
     if colon < 0 or colon > a or chunk[colon + 1:a].strip():
         return None
     return chunk[a:b + 1]
-
-
-def llamacpp_draft(flags: Mapping[str, Any], env: Mapping[str, Any], where: str) -> tuple[DraftInfo, str | None]:
-    """llama.cpp: (draft info, speculative type) from llama-server's flags and environment, read
-    by the engine itself (:func:`golden_al.engines.llamacpp.read_command_line`: the type, its
-    method, ``k = --spec-draft-n-max`` with llama.cpp's clamps, fixed only with ``-n-min`` = k and
-    ``-p-min`` 0)."""
-    forms = [*llamacpp.N_MAX_FORMS, *llamacpp.N_MIN_FORMS, *llamacpp.P_MIN_FORMS, *llamacpp.SPEC_TYPE_FORMS]
-    for name in forms:
-        value = flags.get(name, env.get(name))
-        if isinstance(value, str) and has_unknown(value):
-            return DraftInfo(problem=f"{name} is {show(value)}, set outside this file"), None
-    args = [x for name, v in flags.items() for x in (name, harden(str(v)))]
-    reading = llamacpp.read_command_line(args, {k: harden(str(v)) for k, v in env.items()})
-    if reading.draft is None:
-        return DraftInfo(problem=f"{reading.draft_problem} ({where})"), reading.algorithm
-    return DraftInfo(k=reading.draft.k, rule=f"llama.cpp {reading.draft.rule} in {where}"), reading.algorithm

@@ -373,7 +373,7 @@ PROFILE = EngineProfile(
     script_speculation=script_speculation,
     script_settings="the ATOM launch flags",
     script_flags=(FLAG_K, FLAG_METHOD, FLAG_DRAFT_MODEL),
-    script_pin="golden_al.checks.script_pins:atom_pin",
+    script_pin="golden_al.engines.atom.pins:atom_pin",
     display_name="ATOM",
     algorithms=METHODS,
     draft_len_rules=(DraftLenRule("*", f"k = {FLAG_K} (default {DEFAULT_K})", True, _ARGS),),

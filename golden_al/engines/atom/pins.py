@@ -1,0 +1,29 @@
+"""ATOM's pin in a shell script: ``--spec-decode-acceptance-length`` / ``-rate`` (the profile's ``script_pin``)."""
+
+from __future__ import annotations
+
+from golden_al.checks.bash import show
+from golden_al.checks.findings import Pin
+from golden_al.checks.script_pins import PinSite, clean, value_of
+from golden_al.checks.spec import settings_draft
+from golden_al.engines import atom
+
+__all__ = ['atom_pin']
+
+
+def atom_pin(site: PinSite) -> Pin:
+    """ATOM: ``--spec-decode-acceptance-length`` / ``-rate``, k from its launch flags, and what its
+    review reads (both flags set, ``--method`` given, the DSpark config, the decimals written)."""
+    value, why = value_of(site.text)
+    pin = site.pin(atom.PROFILE.name, site.knob, value, why)
+    spec = atom.script_speculation(site.flags)
+    pin.algorithm = show(spec.algorithm) if spec.algorithm else None
+    pin.draft = settings_draft(atom.PROFILE.name, spec, atom.PROFILE.script_settings)
+    pin.draft_model = clean(spec.draft_model)
+    other = atom.RATE_FLAG if site.knob == atom.LENGTH_FLAG else atom.LENGTH_FLAG
+    pin.spec["both"] = other in site.flags
+    pin.spec["method_flag"] = atom.FLAG_METHOD in site.flags
+    pin.spec["dspark_config"] = site.flags.get("--dspark-config")
+    if value is not None:
+        pin.spec["decimals"] = len(value.split(".", 1)[1]) if "." in value else 0
+    return pin
