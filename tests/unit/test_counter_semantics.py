@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from golden_al.engines.vllm.responses import parse_vllm_spec_metrics
 from golden_al.errors import CounterSemanticsError, SchemaError
-from golden_al.formats import parse_vllm_spec_metrics
 from golden_al.formats.logs import read_log_file
 from golden_al.formats.validate import check_counts
 from golden_al.measurement import read_request_results
