@@ -48,11 +48,16 @@ ENV_GOLDEN_DIR = "GOLDEN_AL_GOLDEN_DIR"
 
 
 def draft_len_help(prefix: str = "draft length k") -> str:
-    """``draft length k (...)``: how each engine spells k, from the engine profiles (for help text)."""
-    from golden_al.engines import llamacpp, sglang, vllm
+    """``draft length k (...)``: how each engine spells k, from each profile's first draft-length rule (help text;
+    ``golden-al engines show ENGINE`` lists every rule)."""
+    from golden_al.engines import engine_names, get_profile
 
-    return (f"{prefix} (vLLM/ATOM {vllm.K_KEY}; SGLang {sglang.FLAG_NUM_STEPS} for EAGLE, "
-            f"{sglang.FLAG_NUM_DRAFT_TOKENS} - 1 for DFLASH; llama.cpp {llamacpp.FLAG_N_MAX})")
+    rules = []
+    for name in engine_names():
+        p = get_profile(name)
+        if p.draft_len_rules:
+            rules.append(f"{p.display_name} {p.draft_len_rules[0].rule}")
+    return f"{prefix} (" + "; ".join(rules) + "; all rules: golden-al engines show ENGINE)"
 
 
 def cache_dir(explicit: str | Path | None = None) -> Path:

@@ -72,6 +72,7 @@ def describe(name: str) -> dict[str, object]:
         "name": p.name, "display_name": p.display_name, "algorithms": list(p.algorithms),
         "synthetic_knobs": [{"name": k.name, "kind": k.kind, "unit": k.unit, "role": k.role}
                             for k in p.synthetic_knobs],
+        "draft_len_rules": [{"algorithm": r.algorithm, "rule": r.rule} for r in p.draft_len_rules],
         "curve_selectors": dict(p.selector_keys),
         "versions": [v.version for v in p.versions],
         "al_sources": list(p.al_sources),
@@ -88,6 +89,8 @@ def _show(args: argparse.Namespace) -> int:
              f"  algorithms: {', '.join(info['algorithms']) or 'none'}",  # type: ignore[arg-type]
              "  synthetic knobs: " + (", ".join(f"{k['name']} ({k['unit']})" for k in info["synthetic_knobs"])  # type: ignore[attr-defined]
                                       or "none"),
+             "  draft length: " + ("; ".join(f"{r['algorithm']}: {r['rule']}" for r in info["draft_len_rules"])  # type: ignore[attr-defined]
+                                   or "none"),
              f"  versions known: {', '.join(info['versions']) or 'none'}",  # type: ignore[arg-type]
              f"  AL sources against a server: {', '.join(info['al_sources']) or 'none (not measurable)'}",  # type: ignore[arg-type]
              "  curve selectors (settings that change real AL; a curve serves a recipe only with equal ones):"]

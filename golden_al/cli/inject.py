@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 from golden_al.cli._common import add_golden_dir_option, golden_dir, thinking_mode
 
@@ -45,8 +46,17 @@ examples:
 """
 
 
+def _real_knobs() -> list[Any]:
+    """The knobs that switch synthetic acceptance on by one of their values and have a real default (vLLM's
+    ``rejection_sample_method``): ``--real-method`` sets one of their real values."""
+    from golden_al.engines import engine_names, get_profile
+
+    return [(get_profile(n), k) for n in engine_names() for k in get_profile(n).synthetic_knobs
+            if k.switch_value is not None and k.real_value is not None and k.choices]
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from golden_al.engines import engine_names, vllm
+    from golden_al.engines import engine_names
 
     parser.add_argument("file", metavar="FILE", help="srt-slurm recipe YAML to rewrite in place")
     parser.add_argument("--model", help="model key, alias, served name or repo id (required unless --restore-real)")
@@ -57,23 +67,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="engine (default: from the recipe's backend.type)")
     parser.add_argument("--restore-real", action="store_true",
                         help="remove every synthetic-acceptance setting instead (eval runs measure real acceptance)")
-    parser.add_argument("--real-method", choices=[m for m in vllm.REJECTION_METHODS if m != vllm.SYNTHETIC_METHOD],
-                        default=None, help=f"with --restore-real: the real vLLM {vllm.METHOD_KEY} to set "
-                                           f"(default: {vllm.REAL_METHOD_DEFAULT}, vLLM's default)")
+    knobs = _real_knobs()
+    parser.add_argument("--real-method", choices=sorted({c for _, k in knobs for c in k.choices if c != k.switch_value}),
+                        default=None, help="with --restore-real: the real " + "; ".join(
+                            f"{p.display_name} {k.name} to set (default: {k.real_value}, {p.display_name}'s default)"
+                            for p, k in knobs))
     parser.add_argument("--force", action="store_true", help="replace values that differ from the golden one")
     parser.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
     add_golden_dir_option(parser)
 
 
 def _restore(args: argparse.Namespace) -> int:
-    from golden_al.engines import vllm
     from golden_al.errors import UsageError
     from golden_al.injection.restore import restore_file
 
     if args.model or args.thinking or args.force:
         raise UsageError("--restore-real takes no --model, --thinking or --force: it removes every synthetic "
                          "setting whatever its value")
-    real = {vllm.METHOD_KEY: args.real_method} if args.real_method else None
+    real = {k.name: args.real_method for _, k in _real_knobs() if args.real_method in k.choices} or None
     result = restore_file(args.file, real_values=real, dry_run=args.dry_run)
     sys.stdout.write(result.diff())
     if not result.changed:

@@ -43,7 +43,6 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
 from golden_al import engines
-from golden_al.engines import sglang
 from golden_al.errors import UsageError
 from golden_al.servers.reference.config import Fault, FaultPlan, ServeConfig, parse_fault
 from golden_al.servers.reference.flavor import Flavor, now_log
@@ -93,16 +92,10 @@ class _BoundedHTTPServer(ThreadingHTTPServer):
             self._slots.release()
 
 
-def _meta_of(resp: dict[str, Any]) -> dict[str, Any] | None:
-    """The SGLang ``meta_info`` of a chat answer's first choice, if any."""
-    return next((c.get(sglang.META_INFO) for c in resp.get("choices") or [] if isinstance(c, dict)
-                 and isinstance(c.get(sglang.META_INFO), dict)), None)
-
-
-def _lie(resp: dict[str, Any], kinds: list[str], k: int) -> dict[str, Any]:
+def _lie(resp: dict[str, Any], kinds: list[str], k: int, flavor: Flavor) -> dict[str, Any]:
     """The answer with the counts a lying server reports instead (faults ``claim-all``, ``tokens-1``,
-    ``fewer-drafts``, ``no-proposed``, ``model-swap``, ``no-model``)."""
-    meta = _meta_of(resp)
+    ``fewer-drafts``, ``no-proposed``, ``model-swap``, ``no-model``): the usage and model here, the engine's own
+    per-request fields by its flavor (:meth:`Flavor.lie`)."""
     if "tokens-1" in kinds:
         resp["usage"]["completion_tokens"] = 1
     if "tokens-text" in kinds:  # the count as a string: a reader that skips what it cannot parse trusts the rest
@@ -111,43 +104,24 @@ def _lie(resp: dict[str, Any], kinds: list[str], k: int) -> dict[str, Any]:
         kinds = [*kinds, "claim-all"]  # claim every draft; then drop, or inflate to match, the token counts
     if "claim-all-no-usage" in kinds:
         resp.pop("usage", None)
-        if meta is not None:
-            meta.pop(sglang.META_COMPLETION_TOKENS, None)
-    if meta is not None and "claim-all" in kinds:
-        steps = int(meta.get(sglang.META_VERIFY) or 0)
-        for key in sglang.META_ACCEPTED_KEYS:
-            if key in meta:
-                meta[key] = steps * k
-        for key in sglang.META_HISTOGRAM_KEYS:
-            if key in meta:
-                meta[key] = [0] * k + [steps]
-        if "inflate-usage" in kinds:  # the tokens the claim would have emitted (the prefill's one, and k + 1 a step)
-            claimed = 1 + steps * (k + 1)
-            meta[sglang.META_COMPLETION_TOKENS] = claimed
-            if isinstance(resp.get("usage"), dict):
-                resp["usage"]["completion_tokens"] = claimed
+    claimed = flavor.lie(resp, kinds, k)
+    if "inflate-usage" in kinds and claimed is not None and isinstance(resp.get("usage"), dict):
+        resp["usage"]["completion_tokens"] = claimed
     if "model-swap" in kinds:
         resp["model"] = f"{resp.get('model')}-swapped"
     if "no-model" in kinds:
         resp.pop("model", None)
-    if meta is not None and "no-proposed" in kinds:
-        for key in sglang.META_PROPOSED_KEYS:
-            meta.pop(key, None)
-    if meta is not None and "fewer-drafts" in kinds:
-        steps = int(meta.get(sglang.META_VERIFY) or 0)
-        for key in sglang.META_PROPOSED_KEYS:
-            if key in meta:
-                meta[key] = steps * (k - 1)
     return resp
 
 
-def _duplicate_usage(resp: dict[str, Any], kinds: list[str], k: int) -> bytes:
+def _duplicate_usage(resp: dict[str, Any], kinds: list[str], k: int, flavor: Flavor) -> bytes:
     """The answer with ``usage`` twice: the honest count first, then the one a ``claim-all`` needs
     (a reader that keeps the last key believes the claim)."""
     honest = json.dumps(resp["usage"])
-    lie = _lie(resp, [*kinds, "claim-all"], k)
-    steps = int((_meta_of(lie) or {}).get(sglang.META_VERIFY) or 0)
-    lie["usage"]["completion_tokens"] = steps * (k + 1) + 1
+    lie = _lie(resp, [*kinds, "claim-all"], k, flavor)
+    claimed = flavor.lie(lie, ["claim-all"], k)
+    if claimed is not None:
+        lie["usage"]["completion_tokens"] = claimed
     return json.dumps(lie).replace('"usage": ', f'"usage": {honest}, "usage": ', 1).encode()
 
 
@@ -459,9 +433,9 @@ class _Handler(BaseHTTPRequestHandler):
         }
         self.ref.flavor.chat_fields(resp, choice, body, gen, rid, latency, nospec)
         if "duplicate-usage" in kinds:
-            self._send(200, _duplicate_usage(resp, kinds, self.ref.engine.draft_len))
+            self._send(200, _duplicate_usage(resp, kinds, self.ref.engine.draft_len, self.ref.flavor))
             return
-        self._json(200, _lie(resp, kinds, self.ref.engine.draft_len))
+        self._json(200, _lie(resp, kinds, self.ref.engine.draft_len, self.ref.flavor))
 
     def _fault_before(self, kinds: list[str], n: int) -> bool:
         """The faults that strike before generating (``die``, an HTTP status, ``reset``); True when answered."""
@@ -488,8 +462,7 @@ class _Handler(BaseHTTPRequestHandler):
         if "list" in kinds:
             self._json(200, [1, 2, 3])
         elif "redirect" in kinds:
-            body = json.dumps({"usage": {"completion_tokens": 32}, "choices": [{sglang.META_INFO: {
-                sglang.META_VERIFY: 8, sglang.META_ACCEPTED_KEYS[0]: 8 * self.ref.engine.draft_len}}]})
+            body = json.dumps({"usage": {"completion_tokens": 32}, "choices": [{"message": {"content": "elsewhere"}}]})
             self.send_response(302)
             self.send_header("Location", "http://127.0.0.1:9/elsewhere")
             self.send_header("Content-Type", "application/json")

@@ -16,12 +16,9 @@ STILL_IMPORTING: frozenset[str] = frozenset({
     "golden_al/checks/context.py",
     "golden_al/checks/scripts.py",
     "golden_al/checks/yaml_configs.py",
-    "golden_al/cli/_common.py",
     "golden_al/cli/_servers.py",
     "golden_al/cli/env.py",
-    "golden_al/cli/inject.py",
     "golden_al/injection/inject.py",
-    "golden_al/servers/reference_server.py",
     "golden_al/servers/synthetic.py",
 })
 

@@ -187,3 +187,33 @@ class SglangFlavor(Flavor):
             choice[sglang.META_INFO] = meta
         if body.get("return_spec_tokens_details") and not nospec:
             resp[sglang.META_EXTENSION] = {sglang.META_DETAILS: self.spec_tokens_details(meta)}
+
+    def lie(self, resp: dict[str, Any], kinds: list[str], k: int) -> int | None:
+        """The faults on a chat answer's ``meta_info``: claim every draft (the histogram too), drop or inflate its
+        completion tokens, drop the proposed count, or propose k - 1."""
+        meta = next((c.get(sglang.META_INFO) for c in resp.get("choices") or [] if isinstance(c, dict)
+                     and isinstance(c.get(sglang.META_INFO), dict)), None)
+        if meta is None:
+            return None
+        steps = int(meta.get(sglang.META_VERIFY) or 0)
+        claimed = None
+        if "claim-all-no-usage" in kinds:
+            meta.pop(sglang.META_COMPLETION_TOKENS, None)
+        if "claim-all" in kinds:
+            for key in sglang.META_ACCEPTED_KEYS:
+                if key in meta:
+                    meta[key] = steps * k
+            for key in sglang.META_HISTOGRAM_KEYS:
+                if key in meta:
+                    meta[key] = [0] * k + [steps]
+            claimed = 1 + steps * (k + 1)  # the tokens the claim would have emitted (the prefill's, k + 1 a step)
+            if "inflate-usage" in kinds:
+                meta[sglang.META_COMPLETION_TOKENS] = claimed
+        if "no-proposed" in kinds:
+            for key in sglang.META_PROPOSED_KEYS:
+                meta.pop(key, None)
+        if "fewer-drafts" in kinds:
+            for key in sglang.META_PROPOSED_KEYS:
+                if key in meta:
+                    meta[key] = steps * (k - 1)
+        return claimed

@@ -74,6 +74,12 @@ class Flavor:
         """The answer of a :attr:`generate_paths` endpoint."""
         raise NotImplementedError
 
+    def lie(self, resp: dict[str, Any], kinds: list[str], k: int) -> int | None:
+        """Make the engine's own per-request fields of an answer lie as the faults ``kinds`` ask (``claim-all``,
+        ``claim-all-no-usage``, ``inflate-usage``, ``no-proposed``, ``fewer-drafts``); returns the completion
+        tokens a ``claim-all`` would have emitted (None: the engine reports no such fields)."""
+        return None
+
     def chat_fields(self, resp: dict[str, Any], choice: dict[str, Any], body: dict[str, Any], gen: Generation,
                     rid: str, latency: float, nospec: bool) -> None:
         """Add the engine's own fields to a chat answer (``nospec``: leave the spec fields out)."""
