@@ -54,29 +54,24 @@ from golden_al.cli._common import (
     parse_selectors,
     thinking_mode,
 )
-from golden_al.engines import atom, sglang, vllm
 from golden_al.errors import UsageError
 
 DESCRIPTION = __doc__
 
-#: ``--num-speculative-tokens``: k in vLLM's and ATOM's own spelling (ATOM's launch flag).
-_K_FLAG = atom.FLAG_K
-
-EXAMPLES = f"""\
+EXAMPLES = """\
 examples:
   golden-al env --model muse-spark-open-816b-a42b-nvfp4 --thinking on \\
       --engine sglang --algorithm dflash --num-draft-tokens 8 --format json
   golden-al env --model deepseek-ai/DeepSeek-V4-Pro --thinking on --draft-len 3 --engine trtllm
   golden-al env --model kimi-k3 --thinking on --engine vllm --algorithm dspark \\
-      {_K_FLAG} 7 --draft-sample-method probabilistic --format shell
+      --num-speculative-tokens 7 --draft-sample-method probabilistic --format shell
   eval "$(golden-al env --model qwen3.5 --thinking off --engine sglang --algorithm nextn --num-steps 3)"
 """
 
 def _caveats() -> str:
     """The engine caveats that concern ``env`` (from the profiles), for the help text."""
-    from golden_al.engines import trtllm
-
-    lines = [f"  {trtllm.PROFILE.name}: {c.text}" for c in trtllm.PROFILE.caveats if "env" in c.applies_to]
+    lines = [f"  {name}: {c.text}" for name in engines.engine_names()
+             for c in engines.get_profile(name).caveats if "env" in c.applies_to]
     return "caveats:\n" + "\n".join(lines) + "\n" if lines else ""
 
 
@@ -97,14 +92,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     k.add_argument("--algorithm", metavar="A",
                    help="speculative algorithm/method as the engine spells it (dflash, eagle, eagle3, nextn, "
                         "dspark, ngram, mtp, ...); also selects the curve method")
-    k.add_argument("--num-steps", type=int, metavar="N", help=f"SGLang {sglang.FLAG_NUM_STEPS} (EAGLE family: k = N)")
-    k.add_argument("--num-draft-tokens", type=int, metavar="N",
-                   help=f"SGLang {sglang.FLAG_NUM_DRAFT_TOKENS} (DFLASH/NGRAM: k = N - 1)")
-    k.add_argument("--block-size", type=int, metavar="G",
-                   help=f"SGLang block size: DSPARK {sglang.FLAG_DSPARK_BLOCK} (k = G), "
-                        f"DFLASH {sglang.FLAG_DFLASH_BLOCK} (k = G - 1)")
-    k.add_argument(_K_FLAG, type=int, metavar="N", help=f"vLLM/ATOM {vllm.K_KEY} (k = N)")
-    k.add_argument("--max-draft-len", type=int, metavar="N", help="TensorRT-LLM max_draft_len (k = N)")
+    for option, helps in _env_options().items():  # each engine's own spellings of k (shared ones once)
+        k.add_argument(option.flag, type=int, metavar=option.metavar, help="; ".join(helps))
     c = parser.add_argument_group("curve selection (when a model has several curves)")
     c.add_argument("--method", metavar="M", help="curve method (mtp, eagle3, dflash, dspark, ...)")
     c.add_argument("--variant", metavar="V", help="curve variant or curve name (e.g. gqa)")
@@ -117,37 +106,38 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_golden_dir_option(parser)
 
 
+def _env_options() -> dict[Any, list[str]]:
+    """Every engine's ``env`` spellings of k (:attr:`EngineProfile.env_options`), a shared flag once with each
+    engine's help."""
+    out: dict[Any, list[str]] = {}
+    seen: dict[str, Any] = {}
+    for name in engines.engine_names():
+        for option in engines.get_profile(name).env_options:
+            first = seen.setdefault(option.flag, option)
+            out.setdefault(first, []).append(option.help)
+    return out
+
+
 def resolve_draft_len(args: argparse.Namespace) -> int:
-    """k from --draft-len or the engine spellings; contradictions are usage errors."""
+    """k from --draft-len or the engines' own spellings (each engine's ``env_draft_len``); contradictions are usage
+    errors."""
     ks: list[tuple[int, str]] = []
     if args.draft_len is not None:
         ks.append((args.draft_len, "--draft-len"))
-    if args.num_speculative_tokens is not None:
-        ks.append((args.num_speculative_tokens, _K_FLAG))
-    if args.max_draft_len is not None:
-        ks.append((args.max_draft_len, "--max-draft-len"))
-    sglang_flags = (args.num_steps, args.num_draft_tokens, args.block_size)
-    if any(v is not None for v in sglang_flags):
-        if not args.algorithm:
-            raise UsageError("--num-steps/--num-draft-tokens/--block-size need --algorithm",
-                             hint="e.g. --algorithm dflash --num-draft-tokens 8")
-        algo = sglang.normalize_algorithm(args.algorithm)
-        family = sglang.ALGORITHMS[algo]
-        dl = sglang.draft_len(
-            algo,
-            num_steps=args.num_steps,
-            num_draft_tokens=args.num_draft_tokens,
-            dflash_block_size=args.block_size if family == "dflash" else None,
-            dspark_block_size=args.block_size if family == "dspark" else None,
-        )
-        if args.block_size is not None and family not in ("dflash", "dspark"):
-            raise UsageError(f"--block-size applies to DFLASH and DSPARK, not {args.algorithm}")
-        ks.append((dl.k, f"--algorithm {args.algorithm} ({dl.rule})"))
+    for name in engines.engine_names():
+        profile = engines.get_profile(name)
+        values = {o.dest: getattr(args, o.dest) for o in profile.env_options if getattr(args, o.dest, None) is not None}
+        if values and profile.env_draft_len is not None:
+            dl = profile.env_draft_len(args.algorithm, values)
+            where = " ".join(f"--{d.replace('_', '-')} {v}" for d, v in values.items())
+            if args.algorithm:
+                where += f" with --algorithm {args.algorithm} ({dl.rule})"
+            if (dl.k, where) not in ks:  # a flag two engines share gives one k
+                ks.append((dl.k, where))
     if not ks:
         raise UsageError("no draft length given",
                          hint="pass --draft-len K, or e.g. --algorithm dflash --num-draft-tokens 8")
-    values = {k for k, _ in ks}
-    if len(values) > 1:
+    if len({k for k, _ in ks}) > 1:
         raise UsageError("the draft lengths given disagree: " + ", ".join(f"{src} gives k={k}" for k, src in ks))
     k = ks[0][0]
     if k < 1:

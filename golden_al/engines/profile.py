@@ -27,6 +27,7 @@ __all__ = [
     "EngineBuild",
     "EngineProfile",
     "EngineVersion",
+    "EnvOption",
     "LaunchRequest",
     "Limit",
     "LogPattern",
@@ -329,6 +330,20 @@ class Metric:
 
 
 @dataclass(frozen=True)
+class EnvOption:
+    """An option of ``golden-al env`` that spells k the engine's way (SGLang ``--num-steps``)."""
+
+    flag: str  #: ``--num-steps``
+    help: str
+    metavar: str = "N"
+
+    @property
+    def dest(self) -> str:
+        """The argparse destination of :attr:`flag`."""
+        return self.flag.lstrip("-").replace("-", "_")
+
+
+@dataclass(frozen=True)
 class LogReader:
     """How the general log reader (:func:`golden_al.formats.logs.read_log_file`) reads the engine's acceptance lines."""
 
@@ -524,6 +539,10 @@ class EngineProfile:
     #: ``"module:function"`` of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
     #: ``golden_al.servers.probe.ServerFacts`` from what the server says about itself (None: not probed).
     server_probe: str | None = None
+    #: ``golden-al env`` options that spell k the engine's way, and ``(algorithm, {dest: value}) -> DraftLen``, k from
+    #: the ones given (raises UsageError naming what is missing or contradicts). Engines may share an option.
+    env_options: tuple[EnvOption, ...] = ()
+    env_draft_len: Callable[[str | None, Mapping[str, int]], DraftLen] | None = None
     #: ``"module:function"``: ``(node, *, k, source) -> list[RequestSpecCounts]``, the engine's per-request spec
     #: records in one JSON response object (:func:`golden_al.formats.responses.find_spec_records`); None: none.
     response_records: str | None = None

@@ -39,6 +39,7 @@ from golden_al.engines.profile import (
     DraftLen,
     DraftLenRule,
     EngineProfile,
+    EnvOption,
     LaunchRequest,
     Limit,
     LogPattern,
@@ -363,7 +364,15 @@ def _tolerance(ctx: PinContext) -> float:
     return 1e-9
 
 
+
+def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> DraftLen:
+    """k from ``golden-al env --num-speculative-tokens N``: N itself."""
+    return DraftLen(int(values["num_speculative_tokens"]), "--num-speculative-tokens N")
+
+
 PROFILE = EngineProfile(
+    env_options=(EnvOption("--num-speculative-tokens", f"ATOM {FLAG_K} (k = N)"),),
+    env_draft_len=env_draft_len,
     review_pin=_review,
     pin_tolerance=_tolerance,
     default_sampler="synthetic",

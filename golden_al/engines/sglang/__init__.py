@@ -39,6 +39,7 @@ from golden_al.engines.profile import (
     DraftLen,
     DraftLenRule,
     EngineProfile,
+    EnvOption,
     LaunchRequest,
     LogPattern,
     LogReader,
@@ -850,6 +851,34 @@ def simulate_report(sampler: Any, al: float, k: int, settings: Mapping[str, Any]
     """``simulate``'s SGLang fields: the algorithm and the clamp it sets."""
     return {"algorithm": sampler.algorithm, "max_len": sampler.max_len(k)}
 
+#: ``golden-al env``'s SGLang spellings of k.
+ENV_OPTIONS = (
+    EnvOption("--num-steps", f"SGLang {FLAG_NUM_STEPS} (EAGLE family: k = N)"),
+    EnvOption("--num-draft-tokens", f"SGLang {FLAG_NUM_DRAFT_TOKENS} (DFLASH/NGRAM: k = N - 1)"),
+    EnvOption("--block-size", f"SGLang block size: DSPARK {FLAG_DSPARK_BLOCK} (k = G), DFLASH {FLAG_DFLASH_BLOCK} "
+                              "(k = G - 1)", "G"),
+)
+
+
+def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> DraftLen:
+    """k from ``golden-al env``'s SGLang spellings (:data:`ENV_OPTIONS`), by :func:`draft_len`.
+
+    Raises:
+        UsageError: no ``--algorithm``, or a block size for an algorithm without blocks.
+    """
+    if not algorithm:
+        raise UsageError("--num-steps/--num-draft-tokens/--block-size need --algorithm",
+                         hint="e.g. --algorithm dflash --num-draft-tokens 8")
+    algo = normalize_algorithm(algorithm)
+    family = ALGORITHMS[algo]
+    block = values.get("block_size")
+    if block is not None and family not in ("dflash", "dspark"):
+        raise UsageError(f"--block-size applies to DFLASH and DSPARK, not {algorithm}")
+    return draft_len(algo, num_steps=values.get("num_steps"), num_draft_tokens=values.get("num_draft_tokens"),
+                     dflash_block_size=block if family == "dflash" else None,
+                     dspark_block_size=block if family == "dspark" else None)
+
+
 def _review(ctx: PinContext) -> PinReview:
     """:func:`review_pin` on the gate's :class:`PinContext` (``spec``: ``role``, ``topk``, ``ragged_verify_mode``)."""
     if ctx.value is None:
@@ -862,6 +891,8 @@ def _review(ctx: PinContext) -> PinReview:
 
 PROFILE = EngineProfile(
     review_pin=_review,
+    env_options=ENV_OPTIONS,
+    env_draft_len=env_draft_len,
     curve_selectors=curve_selectors,
     selector_keys=SELECTOR_KEYS,
     default_sampler="match-expected",

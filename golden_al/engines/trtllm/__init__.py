@@ -30,6 +30,7 @@ from golden_al.engines.profile import (
     DraftLenRule,
     EngineProfile,
     EngineVersion,
+    EnvOption,
     PinContext,
     PinReview,
     RecipeFormat,
@@ -318,7 +319,15 @@ def _review(ctx: PinContext) -> PinReview:
     return review
 
 
+
+def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> DraftLen:
+    """k from ``golden-al env --max-draft-len N``: N itself."""
+    return DraftLen(int(values["max_draft_len"]), "--max-draft-len N")
+
+
 PROFILE = EngineProfile(
+    env_options=(EnvOption("--max-draft-len", f"TensorRT-LLM {MAX_DRAFT_LEN} (k = N)"),),
+    env_draft_len=env_draft_len,
     review_pin=_review,
     default_sampler="force",
     name="trtllm",

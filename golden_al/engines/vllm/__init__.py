@@ -49,6 +49,7 @@ from golden_al.engines.profile import (
     DraftLenRule,
     EngineProfile,
     EngineVersion,
+    EnvOption,
     LaunchRequest,
     LogPattern,
     LogReader,
@@ -690,7 +691,15 @@ def _review(ctx: PinContext) -> PinReview:
     return review_pin(ctx.knob, ctx.raw, ctx.k, ctx.spec.get("config") or {}, parse_number)
 
 
+
+def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> DraftLen:
+    """k from ``golden-al env --num-speculative-tokens N``: N itself."""
+    return DraftLen(int(values["num_speculative_tokens"]), "--num-speculative-tokens N")
+
+
 PROFILE = EngineProfile(
+    env_options=(EnvOption("--num-speculative-tokens", f"vLLM {K_KEY} (k = N)"),),
+    env_draft_len=env_draft_len,
     review_pin=_review,
     curve_selectors=curve_selectors,
     selector_keys=SELECTOR_KEYS,
