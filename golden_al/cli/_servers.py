@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 from golden_al import engines
-from golden_al.engines import atom, llamacpp, sglang, vllm
 from golden_al.errors import UsageError
 from golden_al.servers.launch import MEASURABLE_ENGINES, SERVER_ENGINES
 
@@ -60,10 +59,11 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
     where.add_argument("--launch", action="store_true",
                        help="start the server from these options (per draft length), capture its log, always stop it")
     g.add_argument("--algorithm", metavar="NAME",
-                   help=f"SGLang {sglang.FLAG_ALGORITHM} ({', '.join(a.lower() for a in sglang.ALGORITHMS)}); "
-                   f"vLLM method (ngram, {', '.join(vllm.DRAFT_METHODS)}, mtp, ...); ATOM {atom.FLAG_METHOD} "
-                   f"({', '.join(atom.METHODS)}); llama.cpp {llamacpp.SPEC_TYPE_DRAFT} (the default); the reference engine: "
-                   "draft-model (the default) or dflash (a DFlash or DFlash2 block draft; --draft is its folder)")
+                   help="the speculative algorithm as the engine spells it: " + "; ".join(
+                       f"{engines.get_profile(n).display_name} {', '.join(engines.get_profile(n).algorithms)}"
+                       for n in engines.engine_names() if engines.get_profile(n).algorithms)
+                   + "; the reference engine: draft-model (the default) or dflash (a DFlash or DFlash2 block draft; "
+                   "--draft is its folder)")
     g.add_argument("--server-log", action="append", default=[], metavar="FILE",
                    help="attach: the server's log, read for its startup arguments and checked for synthetic "
                    "acceptance; once per --server, in the same order")
@@ -78,7 +78,7 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
                         help="one more engine argument, verbatim (repeat; write --engine-arg=--flag for dashes)")
     launch.add_argument("--engine-args", default="", metavar="STRING", help="more engine arguments, shell-split")
     launch.add_argument("--speculative-extra", default=None, metavar="JSON",
-                        help=f"vLLM: keys merged into {vllm.FLAG_SPEC_CONFIG}, e.g. '{{\"prompt_lookup_max\": 4}}'")
+                        help="vLLM: keys merged into --speculative-config, e.g. '{\"prompt_lookup_max\": 4}'")
     launch.add_argument("--per-request-metrics", choices=("summary", "detailed"), default=None,
                         help="vLLM >= 0.33 launch: add --per-request-spec-decode-metrics (AL source vllm-per-request)")
     launch.add_argument("--serve-reference", action="store_true",
@@ -338,16 +338,17 @@ def _gguf_info(given: str | None, path: str | None) -> Any:
 
 def _server_binary(args: argparse.Namespace, profile: Any) -> str:
     """The executable to launch (llama.cpp's ``llama-server``): ``--llama-server``, else the engine's
-    cached build (:attr:`~golden_al.engines.profile.EngineProfile.build_executable`, built now when
-    missing), else its executable on ``PATH``."""
+    cached build (:attr:`~golden_al.engines.profile.EngineProfile.build`, built now when missing), else its
+    executable on ``PATH``."""
     from golden_al.cli._common import cache_dir, progress
-    from golden_al.engines.llamacpp.build import check_binary
 
     if getattr(args, "llama_server", None):
-        return str(check_binary(args.llama_server))
-    if profile.build_executable is None:
+        if profile.build is None:
+            raise UsageError(f"--llama-server: {profile.display_name} is not a binary golden-al builds or checks")
+        return str(engines.load_hook(profile.build.check)(args.llama_server))
+    if profile.build is None:
         return str(profile.executable)
-    build = engines.load_hook(profile.build_executable)
+    build = engines.load_hook(profile.build.build)
 
     def note(line: str) -> None:
         sys.stderr.write(f"golden-al: {line}\n")

@@ -32,7 +32,7 @@ RESERVED_NAMES: tuple[str, ...] = ("reference",)
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
 #: profile fields that name a ``"module:function"`` hook
 _HOOK_FIELDS = ("server_probe", "run_evidence", "counter_reader", "reference_flavor", "script_pin",
-                "build_executable", "response_records")
+                "response_records")
 #: profile fields that must be callables where set
 _CALLABLE_FIELDS = ("synthetic_settings", "spec_flags", "simulator_settings", "simulate_report", "shell_value",
                     "curve_method_of", "server_args", "shell_env", "per_request_probe", "response_steps_by_draft_len",

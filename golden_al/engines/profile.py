@@ -497,7 +497,7 @@ class EngineProfile:
     model_files: Literal["checkpoint", "gguf"] = "checkpoint"
     #: ``"module:function"`` that builds :attr:`executable` into golden-al's cache when missing,
     #: ``(cache_dir, *, progress, note) -> result with .binary``; None: it is looked up on ``PATH``.
-    build_executable: str | None = None
+
     #: The flag that names the served model (llama.cpp: ``--alias``).
     served_name_flag: str = "--served-model-name"
     #: How ``check`` reads pins from a command line kept in a config (None: not declared).

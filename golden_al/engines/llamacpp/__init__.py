@@ -592,7 +592,6 @@ PROFILE = EngineProfile(
     env_prefixes=("LLAMA_ARG_",),
     shell_env=synthetic_shell_env,
     executable="llama-server",
-    build_executable="golden_al.engines.llamacpp.build:build_llama_server",
     model_files="gguf",
     script_pin="golden_al.engines.llamacpp.pins:llamacpp_pin",
     counter_reader="golden_al.engines.llamacpp.counters:read",
