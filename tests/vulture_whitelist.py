@@ -132,3 +132,4 @@ tiny_block_draft  # used by tests/unit/test_block_draft.py and the CLI tests (ti
 _.acceptance_rate  # the rate form of a count (distributions, formats.prometheus), used by tests/unit/test_engines_counts.py
 _._selector_values  # pydantic field validator (golden_al/golden/schema.py, Draft.selectors)
 _._sorted_selectors  # pydantic field validator (golden_al/golden/schema.py, Draft.selectors)
+import_bench_files  # the vLLM profile's importer hook, named as a string (golden_al/engines/vllm/__init__.py)

@@ -48,7 +48,7 @@ def _forever(*_args, **_kwargs):
 
 
 def test_import_stops_at_max_seconds_and_writes_nothing(tmp_path: Path, monkeypatch, capsys) -> None:
-    import golden_al.measure.imported as imported
+    import golden_al.engines.trtllm.imported as imported  # the hook the profile names (load_hook reads it each call)
 
     monkeypatch.setattr(imported, "import_trtllm_iterations", _forever)
     assert main([*BASE, str(FIX / "metrics.json"), "--out", str(tmp_path / "imp"), "--max-seconds", "0.2"]) == 2
