@@ -78,7 +78,7 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
                         help="one more engine argument, verbatim (repeat; write --engine-arg=--flag for dashes)")
     launch.add_argument("--engine-args", default="", metavar="STRING", help="more engine arguments, shell-split")
     launch.add_argument("--speculative-extra", default=None, metavar="JSON",
-                        help="vLLM: keys merged into --speculative-config, e.g. '{\"prompt_lookup_max\": 4}'")
+                        help="vLLM: keys merged into its speculative config JSON, e.g. '{\"prompt_lookup_max\": 4}'")
     launch.add_argument("--per-request-metrics", choices=("summary", "detailed"), default=None,
                         help="vLLM >= 0.33 launch: add --per-request-spec-decode-metrics (AL source vllm-per-request)")
     launch.add_argument("--serve-reference", action="store_true",

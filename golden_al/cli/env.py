@@ -64,7 +64,7 @@ examples:
       --engine sglang --algorithm dflash --num-draft-tokens 8 --format json
   golden-al env --model deepseek-ai/DeepSeek-V4-Pro --thinking on --draft-len 3 --engine trtllm
   golden-al env --model kimi-k3 --thinking on --engine vllm --algorithm dspark \\
-      --num-speculative-tokens 7 --draft-sample-method probabilistic --format shell
+      --draft-len 7 --draft-sample-method probabilistic --format shell
   eval "$(golden-al env --model qwen3.5 --thinking off --engine sglang --algorithm nextn --num-steps 3)"
 """
 

@@ -37,7 +37,8 @@ _HOOK_FIELDS = ("server_probe", "run_evidence", "counter_reader", "reference_fla
 _CALLABLE_FIELDS = ("synthetic_settings", "spec_flags", "simulator_settings", "simulate_report", "shell_value",
                     "curve_method_of", "server_args", "shell_env", "per_request_probe", "response_steps_by_draft_len",
                     "launch_method", "launch_draft_len", "draft_len_from_server_info", "review_pin", "pin_tolerance",
-                    "settings_draft_len", "injection_problem", "script_speculation", "curve_selectors", "env_draft_len")
+                    "settings_draft_len", "injection_problem", "script_speculation", "curve_selectors", "env_draft_len",
+                    "forced_in_args", "forced_in_config", "forced_in_log_line")
 
 
 _SELECTOR_RE = re.compile(r"^[a-z][a-z0-9_]*$")

@@ -539,6 +539,13 @@ class EngineProfile:
     #: ``"module:function"`` of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
     #: ``golden_al.servers.probe.ServerFacts`` from what the server says about itself (None: not probed).
     server_probe: str | None = None
+    #: Forced acceptance in what a server shows of itself, each ``-> (what was found, hint) | None``: in its
+    #: command-line arguments (``forced_in_args(argv)``), a speculative config (``forced_in_config(mapping)``,
+    #: vLLM's) and one line of its log (``forced_in_log_line(line)``). :mod:`golden_al.servers.synthetic` asks every
+    #: registered engine (a wrapper may forward another engine's arguments), then runs ``check``'s census.
+    forced_in_args: Callable[[Sequence[str]], tuple[str, str] | None] | None = None
+    forced_in_config: Callable[[Mapping[str, Any]], tuple[str, str] | None] | None = None
+    forced_in_log_line: Callable[[str], tuple[str, str] | None] | None = None
     #: ``golden-al env`` options that spell k the engine's way, and ``(algorithm, {dest: value}) -> DraftLen``, k from
     #: the ones given (raises UsageError naming what is missing or contradicts). Engines may share an option.
     env_options: tuple[EnvOption, ...] = ()

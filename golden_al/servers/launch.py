@@ -175,7 +175,7 @@ def build_command(spec: LaunchSpec) -> list[str]:
     profile = engines.get_profile(spec.engine)
     assert profile.server_args is not None  # every SERVER_ENGINES profile has one
     # synthetic keys in --speculative-extra, whichever engine it is merged into
-    synthetic.check_vllm_speculative_config(spec.speculative_extra, where="--speculative-extra")
+    synthetic.check_speculative_config(spec.speculative_extra, where="--speculative-extra")
     if profile.executable is not None:  # llama.cpp's llama-server: the binary, then its arguments
         cmd = [*spec.command_prefix, spec.binary or profile.executable, *profile.server_args(spec.request())]
     else:

@@ -26,14 +26,12 @@ naming what it found and where.
 
 from __future__ import annotations
 
-import ast
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from golden_al import engines
-from golden_al.engines import atom, llamacpp, vllm
 from golden_al.engines.profile import SyntheticKnob, reads_off
 from golden_al.errors import SyntheticAcceptanceActiveError
 from golden_al.servers.checks_ran import ran
@@ -43,8 +41,7 @@ __all__ = [
     "check_launch_env",
     "check_server_info",
     "check_server_log",
-    "check_vllm_speculative_config",
-    "find_speculative_config",
+    "check_speculative_config",
 ]
 
 _HINT_ENV = "for the measurement run (a golden AL is measured, never injected)"
@@ -97,33 +94,31 @@ def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment
     return warnings
 
 
-def check_vllm_speculative_config(cfg: Mapping[str, Any], *, where: str = vllm.FLAG_SPEC_CONFIG) -> None:
-    """Raise when a vLLM speculative config asks for the synthetic rejection sampler."""
-    method = cfg.get(vllm.METHOD_KEY)
-    if isinstance(method, str) and method.strip().lower() == vllm.SYNTHETIC_METHOD:
-        raise _refuse(f'"{vllm.METHOD_KEY}": "{vllm.SYNTHETIC_METHOD}"', where,
-                      f'drop {vllm.METHOD_KEY} (or set it to "standard") for a measurement')
-    for key in (vllm.LENGTH_KEY, vllm.RATES_KEY):
-        if cfg.get(key) is not None:
-            raise _refuse(f'"{key}": {cfg[key]!r}', where, f"drop {key} for a measurement")
+def _forced(hook: str, value: Any) -> tuple[str, str] | None:
+    """What the first registered engine's ``hook`` (``forced_in_args``, ``forced_in_config``, ``forced_in_log_line``)
+    finds in ``value``: every engine is asked, since a wrapper may forward another engine's settings."""
+    for name in engines.engine_names():
+        check = getattr(engines.get_profile(name), hook)
+        found = check(value) if check is not None else None
+        if found is not None:
+            return found
+    return None
 
 
-def find_speculative_config(args: Sequence[str]) -> dict[str, Any] | None:
-    """The JSON of vLLM's ``--speculative-config`` in an argument list (``--x v`` or ``--x=v``)."""
-    return vllm.find_speculative_config(args)
+def check_speculative_config(cfg: Mapping[str, Any], *, where: str = "the speculative config") -> None:
+    """Raise when a speculative config asks for forced acceptance (an engine's ``forced_in_config``: vLLM's
+    synthetic rejection sampler)."""
+    found = _forced("forced_in_config", cfg)
+    if found is not None:
+        raise _refuse(found[0], where, found[1])
 
 
 def check_engine_args(args: Sequence[str], *, where: str = "server arguments") -> None:
     """Raise when a server's command-line arguments force acceptance, in any registered engine's form
     (a wrapper may forward another engine's arguments)."""
-    cfg = find_speculative_config(args)  # any engine's: a wrapper may forward vLLM's arguments
-    if cfg is not None:
-        check_vllm_speculative_config(cfg, where=where)
-    for flag in (atom.LENGTH_FLAG, atom.RATE_FLAG, *llamacpp.SYNTH_FLAG_FORMS):
-        for i, arg in enumerate(args):
-            if arg == flag or arg.startswith(flag + "="):
-                value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
-                raise _refuse(f"{flag} {value}", where, f"drop {flag} for a measurement")
+    found = _forced("forced_in_args", args)
+    if found is not None:
+        raise _refuse(found[0], where, found[1])
     # every other registered engine's knob on the command line, as check's census reads it
     _census_refusal(shlex.join(args), None, is_key=False, where=where, hint="drop it for a measurement")
 
@@ -196,37 +191,14 @@ def _census_hint() -> re.Pattern[str]:
     return _substring_rx()
 
 
-_VLLM_ARGS_LINE = re.compile(vllm.LOG_NON_DEFAULT_ARGS)
-_VLLM_SPEC_REPR = re.compile(vllm.LOG_SYNTHETIC_REPR)
-_ATOM_FORCED = re.compile(atom.LOG_FORCED)
-_LLAMACPP_SYNTH = re.compile(f"{llamacpp.LOG_SYNTH_WARNING}|{llamacpp.LOG_SYNTH_INFO}")
-
-
 def check_server_log(engine: str, text: str, *, where: str = "server log") -> None:
-    """Raise when a server's own log shows forced acceptance.
-
-    vLLM echoes ``non-default args: {...}`` (a Python dict repr) at startup, which
-    holds ``speculative_config``; ATOM logs "Forced speculative acceptance ON".
-    """
+    """Raise when a server's own log shows forced acceptance: a line any registered engine's
+    ``forced_in_log_line`` reads as on (vLLM's ``non-default args: {...}`` start-up line, ATOM's "Forced
+    speculative acceptance ON", llama.cpp's synthetic warning), or a knob ``check``'s census finds set."""
     for lineno, line in enumerate(text.splitlines(), start=1):
-        m = _VLLM_ARGS_LINE.search(line)
-        if m:
-            try:
-                args = ast.literal_eval(m.group(1))
-            except (ValueError, SyntaxError):
-                args = None
-            if isinstance(args, dict) and isinstance(args.get(vllm.SPEC_CONFIG_KEY), Mapping):
-                check_vllm_speculative_config(args[vllm.SPEC_CONFIG_KEY], where=f"{where} line {lineno}")
-        if _VLLM_SPEC_REPR.search(line):
-            raise _refuse(f"{vllm.METHOD_KEY}='{vllm.SYNTHETIC_METHOD}'", f"{where} line {lineno}",
-                          "restart vLLM without the synthetic sampler")
-        if _ATOM_FORCED.search(line):
-            raise _refuse("ATOM forced acceptance", f"{where} line {lineno}",
-                          f"restart ATOM without {atom.LENGTH_FLAG}/{atom.RATE_FLAG}")
-        if _LLAMACPP_SYNTH.search(line):
-            raise _refuse("llama.cpp synthetic acceptance", f"{where} line {lineno}",
-                          f"restart llama-server without {llamacpp.FLAG_SYNTH_LEN}/{llamacpp.FLAG_SYNTH_RATES} "
-                          f"(and without {llamacpp.ENV_SYNTH_LEN}/{llamacpp.ENV_SYNTH_RATES})")
+        found = _forced("forced_in_log_line", line)
+        if found is not None:
+            raise _refuse(found[0], f"{where} line {lineno}", found[1])
         if _census_hint().search(line):  # any engine's knob in the line, as a setting (census of check)
             _census_refusal(line, None, is_key=False, where=f"{where} line {lineno}",
                             hint="restart the server without forced acceptance")

@@ -47,7 +47,7 @@ def test_inert_leftovers_are_warned():
 ])
 def test_vllm_speculative_config(cfg):
     with pytest.raises(SyntheticAcceptanceActiveError):
-        synthetic.check_vllm_speculative_config(cfg)
+        synthetic.check_speculative_config(cfg)
 
 
 def test_vllm_args_with_equals_form():

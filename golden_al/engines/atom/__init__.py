@@ -17,7 +17,7 @@ Upstream (ROCm/ATOM, HEAD ffdf3bb5d):
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -370,7 +370,34 @@ def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> DraftLen:
     return DraftLen(int(values["num_speculative_tokens"]), "--num-speculative-tokens N")
 
 
+
+def _flag_in(args: Sequence[str], flags: Sequence[str]) -> tuple[str, str] | None:
+    for flag in flags:
+        for i, arg in enumerate(args):
+            if arg == flag or arg.startswith(flag + "="):
+                value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+                return f"{flag} {value}", f"drop {flag} for a measurement"
+    return None
+
+
+def forced_in_args(args: Sequence[str]) -> tuple[str, str] | None:
+    """``--spec-decode-acceptance-length`` / ``-rate`` among server arguments, as (what, hint), or None."""
+    return _flag_in(args, (LENGTH_FLAG, RATE_FLAG))
+
+
+_FORCED = re.compile(LOG_FORCED)
+
+
+def forced_in_log_line(line: str) -> tuple[str, str] | None:
+    """ATOM's "Forced speculative acceptance ON" log line, as (what, hint), or None."""
+    if _FORCED.search(line):
+        return "ATOM forced acceptance", f"restart ATOM without {LENGTH_FLAG}/{RATE_FLAG}"
+    return None
+
+
 PROFILE = EngineProfile(
+    forced_in_args=forced_in_args,
+    forced_in_log_line=forced_in_log_line,
     env_options=(EnvOption("--num-speculative-tokens", f"ATOM {FLAG_K} (k = N)"),),
     env_draft_len=env_draft_len,
     review_pin=_review,

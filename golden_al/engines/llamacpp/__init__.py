@@ -532,7 +532,31 @@ def _review(ctx: PinContext) -> PinReview:
     return review_pin(ctx.knob, ctx.raw, ctx.k)
 
 
+
+def forced_in_args(args: Sequence[str]) -> tuple[str, str] | None:
+    """``--spec-synth-len`` / ``--spec-synth-rates`` among server arguments, as (what, hint), or None."""
+    for flag in SYNTH_FLAG_FORMS:
+        for i, arg in enumerate(args):
+            if arg == flag or arg.startswith(flag + "="):
+                value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+                return f"{flag} {value}", f"drop {flag} for a measurement"
+    return None
+
+
+_SYNTH_LOG = re.compile(f"{LOG_SYNTH_WARNING}|{LOG_SYNTH_INFO}")
+
+
+def forced_in_log_line(line: str) -> tuple[str, str] | None:
+    """llama-server's synthetic-acceptance log lines, as (what, hint), or None."""
+    if _SYNTH_LOG.search(line):
+        return ("llama.cpp synthetic acceptance", f"restart llama-server without {FLAG_SYNTH_LEN}/{FLAG_SYNTH_RATES} "
+                f"(and without {ENV_SYNTH_LEN}/{ENV_SYNTH_RATES})")
+    return None
+
+
 PROFILE = EngineProfile(
+    forced_in_args=forced_in_args,
+    forced_in_log_line=forced_in_log_line,
     review_pin=_review,
     default_sampler="synthetic",
     name="llamacpp",

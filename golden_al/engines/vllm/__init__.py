@@ -15,9 +15,11 @@ Upstream (vllm-project/vllm, 0.33.0 unless noted):
 
 from __future__ import annotations
 
+import ast
 import itertools
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
@@ -382,6 +384,46 @@ def server_args(req: LaunchRequest) -> list[str]:
     return cmd
 
 
+def forced_in_config(cfg: Mapping[str, Any]) -> tuple[str, str] | None:
+    """The synthetic rejection sampler in a speculative config (``rejection_sample_method: synthetic`` or a
+    ``synthetic_acceptance_*`` key), as (what, hint), or None."""
+    method = cfg.get(METHOD_KEY)
+    if isinstance(method, str) and method.strip().lower() == SYNTHETIC_METHOD:
+        return f'"{METHOD_KEY}": "{SYNTHETIC_METHOD}"', f'drop {METHOD_KEY} (or set it to "standard") for a measurement'
+    for key in (LENGTH_KEY, RATES_KEY):
+        if cfg.get(key) is not None:
+            return f'"{key}": {cfg[key]!r}', f"drop {key} for a measurement"
+    return None
+
+
+def forced_in_args(args: Sequence[str]) -> tuple[str, str] | None:
+    """:func:`forced_in_config` of the ``--speculative-config`` among server arguments."""
+    cfg = find_speculative_config(args)
+    return forced_in_config(cfg) if cfg is not None else None
+
+
+_ARGS_LINE = re.compile(LOG_NON_DEFAULT_ARGS)
+_SPEC_REPR = re.compile(LOG_SYNTHETIC_REPR)
+
+
+def forced_in_log_line(line: str) -> tuple[str, str] | None:
+    """The synthetic sampler in a log line: the ``non-default args: {...}`` start-up line's speculative config, or
+    the config's repr naming ``rejection_sample_method='synthetic'``."""
+    m = _ARGS_LINE.search(line)
+    if m:
+        try:
+            args = ast.literal_eval(m.group(1))
+        except (ValueError, SyntaxError):
+            args = None
+        if isinstance(args, dict) and isinstance(args.get(SPEC_CONFIG_KEY), Mapping):
+            found = forced_in_config(args[SPEC_CONFIG_KEY])
+            if found is not None:
+                return found
+    if _SPEC_REPR.search(line):
+        return f"{METHOD_KEY}='{SYNTHETIC_METHOD}'", "restart vLLM without the synthetic sampler"
+    return None
+
+
 def find_speculative_config(args: Sequence[str]) -> dict[str, Any] | None:
     """The JSON of ``--speculative-config`` in an argument list (``--x v`` or ``--x=v``)."""
     for i, arg in enumerate(args):
@@ -698,6 +740,9 @@ def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> DraftLen:
 
 
 PROFILE = EngineProfile(
+    forced_in_args=forced_in_args,
+    forced_in_config=forced_in_config,
+    forced_in_log_line=forced_in_log_line,
     env_options=(EnvOption("--num-speculative-tokens", f"vLLM {K_KEY} (k = N)"),),
     env_draft_len=env_draft_len,
     review_pin=_review,
