@@ -63,6 +63,8 @@ def hook_refs(profile: EngineProfile) -> dict[str, str]:
     refs = {f: getattr(profile, f) for f in _HOOK_FIELDS if getattr(profile, f, None)}
     refs.update({f"source_impls[{name!r}]": ref for name, ref in profile.source_impls.items()})
     refs.update({f"importers[{name!r}]": ref for name, ref in profile.importers.items()})
+    if profile.recipe is not None and profile.recipe.config_writer is not None:
+        refs["recipe.config_writer"] = profile.recipe.config_writer
     if profile.log_reader is not None:
         refs["log_reader.parse"] = profile.log_reader.parse
         if profile.log_reader.server_args is not None:
@@ -171,9 +173,9 @@ def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, Engi
             out.append(f"selector_keys: {key!r} is not a curve selector name ([a-z][a-z0-9_]*)")
     if profile.curve_selectors is not None and not profile.selector_keys:
         out.append("selector_keys: empty, but curve_selectors is set (declare each selector it may return)")
-    if profile.recipe is not None and profile.recipe.inject_into == "config" and not builtin:
-        out.append("recipe.inject_into: 'config' writes into vLLM's JSON speculative-config, golden-al's own writer "
-                   "for vLLM only; a plugin engine injects into 'env'")
+    if profile.recipe is not None and profile.recipe.inject_into == "config" and profile.recipe.config_writer is None:
+        out.append("recipe.inject_into: 'config' names no recipe.config_writer (the hook that writes the synthetic "
+                   "settings into the engine's speculative config); inject into 'env', or name one")
     if resolve_hooks:
         for f, ref in hook_refs(profile).items():
             why = _resolve(ref)

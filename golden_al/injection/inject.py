@@ -35,9 +35,10 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import functools
 import json
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -45,8 +46,6 @@ from typing import Any
 from golden_al import engines
 from golden_al.checks.resolution import golden_point
 from golden_al.configs.srt_slurm import curve_rejection_method
-from golden_al.engines import sglang, trtllm, vllm
-from golden_al.engines._values import format_value
 from golden_al.errors import GoldenALError, InjectionConflictError, InputFileError, UsageError
 from golden_al.golden.schema import to_plain
 from golden_al.golden.store import GoldenPoint, GoldenStore
@@ -75,10 +74,8 @@ from golden_al.provenance import atomic_write_text
 __all__ = ["Change", "InjectionResult", "inject_file", "plan_injection"]
 
 _OVERRIDE_RE = re.compile(r"^(zip_)?override_")
-_SPEC_KEYS = (vllm.FLAG_SPEC_CONFIG[2:], vllm.SPEC_CONFIG_KEY)
 _ENV_NAME = {"decode": "decode_environment", "aggregated": "aggregated_environment",
              "agg": "aggregated_environment", "prefill": "prefill_environment"}
-_NUMERIC_VARS = {sglang.ENV_LEN, trtllm.ENV_FORCE, vllm.LENGTH_KEY}
 
 
 @dataclass(frozen=True)
@@ -123,8 +120,23 @@ class InjectionResult:
                                             fromfile=a, tofile=b, n=context))
 
 
-def _equal(var: str, old: Any, new: str) -> bool:
-    if var in _NUMERIC_VARS:
+@functools.lru_cache(maxsize=1)
+def _numeric_knobs() -> frozenset[str]:
+    """Every engine's knobs whose value is a number (an AL or a count): compared as numbers, ``4.0`` = ``4``."""
+    return frozenset(k.name for n in engines.engine_names() for k in engines.get_profile(n).synthetic_knobs
+                     if k.unit in ("al", "al-1", "rate"))
+
+
+@functools.lru_cache(maxsize=1)
+def _config_keys() -> frozenset[str]:
+    """The recipe keys that hold a JSON speculative config an engine's ``config_writer`` edits."""
+    return frozenset(key for n in engines.engine_names() if (r := engines.get_profile(n).recipe) is not None
+                     and r.config_writer is not None for key in r.spec_keys)
+
+
+def values_equal(var: str, old: Any, new: str) -> bool:
+    """Whether a recipe's value of ``var`` already equals the one to write (numbers as numbers)."""
+    if var in _numeric_knobs():
         try:
             return abs(float(str(old)) - float(new)) < 1e-9
         except (TypeError, ValueError):
@@ -133,7 +145,7 @@ def _equal(var: str, old: Any, new: str) -> bool:
 
 
 @dataclass
-class _Planner:
+class Planner:
     text: str
     path: Path
     doc: Any
@@ -326,14 +338,14 @@ def _defining(mapping: Any, var: str) -> Any:
     return None
 
 
-def _planned_in_sources(p: _Planner, mapping: Any, var: str) -> bool:
+def _planned_in_sources(p: Planner, mapping: Any, var: str) -> bool:
     for src in _merge_sources(mapping):
         if var in p.inserts.get(id(src), []) or _planned_in_sources(p, src, var):
             return True
     return False
 
 
-def _plan_env(p: _Planner, a: RecipeAnalysis, desired: dict[str, str]) -> None:
+def _plan_env(p: Planner, a: RecipeAnalysis, desired: dict[str, str]) -> None:
     """SGLang / TensorRT-LLM: the variables in every worker environment block."""
     blocks = p.occurrences(lambda key, loc: isinstance(key, str) and ENV_BLOCK_RE.match(key) is not None)
     env_ids = {id(v) for _, _, v, _ in blocks if isinstance(v, Mapping)}
@@ -368,7 +380,7 @@ def _plan_env(p: _Planner, a: RecipeAnalysis, desired: dict[str, str]) -> None:
                 line = p.key_pos(src, var)[0] + 1
                 raise InputFileError(f"{var} has no scalar value here; set it or delete the line",
                                      path=p.path, line=line)
-            if _equal(var, old, want):
+            if values_equal(var, old, want):
                 continue
             src_loc = loc if src is value else p.owner[id(src)][2]
             p.replace_scalar(src, var, want, src_loc, old, conflict=True)
@@ -388,95 +400,10 @@ def _plan_env(p: _Planner, a: RecipeAnalysis, desired: dict[str, str]) -> None:
         p.create_block(backend, CONFIG_KEYS[a.engine], env_name, list(desired.items()), backend_loc)
 
 
-def _json_separators(text: str) -> tuple[str, str]:
+def json_separators(text: str) -> tuple[str, str]:
     item = ", " if re.search(r',\s+["}\]]', text) or re.search(r',\s+"', text) else ","
     key = ": " if re.search(r'":\s', text) else ":"
     return item, key
-
-
-def _plan_vllm(p: _Planner, a: RecipeAnalysis, golden: Callable[[int], float]) -> None:
-    """vLLM: the synthetic fields in every speculative-config under vllm_config.
-
-    Each config gets the golden AL at its own ``num_speculative_tokens`` (each vLLM
-    server validates ``synthetic_acceptance_length <= num_speculative_tokens + 1``); when
-    every role uses the generating role's k, that is its value everywhere.
-    """
-    found = p.occurrences(lambda key, loc: key in _SPEC_KEYS and vllm.RECIPE_CONFIG_KEY in loc[:-1])
-    if not found:
-        raise UsageError(f"{a.path}: no speculative-config under {vllm.RECIPE_CONFIG_KEY}; nothing to inject")
-    for parent, key, value, loc in found:
-        line = p.value_pos(parent, key)[0] + 1
-        if isinstance(value, str):
-            try:
-                spec = json.loads(value)
-            except json.JSONDecodeError as exc:
-                raise InputFileError(f"{p.where(loc)} is not valid JSON: {exc.msg}", path=p.path, line=line) from None
-        elif isinstance(value, Mapping):
-            spec = dict(value)
-        else:
-            raise InputFileError(f"{p.where(loc)} must be a JSON string or a mapping", path=p.path, line=line)
-        if not isinstance(spec, dict):
-            raise InputFileError(f"{p.where(loc)} must be a JSON object", path=p.path, line=line)
-        try:
-            k = vllm.draft_len(spec).k
-        except UsageError as exc:
-            raise UsageError(f"{a.path}:{line}: {p.where(loc)}: {exc.message}", hint=exc.hint) from None
-        al = golden(k)
-        al_text = format_value(al)
-        if isinstance(value, str):
-            _plan_vllm_json(p, parent, key, value, spec, loc, al, al_text)
-        else:
-            _plan_vllm_mapping(p, value, spec, loc, al_text)
-
-
-def _plan_vllm_json(p: _Planner, parent: Any, key: str, raw: str, spec: dict[str, Any], loc: tuple[Any, ...],
-                    al: float, al_text: str) -> None:
-    new = dict(spec)
-    line = p.value_pos(parent, key)[0] + 1
-    changes: list[Change] = []
-    if vllm.RATES_KEY in new:
-        changes.append(Change(line, p.where((*loc, vllm.RATES_KEY)), json.dumps(new.pop(vllm.RATES_KEY)),
-                              "(removed)", True))
-    if new.get(vllm.METHOD_KEY) != vllm.SYNTHETIC_METHOD:
-        old = new.get(vllm.METHOD_KEY)
-        new[vllm.METHOD_KEY] = vllm.SYNTHETIC_METHOD
-        changes.append(Change(line, p.where((*loc, vllm.METHOD_KEY)), None if old is None else str(old),
-                              vllm.SYNTHETIC_METHOD, False))
-    old_len = new.get(vllm.LENGTH_KEY)
-    if old_len is None or not _equal(vllm.LENGTH_KEY, old_len, al_text):
-        new[vllm.LENGTH_KEY] = float(al_text)
-        changes.append(Change(line, p.where((*loc, vllm.LENGTH_KEY)),
-                              None if old_len is None else str(old_len), al_text, old_len is not None))
-    if not changes:
-        return
-    item, sep = _json_separators(raw)
-    text = json.dumps(new, separators=(item, sep), ensure_ascii=False)
-    vline, vcol = p.value_pos(parent, key)
-    end = scalar_span(p.lines, vline, vcol, path=str(p.path), flow=bool(parent.fa.flow_style()))
-    token = p.lines[vline][vcol:end]
-    if quote_style(token) == "":
-        raise InputFileError(f"{p.where(loc)}: a plain (unquoted) JSON value cannot be rewritten safely",
-                             path=p.path, line=vline + 1, hint="quote it: speculative-config: '{...}'")
-    p.edits.append(Edit(vline, vcol, vline, end, requote(token, text)))
-    p.changes.extend(changes)
-
-
-def _plan_vllm_mapping(p: _Planner, mapping: Any, spec: dict[str, Any], loc: tuple[Any, ...], al_text: str) -> None:
-    own = dict(iter_own_items(mapping))
-    if vllm.RATES_KEY in own:
-        raise UsageError(f"{p.path}: {p.where(loc)} sets {vllm.RATES_KEY}; remove it by hand "
-                         f"(vLLM rejects it together with {vllm.LENGTH_KEY})")
-    to_insert: list[tuple[str, str]] = []
-    for var, want, conflict in ((vllm.METHOD_KEY, vllm.SYNTHETIC_METHOD, False),
-                                (vllm.LENGTH_KEY, al_text, True)):
-        if var in own:
-            if not _equal(var, own[var], want):
-                p.replace_scalar(mapping, var, want, loc, own[var], conflict=conflict, typed=True)
-        else:
-            to_insert.append((var, want))
-    if to_insert:
-        p.insert_keys(mapping, to_insert, loc, typed=True,
-                      after=[vllm.METHOD_KEY, vllm.LENGTH_KEY])
 
 
 def _strip_injected(node: Any, names: set[str]) -> Any:
@@ -486,7 +413,7 @@ def _strip_injected(node: Any, names: set[str]) -> Any:
         for k, v in node.items():
             if k in names:
                 continue
-            if k in _SPEC_KEYS and isinstance(v, str):
+            if k in _config_keys() and isinstance(v, str):
                 try:
                     v = json.loads(v)
                 except json.JSONDecodeError:
@@ -529,7 +456,7 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
     golden(k)
     point = points[k]
     settings = engines.synthetic_settings(a.engine, point.al, k)
-    p = _Planner(text, path, doc)
+    p = Planner(text, path, doc)
     profile = engines.get_profile(a.engine)
     assert profile.recipe is not None  # analyze_recipe found a recipe format of this engine
     if profile.injection_problem is not None:
@@ -537,8 +464,8 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
         if problem is not None:
             raise UsageError(f"{path}: {problem[0]}", hint=problem[1])
     if profile.recipe.inject_into == "config":
-        _plan_vllm(p, a, golden)
-        names = {vllm.METHOD_KEY, vllm.LENGTH_KEY, vllm.RATES_KEY}
+        assert profile.recipe.config_writer is not None  # conformance: a config-injecting recipe names its writer
+        names = set(engines.load_hook(profile.recipe.config_writer)(p, a, golden))
     else:
         desired = {key: str(v) for key, v in settings.items()}
         _plan_env(p, a, desired)

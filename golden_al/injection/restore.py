@@ -290,7 +290,7 @@ def _json_with_knob(text: str) -> bool:
 
 def _rewrite_json(plan: _Plan, node: Any, flow: bool) -> None:
     """A JSON object in a string (vLLM ``speculative-config``): delete its synthetic keys, switch it back."""
-    from golden_al.injection.inject import _json_separators
+    from golden_al.injection.inject import json_separators
 
     try:
         obj = json.loads(node.value)
@@ -318,7 +318,7 @@ def _rewrite_json(plan: _Plan, node: Any, flow: bool) -> None:
             plan.removals.append(Removal(node.start_mark.line + 1, key, json.dumps(value), None))
     if not changed:
         return
-    item, sep = _json_separators(node.value)
+    item, sep = json_separators(node.value)
     plan.replace(node, json.dumps(new, separators=(item, sep), ensure_ascii=False), flow=flow)
 
 

@@ -16,7 +16,6 @@ STILL_IMPORTING: frozenset[str] = frozenset({
     "golden_al/checks/context.py",
     "golden_al/checks/scripts.py",
     "golden_al/checks/yaml_configs.py",
-    "golden_al/injection/inject.py",
 })
 
 

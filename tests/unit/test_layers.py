@@ -25,6 +25,7 @@ def _imports(path: Path) -> set[str]:
 #: general layers (its server probe and sources, stand-in, check-run evidence, counters, imports, log readers,
 #: build); the profile names them as ``"module:function"`` hooks and never imports them.
 ENGINE_IMPLEMENTATIONS = ("server", "reference", "evidence", "counters", "imported", "inferencex", "logs", "responses", "pins",
+                          "inject",
                           "build")
 
 

@@ -751,7 +751,7 @@ PROFILE = EngineProfile(
     default_sampler="synthetic",
     name="vllm",
     recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, inject_into="config",
-                        spec_keys=RECIPE_SPEC_KEYS),
+                        spec_keys=RECIPE_SPEC_KEYS, config_writer="golden_al.engines.vllm.inject:plan_config"),
     frameworks=("dynamo-vllm", "vllm"),
     settings_draft_len=settings_draft_len,
     harness_pin=harness_pin,
