@@ -43,7 +43,6 @@ import yaml
 from golden_al.checks.command_lines import command_line_pins
 from golden_al.checks.context import (
     MASTER_LENGTH_KEY,
-    VLLM_KEYS,
     agentic_from_flag,
     agentic_from_path,
     agentic_from_scenario,
@@ -70,7 +69,7 @@ from golden_al.configs.srt_slurm import (
     read_recipe,
     speculation,
 )
-from golden_al.engines import atom, get_profile, sglang, trtllm, vllm
+from golden_al.engines import engine_names, get_profile, load_hook
 from golden_al.errors import UnreadableInputError
 from golden_al.safeio import load_json, load_yaml_documents, repeated_keys
 
@@ -82,6 +81,7 @@ __all__ = [
     "draft_for_role",
     "extract_json_pins",
     "extract_yaml_pins",
+    "json_obj",
     "load_yaml_docs",
     "master_refs",
     "recipe_context",
@@ -91,8 +91,6 @@ __all__ = [
 ]
 
 _ROLES = ("aggregated", "prefill", "decode")
-#: vLLM's ``--speculative-config`` as a recipe key (either spelling)
-_VLLM_SPEC_KEYS = vllm.RECIPE_SPEC_KEYS
 
 
 class YamlError(Exception):
@@ -214,7 +212,7 @@ def _role_of(path: tuple[str, ...]) -> str | None:
 _scalar = scalar_text
 
 
-def _json_obj(v: Any) -> dict[str, Any] | None:
+def json_obj(v: Any) -> dict[str, Any] | None:
     if isinstance(v, dict):
         return v
     if isinstance(v, str):
@@ -439,15 +437,40 @@ def _env_value(env: Mapping[str, Any], name: str) -> str | None:
     return _scalar(env[name]) if name in env else None
 
 
+@functools.lru_cache(maxsize=1)
+def _config_pin_readers() -> tuple[tuple[frozenset[str], Any], ...]:
+    """Each engine whose knobs sit inside a speculative config: (its config keys, its ``recipe.config_pin``)."""
+    out = []
+    for name in engine_names():
+        recipe = get_profile(name).recipe
+        if recipe is not None and recipe.config_pin is not None:
+            out.append((frozenset(recipe.spec_keys), load_hook(recipe.config_pin)))
+    return tuple(out)
+
+
+def _config_pin(key: Any, path: str, line: int, value: Any, models: list[ModelName], thinking_for: Any,
+                agentic: AgenticInfo, role: str | None) -> Pin | None:
+    """The pin an engine reads in a speculative config under ``key`` (vLLM's), or None."""
+    for keys, read in _config_pin_readers():
+        if key in keys:
+            pin: Pin | None = read(path, line, value, models, thinking_for, agentic, role)
+            return pin
+    return None
+
+
+def _config_keys() -> frozenset[str]:
+    return frozenset(k for keys, _ in _config_pin_readers() for k in keys)
+
+
 def _recipe_vllm_pins(ctx: RecipeContext) -> list[Pin]:
-    """vLLM pins in the ``speculative-config`` of every role of a recipe view."""
+    """The pins in the speculative config of every role of a recipe view (engines that keep their knobs there)."""
     pins: list[Pin] = []
     for rc in ctx.view.roles:
         for p, v in _walk(rc.args):
-            if not p or p[-1] not in _VLLM_SPEC_KEYS:
+            if not p or p[-1] not in _config_keys():
                 continue
-            pin = _vllm_pin(ctx.path, ctx.loc_line((*rc.loc, *p)), v, ctx.models, ctx.thinking_for, ctx.agentic,
-                            _role_of((rc.key, *p)))
+            pin = _config_pin(p[-1], ctx.path, ctx.loc_line((*rc.loc, *p)), v, ctx.models, ctx.thinking_for,
+                              ctx.agentic, _role_of((rc.key, *p)))
             if pin is not None:
                 if isinstance(v, dict):
                     pin.covers = tuple(ctx.loc_line((*rc.loc, *p, str(k))) for k in v)
@@ -455,36 +478,14 @@ def _recipe_vllm_pins(ctx: RecipeContext) -> list[Pin]:
     return pins
 
 
-def _vllm_pin(path: str, line: int, value: Any, models: list[ModelName], thinking_for: Any, agentic: AgenticInfo,
-              role: str | None) -> Pin | None:
-    cfg = _json_obj(value)
-    if cfg is None or not (any(k in cfg for k in VLLM_KEYS) or cfg.get(vllm.METHOD_KEY) == vllm.SYNTHETIC_METHOD):
-        return None
-    info = settings_draft(vllm.PROFILE.name, vllm.read_recipe_role({_VLLM_SPEC_KEYS[0]: cfg}),
-                          f"the {_VLLM_SPEC_KEYS[0]}")
-    knob = next((k for k in VLLM_KEYS if k in cfg), vllm.METHOD_KEY)
-    raw = cfg.get(knob) if knob in cfg else None
-    pin = Pin(file=path, line=line, engine="vllm", knob=knob,
-              raw_value=None if raw is None else (json.dumps(raw) if isinstance(raw, list) else _scalar(raw)),
-              unresolved=None if raw is not None else f"no {vllm.LENGTH_KEY} or {vllm.RATES_KEY}",
-              algorithm=str(cfg["method"]) if cfg.get("method") else None, draft=info,
-              thinking=thinking_for(role), models=list(models), draft_model=cfg.get("model"),
-              draft_sample_method=cfg.get("draft_sample_method"), agentic=agentic,
-              rejection_sample_method=curve_rejection_method(cfg.get(vllm.METHOD_KEY)))
-    pin.spec["config"] = cfg
-    pin.notes.append(f"{_VLLM_SPEC_KEYS[0]} of the {role} role" if role else _VLLM_SPEC_KEYS[0])
-    pin.spec["role"] = role
-    return pin
-
-
 def _vllm_pins_in(ctx_path: str, doc: YamlDoc, data: Any, models: list[ModelName],
                   thinking_for: Any, agentic: AgenticInfo) -> list[Pin]:
-    """vLLM pins in every ``speculative-config`` of a document that is not a recipe."""
+    """The pins in every speculative config of a document that is not a recipe (engines that keep knobs there)."""
     pins: list[Pin] = []
     for p, v in (doc.walk() if data is doc.data else _walk(data)):
-        if not p or p[-1] not in _VLLM_SPEC_KEYS:
+        if not p or p[-1] not in _config_keys():
             continue
-        pin = _vllm_pin(ctx_path, doc.line(p), v, models, thinking_for, agentic, _role_of(p))
+        pin = _config_pin(p[-1], ctx_path, doc.line(p), v, models, thinking_for, agentic, _role_of(p))
         if pin is not None:
             if isinstance(v, dict):
                 pin.covers = tuple(doc.line((*p, str(k))) for k in v)
@@ -753,7 +754,7 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
             pins.extend(_vllm_pins_in(path, doc, doc.data, [], lambda _r, t=thinking: list(t),
                                       agentic_from_path(path)))
         pins.extend(_generic_pins(doc, path, skip | {p for p, _ in doc.walk()
-                                                     if p and p[-1] in _VLLM_SPEC_KEYS}))
+                                                     if p and p[-1] in _config_keys()}))
         pins.extend(command_line_pins(doc.walk, doc.line, path))  # engines' profile.command_line
     return pins
 
@@ -802,7 +803,7 @@ def extract_json_pins(text: str, path: str) -> list[Pin]:
         if p and is_thinking_setting(p[-1]):
             thinking.extend(thinking_from_setting(p[-1], v, ""))
     pins = _vllm_pins_in(path, doc, data, [], lambda _r: list(thinking), agentic_from_path(path))
-    pins += _generic_pins(doc, path, {p for p, _ in doc.walk() if p and p[-1] in _VLLM_SPEC_KEYS})
+    pins += _generic_pins(doc, path, {p for p, _ in doc.walk() if p and p[-1] in _config_keys()})
     pins += command_line_pins(doc.walk, doc.line, path)  # engines' profile.command_line
     for p, v in doc.walk():  # model names of a submission
         if p and p[-1] in ("model", "served_model_name", "model_path", "served-model-name") and isinstance(v, str):
@@ -843,12 +844,5 @@ def _json_lines(text: str, walked: list[tuple[tuple[str, ...], Any]]) -> dict[tu
             pos = k
     return lines
 
-
-_KEYWORD_LINE = re.compile(
-    "(" + "|".join([re.escape(sglang.ENV_LEN), r"(?<![A-Z_])" + re.escape(sglang.LEGACY_ENV_LEN),
-                    re.escape(trtllm.ENV_FORCE), *(re.escape(k) for k in (vllm.LENGTH_KEY, vllm.RATES_KEY,
-                                                                          vllm.LEGACY_RATE_KEY)),
-                    *(re.escape(f[2:]) for f in (atom.LENGTH_FLAG, atom.RATE_FLAG)), re.escape(MASTER_LENGTH_KEY)])
-    + ")")
 
 

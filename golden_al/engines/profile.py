@@ -245,6 +245,9 @@ class RecipeFormat:
     inject_into: Literal["env", "config"] = "env"
     #: keys of the role arguments that hold speculative settings (an override touching one changes k)
     spec_keys: tuple[str, ...] = ()
+    #: ``"module:function"``: the pin in a speculative config under :attr:`spec_keys` (where the engine keeps its
+    #: knobs, vLLM's), ``(path, line, value, models, thinking_for, agentic, role) -> Pin | None``
+    config_pin: str | None = None
     #: ``inject_into: config``: ``"module:function"`` writing the synthetic settings into each speculative config,
     #: ``(planner, analysis, golden(k) -> AL) -> names written`` (:mod:`golden_al.injection.inject`)
     config_writer: str | None = None

@@ -15,7 +15,6 @@ ROOT = Path(__file__).resolve().parents[2]
 STILL_IMPORTING: frozenset[str] = frozenset({
     "golden_al/checks/context.py",
     "golden_al/checks/scripts.py",
-    "golden_al/checks/yaml_configs.py",
 })
 
 
