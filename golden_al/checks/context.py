@@ -35,13 +35,14 @@ from pathlib import PurePath
 from typing import Any
 
 from golden_al.checks.findings import AgenticInfo, ThinkingSignal
-from golden_al.engines import EnvKnob, atom, env_knobs, get_profile, vllm
+from golden_al.engines import EnvKnob, engine_names, env_knobs, get_profile
 from golden_al.engines._values import parse_number  # re-exported: the one number reader of the checks
 
 __all__ = [
-    "ATOM_KNOBS",
+    "CONFIG_KEYS",
+    "CONFIG_KNOBS",
+    "FLAG_KNOBS",
     "MASTER_LENGTH_KEY",
-    "VLLM_KEYS",
     "EnvKnob",
     "agentic_from_flag",
     "agentic_from_path",
@@ -54,8 +55,25 @@ __all__ = [
     "thinking_from_setting",
 ]
 
-ATOM_KNOBS = (atom.LENGTH_FLAG, atom.RATE_FLAG)
-VLLM_KEYS = (vllm.LENGTH_KEY, vllm.RATES_KEY, vllm.LEGACY_RATE_KEY)
+
+
+def _value_knobs(kind: str) -> dict[str, str]:
+    """Every registered engine's value knobs of ``kind`` (each spelling, in the profile's order) -> the engine."""
+    out: dict[str, str] = {}
+    for name in engine_names():
+        for knob in get_profile(name).synthetic_knobs:
+            if knob.kind == kind and knob.role == "value":
+                for spelling in (knob.name, *knob.aliases):
+                    out.setdefault(spelling, name)
+    return out
+
+
+#: Knobs written as a key of a speculative config (vLLM's ``synthetic_acceptance_length``...) -> their engine.
+CONFIG_KNOBS: dict[str, str] = _value_knobs("config-key")
+#: Knobs written as a launch flag (ATOM's ``--spec-decode-acceptance-length``, llama.cpp's ``--spec-synth-len``).
+FLAG_KNOBS: dict[str, str] = _value_knobs("flag")
+#: The config keys, in the order a config's knob is chosen by (length before rates).
+CONFIG_KEYS: tuple[str, ...] = tuple(CONFIG_KNOBS)
 #: The master-config setting that holds the golden AL itself.
 MASTER_LENGTH_KEY = "SYNTHETIC_ACCEPTANCE_LENGTH"
 

@@ -50,8 +50,9 @@ from golden_al.checks.bash import (
     unknown_names,
 )
 from golden_al.checks.context import (
-    ATOM_KNOBS,
-    VLLM_KEYS,
+    CONFIG_KEYS,
+    CONFIG_KNOBS,
+    FLAG_KNOBS,
     agentic_from_flag,
     agentic_from_path,
     env_pin_context,
@@ -61,15 +62,11 @@ from golden_al.checks.findings import AgenticInfo, DraftInfo, ModelName, Pin, Th
 from golden_al.checks.script_pins import PinSite, clean, value_of
 from golden_al.checks.spec import config_json, settings_draft, settings_draft_any_algorithm
 from golden_al.engines import (
-    atom,
     companion_env_names,
     engine_names,
     env_knobs,
     get_profile,
-    llamacpp,
     load_hook,
-    trtllm,
-    vllm,
 )
 from golden_al.engines.profile import CommandLine
 
@@ -79,22 +76,39 @@ __all__ = ["extract_shell_pins"]
 _ENV_KNOBS = tuple(env_knobs())
 _ENV_COMPANIONS = tuple(sorted(companion_env_names()))
 _ENV_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, _ENV_KNOBS)) + ")=")
-_VLLM_PIN = re.compile("|".join(re.escape(k) + r"\b" for k in VLLM_KEYS)
-                       + rf"|{vllm.METHOD_KEY}[\\\"' :=]+{vllm.SYNTHETIC_METHOD}")
-_ATOM_FLAGS = ATOM_KNOBS
-_LLAMACPP_FLAGS = tuple(llamacpp.SYNTH_FLAG_FORMS)
-_LLAMACPP_ENV = tuple(llamacpp.SYNTH_FLAG_FORMS.values())
+
+
+def _config_pin_rx() -> re.Pattern[str]:
+    """A config-key knob (vLLM's ``synthetic_acceptance_length``...) or a config switch set on
+    (``rejection_sample_method`` ... ``synthetic``), of any engine that keeps its knobs in a config."""
+    parts = [re.escape(k) + r"\b" for k in CONFIG_KEYS]
+    for name in engine_names():
+        for knob in get_profile(name).synthetic_knobs:
+            if knob.kind == "config-key" and knob.switch_value is not None:
+                parts.append(rf"{re.escape(knob.name)}[\\\"' :=]+{re.escape(knob.switch_value)}")
+    return re.compile("|".join(parts))
+
+
+_VLLM_PIN = _config_pin_rx()
+#: the engine that keeps its knobs in a speculative config (one today: vLLM)
+_CONFIG_ENGINE = next(iter(dict.fromkeys(CONFIG_KNOBS.values())), "")
+#: flag knobs (ATOM's, llama.cpp's) -> their engine; their environment forms (llama.cpp ``LLAMA_ARG_*``) -> engine
+_FLAG_KNOBS = FLAG_KNOBS
+_FLAG_ENV = {k.env: name for name in engine_names() for k in get_profile(name).synthetic_knobs
+             if k.kind == "flag" and k.env}
+_LLAMACPP_ENV = tuple(_FLAG_ENV)
 _STRING_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, _ENV_KNOBS)) + r")=(\S*)")
 _STRING_COMPANION = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, _ENV_COMPANIONS)) + r")=(\S*)")
 _FLAGS = (
-    *(f for name in engine_names() for f in get_profile(name).script_flags), vllm.FLAG_SPEC_CONFIG,
+    *(f for name in engine_names() for f in get_profile(name).script_flags),
     "--model-path", "--model", "--served-model-name", "--chat-template",
     "--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
-    "--dspark-config", "--reasoning-parser", "--reasoning-effort", *_ATOM_FLAGS, *_LLAMACPP_FLAGS,
-    llamacpp.FLAG_N_MAX, llamacpp.FLAG_N_MIN, *llamacpp.P_MIN_FORMS[:2], *llamacpp.DRAFT_MODEL_FORMS[:3],
-    llamacpp.FLAG_SPEC_TYPE,
+    "--dspark-config", "--reasoning-parser", "--reasoning-effort", *_FLAG_KNOBS,
 )
-_HEREDOC_KEYS = trtllm.SPEC_KEYS
+_HEREDOC_KEYS = tuple(k for name in engine_names() for k in get_profile(name).script_config_keys)
+#: short flags of an engine's executable (llama-server ``-m``) -> (executable, long flag)
+_SHORT_FLAGS = {short: (p.executable, long) for name in engine_names() if (p := get_profile(name)).executable
+                for short, long in p.short_flags.items()}
 _ENV_NAMES = ("SGLANG_DEFAULT_THINKING", "SGLANG_ENABLE_THINKING", "DYN_DEFAULT_THINKING_MODE", "THINKING_MODE",
               "IS_AGENTIC", "MODEL", "MODEL_PATH", "MODEL_PREFIX", "SERVED_MODEL_NAME", "DRAFT_MODEL",
               "DRAFT_MODEL_PATH", "AIPERF_EXTRA_INPUTS", *_ENV_COMPANIONS,
@@ -148,7 +162,7 @@ class _ProfileReader:
 def _profile_readers() -> tuple[_ProfileReader, ...]:
     """Every registered engine whose knobs the hand-written readers here do not know, with a
     declared command line (an engine without one stays ``unresolved`` in ``check``)."""
-    known = {*_SITE_NAMES, *_FLAGS, *_ENV_KNOBS, *VLLM_KEYS}
+    known = {*_SITE_NAMES, *_FLAGS, *_ENV_KNOBS, *CONFIG_KEYS}
     out = []
     for name in engine_names():
         profile = get_profile(name)
@@ -357,8 +371,8 @@ def _flags_in(words: list[str]) -> list[tuple[str, str]]:
                 out.append((flag, ""))
     # llama-server's short model flag (-m is too common a substring to be a site marker)
     for i, w in enumerate(words[:-1]):
-        if w in ("-m", "-md") and any(x.endswith("llama-server") for x in words[:i]):
-            out.append(("--model" if w == "-m" else llamacpp.FLAG_DRAFT_MODEL, words[i + 1]))
+        if w in _SHORT_FLAGS and any(x.endswith(str(_SHORT_FLAGS[w][0])) for x in words[:i]):
+            out.append((_SHORT_FLAGS[w][1], words[i + 1]))
     # `vllm serve MODEL` and `trtllm-serve MODEL`: the positional model
     for i, w in enumerate(words[:-1]):
         if (w == "serve" and i > 0 and words[i - 1].endswith("vllm")) or w.endswith("trtllm-serve"):
@@ -450,7 +464,7 @@ class _Visitor:
             if name in _LLAMACPP_ENV:
                 value = state.env.get(name)
                 text = value if isinstance(value, str) else ""
-                state.notes.append(("pin", llamacpp.PROFILE.name, name, v.line, text, "env",
+                state.notes.append(("pin", _FLAG_ENV[name], name, v.line, text, "env",
                                     origin_of(v.raw, v.line, state, _literal(text))))
                 continue
             env_knob = env_knobs().get(name)
@@ -466,7 +480,7 @@ class _Visitor:
             if m := _VLLM_PIN.search(v.raw):
                 text = ex.expand_text(v.raw, quoted=False)
                 use = v.line + v.raw[:m.start()].count("\n")
-                state.notes.append(("pin", vllm.PROFILE.name, "", use, text, "", origin_of(v.raw, use, state, _vllm_value(text))))
+                state.notes.append(("pin", _CONFIG_ENGINE, "", use, text, "", origin_of(v.raw, use, state, _vllm_value(text))))
         # 2. words: export NAME=..., env NAME=..., JSON configs, ATOM flags
         for w in cmd.words:
             raw = w.raw
@@ -483,14 +497,14 @@ class _Visitor:
                 state.exported.add(name)
             elif m and m.group(1) in _LLAMACPP_ENV and head in ("export", "env", "declare"):
                 value = ex.expand_text(raw[m.end():], quoted=False)
-                state.notes.append(("pin", llamacpp.PROFILE.name, m.group(1), w.line, value, "export",
+                state.notes.append(("pin", _FLAG_ENV[m.group(1)], m.group(1), w.line, value, "export",
                                     origin_of(raw[m.end():], w.line, state, _literal(value))))
             elif _ENV_PIN.search(raw) and not m and head == "env":
                 self._string_pins(ex.expand_text(raw, quoted=False), raw, w.line, state)
             if vm := _VLLM_PIN.search(raw):
                 use = w.line + raw[:vm.start()].count("\n")
                 text = ex.expand_text(raw, quoted=False)
-                state.notes.append(("pin", vllm.PROFILE.name, "", use, text, "", origin_of(raw, use, state, _vllm_value(text))))
+                state.notes.append(("pin", _CONFIG_ENGINE, "", use, text, "", origin_of(raw, use, state, _vllm_value(text))))
         items = [(w, cmd.words) for w in cmd.words]
         for _, _, v in cmd.assigns:
             if isinstance(v, ArrayAssign):
@@ -499,11 +513,11 @@ class _Visitor:
                     if vm := _VLLM_PIN.search(w.raw):
                         use = w.line + w.raw[:vm.start()].count("\n")
                         text = ex.expand_text(w.raw, quoted=False)
-                        state.notes.append(("pin", vllm.PROFILE.name, "", use, text, "",
+                        state.notes.append(("pin", _CONFIG_ENGINE, "", use, text, "",
                                             origin_of(w.raw, use, state, _vllm_value(text))))
         for w, seq in items:
             flag = w.raw.strip("'\"").split("=", 1)[0]
-            if flag in _ATOM_FLAGS or flag in _LLAMACPP_FLAGS:
+            if flag in _FLAG_KNOBS:
                 if "=" in w.raw:
                     value = ex.expand_text(w.raw, quoted=False).split("=", 1)[1]
                     where = (w.raw, w.line)
@@ -511,7 +525,7 @@ class _Visitor:
                     idx = seq.index(w)
                     value = ex.expand_text(seq[idx + 1].raw, quoted=False) if idx + 1 < len(seq) else ""
                     where = (seq[idx + 1].raw, seq[idx + 1].line) if idx + 1 < len(seq) else (w.raw, w.line)
-                state.notes.append(("pin", atom.PROFILE.name if flag in _ATOM_FLAGS else llamacpp.PROFILE.name, flag, w.line, value, "",
+                state.notes.append(("pin", _FLAG_KNOBS[flag], flag, w.line, value, "",
                                     origin_of(where[0], where[1], state, _literal(value))))
 
     def _expanded_export(self, w: Any, state: State, ex: Expander) -> None:
@@ -527,7 +541,7 @@ class _Visitor:
                                     origin_of(w.raw, w.line, state, _literal(value))))
                 state.exported.add(name)
             elif name in _LLAMACPP_ENV:
-                state.notes.append(("pin", llamacpp.PROFILE.name, name, w.line, value, "export",
+                state.notes.append(("pin", _FLAG_ENV[name], name, w.line, value, "export",
                                     origin_of(w.raw, w.line, state, _literal(value))))
 
     def _string_pins(self, text: str, raw: str, line: int, state: State) -> None:
@@ -550,7 +564,7 @@ def _vllm_value(text: str) -> str | None:
     cfg = config_json(text)
     if cfg is None:
         return None
-    raw = next((cfg[k] for k in VLLM_KEYS if k in cfg), None)
+    raw = next((cfg[k] for k in CONFIG_KEYS if k in cfg), None)
     if raw is None or isinstance(raw, (list, dict)):
         return None
     return _literal(str(raw))

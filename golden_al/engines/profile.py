@@ -617,6 +617,10 @@ class EngineProfile:
     script_pin: str | None = None
     #: The launch flags whose values :attr:`script_speculation` reads (``check`` gathers them on each path).
     script_flags: tuple[str, ...] = ()
+    #: Config keys a script writes (a YAML heredoc, TensorRT-LLM's) that :attr:`script_speculation` reads.
+    script_config_keys: tuple[str, ...] = ()
+    #: Short flags of the engine's executable and the long flag each stands for (llama-server ``-m``, ``-md``).
+    short_flags: Mapping[str, str] = field(default_factory=dict)
     #: What :attr:`script_speculation` reads, for messages (``the launch flags``).
     script_settings: str = ""
     #: The setting that picks the algorithm (``--speculative-algorithm``); None: one algorithm per setting.

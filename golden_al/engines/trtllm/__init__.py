@@ -337,6 +337,7 @@ PROFILE = EngineProfile(
     settings_draft_len=settings_draft_len,
     script_speculation=script_speculation,
     script_settings="the TensorRT-LLM config written by the script",
+    script_config_keys=SPEC_KEYS,
     injection_problem=injection_problem,
     display_name="TensorRT-LLM",
     algorithms=("MTP", "Eagle3", "Eagle", "DFlash", "DSpark", "NGram", "DraftTarget", "PARD", "SA", "PEARL"),

@@ -124,6 +124,8 @@ LENGTH_KEY = "synthetic_acceptance_length"
 RATES_KEY = "synthetic_acceptance_rates"
 #: PR #38045's older MRV2 key (geometric decay), superseded by :data:`RATES_KEY`.
 LEGACY_RATE_KEY = "synthetic_acceptance_rate"
+#: The synthetic value keys of a speculative config, in the order a pin chooses its knob by (length first).
+CONFIG_VALUE_KEYS: tuple[str, ...] = (LENGTH_KEY, RATES_KEY, LEGACY_RATE_KEY)
 SYNTHETIC_METHOD = "synthetic"
 #: ``rejection_sample_method`` values (``RejectionSampleMethod``, 0.33 and 0.34); ``standard`` is the default,
 #: the method ``inject --restore-real`` restores unless told otherwise.
@@ -757,6 +759,7 @@ PROFILE = EngineProfile(
     settings_draft_len=settings_draft_len,
     harness_pin=harness_pin,
     script_pin="golden_al.engines.vllm.pins:vllm_pin",
+    script_flags=(FLAG_SPEC_CONFIG,),
     display_name="vLLM",
     algorithms=("mtp", "eagle", "eagle3", "dflash", "dspark", "ngram", "draft_model", "suffix"),
     versions=VERSIONS,

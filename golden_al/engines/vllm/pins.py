@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from golden_al.checks.bash import has_unknown, show
-from golden_al.checks.context import VLLM_KEYS, scalar_text
+from golden_al.checks.context import scalar_text
 from golden_al.checks.findings import AgenticInfo, ModelName, Pin
 from golden_al.checks.script_pins import PinSite, clean, value_of
 from golden_al.checks.spec import config_json, settings_draft
@@ -23,7 +23,7 @@ def vllm_pin(site: PinSite) -> Pin:
     if cfg is None:
         return site.pin(vllm.PROFILE.name, vllm.FLAG_SPEC_CONFIG[2:], None,
                         f"cannot read a JSON object from {show(site.text)[:120]!r}")
-    knob = next((k for k in VLLM_KEYS if k in cfg), vllm.METHOD_KEY)
+    knob = next((k for k in vllm.CONFIG_VALUE_KEYS if k in cfg), vllm.METHOD_KEY)
     raw = cfg.get(knob)
     if isinstance(raw, list):
         value: str | None = "[" + ", ".join(show(str(x)) for x in raw) + "]"
@@ -51,11 +51,11 @@ def recipe_config_pin(path: str, line: int, value: Any, models: list[ModelName],
     ``num_speculative_tokens``; None when the config asks for no synthetic acceptance (the profile's
     ``recipe.config_pin``)."""
     cfg = json_obj(value)
-    if cfg is None or not (any(k in cfg for k in VLLM_KEYS) or cfg.get(vllm.METHOD_KEY) == vllm.SYNTHETIC_METHOD):
+    if cfg is None or not (any(k in cfg for k in vllm.CONFIG_VALUE_KEYS) or cfg.get(vllm.METHOD_KEY) == vllm.SYNTHETIC_METHOD):
         return None
     info = settings_draft(vllm.PROFILE.name, vllm.read_recipe_role({vllm.RECIPE_SPEC_KEYS[0]: cfg}),
                           f"the {vllm.RECIPE_SPEC_KEYS[0]}")
-    knob = next((k for k in VLLM_KEYS if k in cfg), vllm.METHOD_KEY)
+    knob = next((k for k in vllm.CONFIG_VALUE_KEYS if k in cfg), vllm.METHOD_KEY)
     raw = cfg.get(knob) if knob in cfg else None
     pin = Pin(file=path, line=line, engine="vllm", knob=knob,
               raw_value=None if raw is None else (json.dumps(raw) if isinstance(raw, list) else scalar_text(raw)),
