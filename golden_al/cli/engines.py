@@ -76,7 +76,8 @@ def describe(name: str) -> dict[str, object]:
         "curve_selectors": dict(p.selector_keys),
         "versions": [v.version for v in p.versions],
         "al_sources": list(p.al_sources),
-        "measurable": bool(p.al_sources),
+        "measurable": p.has("server"),
+        "capabilities": list(p.capabilities()),
     }
 
 
@@ -92,6 +93,7 @@ def _show(args: argparse.Namespace) -> int:
              "  draft length: " + ("; ".join(f"{r['algorithm']}: {r['rule']}" for r in info["draft_len_rules"])  # type: ignore[attr-defined]
                                    or "none"),
              f"  versions known: {', '.join(info['versions']) or 'none'}",  # type: ignore[arg-type]
+             f"  capabilities: {', '.join(info['capabilities']) or 'none'}",  # type: ignore[arg-type]
              f"  AL sources against a server: {', '.join(info['al_sources']) or 'none (not measurable)'}",  # type: ignore[arg-type]
              "  curve selectors (settings that change real AL; a curve serves a recipe only with equal ones):"]
     selectors = info["curve_selectors"]

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
-from golden_al.engines.profile import EngineProfile, SyntheticKnob
+from golden_al.engines.profile import CAPABILITIES, EngineProfile, SyntheticKnob
 
 __all__ = ["RESERVED_NAMES", "hook_refs", "knob_spellings", "profile_problems"]
 
@@ -168,6 +168,12 @@ def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, Engi
         value = getattr(profile, f, None)
         if value is not None and not callable(value):
             out.append(f"{f}: a {type(value).__name__}, not a callable")
+    for cap in CAPABILITIES:  # a capability group is filled as a whole, or not at all
+        filled = [f for f in cap.fields if getattr(profile, f)]
+        if filled and len(filled) < len(cap.fields):
+            missing = [f for f in cap.fields if f not in filled]
+            out.append(f"capability {cap.name!r}: sets {', '.join(filled)} but not {', '.join(missing)} (a group is "
+                       "filled as a whole, or left out)")
     for key in profile.selector_keys:
         if not _SELECTOR_RE.match(str(key)):
             out.append(f"selector_keys: {key!r} is not a curve selector name ([a-z][a-z0-9_]*)")

@@ -19,6 +19,8 @@ from typing import Any, Literal
 from golden_al.errors import UsageError
 
 __all__ = [
+    "CAPABILITIES",
+    "Capability",
     "Caveat",
     "CommandLine",
     "CommandLineReading",
@@ -446,6 +448,31 @@ class SimulateOption:
 
 
 @dataclass(frozen=True)
+class Capability:
+    """A group of profile fields that together let golden-al do one thing with an engine. A group is optional as a
+    whole: an engine fills every field of it or none (the conformance kit refuses half a group), and a command that
+    needs a group the engine lacks refuses naming it (:meth:`EngineProfile.require`)."""
+
+    name: str
+    what: str  #: what golden-al can do with it, for messages
+    fields: tuple[str, ...]  #: set together, or not at all
+    commands: tuple[str, ...]
+
+
+#: The capability groups of a profile (``golden-al engines show`` lists an engine's).
+CAPABILITIES: tuple[Capability, ...] = (
+    Capability("check", "read, judge and write its synthetic-acceptance settings", ("synthetic_knobs",
+               "synthetic_settings"), ("check", "env", "select", "inject")),
+    Capability("server", "measure AL against a running server", ("al_sources", "source_impls", "server_probe"),
+               ("measure", "sweep")),
+    Capability("launch", "start its server itself", ("server_args", "launch_command"), ("measure --launch", "sweep")),
+    Capability("recipes", "read and rewrite srt-slurm recipes", ("recipe",), ("check", "select", "inject")),
+    Capability("simulate", "reproduce its sampler", ("default_sampler",), ("simulate", "check-run")),
+    Capability("run-logs", "read a run's logs for its realized AL", ("run_evidence",), ("check-run",)),
+)
+
+
+@dataclass(frozen=True)
 class EngineProfile:
     """Everything golden-al knows about one engine. One instance per engine module."""
 
@@ -631,6 +658,26 @@ class EngineProfile:
     #: ``runners/synthetic_injectors``) writes beside a master-config value, as the pin's ``spec`` that
     #: :attr:`review_pin` reads, and notes on what it replaces. None: nothing beside the value.
     harness_pin: Callable[[str | None, Speculation | None], tuple[Mapping[str, Any], list[str]]] | None = None
+
+    def capabilities(self) -> tuple[str, ...]:
+        """The capability groups (:data:`CAPABILITIES`) whose every field this profile fills."""
+        return tuple(c.name for c in CAPABILITIES if all(getattr(self, f) for f in c.fields))
+
+    def has(self, capability: str) -> bool:
+        """Whether the profile fills capability group ``capability``."""
+        return capability in self.capabilities()
+
+    def require(self, capability: str, command: str) -> None:
+        """Refuse ``command`` on an engine without capability group ``capability``.
+
+        Raises:
+            UsageError: naming the engine, the capability and the fields a profile fills for it.
+        """
+        if not self.has(capability):
+            cap = next(c for c in CAPABILITIES if c.name == capability)
+            raise UsageError(f"{command}: {self.display_name} has no {capability!r} capability: golden-al cannot "
+                             f"{cap.what} for it", hint=f"its profile sets none of {', '.join(cap.fields)} "
+                                                     "(golden-al engines show " + self.name + ")")
 
     def tolerance(self, ctx: PinContext) -> float:
         """How close the AL of ``ctx`` must be to the golden AL (:attr:`pin_tolerance`, or exact)."""

@@ -49,12 +49,10 @@ __all__ = [
 ]
 
 #: Engines whose profile can build a server command (``EngineProfile.server_args``), from the registry.
-SERVER_ENGINES: tuple[str, ...] = tuple(n for n in engines.engine_names() if engines.get_profile(n).server_args)
+SERVER_ENGINES: tuple[str, ...] = tuple(n for n in engines.engine_names() if engines.get_profile(n).has("launch"))
 #: Engines golden-al can measure over HTTP: the profile names an AL source and a server probe (attach
 #: with ``--server``), or builds a server command (``--launch``); in registration order.
-MEASURABLE_ENGINES: tuple[str, ...] = tuple(
-    n for n in engines.engine_names()
-    if n in SERVER_ENGINES or (engines.get_profile(n).al_sources and engines.get_profile(n).server_probe))
+MEASURABLE_ENGINES: tuple[str, ...] = tuple(n for n in engines.engine_names() if engines.get_profile(n).has("server"))
 #: ``--engine`` -> the Python module the server runs as (engines run as an executable are absent).
 ENGINE_MODULES: dict[str, str] = {name: engines.get_profile(name).launch_command[-1] for name in SERVER_ENGINES
                                   if engines.get_profile(name).executable is None}

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al.errors import ServerError
 from golden_al.servers import synthetic
 from golden_al.servers.client import ServerClient
 
@@ -67,11 +66,10 @@ def _probe_of(engine: str) -> Any:
     """The engine profile's ``server_probe`` (``"module:function"``), imported."""
     from golden_al import engines
 
-    ref = engines.get_profile(engine).server_probe
-    if not ref:
-        raise ServerError(f"golden-al cannot probe a {engine} server (its profile names no server_probe)",
-                          hint="measure an engine whose server golden-al knows, or add a probe to its profile")
-    return engines.load_hook(ref)
+    profile = engines.get_profile(engine)
+    profile.require("server", "measure")  # a probe, its AL sources and their implementations, or none of them
+    assert profile.server_probe is not None
+    return engines.load_hook(profile.server_probe)
 
 
 def is_chain(engine: str, method: str | None, topk: int | None = None) -> bool:

@@ -56,3 +56,29 @@ def test_every_built_in_engine_is_a_folder_with_its_profile() -> None:
         folder = ROOT / "golden_al" / "engines" / name
         assert (folder / "__init__.py").is_file(), name
         assert not (ROOT / "golden_al" / "engines" / f"{name}.py").exists(), name
+
+
+def test_each_built_in_engine_has_the_capabilities_its_profile_fills() -> None:
+    from golden_al.servers.launch import MEASURABLE_ENGINES, SERVER_ENGINES
+
+    have = {name: engines.get_profile(name).capabilities() for name in engines.engine_names()}
+    assert have["trtllm"] == ("check", "server", "recipes", "simulate", "run-logs")  # attach only: no launch
+    assert "recipes" not in have["atom"] and "recipes" not in have["llamacpp"]
+    assert all({"check", "server", "simulate", "run-logs"} <= set(c) for c in have.values())
+    assert MEASURABLE_ENGINES == tuple(n for n in have if "server" in have[n])  # measurable = the server capability
+    assert SERVER_ENGINES == tuple(n for n in have if "launch" in have[n])
+
+
+def test_half_a_capability_is_refused_and_a_missing_one_names_itself() -> None:
+    from dataclasses import replace
+
+    import pytest
+
+    from golden_al.engines.conformance import profile_problems
+    from golden_al.errors import UsageError
+
+    half = replace(engines.get_profile("atom"), name="toy", server_probe=None)
+    assert any("capability 'server': sets al_sources, source_impls but not server_probe" in p
+               for p in profile_problems(half, entry_name="toy", resolve_hooks=False))
+    with pytest.raises(UsageError, match="TensorRT-LLM has no 'launch' capability: golden-al cannot start its server"):
+        engines.get_profile("trtllm").require("launch", "measure --launch")
