@@ -1,5 +1,5 @@
-"""Engines: one module per serving engine, each exporting ``PROFILE`` (:mod:`.profile`),
-plus the offline reference engine on transformers (``offline_reference/``).
+"""Engines: one folder per serving engine (``<name>/``: its ``PROFILE`` (:mod:`.profile`) in ``__init__.py`` and
+the modules its profile names as hooks), plus the offline reference engine on transformers (``offline_reference/``).
 
 Engines are plugins. Each registers under the entry-point group ``golden_al.engines``
 (``name = "package.module:PROFILE"``); the built-in five register the same way in
