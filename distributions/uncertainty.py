@@ -56,6 +56,7 @@ __all__ = [
     "al_intervals_batch",
     "chernoff_half_width",
     "cluster_bootstrap_al",
+    "concentration_warning",
     "few_clusters_warning",
     "gaussian_tail_for_sigma",
     "iid_ci_from_counts",
@@ -91,7 +92,7 @@ FLOOR_C = 0.1
 #: error, so that resamples of near-identical clusters cannot produce unbounded t values.
 STUDENT_FLOOR = 0.3
 #: Methods :func:`al_intervals_batch` knows (the calibration experiment compares them).
-METHODS = ("studentized", "percentile", "delta-t", "delta-z", "bca")
+METHODS = ("studentized", "percentile", "delta-t", "delta-z", "bca", "cr2-bm", "cr2-welch")
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,8 @@ class ALInterval:
     clusters: int
     resamples: int
     seed: int
+    #: ``(sum s)^2 / sum s^2``: how many equal clusters the sample is worth (0: not computed)
+    effective_clusters: float = 0.0
 
     @property
     def ci(self) -> tuple[float, float]:
@@ -129,8 +132,8 @@ class ALInterval:
 
     @property
     def warning(self) -> str | None:
-        """A sentence when the interval rests on too few clusters, else None."""
-        return few_clusters_warning(self.clusters)
+        """A sentence when the interval rests on too few clusters, or on a few that hold most of the steps."""
+        return few_clusters_warning(self.clusters) or concentration_warning(self.clusters, self.effective_clusters)
 
     def uncertainty(self) -> dict[str, Any]:
         """The ``uncertainty`` block of records: ``{"method", "clusters", "confidence"}``."""
@@ -144,6 +147,21 @@ def few_clusters_warning(clusters: int) -> str | None:
     return (f"the interval rests on {clusters} independent cluster{'s' if clusters != 1 else ''} "
             f"(fewer than {FEW_CLUSTERS}): it is wide and its coverage is only approximate; "
             "measure more prompts")
+
+
+#: Below this share of its clusters, a sample's effective number of clusters says a few hold most of the steps.
+CONCENTRATED = 1.0 / 3.0
+
+
+def concentration_warning(clusters: int, effective: float) -> str | None:
+    """The warning for a sample whose steps sit in a few clusters (``effective`` below :data:`CONCENTRATED` of
+    ``clusters``), else None. There the interval's coverage falls (experiments/interval-calibration/
+    interval_choice.md: heavy-tailed lengths, long requests): the sample may be missing the tail."""
+    if clusters < 2 or effective <= 0.0 or effective >= CONCENTRATED * clusters:
+        return None
+    return (f"a few requests hold most of the verify steps: the {clusters} clusters are worth {effective:.1f} equal "
+            "ones, so the sample may be missing the tail and the interval's coverage is only approximate; measure "
+            "more prompts")
 
 
 def _clusters(accepted: ArrayLike, steps: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -205,6 +223,11 @@ def al_intervals_batch(accepted: ArrayLike, steps: ArrayLike, *, method: str = "
     * ``percentile``: the plain percentile cluster bootstrap.
     * ``delta-t`` / ``delta-z``: ``AL +/- t_{n-1} se`` / ``+/- z se`` with the delta-method se.
     * ``bca``: bias-corrected and accelerated bootstrap (jackknife acceleration).
+    * ``cr2-bm`` / ``cr2-welch``: ``AL +/- t_nu se_CR2``. The ratio is the weighted least-squares slope of
+      accepted on steps (weights 1/steps), so its bias-reduced cluster-robust variance (CR2, Bell and
+      McCaffrey 2002) divides each squared residual by ``1 - h_i`` with leverage ``h_i = s_i / sum(s)``;
+      ``nu`` is Bell-McCaffrey's (working variance proportional to steps) or Welch-Satterthwaite's
+      (``(sum u)^2 / sum u^2`` over the clusters' variance contributions ``u``), :func:`cr2_se_df`.
 
     All methods share the continuity floor ``se >= FLOOR_C * AL / n`` (the bootstrap ones
     through the interval being at least ``AL +/- t_{n-1} * floor``), so all-identical clusters
@@ -228,6 +251,12 @@ def al_intervals_batch(accepted: ArrayLike, steps: ArrayLike, *, method: str = "
     se = np.maximum(np.sqrt((resid**2).sum(axis=1) * n / df) / s_sum, floor)
     alpha = (1.0 - confidence) / 2.0
     t_floor = _t_quantile(1.0 - alpha, df) * floor
+    if method in ("cr2-bm", "cr2-welch"):
+        se2, nu = cr2_se_df(acc, st, bell_mccaffrey=method == "cr2-bm")
+        se_c = np.maximum(se2, floor)
+        q_nu = np.array([_t_quantile(1.0 - alpha, max(1, math.floor(v))) if np.isfinite(v) else
+                         _t_quantile(1.0 - alpha, df) for v in nu])
+        return np.maximum(1.0, al - q_nu * se_c), al + q_nu * se_c
     if method in ("delta-t", "delta-z"):
         from statistics import NormalDist
 
@@ -274,6 +303,38 @@ def al_intervals_batch(accepted: ArrayLike, steps: ArrayLike, *, method: str = "
     return np.maximum(1.0, np.minimum(lo, al - t_floor)), np.maximum(hi, al + t_floor)
 
 
+def cr2_se_df(acc: np.ndarray, st: np.ndarray, *, bell_mccaffrey: bool = True) -> tuple[np.ndarray, np.ndarray]:
+    """CR2 standard error of the ratio ``sum(a) / sum(s)`` over ``(R, n)`` clusters, and its degrees of freedom.
+
+    The ratio is the WLS slope of ``a`` on ``s`` with weights ``1/s`` (so ``w_i s_i = 1``): leverages
+    ``h_i = s_i / S``, residuals ``e_i = a_i - r s_i``, ``var = sum(e_i^2 / (1 - h_i)) / S^2``. Degrees of freedom:
+    Bell-McCaffrey ``tr(B)^2 / tr(B^2)`` with ``B = D^-1/2 M' diag(s) M D^-1/2`` (``M = I - H``, ``D = diag(1 - h)``,
+    working variance proportional to steps), or Welch-Satterthwaite ``(sum u)^2 / sum u^2`` with
+    ``u_i = e_i^2 / (1 - h_i)``.
+    """
+    s_sum = st.sum(axis=1, keepdims=True)
+    rate = acc.sum(axis=1, keepdims=True) / s_sum
+    h = st / s_sum
+    one_h = np.maximum(1.0 - h, 1e-12)
+    u = (acc - rate * st) ** 2 / one_h
+    se = np.sqrt(u.sum(axis=1)) / s_sum[:, 0]
+    if not bell_mccaffrey:
+        tot = u.sum(axis=1)
+        nu = np.where(tot > 0, tot**2 / np.maximum((u**2).sum(axis=1), 1e-300), np.inf)
+        return se, nu
+    # K = M' diag(s) M = diag(s) - (s^2 1' + 1 s^2') / S + (sum s^3 / S^2) 1 1'
+    q = (st**3).sum(axis=1, keepdims=True) / s_sum**2
+    sq = st**2 / s_sum
+    d = 1.0 / one_h
+    k_diag = st - 2.0 * sq + q
+    tr_b = (d * k_diag).sum(axis=1)
+    k_full = -(sq[:, :, None] + sq[:, None, :]) + q[:, :, None]
+    idx = np.arange(st.shape[1])
+    k_full[:, idx, idx] += st
+    tr_b2 = np.einsum("ri,rij,rj->r", d, k_full**2, d)
+    return se, tr_b**2 / np.maximum(tr_b2, 1e-300)
+
+
 def al_interval_result(accepted: ArrayLike, steps: ArrayLike, *, confidence: float = 0.95, seed: int = 0,
                        draft_len: int | None = None, num_resamples: int = NUM_RESAMPLES) -> ALInterval:
     """:func:`al_interval` with the estimate and what the interval rests on (:class:`ALInterval`).
@@ -312,7 +373,8 @@ def al_interval_result(accepted: ArrayLike, steps: ArrayLike, *, confidence: flo
         hi = min(hi, cap)
         lo = min(lo, cap)
     return ALInterval(al=al, low=lo, high=hi, confidence=float(confidence), method=method,
-                      clusters=n, resamples=resamples, seed=int(seed))
+                      clusters=n, resamples=resamples, seed=int(seed),
+                      effective_clusters=float(st.sum() ** 2 / (st**2).sum()))
 
 
 def al_interval(accepted: ArrayLike, steps: ArrayLike, *, confidence: float = 0.95,

@@ -1,0 +1,63 @@
+"""The CR2 candidates of issue 39's interval comparison: the bias-reduced cluster-robust variance of the AL ratio
+and its Bell-McCaffrey / Welch-Satterthwaite degrees of freedom, checked against their definitions."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from distributions.uncertainty import al_intervals_batch, cr2_se_df
+
+
+def test_equal_steps_give_n_minus_1_degrees_and_the_delta_method_variance() -> None:
+    rng = np.random.default_rng(7)
+    n = 12
+    st = np.full((1, n), 50.0)
+    acc = rng.binomial(150, 0.5, (1, n)).astype(float)
+    se, nu = cr2_se_df(acc, st)
+    e = acc[0] - acc[0].sum() / st[0].sum() * st[0]
+    assert nu[0] == pytest.approx(n - 1)
+    assert se[0] == pytest.approx(np.sqrt((e**2).sum() * n / (n - 1)) / st[0].sum())
+
+
+def test_bell_mccaffrey_degrees_follow_their_matrix_definition() -> None:
+    rng = np.random.default_rng(11)
+    n = 9
+    st = rng.integers(10, 400, (1, n)).astype(float)
+    acc = np.round(st * rng.uniform(0.3, 2.5, (1, n)))
+    se, nu = cr2_se_df(acc, st)
+    s, total = st[0], st[0].sum()
+    h = s / total
+    m = np.eye(n) - np.outer(s, np.ones(n)) / total  # I - H for the WLS slope with weights 1/s
+    g = m / np.sqrt(1.0 - h)[None, :]
+    lam = np.linalg.eigvalsh(g.T @ np.diag(s) @ g)
+    assert nu[0] == pytest.approx(lam.sum() ** 2 / (lam**2).sum())
+    e = acc[0] - acc[0].sum() / total * s
+    assert se[0] == pytest.approx(np.sqrt((e**2 / (1.0 - h)).sum()) / total)
+    u = e**2 / (1.0 - h)
+    assert cr2_se_df(acc, st, bell_mccaffrey=False)[1][0] == pytest.approx(u.sum() ** 2 / (u**2).sum())
+
+
+@pytest.mark.parametrize("method", ["cr2-bm", "cr2-welch"])
+def test_the_cr2_intervals_hold_the_estimate_and_widen_with_fewer_degrees(method: str) -> None:
+    rng = np.random.default_rng(3)
+    st = rng.integers(20, 600, (50, 16)).astype(float)
+    acc = np.round(st * rng.uniform(0.5, 2.0, (50, 16)))
+    lo, hi = al_intervals_batch(acc, st, method=method)
+    al = 1.0 + acc.sum(axis=1) / st.sum(axis=1)
+    assert np.all((lo <= al) & (al <= hi))
+    lo_t, hi_t = al_intervals_batch(acc, st, method="delta-t")  # n - 1 degrees: never more than CR2's
+    assert np.median(hi - lo) >= np.median(hi_t - lo_t)
+
+
+def test_a_record_says_when_a_few_requests_hold_most_of_the_steps() -> None:
+    from distributions.uncertainty import al_interval_result
+
+    even = al_interval_result([30] * 16, [20] * 16)
+    assert even.effective_clusters == pytest.approx(16.0)
+    assert even.warning is None
+    skewed = al_interval_result([30] * 14 + [900, 800], [20] * 14 + [1000, 900])  # two requests hold 86 % of steps
+    assert skewed.effective_clusters == pytest.approx(sum([20] * 14 + [1000, 900]) ** 2
+                                                      / sum(x * x for x in [20] * 14 + [1000, 900]))
+    assert skewed.warning is not None
+    assert "a few requests hold most of the verify steps: the 16 clusters are worth 2." in skewed.warning
