@@ -63,7 +63,8 @@ def test_each_built_in_engine_has_the_capabilities_its_profile_fills() -> None:
 
     have = {name: engines.get_profile(name).capabilities() for name in engines.engine_names()}
     assert have["trtllm"] == ("check", "server", "recipes", "simulate", "run-logs")  # attach only: no launch
-    assert "recipes" not in have["atom"] and "recipes" not in have["llamacpp"]
+    assert "recipes" not in have["atom"]
+    assert "recipes" not in have["llamacpp"]
     assert all({"check", "server", "simulate", "run-logs"} <= set(c) for c in have.values())
     assert MEASURABLE_ENGINES == tuple(n for n in have if "server" in have[n])  # measurable = the server capability
     assert SERVER_ENGINES == tuple(n for n in have if "launch" in have[n])
