@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from golden_al.engines import engine_names, get_profile
 
@@ -75,10 +76,22 @@ def describe(name: str) -> dict[str, object]:
         "draft_len_rules": [{"algorithm": r.algorithm, "rule": r.rule} for r in p.draft_len_rules],
         "curve_selectors": dict(p.selector_keys),
         "versions": [v.version for v in p.versions],
+        "metrics": [{"name": m.name, "kind": m.kind, "meaning": m.meaning} for m in p.metrics],
+        "launch_flags_at_k3": _launch_flags(p),
         "al_sources": list(p.al_sources),
         "measurable": p.has("server"),
         "capabilities": list(p.capabilities()),
     }
+
+
+def _launch_flags(p: Any) -> list[str] | None:
+    """The flags that turn speculation on at k = 3 with the engine's first algorithm (its ``spec_flags``)."""
+    if p.spec_flags is None or not p.algorithms:
+        return None
+    try:
+        return [str(x) for x in p.spec_flags(p.algorithms[0], 3)]
+    except Exception:  # an algorithm that needs a draft model: shown without flags
+        return None
 
 
 def _show(args: argparse.Namespace) -> int:
@@ -95,6 +108,9 @@ def _show(args: argparse.Namespace) -> int:
              f"  versions known: {', '.join(info['versions']) or 'none'}",  # type: ignore[arg-type]
              f"  capabilities: {', '.join(info['capabilities']) or 'none'}",  # type: ignore[arg-type]
              f"  AL sources against a server: {', '.join(info['al_sources']) or 'none (not measurable)'}",  # type: ignore[arg-type]
+             "  metrics: " + (", ".join(m["name"] for m in info["metrics"]) or "none"),  # type: ignore[attr-defined]
+             "  launch flags at k=3: " + (" ".join(info["launch_flags_at_k3"]) if info["launch_flags_at_k3"]  # type: ignore[arg-type]
+                                         else "none"),
              "  curve selectors (settings that change real AL; a curve serves a recipe only with equal ones):"]
     selectors = info["curve_selectors"]
     assert isinstance(selectors, dict)

@@ -174,6 +174,10 @@ def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, Engi
             missing = [f for f in cap.fields if f not in filled]
             out.append(f"capability {cap.name!r}: sets {', '.join(filled)} but not {', '.join(missing)} (a group is "
                        "filled as a whole, or left out)")
+    names = {m.name for m in profile.metrics}
+    if profile.counter_marker and names and profile.counter_marker not in names:
+        out.append(f"counter_marker: {profile.counter_marker!r} is not one of the profile's metrics "
+                   f"({', '.join(sorted(names))})")
     for key in profile.selector_keys:
         if not _SELECTOR_RE.match(str(key)):
             out.append(f"selector_keys: {key!r} is not a curve selector name ([a-z][a-z0-9_]*)")

@@ -83,3 +83,21 @@ def test_half_a_capability_is_refused_and_a_missing_one_names_itself() -> None:
                for p in profile_problems(half, entry_name="toy", resolve_hooks=False))
     with pytest.raises(UsageError, match="TensorRT-LLM has no 'launch' capability: golden-al cannot start its server"):
         engines.get_profile("trtllm").require("launch", "measure --launch")
+
+
+def test_the_fields_the_guide_asks_for_are_read(capsys) -> None:
+    """Issue 40: ``metrics`` and ``spec_flags`` were filled by every author and read by no code. ``engines show``
+    prints them, and the kit holds ``counter_marker`` to the declared metrics."""
+    import json
+    from dataclasses import replace
+
+    from golden_al.cli.main import main
+    from golden_al.engines.conformance import profile_problems
+
+    assert main(["engines", "show", "sglang", "--format", "json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert "sglang:spec_verify_calls_total" in [m["name"] for m in info["metrics"]]
+    assert info["launch_flags_at_k3"][:2] == ["--speculative-algorithm", "EAGLE"]
+    bad = replace(engines.get_profile("vllm"), name="toy", counter_marker="toy:nothing_total")
+    assert any("counter_marker: 'toy:nothing_total' is not one of the profile's metrics" in p
+               for p in profile_problems(bad, entry_name="toy", builtin=True, resolve_hooks=False))
