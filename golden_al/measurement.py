@@ -35,6 +35,7 @@ from pydantic import (
 
 from distributions import units
 from distributions.counts import tidy_count
+from distributions.errors import DistributionError
 from distributions.uncertainty import ALInterval, al_interval_result
 from golden_al.errors import InputFileError, NoVerifyStepsError, SchemaError
 from golden_al.provenance import atomic_write_text
@@ -503,7 +504,34 @@ def cell_totals(results: Sequence[RequestResult], draft_len: int, *, seed: int =
         notes.append(f"{zero} request(s) had no verify step (they ended on the prefill token) and carry no weight")
     if interval.warning:
         notes.append(interval.warning)
+    if unit.startswith("counter"):
+        note = counter_width_note(counts, interval, unit, draft_len)
+        if note:
+            notes.append(note)
     return CellTotals(counts, interval, unit, num_requests, tuple(notes))
+
+
+def counter_width_note(counts: CellCounts, interval: ALInterval, unit: str, draft_len: int) -> str | None:
+    """How much wider a counter-only interval is than one treating every verify step as independent (the narrowest
+    any per-request source could give; the steps' own histogram, else the widest law with this mean): a server that
+    reports only counters leaves a few windows as the independent units (issue 39)."""
+    from distributions.uncertainty import iid_ci_from_counts
+
+    known = sum(float(v) for v in counts.histogram) > 0  # zeros: the source gave totals only
+    try:
+        iid = iid_ci_from_counts(float(counts.num_accepted_drafts), float(counts.num_verify_steps),
+                                 histogram=list(counts.histogram) if known else None,
+                                 k=draft_len)
+    except DistributionError:
+        return None
+    base = iid.ci_high - iid.ci_low
+    if base <= 0:
+        return None
+    ratio = (interval.high - interval.low) / base
+    return (f"the interval rests on {interval.clusters} {unit}s, not on requests: it is {ratio:.1f}x as wide as one "
+            f"that treated each of the {float(counts.num_verify_steps):.0f} verify steps as independent (the "
+            "narrowest a per-request AL source could give); measure with the engine's per-request source where it "
+            "has one (golden-al engines show ENGINE), or more windows")
 
 
 # ---------------------------------------------------------------------------- file I/O

@@ -61,3 +61,31 @@ def test_a_record_says_when_a_few_requests_hold_most_of_the_steps() -> None:
                                                       / sum(x * x for x in [20] * 14 + [1000, 900]))
     assert skewed.warning is not None
     assert "a few requests hold most of the verify steps: the 16 clusters are worth 2." in skewed.warning
+
+
+def test_a_counter_only_cell_says_how_much_wider_its_interval_is() -> None:
+    """Issue 39, item 3: three counter windows are the only independent units a counters-only server leaves; the
+    record says how far that is from treating the steps as independent (the steps' own histogram sets that width)."""
+    from distributions.uncertainty import iid_ci_from_counts
+    from golden_al.measurement import RequestResult, cell_totals
+
+    k = 3
+    hists = [[10, 20, 30, 40], [30, 30, 20, 20], [5, 15, 30, 50]]
+    rows = []
+    for i, h in enumerate(hists):
+        steps = sum(h)
+        acc = sum(j * n for j, n in enumerate(h))
+        pos = [sum(h[j:]) for j in range(1, k + 1)]
+        rows.append(RequestResult(index=i * 4, request_id=f"w{i}", draft_len=k, prompt_hash="0" * 64,
+                                  num_output_tokens=steps + acc + 1, num_verify_steps=steps, num_accepted_drafts=acc,
+                                  histogram=h, per_position_accepted=pos,
+                                  extra={"unit": [i * 4 + j for j in range(4)]}))
+    totals = cell_totals(rows, k)
+    (note,) = [n for n in totals.notes if "counter unit" in n]
+    merged = [sum(col) for col in zip(*hists, strict=True)]
+    iid = iid_ci_from_counts(sum(j * n for j, n in enumerate(merged)), sum(merged), histogram=merged, k=k)
+    ratio = (totals.interval.high - totals.interval.low) / (iid.ci_high - iid.ci_low)
+    assert ratio > 1.0
+    assert f"it is {ratio:.1f}x as wide as one that treated each of the 300 verify steps as independent" in note
+    request_rows = [r.model_copy(update={"extra": None}) for r in rows]
+    assert not [n for n in cell_totals(request_rows, k).notes if "as wide as" in n]  # requests: no such note
