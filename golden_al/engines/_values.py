@@ -5,13 +5,13 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from distributions import units
 from golden_al.errors import UsageError
 
-__all__ = ["format_value", "int_flag", "json_object", "parse_number", "parse_rates", "selector_text"]
+__all__ = ["format_value", "int_flag", "json_object", "parse_number", "parse_rates", "selector_text", "set_flag"]
 
 
 def format_value(x: float) -> str:
@@ -95,6 +95,16 @@ def parse_rates(text: str, flag: str = "--rates") -> list[float]:
     if not out:
         raise UsageError(f"{flag} is empty; expected comma-separated rates like '0.9,0.5,0.2'")
     return out
+
+
+def set_flag(args: Sequence[str], flags: Sequence[str]) -> tuple[str, str] | None:
+    """The first of ``flags`` (in their order) set among command-line ``args`` (``--x v`` or ``--x=v``), as
+    ``(flag, value)``; a flag that ends the arguments has the value ``""``. None: none is set."""
+    for flag in flags:
+        for i, arg in enumerate(args):
+            if arg == flag or arg.startswith(flag + "="):
+                return flag, arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
+    return None
 
 
 def selector_text(value: Any, name: str) -> str:

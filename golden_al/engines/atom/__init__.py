@@ -34,7 +34,7 @@ from distributions.counts import (
     from_histogram,
 )
 from distributions.errors import DistributionError
-from golden_al.engines._values import format_value, int_flag
+from golden_al.engines._values import format_value, int_flag, set_flag
 from golden_al.engines.profile import (
     DraftLen,
     DraftLenRule,
@@ -371,18 +371,10 @@ def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> DraftLen:
 
 
 
-def _flag_in(args: Sequence[str], flags: Sequence[str]) -> tuple[str, str] | None:
-    for flag in flags:
-        for i, arg in enumerate(args):
-            if arg == flag or arg.startswith(flag + "="):
-                value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
-                return f"{flag} {value}", f"drop {flag} for a measurement"
-    return None
-
-
 def forced_in_args(args: Sequence[str]) -> tuple[str, str] | None:
     """``--spec-decode-acceptance-length`` / ``-rate`` among server arguments, as (what, hint), or None."""
-    return _flag_in(args, (LENGTH_FLAG, RATE_FLAG))
+    found = set_flag(args, (LENGTH_FLAG, RATE_FLAG))
+    return None if found is None else (f"{found[0]} {found[1]}", f"drop {found[0]} for a measurement")
 
 
 _FORCED = re.compile(LOG_FORCED)

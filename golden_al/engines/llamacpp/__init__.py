@@ -43,7 +43,7 @@ from typing import Any
 from distributions import units
 from distributions.counts import AcceptanceCounts, Count, as_count, fit_length, position_counts
 from distributions.errors import DistributionError
-from golden_al.engines._values import parse_rates
+from golden_al.engines._values import parse_rates, set_flag
 from golden_al.engines.profile import (
     Caveat,
     CommandLine,
@@ -535,12 +535,8 @@ def _review(ctx: PinContext) -> PinReview:
 
 def forced_in_args(args: Sequence[str]) -> tuple[str, str] | None:
     """``--spec-synth-len`` / ``--spec-synth-rates`` among server arguments, as (what, hint), or None."""
-    for flag in SYNTH_FLAG_FORMS:
-        for i, arg in enumerate(args):
-            if arg == flag or arg.startswith(flag + "="):
-                value = arg.split("=", 1)[1] if "=" in arg else (args[i + 1] if i + 1 < len(args) else "")
-                return f"{flag} {value}", f"drop {flag} for a measurement"
-    return None
+    found = set_flag(args, tuple(SYNTH_FLAG_FORMS))
+    return None if found is None else (f"{found[0]} {found[1]}", f"drop {found[0]} for a measurement")
 
 
 _SYNTH_LOG = re.compile(f"{LOG_SYNTH_WARNING}|{LOG_SYNTH_INFO}")

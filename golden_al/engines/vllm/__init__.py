@@ -408,16 +408,24 @@ _ARGS_LINE = re.compile(LOG_NON_DEFAULT_ARGS)
 _SPEC_REPR = re.compile(LOG_SYNTHETIC_REPR)
 
 
+def non_default_args(line: str) -> dict[str, Any] | None:
+    """The ``non-default args: {...}`` dict of a vLLM start-up log line (a Python repr), or None."""
+    m = _ARGS_LINE.search(line)
+    if not m:
+        return None
+    try:
+        value = ast.literal_eval(m.group(1))
+    except (ValueError, SyntaxError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
 def forced_in_log_line(line: str) -> tuple[str, str] | None:
     """The synthetic sampler in a log line: the ``non-default args: {...}`` start-up line's speculative config, or
     the config's repr naming ``rejection_sample_method='synthetic'``."""
-    m = _ARGS_LINE.search(line)
-    if m:
-        try:
-            args = ast.literal_eval(m.group(1))
-        except (ValueError, SyntaxError):
-            args = None
-        if isinstance(args, dict) and isinstance(args.get(SPEC_CONFIG_KEY), Mapping):
+    args = non_default_args(line)
+    if args is not None:
+        if isinstance(args.get(SPEC_CONFIG_KEY), Mapping):
             found = forced_in_config(args[SPEC_CONFIG_KEY])
             if found is not None:
                 return found

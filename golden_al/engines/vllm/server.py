@@ -5,8 +5,6 @@ accepted-per-position counter (all present at 0 from startup); the arguments fro
 
 from __future__ import annotations
 
-import ast
-import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,21 +26,15 @@ from golden_al.servers.sources import (
 __all__ = ["PER_REQUEST", "VllmPrometheusSource", "probe", "vllm_args_from_log"]
 
 
-_NON_DEFAULT = re.compile(vllm.LOG_NON_DEFAULT_ARGS)
 
 
 def vllm_args_from_log(text: str) -> dict[str, Any] | None:
     """The ``non-default args: {...}`` dict vLLM logs at startup (last one wins)."""
     found: dict[str, Any] | None = None
     for line in text.splitlines():
-        m = _NON_DEFAULT.search(line)
-        if m:
-            try:
-                value = ast.literal_eval(m.group(1))
-            except (ValueError, SyntaxError):
-                continue
-            if isinstance(value, dict):
-                found = value
+        args = vllm.non_default_args(line)
+        if args is not None:
+            found = args
     return found
 
 
