@@ -78,20 +78,20 @@ _ENV_COMPANIONS = tuple(sorted(companion_env_names()))
 _ENV_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, _ENV_KNOBS)) + ")=")
 
 
-def _config_pin_rx() -> re.Pattern[str]:
-    """A config-key knob (vLLM's ``synthetic_acceptance_length``...) or a config switch set on
-    (``rejection_sample_method`` ... ``synthetic``), of any engine that keeps its knobs in a config."""
-    parts = [re.escape(k) + r"\b" for k in CONFIG_KEYS]
-    for name in engine_names():
-        for knob in get_profile(name).synthetic_knobs:
-            if knob.kind == "config-key" and knob.switch_value is not None:
-                parts.append(rf"{re.escape(knob.name)}[\\\"' :=]+{re.escape(knob.switch_value)}")
+def _config_pin_rx(engine: str) -> re.Pattern[str]:
+    """One engine's config-key knob (vLLM's ``synthetic_acceptance_length``...) or config switch set on
+    (``rejection_sample_method`` ... ``synthetic``)."""
+    parts = [re.escape(k) + r"\b" for k in CONFIG_KEYS if CONFIG_KNOBS[k] == engine]
+    for knob in get_profile(engine).synthetic_knobs:
+        if knob.kind == "config-key" and knob.switch_value is not None:
+            parts.append(rf"{re.escape(knob.name)}[\\\"' :=]+{re.escape(knob.switch_value)}")
     return re.compile("|".join(parts))
 
 
-_VLLM_PIN = _config_pin_rx()
-#: the engine that keeps its knobs in a speculative config (one today: vLLM)
-_CONFIG_ENGINE = next(iter(dict.fromkeys(CONFIG_KNOBS.values())), "")
+#: each engine that keeps its knobs in a speculative config (vLLM), and what marks a pin of it
+_CONFIG_PINS = tuple((engine, _config_pin_rx(engine)) for engine in dict.fromkeys(CONFIG_KNOBS.values()))
+#: any of them (a cheap test for a site)
+_CONFIG_PIN = re.compile("|".join(rx.pattern for _, rx in _CONFIG_PINS) or r"(?!)")
 #: flag knobs (ATOM's, llama.cpp's) -> their engine; their environment forms (llama.cpp ``LLAMA_ARG_*``) -> engine
 _FLAG_KNOBS = FLAG_KNOBS
 _FLAG_ENV = {k.env: name for name in engine_names() for k in get_profile(name).synthetic_knobs
@@ -132,7 +132,7 @@ def _cmd_texts(cmd: Cmd) -> list[str]:
 
 
 _SITE_TEXT = re.compile("|".join([
-    _ENV_PIN.pattern, _VLLM_PIN.pattern, *(re.escape(f) for f in (*_FLAGS, *_LLAMACPP_ENV)),
+    _ENV_PIN.pattern, _CONFIG_PIN.pattern, *(re.escape(f) for f in (*_FLAGS, *_LLAMACPP_ENV)),
     r"\b(?:" + "|".join(map(re.escape, _HEREDOC_KEYS)) + r")\s*:",
     r"\b(?:" + "|".join(map(re.escape, _ENV_NAMES)) + r")=",
 ]))
@@ -209,7 +209,7 @@ def _relevant_refs(cmd: Cmd) -> set[str]:
     seqs += [[w.raw for w in v.items] for _, _, v in cmd.assigns if isinstance(v, ArrayAssign)]
     for seq in seqs:
         for i, w in enumerate(seq):
-            if _ENV_PIN.search(w) or _VLLM_PIN.search(w):
+            if _ENV_PIN.search(w) or _CONFIG_PIN.search(w):
                 refs |= set(_REF.findall(w))
             flag = w.split("=", 1)[0]
             if flag in _FLAGS:
@@ -220,7 +220,7 @@ def _relevant_refs(cmd: Cmd) -> set[str]:
     for _, _, v in cmd.assigns:
         if isinstance(v, ArrayAssign):
             continue
-        if _ENV_PIN.search(v.raw) or _VLLM_PIN.search(v.raw):
+        if _ENV_PIN.search(v.raw) or _CONFIG_PIN.search(v.raw):
             refs |= set(_REF.findall(v.raw))
         elif any(f in v.raw for f in _FLAGS):
             toks = v.raw.split()
@@ -477,10 +477,7 @@ class _Visitor:
             elif _ENV_PIN.search(v.raw):  # NAME=... inside a string value
                 text = ex.expand_text(v.raw, quoted=False)
                 self._string_pins(text, v.raw, v.line, state)
-            if m := _VLLM_PIN.search(v.raw):
-                text = ex.expand_text(v.raw, quoted=False)
-                use = v.line + v.raw[:m.start()].count("\n")
-                state.notes.append(("pin", _CONFIG_ENGINE, "", use, text, "", origin_of(v.raw, use, state, _vllm_value(text))))
+            self._config_pins(v.raw, v.line, state, ex)
         # 2. words: export NAME=..., env NAME=..., JSON configs, ATOM flags
         for w in cmd.words:
             raw = w.raw
@@ -501,20 +498,13 @@ class _Visitor:
                                     origin_of(raw[m.end():], w.line, state, _literal(value))))
             elif _ENV_PIN.search(raw) and not m and head == "env":
                 self._string_pins(ex.expand_text(raw, quoted=False), raw, w.line, state)
-            if vm := _VLLM_PIN.search(raw):
-                use = w.line + raw[:vm.start()].count("\n")
-                text = ex.expand_text(raw, quoted=False)
-                state.notes.append(("pin", _CONFIG_ENGINE, "", use, text, "", origin_of(raw, use, state, _vllm_value(text))))
+            self._config_pins(raw, w.line, state, ex)
         items = [(w, cmd.words) for w in cmd.words]
         for _, _, v in cmd.assigns:
             if isinstance(v, ArrayAssign):
                 items += [(w, list(v.items)) for w in v.items]
                 for w in v.items:
-                    if vm := _VLLM_PIN.search(w.raw):
-                        use = w.line + w.raw[:vm.start()].count("\n")
-                        text = ex.expand_text(w.raw, quoted=False)
-                        state.notes.append(("pin", _CONFIG_ENGINE, "", use, text, "",
-                                            origin_of(w.raw, use, state, _vllm_value(text))))
+                    self._config_pins(w.raw, w.line, state, ex)
         for w, seq in items:
             flag = w.raw.strip("'\"").split("=", 1)[0]
             if flag in _FLAG_KNOBS:
@@ -527,6 +517,16 @@ class _Visitor:
                     where = (seq[idx + 1].raw, seq[idx + 1].line) if idx + 1 < len(seq) else (w.raw, w.line)
                 state.notes.append(("pin", _FLAG_KNOBS[flag], flag, w.line, value, "",
                                     origin_of(where[0], where[1], state, _literal(value))))
+
+    def _config_pins(self, raw: str, line: int, state: State, ex: Expander) -> None:
+        """A pin of each engine whose config-held knob ``raw`` writes (a JSON config in a word or an assignment),
+        at the line of the knob."""
+        for engine, rx in _CONFIG_PINS:
+            if m := rx.search(raw):
+                use = line + raw[:m.start()].count("\n")
+                text = ex.expand_text(raw, quoted=False)
+                state.notes.append(("pin", engine, "", use, text, "",
+                                    origin_of(raw, use, state, _config_value(text, engine))))
 
     def _expanded_export(self, w: Any, state: State, ex: Expander) -> None:
         """``export "NAME"="v"``, ``export 'NAME=v'``, ``export "$KV"``: the word as bash passes it to
@@ -559,12 +559,12 @@ def _literal(text: str | None) -> str | None:
     return harden(text).strip().strip("'\"") or None
 
 
-def _vllm_value(text: str) -> str | None:
-    """The synthetic-acceptance value of the vLLM config in ``text``, as written."""
+def _config_value(text: str, engine: str) -> str | None:
+    """The synthetic-acceptance value of ``engine``'s config in ``text``, as written."""
     cfg = config_json(text)
     if cfg is None:
         return None
-    raw = next((cfg[k] for k in CONFIG_KEYS if k in cfg), None)
+    raw = next((cfg[k] for k in CONFIG_KEYS if CONFIG_KNOBS[k] == engine and k in cfg), None)
     if raw is None or isinstance(raw, (list, dict)):
         return None
     return _literal(str(raw))
