@@ -4,27 +4,16 @@ its iteration span together, and an entry that contradicts itself is refused, na
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from _drained import unit_delta
 
 from golden_al.engines.trtllm.server import TrtllmPerfMetricsSource, perf_record
 from golden_al.errors import GoldenALError, MetricMissingError, ServerError
 
 K = 3
-
-
-class _Client:
-    base_url = "http://trtllm.test"
-
-    def __init__(self, drains: Sequence[list[Any]]) -> None:
-        self.drains = list(drains)
-
-    async def get_json(self, path: str, *, label: str, optional: bool = False) -> Any:
-        assert path == "/perf_metrics"
-        return self.drains.pop(0) if self.drains else []
 
 
 def _entry(rid: Any, first: int, steps: int, drafted: int, accepted: int, *, rate: float | None = None) -> dict:
@@ -37,16 +26,7 @@ def _entry(rid: Any, first: int, steps: int, drafted: int, accepted: int, *, rat
 
 
 def _delta(drains: Sequence[list[Any]]) -> Any:
-    source = TrtllmPerfMetricsSource()
-    client = _Client(drains)
-
-    async def run() -> Any:
-        before = await source.snapshot(client)  # type: ignore[arg-type]
-        after = await source.snapshot(client)  # type: ignore[arg-type]
-        source.check_continuity(before, after, "unit")
-        return after, source.delta_counts(before, after, K, "unit")
-
-    return asyncio.run(run())
+    return unit_delta(TrtllmPerfMetricsSource(), "/perf_metrics", drains, K)
 
 
 def test_requests_sum_to_the_units_counts_and_finished_requests():

@@ -9,24 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from _drained import DrainedClient, unit_delta
 
 from golden_al.engines.trtllm.server import TrtllmIterationSource
 from golden_al.errors import GoldenALError, MetricMissingError, ServerError
 
 K = 3
-
-
-class _Client:
-    """Answers each ``GET /metrics`` with the next drained list."""
-
-    base_url = "http://trtllm.test"
-
-    def __init__(self, drains: Sequence[list[dict[str, Any]]]) -> None:
-        self.drains = list(drains)
-
-    async def get_json(self, path: str, *, label: str, optional: bool = False) -> Any:
-        assert path == "/metrics"
-        return self.drains.pop(0) if self.drains else []
 
 
 def _row(it: int, drafted: int, accepted: int, requests: int, *, completed: int = 0, **extra: Any) -> dict[str, Any]:
@@ -44,16 +32,7 @@ def _request(first: int, accepted: Sequence[int], **extra: Any) -> list[dict[str
 
 
 def _delta(drains: Sequence[list[dict[str, Any]]]) -> Any:
-    source = TrtllmIterationSource()
-    client = _Client(drains)
-
-    async def run() -> Any:
-        before = await source.snapshot(client)  # type: ignore[arg-type]
-        after = await source.snapshot(client)  # type: ignore[arg-type]
-        source.check_continuity(before, after, "unit")
-        return after, source.delta_counts(before, after, K, "unit")
-
-    return asyncio.run(run())
+    return unit_delta(TrtllmIterationSource(), "/metrics", drains, K)
 
 
 def test_one_request_gives_an_exact_histogram_and_its_completion():
@@ -93,7 +72,7 @@ def test_a_gap_between_two_drains_is_refused():
     first = _request(0, [3])
     later = _request(5, [1, 2])
     source = TrtllmIterationSource()
-    client = _Client([first, later])
+    client = DrainedClient("/metrics", [first, later])
 
     async def run() -> None:
         before = await source.snapshot(client)  # type: ignore[arg-type]

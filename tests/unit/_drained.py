@@ -1,0 +1,35 @@
+"""A server whose endpoint is drained on each read (TensorRT-LLM's ``/metrics`` rows and ``/perf_metrics`` entries),
+and one unit's counts from a counter source over two such reads."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+
+class DrainedClient:
+    """Answers each ``GET path`` with the next drained list (then empty lists)."""
+
+    base_url = "http://trtllm.test"
+
+    def __init__(self, path: str, drains: Sequence[Any]) -> None:
+        self.path = path
+        self.drains = list(drains)
+
+    async def get_json(self, path: str, *, label: str, optional: bool = False) -> Any:
+        assert path == self.path
+        return self.drains.pop(0) if self.drains else []
+
+
+def unit_delta(source: Any, path: str, drains: Sequence[Any], k: int) -> Any:
+    """``(after snapshot, counts)`` of ``source`` over two reads of ``path`` (continuity checked between them)."""
+    client = DrainedClient(path, drains)
+
+    async def run() -> Any:
+        before = await source.snapshot(client)
+        after = await source.snapshot(client)
+        source.check_continuity(before, after, "unit")
+        return after, source.delta_counts(before, after, k, "unit")
+
+    return asyncio.run(run())
