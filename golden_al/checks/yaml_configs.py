@@ -458,7 +458,9 @@ def _config_pin(key: Any, path: str, line: int, value: Any, models: list[ModelNa
     return None
 
 
+@functools.lru_cache(maxsize=1)
 def _config_keys() -> frozenset[str]:
+    """Every key a config-held knob sits under (asked at each node of a walk: computed once)."""
     return frozenset(k for keys, _ in _config_pin_readers() for k in keys)
 
 

@@ -94,21 +94,21 @@ def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment
     return warnings
 
 
-def _forced(hook: str, value: Any) -> tuple[str, str] | None:
-    """What the first registered engine's ``hook`` (``forced_in_args``, ``forced_in_config``, ``forced_in_log_line``)
-    finds in ``value``: every engine is asked, since a wrapper may forward another engine's settings."""
-    for name in engines.engine_names():
-        check = getattr(engines.get_profile(name), hook)
-        found = check(value) if check is not None else None
-        if found is not None:
-            return found
-    return None
+def _checks(hook: str) -> list[Any]:
+    """Every registered engine's ``hook`` (``forced_in_args``, ``forced_in_config``, ``forced_in_log_line``): each
+    engine is asked, since a wrapper may forward another engine's settings."""
+    return [check for name in engines.engine_names() if (check := getattr(engines.get_profile(name), hook))]
+
+
+def _forced(checks: Sequence[Any], value: Any) -> tuple[str, str] | None:
+    """What the first of ``checks`` finds in ``value``, as (what, hint), or None."""
+    return next((found for check in checks if (found := check(value)) is not None), None)
 
 
 def check_speculative_config(cfg: Mapping[str, Any], *, where: str = "the speculative config") -> None:
     """Raise when a speculative config asks for forced acceptance (an engine's ``forced_in_config``: vLLM's
     synthetic rejection sampler)."""
-    found = _forced("forced_in_config", cfg)
+    found = _forced(_checks("forced_in_config"), cfg)
     if found is not None:
         raise _refuse(found[0], where, found[1])
 
@@ -116,7 +116,7 @@ def check_speculative_config(cfg: Mapping[str, Any], *, where: str = "the specul
 def check_engine_args(args: Sequence[str], *, where: str = "server arguments") -> None:
     """Raise when a server's command-line arguments force acceptance, in any registered engine's form
     (a wrapper may forward another engine's arguments)."""
-    found = _forced("forced_in_args", args)
+    found = _forced(_checks("forced_in_args"), args)
     if found is not None:
         raise _refuse(found[0], where, found[1])
     # every other registered engine's knob on the command line, as check's census reads it
@@ -195,8 +195,9 @@ def check_server_log(engine: str, text: str, *, where: str = "server log") -> No
     """Raise when a server's own log shows forced acceptance: a line any registered engine's
     ``forced_in_log_line`` reads as on (vLLM's ``non-default args: {...}`` start-up line, ATOM's "Forced
     speculative acceptance ON", llama.cpp's synthetic warning), or a knob ``check``'s census finds set."""
+    checks = _checks("forced_in_log_line")  # once per log, not per line
     for lineno, line in enumerate(text.splitlines(), start=1):
-        found = _forced("forced_in_log_line", line)
+        found = _forced(checks, line)
         if found is not None:
             raise _refuse(found[0], f"{where} line {lineno}", found[1])
         if _census_hint().search(line):  # any engine's knob in the line, as a setting (census of check)
