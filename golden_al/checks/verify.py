@@ -70,6 +70,8 @@ class RunAL:
     engine: str | None = None
     notes: tuple[str, ...] = ()
     remeasure: str | None = None  #: the command that would measure this cell again
+    #: the curve selectors the server reported (``server.curve_selectors``): which curve of the model it realizes
+    selectors: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -208,13 +210,14 @@ def run_from_record(directory: Path) -> RunAL:
     if rec.estimate:
         notes.append("the record's counts are expectations (sampled replay), not a real run")
     target, draft = rec.target.name, rec.draft.name
+    selectors = dict(rec.server.curve_selectors or {}) if rec.server is not None else {}
     cmd = (f"golden-al measure --target {target} --draft {draft} --draft-len {rec.draft_len} --thinking {rec.thinking}"
            if rec.engine == "reference" else
            f"golden-al measure --engine {rec.engine} --draft-len {rec.draft_len} --thinking {rec.thinking}"
            + (f" --server {rec.server.url}" if rec.server is not None and rec.server.url else ""))
     return RunAL("measurement", str(directory), al, tuple(ci90), tuple(ci95), n, unit, rec.draft_len,  # type: ignore[arg-type]
                  thinking=rec.thinking, model=target, method=rec.draft_method, engine=rec.engine, notes=tuple(notes),
-                 remeasure=cmd)
+                 remeasure=cmd, selectors=tuple(sorted(selectors.items())))
 
 
 def run_from_evidence(files: Sequence[str | Path], *, engine: str, k: int, decode_log_interval: int,

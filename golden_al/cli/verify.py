@@ -44,6 +44,7 @@ examples:
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from golden_al.checks.run import DEFAULT_DECODE_LOG_INTERVAL
+    from golden_al.cli._common import add_selector_option
     from golden_al.engines import engine_names
 
     parser.add_argument("run", nargs="+", metavar="RUN", help="measurement or sweep directory, or engine log files")
@@ -55,6 +56,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--engine", choices=engine_names(), help="the engine that wrote the logs (logs only)")
     parser.add_argument("--draft-len", "-k", type=int, metavar="K", help="k of the logged run (default: its log)")
     parser.add_argument("--algorithm", help="the speculative algorithm (picks the curve method; default: its log)")
+    add_selector_option(parser, "look the golden up: a setting other than the engine's default that changes real AL "
+                                "(a record's own server.curve_selectors are used; a flag must agree with them)")
     parser.add_argument("--decode-log-interval", type=int, default=DEFAULT_DECODE_LOG_INTERVAL,
                         help=f"SGLang --decode-log-interval of the run (default {DEFAULT_DECODE_LOG_INTERVAL})")
     parser.add_argument("--format", choices=("text", "json", "github"), default="text",
@@ -65,6 +68,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _golden_for_record(run: Any, args: argparse.Namespace, store: Any) -> Any:
     from golden_al.checks.verify import GoldenRef
+    from golden_al.cli._common import parse_selectors
     from golden_al.errors import UsageError
 
     if args.expect_al is not None:
@@ -77,7 +81,13 @@ def _golden_for_record(run: Any, args: argparse.Namespace, store: Any) -> Any:
     if key is None:
         raise UsageError(f"no golden curve for the record's model {model!r}", hint="pass --model with a curve's model")
     method = run.method if run.method and store.curves_for(key, run.method) else None
-    point = store.lookup(key, thinking, run.k, method=method)
+    selectors = dict(run.selectors)
+    for name, value in parse_selectors(args.selector, run.engine).items():
+        if name in selectors and selectors[name] != value:
+            raise UsageError(f"--selector {name}={value} but {run.path} was measured with {name}={selectors[name]}",
+                             hint="drop the flag: the record says which curve its server realized")
+        selectors[name] = value
+    point = store.lookup(key, thinking, run.k, method=method, selectors=selectors or None)
     return GoldenRef(point.al, point.ci95, f"golden {point.model} {point.thinking} k={run.k} = {point.al:g} "
                                            f"[{point.curve}]", point.curve)
 
@@ -85,6 +95,7 @@ def _golden_for_record(run: Any, args: argparse.Namespace, store: Any) -> Any:
 def _golden_for_logs(files: list[str], k: int | None, args: argparse.Namespace, store: Any) -> tuple[Any, int]:
     from golden_al.checks.run import golden_target, logged_draft_len
     from golden_al.checks.verify import GoldenRef
+    from golden_al.cli._common import parse_selectors
     from golden_al.errors import UsageError
 
     if args.expect_al is not None:
@@ -95,7 +106,7 @@ def _golden_for_logs(files: list[str], k: int | None, args: argparse.Namespace, 
     if args.thinking is None:
         raise UsageError("verify on logs needs --thinking (or --expect-al)")
     target = golden_target(files, engine=args.engine, store=store, thinking=args.thinking, model=args.model,
-                           draft_len=k, algorithm=args.algorithm)
+                           draft_len=k, algorithm=args.algorithm, selectors=parse_selectors(args.selector, args.engine))
     point = target.point
     return GoldenRef(point.al, point.ci95, f"golden {point.model} {point.thinking} k={point.k} = {point.al:g} "
                                            f"[{point.curve}]", point.curve), target.draft_len
@@ -162,6 +173,8 @@ def run(args: argparse.Namespace) -> int:
 
     if not 0 < args.band < 1:
         raise UsageError(f"--band must be in (0, 1), got {args.band}")
+    if args.expect_al is not None and args.selector:
+        raise UsageError("--expect-al or --selector, not both", hint="a selector picks a curve; --expect-al is none")
     store = load_store(golden_dir(args.golden_dir)) if args.expect_al is None else None
     paths = [Path(p) for p in args.run]
     results = []

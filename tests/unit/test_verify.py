@@ -171,3 +171,34 @@ def test_the_calibration_experiment_holds_its_claims_at_small_size() -> None:
     assert handful["rates"]["at the golden"]["inconclusive"] >= 0.9
     assert handful["median_needed_units_when_inconclusive"] > 4
     assert eighty["rates"]["10% below"]["drifted"] > 0.3
+
+
+def test_a_record_is_compared_with_the_curve_of_its_servers_selectors(tmp_path: Path,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """A record whose server reported curve selectors (e.g. SGLang block verification) is judged against the curve
+    measured with exactly those selectors, not the model's default curve; a --selector must agree with the record."""
+    import yaml
+
+    rec_dir = tmp_path / "k4"
+    shutil.copytree(CURVE / "humaneval" / "k4", rec_dir)
+    doc = json.loads((rec_dir / "measurement.json").read_text())
+    measured = float(doc["al"])
+    golden = tmp_path / "golden"
+    golden.mkdir()
+    for name, al, selectors in (("plain", measured, None), ("block", measured - 0.6, {"verification": "block"})):
+        draft: dict = {"method": "draft-model", **({"selectors": selectors} if selectors else {})}
+        points = {"points": {4: {"al": round(al, 3)}}}
+        (golden / f"{name}.yaml").write_text(yaml.safe_dump({
+            "schema_version": 1, "model": doc["target"]["name"], "draft": draft,
+            "thinking_on": points, "thinking_off": points, "provenance": {"notes": name}}))
+    argv = ["verify", str(rec_dir), "--golden-dir", str(golden), "--format", "json"]
+    assert main(argv) == 0  # no selectors reported: the default curve, which the run reproduces
+    assert json.loads(capsys.readouterr().out)["results"][0]["verdict"] == "consistent"
+    doc["server"] = {"url": "http://127.0.0.1:30000", "curve_selectors": {"verification": "block"}}
+    (rec_dir / "measurement.json").write_text(json.dumps(doc))
+    assert main(argv) == 1  # the block-verification curve, 0.6 below what the run realized
+    result = json.loads(capsys.readouterr().out)["results"][0]
+    assert (result["verdict"], result["direction"], result["golden_al"]) == ("drifted", "above", round(measured - 0.6, 3))
+    assert main([*argv, "--selector", "verification=token"]) == 2
+    assert "was measured with verification=block" in capsys.readouterr().err
+    assert main([*argv, "--expect-al", "3", "--selector", "verification=block"]) == 2
