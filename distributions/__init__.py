@@ -9,8 +9,9 @@ numpy and scipy only. Modules:
 * :mod:`distributions.counts`: :class:`AcceptanceCounts` (verify steps, accepted
   drafts, histogram), and :func:`delta` of cumulative snapshots.
 * :mod:`distributions.families`: constant and decaying conditional profiles.
-* :mod:`distributions.fit`: one conditional profile shared by every draft length,
-  with flags for points it cannot explain; :func:`derive_curve`.
+* :mod:`distributions.mixture`: the curve of a prompt set, a mixture of its prompts' profiles.
+* :mod:`distributions.fit`: the curve model fitted to AL at several draft lengths (the mixture by
+  default), with flags for points it cannot explain; :func:`derive_curve`.
 * :mod:`distributions.uncertainty`: :func:`al_interval` (the one AL interval, over
   independent clusters), cluster bootstrap, sample-size planning, counts-only intervals, z-scores.
 * :mod:`distributions.errors`: :class:`DistributionError` and subclasses.

@@ -1,4 +1,4 @@
-"""Fit one conditional acceptance profile shared by every draft length.
+"""Fit the curve of one prompt set: a mixture of chain-draft profiles (default), one profile, or a free one.
 
 For a chain draft (EAGLE/EAGLE3/MTP with ``topk = 1``, draft-model), the first
 ``k`` drafted tokens do not depend on ``k``, so one conditional profile
@@ -10,15 +10,22 @@ explains the whole curve:
 (:func:`distributions.units.al_curve_from_conditional`, the one home of this
 formula). With ``0 <= c_j <= 1`` the unconditional rates ``p_j`` are
 non-increasing, so a curve it can explain is non-decreasing in ``k`` with
-non-increasing increments ``AL(k) - AL(k-1) = p_k``. :func:`fit_profile` finds
-the profile by weighted least squares. By default the profile is a smooth decaying
-family with two parameters, ``c_j = c1 * r^(j-1)``
-(:class:`~distributions.families.DecayingConditional`), so with more points than
-parameters the residuals carry information: they are reported in standard errors, and a
-goodness-of-fit test (the weighted residual sum of squares against the free profile,
-chi-square with ``points - 2`` degrees of freedom) says whether a richer profile is needed
-(``profile="free"``: one rate per position, as many parameters as points, which can
-follow any monotone curve and so can only flag what no chain draft can do). It flags
+non-increasing increments ``AL(k) - AL(k-1) = p_k``. A prompt *set* is a mixture of such
+profiles (one per prompt), pooled by verify steps: its conditional rates ``p_k / p_(k-1)`` may
+rise with position (the survivors of long accepted runs are the easy prompts) while its
+increments still fall. :func:`fit_profile` fits, by default, that mixture
+(``profile="mixture"``, :mod:`distributions.mixture`: the prompts' token shares of a grid of
+decaying profiles, generalized least squares in ``1/AL`` where it is linear); a point is flagged
+when setting it aside drops the misfit by more than :func:`deletion_critical` (calibrated on clean
+and planted populations by ``experiments/fit-calibration``), and the curve as a whole when the
+mixture misfits it. ``profile="decaying"`` fits one smooth profile with two parameters,
+``c_j = c1 * r^(j-1)`` (:class:`~distributions.families.DecayingConditional`): right for one
+homogeneous prompt, wrong for a prompt set (it flagged 93 % of clean Beta-heterogeneous curves of
+80 prompts). Its residuals are reported in standard errors, and a goodness-of-fit test (the
+weighted residual sum of squares against the free profile, chi-square with ``points - 2`` degrees
+of freedom) says whether a richer profile is needed (``profile="free"``: one rate per position,
+as many parameters as points, which can follow any monotone curve and so can only flag what no
+chain draft can do). It flags
 what it cannot explain:
 
 * ``drop``: ``AL(k)`` below ``AL(k')`` at a smaller ``k'`` beyond noise
@@ -60,10 +67,12 @@ from distributions import units
 from distributions.acceptance import AcceptanceDistribution
 from distributions.errors import DistributionError, FitError
 from distributions.families import ConstantConditional, DecayingConditional
+from distributions.mixture import MixtureFit, deletion_statistics
 from distributions.uncertainty import se_from_ci
 
 __all__ = [
     "DEFAULT_TOLERANCE",
+    "DELETION_ALPHA",
     "PROFILES",
     "SHAPE_ALPHA",
     "CurveFlag",
@@ -78,13 +87,16 @@ __all__ = [
 #: Residual tolerance (absolute AL) when neither CIs nor counts are given.
 DEFAULT_TOLERANCE = 0.03
 
-#: Profiles :func:`fit_profile` knows: the 2-parameter decaying family (default) or one rate per position.
-PROFILES = ("decaying", "free")
+#: Profiles :func:`fit_profile` knows: a mixture of prompts' decaying profiles (default; needs the points' noise),
+#: the 2-parameter decaying family of one profile, or one rate per position.
+PROFILES = ("mixture", "decaying", "free")
+#: Family-wise level of the mixture's deletion test: the chance that a clean curve has any point flagged.
+DELETION_ALPHA = 0.0025
 #: Goodness-of-fit level below which a richer profile than the decaying one is needed.
 SHAPE_ALPHA = 0.01
 
 FlagKind = Literal["drop", "jump", "residual", "shape"]
-ProfileName = Literal["decaying", "free"]
+ProfileName = Literal["mixture", "decaying", "free"]
 
 
 @dataclass(frozen=True)
@@ -118,7 +130,7 @@ class FitResult:
     Attributes:
         ks: draft lengths observed (sorted).
         al: observed AL per ``k``.
-        conditional: fitted ``c_1..c_K``, ``K = max(ks)``.
+        conditional: fitted ``c_1..c_K``, ``K = max(ks)`` (the mixture: the pooled steps' rates at ``K``).
         fitted: fitted AL per ``k``.
         residuals: ``al - fitted``.
         tolerance: residual tolerance per ``k``.
@@ -130,8 +142,9 @@ class FitResult:
         flags: points the profile cannot explain (empty when it explains all).
         cost: weighted sum of squared residuals.
         resolution: rounding unit inferred from the observed values (0 if none).
-        profile: ``"decaying"`` (2 parameters) or ``"free"`` (one rate per position).
-        num_params: parameters of the profile.
+        profile: ``"mixture"`` (prompts' shares of grid profiles), ``"decaying"`` (2 parameters) or ``"free"``
+            (one rate per position).
+        num_params: parameters of the profile (the mixture: grid profiles with a share).
         chi2 / dof / p_value: goodness of fit of the profile against the free one, in
             standard errors (None without noise estimates or without spare points).
     """
@@ -158,6 +171,8 @@ class FitResult:
     p_value: float | None = None
     residual_se: NDArray[np.float64] | None = None
     cov: NDArray[np.float64] | None = None
+    #: the prompts' mixture (profile ``"mixture"``): the curve and each k's pmf come from it, not from ``conditional``
+    mixture: MixtureFit | None = None
 
     @property
     def joint(self) -> bool:
@@ -204,13 +219,53 @@ class FitResult:
     def curve(self, ks: ArrayLike | None = None) -> dict[int, float]:
         """Fitted AL at ``ks`` (default: every ``k`` from 1 to ``K``)."""
         k = np.arange(1, self.conditional.size + 1) if ks is None else units.check_draft_lens(ks)
-        return {int(kk): float(v) for kk, v in zip(k, units.al_curve_from_conditional(self.conditional, k), strict=True)}
+        if self.mixture is not None:
+            if int(k.max()) > self.conditional.size:
+                raise DistributionError(f"the fit covers k <= {self.conditional.size}, got k={int(k.max())}")
+            values = self.mixture.curve(k)
+        else:
+            values = units.al_curve_from_conditional(self.conditional, k)
+        return {int(kk): float(v) for kk, v in zip(k, values, strict=True)}
+
+    def through_data(self) -> dict[int, float]:
+        """AL at every ``k`` from 1 to ``K`` on a curve that passes through the observed points: the observed value at
+        each measured ``k``; between two, the fit plus the residuals of its neighbours interpolated linearly (beyond
+        the last, plus its residual), kept between its measured neighbours. This is what a derived value for a
+        missing ``k`` should be: the fit's shape, anchored to the data (a fit whose every point lies below the
+        observations, as a generalized least-squares fit with strongly correlated points may, would otherwise hand
+        its offset to the derived values)."""
+        fit = self.curve()
+        ks = [int(x) for x in self.ks]
+        obs = {kk: float(v) for kk, v in zip(ks, self.al, strict=True)}
+        res = {kk: float(r) for kk, r in zip(ks, self.residuals, strict=True)}
+        out: dict[int, float] = {}
+        for kk in range(1, self.conditional.size + 1):
+            if kk in obs:
+                out[kk] = obs[kk]
+                continue
+            lo = max((x for x in ks if x < kk), default=None)
+            hi = min((x for x in ks if x > kk), default=None)
+            if lo is None and hi is None:
+                out[kk] = fit[kk]
+            elif lo is None or hi is None:
+                out[kk] = fit[kk] + res[lo if hi is None else hi]  # type: ignore[index]
+            else:
+                t = (kk - lo) / (hi - lo)
+                out[kk] = fit[kk] + (1.0 - t) * res[lo] + t * res[hi]
+            floor = obs[lo] if lo is not None else 1.0
+            if kk - 1 in out and kk - 1 not in obs:
+                floor = max(floor, out[kk - 1])  # a run of filled points rises too
+            ceiling = obs[hi] if hi is not None else float(kk + 1)
+            out[kk] = min(max(out[kk], floor), max(ceiling, floor), float(kk + 1))
+        return out
 
     def distribution(self, k: int) -> AcceptanceDistribution:
         """The fitted pmf of ``L`` at draft length ``k <= K``."""
         k = units.check_draft_len(k)
         if k > self.conditional.size:
             raise DistributionError(f"the profile covers k <= {self.conditional.size}, got k={k}")
+        if self.mixture is not None:
+            return self.mixture.distribution(k)
         return AcceptanceDistribution.from_conditional_rates(self.conditional[:k])
 
     def __repr__(self) -> str:
@@ -535,6 +590,56 @@ def _deletion_outliers(k: NDArray[np.int64], a: NDArray[np.float64], cov: NDArra
     return out
 
 
+def deletion_critical(points: int, clusters: int | None) -> float:
+    """The misfit drop above which :func:`fit_profile`'s mixture sets one point aside: Bonferroni over the
+    ``points`` at :data:`DELETION_ALPHA`, in Hotelling's F(1, clusters - 1) when the covariance was estimated from
+    ``clusters`` clusters, else chi-square(1). Calibrated against clean prompt populations by
+    ``experiments/fit-calibration/fit_calibration.py``."""
+    from scipy import stats
+
+    q = 1.0 - DELETION_ALPHA / max(points, 1)
+    if clusters is not None and clusters > 1:
+        return float(stats.f.ppf(q, 1, clusters - 1))
+    return float(stats.chi2.ppf(q, 1))
+
+
+@dataclass(frozen=True)
+class _MixtureOutcome:
+    fit: MixtureFit  # of the points kept
+    outlier: _Outlier | None
+    chi2: float
+    dof: int
+    p_value: float
+    residual_se: NDArray[np.float64]
+
+
+def _mixture_flags(k: NDArray[np.int64], a: NDArray[np.float64], cov: NDArray[np.float64],
+                   clusters: int | None) -> _MixtureOutcome:
+    """The prompts' mixture fitted to the curve, with at most one point set aside: the one whose removal drops the
+    misfit by more than :func:`deletion_critical`, provided the others then fit (else the curve as a whole misfits,
+    and no single point is to blame)."""
+    full, drop, fits = deletion_statistics(k, a, cov)
+    sigma = np.sqrt(np.diag(cov))
+    i = int(np.argmax(drop))
+    outlier: _Outlier | None = None
+    used = full
+    if drop[i] > deletion_critical(k.size, clusters) and (rest := fits[i]) is not None:
+        if _misfit_p(rest.chi2, k.size - 2, clusters) >= SHAPE_ALPHA:
+            pred = float(rest.curve([int(k[i])])[0])
+            by = float(a[i] - pred)
+            outlier, used = _Outlier(i, pred, by, abs(by) / math.sqrt(drop[i])), rest
+    fitted = used.curve(k)
+    resid = a - fitted
+    # each point's residual in its own standard error: the signed root of its deletion statistic
+    with np.errstate(divide="ignore", invalid="ignore"):
+        se = np.where((drop > 1e-12) & (np.abs(resid) > 0), np.abs(resid) / np.sqrt(drop), sigma)
+    if outlier is not None:
+        se[outlier.index] = outlier.se
+    dof = k.size - (2 if outlier is not None else 1)
+    return _MixtureOutcome(used, outlier, used.chi2, dof, _misfit_p(used.chi2, dof, clusters) if dof > 0 else 1.0,
+                           np.maximum(se, 1e-12))
+
+
 def fit_profile(
     ks: ArrayLike,
     als: ArrayLike,
@@ -546,7 +651,7 @@ def fit_profile(
     monotone_conditional: bool = False,
     tolerance: float | None = None,
     noise_z: float = 3.0,
-    profile: ProfileName = "decaying",
+    profile: ProfileName = "mixture",
 ) -> FitResult:
     """Fit one conditional profile ``c_1..c_K`` (``K = max(ks)``) to AL at several ``k``.
 
@@ -570,8 +675,10 @@ def fit_profile(
         monotone_conditional: also require ``c_1 >= c_2 >= ... >= c_K``.
         tolerance: absolute residual tolerance overriding the noise-based one.
         noise_z: standard errors that count as "beyond noise" in the flags.
-        profile: ``"decaying"`` (``c_j = c1 r^(j-1)``, 2 parameters; the free profile when
-            fewer than three draft lengths leave no spare point) or ``"free"``.
+        profile: ``"mixture"`` (default: the prompts' token shares of a grid of decaying profiles,
+            :mod:`distributions.mixture`; needs the points' noise, ``cov`` or ``ci95``, else the decaying
+            profile is used), ``"decaying"`` (``c_j = c1 r^(j-1)``, 2 parameters) or ``"free"`` (the free
+            profile also when fewer than three draft lengths leave no spare point).
 
     Returns:
         A :class:`FitResult`; ``result.flags`` names every unexplained ``k`` and why.
@@ -625,9 +732,24 @@ def fit_profile(
     free_conditional = units.unconditional_to_conditional(np.minimum.accumulate(np.clip(p_free, 0.0, 1.0)))
     free_resid = a - units.al_curve_from_conditional(free_conditional, k)
     used = profile if (profile == "free" or k.size >= 3) else "free"
+    if used == "mixture" and sigma is None:
+        used = "decaying"  # the mixture is judged in the points' noise: without it, one profile
     residual_se: NDArray[np.float64] | None = None
     outliers: list[_Outlier] = []
-    if used == "decaying":
+    mixture: _MixtureOutcome | None = None
+    if used == "mixture":
+        assert sigma is not None
+        m_cov = c_mat if c_mat is not None else np.diag(sigma**2)
+        mixture = _mixture_flags(k, a, m_cov, clusters if c_mat is not None else None)
+        outliers = [mixture.outlier] if mixture.outlier is not None else []
+        pooled = mixture.fit.distribution(big_k)
+        conditional = units.unconditional_to_conditional(pooled.unconditional_rates())
+        n_params = int(np.count_nonzero(mixture.fit.weights > 1e-9))
+        residual_se = mixture.residual_se
+        success, message = True, f"mixture of {n_params} prompt profiles: {mixture.fit.summary()}"
+        if outliers:
+            message += f" (fitted without k={int(k[outliers[0].index])})"
+    elif used == "decaying":
         keep = np.arange(k.size)
         if c_mat is not None and tolerance is None:
             # one point the others predict badly while the others fit: that point is the anomaly. Two or
@@ -658,7 +780,7 @@ def fit_profile(
                 residual_se[o.index] = o.se
     else:
         conditional, n_params = free_conditional, int(k.size)
-    fitted = units.al_curve_from_conditional(conditional, k)
+    fitted = mixture.fit.curve(k) if mixture is not None else units.al_curve_from_conditional(conditional, k)
     residuals = a - fitted
     if sigma is None and st is not None:
         var = np.array([AcceptanceDistribution.from_conditional_rates(conditional[:kk]).var() for kk in k])
@@ -675,7 +797,9 @@ def fit_profile(
         tol = np.full_like(a, DEFAULT_TOLERANCE)
 
     chi2 = dof = p_value = None
-    if sigma is not None and used == "decaying" and k.size > n_params:
+    if mixture is not None:
+        chi2, dof, p_value = mixture.chi2, mixture.dof, mixture.p_value
+    elif sigma is not None and used == "decaying" and k.size > n_params:
 
         # in standard errors; the free profile's own misfit (monotonicity binding) is not the family's fault
         if whiten is not None and c_mat is not None and outliers:  # the points not set aside
@@ -691,7 +815,13 @@ def fit_profile(
         dof = int(k.size - len(outliers) - n_params)
         p_value = _misfit_p(chi2, dof, clusters if whiten is not None else None) if dof > 0 else None
 
-    flags = curve_flags(k, a, sigma=sigma, cov=c_mat, resolution=resolution, noise_z=noise_z)
+    flag_z = noise_z
+    if mixture is not None and tolerance is None:
+        # drops and jumps at the mixture's calibrated level: Bonferroni over the 2 (points - 1) comparisons, in
+        # Hotelling's F(1, clusters - 1) (at 3 standard errors, 2 % of clean homogeneous curves of 16 prompts
+        # showed a jump: experiments/fit-calibration)
+        flag_z = max(noise_z, math.sqrt(deletion_critical(2 * (k.size - 1), clusters if c_mat is not None else None)))
+    flags = curve_flags(k, a, sigma=sigma, cov=c_mat, resolution=resolution, noise_z=flag_z)
     source = "given" if tolerance is not None else {
         "ci": "from the CI", "steps": "from the step counts",
         "joint": "from the joint law of the points (shared prompts)"}.get(weighting, "absolute default")
@@ -701,11 +831,11 @@ def fit_profile(
         if i in by_outlier:
             o = by_outlier[i]
             flags.append(CurveFlag(int(kk), "residual",
-                f"the profile of the other points predicts AL({kk})={o.predicted:.4g} but {obs:.4g} was observed "
+                f"the {'mixture' if mixture is not None else 'profile'} of the other points predicts AL({kk})={o.predicted:.4g} but {obs:.4g} was observed "
                 f"({o.by:+.4f}, {abs(o.by) / o.se:.1f} standard errors of that difference {source})",
                 by=o.by, interval=(o.by - z95 * o.se, o.by + z95 * o.se)))
-        elif c_mat is not None and tolerance is None and outliers:
-            continue  # one point set aside by the deletion search: the others fit
+        elif (c_mat is not None and tolerance is None and outliers) or (mixture is not None and tolerance is None):
+            continue  # one point set aside by the deletion search (the others fit), or none beyond its threshold
         elif abs(r) > t:
             se_i = None if noise is None else float(noise[i])
             flags.append(CurveFlag(int(kk), "residual",
@@ -715,10 +845,15 @@ def fit_profile(
     if p_value is not None and p_value < SHAPE_ALPHA and noise is not None:
         zs = residuals / noise
         worst = int(np.argmax(np.abs(zs)))
+        what, remedy = (("no mixture of prompts' chain-draft profiles explains", "the points are not of one prompt set "
+                         "measured with one chain draft: check each k's settings, or fit with profile 'free'")
+                        if mixture is not None else
+                        ("the decaying profile misfits", "a richer profile is needed (fit with profile 'mixture' or "
+                         "'free')"))
         flags.append(CurveFlag(int(k[worst]), "shape",
-            f"the decaying profile misfits the curve (chi-square {chi2:.1f} on {dof} degrees of freedom, "
+            f"{what} the curve (chi-square {chi2:.1f} on {dof} degrees of freedom, "
             f"p = {p_value:.2g}; largest residual {zs[worst]:+.1f} standard errors at "
-            f"k={int(k[worst])}): a richer profile is needed (fit with profile 'free')",
+            f"k={int(k[worst])}): {remedy}",
             by=float(residuals[worst]),
             interval=(float(residuals[worst] - z95 * noise[worst]), float(residuals[worst] + z95 * noise[worst]))))
     flags.sort(key=lambda f: (f.k, ("drop", "jump", "residual", "shape").index(f.kind)))
@@ -727,7 +862,7 @@ def fit_profile(
         weights=w, weighting=weighting, monotone_conditional=monotone_conditional, success=success,
         message=message, flags=tuple(flags), cost=float(np.dot(w, residuals**2)), resolution=resolution,
         profile=used, num_params=n_params, chi2=chi2, dof=dof, p_value=p_value, residual_se=residual_se,
-        cov=c_mat,
+        cov=c_mat, mixture=None if mixture is None else mixture.fit,
     )
 
 

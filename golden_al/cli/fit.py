@@ -70,8 +70,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="another name of the model (served name, repo id); repeatable")
     parser.add_argument("--method", default=None, metavar="METHOD",
                         help="the curve's draft method (default: the records' draft_method, e.g. draft-model, mtp, eagle3)")
-    parser.add_argument("--profile", choices=("decaying", "free"), default="decaying",
-                        help="decaying: c_j = c1 r^(j-1), 2 parameters (default); free: one rate per position")
+    parser.add_argument("--profile", choices=("mixture", "decaying", "free"), default="mixture",
+                        help="mixture: the prompts' shares of decaying profiles, whose pooled rates may rise (default); "
+                             "decaying: one profile c_j = c1 r^(j-1), 2 parameters; free: one rate per position")
     parser.add_argument("--monotone-conditional", action="store_true",
                         help="free profile: also constrain c_1 >= c_2 >= ... (default: 0 <= c_j <= 1 only)")
     parser.add_argument("--fill-derived", action="store_true",
@@ -129,8 +130,10 @@ def run(args: argparse.Namespace) -> int:
                    + (": a richer profile is needed" if fr.richer_profile_needed else ""))
             weighting = (f"joint law over {mf.joint.clusters} shared prompts" if mf.joint is not None
                          else f"{fr.weighting}-weighted")
-            print(f"{fit.curve.model} {mode} ({fr.profile} profile, {fr.num_params} parameters, "
-                  f"{weighting}, c = " + ", ".join(f"{c:.3f}" for c in fr.conditional) + f"{gof})")
+            shape = (fr.mixture.summary() if fr.mixture is not None
+                     else "c = " + ", ".join(f"{c:.3f}" for c in fr.conditional))
+            size = f"{fr.num_params} prompt profiles" if fr.mixture is not None else f"{fr.num_params} parameters"
+            print(f"{fit.curve.model} {mode} ({fr.profile} profile, {size}, {weighting}, {shape}{gof})")
             print(f"  {'k':>2}  {'AL':>5}  {'95% CI':<15}  {'clusters':>8}  {'origin':<8}  {'steps':>8}  {'fitted':>6}  "
                   f"{'resid':>7}  {'z':>5}  flags")
             zs = fr.standardized_residuals

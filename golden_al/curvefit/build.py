@@ -124,7 +124,7 @@ class FitOptions:
     aliases: Sequence[str] = ()
     method: str | None = None
     monotone_conditional: bool = False
-    profile: str = "decaying"
+    profile: str = "mixture"
     fill_derived: bool = False
     provenance_note: str | None = None
     tolerance: float | None = None
@@ -209,6 +209,9 @@ class CurveFit:
                 "points": points,
                 "profile": {
                     "family": fr.profile,
+                    "mixture": None if fr.mixture is None else {
+                        "summary": fr.mixture.summary(),
+                        "components": [{"p": p, "r": r, "token_share": w} for p, r, w in fr.mixture.components()]},
                     "num_params": fr.num_params,
                     "goodness_of_fit": None if fr.p_value is None else {
                         "chi2": fr.chi2, "dof": fr.dof, "p_value": fr.p_value,
@@ -402,11 +405,12 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
         filled: list[int] = []
         points = {k: _point(cell, [f for f in fr.flags if f.k == k]) for k, cell in cells.items()}
         if options.fill_derived:
-            profile = fr.curve()
+            profile = fr.through_data()
             for k in range(1, max(cells) + 1):
                 if k not in points:
                     points[k] = {"al": round_al(profile[k]), "origin": "derived",
-                                 "note": "filled from the fitted per-position profile (golden-al fit --fill-derived)"}
+                                 "note": f"filled from the fitted {fr.profile} profile, anchored to the measured "
+                                         "neighbours (golden-al fit --fill-derived)"}
                     filled.append(k)
         rec = recs[0].record
         sampling = {

@@ -229,14 +229,14 @@ def test_monotone_conditional_fit_reproduces_monotone_profiles(rng):
 
 
 # ---------------------------------------------------------------------------- power of the default profile
-def test_default_decaying_profile_has_residuals_in_standard_errors_and_power():
+def test_decaying_profile_has_residuals_in_standard_errors_and_power():
     ks = list(range(1, 7))
     bumpy = units.al_curve_from_conditional([0.9, 0.6, 0.8, 0.5, 0.7, 0.3], ks)  # a chain curve, not decaying
     ci = [(a - 0.01, a + 0.01) for a in bumpy]
     free = fit_profile(ks, bumpy, ci95=ci, profile="free")
     assert free.explained  # as many parameters as points: cannot flag it
     assert free.max_abs_residual < 1e-6
-    res = fit_profile(ks, bumpy, ci95=ci)
+    res = fit_profile(ks, bumpy, ci95=ci, profile="decaying")
     assert res.profile == "decaying"
     assert res.num_params == 2
     assert res.dof == 4

@@ -151,7 +151,7 @@ def test_pools_same_cell_by_summing_counts(tmp_path: Path) -> None:
     assert side["uncertainty"]["clusters"] == 12
     assert p.uncertainty is not None
     assert p.uncertainty.clusters == 12
-    assert p.uncertainty.method == "studentized-cluster-bootstrap"
+    assert p.uncertainty.method == "studentized-cluster-bootstrap+cr2-bm"
     assert side["ci95_exact"][0] < side["al_exact"] < side["ci95_exact"][1]
 
 
@@ -251,14 +251,14 @@ def test_fit_is_deterministic(tmp_path: Path) -> None:
     assert str(load_curve_file(a).provenance.date) == "2026-01-01"  # the records' measurement date
 
 
-def test_default_profile_flags_a_bent_curve_that_the_free_profile_absorbs(tmp_path: Path, capsys) -> None:
+def test_the_decaying_profile_flags_a_bent_curve_that_the_free_profile_absorbs(tmp_path: Path, capsys) -> None:
     rng = np.random.default_rng(11)
     bent = (0.95, 0.5, 0.95, 0.5, 0.95, 0.5)  # a chain draft, but far from a smooth decay
     recs = tmp_path / "recs"
     for k in range(1, 7):
         make_record(recs / f"k{k}", k, rng=rng, profile=bent, num_requests=40, steps=200)
     out = tmp_path / "c.yaml"
-    assert _fit([str(recs), "--out", str(out)]) == 1  # flagged: exit 1, the curve and sidecar still written
+    assert _fit([str(recs), "--out", str(out), "--profile", "decaying"]) == 1  # flagged: exit 1, curve and sidecar written
     text = capsys.readouterr().out
     assert "decaying profile, 2 parameters" in text
     assert "a richer profile is needed" in text
