@@ -41,6 +41,7 @@ from distributions.errors import DistributionError
 
 __all__ = [
     "AL_INTERVAL_METHOD",
+    "AL_INTERVAL_RULE",
     "FEW_CLUSTERS",
     "JOINT_METHOD",
     "ALInterval",
@@ -80,6 +81,8 @@ __all__ = [
 #: cluster bootstrap and the CR2 sandwich with Bell-McCaffrey degrees of freedom (``studentized+cr2-bm`` of
 #: :func:`al_intervals_batch`), chosen by measured coverage (experiments/interval-calibration/interval_choice.md).
 AL_INTERVAL_METHOD = "studentized-cluster-bootstrap+cr2-bm"
+#: The same rule by its :func:`al_intervals_batch` method name.
+AL_INTERVAL_RULE = "studentized+cr2-bm"
 #: Records written before the hull carry this method; their intervals are recomputed from their lines.
 FORMER_AL_INTERVAL_METHOD = "studentized-cluster-bootstrap"
 #: Above this many clusters the bootstrap and the delta-t interval agree to well under
@@ -377,7 +380,7 @@ def al_interval_result(accepted: ArrayLike, steps: ArrayLike, *, confidence: flo
         lo_a, hi_a = al_intervals_batch(acc[None], st[None], method="delta-t", confidence=confidence)
     else:
         method, resamples = AL_INTERVAL_METHOD, int(num_resamples)
-        lo_a, hi_a = al_intervals_batch(acc[None], st[None], method="studentized+cr2-bm", confidence=confidence,
+        lo_a, hi_a = al_intervals_batch(acc[None], st[None], method=AL_INTERVAL_RULE, confidence=confidence,
                                         seed=seed, num_resamples=num_resamples)
     lo, hi = float(lo_a[0]), float(hi_a[0])
     if draft_len is not None:

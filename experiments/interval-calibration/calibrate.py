@@ -216,7 +216,8 @@ def main() -> None:
     rows = run(args.reps, clusters, args.seed)
     md = ["# Interval calibration results", "",
           f"{args.reps} replications per cell, seed {args.seed}, {time.time() - t0:.0f} s. "
-          f"Shipped method: `{AL_INTERVAL_METHOD}` (= `studentized` below).", "",
+          f"Shipped method: `{AL_INTERVAL_METHOD}` (its bootstrap half is `studentized` below; the hull is chosen in "
+          "interval_choice.md).", "",
           "## Summary over populations: median / worst coverage % (median width ratio)", "",
           *summary(rows, clusters)]
     for n in clusters:

@@ -41,14 +41,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from distributions.uncertainty import al_intervals_batch  # noqa: E402
+from distributions.uncertainty import AL_INTERVAL_RULE, al_intervals_batch  # noqa: E402
 from simulators.requests import Component as C  # noqa: E402
 from simulators.requests import RequestPopulation as P  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CLUSTERS = (16, 32, 80)
 METHODS = ("studentized", "cr2-bm", "cr2-welch", "delta-t", "studentized+cr2-bm")
-SHIPPED = "studentized+cr2-bm"
+SHIPPED = AL_INTERVAL_RULE
 SEED = 2026
 GOAL = 0.93
 TURNS = 4  #: requests per conversation in the autocorrelated scenario
@@ -174,6 +174,22 @@ def markdown(rows: list[dict[str, object]], reps: int, seconds: float) -> str:
         lines.append("")
     lines += ["## Verdict", "", *verdict(rows), ""]
     return "\n".join(lines)
+
+
+def readme_table(rows: list[dict[str, object]]) -> str:
+    """The coverage table README.md shows: each scenario at 16 clusters, the former rule against the shipped one (a test
+    holds the two equal)."""
+    out = ["| population (k) | former: studentized bootstrap | shipped: hull with CR2-BM | width, shipped / former |",
+           "|---|---:|---:|---:|"]
+    cells = {(r["scenario"], r["method"]): r for r in rows if r["clusters"] == 16}
+    for name in dict.fromkeys(str(r["scenario"]) for r in rows):
+        old, new = cells.get((name, "studentized")), cells.get((name, SHIPPED))
+        if old is None or new is None:
+            continue
+        ratio = float(new["median_width"]) / float(old["median_width"])  # type: ignore[arg-type]
+        out.append(f"| {name.removeprefix('(first calibration) ')} | {100 * float(old['coverage']):.1f} % | "  # type: ignore[arg-type]
+                   f"{100 * float(new['coverage']):.1f} % | {ratio:.2f} |")  # type: ignore[arg-type]
+    return "\n".join(out)
 
 
 def main() -> None:

@@ -1,6 +1,7 @@
 """Coverage of the shipped AL interval on populations the first calibration never used.
 
-``calibrate.py`` chose the studentized cluster bootstrap on 16 populations. This checks it,
+``calibrate.py`` chose the studentized cluster bootstrap on 16 populations, and ``interval_choice.py`` its hull with the
+CR2 sandwich (shipped since issue 39). This checks the shipped rule,
 unchanged, on five new kinds of population, at 8, 16, 32 and 80 clusters (requests), against
 known truth (``simulators/requests.py``; truth by 400,000 requests):
 
@@ -39,7 +40,12 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from distributions.uncertainty import AL_INTERVAL_METHOD, al_intervals_batch, joint_al_bootstrap  # noqa: E402
+from distributions.uncertainty import (  # noqa: E402
+    AL_INTERVAL_METHOD,
+    AL_INTERVAL_RULE,
+    al_intervals_batch,
+    joint_al_bootstrap,
+)
 from simulators.requests import Component as C  # noqa: E402
 from simulators.requests import RequestPopulation as P  # noqa: E402
 
@@ -65,7 +71,7 @@ def run() -> list[dict[str, object]]:
         truth = pop.true_al(rng)
         for n in CLUSTERS:
             acc, st = pop.sample(rng, (REPS, n))
-            lo, hi = al_intervals_batch(acc, st)
+            lo, hi = al_intervals_batch(acc, st, method=AL_INTERVAL_RULE)
             rows.append({"scenario": name, "k": pop.draft_len, "true_al": round(truth, 4), "clusters": n,
                          "method": AL_INTERVAL_METHOD, "coverage": float(np.mean((lo <= truth) & (truth <= hi))),
                          "miss_low_side": float(np.mean(truth < lo)), "miss_high_side": float(np.mean(truth > hi)),

@@ -370,3 +370,18 @@ def test_the_interval_choice_experiment_holds_its_claim_at_small_size():
     assert ic.SHIPPED == "studentized+cr2-bm"
     assert cover[ic.SHIPPED] >= ic.GOAL - 3 * math.sqrt(ic.GOAL * (1 - ic.GOAL) / reps)
     assert 1.0 / width["studentized"] <= 1.6
+
+
+def test_the_readme_coverage_table_is_the_experiments():
+    import json
+    import sys
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[2]
+    sys.path.insert(0, str(repo / "experiments" / "interval-calibration"))
+    import interval_choice as ic
+
+    rows = json.loads((repo / "experiments" / "interval-calibration" / "interval_choice.json").read_text())["rows"]
+    readme = (repo / "README.md").read_text()
+    block = readme.split("<!-- readme-test: interval-coverage -->\n", 1)[1].split("\n\n", 1)[0]
+    assert block.strip() == ic.readme_table(rows)

@@ -138,3 +138,17 @@ def test_the_calibration_experiment_holds_its_claims_at_small_size() -> None:
     assert row["fill"]["monotone_rate"] == 1.0
     md = fc.markdown([row], 1.0)
     assert "| Beta(3, 1.5) | 80 |" in md
+
+
+def test_the_readme_false_flag_table_is_the_experiments() -> None:
+    import json
+
+    sys.path.insert(0, str(REPO / "experiments" / "fit-calibration"))
+    import fit_calibration as fc
+
+    rows = json.loads((REPO / "experiments" / "fit-calibration" / "fit_calibration.json").read_text())["rows"]
+    readme = (REPO / "README.md").read_text()
+    block = readme.split("<!-- readme-test: fit-false-flags -->\n", 1)[1].split("\n\n", 1)[0]
+    assert block == fc.readme_table(rows)
+    worst = max(r["false_flag_rate"]["mixture"] for r in rows)
+    assert worst <= fc.GOAL  # the committed run meets the goal
