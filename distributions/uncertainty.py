@@ -83,8 +83,6 @@ __all__ = [
 AL_INTERVAL_METHOD = "studentized-cluster-bootstrap+cr2-bm"
 #: The same rule by its :func:`al_intervals_batch` method name.
 AL_INTERVAL_RULE = "studentized+cr2-bm"
-#: Records written before the hull carry this method; their intervals are recomputed from their lines.
-FORMER_AL_INTERVAL_METHOD = "studentized-cluster-bootstrap"
 #: Above this many clusters the bootstrap and the delta-t interval agree to well under
 #: 1% of the width, and the bootstrap's memory grows; the delta-t interval is used.
 LARGE_CLUSTERS = 1000
