@@ -162,18 +162,21 @@ def get_profile(name: str) -> EngineProfile:
     return profile
 
 
-def load_hook(ref: str) -> Any:
-    """The callable a profile names as ``"module:function"`` (a server probe, a log reader, an AL
-    source), imported on use so that the profile itself stays pure data and fast to import.
+def load_hook(hook: Any) -> Any:
+    """The object a profile hook stands for: a :func:`~golden_al.engines.profile.lazy` hook imported now, any other
+    hook (a callable, a source object) as it is.
 
     Raises:
-        ValueError: ``ref`` is not ``"module:function"``.
-        ImportError / AttributeError: the module or the function does not exist.
+        TypeError: the hook is a string (profiles name hooks as callables or ``lazy("module:function")``).
+        ImportError / AttributeError: a lazy hook's module or name does not exist.
     """
-    module, _, func = ref.partition(":")
-    if not module or not func:
-        raise ValueError(f"a profile hook is 'module:function', got {ref!r}")
-    return getattr(importlib.import_module(module), func)
+    from golden_al.engines.profile import Lazy
+
+    if isinstance(hook, Lazy):
+        return hook.resolve()
+    if isinstance(hook, str):
+        raise TypeError(f"a profile hook is a callable or lazy('module:function'), got the string {hook!r}")
+    return hook
 
 
 def load_samplers(name: str) -> None:

@@ -23,14 +23,14 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
-from golden_al.engines.profile import CAPABILITIES, EngineProfile, SyntheticKnob
+from golden_al.engines.profile import CAPABILITIES, EngineProfile, Lazy, SyntheticKnob
 
 __all__ = ["RESERVED_NAMES", "hook_refs", "knob_spellings", "profile_problems"]
 
 #: ``--engine`` names no plugin may take: the embedded reference engine's.
 RESERVED_NAMES: tuple[str, ...] = ("reference",)
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
-#: profile fields that name a ``"module:function"`` hook
+#: profile fields that hold a hook (a callable, or ``lazy("module:function")`` imported on first use)
 _HOOK_FIELDS = ("server_probe", "run_evidence", "counter_reader", "reference_flavor", "script_pin",
                 "response_records")
 #: profile fields that must be callables where set
@@ -58,13 +58,15 @@ def knob_spellings(profile: EngineProfile) -> dict[str, str]:
     return {spelling: knob.kind for knob in profile.synthetic_knobs for spelling in knob.spellings()}
 
 
-def hook_refs(profile: EngineProfile) -> dict[str, str]:
-    """``field -> "module:function"`` of every hook the profile names."""
+def hook_refs(profile: EngineProfile) -> dict[str, Any]:
+    """``field -> hook`` of every hook the profile names (a callable, or ``lazy("module:function")``)."""
     refs = {f: getattr(profile, f) for f in _HOOK_FIELDS if getattr(profile, f, None)}
     refs.update({f"source_impls[{name!r}]": ref for name, ref in profile.source_impls.items()})
     refs.update({f"importers[{name!r}]": ref for name, ref in profile.importers.items()})
     if profile.recipe is not None and profile.recipe.config_writer is not None:
         refs["recipe.config_writer"] = profile.recipe.config_writer
+    if profile.recipe is not None and profile.recipe.config_pin is not None:
+        refs["recipe.config_pin"] = profile.recipe.config_pin
     if profile.log_reader is not None:
         refs["log_reader.parse"] = profile.log_reader.parse
         if profile.log_reader.server_args is not None:
@@ -92,10 +94,16 @@ def _top_level_names(path: str) -> set[str] | None:
     return names
 
 
-def _resolve(ref: str) -> str | None:
-    """Why ``"module:function"`` does not resolve, or None. A module not yet imported is read, not imported
-    (a hook module may import the server layer, which loads the registry that is validating it)."""
-    module, _, attr = str(ref).partition(":")
+def _resolve(hook: Any) -> str | None:
+    """Why a hook does not resolve, or None: a string (hooks are callables or ``lazy("module:function")``), or a lazy
+    hook whose module or name does not exist. A module not yet imported is read, not imported (a hook module may
+    import the server layer, which loads the registry that is validating it)."""
+    if isinstance(hook, str):
+        return f"{hook!r} is a string: a hook is a callable, or lazy({hook!r}) (golden_al.engines.profile.lazy)"
+    if not isinstance(hook, Lazy):
+        return None
+    ref = hook.ref
+    module, _, attr = ref.partition(":")
     if not module or not attr:
         return f"{ref!r} is not 'module:function'"
     if module in sys.modules:

@@ -49,6 +49,51 @@ __all__ = [
 ]
 
 
+
+@dataclass(frozen=True)
+class Lazy:
+    """A profile hook whose module is imported on its first use (:func:`lazy`): calling it calls the target.
+
+    Every hook of a profile is a Python object, usually a callable; a hook whose module is heavy (a server client,
+    a log parser) or imports the layers that load the registry is written ``lazy("package.module:name")`` so that
+    importing the profile stays cheap. :func:`golden_al.engines.load_hook` gives the object either way.
+    """
+
+    ref: str
+
+    def resolve(self) -> Any:
+        """The object ``ref`` names, importing its module.
+
+        Raises:
+            ImportError / AttributeError: the module or the name does not exist.
+        """
+        import importlib
+
+        module, _, name = self.ref.partition(":")
+        return getattr(importlib.import_module(module), name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.resolve()(*args, **kwargs)
+
+    def __str__(self) -> str:
+        return self.ref
+
+
+def lazy(ref: str) -> Lazy:
+    """A hook imported on first use: ``lazy("golden_al_myengine.server:probe")``.
+
+    Raises:
+        ValueError: ``ref`` is not ``"module:name"``.
+    """
+    module, sep, name = ref.partition(":")
+    if not (module and sep and name) or not all(part.isidentifier() for part in (*module.split("."), name)):
+        raise ValueError(f"a lazy hook is 'package.module:name', got {ref!r}")
+    return Lazy(ref)
+
+
+#: A profile hook: a callable, or :func:`lazy` of one (or of an object such as a source) imported on first use.
+Hook = Callable[..., Any]
+
 @dataclass(frozen=True)
 class Source:
     """Where a fact comes from: an upstream file at a version."""
@@ -247,12 +292,12 @@ class RecipeFormat:
     inject_into: Literal["env", "config"] = "env"
     #: keys of the role arguments that hold speculative settings (an override touching one changes k)
     spec_keys: tuple[str, ...] = ()
-    #: ``"module:function"``: the pin in a speculative config under :attr:`spec_keys` (where the engine keeps its
+    #: a hook (:data:`Hook`): the pin in a speculative config under :attr:`spec_keys` (where the engine keeps its
     #: knobs, vLLM's), ``(path, line, value, models, thinking_for, agentic, role) -> Pin | None``
-    config_pin: str | None = None
-    #: ``inject_into: config``: ``"module:function"`` writing the synthetic settings into each speculative config,
+    config_pin: Hook | None = None
+    #: ``inject_into: config``: a hook (:data:`Hook`) writing the synthetic settings into each speculative config,
     #: ``(planner, analysis, golden(k) -> AL) -> names written`` (:mod:`golden_al.injection.inject`)
-    config_writer: str | None = None
+    config_writer: Hook | None = None
 
 
 @dataclass(frozen=True)
@@ -355,13 +400,13 @@ class EnvOption:
 class LogReader:
     """How the general log reader (:func:`golden_al.formats.logs.read_log_file`) reads the engine's acceptance lines."""
 
-    #: ``"module:function"``: ``(line, line_no) -> record | None`` (a record has ``engine``, ``line_no``, ``kind``)
-    parse: str
+    #: a hook (:data:`Hook`): ``(line, line_no) -> record | None`` (a record has ``engine``, ``line_no``, ``kind``)
+    parse: Hook
     #: text every such line holds (lines without any engine's marker are never decoded)
     markers: tuple[str, ...]
-    #: ``"module:function"``: ``(line, line_no) -> record | None`` of the line where the server logs its start-up
+    #: a hook (:data:`Hook`): ``(line, line_no) -> record | None`` of the line where the server logs its start-up
     #: arguments (``record.args``: name -> value, ``record.line_no``), read by ``check-run`` (None: none)
-    server_args: str | None = None
+    server_args: Hook | None = None
 
 
 @dataclass(frozen=True)
@@ -370,11 +415,11 @@ class EngineBuild:
 
     binary: str  #: what is built (``llama-server``)
     description: str  #: what the build does, for ``--help``
-    #: ``"module:function"``: ``(cache_dir, *, jobs, progress, note) -> result`` with ``to_dict()``, ``cached``,
+    #: a hook (:data:`Hook`): ``(cache_dir, *, jobs, progress, note) -> result`` with ``to_dict()``, ``cached``,
     #: ``build_seconds``, ``attempts``, ``log``
-    build: str
-    #: ``"module:function"``: ``(path) -> Path``, checks a binary the user gives instead
-    check: str
+    build: Hook
+    #: a hook (:data:`Hook`): ``(path) -> Path``, checks a binary the user gives instead
+    check: Hook
 
 
 @dataclass(frozen=True)
@@ -528,7 +573,7 @@ class EngineProfile:
     #: What its server loads: ``checkpoint`` (a Hugging Face directory or name) or ``gguf`` files
     #: (``measure --launch`` then maps a known model name to its cached GGUF).
     model_files: Literal["checkpoint", "gguf"] = "checkpoint"
-    #: ``"module:function"`` that builds :attr:`executable` into golden-al's cache when missing,
+    #: a hook (:data:`Hook`) that builds :attr:`executable` into golden-al's cache when missing,
     #: ``(cache_dir, *, progress, note) -> result with .binary``; None: it is looked up on ``PATH``.
 
     #: The flag that names the served model (llama.cpp: ``--alias``).
@@ -545,12 +590,12 @@ class EngineProfile:
     #: Whether its proposed-drafts count is exactly ``verify steps x k`` (SGLang: ``spec_verify_ct x
     #: (speculative_num_draft_tokens - 1)``), so any other count means another draft length.
     exact_proposals: bool = False
-    #: ``"module:Class"`` of its ``serve-reference`` imitation, a
+    #: a hook (:data:`Hook`, a class) of its ``serve-reference`` imitation, a
     #: :class:`golden_al.servers.reference.flavor.Flavor` (None: serve-reference cannot answer like it).
-    reference_flavor: str | None = None
-    #: ``"module:function"`` of its Prometheus counter reader, ``(snapshot, labels) -> SpecCounters``
+    reference_flavor: Hook | None = None
+    #: a hook (:data:`Hook`) of its Prometheus counter reader, ``(snapshot, labels) -> SpecCounters``
     #: (:mod:`golden_al.formats.counters`); None: the engine exposes no spec-decode counters.
-    counter_reader: str | None = None
+    counter_reader: Hook | None = None
     #: The metric whose presence says a snapshot holds this engine's counters (auto-detection).
     counter_marker: str | None = None
     #: Metric families whose ``*_created`` times identify one server lifetime (a restart changes them).
@@ -558,9 +603,9 @@ class EngineProfile:
     #: AL sources ``measure``/``sweep`` read against this engine's server (names in
     #: :mod:`golden_al.servers.sources`), the ``--al-source auto`` default first; empty: none.
     al_sources: tuple[str, ...] = ()
-    #: source name -> ``"module:attr"`` of its implementation: a ``CounterSource`` subclass or a
+    #: source name -> a hook (:data:`Hook`) of its implementation: a ``CounterSource`` subclass or a
     #: ``ResponseCounts`` (:mod:`golden_al.servers.sources`); every name in :attr:`al_sources` has one.
-    source_impls: Mapping[str, str] = field(default_factory=dict)
+    source_impls: Mapping[str, Hook] = field(default_factory=dict)
     #: The ``auto`` source when the server reports per-request counts (vLLM started with
     #: ``--per-request-spec-decode-metrics``), and how to tell: ``async (client, model, messages) -> bool``
     #: sends one short request and looks for them.
@@ -569,9 +614,9 @@ class EngineProfile:
     #: ``(response, k, max_tokens, output_tokens) -> {k: counts} | None``: a response's steps split by the
     #: draft length each was proposed at (None: the engine does not report per-step lengths).
     response_steps_by_draft_len: Callable[..., Any] | None = None
-    #: ``"module:function"`` of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
+    #: a hook (:data:`Hook`) of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
     #: ``golden_al.servers.probe.ServerFacts`` from what the server says about itself (None: not probed).
-    server_probe: str | None = None
+    server_probe: Hook | None = None
     #: Forced acceptance in what a server shows of itself, each ``-> (what was found, hint) | None``: in its
     #: command-line arguments (``forced_in_args(argv)``), a speculative config (``forced_in_config(mapping)``,
     #: vLLM's) and one line of its log (``forced_in_log_line(line)``). :mod:`golden_al.servers.synthetic` asks every
@@ -583,20 +628,20 @@ class EngineProfile:
     #: the ones given (raises UsageError naming what is missing or contradicts). Engines may share an option.
     env_options: tuple[EnvOption, ...] = ()
     env_draft_len: Callable[[str | None, Mapping[str, int]], DraftLen] | None = None
-    #: ``"module:function"``: ``(node, *, k, source) -> list[RequestSpecCounts]``, the engine's per-request spec
+    #: a hook (:data:`Hook`): ``(node, *, k, source) -> list[RequestSpecCounts]``, the engine's per-request spec
     #: records in one JSON response object (:func:`golden_al.formats.responses.find_spec_records`); None: none.
-    response_records: str | None = None
+    response_records: Hook | None = None
     #: The engine's acceptance log lines, as ``check-run`` and ``import`` read them (None: it prints none).
     log_reader: LogReader | None = None
     #: ``golden-al engines build``: how golden-al builds the engine's server itself (None: it does not).
     build: EngineBuild | None = None
     #: ``golden-al import`` formats of the engine's own outputs (bench results, server logs): format name ->
-    #: ``"module:function"``, ``(paths, ImportOptions) -> list[Imported]`` (:mod:`golden_al.measure.imported`).
-    importers: Mapping[str, str] = field(default_factory=dict)
-    #: ``"module:function"``: check-run's reader of the engine's own log lines,
+    #: a hook (:data:`Hook`), ``(paths, ImportOptions) -> list[Imported]`` (:mod:`golden_al.measure.imported`).
+    importers: Mapping[str, Hook] = field(default_factory=dict)
+    #: a hook (:data:`Hook`): check-run's reader of the engine's own log lines,
     #: ``(files, k, *, decode_log_interval) -> RunEvidence`` (:mod:`golden_al.checks.evidence`);
     #: None: only Prometheus snapshots are read for it.
-    run_evidence: str | None = None
+    run_evidence: Hook | None = None
     #: ``(algorithm, draft) -> method``: the record's ``draft_method`` of a launch (None: the algorithm,
     #: lower-cased, or ``unknown``).
     launch_method: Callable[..., str] | None = None
@@ -638,10 +683,10 @@ class EngineProfile:
     #: ``(flags) -> Speculation | None``: the engine's speculative settings among a script's launch
     #: flags (``--name``: value) and the config keys it writes (bare ``name``: value); None: not read there.
     script_speculation: Callable[[Mapping[str, Any]], Speculation | None] | None = None
-    #: ``"module:function"`` building the pin of a knob this engine spells its own way in a shell script
+    #: a hook (:data:`Hook`) building the pin of a knob this engine spells its own way in a shell script
     #: (:mod:`golden_al.checks.script_pins`: a JSON config, a flag), ``(PinSite) -> Pin``; None: its knobs are
     #: environment variables, or read off its command line (:attr:`command_line`).
-    script_pin: str | None = None
+    script_pin: Hook | None = None
     #: The launch flags whose values :attr:`script_speculation` reads (``check`` gathers them on each path).
     script_flags: tuple[str, ...] = ()
     #: Config keys a script writes (a YAML heredoc, TensorRT-LLM's) that :attr:`script_speculation` reads.

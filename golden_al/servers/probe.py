@@ -1,7 +1,7 @@
 """What a running server says about itself: version, arguments, draft length, synthetic state.
 
 :func:`probe_server` asks every server for ``/v1/models`` and reads a given server log, then hands
-over to the engine's own probe, which its profile names (``server_probe``, a ``"module:function"``;
+over to the engine's own probe, which its profile names (``server_probe``, a ``lazy("module:function")`` hook;
 the built-in ones are in :mod:`golden_al.servers.adapters`): SGLang's ``/server_info``, vLLM's
 ``/version``, ``/metrics`` and startup log, ATOM's ``/server_info`` and ``/debug/mtp_stats``,
 llama.cpp's ``/props`` and ``/metrics``. A plugin engine brings its own probe the same way.

@@ -51,8 +51,8 @@ from golden_al.servers.served_engine import ServedEngine
 __all__ = ["FLAVORS", "Fault", "FaultPlan", "ReferenceServer", "ServeConfig", "flavors", "parse_fault"]
 
 
-def flavors() -> dict[str, str]:
-    """Engine -> ``"module:Class"`` of its serve-reference flavor, for every registered engine that has one."""
+def flavors() -> dict[str, Any]:
+    """Engine -> the hook (``lazy("module:Class")``) of its serve-reference flavor, for every engine that has one."""
     out = {}
     for name in engines.engine_names():
         ref = engines.get_profile(name).reference_flavor

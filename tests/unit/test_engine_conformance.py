@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 TRT_FILE = "tests/fixtures/check/tree/recipes/trtllm/glm-agentic-al-minus-1.yaml"
 
 GOOD = '''
-from golden_al.engines.profile import DraftLenRule, EngineProfile, RecipeFormat, Source, SyntheticKnob
+from golden_al.engines.profile import DraftLenRule, EngineProfile, RecipeFormat, Source, SyntheticKnob, lazy
 
 KNOB = {knob!r}
 _SRC = Source("example/bad", "bad/spec.py", "0.1.0")
@@ -50,7 +50,8 @@ PROFILE = EngineProfile(
 MISTAKES: dict[str, tuple[dict[str, str] | str, str]] = {
     "knob-of-a-builtin": ({"knob": "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"}, "synthetic_knobs"),
     "source-without-implementation": ({"extra": 'al_sources=("bad-source",),'}, "al_sources"),
-    "hook-naming-a-missing-function": ({"extra": 'run_evidence="badengine:no_such_reader",'}, "run_evidence"),
+    "hook-naming-a-missing-function": ({"extra": 'run_evidence=lazy("badengine:no_such_reader"),'}, "run_evidence"),
+    "hook-as-a-string": ({"extra": 'run_evidence="badengine:reader",'}, "run_evidence"),
     "wrong-unit": ({"unit": "al-2"}, "unit"),
     "unregistered-default-sampler": ({"extra": 'default_sampler="force",'}, "default_sampler"),
     "config-injection": ({"extra": 'recipe=RecipeFormat("bad_config", ("bad",), read, inject_into="config"),'},
@@ -58,7 +59,7 @@ MISTAKES: dict[str, tuple[dict[str, str] | str, str]] = {
     "import-error": ("raise RuntimeError('the package is broken')\n", "import"),
     "name-mismatch": ({"name": "otherengine"}, "name"),
     "not-a-profile": ("PROFILE = {'name': 'badengine'}\n", "PROFILE"),
-    "source-impl-not-offered": ({"extra": 'source_impls={"x": "badengine:reader"},'}, "source_impls"),
+    "source-impl-not-offered": ({"extra": 'source_impls={"x": lazy("badengine:reader")},'}, "source_impls"),
 }
 
 
@@ -162,3 +163,27 @@ def test_the_guides_kit_example_passes_on_the_toy_plugin_and_fails_on_a_broken_o
                           timeout=120)
     assert done.returncode == 1
     assert "AssertionError" in done.stderr
+
+
+def test_every_hook_is_a_callable_or_a_lazy_import_never_a_string() -> None:
+    """One hook mechanism (issue 40): a profile's hooks are callables; a module imported only on use is written
+    ``lazy("module:function")``, which is itself callable. A bare string is refused by the kit and by ``load_hook``."""
+    from golden_al import engines
+    from golden_al.engines import load_hook
+    from golden_al.engines.conformance import hook_refs
+    from golden_al.engines.profile import Lazy, lazy
+
+    for name in engines.engine_names():
+        for field, hook in hook_refs(engines.get_profile(name)).items():
+            assert callable(hook), (name, field, hook)
+            assert not isinstance(hook, str), (name, field)
+    probe = lazy("golden_al.engines.sglang.server:probe")
+    assert isinstance(probe, Lazy)
+    assert str(probe) == "golden_al.engines.sglang.server:probe"
+    assert load_hook(probe) is load_hook(probe)  # the module's own function
+    assert load_hook(len) is len
+    with pytest.raises(TypeError, match="lazy"):
+        load_hook("golden_al.engines.sglang.server:probe")
+    for bad in ("no_colon", "mod:", ":name", "a b:c"):
+        with pytest.raises(ValueError, match=r"package\.module:name"):
+            lazy(bad)

@@ -23,7 +23,7 @@ def _imports(path: Path) -> set[str]:
 
 #: Modules of an engine folder (``golden_al/engines/<name>/``) that implement what the engine does on top of the
 #: general layers (its server probe and sources, stand-in, check-run evidence, counters, imports, log readers,
-#: build); the profile names them as ``"module:function"`` hooks and never imports them.
+#: build); the profile names them as ``lazy("module:function")`` hooks and never imports them.
 ENGINE_IMPLEMENTATIONS = ("server", "reference", "evidence", "counters", "imported", "inferencex", "logs", "responses", "pins",
                           "inject",
                           "build")

@@ -52,6 +52,7 @@ from golden_al.engines.profile import (
     Source,
     Speculation,
     SyntheticKnob,
+    lazy,
 )
 from golden_al.errors import UsageError
 
@@ -401,7 +402,7 @@ PROFILE = EngineProfile(
     script_speculation=script_speculation,
     script_settings="the ATOM launch flags",
     script_flags=(FLAG_K, FLAG_METHOD, FLAG_DRAFT_MODEL),
-    script_pin="golden_al.engines.atom.pins:atom_pin",
+    script_pin=lazy("golden_al.engines.atom.pins:atom_pin"),
     display_name="ATOM",
     algorithms=METHODS,
     draft_len_rules=(DraftLenRule("*", f"k = {FLAG_K} (default {DEFAULT_K})", True, _ARGS),),
@@ -436,8 +437,8 @@ PROFILE = EngineProfile(
     shell_variable=SHELL_VARIABLE,
     shell_value=shell_value,
     curve_methods=CURVE_METHODS,
-    counter_reader="golden_al.engines.atom.counters:read",
-    reference_flavor="golden_al.engines.atom.reference:AtomFlavor",
+    counter_reader=lazy("golden_al.engines.atom.counters:read"),
+    reference_flavor=lazy("golden_al.engines.atom.reference:AtomFlavor"),
     counter_marker=METRIC_DRAFT_TOKENS,
     lifetime_prefixes=(METRIC_PREFIX,),
     server_args=server_args,
@@ -449,8 +450,8 @@ PROFILE = EngineProfile(
         help=f"{RATE_FLAG} (AL-1)/K in [0, 1], instead of --al"),),
     simulate_report=simulate_report,
     al_sources=("atom-mtp-stats",),
-    source_impls={"atom-mtp-stats": "golden_al.engines.atom.server:AtomMtpStatsSource"},
-    server_probe="golden_al.engines.atom.server:probe",
-    run_evidence="golden_al.engines.atom.evidence:read",
-    log_reader=LogReader("golden_al.engines.atom.logs:parse_atom_mtp_line", ("[MTP Stats",)),
+    source_impls={"atom-mtp-stats": lazy("golden_al.engines.atom.server:AtomMtpStatsSource")},
+    server_probe=lazy("golden_al.engines.atom.server:probe"),
+    run_evidence=lazy("golden_al.engines.atom.evidence:read"),
+    log_reader=LogReader(lazy("golden_al.engines.atom.logs:parse_atom_mtp_line"), ("[MTP Stats",)),
 )

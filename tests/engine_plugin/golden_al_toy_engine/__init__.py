@@ -26,6 +26,7 @@ from golden_al.engines.profile import (
     SimulateOption,
     Source,
     SyntheticKnob,
+    lazy,
 )
 from golden_al.errors import UsageError
 
@@ -109,11 +110,11 @@ PROFILE = EngineProfile(
     simulate_options=(SimulateOption("--toy-mix", "mix", choices=("mixed", "floor"),
                                      help="mixed (floor and ceil, mean AL; default) or floor (always floor(AL))"),),
     simulate_report=lambda sampler, al, k, settings: {"toy_mix": sampler.mix},
-    run_evidence="golden_al_toy_engine:read_run_log",
+    run_evidence=lazy("golden_al_toy_engine:read_run_log"),
     # measure/sweep against a toyserve server: its probe and its per-request AL source (server.py)
-    server_probe="golden_al_toy_engine.server:probe",
+    server_probe=lazy("golden_al_toy_engine.server:probe"),
     al_sources=("toyserve-per-request",),
-    source_impls={"toyserve-per-request": "golden_al_toy_engine.server:PER_REQUEST"},
+    source_impls={"toyserve-per-request": lazy("golden_al_toy_engine.server:PER_REQUEST")},
 )
 
 
