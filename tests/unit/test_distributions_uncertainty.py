@@ -210,6 +210,7 @@ def test_se_from_ci_inverts_a_normal_interval():
 # ---------------------------------------------------------------------------- al_interval
 from distributions.uncertainty import (  # noqa: E402
     AL_INTERVAL_METHOD,
+    AL_INTERVAL_RULE,
     FEW_CLUSTERS,
     al_interval,
     al_interval_result,
@@ -259,7 +260,7 @@ def test_al_interval_result_carries_what_it_rests_on():
     assert r.warning is None
     assert FEW_CLUSTERS == 10
     assert r.low < r.al < r.high
-    lo, hi = al_intervals_batch(acc[None], steps[None])
+    lo, hi = al_intervals_batch(acc[None], steps[None], method=AL_INTERVAL_RULE)
     assert (lo[0], hi[0]) == pytest.approx(r.ci, abs=1e-12)
 
 

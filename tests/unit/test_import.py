@@ -88,9 +88,9 @@ def test_vllm_server_log_intervals_are_the_clusters(tmp_path, capsys):
     assert (r["num_verify_steps"], r["num_accepted_drafts"]) == (63, 85)  # every interval was logged here
     assert len((tmp_path / "o" / "requests.jsonl").read_text().splitlines()) == 3
     lo, hi = r["al_ci95"]
-    assert lo < r["al"] < hi
-    assert hi - lo < 3.0
+    assert 1.0 <= lo < r["al"] < hi <= 4.0  # three windows hold little: the interval may span all of [1, k + 1]
     assert any("aggregate" in w for w in r["warnings"])
+    assert any("fewer than 10" in w for w in r["warnings"])
     assert r["uncertainty"]["clusters"] == 3
     assert r["uncertainty"]["unit"] == "imported counter window"
 
