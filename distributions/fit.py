@@ -674,7 +674,9 @@ def fit_profile(
             ``experiments/interval-calibration/new_scenarios.md``; with F 89-100 % and 82-95 %).
         monotone_conditional: also require ``c_1 >= c_2 >= ... >= c_K``.
         tolerance: absolute residual tolerance overriding the noise-based one.
-        noise_z: standard errors that count as "beyond noise" in the flags.
+        noise_z: standard errors that count as "beyond noise" in the flags: the residual tolerance, and the least
+            level of drops and jumps, which with noise estimates are judged at :func:`deletion_critical`'s level
+            over their comparisons when that is stricter.
         profile: ``"mixture"`` (default: the prompts' token shares of a grid of decaying profiles,
             :mod:`distributions.mixture`; needs the points' noise, ``cov`` or ``ci95``, else the decaying
             profile is used), ``"decaying"`` (``c_j = c1 r^(j-1)``, 2 parameters) or ``"free"`` (the free
@@ -816,10 +818,10 @@ def fit_profile(
         p_value = _misfit_p(chi2, dof, clusters if whiten is not None else None) if dof > 0 else None
 
     flag_z = noise_z
-    if mixture is not None and tolerance is None:
-        # drops and jumps at the mixture's calibrated level: Bonferroni over the 2 (points - 1) comparisons, in
-        # Hotelling's F(1, clusters - 1) (at 3 standard errors, 2 % of clean homogeneous curves of 16 prompts
-        # showed a jump: experiments/fit-calibration)
+    if tolerance is None and sigma is not None:
+        # drops and jumps at a calibrated level: Bonferroni over the 2 (points - 1) comparisons at DELETION_ALPHA, in
+        # Hotelling's F(1, clusters - 1) for a covariance estimated from clusters (at a flat 3 standard errors, 2 % of
+        # clean homogeneous curves of 16 prompts showed a jump: experiments/fit-calibration)
         flag_z = max(noise_z, math.sqrt(deletion_critical(2 * (k.size - 1), clusters if c_mat is not None else None)))
     flags = curve_flags(k, a, sigma=sigma, cov=c_mat, resolution=resolution, noise_z=flag_z)
     source = "given" if tolerance is not None else {
