@@ -33,7 +33,6 @@ would go unseen (``experiments/fit-calibration``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -54,11 +53,16 @@ MIN_DECAY = 0.8
 R_GRID: tuple[float, ...] = tuple(float(x) for x in np.linspace(1.0, MIN_DECAY, 9))
 
 
+@lru_cache(maxsize=1)
+def _grid() -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """``(p, r)`` of every grid profile, in the order of :attr:`MixtureFit.weights`."""
+    return np.repeat(np.asarray(P_GRID), len(R_GRID)), np.tile(np.asarray(R_GRID), len(P_GRID))
+
+
 @lru_cache(maxsize=16)
 def _component_rates(big_k: int) -> NDArray[np.float64]:
     """Conditional rates ``c_1..c_K`` of every grid profile, shape ``(components, K)``."""
-    p = np.repeat(np.asarray(P_GRID), len(R_GRID))
-    r = np.tile(np.asarray(R_GRID), len(P_GRID))
+    p, r = _grid()
     return np.asarray(p[:, None] * r[:, None] ** np.arange(big_k)[None, :], dtype=np.float64)
 
 
@@ -102,15 +106,13 @@ class MixtureFit:
 
     def components(self) -> list[tuple[float, float, float]]:
         """``(p, r, token share)`` of each grid profile with a share, largest share first."""
-        p = np.repeat(np.asarray(P_GRID), len(R_GRID))
-        r = np.tile(np.asarray(R_GRID), len(P_GRID))
+        p, r = _grid()
         on = np.flatnonzero(self.weights > 1e-9)
         return sorted(((float(p[i]), float(r[i]), float(self.weights[i])) for i in on), key=lambda t: -t[2])
 
     def summary(self) -> str:
         """Token-weighted mean and spread of the prompts' first-position acceptance, and their mean decay."""
-        p = np.repeat(np.asarray(P_GRID), len(R_GRID))
-        r = np.tile(np.asarray(R_GRID), len(P_GRID))
+        p, r = _grid()
         mean_p = float(self.weights @ p)
         sd_p = math.sqrt(max(float(self.weights @ (p - mean_p) ** 2), 0.0))
         return f"prompts' acceptance p = {mean_p:.3f} +- {sd_p:.3f} (token-weighted), decay r = {float(self.weights @ r):.3f}"
@@ -166,21 +168,19 @@ def fit_mixture(ks: ArrayLike, als: ArrayLike, cov: ArrayLike, *, big_k: int | N
     return MixtureFit(ks=k, weights=w, chi2=chi2, big_k=int(big_k or k.max()))
 
 
-def deletion_statistics(ks: ArrayLike, als: ArrayLike, cov: ArrayLike,
-                        aside: Sequence[int] = ()) -> tuple[MixtureFit, NDArray[np.float64], list[MixtureFit | None]]:
-    """The fit to the points not in ``aside`` (indices), and for each point ``i`` how much its misfit falls when
-    ``i`` is set aside too: ``chi2(rest) - chi2(rest without i)`` (0 for points already aside), with the fits
-    without each ``i``. A clean point costs about one chi-square degree of freedom; a point the others cannot
-    reach costs its whole distance from them."""
+def deletion_statistics(ks: ArrayLike, als: ArrayLike,
+                        cov: ArrayLike) -> tuple[MixtureFit, NDArray[np.float64], list[MixtureFit | None]]:
+    """The fit to every point, and for each point ``i`` how much its misfit falls when ``i`` is set aside:
+    ``chi2(all) - chi2(all but i)``, with the fits without each ``i``. A clean point costs about one chi-square
+    degree of freedom; a point the others cannot reach costs its whole distance from them."""
     k, a, c = _check(ks, als, cov)
     big_k = int(k.max())
-    rest = np.array([i for i in range(k.size) if i not in set(aside)])
-    w, chi2 = _solve(k[rest], a[rest], c[np.ix_(rest, rest)])
-    full = MixtureFit(ks=k[rest], weights=w, chi2=chi2, big_k=big_k)
+    w, chi2 = _solve(k, a, c)
+    full = MixtureFit(ks=k, weights=w, chi2=chi2, big_k=big_k)
     drop = np.zeros(k.size)
     fits: list[MixtureFit | None] = [None] * k.size
-    for i in rest:
-        sub = rest[rest != i]
+    for i in range(k.size):
+        sub = np.delete(np.arange(k.size), i)
         if sub.size == 0:
             continue
         wi, ci = _solve(k[sub], a[sub], c[np.ix_(sub, sub)])

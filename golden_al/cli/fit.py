@@ -60,6 +60,8 @@ records at that k (the difference is reported in CURVE.fit.json).
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``golden-al fit``."""
+    from distributions.fit import PROFILES
+
     parser.add_argument("records", nargs="+", metavar="RECORD",
                         help="measurement.json files or directories holding them (searched recursively)")
     parser.add_argument("--out", required=True, metavar="CURVE.yaml",
@@ -70,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="another name of the model (served name, repo id); repeatable")
     parser.add_argument("--method", default=None, metavar="METHOD",
                         help="the curve's draft method (default: the records' draft_method, e.g. draft-model, mtp, eagle3)")
-    parser.add_argument("--profile", choices=("mixture", "decaying", "free"), default="mixture",
+    parser.add_argument("--profile", choices=PROFILES, default="mixture",
                         help="mixture: the prompts' shares of decaying profiles, whose pooled rates may rise (default); "
                              "decaying: one profile c_j = c1 r^(j-1), 2 parameters; free: one rate per position")
     parser.add_argument("--monotone-conditional", action="store_true",
