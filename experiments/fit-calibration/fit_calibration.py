@@ -83,7 +83,12 @@ def run_cell(name: str, n: int, reps: dict[str, int], power_reps: dict[str, int]
     fill_monotone = 0
     fill_reps = 0  # replications whose measured points rise (else no fill can make the curve monotone)
     measured_drop = 0
+    started = said = time.monotonic()
     for rep in range(total):
+        if time.monotonic() - said >= 15.0:  # a line at least every ~15 s, in a terminal and in a CI log
+            said = time.monotonic()
+            print(f"  {name}, {n} prompts: {rep}/{total} replications, {said - started:.0f} s",
+                  file=sys.stderr, flush=True)
         acc, st = pop.sample_ks(rng, n, KS)
         joint = joint_al_bootstrap(acc, st, KS, seed=rep, num_resamples=1000)
         al, cov = joint.al, joint.cov
