@@ -2,7 +2,8 @@
 
 Depends on :mod:`distributions` only; never on :mod:`golden_al`. Modules:
 
-* :mod:`simulators.base`: :class:`EngineSampler`, the ``(engine, method)`` registry.
+* :mod:`simulators.base`: :class:`EngineSampler`, the ``(engine, method)`` sampler registry.
+* :mod:`simulators.registry`: the registry class samplers and :mod:`golden_al`'s engines share.
 * :mod:`simulators.sglang`, :mod:`simulators.vllm`, :mod:`simulators.trtllm`,
   :mod:`simulators.atom`: one module per engine, each citing the upstream code.
 * :mod:`simulators.batch`: B requests over S steps (shared vs per-request draws),

@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 
 from distributions import AcceptanceDistribution, DistributionError, units
 from distributions.units import format_number
+from simulators.registry import Registry
 
 __all__ = [
     "DRAW_UNITS",
@@ -156,19 +157,22 @@ class EngineSampler(ABC):
 
 # ---------------------------------------------------------------------- registry
 
-_REGISTRY: dict[tuple[str, str], Callable[..., EngineSampler]] = {}
+#: Sampler factories by ``(engine, method)``: the same registry class engines use
+#: (:class:`simulators.registry.Registry`); engine modules (built-in or plugin) fill it with :func:`register`.
+SAMPLERS: Registry[tuple[str, str], Callable[..., EngineSampler]] = Registry("sampler")
 #: Display order of the built-in engines.
 _ENGINE_ORDER: tuple[str, ...] = ("sglang", "vllm", "trtllm", "atom", "llamacpp")
 
 
 def register(engine: str, method: str) -> Callable[[Callable[..., EngineSampler]], Callable[..., EngineSampler]]:
-    """Register a sampler factory under ``(engine, method)``; refuses duplicates."""
+    """Register a sampler factory under ``(engine, method)``.
+
+    Raises:
+        DuplicateEntryError: ``(engine, method)`` is already registered (a ``ValueError``).
+    """
 
     def deco(factory: Callable[..., EngineSampler]) -> Callable[..., EngineSampler]:
-        key = (engine, method)
-        if key in _REGISTRY:
-            raise ValueError(f"sampler {engine}/{method} is already registered")
-        _REGISTRY[key] = factory
+        SAMPLERS.add((engine, method), factory)
         return factory
 
     return deco
@@ -183,7 +187,7 @@ def available() -> dict[str, tuple[str, ...]]:
     """Registered methods per engine: ``{"sglang": ("match-expected", "multinomial"), ...}``."""
     _load_builtin()
     out: dict[str, list[str]] = {}
-    for engine, method in _REGISTRY:
+    for engine, method in SAMPLERS.names():
         out.setdefault(engine, []).append(method)
     order = {e: i for i, e in enumerate(_ENGINE_ORDER)}
     return {e: tuple(sorted(out[e])) for e in sorted(out, key=lambda e: (order.get(e, len(order)), e))}
@@ -212,4 +216,4 @@ def get_sampler(engine: str, method: str, **options: Any) -> EngineSampler:
             f"engine {engine!r} has no method {method!r}{_did_you_mean(method, methods)} "
             f"(allowed for {engine}: {', '.join(methods)})"
         )
-    return _REGISTRY[(engine, method)](**options)
+    return SAMPLERS.get((engine, method))(**options)

@@ -4,22 +4,25 @@ the modules its profile names as hooks), plus the offline reference engine on tr
 Engines are plugins. Each registers under the entry-point group ``golden_al.engines``
 (``name = "package.module:PROFILE"``); the built-in five register the same way in
 golden-al's own ``pyproject.toml``, and a third-party package adds a sixth by declaring one
-entry point, with no change here (``docs/adding-an-engine.md``). :data:`REGISTRY` maps
-each ``--engine`` name to where its profile lives; profiles are imported on first use so
-that ``env``, ``check`` and ``simulate`` stay fast to start.
+entry point, with no change here (``docs/adding-an-engine.md``). :data:`ENGINES` (the one registry
+class samplers use too, :class:`simulators.registry.Registry`) maps each ``--engine`` name to where its
+profile lives; profiles are imported on first use so that ``env``, ``check`` and ``simulate`` stay fast
+to start.
 """
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from simulators.registry import Registry, Skipped
+
 if TYPE_CHECKING:
     from golden_al.engines.profile import EngineProfile, SyntheticKnob
 
-__all__ = ["ENTRY_POINT_GROUP", "REFERENCE_ENGINE", "REGISTRY", "EnvKnob", "SkippedPlugin", "companion_env_names",
+__all__ = ["ENGINES", "ENTRY_POINT_GROUP", "REFERENCE_ENGINE", "REGISTRY", "EnvKnob", "SkippedPlugin", "companion_env_names",
            "engine_names", "env_knobs", "get_profile", "load_hook", "load_samplers", "profile_or_usage",
            "skipped_plugins", "synthetic_settings"]
 
@@ -41,108 +44,37 @@ _BUILTIN: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class SkippedPlugin:
-    """A plugin engine that was not loaded, and why (each problem names the profile field)."""
-
-    name: str  #: its entry-point name
-    where: str  #: ``module:attribute``
-    package: str | None  #: the distribution that declares the entry point
-    problems: tuple[str, ...]
-
-    def sentence(self) -> str:
-        """One line for a warning or an error."""
-        pkg = f" (package {self.package})" if self.package else ""
-        return f"plugin engine {self.name!r} at {self.where}{pkg} was not loaded: " + "; ".join(self.problems)
+#: A plugin engine that was not loaded, and why (each problem names the profile field).
+SkippedPlugin = Skipped
 
 
-def _package(ep: Any) -> str | None:
-    """The distribution that declares entry point ``ep`` (None where the metadata does not say)."""
-    dist = getattr(ep, "dist", None)
-    return str(dist.name) if dist is not None else None
-
-
-def _discover() -> tuple[dict[str, str], dict[str, str | None], list[SkippedPlugin]]:
-    """``--engine`` name -> ``module:attribute`` from the ``golden_al.engines`` entry points, the package
-    declaring each plugin, and the plugins refused on their name alone.
-
-    The built-in engines come first, in their registration order; third-party engines follow,
-    sorted by name. A plugin may not take a built-in engine's name, nor the reference engine's: it is
-    skipped with a warning, so an installed package can never silently replace what ``check`` gates on.
-    """
-    from importlib import metadata
-
-    eps = list(metadata.entry_points(group=ENTRY_POINT_GROUP))
-    packages = {ep.name: _package(ep) for ep in eps}
-    registry = dict(_BUILTIN)  # a built-in name always resolves inside golden_al.engines
-    refused = []
-    for ep in sorted(eps, key=lambda e: e.name):
-        if ep.name in _BUILTIN and ep.value != _BUILTIN[ep.name]:
-            refused.append(SkippedPlugin(ep.name, ep.value, packages[ep.name],
-                                         (f"name: {ep.name!r} is a built-in engine (a plugin cannot replace it)",)))
-        elif ep.name == REFERENCE_ENGINE:
-            refused.append(SkippedPlugin(ep.name, ep.value, packages[ep.name],
-                                         (f"name: {ep.name!r} is reserved (golden-al's embedded engine)",)))
-        elif ep.name not in _BUILTIN:
-            registry[ep.name] = ep.value
-    return registry, packages, refused
-
-
-#: ``--engine`` name -> ``module:attribute`` of its ``PROFILE``, discovered from entry points (plugins are
-#: validated on first use: :func:`skipped_plugins` lists those that failed and are not engines).
-REGISTRY: dict[str, str]
-REGISTRY, _PACKAGES, _REFUSED = _discover()
-_VALIDATING = False
-
-
-def _import_profile(name: str) -> Any:
-    module_name, _, attribute = REGISTRY[name].partition(":")
-    return getattr(importlib.import_module(module_name), attribute or "PROFILE")
-
-
-@lru_cache(maxsize=1)
-def _plugins() -> tuple[tuple[str, ...], dict[str, SkippedPlugin]]:
-    """The plugins that pass the conformance kit (:mod:`.conformance`), and the others with their problems.
-
-    Plugins are checked one by one in registration order against the built-ins and the plugins already
-    accepted (a knob spelling may belong to one engine only); importing a plugin may fail any way, and
-    that too skips it, named, instead of taking every command down.
-    """
-    global _VALIDATING
+def _validate(name: str, profile: Any, accepted: Mapping[str, Any]) -> list[str]:
+    """The conformance kit (:mod:`.conformance`) on a plugin's profile, against the engines already accepted (a
+    knob spelling may belong to one engine only)."""
     from golden_al.engines.conformance import profile_problems
 
-    accepted: dict[str, EngineProfile] = {}
-    skipped = {s.name: s for s in _REFUSED}
-    plugins = [n for n in REGISTRY if n not in _BUILTIN]
-    if plugins:
-        accepted = {n: get_profile(n) for n in _BUILTIN}
-    for name in plugins:
-        _VALIDATING = True  # a plugin that asks for the engines while it loads sees the built-ins only
-        try:
-            profile = _import_profile(name)
-        except Exception as exc:  # a broken package: named and skipped, never a crash of every command
-            problems: list[str] = [f"import: {type(exc).__name__}: {exc}"]
-        else:
-            problems = profile_problems(profile, entry_name=name, others=accepted)
-        finally:
-            _VALIDATING = False
-        if problems:
-            skipped[name] = SkippedPlugin(name, REGISTRY[name], _PACKAGES.get(name), tuple(problems))
-        else:
-            accepted[name] = profile
-    return tuple(n for n in REGISTRY if n not in skipped), skipped
+    return profile_problems(profile, entry_name=name, others=accepted)
+
+
+#: The engine registry (:class:`simulators.registry.Registry`, the one samplers use too): built-ins first, in
+#: their registration order, then the plugins of the ``golden_al.engines`` entry points sorted by name. A plugin
+#: may not take a built-in engine's name, nor the reference engine's; plugins are validated by the conformance kit
+#: when first needed, and one that fails is skipped, named (:func:`skipped_plugins`).
+ENGINES: Registry[str, EngineProfile] = Registry(
+    "plugin engine", builtin=_BUILTIN, reserved={REFERENCE_ENGINE: "golden-al's embedded engine"},
+    group=ENTRY_POINT_GROUP, validate=_validate)
+#: ``--engine`` name -> ``module:attribute`` of its ``PROFILE`` (:attr:`ENGINES.entries <Registry.entries>`).
+REGISTRY: dict[str, Any] = ENGINES.entries
 
 
 def skipped_plugins() -> tuple[SkippedPlugin, ...]:
     """Plugin engines that were found but not loaded (the CLI warns about each)."""
-    return tuple(_plugins()[1].values())
+    return ENGINES.skipped()
 
 
 def engine_names() -> tuple[str, ...]:
     """Every serving engine: the built-ins and the plugins that conform, in registration order."""
-    if (len(REGISTRY) == len(_BUILTIN) and not _REFUSED) or _VALIDATING:
-        return tuple(_BUILTIN)
-    return _plugins()[0]
+    return ENGINES.names()
 
 
 def get_profile(name: str) -> EngineProfile:
@@ -152,13 +84,10 @@ def get_profile(name: str) -> EngineProfile:
         KeyError: ``name`` is not registered, or is a plugin that was skipped (the message says why; the
             CLI turns it into a usage error).
     """
-    if name not in _BUILTIN:
-        skipped = _plugins()[1].get(name)
-        if skipped is not None:
-            raise KeyError(skipped.sentence())
-    profile: EngineProfile = _import_profile(name)
+    profile = ENGINES.get(name)
     if profile.name != name:
-        raise KeyError(f"engine {name!r} is registered at {REGISTRY[name]}, whose profile is named {profile.name!r}")
+        raise KeyError(f"engine {name!r} is registered at {ENGINES.where(name)}, whose profile is named "
+                       f"{profile.name!r}")
     return profile
 
 
@@ -196,7 +125,7 @@ def profile_or_usage(name: str, *, among: tuple[str, ...] | None = None) -> Engi
     from golden_al.errors import UsageError
 
     names = among if among is not None else engine_names()
-    skipped = next((s for s in skipped_plugins() if s.name == name), None)
+    skipped = ENGINES.skipped_entry(name)  # never a built-in: a plugin cannot take its name
     if skipped is not None:
         raise UsageError(skipped.sentence(), hint=f"fix or reinstall {skipped.package or 'the plugin package'}; "
                          "golden_al.engines.conformance.profile_problems lists the same problems")

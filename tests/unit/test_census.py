@@ -312,7 +312,7 @@ def test_an_engine_added_to_the_registry_is_counted_without_touching_checks(tmp_
         synthetic_settings=lambda al, k, **kw: {"TOY_FORCE_ACCEPT_LEN": str(al)})
     monkeypatch.setitem(sys.modules, "toy_engine_for_census", module)
     monkeypatch.setitem(engines.REGISTRY, "toy", "toy_engine_for_census")
-    engines._plugins.cache_clear()  # the registry validates its plugins once; this one came late
+    engines.ENGINES.reset()  # the registry validates its plugins once; this one came late
     census.vocabulary.cache_clear()
     census._by_spelling.cache_clear()
     census._pattern.cache_clear()
@@ -322,8 +322,9 @@ def test_an_engine_added_to_the_registry_is_counted_without_touching_checks(tmp_
         findings = _check(tmp_path, "run.sh", "export TOY_FORCE_ACCEPT_LEN=2.5\ntoy-server --k 3\n")
     finally:
         for f in (census.vocabulary, census._by_spelling, census._pattern, census._substring_rx,
-                  census._substrings, engines._plugins):
+                  census._substrings):
             f.cache_clear()
+        engines.ENGINES.reset()
     (f,) = findings
     assert (f.engine, f.verdict, f.pinned_value) == ("toy", "unresolved", "2.5")
 

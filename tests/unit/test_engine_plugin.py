@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from simulators.registry import Registry
+
 PLUGIN = Path(__file__).resolve().parents[1] / "engine_plugin"
 MODEL = "qwen2.5-coder-1.5b-instruct"  # the shipped curve: thinking_off k=7 -> 7.24
 
@@ -322,10 +324,24 @@ def test_a_plugin_cannot_take_a_builtin_engines_name(monkeypatch: pytest.MonkeyP
             metadata.EntryPoint("vllm", "golden_al.engines.vllm:PROFILE", engines.ENTRY_POINT_GROUP),
             metadata.EntryPoint("zeta", "zeta_engine:PROFILE", engines.ENTRY_POINT_GROUP)]
     monkeypatch.setattr(metadata, "entry_points", lambda group=None: [e for e in fake if e.group == group])
-    found, _, refused = engines._discover()
+    registry = Registry("plugin engine", builtin=engines._BUILTIN, group=engines.ENTRY_POINT_GROUP,
+                        reserved={engines.REFERENCE_ENGINE: "the embedded engine"})
+    found = registry.entries
     assert found["sglang"] == "golden_al.engines.sglang:PROFILE"
     assert list(found) == ["sglang", "vllm", "trtllm", "atom", "llamacpp", "zeta"]
-    assert [(r.name, r.where) for r in refused] == [("sglang", "evil:PROFILE")]  # and said: a warning names it
+    refused = {r.name: r for r in registry.skipped()}  # and said: a warning names each
+    assert refused["sglang"].where == "evil:PROFILE"
+    assert "is a built-in engine" in refused["sglang"].problems[0]
+    assert refused["zeta"].problems[0].startswith("import: ModuleNotFoundError")  # not installed: named, skipped
+    assert "vllm" not in refused  # an entry point naming the built-in itself is the built-in
+    engines.ENGINES.discover(fake)  # the live registry: the refused plugin never hides the built-in it named
+    try:
+        assert engines.engine_names()[:5] == ("sglang", "vllm", "trtllm", "atom", "llamacpp")
+        assert engines.profile_or_usage("sglang").display_name == "SGLang"
+        assert "sglang" in {s.name for s in engines.skipped_plugins()}  # and the CLI warns about it
+    finally:
+        monkeypatch.undo()  # the real entry points again, before re-reading them
+        engines.ENGINES.discover()
 
 
 def test_every_registered_engine_answers_env_for_the_shipped_curve() -> None:
