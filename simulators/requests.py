@@ -69,8 +69,15 @@ class RequestPopulation:
 
     def sample(self, rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """Per-request ``(accepted drafts, verify steps)``, each of ``shape``."""
-        cond, tokens = self._requests(rng, shape)
-        return self._run(rng, cond, tokens, self.draft_len)
+        acc, steps, _ = self.sample_labelled(rng, shape)
+        return acc, steps
+
+    def sample_labelled(self, rng: np.random.Generator,
+                        shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`sample` with each request's component (an index into :attr:`components`), the same draws."""
+        cond, tokens, comp = self._labelled_requests(rng, shape)
+        acc, steps = self._run(rng, cond, tokens, self.draft_len)
+        return acc, steps, comp
 
     def sample_ks(self, rng: np.random.Generator, n: int, ks: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """``n`` requests measured at every draft length in ``ks`` (one run: each request keeps its
@@ -84,6 +91,12 @@ class RequestPopulation:
 
     def _requests(self, rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray]:
         """Each request's conditional rates ``c_1..c_K`` (shape + (K,)) and output tokens."""
+        cond, tokens, _ = self._labelled_requests(rng, shape)
+        return cond, tokens
+
+    def _labelled_requests(self, rng: np.random.Generator,
+                           shape: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """:meth:`_requests` and each request's component."""
         k = self.draft_len
         w = np.array([c.weight for c in self.components], dtype=np.float64)
         comp = rng.choice(len(self.components), size=shape, p=w / w.sum())
@@ -99,7 +112,7 @@ class RequestPopulation:
             raw = np.exp(rng.uniform(lo, hi, size=shape))
         tokens = np.maximum(np.round(raw * lf), 2.0)
         cond = np.clip(p[..., None] * decay[..., None] ** np.arange(k), 1e-12, 1.0 - 1e-12)
-        return cond, tokens
+        return cond, tokens, comp
 
     def _run(self, rng: np.random.Generator, cond: np.ndarray, tokens: np.ndarray,
              k: int) -> tuple[np.ndarray, np.ndarray]:

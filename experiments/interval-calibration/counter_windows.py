@@ -111,7 +111,7 @@ def run() -> list[dict[str, object]]:
                     for method, (a, s) in (("batch-means-24", batches(wa, ws, 24)),
                                            ("long-batches", batches(wa, ws, b_long)),
                                            ("per-request", (acc, steps))):
-                        lo, hi = al_interval_result(a, s, seed=rep).ci
+                        lo, hi = al_interval_result(a, s, seed=rep, draft_len=pop.draft_len).ci
                         hits[method] += lo <= truth <= hi
                         widths[method].append(hi - lo)
                 rows.append({"population": name, "requests": n, "concurrency": c, "reps": REPS,

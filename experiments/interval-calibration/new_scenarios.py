@@ -71,7 +71,7 @@ def run() -> list[dict[str, object]]:
         truth = pop.true_al(rng)
         for n in CLUSTERS:
             acc, st = pop.sample(rng, (REPS, n))
-            lo, hi = al_intervals_batch(acc, st, method=AL_INTERVAL_RULE)
+            lo, hi = al_intervals_batch(acc, st, method=AL_INTERVAL_RULE, draft_len=pop.draft_len)
             rows.append({"scenario": name, "k": pop.draft_len, "true_al": round(truth, 4), "clusters": n,
                          "method": AL_INTERVAL_METHOD, "coverage": float(np.mean((lo <= truth) & (truth <= hi))),
                          "miss_low_side": float(np.mean(truth < lo)), "miss_high_side": float(np.mean(truth > hi)),

@@ -161,8 +161,8 @@ def blocks(windows: Sequence[tuple[float, float]], *, independent: bool) -> tupl
 
 def _intervals(acc: Sequence[float], steps: Sequence[float], k: int) -> tuple[float, tuple[float, float],
                                                                                tuple[float, float], int]:
-    """(AL, 90 % and 95 % intervals, units): at each level the union of the one AL interval (studentized cluster
-    bootstrap) and the delta-method t interval on n - 1 degrees of freedom, the wider at each end. With few units the
+    """(AL, 90 % and 95 % intervals, units): at each level the union of the one AL interval (the hull of a
+    studentized cluster bootstrap and CR2 on the logit scale) and the delta-method t interval on n - 1 degrees of freedom, the wider at each end. With few units the
     bootstrap alone undercovers (``experiments/verify-calibration``), and a verdict must not rest on that."""
     keep = [(a, s) for a, s in zip(acc, steps, strict=True) if s > 0]
     a_arr = np.asarray([[a for a, _ in keep]])

@@ -17,7 +17,7 @@ Example (abridged)::
       points:
         3: {al: 2.49}
         4: {al: 2.54, ci95: [2.50, 2.58], num_verify_steps: 120000,
-            uncertainty: {method: studentized-cluster-bootstrap+cr2-bm, clusters: 80, confidence: 0.95},
+            uncertainty: {method: studentized-cluster-bootstrap+logit-cr2-bm, clusters: 80, confidence: 0.95},
             num_accepted_drafts: 184800, per_position_accepted: [...]}
     provenance: {source_url: https://github.com/.../actions/runs/27180633016}
 

@@ -179,7 +179,7 @@ def write_report(series: Sequence[Series], inputs: Sequence[ReportInput], out_di
     md += [f"| `{i.path}` | {i.kind} | `{i.sha256[:16]}…` |" for i in inputs]
     md += ["", "## Acceptance length against draft length", "", "![AL against k](al_vs_k.png)", "",
            "AL = 1 + accepted drafts / verify steps (bonus token included), rounded to two decimals as the "
-           "harnesses read it; the CI is the curve's 95% interval (studentized cluster bootstrap over independent "
+           "harnesses read it; the CI is the curve's 95% interval (measure's AL interval over independent "
            "clusters: requests, or batches of counter windows; rounded outwards to three decimals, as `fit` prints "
            "it); *fitted* is the shared "
            "per-position profile AL(k) = 1 + Σ_{j≤k} Π_{i≤j} c_i.", ""]

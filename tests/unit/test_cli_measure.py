@@ -51,7 +51,7 @@ def test_single_k_writes_a_valid_record(tiny, tmp_path, capsys):
     record = load_record(out)
     assert record.uncertainty is not None
     assert record.uncertainty.clusters == 5
-    assert record.uncertainty.method == "studentized-cluster-bootstrap+cr2-bm"
+    assert record.uncertainty.method == "studentized-cluster-bootstrap+logit-cr2-bm"
     assert any("fewer than 10" in w for w in record.warnings)
     assert "fewer than 10" in captured.err
     assert record.engine == "reference"

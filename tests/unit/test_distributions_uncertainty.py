@@ -210,6 +210,7 @@ def test_se_from_ci_inverts_a_normal_interval():
 # ---------------------------------------------------------------------------- al_interval
 from distributions.uncertainty import (  # noqa: E402
     AL_INTERVAL_METHOD,
+    AL_INTERVAL_METHOD_NO_K,
     AL_INTERVAL_RULE,
     FEW_CLUSTERS,
     al_interval,
@@ -250,18 +251,20 @@ def test_al_interval_is_deterministic_and_order_free():
     perm = rng.permutation(40)
     assert al_interval(acc[perm], steps[perm]) == pytest.approx(a, abs=1e-12)
     assert al_interval(acc, steps, seed=1) != a
+    assert al_interval(acc, steps, draft_len=K) != a  # with k: the logit rule
 
 
 def test_al_interval_result_carries_what_it_rests_on():
     rng = np.random.default_rng(6)
     acc, steps = simulate_requests(30, rng)
-    r = al_interval_result(np.append(acc, 0), np.append(steps, 0))  # a zero-step cluster is not counted
+    r = al_interval_result(np.append(acc, 0), np.append(steps, 0), draft_len=K)  # a zero-step cluster: not counted
     assert r.uncertainty() == {"method": AL_INTERVAL_METHOD, "clusters": 30, "confidence": 0.95}
     assert r.warning is None
     assert FEW_CLUSTERS == 10
     assert r.low < r.al < r.high
-    lo, hi = al_intervals_batch(acc[None], steps[None], method=AL_INTERVAL_RULE)
+    lo, hi = al_intervals_batch(acc[None], steps[None], method=AL_INTERVAL_RULE, draft_len=K)
     assert (lo[0], hi[0]) == pytest.approx(r.ci, abs=1e-12)
+    assert al_interval_result(acc, steps).method == AL_INTERVAL_METHOD_NO_K  # no k, no logit
 
 
 def test_al_interval_many_clusters_uses_delta_t():
@@ -340,37 +343,71 @@ def test_measure_to_precision_says_reached_or_exhausted():
     assert "exhausted" in out.sentence()
 
 
-def test_the_shipped_interval_is_the_hull_of_the_bootstrap_and_the_cr2_sandwich():
-    from distributions.uncertainty import AL_INTERVAL_METHOD, al_interval_result, al_intervals_batch
+def test_the_logit_cr2_interval_by_hand():
+    """theta = (sum a + 1/2) / (k sum s + 1), se_CR2 / (k theta (1 - theta)) on the logit, Welch or Bell-McCaffrey
+    df, mapped back; near the ceiling it reaches further down than up and never past k + 1."""
+    from scipy import stats
+
+    from distributions.uncertainty import FLOOR_C, cr2_se_df
+
+    rng = np.random.default_rng(39)
+    k = 7
+    st = np.round(np.exp(rng.normal(4.0, 1.5, 16))) + 1.0
+    acc = np.round(st * k * rng.beta(20, 1, 16))
+    theta = (acc.sum() + 0.5) / (k * st.sum() + 1.0)
+    s = acc - acc.sum() / st.sum() * st
+    u = s**2 / (1.0 - st / st.sum())
+    al = 1 + acc.sum() / st.sum()
+    se = max(math.sqrt(u.sum()) / st.sum(), FLOOR_C * al / 16)  # the continuity floor binds here
+    nu = u.sum() ** 2 / (u**2).sum()
+    assert cr2_se_df(acc[None], st[None], bell_mccaffrey=False)[1][0] == pytest.approx(nu)
+    half = stats.t.ppf(0.975, math.floor(nu)) * se / (k * theta * (1 - theta))
+    g = math.log(theta / (1 - theta))
+    want = [1 + k / (1 + math.exp(-(g + d))) for d in (-half, half)]
+    t_floor = stats.t.ppf(0.975, 15) * FLOOR_C * al / 16  # never narrower than AL -/+ t x floor
+    lo, hi = al_intervals_batch(acc[None], st[None], method="logit-cr2-welch", draft_len=k)
+    assert (lo[0], hi[0]) == pytest.approx((min(want[0], al - t_floor), min(max(want[1], al + t_floor), k + 1)),
+                                           rel=1e-12)
+    lo, hi = al_intervals_batch(acc[None], st[None], method="logit-cr2-bm", draft_len=k)
+    assert hi[0] - al < al - lo[0]  # near the ceiling: longer downwards
+    assert hi[0] <= k + 1
+    with pytest.raises(DistributionError, match="needs the draft length"):
+        al_intervals_batch(acc[None], st[None], method="logit-cr2-bm")
+    with pytest.raises(DistributionError, match="more drafts accepted than k=3"):
+        al_intervals_batch(acc[None], st[None], method="logit-cr2-bm", draft_len=3)
+
+
+def test_the_shipped_interval_is_the_hull_of_the_bootstrap_and_the_logit_cr2_sandwich():
+    from distributions.uncertainty import AL_INTERVAL_METHOD, al_interval_result
 
     rng = np.random.default_rng(39)
     st = np.round(np.exp(rng.normal(4.0, 1.5, 16))) + 1.0
     acc = np.round(st * rng.uniform(0.5, 3.0, 16))
-    res = al_interval_result(acc, st, seed=3)
+    res = al_interval_result(acc, st, seed=3, draft_len=4)
     boot = al_intervals_batch(acc[None], st[None], method="studentized", seed=3)
-    cr2 = al_intervals_batch(acc[None], st[None], method="cr2-bm")
-    assert res.method == AL_INTERVAL_METHOD == "studentized-cluster-bootstrap+cr2-bm"
-    assert res.ci == pytest.approx((min(boot[0][0], cr2[0][0]), max(boot[1][0], cr2[1][0])))
+    cr2 = al_intervals_batch(acc[None], st[None], method="logit-cr2-bm", draft_len=4)
+    assert res.method == AL_INTERVAL_METHOD == "studentized-cluster-bootstrap+logit-cr2-bm"
+    assert res.ci == pytest.approx((min(boot[0][0], cr2[0][0]), min(max(boot[1][0], cr2[1][0]), 5.0)))
 
 
 def test_the_interval_choice_experiment_holds_its_claim_at_small_size():
-    """experiments/interval-calibration/interval_choice.py re-run small on heavy-tailed lengths at 16 clusters, where
-    the former rule covered 88.6 %: the shipped hull reaches the 93 % goal within three binomial standard errors of
-    the replications, and stays within 1.6 times the former rule's median width."""
+    """experiments/interval-calibration/interval_choice.py re-run small on the near-ceiling population with lengths
+    32..4096 at 16 clusters, where the previous rule covered 90.5 %: the shipped rule reaches the 93 % goal within
+    three binomial standard errors of the replications, and stays within 1.6 times the previous rule's median width."""
     import sys
     from pathlib import Path
 
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "interval-calibration"))
     import interval_choice as ic
 
-    reps = 300
-    name = "heavy-tailed lengths (lognormal sd 1.5) k=7"
+    reps = 400
+    name = "(first calibration) near ceiling Beta(50,1) k=8 32..4096"
     rows = ic.run(reps, scenarios=[name], clusters=(16,), truth_draws=100_000)
     cover = {r["method"]: r["coverage"] for r in rows}
     width = {r["method"]: r["width_vs_shipped"] for r in rows}
-    assert ic.SHIPPED == "studentized+cr2-bm"
+    assert ic.SHIPPED == "studentized+logit-cr2-bm"
     assert cover[ic.SHIPPED] >= ic.GOAL - 3 * math.sqrt(ic.GOAL * (1 - ic.GOAL) / reps)
-    assert 1.0 / width["studentized"] <= 1.6
+    assert 1.0 / width[ic.PREVIOUS] <= 1.6
 
 
 def test_the_readme_coverage_table_is_the_experiments():

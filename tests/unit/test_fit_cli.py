@@ -151,7 +151,7 @@ def test_pools_same_cell_by_summing_counts(tmp_path: Path) -> None:
     assert side["uncertainty"]["clusters"] == 12
     assert p.uncertainty is not None
     assert p.uncertainty.clusters == 12
-    assert p.uncertainty.method == "studentized-cluster-bootstrap+cr2-bm"
+    assert p.uncertainty.method == "studentized-cluster-bootstrap+logit-cr2-bm"
     assert side["ci95_exact"][0] < side["al_exact"] < side["ci95_exact"][1]
 
 

@@ -100,7 +100,7 @@ def test_sources_agree_and_match_the_server(clean):
     assert rec.al_ci95[0] <= rec.al <= rec.al_ci95[1]
     assert rec.uncertainty is not None
     assert rec.uncertainty.clusters == N
-    assert rec.uncertainty.method == "studentized-cluster-bootstrap+cr2-bm"
+    assert rec.uncertainty.method == "studentized-cluster-bootstrap+logit-cr2-bm"
     # the same clusters give the same interval, whatever the source
     assert len({r.al_ci95 for r in clean.values()}) == 1
 
