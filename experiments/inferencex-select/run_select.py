@@ -46,7 +46,7 @@ from golden_al.selection import select_recipe
 HERE = Path(__file__).resolve().parent
 RECIPES = "benchmarks/multi_node/srt-slurm-recipes"
 #: every environment spelling of every engine's synthetic knobs (values and companions)
-ENV_NAMES = {s for p in map(engines.get_profile, engines.engine_names()) for k in p.synthetic_knobs
+ENV_NAMES = {s for p in map(engines.get_profile, engines.engine_names()) for k in p.check.synthetic_knobs
              if k.kind == "env" for s in k.spellings()}
 VLLM_SYNTHETIC = (vllm.LENGTH_KEY, vllm.RATES_KEY, vllm.LEGACY_RATE_KEY)
 
@@ -125,8 +125,8 @@ def strip_script(text: str) -> str:
 
 
 #: engines whose synthetic settings are environment variables (a script can take them from the launcher)
-ENV_ENGINES = {p.name for p in map(engines.get_profile, engines.engine_names()) if p.command_line is None
-               and any(k.kind == "env" and k.role == "value" for k in p.synthetic_knobs)}
+ENV_ENGINES = {p.name for p in map(engines.get_profile, engines.engine_names()) if p.check.command_line is None
+               and any(k.kind == "env" and k.role == "value" for k in p.check.synthetic_knobs)}
 
 
 def scripts(tree: Path, store: Any, tmp: Path) -> dict[str, Any]:

@@ -146,7 +146,7 @@ def vocabulary() -> tuple[Term, ...]:
     terms: list[Term] = [Term(HARNESS_KNOB, HARNESS, HARNESS_KNOB, "value")]
     for engine in engine_names():
         profile = get_profile(engine)
-        for knob in profile.synthetic_knobs:
+        for knob in profile.check.synthetic_knobs:
             if knob.role == "value":
                 role: Role = "value"
             elif knob.switch_value is not None:
@@ -163,7 +163,7 @@ def vocabulary() -> tuple[Term, ...]:
                 for form in forms:
                     terms.append(Term(form, engine, knob.name, role, knob.switch_value,
                                       flag=form.startswith("-")))
-        for setting in profile.runtime_draft_len:
+        for setting in profile.check.runtime_draft_len:
             for name in setting.names:
                 forms = _flag_spellings(name) if name.startswith("-") else (
                     [name] if name.isupper() else _key_spellings(name))

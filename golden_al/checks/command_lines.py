@@ -96,7 +96,7 @@ def _env(value: Any, path: Path) -> dict[str, tuple[str | None, Path]]:
 
 
 def _profiles() -> list[EngineProfile]:
-    return [p for p in (get_profile(n) for n in engine_names()) if p.command_line is not None]
+    return [p for p in (get_profile(n) for n in engine_names()) if p.check.command_line is not None]
 
 
 def _sites(knobs: Mapping[str, str], words: Sequence[_Word], env: Mapping[str, tuple[str | None, Path]]
@@ -161,8 +161,8 @@ def command_line_pins(nodes: Callable[[], Iterable[tuple[Path, Any]]], line_of: 
                 keys += [key] if got_env else []
         own_env = not (path and path[-1].lower() in ENV_KEYS)  # an env block is read with its parent
         for profile in profiles:
-            assert profile.command_line is not None
-            knobs = profile.command_line.value_knobs
+            assert profile.check.command_line is not None
+            knobs = profile.check.command_line.value_knobs
             scope_env = dict(env)
             if own_env:
                 scope_env.update({k: v for k, v in _env(scope, path).items() if k in knobs})
@@ -171,7 +171,7 @@ def command_line_pins(nodes: Callable[[], Iterable[tuple[Path, Any]]], line_of: 
                 continue
             args = [w.text for w in words]
             env_values = {name: val for name, (val, _) in scope_env.items() if val is not None}
-            reading = profile.command_line.read(args, env_values)
+            reading = profile.check.command_line.read(args, env_values)
             thinking = _thinking(words, scope_env)
             models = [ModelName(m, f"the {profile.display_name} command line") for m in reading.models]
             models += [ModelName(env_values[n], f"the environment {n}") for n in _MODEL_ENV if env_values.get(n)]

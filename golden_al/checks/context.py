@@ -61,7 +61,7 @@ def _value_knobs(kind: str) -> dict[str, str]:
     """Every registered engine's value knobs of ``kind`` (each spelling, in the profile's order) -> the engine."""
     out: dict[str, str] = {}
     for name in engine_names():
-        for knob in get_profile(name).synthetic_knobs:
+        for knob in get_profile(name).check.synthetic_knobs:
             if knob.kind == kind and knob.role == "value":
                 for spelling in (knob.name, *knob.aliases):
                     out.setdefault(spelling, name)
@@ -92,10 +92,10 @@ def env_pin_context(env_knob: EnvKnob, lookup: Callable[[str], str | None]
     """(companions, spec) of an environment pin, from the variables set beside it (``lookup``: a
     variable's value there, None when unset): the engine's companion variables (their legacy spellings
     too, when set, beside a legacy pin) and the variables its review reads
-    (:attr:`~golden_al.engines.profile.EngineProfile.pin_env`)."""
+    (:attr:`~golden_al.engines.profile.CheckSupport.pin_env`)."""
     profile = get_profile(env_knob.engine)
     companions: dict[str, str | None] = {}
-    for comp in profile.synthetic_knobs:
+    for comp in profile.check.synthetic_knobs:
         if comp.kind != "env" or comp.role != "companion":
             continue
         companions[comp.name] = lookup(comp.name)
@@ -104,7 +104,7 @@ def env_pin_context(env_knob: EnvKnob, lookup: Callable[[str], str | None]
                 value = lookup(alias)
                 if value is not None:
                     companions[alias] = value
-    spec = {key: lookup(var) for var, key in profile.pin_env.items()}
+    spec = {key: lookup(var) for var, key in profile.check.pin_env.items()}
     return companions, spec
 
 

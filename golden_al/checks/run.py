@@ -167,10 +167,10 @@ def server_settings(files: Sequence[str | Path], engine: str) -> dict[str, Any]:
     from golden_al.engines import get_profile, load_hook
 
     profile = get_profile(engine)
-    if profile.log_reader is None or profile.log_reader.server_args is None:
+    if profile.run_logs.log_reader is None or profile.run_logs.log_reader.server_args is None:
         return {}
-    parse = load_hook(profile.log_reader.server_args)
-    fields = profile.server_info_fields
+    parse = load_hook(profile.run_logs.log_reader.server_args)
+    fields = profile.server.server_info_fields
     found: list[tuple[str, Any]] = []
     for f in files:
         if _looks_like_metrics(_head(f)):
@@ -207,7 +207,7 @@ def server_settings(files: Sequence[str | Path], engine: str) -> dict[str, Any]:
 
 def profile_draft_len(engine: str, server_info: Mapping[str, Any]) -> int:
     """k from what a server reports of itself (``/server_info`` or its start-up arguments), read by the
-    engine's profile (:attr:`~golden_al.engines.profile.EngineProfile.draft_len_from_server_info`).
+    engine's profile (:attr:`~golden_al.engines.profile.ServerSupport.draft_len_from_server_info`).
 
     Raises:
         UsageError: the engine does not say how, or the settings do not fix k.
@@ -215,9 +215,9 @@ def profile_draft_len(engine: str, server_info: Mapping[str, Any]) -> int:
     from golden_al.engines import get_profile
 
     profile = get_profile(engine)
-    if profile.draft_len_from_server_info is None:
+    if profile.server.draft_len_from_server_info is None:
         raise UsageError(f"{profile.display_name} reports no draft length about itself")
-    return int(profile.draft_len_from_server_info(server_info).k)
+    return int(profile.server.draft_len_from_server_info(server_info).k)
 
 
 def logged_draft_len(files: Sequence[str | Path], engine: str, draft_len: int | None) -> tuple[int | None,
@@ -357,11 +357,11 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
                              "(before and after the run)")
         return _from_snapshots(snapshots, engine, batch_size, k)
     profile = get_profile(engine)
-    if profile.run_evidence is None:
-        readers = [p.display_name for p in map(get_profile, engine_names()) if p.run_evidence]
+    if profile.run_logs.run_evidence is None:
+        readers = [p.display_name for p in map(get_profile, engine_names()) if p.run_logs.run_evidence]
         raise UsageError(f"golden-al reads no log of {profile.display_name} (its profile names no run_evidence)",
                          hint=f"pass two Prometheus snapshots, or use the logs of {', '.join(readers)}")
-    reader = load_hook(profile.run_evidence)
+    reader = load_hook(profile.run_logs.run_evidence)
     evidence: RunEvidence = reader(others, k, decode_log_interval=decode_log_interval)
     return evidence
 
@@ -463,7 +463,7 @@ def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method:
     if not (tolerance_sigma > 0 and math.isfinite(tolerance_sigma)):
         raise UsageError(f"--tolerance-sigma must be > 0, got {tolerance_sigma!r}")
     if method is None:
-        method = get_profile(engine).default_sampler
+        method = get_profile(engine).simulate.default_sampler
         if method is None:
             raise UsageError(f"{engine} names no default sampler for its synthetic knob", hint="pass --method")
     if rates is not None:

@@ -1,7 +1,7 @@
 """What a pin builder gets of a knob that an engine spells its own way in a shell script (:class:`PinSite`), and
 the helpers builders share. Each builder lives in its engine's folder (``golden_al/engines/<name>/pins.py``: vLLM's
 ``--speculative-config`` JSON, llama.cpp's ``--spec-synth-*`` flags, ATOM's ``--spec-decode-acceptance-*`` flags),
-named by the profile (:attr:`~golden_al.engines.profile.EngineProfile.script_pin`); :mod:`golden_al.checks.scripts`
+named by the profile (:attr:`~golden_al.engines.profile.CheckSupport.script_pin`); :mod:`golden_al.checks.scripts`
 finds the occurrences and hands each to its engine's builder; environment-variable knobs and engines read off their
 command line need none.
 """

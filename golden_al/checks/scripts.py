@@ -82,7 +82,7 @@ def _config_pin_rx(engine: str) -> re.Pattern[str]:
     """One engine's config-key knob (vLLM's ``synthetic_acceptance_length``...) or config switch set on
     (``rejection_sample_method`` ... ``synthetic``)."""
     parts = [re.escape(k) + r"\b" for k in CONFIG_KEYS if CONFIG_KNOBS[k] == engine]
-    for knob in get_profile(engine).synthetic_knobs:
+    for knob in get_profile(engine).check.synthetic_knobs:
         if knob.kind == "config-key" and knob.switch_value is not None:
             parts.append(rf"{re.escape(knob.name)}[\\\"' :=]+{re.escape(knob.switch_value)}")
     return re.compile("|".join(parts))
@@ -94,25 +94,25 @@ _CONFIG_PINS = tuple((engine, _config_pin_rx(engine)) for engine in dict.fromkey
 _CONFIG_PIN = re.compile("|".join(rx.pattern for _, rx in _CONFIG_PINS) or r"(?!)")
 #: flag knobs (ATOM's, llama.cpp's) -> their engine; their environment forms (llama.cpp ``LLAMA_ARG_*``) -> engine
 _FLAG_KNOBS = FLAG_KNOBS
-_FLAG_ENV = {k.env: name for name in engine_names() for k in get_profile(name).synthetic_knobs
+_FLAG_ENV = {k.env: name for name in engine_names() for k in get_profile(name).check.synthetic_knobs
              if k.kind == "flag" and k.env}
 _LLAMACPP_ENV = tuple(_FLAG_ENV)
 _STRING_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, _ENV_KNOBS)) + r")=(\S*)")
 _STRING_COMPANION = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, _ENV_COMPANIONS)) + r")=(\S*)")
 _FLAGS = (
-    *(f for name in engine_names() for f in get_profile(name).script_flags),
+    *(f for name in engine_names() for f in get_profile(name).check.script_flags),
     "--model-path", "--model", "--served-model-name", "--chat-template",
     "--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
     "--dspark-config", "--reasoning-parser", "--reasoning-effort", *_FLAG_KNOBS,
 )
-_HEREDOC_KEYS = tuple(k for name in engine_names() for k in get_profile(name).script_config_keys)
+_HEREDOC_KEYS = tuple(k for name in engine_names() for k in get_profile(name).check.script_config_keys)
 #: short flags of an engine's executable (llama-server ``-m``) -> (executable, long flag)
-_SHORT_FLAGS = {short: (p.executable, long) for name in engine_names() if (p := get_profile(name)).executable
-                for short, long in p.short_flags.items()}
+_SHORT_FLAGS = {short: (p.launch.executable, long) for name in engine_names() if (p := get_profile(name)).launch.executable
+                for short, long in p.check.short_flags.items()}
 _ENV_NAMES = ("SGLANG_DEFAULT_THINKING", "SGLANG_ENABLE_THINKING", "DYN_DEFAULT_THINKING_MODE", "THINKING_MODE",
               "IS_AGENTIC", "MODEL", "MODEL_PATH", "MODEL_PREFIX", "SERVED_MODEL_NAME", "DRAFT_MODEL",
               "DRAFT_MODEL_PATH", "AIPERF_EXTRA_INPUTS", *_ENV_COMPANIONS,
-              *(var for name in engine_names() for var in get_profile(name).pin_env))
+              *(var for name in engine_names() for var in get_profile(name).check.pin_env))
 _ASSUME = {"EVAL_ONLY": "false", "RUN_EVAL": "false"}
 #: InferenceX single-node scripts: ``<model-prefix>_<precision>_<gpu>[_<framework>][_mtp].sh``
 #: (runners/launch_*.sh build ``${EXP_NAME%%_*}_${PRECISION}_<gpu>...``).
@@ -166,10 +166,10 @@ def _profile_readers() -> tuple[_ProfileReader, ...]:
     out = []
     for name in engine_names():
         profile = get_profile(name)
-        line = profile.command_line
+        line = profile.check.command_line
         if line is None or set(line.value_knobs) & known:
             continue
-        markers = tuple(m for m in (profile.executable, *profile.launch_command[1:2]) if m)
+        markers = tuple(m for m in (profile.launch.executable, *profile.launch.launch_command[1:2]) if m)
         out.append(_ProfileReader(name, frozenset(k for k in line.value_knobs if not k.startswith("-")),
                                   frozenset(k for k in line.value_knobs if k.startswith("-")), markers, line))
     return tuple(out)
@@ -651,7 +651,7 @@ def _make_pin(note: tuple[Any, ...], state: State, path: str) -> Pin | None:
     else:  # an engine's own form of its knob (vLLM's JSON config, a llama.cpp or ATOM flag)
         site = PinSite(knob, line, text, flags, {k: v for k, v in state.env.items() if isinstance(v, str)}, path,
                        models, thinking, agentic)
-        builder = get_profile(kind).script_pin
+        builder = get_profile(kind).check.script_pin
         assert builder is not None  # a note of this kind comes only from an engine with one
         pin = load_hook(builder)(site)
     if conds:
@@ -663,7 +663,7 @@ def _env_pin(knob: str, line: int, text: str, how: str, flags: Mapping[str, str]
              models: list[ModelName], thinking: list[ThinkingSignal], agentic: AgenticInfo) -> Pin:
     """The pin of an engine's environment-variable knob: k, algorithm and draft from the engine's
     speculative settings among the launch flags (and config keys) on this path
-    (:attr:`~golden_al.engines.profile.EngineProfile.script_speculation`), its companions beside it."""
+    (:attr:`~golden_al.engines.profile.CheckSupport.script_speculation`), its companions beside it."""
     env_knob = env_knobs()[knob]
     profile = get_profile(env_knob.engine)
     value, why = value_of(text)
@@ -671,11 +671,11 @@ def _env_pin(knob: str, line: int, text: str, how: str, flags: Mapping[str, str]
         value, why = None, f"{knob} has no value on this path"
     pin = Pin(file=path, line=line, engine=profile.name, knob=knob, raw_value=value, unresolved=why,
               models=models, thinking=thinking, agentic=agentic)
-    spec = profile.script_speculation(flags) if profile.script_speculation is not None else None
-    where = profile.script_settings or "the launch flags"
+    spec = profile.check.script_speculation(flags) if profile.check.script_speculation is not None else None
+    where = profile.check.script_settings or "the launch flags"
     pin.algorithm = show(spec.algorithm) if spec is not None and spec.algorithm else None
     hidden = sorted({str(n[1]) for n in state.notes if isinstance(n, tuple) and n[0] == "opaque"})
-    if spec is not None and spec.algorithm is None and spec.settings and hidden and profile.algorithm_flag:
+    if spec is not None and spec.algorithm is None and spec.settings and hidden and profile.check.algorithm_flag:
         pin.draft = settings_draft_any_algorithm(profile.name, spec, where, ", ".join(hidden[:3]))
     else:
         pin.draft = settings_draft(profile.name, spec, where)

@@ -1,5 +1,5 @@
 """Draft length of a pin from the engine's own settings, by the engine's rule (its profile's
-:attr:`~golden_al.engines.profile.EngineProfile.settings_draft_len`).
+:attr:`~golden_al.engines.profile.CheckSupport.settings_draft_len`).
 
 Each returns a :class:`~golden_al.checks.findings.DraftInfo`: ``k`` and the rule that
 gave it, or ``problem`` saying why the files do not fix it (an absent flag, an
@@ -33,19 +33,19 @@ def _unresolved(values: Mapping[str, Any]) -> str | None:
 
 def settings_draft(engine: str, spec: Speculation | None, where: str) -> DraftInfo:
     """k of a pin from the speculative settings beside it (None: none found), by its engine's rule
-    (:attr:`~golden_al.engines.profile.EngineProfile.settings_draft_len`). A value k rests on that is
+    (:attr:`~golden_al.engines.profile.CheckSupport.settings_draft_len`). A value k rests on that is
     set outside the file, or settings the rule refuses, leave a problem saying so."""
     try:
         profile = get_profile(engine)
     except KeyError:
         return DraftInfo(problem=f"the engine is unknown ({engine}), so nothing in {where} fixes k")
-    if profile.settings_draft_len is None:
+    if profile.check.settings_draft_len is None:
         return DraftInfo(problem=f"{profile.display_name} settings in {where} do not fix the draft length")
     problem = _unresolved(spec.draft_inputs) if spec is not None else None
     if problem:
         return DraftInfo(problem=problem)
     try:
-        d = profile.settings_draft_len(spec)
+        d = profile.check.settings_draft_len(spec)
     except (UsageError, ValueError) as exc:
         return DraftInfo(problem=f"{exc} ({where})")
     return DraftInfo(k=d.k, rule=f"{d.described or d.rule} in {where}", chain=d.chain, two_model=d.two_model)
@@ -60,15 +60,15 @@ def settings_draft_any_algorithm(engine: str, spec: Speculation, where: str, hid
     problem = _unresolved(spec.draft_inputs)
     if problem:
         return DraftInfo(problem=problem)
-    assert profile.settings_draft_len is not None
-    assert profile.algorithm_flag is not None
-    flag = profile.algorithm_flag
+    assert profile.check.settings_draft_len is not None
+    assert profile.check.algorithm_flag is not None
+    flag = profile.check.algorithm_flag
     detail = ", ".join(f"{k.removeprefix('--')}={v}" for k, v in spec.draft_inputs.items() if v is not None)
     ks: dict[int, list[str]] = {}
     chain = True
     for algo in profile.algorithms:
         try:
-            d = profile.settings_draft_len(replace(spec, algorithm=algo))
+            d = profile.check.settings_draft_len(replace(spec, algorithm=algo))
         except (UsageError, ValueError) as exc:
             return DraftInfo(problem=f"no {flag} in {where} ({hidden} may set it), and with {algo.upper()} "
                                      f"the flags do not fix k: {exc}")

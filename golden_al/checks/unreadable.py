@@ -35,7 +35,7 @@ def _knob_engines() -> dict[str, str]:
     """Every pinned-value knob (and its legacy spellings) of every engine profile -> engine."""
     out = {_HARNESS_KNOB: "unknown"}
     for engine in engine_names():
-        for knob in get_profile(engine).synthetic_knobs:
+        for knob in get_profile(engine).check.synthetic_knobs:
             if knob.role == "value":
                 for name in (knob.name, *knob.aliases):
                     out[name] = engine

@@ -610,7 +610,7 @@ def _master_pin(doc: YamlDoc, path: str, entry_name: str, entry: dict[str, Any],
     if "THINKING_MODE" in settings:
         pin.thinking.extend(thinking_from_setting("THINKING_MODE", settings["THINKING_MODE"][0], "additional-settings "))
     # the harness's injector adds the companions (SGLang METHOD/TOKEN_MODE, vLLM rejection_sample_method)
-    harness = get_profile(engine).harness_pin if engine is not None else None
+    harness = get_profile(engine).check.harness_pin if engine is not None else None
     if harness is not None:
         pin.spec.update(harness(value, None)[0])
     cf = settings.get("CONFIG_FILE")
@@ -757,7 +757,7 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
                                       agentic_from_path(path)))
         pins.extend(_generic_pins(doc, path, skip | {p for p, _ in doc.walk()
                                                      if p and p[-1] in _config_keys()}))
-        pins.extend(command_line_pins(doc.walk, doc.line, path))  # engines' profile.command_line
+        pins.extend(command_line_pins(doc.walk, doc.line, path))  # engines' profile.check.command_line
     return pins
 
 
@@ -806,7 +806,7 @@ def extract_json_pins(text: str, path: str) -> list[Pin]:
             thinking.extend(thinking_from_setting(p[-1], v, ""))
     pins = _vllm_pins_in(path, doc, data, [], lambda _r: list(thinking), agentic_from_path(path))
     pins += _generic_pins(doc, path, {p for p, _ in doc.walk() if p and p[-1] in _config_keys()})
-    pins += command_line_pins(doc.walk, doc.line, path)  # engines' profile.command_line
+    pins += command_line_pins(doc.walk, doc.line, path)  # engines' profile.check.command_line
     for p, v in doc.walk():  # model names of a submission
         if p and p[-1] in ("model", "served_model_name", "model_path", "served-model-name") and isinstance(v, str):
             for pin in pins:

@@ -106,7 +106,7 @@ def parse_selectors(items: list[str], engine: str | None) -> dict[str, str]:
     from golden_al.engines import engine_names, get_profile
     from golden_al.engines._values import selector_text
 
-    keys = get_profile(engine).selector_keys if engine is not None and engine in engine_names() else None
+    keys = get_profile(engine).check.selector_keys if engine is not None and engine in engine_names() else None
     out: dict[str, str] = {}
     for item in items:
         key, eq, value = item.partition("=")

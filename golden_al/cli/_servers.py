@@ -137,7 +137,7 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
 
     src.add_argument("--al-source", choices=("auto", *source_names()), default="auto",
                      help="where AL comes from (auto: the engine's first, or its per-request source where the "
-                     "server reports one: " + "; ".join(f"{e}: {', '.join(get_profile(e).al_sources)}"
+                     "server reports one: " + "; ".join(f"{e}: {', '.join(get_profile(e).server.al_sources)}"
                                                           for e in MEASURABLE_ENGINES) + ")")
     src.add_argument("--scrape-interval", type=float, default=1.0, metavar="S",
                      help="aggregate counters (vllm-prometheus, atom-mtp-stats) at --concurrency > 1: seconds between "
@@ -239,15 +239,15 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
         target = _explicit(getattr(args, "target", None))
         draft = _explicit(getattr(args, "draft", None))
         profile = engines.get_profile(engine)
-        if profile.model_files == "gguf":  # a known model name (or the default pair) means its cached GGUF
+        if profile.launch.model_files == "gguf":  # a known model name (or the default pair) means its cached GGUF
             target = gguf_file(getattr(args, "target", None), args, "--target")
             draft = gguf_file(getattr(args, "draft", None), args, "--draft")
         if not target:
             raise UsageError("--launch needs --target (the model the server loads)")
         launch = LaunchSpec(
             engine=engine, target=target, draft_len=1, algorithm=args.algorithm,
-            binary=None if profile.executable is None else
-            (getattr(args, "llama_server", None) or profile.executable) if args.print_command else
+            binary=None if profile.launch.executable is None else
+            (getattr(args, "llama_server", None) or profile.launch.executable) if args.print_command else
             _server_binary(args, profile),
             draft=draft,
             tp=args.tp, host=args.host, port=args.port, served_model_name=args.served_model_name,
@@ -338,22 +338,22 @@ def _gguf_info(given: str | None, path: str | None) -> Any:
 
 def _server_binary(args: argparse.Namespace, profile: Any) -> str:
     """The executable to launch (llama.cpp's ``llama-server``): ``--llama-server``, else the engine's
-    cached build (:attr:`~golden_al.engines.profile.EngineProfile.build`, built now when missing), else its
+    cached build (:attr:`~golden_al.engines.profile.LaunchSupport.build`, built now when missing), else its
     executable on ``PATH``."""
     from golden_al.cli._common import cache_dir, progress
 
     if getattr(args, "llama_server", None):
-        if profile.build is None:
+        if profile.launch.build is None:
             raise UsageError(f"--llama-server: {profile.display_name} is not a binary golden-al builds or checks")
-        return str(engines.load_hook(profile.build.check)(args.llama_server))
-    if profile.build is None:
-        return str(profile.executable)
-    build = engines.load_hook(profile.build.build)
+        return str(engines.load_hook(profile.launch.build.check)(args.llama_server))
+    if profile.launch.build is None:
+        return str(profile.launch.executable)
+    build = engines.load_hook(profile.launch.build.build)
 
     def note(line: str) -> None:
         sys.stderr.write(f"golden-al: {line}\n")
 
-    with progress(f"{profile.executable} (cached build)", unit="steps") as bar:
+    with progress(f"{profile.launch.executable} (cached build)", unit="steps") as bar:
         result = build(cache_dir(getattr(args, "cache_dir", None)), progress=bar, note=note)
     return result.binary
 
@@ -513,7 +513,7 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
     target_info = ModelInfo(name=target or options.served_model_name or options.url or "server", source="server")
     draft_name = draft or (args.algorithm or "").lower() or "server-draft"
     draft_info = ModelInfo(name=draft_name, source="ngram" if (args.algorithm or "").lower() == "ngram" else "server")
-    if engines.get_profile(engine).model_files == "gguf" and options.launch is not None:
+    if engines.get_profile(engine).launch.model_files == "gguf" and options.launch is not None:
         target_info = _gguf_info(getattr(args, "target", None), options.launch.target)
         draft_info = _gguf_info(getattr(args, "draft", None), options.launch.draft)
         target = target_info.name

@@ -33,7 +33,7 @@ def _knobs() -> str:
     parts = []
     for name in engine_names():
         profile = get_profile(name)
-        knobs = [k.name for k in profile.synthetic_knobs if k.role == "value"]
+        knobs = [k.name for k in profile.check.synthetic_knobs if k.role == "value"]
         parts.append(f"{profile.display_name} {'/'.join(knobs)}")
     return "; ".join(parts)
 

@@ -102,7 +102,7 @@ def _rate_knobs() -> str:
     from golden_al.engines import engine_names, get_profile
 
     return ", ".join(f"{p.display_name} {k.name}" for p in map(get_profile, engine_names())
-                     for k in p.synthetic_knobs if k.unit == "rates")
+                     for k in p.check.synthetic_knobs if k.unit == "rates")
 
 
 def _rates(text: str) -> list[float]:

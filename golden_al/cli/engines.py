@@ -20,8 +20,8 @@ __all__ = ["EXAMPLES", "add_arguments", "buildable", "description", "run"]
 
 
 def buildable() -> list[str]:
-    """The engines whose profile says how golden-al builds their server (:attr:`EngineProfile.build`)."""
-    return [name for name in engine_names() if get_profile(name).build is not None]
+    """The engines whose profile says how golden-al builds their server (:attr:`LaunchSupport.build`)."""
+    return [name for name in engine_names() if get_profile(name).launch.build is not None]
 
 
 def description() -> str:
@@ -29,8 +29,8 @@ def description() -> str:
     parts = []
     for name in buildable():
         p = get_profile(name)
-        assert p.build is not None
-        parts.append(f"{p.name}, {p.display_name}: {p.build.description}.")
+        assert p.launch.build is not None
+        parts.append(f"{p.name}, {p.display_name}: {p.launch.build.description}.")
     return "Build (once) and locate a serving engine. " + " ".join(parts)
 
 EXAMPLES = """\
@@ -67,29 +67,32 @@ def describe(name: str) -> dict[str, object]:
         UsageError: no such engine (naming the registered ones, or the plugin that failed to load).
     """
     from golden_al.engines import profile_or_usage
+    from golden_al.engines.profile import CAPABILITIES
 
     p = profile_or_usage(name)
     return {
         "name": p.name, "display_name": p.display_name, "algorithms": list(p.algorithms),
         "synthetic_knobs": [{"name": k.name, "kind": k.kind, "unit": k.unit, "role": k.role}
-                            for k in p.synthetic_knobs],
+                            for k in p.check.synthetic_knobs],
         "draft_len_rules": [{"algorithm": r.algorithm, "rule": r.rule} for r in p.draft_len_rules],
-        "curve_selectors": dict(p.selector_keys),
+        "curve_selectors": dict(p.check.selector_keys),
         "versions": [v.version for v in p.versions],
-        "metrics": [{"name": m.name, "kind": m.kind, "meaning": m.meaning} for m in p.metrics],
+        "metrics": [{"name": m.name, "kind": m.kind, "meaning": m.meaning} for m in p.server.metrics],
         "launch_flags_at_k3": _launch_flags(p),
-        "al_sources": list(p.al_sources),
+        "al_sources": list(p.server.al_sources),
         "measurable": p.has("server"),
         "capabilities": list(p.capabilities()),
+        "capability_groups": [{"name": c.name, "field": c.group, "present": c.present(p), "what": c.what,
+                               "commands": list(c.commands)} for c in CAPABILITIES],
     }
 
 
 def _launch_flags(p: Any) -> list[str] | None:
     """The flags that turn speculation on at k = 3 with the engine's first algorithm (its ``spec_flags``)."""
-    if p.spec_flags is None or not p.algorithms:
+    if p.launch.spec_flags is None or not p.algorithms:
         return None
     try:
-        return [str(x) for x in p.spec_flags(p.algorithms[0], 3)]
+        return [str(x) for x in p.launch.spec_flags(p.algorithms[0], 3)]
     except Exception:  # an algorithm that needs a draft model: shown without flags
         return None
 
@@ -107,6 +110,8 @@ def _show(args: argparse.Namespace) -> int:
                                    or "none"),
              f"  versions known: {', '.join(info['versions']) or 'none'}",  # type: ignore[arg-type]
              f"  capabilities: {', '.join(info['capabilities']) or 'none'}",  # type: ignore[arg-type]
+             *(f"    left out: {g['name']} (golden-al cannot {g['what']}: {', '.join(g['commands'])})"
+               for g in info["capability_groups"] if not g["present"]),  # type: ignore[attr-defined]
              f"  AL sources against a server: {', '.join(info['al_sources']) or 'none (not measurable)'}",  # type: ignore[arg-type]
              "  metrics: " + (", ".join(m["name"] for m in info["metrics"]) or "none"),  # type: ignore[attr-defined]
              "  launch flags at k=3: " + (" ".join(info["launch_flags_at_k3"]) if info["launch_flags_at_k3"]  # type: ignore[arg-type]
@@ -125,7 +130,7 @@ def run(args: argparse.Namespace) -> int:
     from golden_al.cli._common import cache_dir, progress
     from golden_al.engines import load_hook
 
-    build = get_profile(args.engine).build
+    build = get_profile(args.engine).launch.build
     assert build is not None  # argparse offers only buildable engines
     if args.binary:
         path = load_hook(build.check)(args.binary)

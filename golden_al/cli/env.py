@@ -107,12 +107,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _env_options() -> dict[Any, list[str]]:
-    """Every engine's ``env`` spellings of k (:attr:`EngineProfile.env_options`), a shared flag once with each
+    """Every engine's ``env`` spellings of k (:attr:`CheckSupport.env_options`), a shared flag once with each
     engine's help."""
     out: dict[Any, list[str]] = {}
     seen: dict[str, Any] = {}
     for name in engines.engine_names():
-        for option in engines.get_profile(name).env_options:
+        for option in engines.get_profile(name).check.env_options:
             first = seen.setdefault(option.flag, option)
             out.setdefault(first, []).append(option.help)
     return out
@@ -126,9 +126,9 @@ def resolve_draft_len(args: argparse.Namespace) -> int:
         ks.append((args.draft_len, "--draft-len"))
     for name in engines.engine_names():
         profile = engines.get_profile(name)
-        values = {o.dest: getattr(args, o.dest) for o in profile.env_options if getattr(args, o.dest, None) is not None}
-        if values and profile.env_draft_len is not None:
-            dl = profile.env_draft_len(args.algorithm, values)
+        values = {o.dest: getattr(args, o.dest) for o in profile.check.env_options if getattr(args, o.dest, None) is not None}
+        if values and profile.check.env_draft_len is not None:
+            dl = profile.check.env_draft_len(args.algorithm, values)
             where = " ".join(f"--{d.replace('_', '-')} {v}" for d, v in values.items())
             if args.algorithm:
                 where += f" with --algorithm {args.algorithm} ({dl.rule})"
@@ -165,10 +165,10 @@ def render(settings: dict[str, Any], fmt: str, *, engine: str, k: int, method: s
         return buf.getvalue()
     pairs: list[tuple[str, str]]
     profile = engines.get_profile(engine)
-    if profile.shell_variable and profile.shell_value:
-        pairs = [(profile.shell_variable, profile.shell_value(settings, k, method))]
-    elif profile.shell_env is not None:  # llama.cpp: LLAMA_ARG_SPEC_SYNTH_LEN for --spec-synth-len
-        pairs = list(profile.shell_env(settings).items())
+    if profile.check.shell_variable and profile.check.shell_value:
+        pairs = [(profile.check.shell_variable, profile.check.shell_value(settings, k, method))]
+    elif profile.check.shell_env is not None:  # llama.cpp: LLAMA_ARG_SPEC_SYNTH_LEN for --spec-synth-len
+        pairs = list(profile.check.shell_env(settings).items())
     else:
         pairs = [(key, str(value)) for key, value in settings.items()]
     if fmt == "shell":

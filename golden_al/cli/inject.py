@@ -51,7 +51,7 @@ def _real_knobs() -> list[Any]:
     ``rejection_sample_method``): ``--real-method`` sets one of their real values."""
     from golden_al.engines import engine_names, get_profile
 
-    return [(get_profile(n), k) for n in engine_names() for k in get_profile(n).synthetic_knobs
+    return [(get_profile(n), k) for n in engine_names() for k in get_profile(n).check.synthetic_knobs
             if k.switch_value is not None and k.real_value is not None and k.choices]
 
 
@@ -113,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
                          hint="golden-al inject RECIPE --model M --thinking on|off")
     profile = get_profile(args.engine) if args.engine else None
     if profile is not None and profile.recipe is None:
-        knob = profile.synthetic_knobs[0].name if profile.synthetic_knobs else "synthetic"
+        knob = profile.check.synthetic_knobs[0].name if profile.check.synthetic_knobs else "synthetic"
         raise UsageError(f"{profile.display_name} has no srt-slurm recipe format to rewrite",
                          hint=f"use 'golden-al env --engine {profile.name}' for its {knob} setting")
     store = load_store(golden_dir(args.golden_dir))

@@ -98,8 +98,8 @@ def _forced_acceptance(engine: str, k: int, environ: Mapping[str, str]) -> tuple
     from simulators.base import SamplerError, get_sampler
 
     profile = get_profile(engine)
-    for knob in profile.synthetic_knobs:
-        if knob.kind != "env" or knob.role != "value" or profile.default_sampler is None:
+    for knob in profile.check.synthetic_knobs:
+        if knob.kind != "env" or knob.role != "value" or profile.simulate.default_sampler is None:
             continue
         name = next((n for n in (knob.name, *knob.aliases) if n in environ), None)
         if name is None:
@@ -112,14 +112,14 @@ def _forced_acceptance(engine: str, k: int, environ: Mapping[str, str]) -> tuple
         review = profile.review_value(knob.name, raw, value, k)
         if review.al is None or review.problems:
             raise UsageError(f"{name}={raw!r} cannot be forced at k={k}: " + "; ".join(p for _, p in review.problems))
-        sampler = get_sampler(engine, profile.default_sampler)
+        sampler = get_sampler(engine, profile.simulate.default_sampler)
         al = review.al
         try:
             sampler.pmf(al, k)
         except SamplerError as exc:
             return None, f"{name}={raw}: {exc.message} (the fake runs its own acceptance)"
 
-        return _draw(sampler, al, k), f"forced acceptance from {name}={raw}: AL {al:g} ({engine} sampler {profile.default_sampler})"
+        return _draw(sampler, al, k), f"forced acceptance from {name}={raw}: AL {al:g} ({engine} sampler {profile.simulate.default_sampler})"
     return None, ""
 
 

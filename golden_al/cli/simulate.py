@@ -91,7 +91,7 @@ def _engine_options() -> dict[str, tuple[Any, dict[str, str]]]:
 
     out: dict[str, tuple[Any, dict[str, str]]] = {}
     for name in engines.engine_names():
-        for option in engines.get_profile(name).simulate_options:
+        for option in engines.get_profile(name).simulate.simulate_options:
             first, owners = out.setdefault(option.flag, (option, {}))
             if (first.type, first.choices, first.metavar) != (option.type, option.choices, option.metavar):
                 raise TypeError(f"engines {sorted(owners)} and {name!r} declare {option.flag} differently")
@@ -105,7 +105,7 @@ def _dest(flag: str) -> str:
 
 def _given(args: argparse.Namespace, profile: Any) -> list[tuple[Any, Any]]:
     """The engine's own options the command line set, as ``(option, value)``."""
-    return [(o, getattr(args, _dest(o.flag))) for o in profile.simulate_options
+    return [(o, getattr(args, _dest(o.flag))) for o in profile.simulate.simulate_options
             if getattr(args, _dest(o.flag), None) is not None]
 
 
@@ -116,14 +116,14 @@ def _build_sampler(args: argparse.Namespace) -> Any:
     engine = args.engine
     if args.method is None:
         profile = engines.profile_or_usage(engine)
-        if profile.default_sampler is None:
+        if profile.simulate.default_sampler is None:
             raise UsageError(f"{profile.display_name} names no default sampler", hint="pass --method")
-        args.method = profile.default_sampler
+        args.method = profile.simulate.default_sampler
     method = args.method
     engines.load_samplers(engine)
     get_sampler(engine, method)  # unknown engine or method first, with "did you mean"
     profile = engines.get_profile(engine)
-    own = {o.flag for o in profile.simulate_options}
+    own = {o.flag for o in profile.simulate.simulate_options}
     for flag, (_, owners) in _engine_options().items():
         if flag not in own and getattr(args, _dest(flag), None) is not None:
             raise UsageError(f"{flag} applies only to --engine {' or '.join(owners)}, not {engine!r}")
@@ -210,8 +210,8 @@ def _analyse(args: argparse.Namespace) -> dict[str, Any]:
         "warnings": [*sampler.warnings(opt_al, k), *_caveats(sampler)],
     }
     profile = engines.get_profile(args.engine)
-    if profile.simulate_report is not None:
-        out.update(profile.simulate_report(sampler, al, k, out["engine_settings"]))
+    if profile.simulate.simulate_report is not None:
+        out.update(profile.simulate.simulate_report(sampler, al, k, out["engine_settings"]))
     if args.batch > 1:
         out["batch"] = _batch(sampler, dist, args.batch, args.steps, rng)
     return out
@@ -222,10 +222,10 @@ def _engine_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
     from golden_al import engines
 
     profile = engines.get_profile(sampler.engine)
-    if profile.simulator_settings:
-        return profile.simulator_settings(sampler, al, k)
+    if profile.simulate.simulator_settings:
+        return profile.simulate.simulator_settings(sampler, al, k)
     # an engine with one way to inject: the settings `env` gives
-    return profile.synthetic_settings(al, k) if al is not None else {}
+    return profile.check.synthetic_settings(al, k) if al is not None else {}
 
 
 def _caveats(sampler: Any) -> list[str]:

@@ -171,7 +171,7 @@ def curve_rejection_method(value: Any) -> str | None:
     injected method says nothing about the real draft)."""
     from golden_al.engines import engine_names, get_profile
 
-    switches = {k.switch_value for name in engine_names() for k in get_profile(name).synthetic_knobs
+    switches = {k.switch_value for name in engine_names() for k in get_profile(name).check.synthetic_knobs
                 if k.switch_value is not None}
     return None if value is None or value in switches else str(value)
 

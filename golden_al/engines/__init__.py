@@ -153,7 +153,7 @@ def synthetic_settings(engine: str, al: float, k: int, **options: Any) -> dict[s
     Raises:
         UsageError: an unknown engine, or a value the engine cannot take.
     """
-    settings: dict[str, Any] = profile_or_usage(engine).synthetic_settings(al, k, **options)
+    settings: dict[str, Any] = profile_or_usage(engine).check.synthetic_settings(al, k, **options)
     return settings
 
 
@@ -175,14 +175,14 @@ class EnvKnob:
 def env_knobs() -> dict[str, EnvKnob]:
     """Every spelling of every registered engine's environment-variable synthetic knob (its pinned
     value, not a companion), from the engine profiles. An engine that reads its own knobs off its
-    command line (:attr:`~golden_al.engines.profile.EngineProfile.command_line`) is left to that reader,
+    command line (:attr:`~golden_al.engines.profile.CheckSupport.command_line`) is left to that reader,
     which sees the launch line that fixes k."""
     out: dict[str, EnvKnob] = {}
     for name in engine_names():
         profile = get_profile(name)
-        if profile.command_line is not None:
+        if profile.check.command_line is not None:
             continue
-        for knob in profile.synthetic_knobs:
+        for knob in profile.check.synthetic_knobs:
             if knob.kind == "env" and knob.role == "value":
                 for spelling in (knob.name, *knob.aliases):
                     out[spelling] = EnvKnob(name, knob, spelling)
@@ -193,5 +193,5 @@ def env_knobs() -> dict[str, EnvKnob]:
 def companion_env_names() -> frozenset[str]:
     """Every spelling of every registered engine's companion environment variables (a method, a mode
     that an environment knob needs beside it)."""
-    return frozenset(spelling for name in engine_names() for knob in get_profile(name).synthetic_knobs
+    return frozenset(spelling for name in engine_names() for knob in get_profile(name).check.synthetic_knobs
                      if knob.kind == "env" and knob.role == "companion" for spelling in (knob.name, *knob.aliases))

@@ -23,22 +23,48 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
-from golden_al.engines.profile import CAPABILITIES, EngineProfile, Lazy, SyntheticKnob
+from golden_al.engines.profile import (
+    CAPABILITIES,
+    CheckSupport,
+    EngineProfile,
+    LaunchSupport,
+    Lazy,
+    RecipeFormat,
+    RunLogSupport,
+    ServerSupport,
+    SimulateSupport,
+    SyntheticKnob,
+)
 
 __all__ = ["RESERVED_NAMES", "hook_refs", "knob_spellings", "profile_problems"]
 
 #: ``--engine`` names no plugin may take: the embedded reference engine's.
 RESERVED_NAMES: tuple[str, ...] = ("reference",)
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
-#: profile fields that hold a hook (a callable, or ``lazy("module:function")`` imported on first use)
-_HOOK_FIELDS = ("server_probe", "run_evidence", "counter_reader", "reference_flavor", "script_pin",
-                "response_records")
-#: profile fields that must be callables where set
-_CALLABLE_FIELDS = ("synthetic_settings", "spec_flags", "simulator_settings", "simulate_report", "shell_value",
-                    "curve_method_of", "server_args", "shell_env", "per_request_probe", "response_steps_by_draft_len",
-                    "launch_method", "launch_draft_len", "draft_len_from_server_info", "review_pin", "pin_tolerance",
-                    "settings_draft_len", "injection_problem", "script_speculation", "curve_selectors", "env_draft_len",
-                    "forced_in_args", "forced_in_config", "forced_in_log_line")
+#: profile fields (``group.field``) that hold a hook (a callable, or ``lazy("module:function")`` imported on first use)
+_HOOK_FIELDS = ("server.server_probe", "run_logs.run_evidence", "server.counter_reader", "server.reference_flavor",
+                "check.script_pin", "server.response_records")
+#: profile fields (``group.field``) that must be callables where set
+_CALLABLE_FIELDS = ("check.synthetic_settings", "launch.spec_flags", "simulate.simulator_settings",
+                    "simulate.simulate_report", "check.shell_value", "curve_method_of", "launch.server_args",
+                    "check.shell_env", "server.per_request_probe", "server.response_steps_by_draft_len",
+                    "launch.launch_method", "launch.launch_draft_len", "server.draft_len_from_server_info",
+                    "check.review_pin", "check.pin_tolerance", "check.settings_draft_len", "recipe.injection_problem",
+                    "check.script_speculation", "check.curve_selectors", "check.env_draft_len",
+                    "check.forced_in_args", "check.forced_in_config", "check.forced_in_log_line")
+#: each capability group of a profile and the class it must be an instance of
+_GROUPS: dict[str, type] = {"check": CheckSupport, "server": ServerSupport, "launch": LaunchSupport,
+                            "simulate": SimulateSupport, "run_logs": RunLogSupport, "recipe": RecipeFormat}
+
+
+def _field(profile: EngineProfile, path: str) -> Any:
+    """The value of ``group.field`` (or a top-level field) of ``profile``; None where the group is left out."""
+    holder: Any = profile
+    for part in path.split("."):
+        holder = getattr(holder, part, None)
+        if holder is None:
+            return None
+    return holder
 
 
 _SELECTOR_RE = re.compile(r"^[a-z][a-z0-9_]*$")
@@ -55,24 +81,24 @@ _KNOB_LITERALS = _literals(SyntheticKnob, "kind", "unit", "role")
 
 def knob_spellings(profile: EngineProfile) -> dict[str, str]:
     """Every spelling of every synthetic knob the profile declares -> the knob's kind."""
-    return {spelling: knob.kind for knob in profile.synthetic_knobs for spelling in knob.spellings()}
+    return {spelling: knob.kind for knob in profile.check.synthetic_knobs for spelling in knob.spellings()}
 
 
 def hook_refs(profile: EngineProfile) -> dict[str, Any]:
     """``field -> hook`` of every hook the profile names (a callable, or ``lazy("module:function")``)."""
-    refs = {f: getattr(profile, f) for f in _HOOK_FIELDS if getattr(profile, f, None)}
-    refs.update({f"source_impls[{name!r}]": ref for name, ref in profile.source_impls.items()})
-    refs.update({f"importers[{name!r}]": ref for name, ref in profile.importers.items()})
+    refs = {f: _field(profile, f) for f in _HOOK_FIELDS if _field(profile, f)}
+    refs.update({f"server.source_impls[{name!r}]": ref for name, ref in profile.server.source_impls.items()})
+    refs.update({f"run_logs.importers[{name!r}]": ref for name, ref in profile.run_logs.importers.items()})
     if profile.recipe is not None and profile.recipe.config_writer is not None:
         refs["recipe.config_writer"] = profile.recipe.config_writer
     if profile.recipe is not None and profile.recipe.config_pin is not None:
         refs["recipe.config_pin"] = profile.recipe.config_pin
-    if profile.log_reader is not None:
-        refs["log_reader.parse"] = profile.log_reader.parse
-        if profile.log_reader.server_args is not None:
-            refs["log_reader.server_args"] = profile.log_reader.server_args
-    if profile.build is not None:
-        refs.update({"build.build": profile.build.build, "build.check": profile.build.check})
+    if profile.run_logs.log_reader is not None:
+        refs["run_logs.log_reader.parse"] = profile.run_logs.log_reader.parse
+        if profile.run_logs.log_reader.server_args is not None:
+            refs["run_logs.log_reader.server_args"] = profile.run_logs.log_reader.server_args
+    if profile.launch.build is not None:
+        refs.update({"launch.build.build": profile.launch.build.build, "launch.build.check": profile.launch.build.check})
     return refs
 
 
@@ -123,8 +149,8 @@ def _resolve(hook: Any) -> str | None:
 
 
 def _knob_problems(profile: EngineProfile) -> Iterable[str]:
-    for i, knob in enumerate(profile.synthetic_knobs):
-        where = f"synthetic_knobs[{i}] ({knob.name})"
+    for i, knob in enumerate(profile.check.synthetic_knobs):
+        where = f"check.synthetic_knobs[{i}] ({knob.name})"
         for name, allowed in _KNOB_LITERALS.items():
             value = getattr(knob, name)
             if value not in allowed:
@@ -139,7 +165,7 @@ def _shared_spellings(profile: EngineProfile, others: Mapping[str, EngineProfile
         if other_name == profile.name:
             continue
         for spelling in sorted(set(mine) & set(knob_spellings(other))):
-            yield (f"synthetic_knobs: {spelling!r} is already a knob of engine {other_name!r}; two engines cannot "
+            yield (f"check.synthetic_knobs: {spelling!r} is already a knob of engine {other_name!r}; two engines cannot "
                    "share a spelling (check could not tell whose pin it is)")
 
 
@@ -163,34 +189,39 @@ def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, Engi
         out.append(f"name: {profile.name!r} is reserved (golden-al's embedded engine)")
     if others and not builtin and profile.name in others:
         out.append(f"name: {profile.name!r} is already an engine (a plugin cannot replace it)")
+    wrong = [f"{group}: a {type(getattr(profile, group)).__name__}, not a {cls.__name__}"
+             for group, cls in _GROUPS.items()
+             if not isinstance(getattr(profile, group), cls) and not (group == "recipe" and profile.recipe is None)]
+    if wrong:  # the rest of the kit reads inside the groups
+        return out + wrong
     out.extend(_knob_problems(profile))
     if others:
         out.extend(_shared_spellings(profile, others))
-    for name in profile.al_sources:
-        if name not in profile.source_impls:
-            out.append(f"al_sources: {name!r} has no implementation in source_impls")
-    for name in profile.source_impls:
-        if name not in profile.al_sources:
-            out.append(f"source_impls: {name!r} is not one of al_sources")
+    for name in profile.server.al_sources:
+        if name not in profile.server.source_impls:
+            out.append(f"server.al_sources: {name!r} has no implementation in server.source_impls")
+    for name in profile.server.source_impls:
+        if name not in profile.server.al_sources:
+            out.append(f"server.source_impls: {name!r} is not one of server.al_sources")
     for f in _CALLABLE_FIELDS:
-        value = getattr(profile, f, None)
+        value = _field(profile, f)
         if value is not None and not callable(value):
             out.append(f"{f}: a {type(value).__name__}, not a callable")
     for cap in CAPABILITIES:  # a capability group is filled as a whole, or not at all
-        filled = [f for f in cap.fields if getattr(profile, f)]
+        filled = cap.filled(profile)
         if filled and len(filled) < len(cap.fields):
             missing = [f for f in cap.fields if f not in filled]
-            out.append(f"capability {cap.name!r}: sets {', '.join(filled)} but not {', '.join(missing)} (a group is "
-                       "filled as a whole, or left out)")
-    names = {m.name for m in profile.metrics}
-    if profile.counter_marker and names and profile.counter_marker not in names:
-        out.append(f"counter_marker: {profile.counter_marker!r} is not one of the profile's metrics "
+            out.append(f"{cap.group}: sets {', '.join(filled)} but not {', '.join(missing)} (capability "
+                       f"{cap.name!r}: a group is filled as a whole, or left out)")
+    names = {m.name for m in profile.server.metrics}
+    if profile.server.counter_marker and names and profile.server.counter_marker not in names:
+        out.append(f"server.counter_marker: {profile.server.counter_marker!r} is not one of the profile's metrics "
                    f"({', '.join(sorted(names))})")
-    for key in profile.selector_keys:
+    for key in profile.check.selector_keys:
         if not _SELECTOR_RE.match(str(key)):
-            out.append(f"selector_keys: {key!r} is not a curve selector name ([a-z][a-z0-9_]*)")
-    if profile.curve_selectors is not None and not profile.selector_keys:
-        out.append("selector_keys: empty, but curve_selectors is set (declare each selector it may return)")
+            out.append(f"check.selector_keys: {key!r} is not a curve selector name ([a-z][a-z0-9_]*)")
+    if profile.check.curve_selectors is not None and not profile.check.selector_keys:
+        out.append("check.selector_keys: empty, but check.curve_selectors is set (declare each selector it may return)")
     if profile.recipe is not None and profile.recipe.inject_into == "config" and profile.recipe.config_writer is None:
         out.append("recipe.inject_into: 'config' names no recipe.config_writer (the hook that writes the synthetic "
                    "settings into the engine's speculative config); inject into 'env', or name one")
@@ -199,12 +230,12 @@ def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, Engi
             why = _resolve(ref)
             if why is not None:
                 out.append(f"{f}: {why}")
-    if profile.default_sampler is not None:
+    if profile.simulate.default_sampler is not None:
         table = (samplers or _available)()
-        if profile.default_sampler not in table.get(profile.name, ()):
+        if profile.simulate.default_sampler not in table.get(profile.name, ()):
             have = ", ".join(table.get(profile.name, ())) or "none"
-            out.append(f"default_sampler: {profile.default_sampler!r} is not a registered sampler of {profile.name} "
-                       f"(registered: {have}; simulators.base.register)")
+            out.append(f"simulate.default_sampler: {profile.simulate.default_sampler!r} is not a registered sampler of "
+                       f"{profile.name} (registered: {have}; simulators.base.register)")
     return out
 
 

@@ -1,8 +1,11 @@
 """The shape of one serving engine's knowledge: :class:`EngineProfile`.
 
 Every engine golden-al knows (SGLang, vLLM, TensorRT-LLM, ATOM, llama.cpp, ...) lives in
-one module of this package that exports one ``PROFILE: EngineProfile``. Commands never
-spell an engine's flag, env var, metric, field or log line themselves: they read it here.
+one folder of this package whose ``__init__`` exports one ``PROFILE: EngineProfile``: the
+engine's identity and one group per capability (:class:`CheckSupport`, :class:`ServerSupport`,
+:class:`LaunchSupport`, :class:`RecipeFormat`, :class:`SimulateSupport`, :class:`RunLogSupport`;
+:data:`CAPABILITIES`). Commands never spell an engine's flag, env var, metric, field or log line
+themselves: they read it here.
 An engine is a plugin: its module, its tests and one ``golden_al.engines`` entry point
 (``docs/adding-an-engine.md``).
 
@@ -22,6 +25,7 @@ __all__ = [
     "CAPABILITIES",
     "Capability",
     "Caveat",
+    "CheckSupport",
     "CommandLine",
     "CommandLineReading",
     "DraftLen",
@@ -31,6 +35,7 @@ __all__ = [
     "EngineVersion",
     "EnvOption",
     "LaunchRequest",
+    "LaunchSupport",
     "Limit",
     "LogPattern",
     "LogReader",
@@ -39,8 +44,11 @@ __all__ = [
     "PinReview",
     "RecipeFormat",
     "ResponseField",
+    "RunLogSupport",
     "RuntimeDraftLen",
+    "ServerSupport",
     "SimulateOption",
+    "SimulateSupport",
     "Source",
     "Speculation",
     "SyntheticKnob",
@@ -275,7 +283,7 @@ class Speculation:
     speculates: bool = True
     #: the values k rests on, by the name a user sees (a value set outside the file leaves k unknown)
     draft_inputs: Mapping[str, Any] = field(default_factory=dict)
-    #: what the engine's :attr:`EngineProfile.review_pin` reads from these settings (SGLang: ``topk``)
+    #: what the engine's :attr:`CheckSupport.review_pin` reads from these settings (SGLang: ``topk``)
     review_spec: Mapping[str, Any] = field(default_factory=dict)
 
 
@@ -298,6 +306,9 @@ class RecipeFormat:
     #: ``inject_into: config``: a hook (:data:`Hook`) writing the synthetic settings into each speculative config,
     #: ``(planner, analysis, golden(k) -> AL) -> names written`` (:mod:`golden_al.injection.inject`)
     config_writer: Hook | None = None
+    #: ``(settings, two_model) -> (problem, hint) | None``: why ``inject`` must not write these synthetic
+    #: settings into a recipe whose role runs the draft as a separate model when ``two_model``.
+    injection_problem: Callable[[Mapping[str, Any], bool], tuple[str, str] | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -318,7 +329,7 @@ class LaunchRequest:
 @dataclass(frozen=True)
 class PinContext:
     """One pinned synthetic-acceptance value with what the gate saw around it, as an engine's
-    :attr:`EngineProfile.review_pin` reads it.
+    :attr:`CheckSupport.review_pin` reads it.
 
     ``spec`` holds what the gate's readers gathered from the launch site for this engine (its
     config dict, flags seen next to the pin, the digits written); ``companions`` maps the knobs
@@ -493,171 +504,32 @@ class SimulateOption:
 
 
 @dataclass(frozen=True)
-class Capability:
-    """A group of profile fields that together let golden-al do one thing with an engine. A group is optional as a
-    whole: an engine fills every field of it or none (the conformance kit refuses half a group), and a command that
-    needs a group the engine lacks refuses naming it (:meth:`EngineProfile.require`)."""
+class CheckSupport:
+    """What ``check``, ``env``, ``select`` and ``inject`` need: the engine's synthetic-acceptance knobs, how to
+    write them, and how to read its speculative settings (launch flags, configs, scripts) to prove a pin.
+    Every engine has this group: an engine golden-al knows at all is one whose synthetic acceptance it judges."""
 
-    name: str
-    what: str  #: what golden-al can do with it, for messages
-    fields: tuple[str, ...]  #: set together, or not at all
-    commands: tuple[str, ...]
-
-
-#: The capability groups of a profile (``golden-al engines show`` lists an engine's).
-CAPABILITIES: tuple[Capability, ...] = (
-    Capability("check", "read, judge and write its synthetic-acceptance settings", ("synthetic_knobs",
-               "synthetic_settings"), ("check", "env", "select", "inject")),
-    Capability("server", "measure AL against a running server", ("al_sources", "source_impls", "server_probe"),
-               ("measure", "sweep")),
-    Capability("launch", "start its server itself", ("server_args", "launch_command"), ("measure --launch", "sweep")),
-    Capability("recipes", "read and rewrite srt-slurm recipes", ("recipe",), ("check", "select", "inject")),
-    Capability("simulate", "reproduce its sampler", ("default_sampler",), ("simulate", "check-run")),
-    Capability("run-logs", "read a run's logs for its realized AL", ("run_evidence",), ("check-run",)),
-)
-
-
-@dataclass(frozen=True)
-class EngineProfile:
-    """Everything golden-al knows about one engine. One instance per engine module."""
-
-    name: str  #: the ``--engine`` value
-    display_name: str
-    algorithms: tuple[str, ...]
-    draft_len_rules: tuple[DraftLenRule, ...]
     synthetic_knobs: tuple[SyntheticKnob, ...]
     #: ``(al, k, **options) -> settings``: the exact ``golden-al env --format json`` mapping.
     synthetic_settings: Callable[..., dict[str, Any]]
-    #: ``(algorithm, k, **options) -> argv``: the launch flags that ask for draft length k.
-    spec_flags: Callable[..., list[str]] | None = None
-    launch_command: tuple[str, ...] = ()  #: e.g. ``("-m", "sglang.launch_server")`` after the python
-    metrics: tuple[Metric, ...] = ()
-    response_fields: Mapping[str, ResponseField] = field(default_factory=dict)
-    log_patterns: tuple[LogPattern, ...] = ()
-    server_info_fields: Mapping[str, str] = field(default_factory=dict)
-    limits: tuple[Limit, ...] = ()
-    caveats: tuple[Caveat, ...] = ()
-    sources: tuple[Source, ...] = ()
-    #: ``(sampler, al, k) -> settings``: what ``golden-al simulate`` shows as the engine's
-    #: injected settings for one of :mod:`simulators`' samplers of this engine.
-    simulator_settings: Callable[..., dict[str, Any]] | None = None
-    #: ``simulate``'s options of this engine's samplers (flags, sampler keywords, whether they fix AL).
-    simulate_options: tuple[SimulateOption, ...] = ()
-    #: ``(sampler, al, k, settings) -> fields``: what ``simulate --format json`` adds for this engine.
-    simulate_report: Callable[..., dict[str, Any]] | None = None
     #: ``golden-al env`` shell/dotenv variable that carries a whole setting (vLLM's
     #: ``--speculative-config`` JSON, ATOM's flags); None: the settings are env vars.
     shell_variable: str | None = None
     #: ``(settings, k, curve_method) -> str``: the value of :attr:`shell_variable`.
     shell_value: Callable[..., str] | None = None
-    #: The engine's speculative algorithm/method spelling -> golden-curve method
-    #: (``deepseek_mtp`` -> ``mtp``, ...); see :func:`golden_al.golden.store.curve_method_for`.
-    curve_methods: Mapping[str, str] = field(default_factory=dict)
-    #: ``(algorithm as written) -> method | None``: the engine's own reading of its spelling into a
-    #: golden-curve method, where a plain lookup in :attr:`curve_methods` (lower case, ``-`` for ``_``)
-    #: is not enough; raises UsageError for a spelling the engine refuses. None: that lookup.
-    curve_method_of: Callable[[str], str | None] | None = None
-    #: ``(LaunchRequest) -> argv`` after ``python``: the server command for ``measure --launch``
-    #: (None: golden-al cannot launch this engine).
-    server_args: Callable[..., list[str]] | None = None
-    #: Flags :attr:`server_args` sets itself; an ``--engine-arg`` must not repeat them.
-    reserved_flags: tuple[str, ...] = ()
-    #: Prefixes of the environment variables that change what the server does (recorded).
-    env_prefixes: tuple[str, ...] = ()
     #: ``(settings) -> {VAR: value}``: the environment form of flag settings, for
     #: ``golden-al env --format shell|dotenv`` (llama.cpp reads ``LLAMA_ARG_*`` for its flags).
     shell_env: Callable[..., dict[str, str]] | None = None
-    #: The executable itself, when the engine is not a Python module (llama.cpp's
-    #: ``llama-server``): :attr:`server_args` then gives the arguments after it.
-    executable: str | None = None
-    #: What its server loads: ``checkpoint`` (a Hugging Face directory or name) or ``gguf`` files
-    #: (``measure --launch`` then maps a known model name to its cached GGUF).
-    model_files: Literal["checkpoint", "gguf"] = "checkpoint"
-    #: a hook (:data:`Hook`) that builds :attr:`executable` into golden-al's cache when missing,
-    #: ``(cache_dir, *, progress, note) -> result with .binary``; None: it is looked up on ``PATH``.
-
-    #: The flag that names the served model (llama.cpp: ``--alias``).
-    served_name_flag: str = "--served-model-name"
-    #: How ``check`` reads pins from a command line kept in a config (None: not declared).
-    command_line: CommandLine | None = None
-    #: Settings that change the draft length at run time (``check``: ``unsafe-value`` beside a pin).
-    runtime_draft_len: tuple[RuntimeDraftLen, ...] = ()
-    #: The releases (or source trees) whose facts golden-al knows, oldest first; the last is the newest.
-    versions: tuple[EngineVersion, ...] = ()
-    #: Regular expressions, each with a ``version`` group, that find the engine's version a file names
-    #: (a container image tag, a ``pip`` pin); the first match in the file wins.
-    version_patterns: tuple[str, ...] = ()
-    #: Whether its proposed-drafts count is exactly ``verify steps x k`` (SGLang: ``spec_verify_ct x
-    #: (speculative_num_draft_tokens - 1)``), so any other count means another draft length.
-    exact_proposals: bool = False
-    #: a hook (:data:`Hook`, a class) of its ``serve-reference`` imitation, a
-    #: :class:`golden_al.servers.reference.flavor.Flavor` (None: serve-reference cannot answer like it).
-    reference_flavor: Hook | None = None
-    #: a hook (:data:`Hook`) of its Prometheus counter reader, ``(snapshot, labels) -> SpecCounters``
-    #: (:mod:`golden_al.formats.counters`); None: the engine exposes no spec-decode counters.
-    counter_reader: Hook | None = None
-    #: The metric whose presence says a snapshot holds this engine's counters (auto-detection).
-    counter_marker: str | None = None
-    #: Metric families whose ``*_created`` times identify one server lifetime (a restart changes them).
-    lifetime_prefixes: tuple[str, ...] = ()
-    #: AL sources ``measure``/``sweep`` read against this engine's server (names in
-    #: :mod:`golden_al.servers.sources`), the ``--al-source auto`` default first; empty: none.
-    al_sources: tuple[str, ...] = ()
-    #: source name -> a hook (:data:`Hook`) of its implementation: a ``CounterSource`` subclass or a
-    #: ``ResponseCounts`` (:mod:`golden_al.servers.sources`); every name in :attr:`al_sources` has one.
-    source_impls: Mapping[str, Hook] = field(default_factory=dict)
-    #: The ``auto`` source when the server reports per-request counts (vLLM started with
-    #: ``--per-request-spec-decode-metrics``), and how to tell: ``async (client, model, messages) -> bool``
-    #: sends one short request and looks for them.
-    per_request_source: str | None = None
-    per_request_probe: Callable[..., Any] | None = None
-    #: ``(response, k, max_tokens, output_tokens) -> {k: counts} | None``: a response's steps split by the
-    #: draft length each was proposed at (None: the engine does not report per-step lengths).
-    response_steps_by_draft_len: Callable[..., Any] | None = None
-    #: a hook (:data:`Hook`) of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
-    #: ``golden_al.servers.probe.ServerFacts`` from what the server says about itself (None: not probed).
-    server_probe: Hook | None = None
-    #: Forced acceptance in what a server shows of itself, each ``-> (what was found, hint) | None``: in its
-    #: command-line arguments (``forced_in_args(argv)``), a speculative config (``forced_in_config(mapping)``,
-    #: vLLM's) and one line of its log (``forced_in_log_line(line)``). :mod:`golden_al.servers.synthetic` asks every
-    #: registered engine (a wrapper may forward another engine's arguments), then runs ``check``'s census.
-    forced_in_args: Callable[[Sequence[str]], tuple[str, str] | None] | None = None
-    forced_in_config: Callable[[Mapping[str, Any]], tuple[str, str] | None] | None = None
-    forced_in_log_line: Callable[[str], tuple[str, str] | None] | None = None
     #: ``golden-al env`` options that spell k the engine's way, and ``(algorithm, {dest: value}) -> DraftLen``, k from
     #: the ones given (raises UsageError naming what is missing or contradicts). Engines may share an option.
     env_options: tuple[EnvOption, ...] = ()
     env_draft_len: Callable[[str | None, Mapping[str, int]], DraftLen] | None = None
-    #: a hook (:data:`Hook`): ``(node, *, k, source) -> list[RequestSpecCounts]``, the engine's per-request spec
-    #: records in one JSON response object (:func:`golden_al.formats.responses.find_spec_records`); None: none.
-    response_records: Hook | None = None
-    #: The engine's acceptance log lines, as ``check-run`` and ``import`` read them (None: it prints none).
-    log_reader: LogReader | None = None
-    #: ``golden-al engines build``: how golden-al builds the engine's server itself (None: it does not).
-    build: EngineBuild | None = None
-    #: ``golden-al import`` formats of the engine's own outputs (bench results, server logs): format name ->
-    #: a hook (:data:`Hook`), ``(paths, ImportOptions) -> list[Imported]`` (:mod:`golden_al.measure.imported`).
-    importers: Mapping[str, Hook] = field(default_factory=dict)
-    #: a hook (:data:`Hook`): check-run's reader of the engine's own log lines,
-    #: ``(files, k, *, decode_log_interval) -> RunEvidence`` (:mod:`golden_al.checks.evidence`);
-    #: None: only Prometheus snapshots are read for it.
-    run_evidence: Hook | None = None
-    #: ``(algorithm, draft) -> method``: the record's ``draft_method`` of a launch (None: the algorithm,
-    #: lower-cased, or ``unknown``).
-    launch_method: Callable[..., str] | None = None
-    #: ``(argv) -> (k, rule)``: the draft length a launch command asks for, used when the server itself
-    #: cannot tell yet (llama-server shows k only once a request drafted). None: the server tells.
-    launch_draft_len: Callable[..., tuple[int, str]] | None = None
-    #: ``(server_info) -> DraftLen``: k from what a server reports of itself (``/server_info``, start-up
-    #: arguments in its log); None: it reports nothing that fixes k.
-    draft_len_from_server_info: Callable[[Mapping[str, Any]], DraftLen] | None = None
-
-    #: The :mod:`simulators` sampler method the engine uses for its synthetic knob by default
-    #: (``check-run``'s law when ``--method`` is not given); None: no sampler is registered.
-    default_sampler: str | None = None
     #: ``(PinContext) -> PinReview``: the engine's own review of a pinned value, when the knob's
     #: unit alone does not say what AL it realizes; None: :meth:`review_value` by unit.
     review_pin: Callable[[PinContext], PinReview] | None = None
+    #: ``(PinContext) -> float``: how far the pin's AL may sit from the golden one and still match
+    #: (a value the engine rounds, e.g. a rate written to few digits); None: exact (1e-9).
+    pin_tolerance: Callable[[PinContext], float] | None = None
     #: ``(spec, k) -> {selector: value}``: the settings other than the engine's defaults that change real AL
     #: and so choose among golden curves (:attr:`golden_al.golden.schema.Draft.selectors`), read from the same
     #: ``spec`` mapping :attr:`review_pin` reads (:attr:`PinContext.spec`, :attr:`Speculation.review_spec`);
@@ -665,21 +537,13 @@ class EngineProfile:
     curve_selectors: Callable[[Mapping[str, Any], int | None], dict[str, str]] | None = None
     #: Each selector :attr:`curve_selectors` may return, with what it is (``engines show``, the README).
     selector_keys: Mapping[str, str] = field(default_factory=dict)
-    #: ``(PinContext) -> float``: how far the pin's AL may sit from the golden one and still match
-    #: (a value the engine rounds, e.g. a rate written to few digits); None: exact (1e-9).
-    pin_tolerance: Callable[[PinContext], float] | None = None
-    #: How its settings sit in an srt-slurm recipe (None: the engine has no recipe format).
-    recipe: RecipeFormat | None = None
-    #: InferenceX master-config ``framework`` spellings that run this engine (``dynamo-sglang``).
-    frameworks: tuple[str, ...] = ()
-    #: Other names people write for the engine (``trt-llm``), beside :attr:`name` and :attr:`display_name`.
-    aliases: tuple[str, ...] = ()
+    #: How ``check`` reads pins from a command line kept in a config (None: not declared).
+    command_line: CommandLine | None = None
+    #: Settings that change the draft length at run time (``check``: ``unsafe-value`` beside a pin).
+    runtime_draft_len: tuple[RuntimeDraftLen, ...] = ()
     #: ``(Speculation | None) -> DraftLen``: k from speculative settings a config holds (None: none
     #: found); raises UsageError/ValueError saying why they do not fix k. None: configs cannot fix k.
     settings_draft_len: Callable[[Speculation | None], DraftLen] | None = None
-    #: ``(settings, two_model) -> (problem, hint) | None``: why ``inject`` must not write these synthetic
-    #: settings into a recipe whose role runs the draft as a separate model when ``two_model``.
-    injection_problem: Callable[[Mapping[str, Any], bool], tuple[str, str] | None] | None = None
     #: ``(flags) -> Speculation | None``: the engine's speculative settings among a script's launch
     #: flags (``--name``: value) and the config keys it writes (bare ``name``: value); None: not read there.
     script_speculation: Callable[[Mapping[str, Any]], Speculation | None] | None = None
@@ -703,10 +567,204 @@ class EngineProfile:
     #: ``runners/synthetic_injectors``) writes beside a master-config value, as the pin's ``spec`` that
     #: :attr:`review_pin` reads, and notes on what it replaces. None: nothing beside the value.
     harness_pin: Callable[[str | None, Speculation | None], tuple[Mapping[str, Any], list[str]]] | None = None
+    #: Forced acceptance in what a server shows of itself, each ``-> (what was found, hint) | None``: in its
+    #: command-line arguments (``forced_in_args(argv)``), a speculative config (``forced_in_config(mapping)``,
+    #: vLLM's) and one line of its log (``forced_in_log_line(line)``). :mod:`golden_al.servers.synthetic` asks every
+    #: registered engine (a wrapper may forward another engine's arguments), then runs ``check``'s census.
+    forced_in_args: Callable[[Sequence[str]], tuple[str, str] | None] | None = None
+    forced_in_config: Callable[[Mapping[str, Any]], tuple[str, str] | None] | None = None
+    forced_in_log_line: Callable[[str], tuple[str, str] | None] | None = None
+
+
+@dataclass(frozen=True)
+class ServerSupport:
+    """What ``measure``/``sweep`` need against a running server (the group "measurable" means): its AL sources
+    and their implementations, its probe, its metrics and response fields. Left out: not measurable."""
+
+    #: AL sources ``measure``/``sweep`` read against this engine's server (names in
+    #: :mod:`golden_al.servers.sources`), the ``--al-source auto`` default first; empty: none.
+    al_sources: tuple[str, ...] = ()
+    #: source name -> a hook (:data:`Hook`) of its implementation: a ``CounterSource`` subclass or a
+    #: ``ResponseCounts`` (:mod:`golden_al.servers.sources`); every name in :attr:`al_sources` has one.
+    source_impls: Mapping[str, Hook] = field(default_factory=dict)
+    #: a hook (:data:`Hook`) of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
+    #: ``golden_al.servers.probe.ServerFacts`` from what the server says about itself (None: not probed).
+    server_probe: Hook | None = None
+    metrics: tuple[Metric, ...] = ()
+    response_fields: Mapping[str, ResponseField] = field(default_factory=dict)
+    server_info_fields: Mapping[str, str] = field(default_factory=dict)
+    #: a hook (:data:`Hook`) of its Prometheus counter reader, ``(snapshot, labels) -> SpecCounters``
+    #: (:mod:`golden_al.formats.counters`); None: the engine exposes no spec-decode counters.
+    counter_reader: Hook | None = None
+    #: The metric whose presence says a snapshot holds this engine's counters (auto-detection).
+    counter_marker: str | None = None
+    #: Metric families whose ``*_created`` times identify one server lifetime (a restart changes them).
+    lifetime_prefixes: tuple[str, ...] = ()
+    #: The ``auto`` source when the server reports per-request counts (vLLM started with
+    #: ``--per-request-spec-decode-metrics``), and how to tell: ``async (client, model, messages) -> bool``
+    #: sends one short request and looks for them.
+    per_request_source: str | None = None
+    per_request_probe: Callable[..., Any] | None = None
+    #: ``(response, k, max_tokens, output_tokens) -> {k: counts} | None``: a response's steps split by the
+    #: draft length each was proposed at (None: the engine does not report per-step lengths).
+    response_steps_by_draft_len: Callable[..., Any] | None = None
+    #: a hook (:data:`Hook`): ``(node, *, k, source) -> list[RequestSpecCounts]``, the engine's per-request spec
+    #: records in one JSON response object (:func:`golden_al.formats.responses.find_spec_records`); None: none.
+    response_records: Hook | None = None
+    #: Whether its proposed-drafts count is exactly ``verify steps x k`` (SGLang: ``spec_verify_ct x
+    #: (speculative_num_draft_tokens - 1)``), so any other count means another draft length.
+    exact_proposals: bool = False
+    #: ``(server_info) -> DraftLen``: k from what a server reports of itself (``/server_info``, start-up
+    #: arguments in its log); None: it reports nothing that fixes k.
+    draft_len_from_server_info: Callable[[Mapping[str, Any]], DraftLen] | None = None
+    #: a hook (:data:`Hook`, a class) of its ``serve-reference`` imitation, a
+    #: :class:`golden_al.servers.reference.flavor.Flavor` (None: serve-reference cannot answer like it).
+    reference_flavor: Hook | None = None
+
+
+@dataclass(frozen=True)
+class LaunchSupport:
+    """What ``measure --launch`` and ``sweep`` need to start the engine's server. Left out: golden-al measures
+    only a server someone else started."""
+
+    #: ``(LaunchRequest) -> argv`` after ``python``: the server command for ``measure --launch``
+    #: (None: golden-al cannot launch this engine).
+    server_args: Callable[..., list[str]] | None = None
+    launch_command: tuple[str, ...] = ()  #: e.g. ``("-m", "sglang.launch_server")`` after the python
+    #: ``(algorithm, k, **options) -> argv``: the launch flags that ask for draft length k.
+    spec_flags: Callable[..., list[str]] | None = None
+    #: Flags :attr:`server_args` sets itself; an ``--engine-arg`` must not repeat them.
+    reserved_flags: tuple[str, ...] = ()
+    #: The executable itself, when the engine is not a Python module (llama.cpp's
+    #: ``llama-server``): :attr:`server_args` then gives the arguments after it.
+    executable: str | None = None
+    #: What its server loads: ``checkpoint`` (a Hugging Face directory or name) or ``gguf`` files
+    #: (``measure --launch`` then maps a known model name to its cached GGUF).
+    model_files: Literal["checkpoint", "gguf"] = "checkpoint"
+    #: The flag that names the served model (llama.cpp: ``--alias``).
+    served_name_flag: str = "--served-model-name"
+    #: ``(algorithm, draft) -> method``: the record's ``draft_method`` of a launch (None: the algorithm,
+    #: lower-cased, or ``unknown``).
+    launch_method: Callable[..., str] | None = None
+    #: ``(argv) -> (k, rule)``: the draft length a launch command asks for, used when the server itself
+    #: cannot tell yet (llama-server shows k only once a request drafted). None: the server tells.
+    launch_draft_len: Callable[..., tuple[int, str]] | None = None
+    #: ``golden-al engines build``: how golden-al builds the engine's server itself (None: it does not).
+    build: EngineBuild | None = None
+
+
+@dataclass(frozen=True)
+class SimulateSupport:
+    """What ``simulate`` and ``check-run`` need: the engine's sampler (:mod:`simulators`) and how to show its
+    settings. Left out: nothing to simulate, and ``check-run`` needs ``--method``."""
+
+    #: The :mod:`simulators` sampler method the engine uses for its synthetic knob by default
+    #: (``check-run``'s law when ``--method`` is not given); None: no sampler is registered.
+    default_sampler: str | None = None
+    #: ``(sampler, al, k) -> settings``: what ``golden-al simulate`` shows as the engine's
+    #: injected settings for one of :mod:`simulators`' samplers of this engine.
+    simulator_settings: Callable[..., dict[str, Any]] | None = None
+    #: ``simulate``'s options of this engine's samplers (flags, sampler keywords, whether they fix AL).
+    simulate_options: tuple[SimulateOption, ...] = ()
+    #: ``(sampler, al, k, settings) -> fields``: what ``simulate --format json`` adds for this engine.
+    simulate_report: Callable[..., dict[str, Any]] | None = None
+
+
+@dataclass(frozen=True)
+class RunLogSupport:
+    """What a run's logs give: ``check-run``'s evidence reader, the acceptance log lines, ``import`` formats.
+    Left out: ``check-run`` reads only Prometheus snapshots for the engine."""
+
+    #: a hook (:data:`Hook`): check-run's reader of the engine's own log lines,
+    #: ``(files, k, *, decode_log_interval) -> RunEvidence`` (:mod:`golden_al.checks.evidence`);
+    #: None: only Prometheus snapshots are read for it.
+    run_evidence: Hook | None = None
+    #: The engine's acceptance log lines, as ``check-run`` and ``import`` read them (None: it prints none).
+    log_reader: LogReader | None = None
+    log_patterns: tuple[LogPattern, ...] = ()
+    #: ``golden-al import`` formats of the engine's own outputs (bench results, server logs): format name ->
+    #: a hook (:data:`Hook`), ``(paths, ImportOptions) -> list[Imported]`` (:mod:`golden_al.measure.imported`).
+    importers: Mapping[str, Hook] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Capability:
+    """A group of the profile (one of the ``*Support`` dataclasses, or :class:`RecipeFormat`) that lets golden-al do
+    one thing with an engine. A group is optional as a whole: left out, it is its conservative default (nothing
+    declared), and a command that needs it refuses naming it (:meth:`EngineProfile.require`). ``fields`` are the
+    ones that make the group present; the conformance kit refuses a group that sets some of them and not all."""
+
+    name: str
+    what: str  #: what golden-al can do with it, for messages
+    group: str  #: the :class:`EngineProfile` attribute holding the group
+    fields: tuple[str, ...]  #: set together, or not at all
+    commands: tuple[str, ...]
+
+    def filled(self, profile: EngineProfile) -> tuple[str, ...]:
+        """The group's :attr:`fields` that ``profile`` sets."""
+        group = getattr(profile, self.group)
+        return tuple(f for f in self.fields if group is not None and getattr(group, f))
+
+    def present(self, profile: EngineProfile) -> bool:
+        """Whether ``profile`` fills the group."""
+        return len(self.filled(profile)) == len(self.fields)
+
+
+#: The capability groups of a profile (``golden-al engines show`` lists an engine's).
+CAPABILITIES: tuple[Capability, ...] = (
+    Capability("check", "read, judge and write its synthetic-acceptance settings", "check",
+               ("synthetic_knobs", "synthetic_settings"), ("check", "env", "select", "inject")),
+    Capability("server", "measure AL against a running server", "server", ("al_sources", "source_impls",
+               "server_probe"), ("measure", "sweep")),
+    Capability("launch", "start its server itself", "launch", ("server_args", "launch_command"),
+               ("measure --launch", "sweep")),
+    Capability("recipes", "read and rewrite srt-slurm recipes", "recipe", ("read",), ("check", "select", "inject")),
+    Capability("simulate", "reproduce its sampler", "simulate", ("default_sampler",), ("simulate", "check-run")),
+    Capability("run-logs", "read a run's logs for its realized AL", "run_logs", ("run_evidence",), ("check-run",)),
+)
+
+
+@dataclass(frozen=True)
+class EngineProfile:
+    """Everything golden-al knows about one engine, as capability groups (:data:`CAPABILITIES`). One instance per
+    engine package: its identity here, what each command needs in its group."""
+
+    name: str  #: the ``--engine`` value
+    display_name: str
+    algorithms: tuple[str, ...]
+    draft_len_rules: tuple[DraftLenRule, ...]
+    check: CheckSupport
+    #: The engine's speculative algorithm/method spelling -> golden-curve method
+    #: (``deepseek_mtp`` -> ``mtp``, ...); see :func:`golden_al.golden.store.curve_method_for`.
+    curve_methods: Mapping[str, str] = field(default_factory=dict)
+    #: ``(algorithm as written) -> method | None``: the engine's own reading of its spelling into a
+    #: golden-curve method, where a plain lookup in :attr:`curve_methods` (lower case, ``-`` for ``_``)
+    #: is not enough; raises UsageError for a spelling the engine refuses. None: that lookup.
+    curve_method_of: Callable[[str], str | None] | None = None
+    #: InferenceX master-config ``framework`` spellings that run this engine (``dynamo-sglang``).
+    frameworks: tuple[str, ...] = ()
+    #: Other names people write for the engine (``trt-llm``), beside :attr:`name` and :attr:`display_name`.
+    aliases: tuple[str, ...] = ()
+    #: The releases (or source trees) whose facts golden-al knows, oldest first; the last is the newest.
+    versions: tuple[EngineVersion, ...] = ()
+    #: Regular expressions, each with a ``version`` group, that find the engine's version a file names
+    #: (a container image tag, a ``pip`` pin); the first match in the file wins.
+    version_patterns: tuple[str, ...] = ()
+    limits: tuple[Limit, ...] = ()
+    caveats: tuple[Caveat, ...] = ()
+    sources: tuple[Source, ...] = ()
+    #: Prefixes of the environment variables that change what the server does (recorded).
+    env_prefixes: tuple[str, ...] = ()
+    server: ServerSupport = field(default_factory=ServerSupport)
+    launch: LaunchSupport = field(default_factory=LaunchSupport)
+    #: How its settings sit in an srt-slurm recipe (None: the engine has no recipe format).
+    recipe: RecipeFormat | None = None
+    simulate: SimulateSupport = field(default_factory=SimulateSupport)
+    run_logs: RunLogSupport = field(default_factory=RunLogSupport)
 
     def capabilities(self) -> tuple[str, ...]:
         """The capability groups (:data:`CAPABILITIES`) whose every field this profile fills."""
-        return tuple(c.name for c in CAPABILITIES if all(getattr(self, f) for f in c.fields))
+        return tuple(c.name for c in CAPABILITIES if c.present(self))
 
     def has(self, capability: str) -> bool:
         """Whether the profile fills capability group ``capability``."""
@@ -721,12 +779,12 @@ class EngineProfile:
         if not self.has(capability):
             cap = next(c for c in CAPABILITIES if c.name == capability)
             raise UsageError(f"{command}: {self.display_name} has no {capability!r} capability: golden-al cannot "
-                             f"{cap.what} for it", hint=f"its profile sets none of {', '.join(cap.fields)} "
-                                                     "(golden-al engines show " + self.name + ")")
+                             f"{cap.what} for it", hint=f"its profile leaves out {cap.group} ({', '.join(cap.fields)}; "
+                                                     "golden-al engines show " + self.name + ")")
 
     def tolerance(self, ctx: PinContext) -> float:
         """How close the AL of ``ctx`` must be to the golden AL (:attr:`pin_tolerance`, or exact)."""
-        return self.pin_tolerance(ctx) if self.pin_tolerance is not None else 1e-9
+        return self.check.pin_tolerance(ctx) if self.check.pin_tolerance is not None else 1e-9
 
     def selectors(self, spec: Mapping[str, Any], k: int | None) -> dict[str, str]:
         """The curve selectors of a recipe's settings (:attr:`curve_selectors`; {} for an engine without them).
@@ -734,18 +792,18 @@ class EngineProfile:
         Raises:
             UsageError: a setting the engine cannot read, or a selector it does not declare.
         """
-        if self.curve_selectors is None:
+        if self.check.curve_selectors is None:
             return {}
-        got = self.curve_selectors(spec, k)
-        unknown = sorted(set(got) - set(self.selector_keys))
+        got = self.check.curve_selectors(spec, k)
+        unknown = sorted(set(got) - set(self.check.selector_keys))
         if unknown:
             raise UsageError(f"{self.display_name} returned curve selectors it does not declare: {', '.join(unknown)}")
         return dict(sorted(got.items()))
 
     def review(self, ctx: PinContext) -> PinReview:
         """The engine's review of one pin: its :attr:`review_pin`, or :meth:`review_value` by unit."""
-        if self.review_pin is not None:
-            return self.review_pin(ctx)
+        if self.check.review_pin is not None:
+            return self.check.review_pin(ctx)
         return self.review_value(ctx.knob, ctx.raw, ctx.value, ctx.k)
 
     def review_value(self, knob: str, raw: str, value: float | None, k: int | None) -> PinReview:
@@ -815,11 +873,11 @@ class EngineProfile:
 
     def retired_problem(self, name: str) -> str | None:
         """Why a pin spelled ``name`` is unsafe because the engine no longer reads that spelling, or None."""
-        return next((why for knob in self.synthetic_knobs for alias, why in knob.retired if alias == name), None)
+        return next((why for knob in self.check.synthetic_knobs for alias, why in knob.retired if alias == name), None)
 
     def knob(self, name: str) -> SyntheticKnob:
         """The synthetic knob called ``name`` (or one of its aliases)."""
-        for k in self.synthetic_knobs:
+        for k in self.check.synthetic_knobs:
             if name == k.name or name in k.aliases or name == k.env:
                 return k
         raise KeyError(f"{self.name} has no synthetic knob {name!r}")
@@ -838,7 +896,7 @@ class EngineProfile:
 
     def log_pattern(self, name: str) -> LogPattern:
         """The log pattern called ``name``."""
-        for pattern in self.log_patterns:
+        for pattern in self.run_logs.log_patterns:
             if pattern.name == name:
                 return pattern
         raise KeyError(f"{self.name} has no log pattern {name!r}")

@@ -50,12 +50,12 @@ def number(text: str | None) -> float | None:
 
 @functools.lru_cache(maxsize=1)
 def _readers() -> tuple[tuple[Callable[[str, int], Any], ...], tuple[bytes, ...]]:
-    """Every registered engine's line parser and markers (:attr:`EngineProfile.log_reader`)."""
+    """Every registered engine's line parser and markers (:attr:`RunLogSupport.log_reader`)."""
     from golden_al.engines import engine_names, get_profile, load_hook
 
     parsers, markers = [], []
     for name in engine_names():
-        reader = get_profile(name).log_reader
+        reader = get_profile(name).run_logs.log_reader
         if reader is not None:
             parsers.append(load_hook(reader.parse))
             markers += [m.encode() for m in reader.markers]

@@ -134,7 +134,7 @@ def find_spec_records(obj: Any, *, k: int | None = None, source: str | None = No
     """
     from golden_al.engines import engine_names, get_profile, load_hook
 
-    readers = [load_hook(ref) for name in engine_names() if (ref := get_profile(name).response_records)]
+    readers = [load_hook(ref) for name in engine_names() if (ref := get_profile(name).server.response_records)]
     out: list[RequestSpecCounts] = []
 
     def visit(node: Any, depth: int) -> None:

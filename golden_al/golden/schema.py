@@ -281,7 +281,7 @@ class Draft(_Strict):
     #: vLLM ``rejection_sample_method`` used while measuring (never ``synthetic``).
     rejection_sample_method: Literal["standard", "block", "fly"] | None = None
     #: Engine settings other than the default that change real AL, as the engine's profile names them
-    #: (:attr:`golden_al.engines.profile.EngineProfile.curve_selectors`): vLLM ``draft_lm_head_quantization``,
+    #: (:attr:`golden_al.engines.profile.CheckSupport.curve_selectors`): vLLM ``draft_lm_head_quantization``,
     #: ``dspark_draft_topk``, ``fly_*``; SGLang ``verification: block``, ``dspark_sps_table``. A recipe is
     #: served only by a curve whose selectors equal its own (none: the engine's defaults).
     selectors: dict[Annotated[str, StringConstraints(pattern=_SELECTOR_KEY_RE)],

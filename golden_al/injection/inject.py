@@ -123,7 +123,7 @@ class InjectionResult:
 @functools.lru_cache(maxsize=1)
 def _numeric_knobs() -> frozenset[str]:
     """Every engine's knobs whose value is a number (an AL or a count): compared as numbers, ``4.0`` = ``4``."""
-    return frozenset(k.name for n in engines.engine_names() for k in engines.get_profile(n).synthetic_knobs
+    return frozenset(k.name for n in engines.engine_names() for k in engines.get_profile(n).check.synthetic_knobs
                      if k.unit in ("al", "al-1", "rate"))
 
 
@@ -459,8 +459,8 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
     p = Planner(text, path, doc)
     profile = engines.get_profile(a.engine)
     assert profile.recipe is not None  # analyze_recipe found a recipe format of this engine
-    if profile.injection_problem is not None:
-        problem = profile.injection_problem(settings, t.two_model)
+    if profile.recipe.injection_problem is not None:
+        problem = profile.recipe.injection_problem(settings, t.two_model)
         if problem is not None:
             raise UsageError(f"{path}: {problem[0]}", hint=problem[1])
     if profile.recipe.inject_into == "config":

@@ -182,7 +182,7 @@ def _role_spec(engine: str, rc: RoleConfig, doc: Any, path: Path) -> RoleSpec:
     def fail(exc: UsageError) -> UsageError:
         return UsageError(f"{path}:{key_line}: {at}: {exc.message}", hint=exc.hint)
 
-    rule = engines.get_profile(engine).settings_draft_len
+    rule = engines.get_profile(engine).check.settings_draft_len
     assert rule is not None  # every engine with a recipe format reads k from it
     try:
         dl = rule(spec)

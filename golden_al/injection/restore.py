@@ -89,7 +89,7 @@ def _vocabulary() -> dict[str, _Knob]:
     out: dict[str, _Knob] = {HARNESS_KNOB: _Knob(HARNESS, None, None, True),
                              "SYNTHETIC_ACCEPTANCE": _Knob(HARNESS, None, None, True)}
     for engine in engine_names():
-        for knob in get_profile(engine).synthetic_knobs:
+        for knob in get_profile(engine).check.synthetic_knobs:
             entry = _Knob(engine, knob.switch_value, knob.real_value, True)
             for name in knob.spellings():
                 forms = (_flag_spellings(name) if knob.kind == "flag" and name.startswith("-")

@@ -187,7 +187,7 @@ def _config_value(original: Any, merged: Mapping[str, Any]) -> Any:
 
 def _env_spellings(profiles: Sequence[EngineProfile]) -> frozenset[str]:
     """Every environment spelling of the profiles' synthetic knobs (values and companions, legacy names too)."""
-    return frozenset(s for p in profiles for k in p.synthetic_knobs if k.kind == "env" for s in k.spellings())
+    return frozenset(s for p in profiles for k in p.check.synthetic_knobs if k.kind == "env" for s in k.spellings())
 
 
 def _pins_in(view: RecipeView) -> list[str]:
@@ -203,7 +203,7 @@ def _pins_in(view: RecipeView) -> list[str]:
         if spec is None or spec.key is None:
             continue
         profile = engines.get_profile(spec.engine)
-        for knob in profile.synthetic_knobs:
+        for knob in profile.check.synthetic_knobs:
             if knob.kind != "config-key" or knob.name not in spec.settings:
                 continue
             if knob.switch_value is not None and str(spec.settings[knob.name]) != knob.switch_value:
@@ -222,7 +222,7 @@ def _throughput_overrides(view: RecipeView, profile: EngineProfile, al: float, k
     (``al_at``), as ``check`` reads each config.
     """
     assert profile.recipe is not None
-    rule = profile.settings_draft_len
+    rule = profile.check.settings_draft_len
     out: list[Override] = []
     problems: list[str] = []
     for role in view.roles:
@@ -246,8 +246,8 @@ def _throughput_overrides(view: RecipeView, profile: EngineProfile, al: float, k
         except GoldenALError as exc:
             problems.append(f"the {role.role} role: {exc.message}")
             continue
-        if profile.injection_problem is not None:
-            trouble = profile.injection_problem(settings, dl is not None and dl.two_model is True)
+        if profile.recipe is not None and profile.recipe.injection_problem is not None:
+            trouble = profile.recipe.injection_problem(settings, dl is not None and dl.two_model is True)
             if trouble is not None:
                 problems.append(f"the {role.role} role: {trouble[0]} (hint: {trouble[1]})")
                 continue
@@ -274,7 +274,7 @@ def _eval_only_overrides(view: RecipeView, profile: EngineProfile, real_method: 
             continue
         settings = dict(spec.settings)
         changed = False
-        for knob in profile.synthetic_knobs:
+        for knob in profile.check.synthetic_knobs:
             if knob.kind != "config-key" or knob.name not in settings:
                 continue
             if knob.switch_value is not None:

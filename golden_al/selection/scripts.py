@@ -63,8 +63,8 @@ def plan_script(path: Path, text: str, identity: Any, store: Any) -> Any:
     problems: list[str] = []
     for name in engines.engine_names():
         profile = engines.get_profile(name)
-        if profile.command_line is not None or not any(k.kind == "env" and k.role == "value"
-                                                       for k in profile.synthetic_knobs):
+        if profile.check.command_line is not None or not any(k.kind == "env" and k.role == "value"
+                                                       for k in profile.check.synthetic_knobs):
             continue
         exported = engines.synthetic_settings(name, 2.0, 1)
         probe, first = _probe(text, exported)

@@ -124,7 +124,7 @@ def cross_check(plan: CellPlan, counts: AcceptanceCounts, responses: Sequence[Ma
         check_text_tokens(plan.tokenizer, responses, [c for c in outs if c is not None], label)
     check_unit(counts, k=plan.draft_len, completion_tokens=sum(c for c in outs if c is not None),
                requests=len(responses), label=label, draft_method=plan.draft_method,
-               exact_proposals=get_profile(plan.engine).exact_proposals)
+               exact_proposals=get_profile(plan.engine).server.exact_proposals)
 
 
 def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequence[Mapping[str, Any]],
@@ -181,7 +181,7 @@ def reported_al(resp: Mapping[str, Any], engine: str) -> float | None:
     (``response_fields["reported_al"]``: SGLang's ``meta_info`` accept length, vLLM's per-request mean), or None."""
     from golden_al.engines import get_profile
 
-    field = get_profile(engine).response_fields.get("reported_al")
+    field = get_profile(engine).server.response_fields.get("reported_al")
     if field is None:
         return None
     choices = resp.get("choices")

@@ -167,7 +167,7 @@ async def _run_per_request(client: ServerClient, plan: CellPlan, source: PerRequ
     from golden_al import engines
 
     # an engine whose proposals are exactly steps x k shows a change of k in every response
-    mixed = MixedDraftLengths() if engines.get_profile(source.engine).exact_proposals else None
+    mixed = MixedDraftLengths() if engines.get_profile(source.engine).server.exact_proposals else None
 
     async def send(prompt: ChatPrompt) -> None:
         label = _label(plan, f"request {prompt.index}")

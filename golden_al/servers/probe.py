@@ -68,8 +68,8 @@ def _probe_of(engine: str) -> Any:
 
     profile = engines.get_profile(engine)
     profile.require("server", "measure")  # a probe, its AL sources and their implementations, or none of them
-    assert profile.server_probe is not None
-    return engines.load_hook(profile.server_probe)
+    assert profile.server.server_probe is not None
+    return engines.load_hook(profile.server.server_probe)
 
 
 def is_chain(engine: str, method: str | None, topk: int | None = None) -> bool:

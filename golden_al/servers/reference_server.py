@@ -8,7 +8,7 @@ them can be tested end to end over real HTTP. This module owns what every flavor
 ``/health``, the fault plan); what is an engine's own lives in its flavor
 (:mod:`golden_al.servers.reference`: SGLang 0.5.23, vLLM 0.33.0, ATOM ffdf3bb5d, each citing
 the upstream files it reproduces), which the engine's profile names
-(:attr:`~golden_al.engines.profile.EngineProfile.reference_flavor`).
+(:attr:`~golden_al.engines.profile.ServerSupport.reference_flavor`).
 
 Faults for tests (:class:`FaultPlan`, ``--fault KIND@N`` on the command line; ``N``
 counts chat/generate requests received, from 1, as ``N``, ``N-M`` or ``N+``):
@@ -55,7 +55,7 @@ def flavors() -> dict[str, Any]:
     """Engine -> the hook (``lazy("module:Class")``) of its serve-reference flavor, for every engine that has one."""
     out = {}
     for name in engines.engine_names():
-        ref = engines.get_profile(name).reference_flavor
+        ref = engines.get_profile(name).server.reference_flavor
         if ref is not None:
             out[name] = ref
     return out

@@ -61,14 +61,14 @@ def source_names() -> tuple[str, ...]:
     """Every AL source a registered engine offers (``--al-source``'s choices besides ``auto``)."""
     from golden_al import engines
 
-    return tuple(dict.fromkeys(n for e in engines.engine_names() for n in engines.get_profile(e).al_sources))
+    return tuple(dict.fromkeys(n for e in engines.engine_names() for n in engines.get_profile(e).server.al_sources))
 
 
 def _engine_of(source: str) -> str | None:
     """The registered engine whose profile offers ``source``."""
     from golden_al import engines
 
-    return next((name for name in engines.engine_names() if source in engines.get_profile(name).al_sources), None)
+    return next((name for name in engines.engine_names() if source in engines.get_profile(name).server.al_sources), None)
 
 
 def _implementation(name: str, engine: str) -> Any:
@@ -77,7 +77,7 @@ def _implementation(name: str, engine: str) -> Any:
     from golden_al import engines
 
     profile = engines.get_profile(engine)
-    ref = profile.source_impls.get(name)
+    ref = profile.server.source_impls.get(name)
     if ref is None:
         raise UsageError(f"{profile.display_name} offers the AL source {name} but its profile names no "
                          "implementation (source_impls)")
@@ -90,12 +90,12 @@ def default_source(engine: str, *, per_request_metrics: bool = False) -> str:
     from golden_al import engines
 
     profile = engines.get_profile(engine)
-    if per_request_metrics and profile.per_request_source:
-        return profile.per_request_source
-    if not profile.al_sources:
-        offer = [n for n in engines.engine_names() if engines.get_profile(n).al_sources]
+    if per_request_metrics and profile.server.per_request_source:
+        return profile.server.per_request_source
+    if not profile.server.al_sources:
+        offer = [n for n in engines.engine_names() if engines.get_profile(n).server.al_sources]
         raise UsageError(f"no AL source for engine {engine!r}", hint=", ".join(offer) + " have one")
-    return profile.al_sources[0]
+    return profile.server.al_sources[0]
 
 
 def make_source(name: str, engine: str) -> Source:
@@ -120,10 +120,10 @@ async def per_request_alternative(client: ServerClient, engine: str, served_mode
     from golden_al import engines
 
     profile = engines.get_profile(engine)
-    if profile.per_request_probe is None or profile.per_request_source is None:
+    if profile.server.per_request_probe is None or profile.server.per_request_source is None:
         return None
-    if await profile.per_request_probe(client, served_model, prompt.messages):
-        return PerRequestSource(profile.per_request_source)
+    if await profile.server.per_request_probe(client, served_model, prompt.messages):
+        return PerRequestSource(profile.server.per_request_source)
     return None
 
 
@@ -257,7 +257,7 @@ class PerRequestSource(Source):
         """
         from golden_al import engines
 
-        read = engines.get_profile(self.engine).response_steps_by_draft_len
+        read = engines.get_profile(self.engine).server.response_steps_by_draft_len
         if read is None:
             return None
         with server_errors(label):

@@ -364,7 +364,7 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
             note("replicas assumed identical (--assume-identical-replicas): " + ", ".join(unknown))
         facts = every[0]
         client = clients[0] if len(clients) == 1 else clients
-        from_command = engines.get_profile(options.engine).launch_draft_len
+        from_command = engines.get_profile(options.engine).launch.launch_draft_len
         if facts.draft_len is None and command is not None and from_command is not None:
             facts.draft_len, rule = from_command(command)
             facts.draft_len_rule = f"launch command {rule}"

@@ -97,7 +97,7 @@ def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment
 def _checks(hook: str) -> list[Any]:
     """Every registered engine's ``hook`` (``forced_in_args``, ``forced_in_config``, ``forced_in_log_line``): each
     engine is asked, since a wrapper may forward another engine's settings."""
-    return [check for name in engines.engine_names() if (check := getattr(engines.get_profile(name), hook))]
+    return [check for name in engines.engine_names() if (check := getattr(engines.get_profile(name).check, hook))]
 
 
 def _forced(checks: Sequence[Any], value: Any) -> tuple[str, str] | None:

@@ -302,14 +302,20 @@ def test_an_engine_added_to_the_registry_is_counted_without_touching_checks(tmp_
     """A sixth engine's knob in a shell script: the census (vocabulary from the registry) finds it, and
     as no reader turns it into a pin the check fails with 'unresolved', never 'no pinned value'."""
     from golden_al import engines
-    from golden_al.engines.profile import EngineProfile, Source, SyntheticKnob
+    from golden_al.engines.profile import CheckSupport, EngineProfile, Source, SyntheticKnob
 
     module = types.ModuleType("toy_engine_for_census")
-    module.PROFILE = EngineProfile(  # type: ignore[attr-defined]
-        name="toy", display_name="Toy", algorithms=("draft",), draft_len_rules=(),
-        synthetic_knobs=(SyntheticKnob("TOY_FORCE_ACCEPT_LEN", "env", "al",
-                                       source=Source("toy/toy", "toy/env.py", "1.0")),),
-        synthetic_settings=lambda al, k, **kw: {"TOY_FORCE_ACCEPT_LEN": str(al)})
+    module.PROFILE = EngineProfile(
+        name="toy",
+        display_name="Toy",
+        algorithms=("draft",),
+        draft_len_rules=(),
+        check=CheckSupport(
+            synthetic_knobs=(SyntheticKnob("TOY_FORCE_ACCEPT_LEN", "env", "al",
+                                           source=Source("toy/toy", "toy/env.py", "1.0")),),
+            synthetic_settings=lambda al, k, **kw: {"TOY_FORCE_ACCEPT_LEN": str(al)},
+        ),
+    )
     monkeypatch.setitem(sys.modules, "toy_engine_for_census", module)
     monkeypatch.setitem(engines.REGISTRY, "toy", "toy_engine_for_census")
     engines.ENGINES.reset()  # the registry validates its plugins once; this one came late

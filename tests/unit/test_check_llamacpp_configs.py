@@ -1,7 +1,7 @@
 """``check`` on llama.cpp pins kept in YAML and JSON configs (compose, Kubernetes, JSON args arrays).
 
 The reader (:mod:`golden_al.checks.command_lines`) is engine-neutral; what it finds comes
-from ``golden_al.engines.llamacpp.PROFILE.command_line``. The committed Qwen coder curve
+from ``golden_al.engines.llamacpp.PROFILE.check.command_line``. The committed Qwen coder curve
 (thinking off) has AL 3.85 at k = 3 and 4.73 at k = 4.
 """
 
@@ -188,9 +188,9 @@ def test_reader_is_driven_by_the_profile(monkeypatch):
     nodes = [((), data), (("args",), data["args"])]
     (pin,) = command_lines.command_line_pins(lambda: nodes, lambda p: len(p), "x.yaml")
     assert (pin.engine, pin.knob, pin.raw_value, pin.draft.k) == ("llamacpp", lc.FLAG_SYNTH_LEN, "2", 2)
-    bare = dataclasses.replace(lc.PROFILE, command_line=None)
+    bare = dataclasses.replace(lc.PROFILE, check=dataclasses.replace(lc.PROFILE.check, command_line=None))
     monkeypatch.setattr(command_lines, "get_profile", lambda name: bare if name == "llamacpp" else
-                        dataclasses.replace(lc.PROFILE, command_line=None))
+                        dataclasses.replace(lc.PROFILE, check=dataclasses.replace(lc.PROFILE.check, command_line=None)))
     assert command_lines.command_line_pins(lambda: nodes, lambda p: 1, "x.yaml") == []
 
 

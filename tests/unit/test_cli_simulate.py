@@ -195,7 +195,7 @@ def test_method_defaults_to_the_engines_default_sampler(capsys) -> None:
     from golden_al.engines import engine_names, get_profile
 
     for engine in engine_names():
-        default = get_profile(engine).default_sampler
+        default = get_profile(engine).simulate.default_sampler
         if default is None:
             continue
         assert main(["simulate", "--engine", engine, "--al", "2.5", "--draft-len", "3", "--format", "json",

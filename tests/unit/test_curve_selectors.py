@@ -264,11 +264,12 @@ def test_the_conformance_kit_refuses_a_selector_name_curves_cannot_hold() -> Non
 
     from golden_al.engines.conformance import profile_problems
 
-    bad = replace(get_profile("sglang"), name="toy", selector_keys={"Block-Verify": "x"})
+    bad = replace(get_profile("sglang"), name="toy",
+                  check=replace(get_profile("sglang").check, selector_keys={"Block-Verify": "x"}))
     problems = profile_problems(bad, entry_name="toy", resolve_hooks=False)
     assert any("selector_keys: 'Block-Verify' is not a curve selector name" in p for p in problems)
-    none = replace(get_profile("sglang"), name="toy", selector_keys={})
-    assert any("selector_keys: empty, but curve_selectors is set" in p
+    none = replace(get_profile("sglang"), name="toy", check=replace(get_profile("sglang").check, selector_keys={}))
+    assert any("selector_keys: empty, but check.curve_selectors is set" in p
                for p in profile_problems(none, entry_name="toy", resolve_hooks=False))
 
 
@@ -280,7 +281,7 @@ def test_the_readme_table_lists_every_engines_selectors() -> None:
     rows = [r.split("|")[1:3] for r in block.splitlines() if r.startswith("|")][2:]
     listed = sorted((e.strip(), key.strip().strip("`")) for e, key in rows)
     declared = sorted((get_profile(n).display_name, key) for n in engines.engine_names()
-                      for key in get_profile(n).selector_keys)
+                      for key in get_profile(n).check.selector_keys)
     assert listed == declared
 
 

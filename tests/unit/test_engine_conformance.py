@@ -20,7 +20,8 @@ REPO = Path(__file__).resolve().parents[2]
 TRT_FILE = "tests/fixtures/check/tree/recipes/trtllm/glm-agentic-al-minus-1.yaml"
 
 GOOD = '''
-from golden_al.engines.profile import DraftLenRule, EngineProfile, RecipeFormat, Source, SyntheticKnob, lazy
+from golden_al.engines.profile import (CheckSupport, DraftLenRule, EngineProfile, RecipeFormat, RunLogSupport,
+                                      ServerSupport, SimulateSupport, Source, SyntheticKnob, lazy)
 
 KNOB = {knob!r}
 _SRC = Source("example/bad", "bad/spec.py", "0.1.0")
@@ -41,25 +42,26 @@ def reader(files, k, *, decode_log_interval):
 PROFILE = EngineProfile(
     name={name!r}, display_name="bad", algorithms=("draft",),
     draft_len_rules=(DraftLenRule("draft", "k = --bad-k", source=_SRC),),
-    synthetic_knobs=(SyntheticKnob(KNOB, "env", {unit!r}, source=_SRC),),
-    synthetic_settings=synthetic_settings, sources=(_SRC,), {extra}
+    check=CheckSupport(synthetic_knobs=(SyntheticKnob(KNOB, "env", {unit!r}, source=_SRC),),
+                       synthetic_settings=synthetic_settings),
+    sources=(_SRC,), {extra}
 )
 '''
 
 #: mistake -> (profile edits, or a whole module; what the warning must name)
 MISTAKES: dict[str, tuple[dict[str, str] | str, str]] = {
     "knob-of-a-builtin": ({"knob": "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"}, "synthetic_knobs"),
-    "source-without-implementation": ({"extra": 'al_sources=("bad-source",),'}, "al_sources"),
-    "hook-naming-a-missing-function": ({"extra": 'run_evidence=lazy("badengine:no_such_reader"),'}, "run_evidence"),
-    "hook-as-a-string": ({"extra": 'run_evidence="badengine:reader",'}, "run_evidence"),
+    "source-without-implementation": ({"extra": 'server=ServerSupport(al_sources=("bad-source",)),'}, "al_sources"),
+    "hook-naming-a-missing-function": ({"extra": 'run_logs=RunLogSupport(run_evidence=lazy("badengine:no_such_reader")),'}, "run_evidence"),
+    "hook-as-a-string": ({"extra": 'run_logs=RunLogSupport(run_evidence="badengine:reader"),'}, "run_evidence"),
     "wrong-unit": ({"unit": "al-2"}, "unit"),
-    "unregistered-default-sampler": ({"extra": 'default_sampler="force",'}, "default_sampler"),
+    "unregistered-default-sampler": ({"extra": 'simulate=SimulateSupport(default_sampler="force"),'}, "default_sampler"),
     "config-injection": ({"extra": 'recipe=RecipeFormat("bad_config", ("bad",), read, inject_into="config"),'},
                          "recipe.inject_into"),
     "import-error": ("raise RuntimeError('the package is broken')\n", "import"),
     "name-mismatch": ({"name": "otherengine"}, "name"),
     "not-a-profile": ("PROFILE = {'name': 'badengine'}\n", "PROFILE"),
-    "source-impl-not-offered": ({"extra": 'source_impls={"x": lazy("badengine:reader")},'}, "source_impls"),
+    "source-impl-not-offered": ({"extra": 'server=ServerSupport(source_impls={"x": lazy("badengine:reader")}),'}, "source_impls"),
 }
 
 

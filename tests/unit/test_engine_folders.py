@@ -78,8 +78,9 @@ def test_half_a_capability_is_refused_and_a_missing_one_names_itself() -> None:
     from golden_al.engines.conformance import profile_problems
     from golden_al.errors import UsageError
 
-    half = replace(engines.get_profile("atom"), name="toy", server_probe=None)
-    assert any("capability 'server': sets al_sources, source_impls but not server_probe" in p
+    atom = engines.get_profile("atom")
+    half = replace(atom, name="toy", server=replace(atom.server, server_probe=None))
+    assert any("server: sets al_sources, source_impls but not server_probe (capability 'server'" in p
                for p in profile_problems(half, entry_name="toy", resolve_hooks=False))
     with pytest.raises(UsageError, match="TensorRT-LLM has no 'launch' capability: golden-al cannot start its server"):
         engines.get_profile("trtllm").require("launch", "measure --launch")
@@ -98,6 +99,51 @@ def test_the_fields_the_guide_asks_for_are_read(capsys) -> None:
     info = json.loads(capsys.readouterr().out)
     assert "sglang:spec_verify_calls_total" in [m["name"] for m in info["metrics"]]
     assert info["launch_flags_at_k3"][:2] == ["--speculative-algorithm", "EAGLE"]
-    bad = replace(engines.get_profile("vllm"), name="toy", counter_marker="toy:nothing_total")
-    assert any("counter_marker: 'toy:nothing_total' is not one of the profile's metrics" in p
+    vllm = engines.get_profile("vllm")
+    bad = replace(vllm, name="toy", server=replace(vllm.server, counter_marker="toy:nothing_total"))
+    assert any("server.counter_marker: 'toy:nothing_total' is not one of the profile's metrics" in p
                for p in profile_problems(bad, entry_name="toy", builtin=True, resolve_hooks=False))
+
+
+def test_the_profile_is_capability_groups_each_optional_as_a_whole() -> None:
+    """Issue 40: a profile is its identity plus one group per capability; a group left out is its conservative
+    default (nothing declared), and a command that needs it refuses naming the group."""
+    import pytest
+
+    from golden_al.engines.conformance import profile_problems
+    from golden_al.engines.profile import (
+        CAPABILITIES,
+        CheckSupport,
+        DraftLenRule,
+        EngineProfile,
+        ServerSupport,
+        Source,
+        SyntheticKnob,
+    )
+    from golden_al.errors import UsageError
+
+    src = Source("example/minimal", "minimal.py", "0.1.0")
+    minimal = EngineProfile(name="minimal", display_name="Minimal", algorithms=("draft",),
+                            draft_len_rules=(DraftLenRule("draft", "k = --k", source=src),),
+                            check=CheckSupport(synthetic_knobs=(SyntheticKnob("MINIMAL_AL", "env", "al", source=src),),
+                                               synthetic_settings=lambda al, k, **_: {"MINIMAL_AL": f"{al:.2f}"}),
+                            sources=(src,))
+    assert minimal.capabilities() == ("check",)
+    assert profile_problems(minimal, entry_name="minimal", resolve_hooks=False, samplers=dict) == []
+    assert minimal.server == ServerSupport()
+    assert minimal.recipe is None
+    for cap in CAPABILITIES[1:]:
+        with pytest.raises(UsageError, match=f"has no {cap.name!r} capability.*leaves out {cap.group}"):
+            minimal.require(cap.name, cap.commands[0])
+    # every built-in groups its fields the same way: no field of a group is also a field of the profile
+    from dataclasses import fields
+
+    top = {f.name for f in fields(EngineProfile)}
+    for cls in (CheckSupport, ServerSupport):
+        assert not top & {f.name for f in fields(cls)}
+    # a group of the wrong type is named, not read
+    from dataclasses import replace
+
+    wrong = replace(minimal, server={"al_sources": ("x",)})  # type: ignore[arg-type]
+    assert profile_problems(wrong, entry_name="minimal", resolve_hooks=False, samplers=dict) == [
+        "server: a dict, not a ServerSupport"]

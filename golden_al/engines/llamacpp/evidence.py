@@ -26,7 +26,7 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
     lines = [(scan.source, r) for scan in scans for r in scan.requests]
     if not lines:
         names = ", ".join(str(scan.source) for scan in scans)
-        raise InputFileError(f"no {llamacpp.PROFILE.executable} '{llamacpp.LOG_DRAFT_ACCEPTANCE_MARKER}...' lines in "
+        raise InputFileError(f"no {llamacpp.PROFILE.launch.executable} '{llamacpp.LOG_DRAFT_ACCEPTANCE_MARKER}...' lines in "
                              f"{names}",
                              hint="pass the llama-server log of the run (one line per finished request with drafts)")
     accepted = generated = 0

@@ -26,6 +26,7 @@ from distributions import units
 from golden_al.engines._values import format_value, int_flag, parse_number
 from golden_al.engines.profile import (
     Caveat,
+    CheckSupport,
     DraftLen,
     DraftLenRule,
     EngineProfile,
@@ -34,8 +35,11 @@ from golden_al.engines.profile import (
     PinContext,
     PinReview,
     RecipeFormat,
+    RunLogSupport,
     RuntimeDraftLen,
+    ServerSupport,
     SimulateOption,
+    SimulateSupport,
     Source,
     Speculation,
     SyntheticKnob,
@@ -327,19 +331,9 @@ def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> DraftLen:
 
 
 PROFILE = EngineProfile(
-    env_options=(EnvOption("--max-draft-len", f"TensorRT-LLM {MAX_DRAFT_LEN} (k = N)"),),
-    env_draft_len=env_draft_len,
-    review_pin=_review,
-    default_sampler="force",
     name="trtllm",
-    recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, spec_keys=RECIPE_SPEC_KEYS),
     frameworks=("dynamo-trt", "dynamo-trtllm", "trt", "trtllm"),
     aliases=("trt-llm",),
-    settings_draft_len=settings_draft_len,
-    script_speculation=script_speculation,
-    script_settings="the TensorRT-LLM config written by the script",
-    script_config_keys=SPEC_KEYS,
-    injection_problem=injection_problem,
     display_name="TensorRT-LLM",
     algorithms=("MTP", "Eagle3", "Eagle", "DFlash", "DSpark", "NGram", "DraftTarget", "PARD", "SA", "PEARL"),
     versions=VERSIONS,
@@ -348,38 +342,52 @@ PROFILE = EngineProfile(
         DraftLenRule("MTP", f"k = {MTP_LAYERS} (or {MAX_DRAFT_LEN})", True, _LLM_ARGS),
         DraftLenRule("*", f"k = {SPEC_CONFIG_KEY}.{MAX_DRAFT_LEN}", True, _LLM_ARGS),
     ),
-    # interface.py reads the variable and forces whenever it is not 0 (a negative count too)
-    synthetic_knobs=(SyntheticKnob(ENV_FORCE, "env", "al-1", source=_INTERFACE, env_off=_forced_off),),
-    runtime_draft_len=(
-        RuntimeDraftLen(("draft_len_schedule",), "chooses max_draft_len by batch size at run time", _DRAFTER),
-        RuntimeDraftLen(("max_concurrency",), "turns speculation off (k = 0) at batch sizes above it, so a run at "
-                        "a higher concurrency realizes AL 1, not the pin", _LLM_ARGS_GATES),
-        RuntimeDraftLen(("acceptance_length_threshold",), "turns speculation off for good once the rolling AL of "
-                        "the last acceptance_window requests drops below it; a synthetic run's realized AL varies "
-                        "around the pin, so the run can lose speculation part way", _LLM_ARGS_GATES,
-                        unsafe=_threshold_unsafe),
-    ),
-    synthetic_settings=synthetic_settings,
     caveats=(
         Caveat(CAVEAT_GREEDY_ONLY, ("two-model", "simulate", "env", "check"), _SAMPLER),
         Caveat(CAVEAT_INT_ONLY, ("two-model", "env", "check", "inject"), _INTERFACE),
         Caveat(f"{ENV_FORCE}=0 means off: AL 1.0 cannot be forced", (), _INTERFACE),
     ),
     sources=(_INTERFACE, _SAMPLER, _LLM_ARGS),
-    simulator_settings=simulator_settings,
     curve_methods=CURVE_METHODS,
     env_prefixes=ENV_PREFIXES,
-    simulate_options=(SimulateOption(
-        "--trtllm-path", "path", choices=("one-model", "two-model"),
-        help="one-model (float reader; default) or two-model (int() reader)"),),
-    simulate_report=simulate_report,
-    # the iteration rows of trtllm-bench --iteration_log and trtllm-serve /metrics (trtllm/iteration_stats.py)
-    run_evidence=lazy("golden_al.engines.trtllm.evidence:read"),
-    importers={"trtllm-iteration-log": lazy("golden_al.engines.trtllm.imported:import_trtllm_iterations")},
-    # against a running trtllm-serve (server.py), and serve-reference's imitation of it (reference.py)
-    al_sources=("trtllm-iteration-stats", "trtllm-perf-metrics"),
-    source_impls={"trtllm-iteration-stats": lazy("golden_al.engines.trtllm.server:TrtllmIterationSource"),
-                  "trtllm-perf-metrics": lazy("golden_al.engines.trtllm.server:TrtllmPerfMetricsSource")},
-    server_probe=lazy("golden_al.engines.trtllm.server:probe"),
-    reference_flavor=lazy("golden_al.engines.trtllm.reference:TrtllmFlavor"),
+    check=CheckSupport(
+        env_options=(EnvOption("--max-draft-len", f"TensorRT-LLM {MAX_DRAFT_LEN} (k = N)"),),
+        env_draft_len=env_draft_len,
+        review_pin=_review,
+        settings_draft_len=settings_draft_len,
+        script_speculation=script_speculation,
+        script_settings="the TensorRT-LLM config written by the script",
+        script_config_keys=SPEC_KEYS,
+        synthetic_knobs=(SyntheticKnob(ENV_FORCE, "env", "al-1", source=_INTERFACE, env_off=_forced_off),),
+        runtime_draft_len=(
+            RuntimeDraftLen(("draft_len_schedule",), "chooses max_draft_len by batch size at run time", _DRAFTER),
+            RuntimeDraftLen(("max_concurrency",), "turns speculation off (k = 0) at batch sizes above it, so a run at "
+                            "a higher concurrency realizes AL 1, not the pin", _LLM_ARGS_GATES),
+            RuntimeDraftLen(("acceptance_length_threshold",), "turns speculation off for good once the rolling AL of "
+                            "the last acceptance_window requests drops below it; a synthetic run's realized AL varies "
+                            "around the pin, so the run can lose speculation part way", _LLM_ARGS_GATES,
+                            unsafe=_threshold_unsafe),
+        ),
+        synthetic_settings=synthetic_settings,
+    ),
+    server=ServerSupport(
+        al_sources=("trtllm-iteration-stats", "trtllm-perf-metrics"),
+        source_impls={"trtllm-iteration-stats": lazy("golden_al.engines.trtllm.server:TrtllmIterationSource"),
+                      "trtllm-perf-metrics": lazy("golden_al.engines.trtllm.server:TrtllmPerfMetricsSource")},
+        server_probe=lazy("golden_al.engines.trtllm.server:probe"),
+        reference_flavor=lazy("golden_al.engines.trtllm.reference:TrtllmFlavor"),
+    ),
+    simulate=SimulateSupport(
+        default_sampler="force",
+        simulator_settings=simulator_settings,
+        simulate_options=(SimulateOption(
+            "--trtllm-path", "path", choices=("one-model", "two-model"),
+            help="one-model (float reader; default) or two-model (int() reader)"),),
+        simulate_report=simulate_report,
+    ),
+    run_logs=RunLogSupport(
+        run_evidence=lazy("golden_al.engines.trtllm.evidence:read"),
+        importers={"trtllm-iteration-log": lazy("golden_al.engines.trtllm.imported:import_trtllm_iterations")},
+    ),
+    recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, spec_keys=RECIPE_SPEC_KEYS, injection_problem=injection_problem),
 )

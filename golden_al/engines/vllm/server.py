@@ -89,7 +89,7 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
 def _require_fixed_k(spec: Mapping[str, Any]) -> None:
     """Refuse a server whose logged speculative config lets k change at run time (the profile's
     ``runtime_draft_len`` settings): a histogram mixing draft lengths is no curve point."""
-    for setting in vllm.PROFILE.runtime_draft_len:
+    for setting in vllm.PROFILE.check.runtime_draft_len:
         for name in setting.names:
             if name in spec and setting.unsafe(spec[name]) is not False:
                 raise MixedDraftLengthsError(

@@ -1,8 +1,8 @@
 """Spec-decode counters out of a Prometheus snapshot: the generic part, one reader per engine.
 
 An engine that exposes spec-decode counters names, in its profile, the metric whose presence says its
-counters are in a snapshot (:attr:`~golden_al.engines.profile.EngineProfile.counter_marker`) and its
-reader (:attr:`~golden_al.engines.profile.EngineProfile.counter_reader`, a hook,
+counters are in a snapshot (:attr:`~golden_al.engines.profile.ServerSupport.counter_marker`) and its
+reader (:attr:`~golden_al.engines.profile.ServerSupport.counter_reader`, a hook,
 ``(snapshot, labels) -> SpecCounters``). The built-in readers sit beside this module, one per engine
 (:mod:`.vllm`, :mod:`.sglang`, :mod:`.atom`, :mod:`.llamacpp`); this module names none of them.
 
@@ -145,8 +145,8 @@ def _markers() -> list[tuple[str, str]]:
     out = []
     for name in engines.engine_names():
         profile = engines.get_profile(name)
-        if profile.counter_marker is not None and profile.counter_reader is not None:
-            out.append((name, profile.counter_marker))
+        if profile.server.counter_marker is not None and profile.server.counter_reader is not None:
+            out.append((name, profile.server.counter_marker))
     return out
 
 
@@ -179,11 +179,11 @@ def spec_counters(snapshot: MetricsSnapshot, engine: str | None = None,
                 hint="was the server started with speculative decoding (and SGLang with --enable-metrics)?",
             )
     profile = engines.get_profile(engine) if engine in engines.engine_names() else None
-    if profile is None or profile.counter_reader is None:
+    if profile is None or profile.server.counter_reader is None:
         raise UsageError(f"no Prometheus spec-decode counters are known for engine {engine!r}",
                          hint="one of " + ", ".join(e for e, _ in markers))
     reader: Callable[[MetricsSnapshot, Mapping[str, str] | None], SpecCounters] = engines.load_hook(
-        profile.counter_reader)
+        profile.server.counter_reader)
     return reader(snapshot, labels)
 
 

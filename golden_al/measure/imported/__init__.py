@@ -72,13 +72,13 @@ MAX_RUN_BYTES = MAX_BYTES
 
 
 def formats() -> dict[str, Any]:
-    """Every import format, from the engines' profiles (:attr:`~golden_al.engines.profile.EngineProfile.importers`):
+    """Every import format, from the engines' profiles (:attr:`~golden_al.engines.profile.RunLogSupport.importers`):
     format name -> its reader (a hook, ``lazy("module:function")``)."""
     from golden_al.engines import engine_names, get_profile
 
     out: dict[str, Any] = {}
     for name in engine_names():
-        out.update(get_profile(name).importers)
+        out.update(get_profile(name).run_logs.importers)
     return out
 
 

@@ -18,12 +18,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from golden_al.engines.profile import (
+    CheckSupport,
     CommandLine,
     CommandLineReading,
     DraftLen,
     DraftLenRule,
     EngineProfile,
+    LaunchSupport,
+    RunLogSupport,
+    ServerSupport,
     SimulateOption,
+    SimulateSupport,
     Source,
     SyntheticKnob,
     lazy,
@@ -96,25 +101,33 @@ def read_run_log(files: Sequence[Any], k: int, *, decode_log_interval: int) -> A
 
 PROFILE = EngineProfile(
     name="toyserve",
-    default_sampler="force",
     display_name="toyserve",
     algorithms=("draft",),
     draft_len_rules=(DraftLenRule("draft", f"k = {FLAG_K}", source=_SRC),),
-    synthetic_knobs=(SyntheticKnob(KNOB, "env", "al-1", source=_SRC),),
-    synthetic_settings=synthetic_settings,
-    executable="toy-serve",
     curve_methods={"draft": "draft-model"},
-    command_line=CommandLine(value_knobs={KNOB: KNOB}, read=read),
     sources=(_SRC,),
-    # simulate's own option for this engine's sampler: the CLI builds --toy-mix from it
-    simulate_options=(SimulateOption("--toy-mix", "mix", choices=("mixed", "floor"),
-                                     help="mixed (floor and ceil, mean AL; default) or floor (always floor(AL))"),),
-    simulate_report=lambda sampler, al, k, settings: {"toy_mix": sampler.mix},
-    run_evidence=lazy("golden_al_toy_engine:read_run_log"),
-    # measure/sweep against a toyserve server: its probe and its per-request AL source (server.py)
-    server_probe=lazy("golden_al_toy_engine.server:probe"),
-    al_sources=("toyserve-per-request",),
-    source_impls={"toyserve-per-request": lazy("golden_al_toy_engine.server:PER_REQUEST")},
+    check=CheckSupport(
+        synthetic_knobs=(SyntheticKnob(KNOB, "env", "al-1", source=_SRC),),
+        synthetic_settings=synthetic_settings,
+        command_line=CommandLine(value_knobs={KNOB: KNOB}, read=read),
+    ),
+    server=ServerSupport(
+        server_probe=lazy("golden_al_toy_engine.server:probe"),
+        al_sources=("toyserve-per-request",),
+        source_impls={"toyserve-per-request": lazy("golden_al_toy_engine.server:PER_REQUEST")},
+    ),
+    launch=LaunchSupport(
+        executable="toy-serve",
+    ),
+    simulate=SimulateSupport(
+        default_sampler="force",
+        simulate_options=(SimulateOption("--toy-mix", "mix", choices=("mixed", "floor"),
+                                         help="mixed (floor and ceil, mean AL; default) or floor (always floor(AL))"),),
+        simulate_report=lambda sampler, al, k, settings: {"toy_mix": sampler.mix},
+    ),
+    run_logs=RunLogSupport(
+        run_evidence=lazy("golden_al_toy_engine:read_run_log"),
+    ),
 )
 
 
