@@ -59,16 +59,20 @@ class Registry(Generic[K, T]):
         group: the entry-point group installed packages declare plugins in (None: code registers them).
         validate: checks a plugin's object when it loads (see :data:`Validator`); built-ins are held to the
             same checks by golden-al's own tests.
+        explain: ``(exception) -> hint | None``: what to tell the author of a plugin whose import raised it (a
+            profile written for an older shape of the object), appended to the problem.
     """
 
     def __init__(self, kind: str, *, builtin: Mapping[K, T | str] | None = None,
                  reserved: Mapping[K, str] | None = None, group: str | None = None,
-                 validate: Validator | None = None) -> None:
+                 validate: Validator | None = None,
+                 explain: Callable[[BaseException], str | None] | None = None) -> None:
         self.kind = kind
         self.group = group
         self._builtin: dict[K, T | str] = dict(builtin or {})
         self._reserved = dict(reserved or {})
         self._validate = validate
+        self._explain = explain
         #: name -> object or ``"module:attribute"``: every entry, accepted or not yet validated (tests add to it).
         self.entries: dict[K, T | str] = dict(self._builtin)
         self._packages: dict[K, str | None] = {}
@@ -203,7 +207,8 @@ class Registry(Generic[K, T]):
             try:
                 obj = self._resolve(name)
             except Exception as exc:  # a broken package: named and skipped, never a crash of every command
-                problems = [f"import: {type(exc).__name__}: {exc}"]
+                hint = self._explain(exc) if self._explain is not None else None
+                problems = [f"import: {type(exc).__name__}: {exc}" + (f" ({hint})" if hint else "")]
             else:
                 problems = self._validate(name, obj, accepted) if self._validate is not None else []
             finally:

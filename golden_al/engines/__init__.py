@@ -56,13 +56,25 @@ def _validate(name: str, profile: Any, accepted: Mapping[str, Any]) -> list[str]
     return profile_problems(profile, entry_name=name, others=accepted)
 
 
+def _explain(exc: BaseException) -> str | None:
+    """A plugin profile written for the flat shape (before capability groups): which group the field moved to."""
+    import re
+
+    from golden_al.engines.profile import group_of
+
+    found = re.search(r"EngineProfile\.__init__\(\) got an unexpected keyword argument '(\w+)'", str(exc))
+    home = group_of(found.group(1)) if found else None
+    return (f"{found.group(1) if found else ''} now sits in its capability group: {home}; see docs/adding-an-engine.md"
+            if home else None)
+
+
 #: The engine registry (:class:`simulators.registry.Registry`, the one samplers use too): built-ins first, in
 #: their registration order, then the plugins of the ``golden_al.engines`` entry points sorted by name. A plugin
 #: may not take a built-in engine's name, nor the reference engine's; plugins are validated by the conformance kit
 #: when first needed, and one that fails is skipped, named (:func:`skipped_plugins`).
 ENGINES: Registry[str, EngineProfile] = Registry(
     "plugin engine", builtin=_BUILTIN, reserved={REFERENCE_ENGINE: "golden-al's embedded engine"},
-    group=ENTRY_POINT_GROUP, validate=_validate)
+    group=ENTRY_POINT_GROUP, validate=_validate, explain=_explain)
 #: ``--engine`` name -> ``module:attribute`` of its ``PROFILE`` (:attr:`ENGINES.entries <Registry.entries>`).
 REGISTRY: dict[str, Any] = ENGINES.entries
 

@@ -23,18 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
-from golden_al.engines.profile import (
-    CAPABILITIES,
-    CheckSupport,
-    EngineProfile,
-    LaunchSupport,
-    Lazy,
-    RecipeFormat,
-    RunLogSupport,
-    ServerSupport,
-    SimulateSupport,
-    SyntheticKnob,
-)
+from golden_al.engines.profile import CAPABILITIES, GROUPS, EngineProfile, Lazy, SyntheticKnob
 
 __all__ = ["RESERVED_NAMES", "hook_refs", "knob_spellings", "profile_problems"]
 
@@ -52,10 +41,6 @@ _CALLABLE_FIELDS = ("check.synthetic_settings", "launch.spec_flags", "simulate.s
                     "check.review_pin", "check.pin_tolerance", "check.settings_draft_len", "recipe.injection_problem",
                     "check.script_speculation", "check.curve_selectors", "check.env_draft_len",
                     "check.forced_in_args", "check.forced_in_config", "check.forced_in_log_line")
-#: each capability group of a profile and the class it must be an instance of
-_GROUPS: dict[str, type] = {"check": CheckSupport, "server": ServerSupport, "launch": LaunchSupport,
-                            "simulate": SimulateSupport, "run_logs": RunLogSupport, "recipe": RecipeFormat}
-
 
 def _field(profile: EngineProfile, path: str) -> Any:
     """The value of ``group.field`` (or a top-level field) of ``profile``; None where the group is left out."""
@@ -190,7 +175,7 @@ def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, Engi
     if others and not builtin and profile.name in others:
         out.append(f"name: {profile.name!r} is already an engine (a plugin cannot replace it)")
     wrong = [f"{group}: a {type(getattr(profile, group)).__name__}, not a {cls.__name__}"
-             for group, cls in _GROUPS.items()
+             for group, cls in GROUPS.items()
              if not isinstance(getattr(profile, group), cls) and not (group == "recipe" and profile.recipe is None)]
     if wrong:  # the rest of the kit reads inside the groups
         return out + wrong

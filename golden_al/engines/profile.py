@@ -23,6 +23,7 @@ from golden_al.errors import UsageError
 
 __all__ = [
     "CAPABILITIES",
+    "GROUPS",
     "Capability",
     "Caveat",
     "CheckSupport",
@@ -53,6 +54,7 @@ __all__ = [
     "Speculation",
     "SyntheticKnob",
     "VersionChoice",
+    "group_of",
     "reads_off",
 ]
 
@@ -724,6 +726,18 @@ CAPABILITIES: tuple[Capability, ...] = (
 )
 
 
+def group_of(field_name: str) -> str | None:
+    """Where a field of a capability group is written in a profile (``server=ServerSupport(al_sources=...)``), or
+    None for a top-level field or an unknown name: the hint for a profile written for the flat shape."""
+    from dataclasses import fields
+
+    for cap in CAPABILITIES:
+        cls = GROUPS[cap.group]
+        if field_name in {f.name for f in fields(cls)}:
+            return f"{cap.group}={cls.__name__}({field_name}=...)"
+    return None
+
+
 @dataclass(frozen=True)
 class EngineProfile:
     """Everything golden-al knows about one engine, as capability groups (:data:`CAPABILITIES`). One instance per
@@ -906,3 +920,8 @@ class EngineProfile:
         caps = [lim.max_k for lim in self.limits
                 if lim.max_k is not None and (not lim.algorithms or algorithm in lim.algorithms)]
         return min(caps) if caps else None
+
+
+#: each capability group's attribute of :class:`EngineProfile` -> its dataclass (the conformance kit checks each)
+GROUPS: dict[str, type] = {"check": CheckSupport, "server": ServerSupport, "launch": LaunchSupport,
+                                   "recipe": RecipeFormat, "simulate": SimulateSupport, "run_logs": RunLogSupport}

@@ -62,6 +62,10 @@ MISTAKES: dict[str, tuple[dict[str, str] | str, str]] = {
     "name-mismatch": ({"name": "otherengine"}, "name"),
     "not-a-profile": ("PROFILE = {'name': 'badengine'}\n", "PROFILE"),
     "source-impl-not-offered": ({"extra": 'server=ServerSupport(source_impls={"x": lazy("badengine:reader")}),'}, "source_impls"),
+    # a profile written for the flat shape of an older golden-al: the hint names the group the field moved to
+    "flat-profile": ("from golden_al.engines.profile import EngineProfile\nPROFILE = EngineProfile(name='badengine', "
+                     "display_name='bad', algorithms=(), draft_len_rules=(), synthetic_knobs=())\n",
+                     "synthetic_knobs now sits in its capability group: check=CheckSupport(synthetic_knobs=...)"),
 }
 
 
