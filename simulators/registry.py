@@ -61,18 +61,21 @@ class Registry(Generic[K, T]):
             same checks by golden-al's own tests.
         explain: ``(exception) -> hint | None``: what to tell the author of a plugin whose import raised it (a
             profile written for an older shape of the object), appended to the problem.
+        default_attribute: the attribute a ``"module"`` entry (no ``:attribute``) names.
     """
 
     def __init__(self, kind: str, *, builtin: Mapping[K, T | str] | None = None,
                  reserved: Mapping[K, str] | None = None, group: str | None = None,
                  validate: Validator | None = None,
-                 explain: Callable[[BaseException], str | None] | None = None) -> None:
+                 explain: Callable[[BaseException], str | None] | None = None,
+                 default_attribute: str | None = None) -> None:
         self.kind = kind
         self.group = group
         self._builtin: dict[K, T | str] = dict(builtin or {})
         self._reserved = dict(reserved or {})
         self._validate = validate
         self._explain = explain
+        self._default_attribute = default_attribute
         #: name -> object or ``"module:attribute"``: every entry, accepted or not yet validated (tests add to it).
         self.entries: dict[K, T | str] = dict(self._builtin)
         self._packages: dict[K, str | None] = {}
@@ -188,7 +191,7 @@ class Registry(Generic[K, T]):
         if not isinstance(value, str):
             return value
         module_name, _, attribute = value.partition(":")
-        obj: T = getattr(importlib.import_module(module_name), attribute or "PROFILE")
+        obj: T = getattr(importlib.import_module(module_name), attribute or self._default_attribute or "")
         return obj
 
     def _load(self) -> tuple[tuple[K, ...], tuple[Skipped, ...]]:

@@ -64,8 +64,9 @@ def _explain(exc: BaseException) -> str | None:
 
     found = re.search(r"EngineProfile\.__init__\(\) got an unexpected keyword argument '(\w+)'", str(exc))
     home = group_of(found.group(1)) if found else None
-    return (f"{found.group(1) if found else ''} now sits in its capability group: {home}; see docs/adding-an-engine.md"
-            if home else None)
+    if found is None or home is None:
+        return None
+    return f"{found.group(1)} now sits in its capability group: {home}; see docs/adding-an-engine.md"
 
 
 #: The engine registry (:class:`simulators.registry.Registry`, the one samplers use too): built-ins first, in
@@ -74,7 +75,7 @@ def _explain(exc: BaseException) -> str | None:
 #: when first needed, and one that fails is skipped, named (:func:`skipped_plugins`).
 ENGINES: Registry[str, EngineProfile] = Registry(
     "plugin engine", builtin=_BUILTIN, reserved={REFERENCE_ENGINE: "golden-al's embedded engine"},
-    group=ENTRY_POINT_GROUP, validate=_validate, explain=_explain)
+    group=ENTRY_POINT_GROUP, validate=_validate, explain=_explain, default_attribute="PROFILE")
 #: ``--engine`` name -> ``module:attribute`` of its ``PROFILE`` (:attr:`ENGINES.entries <Registry.entries>`).
 REGISTRY: dict[str, Any] = ENGINES.entries
 

@@ -699,6 +699,7 @@ class Capability:
     name: str
     what: str  #: what golden-al can do with it, for messages
     group: str  #: the :class:`EngineProfile` attribute holding the group
+    cls: type  #: the group's dataclass (the conformance kit checks the attribute holds one)
     fields: tuple[str, ...]  #: set together, or not at all
     commands: tuple[str, ...]
 
@@ -714,16 +715,21 @@ class Capability:
 
 #: The capability groups of a profile (``golden-al engines show`` lists an engine's).
 CAPABILITIES: tuple[Capability, ...] = (
-    Capability("check", "read, judge and write its synthetic-acceptance settings", "check",
+    Capability("check", "read, judge and write its synthetic-acceptance settings", "check", CheckSupport,
                ("synthetic_knobs", "synthetic_settings"), ("check", "env", "select", "inject")),
-    Capability("server", "measure AL against a running server", "server", ("al_sources", "source_impls",
-               "server_probe"), ("measure", "sweep")),
-    Capability("launch", "start its server itself", "launch", ("server_args", "launch_command"),
+    Capability("server", "measure AL against a running server", "server", ServerSupport,
+               ("al_sources", "source_impls", "server_probe"), ("measure", "sweep")),
+    Capability("launch", "start its server itself", "launch", LaunchSupport, ("server_args", "launch_command"),
                ("measure --launch", "sweep")),
-    Capability("recipes", "read and rewrite srt-slurm recipes", "recipe", ("read",), ("check", "select", "inject")),
-    Capability("simulate", "reproduce its sampler", "simulate", ("default_sampler",), ("simulate", "check-run")),
-    Capability("run-logs", "read a run's logs for its realized AL", "run_logs", ("run_evidence",), ("check-run",)),
+    Capability("recipes", "read and rewrite srt-slurm recipes", "recipe", RecipeFormat, ("read",),
+               ("check", "select", "inject")),
+    Capability("simulate", "reproduce its sampler", "simulate", SimulateSupport, ("default_sampler",),
+               ("simulate", "check-run")),
+    Capability("run-logs", "read a run's logs for its realized AL", "run_logs", RunLogSupport, ("run_evidence",),
+               ("check-run",)),
 )
+#: each capability group's attribute of :class:`EngineProfile` -> its dataclass (from :data:`CAPABILITIES`)
+GROUPS: dict[str, type] = {c.group: c.cls for c in CAPABILITIES}
 
 
 def group_of(field_name: str) -> str | None:
@@ -732,9 +738,8 @@ def group_of(field_name: str) -> str | None:
     from dataclasses import fields
 
     for cap in CAPABILITIES:
-        cls = GROUPS[cap.group]
-        if field_name in {f.name for f in fields(cls)}:
-            return f"{cap.group}={cls.__name__}({field_name}=...)"
+        if field_name in {f.name for f in fields(cap.cls)}:
+            return f"{cap.group}={cap.cls.__name__}({field_name}=...)"
     return None
 
 
@@ -920,8 +925,3 @@ class EngineProfile:
         caps = [lim.max_k for lim in self.limits
                 if lim.max_k is not None and (not lim.algorithms or algorithm in lim.algorithms)]
         return min(caps) if caps else None
-
-
-#: each capability group's attribute of :class:`EngineProfile` -> its dataclass (the conformance kit checks each)
-GROUPS: dict[str, type] = {"check": CheckSupport, "server": ServerSupport, "launch": LaunchSupport,
-                                   "recipe": RecipeFormat, "simulate": SimulateSupport, "run_logs": RunLogSupport}
