@@ -38,6 +38,7 @@ from typing import Any
 from golden_al.checks.findings import VERDICTS, Finding
 from golden_al.engines._values import format_value
 from golden_al.errors import InputFileError, UsageError
+from golden_al.safeio.inputs import text_input
 
 __all__ = [
     "POLICIES",
@@ -67,6 +68,7 @@ class CheckConfig:
     """The gate's settings from a configuration file (empty when there is none)."""
 
     path: Path | None = None
+    digest: str | None = None  #: of the file's text (an input of every verdict)
     exclude: tuple[str, ...] = ()
     policy: str = "default"
     golden_dir: Path | None = None
@@ -127,7 +129,8 @@ def load_config(path: Path) -> CheckConfig:
     Raises:
         InputFileError: not TOML, an unknown key, or a value of the wrong type or outside its choices.
     """
-    data = _toml(path)
+    text = _read(path)
+    data = _toml(path, text)
     table = data.get("tool", {}).get("golden-al", {}) if path.name == "pyproject.toml" else data
     where = "[tool.golden-al]" if path.name == "pyproject.toml" else "the file"
     if not isinstance(table, Mapping):
@@ -145,7 +148,7 @@ def load_config(path: Path) -> CheckConfig:
     for key, value in (("golden-dir", golden), ("baseline", baseline)):
         if value is not None and not isinstance(value, str):
             raise InputFileError(f"{key} must be a path string, got {value!r}", path=path)
-    return CheckConfig(path=path, exclude=_strings(table.get("exclude", []), "exclude", path), policy=policy,
+    return CheckConfig(path=path, digest=text_input("config", "", text).digest, exclude=_strings(table.get("exclude", []), "exclude", path), policy=policy,
                        golden_dir=base / golden if golden else None,
                        allow=_strings(table.get("allow", []), "allow", path),
                        baseline=base / baseline if baseline else None)

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from golden_al.engines.profile import VersionChoice
+from golden_al.safeio.inputs import Input
 
 __all__ = [
     "ALLOWABLE_VERDICTS",
@@ -132,6 +133,8 @@ class Pin:
     covers: tuple[int, ...] = ()
     #: the engine version whose facts judge the pin, and why (:meth:`EngineProfile.version_facts`)
     version: VersionChoice | None = None
+    #: what the pin's reading read besides its own file (the recipe a master config's CONFIG_FILE points to)
+    inputs: tuple[Input, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -159,6 +162,9 @@ class Finding:
     waived: str | None = None
     #: the engine version whose facts judged the finding (a release or a source tree); None: unversioned
     engine_version: str | None = None
+    #: everything the verdict read (its file, a recipe its master config points to, curve files, the gate's
+    #: configuration): ``--changed-since`` and the baseline re-judge a finding when any of them changed
+    inputs: tuple[Input, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON object, keys in contract order."""
@@ -179,4 +185,5 @@ class Finding:
             "message": self.message,
             "waived": self.waived,
             "engine_version": self.engine_version,
+            "inputs": [i.to_dict() for i in self.inputs],
         }

@@ -82,6 +82,7 @@ from golden_al.engines import engine_names, get_profile
 from golden_al.engines._values import format_value
 from golden_al.engines.profile import PinContext, PinReview
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UnreadableInputError, UsageError
+from golden_al.safeio.inputs import Input, merge_inputs, shown_path, text_input
 
 __all__ = ["DEFAULT_MAX_FILE_SIZE", "CheckReport", "check_paths", "curve_method", "evaluate", "excluded", "golden_point",
            "iter_candidate_files", "methods_of", "resolve_model", "resolve_thinking"]
@@ -336,7 +337,7 @@ def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Findi
         draft_len=k, pinned_value=pin.raw_value,
         implied_al=None if implied is None else round(implied, 12),
         expected_al=expected, verdict=verdict, message=message, use_line=pin.use_line,
-        engine_version=None if pin.version is None else pin.version.name,
+        engine_version=None if pin.version is None else pin.version.name, inputs=pin.inputs,
     )
 
 
@@ -448,7 +449,8 @@ class _Reader:
 def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem: str | None = None,
                 max_file_size: int = DEFAULT_MAX_FILE_SIZE, allow: Iterable[str] = (),
                 exclude: Sequence[str] = (), jobs: int | None = None, policy: str = "default",
-                baseline: Path | None = None, changed_since: str | None = None) -> CheckReport:
+                baseline: Path | None = None, changed_since: str | None = None,
+                inputs: Sequence[Input] = ()) -> CheckReport:
     """Check every file under ``paths`` against ``store`` (a :class:`GoldenStore`).
 
     Every knob occurrence the census finds (:mod:`golden_al.checks.census`) ends as a finding:
@@ -459,7 +461,8 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     files under the given directories that are not read (listed in :attr:`CheckReport.excluded`).
     ``jobs``: processes for the shell census of a large tree (default: one per CPU, up to 4, from
     :data:`PARALLEL_FROM` shell files on; 1: none). ``policy`` ``no-pins``, inline suppressions, ``baseline``
-    and ``changed_since``: :mod:`golden_al.checks.adoption` (a waived finding stays, with its reason).
+    and ``changed_since``: :mod:`golden_al.checks.adoption` (a waived finding stays, with its reason). ``inputs``:
+    what every verdict read besides its files (the gate's configuration); each finding carries them after its own.
 
     Raises:
         UsageError: a path does not exist, ``allow`` names another verdict, or nothing was
@@ -497,13 +500,13 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
         raise UsageError("nothing to check: no YAML, JSON or shell file under " + ", ".join(map(str, paths)) + why,
                          hint="give the recipe, config or script files (or the directories that hold them)")
     report.findings = _dedupe(report.findings)
-    _adopt(checker, files, policy=policy, baseline=baseline, changed_since=changed_since)
+    _adopt(checker, files, policy=policy, baseline=baseline, changed_since=changed_since, shared=inputs)
     report.findings.sort(key=lambda f: (f.file, f.line, f.draft_len or 0))
     return report
 
 
 def _adopt(checker: _Checker, files: Sequence[tuple[Path, str]], *, policy: str, baseline: Path | None,
-           changed_since: str | None) -> None:
+           changed_since: str | None, shared: Sequence[Input]) -> None:
     """The adoption layer over the findings: the policy, inline suppressions, the baseline, changed files."""
     from golden_al.checks import adoption
 
@@ -517,6 +520,10 @@ def _adopt(checker: _Checker, files: Sequence[tuple[Path, str]], *, policy: str,
             for s in adoption.read_suppressions(str(path), text)]
     report.findings, notes = adoption.apply_suppressions(report.findings, sups)
     report.diagnostics.extend(notes)
+    for i, f in enumerate(report.findings):  # the gate's configuration judged every finding
+        own = () if f.inputs else checker.file_inputs(Path(f.file), t if isinstance(t := checker.read(Path(f.file)),
+                                                                                      str) else None)
+        report.findings[i] = dataclasses.replace(f, inputs=merge_inputs(own, f.inputs, shared))
     if baseline is not None:
         report.findings = adoption.apply_baseline(report.findings, safeio.read_json(baseline), path=baseline)
     if changed_since is not None:
@@ -573,6 +580,7 @@ class _Checker:
         self.report = CheckReport()
         self.parsed: dict[Path, Any] = {}  # resolved path -> its YAML documents or YamlError
         self.refs: dict[Path, list[Any]] = {}
+        self.ref_files: dict[Path, list[Path]] = {}  # recipe -> the master configs that run it
         self.recipes: dict[Path, Any] = {}
 
     def parse(self, path: Path, text: str) -> Any:
@@ -603,26 +611,42 @@ class _Checker:
             for doc in docs:
                 for rp, lst in master_refs(doc, str(path), self.roots).items():
                     self.refs.setdefault(rp, []).extend(r for r in lst if r not in self.refs.get(rp, []))
+                    if path not in (masters := self.ref_files.setdefault(rp, [])):
+                        masters.append(path)
 
-    def load_recipe(self, path: Path) -> Any:
-        """The recipe context of a recipe a master config runs (or why it cannot be read)."""
+    def load_recipe(self, path: Path) -> tuple[Any, Input]:
+        """The recipe context of a recipe a master config runs (or why it cannot be read), and its input."""
         from golden_al.checks.yaml_configs import YamlError, recipe_context
 
         key = path.resolve()
+        text = self.read(key)
         if key not in self.recipes:
-            text = self.read(key)
             if isinstance(text, UnreadableInputError):
                 self.recipes[key] = f"unreadable ({text.reason}): {text.problem}"
-                return self.recipes[key]
-            docs = self.parse(key, text)
-            if isinstance(docs, YamlError):
+            elif isinstance(docs := self.parse(key, text), YamlError):
                 self.recipes[key] = f"{docs} (line {docs.line})" if docs.line else str(docs)
             else:
                 self.recipes[key] = next((c for d in docs if (c := recipe_context(d, str(path), self.refs.get(key)))
                                           is not None), None)
-        return self.recipes[key]
+        return self.recipes[key], text_input("file", shown_path(path), text if isinstance(text, str) else None)
+
+    def file_inputs(self, path: Path, text: str | None) -> tuple[Input, ...]:
+        """A file's own input, then the master configs that run it (their model and scenario judge its pins)."""
+        masters = tuple(text_input("file", shown_path(m), t if isinstance(t := self.read(m), str) else None)
+                        for m in self.ref_files.get(path.resolve(), ()))
+        return (text_input("file", shown_path(path), text), *masters)
 
     def check_file(self, path: Path, kind: str, shell_census: _ShellCensus) -> None:
+        """One file's findings (:meth:`_check_file`), each carrying the file's inputs before its own."""
+        findings = self.report.findings
+        start = len(findings)
+        self._check_file(path, kind, shell_census)
+        if len(findings) > start:
+            text = self.read(path) if kind not in ("unreadable", "link-outside") else None
+            own = self.file_inputs(path, text if isinstance(text, str) else None)
+            findings[start:] = [dataclasses.replace(f, inputs=merge_inputs(own, f.inputs)) for f in findings[start:]]
+
+    def _check_file(self, path: Path, kind: str, shell_census: _ShellCensus) -> None:
         """One file: its census, its pins where the census finds settings, and the findings."""
         from golden_al.checks.bash import ShellSyntaxError
         from golden_al.checks.yaml_configs import YamlError

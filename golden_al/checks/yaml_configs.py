@@ -72,6 +72,7 @@ from golden_al.configs.srt_slurm import (
 from golden_al.engines import engine_names, get_profile, load_hook
 from golden_al.errors import UnreadableInputError
 from golden_al.safeio import load_json, load_yaml_documents, repeated_keys
+from golden_al.safeio.inputs import Input, shown_path
 
 __all__ = [
     "MasterRef",
@@ -87,6 +88,8 @@ __all__ = [
     "recipe_context",
     "recipe_context_of",
     "recipe_contexts",
+    "recipe_path_candidates",
+    "resolve_recipe_path",
     "shadowed_lines",
 ]
 
@@ -507,40 +510,47 @@ def _settings(point: MasterSetting, doc: YamlDoc) -> dict[str, tuple[str, int]]:
 
 
 def resolve_recipe_path(config_file: str, master_path: str, roots: list[Path]) -> Path | None:
-    """``CONFIG_FILE=recipes/x/y.yaml`` -> ``<tree>/benchmarks/multi_node/srt-slurm-recipes/x/y.yaml``.
-
-    Answers are remembered until :func:`clear_path_cache` (``check_paths`` clears it at the
-    start of every run): a master config names the same recipes many times."""
-    rel = config_file.split(":", 1)[0].strip().strip("'\"")
-    if not rel:
-        return None
-    found = _resolve_recipe_path(rel, os.path.dirname(os.path.realpath(master_path)), tuple(map(str, roots)))
+    """``CONFIG_FILE=recipes/x/y.yaml`` -> ``<tree>/benchmarks/multi_node/srt-slurm-recipes/x/y.yaml``: the first
+    of :func:`recipe_path_candidates` that is a file."""
+    found = next((c for c in recipe_path_candidates(config_file, master_path, roots) if _is_file(c)), None)
     return Path(found) if found is not None else None
 
 
+def recipe_path_candidates(config_file: str, master_path: str, roots: list[Path]) -> tuple[str, ...]:
+    """Where a master config's ``CONFIG_FILE`` may lie, in the order looked at: under every folder from the
+    master config's up, then from each checked root up. Answers are remembered until :func:`clear_path_cache`
+    (``check_paths`` clears it at the start of every run): a master config names the same recipes many times."""
+    rel = config_file.split(":", 1)[0].strip().strip("'\"")
+    if not rel:
+        return ()
+    return _candidates(rel, os.path.dirname(os.path.realpath(master_path)), tuple(map(str, roots)))
+
+
 @functools.lru_cache(maxsize=8192)
-def _resolve_recipe_path(rel: str, master_dir: str, roots: tuple[str, ...]) -> str | None:
+def _candidates(rel: str, master_dir: str, roots: tuple[str, ...]) -> tuple[str, ...]:
     tail = rel[len("recipes/"):] if rel.startswith("recipes/") else rel
-    seen: set[str] = set()
+    out: dict[str, None] = {}
     for start in (master_dir, *roots):
         base = start
         while True:
-            if base not in seen:
-                seen.add(base)
-                for c in (os.path.join(base, "benchmarks", "multi_node", "srt-slurm-recipes", tail),
-                          os.path.join(base, rel)):
-                    if os.path.isfile(c):
-                        return c
+            out.update(dict.fromkeys((os.path.join(base, "benchmarks", "multi_node", "srt-slurm-recipes", tail),
+                                      os.path.join(base, rel))))
             parent = os.path.dirname(base)
             if parent == base:
                 break
             base = parent
-    return None
+    return tuple(out)
+
+
+@functools.lru_cache(maxsize=8192)
+def _is_file(path: str) -> bool:
+    return os.path.isfile(path)
 
 
 def clear_path_cache() -> None:
     """Forget resolved ``CONFIG_FILE`` paths (the tree may have changed since the last run)."""
-    _resolve_recipe_path.cache_clear()
+    _candidates.cache_clear()
+    _is_file.cache_clear()
 
 
 def master_refs(doc: YamlDoc, path: str, roots: list[Path]) -> dict[Path, list[MasterRef]]:
@@ -564,14 +574,6 @@ def master_refs(doc: YamlDoc, path: str, roots: list[Path]) -> dict[Path, list[M
         if ref not in lst:
             lst.append(ref)
     return out
-
-
-def _display(path: Path) -> str:
-    """A recipe path for messages: relative to the working directory when under it."""
-    try:
-        return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
-        return str(path)
 
 
 def _master_pins(doc: YamlDoc, path: str, load_recipe: Any, roots: list[Path]) -> list[Pin]:
@@ -618,11 +620,13 @@ def _master_pin(doc: YamlDoc, path: str, entry_name: str, entry: dict[str, Any],
         pin.draft = DraftInfo(problem="the entry names no CONFIG_FILE recipe, so the draft length is unknown")
         return pin
     recipe_path = resolve_recipe_path(cf[0], path, roots)
-    if recipe_path is None:
+    if recipe_path is None:  # where it was looked for: creating (or restoring) any of them changes the verdict
+        pin.inputs = tuple(Input("file", shown_path(Path(c)), None) for c in recipe_path_candidates(cf[0], path, roots))
         pin.draft = DraftInfo(problem=f"recipe {cf[0]} (CONFIG_FILE) was not found next to this tree")
         return pin
-    ctx = load_recipe(recipe_path)
-    shown = _display(recipe_path)
+    ctx, read = load_recipe(recipe_path)
+    pin.inputs = (read,)
+    shown = shown_path(recipe_path)
     if isinstance(ctx, str):  # an error message
         pin.draft = DraftInfo(problem=f"recipe {shown}: {ctx}")
         return pin

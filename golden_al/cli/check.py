@@ -229,6 +229,7 @@ def run(args: argparse.Namespace) -> int:
     from golden_al.checks.static import check_paths
     from golden_al.golden import load_store
     from golden_al.provenance import atomic_write_text, now_iso
+    from golden_al.safeio.inputs import Input, shown_path
 
     cfg = _config(args)
     max_size = parse_size(args.max_file_size)
@@ -240,7 +241,8 @@ def run(args: argparse.Namespace) -> int:
         baseline = None  # a new baseline records every failing finding
     report = check_paths(args.paths, store=store, max_file_size=max_size, allow=allowed,
                          exclude=[*cfg.exclude, *args.exclude], policy=policy,
-                         baseline=baseline, changed_since=args.changed_since)
+                         baseline=baseline, changed_since=args.changed_since,
+                         inputs=() if cfg.path is None else (Input("config", shown_path(cfg.path), cfg.digest),))
     if cfg.path is not None:
         report.diagnostics.insert(0, f"configuration {cfg.path}")
     if args.write_baseline:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["Input", "InputKind", "digest_of", "file_input", "text_input", "value_input"]
+__all__ = ["Input", "InputKind", "digest_of", "file_input", "merge_inputs", "shown_path", "text_input", "value_input"]
 
 #: ``file``: a file read (a recipe, a master config, a launch script); ``curve``: a golden curve file;
 #: ``config``: the gate's configuration; ``env``: an environment variable or identity value the run supplied;
@@ -33,6 +33,14 @@ class Input:
 
     def to_dict(self) -> dict[str, str | None]:
         return {"kind": self.kind, "name": self.name, "digest": self.digest}
+
+
+def shown_path(path: str | Path) -> str:
+    """A path as results name it: relative to the working directory when under it (stable across checkouts)."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
 
 
 def text_input(kind: InputKind, name: str, text: str | bytes | None) -> Input:
@@ -64,6 +72,11 @@ def file_input(kind: InputKind, path: str | Path, *, name: str | None = None,
 def value_input(name: str, value: str | None) -> Input:
     """The input of an environment variable or identity value (``None``: unset)."""
     return text_input("env", name, value)
+
+
+def merge_inputs(*groups: Iterable[Input]) -> tuple[Input, ...]:
+    """The inputs of several groups, each once, in order of first appearance."""
+    return tuple(dict.fromkeys(i for group in groups for i in group))
 
 
 def digest_of(inputs: Iterable[Input]) -> str:

@@ -13,7 +13,7 @@ TREE = FIX / "tree"
 GOLDEN = str(FIX / "golden")
 KEYS = ["file", "line", "use_line", "engine", "algorithm", "model", "thinking", "thinking_source", "draft_len",
         "pinned_value", "implied_al", "expected_al", "verdict", "message", "waived",
-        "engine_version"]
+        "engine_version", "inputs"]
 
 
 def test_json_contract_and_exit_1(capsys) -> None:

@@ -94,7 +94,7 @@ def _assert_fails_closed(findings: list[dict], real: str = "mismatch") -> None:
     assert findings
     assert {f["verdict"] for f in findings} <= {"unreadable", real}
     keys = ["file", "line", "use_line", "engine", "algorithm", "model", "thinking", "thinking_source", "draft_len",
-            "pinned_value", "implied_al", "expected_al", "verdict", "message", "waived", "engine_version"]
+            "pinned_value", "implied_al", "expected_al", "verdict", "message", "waived", "engine_version", "inputs"]
     assert all(list(f) == keys for f in findings)  # the JSON finding keeps every field
 
 
