@@ -16,6 +16,9 @@ Evidence:
   units; log lines of one server are consecutive windows, correlated, so they are grouped into at most
   :data:`MAX_BLOCKS` contiguous blocks (batch means) before the interval;
 * two Prometheus snapshots hold one window: no interval can be built from them, and the verdict says so.
+
+The run's provenance (prompt set, sampler, sizes) is compared with the golden's (:func:`provenance_differences`):
+another prompt set or sampler is another population, and the verdict is ``inconclusive`` whatever the numbers say.
 """
 
 from __future__ import annotations
@@ -40,12 +43,20 @@ __all__ = [
     "VerifyResult",
     "blocks",
     "correlation_time",
+    "curve_provenance",
     "find_records",
+    "provenance_differences",
     "run_from_evidence",
     "run_from_record",
     "run_from_windows",
     "verify_run",
 ]
+
+#: the provenance verify compares, and whether a difference is decisive: another prompt set or sampler measures
+#: another population, so it makes the verdict inconclusive; another size (prompts, output budget) samples the same
+#: population and is only said (AL moves along a response, so a different budget is named).
+PROVENANCE_FIELDS = (("dataset", True), ("temperature", True), ("top_p", True), ("top_k", True),
+                     ("prompts", False), ("max_tokens", False))
 
 #: consecutive log windows are grouped into at most this many contiguous blocks (batch means)
 MAX_BLOCKS = 20
@@ -72,6 +83,8 @@ class RunAL:
     remeasure: str | None = None  #: the command that would measure this cell again
     #: the curve selectors the server reported (``server.curve_selectors``): which curve of the model it realizes
     selectors: tuple[tuple[str, str], ...] = ()
+    #: what it measured (:data:`PROVENANCE_FIELDS`); empty for logs, which do not say
+    provenance: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -82,6 +95,7 @@ class GoldenRef:
     ci95: tuple[float, float] | None
     what: str  #: ``golden M thinking_on k=3 = 2.49 [curve]`` or ``--expect-al 2.49``
     curve: str | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)  #: the curve's (:func:`curve_provenance`)
 
 
 @dataclass(frozen=True)
@@ -117,6 +131,9 @@ class VerifyResult:
             "direction": None if t is None else t.direction,
             "needed_units": None if t is None else t.needed_units,
             "remeasure": self.run.remeasure if self.verdict == "drifted" else None,
+            "provenance": {"run": self.run.provenance, "golden": self.golden.provenance, "differences": [
+                {"field": f, "run": a, "golden": b, "decisive": d}
+                for f, a, b, d in provenance_differences(self.run.provenance, self.golden.provenance)]},
             "notes": [*self.run.notes, *self.notes],
         }
 
@@ -209,15 +226,52 @@ def run_from_record(directory: Path) -> RunAL:
         notes.append("no requests.jsonl beside the record: its 95% interval is scaled to 90%")
     if rec.estimate:
         notes.append("the record's counts are expectations (sampled replay), not a real run")
-    target, draft = rec.target.name, rec.draft.name
     selectors = dict(rec.server.curve_selectors or {}) if rec.server is not None else {}
-    cmd = (f"golden-al measure --target {target} --draft {draft} --draft-len {rec.draft_len} --thinking {rec.thinking}"
-           if rec.engine == "reference" else
-           f"golden-al measure --engine {rec.engine} --draft-len {rec.draft_len} --thinking {rec.thinking}"
-           + (f" --server {rec.server.url}" if rec.server is not None and rec.server.url else ""))
+    ds, sm = rec.dataset, rec.sampling
+    provenance = {"dataset": ds.name + (f":{ds.category}" if ds.category else ""), "prompts": ds.count,
+                  "temperature": sm.temperature, "top_p": sm.top_p, "top_k": sm.top_k, "max_tokens": sm.max_tokens}
     return RunAL("measurement", str(directory), al, tuple(ci90), tuple(ci95), n, unit, rec.draft_len,  # type: ignore[arg-type]
-                 thinking=rec.thinking, model=target, method=rec.draft_method, engine=rec.engine, notes=tuple(notes),
-                 remeasure=cmd, selectors=tuple(sorted(selectors.items())))
+                 thinking=rec.thinking, model=rec.target.name, method=rec.draft_method, engine=rec.engine,
+                 notes=tuple(notes), remeasure=_remeasure(rec), selectors=tuple(sorted(selectors.items())),
+                 provenance=provenance)
+
+
+def _remeasure(rec: Any) -> str:
+    """The command that measures a record's cell again: its models (or engine and server), k, thinking mode, and its
+    own prompts, sizes and sampler, so that it measures what the record measured."""
+    from shlex import quote
+
+    ds, sm = rec.dataset, rec.sampling
+    where = (f"--target {quote(rec.target.name)} --draft {quote(rec.draft.name)}" if rec.engine == "reference" else
+             f"--engine {rec.engine}" + (f" --server {quote(rec.server.url)}" if rec.server and rec.server.url else ""))
+    first_n = ds.selection is None or ds.selection == list(range(ds.count))  # else a shard: the whole set holds it
+    return (f"golden-al measure {where} --draft-len {rec.draft_len} --thinking {rec.thinking} "
+            f"--prompts {quote(ds.source or ds.name)}" + (f" --num-prompts {ds.count}" if first_n else "")
+            + f" --max-tokens {sm.max_tokens} --temperature {sm.temperature:g} --top-p {sm.top_p:g}"
+            + (f" --seed {sm.seed}" if sm.seed is not None else ""))
+
+
+def curve_provenance(curve: Any, thinking: str) -> dict[str, Any]:
+    """What a golden curve says it measured in ``thinking`` mode (:data:`PROVENANCE_FIELDS`; None: not said)."""
+    ds, blk = curve.dataset, curve.mode(thinking)
+    sm = blk.sampling if blk is not None else None
+    return {"dataset": None if ds is None else ds.name + (f":{ds.category}" if ds.category else ""),
+            "prompts": None if ds is None else ds.num_prompts,
+            **{f: None if sm is None else getattr(sm, f) for f in ("temperature", "top_p", "top_k")},
+            "max_tokens": None if blk is None else blk.output_len}
+
+
+def provenance_differences(run: dict[str, Any], golden: dict[str, Any]) -> list[tuple[str, Any, Any, bool]]:
+    """``(field, run's, golden's, decisive)`` for each :data:`PROVENANCE_FIELDS` entry both name and that differs
+    (dataset names compared without case or punctuation; top_p and top_k not at all when both decode greedily)."""
+    greedy = run.get("temperature") == 0 and golden.get("temperature") == 0
+
+    def norm(v: Any) -> Any:
+        return "".join(c for c in v.casefold() if c.isalnum() or c == ":") if isinstance(v, str) else float(v)
+
+    return [(f, run[f], golden[f], decisive) for f, decisive in PROVENANCE_FIELDS
+            if run.get(f) is not None and golden.get(f) is not None and not (greedy and f in ("top_p", "top_k"))
+            and norm(run[f]) != norm(golden[f])]
 
 
 def run_from_evidence(files: Sequence[str | Path], *, engine: str, k: int, decode_log_interval: int,
@@ -255,7 +309,19 @@ def verify_run(run: RunAL, golden: GoldenRef, *, band: float) -> VerifyResult:
                             "measurement directory with per-request counts")
     test = equivalence_test(run.al, run.ci90, run.ci95, golden.al, golden.ci95, units=run.units, band=band)
     reason = test.reason.replace(" units ", f" {run.unit}s " if not run.unit.endswith("s") else f" {run.unit} ")
-    return VerifyResult(run, golden, test, test.verdict, reason)
+    diffs = provenance_differences(run.provenance, golden.provenance)
+    notes = tuple(f"{f}: the run {a}, the golden {b}" for f, a, b, decisive in diffs if not decisive)
+    said = ", ".join(f"{f} {v:g}" if isinstance(v, float) else f"{f} {v}" for f, v in golden.provenance.items()
+                     if v is not None)
+    if said and not run.provenance:
+        notes += (f"the evidence does not say which prompts or sampler the run used; the golden's: {said}",)
+    if decisive := [(f, a, b) for f, a, b, d in diffs if d]:
+        return VerifyResult(run, golden, test, "inconclusive", (
+            "not the golden's population: the run measured " + ", ".join(f"{f} {a}" for f, a, _ in decisive)
+            + ", the golden " + ", ".join(f"{f} {b}" for f, _, b in decisive) + f"; AL depends on the prompts and "
+            f"the sampler, so its {test.relative_diff:+.1%} says nothing of drift (at face value: {test.verdict}); "
+            f"verify a run of the golden's own ({said})"), notes)
+    return VerifyResult(run, golden, test, test.verdict, reason, notes)
 
 
 def find_records(root: Path, *, max_depth: int = 6) -> list[Path]:

@@ -88,8 +88,16 @@ def _golden_for_record(run: Any, args: argparse.Namespace, store: Any) -> Any:
                              hint="drop the flag: the record says which curve its server realized")
         selectors[name] = value
     point = store.lookup(key, thinking, run.k, method=method, selectors=selectors or None)
-    return GoldenRef(point.al, point.ci95, f"golden {point.model} {point.thinking} k={run.k} = {point.al:g} "
-                                           f"[{point.curve}]", point.curve)
+    return _golden_ref(point, store)
+
+
+def _golden_ref(point: Any, store: Any) -> Any:
+    """The golden value of ``point``, with its interval and its curve's provenance."""
+    from golden_al.checks.verify import GoldenRef, curve_provenance
+
+    curve = next(sc.curve for sc in store.curves if sc.name == point.curve and sc.path == point.source)
+    return GoldenRef(point.al, point.ci95, f"golden {point.model} {point.thinking} k={point.k} = {point.al:g} "
+                                           f"[{point.curve}]", point.curve, curve_provenance(curve, point.thinking))
 
 
 def _golden_for_logs(files: list[str], k: int | None, args: argparse.Namespace, store: Any) -> tuple[Any, int]:
@@ -107,9 +115,7 @@ def _golden_for_logs(files: list[str], k: int | None, args: argparse.Namespace, 
         raise UsageError("verify on logs needs --thinking (or --expect-al)")
     target = golden_target(files, engine=args.engine, store=store, thinking=args.thinking, model=args.model,
                            draft_len=k, algorithm=args.algorithm, selectors=parse_selectors(args.selector, args.engine))
-    point = target.point
-    return GoldenRef(point.al, point.ci95, f"golden {point.model} {point.thinking} k={point.k} = {point.al:g} "
-                                           f"[{point.curve}]", point.curve), target.draft_len
+    return _golden_ref(target.point, store), target.draft_len
 
 
 def _row(r: Any) -> str:
@@ -205,6 +211,8 @@ def run(args: argparse.Namespace) -> int:
         for r in results:
             sys.stdout.write(escape_control(_row(r)) + "\n")
             sys.stdout.write("  " + escape_control(r.reason) + "\n")
+            for note in r.notes:
+                sys.stdout.write(f"  note: {escape_control(note)}\n")
             if r.verdict == "drifted" and r.run.remeasure:
                 sys.stdout.write(f"  re-measure: {r.run.remeasure}\n")
             if args.format == "github" and r.verdict != "consistent":

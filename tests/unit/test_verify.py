@@ -103,18 +103,80 @@ def test_two_snapshots_are_one_window_and_inconclusive(capsys: pytest.CaptureFix
 # ------------------------------------------------------------------ measurement and sweep directories
 
 
+def _golden_dir(tmp_path: Path, *, dataset: str = "{name: mt-bench, category: coding, num_prompts: 80}",
+                temperature: str = "0.0", output_len: int = 512) -> Path:
+    """The committed Qwen curve, its provenance rewritten (its values kept)."""
+    text = (REPO / "golden_al" / "golden" / "curves" / "qwen2.5-coder-1.5b-instruct_draft-model.yaml").read_text()
+    text = text.replace("dataset:\n  name: humaneval\n  num_prompts: 80\n", f"dataset: {dataset}\n")
+    text = text.replace("temperature: 0.0", f"temperature: {temperature}").replace("output_len: 256",
+                                                                                  f"output_len: {output_len}")
+    (tmp_path / "golden").mkdir()
+    (tmp_path / "golden" / "qwen.yaml").write_text(text)
+    return tmp_path / "golden"
+
+
 def test_a_measurement_directory_against_its_curve(capsys: pytest.CaptureFixture[str]) -> None:
-    rc = main(["verify", str(CURVE / "humaneval" / "k4")])
-    out = capsys.readouterr().out
+    rc = main(["verify", str(CURVE / "humaneval" / "k4"), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)["results"][0]
     assert rc == 0
-    assert "CONSISTENT" in out
-    # the same pair on another prompt set does not reproduce the HumanEval golden: drifted, with the command
+    assert doc["verdict"] == "consistent"
+    assert doc["provenance"]["differences"] == []
+    assert doc["provenance"]["golden"] == {"dataset": "humaneval", "prompts": 80, "temperature": 0.0, "top_p": 1.0,
+                                           "top_k": None, "max_tokens": 256}
+
+
+def test_another_prompt_set_is_not_the_goldens_population(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 54 item 3: MT-Bench against the HumanEval golden is inconclusive, said, never drifted."""
     rc = main(["verify", str(CURVE / "mt-bench-coding" / "k4"), "--format", "json"])
     doc = json.loads(capsys.readouterr().out)["results"][0]
-    assert rc == 1
-    assert (doc["verdict"], doc["direction"]) == ("drifted", "below")
-    assert doc["remeasure"].startswith("golden-al measure --target qwen2.5-coder-1.5b-instruct")
-    assert doc["curve"] == "qwen2.5-coder-1.5b-instruct_draft-model"
+    assert rc == 3
+    assert doc["verdict"] == "inconclusive"
+    assert doc["direction"] == "below"  # the numbers are still shown
+    assert "not the golden's population" in doc["reason"]
+    assert "mt-bench:coding" in doc["reason"]
+    assert {"field": "dataset", "run": "mt-bench:coding", "golden": "humaneval", "decisive": True} in \
+        doc["provenance"]["differences"]
+    assert "max_tokens: the run 512, the golden 256" in doc["notes"]
+    assert doc["remeasure"] is None
+    rc = main(["verify", str(CURVE / "mt-bench-coding" / "k4")])
+    out = capsys.readouterr().out
+    assert "note: prompts: the run 10, the golden 80" in out
+
+
+@pytest.mark.parametrize("change", [dict(temperature="0.7"), dict(dataset="{name: MT-Bench, num_prompts: 80}")])
+def test_another_sampler_or_the_whole_set_is_another_population(change: dict, tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["verify", str(CURVE / "mt-bench-coding" / "k4"), "--golden-dir", str(_golden_dir(tmp_path, **change)),
+               "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)["results"][0]
+    assert (rc, doc["verdict"]) == (3, "inconclusive")
+    (diff,) = [d for d in doc["provenance"]["differences"] if d["decisive"]]
+    assert diff["field"] == ("temperature" if "temperature" in change else "dataset")
+
+
+def test_a_drifted_run_of_the_goldens_population_names_its_own_remeasure(tmp_path: Path,
+                                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """Same prompt set (names compared without case or punctuation), same sampler: drifted, and the re-measure
+    command measures the run's own prompts and sizes, not the default HumanEval."""
+    golden = _golden_dir(tmp_path, dataset="{name: MT-Bench, category: Coding, num_prompts: 80}")
+    rc = main(["verify", str(CURVE / "mt-bench-coding" / "k4"), "--golden-dir", str(golden), "--format", "json"])
+    doc = json.loads(capsys.readouterr().out)["results"][0]
+    assert (rc, doc["verdict"], doc["direction"]) == (1, "drifted", "below")
+    assert [d["field"] for d in doc["provenance"]["differences"]] == ["prompts"]
+    assert doc["remeasure"] == ("golden-al measure --target qwen2.5-coder-1.5b-instruct --draft "
+                                "qwen2.5-coder-0.5b-instruct --draft-len 4 --thinking off --prompts mt-bench:coding "
+                                "--num-prompts 10 --max-tokens 512 --temperature 0 --top-p 1 --seed 0")
+
+
+def test_logs_say_the_goldens_population_they_cannot_check(tmp_path: Path,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    rc = main(["verify", str(REPO / "experiments" / "llamacpp-vs-reference" / "llamacpp" / "logs" / "k3.server.log"),
+               "--engine", "llamacpp", "--model", "qwen2.5-coder-1.5b-instruct", "--thinking", "off", "--draft-len",
+               "3"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    assert "note: the evidence does not say which prompts or sampler the run used; the golden's: dataset humaneval" \
+        in out
 
 
 def test_a_sweep_directory_gives_a_table_a_plot_and_the_worst_exit(tmp_path: Path,
@@ -129,7 +191,8 @@ def test_a_sweep_directory_gives_a_table_a_plot_and_the_worst_exit(tmp_path: Pat
 
     os.environ["GITHUB_STEP_SUMMARY"] = str(summary)
     try:
-        rc = main(["verify", str(sweep), "--plot", str(tmp_path / "drift.png"), "--format", "github"])
+        rc = main(["verify", str(sweep), "--plot", str(tmp_path / "drift.png"), "--format", "github",
+                   "--golden-dir", str(_golden_dir(tmp_path))])
     finally:
         del os.environ["GITHUB_STEP_SUMMARY"]
     out = capsys.readouterr().out
@@ -137,6 +200,7 @@ def test_a_sweep_directory_gives_a_table_a_plot_and_the_worst_exit(tmp_path: Pat
     assert "k=1 off" in out
     assert "re-measure: golden-al measure" in out
     assert "::error title=golden-al verify: drifted" in out
+    assert "::warning title=golden-al verify: inconclusive::not the golden's population" in out  # the HumanEval cell
     assert (tmp_path / "drift.png").stat().st_size > 10_000
     text = summary.read_text()
     assert "| 3 | off | 3.85 |" in text
