@@ -28,6 +28,7 @@ __all__ = [
     "is_default",
     "mark_defaults",
     "run_server_sweep",
+    "serve_reference_needs",
     "server_options_from_args",
 ]
 
@@ -437,6 +438,11 @@ def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_nam
         sampling = SamplingInfo(temperature=temperature, top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed)
         modes.append(ModeSpec(mode, prompts, dataset, sampling, kwargs))  # type: ignore[arg-type]
     return modes
+
+
+def serve_reference_needs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """``--launch --serve-reference`` starts the reference engine (torch) behind the engine's API."""
+    return [("engine", "--serve-reference (the reference engine behind the API)")] if args.serve_reference else []
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:

@@ -4,7 +4,9 @@ Every subcommand lives in its own module under :mod:`golden_al.cli` and exposes:
 
 * ``EXAMPLES``: an epilog of real example invocations (shown by ``--help``);
 * ``add_arguments(parser)``: declares its options;
-* ``run(args) -> int``: does the work and returns the exit code.
+* ``run(args) -> int``: does the work and returns the exit code;
+* optionally ``needs(args)``: the optional extras this invocation needs, ``[(extra, what)]``, each checked before
+  ``run`` starts (a missing one is exit 2 with the install line, before anything is read or written).
 
 Exit codes: 0 ok; 1 a check or measurement failed; 2 usage or input error.
 Errors are one line on stderr; ``--debug`` (anywhere on the line) shows the traceback.
@@ -126,7 +128,7 @@ def _build_parser(selected: str | None) -> argparse.ArgumentParser:
                                 help="progress on stderr: auto (rich on a terminal, plain lines in a log), rich, "
                                      "plain, none (default: GOLDEN_AL_PROGRESS, else auto)")
         module.add_arguments(cmd_parser)
-        cmd_parser.set_defaults(_run=module.run)
+        cmd_parser.set_defaults(_run=module.run, _needs=getattr(module, "needs", lambda _args: ()))
     return parser
 
 
@@ -190,7 +192,7 @@ def _main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     from distributions.errors import DistributionError
-    from golden_al.cli._common import PROGRESS_MODES, set_progress_mode
+    from golden_al.cli._common import PROGRESS_MODES, require_extra, set_progress_mode
     from golden_al.errors import GoldenALError
 
     mode = getattr(args, "progress", None) or os.environ.get("GOLDEN_AL_PROGRESS") or "auto"
@@ -199,6 +201,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         return 2
     set_progress_mode(mode)
     try:
+        for extra, what in args._needs(args):
+            require_extra(extra, what)
         return int(args._run(args))
     except GoldenALError as err:
         if debug:

@@ -170,6 +170,16 @@ def _draft_lens(args: argparse.Namespace) -> list[int]:
     return [int(args.draft_len)]
 
 
+def needs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """The reference engine (the default ``--engine``) runs on torch and transformers; so does a launched
+    ``--serve-reference``."""
+    from golden_al.cli._servers import serve_reference_needs
+
+    if args.engine == REFERENCE_ENGINE:
+        return [("engine", "measure with the reference engine (the default --engine)")]
+    return serve_reference_needs(args)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.engine != REFERENCE_ENGINE:
         return _run_server_engine(args)
@@ -177,9 +187,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run_reference(args: argparse.Namespace) -> int:
-    from golden_al.cli._common import require_extra
-
-    require_extra("engine", "measure with the reference engine (the default --engine)")
     from golden_al.measure.reference import (
         CHAIN_ALGORITHM,
         ReferenceSettings,

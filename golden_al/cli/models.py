@@ -64,6 +64,13 @@ def _gib(n: int) -> str:
     return f"{n / 2**30:.2f} GiB" if n >= 2**30 else f"{n / 2**20:.1f} MiB"
 
 
+def needs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """``models fetch`` converts the GGUF for the reference engine with torch (``--no-convert`` does not)."""
+    if args.models_command != "fetch" or args.no_convert:
+        return []
+    return [("engine", "models fetch (converting the GGUF for the reference engine; --no-convert needs no torch)")]
+
+
 def _run_fetch(args: argparse.Namespace) -> int:
     from golden_al.models.fetch import fetch_pair
     from golden_al.models.registry import PAIRS
@@ -77,11 +84,6 @@ def _run_fetch(args: argparse.Namespace) -> int:
     if args.weights == "gguf" and args.dtype != "float32":
         raise UsageError(f"--weights gguf reads float32 from the GGUF; --dtype {args.dtype} is saved as safetensors",
                          hint="drop --weights, or use --dtype float32")
-    if not args.no_convert:
-        from golden_al.cli._common import require_extra
-
-        require_extra("engine", "models fetch (converting the GGUF for the reference engine; --no-convert needs "
-                                "no torch)")
     cache = cache_dir(args.cache_dir)
     started = time.perf_counter()
     with progress(f"fetching {name}", total=None, unit="steps") as bar:

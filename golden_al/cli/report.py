@@ -48,6 +48,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--overhead", type=float, default=None, metavar="MS", help="cost model: per-step overhead")
 
 
+def needs(_args: argparse.Namespace) -> list[tuple[str, str]]:
+    """Every report draws plots: matplotlib is checked before any input is read or any file written."""
+    return [("plot", "report")]
+
+
 def run(args: argparse.Namespace) -> int:
     """Load the inputs, write the report, print where it is."""
     from golden_al.cli._common import progress

@@ -130,6 +130,11 @@ def _draw(sampler: Any, al: float, k: int) -> Any:
     return draw
 
 
+def needs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """A model is served by the reference engine (torch); ``--fake`` serves none."""
+    return [] if args.fake else [("engine", "serve-reference with a model (without --fake)")]
+
+
 def run(args: argparse.Namespace) -> int:
     from golden_al.servers.reference_server import FaultPlan, ReferenceServer, ServeConfig, parse_fault
     from golden_al.servers.served_engine import FakeServedEngine
@@ -148,9 +153,6 @@ def run(args: argparse.Namespace) -> int:
         if said:
             sys.stderr.write(f"serve-reference: {said}\n")
     else:
-        from golden_al.cli._common import require_extra
-
-        require_extra("engine", "serve-reference with a model (without --fake)")
         from golden_al.servers.served_engine import ReferenceServedEngine
 
         cache = cache_dir(args.cache_dir)

@@ -98,6 +98,13 @@ def parse_thinking(text: str) -> list[str]:
     return out
 
 
+def needs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """``--serve-reference`` cells run the reference engine."""
+    from golden_al.cli._servers import serve_reference_needs
+
+    return serve_reference_needs(args)
+
+
 def run(args: argparse.Namespace) -> int:
     if args.status is not None:
         from golden_al.cli._sweep_array import print_status

@@ -140,16 +140,16 @@ def _summary_markdown(results: list[Any]) -> str:
     return "\n".join(out) + "\n"
 
 
+def needs(args: argparse.Namespace) -> list[tuple[str, str]]:
+    """``--plot`` draws with matplotlib."""
+    return [("plot", "verify --plot")] if args.plot else []
+
+
 def _plot(results: list[Any], path: str, band: float) -> None:
-    from golden_al.errors import UsageError
+    import matplotlib
 
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        raise UsageError("--plot needs matplotlib", hint="pip install 'golden-al[plot]'") from None
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     modes = sorted({r.run.thinking or "?" for r in results})
     fig, axes = plt.subplots(1, len(modes), figsize=(5.5 * len(modes), 4), squeeze=False)
     for ax, mode in zip(axes[0], modes, strict=True):

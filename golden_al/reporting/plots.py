@@ -10,26 +10,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from golden_al.errors import GoldenALError
-
-__all__ = ["MatplotlibMissingError", "plot_al_vs_k", "plot_histograms", "plot_per_position", "plot_throughput"]
+__all__ = ["plot_al_vs_k", "plot_histograms", "plot_per_position", "plot_throughput"]
 
 _DPI = 110
 
 
-class MatplotlibMissingError(GoldenALError):
-    """matplotlib is not installed (it is the ``plot`` extra)."""
-
-
 def _figure(ncols: int, nrows: int = 1, *, width: float = 6.0, height: float = 4.2) -> Any:
-    try:
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-    except ImportError:
-        raise MatplotlibMissingError(
-            "golden-al report draws its plots with matplotlib, which is not installed",
-            hint="pip install 'golden-al[plot]' (or pip install matplotlib)",
-        ) from None
+    """A figure on the Agg canvas (matplotlib is the ``plot`` extra, which the CLI checks before any work)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     fig = Figure(figsize=(width * ncols, height * nrows), layout="constrained")
     FigureCanvasAgg(fig)
     return fig

