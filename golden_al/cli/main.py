@@ -93,6 +93,26 @@ def _version() -> str:
     return __version__
 
 
+#: Options every command takes, before or after its name (``golden-al --progress none curves`` and ``golden-al
+#: curves --progress none`` are the same run): name -> (takes a value, choices, help). One rule for both places.
+GLOBAL_OPTIONS: dict[str, tuple[bool, tuple[str, ...], str]] = {
+    "--debug": (False, (), "show tracebacks on errors"),
+    "--progress": (True, ("auto", "rich", "plain", "none"),
+                   "progress on stderr: rich bars, plain lines every 15 s (for CI logs), none; auto: rich on a "
+                   "terminal, plain otherwise (default: GOLDEN_AL_PROGRESS, else auto)"),
+}
+
+
+def _add_global_options(parser: argparse.ArgumentParser) -> None:
+    """The :data:`GLOBAL_OPTIONS` (absent from the namespace unless given: a command's parser then does not
+    overwrite what was given before its name)."""
+    for flag, (takes_value, choices, help_text) in GLOBAL_OPTIONS.items():
+        if takes_value:
+            parser.add_argument(flag, choices=choices, default=argparse.SUPPRESS, help=help_text)
+        else:
+            parser.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=help_text)
+
+
 def _build_parser(selected: str | None) -> argparse.ArgumentParser:
     from golden_al.cli._common import plain_text
 
@@ -105,10 +125,7 @@ def _build_parser(selected: str | None) -> argparse.ArgumentParser:
         formatter_class=_TopHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"golden-al {_version()}")
-    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-    parser.add_argument("--progress", choices=("auto", "rich", "plain", "none"), default=argparse.SUPPRESS,
-                        help="progress on stderr: rich bars, plain lines every 15 s (for CI logs), none; auto: rich "
-                             "on a terminal, plain otherwise (default: GOLDEN_AL_PROGRESS, else auto)")
+    _add_global_options(parser)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", title="commands",
                                 parser_class=_OneLineErrorParser)
     for name, (module_name, help_line) in COMMANDS.items():
@@ -123,20 +140,22 @@ def _build_parser(selected: str | None) -> argparse.ArgumentParser:
             epilog=getattr(module, "EXAMPLES", None),
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        cmd_parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
-        cmd_parser.add_argument("--progress", choices=("auto", "rich", "plain", "none"), default=argparse.SUPPRESS,
-                                help="progress on stderr: auto (rich on a terminal, plain lines in a log), rich, "
-                                     "plain, none (default: GOLDEN_AL_PROGRESS, else auto)")
+        _add_global_options(cmd_parser)
         module.add_arguments(cmd_parser)
         cmd_parser.set_defaults(_run=module.run, _needs=getattr(module, "needs", lambda _args: ()))
     return parser
 
 
 def _selected_command(argv: Sequence[str]) -> str | None:
+    """The command named in ``argv``: its first word that is neither an option nor a global option's value."""
+    skip = False
     for token in argv:
-        if token.startswith("-"):
-            continue
-        return token if token in COMMANDS else None
+        if skip:
+            skip = False
+        elif token.startswith("-"):
+            skip = GLOBAL_OPTIONS.get(token, (False,))[0]
+        else:
+            return token if token in COMMANDS else None
     return None
 
 

@@ -88,3 +88,28 @@ def test_long_helps_are_grouped_so_each_option_has_a_named_home(command, capsys)
     assert [t for t in titles if t.startswith("server:")] == [
         "server: which one (sglang, vllm, trtllm, atom, llamacpp)", "server: launching one (--launch)",
         "server: requests, bounds and prompts on the wire", "server: where AL comes from"]
+
+
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+@pytest.mark.parametrize("where", ["before", "after", "before="])
+def test_global_options_work_before_and_after_every_command(name, where, capsys):
+    """Issue 54 item 2: ``golden-al --progress none CMD`` is ``golden-al CMD --progress none`` (one parser rule)."""
+    from golden_al.cli.main import GLOBAL_OPTIONS
+
+    assert set(GLOBAL_OPTIONS) == {"--debug", "--progress"}
+    options = {"before": ["--debug", "--progress", "none"], "after": ["--progress", "none", "--debug"],
+               "before=": ["--progress=none", "--debug"]}[where]
+    argv = [*options, name, "--help"] if where.startswith("before") else [name, *options, "--help"]
+    assert main(argv) == 0
+    assert f"usage: golden-al {name}" in capsys.readouterr().out
+
+
+def test_global_options_before_a_command_reach_it(capsys):
+    """The run itself (not only --help) takes an option given before the command's name."""
+    import golden_al.cli._common as common
+
+    assert main(["--progress", "none", "curves", "list"]) == 0
+    assert common._progress_mode == "none"
+    assert main(["--progress", "plain", "env", "--model", "qwen2.5-coder-1.5b-instruct", "--thinking", "off",
+                 "--engine", "sglang", "--draft-len", "3"]) == 0
+    assert "SGLANG_SIMULATE_ACC_LEN=" in capsys.readouterr().out
