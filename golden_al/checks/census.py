@@ -20,10 +20,11 @@ registry is counted without a line changing here.
   are not data); JSON: every string token after its escapes; in both, a string that holds a
   JSON document is decoded again, and a string that holds shell words is read with its quotes
   removed (``sh -c`` scripts, ``KEY=VALUE`` lists, command lines);
-* shell: every word of tree-sitter-bash's tree after quote removal (``'...'``, ``"..."``,
-  ``$'...'`` with its escapes, backslashes), with each ``$VAR`` replaced by every value the
-  file assigns to it and by an unknown part; here-document bodies as text and, where they
-  parse, as YAML/JSON data.
+* shell: every word of tree-sitter-bash's tree after brace expansion (``A_{B,C}`` is ``A_B`` and
+  ``A_C``) and quote removal (``'...'``, ``"..."``, ``$'...'`` with its escapes, backslashes), with
+  each ``$VAR`` replaced by every value the file assigns to it (``for NAME in WORDS`` assigns each
+  word) and by an unknown part; ``env -S"..."``'s string as words; here-document bodies as text and,
+  where they parse, as YAML/JSON data.
 
 **Assembled names.** A word whose value holds an unknown part (a variable set outside the
 file, a command substitution) is an occurrence when it *can* spell a knob: its literal parts
@@ -198,7 +199,7 @@ def _substring_rx() -> re.Pattern[str]:
 
 def _plain_word(raw: str) -> bool:
     """A shell word with no expansion and no escape: its value is its text with some quotes removed."""
-    return "$" not in raw and "\\" not in raw and "`" not in raw
+    return "$" not in raw and "\\" not in raw and "`" not in raw and "{" not in raw
 
 
 @lru_cache(maxsize=1)
@@ -673,9 +674,13 @@ def _captures(root: Any, source: str) -> list[Any]:
 class _ShellDecoder:
     """Decodes tree-sitter-bash words: quote removal, escapes, variables (every value the file gives)."""
 
-    def __init__(self, data: bytes, root: Any) -> None:
+    def __init__(self, data: bytes, root: Any, allexport: bool = False) -> None:
         self.data = data
+        self.root = root
+        self.allexport = allexport  #: every assignment is exported (a ``.env`` file)
+        self._exported: tuple[set[str], bool] | None = None
         self.assigned: dict[str, list[Any]] = {}
+        self.loops: list[tuple[Any, list[Any]]] = []  #: ``for NAME in WORDS``: (the statement, its words)
         self._collect(root)
         self._memo: dict[str, list[str]] = {}
 
@@ -687,13 +692,21 @@ class _ShellDecoder:
             if n.type == "for_statement":  # for NAME in WORDS: each word is a value of NAME
                 var = n.child_by_field_name("variable")
                 if var is not None:
-                    self.assigned.setdefault(self.raw(var), []).extend(
-                        c for i, c in enumerate(n.children) if n.field_name_for_child(i) == "value")
+                    words = [c for i, c in enumerate(n.children) if n.field_name_for_child(i) == "value"]
+                    self.assigned.setdefault(self.raw(var), []).extend(words)
+                    self.loops.append((n, words))
                 continue
             name = n.child_by_field_name("name")
             value = n.child_by_field_name("value")
             if name is not None and value is not None:
                 self.assigned.setdefault(self.raw(name), []).append(value)
+
+    def unexported(self, name: str) -> bool:
+        """Whether the script never exports ``name`` (no ``export``/``declare -x`` of it, no ``set -a``)."""
+        if self._exported is None:
+            self._exported = _exports(self, self.root)
+        names, every = self._exported
+        return not (self.allexport or every) and name not in names
 
     def variable(self, name: str, depth: int) -> list[str]:
         """Every value the file assigns to ``name`` (decoded); an unknown part when it assigns none."""
@@ -756,8 +769,15 @@ class _ShellDecoder:
                     parts.append(self.word(child, depth))
                 pos = max(pos, child.end_byte)
             return _product(parts)
-        if t == "concatenation":
-            return _product([self.word(c, depth) for c in node.children if c.type != "comment"])
+        if t == "concatenation":  # bash expands braces first: SGLANG_SIMULATE_ACC_{LEN,METHOD}=2 is two words
+            items: list[str | list[str]] = []
+            for c in node.children:
+                if c.type == "word":
+                    items.extend(x if x in "{,}" else [_unescape_word(x)]
+                                 for x in re.split(r"(?<!\\)([{,}])", self.raw(c)) if x)
+                elif c.type != "comment":
+                    items.append(self.word(c, depth))
+            return _braces(items, 0, "")[0]
         if t == "simple_expansion":
             name = self.raw(node)[1:]
             return self.variable(name, depth) if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", name) else [_WILD]
@@ -775,6 +795,31 @@ class _ShellDecoder:
             default = m.group(3) or ""
             values = list(dict.fromkeys([*values, *(_shell_unquote(default) or default,)]))
         return values
+
+
+def _braces(items: list[str | list[str]], i: int, stop: str) -> tuple[list[str], int]:
+    """Bash brace expansion of a word's parts from ``i`` up to a ``stop`` character (``,}`` inside a group):
+    ``items`` are the unquoted ``{``, ``,``, ``}`` and lists of the other parts' values. A ``{`` that opens no
+    group with a comma is itself. Returns the values and the index reached."""
+    parts: list[list[str]] = []
+    while i < len(items) and not (isinstance(items[i], str) and items[i] in stop):
+        item = items[i]
+        if item == "{":
+            alternatives: list[str] = []
+            j = i + 1
+            while True:
+                values, j = _braces(items, j, ",}")
+                alternatives.extend(values)
+                if j >= len(items) or items[j] == "}":
+                    break
+                j += 1
+            if j < len(items) and len(alternatives) > 1:  # a group: {a,b} (a lone {a} is literal)
+                parts.append(list(dict.fromkeys(alternatives))[:MAX_COMBINATIONS])
+                i = j + 1
+                continue
+        parts.append([item] if isinstance(item, str) else item)
+        i += 1
+    return _product(parts), i
 
 
 def _unescape_word(text: str) -> str:
@@ -818,10 +863,9 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
 
     data = text.encode("utf-8", errors="replace")
     root = _tree(data).root_node
-    dec = _ShellDecoder(data, root)
-    exports: list[tuple[set[str], bool]] = []  # computed on first need
+    dec = _ShellDecoder(data, root, allexport)
     sink = _Sink()
-    glued = _glued_declarations(dec, root, sink, exports, allexport)  # these nodes are read there
+    glued = _glued_declarations(dec, root, sink)  # these nodes are read there
     for n in sorted(_captures(root, _UNITS_QUERY), key=lambda x: (x.start_byte, -x.end_byte)):
         if any(a <= n.start_byte and n.end_byte <= b for a, b in glued):
             continue
@@ -840,13 +884,8 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
                 continue
             line, end = n.start_point[0] + 1, n.end_point[0] + 1
             copied = dec.copied_spellings(value) if value is not None else frozenset()
-            plain = False
-            if dec.raw(name) in _by_spelling() and n.parent is not None and n.parent.type not in (
-                    "command", "declaration_command"):
-                if not exports:
-                    exports.append(_exports(dec, root))
-                exported, all_exported = exports[0]
-                plain = not (allexport or all_exported) and dec.raw(name) not in exported
+            plain = dec.raw(name) in _by_spelling() and n.parent is not None and n.parent.type not in (
+                "command", "declaration_command") and dec.unexported(dec.raw(name))
             for text_ in texts:
                 census_text(text_, line=line, end_line=end, context="shell assignment", sink=sink,
                             copied=copied, inert_names=frozenset({dec.raw(name)}) if plain else frozenset())
@@ -858,6 +897,8 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
         if _plain_word(raw) and _substring_rx().search(raw.replace("'", "").replace('"', "")) is None:
             continue  # no expansion and no escape: its value is its text less some quotes, and names no knob
         values = dec.word(n)
+        if any(v.startswith("-S") for v in values) and _command_of(dec, n)[1].rsplit("/", 1)[-1] == "env":
+            values = [v[2:] if v.startswith("-S") else v for v in values]  # env -S"A=1 cmd": the string's words
         if not any(_pattern().search(v) or _WILD in v for v in values) and "\\" not in raw:
             continue  # nothing in any of its values can be or become a knob name
         line, end = n.start_point[0] + 1, n.end_point[0] + 1
@@ -876,6 +917,13 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
             if _looks_like_data(v):
                 _string_census(v, line=line, end_line=end, context="shell word", sink=sink, key_line=None,
                                depth=1, copied=copied, inert=inert, itself=False)
+    for loop, words in dec.loops:  # for NAME in WORDS: NAME is assigned each word (all of "$@" without WORDS)
+        name = dec.raw(loop.child_by_field_name("variable"))
+        if name in _by_spelling():
+            for v in [v for w in words for v in dec.word(w)] or [_WILD]:
+                census_text(f"{name}={v}", line=loop.start_point[0] + 1, end_line=loop.start_point[0] + 1,
+                            context="shell for loop", sink=sink,
+                            inert_names=frozenset({name}) if dec.unexported(name) else frozenset())
     if any(o.term.flag for o in sink.found.values()):
         _flag_values(dec, root, sink)
     return sink.result()
@@ -912,8 +960,7 @@ def _declaration_values(dec: _ShellDecoder, group: list[Any]) -> list[str]:
     return _product(parts)
 
 
-def _glued_declarations(dec: _ShellDecoder, root: Any, sink: _Sink, exports: list[tuple[set[str], bool]],
-                        allexport: bool) -> list[tuple[int, int]]:
+def _glued_declarations(dec: _ShellDecoder, root: Any, sink: _Sink) -> list[tuple[int, int]]:
     """Census entries of the declaration words that the unit loop of :func:`census_shell` cannot read
     node by node: a word tree-sitter split in parts (``export SGLANG_SIMU"LATE_ACC_LEN"=3``) and a bare
     name (``export NAME`` after ``printf -v NAME``/``read NAME``: the export is what a child process sees).
@@ -933,13 +980,8 @@ def _glued_declarations(dec: _ShellDecoder, root: Any, sink: _Sink, exports: lis
             for v in values:
                 name = v.split("=", 1)[0]
                 bare = "=" not in v
-                inert_names: frozenset[str] = frozenset()
-                if not exporting and name in _by_spelling():
-                    if not exports:
-                        exports.append(_exports(dec, root))
-                    exported, all_exported = exports[0]
-                    if not (allexport or all_exported) and name not in exported:
-                        inert_names = frozenset({name})
+                inert_names = frozenset({name}) if not exporting and name in _by_spelling() and dec.unexported(
+                    name) else frozenset()
                 copied = frozenset({name}) if bare and name in dec.assigned else frozenset()
                 how = "a declaration word in parts" if len(group) > 1 else "a name exported without a value here"
                 census_text(v, line=line, end_line=end, context="shell word", sink=sink, how=how, copied=copied,
@@ -984,11 +1026,19 @@ _DISPLAY = frozenset({"echo", "printf", "grep", "egrep", "fgrep", "logger", ":",
 _SED_DELETE = re.compile(r"^\s*(?:/(?:[^/\\\n]|\\.)*/\s*d\s*;?\s*)+$")
 
 
-def _inert_word(dec: _ShellDecoder, word: Any) -> str | None:
-    """Why a word of a command sets nothing (module docstring of :func:`census_shell`), or None."""
+def _command_of(dec: _ShellDecoder, word: Any) -> tuple[Any, str]:
+    """The statement a word belongs to (through concatenations and strings; None at the top) and, when it is a
+    command, the value of its name (else "")."""
     n = word.parent
     while n is not None and n.type in ("concatenation", "string"):
         n = n.parent
+    name_node = n.child_by_field_name("name") if n is not None and n.type == "command" else None
+    return n, dec.word(name_node.children[0])[0] if name_node is not None and name_node.children else ""
+
+
+def _inert_word(dec: _ShellDecoder, word: Any) -> str | None:
+    """Why a word of a command sets nothing (module docstring of :func:`census_shell`), or None."""
+    n, head = _command_of(dec, word)
     if n is None:
         return None
     if n.type == "unset_command":
@@ -998,7 +1048,6 @@ def _inert_word(dec: _ShellDecoder, word: Any) -> str | None:
     if n.type != "command":
         return None
     name_node = n.child_by_field_name("name")
-    head = dec.word(name_node.children[0])[0] if name_node is not None and name_node.children else ""
     args = [c for c in n.children if c is not name_node and c.type in _WORDISH]
     if word is name_node or (name_node is not None and word.parent is name_node):
         return None

@@ -1,8 +1,9 @@
 """The census of ``golden-al check``: every knob occurrence, in every form a consumer decodes, ends as a
 finding; the gate passes only what it proves.
 
-* hostile forms (issue 22) as unit tests: escaped YAML/JSON keys, quoted shell exports, names assembled
-  from parts or variables, dynamic exports;
+* hostile forms (issues 22, 38, 51) as unit tests: escaped YAML/JSON keys, quoted shell exports, names
+  assembled from parts or variables, dynamic exports, brace expansion, ``env -S"..."``, a ``for`` variable
+  exported after its loop; ``_forms`` is the corpus of every form, one pin each;
 * a property test: a pin written in any form the census knows (generated) is found, and the check
   does not pass;
 * the shortcut lemma (:func:`golden_al.checks.census.may_hold_knob`) against the full census;
@@ -64,6 +65,12 @@ def _check(tmp_path: Path, name: str, text: str) -> list:
     ("q.sh", 'export SGLANG_SIMU"LATE_ACC_LEN"=2.22\n'),
     ("r.sh", 'typeset -x SGLANG_SIM"ULATE_ACC_"LEN\nSGLANG_SIMULATE_ACC_LEN=2.22\n'),
     ("s.sh", "mapfile -t SGLANG_SIMULATE_ACC_LEN <<< 2.22\nexport SGLANG_SIMULATE_ACC_LEN\n"),
+    # issue 51 item 6: brace expansion in the name, env -S with its string attached, a for loop's variable exported
+    ("t.sh", "export SGLANG_SIMULATE_ACC_{LEN,METHOD}=2.22\n"),
+    ("u.sh", "export SGLANG_SIMU{LATE_ACC_LEN,X}=2.22\n"),
+    ("v.sh", 'env -S"SGLANG_SIMULATE_ACC_LEN=2.22 python -m sglang.launch_server"\n'),
+    ("w.sh", "/usr/bin/env -S'SGLANG_SIMULATE_ACC_LEN=2.22' python -m sglang.launch_server\n"),
+    ("x.sh", "for SGLANG_SIMULATE_ACC_LEN in 2.22; do :; done\nexport SGLANG_SIMULATE_ACC_LEN\n"),
 ])
 def test_hostile_forms_are_found_and_fail(tmp_path: Path, name: str, text: str) -> None:
     findings = _check(tmp_path, name, text)
@@ -157,6 +164,10 @@ def _forms(name: str, value: str, picks: list[int]) -> list[tuple[str, str]]:
         ("p.sh", f"A={head}\nexport ${{A}}{tail}={value}\n"),
         ("p.sh", f"P={name}={value}\nenv \"$P\" server\n"),
         ("p.sh", f"cat > c.json <<'EOF'\n{{\"{_json_escape(name, picks)}\": {value}}}\nEOF\n"),
+        ("p.sh", f"export {head}{{{tail},OTHER}}={value}\n"),
+        ("p.sh", f"env -S'{name}={value} server'\n"),
+        ("p.sh", f"for {name} in {value}; do :; done\nexport {name}\n" if name.isidentifier() else
+         f"for kv in {name}={value}; do export \"$kv\"; done\n"),
     ]
 
 
@@ -164,7 +175,7 @@ def _forms(name: str, value: str, picks: list[int]) -> list[tuple[str, str]]:
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(name=st.sampled_from(_VALUE_SPELLINGS), value=st.sampled_from(["2.22", "3.5", "1.75"]),
        picks=st.lists(st.integers(min_value=0, max_value=12), max_size=3, unique=True),
-       form=st.integers(min_value=0, max_value=13))
+       form=st.integers(min_value=0, max_value=16))
 def test_a_pin_in_any_form_is_found(tmp_path: Path, name: str, value: str, picks: list[int], form: int) -> None:
     file, text = _forms(name, value, picks)[form]
     folder = tmp_path / f"f{abs(hash((name, value, tuple(picks), form))) % 10**8}"
