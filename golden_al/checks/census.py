@@ -802,8 +802,10 @@ def _braces(items: list[str | list[str]], i: int, stop: str) -> tuple[list[str],
     ``items`` are the unquoted ``{``, ``,``, ``}`` and lists of the other parts' values. A ``{`` that opens no
     group with a comma is itself. Returns the values and the index reached."""
     parts: list[list[str]] = []
-    while i < len(items) and not (isinstance(items[i], str) and items[i] in stop):
+    while i < len(items):
         item = items[i]
+        if isinstance(item, str) and item in stop:
+            break
         if item == "{":
             alternatives: list[str] = []
             j = i + 1
@@ -917,16 +919,21 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
             if _looks_like_data(v):
                 _string_census(v, line=line, end_line=end, context="shell word", sink=sink, key_line=None,
                                depth=1, copied=copied, inert=inert, itself=False)
-    for loop, words in dec.loops:  # for NAME in WORDS: NAME is assigned each word (all of "$@" without WORDS)
+    _loop_assignments(dec, sink)
+    if any(o.term.flag for o in sink.found.values()):
+        _flag_values(dec, root, sink)
+    return sink.result()
+
+
+def _loop_assignments(dec: _ShellDecoder, sink: _Sink) -> None:
+    """``for NAME in WORDS``: NAME is assigned each word (all of ``"$@"`` without WORDS), as ``NAME=word``."""
+    for loop, words in dec.loops:
         name = dec.raw(loop.child_by_field_name("variable"))
         if name in _by_spelling():
             for v in [v for w in words for v in dec.word(w)] or [_WILD]:
                 census_text(f"{name}={v}", line=loop.start_point[0] + 1, end_line=loop.start_point[0] + 1,
                             context="shell for loop", sink=sink,
                             inert_names=frozenset({name}) if dec.unexported(name) else frozenset())
-    if any(o.term.flag for o in sink.found.values()):
-        _flag_values(dec, root, sink)
-    return sink.result()
 
 
 def _declaration_words(node: Any) -> list[list[Any]]:
