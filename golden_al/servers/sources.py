@@ -26,7 +26,7 @@ import asyncio
 import contextlib
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -282,11 +282,19 @@ class Snapshot:
 
 
 class CounterSource(Source):
-    """Counts from snapshots around a unit of requests (see the module docstring)."""
+    """Counts from snapshots around a unit of requests (see the module docstring).
+
+    Every wait has a deadline on :attr:`clock` (seconds; tests inject it with :attr:`sleep`): a server with a
+    busy gauge must go idle within :attr:`idle_timeout_s`; without one, two equal snapshots must come within
+    :attr:`settle_timeout_s` (a minute), else the counters never settle (another client, most likely).
+    """
 
     per_request = False
     idle_timeout_s: float = 600.0
+    settle_timeout_s: float = 60.0
     settle_s: float = 1.0
+    clock: Callable[[], float] = staticmethod(time.monotonic)
+    sleep: Callable[[float], Awaitable[None]] = staticmethod(asyncio.sleep)
 
     @abstractmethod
     async def snapshot(self, client: ServerClient) -> Snapshot:
@@ -318,28 +326,32 @@ class CounterSource(Source):
         """Raise ServerError when the unit's responses contradict its counter delta (default: nothing to check)."""
 
     async def wait_idle(self, client: ServerClient, label: str) -> Snapshot:
-        """A snapshot taken while the server runs nothing (nothing in flight can leak into a unit)."""
-        deadline = time.monotonic() + self.idle_timeout_s
+        """A snapshot taken while the server runs nothing (nothing in flight can leak into a unit).
+
+        Raises:
+            ServerError: still busy after :attr:`idle_timeout_s`, or, without a busy gauge, counters that
+                never settle within :attr:`settle_timeout_s`.
+        """
+        start = self.clock()
         snap = await self.snapshot(client)
-        while True:
-            if snap.busy is not None:
-                if snap.busy <= 0:
-                    return snap
-            else:
-                await asyncio.sleep(self.settle_s)
-                again = await self.snapshot(client)
-                if again.counts == snap.counts and again.finished == snap.finished:
-                    return again
-                snap = again
-                continue
-            if time.monotonic() > deadline:
+        while snap.busy is None or snap.busy > 0:
+            if snap.busy is None and self.clock() - start > self.settle_timeout_s:
+                raise ServerError(
+                    f"{label}: the server's counters kept moving for {self.settle_timeout_s:.0f} s before the unit "
+                    "and it reports no busy gauge: another client is likely sending it requests",
+                    hint="counter deltas need a server that serves only this measurement")
+            if snap.busy is not None and self.clock() - start > self.idle_timeout_s:
                 raise ServerError(
                     f"{label}: the server stayed busy for {self.idle_timeout_s:.0f} s before the unit "
                     f"({snap.busy:g} requests running or waiting)",
-                    hint="counter deltas need a server that serves only this measurement",
-                )
-            await asyncio.sleep(self.settle_s)
-            snap = await self.snapshot(client)
+                    hint="counter deltas need a server that serves only this measurement")
+            await self.sleep(self.settle_s)
+            again = await self.snapshot(client)
+            if snap.busy is None and again.busy is None and (again.counts, again.finished) == (snap.counts,
+                                                                                              snap.finished):
+                return again
+            snap = again
+        return snap
 
     async def after_unit(self, client: ServerClient, before: Snapshot, n_requests: int, label: str) -> Snapshot:
         """The snapshot closing a unit of ``n_requests``; checks that exactly those finished.
@@ -354,9 +366,9 @@ class CounterSource(Source):
             return after
         start = before.finished
         done = after.finished - start
-        deadline = time.monotonic() + 10.0
-        while done < n_requests and time.monotonic() < deadline:
-            await asyncio.sleep(0.2)  # counters not current yet
+        deadline = self.clock() + 10.0
+        while done < n_requests and self.clock() < deadline:
+            await self.sleep(0.2)  # counters not current yet
             after = await self.snapshot(client)
             self.check_continuity(before, after, label)
             done = (after.finished if after.finished is not None else start) - start

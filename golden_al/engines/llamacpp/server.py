@@ -4,8 +4,6 @@ draft length from the number of ``position`` series of the accepted-per-position
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -80,10 +78,10 @@ class LlamaCppPrometheusSource(CounterSource):
 
     async def after_unit(self, client: ServerClient, before: Snapshot, n_requests: int, label: str) -> Snapshot:
         """The closing snapshot, once the server is idle again (the unit's slots released)."""
-        deadline = time.monotonic() + 10.0
+        deadline = self.clock() + 10.0
         after = await self.snapshot(client)
-        while after.busy not in (None, 0.0) and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
+        while after.busy not in (None, 0.0) and self.clock() < deadline:
+            await self.sleep(0.1)
             after = await self.snapshot(client)
         self.check_continuity(before, after, label)
         return after
