@@ -575,7 +575,8 @@ def append_request_result(path: str | Path, result: RequestResult) -> None:
 
 def read_request_results(path: str | Path, *, strict: bool = False) -> list[RequestResult]:
     """Read ``requests.jsonl``. A torn last line (a crash mid-write: no newline at its end) is dropped
-    unless ``strict``; any other line that is not a result is a SchemaError with its line."""
+    unless ``strict``; any other line that is not a result, and a prompt (index and turn) or request id
+    that a line at the same draft length already holds, is a SchemaError with its line."""
     from golden_al import safeio
 
     p = Path(path)
@@ -585,6 +586,7 @@ def read_request_results(path: str | Path, *, strict: bool = False) -> list[Requ
     lines = text.splitlines()
     torn = bool(text) and not text.endswith("\n")  # only a line written without its newline is torn
     out: list[RequestResult] = []
+    seen: dict[tuple[Any, ...], int] = {}
     for i, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -596,6 +598,22 @@ def read_request_results(path: str | Path, *, strict: bool = False) -> list[Requ
             first = exc.errors()[0]
             loc = ".".join(str(x) for x in first["loc"])
             raise SchemaError(f"{loc}: {first['msg']}", path=p, line=i) from None
+        _refuse_repeats(out[-1], i, seen, p)
     return out
+
+
+def _refuse_repeats(r: RequestResult, line: int, seen: dict[tuple[Any, ...], int], path: Path) -> None:
+    """Each prompt (index, turn) and each request id once per draft length: a repeated row is not more evidence."""
+    ids = (r.extra or {}).get("request_ids") if isinstance((r.extra or {}).get("request_ids"), list) else None
+    keys = [("prompt", r.draft_len, i, r.turn) for i in line_indices(r)]
+    keys += [("request id", r.draft_len, str(x)) for x in (ids if ids is not None else [r.request_id]) if str(x)]
+    for key in keys:
+        if key in seen:
+            what = f"prompt {key[2]}" + (f" turn {key[3]}" if key[0] == "prompt" and key[3] is not None else "") \
+                if key[0] == "prompt" else f"request id {key[2]!r}"
+            raise SchemaError(f"{what} has two results at k={r.draft_len} (lines {seen[key]} and {line})", path=path,
+                              line=line, hint="a row counted twice is not more evidence: the file was edited, "
+                                              "concatenated, or two runs wrote to it")
+        seen[key] = line
 
 

@@ -111,9 +111,6 @@ class RequestLog:
                         path=path,
                         hint="resume with the same options, or choose another --out directory",
                     )
-                if r.index in log.done:
-                    raise InputFileError(f"request {r.index} appears twice", path=path,
-                                         hint="the file was edited or two runs wrote to it")
                 log.done[r.index] = r
                 log.resumed.add(r.index)
         elif (Path(out_dir) / MEASUREMENT_FILE).exists() and not resume:

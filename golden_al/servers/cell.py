@@ -195,16 +195,8 @@ def cell_lock(directory: Path) -> Iterator[None]:
 
 
 def read_cell_results(directory: Path) -> list[RequestResult]:
-    """Results of a cell (torn tail tolerated); SchemaError on a prompt counted twice."""
-    results = read_request_results(directory / REQUESTS_FILE)
-    seen: dict[int, int] = {}
-    for line, r in enumerate(results, start=1):
-        for i in line_indices(r):
-            if i in seen:
-                raise SchemaError(f"prompt {i} has two results (lines {seen[i]} and {line})",
-                                  path=directory / REQUESTS_FILE, hint="the file was edited or two runs shared it")
-            seen[i] = line
-    return results
+    """Results of a cell (torn tail tolerated; a prompt counted twice refused, :func:`read_request_results`)."""
+    return read_request_results(directory / REQUESTS_FILE)
 
 
 def validate_cell_dir(directory: Path, *, root: Path | None = None) -> None:

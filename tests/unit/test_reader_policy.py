@@ -70,3 +70,31 @@ def test_counters_that_never_settle_without_a_busy_gauge_are_refused_within_a_mi
     assert 60 <= clock.now <= 62  # the documented bound, on the injected clock
     assert "kept moving for 60 s" in str(exc) and "another client" in str(exc)
     assert exc.exit_code == 1
+
+
+# ---------------------------------------------------------------------------- 5. evidence counted once
+CELL = __import__("pathlib").Path(__file__).resolve().parents[2] / "experiments" / "qwen-coder-curve" / "humaneval" / "k4"
+
+
+@pytest.mark.parametrize("edit", ["repeat-rows", "same-id"])
+def test_a_record_whose_request_rows_repeat_is_refused_by_verify_naming_the_lines(tmp_path, capsys, edit):
+    import json
+    import shutil
+
+    from golden_al.cli.main import main
+
+    cell = tmp_path / "cell"
+    shutil.copytree(CELL, cell)
+    lines = (cell / "requests.jsonl").read_text().splitlines()
+    if edit == "repeat-rows":  # the rows held twice: 160 "requests" where the run made 80
+        lines += lines
+        said = f"prompt {json.loads(lines[0])['index']} has two results at k=4 (lines 1 and 81)"
+    else:  # a row under another index but the same request id
+        row = json.loads(lines[0])
+        row["index"] = 999
+        lines.append(json.dumps(row))
+        said = f"request id {row['request_id']!r} has two results at k=4 (lines 1 and 81)"
+    (cell / "requests.jsonl").write_text("\n".join(lines) + "\n")
+    assert main(["verify", str(cell)]) == 2
+    err = capsys.readouterr().err
+    assert said in err and "requests.jsonl:81" in err
