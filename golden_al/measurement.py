@@ -586,7 +586,7 @@ def read_request_results(path: str | Path, *, strict: bool = False) -> list[Requ
     lines = text.splitlines()
     torn = bool(text) and not text.endswith("\n")  # only a line written without its newline is torn
     out: list[RequestResult] = []
-    seen: dict[tuple[Any, ...], int] = {}
+    seen: dict[tuple[int, str], int] = {}
     for i, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -602,18 +602,16 @@ def read_request_results(path: str | Path, *, strict: bool = False) -> list[Requ
     return out
 
 
-def _refuse_repeats(r: RequestResult, line: int, seen: dict[tuple[Any, ...], int], path: Path) -> None:
+def _refuse_repeats(r: RequestResult, line: int, seen: dict[tuple[int, str], int], path: Path) -> None:
     """Each prompt (index, turn) and each request id once per draft length: a repeated row is not more evidence."""
-    ids = (r.extra or {}).get("request_ids") if isinstance((r.extra or {}).get("request_ids"), list) else None
-    keys = [("prompt", r.draft_len, i, r.turn) for i in line_indices(r)]
-    keys += [("request id", r.draft_len, str(x)) for x in (ids if ids is not None else [r.request_id]) if str(x)]
-    for key in keys:
-        if key in seen:
-            what = f"prompt {key[2]}" + (f" turn {key[3]}" if key[0] == "prompt" and key[3] is not None else "") \
-                if key[0] == "prompt" else f"request id {key[2]!r}"
-            raise SchemaError(f"{what} has two results at k={r.draft_len} (lines {seen[key]} and {line})", path=path,
+    extra = r.extra or {}
+    ids = extra["request_ids"] if isinstance(extra.get("request_ids"), list) else [r.request_id]
+    names = [f"prompt {i}" + (f" turn {r.turn}" if r.turn is not None else "") for i in line_indices(r)]
+    for name in [*names, *(f"request id {str(x)!r}" for x in ids if str(x))]:
+        first = seen.setdefault((r.draft_len, name), line)
+        if first != line:
+            raise SchemaError(f"{name} has two results at k={r.draft_len} (lines {first} and {line})", path=path,
                               line=line, hint="a row counted twice is not more evidence: the file was edited, "
                                               "concatenated, or two runs wrote to it")
-        seen[key] = line
 
 

@@ -27,7 +27,6 @@ from golden_al.formats.counters import (
 from golden_al.formats.logs import (
     LogRecord,
     LogScan,
-    iter_log_records,
     parse_log_line,
     read_log_file,
     scan_log_text,
@@ -54,7 +53,6 @@ __all__ = [
     "counters_delta",
     "detect_engine",
     "find_spec_records",
-    "iter_log_records",
     "order_snapshots",
     "parse_log_line",
     "parse_metrics_text",

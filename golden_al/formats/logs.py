@@ -4,14 +4,16 @@ skipped undecoded (SGLang ``Decode batch``, vLLM ``SpecDecoding metrics``, ATOM 
 in ``golden_al/engines/<name>/logs.py``). A record has ``engine``, ``line_no`` and ``kind``, and may refuse
 impossible counts (``validate``).
 
-Parsers never raise on odd input: a line that does not match is not a record.
+Parsers never raise on odd input: a line that does not match is not a record. The readers then apply one policy
+(:class:`LineTally`): a line that names an engine's fields but is not a record is counted and refused, unless it
+is a file's cut last line; a row seen twice is refused.
 """
 
 from __future__ import annotations
 
 import functools
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,9 +21,9 @@ from typing import Any
 from golden_al.engines.profile import EngineProfile
 
 __all__ = [
+    "LineTally",
     "LogRecord",
     "LogScan",
-    "iter_log_records",
     "number",
     "parse_log_line",
     "pattern",
@@ -48,44 +50,86 @@ def number(text: str | None) -> float | None:
         return None
 
 
+class LineTally:
+    """The one policy of every engine's log and iteration-row reader (issue 51), kept over the files of one read.
+
+    A line that names an engine's fields (its marker) but does not parse, or parses cut short, is counted: only a
+    file's last line (a write cut by a crash) may be left out, which :attr:`notes` says; any other is a refusal
+    naming the count and the first. A row whose text was seen before, in this file or another of the read (a log
+    held twice, a row written twice), is refused: it would be summed twice.
+    """
+
+    def __init__(self) -> None:
+        self.notes: list[str] = []
+        self._seen: dict[bytes, str] = {}
+        self._unread = 0  #: the current file's lines that did not parse
+        self._first: tuple[int, str, str] = (0, "", "")  #: the first of them: (line, engine, text)
+
+    def row(self, source: str | Path, line: int, text: str) -> None:
+        """Count a row that parsed; InputFileError when its text was read before."""
+        import hashlib
+
+        key = hashlib.blake2b(text.strip().encode("utf-8", "replace"), digest_size=16).digest()
+        first = self._seen.setdefault(key, f"{source}:{line}")
+        if first != f"{source}:{line}":
+            from golden_al.errors import InputFileError
+
+            raise InputFileError(f"this row appears twice, word for word (first at {first}): summing both would "
+                                 "count its steps twice", path=source, line=line,
+                                 hint="pass each log once, as the server wrote it (not a copy, nor a concatenation)")
+
+    def unread(self, line: int, text: str, what: str) -> None:
+        """Count a line that names ``what``'s fields but does not parse."""
+        if not self._unread:
+            self._first = (line, what, text)
+        self._unread += 1
+
+    def close(self, source: str | Path, last_line: int) -> None:
+        """End a file of ``last_line`` lines: note its cut last line, or refuse its lines that do not parse."""
+        n, self._unread = self._unread, 0
+        line, what, text = self._first
+        if n == 1 and line == last_line:
+            self.notes.append(f"{source}: its last line ({what}, line {line}) is cut short and was left out")
+        elif n:
+            from golden_al.errors import InputFileError
+
+            raise InputFileError(f"{n} {what} line(s) name its fields but do not parse (first: "
+                                 f"{text.strip()[:160]!r})", path=source, line=line,
+                                 hint="pass the log as the server wrote it: only a last line cut short by a crash is "
+                                      "left out")
+
+
 @functools.lru_cache(maxsize=1)
-def _readers() -> tuple[tuple[Callable[[str, int], Any], ...], tuple[bytes, ...]]:
-    """Every registered engine's line parser and markers (:attr:`RunLogSupport.log_reader`)."""
+def _readers() -> tuple[tuple[str, Callable[[str, int], Any], tuple[str, ...]], ...]:
+    """Every registered engine's name, line parser and markers (:attr:`RunLogSupport.log_reader`)."""
     from golden_al.engines import engine_names, get_profile, load_hook
 
-    parsers, markers = [], []
+    out = []
     for name in engine_names():
-        reader = get_profile(name).run_logs.log_reader
+        profile = get_profile(name)
+        reader = profile.run_logs.log_reader
         if reader is not None:
-            parsers.append(load_hook(reader.parse))
-            markers += [m.encode() for m in reader.markers]
-    return tuple(parsers), tuple(markers)
+            out.append((profile.display_name, load_hook(reader.parse), reader.markers))
+    return tuple(out)
 
 
 def parse_log_line(line: str, line_no: int = 0) -> LogRecord | None:
     """The record one log line holds (any engine), or None."""
-    for parse in _readers()[0]:
+    for _, parse, _ in _readers():
         rec = parse(line, line_no)
         if rec is not None:
             return rec
     return None
 
 
-def iter_log_records(lines: Iterable[str], *, start: int = 1) -> Iterator[LogRecord]:
-    """Records of every recognised line; ``line_no`` counts from ``start``."""
-    for i, line in enumerate(lines, start):
-        rec = parse_log_line(line, i)
-        if rec is not None:
-            yield rec
-
-
 @dataclass(frozen=True)
 class LogScan:
-    """What one log file holds: its records and how many lines were read."""
+    """What one log file holds: its records, how many lines were read, and what the reader left out."""
 
     source: str | None
     num_lines: int
     records: tuple[LogRecord, ...] = field(default_factory=tuple)
+    notes: tuple[str, ...] = ()
 
     def engines(self) -> tuple[str, ...]:
         """Engines with at least one record, in order of first appearance."""
@@ -99,26 +143,45 @@ class LogScan:
         return tuple(r for r in self.records if r.engine == engine)
 
 
-def scan_log_text(text: str, *, source: str | Path | None = None) -> LogScan:
-    """Parse every line of ``text`` (counts validated like :func:`read_log_file`)."""
-    lines = text.splitlines()
-    records = tuple(iter_log_records(lines))
-    for rec in records:
+def _scan(lines: Iterable[tuple[int, str]], source: str | Path | None, tally: LineTally) -> list[LogRecord]:
+    """The records of the marked lines, under the :class:`LineTally` policy (the caller closes the file)."""
+    records = []
+    for number, line in lines:
+        names = [name for name, _, marks in _readers() if any(m in line for m in marks)]
+        if not names:
+            continue
+        rec = parse_log_line(line, number)
+        if rec is None or getattr(rec, "complete", True) is False:
+            tally.unread(number, line, names[0])
+            continue
         _validate(rec, source)
-    return LogScan(str(source) if source is not None else None, len(lines), records)
+        tally.row(source or "log", number, line)
+        records.append(rec)
+    return records
+
+
+def scan_log_text(text: str, *, source: str | Path | None = None) -> LogScan:
+    """Parse every line of ``text`` (as :func:`read_log_file`)."""
+    lines = text.splitlines()
+    tally = LineTally()
+    records = _scan(enumerate(lines, 1), source, tally)
+    tally.close(source or "log", len(lines))
+    return LogScan(str(source) if source is not None else None, len(lines), tuple(records), tuple(tally.notes))
 
 
 def _maybe_record(raw: bytes) -> bool:
-    return any(m in raw for m in _readers()[1])
+    return any(m.encode() in raw for _, _, marks in _readers() for m in marks)
 
 
-def read_log_file(path: str | Path, *, max_bytes: int | None = None) -> LogScan:
-    """Read a server log, streamed (bounded bytes, lines cut at 1 MiB, undecodable bytes
-    replaced, lines without a record marker never decoded), and parse its records.
+def read_log_file(path: str | Path, *, max_bytes: int | None = None, tally: LineTally | None = None) -> LogScan:
+    """Read a server log, streamed (bounded bytes, lines cut at 1 MiB, undecodable bytes replaced, lines without a
+    record marker never decoded), and parse its records under the one reader policy (:class:`LineTally`, shared
+    by the files of one read when given).
 
     Raises:
         UnreadableInputError: not a regular file (a FIFO or device is refused unopened),
             unreadable, or over the byte cap.
+        InputFileError: a marked line that does not parse (other than a cut last line), a row seen twice.
         CounterSemanticsError: a line whose counts no engine can produce.
     """
     from golden_al import safeio
@@ -126,13 +189,11 @@ def read_log_file(path: str | Path, *, max_bytes: int | None = None) -> LogScan:
     p = Path(path)
     stats = safeio.LineStats()
     cap = safeio.DEFAULT_MAX_LOG_BYTES if max_bytes is None else max_bytes
-    records = []
-    for number, line in safeio.iter_lines(p, max_bytes=cap, stats=stats, keep=_maybe_record):
-        rec = parse_log_line(line, number)
-        if rec is not None:
-            _validate(rec, p)
-            records.append(rec)
-    return LogScan(str(p), stats.lines, tuple(records))
+    tally = tally or LineTally()
+    before = len(tally.notes)
+    records = _scan(safeio.iter_lines(p, max_bytes=cap, stats=stats, keep=_maybe_record), p, tally)
+    tally.close(p, stats.lines)
+    return LogScan(str(p), stats.lines, tuple(records), tuple(tally.notes[before:]))
 
 
 def _validate(rec: LogRecord, source: Path | str | None) -> None:

@@ -36,18 +36,18 @@ def write_log(engine: str, path: Path, *, al: float, k: int, windows: int, steps
         mean_len = 1.0 + a / n
         if engine == "sglang":
             batch = 8
-            lines.append(f"[2026-12-01 10:00:{i % 60:02d}.000 DP0 TP0 EP0] Decode batch [40], #running-req: {batch}, "
+            lines.append(f"[2026-12-01 10:{i // 60 % 60:02d}:{i % 60:02d}.000 DP0 TP0 EP0] Decode batch [40], #running-req: {batch}, "
                          f"#token: 81234, token usage: 0.41, accept len: {mean_len:.2f}, accept rate: "
                          f"{(mean_len - 1) / k:.2f}, cuda graph: True, gen throughput (token/s): 3120.55, #queue-req: 0")
         elif engine == "vllm":
             rates = ", ".join(f"{float((acc >= j).mean()):.3f}" for j in range(1, k + 1))
-            lines.append(f"(APIServer pid=1) INFO 12-01 10:00:{i % 60:02d} [metrics.py:120] SpecDecoding metrics: Mean "
+            lines.append(f"(APIServer pid=1) INFO 12-01 10:{i // 60 % 60:02d}:{i % 60:02d} [metrics.py:120] SpecDecoding metrics: Mean "
                          f"acceptance length: {mean_len:.2f}, Accepted throughput: 7.57 tokens/s, Drafted throughput: "
                          f"7.57 tokens/s, Accepted: {a} tokens, Drafted: {n * k} tokens, Per-position acceptance "
                          f"rate: {rates}, Avg Draft acceptance rate: {100.0 * a / (n * k):.1f}%")
         elif engine == "atom":
             dist = ", ".join(f"{j}: '{100.0 * float((acc == j).mean()):.2f}%'" for j in range(k + 1))
-            lines.append(f"2026-12-01 10:00:{i % 60:02d},123 - atom - INFO - [MTP Stats Interval] Average toks/fwd: "
+            lines.append(f"2026-12-01 10:{i // 60 % 60:02d}:{i % 60:02d},123 - atom - INFO - [MTP Stats Interval] Average toks/fwd: "
                          f"{mean_len:.2f}, Accepted/Total Draft tokens: {a}/{n * k}, Acceptance rate: "
                          f"{100.0 * a / (n * k):.2f}%, Accepted tokens distribution: {{{dist}}}")
         elif engine == "llamacpp":

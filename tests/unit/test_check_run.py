@@ -107,12 +107,13 @@ def test_the_logs_of_one_run_share_one_byte_budget(tmp_path: Path, monkeypatch: 
     """Four logs each under the per-file cap added up past it (3.5 GB resident, issue 38): the run is refused."""
     from golden_al import safeio
 
-    one = (LOGS / "atom-mtp.log").read_bytes()
+    lines = (LOGS / "atom-mtp.log").read_text().splitlines(True)
     files = []
-    for i in range(4):
-        (tmp_path / f"part{i}.log").write_bytes(one)
+    for i in range(4):  # four parts of one run (their rows differ: a row held twice is refused)
+        (tmp_path / f"part{i}.log").write_text("".join(f"p{i} {line}" for line in lines))
         files.append(tmp_path / f"part{i}.log")
-    monkeypatch.setattr(safeio, "DEFAULT_MAX_LOG_BYTES", 3 * len(one))  # each file fits, the four do not
+    size = files[0].stat().st_size
+    monkeypatch.setattr(safeio, "DEFAULT_MAX_LOG_BYTES", 3 * size)  # each file fits, the four do not
     with pytest.raises(UnreadableInputError, match=r"4 log files hold .* over the .*-byte budget of one run") as info:
         check_run(files, expect_al=2.78, draft_len=3, engine="atom")
     assert all(str(f) in str(info.value) for f in files)
@@ -145,7 +146,7 @@ def _sglang_log(rng: np.random.Generator, al: float, k: int, lines: int, batch: 
     for i in range(lines):
         draws = sampler.sample(al, k, interval, rng)  # one per batch step, shared by the batch
         accept_len = float(np.mean(draws))  # every step has the same batch size here
-        out.append(f"[2026-01-01 00:00:{i % 60:02d} TP0] Decode batch, #running-req: {batch}, #token: 1, "
+        out.append(f"[2026-01-01 {i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d} TP0] Decode batch, #running-req: {batch}, #token: 1, "
                    f"token usage: 0.00, accept len: {accept_len:.2f}, accept rate: 0.50, cuda graph: True, "
                    f"gen throughput (token/s): 1.00, #queue-req: 0")
     return "\n".join(out) + "\n"

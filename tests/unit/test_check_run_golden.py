@@ -26,7 +26,7 @@ def _log(path: Path, *, al: float, with_args: bool = True, steps: int = 3, seed:
                                                           steps=steps, draft_tokens=steps + 1))
     for i in range(40):
         draws = sampler.sample(al, K, 40, rng)
-        lines.append(f"[2026-01-01 00:00:{i % 60:02d} TP0] Decode batch, #running-req: 8, #token: 1, token usage: "
+        lines.append(f"[2026-01-01 {i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d} TP0] Decode batch, #running-req: 8, #token: 1, token usage: "
                      f"0.00, accept len: {float(np.mean(draws)):.2f}, accept rate: 0.50, cuda graph: True, "
                      "gen throughput (token/s): 1.00, #queue-req: 0")
     path.write_text("\n".join(lines) + "\n")

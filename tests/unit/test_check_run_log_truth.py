@@ -21,7 +21,7 @@ MODEL = "deepseek-ai/DeepSeek-V4-Pro"
 def _lines(al: float, k: int, n: int, seed: int = 3) -> list[str]:
     rng = np.random.default_rng(seed)
     sampler = get_sampler("sglang", "match-expected")
-    return [f"[2026-01-01 00:00:{i % 60:02d} TP0] Decode batch, #running-req: 8, #token: 1, token usage: 0.00, "
+    return [f"[2026-01-01 {i // 3600 % 24:02d}:{i // 60 % 60:02d}:{i % 60:02d} TP0] Decode batch, #running-req: 8, #token: 1, token usage: 0.00, "
             f"accept len: {float(np.mean(sampler.sample(al, k, 40, rng))):.2f}, accept rate: 0.50, cuda graph: True, "
             "gen throughput (token/s): 1.00, #queue-req: 0" for i in range(n)]
 
@@ -59,12 +59,15 @@ def test_lines_cut_short_are_refused_not_read(tmp_path: Path, capsys) -> None:
     cut = [line.split("accept len: ")[0] + "accept len: 2" for line in _lines(2.5, 3, 5, seed=9)]
     log = _write(tmp_path / "cut.log", [*good, *cut])
     assert main(["check-run", log, "--engine", "sglang", "--expect-al", "2.5", "--draft-len", "3"]) == 2
-    assert "5 of 45 SGLang decode line(s) are cut short" in capsys.readouterr().err
-    # one line a crash cut is left out, and said
+    assert "cut.log:41: 5 SGLang line(s) name its fields but do not parse" in capsys.readouterr().err
+    # the last line a crash cut is left out, and said; one cut anywhere else is refused (issue 51)
     one = _write(tmp_path / "one.log", [*good, cut[0]])
     assert main(["check-run", one, "--engine", "sglang", "--expect-al", "2.5", "--draft-len", "3",
                  "--format", "json"]) == 0
-    assert "1 decode line(s) cut short were left out" in capsys.readouterr().out
+    assert "its last line (SGLang, line 41) is cut short and was left out" in capsys.readouterr().out
+    inside = _write(tmp_path / "inside.log", [*good[:20], cut[0], *good[20:]])
+    assert main(["check-run", inside, "--engine", "sglang", "--expect-al", "2.5", "--draft-len", "3"]) == 2
+    assert "inside.log:21: 1 SGLang line(s) name its fields but do not parse" in capsys.readouterr().err
 
 
 def test_a_cut_line_is_marked_by_the_parser() -> None:

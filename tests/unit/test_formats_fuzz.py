@@ -91,8 +91,12 @@ def test_random_log_lines(text: str) -> None:
 def test_truncated_and_corrupted_logs(path: Path, cut: float, junk: str) -> None:
     text = path.read_text(errors="replace")
     n = int(len(text) * cut)
-    scan = scan_log_text(text[:n] + junk + text[n:])
-    assert all(r.line_no >= 1 for r in scan.records)
+    try:  # junk inside a line that names an engine's fields is a refusal, never a silent skip (issue 51)
+        scan = scan_log_text(text[:n] + junk + text[n:])
+    except GoldenALError:
+        pass
+    else:
+        assert all(r.line_no >= 1 for r in scan.records)
     for line in text[:n].splitlines():  # every prefix of a real line parses or is skipped
         parse_log_line(line[: len(line) // 2])
 

@@ -68,7 +68,8 @@ def test_counters_that_never_settle_without_a_busy_gauge_are_refused_within_a_mi
     clock, exc = _wait(source)
     assert exc is not None
     assert 60 <= clock.now <= 62  # the documented bound, on the injected clock
-    assert "kept moving for 60 s" in str(exc) and "another client" in str(exc)
+    assert "kept moving for 60 s" in str(exc)
+    assert "another client" in str(exc)
     assert exc.exit_code == 1
 
 
@@ -97,4 +98,116 @@ def test_a_record_whose_request_rows_repeat_is_refused_by_verify_naming_the_line
     (cell / "requests.jsonl").write_text("\n".join(lines) + "\n")
     assert main(["verify", str(cell)]) == 2
     err = capsys.readouterr().err
-    assert said in err and "requests.jsonl:81" in err
+    assert said in err
+    assert "requests.jsonl:81" in err
+
+
+# ---------------------------------------------------------------------------- 1. one policy for every reader
+def _trtllm_rows(*, al: float, k: int, rows: int, batch: int = 8, seed: int = 0,
+                 iterations: bool = True) -> tuple[list[str], list[int]]:
+    """``trtllm-bench --iteration_log`` JSON rows of ``batch`` requests each (true AL ``al``), and their accepted."""
+    import json
+
+    import numpy as np
+    from _recorded_runs import rate_for_al
+
+    rng = np.random.default_rng(seed)
+    p = rate_for_al(al, k)
+    lines, accepted = [], []
+    for i in range(rows):
+        a = int(np.minimum(rng.geometric(1.0 - p, batch) - 1, k).sum())
+        row = {"timestamp": f"12-05-2026 10:{i // 60 % 60:02d}:{i % 60:02d}", **({"iter": i} if iterations else {}),
+               "numActiveRequests": batch, "specDecodingStats": {
+                   "numDraftTokens": batch * k, "numAcceptedTokens": a, "numRequestsWithDraftTokens": batch,
+                   "acceptanceLength": (a + batch) / batch}}
+        lines.append(json.dumps(row))
+        accepted.append(a)
+    return lines, accepted
+
+
+def _engine_log(engine: str, path: Any) -> list[str]:
+    from _recorded_runs import write_log
+
+    if engine == "trtllm":
+        return _trtllm_rows(al=2.5, k=3, rows=40)[0]
+    return write_log(engine, path, al=2.5, k=3, windows=40, steps=40).read_text().splitlines()
+
+
+ENGINES = ["sglang", "vllm", "atom", "llamacpp", "trtllm"]
+
+
+def _check_run(capsys: Any, engine: str, *files: Any, expect: str = "2.5", k: int = 3) -> tuple[int, str]:
+    from golden_al.cli.main import main
+
+    code = main(["check-run", *map(str, files), "--engine", engine, "--expect-al", expect, "--draft-len", str(k),
+                 "--format", "json"])
+    out, err = capsys.readouterr()
+    return code, out + err
+
+
+@pytest.fixture(params=ENGINES)
+def engine(request: Any) -> str:
+    return request.param
+
+
+def test_a_line_cut_inside_the_log_is_refused_naming_the_count_and_the_first(engine, tmp_path, capsys):
+    lines = _engine_log(engine, tmp_path / "x.log")
+    cut = [ln if i not in (10, 25) else ln[: len(ln) - 12] for i, ln in enumerate(lines)]
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(cut) + "\n")
+    code, said = _check_run(capsys, engine, log)
+    assert code == 2, said
+    assert "run.log:11: 2 " in said
+    assert "line(s) name its fields but do not parse (first: " in said
+
+
+def test_only_a_cut_last_line_is_left_out_and_that_is_said(engine, tmp_path, capsys):
+    lines = _engine_log(engine, tmp_path / "x.log")
+    log = tmp_path / "run.log"
+    log.write_text("\n".join([*lines[:-1], lines[-1][: len(lines[-1]) - 12]]))  # a crash cut the last write
+    code, said = _check_run(capsys, engine, log)
+    assert code in (0, 1), said
+    assert f"its last line ({{}}, line {len(lines)}) is cut short and was left out" .format(
+        {"sglang": "SGLang", "vllm": "vLLM", "atom": "ATOM", "llamacpp": "llama.cpp server",
+         "trtllm": "TensorRT-LLM iteration"}[engine]) in said
+
+
+def test_a_log_held_twice_is_refused_not_summed_twice(engine, tmp_path, capsys):
+    lines = _engine_log(engine, tmp_path / "x.log")
+    log = tmp_path / "run.log"
+    log.write_text("\n".join(lines) + "\n")
+    copy = tmp_path / "copy.log"
+    copy.write_text("\n".join(lines) + "\n")
+    code, said = _check_run(capsys, engine, log, copy)  # the same run passed twice
+    assert code == 2, said
+    assert "copy.log:1: this row appears twice, word for word (first at " in said
+    both = tmp_path / "both.log"
+    both.write_text("\n".join(lines + lines) + "\n")  # concatenated with itself
+    code, said = _check_run(capsys, engine, both)
+    twice = "iteration 0 appears twice (lines 1 and 41)" if engine == "trtllm" else \
+        f"both.log:{len(lines) + 1}: this row appears twice"
+    assert code == 2, said
+    assert twice in said
+
+
+def test_a_trtllm_log_without_iteration_numbers_held_twice_is_refused(tmp_path, capsys):
+    lines, _ = _trtllm_rows(al=2.5, k=3, rows=40, iterations=False)
+    log = tmp_path / "rows.log"
+    log.write_text("\n".join(lines + lines) + "\n")
+    code, said = _check_run(capsys, "trtllm", log)
+    assert code == 2, said
+    assert "rows.log:41: this row appears twice" in said
+
+
+def test_trtllm_rows_cut_short_no_longer_lift_a_run_to_the_golden(tmp_path, capsys):
+    """Issue 51's case: true AL 2.2, its lowest rows cut short; the reader skipped them and the run passed at 2.49."""
+    lines, accepted = _trtllm_rows(al=2.2, k=3, rows=300, seed=5)
+    low = set(sorted(range(len(lines)), key=accepted.__getitem__)[:110])
+    kept = [a for i, a in enumerate(accepted) if i not in low]
+    lifted = 1 + sum(kept) / (8 * len(kept))
+    assert lifted > 2.4  # what the old reader measured
+    log = tmp_path / "iteration.log"
+    log.write_text("\n".join(ln[: len(ln) // 2] if i in low else ln for i, ln in enumerate(lines)) + "\n")
+    code, said = _check_run(capsys, "trtllm", log, expect=f"{lifted:.2f}")
+    assert code == 2, said
+    assert "110 TensorRT-LLM iteration line(s) name its fields but do not parse" in said

@@ -61,15 +61,17 @@ def read_logs(files: Sequence[str | Path], engine: str, *, max_total_bytes: int 
     lines of *other* engines they hold (for the error when none is ``engine``'s).
 
     The files share one byte budget (:func:`run_budget`): a run over it is refused before any is
-    parsed, and a file that grows while it is read is stopped at what is left of it.
+    parsed, and a file that grows while it is read is stopped at what is left of it. They share one reader policy
+    (:class:`golden_al.formats.logs.LineTally`); each scan's ``notes`` say what it left out.
     """
-    from golden_al.formats.logs import read_log_file
+    from golden_al.formats.logs import LineTally, read_log_file
 
     left = run_budget(files, max_total_bytes)
     logs: list[tuple[str, Any]] = []
     other: dict[str, int] = {}
+    tally = LineTally()  # one policy over the run's files: a row held twice is refused, not summed
     for f in files:
-        scan = read_log_file(f, max_bytes=max(left, 0))
+        scan = read_log_file(f, max_bytes=max(left, 0), tally=tally)
         left -= Path(f).stat().st_size if Path(f).is_file() else 0
         for r in scan.records:
             if r.engine != engine:

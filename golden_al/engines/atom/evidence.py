@@ -48,5 +48,5 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
     note = (f"{len(intervals)} interval line(s)" if intervals else "the last cumulative line (no interval lines)")
     realized = units.al_from_counts(accepted, steps)
     windows = tuple((float(r.accepted_tokens), r.draft_tokens / k) for r in use) if intervals else ()
-    return RunEvidence(ENGINE, "atom MTP stats log", realized, steps, steps, steps, len(use),
-                       (f"{note}: accepted {accepted} / draft tokens {drafted}",), windows=windows)
+    notes = (*(n for _, scan in logs for n in scan.notes), f"{note}: accepted {accepted} / draft tokens {drafted}")
+    return RunEvidence(ENGINE, "atom MTP stats log", realized, steps, steps, steps, len(use), notes, windows=windows)

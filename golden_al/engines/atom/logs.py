@@ -46,6 +46,8 @@ class AtomMtpStatsRecord:
     draft_tokens: int
     acceptance_rate_pct: float | None = None
     distribution_pct: tuple[tuple[int, float], ...] = ()  # (accepted drafts j, % of steps)
+    #: False for a line cut inside its distribution (the reader's policy refuses it)
+    complete: bool = True
 
     engine: Literal["atom"] = "atom"
 
@@ -75,4 +77,5 @@ def parse_atom_mtp_line(line: str, line_no: int = 0) -> AtomMtpStatsRecord | Non
         draft_tokens=int(m.group("draft")),
         acceptance_rate_pct=_f(m.group("rate")),
         distribution_pct=dist,
+        complete=m.group("dist") is not None or "distribution" not in line[m.end():],
     )

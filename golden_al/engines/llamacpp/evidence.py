@@ -11,6 +11,7 @@ from golden_al.checks.evidence import RunEvidence
 from golden_al.engines import llamacpp
 from golden_al.engines.llamacpp.logs import scan_lines
 from golden_al.errors import InputFileError, NoVerifyStepsError
+from golden_al.formats.logs import LineTally
 
 ENGINE = llamacpp.PROFILE.name
 
@@ -22,7 +23,8 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
     tokens, so a request's verify steps are ``generated / k`` exactly; each request-step
     draws its own L (one mt19937 stream per request).
     """
-    scans = [scan_lines(safeio.iter_lines(f), source=str(f)) for f in files]
+    tally = LineTally()
+    scans = [scan_lines(safeio.iter_lines(f), source=str(f), tally=tally) for f in files]
     lines = [(scan.source, r) for scan in scans for r in scan.requests]
     if not lines:
         names = ", ".join(str(scan.source) for scan in scans)
@@ -40,8 +42,8 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
     steps = generated / k
     if steps <= 0:
         raise NoVerifyStepsError("the llama-server lines report zero drafted tokens: AL is undefined")
-    notes = [f"{len(lines)} request line(s): accepted {accepted} / drafted {generated} tokens; verify steps = "
-             f"drafted / k"]
+    notes = [*tally.notes, f"{len(lines)} request line(s): accepted {accepted} / drafted {generated} tokens; "
+             "verify steps = drafted / k"]
     synth = [s for scan in scans for s in scan.synthetic if s.n_max is not None]
     for s in synth:
         if s.n_max != k:

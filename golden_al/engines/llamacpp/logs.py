@@ -26,6 +26,7 @@ from typing import Any
 from golden_al.engines import llamacpp as profile
 from golden_al.engines.llamacpp.counters import read as read_counters  # the counter readers' home
 from golden_al.errors import InputFileError
+from golden_al.formats.logs import LineTally
 
 __all__ = [
     "DraftAcceptanceLine",
@@ -74,11 +75,12 @@ class SyntheticLine:
 
 @dataclass
 class LlamaCppLog:
-    """What a llama-server log says about acceptance."""
+    """What a llama-server log says about acceptance (``notes``: what the reader left out)."""
 
     source: str | None = None
     requests: list[DraftAcceptanceLine] = field(default_factory=list)
     synthetic: list[SyntheticLine] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
 
 
 def scan_log(text: str, *, source: str | None = None) -> LlamaCppLog:
@@ -86,16 +88,23 @@ def scan_log(text: str, *, source: str | None = None) -> LlamaCppLog:
     return scan_lines(enumerate(text.splitlines(), start=1), source=source)
 
 
-def scan_lines(lines: Iterable[tuple[int, str]], *, source: str | None = None) -> LlamaCppLog:
-    """:func:`scan_log` over ``(line number, text)`` pairs (e.g. :func:`golden_al.safeio.iter_lines`)."""
-    out = LlamaCppLog(source)
+def scan_lines(lines: Iterable[tuple[int, str]], *, source: str | None = None,
+               tally: LineTally | None = None) -> LlamaCppLog:
+    """:func:`scan_log` over ``(line number, text)`` pairs (e.g. :func:`golden_al.safeio.iter_lines`), under the one
+    reader policy (:class:`~golden_al.formats.logs.LineTally`, shared by the files of one read when given)."""
+    out, tally = LlamaCppLog(source), tally or LineTally()
+    before, lineno = len(tally.notes), 0
     for lineno, line in lines:
-        if len(line) > _MAX_LINE:
-            continue
-        m = _DRAFT_RE.search(line)
+        m = _DRAFT_RE.search(line) if len(line) <= _MAX_LINE else None
         if m:
+            tally.row(source or "log", lineno, line)
             out.requests.append(DraftAcceptanceLine(lineno, float(m["rate"]), int(m["accepted"]),
                                                     int(m["generated"]), float(m["mean_len"])))
+            continue
+        if profile.LOG_DRAFT_ACCEPTANCE_MARKER in line:
+            tally.unread(lineno, line, profile.PROFILE.display_name)
+            continue
+        if len(line) > _MAX_LINE:
             continue
         m = _SYNTH_INFO_RE.search(line)
         if m:
@@ -103,6 +112,8 @@ def scan_lines(lines: Iterable[tuple[int, str]], *, source: str | None = None) -
             out.synthetic.append(SyntheticLine(lineno, line.strip(), int(m["n_max"]), float(m["mean_len"]), rates))
         elif _SYNTH_WARN_RE.search(line):
             out.synthetic.append(SyntheticLine(lineno, line.strip()))
+    tally.close(source or "log", lineno)
+    out.notes = tally.notes[before:]
     return out
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from golden_al.checks.evidence import RunEvidence, no_lines, read_logs
 from golden_al.engines import sglang
-from golden_al.engines.sglang.logs import SglangDecodeRecord, check_cut_lines
+from golden_al.engines.sglang.logs import SglangDecodeRecord
 from golden_al.errors import InputFileError, UsageError
 from golden_al.formats.validate import check_counts
 
@@ -27,10 +27,6 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
             if isinstance(r, SglangDecodeRecord) and r.accept_len is not None and r.running_req > 0:
                 check_counts(what="SGLang decode line", al=r.accept_len, k=k, path=name, line=r.line_no)
     recs = [r for _, scan in logs for r in scan.of(ENGINE) if isinstance(r, SglangDecodeRecord)]
-    cut = [(name, r) for name, scan in logs for r in scan.of(ENGINE)
-           if isinstance(r, SglangDecodeRecord) and not r.complete]
-    check_cut_lines(cut, len(recs))
-    recs = [r for r in recs if r.complete]
     usable = [r for r in recs if r.accept_len is not None and math.isfinite(r.accept_len) and r.running_req > 0]
     if not usable:
         if recs:
@@ -46,7 +42,7 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
     for r in usable:
         per_batch[r.running_req] = per_batch.get(r.running_req, 0) + 1
     line_weights = tuple((interval * b / total, n) for b, n in sorted(per_batch.items()))
-    notes = [f"{len(cut)} decode line(s) cut short were left out"] if cut else []
+    notes = [n for _, scan in logs for n in scan.notes]
     notes += [f"{len(usable)} decode line(s) x {interval} batch steps; #running-req "
              f"{min(r.running_req for r in usable)}..{max(r.running_req for r in usable)}"]
     if len(usable) < len(recs):

@@ -225,13 +225,10 @@ def import_sglang_log(paths: Sequence[Path], opts: ImportOptions) -> list[Import
             warnings.append(f"no server_args line gives decode_log_interval: SGLang's default {interval} assumed")
         scan = logs.scan_log_text(text, source=p)
         decode = [r for r in scan.of("sglang") if isinstance(r, sglang_logs.SglangDecodeRecord)]
-        cut = [(str(p), r) for r in decode if not r.complete]
-        sglang_logs.check_cut_lines(cut, len(decode))
-        if cut:
-            warnings.append(f"{len(cut)} decode line(s) cut short were left out")
+        warnings += scan.notes
         windows = []
         for r in decode:
-            if not r.complete or r.accept_len is None or r.running_req <= 0:
+            if r.accept_len is None or r.running_req <= 0:
                 continue
             check_counts(what="SGLang decode line", al=r.accept_len, k=k, path=p, line=r.line_no)
             steps, acc = sglang_engine.decode_window(r.accept_len, r.running_req, interval)

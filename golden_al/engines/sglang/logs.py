@@ -27,16 +27,15 @@ A line that does not match is not a record.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from golden_al.engines.sglang import PROFILE
-from golden_al.errors import InputFileError
 from golden_al.formats.logs import number as _f
 from golden_al.formats.logs import pattern
 
-__all__ = ['SglangDecodeRecord', 'SglangServerArgs', 'check_cut_lines', 'find_sglang_server_args', 'parse_sglang_decode_line', 'parse_sglang_server_args_line']
+__all__ = ['SglangDecodeRecord', 'SglangServerArgs', 'find_sglang_server_args', 'parse_sglang_decode_line', 'parse_sglang_server_args_line']
 
 # ------------------------------------------------------------------------- SGLang
 
@@ -80,7 +79,8 @@ class SglangDecodeRecord:
     forward_iter: int | None = None
     dp_rank: int | None = None
     #: False for a line cut short: SGLang prints ``accept len`` with two decimals and always ends the line with its
-    #: throughput fields, so a line that stops at (or inside) ``accept len`` lost its end (a truncated write)
+    #: throughput fields, so a line that stops at (or inside) ``accept len`` lost its end (a truncated write); the
+    #: reader's policy (:class:`golden_al.formats.logs.LineTally`) counts it as a line that does not parse
     complete: bool = True
 
     engine: Literal["sglang"] = "sglang"
@@ -133,22 +133,6 @@ def parse_sglang_decode_line(line: str, line_no: int = 0) -> SglangDecodeRecord 
 
 
 _TWO_DECIMALS = re.compile(r"\d+\.\d\d")
-#: decode lines cut short that a log may hold (one, or 1 % of its decode lines) before a reader refuses it
-MAX_CUT_SHARE = 0.01
-
-
-def check_cut_lines(cut: Sequence[tuple[str, SglangDecodeRecord]], total: int) -> None:
-    """Refuse a log with more decode lines cut short than :data:`MAX_CUT_SHARE` allows (the few a crash leaves are
-    left out by the caller, which says so).
-
-    Raises:
-        InputFileError: too many lines cut short, naming the first.
-    """
-    if len(cut) > max(1, MAX_CUT_SHARE * total):
-        name, first = cut[0]
-        raise InputFileError(f"{len(cut)} of {total} SGLang decode line(s) are cut short (first at line "
-                             f"{first.line_no}): a truncated line's 'accept len' is not the value SGLang printed",
-                             path=name, hint="pass the complete log (a line cut mid-write is refused, not read)")
 
 
 #: "server_args=ServerArgs(model_path='...', tp_size=1, ...)" (engine.py, at start-up).

@@ -13,6 +13,7 @@ from distributions import units
 from golden_al.checks.evidence import RunEvidence, run_budget
 from golden_al.engines.trtllm.iteration_stats import read_iteration_source
 from golden_al.errors import InputFileError, NoVerifyStepsError
+from golden_al.formats.logs import LineTally
 from golden_al.formats.validate import check_counts
 
 ENGINE = "trtllm"
@@ -29,7 +30,8 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
     del decode_log_interval  # iteration rows are not sampled: every iteration is a row
     paths = [Path(f) for f in files]
     budget = run_budget(paths)
-    scans = [read_iteration_source(p, max_bytes=budget) for p in paths]
+    tally = LineTally()  # one reader policy over the run's files: a row held twice is refused
+    scans = [read_iteration_source(p, max_bytes=budget, tally=tally) for p in paths]
     rows = [r for s in scans for r in s.rows]
     if not rows:
         names = ", ".join(map(str, paths))
@@ -46,8 +48,8 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
                                  "undefined")
     accepted = sum(s.accepted for s in scans)
     drafted = sum(s.drafted for s in scans)
-    notes = [f"{len(rows)} iteration row(s): accepted {accepted} / draft tokens {drafted} over {steps} "
-             "request-steps (numRequestsWithDraftTokens)"]
+    notes = [*tally.notes, f"{len(rows)} iteration row(s): accepted {accepted} / draft tokens {drafted} over "
+             f"{steps} request-steps (numRequestsWithDraftTokens)"]
     idle = sum(s.without_stats for s in scans)
     if idle:
         notes.append(f"{idle} iteration row(s) without specDecodingStats (no generation request drafted)")

@@ -55,6 +55,7 @@ def import_trtllm_iterations(paths: Sequence[Path], opts: ImportOptions) -> list
         name = opts.dataset or "unknown"
         warnings = [f"imported from TensorRT-LLM iteration rows: totals per iteration, clusters of "
                     f"{ITERATIONS_PER_WINDOW} consecutive iterations (no request is attributed)"]
+        warnings += scan.notes
         if scan.other_ranks:
             warnings.append(f"{scan.other_ranks} row(s) of attention-DP ranks other than 0 left out (copies)")
         out.append(imported_record(window_rows(windows, k, "trtllm-iterations", []), k=k, opts=opts, engine="trtllm",

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.errors import CounterSemanticsError, InputFileError
+from golden_al.formats.logs import LineTally
 
 __all__ = ["SPEC_STATS", "IterationRow", "IterationScan", "rank_of", "read_iteration_file", "read_iteration_source",
            "rows_from_json", "scan_rows"]
@@ -43,6 +44,8 @@ AL = "acceptanceLength"
 ITER = "iter"
 #: the attention-DP rank of a row, as the readers of these logs spell it
 RANK_KEYS: tuple[str, ...] = ("attentionDpRank", "attention_dp_rank", "dpRank")
+#: a row's iteration key, as JSON or a Python literal writes it (a line naming it, or the stats, is a row)
+_ITER_KEY = re.compile(r"""["']iter["']\s*:""")
 #: relative tolerance of the reported acceptanceLength against the counts (it is a double of them)
 _AL_TOL = 1e-6
 
@@ -67,6 +70,7 @@ class IterationScan:
     rows: list[IterationRow] = field(default_factory=list)
     other_ranks: int = 0  #: rows of attention-DP ranks other than 0 (copies of rank 0)
     without_stats: int = 0  #: iteration rows without ``specDecodingStats`` (speculation off, or a context-only step)
+    notes: list[str] = field(default_factory=list)  #: what the reader left out (a cut last line)
 
     @property
     def steps(self) -> int:
@@ -183,34 +187,49 @@ def scan_rows(objects: Iterable[tuple[int, Any]], source: str) -> IterationScan:
     return scan
 
 
-def read_iteration_file(path: str | Path, *, max_bytes: int) -> IterationScan:
-    """The iteration rows of a ``--iteration_log`` file or a log holding such rows (streamed, bounded).
+def read_iteration_file(path: str | Path, *, max_bytes: int, tally: LineTally | None = None) -> IterationScan:
+    """The iteration rows of a ``--iteration_log`` file or a log holding such rows (streamed, bounded), under the
+    one reader policy (:class:`~golden_al.formats.logs.LineTally`): a line naming ``specDecodingStats`` that does
+    not parse is refused unless it is the file's cut last line; a row seen twice is refused.
 
     Raises:
         UnreadableInputError: not a regular file, unreadable, or over ``max_bytes``.
-        InputFileError, CounterSemanticsError: as :func:`scan_rows`.
+        InputFileError, CounterSemanticsError: as :func:`scan_rows`, and the policy's refusals.
     """
     from golden_al import safeio
 
-    p = Path(path)
+    p, stats, tally = Path(path), safeio.LineStats(), tally or LineTally()
+    before = len(tally.notes)
 
     def objects() -> Iterable[tuple[int, Any]]:
-        for number, line in safeio.iter_lines(p, max_bytes=max_bytes, keep=lambda b: b"{" in b):
+        for number, line in safeio.iter_lines(p, max_bytes=max_bytes, stats=stats, keep=lambda b: b"{" in b):
             if SPEC_STATS in line or ITER in line:
-                yield number, _parse_line(line)
+                obj = _parse_line(line)
+                if not isinstance(obj, Mapping) and (SPEC_STATS in line or _ITER_KEY.search(line)):
+                    tally.unread(number, line, "TensorRT-LLM iteration")
+                yield number, obj
+                if isinstance(obj, Mapping):  # after scan_rows read it: an iteration seen twice is named as such
+                    tally.row(p, number, line)
 
-    return scan_rows(objects(), str(p))
+    scan = scan_rows(objects(), str(p))
+    tally.close(p, stats.lines)
+    scan.notes = tally.notes[before:]
+    return scan
 
 
 def rows_from_json(doc: Any, source: str) -> IterationScan:
-    """The rows of a JSON document: ``trtllm-serve`` ``/metrics`` (a list of iteration objects) or one object.
+    """The rows of a JSON document: ``trtllm-serve`` ``/metrics`` (a list of iteration objects) or one object; a
+    row held twice is refused (:class:`~golden_al.formats.logs.LineTally`).
 
     Raises:
-        InputFileError: not a list of objects.
+        InputFileError: not a list of objects, or a row seen twice.
     """
     items: Sequence[Any] = doc if isinstance(doc, list) else [doc]
     if not all(isinstance(i, Mapping) for i in items):
         raise InputFileError(f"{source}: not a list of TensorRT-LLM iteration objects")
+    tally = LineTally()
+    for i, obj in enumerate(items):
+        tally.row(source, i + 1, json.dumps(obj, sort_keys=True, default=str))
     return scan_rows(((i + 1, obj) for i, obj in enumerate(items)), source)
 
 
@@ -218,7 +237,7 @@ def rows_from_json(doc: Any, source: str) -> IterationScan:
 _JSON_LIST = re.compile(rb"\[\s*[{\]]")
 
 
-def read_iteration_source(path: str | Path, *, max_bytes: int) -> IterationScan:
+def read_iteration_source(path: str | Path, *, max_bytes: int, tally: LineTally | None = None) -> IterationScan:
     """The rows of one file, whichever TensorRT-LLM source it is: a saved ``/metrics`` answer (a JSON
     list, read whole under ``max_bytes``) or an iteration log (streamed, :func:`read_iteration_file`).
 
@@ -237,4 +256,4 @@ def read_iteration_source(path: str | Path, *, max_bytes: int) -> IterationScan:
         pass  # the read below names what is wrong with it
     if _JSON_LIST.match(head):
         return rows_from_json(safeio.read_json(p, max_bytes=max_bytes), str(p))
-    return read_iteration_file(p, max_bytes=max_bytes)
+    return read_iteration_file(p, max_bytes=max_bytes, tally=tally)

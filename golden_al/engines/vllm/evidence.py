@@ -29,8 +29,9 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
                              path=name, line=r.line_no)
     accepted = sum(r.accepted_tokens for r in recs)
     drafted = sum(r.drafted_tokens for r in recs)
-    notes = [f"{len(recs)} SpecDecoding line(s): Accepted {accepted} / Drafted {drafted} tokens; "
-             f"request-steps = Drafted / k"]
+    notes = [n for _, scan in logs for n in scan.notes]
+    notes.append(f"{len(recs)} SpecDecoding line(s): Accepted {accepted} / Drafted {drafted} tokens; "
+                 f"request-steps = Drafted / k")
     if drafted % k:
         notes.append(f"Drafted {drafted} is not a multiple of k={k} (grammar-invalidated drafts, or a wrong "
                      "--draft-len)")

@@ -96,12 +96,15 @@ def _window_counts(snapshots: Sequence[Path], k: int | None) -> list[AcceptanceC
     return out
 
 
-def log_windows(path: Path, k: int | None) -> list[AcceptanceCounts]:
-    """The counts of every ``SpecDecoding metrics`` line of a vLLM log (one window each)."""
+def log_windows(path: Path, k: int | None, notes: list[str] | None = None) -> list[AcceptanceCounts]:
+    """The counts of every ``SpecDecoding metrics`` line of a vLLM log (one window each); what the reader left out
+    is added to ``notes``."""
     from golden_al.engines.vllm.logs import VllmSpecDecodingRecord
     from golden_al.formats import logs
 
     scan = logs.scan_log_text(read_capped(path).decode("utf-8", errors="replace"), source=path)
+    if notes is not None:
+        notes += scan.notes
     out = []
     for r in scan.of("vllm"):
         if not isinstance(r, VllmSpecDecodingRecord) or r.drafted_tokens <= 0:
@@ -142,7 +145,7 @@ def import_vllm_bench(paths: Sequence[Path], opts: ImportOptions, *, log: Path |
     warnings = [f"imported from {what}: counts are the server's aggregate spec-decode counters over the run "
                 "(no request is attributed)"]
     if log is not None:
-        windows = log_windows(log, k)
+        windows = log_windows(log, k, warnings)
         source = "vllm-log-intervals"
     elif len(snaps) >= 2:
         windows = _window_counts(snaps, k)
@@ -176,7 +179,9 @@ def import_vllm_log(paths: Sequence[Path], opts: ImportOptions) -> list[Imported
     """Records from vLLM server logs alone (their ``SpecDecoding metrics`` windows)."""
     out = []
     for p in paths:
-        windows = log_windows(p, opts.draft_len)
+        warnings = ["imported from a vLLM server log: aggregate counter intervals only (no request is attributed); "
+                    "per-position counts rest on rates printed to 3 decimals"]
+        windows = log_windows(p, opts.draft_len, warnings)
         if not windows:
             raise InputFileError(f"no '{vllm_engine.PROFILE.log_pattern('spec-head').marker}' line with drafts", path=p,
                                  hint="start vLLM without --disable-log-stats, with speculative decoding")
@@ -185,8 +190,7 @@ def import_vllm_log(paths: Sequence[Path], opts: ImportOptions) -> list[Imported
         out.append(imported_record(window_rows(windows, k, "vllm-log-intervals", []), k=k, opts=opts, engine="vllm",
                            source="vllm-log-intervals", files=[p], model=None, num_requests=0,
                            dataset=dataset_info(name, 0, f"vllm-log:{name}", f"imported vllm-log: {p.name}"),
-                           warnings=["imported from a vLLM server log: aggregate counter intervals only (no request "
-                                     "is attributed); per-position counts rest on rates printed to 3 decimals"]))
+                           warnings=warnings))
     return out
 
 

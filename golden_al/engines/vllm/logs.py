@@ -58,6 +58,8 @@ class VllmSpecDecodingRecord:
     avg_draft_acceptance_rate_pct: float | None = None
     accepted_throughput: float | None = None
     drafted_throughput: float | None = None
+    #: False for a line without every field vLLM prints (cut short): the reader's policy refuses it
+    complete: bool = True
 
     engine: Literal["vllm"] = "vllm"
     kind: Literal["interval"] = "interval"
@@ -104,4 +106,5 @@ def parse_vllm_spec_line(line: str, line_no: int = 0) -> VllmSpecDecodingRecord 
         avg_draft_acceptance_rate_pct=_f(rate.group("v")) if rate else None,
         accepted_throughput=_f(atp.group("v")) if atp else None,
         drafted_throughput=_f(dtp.group("v")) if dtp else None,
+        complete=None not in (mean, pos, rate),
     )
