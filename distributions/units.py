@@ -21,6 +21,7 @@ Nothing else in the code base may re-derive these; import them from here.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -42,6 +43,7 @@ __all__ = [
     "drafts_from_al",
     "format_number",
     "min_variance_unconditional_rates",
+    "per_request_mean_al",
     "pmf_from_unconditional",
     "unconditional_from_pmf",
     "unconditional_to_conditional",
@@ -95,6 +97,14 @@ def al_from_counts(num_accepted_drafts: float, num_verify_steps: float) -> float
             hint="no request reached a decode step with drafts; send more or longer requests",
         )
     return 1.0 + float(num_accepted_drafts) / float(num_verify_steps)
+
+
+def per_request_mean_al(accepted: Sequence[float], steps: Sequence[float]) -> float | None:
+    """The unweighted mean of the requests' own ALs, ``mean(1 + accepted_i / steps_i)`` over the requests
+    with a verify step (None when none has one). :func:`al_from_counts` of the totals weights each request
+    by its steps; this one weights every request alike, as a per-request average of an engine does."""
+    own = [1.0 + float(a) / float(s) for a, s in zip(accepted, steps, strict=True) if float(s) > 0]
+    return sum(own) / len(own) if own else None
 
 
 def acceptance_rate_from_al(al: float, k: int) -> float:

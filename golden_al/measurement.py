@@ -54,6 +54,9 @@ __all__ = [
     "SamplingInfo",
     "ServerInfo",
     "ServerShare",
+    "TimedUnit",
+    "Timing",
+    "TimingGroup",
     "Uncertainty",
     "append_request_result",
     "cell_totals",
@@ -65,6 +68,8 @@ __all__ = [
     "prompt_clusters",
     "read_request_results",
     "request_indices",
+    "request_timing",
+    "timing_block",
     "write_record",
 ]
 
@@ -157,6 +162,69 @@ class ServerInfo(_Strict):
         "absent: the server did not say): golden-al fit writes them into the curve's draft.selectors")
 
 
+class TimingGroup(_Strict):
+    """The units of one cell timed at one batch size (docs/researchers.md, "Step timings")."""
+
+    batch: int = Field(ge=1, description="requests decoding together: a step's rows, or the client's concurrency")
+    units: int = Field(ge=1, description="how many steps (or requests) were timed")
+    steps: int = Field(ge=1, description="decode steps the units cover (a request's: its verify and plain steps)")
+    tokens: int = Field(ge=0, description="tokens those steps emitted")
+    wall_ms: float = Field(ge=0, description="the units' total wall time")
+    step_ms: tuple[float, float, float] = Field(
+        description="per-step wall time, quartiles q1, median, q3 (a request's: its decode time over its steps)")
+    draft_ms: tuple[float, float, float] | None = Field(
+        default=None, description="the draft phase of a step, quartiles (an engine that times it apart)")
+    load1: tuple[float, float] = Field(description="least and most 1-minute load average seen (os.getloadavg)")
+
+
+class Timing(_Strict):
+    """What a measurement timed, grouped by batch size: the input of ``draft-lengths --measured``."""
+
+    source: str = Field(description="reference-steps | llamacpp-timings | vllm-bench-itl | ...")
+    unit: Literal["step", "request"]
+    cpus: int | None = Field(default=None, description="os.cpu_count() where the timings were read")
+    groups: list[TimingGroup]
+
+
+@dataclass(frozen=True)
+class TimedUnit:
+    """One timed step, or one request with the decode steps it took (summed into :class:`Timing`)."""
+
+    batch: int
+    steps: int
+    tokens: int
+    wall_ms: float
+    load1: float
+    draft_ms: float | None = None
+
+
+def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
+    q1, q2, q3 = np.percentile(np.asarray(values, dtype=np.float64), [25, 50, 75])
+    return round(float(q1), 3), round(float(q2), 3), round(float(q3), 3)
+
+
+def timing_block(units: Sequence[TimedUnit], *, source: str, unit: Literal["step", "request"]) -> Timing | None:
+    """The record's :class:`Timing` from its timed units (None when none covers a step)."""
+    by_batch: dict[int, list[TimedUnit]] = {}
+    for u in units:
+        if u.steps > 0:
+            by_batch.setdefault(u.batch, []).append(u)
+    groups = [TimingGroup(
+        batch=b, units=len(us), steps=sum(u.steps for u in us), tokens=sum(u.tokens for u in us),
+        wall_ms=round(sum(u.wall_ms for u in us), 3), step_ms=_quartiles([u.wall_ms / u.steps for u in us]),
+        draft_ms=_quartiles([u.draft_ms / u.steps for u in us]) if all(u.draft_ms is not None for u in us)  # type: ignore[operator]
+        else None, load1=(min(u.load1 for u in us), max(u.load1 for u in us))) for b, us in sorted(by_batch.items())]
+    return Timing(source=source, unit=unit, cpus=os.cpu_count(), groups=groups) if groups else None
+
+
+def request_timing(rows: Sequence[RequestResult], *, batch: int, source: str) -> Timing | None:
+    """:func:`timing_block` of the rows that carry ``decode_ms`` (the first output token comes from the prefill, so
+    the decode steps emit the rest: one step per token not accepted as a draft), None when none does."""
+    return timing_block([TimedUnit(batch=batch, steps=int(r.num_output_tokens - 1 - float(r.num_accepted_drafts)),
+                                   tokens=r.num_output_tokens - 1, wall_ms=r.decode_ms, load1=r.load1 or 0.0)
+                         for r in rows if r.decode_ms is not None], source=source, unit="request")
+
+
 class ServerShare(_Strict):
     """One data-parallel replica's part of a cell measured on several ``--server`` URLs."""
 
@@ -193,6 +261,10 @@ class RequestResult(_Strict):
         "and per_position_accepted are then all zeros, not measured")
     finish_reason: str | None = None
     wall_s: float | None = None
+    decode_ms: float | None = Field(
+        default=None, ge=0, description="the engine's own time from the first output token to the last (llama.cpp "
+        "timings.predicted_ms); its decode steps are num_output_tokens - 1 - num_accepted_drafts")
+    load1: float | None = Field(default=None, ge=0, description="1-minute load average when the answer came")
     text: str | None = None
     turn: int | None = None
     extra: dict[str, Any] | None = None
@@ -295,6 +367,8 @@ class MeasurementRecord(_Strict):
     server: ServerInfo | None = None
     per_server: list[ServerShare] | None = Field(
         default=None, description="sub-counts per data-parallel replica (several --server URLs); totals above")
+    timing: Timing | None = Field(
+        default=None, description="what the measurement timed (steps or requests, by batch size); None: untimed")
     warnings: list[str] = Field(default_factory=list)
     checks: dict[str, int] | None = Field(
         default=None, description="against a server: the guards that passed while this session measured, and how "

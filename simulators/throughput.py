@@ -24,9 +24,10 @@ compares per-request latency percentiles of the engines' two-point
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -37,6 +38,7 @@ __all__ = [
     "CostModel",
     "DraftLengthRow",
     "DraftLengthTable",
+    "StepCost",
     "curve_shape",
     "evaluate_draft_lengths",
     "geometric_with_mean",
@@ -75,32 +77,36 @@ class CostModel:
         if self.verify_ms + self.verify_ms_per_token + self.overhead_ms <= 0:
             raise DistributionError("cost model: a step must take some time (verify_ms, verify_ms_per_token or overhead_ms > 0)")
 
-    def draft_time(self, k: int) -> float:
-        """Draft time (ms) for ``k`` drafted tokens per request."""
-        return k * (self.draft_ms_per_token + self.draft_ms_per_token_per_request * self.batch_size)
+    def step_ms(self, k: int, batch: int | None = None) -> float:
+        """One decode step (ms) at draft length ``k`` (``k = 0``: no speculation) and ``batch`` (default: its own)."""
+        b = self.batch_size if batch is None else batch
+        draft = k * (self.draft_ms_per_token + self.draft_ms_per_token_per_request * b)
+        return self.overhead_ms + draft + self.verify_ms + self.verify_ms_per_token * b * (k + 1)
 
-    def verify_time(self, tokens_per_request: int) -> float:
-        """Target forward time (ms) verifying ``tokens_per_request`` tokens for each request."""
-        return self.verify_ms + self.verify_ms_per_token * self.batch_size * tokens_per_request
+    def log_half_width(self, k: int, batch: int, ref: int | None = None) -> float:
+        """Assumed costs carry no uncertainty: 0 (the :class:`distributions.stepcost.StepCostFit` interface)."""
+        return 0.0
 
-    def step_time(self, k: int) -> float:
-        """One decode step (ms) at draft length ``k`` (``k = 0``: no speculation)."""
-        if k == 0:
-            return self.overhead_ms + self.verify_time(1)
-        return self.overhead_ms + self.draft_time(k) + self.verify_time(k + 1)
+    def describe(self) -> dict[str, Any]:
+        """The terms, as the ``cost_model`` of a draft-length table."""
+        return {**asdict(self), "fixed_ms": self.overhead_ms + self.verify_ms}
 
 
 @dataclass(frozen=True)
 class DraftLengthRow:
-    """One draft length's expected throughput."""
+    """One draft length's throughput at one batch size (``*_ci95``: None where nothing is uncertain)."""
 
-    draft_len: int
+    k: int
     al: float
-    tokens_per_step: float
+    batch_size: int
     step_ms: float
+    tokens_per_s_predicted: float
     tokens_per_s_per_user: float
-    tokens_per_s: float
     speedup: float
+    al_ci95: list[float] | None = None
+    tokens_per_s_predicted_ci95: list[float] | None = None
+    speedup_ci95: list[float] | None = None
+    tokens_per_s_measured: float | None = None
     latency: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -112,20 +118,24 @@ class DraftLengthRow:
 
 @dataclass(frozen=True)
 class DraftLengthTable:
-    """Rows per draft length, the no-speculation baseline and the best draft length."""
+    """Rows per draft length, the no-speculation baseline, the best draft length and those within its interval."""
 
     rows: list[DraftLengthRow]
     baseline: dict[str, float]
-    best_draft_len: int
-    cost_model: CostModel
+    best_k: int
+    overlaps_best: list[int]
+    cost_model: dict[str, Any]
+    source: str = "assumed"
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "rows": [r.to_dict() for r in self.rows],
-            "best_draft_len": self.best_draft_len,
+            "source": self.source,
+            "cost_model": self.cost_model,
+            "best_k": self.best_k,
+            "overlaps_best": list(self.overlaps_best),
+            "draft_lengths": [r.to_dict() for r in self.rows],
             "baseline": self.baseline,
-            "cost_model": asdict(self.cost_model),
             "notes": list(self.notes),
         }
 
@@ -198,17 +208,46 @@ def latency_spread(
     return out
 
 
+class StepCost(Protocol):
+    """What a draft-length table needs of a cost model: :class:`CostModel` (assumed) or a
+    :class:`distributions.stepcost.StepCostFit` (fitted to measured steps)."""
+
+    def step_ms(self, k: int, batch: int) -> float: ...
+
+    def log_half_width(self, k: int, batch: int, ref: int | None = None) -> float: ...
+
+
+def _interval(value: float, al: float, al_ci95: Sequence[float] | None, half_width: float) -> list[float] | None:
+    """``value`` (proportional to AL) with a 95 % interval: AL's and the cost's log half-widths in quadrature."""
+    if al_ci95 is None and half_width == 0:
+        return None
+    lo_al, hi_al = (math.log(al / al_ci95[0]), math.log(al_ci95[1] / al)) if al_ci95 is not None else (0.0, 0.0)
+    return [value * math.exp(-math.hypot(max(lo_al, 0.0), half_width)),
+            value * math.exp(math.hypot(max(hi_al, 0.0), half_width))]
+
+
 def evaluate_draft_lengths(
     curve: Mapping[int, float | AcceptanceDistribution],
-    cost: CostModel | None = None,
+    cost: StepCost | None = None,
     *,
+    batch: int | None = None,
+    al_ci95: Mapping[int, Sequence[float]] | None = None,
+    measured: Mapping[int, float] | None = None,
+    source: str = "assumed",
+    cost_model: dict[str, Any] | None = None,
     output_tokens: int | None = None,
 ) -> DraftLengthTable:
-    """Expected tokens per step, step time, tokens/s, speedup and the best draft length.
+    """Per draft length: step time, tokens/s, speedup over no speculation, with intervals; the best k and the
+    draft lengths whose tokens/s interval overlaps the best one's.
 
     Args:
         curve: per draft length ``k >= 1``, the AL or a full acceptance distribution.
-        cost: the cost model (defaults: :class:`CostModel`).
+        cost: assumed (:class:`CostModel`, the default) or fitted step costs.
+        batch: requests decoding together (default: the cost model's ``batch_size``).
+        al_ci95: per k, AL's 95 % interval; carried into tokens/s and speedup with the cost's.
+        measured: per k, the measured tokens/s at ``batch`` (``tokens_per_s_measured``).
+        source: ``assumed`` or ``measured`` (the table says which).
+        cost_model: the ``cost_model`` the table shows (default: ``cost.describe()``).
         output_tokens: when given, each row also carries :func:`latency_spread` for
             requests of that many output tokens (shaped: the distribution given, else
             :func:`curve_shape` of the curve).
@@ -216,44 +255,32 @@ def evaluate_draft_lengths(
     if not curve:
         raise DistributionError("the curve is empty; give AL for at least one draft length")
     cost = cost or CostModel()
-    base_step = cost.step_time(0)
-    baseline = {
-        "draft_len": 0,
-        "tokens_per_step": 1.0,
-        "step_ms": base_step,
-        "tokens_per_s_per_user": 1000.0 / base_step,
-        "tokens_per_s": 1000.0 * cost.batch_size / base_step,
-        "speedup": 1.0,
-    }
+    b = int(batch if batch is not None else getattr(cost, "batch_size", 1))
+    base_step = cost.step_ms(0, b)
+    baseline = {"k": 0, "step_ms": base_step, "tokens_per_s_per_user": 1000.0 / base_step,
+                "tokens_per_s_predicted": 1000.0 * b / base_step, "speedup": 1.0}
     plain_curve = {int(k): _al_of(v, int(k)) for k, v in curve.items()}
     rows: list[DraftLengthRow] = []
-    notes: list[str] = []
     for k in sorted(plain_curve):
         units.check_draft_len(k)
-        al = plain_curve[k]
-        step = cost.step_time(k)
+        al, ci = plain_curve[k], (al_ci95 or {}).get(k)
+        step = cost.step_ms(k, b)
         latency = None
         if output_tokens is not None:
             given = curve[k]
-            if isinstance(given, AcceptanceDistribution):
-                shaped, how = given, "given"
-            else:
-                shaped, how = curve_shape(plain_curve, k)
-            latency = latency_spread(al, k, shaped, output_tokens, step)
-            latency["shape"] = how
-        rows.append(
-            DraftLengthRow(
-                draft_len=k,
-                al=al,
-                tokens_per_step=al,
-                step_ms=step,
-                tokens_per_s_per_user=1000.0 * al / step,
-                tokens_per_s=1000.0 * al * cost.batch_size / step,
-                speedup=al * base_step / step,
-                latency=latency,
-            )
-        )
-    best = max(rows, key=lambda r: (r.speedup, -r.draft_len))
-    if best.speedup < 1.0:
-        notes.append("no draft length beats plain decoding under this cost model")
-    return DraftLengthTable(rows=rows, baseline=baseline, best_draft_len=best.draft_len, cost_model=cost, notes=notes)
+            shaped, how = (given, "given") if isinstance(given, AcceptanceDistribution) else curve_shape(plain_curve, k)
+            latency = {**latency_spread(al, k, shaped, output_tokens, step), "shape": how}
+        tps = 1000.0 * al * b / step
+        rows.append(DraftLengthRow(
+            k=k, al=al, batch_size=b, step_ms=step, tokens_per_s_predicted=tps, tokens_per_s_per_user=tps / b,
+            speedup=al * base_step / step, al_ci95=None if ci is None else [float(ci[0]), float(ci[1])],
+            tokens_per_s_predicted_ci95=_interval(tps, al, ci, cost.log_half_width(k, b)),
+            speedup_ci95=_interval(al * base_step / step, al, ci, cost.log_half_width(k, b, ref=0)),
+            tokens_per_s_measured=(measured or {}).get(k), latency=latency))
+    best = max(rows, key=lambda r: (r.tokens_per_s_predicted, -r.k))
+    low = (best.tokens_per_s_predicted_ci95 or [best.tokens_per_s_predicted])[0]
+    overlaps = [r.k for r in rows if (r.tokens_per_s_predicted_ci95 or [0, r.tokens_per_s_predicted])[1] >= low]
+    notes = ["no draft length beats plain decoding under this cost model"] if best.speedup < 1.0 else []
+    return DraftLengthTable(rows=rows, baseline=baseline, best_k=best.k, overlaps_best=overlaps,
+                            cost_model=cost_model if cost_model is not None else cost.describe(),  # type: ignore[attr-defined]
+                            source=source, notes=notes)

@@ -25,7 +25,7 @@ if $GA check "$HERE/recipes/stale/agentic/qwen-coder-sglang-stale.yaml" > "$HERE
     echo "expected the stale recipe to fail" >&2; exit 1
 fi
 cat "$HERE/check-stale.txt"
-# 5. the report: AL against k with CIs, per-position acceptance, histograms vs engine samplers, throughput
+# 5. the report: AL against k with CIs, per-position acceptance, histograms vs engine samplers, per-cell acceptance
 $GA report "$RECORDS" --out "$HERE/report" --title "Qwen2.5-Coder-1.5B/0.5B golden curve (HumanEval)"
 mkdir -p "$HERE/comparison"
 # 6. for comparison only (not committed): the same pair on the MT-Bench coding questions

@@ -1,10 +1,12 @@
-"""``golden-al draft-lengths``: throughput, speedup and latency against draft length for a curve.
+"""``golden-al draft-lengths``: throughput, speedup and latency against draft length.
 
-Takes AL per draft length (``--curve 1=1.83,2=2.43,...`` or ``--curve-file``) and a
-cost model (every term an option), and prints per k the expected tokens per step,
-step time, tokens/s per user, speedup over no speculation and the best k; with
-``--output-tokens`` also the per-request latency percentiles under the engines'
-two-point schedule against a measured-shaped distribution with the same mean.
+With ``--measured RUN...`` the step costs are fitted to the timed steps of measurement runs of several
+k (:mod:`golden_al.reporting.draft_lengths`): per k the measured and predicted tokens/s, the speedup
+over no speculation with intervals carrying both AL's and the fit's, the best k, every k whose interval
+overlaps it, and the error of the fit made without each k. With ``--curve``/``--curve-file`` the costs
+are assumed (every term an option) and the output says so (``"source": "assumed"``). With
+``--output-tokens`` also the per-request latency percentiles under the engines' two-point schedule
+against a measured-shaped distribution with the same mean.
 """
 
 from __future__ import annotations
@@ -22,13 +24,18 @@ from golden_al.errors import SchemaError, UsageError
 __all__ = ["EXAMPLES", "add_arguments", "parse_curve", "read_curve_file", "run"]
 
 DESCRIPTION = (
-    "Model throughput and speedup against draft length for an AL curve: tokens per step, step "
-    "time, tokens/s per user, speedup over no speculation, the best draft length, and the latency "
-    "spread of the engines' two-point schedule against a measured-shaped distribution."
+    "Throughput and speedup against draft length: from timed measurement runs (--measured: the step "
+    "costs fitted, measured and predicted tokens/s with intervals, the best k and its neighbours within "
+    "the interval, held-out error), or from an AL curve under assumed step costs; with --output-tokens "
+    "also the latency spread of the engines' two-point schedule against a measured-shaped distribution."
 )
 
 EXAMPLES = """\
-cost model (milliseconds; illustrative defaults, override every term):
+measured (the costs fitted to the runs' timed steps; docs/researchers.md):
+  golden-al measure --target T --draft D --mode live --draft-lens 1-4 --out run/
+  golden-al draft-lengths --measured run/ --format json
+
+assumed cost model (milliseconds; illustrative defaults, override every term):
   step(k) = overhead + k * (draft-cost + draft-cost-per-request * B) + verify-cost + verify-cost-per-token * B * (k+1)
   step(0) = overhead + verify-cost + verify-cost-per-token * B          (no speculation, 1 token per step)
 
@@ -46,6 +53,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``golden-al draft-lengths``."""
     src = parser.add_mutually_exclusive_group(required=True)
     src.add_argument("--curve", metavar="K=AL,...", help="AL per draft length, e.g. 1=1.83,2=2.43,3=2.88")
+    src.add_argument("--measured", nargs="+", metavar="RUN",
+                     help="measurement records (or directories of them, e.g. a measure --draft-lens 1-8 --mode live "
+                     "run) of several k with their timing blocks: fit the step costs to the timed steps")
     src.add_argument("--curve-file", metavar="FILE",
                      help="a file of K=AL lines, a YAML mapping {K: AL}, a golden-al curve YAML, or an "
                      "InferenceX golden YAML (model -> thinking_on/thinking_off -> K -> AL); pick with "
@@ -228,26 +238,51 @@ def _cost_model(args: argparse.Namespace) -> Any:
     return CostModel(**{k: v for k, v in fields.items() if v is not None})
 
 
+_COST_FLAGS = (("--draft-cost", "draft_cost"), ("--draft-cost-per-request", "draft_cost_per_request"),
+               ("--verify-cost", "verify_cost"), ("--verify-cost-per-token", "verify_cost_per_token"),
+               ("--overhead", "overhead"))
+
+
+def _measured(args: argparse.Namespace) -> dict[str, Any]:
+    from golden_al.reporting.draft_lengths import measured_table
+
+    given = [flag for flag, name in _COST_FLAGS if getattr(args, name) is not None]
+    if given:
+        raise UsageError(f"{given[0]} sets an assumed cost; --measured fits the costs to the runs' timed steps",
+                         hint="drop the cost options, or --measured")
+    if args.model is not None or args.thinking is not None:
+        raise UsageError("--model and --thinking apply only to --curve-file")
+    if args.batch is not None and args.batch < 1:
+        raise UsageError(f"--batch must be an integer >= 1, got {args.batch}")
+    out = measured_table(args.measured, batch=args.batch, output_tokens=args.output_tokens)
+    return {**out, "note": f"step costs fitted to the timed steps of {len(out['runs'])} record(s)"}
+
+
 def _table(args: argparse.Namespace) -> dict[str, Any]:
     from distributions import DistributionError, units
+    from golden_al.reporting.draft_lengths import ASSUMED_NOTE
     from simulators.throughput import evaluate_draft_lengths
 
-    if args.curve_file is None and (args.model is not None or args.thinking is not None):
-        raise UsageError("--model and --thinking apply only to --curve-file")
-    if args.curve is not None:
-        curve, source = parse_curve(args.curve), "--curve"
-    else:
-        curve = read_curve_file(args.curve_file, model=args.model, thinking=args.thinking)
-        source = str(args.curve_file)
-    for k, al in sorted(curve.items()):
-        try:
-            units.check_al(al, k)
-        except DistributionError as err:
-            raise UsageError(f"{source}: draft length {k}: {err}") from None
     if args.output_tokens is not None and not (1 <= args.output_tokens <= 100_000):
         raise UsageError(f"--output-tokens must be in [1, 100000], got {args.output_tokens}")
-    table = evaluate_draft_lengths(curve, _cost_model(args), output_tokens=args.output_tokens)
-    out = table.to_dict()
+    if args.measured is not None:
+        out = _measured(args)
+    else:
+        if args.curve_file is None and (args.model is not None or args.thinking is not None):
+            raise UsageError("--model and --thinking apply only to --curve-file")
+        if args.curve is not None:
+            curve, source = parse_curve(args.curve), "--curve"
+        else:
+            curve = read_curve_file(args.curve_file, model=args.model, thinking=args.thinking)
+            source = str(args.curve_file)
+        for k, al in sorted(curve.items()):
+            try:
+                units.check_al(al, k)
+            except DistributionError as err:
+                raise UsageError(f"{source}: draft length {k}: {err}") from None
+        out = {**evaluate_draft_lengths(curve, _cost_model(args), output_tokens=args.output_tokens).to_dict(),
+               "note": ASSUMED_NOTE}
+    curve = {r["k"]: r["al"] for r in out["draft_lengths"]}
     out["curve"] = {str(k): v for k, v in sorted(curve.items())}
     falls = falling_points(curve)
     out["warnings"] = [
@@ -264,36 +299,64 @@ def falling_points(curve: dict[int, float]) -> list[tuple[int, int]]:
     return [(a, b) for a, b in itertools.pairwise(ks) if curve[b] < curve[a]]
 
 
+def _ci(ci: list[float] | None, fmt: str) -> str:
+    return "" if ci is None else f" [{ci[0]:{fmt}}, {ci[1]:{fmt}}]"
+
+
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:+.1f}%"
+
+
+def _cost_text(t: dict[str, Any]) -> list[str]:
+    cm, b = t["cost_model"], t["baseline"]
+    head = [f"no speculation: {b['step_ms']:.2f} ms/step, {b['tokens_per_s_predicted']:.1f} tokens/s"]
+    if t["source"] == "assumed":
+        return [f"source: assumed: {t['note']}",
+                f"cost model: draft {cm['draft_ms_per_token']:g} ms/token (+{cm['draft_ms_per_token_per_request']:g} "
+                f"per request), verify {cm['verify_ms']:g} ms + {cm['verify_ms_per_token']:g} ms/token, "
+                f"overhead {cm['overhead_ms']:g} ms, batch {cm['batch_size']}", *head]
+    terms = [f"{name} {v['value']:.3g}{_ci(v['ci95'], '.3g')}" if v else f"{name} not identified"
+             for name, v in cm["terms"].items()]
+    load = cm["load1"]
+    return [f"source: measured: {t['note']}",
+            f"cost model ({cm['formula']}):", "  " + "; ".join(terms),
+            f"fitted to {cm['steps']} timed units in {cm['cells']} (k, batch) cells, {', '.join(cm['timing_source'])}"
+            + (f", 1-minute load {load[0]:g}-{load[1]:g} on {cm['cpus']} cpus" if load else ""),
+            *[f"note: {n}" for n in cm["notes"]], *head]
+
+
+def _row_text(r: dict[str, Any], measured: bool) -> str:
+    al = f"{r['al']:.3f}{_ci(r['al_ci95'], '.3f')}"
+    if not measured:
+        return (f"  {r['k']:>2}  {al:>22}  {r['step_ms']:>8.2f}  {r['tokens_per_s_per_user']:>10.1f}  "
+                f"{r['tokens_per_s_predicted']:>9.1f}  {r['speedup']:>6.3f}x")
+    meas = "-" if r["tokens_per_s_measured"] is None else f"{r['tokens_per_s_measured']:.2f}"
+    pred = f"{r['tokens_per_s_predicted']:.2f}{_ci(r['tokens_per_s_predicted_ci95'], '.2f')}"
+    return (f"  {r['k']:>2}  {al:>22}  {r['step_ms']:>8.2f}  {meas:>9}  {pred:>24}  {_pct(r['prediction_error']):>7}  "
+            f"{_pct(r['held_out_error']):>8}  {r['speedup']:.3f}x{_ci(r['speedup_ci95'], '.3f')}")
+
+
 def _text(t: dict[str, Any]) -> str:
-    cm = t["cost_model"]
-    b = t["baseline"]
-    lines = [
-        f"cost model: draft {cm['draft_ms_per_token']:g} ms/token (+{cm['draft_ms_per_token_per_request']:g} "
-        f"per request), verify {cm['verify_ms']:g} ms + {cm['verify_ms_per_token']:g} ms/token, "
-        f"overhead {cm['overhead_ms']:g} ms, batch {cm['batch_size']}",
-        f"no speculation: 1 token/step, {b['step_ms']:.2f} ms/step, {b['tokens_per_s_per_user']:.1f} tokens/s per user",
-        "",
-        f"  {'k':>2}  {'AL':>6}  {'step ms':>8}  {'tok/s/user':>10}  {'tok/s':>9}  {'speedup':>7}",
-    ]
-    best = t["best_draft_len"]
-    for r in t["rows"]:
-        mark = "  <- best" if r["draft_len"] == best else ""
-        lines.append(
-            f"  {r['draft_len']:>2}  {r['al']:>6.3f}  {r['step_ms']:>8.2f}  {r['tokens_per_s_per_user']:>10.1f}  "
-            f"{r['tokens_per_s']:>9.1f}  {r['speedup']:>6.3f}x{mark}"
-        )
-    if t["rows"] and "latency" in t["rows"][0]:
-        n = t["rows"][0]["latency"]["output_tokens"]
+    """The table in words: the source of the costs, the terms, one line per k, the best k."""
+    rows, measured = t["draft_lengths"], t["source"] == "measured"
+    head = (f"{'measured':>9}  {'tok/s [95% CI]':>24}  {'error':>7}  {'held out':>8}  speedup [95% CI]" if measured
+            else f"{'tok/s/user':>10}  {'tok/s':>9}  {'speedup':>7}")
+    lines = [*_cost_text(t), "", f"  {'k':>2}  {'AL [95% CI]':>22}  {'step ms':>8}  {head}"]
+    lines += [_row_text(r, measured) + ("  <- best" if r["k"] == t["best_k"] else "") for r in rows]
+    if rows and "latency" in rows[0]:
+        n = rows[0]["latency"]["output_tokens"]
         lines += ["", f"latency of a {n}-token request in verify steps (P50/P90/P99), same mean AL:",
                   f"  {'k':>2}  {'two-point (engines)':>22}  {'measured-shaped':>20}  shape"]
-        for r in t["rows"]:
+        for r in rows:
             lat = r["latency"]
             tp, sh = lat["two_point"]["steps"], lat["shaped"]["steps"]
             lines.append(
-                f"  {r['draft_len']:>2}  {tp['p50']:>6.0f} {tp['p90']:>6.0f} {tp['p99']:>6.0f}    "
+                f"  {r['k']:>2}  {tp['p50']:>6.0f} {tp['p90']:>6.0f} {tp['p99']:>6.0f}    "
                 f"  {sh['p50']:>6.0f} {sh['p90']:>6.0f} {sh['p99']:>6.0f}  {lat['shape']}"
             )
-    lines += ["", f"best draft length: {best}"]
+    others = [k for k in t["overlaps_best"] if k != t["best_k"]]
+    lines += ["", f"best draft length: {t['best_k']}" + (
+        f" (within its interval: {', '.join(map(str, others))})" if others else "")]
     lines += [f"note: {n}" for n in t["notes"]]
     lines += [f"warning: {w}" for w in t.get("warnings", [])]
     return "\n".join(lines)

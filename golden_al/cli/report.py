@@ -3,8 +3,9 @@
 Plots: AL against k with 95% CI bands per thinking mode (``al_vs_k``); per-position
 acceptance, unconditional and conditional (``per_position``); measured per-step
 histograms against what each engine's sampler injects for the same mean
-(``histograms_<model>_<mode>``, records or curves with a ``.fit.json`` sidecar only);
-modelled throughput and speedup against k (``throughput``). Records are fitted in memory
+(``histograms_<model>_<mode>``, records or curves with a ``.fit.json`` sidecar only); per cell the
+token-weighted and per-request mean AL, the histogram and the per-position acceptance rates
+(``acceptance``, saying which sources cannot give them). Records are fitted in memory
 exactly as ``golden-al fit`` would (same refusals). Needs matplotlib (the ``plot`` extra).
 """
 
@@ -12,21 +13,18 @@ from __future__ import annotations
 
 import argparse
 
-from golden_al.cli._common import parse_int_list
-from golden_al.errors import UsageError
-
 DESCRIPTION = (
     "Write report.md and PNG plots, each beside its JSON data: AL against k with 95% CI bands per "
     "thinking mode; per-position acceptance (unconditional and conditional); measured per-step "
-    "histograms against what each engine's sampler injects for the same mean; modelled throughput "
-    "and speedup against k. Records are fitted in memory as 'golden-al fit' would. Needs matplotlib."
+    "histograms against what each engine's sampler injects for the same mean; per cell the token-weighted "
+    "and per-request mean AL, the histogram and per-position acceptance rates. Records are fitted in memory "
+    "as 'golden-al fit' would. Needs matplotlib."
 )
 
 EXAMPLES = """\
 examples:
   golden-al report experiments/qwen-coder-curve/ --out report/
   golden-al report golden_al/golden/curves/qwen3.5_mtp.yaml golden_al/golden/curves/dsv4_mtp.yaml --out cmp/
-  golden-al report curve.yaml --out report/ --batch-sizes 1,8,64 --draft-cost 1.5
 """
 
 
@@ -37,15 +35,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         "(our schema or InferenceX's), or directories of curves")
     parser.add_argument("--out", required=True, metavar="DIR", help="directory for report.md, *.png and *.json")
     parser.add_argument("--title", default="golden-al report", help="the report's title")
-    parser.add_argument("--batch-sizes", default="1,64", metavar="B,...",
-                        help="batch sizes of the modelled throughput plot (default: 1,64)")
-    parser.add_argument("--draft-cost", type=float, default=None, metavar="MS",
-                        help="cost model: draft time per drafted token (default: simulators.throughput.CostModel)")
-    parser.add_argument("--verify-cost", type=float, default=None, metavar="MS",
-                        help="cost model: fixed part of a verify forward")
-    parser.add_argument("--verify-cost-per-token", type=float, default=None, metavar="MS",
-                        help="cost model: marginal time per verified token")
-    parser.add_argument("--overhead", type=float, default=None, metavar="MS", help="cost model: per-step overhead")
 
 
 def needs(_args: argparse.Namespace) -> list[tuple[str, str]]:
@@ -59,18 +48,11 @@ def run(args: argparse.Namespace) -> int:
     from golden_al.provenance import collect
     from golden_al.reporting import load_sources, write_report
 
-    batches = parse_int_list(args.batch_sizes, name="--batch-sizes")
-    if any(b < 1 for b in batches):
-        raise UsageError(f"--batch-sizes must be >= 1, got {args.batch_sizes!r}")
-    overrides = {name: value for name, value in (
-        ("draft_ms_per_token", args.draft_cost), ("verify_ms", args.verify_cost),
-        ("verify_ms_per_token", args.verify_cost_per_token), ("overhead_ms", args.overhead)) if value is not None}
     started = collect()["started"]
     with progress("reading inputs and drawing plots", total=2) as tick:
         series, inputs = load_sources(args.inputs)
         tick()
-        result = write_report(series, inputs, args.out, batch_sizes=batches, cost_overrides=overrides or None,
-                              title=args.title, provenance=collect(started=started))
+        result = write_report(series, inputs, args.out, title=args.title, provenance=collect(started=started))
         tick()
     pngs = sum(1 for f in result.files if f.suffix == ".png")
     print(f"wrote {result.report} and {pngs} plot(s) with their JSON data ({len(series)} series from "

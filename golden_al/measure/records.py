@@ -30,6 +30,7 @@ from golden_al.measurement import (
     RequestResult,
     SamplingInfo,
     ServerInfo,
+    Timing,
     Uncertainty,
     append_request_result,
     cell_totals,
@@ -167,13 +168,15 @@ def build_record(
     unit: str | None = None,
     num_requests: int | None = None,
     what: str = "",
+    timing: Timing | None = None,
 ) -> MeasurementRecord:
     """The record of one cell from its per-request results (AL and its 95% interval over clusters): the
     one builder of the reference engine, servers, imports and derivations.
 
     ``totals``: the cell's totals when the caller needed them first (else computed here, ``what``
     naming the cell in the error); ``unit``: what one cluster is, when the lines' own form does not
-    say it (an imported window); ``num_requests``: the run's requests, when the lines do not list them.
+    say it (an imported window); ``num_requests``: the run's requests, when the lines do not list them;
+    ``timing``: what the run timed (:class:`~golden_al.measurement.Timing`).
     A line that holds totals only (``histogram_known`` false) makes the record's histogram unknown: it
     is written as zeros, never as a partial sum.
 
@@ -213,4 +216,5 @@ def build_record(
         warnings=notes,
         provenance=provenance,
         server=server,
+        timing=timing,
     )

@@ -16,6 +16,7 @@ through a callback, never prints.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -463,7 +464,7 @@ def run_measurement(
     """
     from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams, make_generator
     from golden_al.measure.records import RequestLog, build_record, request_result
-    from golden_al.measurement import BlockDraftInfo, SamplingInfo, write_record
+    from golden_al.measurement import BlockDraftInfo, SamplingInfo, TimedUnit, timing_block, write_record
     from golden_al.provenance import collect, now_iso
 
     started = now_iso()
@@ -500,10 +501,14 @@ def run_measurement(
                                  prefill_emits_token=settings.prefill_emits_token)
 
         def live(todo: list[int], k: int) -> Any:
+            def on_step(rows: int, emitted: int, wall_s: float, draft_s: float) -> None:
+                steps[k].append(TimedUnit(batch=rows, steps=1, tokens=emitted, wall_ms=wall_s * 1e3,
+                                          draft_ms=draft_s * 1e3, load1=round(os.getloadavg()[0], 2)))
+
             return engine.iter_generate([prompts[i].token_ids for i in todo], draft_len=k, sampling=sampling,
                                         generator=make_generator(settings.seed, engine.device),
                                         batch_size=settings.batch_size, indices=todo, progress=tokens,
-                                        shared_prefix=shared)
+                                        shared_prefix=shared, on_step=on_step)
 
     def base(index: int, k: int) -> dict[str, Any]:
         p = prompts[index]
@@ -511,6 +516,7 @@ def run_measurement(
                 "num_prompt_tokens": p.num_tokens}
 
     wall: dict[int, float] = {}
+    steps: dict[int, list[TimedUnit]] = {k: [] for k in ks}  # the live steps this session timed, per k
     trajectory_mismatch: list[int] = []
     M = settings.max_tokens
 
@@ -633,6 +639,7 @@ def run_measurement(
             thinking=settings.thinking, chat_template_kwargs=inputs.chat_template_kwargs, sampling=sampling_info,
             dataset=inputs.dataset, al_source=al_source, provenance=prov, seed=settings.seed, warnings=warnings,
             block_draft=None if block_cfg is None else BlockDraftInfo(**block_cfg.summary(), verify_block=k + 1),
+            timing=timing_block(steps[k], source="reference-steps", unit="step"),
         )
         write_record(record, dirs[k])
         records.append(record)

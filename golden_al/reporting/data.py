@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -23,19 +23,19 @@ from distributions import AcceptanceDistribution, units
 from distributions.errors import DistributionError
 from distributions.fit import FitResult, fit_profile
 from golden_al.golden.schema import GoldenCurve
+from golden_al.measurement import prompt_clusters
 
 __all__ = [
-    "DEFAULT_BATCH_SIZES",
     "SAMPLERS",
     "PointView",
     "Series",
+    "acceptance_data",
     "al_vs_k_data",
     "histogram_data",
     "per_position_data",
     "series_from_curve",
     "series_from_fit",
     "slug",
-    "throughput_data",
 ]
 
 #: (engine, method, options, label) of every sampler the histogram plot compares.
@@ -46,8 +46,6 @@ SAMPLERS: tuple[tuple[str, str, dict[str, Any], str], ...] = (
     ("trtllm", "force", {}, "TRT-LLM force (one-model)"),
     ("atom", "synthetic", {}, "ATOM synthetic"),
 )
-#: Batch sizes of the modelled throughput plot.
-DEFAULT_BATCH_SIZES: tuple[int, ...] = (1, 64)
 
 
 def slug(text: str) -> str:
@@ -80,6 +78,10 @@ class Series:
     steps: dict[int, float] = field(default_factory=dict)
     per_position_accepted: dict[int, list[float]] = field(default_factory=dict)
     flags: list[dict[str, Any]] = field(default_factory=list)
+    per_request: dict[int, list[tuple[float, float]]] = field(default_factory=dict)
+    """Per k, each request's (accepted drafts, verify steps): a prompt's turns and repeats summed."""
+    missing: dict[str, str] = field(default_factory=dict)
+    """Why a quantity is absent: ``histogram`` (and the per-position rates), ``al_per_request_mean``."""
 
     @property
     def curve(self) -> dict[int, float]:
@@ -136,7 +138,16 @@ def series_from_fit(fit: Any, source: str, *, label_suffix: str = "") -> list[Se
             flags=_flag_dicts(mf.fit),
         )
         for k, cell in mf.cells.items():
+            rows = [lr.requests() for lr in cell.records]
+            clusters = prompt_clusters([q for r in rows for q in r or ()], k) if all(rows) else None
+            if clusters is not None:
+                s.per_request[k] = list(clusters.values())
+            else:
+                s.missing["al_per_request_mean"] = (
+                    "a record without its requests.jsonl" if not all(rows) else
+                    "the lines are counter windows, not requests: the source attributes no count to a request")
             if not cell.histogram_known:  # an imported aggregate: totals only, no pmf to draw
+                s.missing["histogram"] = "the source reports totals only (histogram_known: false)"
                 continue
             s.histograms[k] = [float(x) for x in cell.histogram]
             s.steps[k] = float(cell.num_verify_steps)
@@ -160,7 +171,8 @@ def series_from_curve(curve: GoldenCurve, source: str, sidecar: dict[str, Any] |
         # the sidecar's flags come from the count-weighted fit; without one, the profile's own
         s = Series(label=f"{curve.model} ({curve.draft.method}) {mode}", model=curve.model,
                    method=curve.draft.method, mode=mode, source=source, points=points, profile=profile,
-                   flags=side["flags"] if "flags" in side else _flag_dicts(profile))
+                   flags=side["flags"] if "flags" in side else _flag_dicts(profile),
+                   missing={"al_per_request_mean": "a golden curve holds no per-request rows"})
         for k, p in blk.points.items():
             sp = side_points.get(str(k), {})
             if sp.get("histogram"):
@@ -170,6 +182,8 @@ def series_from_curve(curve: GoldenCurve, source: str, sidecar: dict[str, Any] |
             if steps and pos:
                 s.steps[k] = float(steps)
                 s.per_position_accepted[k] = [float(x) for x in pos]
+        if not s.histograms:
+            s.missing["histogram"] = "the curve has no .fit.json sidecar with the measured histograms"
         out.append(s)
     return out
 
@@ -242,28 +256,29 @@ def histogram_data(s: Series) -> dict[str, Any]:
             "note": "each sampler is injected with the measured mean AL of that k", "panels": panels}
 
 
-def throughput_data(series: Sequence[Series], batch_sizes: Iterable[int] = DEFAULT_BATCH_SIZES,
-                    cost_overrides: dict[str, float] | None = None) -> dict[str, Any]:
-    """Modelled tokens/s per user and speedup against k (:func:`simulators.throughput.evaluate_draft_lengths`)."""
-    from dataclasses import asdict
-
-    from simulators.throughput import CostModel, evaluate_draft_lengths
-
-    rows = []
-    models = []
-    for b in batch_sizes:
-        cost = CostModel(batch_size=int(b), **(cost_overrides or {}))
-        models.append(asdict(cost))
-        for s in series:
-            table = evaluate_draft_lengths(s.curve, cost)
-            rows.append({"label": s.label, "thinking": s.mode, "batch_size": int(b), **table.to_dict()})
-    return {"plot": "throughput", "x": "draft length k",
-            "y": "tokens/s per user (left) and speedup over no speculation (right)",
-            "cost_models": models,
-            "cost_formula": "step(k) = overhead + k*(draft_ms_per_token + draft_ms_per_token_per_request*B) "
-                            "+ verify_ms + verify_ms_per_token*B*(k+1); step(0) = overhead + verify_ms + "
-                            "verify_ms_per_token*B (milliseconds, simulators.throughput.CostModel)",
-            "series": rows}
+def acceptance_data(series: Sequence[Series]) -> dict[str, Any]:
+    """Per cell (series and k): the token-weighted AL, the per-request mean AL, the histogram of accepted drafts
+    (steps accepting 0..k) and the per-position acceptance rates (accepted at position j / verify steps), each
+    None where the source cannot give it, with the reason in ``unavailable``."""
+    cells = []
+    for s in series:
+        for k, p in sorted(s.points.items()):
+            reqs = s.per_request.get(k)
+            steps, hist, pos = s.steps.get(k), s.histograms.get(k), s.per_position_accepted.get(k)
+            cell = {
+                "label": s.label, "model": s.model, "method": s.method, "thinking": s.mode, "source": s.source, "k": k,
+                "al": p.al if p.al_exact is None else p.al_exact,
+                "al_per_request_mean": units.per_request_mean_al(*zip(*reqs, strict=True)) if reqs else None,
+                "request_als": [1.0 + a / n for a, n in reqs if n > 0] if reqs else None,
+                "histogram": hist, "per_position_acceptance": [x / steps for x in pos] if pos and steps else None}
+            cell["unavailable"] = {name: s.missing.get(why, "not measured at this k") for name, why in (
+                ("al_per_request_mean", "al_per_request_mean"), ("histogram", "histogram"),
+                ("per_position_acceptance", "histogram")) if cell[name] is None}
+            cells.append(cell)
+    return {"plot": "acceptance", "x": "draft length k",
+            "y": "AL weighted by verify steps (al) and the mean of the requests' own ALs (al_per_request_mean); "
+                 "per-position acceptance rate = steps accepting position j / verify steps",
+            "cells": cells}
 
 
 def load_sidecar(path: Path) -> dict[str, Any] | None:

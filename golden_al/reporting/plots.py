@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-__all__ = ["plot_al_vs_k", "plot_histograms", "plot_per_position", "plot_throughput"]
+__all__ = ["plot_acceptance", "plot_al_vs_k", "plot_histograms", "plot_per_position"]
 
 _DPI = 110
 
@@ -153,36 +153,38 @@ def plot_histograms(data: dict[str, Any], path: Path) -> Path:
     return _save(fig, path)
 
 
-def plot_throughput(data: dict[str, Any], path: Path) -> Path:
-    """Modelled tokens/s per user and speedup against k, per series and batch size; best k starred."""
+def plot_acceptance(data: dict[str, Any], path: Path) -> Path:
+    """Left: the token-weighted AL and the per-request mean AL against k, each request's own AL as a dot.
+    Right: the per-position acceptance rate of every cell, one line per k."""
+    cells = data["cells"]
+    labels = list(dict.fromkeys(c["label"] for c in cells))
+    colors = dict(zip(labels, _colors(len(labels)), strict=True))
     fig = _figure(2)
-    ax_t, ax_s = fig.subplots(1, 2)
-    rows = data["series"]
-    colors = dict(zip(sorted({r["label"] for r in rows}), _colors(len(rows)), strict=False))
-    styles = ["-", "--", ":", "-."]
-    batches = sorted({r["batch_size"] for r in rows})
-    for r in rows:
-        ks = [row["draft_len"] for row in r["rows"]]
-        tps = [row["tokens_per_s_per_user"] for row in r["rows"]]
-        spd = [row["speedup"] for row in r["rows"]]
-        style = styles[batches.index(r["batch_size"]) % len(styles)]
-        label = f"{r['label']}, batch {r['batch_size']}"
-        ax_t.plot([0, *ks], [r["baseline"]["tokens_per_s_per_user"], *tps], style, marker="o", ms=3,
-                  color=colors[r["label"]], label=label)
-        ax_s.plot(ks, spd, style, marker="o", ms=3, color=colors[r["label"]], label=label)
-        best = r["best_draft_len"]
-        ax_s.plot([best], [spd[ks.index(best)]], "*", ms=12, color=colors[r["label"]])
-    ax_s.axhline(1.0, color="gray", lw=1)
-    ax_t.set_title("Modelled decode throughput per user")
-    ax_t.set_xlabel("draft length k (0 = no speculation)")
-    ax_t.set_ylabel("tokens/s per user")
-    ax_s.set_title("Modelled speedup over no speculation (star: best k)")
-    ax_s.set_xlabel("draft length k")
-    ax_s.set_ylabel("speedup (x)")
-    for ax in (ax_t, ax_s):
+    ax_a, ax_p = fig.subplots(1, 2)
+    for label in labels:
+        mine = [c for c in cells if c["label"] == label]
+        color = colors[label]
+        ax_a.plot([c["k"] for c in mine], [c["al"] for c in mine], "-o", color=color, ms=4,
+                  label=f"{label}: weighted by steps")
+        means = [c for c in mine if c["al_per_request_mean"] is not None]
+        if means:
+            ax_a.plot([c["k"] for c in means], [c["al_per_request_mean"] for c in means], "--s", color=color, ms=4,
+                      label=f"{label}: mean of requests")
+        for c in means:
+            ax_a.plot([c["k"] + 0.15] * len(c["request_als"]), c["request_als"], ".", color=color, alpha=0.25, ms=3)
+        for c in mine:
+            if c["per_position_acceptance"]:
+                rates = c["per_position_acceptance"]
+                ax_p.plot(range(1, len(rates) + 1), rates, "-o", color=color, ms=3, alpha=0.4 + 0.6 * c["k"] / 8)
+    ax_a.set_title("AL: step-weighted vs the mean of requests (dots)")
+    ax_a.set_xlabel("draft length k")
+    ax_a.set_ylabel("AL (tokens per verify step)")
+    ax_p.set_title("Per-position acceptance rate, a line per k")
+    ax_p.set_xlabel("draft position j")
+    ax_p.set_ylabel("rate")
+    ax_p.set_ylim(0, 1.05)
+    for ax in (ax_a, ax_p):
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7)
-    cm = data["cost_models"][0]
-    fig.suptitle(f"cost model (ms): verify {cm['verify_ms']:g} + {cm['verify_ms_per_token']:g}/token, "
-                 f"draft {cm['draft_ms_per_token']:g}/token, overhead {cm['overhead_ms']:g}", fontsize=9)
+        ax.xaxis.get_major_locator().set_params(integer=True)
+    ax_a.legend(fontsize=7)
     return _save(fig, path)

@@ -27,8 +27,8 @@ from golden_al.errors import InputFileError
 from golden_al.provenance import atomic_write_text, collect, sha256_file
 from golden_al.reporting import plots
 from golden_al.reporting.data import (
-    DEFAULT_BATCH_SIZES,
     Series,
+    acceptance_data,
     al_vs_k_data,
     histogram_data,
     load_sidecar,
@@ -36,7 +36,6 @@ from golden_al.reporting.data import (
     series_from_curve,
     series_from_fit,
     slug,
-    throughput_data,
 )
 
 __all__ = ["ReportInput", "ReportResult", "load_sources", "write_report"]
@@ -132,8 +131,30 @@ def _ci(ci: Any) -> str:
     return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "-"
 
 
+def _acceptance_md(data: dict[str, Any]) -> list[str]:
+    """The per-cell table of ``acceptance.json`` and, per series, what its source cannot give and why."""
+    def nums(v: Any) -> str:
+        return "-" if v is None else " ".join(f"{x:.0f}" if float(x).is_integer() else f"{x:.3f}" for x in v)
+
+    md = ["## Acceptance per cell", "", "![acceptance](acceptance.png)", "",
+          "AL weighted by verify steps (the golden value) against the mean of the requests' own ALs (what a "
+          "per-request average reports); the histogram counts the steps that accepted 0..k drafts; the per-position "
+          "rate is the share of steps that accepted position j. Data: `acceptance.json`. Throughput against k: "
+          "`golden-al draft-lengths --measured RUN...` (timed runs) or `--curve-file CURVE` (assumed costs).", "",
+          "| series | k | AL | per-request mean AL | histogram (0..k) | per-position acceptance |",
+          "| --- | ---: | ---: | ---: | --- | --- |"]
+    missing: dict[str, dict[str, str]] = {}
+    for c in data["cells"]:
+        mean = c["al_per_request_mean"]
+        md.append(f"| {c['label']} | {c['k']} | {c['al']:.3f} | {'-' if mean is None else f'{mean:.3f}'} | "
+                  f"{nums(c['histogram'])} | {nums(c['per_position_acceptance'])} |")
+        missing.setdefault(c["label"], {}).update(c["unavailable"])
+    md.append("")
+    md += [f"- {label}: no {name} ({why})" for label, gone in missing.items() for name, why in gone.items()]
+    return [*md, ""]
+
+
 def write_report(series: Sequence[Series], inputs: Sequence[ReportInput], out_dir: str | Path, *,
-                 batch_sizes: Sequence[int] = DEFAULT_BATCH_SIZES, cost_overrides: dict[str, float] | None = None,
                  title: str = "golden-al report", provenance: dict[str, Any] | None = None) -> ReportResult:
     """Write every plot + JSON pair and ``report.md`` into ``out_dir``.
 
@@ -167,8 +188,8 @@ def write_report(series: Sequence[Series], inputs: Sequence[ReportInput], out_di
         hd = histogram_data(s)
         emit(name, hd, plots.plot_histograms)
         hist_names.append((s, name, hd))
-    tp_data = throughput_data(series, batch_sizes, cost_overrides)
-    emit("throughput", tp_data, plots.plot_throughput)
+    acc_data = acceptance_data(series)
+    emit("acceptance", acc_data, plots.plot_acceptance)
 
     md: list[str] = [f"# {title}", ""]
     git = prov.get("git") or {}
@@ -227,17 +248,7 @@ def write_report(series: Sequence[Series], inputs: Sequence[ReportInput], out_di
                 md.append(f"| {panel['k']} | {panel['measured_al']:.3f} | {panel['measured_std']:.3f} | "
                           + " | ".join(stds) + " |")
             md.append("")
-    md += ["## Modelled throughput and speedup", "", "![throughput](throughput.png)", "",
-           f"Cost model: `{tp_data['cost_formula']}`; terms: "
-           + ", ".join(f"{k}={v}" for k, v in tp_data["cost_models"][0].items() if k != "batch_size")
-           + f"; batch sizes {', '.join(str(c['batch_size']) for c in tp_data['cost_models'])}. "
-           "Illustrative defaults (simulators.throughput.CostModel); the ranking of k, not the absolute "
-           "numbers, is the point.", "",
-           "| series | batch | best k | AL at best k | speedup at best k |", "| --- | ---: | ---: | ---: | ---: |"]
-    for r in tp_data["series"]:
-        best = next(row for row in r["rows"] if row["draft_len"] == r["best_draft_len"])
-        md.append(f"| {r['label']} | {r['batch_size']} | {r['best_draft_len']} | {best['al']:.2f} | "
-                  f"{best['speedup']:.2f} |")
+    md += _acceptance_md(acc_data)
     md += ["", "## Provenance", "", "```json", json.dumps(prov, indent=2), "```", ""]
     report = atomic_write_text(out / "report.md", "\n".join(md))
     files.append(report)

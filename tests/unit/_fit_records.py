@@ -19,6 +19,7 @@ from golden_al.measurement import (
     ModelInfo,
     RequestResult,
     SamplingInfo,
+    Timing,
     Uncertainty,
     append_request_result,
     counts_from_requests,
@@ -55,7 +56,7 @@ def make_record(out_dir: Path, k: int, *, rng: np.random.Generator, thinking: st
                 draft_name: str = "qwen2.5-coder-0.5b-instruct", target_dtype: str = "float32",
                 draft_dtype: str = "float32", shipped_dtype: str = "Q4_K_M", derived: bool = False,
                 derived_from: int | None = None, num_requests: int = 12, steps: int = 40,
-                profile: tuple[float, ...] = PROFILE, with_requests: bool = True) -> Path:
+                profile: tuple[float, ...] = PROFILE, with_requests: bool = True, timing: Timing | None = None) -> Path:
     """Write ``out_dir/measurement.json`` (+ requests.jsonl) and return the record path."""
     out_dir.mkdir(parents=True, exist_ok=True)
     reqs = make_requests(k, rng=rng, num_requests=num_requests, steps=steps, profile=profile)
@@ -77,7 +78,7 @@ def make_record(out_dir: Path, k: int, *, rng: np.random.Generator, thinking: st
         num_verify_steps=cell.num_verify_steps, num_accepted_drafts=cell.num_accepted_drafts,
         per_position_accepted=cell.per_position_accepted, histogram=cell.histogram,
         per_request_file=REQUESTS_FILE if with_requests else None,
-        provenance={"tool_version": "test", "started": "2026-01-01T00:00:00+00:00"},
+        provenance={"tool_version": "test", "started": "2026-01-01T00:00:00+00:00"}, timing=timing,
     )
     return write_record(rec, out_dir)
 

@@ -20,12 +20,12 @@ def _json(capsys, *argv: str) -> dict:
 
 def test_json_contract(capsys):
     r = _json(capsys, "--curve", KIMI)
-    assert [row["draft_len"] for row in r["rows"]] == list(range(1, 9))
-    for row in r["rows"]:
-        assert {"draft_len", "al", "tokens_per_step", "speedup"} <= set(row)
-        assert row["tokens_per_step"] == row["al"]
-    best = max(r["rows"], key=lambda row: row["speedup"])
-    assert r["best_draft_len"] == best["draft_len"]
+    assert [row["k"] for row in r["draft_lengths"]] == list(range(1, 9))
+    for row in r["draft_lengths"]:
+        assert {"k", "al", "tokens_per_s_measured", "tokens_per_s_predicted", "speedup"} <= set(row)
+    best = max(r["draft_lengths"], key=lambda row: row["speedup"])
+    assert r["best_k"] == best["k"]
+    assert r["overlaps_best"] == [best["k"]]  # assumed costs and a bare curve carry no interval
     assert r["baseline"]["speedup"] == 1.0
 
 
@@ -35,12 +35,12 @@ def test_cost_options_change_the_answer(capsys):
                  "--verify-cost-per-token", "0.01", "--batch", "2")
     assert dear["cost_model"]["draft_ms_per_token"] == 3.0
     assert dear["cost_model"]["batch_size"] == 2
-    assert dear["best_draft_len"] < cheap["best_draft_len"]
+    assert dear["best_k"] < cheap["best_k"]
 
 
 def test_output_tokens_adds_latency(capsys):
     r = _json(capsys, "--curve", KIMI, "--output-tokens", "256")
-    lat = r["rows"][6]["latency"]
+    lat = r["draft_lengths"][6]["latency"]
     assert lat["output_tokens"] == 256
     assert lat["shaped"]["steps"]["p99"] > lat["two_point"]["steps"]["p99"]
 
@@ -48,15 +48,15 @@ def test_output_tokens_adds_latency(capsys):
 def test_curve_files(capsys, tmp_path):
     flat = tmp_path / "curve.txt"
     flat.write_text("# k=AL\n1=1.83\n2=2.43\n")
-    assert [row["al"] for row in _json(capsys, "--curve-file", str(flat))["rows"]] == [1.83, 2.43]
+    assert [row["al"] for row in _json(capsys, "--curve-file", str(flat))["draft_lengths"]] == [1.83, 2.43]
     golden = tmp_path / "kimi.yaml"
     golden.write_text("kimi:\n  thinking_on:\n    1: 1.83\n    2: 2.43\n  thinking_off:\n    1: 1.80\n    2: 2.33\n")
     r = _json(capsys, "--curve-file", str(golden), "--thinking", "off")
-    assert [row["al"] for row in r["rows"]] == [1.80, 2.33]
+    assert [row["al"] for row in r["draft_lengths"]] == [1.80, 2.33]
     ours = tmp_path / "ours.yaml"  # golden-al's own curve schema
     ours.write_text("schema_version: 1\nmodel: kimi\nthinking_on:\n  points:\n    1: {al: 1.83}\n    2: {al: 2.43}\n")
     r = _json(capsys, "--curve-file", str(ours))
-    assert [row["al"] for row in r["rows"]] == [1.83, 2.43]
+    assert [row["al"] for row in r["draft_lengths"]] == [1.83, 2.43]
 
 
 @pytest.mark.parametrize(
@@ -72,7 +72,7 @@ def test_curve_files(capsys, tmp_path):
         (["--curve", KIMI, "--batch", "0"], "--batch"),
         (["--curve-file", "/nonexistent/curve.yaml"], "cannot read"),
         (["--curve", KIMI, "--thinking", "on"], "only to --curve-file"),
-        ([], "one of the arguments --curve --curve-file is required"),
+        ([], "one of the arguments --curve --measured --curve-file is required"),
     ],
 )
 def test_bad_input_exits_2_with_one_line(capsys, argv, needle):
@@ -108,3 +108,108 @@ def test_text_output_and_help(capsys):
     out, _ = capsys.readouterr()
     assert "examples:" in out
     assert "golden-al draft-lengths --curve 1=1.83" in out
+
+
+# ------------------------------------------------------------------------------------------- --measured
+FIXED, DRAFT, VERIFY = 100.0, 22.0, 5.0  # ms: the step-cost model the synthetic timings follow at batch 1
+
+
+def _step_ms(k: int) -> float:
+    return FIXED + DRAFT * k + VERIFY * (k + 1)
+
+
+def _timed_run(root, ks=(1, 2, 3), *, engine: str = "reference", timed: bool = True):
+    """Records at each k whose 5 timed steps (batch 1, 3 tokens each) scatter around the model's step time."""
+    import numpy as np
+
+    from golden_al.measurement import TimedUnit, timing_block
+    from tests.unit._fit_records import make_record
+
+    rng = np.random.default_rng(3)
+    for k in ks:
+        units = [TimedUnit(batch=1, steps=1, tokens=3, wall_ms=_step_ms(k) + d, draft_ms=DRAFT * k, load1=0.5)
+                 for d in (-2.0, -1.0, 0.0, 1.0, 2.0)]
+        make_record(root / f"k{k}", k, rng=rng, engine=engine,
+                    timing=timing_block(units, source="reference-steps", unit="step") if timed else None)
+    return root
+
+
+def test_measured_json_contract_and_hand_computed_values(capsys, tmp_path):
+    from golden_al.measurement import load_record
+
+    run = _timed_run(tmp_path / "run")
+    r = _json(capsys, "--measured", str(run))
+    assert r["source"] == "measured"
+    assert "fitted" in r["note"]
+    assert [row["k"] for row in r["draft_lengths"]] == [1, 2, 3]
+    terms = r["cost_model"]["terms"]
+    # the draft phase separates the per-drafted from the per-verified cost at one batch size
+    assert terms["fixed_ms"]["value"] == pytest.approx(FIXED)
+    assert terms["draft_ms_per_token"]["value"] == pytest.approx(DRAFT)
+    assert terms["verify_ms_per_token"]["value"] == pytest.approx(VERIFY)
+    assert terms["draft_ms_per_token_per_request"] is None
+    assert r["baseline"]["step_ms"] == pytest.approx(FIXED + VERIFY)
+    tps = {}
+    for row in r["draft_lengths"]:
+        k, rec = row["k"], load_record(run / f"k{row['k']}")
+        assert {"k", "al", "tokens_per_s_measured", "tokens_per_s_predicted", "speedup"} <= set(row)
+        assert row["al"] == pytest.approx(rec.al)
+        assert row["tokens_per_s_measured"] == pytest.approx(1000 * 15 / (5 * _step_ms(k)))  # 15 tokens, 5 medians
+        assert row["tokens_per_s_predicted"] == pytest.approx(1000 * rec.al / _step_ms(k))
+        assert row["speedup"] == pytest.approx(rec.al * (FIXED + VERIFY) / _step_ms(k))
+        lo, hi = rec.al_ci95  # an exact fit: the interval is AL's alone
+        assert row["tokens_per_s_predicted_ci95"] == pytest.approx([1000 * lo / _step_ms(k), 1000 * hi / _step_ms(k)])
+        assert row["prediction_error"] == pytest.approx(rec.al / 3 - 1, abs=1e-4)
+        assert row["held_out_error"] == pytest.approx(row["prediction_error"], abs=1e-4)  # a line predicts its k
+        tps[k] = (row["tokens_per_s_predicted"], *row["tokens_per_s_predicted_ci95"])
+    best = max(tps, key=lambda k: tps[k][0])
+    assert r["best_k"] == best
+    assert r["overlaps_best"] == [k for k in tps if tps[k][2] >= tps[best][1]]
+
+
+def test_measured_text_says_measured_and_names_the_neighbours(capsys, tmp_path):
+    run = _timed_run(tmp_path / "run")
+    assert main(["draft-lengths", "--measured", str(run)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("source: measured:")
+    assert "verify_ms_per_token 5" in out
+    assert "held out" in out
+    assert "best draft length:" in out
+
+
+def test_assumed_costs_say_so_in_words_and_json(capsys):
+    r = _json(capsys, "--curve", KIMI)
+    assert r["source"] == "assumed"
+    assert "assumed" in r["note"]
+    assert "--measured" in r["note"]
+    assert all(row["tokens_per_s_measured"] is None for row in r["draft_lengths"])
+    assert main(["draft-lengths", "--curve", KIMI]) == 0
+    assert capsys.readouterr().out.startswith("source: assumed: the step costs are assumed")
+
+
+@pytest.mark.parametrize(("how", "needle"), [
+    ("untimed", "holds no timing block"),
+    ("engines", "setups"),
+    ("cost-flag", "--draft-cost sets an assumed cost"),
+    ("one-k", "two draft lengths or batch sizes"),
+    ("batch", "batch 4"),
+])
+def test_measured_bad_input_exits_2_with_one_line(capsys, tmp_path, how, needle):
+    run = tmp_path / "run"
+    extra: list[str] = []
+    if how == "untimed":
+        _timed_run(run, (1,), timed=False)
+        _timed_run(run, (2,))
+    elif how == "engines":
+        _timed_run(run / "a", (1, 2))
+        _timed_run(run / "b", (3,), engine="vllm")
+    else:
+        _timed_run(run, (1,) if how == "one-k" else (1, 2))
+        extra = {"cost-flag": ["--draft-cost", "1"], "batch": ["--batch", "4"]}.get(how, [])
+    rc = main(["draft-lengths", "--measured", str(run), *extra])
+    _, err = capsys.readouterr()
+    assert rc == 2, err
+    assert len(err.strip().splitlines()) == 1, err
+    assert needle in err
+    if how == "untimed":
+        assert str(run / "k1" / "measurement.json") in err

@@ -99,6 +99,29 @@ def test_curve_live_equals_replay(tiny, tmp_path, capsys):
         assert not b.estimate
         assert (a.num_verify_steps, a.num_accepted_drafts, a.histogram) == (
             b.num_verify_steps, b.num_accepted_drafts, b.histogram)
+        assert b.timing is None  # a replay times no speculative step
+
+
+def test_live_steps_are_timed(tiny, tmp_path, capsys):
+    """Every row of every timed step is one verify step of a request; the steps emit every token after the
+    prefill's; the draft phase is part of the step."""
+    out = tmp_path / "live"
+    assert _measure(tiny, out, "--draft-lens", "1-2", "--mode", "live", "--batch-size", "2") == 0
+    for k in (1, 2):
+        rec = load_record(out / f"k{k}")
+        assert rec.timing is not None
+        assert rec.timing.unit == "step"
+        assert rec.timing.source == "reference-steps"
+        assert sum(g.batch * g.steps for g in rec.timing.groups) == rec.num_verify_steps
+        rows = read_request_results(out / f"k{k}" / "requests.jsonl")
+        assert sum(g.tokens for g in rec.timing.groups) == sum(r.num_output_tokens - 1 for r in rows)
+        assert {g.batch for g in rec.timing.groups} <= {1, 2}
+        for g in rec.timing.groups:
+            assert g.units == g.steps
+            assert g.draft_ms is not None
+            assert 0 < g.draft_ms[1] < g.step_ms[1]
+            assert g.step_ms[0] <= g.step_ms[1] <= g.step_ms[2]
+            assert g.load1[0] <= g.load1[1]
 
 
 def test_sampled_replay_is_marked_as_an_estimate(tiny, tmp_path, capsys):

@@ -21,8 +21,8 @@ DSV4 = {1: 1.79, 2: 2.27, 3: 2.49, 4: 2.54, 5: 2.55, 6: 2.55, 7: 2.54, 8: 2.58}
 def test_step_time_formula():
     cm = CostModel(draft_ms_per_token=1.0, draft_ms_per_token_per_request=0.1, verify_ms=10.0,
                    verify_ms_per_token=0.5, overhead_ms=2.0, batch_size=4)
-    assert cm.step_time(0) == pytest.approx(2 + 10 + 0.5 * 4 * 1)
-    assert cm.step_time(3) == pytest.approx(2 + 3 * (1.0 + 0.1 * 4) + 10 + 0.5 * 4 * 4)
+    assert cm.step_ms(0) == pytest.approx(2 + 10 + 0.5 * 4 * 1)
+    assert cm.step_ms(3) == pytest.approx(2 + 3 * (1.0 + 0.1 * 4) + 10 + 0.5 * 4 * 4)
 
 
 def test_speedup_and_best_k_by_hand():
@@ -30,19 +30,19 @@ def test_speedup_and_best_k_by_hand():
     table = evaluate_draft_lengths({1: 1.8, 2: 2.4, 3: 2.55}, cm)
     # speedup = AL * step(0) / step(k) = AL * 10 / (10 + k)
     assert [r.speedup for r in table.rows] == pytest.approx([1.8 * 10 / 11, 2.4 * 10 / 12, 2.55 * 10 / 13])
-    assert table.best_draft_len == 2
+    assert table.best_k == 2
     assert table.baseline["tokens_per_s_per_user"] == pytest.approx(100.0)
     row = table.rows[1]
-    assert row.tokens_per_step == 2.4
     assert row.tokens_per_s_per_user == pytest.approx(1000 * 2.4 / 12)
+    assert row.speedup_ci95 is None  # assumed costs, a bare curve: nothing is uncertain
 
 
 def test_batch_scales_total_throughput_and_verify_cost():
     small = evaluate_draft_lengths(KIMI, CostModel(batch_size=1))
     large = evaluate_draft_lengths(KIMI, CostModel(batch_size=256, verify_ms_per_token=0.05))
-    assert large.rows[0].tokens_per_s == pytest.approx(256 * large.rows[0].tokens_per_s_per_user)
+    assert large.rows[0].tokens_per_s_predicted == pytest.approx(256 * large.rows[0].tokens_per_s_per_user)
     # verifying k+1 tokens for 256 requests is expensive: the best k shrinks
-    assert large.best_draft_len < small.best_draft_len
+    assert large.best_k < small.best_k
 
 
 def test_distribution_inputs_and_mismatch():
@@ -94,3 +94,25 @@ def test_cost_model_validation():
         CostModel(overhead_ms=-1)
     with pytest.raises(DistributionError, match="batch_size"):
         CostModel(batch_size=0)
+
+
+def test_intervals_carry_al_and_cost_and_name_the_overlapping_k():
+    """AL's log half-widths and the cost's add in quadrature; every k whose interval reaches the best one's
+    lower end is named."""
+    import math
+
+    class Cost:  # a fitted model's interface: step 10 ms + 1 ms per drafted token, log half-width 0.05
+        def step_ms(self, k: int, batch: int) -> float:
+            return 10.0 + k
+
+        def log_half_width(self, k: int, batch: int, ref: int | None = None) -> float:
+            return 0.05
+
+    ci = {1: (1.7, 1.9), 2: (2.2, 2.6), 3: (2.3, 2.9)}
+    table = evaluate_draft_lengths({1: 1.8, 2: 2.4, 3: 2.6}, Cost(), batch=1, al_ci95=ci, cost_model={})
+    row = table.rows[1]
+    lo = 1000 * 2.4 / 12 * math.exp(-math.hypot(math.log(2.4 / 2.2), 0.05))
+    hi = 1000 * 2.4 / 12 * math.exp(math.hypot(math.log(2.6 / 2.4), 0.05))
+    assert row.tokens_per_s_predicted_ci95 == pytest.approx([lo, hi])
+    assert table.best_k == 2  # 200 tokens/s against 2.6 / 13 ms = 200: the tie goes to the shorter draft
+    assert table.overlaps_best == [2, 3]  # k=1: about 176 tokens/s at most, below k=2's lower end

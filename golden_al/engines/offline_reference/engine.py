@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from golden_al.engines.offline_reference.live import ProgressFn, RequestOutput, iter_generate
+from golden_al.engines.offline_reference.live import ProgressFn, RequestOutput, StepFn, iter_generate
 from golden_al.engines.offline_reference.replay import (
     ReplayOutput,
     TargetOutput,
@@ -65,16 +65,17 @@ class ReferenceEngine:
     def iter_generate(self, prompts: Sequence[Sequence[int]], *, draft_len: int, sampling: SamplingParams,
                       seed: int | None = None, generator: torch.Generator | None = None, batch_size: int = 8,
                       indices: Sequence[int] | None = None, progress: ProgressFn | None = None,
-                      shared_prefix: int | None = None) -> Iterator[RequestOutput]:
+                      shared_prefix: int | None = None, on_step: StepFn | None = None) -> Iterator[RequestOutput]:
         """Live speculative decoding; yields each request as soon as it finishes (any order).
 
         ``shared_prefix``: leading tokens all prompts share, prefilled once (:mod:`.prefix`;
-        None: found from ``prompts``; a resumed run passes the full set's).
+        None: found from ``prompts``; a resumed run passes the full set's). ``on_step``: called after
+        every verify step with its timings (:data:`.live.StepFn`).
         """
         return iter_generate(self.target, self.draft, prompts, draft_len=draft_len, sampling=sampling,
                              eos_token_ids=self.eos_token_ids, generator=self._gen(seed, generator),
                              batch_size=batch_size, prefill_emits_token=self.prefill_emits_token,
-                             indices=indices, progress=progress, shared_prefix=shared_prefix)
+                             indices=indices, progress=progress, shared_prefix=shared_prefix, on_step=on_step)
 
     def generate(self, prompts: Sequence[Sequence[int]], *, draft_len: int, sampling: SamplingParams,
                  seed: int | None = None, generator: torch.Generator | None = None, batch_size: int = 8,

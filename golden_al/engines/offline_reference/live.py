@@ -38,7 +38,7 @@ from golden_al.engines.offline_reference.sampling import (
     warp,
 )
 
-__all__ = ["ProgressFn", "RequestOutput", "admission_group", "commit_step", "iter_generate", "prefill_budget", "remaining_steps",
+__all__ = ["ProgressFn", "RequestOutput", "StepFn", "admission_group", "commit_step", "iter_generate", "prefill_budget", "remaining_steps",
            "target_generate_step"]
 
 #: Tokens per admission prefill (prompt tokens x prompts, padding included). On a CPU one
@@ -82,6 +82,11 @@ budget it did not use, so the bar ends exactly at its total. ``description`` say
 requests are decoding and queued (after each admission). ``eta_s`` is the time left from the
 rates measured so far (:func:`remaining_steps`), not from the token rate, which falls as the
 batch empties."""
+
+
+StepFn = Callable[[int, int, float, float], None]
+"""``on_step(rows, tokens, wall_s, draft_s)`` after every verify step: the requests it decoded, the tokens it
+emitted, its wall time and that of its draft phase (seconds; CUDA is synchronized first so both are real)."""
 
 
 def remaining_steps(left: Sequence[int], queued: int, per_request: int, rows: int) -> int:
@@ -237,6 +242,7 @@ def iter_generate(
     indices: Sequence[int] | None = None,
     progress: ProgressFn | None = None,
     shared_prefix: int | SharedPrefix | None = None,
+    on_step: StepFn | None = None,
 ) -> Iterator[RequestOutput]:
     """Speculative decoding of ``prompts``; yields each request as it finishes.
 
@@ -257,6 +263,7 @@ def iter_generate(
         shared_prefix: leading tokens every prompt shares, prefilled once per model
             (:mod:`.prefix`; None: the longest such prefix of ``prompts``, 0: none; or a
             :class:`.SharedPrefix` whose caches are reused).
+        on_step: called after every verify step (:data:`StepFn`).
     """
     k = int(draft_len)
     if k < 1:
@@ -268,7 +275,7 @@ def iter_generate(
     prefix = shared_prefix if isinstance(shared_prefix, SharedPrefix) else SharedPrefix(prompts, shared_prefix)
     with torch.inference_mode():
         yield from _LiveBatch(target, draft, k, sampling, {int(e) for e in eos_token_ids}, generator,
-                              prefill_emits_token, max(1, int(batch_size)), progress, prefix).run(queue)
+                              prefill_emits_token, max(1, int(batch_size)), progress, prefix, on_step).run(queue)
 
 
 class _LiveBatch:
@@ -276,7 +283,7 @@ class _LiveBatch:
 
     def __init__(self, target: Any, draft: Any, k: int, sampling: SamplingParams, eos: set[int],
                  generator: torch.Generator, prefill_emits_token: bool, batch_size: int,
-                 progress: ProgressFn | None, prefix: SharedPrefix) -> None:
+                 progress: ProgressFn | None, prefix: SharedPrefix, on_step: StepFn | None = None) -> None:
         self.target, self.draft, self.k, self.sampling, self.eos = target, draft, k, sampling, eos
         self.prefix = prefix
         self.generator, self.prefill_emits_token = generator, prefill_emits_token
@@ -288,6 +295,7 @@ class _LiveBatch:
         self.pending_d: list[list[int]] = []
         self.rates = _Rates()
         self.queue: deque[tuple[int, list[int]]] = deque()
+        self.on_step, self.draft_s = on_step, 0.0
 
     def _advance(self, n: int) -> None:
         if self.progress is not None and n:
@@ -377,15 +385,24 @@ class _LiveBatch:
                 return
             started, rows = time.perf_counter(), len(self.rows)
             emitted = self.step()
+            self._sync()
             self.rates.step(time.perf_counter() - started, rows, emitted)
+            if self.on_step is not None:
+                self.on_step(rows, emitted, time.perf_counter() - started, self.draft_s)
             yield from self.retire()
             self._eta()
             if self.rows:
                 self.tkv.maybe_compact()
                 self.dkv.maybe_compact()
 
+    def _sync(self) -> None:
+        """Wait for the device when steps are timed (CUDA runs asynchronously; the CPU does not)."""
+        if self.on_step is not None and self.tkv.device.type == "cuda":
+            torch.cuda.synchronize(self.tkv.device)
+
     def step(self) -> int:
         """One verify step of every row; returns the tokens it emitted."""
+        started = time.perf_counter()
         k, sampling, generator, eos = self.k, self.sampling, self.generator, self.eos
         tkv, dkv = self.tkv, self.dkv
         M = sampling.max_tokens
@@ -409,6 +426,8 @@ class _LiveBatch:
                 qs.append(q_i)
                 xs.append(sample(q_i, generator))
         x = torch.stack(xs, dim=1)  # (B, k)
+        self._sync()
+        self.draft_s = time.perf_counter() - started
 
         # 2. the target scores pending token + k drafts in one forward pass
         last = torch.tensor([p[-1] for p in self.pending_t], dtype=torch.long, device=tkv.device)[:, None]
