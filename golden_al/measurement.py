@@ -404,7 +404,7 @@ class MeasurementRecord(_Strict):
     @field_validator("thinking")
     @classmethod
     def _thinking(cls, v: str) -> str:
-        from golden_al.golden.schema import normalize_mode
+        from golden_al.prompts.thinking import normalize_mode
 
         if normalize_mode(v) != v:
             raise ValueError(f"thinking must be on, off or a level name such as reasoning_effort_high, got {v!r}")

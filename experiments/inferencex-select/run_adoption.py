@@ -55,7 +55,7 @@ def repeated_keys(tree: Path) -> dict[str, Any]:
     """YAML files of the tree that repeat a key in one mapping, and those whose repeat is a key check reads."""
     from golden_al import safeio
     from golden_al.errors import UnreadableInputError
-    from golden_al.injection.recipe import relevant_duplicates
+    from golden_al.recipes.srt_slurm import relevant_duplicates
 
     files = sorted(p for p in tree.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file() and ".git" not in p.parts)
     repeats: dict[str, list[str]] = {}

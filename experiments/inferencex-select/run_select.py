@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import collections
-import copy
 import json
 import os
 import subprocess
@@ -36,11 +35,11 @@ import yaml
 
 from golden_al import engines
 from golden_al.checks.static import check_paths
-from golden_al.configs.srtctl import apply_overrides, expand_variants
 from golden_al.engines import vllm
 from golden_al.errors import GoldenALError
 from golden_al.golden import load_store
 from golden_al.provenance import atomic_write_text, now_iso
+from golden_al.recipes.srtctl import apply_overrides, expand_variants
 from golden_al.selection import select_recipe
 
 HERE = Path(__file__).resolve().parent
@@ -97,18 +96,12 @@ def round_trip(stripped: dict[str, Any], plan: Any, store: Any, tmp: Path) -> li
     verdicts: list[str] = []
     variants = {v.selector: v for v in expand_variants(stripped)}
     for vp in plan.variants:
-        applied = apply_overrides(variants[vp.selector].data, [_caller(o) for o in vp.overrides])
+        applied = apply_overrides(variants[vp.selector].data, list(vp.overrides))
         f = tmp / "applied.yaml"
         f.write_text(yaml.safe_dump(applied, sort_keys=False))
         report = check_paths([str(f)], store=store)
         verdicts += [x.verdict for x in report.findings]
     return verdicts
-
-
-def _caller(o: Any) -> Any:
-    from golden_al.configs.srtctl import CallerOverride
-
-    return CallerOverride(o.op, o.path, copy.deepcopy(o.value))
 
 
 def strip_script(text: str) -> str:

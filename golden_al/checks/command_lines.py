@@ -23,10 +23,13 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from golden_al.checks.context import agentic_from_path, scalar_text, thinking_from_setting
-from golden_al.checks.findings import DraftInfo, ModelName, Pin, ThinkingSignal
+from golden_al.checks.context import scalar_text
+from golden_al.checks.findings import Pin
 from golden_al.engines import engine_names, get_profile
 from golden_al.engines.profile import EngineProfile
+from golden_al.prompts.thinking import ThinkingSignal, thinking_from_setting
+from golden_al.recipes.derive import DraftInfo, agentic_from_path
+from golden_al.recipes.srt_slurm import ModelName
 
 __all__ = ["ARGV_KEYS", "ENV_KEYS", "command_line_pins"]
 

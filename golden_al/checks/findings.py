@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from golden_al.engines.profile import VersionChoice
+from golden_al.prompts.thinking import ThinkingSignal
+from golden_al.recipes.derive import AgenticInfo, DraftInfo
+from golden_al.recipes.srt_slurm import ModelName
 from golden_al.safeio.inputs import Input
 
 __all__ = [
@@ -19,12 +22,8 @@ __all__ = [
     "FAILING_VERDICTS",
     "SEVERITY",
     "VERDICTS",
-    "AgenticInfo",
-    "DraftInfo",
     "Finding",
-    "ModelName",
     "Pin",
-    "ThinkingSignal",
     "Verdict",
     "failing_verdicts",
 ]
@@ -56,53 +55,6 @@ def failing_verdicts(allow: frozenset[str] | set[str] = frozenset()) -> frozense
     return FAILING_VERDICTS - set(allow)
 
 
-@dataclass(frozen=True)
-class ThinkingSignal:
-    """One setting that says thinking is on or off, and how strongly.
-
-    ``priority``: 4 per-request kwargs sent by the benchmark client; 3 server default
-    chat-template kwargs / front-end default thinking mode; 2 engine environment
-    defaults (``SGLANG_DEFAULT_THINKING``); 1 chat-template file name; 0 the harness's
-    lookup setting (InferenceX ``THINKING_MODE``).
-    """
-
-    mode: str  #: ``on``, ``off`` or a named level (``reasoning_effort_high``)
-    source: str
-    priority: int
-
-
-@dataclass(frozen=True)
-class ModelName:
-    """A name the config gives the served model (tried against the store in order).
-
-    ``pattern``: ``name`` is a shell glob (a ``case`` arm such as ``*DeepSeek-V4*``) that the
-    model's name matches on this path; it stands for every store model whose name fits it.
-    """
-
-    name: str
-    source: str
-    pattern: bool = False
-
-
-@dataclass
-class DraftInfo:
-    """The draft length and how it was derived (``problem`` says why it is unknown)."""
-
-    k: int | None = None
-    rule: str = ""
-    problem: str | None = None
-    chain: bool = True
-    two_model: bool | None = None  # TensorRT-LLM only
-
-
-@dataclass(frozen=True)
-class AgenticInfo:
-    """Whether the config is an agentic benchmark (None: the files do not say)."""
-
-    agentic: bool | None
-    reason: str
-
-
 @dataclass
 class Pin:
     """One pinned synthetic-acceptance value and its surroundings in the config."""
@@ -121,9 +73,9 @@ class Pin:
     draft_model: str | None = None
     draft_sample_method: str | None = None
     #: the draft's real rejection method (vLLM ``rejection_sample_method`` other than ``synthetic``):
-    #: a curve input, as in ``inject`` (:func:`golden_al.configs.srt_slurm.curve_rejection_method`)
+    #: a curve input, as in ``inject`` (:func:`golden_al.recipes.srt_slurm.curve_rejection_method`)
     rejection_sample_method: str | None = None
-    agentic: AgenticInfo = AgenticInfo(None, "the files do not say")
+    agentic: AgenticInfo = field(default_factory=lambda: AgenticInfo(None, "the files do not say"))
     problems: list[tuple[str, str]] = field(default_factory=list)  # (verdict, text) found while reading
     notes: list[str] = field(default_factory=list)
     spec: dict[str, Any] = field(default_factory=dict)  # engine-specific extras (vLLM config, ATOM flags)

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from golden_al.checks.bash import harden, has_unknown, show
-from golden_al.checks.findings import AgenticInfo, ModelName, Pin, ThinkingSignal
+from golden_al.checks.findings import Pin
+from golden_al.prompts.thinking import ThinkingSignal
+from golden_al.recipes.derive import AgenticInfo
+from golden_al.recipes.srt_slurm import ModelName
 
 __all__ = ["PinSite", "clean", "value_of"]
 

@@ -49,16 +49,8 @@ from golden_al.checks.bash import (
     show,
     unknown_names,
 )
-from golden_al.checks.context import (
-    CONFIG_KEYS,
-    CONFIG_KNOBS,
-    FLAG_KNOBS,
-    agentic_from_flag,
-    agentic_from_path,
-    env_pin_context,
-    thinking_from_setting,
-)
-from golden_al.checks.findings import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
+from golden_al.checks.context import CONFIG_KEYS, CONFIG_KNOBS, FLAG_KNOBS, env_pin_context
+from golden_al.checks.findings import Pin
 from golden_al.checks.script_pins import PinSite, clean, value_of
 from golden_al.checks.spec import config_json, settings_draft, settings_draft_any_algorithm
 from golden_al.engines import (
@@ -69,6 +61,9 @@ from golden_al.engines import (
     load_hook,
 )
 from golden_al.engines.profile import CommandLine
+from golden_al.prompts.thinking import SETTING_NAMES, ThinkingSignal, thinking_from_setting
+from golden_al.recipes.derive import AgenticInfo, DraftInfo, agentic_from_flag, agentic_from_path
+from golden_al.recipes.srt_slurm import ModelName
 
 __all__ = ["extract_shell_pins"]
 
@@ -99,19 +94,20 @@ _FLAG_ENV = {k.env: name for name in engine_names() for k in get_profile(name).c
 _LLAMACPP_ENV = tuple(_FLAG_ENV)
 _STRING_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, _ENV_KNOBS)) + r")=(\S*)")
 _STRING_COMPANION = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, _ENV_COMPANIONS)) + r")=(\S*)")
+#: the thinking settings a script sets as launch flags and as environment variables
+_THINKING_FLAGS = tuple(n for n in SETTING_NAMES if n.startswith("--"))
+_THINKING_ENV = tuple(n for n in SETTING_NAMES if n.isupper())
 _FLAGS = (
     *(f for name in engine_names() for f in get_profile(name).check.script_flags),
-    "--model-path", "--model", "--served-model-name", "--chat-template",
-    "--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
-    "--dspark-config", "--reasoning-parser", "--reasoning-effort", *_FLAG_KNOBS,
+    "--model-path", "--model", "--served-model-name", "--dspark-config", "--reasoning-parser", *_THINKING_FLAGS,
+    *_FLAG_KNOBS,
 )
 _HEREDOC_KEYS = tuple(k for name in engine_names() for k in get_profile(name).check.script_config_keys)
 #: short flags of an engine's executable (llama-server ``-m``) -> (executable, long flag)
 _SHORT_FLAGS = {short: (p.launch.executable, long) for name in engine_names() if (p := get_profile(name)).launch.executable
                 for short, long in p.check.short_flags.items()}
-_ENV_NAMES = ("SGLANG_DEFAULT_THINKING", "SGLANG_ENABLE_THINKING", "DYN_DEFAULT_THINKING_MODE", "THINKING_MODE",
-              "IS_AGENTIC", "MODEL", "MODEL_PATH", "MODEL_PREFIX", "SERVED_MODEL_NAME", "DRAFT_MODEL",
-              "DRAFT_MODEL_PATH", "AIPERF_EXTRA_INPUTS", *_ENV_COMPANIONS,
+_ENV_NAMES = (*_THINKING_ENV, "IS_AGENTIC", "MODEL", "MODEL_PATH", "MODEL_PREFIX", "SERVED_MODEL_NAME", "DRAFT_MODEL",
+              "DRAFT_MODEL_PATH", *_ENV_COMPANIONS,
               *(var for name in engine_names() for var in get_profile(name).check.pin_env))
 _ASSUME = {"EVAL_ONLY": "false", "RUN_EVAL": "false"}
 #: InferenceX single-node scripts: ``<model-prefix>_<precision>_<gpu>[_<framework>][_mtp].sh``
@@ -617,13 +613,11 @@ def _models(state: State, flags: dict[str, str], path: str) -> list[ModelName]:
 
 def _thinking(state: State, flags: dict[str, str]) -> list[ThinkingSignal]:
     out: list[ThinkingSignal] = []
-    for name in ("SGLANG_DEFAULT_THINKING", "SGLANG_ENABLE_THINKING", "DYN_DEFAULT_THINKING_MODE", "THINKING_MODE",
-                 "AIPERF_EXTRA_INPUTS"):
+    for name in _THINKING_ENV:
         v = _env(state, name)
         if v is not None and not has_unknown(v):
             out += thinking_from_setting(name, harden(v), "")
-    for flag in ("--default-chat-template-kwargs", "--chat-template-kwargs", "--dyn-default-thinking-mode",
-                 "--chat-template", "--reasoning-effort"):
+    for flag in _THINKING_FLAGS:
         v = flags.get(flag)
         if v is not None and not has_unknown(v):
             out += thinking_from_setting(flag, harden(v), "")

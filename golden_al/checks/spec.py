@@ -15,10 +15,10 @@ from dataclasses import replace
 from typing import Any
 
 from golden_al.checks.bash import harden, has_unknown, show, unknown_names
-from golden_al.checks.findings import DraftInfo
 from golden_al.engines import get_profile
 from golden_al.engines.profile import Speculation
 from golden_al.errors import UsageError
+from golden_al.recipes.derive import DraftInfo
 
 __all__ = ["config_json", "settings_draft", "settings_draft_any_algorithm"]
 

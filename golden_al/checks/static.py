@@ -70,22 +70,16 @@ from golden_al.checks.findings import (
     Pin,
     failing_verdicts,
 )
-from golden_al.checks.resolution import (
-    curve_method,
-    golden_point,
-    methods_of,
-    resolve_model,
-    resolve_thinking,
-)
 from golden_al.checks.unreadable import unread_findings, unreadable_findings
 from golden_al.engines import engine_names, get_profile
 from golden_al.engines._values import format_value
 from golden_al.engines.profile import PinContext, PinReview
-from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UnreadableInputError, UsageError
+from golden_al.errors import UnreadableInputError, UsageError
+from golden_al.recipes.derive import derive
+from golden_al.recipes.srt_slurm import ModelName
 from golden_al.safeio.inputs import Input, merge_inputs, shown_path, text_input
 
-__all__ = ["DEFAULT_MAX_FILE_SIZE", "CheckReport", "check_paths", "curve_method", "evaluate", "excluded", "golden_point",
-           "iter_candidate_files", "methods_of", "resolve_model", "resolve_thinking"]
+__all__ = ["DEFAULT_MAX_FILE_SIZE", "CheckReport", "check_paths", "evaluate", "excluded", "iter_candidate_files"]
 
 _SKIP_DIRS = {".git", "__pycache__", "node_modules", ".venv", "venv", ".tox", ".mypy_cache", ".pytest_cache",
               ".hypothesis", ".ruff_cache", ".eggs", "site-packages"}
@@ -230,10 +224,6 @@ def iter_candidate_files(paths: Sequence[str | Path], *, exclude: Sequence[str] 
 # ---------------------------------------------------------------------- evaluation
 
 
-def _methods_of(pin: Pin) -> list[str]:
-    return methods_of(pin.engine, pin.algorithm)
-
-
 def _context(pin: Pin) -> PinContext:
     """The pin as its engine's review reads it."""
     raw = pin.raw_value or ""
@@ -289,10 +279,11 @@ def _tolerance(pin: Pin) -> float:
 
 
 def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Finding:
-    """The finding for one pin (see the module docstring for the rules)."""
+    """The finding for one pin (see the module docstring for the rules): the engine's review of the pinned value
+    against the golden point of its settings (:func:`golden_al.recipes.derive.derive`, the derivation ``select``
+    writes)."""
     problems: list[tuple[str, str]] = list(pin.problems)
     notes: list[str] = []
-    thinking, thinking_source = resolve_thinking(pin.thinking)
     implied, vproblems, vnotes = _implied(pin)
     problems += vproblems
     notes += vnotes
@@ -302,98 +293,48 @@ def evaluate(pin: Pin, store: Any, *, store_problem: str | None = None) -> Findi
     if pin.agentic.agentic is False:
         problems.append(("non-agentic-simulation", f"simulated acceptance on a benchmark that is not agentic: "
                                                    f"{pin.agentic.reason}"))
-    model_key, model_shown, model_how = resolve_model(pin.models, store, _methods_of(pin))
+    d = derive(pin, store, store_problem=store_problem)
     expected: float | None = None
     golden: tuple[str, str]
-    k = pin.draft.k
     if pin.raw_value is None:
         golden = ("undetermined", f"the value cannot be read statically: {pin.unresolved}")
-    elif k is None:
-        golden = ("undetermined", f"the draft length is unknown: {pin.draft.problem}")
-    elif store is None:
-        golden = ("no-golden", store_problem or "no golden store")
-    elif model_key is None:
-        golden = ("undetermined" if not pin.models or model_how.startswith("ambiguous") else "no-golden",
-                  f"{model_how}" if pin.models else "the config names no model the golden store could resolve")
-        glob = next((m for m in pin.models if m.pattern and m.name == model_shown), None)
-        if glob is not None and thinking is not None and golden[0] == "undetermined":
-            golden = (golden[0], f"the glob {glob.name!r} fits several models and the files do not say which runs: "
-                                 + _per_model(pin, store, glob.name, thinking, k, implied))
-    elif thinking is None:
-        golden = ("undetermined", f"thinking mode: {thinking_source}")
+    elif d.point is None:
+        golden = (d.verdict, d.reason)
+        glob = next((m for m in pin.models if m.pattern and m.name == d.model_shown), None)
+        if glob is not None and d.thinking is not None and d.k is not None and d.model_how.startswith("ambiguous"):
+            golden = (d.verdict, f"the glob {glob.name!r} fits several models and the files do not say which runs: "
+                                 + _per_model(pin, store, glob.name, implied))
     else:
-        golden = _golden(pin, store, model_key, thinking, k, implied)
-        if golden[0] in ("match", "mismatch"):
-            expected = float(golden[2])  # type: ignore[misc]
-        golden = (golden[0], golden[1])
-    if implied is None and golden[0] in ("match", "mismatch"):
-        golden = ("undetermined", "the implied AL cannot be computed")
+        where = f"golden {d.point.model} {d.point.thinking} k={d.k} = {format_value(d.point.al)} [{d.point.curve}]"
+        expected = float(d.point.al)
+        if implied is None:
+            golden = ("undetermined", "the implied AL cannot be computed")
+        else:
+            golden = ("match" if abs(implied - d.point.al) <= _tolerance(pin) else "mismatch", where)
     problems.append(golden)
     verdict = min((p[0] for p in problems), key=SEVERITY.index)
-    message = _message(pin, implied, expected, golden[1], problems, verdict, notes + pin.notes, model_how, k)
+    message = _message(pin, implied, expected, golden[1], problems, verdict, notes + pin.notes, d.model_how, d.k)
     return Finding(
         file=pin.file, line=pin.line, engine=pin.engine, algorithm=pin.algorithm,
-        model=model_shown, thinking=thinking, thinking_source=thinking_source,
-        draft_len=k, pinned_value=pin.raw_value,
+        model=d.model_shown, thinking=d.thinking, thinking_source=d.thinking_how,
+        draft_len=d.k, pinned_value=pin.raw_value,
         implied_al=None if implied is None else round(implied, 12),
         expected_al=expected, verdict=verdict, message=message, use_line=pin.use_line,
-        engine_version=None if pin.version is None else pin.version.name, inputs=pin.inputs,
+        engine_version=None if pin.version is None else pin.version.name, inputs=merge_inputs(pin.inputs, d.inputs),
     )
 
 
-def _golden(pin: Pin, store: Any, model: str, thinking: str, k: int, implied: float | None) -> tuple[Any, ...]:
-    method: str | None = None
-    try:
-        method = curve_method(store, pin.engine, pin.algorithm, model)
-    except UsageError as exc:
-        return ("undetermined", f"draft method: {exc}")
-    try:
-        point = golden_point(store, model=model, thinking=thinking, k=k, method=method, draft_model=pin.draft_model,
-                             draft_sample_method=pin.draft_sample_method,
-                             rejection_sample_method=pin.rejection_sample_method, engine=pin.engine,
-                             spec=pin.spec)
-    except AmbiguousCurveError as exc:
-        if "disagree" in str(exc):
-            return ("undetermined", str(exc))
-        return ("undetermined", _ambiguous(store, model, method, thinking, k, implied))
-    except NoGoldenValueError as exc:
-        others = sorted({sc.method for sc in store.curves_for(model)} - {method}) if method else []
-        if others and not store.curves_for(model, method):
-            return ("wrong-method", f"{pin.engine} {pin.algorithm} runs draft method {method!r}, but the golden "
-                                    f"curves of {model} are of method {', '.join(map(repr, others))} only ("
-                                    + "; ".join(sc.label() for sc in store.curves_for(model))
-                                    + "): a value from another method's curve is not this draft's AL")
-        return ("no-golden", str(exc))
-    except UsageError as exc:
-        return ("undetermined", str(exc))
-    where = f"golden {point.model} {point.thinking} k={k} = {format_value(point.al)} [{point.curve}]"
-    if implied is None:
-        return ("undetermined", where, point.al)
-    if abs(implied - point.al) <= _tolerance(pin):
-        return ("match", where, point.al)
-    return ("mismatch", where, point.al)
-
-
-def _per_model(pin: Pin, store: Any, glob: str, thinking: str, k: int, implied: float | None) -> str:
+def _per_model(pin: Pin, store: Any, glob: str, implied: float | None) -> str:
     """What each store model a glob admits would say of the pin."""
     out = []
     for key in store.models_matching(glob):
-        got = _golden(pin, store, key, thinking, k, implied)
-        out.append(f"{key}: {got[0]}" + (f", golden {format_value(got[2])}" if len(got) > 2 else ""))
-    return "; ".join(out)
-
-
-def _ambiguous(store: Any, model: str, method: str | None, thinking: str, k: int, implied: float | None) -> str:
-    values = []
-    for sc in store.curves_for(model, method):
-        try:
-            point = store.lookup(model, thinking, k, method=method, variant=sc.name)
-        except (NoGoldenValueError, UsageError):
+        d = derive(dataclasses.replace(pin, models=[ModelName(key, "")]), store)
+        if d.point is None:
+            out.append(f"{key}: {d.verdict}")
             continue
-        same = implied is not None and abs(implied - point.al) <= 1e-9
-        values.append(f"{sc.name}={format_value(point.al)}" + (" (equals the pinned value)" if same else ""))
-    return ("several golden curves fit and nothing in the config tells them apart (draft model, "
-            "draft_sample_method): " + ", ".join(values or ["none has this (mode, k)"]))
+        same = implied is not None and abs(implied - d.point.al) <= _tolerance(pin)
+        out.append(f"{key}: {'match' if same else 'mismatch'}, golden {format_value(d.point.al)}")
+    return "; ".join(out)
 
 
 def _message(pin: Pin, implied: float | None, expected: float | None, golden_text: str,
@@ -535,11 +476,12 @@ def _adopt(checker: _Checker, files: Sequence[tuple[Path, str]], *, policy: str,
 
 def _select_problems(checker: _Checker, files: Sequence[tuple[Path, str]]) -> list[Any]:
     """Every agentic speculative recipe ``select`` cannot plan (its pins aside: they are findings of their own),
-    with the model prefix of a master config that runs it as the run's model."""
+    with the model prefix of a master config that runs it as the run's model: the refusal ``select`` would give."""
     from golden_al.checks.adoption import SelectProblem
     from golden_al.checks.yaml_configs import YamlError
-    from golden_al.configs.srt_slurm import read_recipe
-    from golden_al.selection import Identity, plan_document
+    from golden_al.recipes.derive import Identity
+    from golden_al.recipes.srt_slurm import read_recipe
+    from golden_al.selection import plan_document
 
     out: list[SelectProblem] = []
     if checker.store is None:
@@ -556,15 +498,15 @@ def _select_problems(checker: _Checker, files: Sequence[tuple[Path, str]]) -> li
         kinds = {r.agentic.agentic for r in refs}
         agentic = kinds.pop() if len(kinds) == 1 else None
         for doc in docs:
-            recipe = read_recipe(doc.data)
-            if recipe is None:
-                continue
-            identity = Identity(model=model, model_source="the master config that runs it", agentic=agentic)
             try:
-                plan_document(doc.data, doc, path=str(path), selector=None, identity=identity, store=checker.store,
-                              allow_pins=True)
+                recipe = read_recipe(doc.data)
+                if recipe is None:
+                    continue
+                identity = Identity(model=model, model_source="the master config that runs it", agentic=agentic)
+                plan_document(doc.data, path=str(path), selector=None, identity=identity, store=checker.store,
+                              allow_pins=True, lines=doc.lines, refs=refs)
             except UsageError as exc:  # a SelectionError, or a malformed variant section srtctl would refuse too
-                out.append(SelectProblem(str(path), 1, recipe.engine or "-", exc.message, exc.hint))
+                out.append(SelectProblem(str(path), 1, (recipe.engine if recipe else None) or "-", exc.message, exc.hint))
     return out
 
 
@@ -961,8 +903,8 @@ def _runtime_draft_len(pins: Sequence[Pin], occurrences: Sequence[Occurrence]) -
             else occ.term.spelling
         src = setting.source
         for pin in pins:
-            if pin.engine != occ.engine:
-                continue
+            if pin.engine != occ.engine or any(setting.what in text for _, text in pin.problems):
+                continue  # another engine's, or the recipe's derivation already names it (recipes.derive)
             pin.problems.append(("unsafe-value", f"{shown} at line {occ.line} {setting.what}"
                                                  f"{'' if on else ' (its value is not known here)'}: the pinned AL "
                                                  f"belongs to one fixed draft length ({src.repo} {src.path} at "

@@ -20,7 +20,7 @@
   declares a ``command_line`` (llama.cpp) on command lines and environments kept in the
   config (:mod:`golden_al.checks.command_lines`).
 
-Recipes and master configs are read by :mod:`golden_al.configs.srt_slurm`, the reader
+Recipes and master configs are read by :mod:`golden_al.recipes.srt_slurm`, the reader
 ``inject`` uses too (roles, environment blocks, sweep variants, speculative settings, the
 generating role, curve inputs); this module adds what only ``check`` needs: line numbers
 (from PyYAML's composer, C loader when available), thinking and agentic signals, model
@@ -41,36 +41,35 @@ from typing import Any
 import yaml
 
 from golden_al.checks.command_lines import command_line_pins
-from golden_al.checks.context import (
-    MASTER_LENGTH_KEY,
-    agentic_from_flag,
+from golden_al.checks.context import MASTER_LENGTH_KEY, env_knobs, env_pin_context, scalar_text
+from golden_al.checks.findings import Pin
+from golden_al.engines import engine_names, get_profile, load_hook
+from golden_al.errors import UnreadableInputError
+from golden_al.prompts.thinking import ThinkingSignal, is_thinking_setting, thinking_from_setting
+from golden_al.recipes.derive import (
+    AgenticInfo,
+    DraftInfo,
+    RecipeFacts,
+    RoleSettings,
     agentic_from_path,
     agentic_from_scenario,
-    env_knobs,
-    env_pin_context,
-    is_thinking_setting,
-    scalar_text,
-    thinking_from_setting,
+    recipe_facts,
+    role_of,
+    role_settings,
+    walk,
 )
-from golden_al.checks.findings import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
-from golden_al.checks.spec import settings_draft
-from golden_al.configs.srt_slurm import (
-    GENERATING_ROLES,
+from golden_al.recipes.srt_slurm import (
     INJECTOR_FRAMEWORKS,
     OVERRIDE_RE,
     EnvBlock,
     MasterSetting,
-    RecipeView,
-    canonical_role,
-    curve_rejection_method,
-    env_block_role,
+    ModelName,
     is_master,
     master_settings,
     read_recipe,
+    recipe_formats,
     speculation,
 )
-from golden_al.engines import engine_names, get_profile, load_hook
-from golden_al.errors import UnreadableInputError
 from golden_al.safeio import load_json, load_yaml_documents, repeated_keys
 from golden_al.safeio.inputs import Input, shown_path
 
@@ -79,22 +78,17 @@ __all__ = [
     "YamlDoc",
     "YamlError",
     "clear_path_cache",
-    "draft_for_role",
     "extract_json_pins",
     "extract_yaml_pins",
     "json_obj",
     "load_yaml_docs",
     "master_refs",
     "recipe_context",
-    "recipe_context_of",
     "recipe_contexts",
     "recipe_path_candidates",
     "resolve_recipe_path",
     "shadowed_lines",
 ]
-
-_ROLES = ("aggregated", "prefill", "decode")
-
 
 class YamlError(Exception):
     """A YAML file that does not parse (with the 1-based line of the problem)."""
@@ -117,7 +111,7 @@ class YamlDoc:
     def walk(self) -> list[tuple[tuple[str, ...], Any]]:
         """:func:`_walk` of the document, computed once (every rule walks the same tree)."""
         if self._walked is None:
-            self._walked = _walk(self.data)
+            self._walked = walk(self.data)
         return self._walked
 
     def line(self, path: tuple[str, ...], default: int = 1) -> int:
@@ -150,7 +144,7 @@ def load_yaml_docs(text: str) -> list[YamlDoc]:
     Raises:
         YamlError: the text is not YAML (message and line of the problem).
     """
-    from golden_al.injection.recipe import relevant_duplicates
+    from golden_al.recipes.srt_slurm import relevant_duplicates
 
     try:
         docs: list[YamlDoc] = []
@@ -171,45 +165,6 @@ def load_yaml_docs(text: str) -> list[YamlDoc]:
 
 
 # ------------------------------------------------------------------------ helpers
-
-
-_WALK_MAX_DEPTH = 60
-
-
-def _walk(obj: Any, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
-    """Every (path, value) in a plain data tree, parents first (preorder; children of nodes
-    deeper than 60 levels are not visited). Iterative (:meth:`YamlDoc.walk` keeps it)."""
-    out: list[tuple[tuple[str, ...], Any]] = []
-    stack: list[tuple[tuple[str, ...], Any, int]] = [(path, obj, 0)]
-    pop, push, emit = stack.pop, stack.append, out.append
-    while stack:
-        p, v, depth = pop()
-        emit((p, v))
-        if depth > _WALK_MAX_DEPTH:
-            continue
-        if isinstance(v, dict):
-            kids = [((*p, str(k)), c) for k, c in v.items()]
-        elif isinstance(v, list):
-            kids = [((*p, str(i)), c) for i, c in enumerate(v)]
-        else:
-            continue
-        for kp, c in reversed(kids):
-            push((kp, c, depth + 1))
-    return out
-
-
-def _role_of(path: tuple[str, ...]) -> str | None:
-    """The canonical worker role a key path belongs to (the same roles ``inject`` reads)."""
-    for part in path:
-        p = part.lower()
-        role = canonical_role(p) or env_block_role(p)
-        if role is None and "_" in p:
-            role = canonical_role(p.split("_", 1)[0])
-        if role is None:
-            role = next((r for r in _ROLES if p == r[:3]), None)
-        if role is not None:
-            return role
-    return None
 
 
 _scalar = scalar_text
@@ -242,195 +197,92 @@ class MasterRef:
     agentic: AgenticInfo
 
 
-@dataclass
-class RecipeContext:
-    """What an srt-slurm recipe says about engine, roles, models, thinking, agentic: one
-    :class:`~golden_al.configs.srt_slurm.RecipeView` (the reader ``inject`` uses too) plus
-    what only ``check`` needs (line numbers, thinking and agentic signals, model sources)."""
-
-    path: str
-    doc: YamlDoc
-    view: RecipeView
-    thinking: list[tuple[str | None, ThinkingSignal]]
-    models: list[ModelName]
-    agentic: AgenticInfo
-
-    @property
-    def engine(self) -> str | None:
-        return self.view.engine
-
-    @property
-    def prefixes(self) -> tuple[tuple[str, ...], ...]:
-        return self.view.prefixes
-
-    @property
-    def variant(self) -> str | None:
-        return self.view.variant
-
-    def line(self, path: tuple[str, ...]) -> int:
-        """Line of ``path`` (a key path from the view's root) in the override section
-        first, then in the base."""
-        for prefix in self.prefixes:
-            if prefix + path in self.doc.lines:
-                return self.doc.lines[prefix + path]
-        for prefix in self.prefixes:
-            full = prefix + path
-            while len(full) > len(prefix):
-                full = full[:-1]
-                if full in self.doc.lines:
-                    return self.doc.lines[full]
-        return 1
-
-    def loc_line(self, loc: tuple[str, ...]) -> int:
-        """Line of a reader location (a key path from the document root, base-relative in a variant)."""
-        root = self.prefixes[-1]
-        return self.line(loc[len(root):] if loc[: len(root)] == root else loc)
-
-    def thinking_for(self, role: str | None) -> list[ThinkingSignal]:
-        own = [s for r, s in self.thinking if r == role or r is None]
-        return own or [s for _, s in self.thinking]
-
-
-def recipe_contexts(doc: YamlDoc, path: str, refs: list[MasterRef] | None = None) -> list[RecipeContext]:
-    """Recipe contexts of a document: one for a plain recipe, one per ``override_*`` /
-    ``zip_override_*`` variant of a ``base:`` recipe (srt-slurm's sweep format); empty if
-    not a recipe (:func:`golden_al.configs.srt_slurm.read_recipe`)."""
+def recipe_contexts(doc: YamlDoc, path: str, refs: list[MasterRef] | None = None) -> list[RecipeFacts]:
+    """The facts of every view of a document: one for a plain recipe, one per variant srtctl runs of a ``base:``
+    recipe (srt-slurm's sweep format); empty if not a recipe (:func:`golden_al.recipes.srt_slurm.read_recipe`)."""
     recipe = read_recipe(doc.data)
     if recipe is None:
         return []
-    return [_recipe_context(view, doc, path, refs) for view in recipe.views()]
+    return [recipe_facts(view, path, lines=doc.lines, walked=doc.walk() if view.data is doc.data else None,
+                         refs=refs or ()) for view in recipe.views()]
 
 
-def recipe_context(doc: YamlDoc, path: str, refs: list[MasterRef] | None = None) -> RecipeContext | None:
+def recipe_context(doc: YamlDoc, path: str, refs: list[MasterRef] | None = None) -> RecipeFacts | None:
     """The first recipe context of a document (None if it is not an srt-slurm recipe)."""
     ctxs = recipe_contexts(doc, path, refs)
     return ctxs[0] if ctxs else None
 
 
-def recipe_context_of(view: RecipeView, doc: YamlDoc, path: str) -> RecipeContext:
-    """The context ``check`` reads around one view (thinking and agentic signals, model names): ``select``
-    reads a resolved variant through it, so both see the same recipe."""
-    return _recipe_context(view, doc, path, None)
+def _settle(pin: Pin, settings: RoleSettings) -> Pin:
+    """``pin`` judged by the recipe's derivation (:func:`golden_al.recipes.derive.role_settings`): the settings
+    ``select`` writes the golden point of, and the problems it refuses for."""
+    pin.algorithm, pin.draft, pin.thinking = settings.algorithm, settings.draft, settings.thinking
+    pin.models, pin.draft_model, pin.agentic = settings.models, settings.draft_model, settings.agentic
+    pin.draft_sample_method = settings.draft_sample_method
+    pin.rejection_sample_method = settings.rejection_sample_method
+    pin.spec.update(settings.spec)
+    pin.problems.extend(p for p in settings.problems if p not in pin.problems)
+    return pin
 
 
-def draft_for_role(ctx: RecipeContext, engine: str, role: str | None) -> tuple[DraftInfo, str | None, str | None,
-                                                                                dict[str, Any]]:
-    """:func:`_draft_for_role`: the draft length a role's settings fix, by the engine's rule."""
-    return _draft_for_role(ctx, engine, role)
-
-
-def _recipe_context(view: RecipeView, doc: YamlDoc, path: str, refs: list[MasterRef] | None) -> RecipeContext:
-    data = view.data
-    thinking: list[tuple[str | None, ThinkingSignal]] = []
-    for p, v in (doc.walk() if data is doc.data else _walk(data)):
-        if not p or not is_thinking_setting(p[-1]):
-            continue
-        name = p[-1]
-        where = ".".join(p[:-1])
-        sigs = thinking_from_setting(name, v, f"{where}." if where else "")
-        role = _role_of(p[:-1])
-        thinking.extend((role, s) for s in sigs)
-    models: list[ModelName] = []
-
-    def add(name: Any, source: str) -> None:
-        if isinstance(name, str) and name.strip() and name not in [m.name for m in models]:
-            models.append(ModelName(name.strip(), source))
-
-    for role in GENERATING_ROLES:
-        rc = view.role(role)
-        ra = rc.args if rc is not None else {}
-        add(ra.get("served-model-name") or ra.get("served_model_name"), f"{role} served-model-name")
-    ident = data.get("identity")
-    if isinstance(ident, dict) and isinstance(ident.get("model"), dict):
-        add(ident["model"].get("repo"), "identity.model.repo")
-    model = data.get("model")
-    if isinstance(model, dict):
-        add(model.get("path"), "model.path")
-    elif isinstance(model, str):
-        add(model, "model")
-    bench: dict[str, Any] = data["benchmark"] if isinstance(data.get("benchmark"), dict) else {}
-    benv: dict[str, Any] = bench["env"] if isinstance(bench.get("env"), dict) else {}
-    add(benv.get("SERVED_MODEL_NAME"), "benchmark.env.SERVED_MODEL_NAME")
-    add(benv.get("MODEL"), "benchmark.env.MODEL")
-    add(benv.get("MODEL_PREFIX"), "benchmark.env.MODEL_PREFIX")
-    agentic = _recipe_agentic(data, bench, benv, path)
-    for ref in refs or []:
-        add(ref.model_prefix, f"model-prefix of master-config entry '{ref.entry}', which runs this recipe")
-        add(ref.model, f"model of master-config entry '{ref.entry}', which runs this recipe")
-    if refs and agentic.agentic is None:
-        kinds = {r.agentic.agentic for r in refs}
-        if len(kinds) == 1 and None not in kinds:
-            agentic = AgenticInfo(kinds.pop(), f"master-config entry '{refs[0].entry}' runs it in scenario "
-                                               f"'{refs[0].scenario}'")
-    return RecipeContext(path, doc, view, thinking, models, agentic)
-
-
-def _recipe_agentic(data: Mapping[str, Any], bench: dict[str, Any], benv: dict[str, Any], path: str) -> AgenticInfo:
-    top_env: dict[str, Any] = data["environment"] if isinstance(data.get("environment"), dict) else {}
-    for env in (benv, top_env):
-        if "IS_AGENTIC" in env:
-            flag = agentic_from_flag(env["IS_AGENTIC"], "benchmark.env.")
-            if flag is not None:
-                return flag
-    command = str(bench.get("command", ""))
-    btype = str(bench.get("type", ""))
-    if "agentic" in command.lower() or "agentic" in btype.lower():
-        return AgenticInfo(True, f"its benchmark runs {command.split('/')[-1] or btype}")
-    if btype in ("sa-bench", "sglang-bench", "vllm-bench", "gpqa", "mmlu", "throughput") or (
-            "isl" in bench and "osl" in bench):
-        return AgenticInfo(False, f"its benchmark is type '{btype}' with fixed ISL/OSL "
-                                  f"({bench.get('isl', '?')}/{bench.get('osl', '?')})")
-    return agentic_from_path(path)
-
-
-def _draft_for_role(ctx: RecipeContext, engine: str, role: str | None) -> tuple[DraftInfo, str | None, str | None,
-                                                                                   dict[str, Any]]:
-    """(draft info, algorithm, draft model, extras) for a pin of ``engine`` in ``role``
-    (the role's settings as :func:`~golden_al.configs.srt_slurm.speculation` reads them)."""
-    rc = ctx.view.role_for(role)
-    used_role = rc.role if rc is not None else None
-    where = f"{used_role} arguments" if used_role else "the recipe"
-    if ctx.variant:
-        where += f" of {ctx.variant}"
-    note = "" if used_role in (role, None) or role is None else f" (the {used_role} worker's)"
-    spec = None
-    if rc is not None:
-        spec = rc.spec if rc.spec is not None and rc.spec.engine == engine else speculation(engine, rc.args)
-    info = settings_draft(engine, spec, where)
-    info.rule += note
-    if spec is None or spec.problem is not None:
-        return info, None, None, {}
-    return info, spec.algorithm, spec.draft_model, dict(spec.review_spec)
-
-
-def _env_pins(ctx: RecipeContext) -> list[Pin]:
+def _env_pins(ctx: RecipeFacts) -> list[Pin]:
+    """The pins in the environment blocks of a view: each role's, and the recipe-wide block, which srtctl applies
+    after the role's (a role's value it sets too is overridden, and said so)."""
     pins: list[Pin] = []
-    envs: dict[str | None, EnvBlock] = {}
+    envs: dict[tuple[str | None, bool], EnvBlock] = {}
     for block in ctx.view.envs:  # one block per role; a later key of the same role wins
         if isinstance(block.env, Mapping):
-            envs[block.role] = block
-    for role, block in envs.items():
-        env_key, env = block.key, block.env
+            envs[block.role, block.wide] = block
+    wide = envs.get((None, True))
+    for (role, _), block in envs.items():
+        env = block.env
         assert env is not None
         for spelling, env_knob in env_knobs().items():
             if spelling not in env or (env_knob.legacy and env_knob.knob.name in env):
                 continue
-            engine = env_knob.engine
-            line = ctx.loc_line((*block.loc, spelling))
             raw = _scalar(env[spelling])
-            draft, algo, draft_model, extra = _draft_for_role(ctx, engine, role)
-            pin = Pin(file=ctx.path, line=line, engine=engine, knob=spelling, raw_value=raw,
-                      unresolved=None if raw is not None else f"{spelling} has no scalar value",
-                      algorithm=algo, draft=draft, thinking=ctx.thinking_for(role), models=list(ctx.models),
-                      draft_model=draft_model, agentic=ctx.agentic, spec=extra)
-            pin.notes.append(f"{env_key} of an srt-slurm recipe" + (f" ({ctx.variant})" if ctx.variant else ""))
+            pin = _settle(Pin(file=ctx.path, line=ctx.loc_line((*block.loc, spelling)), engine=env_knob.engine,
+                              knob=spelling, raw_value=raw,
+                              unresolved=None if raw is not None else f"{spelling} has no scalar value"),
+                          role_settings(ctx, env_knob.engine, role))
+            pin.notes.append(f"{block.key} of an srt-slurm recipe" + (f" ({ctx.variant})" if ctx.variant else ""))
             pin.spec["role"] = role
-            if role == "prefill":
+            if block.wide:
+                pin.notes.append("the recipe-wide environment: srtctl applies it to every worker after the role's own, "
+                                 "so it is checked against the generating worker's draft length")
+            elif wide is not None and spelling in (wide.env or {}):
+                pin.notes.append(f"overridden by the recipe-wide {'.'.join(wide.loc)}.{spelling} (srtctl applies the "
+                                 "recipe-wide environment after the role's)")
+            elif role == "prefill":
                 pin.notes.append("a prefill worker runs no verify steps: its value is checked against the decode "
                                  "worker's draft length")
             companions, spec = env_pin_context(env_knob, functools.partial(_env_value, env))
             pin.companions.update(companions)
             pin.spec.update(spec)
+            pins.append(pin)
+    return pins
+
+
+def _arg_pins(ctx: RecipeFacts) -> list[Pin]:
+    """The pins in a role's arguments, for an engine that takes its synthetic settings as server flags there
+    (:attr:`~golden_al.engines.profile.RecipeFormat.inject_into` ``args``: ATOM's ``spec-decode-acceptance-length``);
+    each is checked against its own role's draft length (the server validates its own value)."""
+    pins: list[Pin] = []
+    for rc in ctx.view.roles:
+        fmt = recipe_formats().get(rc.engine or "")
+        if fmt is None or fmt.inject_into != "args":
+            continue
+        assert rc.engine is not None
+        for knob in get_profile(rc.engine).check.synthetic_knobs:
+            key = knob.name.lstrip("-")
+            found = next((k for k in dict.fromkeys((key, key.replace("-", "_"))) if k in rc.args), None)
+            if knob.kind != "flag" or found is None:
+                continue
+            raw = _scalar(rc.args[found])
+            pin = _settle(Pin(file=ctx.path, line=ctx.loc_line((*rc.loc, found)), engine=rc.engine, knob=knob.name,
+                              raw_value=raw, unresolved=None if raw is not None else f"{found} has no scalar value"),
+                          role_settings(ctx, rc.engine, rc.role, own=True))
+            pin.notes.append(f"{'.'.join(rc.loc)}.{found}, a server flag of the {rc.role} role")
             pins.append(pin)
     return pins
 
@@ -467,19 +319,20 @@ def _config_keys() -> frozenset[str]:
     return frozenset(k for keys, _ in _config_pin_readers() for k in keys)
 
 
-def _recipe_vllm_pins(ctx: RecipeContext) -> list[Pin]:
-    """The pins in the speculative config of every role of a recipe view (engines that keep their knobs there)."""
+def _recipe_vllm_pins(ctx: RecipeFacts) -> list[Pin]:
+    """The pins in the speculative config of every role of a recipe view (engines that keep their knobs there), each
+    checked against its own role's settings (each server validates its own config)."""
     pins: list[Pin] = []
     for rc in ctx.view.roles:
-        for p, v in _walk(rc.args):
+        for p, v in walk(rc.args):
             if not p or p[-1] not in _config_keys():
                 continue
             pin = _config_pin(p[-1], ctx.path, ctx.loc_line((*rc.loc, *p)), v, ctx.models, ctx.thinking_for,
-                              ctx.agentic, _role_of((rc.key, *p)))
+                              ctx.agentic, rc.role)
             if pin is not None:
                 if isinstance(v, dict):
                     pin.covers = tuple(ctx.loc_line((*rc.loc, *p, str(k))) for k in v)
-                pins.append(pin)
+                pins.append(_settle(pin, role_settings(ctx, pin.engine, rc.role, own=True)) if len(p) == 1 else pin)
     return pins
 
 
@@ -487,10 +340,10 @@ def _vllm_pins_in(ctx_path: str, doc: YamlDoc, data: Any, models: list[ModelName
                   thinking_for: Any, agentic: AgenticInfo) -> list[Pin]:
     """The pins in every speculative config of a document that is not a recipe (engines that keep knobs there)."""
     pins: list[Pin] = []
-    for p, v in (doc.walk() if data is doc.data else _walk(data)):
+    for p, v in (doc.walk() if data is doc.data else walk(data)):
         if not p or p[-1] not in _config_keys():
             continue
-        pin = _config_pin(p[-1], ctx_path, doc.line(p), v, models, thinking_for, agentic, _role_of(p))
+        pin = _config_pin(p[-1], ctx_path, doc.line(p), v, models, thinking_for, agentic, role_of(p))
         if pin is not None:
             if isinstance(v, dict):
                 pin.covers = tuple(doc.line((*p, str(k))) for k in v)
@@ -637,23 +490,23 @@ def _master_pin(doc: YamlDoc, path: str, entry_name: str, entry: dict[str, Any],
         pin.notes.append(f"recipe backend is {ctx.engine}")
     eng = engine or ctx.engine or "unknown"
     pin.engine = eng
-    draft, algo, draft_model, extra = _draft_for_role(ctx, eng, None)
+    rs = role_settings(ctx, eng, None)
+    draft = rs.draft
     draft.rule = f"{draft.rule} in {shown}" if draft.rule else draft.rule
     if draft.problem:
         draft.problem = f"{draft.problem} (recipe {shown})"
-    pin.draft, pin.algorithm, pin.draft_model = draft, algo, draft_model
-    pin.spec.update(extra)
+    pin.draft, pin.algorithm, pin.draft_model = draft, rs.algorithm, rs.draft_model
+    pin.draft_sample_method, pin.rejection_sample_method = rs.draft_sample_method, rs.rejection_sample_method
+    pin.spec.update(rs.spec)
+    pin.problems.extend(rs.problems)
     rc = ctx.view.role_for("decode")
     decode = None
     if rc is not None:
         decode = rc.spec if rc.spec is not None and rc.spec.engine == eng else speculation(eng, rc.args)
-    if decode is not None and decode.problem is None:
-        pin.draft_sample_method = decode.draft_sample_method
-        pin.rejection_sample_method = curve_rejection_method(decode.rejection_sample_method)
     if harness is not None:
         pin.notes.extend(harness(value, decode)[1])
-    pin.thinking = ctx.thinking_for("decode") + pin.thinking
-    pin.models = list(ctx.models) + pin.models
+    pin.thinking = rs.thinking + pin.thinking
+    pin.models = rs.models + pin.models
     nst = settings.get("NUM_SPEC_TOKENS")
     if nst and draft.k is not None and nst[0].strip() != str(draft.k):
         pin.notes.append(f"NUM_SPEC_TOKENS={nst[0]} differs from the recipe's draft length {draft.k}")
@@ -746,7 +599,7 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
         if ctxs:
             seen: set[tuple[Any, ...]] = set()
             for ctx in ctxs:
-                for pin in _env_pins(ctx) + _recipe_vllm_pins(ctx):
+                for pin in _env_pins(ctx) + _recipe_vllm_pins(ctx) + _arg_pins(ctx):
                     key = (pin.line, pin.knob, pin.raw_value, pin.draft.k, pin.draft.problem, pin.algorithm)
                     if key not in seen:
                         seen.add(key)
@@ -767,14 +620,14 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
 
 def shadowed_lines(docs: list[YamlDoc]) -> set[int]:
     """Lines of ``base:`` keys of an srt-slurm sweep recipe that every ``override_*`` section replaces
-    (:func:`~golden_al.configs.srt_slurm.deep_merge`): srtctl runs only the variants when there are
+    (:func:`~golden_al.recipes.srt_slurm.deep_merge`): srtctl runs only the variants when there are
     any, so such a value never reaches an engine."""
     out: set[int] = set()
     for doc in docs:
         recipe = read_recipe(doc.data)
         if recipe is None or not recipe.overrides or not isinstance(doc.data.get("base"), Mapping):
             continue
-        for p, _ in _walk(doc.data["base"]):
+        for p, _ in walk(doc.data["base"]):
             if p and all(_replaces(over, p) for _, over in recipe.overrides) and ("base", *p) in doc.lines:
                 out.add(doc.lines[("base", *p)])
     return out

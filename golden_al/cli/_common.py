@@ -132,7 +132,7 @@ _RANGE = re.compile(r"^\s*(\d+)\s*-\s*(\d+)\s*$")
 
 def thinking_mode(text: str) -> str:
     """argparse type of ``--thinking``: ``on``, ``off`` or a named level such as ``reasoning_effort_high``."""
-    from golden_al.golden.schema import normalize_mode
+    from golden_al.prompts.thinking import normalize_mode
 
     try:
         return normalize_mode(text)

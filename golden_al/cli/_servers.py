@@ -370,7 +370,7 @@ def _messages_hash(messages: Sequence[Any], kwargs: dict[str, Any]) -> str:
 
 def _is_mode_name(text: str) -> bool:
     """``on``, ``off`` or a level name: a key of per-mode ``--chat-template-kwargs``."""
-    from golden_al.golden.schema import normalize_mode
+    from golden_al.prompts.thinking import normalize_mode
 
     try:
         return normalize_mode(text) == text

@@ -59,6 +59,8 @@ examples:
 
 FORMATS = ("srtctl", "json", "env", "shell")
 _TRUE = ("1", "true", "yes", "on")
+#: the harness environment ``select`` reads (InferenceX's variables): each is an input of the plan
+_ENV_NAMES = ("MODEL_PREFIX", "THINKING_MODE", "FRAMEWORK", "IS_AGENTIC", "SPEC_DECODING", "EVAL_ONLY")
 _FALSE = ("0", "false", "no", "off", "")
 
 
@@ -99,8 +101,8 @@ def _flag(value: str | None, name: str) -> bool | None:
 
 def identity_from(args: argparse.Namespace, environ: Any) -> Any:
     """The run's identity: flags first, then the InferenceX environment (the CLI is the one reader of it)."""
-    from golden_al.golden.schema import normalize_mode
-    from golden_al.selection import Identity
+    from golden_al.prompts.thinking import normalize_mode
+    from golden_al.recipes.derive import Identity, identity_inputs
 
     model, model_source = (args.model, "--model") if args.model else (environ.get("MODEL_PREFIX") or None,
                                                                       "MODEL_PREFIX")
@@ -119,7 +121,8 @@ def identity_from(args: argparse.Namespace, environ: Any) -> Any:
         "eval-only" if _flag(environ.get("EVAL_ONLY"), "EVAL_ONLY") else "throughput")
     return Identity(model=model, model_source=model_source, thinking=thinking, thinking_source=thinking_source,
                     framework=args.framework or environ.get("FRAMEWORK") or None, agentic=agentic,
-                    spec_decoding=environ.get("SPEC_DECODING") or None, mode=mode)
+                    spec_decoding=environ.get("SPEC_DECODING") or None, mode=mode,
+                    inputs=identity_inputs(environ, _ENV_NAMES))
 
 
 def _is_env_path(path: tuple[str, ...]) -> bool:
@@ -153,7 +156,7 @@ def render(plan: Any, fmt: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from golden_al.configs.srtctl import parse_override, split_recipe_arg
+    from golden_al.recipes.srtctl import parse_override, split_recipe_arg
     from golden_al.selection import select_recipe
 
     path, selector = split_recipe_arg(args.recipe)

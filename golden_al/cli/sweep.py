@@ -81,7 +81,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def parse_thinking(text: str) -> list[str]:
     """``"on,off"`` -> ``["on", "off"]``; named levels too (``on,reasoning_effort_high``); order kept, no duplicates."""
-    from golden_al.golden.schema import normalize_mode
+    from golden_al.prompts.thinking import normalize_mode
 
     out: list[str] = []
     for part in str(text).split(","):

@@ -37,7 +37,7 @@ class LoadedRecord:
     @property
     def mode_key(self) -> str:
         """``thinking_on``, ``thinking_off`` or a named level (``reasoning_effort_high``)."""
-        from golden_al.golden.schema import mode_key
+        from golden_al.prompts.thinking import mode_key
 
         return mode_key(self.record.thinking)
 

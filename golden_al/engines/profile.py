@@ -297,9 +297,13 @@ class RecipeFormat:
     backend_types: tuple[str, ...]  #: ``backend.type`` spellings
     #: ``(role arguments) -> Speculation | None``: the role's speculative settings (None: no speculative key)
     read: Callable[[Mapping[str, Any]], Speculation | None]
-    #: where :func:`golden_al.injection` writes the synthetic settings: ``env`` (the worker environment
-    #: blocks) or ``config`` (inside the role's speculative config, vLLM's form)
-    inject_into: Literal["env", "config"] = "env"
+    #: where ``select`` and ``inject`` write the synthetic settings: ``env`` (the worker environment blocks),
+    #: ``config`` (inside the role's speculative config, vLLM's form) or ``args`` (server flags among the role's
+    #: arguments, each flag's name without its dashes, ATOM's form); ``config`` and ``args`` get each role's own k
+    inject_into: Literal["env", "config", "args"] = "env"
+    #: the roles whose workers simulate the golden AL (every other role gets the synthetic settings unset); empty:
+    #: every role the engine runs that speculates (a prefill worker runs no verify steps but reads the same settings)
+    simulated_roles: tuple[str, ...] = ()
     #: keys of the role arguments that hold speculative settings (an override touching one changes k)
     spec_keys: tuple[str, ...] = ()
     #: a hook (:data:`Hook`): the pin in a speculative config under :attr:`spec_keys` (where the engine keeps its

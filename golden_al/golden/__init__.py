@@ -19,7 +19,6 @@ from golden_al.golden.legacy import read_legacy, read_legacy_text, write_legacy
 from golden_al.golden.schema import (
     DRAFT_METHODS,
     SCHEMA_VERSION,
-    THINKING_MODES,
     Dataset,
     Draft,
     Engine,
@@ -29,7 +28,6 @@ from golden_al.golden.schema import (
     Sampling,
     ThinkingMode,
     load_curve_file,
-    mode_key,
     parse_curve,
 )
 from golden_al.golden.store import (
@@ -47,7 +45,6 @@ __all__ = [
     "DRAFT_METHODS",
     "SCHEMA_VERSION",
     "SHIPPED_CURVES_DIR",
-    "THINKING_MODES",
     "Dataset",
     "Draft",
     "Engine",
@@ -64,7 +61,6 @@ __all__ = [
     "format_k_list",
     "load_curve_file",
     "load_store",
-    "mode_key",
     "parse_curve",
     "read_legacy",
     "read_legacy_text",

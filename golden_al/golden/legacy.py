@@ -37,12 +37,12 @@ from golden_al.engines._values import format_value
 from golden_al.errors import SchemaError, UsageError
 from golden_al.golden.schema import (
     DRAFT_METHODS,
-    THINKING_MODES,
     GoldenCurve,
     load_yaml_roundtrip,
     node_line,
     to_plain,
 )
+from golden_al.prompts.thinking import THINKING_MODES
 
 __all__ = [
     "LegacyHeader",

@@ -66,14 +66,13 @@ from distributions import units
 from golden_al.engines import REFERENCE_ENGINE
 from golden_al.engines._values import selector_text
 from golden_al.errors import SchemaError, UsageError
+from golden_al.prompts.thinking import LEVEL_RE, THINKING_MODES, mode_key
 
 __all__ = [
     "DRAFT_METHODS",
     "DRAFT_PRECISIONS",
     "ENGINE_NAMES",
-    "LEVEL_RE",
     "SCHEMA_VERSION",
-    "THINKING_MODES",
     "Dataset",
     "Draft",
     "Engine",
@@ -84,18 +83,11 @@ __all__ = [
     "Sampling",
     "ThinkingMode",
     "load_curve_file",
-    "mode_key",
-    "mode_short",
-    "normalize_mode",
     "parse_curve",
     "to_plain",
 ]
 
 SCHEMA_VERSION = 1
-#: The two thinking modes, spelled as the legacy files and our files spell them.
-THINKING_MODES: tuple[str, str] = ("thinking_on", "thinking_off")
-#: A named thinking level (e.g. ``reasoning_effort_high``): lower-case words joined by ``_``.
-LEVEL_RE = r"^[a-z][a-z0-9]*(?:_[a-z0-9]+)+$"
 
 #: Draft methods a curve may name (the speculative method the curve was measured with).
 DRAFT_METHODS: tuple[str, ...] = (
@@ -404,36 +396,6 @@ class GoldenCurve(_Strict):
         out = {m: blk for m in THINKING_MODES if (blk := getattr(self, m)) is not None}
         out.update(self.levels)
         return out
-
-
-def normalize_mode(thinking: str | bool) -> str:
-    """``on``/``off`` (from on, off, thinking_on, true, 1, ...) or a level name (``reasoning_effort_high``).
-
-    Raises:
-        ValueError: neither a switch value nor a well-formed level name.
-    """
-    if isinstance(thinking, bool):
-        return "on" if thinking else "off"
-    t = str(thinking).strip().lower().replace("-", "_")
-    if t in ("on", "thinking_on", "true", "1", "yes", "enabled"):
-        return "on"
-    if t in ("off", "thinking_off", "false", "0", "no", "disabled"):
-        return "off"
-    if re.match(LEVEL_RE, t) and not t.startswith("thinking_"):
-        return t
-    raise ValueError(f"thinking mode must be on, off or a named level such as reasoning_effort_high, "
-                     f"got {thinking!r}")
-
-
-def mode_key(thinking: str | bool) -> str:
-    """The curve key of a mode: ``thinking_on``/``thinking_off``, or the level name itself."""
-    m = normalize_mode(thinking)
-    return {"on": "thinking_on", "off": "thinking_off"}.get(m, m)
-
-
-def mode_short(thinking: str | bool) -> str:
-    """The record/CLI spelling of a mode: ``on``/``off``, or the level name itself."""
-    return normalize_mode(thinking)
 
 
 # --------------------------------------------------------------------------- loading

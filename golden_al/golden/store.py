@@ -46,10 +46,10 @@ from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, SchemaErro
 from golden_al.golden.schema import (
     GoldenCurve,
     load_yaml_roundtrip,
-    mode_key,
     parse_curve,
     to_plain,
 )
+from golden_al.prompts.thinking import mode_key
 
 __all__ = [
     "OWN_HEAD_METHODS",

@@ -44,21 +44,16 @@ from pathlib import Path
 from typing import Any
 
 from golden_al import engines
-from golden_al.checks.resolution import golden_point
-from golden_al.configs.srt_slurm import curve_rejection_method
-from golden_al.errors import GoldenALError, InjectionConflictError, InputFileError, UsageError
+from golden_al.errors import (
+    GoldenALError,
+    InjectionConflictError,
+    InputFileError,
+    NoGoldenValueError,
+    UsageError,
+)
 from golden_al.golden.schema import to_plain
 from golden_al.golden.store import GoldenPoint, GoldenStore
-from golden_al.injection.recipe import (
-    CONFIG_KEYS,
-    ENV_BLOCK_RE,
-    RecipeAnalysis,
-    analyze_recipe,
-    canonical_role,
-    env_block_role,
-    iter_own_items,
-    load_recipe,
-)
+from golden_al.injection.recipe import RecipeAnalysis, analyze_recipe, iter_own_items, load_recipe
 from golden_al.injection.textedit import (
     Edit,
     apply_edits,
@@ -70,6 +65,9 @@ from golden_al.injection.textedit import (
     scalar_span,
 )
 from golden_al.provenance import atomic_write_text
+from golden_al.prompts.thinking import REQUEST
+from golden_al.recipes.derive import Identity, derive, recipe_facts, role_settings
+from golden_al.recipes.srt_slurm import ENV_BLOCK_RE, canonical_role, config_keys, env_block_role, read_recipe
 
 __all__ = ["Change", "InjectionResult", "inject_file", "plan_injection"]
 
@@ -397,7 +395,7 @@ def _plan_env(p: Planner, a: RecipeAnalysis, desired: dict[str, str]) -> None:
         backend = backend[part]
     have = {env_block_role(name) for name in (*names_in_backend, *map(str, backend))}
     if canonical_role(target.role) not in have:
-        p.create_block(backend, CONFIG_KEYS[a.engine], env_name, list(desired.items()), backend_loc)
+        p.create_block(backend, config_keys()[a.engine], env_name, list(desired.items()), backend_loc)
 
 
 def json_separators(text: str) -> tuple[str, str]:
@@ -436,31 +434,25 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
         raise UsageError(f"{path}: cannot tell the engine (no backend.type and no single sglang_config/"
                          "vllm_config/trtllm_config)", hint="pass --engine sglang|vllm|trtllm")
     if a.target is None or a.target.draft_len is None:
-        raise UsageError(f"{path}: no worker role of {CONFIG_KEYS[a.engine]} uses speculative decoding; "
+        raise UsageError(f"{path}: no worker role of {config_keys()[a.engine]} uses speculative decoding; "
                          "nothing to inject")
     k = a.target.draft_len.k
-    t = a.target
-    method = store.method_for(a.engine, t.algorithm, model) if t.algorithm else None
-    points: dict[int, GoldenPoint] = {}
-
-    def golden(kk: int) -> float:
-        if kk not in points:
-            points[kk] = golden_point(
-                store, model=model, thinking=thinking, k=kk, method=method, draft_model=t.draft_model,
-                draft_sample_method=t.draft_sample_method,
-                rejection_sample_method=curve_rejection_method(t.rejection_sample_method),
-                engine=t.engine, spec=t.review_spec,
-            )
-        return points[kk].al
-
-    golden(k)
-    point = points[k]
+    recipe = read_recipe(doc, engine=engine)
+    assert recipe is not None  # analyze_recipe found its generating role
+    facts = recipe_facts(recipe.base, str(path))
+    d = derive(role_settings(facts, a.engine, a.target.role), store, what="recipe",
+               identity=Identity(model=model, thinking=thinking, thinking_priority=REQUEST + 1))
+    if d.point is None:
+        error = NoGoldenValueError if d.verdict in ("no-golden", "wrong-method") else UsageError
+        raise error(f"{path}: {d.reason}")
+    point = d.point
+    golden = d.al_at
     settings = engines.synthetic_settings(a.engine, point.al, k)
     p = Planner(text, path, doc)
     profile = engines.get_profile(a.engine)
     assert profile.recipe is not None  # analyze_recipe found a recipe format of this engine
     if profile.recipe.injection_problem is not None:
-        problem = profile.recipe.injection_problem(settings, t.two_model)
+        problem = profile.recipe.injection_problem(settings, a.target.two_model)
         if problem is not None:
             raise UsageError(f"{path}: {problem[0]}", hint=problem[1])
     if profile.recipe.inject_into == "config":

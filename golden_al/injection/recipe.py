@@ -1,6 +1,6 @@
 """Read an srt-slurm recipe for ``inject``: engine, speculative settings per role, draft length.
 
-The recipe is read by the reader ``check`` uses too (:mod:`golden_al.configs.srt_slurm`:
+The recipe is read by the reader ``check`` uses too (:mod:`golden_al.recipes.srt_slurm`:
 roles incl. ``agg``, environment blocks, ``base:`` + ``override_*`` / ``zip_override_*``
 sections, speculative settings, the generating role); this module parses the text with
 ruamel.yaml (comments and positions kept for the rewrite), and applies each engine's
@@ -14,42 +14,25 @@ that *generates* sets the golden AL for the whole recipe: ``decode``, else ``agg
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from golden_al import engines
-from golden_al.configs.srt_slurm import (
-    CONFIG_KEYS,
-    ENV_BLOCK_RE,
-    GENERATING_ROLES,
-    ROLE_ALIASES,
-    SPEC_KEYS,
-    Recipe,
-    RoleConfig,
-    canonical_role,
-    env_block_role,
-    read_recipe,
-)
 from golden_al.engines.profile import DraftLen
 from golden_al.errors import InputFileError, UsageError
 from golden_al.golden.schema import load_yaml_roundtrip, node_line
+from golden_al.recipes.srt_slurm import (
+    Recipe,
+    RoleConfig,
+    canonical_role,
+    config_keys,
+    read_recipe,
+    relevant_duplicates,
+)
 
-__all__ = [
-    "CONFIG_KEYS",
-    "ENV_BLOCK_RE",
-    "GENERATING_ROLES",
-    "ROLE_ALIASES",
-    "RecipeAnalysis",
-    "RoleSpec",
-    "analyze_recipe",
-    "canonical_role",
-    "env_block_role",
-    "iter_own_items",
-    "load_recipe",
-]
+__all__ = ["RecipeAnalysis", "RoleSpec", "analyze_recipe", "iter_own_items", "load_recipe"]
 
 @dataclass(frozen=True)
 class RoleSpec:
@@ -100,21 +83,6 @@ def iter_own_items(node: Any) -> Iterator[tuple[Any, Any]]:
     return iter(items() if callable(items) else node.items())
 
 
-#: Keys whose duplication would make golden-al read a recipe differently from srtctl
-#: (PyYAML keeps the last of duplicate keys, ruamel the first).
-_READ_KEYS = (
-    r"speculative[-_].*|(aggregated|agg|prefill|decode)(_environment)?|backend|type|model|path|"
-    r"served[-_]model[-_]name|model[-_]path|base|(zip_)?override_.*|"
-    + "|".join(re.escape(key) for key in sorted({*CONFIG_KEYS.values(), *SPEC_KEYS, *engines.env_knobs()}))
-)
-_RELEVANT_KEYS = re.compile(
-    "^(" + _READ_KEYS + "|" + "|".join(f"{re.escape(prefix)}.*" for name in engines.engine_names()
-                                       for prefix in engines.get_profile(name).env_prefixes) + ")$"
-)
-#: the same without every variable of an engine's prefix (``VLLM_*``): what ``check`` reads
-_READ_KEYS_RE = re.compile("^(" + _READ_KEYS + ")$")
-
-
 def duplicate_keys(text: str) -> list[tuple[str, int]]:
     """Every repeated key of a mapping, with the 1-based line of the repeat (PyYAML nodes)."""
     from golden_al.errors import UnreadableInputError
@@ -125,15 +93,6 @@ def duplicate_keys(text: str) -> list[tuple[str, int]]:
     except UnreadableInputError:
         return []
     return repeated_keys(docs[0][1]) if docs else []
-
-
-def relevant_duplicates(repeated: Sequence[tuple[str, int]], *, engine_prefixes: bool = True) -> list[tuple[str, int]]:
-    """The repeated keys golden-al reads or writes (speculative settings, environment blocks, model
-    names, every engine's knobs; with ``engine_prefixes`` also every variable of an engine's prefix,
-    which ``inject`` writes among): a consumer that keeps the last value reads them differently from
-    one that keeps the first, and a reviewer sees the first."""
-    rule = _RELEVANT_KEYS if engine_prefixes else _READ_KEYS_RE
-    return [(k, line) for k, line in repeated if rule.match(k)]
 
 
 def load_recipe(text: str, *, path: str | Path = "<string>") -> Any:
@@ -155,17 +114,9 @@ def load_recipe(text: str, *, path: str | Path = "<string>") -> Any:
     return doc
 
 
-def _get(node: Any, *keys: str) -> Any:
-    for key in keys:
-        if not isinstance(node, Mapping) or key not in node:
-            return None
-        node = node[key]
-    return node
-
-
 def _role_spec(engine: str, rc: RoleConfig, doc: Any, path: Path) -> RoleSpec:
     """The draft length of one role by the engine's rule (its settings as the shared reader
-    :func:`golden_al.configs.srt_slurm.speculation` reads them)."""
+    :func:`golden_al.recipes.srt_slurm.speculation` reads them)."""
     loc = rc.loc
     line = node_line(doc, list(loc), key_line=True)
     where = f"{'.'.join(map(str, loc))}"
@@ -196,7 +147,7 @@ def _role_spec(engine: str, rc: RoleConfig, doc: Any, path: Path) -> RoleSpec:
 def analyze_recipe(text: str, *, path: str | Path = "<string>", engine: str | None = None,
                    doc: Any = None) -> RecipeAnalysis:
     """Engine, per-role speculative settings and the golden-AL role of a recipe, as the
-    shared reader (:func:`golden_al.configs.srt_slurm.read_recipe`) sees them.
+    shared reader (:func:`golden_al.recipes.srt_slurm.read_recipe`) sees them.
 
     ``engine`` (``sglang``/``vllm``/``trtllm``) overrides detection; it must agree with
     ``backend.type`` when that is set.
@@ -213,9 +164,9 @@ def analyze_recipe(text: str, *, path: str | Path = "<string>", engine: str | No
     recipe = read_recipe(doc)
     detected, source = (recipe.base.engine, recipe.base.engine_source) if recipe else (None, "undetermined")
     if engine is not None:
-        if engine not in CONFIG_KEYS:
+        if engine not in config_keys():
             raise UsageError(f"engine {engine!r} has no srt-slurm recipe format here",
-                             hint="inject handles recipes of " + ", ".join(CONFIG_KEYS))
+                             hint="inject handles recipes of " + ", ".join(config_keys()))
         if detected is not None and detected != engine and source == "backend.type":
             raise UsageError(f"{p}: --engine {engine} but the recipe's backend.type is {detected}")
         recipe = read_recipe(doc, engine=engine)
@@ -234,32 +185,18 @@ def analyze_recipe(text: str, *, path: str | Path = "<string>", engine: str | No
 
 
 def _check_overrides(a: RecipeAnalysis, recipe: Recipe) -> None:
-    """Refuse override sections that change the generating role's draft length (each
-    variant read as srtctl merges it, by the shared reader)."""
+    """Refuse variants that change the generating role's draft length (each variant srtctl runs, read by the shared
+    reader): one golden AL per recipe file cannot cover both."""
     assert a.target is not None
+    assert a.target.draft_len is not None
     assert a.engine is not None
-    cfg_key = CONFIG_KEYS[a.engine]
-    role_key = a.target.loc[-1]
-    for (name, section), view in zip(recipe.overrides, recipe.variants, strict=True):
-        over = _get(section, "backend", cfg_key, role_key)
-        if not isinstance(over, Mapping):
-            continue
-        touched = [k for k in over if str(k).replace("_", "-") in SPEC_KEYS or k in SPEC_KEYS]
-        if not touched:
-            continue
-        line = node_line(a.doc, [name, "backend", cfg_key, role_key, touched[0]], key_line=True)
-        if any(isinstance(over[k], list) for k in touched):
-            raise UsageError(f"{a.path}:{line}: {name} zips speculative settings of {a.target.role}; "
-                             "one golden AL per recipe file cannot cover them",
-                             hint="split the variants into separate recipes")
+    for view in recipe.variants:
         rc = view.role(a.target.role)
         spec = _role_spec(a.engine, rc, a.doc, a.path) if rc is not None else None
-        if spec is None or spec.draft_len is None or a.target.draft_len is None or \
-                spec.draft_len.k != a.target.draft_len.k:
-            raise UsageError(
-                f"{a.path}:{line}: {name} changes the {a.target.role} draft length "
-                f"(k={spec.draft_len.k if spec and spec.draft_len else None} vs base "
-                f"k={a.target.draft_len.k if a.target.draft_len else None}); "
-                "one golden AL per recipe file cannot cover both",
-                hint="split the variants into separate recipes",
-            )
+        k = spec.draft_len.k if spec is not None and spec.draft_len is not None else None
+        if k != a.target.draft_len.k:
+            section = view.prefixes[0][0]
+            line = node_line(a.doc, [section], key_line=True)
+            raise UsageError(f"{a.path}:{line}: {section} changes the {a.target.role} draft length (k={k} vs base "
+                             f"k={a.target.draft_len.k}); one golden AL per recipe file cannot cover both",
+                             hint="split the variants into separate recipes, or use golden-al select")

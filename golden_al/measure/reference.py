@@ -158,7 +158,7 @@ class ReferenceSettings:
         self.share_prefix = bool(self.share_prefix)
         if self.cpu_kernels not in CPU_KERNELS:
             raise UsageError(f"cpu kernels {self.cpu_kernels!r} is not one of {', '.join(CPU_KERNELS)}")
-        from golden_al.golden.schema import normalize_mode
+        from golden_al.prompts.thinking import normalize_mode
 
         try:
             self.thinking = normalize_mode(self.thinking)

@@ -12,8 +12,9 @@ Torch-free (server clients use it too). Public API::
 
 from __future__ import annotations
 
+from typing import Any
+
 from golden_al.prompts.conversation import Conversation, PromptSet
-from golden_al.prompts.loaders import HUMANEVAL_TEMPLATE, MT_BENCH_CATEGORIES, SPEC_FORMS, load_prompts
 from golden_al.prompts.render import (
     RenderedPrompt,
     chat_template_hash,
@@ -33,6 +34,19 @@ from golden_al.prompts.thinking import (
     preset_for,
     sampling_for,
 )
+
+#: Names of the prompt loaders, imported on first use: they load the model registry, which ``golden_al.prompts.
+#: thinking`` (read by the golden store and ``select``) must not pay for.
+_LOADERS = ("HUMANEVAL_TEMPLATE", "MT_BENCH_CATEGORIES", "SPEC_FORMS", "load_prompts")
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LOADERS:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from golden_al.prompts import loaders
+
+    return getattr(loaders, name)
+
 
 __all__ = [
     "HUMANEVAL_TEMPLATE",

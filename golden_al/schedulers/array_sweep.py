@@ -78,7 +78,7 @@ class Cell:
     @property
     def name(self) -> str:
         """``thinking_on/k3``."""
-        from golden_al.golden.schema import mode_key
+        from golden_al.prompts.thinking import mode_key
 
         return f"{mode_key(self.thinking)}/k{self.draft_len}"
 

@@ -5,8 +5,8 @@ command; with no pin in it, the harness passes the synthetic settings in the scr
 read by ``check``'s own shell reader (every path, every branch), so the value is the one ``check`` would prove:
 a probe text of the script (read under the script's own name, since InferenceX names the model in it) exports each
 environment engine's settings at its top, the reader ties them to the launch command on every path, and the golden
-value of each path's settings is resolved exactly as ``check`` resolves it (:func:`golden_al.selection.plan.
-resolve_golden`). The probe is never written or run.
+value of each path's settings is resolved exactly as ``check`` resolves it (:func:`golden_al.recipes.derive.derive`).
+The probe is never written or run.
 
 An engine whose settings the script writes itself (a vLLM ``--speculative-config`` built in the script, an ATOM
 flag) cannot take them from the environment: such a script is refused with that reason.
@@ -44,7 +44,9 @@ def plan_script(path: Path, text: str, identity: Any, store: Any) -> Any:
     """The plan of one launch script (a single variant, ``selector`` None). Raises SelectionError."""
     from golden_al.checks.census import census_shell, iter_pin_sites
     from golden_al.checks.scripts import extract_shell_pins
-    from golden_al.selection.plan import Override, SelectionError, VariantPlan, resolve_golden
+    from golden_al.recipes.derive import derive
+    from golden_al.recipes.srtctl import Override
+    from golden_al.selection.plan import SelectionError, VariantPlan
 
     def refuse(problem: str, hint: str | None = None) -> SelectionError:
         return SelectionError(f"{path}: {problem}", hint=hint)
@@ -79,14 +81,9 @@ def plan_script(path: Path, text: str, identity: Any, store: Any) -> Any:
                 if pin.algorithm:
                     problems.append(f"{profile.display_name}: the draft length is unknown: {pin.draft.problem}")
                 continue
-            try:
-                golden = resolve_golden(engine=name, algorithm=pin.algorithm, k=int(pin.draft.k),
-                                        rule=pin.draft.rule, signals=pin.thinking, models=pin.models,
-                                        draft_model=pin.draft_model, draft_sample_method=pin.draft_sample_method,
-                                        rejection_sample_method=pin.rejection_sample_method,
-                                        identity=identity, store=store, spec=pin.spec, what="script")
-            except SelectionError as exc:
-                problems.append(f"{profile.display_name}: {exc}")
+            golden = derive(pin, store, identity=identity, what="script")
+            if golden.point is None:
+                problems.append(f"{profile.display_name}: {golden.reason}")
                 continue
             found.append((name, pin, golden))
     if not found:
@@ -108,4 +105,4 @@ def plan_script(path: Path, text: str, identity: Any, store: Any) -> Any:
         raise refuse(exc.message, exc.hint) from None
     overrides = tuple(Override("set", ("env", key), value) for key, value in settings.items())
     return VariantPlan(None, engine, point.method, golden.k, golden.thinking, point.al, point.curve, overrides,
-                       "throughput", model=point.model, reason=golden.reason)
+                       "throughput", model=point.model, reason=golden.reason, derivation=golden)

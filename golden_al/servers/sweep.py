@@ -50,7 +50,6 @@ from distributions import units
 from distributions.uncertainty import se_from_ci, z_for_confidence
 from golden_al import engines
 from golden_al.errors import SchemaError, ServerError, UsageError
-from golden_al.golden.schema import mode_key
 from golden_al.measure.derive import derive_record, truncate_result
 from golden_al.measurement import (
     MEASUREMENT_FILE,
@@ -61,6 +60,7 @@ from golden_al.measurement import (
     ServerInfo,
     load_record,
 )
+from golden_al.prompts.thinking import mode_key
 from golden_al.provenance import atomic_write_text, collect, now_iso
 from golden_al.servers import checks_ran, synthetic
 from golden_al.servers import launch as launch_mod

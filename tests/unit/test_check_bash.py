@@ -22,11 +22,11 @@ from golden_al.checks.bash import (
     safe_arith,
     show,
 )
-from golden_al.checks.findings import DraftInfo
 from golden_al.checks.spec import settings_draft_any_algorithm
 from golden_al.checks.static import check_paths
 from golden_al.engines import sglang
 from golden_al.golden import load_store
+from golden_al.recipes.derive import DraftInfo
 
 
 def _run(script: str, names: list[str], assume: dict[str, str] | None = None):

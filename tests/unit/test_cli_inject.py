@@ -219,7 +219,8 @@ def test_trtllm_env_is_al_minus_one(capsys: pytest.CaptureFixture[str], tmp_path
 
 def test_trtllm_two_model_fraction_is_unsafe(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     path = copy(tmp_path, "trtllm_agg_mtp.yaml")
-    path.write_text(path.read_text().replace("decoding_type: MTP", "decoding_type: Eagle3\n        eagle3_one_model: false"))
+    path.write_text(path.read_text().replace("decoding_type: MTP", "decoding_type: Eagle3\n        eagle3_one_model: false")
+                    .replace("nvidia/GLM-5.2-NVFP4", "moonshotai/Kimi-K2.5"))  # the model the run names
     rc, _, err = run(capsys, str(path), "--model", "kimik2.5", "--thinking", "on")
     assert rc == 2
     assert "two-model path reads TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as an integer" in err

@@ -1,4 +1,4 @@
-"""``check`` and ``inject`` read every recipe fixture alike: one reader (``golden_al.configs.srt_slurm``).
+"""``check`` and ``inject`` read every recipe fixture alike: one reader (``golden_al.recipes.srt_slurm``).
 
 ``check`` parses with PyYAML (plain data), ``inject`` with ruamel.yaml (round-trip tree); both
 hand the tree to :func:`read_recipe`, so roles, environment blocks, speculative settings, the
@@ -14,14 +14,15 @@ from typing import Any
 import pytest
 
 from golden_al.checks.static import check_paths
-from golden_al.checks.yaml_configs import _draft_for_role, load_yaml_docs, recipe_contexts
-from golden_al.configs.srt_slurm import RecipeView, Speculation, read_recipe
+from golden_al.checks.yaml_configs import load_yaml_docs, recipe_contexts
+from golden_al.recipes.derive import role_settings
 from golden_al.engines import sglang
 from golden_al.errors import GoldenALError, UsageError
 from golden_al.golden import load_store
 from golden_al.golden.schema import to_plain
 from golden_al.injection.inject import plan_injection
 from golden_al.injection.recipe import analyze_recipe, load_recipe
+from golden_al.recipes.srt_slurm import RecipeView, Speculation, read_recipe
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 RECIPES = sorted((FIX / "recipes").glob("*.yaml")) + sorted((FIX / "check" / "tree" / "recipes").rglob("*.yaml"))
@@ -76,7 +77,7 @@ def test_check_and_inject_take_the_same_draft_length_and_curve_inputs(path: Path
         refused = False
     if refused:
         assert ctx.engine is not None
-        draft = _draft_for_role(ctx, ctx.engine, None)[0]
+        draft = role_settings(ctx, ctx.engine, None).draft
         assert draft.k is None
         assert draft.problem
         return
@@ -84,7 +85,8 @@ def test_check_and_inject_take_the_same_draft_length_and_curve_inputs(path: Path
         assert ctx.view.target is None
         return
     assert a.engine is not None
-    draft, algorithm, draft_model, _ = _draft_for_role(ctx, a.engine, None)
+    rs = role_settings(ctx, a.engine, None)
+    draft, algorithm, draft_model = rs.draft, rs.algorithm, rs.draft_model
     assert draft.k == a.k
     assert ctx.view.target is not None
     assert ctx.view.target.role == a.target.role

@@ -14,17 +14,17 @@ import yaml
 
 from golden_al.checks.static import check_paths
 from golden_al.cli.main import main
-from golden_al.configs.srtctl import (
-    CallerOverride,
+from golden_al.errors import UsageError
+from golden_al.golden import load_store
+from golden_al.recipes.derive import Identity
+from golden_al.recipes.srtctl import (
     apply_overrides,
     deep_merge,
     expand_variants,
     parse_override,
     split_recipe_arg,
 )
-from golden_al.errors import UsageError
-from golden_al.golden import load_store
-from golden_al.selection import Identity, SelectionError, select_recipe
+from golden_al.selection import SelectionError, select_recipe
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 SELECT = FIX / "select"
@@ -69,13 +69,32 @@ def test_bad_variants_and_selectors_are_refused_with_what_exists(doc: dict, sele
         expand_variants(doc, selector)
 
 
-def test_caller_sets_apply_before_unsets_and_values_are_json() -> None:
+def test_caller_sets_apply_before_unsets_and_values_read_as_srtctl_reads_them() -> None:
+    """srtctl reads a value as a YAML scalar or sequence and keeps one that reads as a mapping as its text
+    (SemiAnalysisAI/srt-slurm ``src/srtctl/core/overrides.py`` ``parse_value``)."""
     data = {"roles": {"decode": {"env": {"A": "1"}}}}
     ops = [parse_override("unset", "roles.decode.env.A"), parse_override("set", "roles.decode.env.A=2"),
-           parse_override("set", 'roles.decode.env.B={"x": 1}'), parse_override("set", "roles.decode.env.C=text")]
-    assert apply_overrides(data, ops) == {"roles": {"decode": {"env": {"B": {"x": 1}, "C": "text"}}}}
+           parse_override("set", 'roles.decode.env.B={"x": 1}'), parse_override("set", "roles.decode.env.C=text"),
+           parse_override("set", 'roles.decode.env.D="720"'), parse_override("set", "roles.decode.env.E=720"),
+           parse_override("set", "roles.decode.env.F=[4, 8]"), parse_override("set", "roles.decode.env.G=true")]
+    assert apply_overrides(data, ops) == {"roles": {"decode": {"env": {
+        "B": '{"x": 1}', "C": "text", "D": "720", "E": 720, "F": [4, 8], "G": True}}}}
     with pytest.raises(UsageError, match="no '='"):
         parse_override("set", "roles.decode")
+
+
+def test_overrides_go_into_base_every_section_and_broadcast_into_zip_groups() -> None:
+    """On an override file a --set reaches every variant: base, each override_* section, and each zip group as a
+    one-element list (srtctl's ``apply_overrides_to_recipe``), so no section shadows it."""
+    doc = {"base": {"roles": {"decode": {"env": {"X": "0"}}}},
+           "override_a": {"roles": {"decode": {"env": {"X": "1"}}}},
+           "zip_override_z": {"roles": {"decode": {"env": {"X": ["2", "3"]}}}}}
+    applied = apply_overrides(doc, [parse_override("set", "roles.decode.env.X=9")])
+    assert {v.selector: v.data["roles"]["decode"]["env"]["X"] for v in expand_variants(applied)} == {
+        "override_a": 9, "zip_override_z[0]": 9}
+    gone = apply_overrides(doc, [parse_override("unset", "roles.decode.env.X"), parse_override("set", "a.b=1")])
+    assert all("X" not in v.data["roles"]["decode"]["env"] for v in expand_variants(
+        {**gone, "zip_override_z": {"a": {"b": [1, 2]}}}))
 
 
 @pytest.mark.parametrize(("arg", "expected"), [
@@ -97,7 +116,7 @@ def _applied_verdicts(path: Path, plan, tmp_path: Path) -> list[tuple[str, float
     out = []
     for vp in plan.variants:
         applied = apply_overrides(variants[vp.selector].data,
-                                  [CallerOverride(o.op, o.path, o.value) for o in vp.overrides])
+                                  [o for o in vp.overrides])
         f = tmp_path / f"applied-{len(out)}.yaml"
         f.write_text(yaml.safe_dump(applied, sort_keys=False))
         out += [(x.verdict, x.expected_al) for x in check_paths([str(f)], store=STORE).findings]
@@ -183,7 +202,7 @@ def test_not_agentic_or_spec_off_sets_nothing() -> None:
 
 @pytest.mark.parametrize(("identity", "needle"), [
     (Identity(thinking="off"), "no committed value|thinking_off"),
-    (Identity(model="no-such-model"), "model: no curve"),
+    (Identity(model="no-such-model"), "no curve for 'no-such-model' \\(--model\\)"),
     (Identity(framework="vllm"), "framework says vllm but"),
     (Identity(framework="nope"), "not one golden-al knows"),
 ])
@@ -198,7 +217,8 @@ def test_contradictory_thinking_is_refused(tmp_path: Path) -> None:
     doc["roles"]["agg"]["env"]["SGLANG_DEFAULT_THINKING"] = "1"
     f = tmp_path / "r.yaml"
     f.write_text(yaml.safe_dump(doc))
-    with pytest.raises(SelectionError, match="says thinking off, but the recipe runs thinking on"):
+    with pytest.raises(SelectionError, match="says thinking off, but .*SGLANG_DEFAULT_THINKING=1 .* makes thinking on "
+                                             "the deployment's default, so the run may run thinking on"):
         select_recipe(f, identity=Identity(thinking="off", thinking_source="THINKING_MODE"), store=STORE)
 
 
@@ -307,7 +327,8 @@ def test_the_readme_launcher_one_liner_passes_srtctl_the_exact_overrides(tmp_pat
 
 
 def test_the_readme_python_call() -> None:
-    from golden_al.selection import Identity, select_recipe
+    from golden_al.recipes.derive import Identity
+    from golden_al.selection import select_recipe
 
     plan = select_recipe(SELECT / "sglang_roles_dflash.yaml", identity=Identity(thinking="on"))
     assert [w for o in plan.variants[0].overrides for w in o.srtctl_args()][:2] == [

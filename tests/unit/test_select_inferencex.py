@@ -17,10 +17,10 @@ import pytest
 import yaml
 
 from golden_al.checks.static import check_paths
-from golden_al.configs.srt_slurm import view_of
-from golden_al.configs.srtctl import CallerOverride, apply_overrides, expand_variants
 from golden_al.engines import sglang, trtllm
 from golden_al.golden import load_store
+from golden_al.recipes.srt_slurm import view_of
+from golden_al.recipes.srtctl import apply_overrides, expand_variants
 from golden_al.selection import SelectionError, select_recipe
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -53,7 +53,7 @@ def test_select_on_a_pin_free_inferencex_recipe_gives_the_golden_check_expects(n
     doc = yaml.safe_load((DIR / name).read_text())
     variants = {v.selector: v for v in expand_variants(doc)}
     for v in plan.variants:
-        applied = apply_overrides(variants[v.selector].data, [CallerOverride(o.op, o.path, o.value) for o in v.overrides])
+        applied = apply_overrides(variants[v.selector].data, [o for o in v.overrides])
         f = tmp_path / "applied.yaml"
         f.write_text(yaml.safe_dump(applied, sort_keys=False))
         verdicts = {x.verdict for x in check_paths([str(f)], store=STORE).findings}

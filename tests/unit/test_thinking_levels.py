@@ -16,9 +16,9 @@ import pytest
 from golden_al.cli.main import main
 from golden_al.errors import SchemaError, UsageError
 from golden_al.golden import dump_curve, load_curve_file, parse_curve
-from golden_al.golden.schema import mode_key, normalize_mode
 from golden_al.golden.store import load_store
 from golden_al.prompts import thinking as presets
+from golden_al.prompts.thinking import mode_key, normalize_mode
 
 RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
 

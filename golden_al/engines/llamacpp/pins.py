@@ -7,9 +7,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from golden_al.checks.bash import harden, has_unknown, show
-from golden_al.checks.findings import DraftInfo, Pin
+from golden_al.checks.findings import Pin
 from golden_al.checks.script_pins import PinSite, clean, value_of
 from golden_al.engines import llamacpp
+from golden_al.recipes.derive import DraftInfo
 
 __all__ = ['llamacpp_draft', 'llamacpp_pin']
 

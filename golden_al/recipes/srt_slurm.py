@@ -49,39 +49,39 @@ into lines with its own loader's marks.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from golden_al import engines
-from golden_al.configs.srtctl import deep_merge
 from golden_al.engines.profile import RecipeFormat, Speculation
+from golden_al.recipes.srtctl import expand_variants
 
 __all__ = [
-    "BACKEND_TYPES",
-    "CONFIG_KEYS",
     "ENV_BLOCK_RE",
-    "FRAMEWORK_ENGINES",
     "GENERATING_ROLES",
     "INJECTOR_FRAMEWORKS",
     "OVERRIDE_RE",
-    "ROLE_ALIASES",
-    "SPEC_KEYS",
+    "WIDE_ENV",
     "EnvBlock",
     "MasterSetting",
+    "ModelName",
     "Recipe",
     "RecipeView",
     "RoleConfig",
-    "Speculation",
     "canonical_role",
+    "config_keys",
     "curve_rejection_method",
-    "deep_merge",
-    "detect_engine",
+    "engine_named",
     "env_block_role",
+    "framework_engine",
     "is_master",
     "is_roles_recipe",
     "master_settings",
     "read_recipe",
+    "recipe_formats",
+    "relevant_duplicates",
     "speculation",
     "view_of",
 ]
@@ -93,17 +93,41 @@ ROLE_ALIASES: dict[str, str] = {"decode": "decode", "aggregated": "aggregated", 
 GENERATING_ROLES: tuple[str, ...] = ("decode", "aggregated", "prefill")
 #: ``<role>_environment`` keys of ``backend``: a worker role's environment
 ENV_BLOCK_RE = re.compile(r"^(aggregated|agg|prefill|decode)_environment$")
-#: engines with an srt-slurm recipe format (:attr:`EngineProfile.recipe`; ATOM has none), from the registry
-_RECIPES: dict[str, RecipeFormat] = {p.name: p.recipe for p in map(engines.get_profile, engines.engine_names())
-                                     if p.recipe is not None}
-#: engine -> the backend key holding per-role engine arguments
-CONFIG_KEYS: dict[str, str] = {name: r.config_key for name, r in _RECIPES.items()}
-#: ``backend.type`` spellings -> engine
-BACKEND_TYPES: dict[str, str] = {t: name for name, r in _RECIPES.items() for t in r.backend_types}
-#: every key of a role's arguments that holds speculative settings, any engine's
-SPEC_KEYS: frozenset[str] = frozenset(k for r in _RECIPES.values() for k in r.spec_keys)
+#: the recipe-wide environment block, which srtctl applies to every worker *after* the role's own environment
+#: (NVIDIA/srt-slurm ``src/srtctl/cli/mixins/worker_stage.py`` at c88ef731: the backend's per-mode environment,
+#: then ``runtime.environment``)
+WIDE_ENV = "environment"
 #: sections of the sweep format that srtctl merges into ``base``
 OVERRIDE_RE = re.compile(r"^(zip_)?override_")
+
+
+@lru_cache(maxsize=1)
+def recipe_formats() -> dict[str, RecipeFormat]:
+    """Engine -> its srt-slurm recipe format (:attr:`EngineProfile.recipe`), every registered engine that has one."""
+    return {p.name: p.recipe for p in map(engines.get_profile, engines.engine_names()) if p.recipe is not None}
+
+
+def config_keys() -> dict[str, str]:
+    """Engine -> the backend key holding its per-role arguments (``sglang_config``)."""
+    return {name: r.config_key for name, r in recipe_formats().items()}
+
+
+def engine_named(name: object) -> str | None:
+    """The engine a recipe names (``backend.type``, a role's ``engine``): an engine name, one of its
+    ``backend_types`` or its master-config ``frameworks`` spellings (case-insensitive); None when unknown."""
+    text = str(name).strip().lower()
+    for engine in engines.engine_names():
+        profile = engines.get_profile(engine)
+        recipe = profile.recipe
+        if text == engine or text in profile.frameworks or (recipe is not None and text in recipe.backend_types):
+            return engine
+    return None
+
+
+def framework_engine(framework: object) -> str | None:
+    """The engine an InferenceX ``framework`` runs (the engine profiles' ``frameworks``), None when unknown."""
+    text = str(framework).strip().lower()
+    return next((e for e in engines.engine_names() if text in engines.get_profile(e).frameworks), None)
 
 
 def canonical_role(name: object) -> str | None:
@@ -117,33 +141,39 @@ def env_block_role(key: object) -> str | None:
     return canonical_role(m.group(1)) if m else None
 
 
+def _engine_of(node: Any) -> str | None:
+    """The engine a ``type`` string, or a mapping with ``type``, names."""
+    value = node.get("type") if isinstance(node, Mapping) else node
+    return engine_named(value) if isinstance(value, str) else None
+
+
 def detect_engine(backend: Any) -> tuple[str | None, str]:
     """(engine, where it comes from): ``backend.type``, else the one ``<engine>_config`` present."""
-    btype = backend.get("type") if isinstance(backend, Mapping) else backend
-    if isinstance(btype, str) and btype.strip().lower() in BACKEND_TYPES:
-        return BACKEND_TYPES[btype.strip().lower()], "backend.type"
+    found = _engine_of(backend)
+    if found is not None:
+        return found, "backend.type"
     if isinstance(backend, Mapping):
-        present = [e for e, key in CONFIG_KEYS.items() if key in backend]
+        present = [e for e, key in config_keys().items() if key in backend]
         if len(present) == 1:
-            return present[0], f"backend.{CONFIG_KEYS[present[0]]}"
+            return present[0], f"backend.{config_keys()[present[0]]}"
     return None, "undetermined"
 
 
 def _roles_engine(data: Mapping[str, Any]) -> tuple[str | None, str]:
-    """The engine of a schema-2 recipe: ``backend.type`` (or ``backend: sglang``), ``framework``, else the one
-    engine whose recipe format finds speculative keys in the roles' arguments."""
+    """The engine of a schema-2 recipe: ``backend.type`` (or ``backend: sglang``), the recipe's ``engine``,
+    ``framework``, else the one engine whose recipe format finds speculative keys in the roles' arguments."""
     detected, source = detect_engine(data.get("backend"))
     if detected is not None:
         return detected, source
-    framework = data.get("framework")
-    if isinstance(framework, str) and framework.strip().lower() in FRAMEWORK_ENGINES:
-        return FRAMEWORK_ENGINES[framework.strip().lower()], "framework"
+    for key in ("engine", "framework"):
+        if (found := _engine_of(data.get(key))) is not None:
+            return found, key
     roles = data.get("roles")
-    found = {name for name, r in _RECIPES.items() if isinstance(roles, Mapping)
-             for role in roles.values() if isinstance(role, Mapping) and isinstance(role.get("args"), Mapping)
-             and any(k in role["args"] for k in r.spec_keys)}
-    if len(found) == 1:
-        return found.pop(), "the roles' speculative keys"
+    found_set = {name for name, r in recipe_formats().items() if isinstance(roles, Mapping)
+                 for role in roles.values() if isinstance(role, Mapping) and isinstance(role.get("args"), Mapping)
+                 and any(k in role["args"] for k in r.spec_keys)}
+    if len(found_set) == 1:
+        return found_set.pop(), "the roles' speculative keys"
     return None, "undetermined"
 
 
@@ -161,7 +191,7 @@ def speculation(engine: str | None, args: Mapping[str, Any]) -> Speculation | No
     """The speculative settings of one role's engine arguments, as the engine's recipe format reads
     them (None: no speculative key, or an engine without a recipe format; see
     :attr:`Speculation.speculates` for whether they start speculative decoding)."""
-    recipe = _RECIPES.get(engine or "")
+    recipe = recipe_formats().get(engine or "")
     return recipe.read(args) if recipe is not None else None
 
 
@@ -169,10 +199,8 @@ def curve_rejection_method(value: Any) -> str | None:
     """The rejection method that chooses a golden curve: vLLM's ``rejection_sample_method``
     unless it is the value that switches synthetic acceptance on (an engine knob's ``switch_value``: the
     injected method says nothing about the real draft)."""
-    from golden_al.engines import engine_names, get_profile
-
-    switches = {k.switch_value for name in engine_names() for k in get_profile(name).check.synthetic_knobs
-                if k.switch_value is not None}
+    switches = {k.switch_value for name in engines.engine_names()
+                for k in engines.get_profile(name).check.synthetic_knobs if k.switch_value is not None}
     return None if value is None or value in switches else str(value)
 
 
@@ -180,25 +208,49 @@ def curve_rejection_method(value: Any) -> str | None:
 
 
 @dataclass(frozen=True)
+class ModelName:
+    """A name a config or the run gives the served model (tried against the store in order).
+
+    ``pattern``: ``name`` is a shell glob (a ``case`` arm such as ``*DeepSeek-V4*``) that the model's name matches on
+    this path; it stands for every store model whose name fits it. ``run``: the run's identity names it (``--model``,
+    ``MODEL_PREFIX``, the master config that runs the recipe), not the config itself: the two must agree.
+    """
+
+    name: str
+    source: str
+    pattern: bool = False
+    run: bool = False
+
+
+@dataclass(frozen=True)
 class RoleConfig:
-    """One worker role's engine arguments (``backend.<engine>_config.<role>``)."""
+    """One worker role's engine arguments (``backend.<engine>_config.<role>``, or ``roles.<role>.args``)."""
 
     role: str  #: canonical role (decode, aggregated, prefill), else the key as written
     key: str  #: the role key as written (``agg``)
     loc: tuple[str, ...]  #: key path from the document root
     args: Mapping[str, Any]
     spec: Speculation | None  #: None when the role does not speculate
+    #: the engine that runs the role: a roles recipe's ``roles.<r>.engine`` (a name or a mapping with ``type``), else
+    #: the recipe's; None when golden-al does not know it
+    engine: str | None = None
+    engine_source: str = ""
 
 
 @dataclass(frozen=True)
 class EnvBlock:
-    """One environment block of ``backend``: ``<role>_environment``, or another key ending in
-    ``environment`` (a backend-wide block, ``role`` None)."""
+    """One environment block: ``<role>_environment`` (or ``roles.<r>.env``), another key of ``backend`` ending in
+    ``environment`` (backend-wide, ``role`` None), or the recipe-wide :data:`WIDE_ENV` (``wide``)."""
 
     role: str | None
     key: str
     loc: tuple[str, ...]
     env: Mapping[str, Any] | None  #: None for an empty (null) block
+
+    @property
+    def wide(self) -> bool:
+        """Whether this is the recipe-wide block, applied after every role's own (srtctl's precedence)."""
+        return self.loc[-1:] == (WIDE_ENV,) and self.key == WIDE_ENV
 
 
 @dataclass(frozen=True)
@@ -215,7 +267,11 @@ class RecipeView:
     data: Mapping[str, Any] = field(repr=False)
     roles: tuple[RoleConfig, ...]
     envs: tuple[EnvBlock, ...]
-    model_names: tuple[str, ...]
+    models: tuple[ModelName, ...]
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        return tuple(m.name for m in self.models)
 
     def role(self, name: str) -> RoleConfig | None:
         """The arguments of canonical role ``name``, if the recipe has them."""
@@ -234,8 +290,7 @@ class RecipeView:
         """The arguments a pin in ``role``'s environment is checked against: its own role's
         if they speculate (a prefill pin excepted: a prefill worker runs no verify steps),
         else the generating role's, else the first role with any arguments."""
-        order = ([] if role in (None, "prefill") else [role]) + list(GENERATING_ROLES)
-        order = list(dict.fromkeys(order))
+        order = list(dict.fromkeys(([] if role in (None, "prefill") else [role]) + list(GENERATING_ROLES)))
         for name in order:
             r = self.role(name)
             if r is not None and r.spec is not None:
@@ -249,12 +304,12 @@ class RecipeView:
 
 @dataclass(frozen=True)
 class Recipe:
-    """An srt-slurm recipe: its base view and one view per override section."""
+    """An srt-slurm recipe: its base view and one view per variant srtctl runs."""
 
     #: ``()`` for a flat recipe, ``("base",)`` for the sweep format
     root: tuple[str, ...]
     base: RecipeView
-    #: one per ``override_*`` / ``zip_override_*`` section, merged into ``base`` (document order)
+    #: one per variant srtctl runs (:func:`~golden_al.recipes.srtctl.expand_variants`)
     variants: tuple[RecipeView, ...]
     #: the override sections as written: (name, section)
     overrides: tuple[tuple[str, Mapping[str, Any]], ...]
@@ -268,25 +323,50 @@ class Recipe:
         return self.variants or (self.base,)
 
 
-def _model_names(root: Mapping[str, Any], roles: tuple[RoleConfig, ...]) -> tuple[str, ...]:
-    names: list[str] = []
+def _models(root: Mapping[str, Any], roles: tuple[RoleConfig, ...]) -> tuple[ModelName, ...]:
+    """The names the recipe gives its model, most specific first: each role's served name, the identity's repo,
+    ``model.path``, the benchmark's environment."""
+    out: dict[str, ModelName] = {}
 
-    def add(v: Any) -> None:
-        if isinstance(v, str) and v.strip():
-            names.append(v.strip())
+    def add(value: Any, source: str) -> None:
+        if isinstance(value, str) and value.strip() and value.strip() not in out:
+            out[value.strip()] = ModelName(value.strip(), source)
 
-    model = root.get("model")
-    if isinstance(model, Mapping):
-        add(model.get("path"))
-    else:
-        add(model)
-    for r in roles:
-        for k in ("served-model-name", "served_model_name", "model-path", "model_path", "model"):
-            add(r.args.get(k))
+    for name in GENERATING_ROLES:
+        rc = next((r for r in roles if r.role == name), None)
+        args = rc.args if rc is not None else {}
+        add(args.get("served-model-name") or args.get("served_model_name"), f"{name} served-model-name")
     ident = root.get("identity")
     if isinstance(ident, Mapping) and isinstance(ident.get("model"), Mapping):
-        add(ident["model"].get("repo"))
-    return tuple(dict.fromkeys(names))
+        add(ident["model"].get("repo"), "identity.model.repo")
+    model = root.get("model")
+    add(model.get("path") if isinstance(model, Mapping) else model, "model.path" if isinstance(model, Mapping)
+        else "model")
+    for rc in roles:
+        for key in ("model-path", "model_path", "model"):
+            add(rc.args.get(key), f"{rc.role} {key}")
+    bench = root.get("benchmark")
+    benv = bench.get("env") if isinstance(bench, Mapping) else None
+    if isinstance(benv, Mapping):
+        for key in ("SERVED_MODEL_NAME", "MODEL", "MODEL_PREFIX"):
+            add(benv.get(key), f"benchmark.env.{key}")
+    return tuple(out.values())
+
+
+def _wide_env(data: Mapping[str, Any], prefix: tuple[str, ...]) -> list[EnvBlock]:
+    env = data.get(WIDE_ENV)
+    return [EnvBlock(None, WIDE_ENV, (*prefix, WIDE_ENV), env)] if (env is None and WIDE_ENV in data) or \
+        isinstance(env, Mapping) else []
+
+
+def _role_engine(node: Mapping[str, Any], data: Mapping[str, Any], default: str | None,
+                 source: str) -> tuple[str | None, str]:
+    """A role's engine: its own ``engine`` (a name or a mapping with ``type``), else the recipe's ``engine``, else
+    ``default`` (SemiAnalysisAI/InferenceX ``infx/srt_slurm/synthetic_acceptance.py``, the version with TileRT)."""
+    for where, value in (("engine", node.get("engine")), ("the recipe's engine", data.get("engine"))):
+        if value is not None:
+            return _engine_of(value), where
+    return default, source
 
 
 def _roles_view(data: Mapping[str, Any], prefixes: tuple[tuple[str, ...], ...], variant: str | None,
@@ -300,13 +380,16 @@ def _roles_view(data: Mapping[str, Any], prefixes: tuple[tuple[str, ...], ...], 
         if role is None or not isinstance(node, Mapping) or any(r.role == role for r in roles):
             continue
         args = node.get("args")
+        own, own_source = _role_engine(node, data, detected, source)
         if isinstance(args, Mapping):
-            roles.append(RoleConfig(role, str(key), (*loc0, str(key), "args"), args, speculation(detected, args)))
+            roles.append(RoleConfig(role, str(key), (*loc0, str(key), "args"), args, speculation(own, args), own,
+                                    own_source))
         env = node.get("env")
         if env is None or isinstance(env, Mapping):
             envs.append(EnvBlock(role, "env", (*loc0, str(key), "env"), env))
+    envs += _wide_env(data, prefixes[-1])
     return RecipeView(detected, source, prefixes, variant, data, tuple(roles), tuple(envs),
-                      _model_names(data, tuple(roles)))
+                      _models(data, tuple(roles)))
 
 
 def view_of(data: Mapping[str, Any], *, variant: str | None = None,
@@ -315,56 +398,76 @@ def view_of(data: Mapping[str, Any], *, variant: str | None = None,
     None when ``data`` is not a recipe."""
     if is_roles_recipe(data):
         return _roles_view(data, prefixes, variant, engine)
-    if isinstance(data.get("backend"), Mapping):
-        return _view(data, prefixes, variant, engine)
-    return None
-
-
-def _view(data: Mapping[str, Any], prefixes: tuple[tuple[str, ...], ...], variant: str | None,
-          engine: str | None) -> RecipeView:
-    if is_roles_recipe(data):
-        return _roles_view(data, prefixes, variant, engine)
-    backend = data.get("backend")
-    detected, source = detect_engine(backend)
-    if engine is not None:
-        detected, source = engine, "--engine"
+    if not isinstance(data.get("backend"), Mapping):
+        return None
+    backend = data["backend"]
+    detected, source = (engine, "--engine") if engine is not None else detect_engine(backend)
     roles: list[RoleConfig] = []
     envs: list[EnvBlock] = []
     loc0 = (*prefixes[-1], "backend")
-    if isinstance(backend, Mapping):
-        cfg_key = CONFIG_KEYS.get(detected or "")
-        role_map = backend.get(cfg_key) if cfg_key else None
-        if isinstance(role_map, Mapping):
-            for key, args in role_map.items():
-                role = canonical_role(key) or str(key)
-                if isinstance(args, Mapping) and all(r.role != role for r in roles):
-                    roles.append(RoleConfig(role, str(key), (*loc0, str(cfg_key), str(key)), args,
-                                            speculation(detected, args)))
-        for key, value in backend.items():
-            skey = str(key)
-            if not skey.endswith("environment") or not (value is None or isinstance(value, Mapping)):
-                continue
+    cfg_key = config_keys().get(detected or "")
+    role_map = backend.get(cfg_key) if cfg_key else None
+    if isinstance(role_map, Mapping):
+        for key, args in role_map.items():
+            role = canonical_role(key) or str(key)
+            if isinstance(args, Mapping) and all(r.role != role for r in roles):
+                roles.append(RoleConfig(role, str(key), (*loc0, str(cfg_key), str(key)), args,
+                                        speculation(detected, args), detected, source))
+    for key, value in backend.items():
+        skey = str(key)
+        if skey.endswith("environment") and (value is None or isinstance(value, Mapping)):
             envs.append(EnvBlock(env_block_role(skey), skey, (*loc0, skey), value))
+    envs += _wide_env(data, prefixes[-1])
     return RecipeView(detected, source, prefixes, variant, data, tuple(roles), tuple(envs),
-                      _model_names(data, tuple(roles)))
+                      _models(data, tuple(roles)))
 
 
 def read_recipe(data: Any, *, engine: str | None = None) -> Recipe | None:
-    """The srt-slurm recipe in ``data`` (a parsed document), or None if it is not one.
+    """The srt-slurm recipe in ``data`` (a parsed document), or None if it is not one: its base and every variant
+    srtctl runs (:func:`~golden_al.recipes.srtctl.expand_variants`, bounded by its cap).
 
     ``engine`` replaces the detected engine (``inject --engine``).
+
+    Raises:
+        UsageError: variant sections srtctl refuses, or more variants than the cap.
     """
     if not isinstance(data, Mapping):
         return None
-    if isinstance(data.get("backend"), Mapping) or is_roles_recipe(data):
-        return Recipe((), _view(data, ((),), None, engine), (), ())
+    flat = view_of(data, engine=engine)
+    if flat is not None:
+        return Recipe((), flat, (), ())
     base = data.get("base")
-    if not isinstance(base, Mapping) or not (isinstance(base.get("backend"), Mapping) or is_roles_recipe(base)):
+    base_view = view_of(base, prefixes=(("base",),), engine=engine) if isinstance(base, Mapping) else None
+    if base_view is None:
         return None
     overrides = tuple((str(k), v) for k, v in data.items() if OVERRIDE_RE.match(str(k)) and isinstance(v, Mapping))
-    base_view = _view(base, (("base",),), None, engine)
-    variants = tuple(_view(deep_merge(base, over), ((name,), ("base",)), name, engine) for name, over in overrides)
-    return Recipe(("base",), base_view, variants, overrides)
+    if not overrides:
+        return Recipe(("base",), base_view, (), ())
+    variants = []
+    for v in expand_variants(data):
+        view = view_of(v.data, variant=v.selector, prefixes=((str(v.section),), ("base",)), engine=engine)
+        if view is not None:
+            variants.append(view)
+    return Recipe(("base",), base_view, tuple(variants), overrides)
+
+
+@lru_cache(maxsize=2)
+def _duplicate_rule(engine_prefixes: bool) -> re.Pattern[str]:
+    read = (r"speculative[-_].*|(aggregated|agg|prefill|decode)(_environment)?|backend|type|model|path|engine|"
+            r"served[-_]model[-_]name|model[-_]path|base|roles|args|env|environment|(zip_)?override_.*|"
+            + "|".join(re.escape(k) for k in sorted({*config_keys().values(), *(k for r in recipe_formats().values()
+                                                                                  for k in r.spec_keys),
+                                                      *engines.env_knobs()})))
+    prefixes = [re.escape(p) + ".*" for n in engines.engine_names() for p in engines.get_profile(n).env_prefixes]
+    return re.compile("^(" + "|".join([read, *(prefixes if engine_prefixes else [])]) + ")$")
+
+
+def relevant_duplicates(repeated: Sequence[tuple[str, int]], *, engine_prefixes: bool = True) -> list[tuple[str, int]]:
+    """The repeated keys golden-al reads or writes in a recipe (speculative settings, roles, environment blocks,
+    model names, every engine's knobs; with ``engine_prefixes`` also every variable of an engine's prefix, which
+    ``inject`` writes among): srtctl (PyYAML) keeps the last value, ruamel and a reviewer the first."""
+    rule = _duplicate_rule(engine_prefixes)
+    return [(k, line) for k, line in repeated if rule.match(k)]
 
 
 # ----------------------------------------------------------------------- master configs
