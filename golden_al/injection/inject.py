@@ -64,8 +64,8 @@ from golden_al.injection.textedit import (
     requote,
     scalar_span,
 )
-from golden_al.provenance import atomic_write_text
 from golden_al.prompts.thinking import REQUEST
+from golden_al.provenance import atomic_write_text
 from golden_al.recipes.derive import Identity, derive, recipe_facts, role_settings
 from golden_al.recipes.srt_slurm import ENV_BLOCK_RE, canonical_role, config_keys, env_block_role, read_recipe
 

@@ -41,7 +41,7 @@ from golden_al.recipes.srt_slurm import (
     env_block_role,
     speculation,
 )
-from golden_al.safeio.inputs import Input, text_input, value_input
+from golden_al.safeio.inputs import Input, shown_path, text_input, value_input
 
 __all__ = [
     "AgenticInfo",
@@ -473,23 +473,24 @@ def resolve_model(models: Sequence[ModelName], store: Any, methods: Sequence[str
 
 
 @functools.lru_cache(maxsize=512)
-def _curve_input(path: str, mtime_ns: int, size: int) -> Input:
+def _curve_input(path: str, name: str, mtime_ns: int, size: int) -> Input:
     from golden_al.safeio.inputs import file_input
 
-    return file_input("curve", path)
+    return file_input("curve", path, name=name)
 
 
 def _curve_inputs(store: Any, point: Any) -> tuple[Input, ...]:
     """The curve file a point came from; without a point, the store's curve files as a whole (one more changes it)."""
     if point is not None:
+        name = shown_path(point.source)
         try:
             st = Path(point.source).stat()
         except OSError:
-            return (Input("curve", str(point.source), None),)
-        return (_curve_input(str(point.source), st.st_mtime_ns, st.st_size),)
+            return (Input("curve", name, None),)
+        return (_curve_input(str(point.source), name, st.st_mtime_ns, st.st_size),)
     root = getattr(store, "root", None)
-    names = sorted(str(sc.path) for sc in getattr(store, "curves", ()))
-    return (text_input("curve", str(root) if root else "(shipped curves)", "\n".join(names)),)
+    names = sorted(shown_path(sc.path) for sc in getattr(store, "curves", ()))
+    return (text_input("curve", shown_path(root) if root else "(shipped curves)", "\n".join(names)),)
 
 
 @dataclass(frozen=True)

@@ -59,4 +59,5 @@ def test_a_recipe_finding_carries_the_master_configs_that_run_it(tmp_path: Path,
     own = [f for f in report.findings if f.file.endswith(RECIPE.name)]
     assert own
     assert _names(own[0]) == [("file", f"recipes/vllm/agentic/{RECIPE.name}", True),
-                              ("file", "configs/master.yaml", True)]  # its model and scenario come from there
+                              ("file", "configs/master.yaml", True),  # its model and scenario come from there
+                              ("curve", str(GOLDEN / "deepseek_v4_mtp.yaml"), True)]  # the curve it is judged by

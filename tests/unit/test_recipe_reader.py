@@ -15,13 +15,13 @@ import pytest
 
 from golden_al.checks.static import check_paths
 from golden_al.checks.yaml_configs import load_yaml_docs, recipe_contexts
-from golden_al.recipes.derive import role_settings
 from golden_al.engines import sglang
 from golden_al.errors import GoldenALError, UsageError
 from golden_al.golden import load_store
 from golden_al.golden.schema import to_plain
 from golden_al.injection.inject import plan_injection
 from golden_al.injection.recipe import analyze_recipe, load_recipe
+from golden_al.recipes.derive import role_settings
 from golden_al.recipes.srt_slurm import RecipeView, Speculation, read_recipe
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"

@@ -217,8 +217,8 @@ def test_contradictory_thinking_is_refused(tmp_path: Path) -> None:
     doc["roles"]["agg"]["env"]["SGLANG_DEFAULT_THINKING"] = "1"
     f = tmp_path / "r.yaml"
     f.write_text(yaml.safe_dump(doc))
-    with pytest.raises(SelectionError, match="says thinking off, but .*SGLANG_DEFAULT_THINKING=1 .* makes thinking on "
-                                             "the deployment's default, so the run may run thinking on"):
+    with pytest.raises(SelectionError, match=r"says thinking off, but .*SGLANG_DEFAULT_THINKING=1 .* makes thinking on "
+                                             r"the deployment's default, so the run may run thinking on"):
         select_recipe(f, identity=Identity(thinking="off", thinking_source="THINKING_MODE"), store=STORE)
 
 
