@@ -60,12 +60,16 @@ def run(args: argparse.Namespace) -> int:
     """Plan, print the diff, then write (or refuse)."""
     from golden_al.curvefit import apply_commit, plan_commit
     from golden_al.curvefit.commit import display_path
-    from golden_al.golden import SHIPPED_CURVES_DIR, load_curve_file
+    from golden_al.golden import SHIPPED_CURVES_DIR, read_curve_file
     from golden_al.locks import directory_lock
 
     if (args.export_dir or args.export_name) and not args.export:
         raise UsageError("--export-dir and --export-name need --export inferencex")
-    curve = load_curve_file(args.curve)
+    read = read_curve_file(args.curve)
+    if len(read) != 1 or read[0].format != "golden-al":
+        raise UsageError(f"{args.curve}: commit takes one curve in golden-al's schema (golden-al fit writes it), "
+                         f"found {len(read)} {read[0].format} curve(s)")
+    curve = read[0].curve
     store = golden_dir(args.golden_dir) or SHIPPED_CURVES_DIR
     export_dir = None
     if args.export:

@@ -21,7 +21,7 @@ from typing import Any
 from golden_al.cli._common import add_format_option, print_json
 from golden_al.errors import SchemaError, UsageError
 
-__all__ = ["EXAMPLES", "add_arguments", "parse_curve", "read_curve_file", "run"]
+__all__ = ["EXAMPLES", "add_arguments", "curve_of_file", "parse_curve", "run"]
 
 DESCRIPTION = (
     "Throughput and speedup against draft length: from timed measurement runs (--measured: the step "
@@ -130,34 +130,15 @@ def _mapping_curve(mapping: dict[Any, Any], path: Path) -> dict[int, float]:
     return curve
 
 
-def _golden_curve(data: dict[str, Any], path: Path, *, model: str | None, thinking: str | None) -> dict[int, float]:
-    """golden-al's own curve YAML: ``thinking_on|thinking_off: {points: {K: {al: AL}}}``."""
-    if model is not None and model != data.get("model") and model not in (data.get("aliases") or []):
-        raise UsageError(f"{path}: is the curve of {data.get('model')!r}, not {model!r}")
-    modes = [m for m in ("thinking_on", "thinking_off") if isinstance(data.get(m), dict)]
-    if not modes:
-        raise SchemaError("golden curve without thinking_on or thinking_off", path=path)
-    if thinking is None:
-        if len(modes) != 1:
-            raise UsageError(f"{path}: has {', '.join(modes)}; pick one with --thinking on|off")
-        key = modes[0]
-    else:
-        key = f"thinking_{thinking}"
-        if key not in modes:
-            raise UsageError(f"{path}: has no {key} (has: {', '.join(modes)})")
-    points = data[key].get("points")
-    if not isinstance(points, dict):
-        raise SchemaError(f"{key} has no points", path=path)
-    return _mapping_curve({k: (v.get("al") if isinstance(v, dict) else v) for k, v in points.items()}, path)
-
-
-def read_curve_file(path: str | Path, *, model: str | None = None, thinking: str | None = None) -> dict[int, float]:
-    """Read a curve: K=AL lines, a YAML ``{K: AL}`` mapping, a golden-al curve or an InferenceX golden YAML.
+def curve_of_file(path: str | Path, *, model: str | None = None, thinking: str | None = None) -> dict[int, float]:
+    """AL per k from a file: K=AL lines, a YAML ``{K: AL}`` mapping, or a golden curve file (ours or InferenceX's,
+    read by :func:`golden_al.golden.read_curve_file`, the one reader of curve files; ``model``/``thinking`` pick).
 
     Raises:
-        InputFileError: the file cannot be read; SchemaError: it holds no usable curve.
+        InputFileError: the file cannot be read; SchemaError: it holds no usable curve; UsageError: the pick.
     """
     from golden_al import safeio
+    from golden_al.golden import read_curve_file
 
     p = Path(path)
     text = safeio.read_text(p)
@@ -181,32 +162,20 @@ def read_curve_file(path: str | Path, *, model: str | None = None, thinking: str
             raise SchemaError("no K=AL lines found", path=p)
         return curve
     data = safeio.safe_load_yaml(text, path=p)
-    if not isinstance(data, dict) or not data:
-        raise SchemaError("expected K=AL lines or a YAML mapping", path=p)
-    if all(not isinstance(v, dict) for v in data.values()):
+    if isinstance(data, dict) and data and all(not isinstance(v, dict) for v in data.values()):
         return _mapping_curve(data, p)
-    if "schema_version" in data:
-        return _golden_curve(data, p, model=model, thinking=thinking)
-    models = list(data)
-    if model is None:
-        if len(models) != 1:
-            raise UsageError(f"{p}: holds several models; pick one with --model (one of: {', '.join(map(str, models))})")
-        model = str(models[0])
-    if model not in data or not isinstance(data[model], dict):
-        raise UsageError(f"{p}: no model {model!r} (models: {', '.join(map(str, models))})")
-    modes = data[model]
-    if all(not isinstance(v, dict) for v in modes.values()):
-        return _mapping_curve(modes, p)
-    names = [str(m) for m in modes]
-    if thinking is None:
-        if len(names) != 1:
-            raise UsageError(f"{p}: model {model!r} has {', '.join(names)}; pick one with --thinking on|off")
-        key = names[0]
-    else:
-        key = f"thinking_{thinking}"
-        if key not in modes:
-            raise UsageError(f"{p}: model {model!r} has no {key} (has: {', '.join(names)})")
-    return _mapping_curve(modes[key], p)
+    curves = [sc.curve for sc in read_curve_file(p)]
+    picked = [c for c in curves if model in (None, c.model, *c.aliases)]
+    if len(picked) != 1:
+        raise UsageError(f"{p}: {'holds several models; pick one with --model' if picked else f'no model {model!r}'}"
+                         f" (models: {', '.join(c.model for c in curves)})")
+    modes = picked[0].modes()
+    if thinking is None and len(modes) != 1:
+        raise UsageError(f"{p}: has {', '.join(modes)}; pick one with --thinking on|off")
+    key = next(iter(modes)) if thinking is None else f"thinking_{thinking}"
+    if key not in modes:
+        raise UsageError(f"{p}: {picked[0].model} has no {key} (has: {', '.join(modes)})")
+    return {k: point.al for k, point in modes[key].points.items()}
 
 
 def _cost_model(args: argparse.Namespace) -> Any:
@@ -273,7 +242,7 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
         if args.curve is not None:
             curve, source = parse_curve(args.curve), "--curve"
         else:
-            curve = read_curve_file(args.curve_file, model=args.model, thinking=args.thinking)
+            curve = curve_of_file(args.curve_file, model=args.model, thinking=args.thinking)
             source = str(args.curve_file)
         for k, al in sorted(curve.items()):
             try:

@@ -7,15 +7,15 @@ Public API (what ``env``, ``inject``, ``check``, ``check-run``, ``fit`` and ``co
   ``.lookup(model, thinking, k, ...) -> GoldenPoint``, ``.method_for(engine, algorithm, model)``);
 * :func:`curve_method_for` (engine algorithm spelling -> curve method);
 * the schema models :class:`GoldenCurve` (``Draft``, ``Engine``, ``Dataset``,
-  ``ThinkingMode``, ``Sampling``, ``Point``, ``Provenance``), :func:`parse_curve`,
-  :func:`load_curve_file`;
+  ``ThinkingMode``, ``Sampling``, ``Point``, ``Provenance``), :func:`parse_curve`;
+* :func:`read_curve_file`: the one reader of a curve file (ours or the legacy shape, converted);
 * :func:`save_curve` / :func:`dump_curve` (our schema, atomic, stable key order);
-* :func:`read_legacy`, :func:`read_legacy_text`, :func:`write_legacy` (InferenceX shape).
+* :func:`read_legacy_text`, :func:`write_legacy` (InferenceX shape).
 """
 
 from __future__ import annotations
 
-from golden_al.golden.legacy import read_legacy, read_legacy_text, write_legacy
+from golden_al.golden.legacy import read_legacy_text, write_legacy
 from golden_al.golden.schema import (
     DRAFT_METHODS,
     SCHEMA_VERSION,
@@ -27,7 +27,6 @@ from golden_al.golden.schema import (
     Provenance,
     Sampling,
     ThinkingMode,
-    load_curve_file,
     parse_curve,
 )
 from golden_al.golden.store import (
@@ -38,6 +37,7 @@ from golden_al.golden.store import (
     curve_method_for,
     format_k_list,
     load_store,
+    read_curve_file,
 )
 from golden_al.golden.writer import dump_curve, save_curve
 
@@ -59,10 +59,9 @@ __all__ = [
     "curve_method_for",
     "dump_curve",
     "format_k_list",
-    "load_curve_file",
     "load_store",
     "parse_curve",
-    "read_legacy",
+    "read_curve_file",
     "read_legacy_text",
     "save_curve",
     "write_legacy",

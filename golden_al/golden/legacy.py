@@ -49,7 +49,6 @@ __all__ = [
     "is_legacy_document",
     "legacy_name_parts",
     "parse_legacy_header",
-    "read_legacy",
     "read_legacy_text",
     "write_legacy",
 ]
@@ -411,15 +410,6 @@ def _dataset(h: LegacyHeader) -> dict[str, Any] | None:
     name = h.dataset_name or "SPEED-Bench"
     split = "qualitative" if name == "SPEED-Bench" and h.category in _SPEED_BENCH_QUALITATIVE else None
     return {"name": name, "split": split, "category": h.category}
-
-
-def read_legacy(path: str | Path) -> list[GoldenCurve]:
-    """Curves of one legacy file on disk (see :func:`read_legacy_text`)."""
-    from golden_al import safeio
-
-    p = Path(path)
-    text = safeio.read_text(p, max_bytes=safeio.ROUNDTRIP_MAX_BYTES)
-    return read_legacy_text(text, path=p)
 
 
 # ---------------------------------------------------------------------------- write

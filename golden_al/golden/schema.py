@@ -36,8 +36,8 @@ reasoning-effort levels; a level name is lower-case words joined by ``_``
 format holds only the two switch modes.
 
 :func:`parse_curve` validates a loaded document and reports errors with the file,
-the line, the key, the value seen and what is allowed; :func:`load_curve_file`
-reads one file.
+the line, the key, the value seen and what is allowed; files are read by
+:func:`golden_al.golden.store.read_curve_file`, the one reader of curve files.
 """
 
 from __future__ import annotations
@@ -82,7 +82,6 @@ __all__ = [
     "Provenance",
     "Sampling",
     "ThinkingMode",
-    "load_curve_file",
     "parse_curve",
     "to_plain",
 ]
@@ -564,15 +563,3 @@ def load_yaml_roundtrip(text: str, *, path: str | Path = "<string>", allow_dupli
         if exc.reason == "parse-error":
             raise SchemaError(exc.problem, path=path, line=exc.line, hint=exc.hint) from None
         raise
-
-
-def load_curve_file(path: str | Path) -> GoldenCurve:
-    """Read and validate one golden curve file in our schema."""
-    from golden_al import safeio
-
-    p = Path(path)
-    text = safeio.read_text(p, max_bytes=safeio.ROUNDTRIP_MAX_BYTES)
-    doc = load_yaml_roundtrip(text, path=p)
-    return parse_curve(to_plain(doc), path=p, doc=doc)
-
-

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import fnmatch
 import functools
+import hashlib
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,7 @@ from golden_al.golden.schema import (
     to_plain,
 )
 from golden_al.prompts.thinking import mode_key
+from golden_al.safeio.inputs import Input, shown_path, text_input
 
 __all__ = [
     "OWN_HEAD_METHODS",
@@ -60,6 +62,7 @@ __all__ = [
     "curve_method_for",
     "format_k_list",
     "load_store",
+    "read_curve_file",
 ]
 
 #: The curves shipped with golden-al (package data).
@@ -76,6 +79,7 @@ class StoredCurve:
     path: Path
     format: CurveFormat
     curve: GoldenCurve
+    digest: str  #: SHA-256 of the file's bytes (an input of every verdict judged against the curve)
 
     @property
     def model(self) -> str:
@@ -227,6 +231,7 @@ class GoldenStore:
         self.root = root
         self._exact, self._full, self._tail = _name_maps(self.curves)
         self._by_method: dict[str, tuple[dict[str, set[str]], ...]] = {}
+        self._inputs: dict[str | None, tuple[Input, ...]] = {}
 
     # -- listing
     def models(self) -> list[str]:
@@ -242,6 +247,21 @@ class GoldenStore:
             modes = "; ".join(f"{m} k={format_k_list(b.points)}" for m, b in sc.curve.modes().items())
             parts.append(f"{sc.model} [{sc.label()}: {modes}]")
         return "known curves: " + ", ".join(parts)
+
+    def inputs(self, model: str | None = None) -> tuple[Input, ...]:
+        """What a lookup of ``model`` (a store key) reads, as verdicts name it: the files of its curves (every method
+        and variant: which one applies depends on them all), then the store's listing (``<dir>/``: adding or
+        removing a file can change the answer); with no model (none resolved), every file."""
+        if model not in self._inputs:
+            def name(p: Path) -> str:
+                return f"<shipped>/{p.name}" if p.parent == SHIPPED_CURVES_DIR else shown_path(p)
+
+            files = dict.fromkeys((sc.path, sc.digest) for sc in self.curves if model in (None, sc.model))
+            listing = "\n".join(sorted({sc.path.name for sc in self.curves}))
+            root = "<shipped>" if self.root in (None, SHIPPED_CURVES_DIR) else shown_path(self.root)
+            self._inputs[model] = (*(Input("curve", name(p), d) for p, d in files),
+                                   text_input("curve", root + "/", listing))
+        return self._inputs[model]
 
     # -- names
     def _one(self, hits: set[str], name: str, rule: str) -> str | None:
@@ -560,28 +580,38 @@ def _choose(cands: list[StoredCurve], what: str, given: str | None, attr, same) 
 
 
 # ---------------------------------------------------------------------------- loading
-def _read_file(path: Path) -> list[StoredCurve]:
+def read_curve_file(path: str | Path) -> list[StoredCurve]:
+    """The one reader of a golden curve file (the store, ``commit``, ``report``, ``draft-lengths`` and the legacy
+    import all call it): read within :data:`~golden_al.safeio.ROUNDTRIP_MAX_BYTES`, parsed with line numbers, our
+    schema checked; InferenceX's legacy shape (no ``schema_version``) converted, one curve per model key.
+
+    Raises:
+        SchemaError: naming the file, the line, the key and the value seen; UnreadableInputError: not read in full.
+    """
     from golden_al import safeio
     from golden_al.golden.legacy import is_legacy_document, read_legacy_text
 
-    text = safeio.read_text(path, max_bytes=safeio.ROUNDTRIP_MAX_BYTES)
-    doc = load_yaml_roundtrip(text, path=path)
-    data = to_plain(doc)
-    if data is None:
-        raise SchemaError("empty golden file", path=path, line=1)
-    if is_legacy_document(data):
-        curves = read_legacy_text(text, path=path, doc=doc)
+    p = Path(path)
+    data = safeio.read_bytes(p, max_bytes=safeio.ROUNDTRIP_MAX_BYTES)
+    digest = hashlib.sha256(data).hexdigest()
+    text = safeio.decode_text(data, path=p)
+    doc = load_yaml_roundtrip(text, path=p)
+    plain = to_plain(doc)
+    if plain is None:
+        raise SchemaError("empty golden file", path=p, line=1)
+    if is_legacy_document(plain):
+        curves = read_legacy_text(text, path=p, doc=doc)
         many = len(curves) > 1
-        return [StoredCurve(f"{path.stem}:{c.model}" if many else path.stem, path, "inferencex-legacy", c)
+        return [StoredCurve(f"{p.stem}:{c.model}" if many else p.stem, p, "inferencex-legacy", c, digest)
                 for c in curves]
-    return [StoredCurve(path.stem, path, "golden-al", parse_curve(data, path=path, doc=doc))]
+    return [StoredCurve(p.stem, p, "golden-al", parse_curve(plain, path=p, doc=doc), digest)]
 
 
 def _signature(p: Path) -> tuple[str, int, int]:
     try:
         st = p.stat()
     except OSError:
-        return (p.name, -1, -1)  # read (and refused with a named reason) by _read_file
+        return (p.name, -1, -1)  # read (and refused with a named reason) by read_curve_file
     return (p.name, st.st_mtime_ns, st.st_size)
 
 
@@ -589,7 +619,7 @@ def _signature(p: Path) -> tuple[str, int, int]:
 def _load_cached(root: str, signature: tuple[tuple[str, int, int], ...]) -> GoldenStore:
     curves: list[StoredCurve] = []
     for name, _, _ in signature:
-        curves.extend(_read_file(Path(root) / name))
+        curves.extend(read_curve_file(Path(root) / name))
     names = [sc.name for sc in curves]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
@@ -615,7 +645,7 @@ def _with_shipped_aliases(curves: list[StoredCurve]) -> list[StoredCurve]:
         add = [a for a in extra if a.casefold() not in have]
         if add:
             curve = sc.curve.model_copy(update={"aliases": [*sc.curve.aliases, *add]})
-            sc = StoredCurve(sc.name, sc.path, sc.format, curve)
+            sc = StoredCurve(sc.name, sc.path, sc.format, curve, sc.digest)
         out.append(sc)
     return out
 

@@ -58,21 +58,10 @@ class ReportResult:
     files: list[Path] = field(default_factory=list)
 
 
-def _yaml_curves(path: Path) -> list[Any]:
-    from golden_al.golden.legacy import is_legacy_document, read_legacy_text
-    from golden_al.golden.schema import load_yaml_roundtrip, parse_curve, to_plain
-
-    text = path.read_text(encoding="utf-8")
-    doc = load_yaml_roundtrip(text, path=path)
-    data = to_plain(doc)
-    if is_legacy_document(data):
-        return read_legacy_text(text, path=path, doc=doc)
-    return [parse_curve(data, path=path, doc=doc)]
-
-
 def load_sources(paths: Iterable[str | Path]) -> tuple[list[Series], list[ReportInput]]:
     """Series and the inputs they come from (see the module docstring)."""
     from golden_al.curvefit import FitOptions, expand_record_paths, fit_records, load_records, sidecar_path
+    from golden_al.golden.store import read_curve_file
     from golden_al.measurement import MEASUREMENT_FILE
 
     record_paths: list[Path] = []
@@ -113,9 +102,10 @@ def load_sources(paths: Iterable[str | Path]) -> tuple[list[Series], list[Report
         inputs += [ReportInput(str(lr.path), "measurement-record", lr.sha256) for lr in records]
     for cp in curve_paths:
         side = load_sidecar(cp)
-        for curve in _yaml_curves(cp):
-            series.extend(series_from_curve(curve, str(cp), side))
-        inputs.append(ReportInput(str(cp), "golden-curve", sha256_file(cp)))
+        read = read_curve_file(cp)
+        for sc in read:
+            series.extend(series_from_curve(sc.curve, str(cp), side))
+        inputs.append(ReportInput(str(cp), "golden-curve", read[0].digest))
         if side is not None:
             sp = sidecar_path(cp)
             inputs.append(ReportInput(str(sp), "fit-sidecar", sha256_file(sp)))

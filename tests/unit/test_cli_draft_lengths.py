@@ -7,6 +7,7 @@ import json
 import pytest
 
 from golden_al.cli.main import main
+from golden_al.golden import SHIPPED_CURVES_DIR, read_curve_file
 
 KIMI = "1=1.83,2=2.43,3=2.88,4=3.24,5=3.46,6=3.62,7=3.71,8=3.77"
 
@@ -49,14 +50,17 @@ def test_curve_files(capsys, tmp_path):
     flat = tmp_path / "curve.txt"
     flat.write_text("# k=AL\n1=1.83\n2=2.43\n")
     assert [row["al"] for row in _json(capsys, "--curve-file", str(flat))["draft_lengths"]] == [1.83, 2.43]
-    golden = tmp_path / "kimi.yaml"
+    golden = tmp_path / "kimi_eagle3.yaml"  # InferenceX's shape, read by the one curve reader (method from the name)
     golden.write_text("kimi:\n  thinking_on:\n    1: 1.83\n    2: 2.43\n  thinking_off:\n    1: 1.80\n    2: 2.33\n")
     r = _json(capsys, "--curve-file", str(golden), "--thinking", "off")
     assert [row["al"] for row in r["draft_lengths"]] == [1.80, 2.33]
-    ours = tmp_path / "ours.yaml"  # golden-al's own curve schema
-    ours.write_text("schema_version: 1\nmodel: kimi\nthinking_on:\n  points:\n    1: {al: 1.83}\n    2: {al: 2.43}\n")
-    r = _json(capsys, "--curve-file", str(ours))
-    assert [row["al"] for row in r["draft_lengths"]] == [1.83, 2.43]
+    ours = SHIPPED_CURVES_DIR / "kimik2.5_eagle3.yaml"  # golden-al's own curve schema
+    r = _json(capsys, "--curve-file", str(ours), "--thinking", "on")
+    assert r["draft_lengths"][0]["al"] == read_curve_file(ours)[0].curve.thinking_on.points[1].al  # type: ignore[union-attr]
+    loose = tmp_path / "loose.yaml"  # a golden-al-shaped file that breaks the schema is refused, naming the key
+    loose.write_text("schema_version: 1\nmodel: kimi\nthinking_on:\n  points:\n    1: {al: 1.83}\n")
+    assert main(["draft-lengths", "--curve-file", str(loose)]) == 2
+    assert "draft" in capsys.readouterr().err
 
 
 @pytest.mark.parametrize(
@@ -92,7 +96,7 @@ def test_curve_file_errors_name_file_and_line(capsys, tmp_path):
     _, err = capsys.readouterr()
     assert f"{bad}:2:" in err
     assert "not a number" in err
-    both = tmp_path / "both.yaml"
+    both = tmp_path / "m_mtp.yaml"
     both.write_text("m:\n  thinking_on: {1: 1.8}\n  thinking_off: {1: 1.7}\n")
     assert main(["draft-lengths", "--curve-file", str(both)]) == 2
     _, err = capsys.readouterr()

@@ -10,7 +10,7 @@ from _fit_records import make_curve_dir
 
 from golden_al.cli.main import main
 from golden_al.errors import UsageError
-from golden_al.golden import Point, dump_curve, load_curve_file, load_store, save_curve
+from golden_al.golden import Point, dump_curve, load_store, read_curve_file, save_curve
 from golden_al.locks import LOCK_NAME
 
 
@@ -24,7 +24,7 @@ def curve_file(tmp_path: Path) -> Path:
 
 def _edit(path: Path, out: Path, **changes) -> Path:
     """A copy of the curve at ``path`` with thinking_off points replaced/added/removed."""
-    curve = load_curve_file(path)
+    curve = read_curve_file(path)[0].curve
     points = dict(curve.thinking_off.points)
     for k, value in changes.items():
         k = int(k.lstrip("k"))
@@ -57,13 +57,13 @@ def test_new_curve_is_added_with_a_diff(curve_file: Path, tmp_path: Path, capsys
     store = tmp_path / "store"
     assert _commit(str(curve_file), "--golden-dir", str(store)) == 0
     out = capsys.readouterr().out
-    curve = load_curve_file(curve_file)
+    curve = read_curve_file(curve_file)[0].curve
     for k, p in curve.thinking_off.points.items():
         assert f"+ thinking_off k={k}: added {p.al:.2f}" in out
     assert "(new file)" in out
     assert "4 added" in out
     written = store / "qwen2.5-coder-1.5b-instruct_draft-model.yaml"
-    assert load_curve_file(written) == curve
+    assert read_curve_file(written)[0].curve == curve
     got = load_store(store).lookup("Qwen/Qwen2.5-Coder-1.5B-Instruct", "off", 3)
     assert got.al == curve.thinking_off.points[3].al
 
@@ -86,7 +86,7 @@ def test_changed_value_refused_without_force_then_forced(curve_file: Path, tmp_p
     assert _commit(str(curve_file), "--golden-dir", str(store)) == 0
     target = store / "qwen2.5-coder-1.5b-instruct_draft-model.yaml"
     committed = target.read_bytes()
-    old = load_curve_file(curve_file).thinking_off.points[2]
+    old = read_curve_file(curve_file)[0].curve.thinking_off.points[2]
     new_al = round(old.al + 0.07, 2)
     changed = _edit(curve_file, tmp_path / "changed.yaml", k2=Point(al=new_al))
     capsys.readouterr()
@@ -98,18 +98,18 @@ def test_changed_value_refused_without_force_then_forced(curve_file: Path, tmp_p
     assert "--force" in cap.err
     assert target.read_bytes() == committed
     assert _commit(str(changed), "--golden-dir", str(store), "--force") == 0
-    assert load_curve_file(target).thinking_off.points[2].al == new_al
+    assert read_curve_file(target)[0].curve.thinking_off.points[2].al == new_al
 
 
 def test_adding_points_needs_no_force(curve_file: Path, tmp_path: Path, capsys) -> None:
     store = tmp_path / "store"
     assert _commit(str(curve_file), "--golden-dir", str(store)) == 0
-    last = load_curve_file(curve_file).thinking_off.points[4].al
+    last = read_curve_file(curve_file)[0].curve.thinking_off.points[4].al
     more = _edit(curve_file, tmp_path / "more.yaml", k5=Point(al=round(last + 0.05, 2), origin="derived"))
     capsys.readouterr()
     assert _commit(str(more), "--golden-dir", str(store)) == 0
     assert "+ thinking_off k=5: added" in capsys.readouterr().out
-    assert 5 in load_curve_file(store / "qwen2.5-coder-1.5b-instruct_draft-model.yaml").thinking_off.points
+    assert 5 in read_curve_file(store / "qwen2.5-coder-1.5b-instruct_draft-model.yaml")[0].curve.thinking_off.points
 
 
 def test_removed_point_and_revised_ci_need_force(curve_file: Path, tmp_path: Path, capsys) -> None:
@@ -119,7 +119,7 @@ def test_removed_point_and_revised_ci_need_force(curve_file: Path, tmp_path: Pat
     fewer = _edit(curve_file, tmp_path / "fewer.yaml", k4=None)
     assert _commit(str(fewer), "--golden-dir", str(store)) == 1
     assert "- thinking_off k=4:" in capsys.readouterr().out
-    p1 = load_curve_file(curve_file).thinking_off.points[1]
+    p1 = read_curve_file(curve_file)[0].curve.thinking_off.points[1]
     revised = _edit(curve_file, tmp_path / "rev.yaml", k1=Point(al=p1.al, ci95=(1.0, p1.ci95[1] + 0.1)))
     assert _commit(str(revised), "--golden-dir", str(store)) == 1
     assert "ci95" in capsys.readouterr().out
@@ -128,7 +128,7 @@ def test_removed_point_and_revised_ci_need_force(curve_file: Path, tmp_path: Pat
 def test_settings_change_needs_force(curve_file: Path, tmp_path: Path, capsys) -> None:
     store = tmp_path / "store"
     assert _commit(str(curve_file), "--golden-dir", str(store)) == 0
-    curve = load_curve_file(curve_file)
+    curve = read_curve_file(curve_file)[0].curve
     sampling = curve.thinking_off.sampling.model_copy(update={"temperature": 0.7})
     other = curve.model_copy(update={"thinking_off": curve.thinking_off.model_copy(update={"sampling": sampling})})
     save_curve(other, tmp_path / "other.yaml")
@@ -157,7 +157,7 @@ def test_export_inferencex_reads_with_their_lookup(curve_file: Path, tmp_path: P
     text = exported.read_text()
     assert text.startswith("#")
     data = yaml.safe_load(text)
-    curve = load_curve_file(curve_file)
+    curve = read_curve_file(curve_file)[0].curve
     assert list(data) == [curve.model]
     block = data[curve.model]
     for k, p in curve.thinking_off.points.items():
@@ -196,7 +196,7 @@ def test_write_is_atomic(curve_file: Path, tmp_path: Path, monkeypatch, capsys) 
 def test_alias_naming_another_model_is_refused(curve_file: Path, tmp_path: Path, capsys) -> None:
     store = tmp_path / "store"
     store.mkdir()
-    other = load_curve_file(curve_file).model_copy(update={"model": "another-model", "aliases": ["Qwen/Qwen2.5-Coder-1.5B-Instruct"]})
+    other = read_curve_file(curve_file)[0].curve.model_copy(update={"model": "another-model", "aliases": ["Qwen/Qwen2.5-Coder-1.5B-Instruct"]})
     save_curve(other, store / "another-model_draft-model.yaml")
     assert _commit(str(curve_file), "--golden-dir", str(store)) == 2
     assert "already names model 'another-model'" in capsys.readouterr().err
@@ -207,7 +207,7 @@ def test_legacy_file_of_the_same_model_is_refused(curve_file: Path, tmp_path: Pa
     store.mkdir()
     (store / "qwen2.5-coder-1.5b-instruct_mtp.yaml").write_text(
         "qwen2.5-coder-1.5b-instruct:\n  thinking_off:\n    1: 1.80\n")
-    curve = load_curve_file(curve_file)
+    curve = read_curve_file(curve_file)[0].curve
     mtp = curve.model_copy(update={"draft": curve.draft.model_copy(update={"method": "mtp", "model": None})})
     save_curve(mtp, tmp_path / "mtp.yaml")
     assert _commit(str(tmp_path / "mtp.yaml"), "--golden-dir", str(store)) == 2
@@ -226,7 +226,7 @@ def test_committed_bytes_are_canonical(curve_file: Path, tmp_path: Path) -> None
     store = tmp_path / "store"
     assert _commit(str(curve_file), "--golden-dir", str(store)) == 0
     target = store / "qwen2.5-coder-1.5b-instruct_draft-model.yaml"
-    assert dump_curve(load_curve_file(target)) == target.read_text()
+    assert dump_curve(read_curve_file(target)[0].curve) == target.read_text()
 
 
 def test_export_refuses_a_second_file_for_a_model_and_takes_export_name(curve_file: Path, tmp_path: Path,
@@ -267,7 +267,7 @@ def test_export_of_a_new_curve_without_a_name_is_refused(curve_file: Path, tmp_p
 def test_export_keeps_the_source_file_name_of_an_imported_curve(curve_file: Path, tmp_path: Path) -> None:
     from golden_al.curvefit.commit import export_file_name
 
-    curve = load_curve_file(curve_file)
+    curve = read_curve_file(curve_file)[0].curve
     prov = curve.provenance.model_copy(update={
         "notes": "Imported from SemiAnalysisAI/InferenceX golden_al_distribution/dsv4_mtp.yaml at 843c6254f"})
     imported = curve.model_copy(update={"provenance": prov})

@@ -12,7 +12,7 @@ from _fit_records import make_curve_dir, make_record
 
 from golden_al.cli.main import main
 from golden_al.curvefit import default_model_key, load_records, round_al, sidecar_path
-from golden_al.golden import load_curve_file
+from golden_al.golden import read_curve_file
 from golden_al.measurement import load_record
 
 
@@ -29,7 +29,7 @@ class TestCurve:
         recs = make_curve_dir(tmp_path / "recs", range(1, 5))
         out = tmp_path / "curve.yaml"
         assert _fit([str(recs), "--out", str(out)]) == 0
-        curve = load_curve_file(out)
+        curve = read_curve_file(out)[0].curve
         blk = curve.mode("off")
         assert curve.mode("on") is None
         assert sorted(blk.points) == [1, 2, 3, 4]
@@ -74,7 +74,7 @@ class TestCurve:
                        chat_template_kwargs={"enable_thinking": True}, dataset_hash="e" * 64)
         out = tmp_path / "curve.yaml"
         assert _fit([str(tmp_path / "off"), str(tmp_path / "on"), "--out", str(out)]) == 0
-        curve = load_curve_file(out)
+        curve = read_curve_file(out)[0].curve
         assert sorted(curve.thinking_on.points) == sorted(curve.thinking_off.points) == [1, 2, 3]
         assert curve.thinking_on.sampling.temperature == 0.6
         assert curve.thinking_on.sampling.chat_template_kwargs == {"enable_thinking": True}
@@ -85,7 +85,7 @@ class TestCurve:
         out = tmp_path / "c.yaml"
         assert _fit([str(recs), "--out", str(out), "--model-key", "qwen-coder", "--alias", "my/served-name",
                      "--provenance-note", "Measured for the worked example."]) == 0
-        curve = load_curve_file(out)
+        curve = read_curve_file(out)[0].curve
         assert curve.model == "qwen-coder"
         assert "my/served-name" in curve.aliases
         assert "qwen2.5-coder-1.5b-instruct" in curve.aliases
@@ -138,7 +138,7 @@ def test_pools_same_cell_by_summing_counts(tmp_path: Path) -> None:
     out = tmp_path / "c.yaml"
     assert _fit([str(a), str(b), "--out", str(out)]) == 0
     ra, rb = load_record(a), load_record(b)
-    p = load_curve_file(out).thinking_off.points[3]
+    p = read_curve_file(out)[0].curve.thinking_off.points[3]
     assert p.num_verify_steps == ra.num_verify_steps + rb.num_verify_steps
     assert p.num_accepted_drafts == ra.num_accepted_drafts + rb.num_accepted_drafts
     assert p.per_position_accepted == [x + y for x, y in zip(ra.per_position_accepted, rb.per_position_accepted,
@@ -172,8 +172,8 @@ def test_fill_derived_marks_profile_points(tmp_path: Path) -> None:
     plain, filled = tmp_path / "plain.yaml", tmp_path / "filled.yaml"
     assert _fit([str(recs), "--out", str(plain)]) == 0
     assert _fit([str(recs), "--out", str(filled), "--fill-derived"]) == 0
-    assert 3 not in load_curve_file(plain).thinking_off.points
-    pts = load_curve_file(filled).thinking_off.points
+    assert 3 not in read_curve_file(plain)[0].curve.thinking_off.points
+    pts = read_curve_file(filled)[0].curve.thinking_off.points
     assert pts[3].origin == "derived"
     assert "profile" in pts[3].note
     assert pts[3].num_verify_steps is None
@@ -192,7 +192,7 @@ def test_derived_records_marked_and_superseded_by_measured(tmp_path: Path) -> No
     make_record(tmp_path / "d3", 3, rng=rng, derived=True, derived_from=4)
     out = tmp_path / "c.yaml"
     assert _fit([str(tmp_path), "--out", str(out)]) == 0
-    pts = load_curve_file(out).thinking_off.points
+    pts = read_curve_file(out)[0].curve.thinking_off.points
     assert pts[2].origin == "derived"
     assert "k=3" in pts[2].note
     assert pts[1].origin == pts[3].origin == "measured"
@@ -214,7 +214,7 @@ def test_flags_a_point_the_profile_cannot_explain(tmp_path: Path, capsys) -> Non
     side = json.loads(sidecar_path(out).read_text())["modes"]["thinking_off"]
     assert 3 in side["unexplained_ks"]
     assert any(f["kind"] == "jump" for f in side["points"]["3"]["flags"])
-    assert "fit flag" in load_curve_file(out).thinking_off.points[3].note
+    assert "fit flag" in read_curve_file(out)[0].curve.thinking_off.points[3].note
     assert "flag k=3 jump" in capsys.readouterr().out
     assert _fit([str(tmp_path), "--out", str(out), "--allow-flags"]) == 0
     assert _fit([str(tmp_path), "--out", str(out), "--strict"]) == 1  # the old spelling of the default
@@ -248,7 +248,7 @@ def test_fit_is_deterministic(tmp_path: Path) -> None:
     assert _fit([str(recs), "--out", str(a)]) == 0
     assert _fit([str(recs), "--out", str(b)]) == 0
     assert a.read_bytes() == b.read_bytes()
-    assert str(load_curve_file(a).provenance.date) == "2026-01-01"  # the records' measurement date
+    assert str(read_curve_file(a)[0].curve.provenance.date) == "2026-01-01"  # the records' measurement date
 
 
 def test_the_decaying_profile_flags_a_bent_curve_that_the_free_profile_absorbs(tmp_path: Path, capsys) -> None:

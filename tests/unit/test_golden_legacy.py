@@ -9,7 +9,7 @@ import pytest
 import yaml
 
 from golden_al.errors import SchemaError
-from golden_al.golden import load_store, read_legacy, read_legacy_text, write_legacy
+from golden_al.golden import load_store, read_curve_file, read_legacy_text, write_legacy
 from golden_al.golden.legacy import legacy_name_parts, parse_legacy_header
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inferencex" / "golden_al_distribution"
@@ -40,7 +40,7 @@ def test_fixture_set_is_the_nine_head_files() -> None:
 @pytest.mark.parametrize("path", HEAD_FILES, ids=lambda p: p.name)
 def test_head_files_read_exactly_as_their_lookup_does(path: Path) -> None:
     raw = yaml.safe_load(path.read_text())
-    (curve,) = read_legacy(path)
+    (curve,) = [sc.curve for sc in read_curve_file(path)]
     (model_key,) = raw.keys()
     assert curve.model == model_key
     for mode in ("thinking_on", "thinking_off"):
@@ -106,7 +106,7 @@ def test_legacy_name_parts(stem: str, parts: tuple[str, str | None, str | None])
 def test_flat_list_shape_reads_into_both_modes() -> None:
     path = FIXTURES / "history" / "flat-list" / "dsv4_mtp.yaml"
     raw = yaml.safe_load(path.read_text())
-    (curve,) = read_legacy(path)
+    (curve,) = [sc.curve for sc in read_curve_file(path)]
     for mode in ("thinking_on", "thinking_off"):
         got = {k: p.al for k, p in curve.mode(mode).points.items()}
         assert got == {k: inferencex_lookup(raw, "deepseek-v4-pro", k, mode) for k in range(1, 9)}
@@ -118,14 +118,14 @@ def test_flat_list_shape_reads_into_both_modes() -> None:
 def test_plain_mapping_shape_and_method_from_header() -> None:
     path = FIXTURES / "history" / "1de285d3a" / "speedbench-reference-al.yaml"
     raw = yaml.safe_load(path.read_text())
-    (curve,) = read_legacy(path)
+    (curve,) = [sc.curve for sc in read_curve_file(path)]
     assert curve.draft.method == "mtp"  # "(MTP level)" in the header; no method in the file name
     assert {k: p.al for k, p in curve.thinking_on.points.items()} == raw["deepseek-v4-pro"]
     assert curve.thinking_off == curve.thinking_on
 
 
 def test_metadata_block_gives_the_draft_model() -> None:
-    (curve,) = read_legacy(FIXTURES / "history" / "ce4e6f073" / "minimaxm3_eagle3_gqa.yaml")
+    (curve,) = [sc.curve for sc in read_curve_file(FIXTURES / "history" / "ce4e6f073" / "minimaxm3_eagle3_gqa.yaml")]
     assert curve.model == "minimax-m3"
     assert curve.draft.model == "Inferact/MiniMax-M3-EAGLE3-GQA"
     assert curve.draft.variant == "gqa"
@@ -187,7 +187,7 @@ def test_write_legacy_is_readable_by_their_lookup(stored: Any) -> None:
 
 
 def test_write_legacy_writes_two_decimals_as_they_do() -> None:
-    (curve,) = read_legacy(FIXTURES / "dsv4_mtp.yaml")
+    (curve,) = [sc.curve for sc in read_curve_file(FIXTURES / "dsv4_mtp.yaml")]
     text = write_legacy(curve)
     assert "    4: 3.00\n" in text
     assert "    5: 3.10\n" in text

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from golden_al.errors import SchemaError
-from golden_al.golden import GoldenCurve, dump_curve, load_curve_file, parse_curve, save_curve
+from golden_al.golden import GoldenCurve, dump_curve, parse_curve, read_curve_file, save_curve
 from golden_al.golden.schema import load_yaml_roundtrip, to_plain
 
 VALID = """\
@@ -49,7 +49,7 @@ def _write(tmp_path: Path, text: str, name: str = "tiny_eagle3.yaml") -> Path:
 def _error(tmp_path: Path, text: str) -> SchemaError:
     p = _write(tmp_path, text)
     with pytest.raises(SchemaError) as info:
-        load_curve_file(p)
+        read_curve_file(p)
     return info.value
 
 
@@ -58,7 +58,7 @@ def _line_of(text: str, needle: str) -> int:
 
 
 def test_valid_curve_loads(tmp_path: Path) -> None:
-    curve = load_curve_file(_write(tmp_path, VALID))
+    curve = read_curve_file(_write(tmp_path, VALID))[0].curve
     assert curve.model == "tiny-model"
     assert curve.draft.method == "eagle3"
     assert curve.draft.precision == "bf16"
@@ -121,7 +121,7 @@ def test_a_curve_measured_on_an_engine_not_installed_here_loads(tmp_path: Path) 
     assert text != VALID
     path = tmp_path / "tiny_eagle3.yaml"
     path.write_text(text)
-    curve = load_curve_file(path)
+    curve = read_curve_file(path)[0].curve
     assert curve.engine is not None
     assert curve.engine.name == "toyserve"
 
@@ -161,12 +161,12 @@ def test_several_errors_reported_together(tmp_path: Path) -> None:
 
 
 def test_dump_is_stable_and_round_trips(tmp_path: Path) -> None:
-    curve = load_curve_file(_write(tmp_path, VALID))
+    curve = read_curve_file(_write(tmp_path, VALID))[0].curve
     out = tmp_path / "out.yaml"
     save_curve(curve, out)
     text = out.read_text()
-    assert load_curve_file(out) == curve
-    assert dump_curve(load_curve_file(out)) == text  # same curve -> same bytes
+    assert read_curve_file(out)[0].curve == curve
+    assert dump_curve(read_curve_file(out)[0].curve) == text  # same curve -> same bytes
     keys = [line.split(":")[0] for line in text.splitlines() if line and not line.startswith(" ")]
     assert keys == ["schema_version", "model", "aliases", "draft", "engine", "dataset", "thinking_on", "provenance"]
     assert "    1: {al: 1.8}\n" in text  # one point per line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -10,8 +11,6 @@ import yaml
 
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, SchemaError, UsageError
 from golden_al.golden import curve_method_for, load_store
-from golden_al.golden.import_legacy import convert_file, load_metadata
-from golden_al.golden.import_legacy import main as import_main
 
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "fixtures" / "inferencex" / "golden_al_distribution"
@@ -222,6 +221,10 @@ def test_golden_dir_errors(tmp_path: Path) -> None:
 
 
 def test_import_legacy_reproduces_the_shipped_curves(tmp_path: Path) -> None:
+    sys.path.insert(0, str(REPO / "experiments" / "import-inferencex-curves"))
+    from import_legacy import convert_file, load_metadata
+    from import_legacy import main as import_main
+
     meta = load_metadata(METADATA)
     shipped = {sc.name: sc.curve for sc in load_store().curves}
     for path in HEAD_FILES:

@@ -21,7 +21,7 @@ from _bounded import REPO, golden_al, main_as_nobody, run_bounded
 from _fit_records import make_curve_dir
 
 from golden_al.cli.main import main
-from golden_al.golden import Point, load_curve_file, save_curve
+from golden_al.golden import Point, read_curve_file, save_curve
 
 pytestmark = pytest.mark.hostile
 
@@ -406,7 +406,7 @@ def curve_pair(world: Path) -> tuple[Path, Path]:
     recs = make_curve_dir(world / "recs", range(1, 4))
     one = world / "one.yaml"
     assert main(["fit", str(recs), "--out", str(one)]) == 0
-    curve = load_curve_file(one)
+    curve = read_curve_file(one)[0].curve
     points = dict(curve.thinking_off.points)
     points[1] = Point(al=points[1].al + 0.05, origin=points[1].origin)
     blk = curve.thinking_off.model_copy(update={"points": points})
@@ -439,8 +439,8 @@ def test_twenty_commit_races_exactly_one_wins(world: Path, curve_pair: tuple[Pat
         codes = sorted(p.exitcode for p in procs)
         outcomes.append(codes)
         assert codes.count(0) == 1, f"race {race}: exit codes {codes}"
-        committed = load_curve_file(next(store.glob("*.yaml")))
-        winners = [load_curve_file(c) for c in curve_pair]
+        committed = read_curve_file(next(store.glob("*.yaml")))[0].curve
+        winners = [read_curve_file(c)[0].curve for c in curve_pair]
         assert committed.thinking_off.points[1].al in {w.thinking_off.points[1].al for w in winners}
     assert all(c == [0, 1] for c in outcomes)  # the loser is refused (exit 1: needs --force)
 

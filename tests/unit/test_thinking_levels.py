@@ -15,7 +15,7 @@ import pytest
 
 from golden_al.cli.main import main
 from golden_al.errors import SchemaError, UsageError
-from golden_al.golden import dump_curve, load_curve_file, parse_curve
+from golden_al.golden import dump_curve, parse_curve, read_curve_file
 from golden_al.golden.store import load_store
 from golden_al.prompts import thinking as presets
 from golden_al.prompts.thinking import mode_key, normalize_mode
@@ -61,7 +61,7 @@ def test_mode_names():
 
 
 def test_curve_levels_load_dump_and_reject_bad_names(golden: Path):
-    curve = load_curve_file(golden / "gpt-oss-120b_eagle3.yaml")
+    curve = read_curve_file(golden / "gpt-oss-120b_eagle3.yaml")[0].curve
     assert list(curve.modes()) == ["thinking_on", "reasoning_effort_medium"]
     assert curve.mode("reasoning_effort_medium").points[3].al == 2.71  # type: ignore[union-attr]
     assert curve.mode("off") is None
@@ -105,7 +105,7 @@ def test_records_at_a_level_fit_into_a_curve_level(tmp_path: Path, capsys):
     out = tmp_path / "curve.yaml"
     rc = main(["fit", str(tmp_path / "high"), str(tmp_path / "on"), "--out", str(out)])
     assert rc == 0, capsys.readouterr().err
-    curve = load_curve_file(out)
+    curve = read_curve_file(out)[0].curve
     assert list(curve.modes()) == ["thinking_on", "reasoning_effort_high"]
     assert sorted(curve.levels["reasoning_effort_high"].points) == [1, 2, 3]
     assert np.isfinite(curve.levels["reasoning_effort_high"].points[3].al)

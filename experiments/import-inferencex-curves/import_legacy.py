@@ -1,13 +1,13 @@
 """Convert the InferenceX legacy golden files into our schema (the shipped curves).
 
-Values are taken exactly as committed upstream (read by :mod:`golden_al.golden.legacy`,
+Values are taken exactly as committed upstream (read by :func:`golden_al.golden.read_curve_file`,
 comments ignored); the header comments supply the source run URL, dataset and
 sampling; a metadata file supplies what the legacy files do not say (aliases
 collected from InferenceX configs and recipes, draft model ids, variants, the
 upstream commit and date). Reproducible command (see
-``experiments/import-inferencex-curves/README.md``)::
+README.md beside this script)::
 
-    python -m golden_al.golden.import_legacy \\
+    python experiments/import-inferencex-curves/import_legacy.py \\
         tests/fixtures/inferencex/golden_al_distribution \\
         --metadata experiments/import-inferencex-curves/metadata.yaml \\
         --out golden_al/golden/curves
@@ -24,8 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.errors import GoldenALError, SchemaError
-from golden_al.golden.legacy import read_legacy
 from golden_al.golden.schema import GoldenCurve, load_yaml_roundtrip, parse_curve, to_plain
+from golden_al.golden.store import read_curve_file
 from golden_al.golden.writer import dump_curve, save_curve
 from golden_al.provenance import tool_version
 
@@ -65,10 +65,11 @@ def _merge(base: Mapping[str, Any] | None, over: Mapping[str, Any] | None) -> di
 def convert_file(path: str | Path, metadata: Mapping[str, Any]) -> GoldenCurve:
     """One legacy file (one model) as a curve in our schema, with its metadata merged."""
     p = Path(path)
-    curves = read_legacy(p)
-    if len(curves) != 1:
-        raise SchemaError(f"expected one model per file, found {len(curves)}", path=p)
-    legacy = curves[0]
+    curves = read_curve_file(p)
+    if len(curves) != 1 or curves[0].format != "inferencex-legacy":
+        raise SchemaError(f"expected one model per file in InferenceX's shape, found {len(curves)} "
+                          f"{curves[0].format} curve(s)", path=p)
+    legacy = curves[0].curve
     entry = metadata.get(p.stem)
     if entry is None:
         raise SchemaError(f"no metadata entry for {p.stem!r}", path=p,
@@ -93,14 +94,14 @@ def convert_file(path: str | Path, metadata: Mapping[str, Any]) -> GoldenCurve:
     legacy_notes = [n for n in str(prov.get("notes", "")).split("; ")
                     if n and not n.startswith("read from InferenceX legacy file")]
     prov["notes"] = " ".join(notes + legacy_notes)
-    prov["tool"] = f"golden-al {tool_version()} (golden_al.golden.import_legacy)"
+    prov["tool"] = f"golden-al {tool_version()} (experiments/import-inferencex-curves/import_legacy.py)"
     if upstream.get("date"):
         prov["date"] = upstream["date"]
     return parse_curve(data, path=p)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m golden_al.golden.import_legacy", description=__doc__,
+    parser = argparse.ArgumentParser(prog="import_legacy.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("source", help="directory holding the legacy *.yaml files")
     parser.add_argument("--metadata", required=True, help="metadata YAML (aliases, drafts, upstream)")
