@@ -10,6 +10,7 @@ args=(--format github)
 if [[ -n "${INPUT_GOLDEN_DIR:-}" ]]; then args+=(--golden-dir "$INPUT_GOLDEN_DIR"); fi
 if [[ -n "${INPUT_ALLOW:-}" ]]; then args+=(--allow "$INPUT_ALLOW"); fi
 if [[ -n "${INPUT_POLICY:-}" ]]; then args+=(--policy "$INPUT_POLICY"); fi
+if [[ "${INPUT_STRICT_SUPPRESSIONS:-}" == "true" ]]; then args+=(--strict-suppressions); fi
 read -r -a excludes <<< "${INPUT_EXCLUDE:-}"
 for glob in "${excludes[@]}"; do args+=(--exclude "$glob"); done
 

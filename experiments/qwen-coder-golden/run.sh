@@ -20,8 +20,8 @@ $GA commit "$CURVE" --export inferencex | tee "$HERE/commit.txt"
 $GA env --model qwen2.5-coder-1.5b-instruct --thinking off --draft-len 7 --engine sglang --format json \
     | tee "$HERE/env.json"
 # 4. CI: the recipe that pins that value passes; one with a stale value fails (exit 1)
-$GA check "$HERE/recipes/agentic/qwen-coder-sglang.yaml" | tee "$HERE/check.txt"
-if $GA check "$HERE/recipes/stale/agentic/qwen-coder-sglang-stale.yaml" > "$HERE/check-stale.txt"; then
+$GA check "$HERE/recipes/agentic/qwen-coder-sglang.yaml" --verbose | tee "$HERE/check.txt"
+if $GA check "$HERE/recipes/stale/agentic/qwen-coder-sglang-stale.yaml" --verbose > "$HERE/check-stale.txt"; then
     echo "expected the stale recipe to fail" >&2; exit 1
 fi
 cat "$HERE/check-stale.txt"

@@ -5,18 +5,25 @@ None of these hides a finding: a waived finding stays in every output with the r
 
 * **Configuration**: ``.golden-al.toml`` (top-level keys) or ``[tool.golden-al]`` in ``pyproject.toml``, the
   nearest one from the working directory up to the repository root: ``exclude`` (globs), ``policy``
-  (``default`` or ``no-pins``), ``golden-dir``, ``allow`` (verdicts), ``baseline`` (a file); paths are relative to
-  the configuration file. Flags on the command line win (``--exclude`` adds to the list).
-* **Inline suppressions** (YAML and shell comments): ``# golden-al: ignore[unresolved] -- reason``. The verdicts
-  are named (no blanket ignore) and the reason is required; a trailing comment covers its own line, a comment on a
-  line of its own the next line that is not blank or a comment. A malformed one is a ``bad-suppression`` finding.
+  (``default`` or ``no-pins``), ``golden-dir``, ``allow`` (verdicts), ``baseline`` (a file), ``strict-suppressions``
+  (true: a stale suppression fails); paths are relative to the configuration file. Flags on the command line win
+  (``--exclude`` adds to the list). Its settings (all but ``baseline``) are an input of every verdict.
+* **Inline suppressions**: ``# golden-al: ignore[unresolved] -- reason`` in a comment, by the file kind's own
+  syntax (shell, dotenv and YAML ``#`` comments, a Dockerfile's ``#`` lines, Python comments; never text inside a
+  string or a here-document). The verdicts are named (no blanket ignore) and the reason is required; a trailing
+  comment covers its own line, a comment on a line of its own the next line that is not blank or a comment. A
+  malformed one is a ``bad-suppression`` finding; so is a stale one (it covers no finding), which fails only under
+  ``strict-suppressions`` / ``--strict-suppressions`` (else it is waived, and listed).
 * **Baseline** (``--baseline FILE``, written by ``--write-baseline FILE``): the failing findings known when it was
-  written, by file, verdict, engine, value and k (not line, so edits above them do not revive them); one baseline
-  entry waives one finding, so a second identical pin is new. It holds no message (no knob name for the census to
-  find in it), and the baseline file itself is never checked.
-* **Changed since** (``--changed-since REF``): the whole tree is still checked (a recipe's verdict depends on the
-  master configs that run it), but only findings in files changed since ``REF`` (committed, uncommitted or new)
-  fail.
+  written, keyed on the verdict's own facts (file, verdict, engine, value, k, thinking mode, model, golden value)
+  and the digest of everything it read (:attr:`~golden_al.checks.findings.Finding.inputs`): an entry waives its
+  finding only while none of its inputs changed (not its line: a line number alone is not an input). One entry
+  waives one finding, so a second identical pin is new. It holds no message (no knob name for the census to find
+  in it), and the baseline file itself is never checked.
+* **Changed since** (``--changed-since REF``): the whole tree is still checked, but only findings that read
+  something changed since ``REF`` (committed, uncommitted or new) fail: their own file, the recipe a master config
+  points to (changed, deleted or renamed), a submodule holding one of them (bumped), a curve judged against (edited,
+  or a curve file added to or removed from the store), the configuration.
 * **Policy** ``no-pins`` (InferenceX's rule since 2026-09: the golden AL is selected at launch, never written): a
   hard-coded value is a ``pinned`` finding even when it matches, naming the value ``select`` chooses; a recipe that
   speculates on an agentic benchmark must be selectable, else an ``unselectable`` finding.
@@ -25,12 +32,13 @@ None of these hides a finding: a waived finding stays in every output with the r
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import re
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,7 +46,7 @@ from typing import Any
 from golden_al.checks.findings import VERDICTS, Finding
 from golden_al.engines._values import format_value
 from golden_al.errors import InputFileError, UsageError
-from golden_al.safeio.inputs import text_input
+from golden_al.safeio.inputs import Input, digest_of, shown_path, text_input
 
 __all__ = [
     "POLICIES",
@@ -57,7 +65,7 @@ __all__ = [
 
 POLICIES: tuple[str, ...] = ("default", "no-pins")
 CONFIG_NAME = ".golden-al.toml"
-_KEYS = ("exclude", "policy", "golden-dir", "allow", "baseline")
+_KEYS = ("exclude", "policy", "golden-dir", "allow", "baseline", "strict-suppressions")
 
 
 # ---------------------------------------------------------------------------- configuration
@@ -68,12 +76,25 @@ class CheckConfig:
     """The gate's settings from a configuration file (empty when there is none)."""
 
     path: Path | None = None
-    digest: str | None = None  #: of the file's text (an input of every verdict)
     exclude: tuple[str, ...] = ()
     policy: str = "default"
     golden_dir: Path | None = None
     allow: tuple[str, ...] = ()
     baseline: Path | None = None
+    strict_suppressions: bool = False
+
+    def input(self) -> Input | None:
+        """The configuration as an input of every verdict: its settings but the baseline (writing a baseline and
+        then naming it in the file re-judges nothing); None without a file."""
+        if self.path is None:
+            return None
+        settings = [self.exclude, self.policy, str(self.golden_dir), self.allow, self.strict_suppressions]
+        return text_input("config", shown_path(self.path), json.dumps(settings))
+
+
+def _tool_table(data: Mapping[str, Any]) -> Any:
+    tool = data.get("tool", {})
+    return tool.get("golden-al") if isinstance(tool, Mapping) else None
 
 
 def find_config(start: Path) -> Path | None:
@@ -88,7 +109,7 @@ def find_config(start: Path) -> Path | None:
         if pyproject.is_file():
             try:
                 text = _read(pyproject)
-                if "golden-al" in text and "golden-al" in _toml(pyproject, text).get("tool", {}):
+                if "golden-al" in text and _tool_table(_toml(pyproject, text)) is not None:
                     return pyproject
             except InputFileError:
                 return pyproject  # load_config names the problem
@@ -115,23 +136,28 @@ def _toml(path: Path, text: str | None = None) -> dict[str, Any]:
         raise InputFileError(f"not valid TOML ({exc})", path=path) from None
 
 
-def _strings(value: Any, key: str, path: Path) -> tuple[str, ...]:
-    if isinstance(value, str):
-        return (value,)
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+def _strings(value: Any, key: str, path: Path, choices: Sequence[str] = ()) -> tuple[str, ...]:
+    values = [value] if isinstance(value, str) else value
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         raise InputFileError(f"{key} must be a string or a list of strings, got {value!r}", path=path)
-    return tuple(value)
+    bad = [v for v in values if choices and v not in choices]
+    if bad:
+        raise InputFileError(f"{key}: entry {bad[0]!r} is not one of {', '.join(choices)}", path=path,
+                             hint="every other verdict but match fails the check: fix the file instead")
+    return tuple(values)
 
 
 def load_config(path: Path) -> CheckConfig:
     """Read a configuration file (see the module docstring).
 
     Raises:
-        InputFileError: not TOML, an unknown key, or a value of the wrong type or outside its choices.
+        InputFileError: not TOML, an unknown key, or a value (or a list's entry) of the wrong type or outside its
+            choices, naming the file and the key.
     """
-    text = _read(path)
-    data = _toml(path, text)
-    table = data.get("tool", {}).get("golden-al", {}) if path.name == "pyproject.toml" else data
+    from golden_al.checks.findings import ALLOWABLE_VERDICTS
+
+    data = _toml(path)
+    table = _tool_table(data) if path.name == "pyproject.toml" else data
     where = "[tool.golden-al]" if path.name == "pyproject.toml" else "the file"
     if not isinstance(table, Mapping):
         raise InputFileError(f"{where} must be a table", path=path)
@@ -148,10 +174,13 @@ def load_config(path: Path) -> CheckConfig:
     for key, value in (("golden-dir", golden), ("baseline", baseline)):
         if value is not None and not isinstance(value, str):
             raise InputFileError(f"{key} must be a path string, got {value!r}", path=path)
-    return CheckConfig(path=path, digest=text_input("config", "", text).digest, exclude=_strings(table.get("exclude", []), "exclude", path), policy=policy,
+    strict = table.get("strict-suppressions", False)
+    if not isinstance(strict, bool):
+        raise InputFileError(f"strict-suppressions must be true or false, got {strict!r}", path=path)
+    return CheckConfig(path=path, exclude=_strings(table.get("exclude", []), "exclude", path), policy=policy,
                        golden_dir=base / golden if golden else None,
-                       allow=_strings(table.get("allow", []), "allow", path),
-                       baseline=base / baseline if baseline else None)
+                       allow=_strings(table.get("allow", []), "allow", path, ALLOWABLE_VERDICTS),
+                       baseline=base / baseline if baseline else None, strict_suppressions=strict)
 
 
 # ---------------------------------------------------------------------------- suppressions
@@ -159,6 +188,8 @@ def load_config(path: Path) -> CheckConfig:
 
 _SUPPRESS = re.compile(r"(?:^|\s)#\s*golden-al:\s*ignore(?P<rest>.*)$")
 _FORM = re.compile(r"^\[(?P<verdicts>[^\]]*)\]\s*(?:--\s*(?P<reason>.*))?$")
+#: File kinds with comments, so suppressions (:func:`comment_test`).
+SUPPRESSIBLE = ("yaml", "shell", "dotenv", "dockerfile", "python")
 
 
 @dataclass(frozen=True)
@@ -177,15 +208,61 @@ class Suppression:
             finding.line, finding.use_line)
 
 
-def read_suppressions(file: str, text: str) -> list[Suppression]:
-    """Every suppression comment of a YAML or shell text, well-formed or not."""
+def comment_test(kind: str, text: str, yaml_nodes: Sequence[Any] = ()) -> Callable[[int, int], bool]:
+    """Whether (line, column) of ``text`` lies in a comment, by the file kind's own syntax: shell and dotenv by
+    tree-sitter-bash's comment nodes (never a string or a here-document), YAML outside every scalar of its composed
+    ``yaml_nodes`` (a quoted or block string holds no comment; none given: the text did not parse, no comment),
+    Python by its tokenizer, a Dockerfile's lines that begin with ``#``; other kinds have none."""
+    spans: dict[int, list[tuple[int, int]]] = {}
+    if kind in ("shell", "dotenv"):
+        from golden_al.checks.bash.parse import comment_spans
+
+        spans = comment_spans(text)
+    elif kind == "python":
+        import io
+        import tokenize
+
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+                if tok.type == tokenize.COMMENT:
+                    spans.setdefault(tok.start[0], []).append((tok.start[1], tok.end[1]))
+        except (tokenize.TokenError, SyntaxError):
+            spans = {}
+    elif kind == "dockerfile":
+        lines = text.splitlines()
+        return lambda line, _col: 0 < line <= len(lines) and lines[line - 1].lstrip().startswith("#")
+    elif kind == "yaml" and yaml_nodes:
+        scalars = [((n.start_mark.line + 1, n.start_mark.column), (n.end_mark.line + 1, n.end_mark.column))
+                   for n in _scalars(yaml_nodes)]
+        return lambda line, col: not any(a <= (line, col) < b for a, b in scalars)
+    return lambda line, col: any(a <= col < b for a, b in spans.get(line, ()))
+
+
+def _scalars(nodes: Sequence[Any]) -> list[Any]:
+    """Every scalar node of composed YAML documents (keys and values)."""
+    out, todo, seen = [], list(nodes), set()
+    while todo:
+        node = todo.pop()
+        if id(node) in seen:  # an alias: the same node again (or a cycle)
+            continue
+        seen.add(id(node))
+        if isinstance(node.value, str):
+            out.append(node)
+        elif isinstance(node.value, list):
+            todo.extend(x for item in node.value for x in (item if isinstance(item, tuple) else (item,)))
+    return out
+
+
+def read_suppressions(file: str, text: str, in_comment: Callable[[int, int], bool]) -> list[Suppression]:
+    """Every suppression comment of a text, well-formed or not; ``in_comment`` (:func:`comment_test`) tells a
+    comment from the same characters in a string."""
     lines = text.splitlines()
     out: list[Suppression] = []
     for i, line in enumerate(lines, start=1):
         if "golden-al" not in line:
             continue
         m = _SUPPRESS.search(line)
-        if m is None:
+        if m is None or not in_comment(i, line.index("#", m.start())):
             continue
         own_line = line[: m.start()].strip() == ""
         target = i
@@ -212,9 +289,11 @@ def read_suppressions(file: str, text: str) -> list[Suppression]:
     return out
 
 
-def apply_suppressions(findings: list[Finding], suppressions: Iterable[Suppression]) -> tuple[list[Finding], list[str]]:
-    """(findings with the covered ones waived and one ``bad-suppression`` per malformed comment, notes on unused
-    suppressions)."""
+def apply_suppressions(findings: list[Finding], suppressions: Iterable[Suppression], *, strict: bool = False
+                       ) -> list[Finding]:
+    """Findings with the covered ones waived, and a ``bad-suppression`` finding per malformed comment and per stale
+    one (it covers no finding: it would waive a later finding on its line unseen); a stale one is waived unless
+    ``strict``."""
     sups = list(suppressions)
     used: set[tuple[str, int]] = set()
     out: list[Finding] = []
@@ -225,45 +304,77 @@ def apply_suppressions(findings: list[Finding], suppressions: Iterable[Suppressi
             f = dataclasses.replace(f, waived=f"suppressed: {hit.reason} ({hit.file}:{hit.line})")
         out.append(f)
     for s in sups:
-        if s.problem is not None:
-            out.append(Finding(file=s.file, line=s.line, engine="-", algorithm=None, model=None, thinking=None,
-                               thinking_source="", draft_len=None, pinned_value=None, implied_al=None,
-                               expected_al=None, verdict="bad-suppression",
-                               message=f"malformed suppression: {s.problem}"))
-    notes = [f"{s.file}:{s.line}: suppression of {', '.join(sorted(s.verdicts))} covers no finding (stale?)"
-             for s in sups if s.problem is None and (s.file, s.line) not in used]
-    return out, notes
+        stale = s.problem is None and (s.file, s.line) not in used
+        if s.problem is None and not stale:
+            continue
+        message = (f"malformed suppression: {s.problem}" if not stale else
+                   f"stale suppression: ignore[{', '.join(sorted(s.verdicts))}] covers no finding on line {s.target}")
+        out.append(Finding(file=s.file, line=s.line, engine="-", algorithm=None, model=None, thinking=None,
+                           thinking_source="", draft_len=None, pinned_value=None, implied_al=None,
+                           expected_al=None, verdict="bad-suppression", message=message,
+                           waived="lenient: a stale suppression fails under --strict-suppressions"
+                           if stale and not strict else None))
+    return out
 
 
 # ---------------------------------------------------------------------------- baseline
 
 
-def _key(f: Finding | Mapping[str, Any]) -> tuple[Any, ...]:
-    get = f.get if isinstance(f, Mapping) else (lambda k: getattr(f, k))
-    return (get("file"), get("verdict"), get("engine"), get("pinned_value"), get("draft_len"))
+#: A baseline entry's fields and their types: the verdict's own facts, then the digest of what it read.
+_ENTRY: dict[str, tuple[type, ...]] = {
+    "file": (str,), "line": (int,), "verdict": (str,), "engine": (str,), "pinned_value": (str, type(None)),
+    "draft_len": (int, type(None)), "thinking": (str, type(None)), "model": (str, type(None)),
+    "expected_al": (int, float, type(None)), "inputs_digest": (str,)}
+_REWRITE = "write it again with golden-al check ... --write-baseline FILE"
+
+
+def _key(f: Finding) -> tuple[Any, ...]:
+    return (f.file, f.verdict, f.engine, f.pinned_value, f.draft_len, f.thinking, f.model, f.expected_al,
+            digest_of(f.inputs))
 
 
 def baseline_document(findings: Sequence[Finding], *, failing: frozenset[str], provenance: Mapping[str, Any]
                       ) -> dict[str, Any]:
     """The baseline of the failing, unwaived findings (``check --write-baseline``)."""
-    rows = [{"file": f.file, "line": f.line, "verdict": f.verdict, "engine": f.engine,
-             "pinned_value": f.pinned_value, "draft_len": f.draft_len}
+    names = [name for name in _ENTRY if name != "line"]
+    rows = [{**dict(zip(names, _key(f), strict=True)), "line": f.line}
             for f in findings if f.verdict in failing and f.waived is None]
-    return {"golden_al_baseline": 1, "provenance": dict(provenance), "findings": rows}
+    return {"golden_al_baseline": 2, "provenance": dict(provenance), "findings": rows}
+
+
+def _entry(row: Any, i: int, path: Path) -> tuple[Any, ...]:
+    """One baseline entry's key, or the reason it is malformed (naming the file and the entry)."""
+    def bad(what: str) -> InputFileError:
+        return InputFileError(f"findings[{i}]: {what}", path=path, hint=_REWRITE)
+
+    if not isinstance(row, Mapping):
+        raise bad(f"an entry must be an object, got {type(row).__name__}")
+    odd = sorted(set(row) ^ set(_ENTRY))
+    if odd:
+        raise bad(f"{'unknown' if odd[0] in row else 'missing'} field {odd[0]!r}")
+    for name, types in _ENTRY.items():
+        value = row[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            raise bad(f"{name} must be {' or '.join('null' if t is type(None) else t.__name__ for t in types)}, "
+                      f"got {value!r}")
+    if row["verdict"] not in VERDICTS or not re.fullmatch(r"[0-9a-f]{64}", row["inputs_digest"]):
+        raise bad(f"verdict {row['verdict']!r} or inputs_digest {row['inputs_digest']!r} is not one golden-al writes")
+    return tuple(row[name] for name in _ENTRY if name != "line")
 
 
 def apply_baseline(findings: list[Finding], document: Any, *, path: Path) -> list[Finding]:
-    """Findings with those the baseline knows waived (one entry waives one finding).
+    """Findings with those the baseline knows waived (one entry waives one finding, while nothing it read changed).
 
     Raises:
-        InputFileError: not a baseline written by ``--write-baseline``.
+        InputFileError: not a baseline written by ``--write-baseline`` (version 2), or a malformed entry (named).
     """
-    rows = document.get("findings") if isinstance(document, Mapping) and document.get("golden_al_baseline") == 1 \
-        else None
-    if not isinstance(rows, list) or not all(isinstance(r, Mapping) for r in rows):
-        raise InputFileError("not a golden-al baseline (expected {\"golden_al_baseline\": 1, \"findings\": [...]})",
-                             path=path, hint="write one with golden-al check ... --write-baseline FILE")
-    budget = Counter(_key(r) for r in rows)
+    version = document.get("golden_al_baseline") if isinstance(document, Mapping) else None
+    rows = document.get("findings") if version == 2 else None  # type: ignore[union-attr]
+    if not isinstance(rows, list):
+        raise InputFileError("not a golden-al baseline (expected {\"golden_al_baseline\": 2, \"findings\": [...]})"
+                             + (": version 1 did not key entries on what their verdicts read" if version == 1 else ""),
+                             path=path, hint=_REWRITE)
+    budget = Counter(_entry(r, i, path) for i, r in enumerate(rows))
     out = []
     for f in findings:
         k = _key(f)
@@ -277,9 +388,10 @@ def apply_baseline(findings: list[Finding], document: Any, *, path: Path) -> lis
 # ---------------------------------------------------------------------------- changed since
 
 
-def changed_files(ref: str, cwd: Path) -> set[Path]:
-    """Files changed since ``ref`` in the git repository around ``cwd``: committed since, uncommitted, and new
-    (untracked, not ignored), as resolved paths.
+def changed_files(ref: str, cwd: Path) -> dict[Path, str]:
+    """Files changed since ``ref`` in the git repository around ``cwd`` (resolved paths) -> ``A`` (added, also
+    untracked and not ignored, and a rename's new path), ``D`` (deleted, and a rename's old path), ``M`` and git's
+    other letters; a bumped submodule is its folder.
 
     Raises:
         UsageError: not a git repository, or an unknown ``ref``.
@@ -296,17 +408,38 @@ def changed_files(ref: str, cwd: Path) -> set[Path]:
         return done.stdout
 
     top = Path(git("rev-parse", "--show-toplevel").strip())
-    names = git("diff", "--name-only", "-z", ref, "--").split("\0")
-    names += git("ls-files", "--others", "--exclude-standard", "-z").split("\0")
-    return {(top / n).resolve() for n in names if n}
+    fields = git("diff", "--name-status", "-z", ref, "--").split("\0")
+    out: dict[Path, str] = {}
+    while len(fields) > 1:
+        status, *fields = fields
+        paths = [fields.pop(0) for _ in range(2 if status[:1] in ("R", "C") else 1)]
+        if status[:1] == "R":
+            out[(top / paths[0]).resolve()] = "D"
+        out[(top / paths[-1]).resolve()] = "A" if status[:1] in ("R", "C") else status[:1]
+    for name in git("ls-files", "--others", "--exclude-standard", "-z").split("\0"):
+        if name:
+            out[(top / name).resolve()] = "A"
+    return out
 
 
-def apply_changed_since(findings: list[Finding], changed: set[Path], ref: str) -> list[Finding]:
-    """Findings of files not changed since ``ref`` waived (they are reported, and fail only once touched)."""
+def apply_changed_since(findings: list[Finding], changed: Mapping[Path, str], ref: str) -> list[Finding]:
+    """Findings none of whose inputs changed since ``ref`` waived (they are reported, and fail once touched); a
+    failing finding whose own file did not change names the input that did."""
+    @functools.cache
+    def moved(name: str) -> bool:
+        p = Path(name.rstrip("/")).resolve()
+        if name.endswith("/"):  # a folder's listing: a file added to it or removed from it
+            return any(status in "AD" and p in c.parents for c, status in changed.items())
+        return p in changed or any(parent in changed for parent in p.parents)  # a bumped submodule holds it
+
     out = []
     for f in findings:
-        if f.verdict != "match" and f.waived is None and Path(f.file).resolve() not in changed:
-            f = dataclasses.replace(f, waived=f"unchanged: not changed since {ref}")
+        if f.verdict != "match" and f.waived is None:
+            names = [i.name for i in f.inputs if i.kind != "env" and not i.name.startswith("<") and moved(i.name)]
+            if not names and not moved(f.file):
+                f = dataclasses.replace(f, waived=f"unchanged: nothing it read changed since {ref}")
+            elif names and not moved(f.file):
+                f = dataclasses.replace(f, message=f"{f.message}; changed since {ref}: {', '.join(names)}")
         out.append(f)
     return out
 

@@ -9,7 +9,7 @@ into a :class:`Finding`, the JSON contract of ``golden-al check --format json``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from golden_al.engines.profile import VersionChoice
 from golden_al.prompts.thinking import ThinkingSignal
@@ -32,10 +32,8 @@ Verdict = Literal["match", "mismatch", "no-golden", "wrong-method", "undetermine
                   "non-agentic-simulation", "unsafe-value", "unresolved", "unreadable", "unread", "pinned",
                   "unselectable", "bad-suppression"]
 #: ``pinned`` and ``unselectable``: the ``no-pins`` policy (a hard-coded value, even a matching one; a recipe
-#: ``select`` cannot plan); ``bad-suppression``: an inline suppression without a reason or verdict.
-VERDICTS: tuple[str, ...] = ("match", "mismatch", "no-golden", "wrong-method", "undetermined", "missing-companion",
-                             "non-agentic-simulation", "unsafe-value", "unresolved", "unreadable", "unread",
-                             "pinned", "unselectable", "bad-suppression")
+#: ``select`` cannot plan); ``bad-suppression``: an inline suppression without a reason or verdict, or a stale one.
+VERDICTS: tuple[str, ...] = get_args(Verdict)
 #: Verdicts that make ``golden-al check`` exit 1: every verdict but ``match`` (pass means proven).
 #: ``unresolved``: a knob the census found that no reader turned into a checked pin
 #: (:mod:`golden_al.checks.census`); ``unreadable``: a file that was not read and parsed in full

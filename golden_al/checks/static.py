@@ -391,7 +391,7 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
                 max_file_size: int = DEFAULT_MAX_FILE_SIZE, allow: Iterable[str] = (),
                 exclude: Sequence[str] = (), jobs: int | None = None, policy: str = "default",
                 baseline: Path | None = None, changed_since: str | None = None,
-                inputs: Sequence[Input] = ()) -> CheckReport:
+                inputs: Sequence[Input] = (), strict_suppressions: bool = False) -> CheckReport:
     """Check every file under ``paths`` against ``store`` (a :class:`GoldenStore`).
 
     Every knob occurrence the census finds (:mod:`golden_al.checks.census`) ends as a finding:
@@ -401,9 +401,10 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     ``undetermined`` (:data:`~golden_al.checks.findings.ALLOWABLE_VERDICTS`); ``exclude``: globs of
     files under the given directories that are not read (listed in :attr:`CheckReport.excluded`).
     ``jobs``: processes for the shell census of a large tree (default: one per CPU, up to 4, from
-    :data:`PARALLEL_FROM` shell files on; 1: none). ``policy`` ``no-pins``, inline suppressions, ``baseline``
-    and ``changed_since``: :mod:`golden_al.checks.adoption` (a waived finding stays, with its reason). ``inputs``:
-    what every verdict read besides its files (the gate's configuration); each finding carries them after its own.
+    :data:`PARALLEL_FROM` shell files on; 1: none). ``policy`` ``no-pins``, inline suppressions (a stale one fails
+    with ``strict_suppressions``), ``baseline`` and ``changed_since``: :mod:`golden_al.checks.adoption` (a waived
+    finding stays, with its reason). ``inputs``: what every verdict read besides its files (the gate's
+    configuration); each finding carries them after its own.
 
     Raises:
         UsageError: a path does not exist, ``allow`` names another verdict, or nothing was
@@ -441,13 +442,14 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
         raise UsageError("nothing to check: no YAML, JSON or shell file under " + ", ".join(map(str, paths)) + why,
                          hint="give the recipe, config or script files (or the directories that hold them)")
     report.findings = _dedupe(report.findings)
-    _adopt(checker, files, policy=policy, baseline=baseline, changed_since=changed_since, shared=inputs)
+    _adopt(checker, files, policy=policy, baseline=baseline, changed_since=changed_since, shared=inputs,
+           strict_suppressions=strict_suppressions)
     report.findings.sort(key=lambda f: (f.file, f.line, f.draft_len or 0))
     return report
 
 
 def _adopt(checker: _Checker, files: Sequence[tuple[Path, str]], *, policy: str, baseline: Path | None,
-           changed_since: str | None, shared: Sequence[Input]) -> None:
+           changed_since: str | None, shared: Sequence[Input], strict_suppressions: bool) -> None:
     """The adoption layer over the findings: the policy, inline suppressions, the baseline, changed files."""
     from golden_al.checks import adoption
 
@@ -456,11 +458,11 @@ def _adopt(checker: _Checker, files: Sequence[tuple[Path, str]], *, policy: str,
         raise UsageError(f"policy {policy!r} is not one of {', '.join(adoption.POLICIES)}")
     if policy == "no-pins":
         report.findings = adoption.apply_no_pins(report.findings, _select_problems(checker, files))
-    sups = [s for path, kind in files if kind in ("yaml", "shell", "dotenv")
+    sups = [s for path, kind in files if kind in adoption.SUPPRESSIBLE
             and isinstance(text := checker.read(path), str) and "golden-al" in text
-            for s in adoption.read_suppressions(str(path), text)]
-    report.findings, notes = adoption.apply_suppressions(report.findings, sups)
-    report.diagnostics.extend(notes)
+            for s in adoption.read_suppressions(str(path), text, adoption.comment_test(kind, text, _nodes(
+                checker.parse(path, text) if kind == "yaml" else [])))]
+    report.findings = adoption.apply_suppressions(report.findings, sups, strict=strict_suppressions)
     for i, f in enumerate(report.findings):  # the gate's configuration judged every finding
         own = () if f.inputs else checker.file_inputs(Path(f.file), t if isinstance(t := checker.read(Path(f.file)),
                                                                                       str) else None)
@@ -472,6 +474,11 @@ def _adopt(checker: _Checker, files: Sequence[tuple[Path, str]], *, policy: str,
         report.findings = adoption.apply_changed_since(
             report.findings, adoption.changed_files(changed_since, root.parent if root.is_file() else root),
             changed_since)
+
+
+def _nodes(docs: Any) -> list[Any]:
+    """The composed nodes of a YAML file's documents (none when it did not parse)."""
+    return [d.node for d in docs] if isinstance(docs, list) else []
 
 
 def _select_problems(checker: _Checker, files: Sequence[tuple[Path, str]]) -> list[Any]:

@@ -15,7 +15,8 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from golden_al.checks.context import MASTER_LENGTH_KEY
@@ -23,6 +24,8 @@ from golden_al.cli._common import add_golden_dir_option, escape_control, golden_
 
 if TYPE_CHECKING:
     from golden_al.checks.adoption import CheckConfig
+    from golden_al.checks.findings import Finding
+    from golden_al.checks.static import CheckReport
 
 __all__ = ["DESCRIPTION", "EXAMPLES", "add_arguments", "job_summary", "run", "summary_line"]
 
@@ -91,6 +94,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--changed-since", metavar="REF",
                         help="pull requests: the whole tree is checked, but only findings in files changed since "
                              "the git REF (committed, uncommitted or new) fail")
+    parser.add_argument("--strict-suppressions", action="store_true",
+                        help="a stale inline suppression (one that covers no finding) fails the check; without it "
+                             "it is listed, not failing (default: the configuration's strict-suppressions)")
+    parser.add_argument("--verbose", action="store_true",
+                        help="text: every finding on one line with its whole reasoning (default: failing findings "
+                             "first, one short line each; matches folded per file)")
     parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                         help="skip files under the given directories whose path (relative to that directory) or "
                              "name matches GLOB, e.g. a changelog whose prose names knobs (repeatable; the "
@@ -105,25 +114,61 @@ def _escape_prop(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
-def _text(findings: Iterable[object]) -> None:
-    for f in findings:
-        k = f.draft_len if f.draft_len is not None else "?"  # type: ignore[attr-defined]
-        exp = f"{f.expected_al:g}" if f.expected_al is not None else "-"  # type: ignore[attr-defined]
-        line = (f"{f.file}:{f.line}: {f.verdict}: {f.engine} k={k} thinking={f.thinking or '?'} "  # type: ignore[attr-defined]
-                f"pinned={f.pinned_value} expected={exp}: {f.message}")  # type: ignore[attr-defined]
-        if f.waived:  # type: ignore[attr-defined]
-            line += f" [not failing: {f.waived}]"  # type: ignore[attr-defined]
-        sys.stdout.write(escape_control(line) + "\n")
+def _long(f: Finding) -> str:
+    """A finding with its whole reasoning (``--verbose``)."""
+    k = f.draft_len if f.draft_len is not None else "?"
+    exp = f"{f.expected_al:g}" if f.expected_al is not None else "-"
+    line = (f"{f.file}:{f.line}: {f.verdict}: {f.engine} k={k} thinking={f.thinking or '?'} "
+            f"pinned={f.pinned_value} expected={exp}: {f.message}")
+    return line + (f" [not failing: {f.waived}]" if f.waived else "")
 
 
-def _github(findings: Iterable[object], failing: frozenset[str]) -> None:
+def _short(f: Finding, note: str = "") -> str:
+    """One short line: where, verdict, engine, k, pinned vs golden, and why in a few words."""
+    k = f.draft_len if f.draft_len is not None else "?"
+    from golden_al.engines._values import parse_number
+
+    al = f" (AL {f.implied_al:g})" if f.implied_al not in (None, parse_number(f.pinned_value or "")) else ""
+    values = f" pinned {f.pinned_value}{al}" if f.pinned_value is not None else ""
+    values += f" vs golden {f.expected_al:g}" if f.expected_al is not None else ""
+    why = "" if f.verdict == "mismatch" else f.message.split(f"[{f.verdict}] ", 1)[-1].split("; ")[0]
+    why = f": {why[:57]}..." if len(why) > 60 else f": {why}" if why else ""
+    return f"  {f.file}:{f.line}: {f.verdict}: {f.engine} k={k}{values}{why}{note}"
+
+
+def _text(findings: Sequence[Finding], failing: frozenset[str], verbose: bool) -> None:
+    """Failing findings first, grouped by verdict, one short line each; then those that do not fail (waived,
+    allowed); then ``match`` and ``pinned`` folded per file (``--verbose``: every finding with its reasoning)."""
+    if verbose:
+        lines = [_long(f) for f in findings]
+    else:
+        from golden_al.checks.findings import SEVERITY
+
+        lines, folded = [], [f for f in findings if f.verdict in ("match", "pinned")]
+        fails = [f for f in findings if f.verdict in failing and f.waived is None and f not in folded]
+        for verdict in SEVERITY:
+            group = [_short(f) for f in fails if f.verdict == verdict]
+            lines += [f"{verdict} ({len(group)}):", *group] if group else []
+        rest = [f for f in findings if f not in fails and f not in folded]
+        if rest:
+            lines += [f"not failing ({len(rest)}):"] + [
+                _short(f, f" [{f.waived[:60] if f.waived else 'allowed by --allow'}]") for f in rest]
+        per_file: dict[str, Counter[str]] = {}
+        for f in folded:
+            per_file.setdefault(f.file, Counter())[f.verdict + (" (not failing)" if f.waived else "")] += 1
+        if per_file:
+            lines.append(f"match/pinned ({len(folded)} in {len(per_file)} file(s); --verbose lists them):")
+            lines += [f"  {file}: " + ", ".join(f"{n} {v}" for v, n in sorted(c.items())) for file, c in per_file.items()]
+    sys.stdout.write("".join(escape_control(line) + "\n" for line in lines))
+
+
+def _github(findings: Iterable[Finding], failing: frozenset[str]) -> None:
     for f in findings:
-        verdict = f.verdict  # type: ignore[attr-defined]
-        if verdict == "match":
+        if f.verdict == "match":
             continue
-        level = "error" if verdict in failing and f.waived is None else "warning"  # type: ignore[attr-defined]
-        props = f"file={_escape_prop(f.file)},line={f.line},title={_escape_prop('golden-al check: ' + verdict)}"  # type: ignore[attr-defined]
-        sys.stdout.write(f"::{level} {props}::{_escape_data(f.message)}\n")  # type: ignore[attr-defined]
+        level = "error" if f.verdict in failing and f.waived is None else "warning"
+        props = f"file={_escape_prop(f.file)},line={f.line},title={_escape_prop('golden-al check: ' + f.verdict)}"
+        sys.stdout.write(f"::{level} {props}::{_escape_data(f.message)}\n")
 
 
 def _cell(text: object) -> str:
@@ -131,20 +176,17 @@ def _cell(text: object) -> str:
     return escape_control(str(text)).replace("|", "\\|").replace("\n", " ")
 
 
-def job_summary(report: object) -> str:
+def job_summary(r: CheckReport) -> str:
     """The markdown ``check --format github`` appends to ``$GITHUB_STEP_SUMMARY``: the verdict counts,
     then every finding that is not a match (file and line, verdict, engine, k, pinned and golden value,
-    why), then the matches folded away."""
+    why; stale suppressions too), then the matches folded away."""
     from golden_al.checks.findings import failing_verdicts
 
-    r = report  # a CheckReport
-    failing = failing_verdicts(r.allowed)  # type: ignore[attr-defined]
-    out = [f"## golden-al check: {'FAIL' if r.failed else 'pass'}", ""]  # type: ignore[attr-defined]
-    out.append(summary_line(r))
+    failing = failing_verdicts(r.allowed)
+    out = [f"## golden-al check: {'FAIL' if r.failed else 'pass'}", "", summary_line(r)]
     out += ["", "| verdict | findings |", "|---|---:|"]
-    out += [f"| {v}{' (allowed)' if v in r.allowed else ''} | {n} |"  # type: ignore[attr-defined]
-            for v, n in r.counts().items() if n]  # type: ignore[attr-defined]
-    rows = [f for f in r.findings if f.verdict != "match"]  # type: ignore[attr-defined]
+    out += [f"| {v}{' (allowed)' if v in r.allowed else ''} | {n} |" for v, n in r.counts().items() if n]
+    rows = [f for f in r.findings if f.verdict != "match"]
     if rows:
         out += ["", "| file:line | verdict | engine | k | pinned | golden | why |", "|---|---|---|---:|---|---|---|"]
         for f in rows:
@@ -153,7 +195,7 @@ def job_summary(report: object) -> str:
                        f"{'' if f.draft_len is None else f.draft_len} | {_cell(f.pinned_value or '')} | "
                        f"{'' if f.expected_al is None else f'{f.expected_al:g}'} | {_cell(f.message[:300])}"
                        + (f" *(not failing: {_cell(f.waived)})*" if f.waived else "") + " |")
-    matches = [f for f in r.findings if f.verdict == "match"]  # type: ignore[attr-defined]
+    matches = [f for f in r.findings if f.verdict == "match"]
     if matches:
         out += ["", f"<details><summary>{len(matches)} match(es)</summary>", "",
                 "| file:line | engine | k | pinned | golden |", "|---|---|---:|---|---|"]
@@ -163,40 +205,22 @@ def job_summary(report: object) -> str:
     return "\n".join(out) + "\n"
 
 
-def _allow(text: str) -> frozenset[str]:
-    from golden_al.checks.findings import ALLOWABLE_VERDICTS
-    from golden_al.errors import UsageError
-
-    allowed = frozenset(v.strip() for v in text.split(",") if v.strip())
-    bad = sorted(allowed - set(ALLOWABLE_VERDICTS))
-    if bad:
-        raise UsageError(f"--allow {','.join(bad)}: only {', '.join(ALLOWABLE_VERDICTS)} can be allowed",
-                         hint="every other verdict but match fails the check: fix the file instead")
-    return allowed
-
-
-def summary_line(report: object) -> str:
+def summary_line(r: CheckReport) -> str:
     """The one-line summary: findings per verdict, what was allowed and excluded."""
-    r = report  # a CheckReport
-    counts = r.counts()  # type: ignore[attr-defined]
-    if r.findings:  # type: ignore[attr-defined]
-        text = (f"golden-al check: {len(r.findings)} finding(s) in {r.files_with_pins} file(s) "  # type: ignore[attr-defined]
-                f"({r.files_scanned} scanned): " + ", ".join(f"{v} {n}" for v, n in counts.items() if n))  # type: ignore[attr-defined]
-    else:
-        text = f"golden-al check: no synthetic-acceptance knob in {r.files_scanned} file(s)"  # type: ignore[attr-defined]
-    waived = r.waived_counts()  # type: ignore[attr-defined]
-    if waived:
+    text = (f"golden-al check: {len(r.findings)} finding(s) in {r.files_with_pins} file(s) ({r.files_scanned} "
+            "scanned): " + ", ".join(f"{v} {n}" for v, n in r.counts().items() if n) if r.findings else
+            f"golden-al check: no synthetic-acceptance knob in {r.files_scanned} file(s)")
+    if waived := r.waived_counts():
         text += "; not failing: " + ", ".join(f"{kind} {n}" for kind, n in waived.items())
-    allowed = r.allowed_counts()  # type: ignore[attr-defined]
-    if r.allowed:  # type: ignore[attr-defined]
-        text += ("; allowed by --allow: " + (", ".join(f"{v} {n}" for v, n in allowed.items()) or "none occurred"))
-    if r.prose:  # type: ignore[attr-defined]
-        shown = ", ".join(dict.fromkeys(p.rsplit(":", 1)[0] for p in r.prose))  # type: ignore[attr-defined]
-        text += (f"; {len(r.prose)} knob name(s) in documentation text, not configuration "  # type: ignore[attr-defined]
-                 f"({shown[:200]})")
-    if r.excluded:  # type: ignore[attr-defined]
-        shown = ", ".join(r.excluded[:3]) + (", ..." if len(r.excluded) > 3 else "")  # type: ignore[attr-defined]
-        text += f"; {len(r.excluded)} file(s) not read (--exclude): {shown}"  # type: ignore[attr-defined]
+    if r.allowed:
+        text += "; allowed by --allow: " + (", ".join(f"{v} {n}" for v, n in r.allowed_counts().items())
+                                            or "none occurred")
+    if r.prose:
+        shown = ", ".join(dict.fromkeys(p.rsplit(":", 1)[0] for p in r.prose))
+        text += f"; {len(r.prose)} knob name(s) in documentation text, not configuration ({shown[:200]})"
+    if r.excluded:
+        shown = ", ".join(r.excluded[:3]) + (", ..." if len(r.excluded) > 3 else "")
+        text += f"; {len(r.excluded)} file(s) not read (--exclude): {shown}"
     return text
 
 
@@ -229,11 +253,10 @@ def run(args: argparse.Namespace) -> int:
     from golden_al.checks.static import check_paths
     from golden_al.golden import load_store
     from golden_al.provenance import atomic_write_text, now_iso
-    from golden_al.safeio.inputs import Input, shown_path
 
     cfg = _config(args)
     max_size = parse_size(args.max_file_size)
-    allowed = _allow(args.allow or ",".join(cfg.allow))
+    allowed = frozenset(v.strip() for v in (args.allow or ",".join(cfg.allow)).split(",") if v.strip())
     store = load_store(golden_dir(args.golden_dir) or cfg.golden_dir)
     policy = args.policy or cfg.policy
     baseline = Path(args.baseline) if args.baseline else cfg.baseline
@@ -242,7 +265,8 @@ def run(args: argparse.Namespace) -> int:
     report = check_paths(args.paths, store=store, max_file_size=max_size, allow=allowed,
                          exclude=[*cfg.exclude, *args.exclude], policy=policy,
                          baseline=baseline, changed_since=args.changed_since,
-                         inputs=() if cfg.path is None else (Input("config", shown_path(cfg.path), cfg.digest),))
+                         inputs=[i for i in (cfg.input(),) if i is not None],
+                         strict_suppressions=args.strict_suppressions or cfg.strict_suppressions)
     if cfg.path is not None:
         report.diagnostics.insert(0, f"configuration {cfg.path}")
     if args.write_baseline:
@@ -266,6 +290,6 @@ def run(args: argparse.Namespace) -> int:
             with open(summary_file, "a", encoding="utf-8") as fh:
                 fh.write(job_summary(report))
     else:
-        _text(report.findings)
+        _text(report.findings, failing_verdicts(allowed), args.verbose)
         sys.stdout.write(summary + "\n")
     return 1 if report.failed else 0

@@ -13,11 +13,10 @@ role's, read by :func:`role_settings`; a launch script's; a pin's) and the run's
 
 from __future__ import annotations
 
-import functools
 import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import PurePath
 from typing import Any, Literal, Protocol
 
 from golden_al import engines
@@ -41,7 +40,7 @@ from golden_al.recipes.srt_slurm import (
     env_block_role,
     speculation,
 )
-from golden_al.safeio.inputs import Input, shown_path, text_input, value_input
+from golden_al.safeio.inputs import Input, value_input
 
 __all__ = [
     "AgenticInfo",
@@ -472,27 +471,6 @@ def resolve_model(models: Sequence[ModelName], store: Any, methods: Sequence[str
     return run_key, run_shown, run_how
 
 
-@functools.lru_cache(maxsize=512)
-def _curve_input(path: str, name: str, mtime_ns: int, size: int) -> Input:
-    from golden_al.safeio.inputs import file_input
-
-    return file_input("curve", path, name=name)
-
-
-def _curve_inputs(store: Any, point: Any) -> tuple[Input, ...]:
-    """The curve file a point came from; without a point, the store's curve files as a whole (one more changes it)."""
-    if point is not None:
-        name = shown_path(point.source)
-        try:
-            st = Path(point.source).stat()
-        except OSError:
-            return (Input("curve", name, None),)
-        return (_curve_input(str(point.source), name, st.st_mtime_ns, st.st_size),)
-    root = getattr(store, "root", None)
-    names = sorted(shown_path(sc.path) for sc in getattr(store, "curves", ()))
-    return (text_input("curve", shown_path(root) if root else "(shipped curves)", "\n".join(names)),)
-
-
 @dataclass(frozen=True)
 class Derivation:
     """The golden point of one set of speculative settings for one run, or why there is none."""
@@ -616,8 +594,8 @@ def derive(settings: Settings, store: Any, *, identity: Identity | None = None, 
 
     def done(verdict: str, reason: str, point: Any = None, method: str | None = None,
              at: Callable[[int], Any] | None = None) -> Derivation:
-        if store is not None:
-            inputs.extend(_curve_inputs(store, point))
+        if store is not None:  # the curves of its model (every one can change the answer), the store's listing
+            inputs.extend(store.inputs(model))
         return Derivation(settings.engine, settings.algorithm, k, settings.draft.rule, method, thinking, thinking_how,
                           model, shown, model_how, point, verdict, reason, tuple(dict.fromkeys(inputs)), at)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from golden_al.checks.adoption import find_config, load_config, read_suppressions
+from golden_al.checks.adoption import comment_test, find_config, load_config, read_suppressions
 from golden_al.checks.static import check_paths
 from golden_al.cli.main import main
 from golden_al.errors import InputFileError
@@ -83,7 +83,8 @@ def test_no_pins_requires_every_agentic_speculative_recipe_to_be_selectable(tmp_
     ("# golden-al: ignore[typo] -- x", "not a verdict"),
 ])
 def test_suppressions_need_verdicts_and_a_reason(comment: str, problem: str | None) -> None:
-    (s,) = read_suppressions("f.sh", f"a=1\n{comment}\n\n# other comment\nexport X=1\n")
+    text = f"a=1\n{comment}\n\n# other comment\nexport X=1\n"
+    (s,) = read_suppressions("f.sh", text, comment_test("shell", text))
     assert s.line == 2
     assert s.target == 5
     if problem is None:
@@ -114,7 +115,9 @@ def test_a_suppression_waives_only_its_line_and_verdict_and_is_listed(tmp_path: 
     script.write_text(text)
     still = check_paths([str(script)], store=STORE)
     assert still.failed
-    assert any("covers no finding" in d for d in still.diagnostics)
+    (stale,) = [f for f in still.findings if f.verdict == "bad-suppression"]
+    assert "covers no finding" in stale.message
+    assert stale.waived is not None  # listed, not failing, unless strict
 
 
 def test_a_malformed_suppression_is_a_failing_finding(tmp_path: Path) -> None:
@@ -161,7 +164,7 @@ def test_the_cli_reads_the_configuration_and_a_baseline_makes_only_new_findings_
     rc, _, err = _run([".", "--write-baseline", "known.json"], capsys, root, monkeypatch)
     assert rc == 0
     doc = json.loads((root / "known.json").read_text())
-    assert doc["golden_al_baseline"] == 1
+    assert doc["golden_al_baseline"] == 2
     assert {r["verdict"] for r in doc["findings"]} == {"pinned", "unresolved", "undetermined"}
     rc, out, _ = _run([".", "--baseline", "known.json"], capsys, root, monkeypatch)
     assert rc == 0
@@ -187,7 +190,7 @@ def test_changed_since_fails_only_findings_of_changed_files(tmp_path: Path, caps
     subprocess.run(["git", "init", "-q", str(root)], check=True)
     subprocess.run(["git", "-C", str(root), *env, "add", "-A"], check=True)
     subprocess.run(["git", "-C", str(root), *env, "commit", "-qm", "base"], check=True)
-    rc, out, _ = _run([".", "--changed-since", "HEAD"], capsys, root, monkeypatch)
+    rc, out, _ = _run([".", "--changed-since", "HEAD", "--verbose"], capsys, root, monkeypatch)
     assert rc == 0
     assert "not failing: unchanged" in out
     (root / "new.sh").write_text("#!/bin/bash\nexport SGLANG_SIMULATE_ACC_LEN=$X\n")
@@ -214,3 +217,110 @@ def test_knob_names_in_documentation_text_are_listed_not_read_as_config(tmp_path
         "    description:\n      env: {SGLANG_SIMULATE_ACC_LEN: '2.99'}\n")
     again = check_paths([str(tmp_path)], store=STORE)
     assert sorted(f.line for f in again.findings if f.file.endswith("compose.yaml")) == [3, 5]
+
+
+SCRIPT = "#!/bin/bash\nexport SGLANG_SIMULATE_ACC_LEN=$AL{tail}\n"
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize(("name", "text"), [
+    ("a.sh", SCRIPT.format(tail=' ; echo "x # golden-al: ignore[undetermined] -- in a string"')),
+    ("b.sh", SCRIPT.format(tail=" ; echo 'x # golden-al: ignore[undetermined] -- in a string'")),
+    ("c.sh", "#!/bin/bash\necho \"a\nb # golden-al: ignore[undetermined] -- in a string\"; export SGLANG_SIMULATE_ACC_LEN=$AL\n"),
+    ("d.yaml", "env: {SGLANG_SIMULATE_ACC_LEN: '2.5', X: \"y # golden-al: ignore[missing-companion] -- a string\"}\n"),
+    ("e.yaml", "env:\n  NOTE: |\n    # golden-al: ignore[missing-companion] -- a block string's text\n"
+               "  SGLANG_SIMULATE_ACC_LEN: '2.5'\n"),
+    ("Dockerfile", "FROM x\nENV SGLANG_SIMULATE_ACC_LEN=2.5 # golden-al: ignore[missing-companion] -- not a comment here\n"),
+    ("f.py", "import os\nos.environ['SGLANG_SIMULATE_ACC_LEN'] = '2.5'; s = '# golden-al: ignore[missing-companion] -- x'\n"),
+])
+def test_suppression_text_inside_a_string_waives_nothing(name: str, text: str, tmp_path: Path) -> None:
+    (tmp_path / name).write_text(text)
+    report = check_paths([str(tmp_path / name)], store=STORE)
+    assert report.failed
+    assert [f.waived for f in report.findings] == [None] * len(report.findings)
+
+
+@pytest.mark.parametrize(("name", "text"), [
+    ("a.sh", SCRIPT.format(tail="  # golden-al: ignore[undetermined] -- set by the harness, reviewed")),
+    ("d.yaml", "env:\n  SGLANG_SIMULATE_ACC_LEN: '2.5'  # golden-al: ignore[missing-companion] -- reviewed\n"),
+    ("Dockerfile", "FROM x\n# golden-al: ignore[missing-companion] -- reviewed\nENV SGLANG_SIMULATE_ACC_LEN=2.5\n"),
+    ("f.py", "import os\nos.environ['SGLANG_SIMULATE_ACC_LEN'] = '2.5'  # golden-al: ignore[missing-companion] -- ok\n"),
+])
+def test_a_suppression_in_each_kinds_comment_syntax_waives_its_line(name: str, text: str, tmp_path: Path) -> None:
+    (tmp_path / name).write_text(text)
+    report = check_paths([str(tmp_path / name)], store=STORE)
+    assert not report.failed, [(f.verdict, f.message) for f in report.findings]
+    assert any(f.waived and f.waived.startswith("suppressed:") for f in report.findings)
+
+
+@pytest.mark.hostile
+def test_a_stale_suppression_fails_under_the_strict_setting_and_shows_in_the_github_summary(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "r.yaml").write_text(_pinned(tmp_path).read_text().replace(
+        '"4.05"\n', '"4.05"  # golden-al: ignore[mismatch] -- an old reason, the value matches now\n'))
+    (tmp_path / "pinned.yaml").unlink()
+    rc, out, _ = _run(["r.yaml"], capsys, tmp_path, monkeypatch)
+    assert rc == 0  # listed, not failing
+    assert "stale suppression" in out
+    rc, out, _ = _run(["r.yaml", "--strict-suppressions"], capsys, tmp_path, monkeypatch)
+    assert rc == 1
+    assert "bad-suppression (1):" in out
+    (tmp_path / ".golden-al.toml").write_text("strict-suppressions = true\n")
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    rc, out, _ = _run(["r.yaml", "--format", "github"], capsys, tmp_path, monkeypatch)
+    assert rc == 1
+    assert "::error file=r.yaml" in out
+    assert "stale suppression" in summary.read_text()
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize(("entry", "named"), [
+    ({"file": "a.sh", "verdict": "unresolved", "pinned_value": [1]}, "missing field"),
+    ("just text", "an entry must be an object"),
+    ({"file": {"a": 1}}, "missing field"),
+])
+def test_a_malformed_baseline_entry_is_exit_2_naming_the_file_and_entry(
+        entry: object, named: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _tree(tmp_path)
+    (root / ".git").mkdir()
+    rc, _, _ = _run([".", "--write-baseline", "known.json"], capsys, root, monkeypatch)
+    doc = json.loads((root / "known.json").read_text())
+    good = doc["findings"][0]
+    wrong_type = {**good, "draft_len": [1]}
+    for bad, why in ((entry, named), (wrong_type, "draft_len must be int or null, got [1]"),
+                     ({**good, "inputs_digest": "x"}, "inputs_digest 'x'")):
+        doc["findings"] = [good, bad]
+        (root / "known.json").write_text(json.dumps(doc))
+        rc, _, err = _run([".", "--baseline", "known.json"], capsys, root, monkeypatch)
+        assert rc == 2
+        assert "known.json" in err
+        assert "findings[1]" in err
+        assert why in err
+    doc["golden_al_baseline"] = 1
+    (root / "known.json").write_text(json.dumps(doc))
+    rc, _, err = _run([".", "--baseline", "known.json"], capsys, root, monkeypatch)
+    assert rc == 2
+    assert "version 1" in err
+
+
+@pytest.mark.hostile
+def test_a_malformed_configuration_entry_is_exit_2_naming_the_file_and_entry(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    root = _tree(tmp_path)
+    (root / ".git").mkdir()
+    (root / ".golden-al.toml").write_text('allow = ["no-golden", "mismatch"]\n')
+    rc, _, err = _run(["."], capsys, root, monkeypatch)
+    assert rc == 2
+    assert ".golden-al.toml" in err
+    assert "allow: entry 'mismatch'" in err
+    (root / ".golden-al.toml").write_text("strict-suppressions = 1\n")
+    rc, _, err = _run(["."], capsys, root, monkeypatch)
+    assert (rc, "strict-suppressions must be true or false" in err) == (2, True)
+    (root / ".golden-al.toml").unlink()
+    (root / "pyproject.toml").write_text("# golden-al reads [tool.golden-al]\ntool = 3\n")
+    rc, _, err = _run(["."], capsys, root, monkeypatch)
+    assert rc == 1  # no configuration there: the tree is checked
+    assert "internal error" not in err

@@ -6,6 +6,7 @@ import json
 import shutil
 from pathlib import Path
 
+from golden_al.checks.findings import SEVERITY
 from golden_al.cli.main import main
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "check"
@@ -39,7 +40,10 @@ def test_text_output_and_exit_0_only_when_every_finding_matches(tmp_path, capsys
     rc = main(["check", str(tmp_path), "--golden-dir", GOLDEN])
     out = capsys.readouterr().out
     assert rc == 0
-    assert "musespark-dflash.yaml:8: match: sglang k=7" in out
+    assert out.splitlines()[1].endswith("musespark-dflash.yaml: 1 match")  # folded per file
+    main(["check", str(tmp_path), "--golden-dir", GOLDEN, "--verbose"])
+    assert "musespark-dflash.yaml:8: match: sglang k=7 thinking=on pinned=4.05 expected=4.05: " in (
+        capsys.readouterr().out)
     assert out.strip().splitlines()[-1].startswith("golden-al check: 1 finding(s)")
     shutil.copy(TREE / "recipes" / "vllm" / "agentic" / "unknown-model.yaml", clean)  # no-golden: a failure now
     assert main(["check", str(tmp_path), "--golden-dir", GOLDEN]) == 1
@@ -48,6 +52,24 @@ def test_text_output_and_exit_0_only_when_every_finding_matches(tmp_path, capsys
     last = capsys.readouterr().out.strip().splitlines()[-1]
     assert rc == 0
     assert last.endswith("allowed by --allow: no-golden 1"), last
+
+
+def test_text_output_lists_failing_findings_first_by_verdict_one_short_line_each(capsys, monkeypatch) -> None:
+    monkeypatch.chdir(TREE)
+    rc = main(["check", ".", "--golden-dir", GOLDEN])
+    out = capsys.readouterr().out.splitlines()
+    assert rc == 1
+    assert out[0] == "unreadable (2):"
+    heads = [line for line in out if not line.startswith("  ")]
+    verdicts = [h.split(" (")[0] for h in heads[:-2]]
+    assert verdicts == sorted(verdicts, key=SEVERITY.index)  # grouped, most severe first
+    assert heads[-2].startswith("match/pinned (")  # the matches folded per file, then the summary
+    assert heads[-1].startswith("golden-al check: ")
+    assert max(len(line) for line in out[:-1]) <= 170  # the long reasoning is under --verbose
+    assert "  configs/test-master.yaml:20: mismatch: vllm k=2 pinned 2.49 vs golden 2.27" in out
+    assert "  recipes/trtllm/glm-agentic-al-not-minus-1.yaml:8: mismatch: trtllm k=8 pinned 4.06 (AL 5.06) vs golden 4.06" \
+        in out  # the pinned value as written, and the AL it means where they differ
+    assert "  configs/test-master.yaml: 1 match" in out
 
 
 def test_allow_takes_only_no_golden_and_undetermined(tmp_path, capsys) -> None:

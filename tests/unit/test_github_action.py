@@ -84,3 +84,21 @@ def test_the_pre_commit_hook_calls_check():
     (hook,) = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text())
     assert (hook["id"], hook["entry"], hook["language"]) == ("golden-al-check", "golden-al check", "python")
     assert hook["pass_filenames"] is True
+
+
+def test_a_stale_suppression_is_in_the_summary_and_fails_with_strict_suppressions(tmp_path):
+    tree = tmp_path / "tree" / "agentic"
+    tree.mkdir(parents=True)
+    recipe = (FIX / "tree" / "recipes" / "sglang" / "musespark-dflash.yaml").read_text()
+    lines = recipe.splitlines()
+    lines[7] += "  # golden-al: ignore[mismatch] -- an old reason; the value matches now"  # line 8: the matching pin
+    (tree / "r.yaml").write_text("\n".join(lines) + "\n")
+    code, out, summary = _run(tmp_path, paths=str(tmp_path / "tree"), golden_dir=str(FIX / "golden"))
+    assert code == 0
+    assert "stale suppression" in summary
+    assert "::warning file=" in out
+    code, out, summary = _run(tmp_path, paths=str(tmp_path / "tree"), golden_dir=str(FIX / "golden"),
+                              strict_suppressions="true")
+    assert code == 1
+    assert "::error file=" in out
+    assert "**bad-suppression**" in summary

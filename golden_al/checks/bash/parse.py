@@ -33,7 +33,7 @@ from golden_al.checks.bash.nodes import (
     Word,
 )
 
-__all__ = ["MAX_NESTING", "MAX_PARSE_SECONDS", "ShellSyntaxError", "command_words", "parse_script"]
+__all__ = ["MAX_NESTING", "MAX_PARSE_SECONDS", "ShellSyntaxError", "command_words", "comment_spans", "parse_script"]
 
 #: Wall-clock bound of one tree-sitter parse (a 1,300-line script parses in a few ms).
 MAX_PARSE_SECONDS = 5.0
@@ -113,6 +113,25 @@ def parse_script(text: str) -> list[Node]:
         shown = lines[line - 1].strip()[:120] if 0 < line <= len(lines) else ""
         raise ShellSyntaxError(f"bash syntax error ({what}): {shown!r}", line)
     return _Builder(data).block(root.children, 0)
+
+
+def comment_spans(text: str) -> dict[int, list[tuple[int, int]]]:
+    """Line -> (start, end) character columns of the script's comments: tree-sitter-bash ``comment`` nodes, never
+    a string or a here-document's body (a script that does not parse keeps the comments its tree still shows)."""
+    data = text.encode("utf-8", errors="replace")
+    rows = data.split(b"\n")
+    out: dict[int, list[tuple[int, int]]] = {}
+    todo = [_tree(data).root_node]
+    while todo:
+        node = todo.pop()
+        if node.type != "comment":
+            todo.extend(node.children)
+            continue
+        (row, start), (_, end) = node.start_point, node.end_point
+        line = rows[row]
+        out.setdefault(row + 1, []).append((len(line[:start].decode("utf-8", errors="replace")),
+                                            len(line[:end].decode("utf-8", errors="replace"))))
+    return out
 
 
 @lru_cache(maxsize=4096)
