@@ -7,8 +7,7 @@ milliseconds is modelled as::
     step(k, B) = fixed_ms + k * (draft_ms_per_token + draft_ms_per_token_per_request * B)
                  + verify_ms_per_token * B * (k + 1)
 
-the terms of :class:`simulators.throughput.CostModel` (``fixed_ms`` is its ``overhead_ms +
-verify_ms``). :func:`fit_step_costs` fits it by weighted least squares to :class:`StepCell`
+:data:`FORMULA`; :meth:`StepCostFit.assumed` takes the terms as given. :func:`fit_step_costs` fits it by weighted least squares to :class:`StepCell`
 medians: one per (k, B), weighted by how many units were timed, so a step slowed by another
 process moves a median, not the fit. When the cells carry the draft phase's own time, the
 draft terms are fitted to it and the rest to ``step - draft``, which separates the per-drafted
@@ -32,10 +31,12 @@ import numpy as np
 
 from distributions.errors import DistributionError
 
-__all__ = ["TERMS", "StepCell", "StepCostFit", "fit_step_costs", "held_out_fits"]
+__all__ = ["FORMULA", "TERMS", "StepCell", "StepCostFit", "fit_step_costs", "held_out_fits"]
 
-#: The model's terms, in the order of :class:`simulators.throughput.CostModel`'s formula.
+#: The model's terms, in the order of :data:`FORMULA`.
 TERMS = ("fixed_ms", "draft_ms_per_token", "draft_ms_per_token_per_request", "verify_ms_per_token")
+FORMULA = ("step_ms(k, B) = fixed_ms + k * (draft_ms_per_token + draft_ms_per_token_per_request * B) + "
+           "verify_ms_per_token * B * (k + 1); k = 0: no speculation")
 _DRAFT = ("draft_ms_per_token", "draft_ms_per_token_per_request")
 _Z95 = 1.959963984540054
 #: Variance of a sample median relative to ((q3 - q1) / 1.349)^2 / n, for normal scatter: (pi / 2) / 1.349^2.
@@ -125,6 +126,22 @@ class StepCostFit:
     draft_lens: tuple[int, ...]
     phases: bool
     notes: tuple[str, ...] = field(default=())
+
+    @classmethod
+    def assumed(cls, **terms: float) -> StepCostFit:
+        """Costs given, not fitted: every one of :data:`TERMS` (milliseconds), no uncertainty, any batch size.
+
+        Raises:
+            DistributionError: a term missing, unknown, negative or not finite (named), or a step of no time.
+        """
+        if set(terms) != set(TERMS):
+            raise DistributionError(f"assumed costs need exactly {', '.join(TERMS)}, got {', '.join(sorted(terms))}")
+        for name, v in terms.items():
+            if not math.isfinite(v) or v < 0:
+                raise DistributionError(f"cost model: {name} must be a finite number of milliseconds >= 0, got {v!r}")
+        if terms["fixed_ms"] + terms["verify_ms_per_token"] <= 0:
+            raise DistributionError("cost model: a step must take some time (fixed_ms or verify_ms_per_token > 0)")
+        return cls(TERMS, np.array([float(terms[n]) for n in TERMS]), np.zeros((4, 4)), 0, (), (), False)
 
     def _x(self, k: int, batch: int) -> np.ndarray:
         if batch not in self.batches and not {"draft_ms_per_token_per_request", "verify_ms_per_token"} <= set(self.names):

@@ -174,7 +174,8 @@ class TimingGroup(_Strict):
         description="per-step wall time, quartiles q1, median, q3 (a request's: its decode time over its steps)")
     draft_ms: tuple[float, float, float] | None = Field(
         default=None, description="the draft phase of a step, quartiles (an engine that times it apart)")
-    load1: tuple[float, float] = Field(description="least and most 1-minute load average seen (os.getloadavg)")
+    load1: tuple[float, float] | None = Field(
+        description="least and most 1-minute load average seen (os.getloadavg); None: not recorded (an import)")
 
 
 class Timing(_Strict):
@@ -194,13 +195,18 @@ class TimedUnit:
     steps: int
     tokens: int
     wall_ms: float
-    load1: float
+    load1: float | None
     draft_ms: float | None = None
 
 
 def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
     q1, q2, q3 = np.percentile(np.asarray(values, dtype=np.float64), [25, 50, 75])
     return round(float(q1), 3), round(float(q2), 3), round(float(q3), 3)
+
+
+def _range(values: Sequence[float | None]) -> tuple[float, float] | None:
+    seen = [v for v in values if v is not None]
+    return (min(seen), max(seen)) if seen else None
 
 
 def timing_block(units: Sequence[TimedUnit], *, source: str, unit: Literal["step", "request"]) -> Timing | None:
@@ -213,16 +219,21 @@ def timing_block(units: Sequence[TimedUnit], *, source: str, unit: Literal["step
         batch=b, units=len(us), steps=sum(u.steps for u in us), tokens=sum(u.tokens for u in us),
         wall_ms=round(sum(u.wall_ms for u in us), 3), step_ms=_quartiles([u.wall_ms / u.steps for u in us]),
         draft_ms=_quartiles([u.draft_ms / u.steps for u in us]) if all(u.draft_ms is not None for u in us)  # type: ignore[operator]
-        else None, load1=(min(u.load1 for u in us), max(u.load1 for u in us))) for b, us in sorted(by_batch.items())]
+        else None, load1=_range([u.load1 for u in us])) for b, us in sorted(by_batch.items())]
     return Timing(source=source, unit=unit, cpus=os.cpu_count(), groups=groups) if groups else None
 
 
 def request_timing(rows: Sequence[RequestResult], *, batch: int, source: str) -> Timing | None:
-    """:func:`timing_block` of the rows that carry ``decode_ms`` (the first output token comes from the prefill, so
-    the decode steps emit the rest: one step per token not accepted as a draft), None when none does."""
-    return timing_block([TimedUnit(batch=batch, steps=int(r.num_output_tokens - 1 - float(r.num_accepted_drafts)),
-                                   tokens=r.num_output_tokens - 1, wall_ms=r.decode_ms, load1=r.load1 or 0.0)
-                         for r in rows if r.decode_ms is not None], source=source, unit="request")
+    """:func:`timing_block` of the rows that carry ``decode_ms`` (a row of a window: its requests' summed). Each
+    request's first output token comes from the prefill, so its decode steps emit the rest: one step per token
+    not accepted as a draft. None when no row carries ``decode_ms``."""
+    units = []
+    for r in rows:
+        if r.decode_ms is not None:
+            n = len(line_indices(r))
+            units.append(TimedUnit(batch=batch, steps=int(r.num_output_tokens - n - float(r.num_accepted_drafts)),
+                                   tokens=r.num_output_tokens - n, wall_ms=r.decode_ms, load1=r.load1))
+    return timing_block(units, source=source, unit="request")
 
 
 class ServerShare(_Strict):

@@ -1,25 +1,15 @@
-"""Draft-length trade-offs: tokens per step, step time, tokens/s, speedup, best k.
+"""Draft-length trade-offs: step time, tokens/s, speedup over no speculation, the best k and its neighbours.
 
-A decode step with draft length ``k`` drafts ``k`` tokens per request, verifies
-``k + 1`` tokens per request in one target forward, and emits ``L`` tokens per
-request (``E[L] = AL``). With batch size ``B`` the step takes (milliseconds)::
+A decode step with draft length ``k`` drafts ``k`` tokens per request, verifies ``k + 1`` per request
+in one target forward and emits ``L`` tokens per request (``E[L] = AL``); its time is the step-cost
+model of :mod:`distributions.stepcost` (:data:`~distributions.stepcost.FORMULA`), fitted to timed steps
+or assumed (:data:`ASSUMED_COSTS`: illustrative, every term overridable). Verifying k+1 tokens is nearly
+free at batch 1 and costs in proportion at large batch, so the best k shrinks with the batch.
 
-    step(k) = overhead + draft(B, k) + verify(B, k + 1)          (k >= 1)
-    step(0) = overhead + verify(B, 1)                            (no speculation)
-    draft(B, k)  = k * (draft_ms_per_token + draft_ms_per_token_per_request * B)
-    verify(B, n) = verify_ms + verify_ms_per_token * B * n
-
-``verify_ms`` is the part of a target forward that does not grow with tokens
-(reading the weights: decode is memory-bound), ``verify_ms_per_token`` the
-marginal cost of each token in the forward (compute), so verifying k+1 tokens is
-nearly free at batch 1 and costs in proportion at large batch. The defaults are
-illustrative (a dense target of tens of billions of parameters on one accelerator,
-an EAGLE-style one-layer draft); every term is a field to override.
-
-Tokens/s per user is ``AL / step(k)``; the speedup over no speculation is
-``AL * step(0) / step(k)``; the best k maximizes it. :func:`latency_spread`
-compares per-request latency percentiles of the engines' two-point
-(minimum-variance) schedule with a measured-shaped distribution of the same mean.
+Tokens/s is ``AL * B / step(k)``; the speedup over no speculation is ``AL * step(0) / step(k)``; the best
+k maximizes tokens/s, and every k whose 95 % interval reaches the best one's is named beside it (the
+intervals carry AL's and the cost's). :func:`latency_spread` compares per-request latency percentiles of
+the engines' two-point (minimum-variance) schedule with a measured-shaped distribution of the same mean.
 """
 
 from __future__ import annotations
@@ -27,18 +17,18 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
 from distributions import AcceptanceDistribution, DistributionError, units
+from distributions.stepcost import FORMULA, StepCostFit
 from simulators.batch import DEFAULT_QUANTILES, completion_percentiles
 
 __all__ = [
-    "CostModel",
+    "ASSUMED_COSTS",
     "DraftLengthRow",
     "DraftLengthTable",
-    "StepCost",
     "curve_shape",
     "evaluate_draft_lengths",
     "geometric_with_mean",
@@ -46,50 +36,12 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class CostModel:
-    """Per-step cost model in milliseconds (see the module docstring for the formulas).
-
-    Attributes:
-        draft_ms_per_token: draft time per drafted token per step (batched; memory-bound).
-        draft_ms_per_token_per_request: extra draft time per drafted token per request.
-        verify_ms: fixed part of the target's verify forward (weights read).
-        verify_ms_per_token: marginal target time per verified token (B * (k + 1) tokens).
-        overhead_ms: fixed per-step overhead (scheduling, sampling, launches).
-        batch_size: concurrent requests decoding in lockstep.
-    """
-
-    draft_ms_per_token: float = 0.5
-    draft_ms_per_token_per_request: float = 0.0
-    verify_ms: float = 10.0
-    verify_ms_per_token: float = 0.02
-    overhead_ms: float = 1.0
-    batch_size: int = 1
-
-    def __post_init__(self) -> None:
-        for name in ("draft_ms_per_token", "draft_ms_per_token_per_request", "verify_ms",
-                     "verify_ms_per_token", "overhead_ms"):
-            value = getattr(self, name)
-            if not np.isfinite(value) or value < 0:
-                raise DistributionError(f"cost model: {name} must be a finite number >= 0, got {value!r}")
-        if isinstance(self.batch_size, bool) or int(self.batch_size) != self.batch_size or self.batch_size < 1:
-            raise DistributionError(f"cost model: batch_size must be an integer >= 1, got {self.batch_size!r}")
-        if self.verify_ms + self.verify_ms_per_token + self.overhead_ms <= 0:
-            raise DistributionError("cost model: a step must take some time (verify_ms, verify_ms_per_token or overhead_ms > 0)")
-
-    def step_ms(self, k: int, batch: int | None = None) -> float:
-        """One decode step (ms) at draft length ``k`` (``k = 0``: no speculation) and ``batch`` (default: its own)."""
-        b = self.batch_size if batch is None else batch
-        draft = k * (self.draft_ms_per_token + self.draft_ms_per_token_per_request * b)
-        return self.overhead_ms + draft + self.verify_ms + self.verify_ms_per_token * b * (k + 1)
-
-    def log_half_width(self, k: int, batch: int, ref: int | None = None) -> float:
-        """Assumed costs carry no uncertainty: 0 (the :class:`distributions.stepcost.StepCostFit` interface)."""
-        return 0.0
-
-    def describe(self) -> dict[str, Any]:
-        """The terms, as the ``cost_model`` of a draft-length table."""
-        return {**asdict(self), "fixed_ms": self.overhead_ms + self.verify_ms}
+#: Illustrative step costs (ms): a dense target of tens of billions of parameters on one accelerator (10 ms to read
+#: its weights, 1 ms of scheduling and launches, 0.02 ms of compute per verified token per request) with an
+#: EAGLE-style one-layer draft (0.5 ms per drafted token). Assumed, not measured: override every term, or fit them
+#: to timed runs (:func:`distributions.stepcost.fit_step_costs`).
+ASSUMED_COSTS: dict[str, float] = {"fixed_ms": 11.0, "draft_ms_per_token": 0.5, "draft_ms_per_token_per_request": 0.0,
+                                   "verify_ms_per_token": 0.02}
 
 
 @dataclass(frozen=True)
@@ -208,15 +160,6 @@ def latency_spread(
     return out
 
 
-class StepCost(Protocol):
-    """What a draft-length table needs of a cost model: :class:`CostModel` (assumed) or a
-    :class:`distributions.stepcost.StepCostFit` (fitted to measured steps)."""
-
-    def step_ms(self, k: int, batch: int) -> float: ...
-
-    def log_half_width(self, k: int, batch: int, ref: int | None = None) -> float: ...
-
-
 def _interval(value: float, al: float, al_ci95: Sequence[float] | None, half_width: float) -> list[float] | None:
     """``value`` (proportional to AL) with a 95 % interval: AL's and the cost's log half-widths in quadrature."""
     if al_ci95 is None and half_width == 0:
@@ -228,9 +171,9 @@ def _interval(value: float, al: float, al_ci95: Sequence[float] | None, half_wid
 
 def evaluate_draft_lengths(
     curve: Mapping[int, float | AcceptanceDistribution],
-    cost: StepCost | None = None,
+    cost: StepCostFit | None = None,
     *,
-    batch: int | None = None,
+    batch: int = 1,
     al_ci95: Mapping[int, Sequence[float]] | None = None,
     measured: Mapping[int, float] | None = None,
     source: str = "assumed",
@@ -242,20 +185,21 @@ def evaluate_draft_lengths(
 
     Args:
         curve: per draft length ``k >= 1``, the AL or a full acceptance distribution.
-        cost: assumed (:class:`CostModel`, the default) or fitted step costs.
-        batch: requests decoding together (default: the cost model's ``batch_size``).
+        cost: fitted step costs, or assumed ones (:meth:`~distributions.stepcost.StepCostFit.assumed`; default:
+            :data:`ASSUMED_COSTS`).
+        batch: requests decoding together.
         al_ci95: per k, AL's 95 % interval; carried into tokens/s and speedup with the cost's.
         measured: per k, the measured tokens/s at ``batch`` (``tokens_per_s_measured``).
         source: ``assumed`` or ``measured`` (the table says which).
-        cost_model: the ``cost_model`` the table shows (default: ``cost.describe()``).
+        cost_model: the ``cost_model`` the table shows (default: the formula and the terms).
         output_tokens: when given, each row also carries :func:`latency_spread` for
             requests of that many output tokens (shaped: the distribution given, else
             :func:`curve_shape` of the curve).
     """
     if not curve:
         raise DistributionError("the curve is empty; give AL for at least one draft length")
-    cost = cost or CostModel()
-    b = int(batch if batch is not None else getattr(cost, "batch_size", 1))
+    cost = cost or StepCostFit.assumed(**ASSUMED_COSTS)
+    b = int(batch)
     base_step = cost.step_ms(0, b)
     baseline = {"k": 0, "step_ms": base_step, "tokens_per_s_per_user": 1000.0 / base_step,
                 "tokens_per_s_predicted": 1000.0 * b / base_step, "speedup": 1.0}
@@ -282,5 +226,6 @@ def evaluate_draft_lengths(
     overlaps = [r.k for r in rows if (r.tokens_per_s_predicted_ci95 or [0, r.tokens_per_s_predicted])[1] >= low]
     notes = ["no draft length beats plain decoding under this cost model"] if best.speedup < 1.0 else []
     return DraftLengthTable(rows=rows, baseline=baseline, best_k=best.k, overlaps_best=overlaps,
-                            cost_model=cost_model if cost_model is not None else cost.describe(),  # type: ignore[attr-defined]
+                            cost_model=cost_model if cost_model is not None else {
+                                "formula": FORMULA, "terms": cost.terms(), "batch_size": b},
                             source=source, notes=notes)

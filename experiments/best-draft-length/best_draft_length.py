@@ -18,16 +18,16 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from distributions.stepcost import StepCostFit
 from golden_al.golden import SHIPPED_CURVES_DIR, load_store
 from golden_al.reporting.experiment import (
     check_or_publish,
     write_json,
 )
-from simulators.throughput import CostModel, evaluate_draft_lengths
+from simulators.throughput import ASSUMED_COSTS, evaluate_draft_lengths
 
 HERE = Path(__file__).resolve().parent
 BATCH_SIZES = (1, 8, 64)
@@ -51,22 +51,23 @@ def analyse(golden_dir: Path) -> dict[str, Any]:
                 "format": sc.format, "by_batch": {}, "sensitivity": {},
             }
             for b in BATCH_SIZES:
-                table = evaluate_draft_lengths(curve, CostModel(batch_size=b))
-                best = next(r for r in table.rows if r.draft_len == table.best_draft_len)
+                table = evaluate_draft_lengths(curve, batch=b)
+                best = next(r for r in table.rows if r.k == table.best_k)
                 entry["by_batch"][str(b)] = {
-                    "best_k": table.best_draft_len, "al_at_best": best.al, "speedup": best.speedup,
+                    "best_k": table.best_k, "al_at_best": best.al, "speedup": best.speedup,
                     "tokens_per_s_per_user": best.tokens_per_s_per_user,
-                    "speedup_by_k": {str(r.draft_len): r.speedup for r in table.rows},
+                    "speedup_by_k": {str(r.k): r.speedup for r in table.rows},
                 }
             for b in SENSITIVITY_BATCHES:
                 entry["sensitivity"][str(b)] = {
-                    f"{c:g}": evaluate_draft_lengths(curve, CostModel(batch_size=b, draft_ms_per_token=c)).best_draft_len
+                    f"{c:g}": evaluate_draft_lengths(
+                        curve, StepCostFit.assumed(**{**ASSUMED_COSTS, "draft_ms_per_token": c}), batch=b).best_k
                     for c in DRAFT_COSTS
                 }
             rows.append(entry)
     return {
         "golden_dir": "shipped" if golden_dir == SHIPPED_CURVES_DIR else str(golden_dir),
-        "cost_model": asdict(CostModel()),
+        "cost_model": dict(ASSUMED_COSTS),
         "batch_sizes": list(BATCH_SIZES),
         "draft_costs_ms": list(DRAFT_COSTS),
         "rows": rows,
@@ -120,8 +121,8 @@ def plots(res: dict[str, Any]) -> None:
             ax.grid(alpha=0.3)
             ax.legend(fontsize=7)
             data["panels"].append(panel)
-    fig.suptitle("Best draft length per committed golden curve (default cost model: verify 10 ms + 0.02 ms/token, "
-                 "draft 0.5 ms/token, overhead 1 ms)", fontsize=10)
+    fig.suptitle("Best draft length per committed golden curve (assumed costs: fixed 11 ms, verify 0.02 ms/token, "
+                 "draft 0.5 ms/token)", fontsize=10)
     fig.savefig(HERE / "speedup_vs_k.png", dpi=100)
     write_json(HERE / "speedup_vs_k.json", {"plot": "speedup_vs_k", **data, "cost_model": res["cost_model"]})
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from golden_al.cli._common import add_format_option, print_json
 from golden_al.errors import SchemaError, UsageError
+from simulators.throughput import ASSUMED_COSTS
 
 __all__ = ["EXAMPLES", "add_arguments", "curve_of_file", "parse_curve", "run"]
 
@@ -36,16 +37,25 @@ measured (the costs fitted to the runs' timed steps; docs/researchers.md):
   golden-al draft-lengths --measured run/ --format json
 
 assumed cost model (milliseconds; illustrative defaults, override every term):
-  step(k) = overhead + k * (draft-cost + draft-cost-per-request * B) + verify-cost + verify-cost-per-token * B * (k+1)
-  step(0) = overhead + verify-cost + verify-cost-per-token * B          (no speculation, 1 token per step)
+  step(k) = fixed-cost + k * (draft-cost + draft-cost-per-request * B) + verify-cost-per-token * B * (k+1)
+  step(0) = fixed-cost + verify-cost-per-token * B          (no speculation, 1 token per step)
 
 examples:
   golden-al draft-lengths --curve 1=1.83,2=2.43,3=2.88,4=3.24,5=3.46,6=3.62,7=3.71,8=3.77
   golden-al draft-lengths --curve 1=1.83,2=2.43,3=2.88,4=3.24 --batch 64 --verify-cost-per-token 0.05 --format json
   golden-al draft-lengths --curve-file golden_al/golden/curves/kimik2.5_eagle3.yaml --thinking on --output-tokens 1024
-  golden-al draft-lengths --curve-file curve.txt --draft-cost 1.2 --overhead 2   # curve.txt: lines of K=AL
+  golden-al draft-lengths --curve-file curve.txt --draft-cost 1.2 --fixed-cost 12   # curve.txt: lines of K=AL
 """
 
+#: The assumed-cost options: flag, argument name, the step-cost term it sets, what it is.
+_COST_FLAGS = (
+    ("--fixed-cost", "fixed_cost", "fixed_ms", "fixed time of a step: reading the target's weights, scheduling, launches"),
+    ("--draft-cost", "draft_cost", "draft_ms_per_token", "draft time per drafted token per step"),
+    ("--draft-cost-per-request", "draft_cost_per_request", "draft_ms_per_token_per_request",
+     "extra draft time per drafted token per request in the batch"),
+    ("--verify-cost-per-token", "verify_cost_per_token", "verify_ms_per_token",
+     "target time per verified token, B*(k+1) tokens per step"),
+)
 _PAIR = re.compile(r"^\s*(\d+)\s*[=:]\s*([^\s=:;]+)\s*$")
 
 
@@ -63,16 +73,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None, help="model key inside a golden YAML (default: the only one)")
     parser.add_argument("--thinking", choices=("on", "off"), default=None,
                         help="thinking mode inside a golden YAML (required when the file has both)")
-    parser.add_argument("--draft-cost", type=float, default=None, metavar="MS",
-                        help="draft time per drafted token per step (default: 0.5)")
-    parser.add_argument("--draft-cost-per-request", type=float, default=None, metavar="MS",
-                        help="extra draft time per drafted token per request in the batch (default: 0)")
-    parser.add_argument("--verify-cost", type=float, default=None, metavar="MS",
-                        help="fixed part of the target's verify forward, i.e. reading the weights (default: 10)")
-    parser.add_argument("--verify-cost-per-token", type=float, default=None, metavar="MS",
-                        help="marginal target time per verified token, B*(k+1) tokens per step (default: 0.02)")
-    parser.add_argument("--overhead", type=float, default=None, metavar="MS",
-                        help="fixed per-step overhead: scheduling, sampling, launches (default: 1)")
+    for flag, dest, term, what in _COST_FLAGS:
+        parser.add_argument(flag, dest=dest, type=float, default=None, metavar="MS",
+                            help=f"assumed cost: {what} (default: {ASSUMED_COSTS[term]:g})")
     parser.add_argument("--batch", type=int, default=None, metavar="B", help="concurrent requests (default: 1)")
     parser.add_argument("--output-tokens", type=int, default=None, metavar="N",
                         help="also give per-request latency percentiles for N output tokens: the two-point "
@@ -179,43 +182,28 @@ def curve_of_file(path: str | Path, *, model: str | None = None, thinking: str |
 
 
 def _cost_model(args: argparse.Namespace) -> Any:
-    from simulators.throughput import CostModel
+    """The assumed step costs: :data:`simulators.throughput.ASSUMED_COSTS` with the terms given."""
+    from distributions import DistributionError
+    from distributions.stepcost import StepCostFit
 
-    fields = {
-        "draft_ms_per_token": args.draft_cost,
-        "draft_ms_per_token_per_request": args.draft_cost_per_request,
-        "verify_ms": args.verify_cost,
-        "verify_ms_per_token": args.verify_cost_per_token,
-        "overhead_ms": args.overhead,
-        "batch_size": args.batch,
-    }
-    flags = {
-        "draft_ms_per_token": "--draft-cost",
-        "draft_ms_per_token_per_request": "--draft-cost-per-request",
-        "verify_ms": "--verify-cost",
-        "verify_ms_per_token": "--verify-cost-per-token",
-        "overhead_ms": "--overhead",
-        "batch_size": "--batch",
-    }
-    for name, value in fields.items():
-        if value is None:
-            continue
-        if name == "batch_size" and value < 1:
-            raise UsageError(f"--batch must be an integer >= 1, got {value}")
-        if name != "batch_size" and (not math.isfinite(value) or value < 0):
-            raise UsageError(f"{flags[name]} must be a finite number of milliseconds >= 0, got {value}")
-    return CostModel(**{k: v for k, v in fields.items() if v is not None})
-
-
-_COST_FLAGS = (("--draft-cost", "draft_cost"), ("--draft-cost-per-request", "draft_cost_per_request"),
-               ("--verify-cost", "verify_cost"), ("--verify-cost-per-token", "verify_cost_per_token"),
-               ("--overhead", "overhead"))
+    terms = dict(ASSUMED_COSTS)
+    for flag, dest, term, _ in _COST_FLAGS:
+        value = getattr(args, dest)
+        if value is not None and (not math.isfinite(value) or value < 0):
+            raise UsageError(f"{flag} must be a finite number of milliseconds >= 0, got {value}")
+        terms[term] = terms[term] if value is None else value
+    if args.batch is not None and args.batch < 1:
+        raise UsageError(f"--batch must be an integer >= 1, got {args.batch}")
+    try:
+        return StepCostFit.assumed(**terms)
+    except DistributionError as exc:
+        raise UsageError(f"--fixed-cost, --verify-cost-per-token: {exc.message}") from None
 
 
 def _measured(args: argparse.Namespace) -> dict[str, Any]:
     from golden_al.reporting.draft_lengths import measured_table
 
-    given = [flag for flag, name in _COST_FLAGS if getattr(args, name) is not None]
+    given = [flag for flag, name, _, _ in _COST_FLAGS if getattr(args, name) is not None]
     if given:
         raise UsageError(f"{given[0]} sets an assumed cost; --measured fits the costs to the runs' timed steps",
                          hint="drop the cost options, or --measured")
@@ -249,8 +237,8 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
                 units.check_al(al, k)
             except DistributionError as err:
                 raise UsageError(f"{source}: draft length {k}: {err}") from None
-        out = {**evaluate_draft_lengths(curve, _cost_model(args), output_tokens=args.output_tokens).to_dict(),
-               "note": ASSUMED_NOTE}
+        out = {**evaluate_draft_lengths(curve, _cost_model(args), batch=args.batch or 1,
+                                        output_tokens=args.output_tokens).to_dict(), "note": ASSUMED_NOTE}
     curve = {r["k"]: r["al"] for r in out["draft_lengths"]}
     out["curve"] = {str(k): v for k, v in sorted(curve.items())}
     falls = falling_points(curve)
@@ -278,20 +266,16 @@ def _pct(x: float | None) -> str:
 
 def _cost_text(t: dict[str, Any]) -> list[str]:
     cm, b = t["cost_model"], t["baseline"]
-    head = [f"no speculation: {b['step_ms']:.2f} ms/step, {b['tokens_per_s_predicted']:.1f} tokens/s"]
-    if t["source"] == "assumed":
-        return [f"source: assumed: {t['note']}",
-                f"cost model: draft {cm['draft_ms_per_token']:g} ms/token (+{cm['draft_ms_per_token_per_request']:g} "
-                f"per request), verify {cm['verify_ms']:g} ms + {cm['verify_ms_per_token']:g} ms/token, "
-                f"overhead {cm['overhead_ms']:g} ms, batch {cm['batch_size']}", *head]
-    terms = [f"{name} {v['value']:.3g}{_ci(v['ci95'], '.3g')}" if v else f"{name} not identified"
-             for name, v in cm["terms"].items()]
-    load = cm["load1"]
-    return [f"source: measured: {t['note']}",
-            f"cost model ({cm['formula']}):", "  " + "; ".join(terms),
-            f"fitted to {cm['steps']} timed units in {cm['cells']} (k, batch) cells, {', '.join(cm['timing_source'])}"
-            + (f", 1-minute load {load[0]:g}-{load[1]:g} on {cm['cpus']} cpus" if load else ""),
-            *[f"note: {n}" for n in cm["notes"]], *head]
+    terms = [f"{name} {v['value']:.3g}" + (_ci(v["ci95"], ".3g") if t["source"] == "measured" else "")
+             if v else f"{name} not identified" for name, v in cm["terms"].items()]
+    lines = [f"source: {t['source']}: {t['note']}", f"cost model ({cm['formula']}):", "  " + "; ".join(terms)]
+    if t["source"] == "measured":
+        load = cm["load1"]
+        lines += [f"fitted to {cm['steps']} timed units in {cm['cells']} (k, batch) cells, "
+                  f"{', '.join(cm['timing_source'])}" + (f", 1-minute load {load[0]:g}-{load[1]:g} on {cm['cpus']} cpus"
+                                                          if load else ""), *[f"note: {n}" for n in cm["notes"]]]
+    return [*lines, f"no speculation: {b['step_ms']:.2f} ms/step, {b['tokens_per_s_predicted']:.1f} tokens/s at batch "
+                    f"{t['draft_lengths'][0]['batch_size']}"]
 
 
 def _row_text(r: dict[str, Any], measured: bool) -> str:

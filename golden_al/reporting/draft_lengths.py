@@ -15,16 +15,14 @@ from pathlib import Path
 from typing import Any
 
 from distributions.errors import DistributionError
-from distributions.stepcost import StepCell, StepCostFit, fit_step_costs, held_out_fits
+from distributions.stepcost import FORMULA, StepCell, StepCostFit, fit_step_costs, held_out_fits
 from golden_al.curvefit.records import LoadedRecord, load_records
 from golden_al.errors import InputFileError, UsageError
 from golden_al.measurement import TimingGroup
 
-__all__ = ["ASSUMED_NOTE", "FORMULA", "measured_table"]
+__all__ = ["ASSUMED_NOTE", "measured_table"]
 
-FORMULA = ("step_ms(k, B) = fixed_ms + k * (draft_ms_per_token + draft_ms_per_token_per_request * B) + "
-           "verify_ms_per_token * B * (k + 1); k = 0: no speculation")
-ASSUMED_NOTE = ("the step costs are assumed (illustrative defaults or the cost options given), not measured: "
+ASSUMED_NOTE = ("the step costs are assumed (illustrative defaults or the cost options given), not measured; "
                 "pass --measured RUN... to fit them to timed runs")
 
 
@@ -79,7 +77,7 @@ def _error(predicted: float | None, measured: float | None) -> float | None:
 
 def _cost_model(fit: StepCostFit, records: Sequence[LoadedRecord], cells: Sequence[StepCell]) -> dict[str, Any]:
     timings = [lr.record.timing for lr in records if lr.record.timing is not None]
-    loads = [x for t in timings for g in t.groups for x in g.load1]
+    loads = [x for t in timings for g in t.groups for x in g.load1 or ()]
     return {"formula": FORMULA, "terms": fit.terms(), "timing_source": sorted({t.source for t in timings}),
             "unit": sorted({t.unit for t in timings}), "batch_sizes": list(fit.batches),
             "draft_lengths": list(fit.draft_lens), "cells": len(cells), "steps": sum(c.units for c in cells),

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from golden_al.measurement import (
     ServerInfo,
     append_request_result,
     cell_totals,
+    request_timing,
     write_record,
 )
 from golden_al.provenance import collect, now_iso
@@ -150,6 +152,7 @@ def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequenc
         texts.append(text or "")
         finishes.append(finish or "")
         ids.append(str(resp.get("id") or (resp.get("meta_info") or {}).get("id") or ""))
+    decode = [reported_al(resp, plan.engine, "decode_ms") for resp in responses]  # the engine's own decode time
     window = len(prompts) > 1
     if window:
         extra = {**extra, "unit": [p.index for p in prompts], "prompt_hashes": [p.prompt_hash for p in prompts],
@@ -171,17 +174,20 @@ def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequenc
         histogram_known=known,
         finish_reason=None if window else (finishes[0] or None),
         wall_s=round(wall_s, 4),
+        decode_ms=None if None in decode else round(sum(d for d in decode if d is not None), 3),
+        load1=round(os.getloadavg()[0], 2),
         text=("\n\x1e".join(texts) if plan.save_text else None),
         extra=extra or None,
     )
 
 
-def reported_al(resp: Mapping[str, Any], engine: str) -> float | None:
+def reported_al(resp: Mapping[str, Any], engine: str, key: str = "reported_al") -> float | None:
     """The AL the server itself reports for one answer, where the engine's profile names such a response field
-    (``response_fields["reported_al"]``: SGLang's ``meta_info`` accept length, vLLM's per-request mean), or None."""
+    (``response_fields["reported_al"]``: SGLang's ``meta_info`` accept length, vLLM's per-request mean), or None;
+    with ``key`` another numeric field the profile names (``decode_ms``: llama.cpp's ``timings.predicted_ms``)."""
     from golden_al.engines import get_profile
 
-    field = get_profile(engine).server.response_fields.get("reported_al")
+    field = get_profile(engine).server.response_fields.get(key)
     if field is None:
         return None
     choices = resp.get("choices")
@@ -285,7 +291,8 @@ def record_from_results(plan: CellPlan, results: Sequence[RequestResult], *, sou
         target=plan.target, draft=plan.draft, draft_method=plan.draft_method, thinking=plan.thinking,
         chat_template_kwargs=plan.chat_template_kwargs, sampling=plan.sampling, dataset=plan.dataset,
         al_source=source_name, provenance=collect(started=started, ended=now_iso()), seed=plan.bootstrap_seed,
-        warnings=warn, server=server, totals=totals)
+        warnings=warn, server=server, totals=totals,
+        timing=request_timing(rows, batch=plan.concurrency, source=f"{plan.engine}-response-decode-ms"))
     if batches and record.uncertainty is not None:
         record = record.model_copy(update={"uncertainty": record.uncertainty.model_copy(update={"windows": n_windows})})
     return record

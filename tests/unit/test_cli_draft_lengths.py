@@ -32,10 +32,12 @@ def test_json_contract(capsys):
 
 def test_cost_options_change_the_answer(capsys):
     cheap = _json(capsys, "--curve", KIMI, "--draft-cost", "0.1")
-    dear = _json(capsys, "--curve", KIMI, "--draft-cost", "3", "--overhead", "0.5", "--verify-cost", "8",
+    dear = _json(capsys, "--curve", KIMI, "--draft-cost", "3", "--fixed-cost", "8.5",
                  "--verify-cost-per-token", "0.01", "--batch", "2")
-    assert dear["cost_model"]["draft_ms_per_token"] == 3.0
+    assert dear["cost_model"]["terms"]["draft_ms_per_token"]["value"] == 3.0
+    assert dear["cost_model"]["terms"]["fixed_ms"]["value"] == 8.5
     assert dear["cost_model"]["batch_size"] == 2
+    assert dear["baseline"]["step_ms"] == pytest.approx(8.5 + 0.01 * 2)
     assert dear["best_k"] < cheap["best_k"]
 
 
@@ -72,7 +74,8 @@ def test_curve_files(capsys, tmp_path):
         (["--curve", "1=1.5,1=1.6"], "appears twice"),
         (["--curve", "7=9"], "outside [1, 8]"),
         (["--curve", ""], "empty"),
-        (["--curve", KIMI, "--overhead", "-1"], "--overhead"),
+        (["--curve", KIMI, "--fixed-cost", "-1"], "--fixed-cost"),
+        (["--curve", KIMI, "--fixed-cost", "0", "--verify-cost-per-token", "0"], "a step must take some time"),
         (["--curve", KIMI, "--batch", "0"], "--batch"),
         (["--curve-file", "/nonexistent/curve.yaml"], "cannot read"),
         (["--curve", KIMI, "--thinking", "on"], "only to --curve-file"),

@@ -220,6 +220,36 @@ def test_counter_source_delta_and_cross_check_with_timings():
             source.cross_check([resp], counts, 3, "request 0")
 
 
+def test_decode_time_of_a_captured_answer_makes_the_step_timing():
+    """A captured answer (48 tokens, 35 drafts accepted, predicted_ms 53103.444): its decode steps emit the 47 tokens
+    after the prefill's, one step per token not accepted as a draft, so 12 steps of 53103.444 / 12 ms."""
+    from golden_al.measurement import RequestResult, request_timing
+    from golden_al.servers.cell_records import reported_al
+
+    resp = json.loads((FIXTURES / "response.0.json").read_text())
+    assert reported_al(resp, "llamacpp", "decode_ms") == pytest.approx(53103.444)
+    assert reported_al(resp, "sglang", "decode_ms") is None  # an engine whose profile names no such field
+
+    def row(index: int, decode_ms: float, **extra: object) -> RequestResult:
+        return RequestResult(index=index, request_id=f"r{index}", draft_len=3, prompt_hash="h", num_output_tokens=48,
+                             num_verify_steps=12, num_accepted_drafts=35, histogram=[0, 0, 1, 11],
+                             per_position_accepted=[12, 12, 11], decode_ms=decode_ms, load1=1.5, extra=extra or None)
+
+    timing = request_timing([row(0, 53103.444), row(1, 24000.0)], batch=1, source="llamacpp-response-decode-ms")
+    assert timing is not None
+    (g,) = timing.groups
+    assert (timing.unit, g.batch, g.units, g.steps, g.tokens) == ("request", 1, 2, 24, 94)
+    assert g.step_ms[1] == pytest.approx((53103.444 / 12 + 2000.0) / 2)
+    assert g.load1 == (1.5, 1.5)
+    # a window of two requests at concurrency 2 sums their answers: 2 first tokens come from the prefills
+    (w,) = request_timing([RequestResult(**{**row(0, 0.0).model_dump(exclude={"extra"}), "num_output_tokens": 96,
+                                            "num_verify_steps": 24, "num_accepted_drafts": 70, "histogram": [0, 0, 2, 22],
+                                            "per_position_accepted": [24, 24, 22], "decode_ms": 4800.0,
+                                            "extra": {"unit": [0, 1]}})],
+                          batch=2, source="x").groups  # type: ignore[union-attr]
+    assert (w.steps, w.tokens, w.step_ms[1]) == (24, 94, pytest.approx(200.0))
+
+
 # ---------------------------------------------------------------------------- synthetic refusal
 def test_synthetic_acceptance_is_refused_from_flags_env_and_log():
     for args in (["--spec-synth-len", "3"], ["--spec-synth-rates=0.9,0.5,0.2"]):

@@ -47,6 +47,12 @@ def test_vllm_bench_json_alone_is_one_window_without_an_interval(tmp_path, capsy
     assert r["provenance"]["imported_from"][0]["path"] == str(BENCH)
     assert r["num_requests"] == 10
     assert r["target"]["name"] == "smol"
+    # each request's itls (3 gaps of 0.04 s) are its decode steps; its tokens after the prefill's are the rest
+    (group,) = r["timing"]["groups"]
+    assert (r["timing"]["source"], r["timing"]["unit"]) == ("vllm-bench-itl", "request")
+    assert (group["batch"], group["units"], group["steps"], group["tokens"]) == (1, 10, 30, 496 - 10)
+    assert group["step_ms"] == pytest.approx([40.0, 40.0, 40.0])
+    assert group["load1"] is None  # a file read later says nothing of the load while it ran
 
 
 def test_vllm_bench_with_metrics_snapshots_uses_the_windows(tmp_path, capsys):

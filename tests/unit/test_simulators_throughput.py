@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 
 from distributions import AcceptanceDistribution, DistributionError
+from distributions.stepcost import StepCostFit
 from simulators.throughput import (
-    CostModel,
+    ASSUMED_COSTS,
     curve_shape,
     evaluate_draft_lengths,
     geometric_with_mean,
@@ -18,15 +19,19 @@ KIMI = {1: 1.83, 2: 2.43, 3: 2.88, 4: 3.24, 5: 3.46, 6: 3.62, 7: 3.71, 8: 3.77}
 DSV4 = {1: 1.79, 2: 2.27, 3: 2.49, 4: 2.54, 5: 2.55, 6: 2.55, 7: 2.54, 8: 2.58}
 
 
+def _cost(**terms: float) -> StepCostFit:
+    return StepCostFit.assumed(**{**ASSUMED_COSTS, **terms})
+
+
 def test_step_time_formula():
-    cm = CostModel(draft_ms_per_token=1.0, draft_ms_per_token_per_request=0.1, verify_ms=10.0,
-                   verify_ms_per_token=0.5, overhead_ms=2.0, batch_size=4)
-    assert cm.step_ms(0) == pytest.approx(2 + 10 + 0.5 * 4 * 1)
-    assert cm.step_ms(3) == pytest.approx(2 + 3 * (1.0 + 0.1 * 4) + 10 + 0.5 * 4 * 4)
+    cm = _cost(draft_ms_per_token=1.0, draft_ms_per_token_per_request=0.1, fixed_ms=12.0, verify_ms_per_token=0.5)
+    assert cm.step_ms(0, 4) == pytest.approx(12 + 0.5 * 4 * 1)
+    assert cm.step_ms(3, 4) == pytest.approx(12 + 3 * (1.0 + 0.1 * 4) + 0.5 * 4 * 4)
+    assert cm.log_half_width(3, 4, ref=0) == 0.0  # assumed: nothing is uncertain
 
 
 def test_speedup_and_best_k_by_hand():
-    cm = CostModel(draft_ms_per_token=1.0, verify_ms=10.0, verify_ms_per_token=0.0, overhead_ms=0.0)
+    cm = _cost(draft_ms_per_token=1.0, fixed_ms=10.0, verify_ms_per_token=0.0)
     table = evaluate_draft_lengths({1: 1.8, 2: 2.4, 3: 2.55}, cm)
     # speedup = AL * step(0) / step(k) = AL * 10 / (10 + k)
     assert [r.speedup for r in table.rows] == pytest.approx([1.8 * 10 / 11, 2.4 * 10 / 12, 2.55 * 10 / 13])
@@ -38,8 +43,8 @@ def test_speedup_and_best_k_by_hand():
 
 
 def test_batch_scales_total_throughput_and_verify_cost():
-    small = evaluate_draft_lengths(KIMI, CostModel(batch_size=1))
-    large = evaluate_draft_lengths(KIMI, CostModel(batch_size=256, verify_ms_per_token=0.05))
+    small = evaluate_draft_lengths(KIMI, batch=1)
+    large = evaluate_draft_lengths(KIMI, _cost(verify_ms_per_token=0.05), batch=256)
     assert large.rows[0].tokens_per_s_predicted == pytest.approx(256 * large.rows[0].tokens_per_s_per_user)
     # verifying k+1 tokens for 256 requests is expensive: the best k shrinks
     assert large.best_k < small.best_k
@@ -90,10 +95,12 @@ def test_latency_spread_rows():
 
 
 def test_cost_model_validation():
-    with pytest.raises(DistributionError, match="overhead_ms"):
-        CostModel(overhead_ms=-1)
-    with pytest.raises(DistributionError, match="batch_size"):
-        CostModel(batch_size=0)
+    with pytest.raises(DistributionError, match="fixed_ms"):
+        _cost(fixed_ms=-1)
+    with pytest.raises(DistributionError, match="some time"):
+        _cost(fixed_ms=0, verify_ms_per_token=0)
+    with pytest.raises(DistributionError, match="exactly"):
+        StepCostFit.assumed(fixed_ms=1.0)
 
 
 def test_intervals_carry_al_and_cost_and_name_the_overlapping_k():

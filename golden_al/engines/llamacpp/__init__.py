@@ -617,6 +617,10 @@ PROFILE = EngineProfile(
             "draft_tokens": ResponseField("draft tokens proposed for this request", ("draft_n",), "timings", _COMMON),
             "accepted_tokens": ResponseField("draft tokens accepted for this request", ("draft_n_accepted",),
                                              "timings", _COMMON),
+            # server_slot: t_start_generation is set at the first generated token (n_decoded == 1), so
+            # predicted_ms spans the decode steps that emit the rest
+            "decode_ms": ResponseField("milliseconds from the first generated token to the last",
+                                       ("predicted_ms",), "timings", _CTX),
         },
         counter_reader=lazy("golden_al.engines.llamacpp.counters:read"),
         counter_marker=DRAFTS_METRIC,

@@ -22,8 +22,10 @@ from golden_al.measure.imported.common import (
     read_json_doc,
     window_rows,
 )
+from golden_al.measurement import TimedUnit, Timing, timing_block
 
 __all__ = [
+    "bench_timing",
     "import_vllm_bench",
     "import_vllm_log",
     "log_windows",
@@ -129,6 +131,20 @@ def log_windows(path: Path, k: int | None, notes: list[str] | None = None) -> li
     return out
 
 
+def bench_timing(doc: Mapping[str, Any]) -> Timing | None:
+    """Each request's decode steps as ``vllm bench serve --save-detailed`` timed them: its ``itls`` (seconds
+    between streamed chunks after the first; one chunk per engine step, ``vllm/benchmarks/lib/
+    endpoint_request_func.py`` at 009e6d4a) over its ``output_lens`` less the prefill's token, at
+    ``max_concurrency`` requests; None when the file lacks either or the concurrency was unbounded."""
+    itls, lens, batch = doc.get("itls"), doc.get("output_lens"), doc.get("max_concurrency")
+    if not (isinstance(itls, list) and isinstance(lens, list) and len(itls) == len(lens) and isinstance(batch, int)):
+        return None
+    units = [TimedUnit(batch=batch, steps=len(gaps), tokens=int(n) - 1, wall_ms=1000.0 * sum(gaps), load1=None)
+             for gaps, n in zip(itls, lens, strict=True) if isinstance(gaps, list) and isinstance(n, int) and gaps
+             and all(isinstance(g, (int, float)) and math.isfinite(g) and g >= 0 for g in gaps)]
+    return timing_block(units, source="vllm-bench-itl", unit="request")
+
+
 def import_vllm_bench(paths: Sequence[Path], opts: ImportOptions, *, log: Path | None = None,
                        what: str = "vllm-bench") -> Imported:
     """A ``vllm bench serve`` result, with its Prometheus snapshots or the server log for clusters."""
@@ -172,7 +188,7 @@ def import_vllm_bench(paths: Sequence[Path], opts: ImportOptions, *, log: Path |
     files = [bench, *snaps, *([log] if log else [])]
     return imported_record(window_rows(windows, k, source, out_tokens), k=k, opts=opts, engine="vllm", source=source, files=files,
                    model=str(doc.get("model_id") or "") or None, num_requests=completed, dataset=ds,
-                   warnings=warnings, max_concurrency=doc.get("max_concurrency"))
+                   warnings=warnings, max_concurrency=doc.get("max_concurrency"), timing=bench_timing(doc))
 
 
 def import_vllm_log(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:

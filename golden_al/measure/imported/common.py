@@ -20,6 +20,7 @@ from golden_al.measurement import (
     ModelInfo,
     RequestResult,
     SamplingInfo,
+    Timing,
     Uncertainty,
     cell_totals,
 )
@@ -112,7 +113,8 @@ def window_rows(windows: Sequence[AcceptanceCounts], k: int, what: str, output_t
 def imported_record(rows: list[RequestResult], *, k: int, opts: ImportOptions, engine: str, source: str,
                     files: Sequence[Path], model: str | None, num_requests: int, dataset: DatasetInfo,
                     warnings: list[str], max_concurrency: Any = None, unit: str = "imported counter window",
-                    engine_version: str | None = None, extra_provenance: Mapping[str, Any] | None = None) -> Imported:
+                    engine_version: str | None = None, extra_provenance: Mapping[str, Any] | None = None,
+                    timing: Timing | None = None) -> Imported:
     """The record of an imported run from its rows (:func:`golden_al.measure.records.build_record`), after
     checking that the options say what the source does not (thinking, temperature, max tokens)."""
     missing = [name for name, v in (("--thinking", opts.thinking), ("--temperature", opts.temperature),
@@ -144,7 +146,7 @@ def imported_record(rows: list[RequestResult], *, k: int, opts: ImportOptions, e
         dataset=dataset, al_source=source, seed=0, warnings=warn, totals=totals, unit=unit, num_requests=num_requests,
         provenance={**collect(), "imported_from": [{"path": str(p), "sha256": sha256_file(p)} for p in files],
                     **({"max_concurrency": max_concurrency} if max_concurrency is not None else {}),
-                    **(extra_provenance or {})},
+                    **(extra_provenance or {})}, timing=timing,
     )
     if one_window:
         rec = rec.model_copy(update={"al_ci95": (1.0, float(k + 1)), "uncertainty": Uncertainty(
