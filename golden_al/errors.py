@@ -2,7 +2,9 @@
 
 The tree::
 
-    GoldenALError                      base; ``exit_code`` 2 unless stated
+    distributions.errors.Error         the root of every error of the package (message, hint, exit_code)
+    +-- distributions.errors.DistributionError  bad input to the math layer (a ValueError)
+    GoldenALError(Error)               golden-al's errors; ``exit_code`` 2 unless stated
     +-- UsageError                     bad arguments or option combinations
     +-- LockedError                    a folder (store, cell, model cache) stayed locked by another process
     +-- InputFileError                 a file that cannot be read or parsed (file, line)
@@ -26,14 +28,15 @@ The tree::
     +-- CheckFailedError               a check ran and failed (``exit_code`` 1)
         +-- InjectionConflictError     a recipe already pins a different value (``inject``)
 
-:class:`distributions.DistributionError` (a ValueError) is raised by the pure
-math layer and is treated by the CLI like a :class:`UsageError`.
-Library code raises these; only :mod:`golden_al.cli` prints and exits.
+The CLI catches the root once and exits with its ``exit_code``. Library code raises these; only
+:mod:`golden_al.cli` prints and exits.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+
+from distributions.errors import Error
 
 __all__ = [
     "AmbiguousCurveError",
@@ -61,18 +64,8 @@ __all__ = [
 ]
 
 
-class GoldenALError(Exception):
-    """Base class. ``str(err)`` is one line: what was wrong, seen vs expected, a hint."""
-
-    exit_code: int = 2
-
-    def __init__(self, message: str, *, hint: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-    def __str__(self) -> str:
-        return f"{self.message} (hint: {self.hint})" if self.hint else self.message
+class GoldenALError(Error):
+    """golden-al's errors (the root, :class:`distributions.errors.Error`, gives message, hint and exit code)."""
 
 
 class UsageError(GoldenALError):

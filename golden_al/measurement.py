@@ -383,7 +383,7 @@ class MeasurementRecord(_Strict):
     warnings: list[str] = Field(default_factory=list)
     checks: dict[str, int] | None = Field(
         default=None, description="against a server: the guards that passed while this session measured, and how "
-        "many times (answers, units or probes; golden_al.servers.checks_ran names them); None for other modes")
+        "many times (answers, units or probes; golden_al.plugin.checks_ran names them); None for other modes")
     provenance: dict[str, Any]
 
     @model_validator(mode="before")

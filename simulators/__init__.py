@@ -1,11 +1,11 @@
-"""Engines' synthetic-acceptance samplers and throughput/latency models.
+"""The sampler base, batching and throughput/latency models: engine-free.
 
 Depends on :mod:`distributions` only; never on :mod:`golden_al`. Modules:
 
-* :mod:`simulators.base`: :class:`EngineSampler`, the ``(engine, method)`` sampler registry.
-* :mod:`simulators.registry`: the registry class samplers and :mod:`golden_al`'s engines share.
-* :mod:`simulators.sglang`, :mod:`simulators.vllm`, :mod:`simulators.trtllm`,
-  :mod:`simulators.atom`: one module per engine, each citing the upstream code.
+* :mod:`simulators.base`: :class:`EngineSampler`, what every engine's sampler offers (each engine's own sampler
+  lives in its folder, ``golden_al/engines/<name>/sampler.py``, citing the upstream code).
+* :mod:`simulators.rates`: forced acceptance by per-position rates (vLLM's and ATOM's samplers derive from it).
+* :mod:`simulators.registry`: the plugin registry class (:mod:`golden_al.plugin.registry` fills one with engines).
 * :mod:`simulators.batch`: B requests over S steps (shared vs per-request draws),
   per-request completion in steps.
 * :mod:`simulators.throughput`: cost model, tokens/s, speedup and the best draft length.
@@ -20,8 +20,6 @@ from simulators.base import (
     ForcingDisabledError,
     SamplerError,
     UnknownSamplerError,
-    available,
-    get_sampler,
 )
 
 __all__ = [
@@ -29,6 +27,4 @@ __all__ = [
     "ForcingDisabledError",
     "SamplerError",
     "UnknownSamplerError",
-    "available",
-    "get_sampler",
 ]

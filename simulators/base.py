@@ -1,4 +1,4 @@
-"""What every engine sampler offers, and the registry that finds one by (engine, method).
+"""What every engine sampler offers (:class:`EngineSampler`) and the errors a sampler raises.
 
 An :class:`EngineSampler` answers one question: *given an injected AL and draft
 length k, what does this engine really emit per verify step?* It gives
@@ -15,16 +15,14 @@ length k, what does this engine really emit per verify step?* It gives
   verify step for the whole batch (SGLang), ``"request-step"`` when every request
   draws its own (vLLM, TensorRT-LLM, ATOM).
 
-Samplers are registered under ``(engine, method)`` using the engine's own
-spelling; :func:`get_sampler` raises :class:`UnknownSamplerError` with a "did you
-mean" hint and the list of what exists.
+Each engine's samplers live in its folder (``golden_al/engines/<name>/sampler.py``) and its profile names
+them by method (:attr:`golden_al.plugin.profile.SimulateSupport.samplers`);
+:func:`golden_al.plugin.registry.get_sampler` finds one by ``(engine, method)``.
 """
 
 from __future__ import annotations
 
-import difflib
 from abc import ABC, abstractmethod
-from collections.abc import Callable
 from typing import Any, ClassVar, Literal
 
 import numpy as np
@@ -32,7 +30,6 @@ from numpy.typing import NDArray
 
 from distributions import AcceptanceDistribution, DistributionError, units
 from distributions.units import format_number
-from simulators.registry import Registry
 
 __all__ = [
     "DRAW_UNITS",
@@ -41,11 +38,8 @@ __all__ = [
     "ForcingDisabledError",
     "SamplerError",
     "UnknownSamplerError",
-    "available",
     "fast_inverse_cdf",
     "format_number",
-    "get_sampler",
-    "register",
 ]
 
 DrawUnit = Literal["batch-step", "request-step"]
@@ -153,67 +147,3 @@ class EngineSampler(ABC):
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} {self.name}>"
-
-
-# ---------------------------------------------------------------------- registry
-
-#: Sampler factories by ``(engine, method)``: the same registry class engines use
-#: (:class:`simulators.registry.Registry`); engine modules (built-in or plugin) fill it with :func:`register`.
-SAMPLERS: Registry[tuple[str, str], Callable[..., EngineSampler]] = Registry("sampler")
-#: Display order of the built-in engines.
-_ENGINE_ORDER: tuple[str, ...] = ("sglang", "vllm", "trtllm", "atom", "llamacpp")
-
-
-def register(engine: str, method: str) -> Callable[[Callable[..., EngineSampler]], Callable[..., EngineSampler]]:
-    """Register a sampler factory under ``(engine, method)``.
-
-    Raises:
-        DuplicateEntryError: ``(engine, method)`` is already registered (a ``ValueError``).
-    """
-
-    def deco(factory: Callable[..., EngineSampler]) -> Callable[..., EngineSampler]:
-        SAMPLERS.add((engine, method), factory)
-        return factory
-
-    return deco
-
-
-def _load_builtin() -> None:
-    # Importing the engine modules registers their samplers.
-    from simulators import atom, llamacpp, sglang, trtllm, vllm  # noqa: F401
-
-
-def available() -> dict[str, tuple[str, ...]]:
-    """Registered methods per engine: ``{"sglang": ("match-expected", "multinomial"), ...}``."""
-    _load_builtin()
-    out: dict[str, list[str]] = {}
-    for engine, method in SAMPLERS.names():
-        out.setdefault(engine, []).append(method)
-    order = {e: i for i, e in enumerate(_ENGINE_ORDER)}
-    return {e: tuple(sorted(out[e])) for e in sorted(out, key=lambda e: (order.get(e, len(order)), e))}
-
-
-def _did_you_mean(word: str, options: list[str]) -> str:
-    close = difflib.get_close_matches(word.lower(), options, n=1, cutoff=0.5)
-    return f"; did you mean {close[0]!r}?" if close else ""
-
-
-def get_sampler(engine: str, method: str, **options: Any) -> EngineSampler:
-    """The sampler registered under ``(engine, method)``, built with ``options``.
-
-    Raises:
-        UnknownSamplerError: naming what was asked, the closest match and what exists.
-    """
-    table = available()
-    engines = list(table)
-    if engine not in table:
-        raise UnknownSamplerError(
-            f"unknown engine {engine!r}{_did_you_mean(engine, engines)} (allowed: {', '.join(engines)})"
-        )
-    methods = list(table[engine])
-    if method not in methods:
-        raise UnknownSamplerError(
-            f"engine {engine!r} has no method {method!r}{_did_you_mean(method, methods)} "
-            f"(allowed for {engine}: {', '.join(methods)})"
-        )
-    return SAMPLERS.get((engine, method))(**options)

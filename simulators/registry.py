@@ -1,15 +1,15 @@
-"""One plugin registry for everything golden-al looks up by name: engines and their samplers.
+"""The plugin registry class: names -> objects, built-ins first, plugins from entry points, validated once.
 
-A :class:`Registry` maps names to objects. Its entries come from code (:meth:`Registry.add`, the
-``@register`` decorator of :mod:`simulators.base`), from a table of built-ins, or from an entry-point group that
+A :class:`Registry` maps names to objects. Its entries come from code (:meth:`Registry.add`), from a table of
+built-ins, or from an entry-point group that
 installed packages declare; an entry given as ``"module:attribute"`` is imported on first use. Whatever a
 plugin brings is validated once, when it loads, against what is already accepted: a plugin that fails (its import
 raises, its name is reserved or a built-in's, the validator names problems) is skipped and kept with its problems
 (:meth:`Registry.skipped`), so one broken package never takes every command down and never replaces a built-in.
 
 Modelled on SGLang's model registry (``python/sglang/srt/models/registry.py``, sgl-project/sglang 0.5.x): names
-resolve lazily, and a broken optional entry is reported, not fatal. Lives here, below :mod:`golden_al`, so that
-samplers and engines share it while dependencies keep pointing one way.
+resolve lazily, and a broken optional entry is reported, not fatal. Generic (it names no engine);
+:mod:`golden_al.plugin.registry` holds the engine registry built on it.
 """
 
 from __future__ import annotations

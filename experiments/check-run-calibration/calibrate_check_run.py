@@ -5,7 +5,7 @@ many synthetic runs whose truth is known, builds the evidence ``check-run`` woul
 their logs, and applies the decision rule (:func:`golden_al.checks.run.check_evidence`):
 
 * **SGLang** (one ``L`` per batch step, shared by the batch): every decode line covers 40
-  batch steps drawn with the sampler's own procedure (``simulators.sglang`` ``simulate``),
+  batch steps drawn with the sampler's own procedure (``golden_al.engines.sglang.sampler`` ``simulate``),
   and prints ``accept len = sum(bs * L) / sum(bs)`` to two decimals, exactly as SGLang
   formats it. Batch patterns: constant, and a ``ramp`` where the batch falls from B to B/2
   inside every interval (requests finishing), which blurs the 1/40 grid.
@@ -43,7 +43,7 @@ from golden_al.checks.run import (  # noqa: E402
     check_evidence,
     false_alarm_bound,
 )
-from simulators.base import get_sampler  # noqa: E402
+from golden_al.plugin.registry import get_sampler  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 INTERVAL = 40

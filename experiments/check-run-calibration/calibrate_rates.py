@@ -33,7 +33,7 @@ from golden_al.checks.run import (  # noqa: E402
     check_evidence,
     false_alarm_bound,
 )
-from simulators.base import get_sampler  # noqa: E402
+from golden_al.plugin.registry import get_sampler  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 PROFILES = (  # engine, rates

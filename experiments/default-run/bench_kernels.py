@@ -32,8 +32,8 @@ from pathlib import Path
 
 import torch
 
-from golden_al.engines.offline_reference.kernels import OneDNNLinear, TransposedLinear
 from golden_al.provenance import cpu_info
+from golden_al.reference.kernels import OneDNNLinear, TransposedLinear
 
 HERE = Path(__file__).resolve().parent
 SHAPES = [  # (in, out, what)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import torch
 
-from golden_al.engines.offline_reference.kernels import TransposedLinear
+from golden_al.reference.kernels import TransposedLinear
 
 HERE = Path(__file__).resolve().parent
 SHAPES = [  # (in, out, rows, what)

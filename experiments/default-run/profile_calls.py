@@ -21,10 +21,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams, batch_cache, make_generator
-from golden_al.engines.offline_reference.kernels import use_cpu_kernels
 from golden_al.measure.reference import ReferenceSettings, load_inputs
 from golden_al.provenance import cpu_info, now_iso
+from golden_al.reference import ReferenceEngine, SamplingParams, batch_cache, make_generator
+from golden_al.reference.kernels import use_cpu_kernels
 
 HERE = Path(__file__).resolve().parent
 

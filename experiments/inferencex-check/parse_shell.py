@@ -1,7 +1,7 @@
 """How many of InferenceX's shell scripts does ``check``'s bash reader parse, and how fast?
 
 Extracts the InferenceX commit (as ``run_check.py`` does), parses every ``*.sh``/``*.bash``/
-``*.slurm`` file with :func:`golden_al.checks.bash.parse_script` (tree-sitter-bash), and writes
+``*.slurm`` file with :func:`golden_al.shell.parse_script` (tree-sitter-bash), and writes
 ``parse_shell.json``: the number parsed, each file that does not parse with the line and
 problem and whether it names a synthetic-acceptance knob (``check`` parses only those), and
 the total parse time.
@@ -19,9 +19,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from golden_al.checks.bash import ShellSyntaxError, parse_script
 from golden_al.checks.context import has_keyword
 from golden_al.provenance import atomic_write_text, collect, now_iso
+from golden_al.shell import ShellSyntaxError, parse_script
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))

@@ -33,11 +33,11 @@ from typing import Any
 
 import yaml
 
-from golden_al import engines
 from golden_al.checks.static import check_paths
 from golden_al.engines import vllm
 from golden_al.errors import GoldenALError
 from golden_al.golden import load_store
+from golden_al.plugin import registry
 from golden_al.provenance import atomic_write_text, now_iso
 from golden_al.recipes.srtctl import apply_overrides, expand_variants
 from golden_al.selection import select_recipe
@@ -45,7 +45,7 @@ from golden_al.selection import select_recipe
 HERE = Path(__file__).resolve().parent
 RECIPES = "benchmarks/multi_node/srt-slurm-recipes"
 #: every environment spelling of every engine's synthetic knobs (values and companions)
-ENV_NAMES = {s for p in map(engines.get_profile, engines.engine_names()) for k in p.check.synthetic_knobs
+ENV_NAMES = {s for p in map(registry.get_profile, registry.engine_names()) for k in p.check.synthetic_knobs
              if k.kind == "env" for s in k.spellings()}
 VLLM_SYNTHETIC = (vllm.LENGTH_KEY, vllm.RATES_KEY, vllm.LEGACY_RATE_KEY)
 
@@ -82,8 +82,8 @@ def _written_als(overrides: list[dict[str, Any]]) -> set[float]:
         name = o["path"].rsplit(".", 1)[-1]
         if o["op"] != "set":
             continue
-        if name in engines.env_knobs():
-            knob = engines.env_knobs()[name].knob
+        if name in registry.env_knobs():
+            knob = registry.env_knobs()[name].knob
             out.add(round(float(o["value"]) + (1.0 if knob.unit == "al-1" else 0.0), 9))
         elif name in vllm.RECIPE_SPEC_KEYS:
             cfg = json.loads(o["value"]) if isinstance(o["value"], str) else o["value"]
@@ -118,7 +118,7 @@ def strip_script(text: str) -> str:
 
 
 #: engines whose synthetic settings are environment variables (a script can take them from the launcher)
-ENV_ENGINES = {p.name for p in map(engines.get_profile, engines.engine_names()) if p.check.command_line is None
+ENV_ENGINES = {p.name for p in map(registry.get_profile, registry.engine_names()) if p.check.command_line is None
                and any(k.kind == "env" and k.role == "value" for k in p.check.synthetic_knobs)}
 
 

@@ -2,7 +2,7 @@
 and the pipeline's wall time against waves, measured side by side in one run.
 
 Part A (AL against concurrency): serve-reference over real HTTP with the *reference engine* on a tiny
-random target/draft pair built from a config (golden_al.engines.offline_reference.tiny, 2 layers,
+random target/draft pair built from a config (golden_al.reference.tiny, 2 layers,
 hidden 32; the real Qwen pair is ~9 GB and too slow on 2 CPU cores for 5 x 64 requests), 64
 HumanEval prompts, greedy, k=4. Once through SGLang's per-request meta_info, once through vLLM's
 aggregate Prometheus counters (timed windows and batch means at concurrency > 1).
@@ -71,9 +71,9 @@ def _plan(engine: str, prompts: list[Any], concurrency: int, max_tokens: int, *,
 
 
 def _measure(url: str, plan: Any, source: str, out: Path) -> tuple[Any, float]:
-    from golden_al.servers.client import RetryPolicy, ServerClient
+    from golden_al.httpclient import RetryPolicy, ServerClient
+    from golden_al.plugin.sources import make_source
     from golden_al.servers.measure import measure_cell
-    from golden_al.servers.sources import make_source
 
     async def run() -> Any:
         async with ServerClient(url, policy=RetryPolicy(max_attempts=2, request_timeout_s=600)) as client:
@@ -95,7 +95,7 @@ def _serve(engine: Any, flavor: str) -> Any:
 def part_a(tmp: Path, n: int, max_tokens: int, device: str) -> list[dict[str, Any]]:
     import torch
 
-    from golden_al.engines.offline_reference.tiny import save_tiny_pair
+    from golden_al.reference.tiny import save_tiny_pair
     from golden_al.servers.measure import read_cell_results
     from golden_al.servers.served_engine import ReferenceServedEngine
 

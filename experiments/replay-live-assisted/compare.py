@@ -4,12 +4,12 @@ Question: do the three ways of measuring greedy acceptance give the same accept
 length at every verify step, and what does a whole k = 1..8 curve cost with each?
 
 * replay: one target generation + one teacher-forced draft pass, every k at once
-  (golden_al.engines.offline_reference, ``iter_replay``);
+  (golden_al.reference, ``iter_replay``);
 * live: our speculative decoding loop, once per k (batch size 1, like transformers);
 * assisted: ``target.generate(assistant_model=draft)`` with ``num_assistant_tokens=k``,
   schedule ``constant``, ``assistant_confidence_threshold=0``, once per k; its per-step
   ``num_matches`` recorded from the candidate generator and recounted under our
-  last-step rule (golden_al.engines.offline_reference.assisted.recount).
+  last-step rule (golden_al.reference.assisted.recount).
 
 All three use transformers' step convention here (the first verify step drafts the
 first output token), so their steps line up one to one; the default convention's AL
@@ -28,17 +28,17 @@ import json
 import time
 from pathlib import Path
 
-from golden_al.engines.offline_reference import (
+from golden_al.models import load_pair
+from golden_al.prompts import dataset_hash, load_prompts, render_all
+from golden_al.provenance import atomic_write_text, collect, now_iso
+from golden_al.reference import (
     ReferenceEngine,
     SamplingParams,
     counts_from_accept_counts,
     greedy_accept_counts,
     quiet_transformers,
 )
-from golden_al.engines.offline_reference.assisted import assisted_generate, recount
-from golden_al.models import load_pair
-from golden_al.prompts import dataset_hash, load_prompts, render_all
-from golden_al.provenance import atomic_write_text, collect, now_iso
+from golden_al.reference.assisted import assisted_generate, recount
 
 HERE = Path(__file__).resolve().parent
 

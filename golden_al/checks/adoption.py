@@ -44,8 +44,8 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.checks.findings import VERDICTS, Finding
-from golden_al.engines._values import format_value
 from golden_al.errors import InputFileError, UsageError
+from golden_al.plugin.values import format_value
 from golden_al.safeio.inputs import Input, digest_of, shown_path, text_input
 
 __all__ = [
@@ -215,7 +215,7 @@ def comment_test(kind: str, text: str, yaml_nodes: Sequence[Any] = ()) -> Callab
     Python by its tokenizer, a Dockerfile's lines that begin with ``#``; other kinds have none."""
     spans: dict[int, list[tuple[int, int]]] = {}
     if kind in ("shell", "dotenv"):
-        from golden_al.checks.bash.parse import ShellSyntaxError, comment_spans
+        from golden_al.shell.parse import ShellSyntaxError, comment_spans
 
         try:
             spans = comment_spans(text)

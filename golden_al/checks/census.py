@@ -45,8 +45,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any, Literal
 
-from golden_al.engines import engine_names, get_profile
-from golden_al.engines.profile import RuntimeDraftLen
+from golden_al.plugin.profile import RuntimeDraftLen
+from golden_al.plugin.registry import engine_names, get_profile
 
 __all__ = [
     "ANY_KNOB",
@@ -859,9 +859,9 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
     ``allexport``: every assignment is exported (a ``.env`` file that compose's ``env_file`` reads).
 
     Raises:
-        golden_al.checks.bash.ShellSyntaxError: the script does not parse (the caller reports it).
+        golden_al.shell.ShellSyntaxError: the script does not parse (the caller reports it).
     """
-    from golden_al.checks.bash.parse import _tree
+    from golden_al.shell.parse import _tree
 
     data = text.encode("utf-8", errors="replace")
     root = _tree(data).root_node

@@ -10,7 +10,7 @@ A *scope* is a mapping that holds a command line and/or an environment:
   own keys are an engine's knobs is an environment as well.
 
 So a compose service, a Kubernetes container or a JSON launch spec is one scope. Each
-engine whose profile declares :class:`~golden_al.engines.profile.CommandLine` names its
+engine whose profile declares :class:`~golden_al.plugin.profile.CommandLine` names its
 knobs' spellings there and says what it makes of the scope's words and environment
 (draft length, companions, model names); this module only finds them, with their lines.
 Nothing here is engine knowledge.
@@ -25,8 +25,8 @@ from typing import Any
 
 from golden_al.checks.context import scalar_text
 from golden_al.checks.findings import Pin
-from golden_al.engines import engine_names, get_profile
-from golden_al.engines.profile import EngineProfile
+from golden_al.plugin.profile import EngineProfile
+from golden_al.plugin.registry import engine_names, get_profile
 from golden_al.prompts.thinking import ThinkingSignal, thinking_from_setting
 from golden_al.recipes.derive import DraftInfo, agentic_from_path
 from golden_al.recipes.srt_slurm import ModelName

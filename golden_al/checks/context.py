@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from golden_al.engines import EnvKnob, engine_names, env_knobs, get_profile
-from golden_al.engines._values import parse_number  # re-exported: the one number reader of the checks
+from golden_al.plugin.registry import EnvKnob, engine_names, env_knobs, get_profile
+from golden_al.plugin.values import parse_number  # re-exported: the one number reader of the checks
 
 __all__ = [
     "CONFIG_KEYS",
@@ -69,7 +69,7 @@ def env_pin_context(env_knob: EnvKnob, lookup: Callable[[str], str | None]
     """(companions, spec) of an environment pin, from the variables set beside it (``lookup``: a
     variable's value there, None when unset): the engine's companion variables (their legacy spellings
     too, when set, beside a legacy pin) and the variables its review reads
-    (:attr:`~golden_al.engines.profile.CheckSupport.pin_env`)."""
+    (:attr:`~golden_al.plugin.profile.CheckSupport.pin_env`)."""
     profile = get_profile(env_knob.engine)
     companions: dict[str, str | None] = {}
     for comp in profile.check.synthetic_knobs:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-from golden_al.engines.profile import VersionChoice
+from golden_al.plugin.profile import VersionChoice
 from golden_al.prompts.thinking import ThinkingSignal
 from golden_al.recipes.derive import AgenticInfo, DraftInfo
 from golden_al.recipes.srt_slurm import ModelName

@@ -58,7 +58,6 @@ from distributions.uncertainty import (
     gaussian_tail_for_sigma,
     printed_interval_law,
 )
-from golden_al.checks.evidence import RunEvidence
 from golden_al.errors import (
     CounterSemanticsError,
     InputFileError,
@@ -75,6 +74,7 @@ from golden_al.formats.counters import (
     validate_counters,
 )
 from golden_al.formats.prometheus import MetricsSnapshot, check_same_lifetime, read_metrics_file
+from golden_al.plugin.evidence import RunEvidence
 
 __all__ = [
     "DEFAULT_DECODE_LOG_INTERVAL",
@@ -164,7 +164,7 @@ def server_settings(files: Sequence[str | Path], engine: str) -> dict[str, Any]:
         InputFileError: two starts with different settings in the files (one run, one configuration).
     """
     from golden_al import safeio
-    from golden_al.engines import get_profile, load_hook
+    from golden_al.plugin.registry import get_profile, load_hook
 
     profile = get_profile(engine)
     if profile.run_logs.log_reader is None or profile.run_logs.log_reader.server_args is None:
@@ -207,12 +207,12 @@ def server_settings(files: Sequence[str | Path], engine: str) -> dict[str, Any]:
 
 def profile_draft_len(engine: str, server_info: Mapping[str, Any]) -> int:
     """k from what a server reports of itself (``/server_info`` or its start-up arguments), read by the
-    engine's profile (:attr:`~golden_al.engines.profile.ServerSupport.draft_len_from_server_info`).
+    engine's profile (:attr:`~golden_al.plugin.profile.ServerSupport.draft_len_from_server_info`).
 
     Raises:
         UsageError: the engine does not say how, or the settings do not fix k.
     """
-    from golden_al.engines import get_profile
+    from golden_al.plugin.registry import get_profile
 
     profile = get_profile(engine)
     if profile.server.draft_len_from_server_info is None:
@@ -280,7 +280,7 @@ def _run_selectors(engine: str, logged: Mapping[str, Any], k: int, given: Mappin
     Raises:
         UsageError: a ``--selector`` that contradicts the log, naming both values.
     """
-    from golden_al.engines import get_profile
+    from golden_al.plugin.registry import get_profile
 
     given = dict(given or {})
     if "selector_spec" not in logged:
@@ -320,7 +320,7 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
                         batch_size: float | None = None,
                         labels: dict[str, str] | None = None) -> RunEvidence:
     """Realized AL and its sample size from two Prometheus snapshots, or from the engine's logs read
-    by the reader its profile names (``run_evidence``, :mod:`golden_al.checks.evidence`).
+    by the reader its profile names (``run_evidence``, :mod:`golden_al.plugin.evidence`).
 
     Raises:
         UsageError: a single snapshot, snapshots mixed with other files, SGLang counters without
@@ -329,7 +329,7 @@ def evidence_from_files(files: Sequence[str | Path], engine: str, k: int, *,
         CounterResetError: a counter went backwards between the snapshots.
         NoVerifyStepsError: the window holds no verify step.
     """
-    from golden_al.engines import engine_names, get_profile, load_hook
+    from golden_al.plugin.registry import engine_names, get_profile, load_hook
 
     if not files:
         raise UsageError("no input files")
@@ -405,7 +405,7 @@ def check_run(files: Sequence[str | Path], *, expect_al: float, draft_len: int, 
             outside [1, k+1], a non-positive tolerance).
         InputFileError / NoVerifyStepsError / CounterResetError: unusable input.
     """
-    from golden_al.engines import profile_or_usage
+    from golden_al.plugin.registry import profile_or_usage
 
     profile_or_usage(engine)
     k = units.check_draft_len(draft_len)
@@ -425,10 +425,9 @@ def rates_sampler(engine: str, method: str, rates: Sequence[float], k: int, expe
             validation and message), or they do not give ``expect_al`` (to half a unit of its
             second decimal, the precision of a golden AL).
     """
-    from golden_al.engines import load_samplers
-    from simulators.base import SamplerError, get_sampler
+    from golden_al.plugin.registry import get_sampler
+    from simulators.base import SamplerError
 
-    load_samplers(engine)
     try:
         sampler = get_sampler(engine, method, rates=list(rates))
     except TypeError:
@@ -454,8 +453,7 @@ def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method:
     With ``rates`` the law is the one those rates give (:func:`rates_sampler`) and the expected
     AL is theirs, ``1 + sum(rates)``, which must round to ``expect_al``.
     """
-    from golden_al.engines import get_profile, load_samplers
-    from simulators.base import get_sampler
+    from golden_al.plugin.registry import get_profile, get_sampler
 
     engine = ev.engine
     k = units.check_draft_len(draft_len)
@@ -471,7 +469,6 @@ def check_evidence(ev: RunEvidence, *, expect_al: float, draft_len: int, method:
         pmf = sampler.pmf(None, k)
         al = float(pmf.mean())
     else:
-        load_samplers(engine)
         sampler = get_sampler(engine, method)
         pmf = sampler.pmf(al, k)
     s_mean, s_var = float(pmf.mean()), float(pmf.var())

@@ -6,7 +6,7 @@ names inside a string, e.g. an env prefix built for a launch command), a
 ``--speculative-config`` JSON with ``synthetic_acceptance_*`` (also built with
 ``printf``), ATOM's ``--spec-decode-acceptance-length`` / ``-rate`` flag, or llama.cpp's
 ``--spec-synth-len`` / ``--spec-synth-rates`` (or their ``LLAMA_ARG_SPEC_SYNTH_*`` env form). The
-script is walked over every feasible path (:mod:`golden_al.checks.bash`) with
+script is walked over every feasible path (:mod:`golden_al.shell`) with
 ``EVAL_ONLY=false`` and ``RUN_EVAL=false`` (throughput runs; evals use real
 acceptance); each path that reaches a site yields a pin, resolved against the flags and
 variables of that same path (``--speculative-num-steps``, ``--num-speculative-tokens``,
@@ -26,7 +26,22 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-from golden_al.checks.bash import (
+from golden_al.checks.context import CONFIG_KEYS, CONFIG_KNOBS, FLAG_KNOBS, env_pin_context
+from golden_al.checks.findings import Pin
+from golden_al.checks.spec import config_json, settings_draft, settings_draft_any_algorithm
+from golden_al.plugin.pins import PinSite, clean, value_of
+from golden_al.plugin.profile import CommandLine
+from golden_al.plugin.registry import (
+    companion_env_names,
+    engine_names,
+    env_knobs,
+    get_profile,
+    load_hook,
+)
+from golden_al.prompts.thinking import SETTING_NAMES, ThinkingSignal, thinking_from_setting
+from golden_al.recipes.derive import AgenticInfo, DraftInfo, agentic_from_flag, agentic_from_path
+from golden_al.recipes.srt_slurm import ModelName
+from golden_al.shell import (
     MAX_STATES,
     AndOr,
     ArrayAssign,
@@ -49,21 +64,6 @@ from golden_al.checks.bash import (
     show,
     unknown_names,
 )
-from golden_al.checks.context import CONFIG_KEYS, CONFIG_KNOBS, FLAG_KNOBS, env_pin_context
-from golden_al.checks.findings import Pin
-from golden_al.checks.script_pins import PinSite, clean, value_of
-from golden_al.checks.spec import config_json, settings_draft, settings_draft_any_algorithm
-from golden_al.engines import (
-    companion_env_names,
-    engine_names,
-    env_knobs,
-    get_profile,
-    load_hook,
-)
-from golden_al.engines.profile import CommandLine
-from golden_al.prompts.thinking import SETTING_NAMES, ThinkingSignal, thinking_from_setting
-from golden_al.recipes.derive import AgenticInfo, DraftInfo, agentic_from_flag, agentic_from_path
-from golden_al.recipes.srt_slurm import ModelName
 
 __all__ = ["extract_shell_pins"]
 
@@ -138,7 +138,7 @@ _SITE_NAMES = frozenset((*_ENV_NAMES, *(k for k, ek in env_knobs().items() if no
 @dataclass(frozen=True)
 class _ProfileReader:
     """A registered engine that no hand-written reader of this module covers, read through its
-    profile's :class:`~golden_al.engines.profile.CommandLine`: its value knobs (environment
+    profile's :class:`~golden_al.plugin.profile.CommandLine`: its value knobs (environment
     spellings and flags) are sites, and its launch line (its executable, or its launch module)
     is handed to ``command_line.read`` for k, the algorithm and the model."""
 
@@ -657,7 +657,7 @@ def _env_pin(knob: str, line: int, text: str, how: str, flags: Mapping[str, str]
              models: list[ModelName], thinking: list[ThinkingSignal], agentic: AgenticInfo) -> Pin:
     """The pin of an engine's environment-variable knob: k, algorithm and draft from the engine's
     speculative settings among the launch flags (and config keys) on this path
-    (:attr:`~golden_al.engines.profile.CheckSupport.script_speculation`), its companions beside it."""
+    (:attr:`~golden_al.plugin.profile.CheckSupport.script_speculation`), its companions beside it."""
     env_knob = env_knobs()[knob]
     profile = get_profile(env_knob.engine)
     value, why = value_of(text)

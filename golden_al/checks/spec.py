@@ -1,5 +1,5 @@
 """Draft length of a pin from the engine's own settings, by the engine's rule (its profile's
-:attr:`~golden_al.engines.profile.CheckSupport.settings_draft_len`).
+:attr:`~golden_al.plugin.profile.CheckSupport.settings_draft_len`).
 
 Each returns a :class:`~golden_al.checks.findings.DraftInfo`: ``k`` and the rule that
 gave it, or ``problem`` saying why the files do not fix it (an absent flag, an
@@ -14,11 +14,11 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
-from golden_al.checks.bash import harden, has_unknown, show, unknown_names
-from golden_al.engines import get_profile
-from golden_al.engines.profile import Speculation
 from golden_al.errors import UsageError
+from golden_al.plugin.profile import Speculation
+from golden_al.plugin.registry import get_profile
 from golden_al.recipes.derive import DraftInfo
+from golden_al.shell import harden, has_unknown, show, unknown_names
 
 __all__ = ["config_json", "settings_draft", "settings_draft_any_algorithm"]
 
@@ -33,7 +33,7 @@ def _unresolved(values: Mapping[str, Any]) -> str | None:
 
 def settings_draft(engine: str, spec: Speculation | None, where: str) -> DraftInfo:
     """k of a pin from the speculative settings beside it (None: none found), by its engine's rule
-    (:attr:`~golden_al.engines.profile.CheckSupport.settings_draft_len`). A value k rests on that is
+    (:attr:`~golden_al.plugin.profile.CheckSupport.settings_draft_len`). A value k rests on that is
     set outside the file, or settings the rule refuses, leave a problem saying so."""
     try:
         profile = get_profile(engine)
@@ -86,7 +86,7 @@ def settings_draft_any_algorithm(engine: str, spec: Speculation, where: str, hid
 
 def config_json(text: str) -> dict[str, Any] | None:
     """A JSON object out of an expanded shell text (unknown values read as null)."""
-    from golden_al.checks.bash import UNKNOWN_MARK as _UNKNOWN_MARK
+    from golden_al.shell import UNKNOWN_MARK as _UNKNOWN_MARK
 
     start = text.find("{")
     while start >= 0:
@@ -156,7 +156,7 @@ def config_json(text: str) -> dict[str, Any] | None:
 
 
 def _find_unknown_value(chunk: str, key: str) -> str | None:
-    from golden_al.checks.bash import UNKNOWN_MARK as _UNKNOWN_MARK
+    from golden_al.shell import UNKNOWN_MARK as _UNKNOWN_MARK
 
     k = chunk.find(f'"{key}"')
     if k < 0:

@@ -71,10 +71,10 @@ from golden_al.checks.findings import (
     failing_verdicts,
 )
 from golden_al.checks.unreadable import unread_findings, unreadable_findings
-from golden_al.engines import engine_names, get_profile
-from golden_al.engines._values import format_value
-from golden_al.engines.profile import PinContext, PinReview
 from golden_al.errors import UnreadableInputError, UsageError
+from golden_al.plugin.profile import PinContext, PinReview
+from golden_al.plugin.registry import engine_names, get_profile
+from golden_al.plugin.values import format_value
 from golden_al.recipes.derive import derive
 from golden_al.recipes.srt_slurm import ModelName
 from golden_al.safeio.inputs import Input, merge_inputs, shown_path, text_input
@@ -597,8 +597,8 @@ class _Checker:
 
     def _check_file(self, path: Path, kind: str, shell_census: _ShellCensus) -> None:
         """One file: its census, its pins where the census finds settings, and the findings."""
-        from golden_al.checks.bash import ShellSyntaxError
         from golden_al.checks.yaml_configs import YamlError
+        from golden_al.shell import ShellSyntaxError
 
         report = self.report
         report.files_scanned += 1
@@ -673,7 +673,6 @@ class _Checker:
         Raises:
             YamlError / ShellSyntaxError / ValueError ...: the file does not parse or analyse.
         """
-        from golden_al.checks.bash import ShellSyntaxError
         from golden_al.checks.census import _Sink
         from golden_al.checks.scripts import extract_shell_pins
         from golden_al.checks.yaml_configs import (
@@ -682,6 +681,7 @@ class _Checker:
             extract_yaml_pins,
             shadowed_lines,
         )
+        from golden_al.shell import ShellSyntaxError
 
         shown = str(path)
         pins: list[Pin] = []
@@ -785,7 +785,7 @@ class _ShellCensus:
 
 
 def _census_batch(texts: list[str]) -> list[list[Occurrence] | Exception]:
-    from golden_al.checks.bash import ShellSyntaxError
+    from golden_al.shell import ShellSyntaxError
 
     out: list[list[Occurrence] | Exception] = []
     for text in texts:
@@ -834,8 +834,8 @@ class _Unread(Exception):
 
 
 def _parses_as_shell(text: str) -> bool:
-    from golden_al.checks.bash import ShellSyntaxError
-    from golden_al.checks.bash.parse import parse_script
+    from golden_al.shell import ShellSyntaxError
+    from golden_al.shell.parse import parse_script
 
     try:
         parse_script(text)

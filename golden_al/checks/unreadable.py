@@ -21,8 +21,8 @@ from functools import lru_cache
 from typing import Any
 
 from golden_al.checks.findings import Finding
-from golden_al.engines import engine_names, get_profile
 from golden_al.errors import UnreadableInputError
+from golden_al.plugin.registry import engine_names, get_profile
 
 __all__ = ["KnobLine", "scan_knob_lines", "unread_findings", "unreadable_findings"]
 

@@ -43,8 +43,8 @@ import yaml
 from golden_al.checks.command_lines import command_line_pins
 from golden_al.checks.context import MASTER_LENGTH_KEY, env_knobs, env_pin_context, scalar_text
 from golden_al.checks.findings import Pin
-from golden_al.engines import engine_names, get_profile, load_hook
 from golden_al.errors import UnreadableInputError
+from golden_al.plugin.registry import engine_names, get_profile, load_hook
 from golden_al.prompts.thinking import ThinkingSignal, is_thinking_setting, thinking_from_setting
 from golden_al.recipes.derive import (
     AgenticInfo,
@@ -265,7 +265,7 @@ def _env_pins(ctx: RecipeFacts) -> list[Pin]:
 
 def _arg_pins(ctx: RecipeFacts) -> list[Pin]:
     """The pins in a role's arguments, for an engine that takes its synthetic settings as server flags there
-    (:attr:`~golden_al.engines.profile.RecipeFormat.inject_into` ``args``: ATOM's ``spec-decode-acceptance-length``);
+    (:attr:`~golden_al.plugin.profile.RecipeFormat.inject_into` ``args``: ATOM's ``spec-decode-acceptance-length``);
     each is checked against its own role's draft length (the server validates its own value)."""
     pins: list[Pin] = []
     for rc in ctx.view.roles:

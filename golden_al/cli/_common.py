@@ -50,7 +50,7 @@ ENV_GOLDEN_DIR = "GOLDEN_AL_GOLDEN_DIR"
 def draft_len_help(prefix: str = "draft length k") -> str:
     """``draft length k (...)``: how each engine spells k, from each profile's first draft-length rule (help text;
     ``golden-al engines show ENGINE`` lists every rule)."""
-    from golden_al.engines import engine_names, get_profile
+    from golden_al.plugin.registry import engine_names, get_profile
 
     rules = []
     for name in engine_names():
@@ -103,8 +103,8 @@ def parse_selectors(items: list[str], engine: str | None) -> dict[str, str]:
     Raises:
         UsageError: not KEY=VALUE, a repeated key, or a key ``engine``'s profile does not declare.
     """
-    from golden_al.engines import engine_names, get_profile
-    from golden_al.engines._values import selector_text
+    from golden_al.plugin.registry import engine_names, get_profile
+    from golden_al.plugin.values import selector_text
 
     keys = get_profile(engine).check.selector_keys if engine is not None and engine in engine_names() else None
     out: dict[str, str] = {}

@@ -16,8 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from golden_al import engines
 from golden_al.errors import UsageError
+from golden_al.plugin import registry
 from golden_al.servers.launch import MEASURABLE_ENGINES, SERVER_ENGINES
 
 __all__ = [
@@ -61,8 +61,8 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
                        help="start the server from these options (per draft length), capture its log, always stop it")
     g.add_argument("--algorithm", metavar="NAME",
                    help="the speculative algorithm as the engine spells it: " + "; ".join(
-                       f"{engines.get_profile(n).display_name} {', '.join(engines.get_profile(n).algorithms)}"
-                       for n in engines.engine_names() if engines.get_profile(n).algorithms)
+                       f"{registry.get_profile(n).display_name} {', '.join(registry.get_profile(n).algorithms)}"
+                       for n in registry.engine_names() if registry.get_profile(n).algorithms)
                    + "; the reference engine: draft-model (the default) or dflash (a DFlash or DFlash2 block draft; "
                    "--draft is its folder)")
     g.add_argument("--server-log", action="append", default=[], metavar="FILE",
@@ -133,8 +133,8 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
                      help="chat_template_kwargs instead of the thinking preset's: one object for every request, or "
                      '{"on": {...}, "off": {...}} per thinking mode')
     src = parser.add_argument_group("server: where AL comes from")
-    from golden_al.engines import get_profile
-    from golden_al.servers.sources import source_names
+    from golden_al.plugin.registry import get_profile
+    from golden_al.plugin.sources import source_names
 
     src.add_argument("--al-source", choices=("auto", *source_names()), default="auto",
                      help="where AL comes from (auto: the engine's first, or its per-request source where the "
@@ -218,7 +218,7 @@ def check_server_url(url: str) -> None:
 def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
     """:class:`golden_al.servers.sweep.ServerOptions` from parsed arguments (reads the environment)."""
     from golden_al.cli._common import parse_size
-    from golden_al.servers.client import RetryPolicy
+    from golden_al.httpclient import RetryPolicy
     from golden_al.servers.launch import LaunchSpec
     from golden_al.servers.sweep import ServerOptions
 
@@ -239,7 +239,7 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
     if args.launch:
         target = _explicit(getattr(args, "target", None))
         draft = _explicit(getattr(args, "draft", None))
-        profile = engines.get_profile(engine)
+        profile = registry.get_profile(engine)
         if profile.launch.model_files == "gguf":  # a known model name (or the default pair) means its cached GGUF
             target = gguf_file(getattr(args, "target", None), args, "--target")
             draft = gguf_file(getattr(args, "draft", None), args, "--draft")
@@ -339,17 +339,17 @@ def _gguf_info(given: str | None, path: str | None) -> Any:
 
 def _server_binary(args: argparse.Namespace, profile: Any) -> str:
     """The executable to launch (llama.cpp's ``llama-server``): ``--llama-server``, else the engine's
-    cached build (:attr:`~golden_al.engines.profile.LaunchSupport.build`, built now when missing), else its
+    cached build (:attr:`~golden_al.plugin.profile.LaunchSupport.build`, built now when missing), else its
     executable on ``PATH``."""
     from golden_al.cli._common import cache_dir, progress
 
     if getattr(args, "llama_server", None):
         if profile.launch.build is None:
             raise UsageError(f"--llama-server: {profile.display_name} is not a binary golden-al builds or checks")
-        return str(engines.load_hook(profile.launch.build.check)(args.llama_server))
+        return str(registry.load_hook(profile.launch.build.check)(args.llama_server))
     if profile.launch.build is None:
         return str(profile.launch.executable)
-    build = engines.load_hook(profile.launch.build.build)
+    build = registry.load_hook(profile.launch.build.build)
 
     def note(line: str) -> None:
         sys.stderr.write(f"golden-al: {line}\n")
@@ -462,7 +462,7 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
 def _tokenizer(args: argparse.Namespace) -> Any:
     """The tokenizer that renders prompts locally, or None (messages are sent as they are)."""
     path = getattr(args, "tokenizer", None)
-    from golden_al.servers.sources import make_source
+    from golden_al.plugin.sources import make_source
 
     source = getattr(args, "al_source", None)
     if path is None and source not in (None, "auto") and make_source(source, args.engine).needs_text:
@@ -519,7 +519,7 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
     target_info = ModelInfo(name=target or options.served_model_name or options.url or "server", source="server")
     draft_name = draft or (args.algorithm or "").lower() or "server-draft"
     draft_info = ModelInfo(name=draft_name, source="ngram" if (args.algorithm or "").lower() == "ngram" else "server")
-    if engines.get_profile(engine).launch.model_files == "gguf" and options.launch is not None:
+    if registry.get_profile(engine).launch.model_files == "gguf" and options.launch is not None:
         target_info = _gguf_info(getattr(args, "target", None), options.launch.target)
         draft_info = _gguf_info(getattr(args, "draft", None), options.launch.draft)
         target = target_info.name

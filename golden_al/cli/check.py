@@ -31,7 +31,7 @@ __all__ = ["DESCRIPTION", "EXAMPLES", "add_arguments", "job_summary", "run", "su
 
 def _knobs() -> str:
     """Every engine's pinned-value knobs, from the profiles: ``SGLang X; vLLM Y/Z; ...``."""
-    from golden_al.engines import engine_names, get_profile
+    from golden_al.plugin.registry import engine_names, get_profile
 
     parts = []
     for name in engine_names():
@@ -126,7 +126,7 @@ def _long(f: Finding) -> str:
 def _short(f: Finding, note: str = "") -> str:
     """One short line: where, verdict, engine, k, pinned vs golden, and why in a few words."""
     k = f.draft_len if f.draft_len is not None else "?"
-    from golden_al.engines._values import parse_number
+    from golden_al.plugin.values import parse_number
 
     al = f" (AL {f.implied_al:g})" if f.implied_al not in (None, parse_number(f.pinned_value or "")) else ""
     values = f" pinned {f.pinned_value}{al}" if f.pinned_value is not None else ""

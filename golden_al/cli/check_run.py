@@ -59,7 +59,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
     add_max_seconds_option(parser)
-    from golden_al.engines import engine_names
+    from golden_al.plugin.registry import engine_names
 
     parser.add_argument("--expect-al", type=float, default=None, metavar="AL",
                         help="the injected (golden) AL; or let check-run look it up with --model/--thinking")
@@ -99,7 +99,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def _rate_knobs() -> str:
     """Every engine's per-position-rates knob, from the profiles (for the help)."""
-    from golden_al.engines import engine_names, get_profile
+    from golden_al.plugin.registry import engine_names, get_profile
 
     return ", ".join(f"{p.display_name} {k.name}" for p in map(get_profile, engine_names())
                      for k in p.check.synthetic_knobs if k.unit == "rates")

@@ -123,7 +123,7 @@ def _sampling_text(blk: Any) -> str:
 
 
 def _show_one(sc: Any) -> str:
-    from golden_al.engines._values import format_value
+    from golden_al.plugin.values import format_value
 
     c = sc.curve
     d = c.draft

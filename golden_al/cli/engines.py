@@ -14,7 +14,7 @@ import json
 import sys
 from typing import Any
 
-from golden_al.engines import engine_names, get_profile
+from golden_al.plugin.registry import engine_names, get_profile
 
 __all__ = ["EXAMPLES", "add_arguments", "buildable", "description", "run"]
 
@@ -66,8 +66,8 @@ def describe(name: str) -> dict[str, object]:
     Raises:
         UsageError: no such engine (naming the registered ones, or the plugin that failed to load).
     """
-    from golden_al.engines import profile_or_usage
-    from golden_al.engines.profile import CAPABILITIES
+    from golden_al.plugin.profile import CAPABILITIES
+    from golden_al.plugin.registry import profile_or_usage
 
     p = profile_or_usage(name)
     return {
@@ -128,7 +128,7 @@ def run(args: argparse.Namespace) -> int:
     if args.action == "show":
         return _show(args)
     from golden_al.cli._common import cache_dir, progress
-    from golden_al.engines import load_hook
+    from golden_al.plugin.registry import load_hook
 
     build = get_profile(args.engine).launch.build
     assert build is not None  # argparse offers only buildable engines

@@ -45,7 +45,6 @@ import shlex
 import sys
 from typing import Any
 
-from golden_al import engines
 from golden_al.cli._common import (
     add_golden_dir_option,
     add_selector_option,
@@ -55,6 +54,7 @@ from golden_al.cli._common import (
     thinking_mode,
 )
 from golden_al.errors import UsageError
+from golden_al.plugin import registry
 
 DESCRIPTION = __doc__
 
@@ -70,8 +70,8 @@ examples:
 
 def _caveats() -> str:
     """The engine caveats that concern ``env`` (from the profiles), for the help text."""
-    lines = [f"  {name}: {c.text}" for name in engines.engine_names()
-             for c in engines.get_profile(name).caveats if "env" in c.applies_to]
+    lines = [f"  {name}: {c.text}" for name in registry.engine_names()
+             for c in registry.get_profile(name).caveats if "env" in c.applies_to]
     return "caveats:\n" + "\n".join(lines) + "\n" if lines else ""
 
 
@@ -79,7 +79,7 @@ EXAMPLES += "\n" + _caveats()
 
 FORMATS = ("shell", "dotenv", "yaml", "json")
 #: Engines with synthetic-acceptance settings golden-al can emit.
-ENGINES: tuple[str, ...] = engines.engine_names()
+ENGINES: tuple[str, ...] = registry.engine_names()
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -111,8 +111,8 @@ def _env_options() -> dict[Any, list[str]]:
     engine's help."""
     out: dict[Any, list[str]] = {}
     seen: dict[str, Any] = {}
-    for name in engines.engine_names():
-        for option in engines.get_profile(name).check.env_options:
+    for name in registry.engine_names():
+        for option in registry.get_profile(name).check.env_options:
             first = seen.setdefault(option.flag, option)
             out.setdefault(first, []).append(option.help)
     return out
@@ -124,8 +124,8 @@ def resolve_draft_len(args: argparse.Namespace) -> int:
     ks: list[tuple[int, str]] = []
     if args.draft_len is not None:
         ks.append((args.draft_len, "--draft-len"))
-    for name in engines.engine_names():
-        profile = engines.get_profile(name)
+    for name in registry.engine_names():
+        profile = registry.get_profile(name)
         values = {o.dest: getattr(args, o.dest) for o in profile.check.env_options if getattr(args, o.dest, None) is not None}
         if values and profile.check.env_draft_len is not None:
             dl = profile.check.env_draft_len(args.algorithm, values)
@@ -164,7 +164,7 @@ def render(settings: dict[str, Any], fmt: str, *, engine: str, k: int, method: s
         y.dump(dict(settings), buf)
         return buf.getvalue()
     pairs: list[tuple[str, str]]
-    profile = engines.get_profile(engine)
+    profile = registry.get_profile(engine)
     if profile.check.shell_variable and profile.check.shell_value:
         pairs = [(profile.check.shell_variable, profile.check.shell_value(settings, k, method))]
     elif profile.check.shell_env is not None:  # llama.cpp: LLAMA_ARG_SPEC_SYNTH_LEN for --spec-synth-len
@@ -190,9 +190,9 @@ def run(args: argparse.Namespace) -> int:
     point = store.lookup(args.model, args.thinking, k, method=method, variant=args.variant,
                          draft_model=args.draft_model, draft_sample_method=args.draft_sample_method,
                          selectors=parse_selectors(args.selector, args.engine))
-    profile = engines.get_profile(args.engine)
+    profile = registry.get_profile(args.engine)
     if point.method:
         profile.check_k(point.method, k)
-    settings = engines.synthetic_settings(args.engine, point.al, k)
+    settings = registry.synthetic_settings(args.engine, point.al, k)
     sys.stdout.write(render(settings, args.format, engine=args.engine, k=k, method=point.method))
     return 0

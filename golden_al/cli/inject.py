@@ -49,14 +49,14 @@ examples:
 def _real_knobs() -> list[Any]:
     """The knobs that switch synthetic acceptance on by one of their values and have a real default (vLLM's
     ``rejection_sample_method``): ``--real-method`` sets one of their real values."""
-    from golden_al.engines import engine_names, get_profile
+    from golden_al.plugin.registry import engine_names, get_profile
 
     return [(get_profile(n), k) for n in engine_names() for k in get_profile(n).check.synthetic_knobs
             if k.switch_value is not None and k.real_value is not None and k.choices]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from golden_al.engines import engine_names
+    from golden_al.plugin.registry import engine_names
 
     parser.add_argument("file", metavar="FILE", help="srt-slurm recipe YAML to rewrite in place")
     parser.add_argument("--model", help="model key, alias, served name or repo id (required unless --restore-real)")
@@ -98,11 +98,11 @@ def _restore(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from golden_al.engines import get_profile
-    from golden_al.engines._values import format_value
     from golden_al.errors import UsageError
     from golden_al.golden import load_store
     from golden_al.injection import inject_file
+    from golden_al.plugin.registry import get_profile
+    from golden_al.plugin.values import format_value
 
     if args.restore_real:
         return _restore(args)

@@ -191,7 +191,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _warn_skipped_plugins() -> None:
     """One warning per installed plugin engine that failed the conformance kit: it is not an engine here,
     and only a command that names it fails (exit 2)."""
-    from golden_al.engines import skipped_plugins
+    from golden_al.plugin.registry import skipped_plugins
 
     for skipped in skipped_plugins():
         sys.stderr.write(f"golden-al: warning: {skipped.sentence()}\n")
@@ -210,9 +210,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
     if getattr(args, "command", None) is None:
         parser.print_help()
         return 2
-    from distributions.errors import DistributionError
+    from distributions.errors import Error
     from golden_al.cli._common import PROGRESS_MODES, require_extra, set_progress_mode
-    from golden_al.errors import GoldenALError
 
     mode = getattr(args, "progress", None) or os.environ.get("GOLDEN_AL_PROGRESS") or "auto"
     if mode not in PROGRESS_MODES:
@@ -223,16 +222,11 @@ def _main(argv: Sequence[str] | None = None) -> int:
         for extra, what in args._needs(args):
             require_extra(extra, what)
         return int(args._run(args))
-    except GoldenALError as err:
+    except Error as err:  # the one root: golden-al's errors and the math layer's
         if debug:
             traceback.print_exc()
         _print_error(str(err))
         return err.exit_code
-    except DistributionError as err:
-        if debug:
-            traceback.print_exc()
-        _print_error(str(err))
-        return 2
     except KeyboardInterrupt:
         _print_error("interrupted")
         return 130

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.cli._common import cache_dir, draft_len_help, parse_int_list, progress, thinking_mode
-from golden_al.engines import REFERENCE_ENGINE
 from golden_al.errors import UsageError
+from golden_al.plugin.registry import REFERENCE_ENGINE
 
 DESCRIPTION = (
     "Measure real acceptance length (AL = 1 + accepted drafts / verify steps) of a target/draft pair. "
@@ -212,7 +212,7 @@ def _run_reference(args: argparse.Namespace) -> int:
     if args.ci_half_width is not None:
         _check_precision_args(args)
     prompt_set = check_inputs(settings, cache_dir=cache, out_dir=out, resume=args.resume)
-    from golden_al.engines.offline_reference import quiet_transformers
+    from golden_al.reference import quiet_transformers
 
     quiet_transformers()
     with progress("loading models", unit="") as bar:

@@ -94,8 +94,8 @@ def _forced_acceptance(engine: str, k: int, environ: Mapping[str, str]) -> tuple
     """The fake engine's forced acceptance when the engine's own environment knob is set, as the real server
     reads it: each step's accepted drafts drawn by the engine's sampler at the AL the value means (the
     profile's unit); ``(None, "")`` when the knob is unset or the engine runs real acceptance at that value."""
-    from golden_al.engines import get_profile
-    from simulators.base import SamplerError, get_sampler
+    from golden_al.plugin.registry import get_profile, get_sampler
+    from simulators.base import SamplerError
 
     profile = get_profile(engine)
     for knob in profile.check.synthetic_knobs:

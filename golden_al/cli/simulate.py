@@ -55,7 +55,7 @@ _BAR_WIDTH = 40
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Options of ``golden-al simulate``."""
-    from golden_al.engines import engine_names
+    from golden_al.plugin.registry import engine_names
 
     parser.add_argument("--engine", required=True, metavar="ENGINE",
                         help="an engine whose samplers simulators reproduce: " + ", ".join(engine_names()))
@@ -87,11 +87,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _engine_options() -> dict[str, tuple[Any, dict[str, str]]]:
     """Every registered engine's ``simulate`` options by flag: ``(option, {engine: help})`` (one flag may
     serve several engines, e.g. ``--rates``; they must agree on its type)."""
-    from golden_al import engines
+    from golden_al.plugin import registry
 
     out: dict[str, tuple[Any, dict[str, str]]] = {}
-    for name in engines.engine_names():
-        for option in engines.get_profile(name).simulate.simulate_options:
+    for name in registry.engine_names():
+        for option in registry.get_profile(name).simulate.simulate_options:
             first, owners = out.setdefault(option.flag, (option, {}))
             if (first.type, first.choices, first.metavar) != (option.type, option.choices, option.metavar):
                 raise TypeError(f"engines {sorted(owners)} and {name!r} declare {option.flag} differently")
@@ -110,25 +110,23 @@ def _given(args: argparse.Namespace, profile: Any) -> list[tuple[Any, Any]]:
 
 
 def _build_sampler(args: argparse.Namespace) -> Any:
-    from golden_al import engines
-    from simulators import get_sampler
+    from golden_al.plugin import registry
 
     engine = args.engine
     if args.method is None:
-        profile = engines.profile_or_usage(engine)
+        profile = registry.profile_or_usage(engine)
         if profile.simulate.default_sampler is None:
             raise UsageError(f"{profile.display_name} names no default sampler", hint="pass --method")
         args.method = profile.simulate.default_sampler
     method = args.method
-    engines.load_samplers(engine)
-    get_sampler(engine, method)  # unknown engine or method first, with "did you mean"
-    profile = engines.get_profile(engine)
+    registry.get_sampler(engine, method)  # unknown engine or method first, with "did you mean"
+    profile = registry.get_profile(engine)
     own = {o.flag for o in profile.simulate.simulate_options}
     for flag, (_, owners) in _engine_options().items():
         if flag not in own and getattr(args, _dest(flag), None) is not None:
             raise UsageError(f"{flag} applies only to --engine {' or '.join(owners)}, not {engine!r}")
     options = {o.kwarg: (o.parse(value) if o.parse else value) for o, value in _given(args, profile)}
-    return get_sampler(engine, method, **options)
+    return registry.get_sampler(engine, method, **options)
 
 
 def _check_args(args: argparse.Namespace) -> None:
@@ -148,10 +146,10 @@ def _check_args(args: argparse.Namespace) -> None:
 def _resolve_al(args: argparse.Namespace, sampler: Any) -> tuple[float, bool]:
     """The injected AL, and whether an engine option (rates, a rate) fixed it instead of ``--al``."""
     from distributions import units
-    from golden_al import engines
+    from golden_al.plugin import registry
 
     k = units.check_draft_len(args.draft_len)
-    for option, _ in _given(args, engines.get_profile(args.engine)):
+    for option, _ in _given(args, registry.get_profile(args.engine)):
         if option.gives_al is not None:
             return float(option.gives_al(sampler, args.al, k)), True
     if args.al is None:
@@ -173,7 +171,7 @@ def _sampled(sampler: Any, al: float | None, k: int, n: int, rng: np.random.Gene
 
 def _analyse(args: argparse.Namespace) -> dict[str, Any]:
     _check_args(args)
-    from golden_al import engines
+    from golden_al.plugin import registry
 
     sampler = _build_sampler(args)
     al, fixed_by_option = _resolve_al(args, sampler)
@@ -209,7 +207,7 @@ def _analyse(args: argparse.Namespace) -> dict[str, Any]:
         "upstream": sampler.upstream,
         "warnings": [*sampler.warnings(opt_al, k), *_caveats(sampler)],
     }
-    profile = engines.get_profile(args.engine)
+    profile = registry.get_profile(args.engine)
     if profile.simulate.simulate_report is not None:
         out.update(profile.simulate.simulate_report(sampler, al, k, out["engine_settings"]))
     if args.batch > 1:
@@ -219,9 +217,9 @@ def _analyse(args: argparse.Namespace) -> dict[str, Any]:
 
 def _engine_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
     """The injected value(s) as the engine sees them, from the engine's profile."""
-    from golden_al import engines
+    from golden_al.plugin import registry
 
-    profile = engines.get_profile(sampler.engine)
+    profile = registry.get_profile(sampler.engine)
     if profile.simulate.simulator_settings:
         return profile.simulate.simulator_settings(sampler, al, k)
     # an engine with one way to inject: the settings `env` gives
@@ -230,10 +228,10 @@ def _engine_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
 
 def _caveats(sampler: Any) -> list[str]:
     """The profile's caveats that concern this sampler (e.g. TensorRT-LLM two-model: greedy only)."""
-    from golden_al import engines
+    from golden_al.plugin import registry
 
     topic = getattr(sampler, "path", None) or getattr(sampler, "algorithm", None) or "simulate"
-    return [c.text for c in engines.get_profile(sampler.engine).caveats
+    return [c.text for c in registry.get_profile(sampler.engine).caveats
             if c.applies_to and topic in c.applies_to and "simulate" in c.applies_to]
 
 

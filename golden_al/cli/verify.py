@@ -45,7 +45,7 @@ examples:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from golden_al.checks.run import DEFAULT_DECODE_LOG_INTERVAL
     from golden_al.cli._common import add_selector_option
-    from golden_al.engines import engine_names
+    from golden_al.plugin.registry import engine_names
 
     parser.add_argument("run", nargs="+", metavar="RUN", help="measurement or sweep directory, or engine log files")
     parser.add_argument("--model", help="the golden curve's model (default: the record's target, or the server's log)")

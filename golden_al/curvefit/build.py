@@ -480,8 +480,8 @@ def fit_records(records: Sequence[LoadedRecord], options: FitOptions | None = No
 def _curve_method(record: MeasurementRecord) -> str:
     """The curve method of a record's ``draft_method``, which is the engine's own spelling (vLLM ``draft_model``,
     SGLang ``standalone``): the engine's rule where it has one, else the spelling as it is (the schema judges)."""
-    from golden_al.engines import engine_names
     from golden_al.golden.store import curve_method_for
+    from golden_al.plugin.registry import engine_names
 
     if record.engine in engine_names():
         try:

@@ -1,5 +1,5 @@
 """Server log lines that report acceptance, read through the engines' profiles: each engine's ``log_reader``
-(:class:`~golden_al.engines.profile.LogReader`) names its line parser and the byte markers that let a line be
+(:class:`~golden_al.plugin.profile.LogReader`) names its line parser and the byte markers that let a line be
 skipped undecoded (SGLang ``Decode batch``, vLLM ``SpecDecoding metrics``, ATOM ``[MTP Stats``; the parsers live
 in ``golden_al/engines/<name>/logs.py``). A record has ``engine``, ``line_no`` and ``kind``, and may refuse
 impossible counts (``validate``).
@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al.engines.profile import EngineProfile
+from golden_al.plugin.profile import EngineProfile
 
 __all__ = [
     "LineTally",
@@ -102,7 +102,7 @@ class LineTally:
 @functools.lru_cache(maxsize=1)
 def _readers() -> tuple[tuple[str, Callable[[str, int], Any], tuple[str, ...]], ...]:
     """Every registered engine's name, line parser and markers (:attr:`RunLogSupport.log_reader`)."""
-    from golden_al.engines import engine_names, get_profile, load_hook
+    from golden_al.plugin.registry import engine_names, get_profile, load_hook
 
     out = []
     for name in engine_names():

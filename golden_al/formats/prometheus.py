@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
 
-from golden_al import engines
 from golden_al.errors import CounterSemanticsError, InputFileError, MetricMissingError
+from golden_al.plugin import registry
 
 __all__ = [
     "MAX_METRICS_BYTES",
@@ -181,8 +181,8 @@ def _parse_lines(lines: Iterable[tuple[int, str]], src: str | None) -> MetricsSn
 @lru_cache(maxsize=1)
 def _lifetime_prefixes() -> tuple[str, ...]:
     """Families whose ``*_created`` times identify a server lifetime: every engine's
-    (:attr:`~golden_al.engines.profile.ServerSupport.lifetime_prefixes`)."""
-    return tuple(p for name in engines.engine_names() for p in engines.get_profile(name).server.lifetime_prefixes)
+    (:attr:`~golden_al.plugin.profile.ServerSupport.lifetime_prefixes`)."""
+    return tuple(p for name in registry.engine_names() for p in registry.get_profile(name).server.lifetime_prefixes)
 
 
 #: Byte cap of one saved ``/metrics`` body (a real one is well under 1 MiB).

@@ -132,7 +132,7 @@ def find_spec_records(obj: Any, *, k: int | None = None, source: str | None = No
     vLLM ``metrics.speculative_decoding``); ``choices``/``responses``/``results`` lists and a list of responses are
     walked element by element. Responses without spec fields contribute nothing.
     """
-    from golden_al.engines import engine_names, get_profile, load_hook
+    from golden_al.plugin.registry import engine_names, get_profile, load_hook
 
     readers = [load_hook(ref) for name in engine_names() if (ref := get_profile(name).server.response_records)]
     out: list[RequestSpecCounts] = []

@@ -33,7 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al.engines._values import format_value
 from golden_al.errors import SchemaError, UsageError
 from golden_al.golden.schema import (
     DRAFT_METHODS,
@@ -42,6 +41,7 @@ from golden_al.golden.schema import (
     node_line,
     to_plain,
 )
+from golden_al.plugin.values import format_value
 from golden_al.prompts.thinking import THINKING_MODES
 
 __all__ = [
@@ -70,12 +70,12 @@ _SAMPLING_ALIASES: dict[str, str] = {"temp": "temperature", "temperature": "temp
 @functools.lru_cache(maxsize=1)
 def _engine_words() -> dict[str, str]:
     """Words a header comment names an engine by (``vllm``, ``TensorRT-LLM``, ``trt-llm``) -> the engine,
-    from the registry: each engine's name, display name and :attr:`~golden_al.engines.profile.EngineProfile.aliases`."""
-    from golden_al import engines
+    from the registry: each engine's name, display name and :attr:`~golden_al.plugin.profile.EngineProfile.aliases`."""
+    from golden_al.plugin import registry
 
     out: dict[str, str] = {}
-    for name in engines.engine_names():
-        profile = engines.get_profile(name)
+    for name in registry.engine_names():
+        profile = registry.get_profile(name)
         for word in (name, profile.display_name, *profile.aliases):
             out.setdefault(word.lower(), name)
     return out

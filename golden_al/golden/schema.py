@@ -63,9 +63,9 @@ from pydantic import (
 from pydantic_core import PydanticCustomError
 
 from distributions import units
-from golden_al.engines import REFERENCE_ENGINE
-from golden_al.engines._values import selector_text
 from golden_al.errors import SchemaError, UsageError
+from golden_al.plugin.registry import REFERENCE_ENGINE
+from golden_al.plugin.values import selector_text
 from golden_al.prompts.thinking import LEVEL_RE, THINKING_MODES, mode_key
 
 __all__ = [
@@ -110,7 +110,7 @@ DRAFT_PRECISIONS: tuple[str, ...] = (
 
 def engine_names_known() -> tuple[str, ...]:
     """Every engine a curve may name: the registry's serving engines (plugins included) and the reference."""
-    from golden_al.engines import engine_names
+    from golden_al.plugin.registry import engine_names
 
     return (*engine_names(), REFERENCE_ENGINE)
 
@@ -272,7 +272,7 @@ class Draft(_Strict):
     #: vLLM ``rejection_sample_method`` used while measuring (never ``synthetic``).
     rejection_sample_method: Literal["standard", "block", "fly"] | None = None
     #: Engine settings other than the default that change real AL, as the engine's profile names them
-    #: (:attr:`golden_al.engines.profile.CheckSupport.curve_selectors`): vLLM ``draft_lm_head_quantization``,
+    #: (:attr:`golden_al.plugin.profile.CheckSupport.curve_selectors`): vLLM ``draft_lm_head_quantization``,
     #: ``dspark_draft_topk``, ``fly_*``; SGLang ``verification: block``, ``dspark_sps_table``. A recipe is
     #: served only by a curve whose selectors equal its own (none: the engine's defaults).
     selectors: dict[Annotated[str, StringConstraints(pattern=_SELECTOR_KEY_RE)],

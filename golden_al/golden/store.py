@@ -42,7 +42,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from golden_al.engines._values import format_value
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, SchemaError, UsageError
 from golden_al.golden.schema import (
     GoldenCurve,
@@ -50,6 +49,7 @@ from golden_al.golden.schema import (
     parse_curve,
     to_plain,
 )
+from golden_al.plugin.values import format_value
 from golden_al.prompts.thinking import mode_key
 from golden_al.safeio.inputs import Input, shown_path, text_input
 
@@ -166,12 +166,12 @@ def curve_method_for(engine: str, algorithm: str, model: str | None = None) -> s
     Raises:
         UsageError: an unknown engine or algorithm.
     """
-    from golden_al import engines
+    from golden_al.plugin import registry
 
     eng = engine.strip().lower()
     raw = str(algorithm).strip()
     low = raw.lower().replace("_", "-")
-    profile = engines.profile_or_usage(eng)
+    profile = registry.profile_or_usage(eng)
     if low in ("eagle", "nextn"):
         return OWN_HEAD_METHODS[0]
     if profile.curve_method_of is not None:  # the engine's own reading (it may refuse the spelling)

@@ -1,6 +1,6 @@
 """Write the golden AL into an srt-slurm recipe in place, keeping everything else.
 
-What is written (the same settings as ``golden-al env``, :func:`golden_al.engines.synthetic_settings`):
+What is written (the same settings as ``golden-al env``, :func:`golden_al.plugin.registry.synthetic_settings`):
 
 * SGLang: ``SGLANG_SIMULATE_ACC_LEN`` / ``_METHOD`` / ``_TOKEN_MODE`` in every
   ``aggregated_environment``/``prefill_environment``/``decode_environment`` block;
@@ -27,7 +27,7 @@ Rules:
   token mode, or vLLM ``synthetic_acceptance_rates``) is a *conflict*: nothing is
   written unless ``force``. An equal value (``2.5`` vs ``'2.50'``) is left as written.
 * Only the replaced scalars and the inserted lines change (see
-  :mod:`golden_al.injection.textedit`); the result is re-parsed and must (a) differ from
+  :mod:`golden_al.textedit`); the result is re-parsed and must (a) differ from
   the original only in the injected keys and (b) need no further change.
 """
 
@@ -43,7 +43,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al import engines
 from golden_al.errors import (
     GoldenALError,
     InjectionConflictError,
@@ -54,7 +53,12 @@ from golden_al.errors import (
 from golden_al.golden.schema import to_plain
 from golden_al.golden.store import GoldenPoint, GoldenStore
 from golden_al.injection.recipe import RecipeAnalysis, analyze_recipe, iter_own_items, load_recipe
-from golden_al.injection.textedit import (
+from golden_al.plugin import registry
+from golden_al.prompts.thinking import REQUEST
+from golden_al.provenance import atomic_write_text
+from golden_al.recipes.derive import Identity, derive, recipe_facts, role_settings
+from golden_al.recipes.srt_slurm import ENV_BLOCK_RE, canonical_role, config_keys, env_block_role, read_recipe
+from golden_al.textedit import (
     Edit,
     apply_edits,
     block_indent,
@@ -64,10 +68,6 @@ from golden_al.injection.textedit import (
     requote,
     scalar_span,
 )
-from golden_al.prompts.thinking import REQUEST
-from golden_al.provenance import atomic_write_text
-from golden_al.recipes.derive import Identity, derive, recipe_facts, role_settings
-from golden_al.recipes.srt_slurm import ENV_BLOCK_RE, canonical_role, config_keys, env_block_role, read_recipe
 
 __all__ = ["Change", "InjectionResult", "inject_file", "plan_injection"]
 
@@ -121,14 +121,14 @@ class InjectionResult:
 @functools.lru_cache(maxsize=1)
 def _numeric_knobs() -> frozenset[str]:
     """Every engine's knobs whose value is a number (an AL or a count): compared as numbers, ``4.0`` = ``4``."""
-    return frozenset(k.name for n in engines.engine_names() for k in engines.get_profile(n).check.synthetic_knobs
+    return frozenset(k.name for n in registry.engine_names() for k in registry.get_profile(n).check.synthetic_knobs
                      if k.unit in ("al", "al-1", "rate"))
 
 
 @functools.lru_cache(maxsize=1)
 def _config_keys() -> frozenset[str]:
     """The recipe keys that hold a JSON speculative config an engine's ``config_writer`` edits."""
-    return frozenset(key for n in engines.engine_names() if (r := engines.get_profile(n).recipe) is not None
+    return frozenset(key for n in registry.engine_names() if (r := registry.get_profile(n).recipe) is not None
                      and r.config_writer is not None for key in r.spec_keys)
 
 
@@ -447,9 +447,9 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
         raise error(f"{path}: {d.reason}")
     point = d.point
     golden = d.al_at
-    settings = engines.synthetic_settings(a.engine, point.al, k)
+    settings = registry.synthetic_settings(a.engine, point.al, k)
     p = Planner(text, path, doc)
-    profile = engines.get_profile(a.engine)
+    profile = registry.get_profile(a.engine)
     assert profile.recipe is not None  # analyze_recipe found a recipe format of this engine
     if profile.recipe.injection_problem is not None:
         problem = profile.recipe.injection_problem(settings, a.target.two_model)
@@ -457,7 +457,7 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
             raise UsageError(f"{path}: {problem[0]}", hint=problem[1])
     if profile.recipe.inject_into == "config":
         assert profile.recipe.config_writer is not None  # conformance: a config-injecting recipe names its writer
-        names = set(engines.load_hook(profile.recipe.config_writer)(p, a, golden))
+        names = set(registry.load_hook(profile.recipe.config_writer)(p, a, golden))
     else:
         desired = {key: str(v) for key, v in settings.items()}
         _plan_env(p, a, desired)

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al import engines
-from golden_al.engines.profile import DraftLen
 from golden_al.errors import InputFileError, UsageError
 from golden_al.golden.schema import load_yaml_roundtrip, node_line
+from golden_al.plugin import registry
+from golden_al.plugin.profile import DraftLen
 from golden_al.recipes.srt_slurm import (
     Recipe,
     RoleConfig,
@@ -51,7 +51,7 @@ class RoleSpec:
     line: int | None
     #: True when the engine runs the role's draft as a separate model (TensorRT-LLM's two-model path)
     two_model: bool = False
-    #: what the engine's review reads of the settings (:attr:`~golden_al.engines.profile.Speculation.review_spec`),
+    #: what the engine's review reads of the settings (:attr:`~golden_al.plugin.profile.Speculation.review_spec`),
     #: from which its profile names the curve selectors
     review_spec: Mapping[str, Any] = field(default_factory=dict)
 
@@ -133,7 +133,7 @@ def _role_spec(engine: str, rc: RoleConfig, doc: Any, path: Path) -> RoleSpec:
     def fail(exc: UsageError) -> UsageError:
         return UsageError(f"{path}:{key_line}: {at}: {exc.message}", hint=exc.hint)
 
-    rule = engines.get_profile(engine).check.settings_draft_len
+    rule = registry.get_profile(engine).check.settings_draft_len
     assert rule is not None  # every engine with a recipe format reads k from it
     try:
         dl = rule(spec)

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.errors import InputFileError, UsageError
-from golden_al.injection.textedit import Edit, apply_edits, quote_style, requote, scalar_span
+from golden_al.textedit import Edit, apply_edits, quote_style, requote, scalar_span
 
 __all__ = ["Removal", "RestoreResult", "restore_file", "restore_text"]
 
@@ -84,7 +84,7 @@ def _vocabulary() -> dict[str, _Knob]:
     """Every spelling of every synthetic setting of every registered engine (values, companions and
     switches) and the harness's; from the engine profiles, as the census reads them."""
     from golden_al.checks.census import HARNESS, HARNESS_KNOB, _flag_spellings, _key_spellings
-    from golden_al.engines import engine_names, get_profile
+    from golden_al.plugin.registry import engine_names, get_profile
 
     out: dict[str, _Knob] = {HARNESS_KNOB: _Knob(HARNESS, None, None, True),
                              "SYNTHETIC_ACCEPTANCE": _Knob(HARNESS, None, None, True)}

@@ -9,7 +9,7 @@ appends each finished request to ``requests.jsonl`` as it finishes, and writes
 already in ``requests.jsonl`` are skipped (never counted twice).
 
 The step rules (what a verify step counts, the last step of a request, drafts
-beyond the budget) are those of :mod:`golden_al.engines.offline_reference.accounting`.
+beyond the budget) are those of :mod:`golden_al.reference.accounting`.
 Library code: returns values, raises :mod:`golden_al.errors`, reports progress
 through a callback, never prints.
 """
@@ -23,8 +23,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from golden_al.engines import REFERENCE_ENGINE
 from golden_al.errors import UsageError
+from golden_al.plugin.registry import REFERENCE_ENGINE
 
 if TYPE_CHECKING:  # the record modules (numpy, pydantic) load only when a run starts
     from golden_al.measurement import DatasetInfo, MeasurementRecord
@@ -60,7 +60,7 @@ MODES = ("auto", "live", "replay")
 #: package is not on the CLI's start-up path; the draft's checkpoint tells DFlash from DFlash2).
 CHAIN_ALGORITHM = "draft-model"
 DEVICES = ("auto", "cpu", "cuda")
-#: ``--cpu-kernels`` (CPU, float32; engines.offline_reference.kernels): ``onednn`` computes each
+#: ``--cpu-kernels`` (CPU, float32; golden_al.reference.kernels): ``onednn`` computes each
 #: linear layer with oneDNN's float32 inner product on the plain weights (the default; falls back
 #: to ``transposed`` where torch has no oneDNN), ``transposed`` as ``(W x^T)^T`` through MKL,
 #: ``torch`` keeps ``nn.Linear`` as it is. experiments/default-run/ measures them side by side.
@@ -120,7 +120,7 @@ class ReferenceSettings:
     """CPU, float32: ``onednn`` (oneDNN's inner product, fastest here), ``transposed`` (``(W x^T)^T``
     through MKL) or ``torch`` (``nn.Linear``)."""
     share_prefix: bool = True
-    """Prefill the tokens every prompt shares once per model (engines.offline_reference.prefix)."""
+    """Prefill the tokens every prompt shares once per model (golden_al.reference.prefix)."""
     algorithm: str = CHAIN_ALGORITHM
     """``draft-model`` (a chain draft) or ``dflash``/``dflash2`` (a block draft, measured live at every k)."""
     allow_derived: bool = False
@@ -352,10 +352,10 @@ def check_draft(settings: ReferenceSettings, *, cache_dir: str | Path) -> Any:
 def _load_block_pair(settings: ReferenceSettings, *, cache_dir: str | Path, device: str,
                      progress: ProgressFn | None) -> Any:
     """The target and a block draft on it, as a LoadedPair (the draft shares the target's tokenizer)."""
-    from golden_al.engines.offline_reference.block_draft import load_block_draft
     from golden_al.measurement import ModelInfo
     from golden_al.models import LoadedModel, LoadedPair, load_model
     from golden_al.models.load import _cached_sha256
+    from golden_al.reference.block_draft import load_block_draft
 
     target = load_model(settings.target, cache_dir=cache_dir, dtype=settings.dtype, device=device,
                         allow_lower_precision=settings.allow_lower_precision, auto_fetch=True, progress=progress,
@@ -396,7 +396,7 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
                          allow_lower_precision=settings.allow_lower_precision, auto_fetch=True, progress=progress)
     kernels = "torch"
     if settings.cpu_kernels != "torch":  # float32 CPU layers only: the switch checks each layer
-        from golden_al.engines.offline_reference.kernels import onednn_available, use_cpu_kernels
+        from golden_al.reference.kernels import onednn_available, use_cpu_kernels
 
         kind = settings.cpu_kernels if settings.cpu_kernels != "onednn" or onednn_available() else "transposed"
         if sum(use_cpu_kernels(loaded.model, kind) for loaded in (pair.target, pair.draft)):
@@ -417,7 +417,7 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
     timings = {**({"prompts": round(t1 - t0, 3)} if checked_here else {}), "models": round(t2 - t1, 3), "render": round(time.perf_counter() - t2, 3)}
     shared = 0
     if settings.share_prefix:
-        from golden_al.engines.offline_reference.prefix import shared_prefix_len
+        from golden_al.reference.prefix import shared_prefix_len
 
         shared = shared_prefix_len([r.token_ids for r in rendered])
     return ReferenceInputs(pair=pair, prompt_set=prompt_set, rendered=rendered, dataset=dataset, kernels=kernels,
@@ -462,10 +462,10 @@ def run_measurement(
     progress callbacks and request logs close over the same state; its pieces (engine, logs, record builder)
     are calls.
     """
-    from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams, make_generator
     from golden_al.measure.records import RequestLog, build_record, request_result
     from golden_al.measurement import BlockDraftInfo, SamplingInfo, TimedUnit, timing_block, write_record
     from golden_al.provenance import collect, now_iso
+    from golden_al.reference import ReferenceEngine, SamplingParams, make_generator
 
     started = now_iso()
     t_start = time.perf_counter()
@@ -487,7 +487,7 @@ def run_measurement(
     sampling = SamplingParams(temperature=settings.temperature, top_p=settings.top_p,
                               max_tokens=settings.max_tokens)
     if settings.block:
-        from golden_al.engines.offline_reference.block_live import iter_block_generate
+        from golden_al.reference.block_live import iter_block_generate
 
         device = next(pair.target.model.parameters()).device
 

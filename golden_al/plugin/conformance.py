@@ -5,7 +5,7 @@ them: a plugin with a problem is skipped with a warning naming it and the field,
 that needs it refuses (exit 2). golden-al's own tests run the same kit on every built-in engine, and
 a plugin's CI runs it on its own profile::
 
-    from golden_al.engines.conformance import profile_problems
+    from golden_al.plugin.conformance import profile_problems
     from my_engine import PROFILE
     assert profile_problems(PROFILE, entry_name="myengine") == []
 
@@ -19,11 +19,11 @@ import importlib
 import importlib.util
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
-from golden_al.engines.profile import CAPABILITIES, GROUPS, EngineProfile, Lazy, SyntheticKnob
+from golden_al.plugin.profile import CAPABILITIES, GROUPS, EngineProfile, Lazy, SyntheticKnob
 
 __all__ = ["RESERVED_NAMES", "hook_refs", "knob_spellings", "profile_problems"]
 
@@ -74,6 +74,7 @@ def hook_refs(profile: EngineProfile) -> dict[str, Any]:
     refs = {f: _field(profile, f) for f in _HOOK_FIELDS if _field(profile, f)}
     refs.update({f"server.source_impls[{name!r}]": ref for name, ref in profile.server.source_impls.items()})
     refs.update({f"run_logs.importers[{name!r}]": ref for name, ref in profile.run_logs.importers.items()})
+    refs.update({f"simulate.samplers[{name!r}]": ref for name, ref in profile.simulate.samplers.items()})
     if profile.recipe is not None and profile.recipe.config_writer is not None:
         refs["recipe.config_writer"] = profile.recipe.config_writer
     if profile.recipe is not None and profile.recipe.config_pin is not None:
@@ -110,7 +111,7 @@ def _resolve(hook: Any) -> str | None:
     hook whose module or name does not exist. A module not yet imported is read, not imported (a hook module may
     import the server layer, which loads the registry that is validating it)."""
     if isinstance(hook, str):
-        return f"{hook!r} is a string: a hook is a callable, or lazy({hook!r}) (golden_al.engines.profile.lazy)"
+        return f"{hook!r} is a string: a hook is a callable, or lazy({hook!r}) (golden_al.plugin.profile.lazy)"
     if not isinstance(hook, Lazy):
         return None
     ref = hook.ref
@@ -155,16 +156,15 @@ def _shared_spellings(profile: EngineProfile, others: Mapping[str, EngineProfile
 
 
 def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, EngineProfile] | None = None,
-                     builtin: bool = False, samplers: Callable[[], Mapping[str, tuple[str, ...]]] | None = None,
-                     resolve_hooks: bool = True) -> list[str]:
+                     builtin: bool = False, resolve_hooks: bool = True) -> list[str]:
     """Every way ``profile`` (registered as ``entry_name``) breaks the engine contract; [] when it conforms.
 
     ``others``: the engines already loaded (names and knob spellings may not repeat theirs). ``builtin``:
-    golden-al's own engines may use what a plugin cannot yet (vLLM's config writer). ``samplers``:
-    :func:`simulators.base.available` (a stand-in in tests). ``resolve_hooks``: import every hook.
+    golden-al's own engines may use what a plugin cannot yet (vLLM's config writer). ``resolve_hooks``: check that
+    every hook resolves.
     """
     if not isinstance(profile, EngineProfile):
-        return [f"PROFILE: a {type(profile).__name__}, not a golden_al.engines.profile.EngineProfile"]
+        return [f"PROFILE: a {type(profile).__name__}, not a golden_al.plugin.profile.EngineProfile"]
     out: list[str] = []
     if profile.name != entry_name:
         out.append(f"name: {profile.name!r}, but the entry point registers it as {entry_name!r}")
@@ -215,16 +215,8 @@ def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, Engi
             why = _resolve(ref)
             if why is not None:
                 out.append(f"{f}: {why}")
-    if profile.simulate.default_sampler is not None:
-        table = (samplers or _available)()
-        if profile.simulate.default_sampler not in table.get(profile.name, ()):
-            have = ", ".join(table.get(profile.name, ())) or "none"
-            out.append(f"simulate.default_sampler: {profile.simulate.default_sampler!r} is not a registered sampler of "
-                       f"{profile.name} (registered: {have}; simulators.base.register)")
+    sampler = profile.simulate.default_sampler
+    if sampler is not None and sampler not in profile.simulate.samplers:
+        have = ", ".join(profile.simulate.samplers) or "none"
+        out.append(f"simulate.default_sampler: {sampler!r} is not one of simulate.samplers ({have})")
     return out
-
-
-def _available() -> Mapping[str, tuple[str, ...]]:
-    from simulators.base import available
-
-    return available()

@@ -3,7 +3,7 @@
 The server (:mod:`golden_al.servers.reference_server`) owns HTTP, faults, the chat endpoint and
 the Prometheus registry; a flavor owns what is the engine's own: its counters and gauges, its
 log lines, its extra endpoints and response fields. An engine names its flavor in its profile
-(:attr:`~golden_al.engines.profile.ServerSupport.reference_flavor`, a hook, ``lazy("module:Class")``); the
+(:attr:`~golden_al.plugin.profile.ServerSupport.reference_flavor`, a hook, ``lazy("module:Class")``); the
 server never branches on an engine's name.
 """
 

@@ -1,7 +1,7 @@
 """What a pin builder gets of a knob that an engine spells its own way in a shell script (:class:`PinSite`), and
 the helpers builders share. Each builder lives in its engine's folder (``golden_al/engines/<name>/pins.py``: vLLM's
 ``--speculative-config`` JSON, llama.cpp's ``--spec-synth-*`` flags, ATOM's ``--spec-decode-acceptance-*`` flags),
-named by the profile (:attr:`~golden_al.engines.profile.CheckSupport.script_pin`); :mod:`golden_al.checks.scripts`
+named by the profile (:attr:`~golden_al.plugin.profile.CheckSupport.script_pin`); :mod:`golden_al.checks.scripts`
 finds the occurrences and hands each to its engine's builder; environment-variable knobs and engines read off their
 command line need none.
 """
@@ -12,11 +12,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from golden_al.checks.bash import harden, has_unknown, show
 from golden_al.checks.findings import Pin
 from golden_al.prompts.thinking import ThinkingSignal
 from golden_al.recipes.derive import AgenticInfo
 from golden_al.recipes.srt_slurm import ModelName
+from golden_al.shell import harden, has_unknown, show
 
 __all__ = ["PinSite", "clean", "value_of"]
 

@@ -66,7 +66,7 @@ class Lazy:
 
     Every hook of a profile is a Python object, usually a callable; a hook whose module is heavy (a server client,
     a log parser) or imports the layers that load the registry is written ``lazy("package.module:name")`` so that
-    importing the profile stays cheap. :func:`golden_al.engines.load_hook` gives the object either way.
+    importing the profile stays cheap. :func:`golden_al.plugin.registry.load_hook` gives the object either way.
     """
 
     ref: str
@@ -498,7 +498,7 @@ class SimulateOption:
     """A ``golden-al simulate`` option this engine's samplers take (the CLI builds its flags from these)."""
 
     flag: str  #: e.g. ``--rates``
-    kwarg: str  #: the sampler keyword it sets (:func:`simulators.get_sampler`)
+    kwarg: str  #: the sampler keyword it sets (:func:`golden_al.plugin.registry.get_sampler`)
     help: str
     metavar: str | None = None
     type: Callable[[str], Any] | None = None  #: argparse type
@@ -554,7 +554,7 @@ class CheckSupport:
     #: flags (``--name``: value) and the config keys it writes (bare ``name``: value); None: not read there.
     script_speculation: Callable[[Mapping[str, Any]], Speculation | None] | None = None
     #: a hook (:data:`Hook`) building the pin of a knob this engine spells its own way in a shell script
-    #: (:mod:`golden_al.checks.script_pins`: a JSON config, a flag), ``(PinSite) -> Pin``; None: its knobs are
+    #: (:mod:`golden_al.plugin.pins`: a JSON config, a flag), ``(PinSite) -> Pin``; None: its knobs are
     #: environment variables, or read off its command line (:attr:`command_line`).
     script_pin: Hook | None = None
     #: The launch flags whose values :attr:`script_speculation` reads (``check`` gathers them on each path).
@@ -588,10 +588,10 @@ class ServerSupport:
     and their implementations, its probe, its metrics and response fields. Left out: not measurable."""
 
     #: AL sources ``measure``/``sweep`` read against this engine's server (names in
-    #: :mod:`golden_al.servers.sources`), the ``--al-source auto`` default first; empty: none.
+    #: :mod:`golden_al.plugin.sources`), the ``--al-source auto`` default first; empty: none.
     al_sources: tuple[str, ...] = ()
     #: source name -> a hook (:data:`Hook`) of its implementation: a ``CounterSource`` subclass or a
-    #: ``ResponseCounts`` (:mod:`golden_al.servers.sources`); every name in :attr:`al_sources` has one.
+    #: ``ResponseCounts`` (:mod:`golden_al.plugin.sources`); every name in :attr:`al_sources` has one.
     source_impls: Mapping[str, Hook] = field(default_factory=dict)
     #: a hook (:data:`Hook`) of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
     #: ``golden_al.servers.probe.ServerFacts`` from what the server says about itself (None: not probed).
@@ -624,7 +624,7 @@ class ServerSupport:
     #: arguments in its log); None: it reports nothing that fixes k.
     draft_len_from_server_info: Callable[[Mapping[str, Any]], DraftLen] | None = None
     #: a hook (:data:`Hook`, a class) of its ``serve-reference`` imitation, a
-    #: :class:`golden_al.servers.reference.flavor.Flavor` (None: serve-reference cannot answer like it).
+    #: :class:`golden_al.plugin.flavor.Flavor` (None: serve-reference cannot answer like it).
     reference_flavor: Hook | None = None
 
 
@@ -664,9 +664,12 @@ class SimulateSupport:
     """What ``simulate`` and ``check-run`` need: the engine's sampler (:mod:`simulators`) and how to show its
     settings. Left out: nothing to simulate, and ``check-run`` needs ``--method``."""
 
-    #: The :mod:`simulators` sampler method the engine uses for its synthetic knob by default
-    #: (``check-run``'s law when ``--method`` is not given); None: no sampler is registered.
+    #: The sampler method the engine uses for its synthetic knob by default (``check-run``'s law when ``--method``
+    #: is not given; one of :attr:`samplers`); None: the engine has no sampler.
     default_sampler: str | None = None
+    #: method (the engine's own spelling) -> a hook (:data:`Hook`) of its sampler class, a
+    #: :class:`simulators.base.EngineSampler` built with the method's options (the engine folder's ``sampler.py``).
+    samplers: Mapping[str, Hook] = field(default_factory=dict)
     #: ``(sampler, al, k) -> settings``: what ``golden-al simulate`` shows as the engine's
     #: injected settings for one of :mod:`simulators`' samplers of this engine.
     simulator_settings: Callable[..., dict[str, Any]] | None = None
@@ -682,7 +685,7 @@ class RunLogSupport:
     Left out: ``check-run`` reads only Prometheus snapshots for the engine."""
 
     #: a hook (:data:`Hook`): check-run's reader of the engine's own log lines,
-    #: ``(files, k, *, decode_log_interval) -> RunEvidence`` (:mod:`golden_al.checks.evidence`);
+    #: ``(files, k, *, decode_log_interval) -> RunEvidence`` (:mod:`golden_al.plugin.evidence`);
     #: None: only Prometheus snapshots are read for it.
     run_evidence: Hook | None = None
     #: The engine's acceptance log lines, as ``check-run`` and ``import`` read them (None: it prints none).
@@ -727,7 +730,7 @@ CAPABILITIES: tuple[Capability, ...] = (
                ("measure --launch", "sweep")),
     Capability("recipes", "read and rewrite srt-slurm recipes", "recipe", RecipeFormat, ("read",),
                ("check", "select", "inject")),
-    Capability("simulate", "reproduce its sampler", "simulate", SimulateSupport, ("default_sampler",),
+    Capability("simulate", "reproduce its sampler", "simulate", SimulateSupport, ("default_sampler", "samplers"),
                ("simulate", "check-run")),
     Capability("run-logs", "read a run's logs for its realized AL", "run_logs", RunLogSupport, ("run_evidence",),
                ("check-run",)),

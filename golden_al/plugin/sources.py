@@ -31,16 +31,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from distributions.counts import AcceptanceCounts
-from distributions.errors import CounterWentBackwardsError, DistributionError
+from distributions.errors import CounterWentBackwardsError, DistributionError, Error
 from golden_al.errors import (
     CounterResetError,
-    GoldenALError,
     InputFileError,
     MetricMissingError,
     ServerError,
     UsageError,
 )
-from golden_al.servers.client import ServerClient
+from golden_al.httpclient import ServerClient
 
 __all__ = [
     "CounterSource",
@@ -59,41 +58,41 @@ __all__ = [
 
 def source_names() -> tuple[str, ...]:
     """Every AL source a registered engine offers (``--al-source``'s choices besides ``auto``)."""
-    from golden_al import engines
+    from golden_al.plugin import registry
 
-    return tuple(dict.fromkeys(n for e in engines.engine_names() for n in engines.get_profile(e).server.al_sources))
+    return tuple(dict.fromkeys(n for e in registry.engine_names() for n in registry.get_profile(e).server.al_sources))
 
 
 def _engine_of(source: str) -> str | None:
     """The registered engine whose profile offers ``source``."""
-    from golden_al import engines
+    from golden_al.plugin import registry
 
-    return next((name for name in engines.engine_names() if source in engines.get_profile(name).server.al_sources), None)
+    return next((name for name in registry.engine_names() if source in registry.get_profile(name).server.al_sources), None)
 
 
 def _implementation(name: str, engine: str) -> Any:
     """What the engine's profile names for source ``name`` (``source_impls``: a :class:`CounterSource`
     subclass or a :class:`ResponseCounts`), imported."""
-    from golden_al import engines
+    from golden_al.plugin import registry
 
-    profile = engines.get_profile(engine)
+    profile = registry.get_profile(engine)
     ref = profile.server.source_impls.get(name)
     if ref is None:
         raise UsageError(f"{profile.display_name} offers the AL source {name} but its profile names no "
                          "implementation (source_impls)")
-    return engines.load_hook(ref)
+    return registry.load_hook(ref)
 
 
 def default_source(engine: str, *, per_request_metrics: bool = False) -> str:
     """The source used when ``--al-source auto``: the engine profile's first, or its per-request one when
     the server reports per-request counts."""
-    from golden_al import engines
+    from golden_al.plugin import registry
 
-    profile = engines.get_profile(engine)
+    profile = registry.get_profile(engine)
     if per_request_metrics and profile.server.per_request_source:
         return profile.server.per_request_source
     if not profile.server.al_sources:
-        offer = [n for n in engines.engine_names() if engines.get_profile(n).server.al_sources]
+        offer = [n for n in registry.engine_names() if registry.get_profile(n).server.al_sources]
         raise UsageError(f"no AL source for engine {engine!r}", hint=", ".join(offer) + " have one")
     return profile.server.al_sources[0]
 
@@ -117,9 +116,9 @@ async def per_request_alternative(client: ServerClient, engine: str, served_mode
     """A per-request source the server offers besides its aggregate counters, or None (the engine
     profile's ``per_request_probe`` asks with one short request; SGLang's default is already
     per-request, ATOM and llama.cpp have none)."""
-    from golden_al import engines
+    from golden_al.plugin import registry
 
-    profile = engines.get_profile(engine)
+    profile = registry.get_profile(engine)
     if profile.server.per_request_probe is None or profile.server.per_request_source is None:
         return None
     if await profile.server.per_request_probe(client, served_model, prompt.messages):
@@ -137,29 +136,24 @@ def require_distribution(counts: AcceptanceCounts, label: str, what: str) -> Acc
     return counts
 
 
-#: The exceptions a source expects from parsing a server's counts (as httpx's ``map_exceptions``
-#: maps only the transport errors it knows): anything else is a bug and propagates unchanged.
-_EXPECTED: tuple[type[Exception], ...] = (GoldenALError, DistributionError)
-
-
 @contextlib.contextmanager
 def server_errors(label: str) -> Iterator[None]:
-    """Turn the expected parsing errors into :class:`ServerError` (or keep their own class)."""
+    """Turn the errors parsing a server's counts raises (the package's own, :class:`distributions.errors.Error`)
+    into :class:`ServerError` (or keep their own class); anything else is a bug and propagates unchanged, as httpx's
+    ``map_exceptions`` maps only the transport errors it knows."""
     try:
         yield
-    except _EXPECTED as exc:
+    except Error as exc:
         raise _as_server_error(exc, label) from None
 
 
-def _as_server_error(exc: Exception, label: str) -> GoldenALError:
+def _as_server_error(exc: Error, label: str) -> Error:
     if isinstance(exc, CounterWentBackwardsError):
         return CounterResetError(f"{label}: {exc.message}", hint=exc.hint)
     if isinstance(exc, (MetricMissingError, CounterResetError)):
         return exc
     if isinstance(exc, (DistributionError, InputFileError)):
-        msg = exc.message if hasattr(exc, "message") else str(exc)
-        return ServerError(f"{label}: the server's counts are inconsistent: {msg}", hint=getattr(exc, "hint", None))
-    assert isinstance(exc, GoldenALError)  # _EXPECTED holds nothing else
+        return ServerError(f"{label}: the server's counts are inconsistent: {exc.message}", hint=exc.hint)
     return exc
 
 
@@ -255,9 +249,9 @@ class PerRequestSource(Source):
         ``/debug/mtp_stats``, llama.cpp's ``timings`` and TensorRT-LLM report per-request or
         per-position totals only, so a cell that mixes lengths there is refused, not split.
         """
-        from golden_al import engines
+        from golden_al.plugin import registry
 
-        read = engines.get_profile(self.engine).server.response_steps_by_draft_len
+        read = registry.get_profile(self.engine).server.response_steps_by_draft_len
         if read is None:
             return None
         with server_errors(label):

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import PurePath
 from typing import Any, Literal, Protocol
 
-from golden_al import engines
-from golden_al.engines._values import format_value
-from golden_al.engines.profile import Speculation
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UsageError
+from golden_al.plugin import registry
+from golden_al.plugin.profile import Speculation
+from golden_al.plugin.values import format_value
 from golden_al.prompts.thinking import (
     REQUEST,
     ThinkingSignal,
@@ -152,10 +152,10 @@ class DraftInfo:
 def settings_draft(engine: str, spec: Speculation | None, where: str,
                    unresolved: Callable[[Mapping[str, Any]], str | None] | None = None) -> DraftInfo:
     """k from the speculative settings a reader found (None: none), by the engine's rule
-    (:attr:`~golden_al.engines.profile.CheckSupport.settings_draft_len`); ``unresolved``: why a value k rests on
+    (:attr:`~golden_al.plugin.profile.CheckSupport.settings_draft_len`); ``unresolved``: why a value k rests on
     cannot be read (a shell reader's variable set outside the file), or None."""
     try:
-        profile = engines.get_profile(engine)
+        profile = registry.get_profile(engine)
     except KeyError:
         return DraftInfo(problem=f"the engine is unknown ({engine}), so nothing in {where} fixes k")
     if profile.check.settings_draft_len is None:
@@ -345,9 +345,9 @@ def _runtime_settings(data: Any) -> Iterator[tuple[str, Any, tuple[str, ...]]]:
 
 def runtime_problems(data: Any, engine: str) -> list[tuple[str, str]]:
     """``unsafe-value`` for every setting of ``engine`` in ``data`` that changes the draft length at run time
-    (:attr:`~golden_al.engines.profile.CheckSupport.runtime_draft_len`): a golden AL belongs to one fixed k."""
+    (:attr:`~golden_al.plugin.profile.CheckSupport.runtime_draft_len`): a golden AL belongs to one fixed k."""
     try:
-        settings = engines.get_profile(engine).check.runtime_draft_len
+        settings = registry.get_profile(engine).check.runtime_draft_len
     except KeyError:
         return []
     forms = {form: s for s in settings for name in s.names for form in _forms(name)}
@@ -535,7 +535,7 @@ def _point(settings: Settings, store: Any, model: str, thinking: str, k: int) ->
     except UsageError as exc:
         return None, None, ("undetermined", f"draft method: {exc}")
     try:
-        selectors = engines.get_profile(engine).selectors(settings.spec, k)
+        selectors = registry.get_profile(engine).selectors(settings.spec, k)
     except UsageError as exc:
         return None, method, ("undetermined", f"curve selectors: {exc.message}")
     try:
@@ -557,7 +557,7 @@ def _point(settings: Settings, store: Any, model: str, thinking: str, k: int) ->
         return None, method, ("undetermined", str(exc))
     try:
         if point.method:
-            engines.get_profile(engine).check_k(point.method, k)
+            registry.get_profile(engine).check_k(point.method, k)
     except UsageError as exc:
         return None, method, ("unsafe-value", exc.message)
     if not 1.0 <= point.al <= k + 1:

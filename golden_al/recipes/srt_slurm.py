@@ -54,8 +54,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
-from golden_al import engines
-from golden_al.engines.profile import RecipeFormat, Speculation
+from golden_al.plugin import registry
+from golden_al.plugin.profile import RecipeFormat, Speculation
 from golden_al.recipes.srtctl import expand_variants
 
 __all__ = [
@@ -104,7 +104,7 @@ OVERRIDE_RE = re.compile(r"^(zip_)?override_")
 @lru_cache(maxsize=1)
 def recipe_formats() -> dict[str, RecipeFormat]:
     """Engine -> its srt-slurm recipe format (:attr:`EngineProfile.recipe`), every registered engine that has one."""
-    return {p.name: p.recipe for p in map(engines.get_profile, engines.engine_names()) if p.recipe is not None}
+    return {p.name: p.recipe for p in map(registry.get_profile, registry.engine_names()) if p.recipe is not None}
 
 
 def config_keys() -> dict[str, str]:
@@ -116,8 +116,8 @@ def engine_named(name: object) -> str | None:
     """The engine a recipe names (``backend.type``, a role's ``engine``): an engine name, one of its
     ``backend_types`` or its master-config ``frameworks`` spellings (case-insensitive); None when unknown."""
     text = str(name).strip().lower()
-    for engine in engines.engine_names():
-        profile = engines.get_profile(engine)
+    for engine in registry.engine_names():
+        profile = registry.get_profile(engine)
         recipe = profile.recipe
         if text == engine or text in profile.frameworks or (recipe is not None and text in recipe.backend_types):
             return engine
@@ -127,7 +127,7 @@ def engine_named(name: object) -> str | None:
 def framework_engine(framework: object) -> str | None:
     """The engine an InferenceX ``framework`` runs (the engine profiles' ``frameworks``), None when unknown."""
     text = str(framework).strip().lower()
-    return next((e for e in engines.engine_names() if text in engines.get_profile(e).frameworks), None)
+    return next((e for e in registry.engine_names() if text in registry.get_profile(e).frameworks), None)
 
 
 def canonical_role(name: object) -> str | None:
@@ -199,8 +199,8 @@ def curve_rejection_method(value: Any) -> str | None:
     """The rejection method that chooses a golden curve: vLLM's ``rejection_sample_method``
     unless it is the value that switches synthetic acceptance on (an engine knob's ``switch_value``: the
     injected method says nothing about the real draft)."""
-    switches = {k.switch_value for name in engines.engine_names()
-                for k in engines.get_profile(name).check.synthetic_knobs if k.switch_value is not None}
+    switches = {k.switch_value for name in registry.engine_names()
+                for k in registry.get_profile(name).check.synthetic_knobs if k.switch_value is not None}
     return None if value is None or value in switches else str(value)
 
 
@@ -457,8 +457,8 @@ def _duplicate_rule(engine_prefixes: bool) -> re.Pattern[str]:
             r"served[-_]model[-_]name|model[-_]path|base|roles|args|env|environment|(zip_)?override_.*|"
             + "|".join(re.escape(k) for k in sorted({*config_keys().values(), *(k for r in recipe_formats().values()
                                                                                   for k in r.spec_keys),
-                                                      *engines.env_knobs()})))
-    prefixes = [re.escape(p) + ".*" for n in engines.engine_names() for p in engines.get_profile(n).env_prefixes]
+                                                      *registry.env_knobs()})))
+    prefixes = [re.escape(p) + ".*" for n in registry.engine_names() for p in registry.get_profile(n).env_prefixes]
     return re.compile("^(" + "|".join([read, *(prefixes if engine_prefixes else [])]) + ")$")
 
 
@@ -483,7 +483,7 @@ def is_master(data: Any) -> bool:
 
 _SETTING = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)=(.*?)\s*$")
 #: master-config ``framework`` -> engine (InferenceX ``configs/*-master.yaml`` at 843c6254f)
-FRAMEWORK_ENGINES: dict[str, str] = {f: p.name for p in map(engines.get_profile, engines.engine_names())
+FRAMEWORK_ENGINES: dict[str, str] = {f: p.name for p in map(registry.get_profile, registry.engine_names())
                                      for f in p.frameworks}
 #: frameworks whose synthetic-acceptance injector InferenceX registers (``runners/synthetic_injectors/__init__.py``)
 INJECTOR_FRAMEWORKS: tuple[str, ...] = ("dynamo-sglang", "dynamo-vllm")

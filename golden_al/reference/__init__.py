@@ -16,17 +16,17 @@ Public API:
 
 from __future__ import annotations
 
-from golden_al.engines.offline_reference.accounting import (
+from golden_al.reference.accounting import (
     StepCounts,
     counts_from_accept_counts,
     expected_step_counts,
     first_step,
     greedy_accept_counts,
 )
-from golden_al.engines.offline_reference.engine import ReferenceEngine, make_generator
-from golden_al.engines.offline_reference.live import RequestOutput
-from golden_al.engines.offline_reference.replay import ReplayOutput, TargetOutput
-from golden_al.engines.offline_reference.sampling import SamplingParams
+from golden_al.reference.engine import ReferenceEngine, make_generator
+from golden_al.reference.live import RequestOutput
+from golden_al.reference.replay import ReplayOutput, TargetOutput
+from golden_al.reference.sampling import SamplingParams
 
 __all__ = [
     "ReferenceEngine",

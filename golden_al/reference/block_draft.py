@@ -33,12 +33,12 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from golden_al.engines.offline_reference.sampling import sample
 from golden_al.models.block_config import (
     BlockDraftConfig,
     BlockDraftConfigError,
     read_block_draft_config,
 )
+from golden_al.reference.sampling import sample
 
 __all__ = ["BatchedContext", "BlockDraft", "load_block_draft", "output_head", "save_block_draft", "target_embedding"]
 

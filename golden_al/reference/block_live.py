@@ -37,10 +37,10 @@ from typing import Any
 
 import torch
 
-from golden_al.engines.offline_reference.batch_cache import BatchedKV, left_pad
-from golden_al.engines.offline_reference.block_draft import BatchedContext, BlockDraft, output_head
-from golden_al.engines.offline_reference.live import ProgressFn, RequestOutput, _choose, commit_step
-from golden_al.engines.offline_reference.sampling import (
+from golden_al.reference.batch_cache import BatchedKV, left_pad
+from golden_al.reference.block_draft import BatchedContext, BlockDraft, output_head
+from golden_al.reference.live import ProgressFn, RequestOutput, _choose, commit_step
+from golden_al.reference.sampling import (
     SamplingParams,
     greedy_verification,
     sample,

@@ -21,8 +21,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from golden_al.engines.offline_reference.batch_cache import _cache_kwarg
-from golden_al.engines.offline_reference.block_draft import BlockDraft, output_head
+from golden_al.reference.batch_cache import _cache_kwarg
+from golden_al.reference.block_draft import BlockDraft, output_head
 
 __all__ = ["TrainStats", "sequence_features", "train_block_draft"]
 

@@ -16,14 +16,14 @@ from typing import Any
 
 import torch
 
-from golden_al.engines.offline_reference.live import ProgressFn, RequestOutput, StepFn, iter_generate
-from golden_al.engines.offline_reference.replay import (
+from golden_al.reference.live import ProgressFn, RequestOutput, StepFn, iter_generate
+from golden_al.reference.replay import (
     ReplayOutput,
     TargetOutput,
     iter_replay,
     iter_target_generate,
 )
-from golden_al.engines.offline_reference.sampling import SamplingParams
+from golden_al.reference.sampling import SamplingParams
 
 __all__ = ["ReferenceEngine", "make_generator"]
 

@@ -27,10 +27,10 @@ from typing import Any
 
 import torch
 
-from golden_al.engines.offline_reference.accounting import StepCounts, counts_from_accept_counts
-from golden_al.engines.offline_reference.batch_cache import BatchedKV, left_pad
-from golden_al.engines.offline_reference.prefix import SharedPrefix
-from golden_al.engines.offline_reference.sampling import (
+from golden_al.reference.accounting import StepCounts, counts_from_accept_counts
+from golden_al.reference.batch_cache import BatchedKV, left_pad
+from golden_al.reference.prefix import SharedPrefix
+from golden_al.reference.sampling import (
     SamplingParams,
     greedy_verification,
     sample,

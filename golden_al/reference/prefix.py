@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from golden_al.engines.offline_reference.batch_cache import BatchedKV
+from golden_al.reference.batch_cache import BatchedKV
 
 __all__ = ["MIN_SHARED_PREFIX", "SharedPrefix", "shared_prefix_len"]
 

@@ -30,23 +30,23 @@ from typing import Any
 
 import torch
 
-from golden_al.engines.offline_reference.accounting import (
+from golden_al.reference.accounting import (
     StepCounts,
     counts_from_accept_counts,
     expected_step_counts,
     first_step,
     greedy_accept_counts,
 )
-from golden_al.engines.offline_reference.batch_cache import BatchedKV, left_pad
-from golden_al.engines.offline_reference.live import (
+from golden_al.reference.batch_cache import BatchedKV, left_pad
+from golden_al.reference.live import (
     ProgressFn,
     admission_group,
     iter_generate,
     prefill_budget,
     target_generate_step,
 )
-from golden_al.engines.offline_reference.prefix import SharedPrefix
-from golden_al.engines.offline_reference.sampling import SamplingParams, sample, warp
+from golden_al.reference.prefix import SharedPrefix
+from golden_al.reference.sampling import SamplingParams, sample, warp
 
 __all__ = ["ReplayOutput", "TargetOutput", "draft_agreement", "iter_replay", "iter_target_generate"]
 

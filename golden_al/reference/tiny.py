@@ -95,8 +95,8 @@ def save_tiny_pair(root: str | Path, *, vocab_size: int = 128, seed: int = 0, no
 def tiny_block_draft(target: Any, *, algorithm: str = "dflash", block_size: int = 8, num_layers: int = 1,
                      seed: int = 0, target_layer_ids: list[int] | None = None) -> Any:
     """A random DFlash (or DFlash2) draft for ``target`` (its hidden size and vocabulary), built from a config."""
-    from golden_al.engines.offline_reference.block_draft import BlockDraft
     from golden_al.models.block_config import BlockDraftConfig
+    from golden_al.reference.block_draft import BlockDraft
 
     tc = target.config
     hidden, vocab = int(tc.hidden_size), int(tc.vocab_size)

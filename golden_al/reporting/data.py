@@ -26,7 +26,6 @@ from golden_al.golden.schema import GoldenCurve
 from golden_al.measurement import prompt_clusters
 
 __all__ = [
-    "SAMPLERS",
     "PointView",
     "Series",
     "acceptance_data",
@@ -37,15 +36,6 @@ __all__ = [
     "series_from_fit",
     "slug",
 ]
-
-#: (engine, method, options, label) of every sampler the histogram plot compares.
-SAMPLERS: tuple[tuple[str, str, dict[str, Any], str], ...] = (
-    ("sglang", "match-expected", {}, "SGLang match-expected"),
-    ("sglang", "multinomial", {}, "SGLang multinomial (clamped normal)"),
-    ("vllm", "synthetic", {}, "vLLM synthetic"),
-    ("trtllm", "force", {}, "TRT-LLM force (one-model)"),
-    ("atom", "synthetic", {}, "ATOM synthetic"),
-)
 
 
 def slug(text: str) -> str:
@@ -228,16 +218,20 @@ def per_position_data(series: Sequence[Series]) -> dict[str, Any]:
 
 
 def _sampler_pmfs(al: float, k: int) -> dict[str, Any]:
-    from simulators import get_sampler
+    """Every registered engine's samplers at (AL, k), each labelled ``<display name> <method>``, in registration
+    order (the engines' own list: :func:`golden_al.plugin.registry.samplers`)."""
+    from golden_al.plugin.registry import get_profile, get_sampler, samplers
     from simulators.base import SamplerError
 
     out: dict[str, Any] = {}
-    for engine, method, opts, label in SAMPLERS:
-        try:
-            dist = get_sampler(engine, method, **opts).pmf(al, k)
-            out[label] = {"pmf": dist.to_list(), "mean": dist.mean()}
-        except (SamplerError, DistributionError) as exc:
-            out[label] = {"pmf": None, "mean": None, "why": str(exc)}
+    for engine, methods in samplers().items():
+        for method in methods:
+            label = f"{get_profile(engine).display_name} {method}"
+            try:
+                dist = get_sampler(engine, method).pmf(al, k)
+                out[label] = {"pmf": dist.to_list(), "mean": dist.mean()}
+            except (SamplerError, DistributionError) as exc:
+                out[label] = {"pmf": None, "mean": None, "why": str(exc)}
     return out
 
 

@@ -10,9 +10,9 @@ identity, never from a value the caller passes:
    (:func:`golden_al.recipes.derive.derive` on :func:`~golden_al.recipes.derive.role_settings`): a variant ``select``
    refuses is refused for the reason ``check`` gives, and one it plans is a ``match`` with the overrides applied;
 3. the overrides in the recipe's own schema, in the form each role's engine declares
-   (:attr:`~golden_al.engines.profile.RecipeFormat.inject_into`: the worker environment, the role's speculative
+   (:attr:`~golden_al.plugin.profile.RecipeFormat.inject_into`: the worker environment, the role's speculative
    config, or a server flag in its arguments), in every role that simulates
-   (:attr:`~golden_al.engines.profile.RecipeFormat.simulated_roles`, a role run by the generating role's engine);
+   (:attr:`~golden_al.plugin.profile.RecipeFormat.simulated_roles`, a role run by the generating role's engine);
    every synthetic setting elsewhere (another role, the recipe-wide ``environment:``, which srtctl applies after the
    roles') is unset.
 
@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al import engines
-from golden_al.engines._values import format_value
-from golden_al.engines.profile import EngineProfile
 from golden_al.errors import GoldenALError, UsageError
+from golden_al.plugin import registry
+from golden_al.plugin.profile import EngineProfile
+from golden_al.plugin.values import format_value
 from golden_al.recipes.derive import Derivation, Identity, RecipeFacts, derive, recipe_facts, role_settings
 from golden_al.recipes.srt_slurm import (
     EnvBlock,
@@ -121,7 +121,7 @@ def _env_spellings(profiles: Sequence[EngineProfile]) -> frozenset[str]:
 
 
 def _all_profiles() -> list[EngineProfile]:
-    return [engines.get_profile(n) for n in engines.engine_names()]
+    return [registry.get_profile(n) for n in registry.engine_names()]
 
 
 def _env_block(view: RecipeView, role: RoleConfig) -> tuple[tuple[str, ...], EnvBlock | None]:
@@ -147,7 +147,7 @@ def _synthetic(roles: Sequence[RoleConfig], blocks: Sequence[EnvBlock]) -> list[
     out = [((*b.loc, str(k)), None, ".".join((*b.loc, str(k)))) for b in blocks for k in b.env or {}
            if str(k) in spellings]
     for rc in roles:
-        knobs = engines.get_profile(rc.engine).check.synthetic_knobs if rc.engine else ()
+        knobs = registry.get_profile(rc.engine).check.synthetic_knobs if rc.engine else ()
         out += [((*rc.loc, k.name.lstrip("-")), None, ".".join((*rc.loc, k.name.lstrip("-")))) for k in knobs
                 if k.kind == "flag" and k.name.lstrip("-") in rc.args]
         spec = rc.spec
@@ -192,7 +192,7 @@ def _write(view: RecipeView, rc: RoleConfig, facts: RecipeFacts, golden: Derivat
     """(overrides, problem): the synthetic settings of the golden point in role ``rc``, in its engine's form; an engine
     whose server validates its own value (a config, a flag) gets the golden AL at the role's own k."""
     assert rc.engine is not None
-    profile = engines.get_profile(rc.engine)
+    profile = registry.get_profile(rc.engine)
     fmt = profile.recipe
     assert fmt is not None
     assert golden.k is not None
@@ -202,7 +202,7 @@ def _write(view: RecipeView, rc: RoleConfig, facts: RecipeFacts, golden: Derivat
     try:
         if fmt.inject_into != "env" and own.draft.k is not None and own.draft.k != k:
             k, al = own.draft.k, golden.al_at(own.draft.k)
-        settings = engines.synthetic_settings(rc.engine, al, k)
+        settings = registry.synthetic_settings(rc.engine, al, k)
     except GoldenALError as exc:
         return [], f"the {rc.role} role drafts k={k}: {exc.message}"
     if fmt.injection_problem is not None:

@@ -17,9 +17,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from golden_al import engines
-from golden_al.engines._values import format_value
 from golden_al.errors import GoldenALError
+from golden_al.plugin import registry
+from golden_al.plugin.values import format_value
 
 __all__ = ["is_script", "plan_script"]
 
@@ -63,12 +63,12 @@ def plan_script(path: Path, text: str, identity: Any, store: Any) -> Any:
                      hint="remove the pin: the golden AL is passed in the script's environment at launch")
     found: list[tuple[str, Any, Any]] = []  # (engine, pin, its golden)
     problems: list[str] = []
-    for name in engines.engine_names():
-        profile = engines.get_profile(name)
+    for name in registry.engine_names():
+        profile = registry.get_profile(name)
         if profile.check.command_line is not None or not any(k.kind == "env" and k.role == "value"
                                                        for k in profile.check.synthetic_knobs):
             continue
-        exported = engines.synthetic_settings(name, 2.0, 1)
+        exported = registry.synthetic_settings(name, 2.0, 1)
         probe, first = _probe(text, exported)
         pins, _diags = extract_shell_pins(probe, str(path), census=census_shell(probe))
         for pin in pins:
@@ -100,7 +100,7 @@ def plan_script(path: Path, text: str, identity: Any, store: Any) -> Any:
     engine, _pin, golden = found[0]
     point = golden.point
     try:
-        settings = engines.synthetic_settings(engine, point.al, golden.k)
+        settings = registry.synthetic_settings(engine, point.al, golden.k)
     except GoldenALError as exc:
         raise refuse(exc.message, exc.hint) from None
     overrides = tuple(Override("set", ("env", key), value) for key, value in settings.items())

@@ -2,13 +2,13 @@
 
 * :mod:`golden_al.servers.launch`: exact launch commands per engine and a managed
   server process (readiness wait, captured log, always stopped).
-* :mod:`golden_al.servers.client`: async OpenAI-compatible chat client with
+* :mod:`golden_al.httpclient`: async OpenAI-compatible chat client with
   bounded retries and exponential backoff.
 * :mod:`golden_al.servers.synthetic`: refuse a "measurement" while synthetic
   (forced) acceptance is active.
 * :mod:`golden_al.servers.probe`: what a server says about itself (version, args,
   draft length), checked against the requested draft length.
-* :mod:`golden_al.servers.sources`: bias-free AL sources (SGLang per-request
+* :mod:`golden_al.plugin.sources`: bias-free AL sources (SGLang per-request
   histograms, vLLM counters or per-request metrics, ATOM ``/debug/mtp_stats``).
 * :mod:`golden_al.servers.measure`: measure one cell resumably into a
   ``measurement.json`` record.

@@ -27,9 +27,9 @@ from golden_al.measurement import (
     line_indices,
     read_request_results,
 )
+from golden_al.plugin.sources import Source
 from golden_al.provenance import atomic_write_text
 from golden_al.servers.pipeline import Schedule
-from golden_al.servers.sources import Source
 
 __all__ = [
     "CELL_FILE",

@@ -25,9 +25,9 @@ from golden_al.measurement import (
     request_timing,
     write_record,
 )
+from golden_al.plugin.checks_ran import ran
 from golden_al.provenance import collect, now_iso
 from golden_al.servers.cell import CellPlan, ChatPrompt
-from golden_al.servers.checks_ran import ran
 
 __all__ = [
     "MIN_WINDOWS",
@@ -98,7 +98,7 @@ def cross_check(plan: CellPlan, counts: AcceptanceCounts, responses: Sequence[Ma
     (:mod:`golden_al.servers.crosscheck`), and each OpenAI answer's ``model`` against the model the
     run measures (native answers, SGLang's ``/generate``, carry none); raises CountsDisagreeError
     before anything is recorded."""
-    from golden_al.engines import get_profile
+    from golden_al.plugin.registry import get_profile
     from golden_al.servers.crosscheck import CountsDisagreeError, check_unit
 
     for resp in responses:  # an OpenAI answer names the model that wrote it: the one the run measures
@@ -185,7 +185,7 @@ def reported_al(resp: Mapping[str, Any], engine: str, key: str = "reported_al") 
     """The AL the server itself reports for one answer, where the engine's profile names such a response field
     (``response_fields["reported_al"]``: SGLang's ``meta_info`` accept length, vLLM's per-request mean), or None;
     with ``key`` another numeric field the profile names (``decode_ms``: llama.cpp's ``timings.predicted_ms``)."""
-    from golden_al.engines import get_profile
+    from golden_al.plugin.registry import get_profile
 
     field = get_profile(engine).server.response_fields.get(key)
     if field is None:

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 from distributions.counts import AcceptanceCounts
 from golden_al.errors import EngineError
-from golden_al.servers.checks_ran import ran
+from golden_al.plugin.checks_ran import ran
 
 __all__ = ["CountsDisagreeError", "check_unit"]
 

@@ -28,9 +28,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from golden_al import engines
-from golden_al.engines.profile import LaunchRequest
 from golden_al.errors import ServerError, UsageError
+from golden_al.plugin import registry
+from golden_al.plugin.profile import LaunchRequest
 from golden_al.provenance import now_iso
 from golden_al.servers import synthetic
 
@@ -49,15 +49,15 @@ __all__ = [
 ]
 
 #: Engines whose profile can build a server command (``LaunchSupport.server_args``), from the registry.
-SERVER_ENGINES: tuple[str, ...] = tuple(n for n in engines.engine_names() if engines.get_profile(n).has("launch"))
+SERVER_ENGINES: tuple[str, ...] = tuple(n for n in registry.engine_names() if registry.get_profile(n).has("launch"))
 #: Engines golden-al can measure over HTTP: the profile names an AL source and a server probe (attach
 #: with ``--server``), or builds a server command (``--launch``); in registration order.
-MEASURABLE_ENGINES: tuple[str, ...] = tuple(n for n in engines.engine_names() if engines.get_profile(n).has("server"))
+MEASURABLE_ENGINES: tuple[str, ...] = tuple(n for n in registry.engine_names() if registry.get_profile(n).has("server"))
 #: ``--engine`` -> the Python module the server runs as (engines run as an executable are absent).
-ENGINE_MODULES: dict[str, str] = {name: engines.get_profile(name).launch.launch_command[-1] for name in SERVER_ENGINES
-                                  if engines.get_profile(name).launch.executable is None}
+ENGINE_MODULES: dict[str, str] = {name: registry.get_profile(name).launch.launch_command[-1] for name in SERVER_ENGINES
+                                  if registry.get_profile(name).launch.executable is None}
 # Environment variables worth recording (never secrets: no tokens or keys).
-_ENV_PREFIXES = (*dict.fromkeys(p for name in engines.engine_names() for p in engines.get_profile(name).env_prefixes),
+_ENV_PREFIXES = (*dict.fromkeys(p for name in registry.engine_names() for p in registry.get_profile(name).env_prefixes),
                  "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "NCCL_", "HF_HUB_OFFLINE",
                  "TRANSFORMERS_OFFLINE", "OMP_NUM_THREADS")
 _SECRET_MARKERS = ("TOKEN", "KEY", "SECRET", "PASSWORD")
@@ -121,7 +121,7 @@ class LaunchSpec:
 
     def draft_method(self) -> str:
         """The record's ``draft_method`` (lower-case algorithm/method)."""
-        method = engines.get_profile(self.engine).launch.launch_method
+        method = registry.get_profile(self.engine).launch.launch_method
         if method is not None:
             return method(self.algorithm, self.draft)
         return (self.algorithm or "").lower() or "unknown"
@@ -146,7 +146,7 @@ def free_port(host: str = "127.0.0.1") -> int:
 def _check_reserved(engine: str, args: Sequence[str]) -> None:
     for arg in args:
         name = arg.split("=", 1)[0]
-        if name in engines.get_profile(engine).launch.reserved_flags:
+        if name in registry.get_profile(engine).launch.reserved_flags:
             raise UsageError(
                 f"--engine-arg {arg!r} sets {name}, which golden-al sets itself",
                 hint="use --draft-len/--algorithm/--draft/--tp/--port/--served-model-name instead",
@@ -170,7 +170,7 @@ def build_command(spec: LaunchSpec) -> list[str]:
         return _reference_command(spec)
     _check_reserved(spec.engine, spec.engine_args)
     synthetic.check_engine_args(spec.engine_args, where="--engine-arg")
-    profile = engines.get_profile(spec.engine)
+    profile = registry.get_profile(spec.engine)
     assert profile.launch.server_args is not None  # every SERVER_ENGINES profile has one
     # synthetic keys in --speculative-extra, whichever engine it is merged into
     synthetic.check_speculative_config(spec.speculative_extra, where="--speculative-extra")

@@ -46,6 +46,7 @@ from golden_al.errors import (
     ServerError,
     UsageError,
 )
+from golden_al.httpclient import RequestFailedError, ServerClient
 from golden_al.measurement import (
     REQUESTS_FILE,
     MeasurementRecord,
@@ -55,8 +56,9 @@ from golden_al.measurement import (
     request_indices,
     write_record,
 )
+from golden_al.plugin import checks_ran
+from golden_al.plugin.sources import CounterSource, PerRequestSource, Source
 from golden_al.provenance import now_iso
-from golden_al.servers import checks_ran
 from golden_al.servers.cell import (
     CELL_FILE,
     SESSION_FILE,
@@ -83,9 +85,7 @@ from golden_al.servers.cell_records import (
     usage_tokens,
     write_draft_len_records,
 )
-from golden_al.servers.client import RequestFailedError, ServerClient
 from golden_al.servers.pipeline import PipelineStats, run_pipeline, run_waves
-from golden_al.servers.sources import CounterSource, PerRequestSource, Source
 
 __all__ = [
     "CELL_FILE",
@@ -164,10 +164,10 @@ class MixedDraftLengths:
 async def _run_per_request(client: ServerClient, plan: CellPlan, source: PerRequestSource,
                            todo: list[ChatPrompt], req_file: Path, progress: ProgressFn, stats: PipelineStats,
                            tag: Mapping[str, Any]) -> None:
-    from golden_al import engines
+    from golden_al.plugin import registry
 
     # an engine whose proposals are exactly steps x k shows a change of k in every response
-    mixed = MixedDraftLengths() if engines.get_profile(source.engine).server.exact_proposals else None
+    mixed = MixedDraftLengths() if registry.get_profile(source.engine).server.exact_proposals else None
 
     async def send(prompt: ChatPrompt) -> None:
         label = _label(plan, f"request {prompt.index}")
@@ -444,7 +444,7 @@ async def measure_cell(client: ServerClient | Sequence[ServerClient], plan: Cell
 
     ``closing_probe`` runs after the last unit and before the record is written: it asks the server who it is
     again and raises when that changed (the record is then not written; the rows stay). The record's
-    ``checks`` are the guards that passed in the caller's :func:`golden_al.servers.checks_ran.recording`.
+    ``checks`` are the guards that passed in the caller's :func:`golden_al.plugin.checks_ran.recording`.
 
     Returns the record (also written to ``directory/measurement.json``).
 

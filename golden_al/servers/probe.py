@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from golden_al.httpclient import ServerClient
 from golden_al.servers import synthetic
-from golden_al.servers.client import ServerClient
 
 __all__ = ["ServerFacts", "filter_args", "probe_server"]
 
@@ -41,7 +41,7 @@ class ServerFacts:
     draft_method: str | None = None
     chain: bool | None = None
     warnings: list[str] = field(default_factory=list)
-    #: the curve selectors of the server's settings (:meth:`~golden_al.engines.profile.EngineProfile.selectors`);
+    #: the curve selectors of the server's settings (:meth:`~golden_al.plugin.profile.EngineProfile.selectors`);
     #: None: the server does not say what it runs with
     selectors: dict[str, str] | None = None
 
@@ -64,12 +64,12 @@ def filter_args(args: Mapping[str, Any]) -> dict[str, Any]:
 
 def _probe_of(engine: str) -> Any:
     """The engine profile's ``server_probe`` (``"module:function"``), imported."""
-    from golden_al import engines
+    from golden_al.plugin import registry
 
-    profile = engines.get_profile(engine)
+    profile = registry.get_profile(engine)
     profile.require("server", "measure")  # a probe, its AL sources and their implementations, or none of them
     assert profile.server.server_probe is not None
-    return engines.load_hook(profile.server.server_probe)
+    return registry.load_hook(profile.server.server_probe)
 
 
 def is_chain(engine: str, method: str | None, topk: int | None = None) -> bool:

@@ -8,7 +8,7 @@ them can be tested end to end over real HTTP. This module owns what every flavor
 ``/health``, the fault plan); what is an engine's own lives in its flavor
 (:mod:`golden_al.servers.reference`: SGLang 0.5.23, vLLM 0.33.0, ATOM ffdf3bb5d, each citing
 the upstream files it reproduces), which the engine's profile names
-(:attr:`~golden_al.engines.profile.ServerSupport.reference_flavor`).
+(:attr:`~golden_al.plugin.profile.ServerSupport.reference_flavor`).
 
 Faults for tests (:class:`FaultPlan`, ``--fault KIND@N`` on the command line; ``N``
 counts chat/generate requests received, from 1, as ``N``, ``N-M`` or ``N+``):
@@ -42,10 +42,10 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 
-from golden_al import engines
 from golden_al.errors import UsageError
+from golden_al.plugin import registry
+from golden_al.plugin.flavor import Flavor, now_log
 from golden_al.servers.reference.config import Fault, FaultPlan, ServeConfig, parse_fault
-from golden_al.servers.reference.flavor import Flavor, now_log
 from golden_al.servers.served_engine import ServedEngine
 
 __all__ = ["FLAVORS", "Fault", "FaultPlan", "ReferenceServer", "ServeConfig", "flavors", "parse_fault"]
@@ -54,8 +54,8 @@ __all__ = ["FLAVORS", "Fault", "FaultPlan", "ReferenceServer", "ServeConfig", "f
 def flavors() -> dict[str, Any]:
     """Engine -> the hook (``lazy("module:Class")``) of its serve-reference flavor, for every engine that has one."""
     out = {}
-    for name in engines.engine_names():
-        ref = engines.get_profile(name).server.reference_flavor
+    for name in registry.engine_names():
+        ref = registry.get_profile(name).server.reference_flavor
         if ref is not None:
             out[name] = ref
     return out
@@ -148,7 +148,7 @@ class ReferenceServer:
         self._log_lock = threading.Lock()
         self.lock = threading.Lock()
         self.running = 0
-        flavor_class: type[Flavor] = engines.load_hook(known[config.flavor])
+        flavor_class: type[Flavor] = registry.load_hook(known[config.flavor])
         self.flavor = flavor_class(config, engine, self.log, lambda: self.model_name)
         self.reset()
         self._counter = 0

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.errors import UsageError
-from golden_al.servers.checks_ran import ran
+from golden_al.plugin.checks_ran import ran
 
 __all__ = ["check_text_tokens", "load_tokenizer", "token_allowance"]
 

@@ -4,7 +4,7 @@ Both answer one chat request with a :class:`Generation`: the text, the token
 counts and the accepted drafts of every verify step, which the HTTP layer turns
 into SGLang- or vLLM-shaped answers and counters.
 
-* :class:`ReferenceServedEngine` wraps :class:`golden_al.engines.offline_reference.ReferenceEngine`
+* :class:`ReferenceServedEngine` wraps :class:`golden_al.reference.ReferenceEngine`
   (torch, imported lazily): chat template through the target's tokenizer, live
   chain speculative decoding, one request at a time.
 * :class:`FakeServedEngine` needs no model: a chain draft whose acceptance at
@@ -153,7 +153,7 @@ class ReferenceServedEngine:
         import torch
         from transformers import AutoModelForCausalLM, AutoTokenizer
 
-        from golden_al.engines.offline_reference import ReferenceEngine
+        from golden_al.reference import ReferenceEngine
 
         torch_dtype = getattr(torch, dtype)
         self.tokenizer: Any = AutoTokenizer.from_pretrained(target)
@@ -174,7 +174,7 @@ class ReferenceServedEngine:
     def generate(self, *, messages: Sequence[Mapping[str, Any]] | None, text: str | None, max_tokens: int,
                  temperature: float, top_p: float, seed: int | None,
                  chat_template_kwargs: Mapping[str, Any] | None) -> Generation:
-        from golden_al.engines.offline_reference import SamplingParams
+        from golden_al.reference import SamplingParams
 
         ids: Any
         if messages is not None:

@@ -48,8 +48,8 @@ from typing import Any, Literal
 
 from distributions import units
 from distributions.uncertainty import se_from_ci, z_for_confidence
-from golden_al import engines
 from golden_al.errors import SchemaError, ServerError, UsageError
+from golden_al.httpclient import RetryPolicy, ServerClient
 from golden_al.measure.derive import derive_record, truncate_result
 from golden_al.measurement import (
     MEASUREMENT_FILE,
@@ -60,16 +60,16 @@ from golden_al.measurement import (
     ServerInfo,
     load_record,
 )
+from golden_al.plugin import checks_ran, registry
+from golden_al.plugin.sources import default_source, make_source, per_request_alternative
 from golden_al.prompts.thinking import mode_key
 from golden_al.provenance import atomic_write_text, collect, now_iso
-from golden_al.servers import checks_ran, synthetic
 from golden_al.servers import launch as launch_mod
-from golden_al.servers.client import RetryPolicy, ServerClient
+from golden_al.servers import synthetic
 from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results, validate_cell_dir
 from golden_al.servers.pipeline import Schedule
 from golden_al.servers.probe import ServerFacts, is_chain, probe_server
 from golden_al.servers.replicas import check_replicas_agree, identified, identity, identity_changes
-from golden_al.servers.sources import default_source, make_source, per_request_alternative
 
 __all__ = [
     "ModeSpec",
@@ -364,7 +364,7 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
             note("replicas assumed identical (--assume-identical-replicas): " + ", ".join(unknown))
         facts = every[0]
         client = clients[0] if len(clients) == 1 else clients
-        from_command = engines.get_profile(options.engine).launch.launch_draft_len
+        from_command = registry.get_profile(options.engine).launch.launch_draft_len
         if facts.draft_len is None and command is not None and from_command is not None:
             facts.draft_len, rule = from_command(command)
             facts.draft_len_rule = f"launch command {rule}"

@@ -31,10 +31,10 @@ import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from golden_al import engines
-from golden_al.engines.profile import SyntheticKnob, reads_off
 from golden_al.errors import SyntheticAcceptanceActiveError
-from golden_al.servers.checks_ran import ran
+from golden_al.plugin import registry
+from golden_al.plugin.checks_ran import ran
+from golden_al.plugin.profile import SyntheticKnob, reads_off
 
 __all__ = [
     "check_engine_args",
@@ -57,10 +57,10 @@ def _refuse(what: str, where: str, hint: str) -> SyntheticAcceptanceActiveError:
 
 def _knob_of(engine: str, knob: str) -> SyntheticKnob | None:
     """The profile's knob behind a census term (None: the harness's, or an unregistered engine's)."""
-    if engine not in engines.engine_names():
+    if engine not in registry.engine_names():
         return None
     try:
-        return engines.get_profile(engine).knob(knob)
+        return registry.get_profile(engine).knob(knob)
     except KeyError:
         return None
 
@@ -70,7 +70,7 @@ def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment
 
     Every variable is read by ``check``'s census (every registered engine's knobs and their
     environment forms, from the profiles), and a knob's value by that knob's own rule for what its
-    engine reads as off (:meth:`~golden_al.engines.profile.SyntheticKnob.off_in_env`: SGLang's length
+    engine reads as off (:meth:`~golden_al.plugin.profile.SyntheticKnob.off_in_env`: SGLang's length
     is off at or below 0, TensorRT-LLM's count only at 0, llama.cpp's ``LLAMA_ARG_*`` forms never when
     set). Checked for every engine, since a wrapper may forward the whole environment.
     """
@@ -85,9 +85,9 @@ def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment
                 continue
             form = ""
             if knob is not None and knob.kind == "flag":
-                form = f" (the env form of {engines.get_profile(occ.term.engine).display_name}'s {knob.name})"
+                form = f" (the env form of {registry.get_profile(occ.term.engine).display_name}'s {knob.name})"
             raise _refuse(f"{name}={value}", where, f"unset {name}{form} {_HINT_ENV}")
-    leftovers = sorted(name for name in env if name in engines.companion_env_names())
+    leftovers = sorted(name for name in env if name in registry.companion_env_names())
     if inert or leftovers:
         warnings.append(f"{where} sets {', '.join(inert + leftovers)} but no active simulated length; "
                         "simulation is off")
@@ -97,7 +97,7 @@ def check_launch_env(env: Mapping[str, str], *, where: str = "launch environment
 def _checks(hook: str) -> list[Any]:
     """Every registered engine's ``hook`` (``forced_in_args``, ``forced_in_config``, ``forced_in_log_line``): each
     engine is asked, since a wrapper may forward another engine's settings."""
-    return [check for name in engines.engine_names() if (check := getattr(engines.get_profile(name).check, hook))]
+    return [check for name in registry.engine_names() if (check := getattr(registry.get_profile(name).check, hook))]
 
 
 def _forced(checks: Sequence[Any], value: Any) -> tuple[str, str] | None:

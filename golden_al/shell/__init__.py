@@ -16,7 +16,7 @@ running the script*:
 Nothing is ever executed.
 """
 
-from golden_al.checks.bash.expand import (
+from golden_al.shell.expand import (
     UNKNOWN_MARK,
     Expander,
     State,
@@ -28,7 +28,7 @@ from golden_al.checks.bash.expand import (
     show,
     unknown_names,
 )
-from golden_al.checks.bash.nodes import (
+from golden_al.shell.nodes import (
     AndOr,
     ArrayAssign,
     Case,
@@ -42,8 +42,8 @@ from golden_al.checks.bash.nodes import (
     Word,
     iter_cmds,
 )
-from golden_al.checks.bash.parse import MAX_NESTING, MAX_PARSE_SECONDS, ShellSyntaxError, parse_script
-from golden_al.checks.bash.walk import MAX_STATES, Walker, origin_of
+from golden_al.shell.parse import MAX_NESTING, MAX_PARSE_SECONDS, ShellSyntaxError, parse_script
+from golden_al.shell.walk import MAX_STATES, Walker, origin_of
 
 __all__ = [
     "MAX_NESTING",

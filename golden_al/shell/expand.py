@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from golden_al.checks.bash.parse import command_words
+from golden_al.shell.parse import command_words
 
 __all__ = ["UNKNOWN_MARK", "Expander", "State", "Value", "expand_word", "harden", "has_unknown", "is_soft",
            "safe_arith", "show", "unknown_names"]

@@ -19,7 +19,7 @@ import time
 from functools import lru_cache
 from typing import Any
 
-from golden_al.checks.bash.nodes import (
+from golden_al.shell.nodes import (
     AndOr,
     ArrayAssign,
     Case,

@@ -21,7 +21,7 @@ import operator
 import re
 from collections.abc import Callable, Iterable
 
-from golden_al.checks.bash.expand import (
+from golden_al.shell.expand import (
     Expander,
     State,
     _placeholder,
@@ -30,7 +30,7 @@ from golden_al.checks.bash.expand import (
     is_soft,
     show,
 )
-from golden_al.checks.bash.nodes import (
+from golden_al.shell.nodes import (
     AndOr,
     ArrayAssign,
     Case,

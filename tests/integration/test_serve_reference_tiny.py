@@ -17,7 +17,7 @@ pytestmark = pytest.mark.torch
 
 @pytest.fixture(scope="module")
 def tiny_pair(tmp_path_factory):
-    from golden_al.engines.offline_reference.tiny import save_tiny_pair
+    from golden_al.reference.tiny import save_tiny_pair
 
     root = tmp_path_factory.mktemp("tiny")
     return save_tiny_pair(root, seed=3, noise=0.3)

@@ -54,7 +54,7 @@ def _sweep_args(tmp_path: Path, target: Path, draft: Path, out: Path) -> list[st
 
 
 def test_sweep_on_slurm_with_a_failing_cell_and_a_resume(tmp_path):
-    from golden_al.engines.offline_reference.tiny import save_tiny_pair
+    from golden_al.reference.tiny import save_tiny_pair
 
     target, draft = save_tiny_pair(tmp_path / "tiny", seed=3, noise=0.3)
     out = tmp_path / "out"

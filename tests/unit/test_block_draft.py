@@ -26,17 +26,17 @@ from scipy import stats
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from golden_al.engines.offline_reference.block_draft import load_block_draft, save_block_draft  # noqa: E402
-from golden_al.engines.offline_reference.block_live import iter_block_generate  # noqa: E402
-from golden_al.engines.offline_reference.block_train import sequence_features, train_block_draft  # noqa: E402
-from golden_al.engines.offline_reference.engine import ReferenceEngine  # noqa: E402
-from golden_al.engines.offline_reference.sampling import SamplingParams, warp  # noqa: E402
-from golden_al.engines.offline_reference.tiny import tiny_block_draft, tiny_model  # noqa: E402
 from golden_al.models.block_config import (  # noqa: E402
     BlockDraftConfigError,
     BlockDraftFormatError,
     read_block_draft_config,
 )
+from golden_al.reference.block_draft import load_block_draft, save_block_draft  # noqa: E402
+from golden_al.reference.block_live import iter_block_generate  # noqa: E402
+from golden_al.reference.block_train import sequence_features, train_block_draft  # noqa: E402
+from golden_al.reference.engine import ReferenceEngine  # noqa: E402
+from golden_al.reference.sampling import SamplingParams, warp  # noqa: E402
+from golden_al.reference.tiny import tiny_block_draft, tiny_model  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_one_thread")]
 

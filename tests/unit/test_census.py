@@ -312,8 +312,8 @@ def test_sglang_dspark_ragged_verify_other_than_static_beside_a_simulated_length
 def test_an_engine_added_to_the_registry_is_counted_without_touching_checks(tmp_path: Path, monkeypatch) -> None:
     """A sixth engine's knob in a shell script: the census (vocabulary from the registry) finds it, and
     as no reader turns it into a pin the check fails with 'unresolved', never 'no pinned value'."""
-    from golden_al import engines
-    from golden_al.engines.profile import CheckSupport, EngineProfile, Source, SyntheticKnob
+    from golden_al.plugin import registry
+    from golden_al.plugin.profile import CheckSupport, EngineProfile, Source, SyntheticKnob
 
     module = types.ModuleType("toy_engine_for_census")
     module.PROFILE = EngineProfile(
@@ -328,8 +328,8 @@ def test_an_engine_added_to_the_registry_is_counted_without_touching_checks(tmp_
         ),
     )
     monkeypatch.setitem(sys.modules, "toy_engine_for_census", module)
-    monkeypatch.setitem(engines.REGISTRY, "toy", "toy_engine_for_census")
-    engines.ENGINES.reset()  # the registry validates its plugins once; this one came late
+    monkeypatch.setitem(registry.REGISTRY, "toy", "toy_engine_for_census")
+    registry.ENGINES.reset()  # the registry validates its plugins once; this one came late
     census.vocabulary.cache_clear()
     census._by_spelling.cache_clear()
     census._pattern.cache_clear()
@@ -341,7 +341,7 @@ def test_an_engine_added_to_the_registry_is_counted_without_touching_checks(tmp_
         for f in (census.vocabulary, census._by_spelling, census._pattern, census._substring_rx,
                   census._substrings):
             f.cache_clear()
-        engines.ENGINES.reset()
+        registry.ENGINES.reset()
     (f,) = findings
     assert (f.engine, f.verdict, f.pinned_value) == ("toy", "unresolved", "2.5")
 

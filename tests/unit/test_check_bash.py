@@ -1,4 +1,4 @@
-"""The static bash reader (``golden_al.checks.bash``): parsing, expansion, branches, here-documents,
+"""The static bash reader (``golden_al.shell``): parsing, expansion, branches, here-documents,
 value and use lines, case arms as path conditions, parse errors (nothing is executed)."""
 
 from __future__ import annotations
@@ -8,7 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from golden_al.checks.bash import (
+from golden_al.checks.spec import settings_draft_any_algorithm
+from golden_al.checks.static import check_paths
+from golden_al.engines import sglang
+from golden_al.golden import load_store
+from golden_al.recipes.derive import DraftInfo
+from golden_al.shell import (
     MAX_NESTING,
     Cmd,
     ShellSyntaxError,
@@ -22,11 +27,6 @@ from golden_al.checks.bash import (
     safe_arith,
     show,
 )
-from golden_al.checks.spec import settings_draft_any_algorithm
-from golden_al.checks.static import check_paths
-from golden_al.engines import sglang
-from golden_al.golden import load_store
-from golden_al.recipes.derive import DraftInfo
 
 
 def _run(script: str, names: list[str], assume: dict[str, str] | None = None):
@@ -304,7 +304,7 @@ def test_a_script_that_does_not_parse_is_unreadable_with_its_pins(tmp_path) -> N
 
 
 def test_parse_time_is_bounded(monkeypatch) -> None:
-    import golden_al.checks.bash.parse as parse
+    import golden_al.shell.parse as parse
 
     monkeypatch.setattr(parse, "MAX_PARSE_SECONDS", 0.0)
     with pytest.raises(ShellSyntaxError, match="did not finish parsing"):

@@ -7,11 +7,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from golden_al.checks.bash import ShellSyntaxError
 from golden_al.checks.scripts import extract_shell_pins
 from golden_al.checks.static import check_paths, evaluate
 from golden_al.checks.yaml_configs import YamlError, extract_json_pins, extract_yaml_pins
 from golden_al.golden import load_store
+from golden_al.shell import ShellSyntaxError
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "check"
 TREE_FILES = sorted(p for p in (FIX / "tree").rglob("*") if p.is_file())

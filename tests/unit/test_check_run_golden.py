@@ -11,7 +11,7 @@ import pytest
 
 from golden_al.cli.main import main
 from golden_al.engines import sglang
-from simulators.base import get_sampler
+from golden_al.plugin.registry import get_sampler
 
 # the shipped DeepSeek-V4-Pro MTP curve: thinking_on k=3 -> 2.49
 MODEL, AL, K = "deepseek-ai/DeepSeek-V4-Pro", 2.49, 3

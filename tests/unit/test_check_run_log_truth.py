@@ -11,7 +11,7 @@ import pytest
 
 from golden_al.cli.main import main
 from golden_al.engines import sglang
-from simulators.base import get_sampler
+from golden_al.plugin.registry import get_sampler
 
 pytestmark = pytest.mark.hostile
 

@@ -14,7 +14,7 @@ import pytest
 
 from golden_al.checks.run import RunEvidence, check_evidence, false_alarm_bound
 from golden_al.errors import UsageError
-from simulators.base import get_sampler
+from golden_al.plugin.registry import get_sampler
 
 RATES = [0.9, 0.7, 0.35]
 AL = 1 + sum(RATES)

@@ -86,7 +86,7 @@ def test_long_helps_are_grouped_so_each_option_has_a_named_home(command, capsys)
                               "reference engine (--engine reference, the default)"]
         assert len(out.split("\n\n")[0].splitlines()) == 1  # a one-line usage, not 30 lines of flags
     assert [t for t in titles if t.startswith("server:")] == [
-        "server: which one (sglang, vllm, trtllm, atom, llamacpp)", "server: launching one (--launch)",
+        "server: which one (atom, llamacpp, sglang, trtllm, vllm)", "server: launching one (--launch)",
         "server: requests, bounds and prompts on the wire", "server: where AL comes from"]
 
 

@@ -21,7 +21,7 @@ NUM_PROMPTS = 5
 
 @pytest.fixture(scope="module")
 def tiny(tmp_path_factory):
-    from golden_al.engines.offline_reference.tiny import save_tiny_pair
+    from golden_al.reference.tiny import save_tiny_pair
 
     root = tmp_path_factory.mktemp("tiny")
     target, draft = save_tiny_pair(root / "models")
@@ -55,7 +55,7 @@ def test_single_k_writes_a_valid_record(tiny, tmp_path, capsys):
     assert any("fewer than 10" in w for w in record.warnings)
     assert "fewer than 10" in captured.err
     assert record.engine == "reference"
-    from golden_al.engines.offline_reference.kernels import onednn_available
+    from golden_al.reference.kernels import onednn_available
 
     assert record.provenance["reference_engine"]["linear_kernels"] == (
         "onednn" if onednn_available() else "transposed")
@@ -244,8 +244,8 @@ def test_shared_prefix_is_recorded_and_can_be_switched_off(tiny, tmp_path):
 def test_precision_batches_share_the_full_sets_prefix(tiny, tmp_path, monkeypatch):
     """--ci-half-width measures growing slices of the loaded prompts; each slice must prefill the
     prefix of the whole set (not its own, longer one), so every request is computed alike."""
-    from golden_al.engines.offline_reference import engine as engine_mod
-    from golden_al.engines.offline_reference.prefix import shared_prefix_len
+    from golden_al.reference import engine as engine_mod
+    from golden_al.reference.prefix import shared_prefix_len
 
     prompts = tmp_path / "p.jsonl"
     texts = ["def f1(x): return x*1", "def f1(x): return x*2", "def g(y): return y-3", "def g(y): return y-4"]
@@ -271,7 +271,7 @@ def test_precision_batches_share_the_full_sets_prefix(tiny, tmp_path, monkeypatc
 
 def test_onednn_default_falls_back_to_transposed_and_says_so(tiny, tmp_path, monkeypatch):
     """A torch without oneDNN runs the default on MKL's transposed product; the record says which."""
-    from golden_al.engines.offline_reference import kernels
+    from golden_al.reference import kernels
 
     monkeypatch.setattr(kernels, "onednn_available", lambda: False)
     assert _measure(tiny, tmp_path / "run", "--draft-len", "2", "--num-prompts", "2") == 0

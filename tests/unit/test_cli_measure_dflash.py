@@ -29,10 +29,10 @@ NUM_PROMPTS = 4
 def setup(tmp_path_factory):
     from transformers import AutoModelForCausalLM
 
-    from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams
-    from golden_al.engines.offline_reference.block_draft import save_block_draft
-    from golden_al.engines.offline_reference.block_train import sequence_features, train_block_draft
-    from golden_al.engines.offline_reference.tiny import save_tiny_pair, tiny_block_draft
+    from golden_al.reference import ReferenceEngine, SamplingParams
+    from golden_al.reference.block_draft import save_block_draft
+    from golden_al.reference.block_train import sequence_features, train_block_draft
+    from golden_al.reference.tiny import save_tiny_pair, tiny_block_draft
 
     torch.set_num_threads(1)
     root = tmp_path_factory.mktemp("dflash-cli")

@@ -149,19 +149,19 @@ def test_help_shows_examples(capsys):
 @pytest.mark.parametrize(("al", "k"), [(4.05, 7), (3.0, 3), (2.123456789, 4), (8.0, 7)])
 def test_injected_values_agree_with_engine_profiles(al, k):
     """simulate shows the same injected strings as `golden-al env` (both from the engine profiles)."""
-    from golden_al import engines
     from golden_al.cli.simulate import _engine_settings
     from golden_al.engines import sglang
-    from simulators import get_sampler
+    from golden_al.plugin import registry
+    from golden_al.plugin.registry import get_sampler
 
     sg = _engine_settings(get_sampler("sglang", "match-expected"), al, k)
-    assert sg["SGLANG_SIMULATE_ACC_LEN"] == engines.synthetic_settings("sglang", al, k)["SGLANG_SIMULATE_ACC_LEN"]
+    assert sg["SGLANG_SIMULATE_ACC_LEN"] == registry.synthetic_settings("sglang", al, k)["SGLANG_SIMULATE_ACC_LEN"]
     trt = _engine_settings(get_sampler("trtllm", "force"), al, k)
     key = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
-    assert trt[key] == engines.synthetic_settings("trtllm", al, k)[key]
+    assert trt[key] == registry.synthetic_settings("trtllm", al, k)[key]
     atom = _engine_settings(get_sampler("atom", "synthetic"), al, k)
     key = "--spec-decode-acceptance-length"
-    assert atom[key] == engines.synthetic_settings("atom", al, k)[key]
+    assert atom[key] == registry.synthetic_settings("atom", al, k)[key]
     for algo in ("eagle", "dflash", "dspark", "ngram"):
         assert get_sampler("sglang", "multinomial", algorithm=algo).max_len(k) == sglang.max_len(algo, k)
 
@@ -169,7 +169,7 @@ def test_injected_values_agree_with_engine_profiles(al, k):
 def test_cli_algorithm_choices_match_the_simulator():
     from golden_al.cli.simulate import _engine_options
     from golden_al.engines.sglang import SIMULATE_ALGORITHMS
-    from simulators.sglang import SGLANG_ALGORITHMS
+    from golden_al.engines.sglang.sampler import SGLANG_ALGORITHMS
 
     assert set(SIMULATE_ALGORITHMS) == set(SGLANG_ALGORITHMS)
     option, owners = _engine_options()["--algorithm"]
@@ -192,7 +192,7 @@ def test_method_defaults_to_the_engines_default_sampler(capsys) -> None:
     import json
 
     from golden_al.cli.main import main
-    from golden_al.engines import engine_names, get_profile
+    from golden_al.plugin.registry import engine_names, get_profile
 
     for engine in engine_names():
         default = get_profile(engine).simulate.default_sampler

@@ -13,10 +13,10 @@ import yaml
 
 from golden_al.checks.static import check_paths
 from golden_al.cli.main import main
-from golden_al.engines import get_profile
 from golden_al.errors import NoGoldenValueError, UsageError
 from golden_al.golden import load_store
 from golden_al.golden.schema import parse_curve
+from golden_al.plugin.registry import get_profile
 from golden_al.selection import select_recipe
 
 
@@ -262,7 +262,7 @@ def test_check_run_reads_block_verification_from_the_sglang_log(tmp_path: Path, 
 def test_the_conformance_kit_refuses_a_selector_name_curves_cannot_hold() -> None:
     from dataclasses import replace
 
-    from golden_al.engines.conformance import profile_problems
+    from golden_al.plugin.conformance import profile_problems
 
     bad = replace(get_profile("sglang"), name="toy",
                   check=replace(get_profile("sglang").check, selector_keys={"Block-Verify": "x"}))
@@ -274,13 +274,13 @@ def test_the_conformance_kit_refuses_a_selector_name_curves_cannot_hold() -> Non
 
 
 def test_the_readme_table_lists_every_engines_selectors() -> None:
-    from golden_al import engines
+    from golden_al.plugin import registry
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     block = readme.split("<!-- readme-test: curve-selectors -->", 1)[1].split("\n\n", 1)[0]
     rows = [r.split("|")[1:3] for r in block.splitlines() if r.startswith("|")][2:]
     listed = sorted((e.strip(), key.strip().strip("`")) for e, key in rows)
-    declared = sorted((get_profile(n).display_name, key) for n in engines.engine_names()
+    declared = sorted((get_profile(n).display_name, key) for n in registry.engine_names()
                       for key in get_profile(n).check.selector_keys)
     assert listed == declared
 

@@ -16,10 +16,10 @@ from _inproc import InProcessServer
 
 from distributions.counts import split_steps_by_draft_len
 from distributions.errors import DistributionError
+from golden_al.httpclient import RetryPolicy, ServerClient
 from golden_al.measurement import DatasetInfo, ModelInfo, SamplingInfo, read_request_results
-from golden_al.servers.client import RetryPolicy, ServerClient
+from golden_al.plugin.sources import make_source
 from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell
-from golden_al.servers.sources import make_source
 
 K = 3
 FAST = RetryPolicy(max_attempts=2, backoff_initial_s=0.01, backoff_max_s=0.05, request_timeout_s=10)

@@ -20,7 +20,7 @@ REPO = Path(__file__).resolve().parents[2]
 TRT_FILE = "tests/fixtures/check/tree/recipes/trtllm/glm-agentic-al-minus-1.yaml"
 
 GOOD = '''
-from golden_al.engines.profile import (CheckSupport, DraftLenRule, EngineProfile, RecipeFormat, RunLogSupport,
+from golden_al.plugin.profile import (CheckSupport, DraftLenRule, EngineProfile, RecipeFormat, RunLogSupport,
                                       ServerSupport, SimulateSupport, Source, SyntheticKnob, lazy)
 
 KNOB = {knob!r}
@@ -63,7 +63,7 @@ MISTAKES: dict[str, tuple[dict[str, str] | str, str]] = {
     "not-a-profile": ("PROFILE = {'name': 'badengine'}\n", "PROFILE"),
     "source-impl-not-offered": ({"extra": 'server=ServerSupport(source_impls={"x": lazy("badengine:reader")}),'}, "source_impls"),
     # a profile written for the flat shape of an older golden-al: the hint names the group the field moved to
-    "flat-profile": ("from golden_al.engines.profile import EngineProfile\nPROFILE = EngineProfile(name='badengine', "
+    "flat-profile": ("from golden_al.plugin.profile import EngineProfile\nPROFILE = EngineProfile(name='badengine', "
                      "display_name='bad', algorithms=(), draft_len_rules=(), synthetic_knobs=())\n",
                      "synthetic_knobs now sits in its capability group: check=CheckSupport(synthetic_knobs=...)"),
 }
@@ -146,10 +146,10 @@ def test_a_plugin_cannot_take_a_builtin_or_the_reference_name(tmp_path: Path) ->
 
 
 def test_every_builtin_engine_passes_the_kit_golden_al_publishes() -> None:
-    from golden_al import engines
-    from golden_al.engines.conformance import profile_problems
+    from golden_al.plugin import registry
+    from golden_al.plugin.conformance import profile_problems
 
-    profiles = {n: engines.get_profile(n) for n in engines.engine_names()}
+    profiles = {n: registry.get_profile(n) for n in registry.engine_names()}
     for name, profile in profiles.items():
         others = {m: p for m, p in profiles.items() if m != name}
         assert profile_problems(profile, entry_name=name, others=others, builtin=True) == [], name
@@ -161,7 +161,7 @@ def test_the_guides_kit_example_passes_on_the_toy_plugin_and_fails_on_a_broken_o
 
     guide = (REPO / "docs" / "adding-an-engine.md").read_text(encoding="utf-8")
     (code,) = [c for c in re.findall(r"```python\n(.*?)```", guide, re.S) if "profile_problems" in c]
-    env = {**os.environ, "PYTHONPATH": str(REPO / "tests" / "engine_plugin")}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO / "tests" / "engine_plugin"), str(REPO)])}
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     broken = code.replace('entry_name="toyserve"', 'entry_name="toyserv"')
@@ -174,13 +174,13 @@ def test_the_guides_kit_example_passes_on_the_toy_plugin_and_fails_on_a_broken_o
 def test_every_hook_is_a_callable_or_a_lazy_import_never_a_string() -> None:
     """One hook mechanism (issue 40): a profile's hooks are callables; a module imported only on use is written
     ``lazy("module:function")``, which is itself callable. A bare string is refused by the kit and by ``load_hook``."""
-    from golden_al import engines
-    from golden_al.engines import load_hook
-    from golden_al.engines.conformance import hook_refs
-    from golden_al.engines.profile import Lazy, lazy
+    from golden_al.plugin import registry
+    from golden_al.plugin.conformance import hook_refs
+    from golden_al.plugin.profile import Lazy, lazy
+    from golden_al.plugin.registry import load_hook
 
-    for name in engines.engine_names():
-        for field, hook in hook_refs(engines.get_profile(name)).items():
+    for name in registry.engine_names():
+        for field, hook in hook_refs(registry.get_profile(name)).items():
             assert callable(hook), (name, field, hook)
             assert not isinstance(hook, str), (name, field)
     probe = lazy("golden_al.engines.sglang.server:probe")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from golden_al import engines
+from golden_al.plugin import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,7 +31,7 @@ def _specific_engines(path: Path, names: set[str]) -> set[str]:
 
 
 def _offenders() -> set[str]:
-    names = set(engines.engine_names())
+    names = set(registry.engine_names())
     return {str(p.relative_to(ROOT)) for p in (ROOT / "golden_al").rglob("*.py")
             if "engines" not in p.relative_to(ROOT / "golden_al").parts[:1] and _specific_engines(p, names)}
 
@@ -42,7 +42,7 @@ def test_no_general_module_imports_a_specific_engine() -> None:
 
 
 def test_the_rule_sees_each_import_form(tmp_path: Path) -> None:
-    names = set(engines.engine_names())
+    names = set(registry.engine_names())
     for text, expected in (("from golden_al.engines import vllm, get_profile\n", {"vllm"}),
                            ("import golden_al.engines.sglang.server\n", {"sglang"}),
                            ("def f():\n    from golden_al.engines.trtllm.server import probe\n", {"trtllm"}),
@@ -52,7 +52,7 @@ def test_the_rule_sees_each_import_form(tmp_path: Path) -> None:
 
 
 def test_every_built_in_engine_is_a_folder_with_its_profile() -> None:
-    for name in engines.engine_names():
+    for name in registry.engine_names():
         folder = ROOT / "golden_al" / "engines" / name
         assert (folder / "__init__.py").is_file(), name
         assert not (ROOT / "golden_al" / "engines" / f"{name}.py").exists(), name
@@ -61,7 +61,7 @@ def test_every_built_in_engine_is_a_folder_with_its_profile() -> None:
 def test_each_built_in_engine_has_the_capabilities_its_profile_fills() -> None:
     from golden_al.servers.launch import MEASURABLE_ENGINES, SERVER_ENGINES
 
-    have = {name: engines.get_profile(name).capabilities() for name in engines.engine_names()}
+    have = {name: registry.get_profile(name).capabilities() for name in registry.engine_names()}
     assert have["trtllm"] == ("check", "server", "recipes", "simulate", "run-logs")  # attach only: no launch
     assert "recipes" not in have["atom"]
     assert "recipes" not in have["llamacpp"]
@@ -75,15 +75,15 @@ def test_half_a_capability_is_refused_and_a_missing_one_names_itself() -> None:
 
     import pytest
 
-    from golden_al.engines.conformance import profile_problems
     from golden_al.errors import UsageError
+    from golden_al.plugin.conformance import profile_problems
 
-    atom = engines.get_profile("atom")
+    atom = registry.get_profile("atom")
     half = replace(atom, name="toy", server=replace(atom.server, server_probe=None))
     assert any("server: sets al_sources, source_impls but not server_probe (capability 'server'" in p
                for p in profile_problems(half, entry_name="toy", resolve_hooks=False))
     with pytest.raises(UsageError, match="TensorRT-LLM has no 'launch' capability: golden-al cannot start its server"):
-        engines.get_profile("trtllm").require("launch", "measure --launch")
+        registry.get_profile("trtllm").require("launch", "measure --launch")
 
 
 def test_the_fields_the_guide_asks_for_are_read(capsys) -> None:
@@ -93,13 +93,13 @@ def test_the_fields_the_guide_asks_for_are_read(capsys) -> None:
     from dataclasses import replace
 
     from golden_al.cli.main import main
-    from golden_al.engines.conformance import profile_problems
+    from golden_al.plugin.conformance import profile_problems
 
     assert main(["engines", "show", "sglang", "--format", "json"]) == 0
     info = json.loads(capsys.readouterr().out)
     assert "sglang:spec_verify_calls_total" in [m["name"] for m in info["metrics"]]
     assert info["launch_flags_at_k3"][:2] == ["--speculative-algorithm", "EAGLE"]
-    vllm = engines.get_profile("vllm")
+    vllm = registry.get_profile("vllm")
     bad = replace(vllm, name="toy", server=replace(vllm.server, counter_marker="toy:nothing_total"))
     assert any("server.counter_marker: 'toy:nothing_total' is not one of the profile's metrics" in p
                for p in profile_problems(bad, entry_name="toy", builtin=True, resolve_hooks=False))
@@ -110,8 +110,9 @@ def test_the_profile_is_capability_groups_each_optional_as_a_whole() -> None:
     default (nothing declared), and a command that needs it refuses naming the group."""
     import pytest
 
-    from golden_al.engines.conformance import profile_problems
-    from golden_al.engines.profile import (
+    from golden_al.errors import UsageError
+    from golden_al.plugin.conformance import profile_problems
+    from golden_al.plugin.profile import (
         CAPABILITIES,
         CheckSupport,
         DraftLenRule,
@@ -120,7 +121,6 @@ def test_the_profile_is_capability_groups_each_optional_as_a_whole() -> None:
         Source,
         SyntheticKnob,
     )
-    from golden_al.errors import UsageError
 
     src = Source("example/minimal", "minimal.py", "0.1.0")
     minimal = EngineProfile(name="minimal", display_name="Minimal", algorithms=("draft",),
@@ -129,7 +129,7 @@ def test_the_profile_is_capability_groups_each_optional_as_a_whole() -> None:
                                                synthetic_settings=lambda al, k, **_: {"MINIMAL_AL": f"{al:.2f}"}),
                             sources=(src,))
     assert minimal.capabilities() == ("check",)
-    assert profile_problems(minimal, entry_name="minimal", resolve_hooks=False, samplers=dict) == []
+    assert profile_problems(minimal, entry_name="minimal", resolve_hooks=False) == []
     assert minimal.server == ServerSupport()
     assert minimal.recipe is None
     for cap in CAPABILITIES[1:]:
@@ -145,5 +145,5 @@ def test_the_profile_is_capability_groups_each_optional_as_a_whole() -> None:
     from dataclasses import replace
 
     wrong = replace(minimal, server={"al_sources": ("x",)})  # type: ignore[arg-type]
-    assert profile_problems(wrong, entry_name="minimal", resolve_hooks=False, samplers=dict) == [
+    assert profile_problems(wrong, entry_name="minimal", resolve_hooks=False) == [
         "server: a dict, not a ServerSupport"]

@@ -18,10 +18,10 @@ import numpy as np
 import pytest
 
 from golden_al.cli.main import main
-from golden_al.engines import get_profile
 from golden_al.engines import llamacpp as lc
 from golden_al.engines.llamacpp import build
 from golden_al.engines.llamacpp import logs as flc
+from golden_al.engines.llamacpp.sampler import conditional_probs, geometric_rate, resolve_rates
 from golden_al.engines.llamacpp.server import LlamaCppPrometheusSource
 from golden_al.errors import (
     CounterResetError,
@@ -33,11 +33,10 @@ from golden_al.errors import (
 )
 from golden_al.formats import counters as fcounters
 from golden_al.formats import prometheus as prom
+from golden_al.plugin.registry import get_profile, get_sampler
+from golden_al.plugin.sources import make_source
 from golden_al.servers import launch, synthetic
-from golden_al.servers.sources import make_source
-from simulators import get_sampler
 from simulators.base import SamplerError
-from simulators.llamacpp import conditional_probs, geometric_rate, resolve_rates
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llamacpp-0c1e570"
 MUSE = ["--model", "muse-spark-open-816b-a42b-nvfp4", "--thinking", "on"]

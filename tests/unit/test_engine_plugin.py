@@ -57,11 +57,16 @@ def _python(path: Path, code: str) -> subprocess.CompletedProcess[str]:
     """``python -c code`` with ``path`` (the installed plugin, or its source) importable, in a process
     of its own: importing the plugin registers its sampler, which must not leak into this one."""
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(path)})
+                          env={**os.environ, "PYTHONPATH": _path(path)})
+
+
+def _path(*first: Path) -> str:
+    """A PYTHONPATH with ``first`` ahead of this process's own (a worktree's golden_al stays the one imported)."""
+    return os.pathsep.join([*map(str, first), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)
 
 
 def _golden_al(site: Path, *argv: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]).rstrip(os.pathsep)}
+    env = {**os.environ, "PYTHONPATH": _path(site)}
     return subprocess.run([sys.executable, "-m", "golden_al", *argv], capture_output=True, text=True, env=env,
                           cwd=cwd, timeout=300)
 
@@ -69,7 +74,7 @@ def _golden_al(site: Path, *argv: str, cwd: Path | None = None) -> subprocess.Co
 def test_the_plugin_is_registered_beside_the_builtin_engines(site: Path) -> None:
     done = _golden_al(site, "inject", "--help")
     assert done.returncode == 0, done.stderr
-    assert "{sglang,vllm,trtllm,atom,llamacpp,toyserve}" in done.stdout.replace("\n", "").replace(" ", "")
+    assert "{atom,llamacpp,sglang,trtllm,vllm,toyserve}" in done.stdout.replace("\n", "").replace(" ", "")
 
 
 def test_env_gives_the_plugins_own_settings_in_its_unit(site: Path) -> None:
@@ -213,12 +218,12 @@ def test_check_run_names_the_engines_whose_logs_it_reads(tmp_path: Path, monkeyp
     stood here until it gained its reader; a copy of its profile without one stands in)."""
     import dataclasses
 
-    from golden_al import engines
     from golden_al.checks.run import evidence_from_files
     from golden_al.errors import UsageError
+    from golden_al.plugin import registry
 
-    real = engines.get_profile
-    monkeypatch.setattr(engines, "get_profile", lambda name: dataclasses.replace(real(name), run_logs=dataclasses.replace(
+    real = registry.get_profile
+    monkeypatch.setattr(registry, "get_profile", lambda name: dataclasses.replace(real(name), run_logs=dataclasses.replace(
                         real(name).run_logs, run_evidence=None))
                         if name == "trtllm" else real(name))
     log = tmp_path / "trt.log"
@@ -234,7 +239,7 @@ def toy_server(site: Path) -> Iterator[tuple[str, int]]:
     code = ("import sys, time\nfrom golden_al_toy_engine.server import FakeToyServer\n"
             "s = FakeToyServer(7)\nprint(s.url, flush=True)\nsys.stdin.read()\n")
     proc = subprocess.Popen([sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONPATH": str(site)})
+                            env={**os.environ, "PYTHONPATH": _path(site)})
     assert proc.stdout is not None
     url = proc.stdout.readline().strip()
     assert url.startswith("http://127.0.0.1:"), url
@@ -319,39 +324,39 @@ def test_a_plugin_cannot_take_a_builtin_engines_name(monkeypatch: pytest.MonkeyP
     """An installed package registering ``sglang`` is ignored: the gate keeps the built-in profile."""
     from importlib import metadata
 
-    from golden_al import engines
+    from golden_al.plugin import registry
 
-    fake = [metadata.EntryPoint("sglang", "evil:PROFILE", engines.ENTRY_POINT_GROUP),
-            metadata.EntryPoint("vllm", "golden_al.engines.vllm:PROFILE", engines.ENTRY_POINT_GROUP),
-            metadata.EntryPoint("zeta", "zeta_engine:PROFILE", engines.ENTRY_POINT_GROUP)]
+    fake = [metadata.EntryPoint("sglang", "evil:PROFILE", registry.ENTRY_POINT_GROUP),
+            metadata.EntryPoint("vllm", "golden_al.engines.vllm:PROFILE", registry.ENTRY_POINT_GROUP),
+            metadata.EntryPoint("zeta", "zeta_engine:PROFILE", registry.ENTRY_POINT_GROUP)]
     monkeypatch.setattr(metadata, "entry_points", lambda group=None: [e for e in fake if e.group == group])
-    registry = Registry("plugin engine", builtin=engines._BUILTIN, group=engines.ENTRY_POINT_GROUP,
-                        reserved={engines.REFERENCE_ENGINE: "the embedded engine"})
-    found = registry.entries
+    reg = Registry("plugin engine", builtin=registry._builtin(), group=registry.ENTRY_POINT_GROUP,
+                        reserved={registry.REFERENCE_ENGINE: "the embedded engine"})
+    found = reg.entries
     assert found["sglang"] == "golden_al.engines.sglang:PROFILE"
-    assert list(found) == ["sglang", "vllm", "trtllm", "atom", "llamacpp", "zeta"]
-    refused = {r.name: r for r in registry.skipped()}  # and said: a warning names each
+    assert list(found) == ["atom", "llamacpp", "sglang", "trtllm", "vllm", "zeta"]
+    refused = {r.name: r for r in reg.skipped()}  # and said: a warning names each
     assert refused["sglang"].where == "evil:PROFILE"
     assert "is a built-in engine" in refused["sglang"].problems[0]
     assert refused["zeta"].problems[0].startswith("import: ModuleNotFoundError")  # not installed: named, skipped
     assert "vllm" not in refused  # an entry point naming the built-in itself is the built-in
-    engines.ENGINES.discover(fake)  # the live registry: the refused plugin never hides the built-in it named
+    registry.ENGINES.discover(fake)  # the live registry: the refused plugin never hides the built-in it named
     try:
-        assert engines.engine_names()[:5] == ("sglang", "vllm", "trtllm", "atom", "llamacpp")
-        assert engines.profile_or_usage("sglang").display_name == "SGLang"
-        assert "sglang" in {s.name for s in engines.skipped_plugins()}  # and the CLI warns about it
+        assert registry.engine_names()[:5] == ("atom", "llamacpp", "sglang", "trtllm", "vllm")
+        assert registry.profile_or_usage("sglang").display_name == "SGLang"
+        assert "sglang" in {s.name for s in registry.skipped_plugins()}  # and the CLI warns about it
     finally:
         monkeypatch.undo()  # the real entry points again, before re-reading them
-        engines.ENGINES.discover()
+        registry.ENGINES.discover()
 
 
 def test_every_registered_engine_answers_env_for_the_shipped_curve() -> None:
     """Conformance of the registry: each engine's profile loads under its own name and turns the
     golden AL into settings whose keys are its declared knobs."""
-    from golden_al import engines
+    from golden_al.plugin import registry
 
-    for name in engines.engine_names():
-        profile = engines.get_profile(name)
+    for name in registry.engine_names():
+        profile = registry.get_profile(name)
         assert profile.name == name
         try:
             settings = profile.check.synthetic_settings(7.24, 7)
@@ -373,6 +378,7 @@ HOOKS: dict[str, str] = {
     "simulate.simulate_options": "simulate_option",  # test_simulate_takes_the_plugins_own_option
     "simulate.simulate_report": "simulate_option",
     "simulate.default_sampler": "check_run",      # test_check_run_reads_the_plugins_own_log
+    "simulate.samplers": "check_run",
     "run_logs.run_evidence": "check_run",
     "server.server_probe": "measure",             # test_measure_reads_a_plugin_server_through_its_own_probe_and_source
     "server.al_sources": "measure",
@@ -408,7 +414,7 @@ def _probe(name: str, site: Path, tmp: Path, url: str, drop: str | None) -> bool
     hooks = tmp / "hooks"
     hooks.mkdir(exist_ok=True)
     (hooks / "sitecustomize.py").write_text(_DROP_HOOK)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(hooks), str(site)]), "GOLDEN_AL_TOY_DROP": drop or ""}
+    env = {**os.environ, "PYTHONPATH": _path(hooks, site), "GOLDEN_AL_TOY_DROP": drop or ""}
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "golden_al", *argv], capture_output=True, text=True, env=env,
@@ -473,8 +479,8 @@ ENV_ONLY = '''
 """envonly: an engine whose knob is an environment variable (the AL itself) and whose k is a launch
 flag, with no command-line reader: check reads it through its profile's script hooks alone."""
 from dataclasses import replace
-from golden_al.engines.profile import CheckSupport, DraftLen, DraftLenRule, EngineProfile, Source, Speculation, SyntheticKnob
-from golden_al.engines._values import int_flag
+from golden_al.plugin.profile import CheckSupport, DraftLen, DraftLenRule, EngineProfile, Source, Speculation, SyntheticKnob
+from golden_al.plugin.values import int_flag
 
 SRC = Source("example/envonly", "envonly.py", "0.1.0")
 
@@ -520,8 +526,8 @@ def test_a_shell_pin_of_an_environment_knob_is_read_through_the_profile_alone(tm
     script = folder / "run.sh"
     script.write_text(f"#!/bin/bash\nexport THINKING_MODE=thinking_off\nexport MODEL={MODEL}\n"
                       f"export ENVONLY_FORCE_AL={value}\nenvonly-serve --model {MODEL} {flag}\n")
-    code = ("import json, sys\nfrom golden_al import engines\n"
-            "engines.REGISTRY['envonly'] = 'envonly_engine:PROFILE'\n"
+    code = ("import json, sys\nfrom golden_al.plugin import registry\n"
+            "registry.REGISTRY['envonly'] = 'envonly_engine:PROFILE'\n"
             "from golden_al.cli.main import main\n"
             f"sys.exit(main(['check', {str(script)!r}, '--format', 'json']))\n")
     done = _python(tmp_path, code)

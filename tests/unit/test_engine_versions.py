@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from golden_al.checks.static import check_paths
-from golden_al.engines import get_profile
 from golden_al.golden import load_store
+from golden_al.plugin.registry import get_profile
 
 GOLDEN = str(Path(__file__).resolve().parents[1] / "fixtures" / "check" / "golden")
 
@@ -130,9 +130,9 @@ def test_sa_and_pearl_are_known_modes_with_curve_methods() -> None:
 
 
 def test_every_engine_with_versions_lists_them_oldest_first_with_sources() -> None:
-    from golden_al import engines
+    from golden_al.plugin import registry
 
-    for name in engines.engine_names():
+    for name in registry.engine_names():
         for v in get_profile(name).versions:
             assert v.source.repo
             assert v.source.version in v.version or v.version in v.source.version
@@ -171,15 +171,15 @@ def test_env_and_simulate_agree_on_uno(capsys: pytest.CaptureFixture[str]) -> No
 def test_the_readme_version_table_lists_what_the_profiles_know() -> None:
     import re
 
-    from golden_al import engines
+    from golden_al.plugin import registry
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
     block = readme.split("<!-- readme-test: engine-versions -->", 1)[1].split("\n\n", 1)[0]
     lines = [line for line in block.splitlines() if line.startswith("|")][2:]
     rows = {r.split("|")[1].strip(): r.split("|")[2].strip() for r in lines}
-    listed = {name: get_profile(name) for name in engines.engine_names() if get_profile(name).versions}
+    listed = {name: get_profile(name) for name in registry.engine_names() if get_profile(name).versions}
     for name, profile in listed.items():
         assert rows[profile.display_name] == ", ".join(v.version for v in profile.versions), name
-    unversioned = [get_profile(n).display_name for n in engines.engine_names() if not get_profile(n).versions]
+    unversioned = [get_profile(n).display_name for n in registry.engine_names() if not get_profile(n).versions]
     (row,) = [r for r in rows if "none listed" in rows[r]]
     assert sorted(re.split(r",\s*", row)) == sorted(unversioned)

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from golden_al import engines
 from golden_al.engines import sglang, trtllm, vllm
-from golden_al.engines._values import format_value
 from golden_al.errors import UsageError
+from golden_al.plugin import registry
+from golden_al.plugin.values import format_value
 
 
 @pytest.mark.parametrize(
@@ -21,7 +21,7 @@ from golden_al.errors import UsageError
     ],
 )
 def test_synthetic_settings_contract(engine, expected):
-    assert engines.synthetic_settings(engine, 4.05, 7) == expected
+    assert registry.synthetic_settings(engine, 4.05, 7) == expected
 
 
 def test_format_value_has_no_float_noise():
@@ -54,4 +54,4 @@ def test_launch_flags_round_trip():
 
 def test_trtllm_cannot_force_al_one():
     with pytest.raises(UsageError, match="disables forcing"):
-        engines.synthetic_settings("trtllm", 1.0, 3)
+        registry.synthetic_settings("trtllm", 1.0, 3)

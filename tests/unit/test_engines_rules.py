@@ -10,16 +10,16 @@ from pathlib import Path
 
 import pytest
 
-from golden_al import engines
 from golden_al.engines import atom, trtllm
 from golden_al.errors import UsageError
+from golden_al.plugin import registry
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_registry_has_the_four_engines_with_profiles():
     for name in ("sglang", "vllm", "trtllm", "atom"):
-        profile = engines.get_profile(name)
+        profile = registry.get_profile(name)
         assert profile.name == name
         assert profile.sources
         assert all(s.repo and s.path and s.version for s in profile.sources)
@@ -29,7 +29,7 @@ def test_registry_has_the_four_engines_with_profiles():
 
 def test_unknown_engine_says_did_you_mean():
     with pytest.raises(UsageError) as exc:
-        engines.synthetic_settings("sglng", 3.0, 3)
+        registry.synthetic_settings("sglng", 3.0, 3)
     assert "did you mean 'sglang'" in (exc.value.hint or "")
 
 
@@ -168,7 +168,7 @@ def _outside_the_profiles() -> list[str]:
     """Every module of golden_al/ but the engine profiles (a module or an engine's folder) and golden_al/golden/ (the curve formats:
     our schema and InferenceX's legacy files name fields such as ``rejection_sample_method`` and
     ``num_speculative_tokens`` themselves)."""
-    from golden_al.engines import engine_names
+    from golden_al.plugin.registry import engine_names
 
     out = []
     for f in sorted((ROOT / "golden_al").rglob("*.py")):
@@ -303,7 +303,7 @@ def _name_branches(path: Path, names: frozenset[str]) -> list[str]:
 def test_nothing_outside_the_profiles_branches_on_an_engine_name(rel: str) -> None:
     """Behaviour comes from the profile (issue 24): no module outside golden_al/engines/ compares an
     engine's name with a literal or keys a table by engine names, so a new engine is covered untouched."""
-    from golden_al.engines import engine_names
+    from golden_al.plugin.registry import engine_names
 
     assert _name_branches(ROOT / rel, frozenset(engine_names())) == []
 

@@ -157,8 +157,8 @@ def test_an_engine_profile_does_not_import_its_server_side() -> None:
     import subprocess
     import sys
 
-    code = ("import sys; from golden_al import engines\n"
-            "[engines.get_profile(n) for n in engines.engine_names()]\n"
+    code = ("import sys; from golden_al.plugin import registry\n"
+            "[registry.get_profile(n) for n in registry.engine_names()]\n"
             "loaded = sorted(m for m in sys.modules if m.startswith('golden_al.servers') or "
             "m.split('.')[-1] in ('server', 'reference') and m.startswith('golden_al.engines'))\n"
             "print(loaded)")

@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 from golden_al.engines.llamacpp import logs as flc
+from golden_al.engines.llamacpp.sampler import resolve_rates
 from golden_al.engines.llamacpp.server import LlamaCppPrometheusSource
 from golden_al.errors import SyntheticAcceptanceActiveError
 from golden_al.formats import prometheus as prom
 from golden_al.servers import synthetic
-from simulators.llamacpp import resolve_rates
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llamacpp-0c1e570"
 

@@ -93,7 +93,7 @@ def test_measure_in_a_ci_log_shows_a_line_at_least_every_30_s_of_work(tmp_path, 
     import json
 
     from golden_al.cli.main import main
-    from golden_al.engines.offline_reference.tiny import save_tiny_pair
+    from golden_al.reference.tiny import save_tiny_pair
 
     target, draft = save_tiny_pair(tmp_path / "models")
     prompts = tmp_path / "prompts.jsonl"
@@ -125,8 +125,8 @@ def test_measure_model_family_chooses_the_thinking_preset(tmp_path, capsys) -> N
     import json
 
     from golden_al.cli.main import main
-    from golden_al.engines.offline_reference.tiny import save_tiny_pair
     from golden_al.measurement import load_record
+    from golden_al.reference.tiny import save_tiny_pair
 
     target, draft = save_tiny_pair(tmp_path / "models")
     (target / "chat_template.jinja").write_text(

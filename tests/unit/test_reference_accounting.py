@@ -1,4 +1,4 @@
-"""The verify-step counting rules (golden_al.engines.offline_reference.accounting); no torch needed."""
+"""The verify-step counting rules (golden_al.reference.accounting); no torch needed."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import itertools
 import numpy as np
 import pytest
 
-from golden_al.engines.offline_reference.accounting import (
+from golden_al.reference.accounting import (
     counts_from_accept_counts,
     expected_step_counts,
     first_step,

@@ -14,8 +14,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams  # noqa: E402
-from golden_al.engines.offline_reference.tiny import tiny_pair  # noqa: E402
+from golden_al.reference import ReferenceEngine, SamplingParams  # noqa: E402
+from golden_al.reference.tiny import tiny_pair  # noqa: E402
 
 pytestmark = pytest.mark.torch
 

@@ -20,9 +20,9 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams  # noqa: E402
-from golden_al.engines.offline_reference.sampling import warp  # noqa: E402
-from golden_al.engines.offline_reference.tiny import tiny_pair  # noqa: E402
+from golden_al.reference import ReferenceEngine, SamplingParams  # noqa: E402
+from golden_al.reference.sampling import warp  # noqa: E402
+from golden_al.reference.tiny import tiny_pair  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -207,7 +207,7 @@ def test_sampled_replay_is_an_estimate_close_to_live():
 @pytest.mark.parametrize("k", [1, 4, 8])
 def test_transformers_assisted_generation_agrees_after_recount(pair, case, k):
     """transformers' own assisted generation gives the same steps (see assisted.recount for the mapping)."""
-    from golden_al.engines.offline_reference.assisted import assisted_generate, recount
+    from golden_al.reference.assisted import assisted_generate, recount
 
     target, draft = pair
     prompts, eos, _ = case
@@ -223,7 +223,7 @@ def test_transformers_assisted_generation_agrees_after_recount(pair, case, k):
 def test_batched_cache_with_holes_matches_a_full_forward():
     """Incremental forwards with padding, rejected slots (holes) and compaction give the
     same logits as one forward over the kept tokens (float64, 1e-9)."""
-    from golden_al.engines.offline_reference.batch_cache import BatchedKV, left_pad
+    from golden_al.reference.batch_cache import BatchedKV, left_pad
 
     model, _ = tiny_pair(vocab_size=64, seed=9)
     rng = np.random.default_rng(0)
@@ -265,7 +265,7 @@ def test_replay_from_a_speculative_trajectory_is_the_same(pair, case):
 
 def _batch_sizes(monkeypatch, model) -> list[int]:
     """Rows of every decode forward (one or k+1 tokens, not a prefill) of ``model``, in order."""
-    from golden_al.engines.offline_reference import batch_cache
+    from golden_al.reference import batch_cache
 
     seen: list[int] = []
     original = batch_cache.BatchedKV.forward
@@ -318,7 +318,7 @@ def test_continuous_batching_live_equals_replay_at_every_k(pair, case):
 def test_extend_appends_rows_without_changing_any_row():
     """Rows appended to a cache with holes (a new request joining) give the same logits as
     one forward over each row's kept tokens (float64, 1e-9), on both sides of the join."""
-    from golden_al.engines.offline_reference.batch_cache import BatchedKV, left_pad
+    from golden_al.reference.batch_cache import BatchedKV, left_pad
 
     model, _ = tiny_pair(vocab_size=64, seed=9)
     rng = np.random.default_rng(1)
@@ -378,7 +378,7 @@ def test_progress_moves_per_step_in_tokens(pair, case, mode):
 
 def test_remaining_steps_is_the_makespan_of_continuous_batching():
     """Checked against a step-by-step simulation of the batch on random cases."""
-    from golden_al.engines.offline_reference.live import remaining_steps
+    from golden_al.reference.live import remaining_steps
 
     def simulate(left, queued, per, rows):
         active, queue, steps = [n for n in left if n > 0], [per] * queued, 0
@@ -403,7 +403,7 @@ def test_remaining_steps_is_the_makespan_of_continuous_batching():
 
 
 def test_eta_from_measured_rates_counts_the_tail_and_waits_for_a_timed_prefill():
-    from golden_al.engines.offline_reference.live import _Rates
+    from golden_al.reference.live import _Rates
 
     rates = _Rates()
     assert rates.eta_s([20], [], 64, 4) is None  # nothing timed yet

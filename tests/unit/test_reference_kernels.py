@@ -17,8 +17,8 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams  # noqa: E402
-from golden_al.engines.offline_reference.kernels import (  # noqa: E402
+from golden_al.reference import ReferenceEngine, SamplingParams  # noqa: E402
+from golden_al.reference.kernels import (  # noqa: E402
     MAX_ROWS,
     MIN_ROWS,
     OneDNNLinear,
@@ -28,7 +28,7 @@ from golden_al.engines.offline_reference.kernels import (  # noqa: E402
     use_torch_linear,
     use_transposed_linear,
 )
-from golden_al.engines.offline_reference.tiny import tiny_pair  # noqa: E402
+from golden_al.reference.tiny import tiny_pair  # noqa: E402
 
 pytestmark = pytest.mark.torch
 needs_onednn = pytest.mark.skipif(not onednn_available(), reason="this torch build has no oneDNN")
@@ -126,7 +126,7 @@ def test_unknown_form_is_refused(pair32):
 
 
 def test_onednn_is_not_switched_on_without_onednn(pair32, monkeypatch):
-    from golden_al.engines.offline_reference import kernels
+    from golden_al.reference import kernels
 
     model = copy.deepcopy(pair32[0])
     monkeypatch.setattr(kernels, "onednn_available", lambda: False)

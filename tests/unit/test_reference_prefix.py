@@ -1,4 +1,4 @@
-"""The shared prompt prefix of the reference engine (engines.offline_reference.prefix).
+"""The shared prompt prefix of the reference engine (golden_al.reference.prefix).
 
 * which prefix is shared (common tokens, two kept per prompt, a minimum length);
 * a forked prefix cache plus the rest of the prompt gives the logits of a full forward;
@@ -16,10 +16,10 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("transformers")
 
-from golden_al.engines.offline_reference import ReferenceEngine, SamplingParams  # noqa: E402
-from golden_al.engines.offline_reference.batch_cache import BatchedKV  # noqa: E402
-from golden_al.engines.offline_reference.prefix import SharedPrefix, shared_prefix_len  # noqa: E402
-from golden_al.engines.offline_reference.tiny import tiny_pair  # noqa: E402
+from golden_al.reference import ReferenceEngine, SamplingParams  # noqa: E402
+from golden_al.reference.batch_cache import BatchedKV  # noqa: E402
+from golden_al.reference.prefix import SharedPrefix, shared_prefix_len  # noqa: E402
+from golden_al.reference.tiny import tiny_pair  # noqa: E402
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_one_thread")]
 
@@ -65,7 +65,7 @@ def test_forked_prefix_plus_rest_matches_a_full_forward(pair, prompts):
     with torch.inference_mode():
         rows = [prefix.rest(p) for p in prompts[:3]]
         kv = prefix.cache(target, 3)
-        from golden_al.engines.offline_reference.batch_cache import left_pad
+        from golden_al.reference.batch_cache import left_pad
 
         ids, valid = left_pad(rows)
         logits = kv.forward(ids, valid, logits_to_keep=1)[:, -1]
@@ -129,7 +129,7 @@ def test_a_resumed_subset_decodes_as_the_full_run(pair, prompts, mode):
 def test_admission_groups_bound_tokens_and_padding():
     from collections import deque
 
-    from golden_al.engines.offline_reference.live import admission_group
+    from golden_al.reference.live import admission_group
 
     q = deque([(0, [1] * 100), (1, [1] * 95), (2, [1] * 40), (3, [1] * 40)])
     assert [i for i, _ in admission_group(q, 4, 256)] == [0, 1]  # a third would pad past 256 tokens

@@ -1,4 +1,4 @@
-"""The one registry engines and samplers share (simulators/registry.py): order, laziness, validation at load."""
+"""The plugin registry class (simulators/registry.py): order, laziness, validation at load."""
 
 from __future__ import annotations
 
@@ -73,14 +73,3 @@ def test_a_plugin_that_asks_for_the_registry_while_loading_sees_the_builtins(mon
     reg.add("p", object())
     assert reg.names() == ("one", "p")
     assert seen == [("one",)]
-
-
-def test_samplers_and_engines_are_registries_of_the_same_class() -> None:
-    from golden_al import engines
-    from simulators import base
-
-    assert isinstance(engines.ENGINES, Registry)
-    assert isinstance(base.SAMPLERS, Registry)
-    base.available()
-    with pytest.raises(ValueError, match="sampler sglang/multinomial is already registered"):
-        base.register("sglang", "multinomial")(lambda **kw: None)

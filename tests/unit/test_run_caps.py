@@ -35,8 +35,8 @@ def test_the_files_of_one_import_share_one_budget(tmp_path: Path, monkeypatch, c
 def test_check_run_logs_share_one_budget(tmp_path: Path, capsys) -> None:
     log = FIX / "iteration_log.json.txt"
     size = log.stat().st_size
-    from golden_al.checks.evidence import run_budget
     from golden_al.errors import UnreadableInputError
+    from golden_al.plugin.evidence import run_budget
 
     assert run_budget([log, log], 2 * size) == 2 * size
     with pytest.raises(UnreadableInputError, match="log files hold"):

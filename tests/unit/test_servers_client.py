@@ -8,7 +8,7 @@ import json
 import httpx
 import pytest
 
-from golden_al.servers.client import (
+from golden_al.httpclient import (
     RequestFailedError,
     ResponseTooLargeError,
     RetryPolicy,
@@ -108,7 +108,7 @@ def test_backoff_is_exponential_and_capped():
 # ------------------------------------------------------------------ a server that misbehaves (issue 23)
 def test_a_redirect_is_not_an_answer():
     """A 302 whose body claims every draft was accepted is refused, naming the location."""
-    from golden_al.servers.client import RedirectError
+    from golden_al.httpclient import RedirectError
 
     def handler(request):
         return httpx.Response(302, headers={"location": "http://elsewhere/v1/chat/completions"},
@@ -123,7 +123,7 @@ def test_a_redirect_is_not_an_answer():
 def test_an_endless_body_stops_at_the_byte_cap_without_filling_memory():
     import tracemalloc
 
-    from golden_al.servers.client import ResponseTooLargeError
+    from golden_al.httpclient import ResponseTooLargeError
 
     async def endless():
         chunk = b"x" * 65536
@@ -143,7 +143,7 @@ def test_an_endless_body_stops_at_the_byte_cap_without_filling_memory():
 
 
 def test_an_announced_huge_body_is_refused_before_reading():
-    from golden_al.servers.client import ResponseTooLargeError
+    from golden_al.httpclient import ResponseTooLargeError
 
     def handler(request):
         return httpx.Response(200, headers={"content-length": str(1 << 40), "content-type": "application/json"},
@@ -175,7 +175,7 @@ def test_a_server_that_sends_one_byte_a_second_is_bounded_by_the_whole_exchange(
     ("text/html", b"<html>login</html>", r"answered non-JSON \(text/html\)"),
 ])
 def test_a_reply_of_the_wrong_shape_is_a_named_error(content_type, body, said):
-    from golden_al.servers.client import ServerReplyError
+    from golden_al.httpclient import ServerReplyError
 
     def handler(request):
         return httpx.Response(200, headers={"content-type": content_type}, content=body)
@@ -186,7 +186,7 @@ def test_a_reply_of_the_wrong_shape_is_a_named_error(content_type, body, said):
 
 
 def test_metrics_that_are_json_are_refused():
-    from golden_al.servers.client import ServerReplyError
+    from golden_al.httpclient import ServerReplyError
 
     def handler(request):
         return httpx.Response(200, json={"not": "prometheus"})

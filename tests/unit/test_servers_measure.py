@@ -17,11 +17,11 @@ from _inproc import InProcessServer, server_factory
 
 from golden_al.engines.vllm.server import VllmPrometheusSource
 from golden_al.errors import CounterResetError, NoVerifyStepsError, ServerError, UsageError
+from golden_al.httpclient import RequestFailedError, RetryPolicy, ServerClient
 from golden_al.measurement import DatasetInfo, ModelInfo, SamplingInfo, read_request_results
-from golden_al.servers.client import RequestFailedError, RetryPolicy, ServerClient
+from golden_al.plugin.sources import Snapshot, make_source
 from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results, repair_jsonl_tail
 from golden_al.servers.reference_server import FaultPlan, parse_fault
-from golden_al.servers.sources import Snapshot, make_source
 
 K = 3
 N = 8

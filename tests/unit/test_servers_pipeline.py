@@ -14,8 +14,9 @@ from _inproc import InProcessServer
 
 from distributions.counts import AcceptanceCounts
 from golden_al.errors import MixedDraftLengthsError, ServerError, UsageError
+from golden_al.httpclient import RetryPolicy, ServerClient
 from golden_al.measurement import DatasetInfo, ModelInfo, SamplingInfo
-from golden_al.servers.client import RetryPolicy, ServerClient
+from golden_al.plugin.sources import make_source
 from golden_al.servers.measure import (
     SESSION_FILE,
     CellPlan,
@@ -27,7 +28,6 @@ from golden_al.servers.measure import (
 )
 from golden_al.servers.pipeline import PipelineStats, Schedule, arrival_offsets, run_pipeline, run_waves
 from golden_al.servers.probe import probe_server
-from golden_al.servers.sources import make_source
 
 K = 3
 FAST = RetryPolicy(max_attempts=2, backoff_initial_s=0.01, backoff_max_s=0.02, request_timeout_s=20)

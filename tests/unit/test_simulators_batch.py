@@ -16,7 +16,7 @@ import pytest
 from _simulator_stats import Z
 
 from distributions import AcceptanceDistribution
-from simulators import get_sampler
+from golden_al.plugin.registry import get_sampler
 from simulators.batch import (
     completion_percentiles,
     completion_steps_pmf,

@@ -12,11 +12,17 @@ from hypothesis import strategies as st
 from scipy.stats import norm
 
 from distributions import AcceptanceDistribution, DistributionError
-from simulators import ForcingDisabledError, UnknownSamplerError, available, get_sampler
+from golden_al.engines.sglang.sampler import multinomial_pmf, sglang_max_len, sglang_max_len_for_draft_len
+from golden_al.engines.trtllm.sampler import (
+    force_pool,
+    force_pool_fraction,
+    parse_two_model,
+    trtllm_env_value,
+)
+from golden_al.plugin.registry import get_sampler, samplers
+from simulators import ForcingDisabledError, UnknownSamplerError
 from simulators.base import fast_inverse_cdf
-from simulators.sglang import multinomial_pmf, sglang_max_len, sglang_max_len_for_draft_len
-from simulators.trtllm import force_pool, force_pool_fraction, parse_two_model, trtllm_env_value
-from simulators.vllm import validate_vllm_rates
+from simulators.rates import validate_rates
 
 N = 1_000_000
 
@@ -32,7 +38,7 @@ CASES = [(4.05, 7), (2.6, 3), (1.0, 1), (1.5, 1), (8.0, 7), (3.0, 4), (5.99, 8)]
 
 
 def test_registry_lists_every_engine_method():
-    assert available() == {
+    assert samplers() == {
         "sglang": ("match-expected", "multinomial"),
         "vllm": ("synthetic",),
         "trtllm": ("force",),
@@ -42,7 +48,7 @@ def test_registry_lists_every_engine_method():
 
 
 def test_registry_did_you_mean():
-    with pytest.raises(UnknownSamplerError, match=r"unknown engine 'sglng'; did you mean 'sglang'\?.*allowed: sglang, vllm, trtllm, atom"):
+    with pytest.raises(UnknownSamplerError, match=r"unknown engine 'sglng'; did you mean 'sglang'\?.*allowed: atom, llamacpp, sglang, trtllm, vllm"):
         get_sampler("sglng", "multinomial")
     with pytest.raises(UnknownSamplerError, match=r"did you mean 'multinomial'.*match-expected, multinomial"):
         get_sampler("sglang", "multinomal")
@@ -180,13 +186,13 @@ def test_sglang_algorithm_warnings():
 
 
 def test_vllm_rates_validated_like_vllm():
-    assert validate_vllm_rates([0.9, 0.5, 0.5], 3) == [0.9, 0.5, 0.5]
+    assert validate_rates([0.9, 0.5, 0.5], 3) == [0.9, 0.5, 0.5]
     with pytest.raises(DistributionError, match="must have length 3"):
-        validate_vllm_rates([0.9, 0.5], 3)
+        validate_rates([0.9, 0.5], 3)
     with pytest.raises(DistributionError, match=r"entries must be in \[0, 1\]"):
-        validate_vllm_rates([1.2, 0.5, 0.1], 3)
+        validate_rates([1.2, 0.5, 0.1], 3)
     with pytest.raises(DistributionError, match="non-increasing"):
-        validate_vllm_rates([0.5, 0.6, 0.1], 3)
+        validate_rates([0.5, 0.6, 0.1], 3)
 
 
 def test_vllm_explicit_rates_are_unconditional():
@@ -216,7 +222,7 @@ def test_atom_rate_form_equals_length_form():
 
 
 def test_out_of_range_al_is_rejected_everywhere():
-    for engine, methods in available().items():
+    for engine, methods in samplers().items():
         for method in methods:
             with pytest.raises(DistributionError, match=r"outside \[1, 8\]"):
                 get_sampler(engine, method).pmf(9.0, 7)

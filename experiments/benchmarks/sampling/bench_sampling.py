@@ -37,8 +37,8 @@ from typing import Any
 
 import numpy as np
 
+from golden_al.plugin.registry import get_sampler
 from golden_al.provenance import atomic_write_text, collect, now_iso
-from simulators import get_sampler
 
 HERE = Path(__file__).resolve().parent
 KIMI_RATES_K7 = [0.83, 0.60, 0.45, 0.36, 0.22, 0.16, 0.09]  # increments of the Kimi-K2.5 EAGLE3 curve

@@ -8,7 +8,7 @@ Upstream (ROCm/ATOM, HEAD ffdf3bb5d):
 * ``atom/config.py`` ``Config.__post_init__``: sequential drafters (MTP, Eagle3) refuse
   ``num_speculative_tokens`` above 4 (``max_spec = 4``); DSpark's cap is its block or
   window; ``SpeculativeConfig._resolve_synthetic_acceptance`` resolves the forced AL
-  (reproduced in :mod:`simulators.atom`).
+  (reproduced in :mod:`golden_al.engines.atom.sampler`).
 * ``atom/model_engine/llm_engine.py`` ``get_mtp_statistics``: ``GET /debug/mtp_stats``;
   ``atom/model_engine/scheduler.py`` ``SpecStats``: its counts and the ``[MTP Stats]`` log
   line; ``atom/entrypoints/openai_server.py``: the server, ``GET /server_info``.
@@ -34,8 +34,8 @@ from distributions.counts import (
     from_histogram,
 )
 from distributions.errors import DistributionError
-from golden_al.engines._values import format_value, int_flag, set_flag
-from golden_al.engines.profile import (
+from golden_al.errors import UsageError
+from golden_al.plugin.profile import (
     CheckSupport,
     DraftLen,
     DraftLenRule,
@@ -59,7 +59,7 @@ from golden_al.engines.profile import (
     SyntheticKnob,
     lazy,
 )
-from golden_al.errors import UsageError
+from golden_al.plugin.values import format_value, int_flag, set_flag
 
 __all__ = [
     "LENGTH_FLAG",
@@ -225,7 +225,7 @@ def synthetic_settings(al: float, k: int) -> dict[str, Any]:
 
 
 def simulator_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
-    """The flags a :mod:`simulators.atom` sampler stands for."""
+    """The flags a :mod:`golden_al.engines.atom.sampler` sampler stands for."""
     length = sampler.resolve_al(al, k)
     out: dict[str, Any] = {FLAG_K: str(k)}
     if sampler.rate is not None:
@@ -458,6 +458,7 @@ PROFILE = EngineProfile(
     ),
     simulate=SimulateSupport(
         default_sampler="synthetic",
+        samplers={"synthetic": lazy("golden_al.engines.atom.sampler:AtomSynthetic")},
         simulator_settings=simulator_settings,
         simulate_options=(SimulateOption(
             "--acceptance-rate", "rate", type=float, metavar="RATE", gives_al=_simulate_rate_al,

@@ -6,17 +6,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distributions import units
-from golden_al.checks.evidence import RunEvidence, no_lines, read_logs
 from golden_al.engines import atom
 from golden_al.engines.atom.logs import AtomMtpStatsRecord
 from golden_al.errors import InputFileError, NoVerifyStepsError
 from golden_al.formats.validate import check_counts
+from golden_al.plugin.evidence import RunEvidence, no_lines, read_logs
 
 ENGINE = atom.PROFILE.name
 
 
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
-    """ATOM's evidence from its log files (see :mod:`golden_al.checks.evidence`): the interval lines,
+    """ATOM's evidence from its log files (see :mod:`golden_al.plugin.evidence`): the interval lines,
     or the last cumulative one when there are none."""
     logs, other = read_logs(files, ENGINE)
     recs = [r for _, scan in logs for r in scan.of(ENGINE) if isinstance(r, AtomMtpStatsRecord)]

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from golden_al.checks.bash import show
 from golden_al.checks.findings import Pin
-from golden_al.checks.script_pins import PinSite, clean, value_of
 from golden_al.checks.spec import settings_draft
 from golden_al.engines import atom
+from golden_al.plugin.pins import PinSite, clean, value_of
+from golden_al.shell import show
 
 __all__ = ['atom_pin']
 

@@ -9,7 +9,7 @@ import datetime as _dt
 from typing import Any, ClassVar
 
 from golden_al.engines import atom
-from golden_al.servers.reference.flavor import Flavor, now_log
+from golden_al.plugin.flavor import Flavor, now_log
 from golden_al.servers.served_engine import Generation
 
 __all__ = ["AtomFlavor"]

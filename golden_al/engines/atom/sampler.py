@@ -26,14 +26,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from distributions import AcceptanceDistribution, units
-from simulators.base import SamplerError, register
-from simulators.vllm import _SyntheticRatesSampler
+from simulators.base import SamplerError
+from simulators.rates import SyntheticRatesSampler
 
 __all__ = ["AtomSynthetic"]
 
 
-@register("atom", "synthetic")
-class AtomSynthetic(_SyntheticRatesSampler):
+class AtomSynthetic(SyntheticRatesSampler):
     """ATOM forced acceptance: the length form, or the rate form ``(AL - 1) / k``.
 
     Args:

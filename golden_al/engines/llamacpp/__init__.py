@@ -18,7 +18,7 @@ commit 0c1e57098bba43ac29e6e3b677cdceebdd22334f, ggml-org/llama.cpp):
   the slot's ``print_timings`` log line ``draft acceptance = ...`` (server-context.cpp);
 * synthetic acceptance: ``common/speculative.cpp`` ``common_speculative_synth_rates_resolve``
   and ``common_speculative_init`` (warning line), ``server_sample_and_accept_synth``
-  (server-context.cpp). Reproduced in :mod:`simulators.llamacpp`.
+  (server-context.cpp). Reproduced in :mod:`golden_al.engines.llamacpp.sampler`.
 
 Fixed draft length: with ``--spec-draft-n-min`` equal to ``--spec-draft-n-max`` = k and
 ``--spec-draft-p-min 0``, every verify step carries exactly k drafts. ``p_min > 0`` ends a
@@ -43,8 +43,7 @@ from typing import Any
 from distributions import units
 from distributions.counts import AcceptanceCounts, Count, as_count, fit_length, position_counts
 from distributions.errors import DistributionError
-from golden_al.engines._values import parse_rates, set_flag
-from golden_al.engines.profile import (
+from golden_al.plugin.profile import (
     Caveat,
     CheckSupport,
     CommandLine,
@@ -70,6 +69,7 @@ from golden_al.engines.profile import (
     SyntheticKnob,
     lazy,
 )
+from golden_al.plugin.values import parse_rates, set_flag
 
 __all__ = [
     "ACCEPTED_METRIC",
@@ -286,9 +286,9 @@ def review_pin(knob: str, raw: str, k: int | None) -> PinReview:
     ``--spec-synth-len`` is AL itself, in ``[1, k + 1]``; ``--spec-synth-rates`` are k
     unconditional per-position rates, non-increasing, AL = 1 + their sum.
     """
-    from golden_al.engines._values import parse_number
+    from golden_al.engines.llamacpp.sampler import resolve_rates
+    from golden_al.plugin.values import parse_number
     from simulators.base import SamplerError
-    from simulators.llamacpp import resolve_rates
 
     r = PinReview()
     if knob in (FLAG_SYNTH_RATES, ENV_SYNTH_RATES):
@@ -341,7 +341,7 @@ def server_args(req: LaunchRequest) -> list[str]:
 
 
 def simulator_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
-    """The flag a :mod:`simulators.llamacpp` sampler stands for (``--spec-synth-len`` or ``-rates``)."""
+    """The flag a :mod:`golden_al.engines.llamacpp.sampler` sampler stands for (``--spec-synth-len`` or ``-rates``)."""
     if sampler.rates is not None:
         return {FLAG_SYNTH_RATES: ",".join(units.format_number(r) for r in sampler.rates)}
     return {FLAG_SYNTH_LEN: units.format_number(units.check_al(al, k)) if al is not None else None}
@@ -647,6 +647,7 @@ PROFILE = EngineProfile(
     ),
     simulate=SimulateSupport(
         default_sampler="synthetic",
+        samplers={"synthetic": lazy("golden_al.engines.llamacpp.sampler:LlamaCppSynthetic")},
         simulator_settings=simulator_settings,
         simulate_options=(SimulateOption(
             "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,

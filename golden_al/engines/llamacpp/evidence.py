@@ -7,11 +7,11 @@ from pathlib import Path
 
 from distributions import units
 from golden_al import safeio
-from golden_al.checks.evidence import RunEvidence
 from golden_al.engines import llamacpp
 from golden_al.engines.llamacpp.logs import scan_lines
 from golden_al.errors import InputFileError, NoVerifyStepsError
 from golden_al.formats.logs import LineTally
+from golden_al.plugin.evidence import RunEvidence
 
 ENGINE = llamacpp.PROFILE.name
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from golden_al.checks.bash import harden, has_unknown, show
 from golden_al.checks.findings import Pin
-from golden_al.checks.script_pins import PinSite, clean, value_of
 from golden_al.engines import llamacpp
+from golden_al.plugin.pins import PinSite, clean, value_of
 from golden_al.recipes.derive import DraftInfo
+from golden_al.shell import harden, has_unknown, show
 
 __all__ = ['llamacpp_draft', 'llamacpp_pin']
 

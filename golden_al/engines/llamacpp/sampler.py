@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from distributions import AcceptanceDistribution, units
-from simulators.base import EngineSampler, SamplerError, register
+from simulators.base import EngineSampler, SamplerError
 
 __all__ = ["LlamaCppSynthetic", "geometric_rate", "resolve_rates"]
 
@@ -107,7 +107,6 @@ def conditional_probs(rates: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.asarray(out, dtype=np.float64)
 
 
-@register("llamacpp", "synthetic")
 class LlamaCppSynthetic(EngineSampler):
     """llama-server ``--spec-synth-len`` (geometric) or ``--spec-synth-rates`` (explicit).
 

@@ -10,11 +10,11 @@ from typing import Any
 from distributions.counts import AcceptanceCounts
 from golden_al.engines import llamacpp
 from golden_al.errors import InputFileError, MetricMissingError, ServerError
+from golden_al.httpclient import ServerClient
+from golden_al.plugin.checks_ran import ran
+from golden_al.plugin.sources import CounterSource, Snapshot, require_distribution, server_errors
 from golden_al.servers import synthetic
-from golden_al.servers.checks_ran import ran
-from golden_al.servers.client import ServerClient
 from golden_al.servers.probe import ServerFacts, filter_args
-from golden_al.servers.sources import CounterSource, Snapshot, require_distribution, server_errors
 
 __all__ = ["LlamaCppPrometheusSource", "probe"]
 

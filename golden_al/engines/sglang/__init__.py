@@ -7,7 +7,7 @@ Upstream (sgl-project/sglang, 0.5.23 unless noted):
 * ``python/sglang/srt/arg_groups/speculative_hook.py``: how the draft length follows
   from ``--speculative-algorithm`` and its flags (:func:`draft_len`).
 * ``python/sglang/srt/speculative/spec_utils.py``: the simulated sampler
-  (reproduced in :mod:`simulators.sglang`).
+  (reproduced in :mod:`golden_al.engines.sglang.sampler`).
 * ``python/sglang/srt/managers/tokenizer_manager.py`` ``_calculate_spec_decoding_metrics``
   and ``schedule_batch.py`` ``Req.update_spec_correct_drafts_histogram``: the per-request
   ``meta_info`` fields (:func:`counts_from_meta_info`), with the 0.5.15.post1 and older
@@ -33,8 +33,8 @@ from distributions.counts import (
     from_histogram,
 )
 from distributions.errors import DistributionError
-from golden_al.engines._values import format_value, int_flag, parse_number, selector_text
-from golden_al.engines.profile import (
+from golden_al.errors import LossyAcceptanceError, UsageError
+from golden_al.plugin.profile import (
     Caveat,
     CheckSupport,
     DraftLen,
@@ -60,7 +60,7 @@ from golden_al.engines.profile import (
     SyntheticKnob,
     lazy,
 )
-from golden_al.errors import LossyAcceptanceError, UsageError
+from golden_al.plugin.values import format_value, int_flag, parse_number, selector_text
 
 __all__ = [
     "ALGORITHMS",
@@ -560,7 +560,7 @@ def synthetic_settings(al: float, k: int, *, method: str = DEFAULT_METHOD,
 
 
 def simulator_settings(sampler: Any, al: float, k: int) -> dict[str, Any]:
-    """The env vars and flags a :mod:`simulators.sglang` sampler stands for."""
+    """The env vars and flags a :mod:`golden_al.engines.sglang.sampler` sampler stands for."""
     al, k = sampler.check(al, k)
     out: dict[str, Any] = {ENV_LEN: format_value(al), ENV_METHOD: sampler.method}
     flags = spec_flags(sampler.algorithm, k)
@@ -849,7 +849,7 @@ def decode_window(accept_len: float, running_req: int, interval: int) -> tuple[f
 
 
 # ----------------------------------------------------------------- the profile
-#: ``simulate --algorithm``: the algorithms whose clamp ``max_len`` simulators.sglang knows.
+#: ``simulate --algorithm``: the algorithms whose clamp ``max_len`` golden_al.engines.sglang.sampler knows.
 SIMULATE_ALGORITHMS = ("eagle", "eagle3", "nextn", "standalone", "frozen_kv_mtp", "uno", "ngram", "dflash", "dspark")
 
 
@@ -989,6 +989,7 @@ PROFILE = EngineProfile(
     ),
     simulate=SimulateSupport(
         default_sampler="match-expected",
+        samplers={"match-expected": lazy("golden_al.engines.sglang.sampler:SGLangMatchExpected"), "multinomial": lazy("golden_al.engines.sglang.sampler:SGLangMultinomial")},
         simulator_settings=simulator_settings,
         simulate_options=(SimulateOption(
             "--algorithm", "algorithm", type=str.lower, choices=SIMULATE_ALGORITHMS,

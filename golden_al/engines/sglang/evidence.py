@@ -6,17 +6,17 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from golden_al.checks.evidence import RunEvidence, no_lines, read_logs
 from golden_al.engines import sglang
 from golden_al.engines.sglang.logs import SglangDecodeRecord
 from golden_al.errors import InputFileError, UsageError
 from golden_al.formats.validate import check_counts
+from golden_al.plugin.evidence import RunEvidence, no_lines, read_logs
 
 ENGINE = sglang.PROFILE.name
 
 
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
-    """SGLang's evidence from its log files (see :mod:`golden_al.checks.evidence`): each decode line
+    """SGLang's evidence from its log files (see :mod:`golden_al.plugin.evidence`): each decode line
     weighted by its request-steps, on its ``decode_log_interval`` batch steps."""
     interval = decode_log_interval
     if interval < 1:

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from golden_al.engines import sglang
-from golden_al.servers.reference.flavor import Flavor, now_log
+from golden_al.plugin.flavor import Flavor, now_log
 from golden_al.servers.served_engine import Generation
 
 __all__ = ["SglangFlavor"]

@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from scipy.stats import norm
 
 from distributions import AcceptanceDistribution, units
-from simulators.base import EngineSampler, SamplerError, register
+from simulators.base import EngineSampler, SamplerError
 
 __all__ = [
     "SGLANG_ALGORITHMS",
@@ -224,7 +224,6 @@ class _SGLangBase(EngineSampler):
         return out
 
 
-@register("sglang", "match-expected")
 class SGLangMatchExpected(_SGLangBase):
     """SGLang ``match-expected``: ``floor(a)`` or ``floor(a) + 1``, mean exactly ``a``."""
 
@@ -258,7 +257,6 @@ class SGLangMatchExpected(_SGLangBase):
         return self._common_warnings(al, k)
 
 
-@register("sglang", "multinomial")
 class SGLangMultinomial(_SGLangBase):
     """SGLang ``multinomial``: a clamped, rounded ``Normal(AL, 1)`` (not a multinomial)."""
 

@@ -12,11 +12,11 @@ from distributions.counts import AcceptanceCounts
 from golden_al.engines import sglang
 from golden_al.engines.sglang import responses
 from golden_al.errors import GoldenALError, MetricMissingError, MixedDraftLengthsError, ServerError
+from golden_al.httpclient import ServerClient
+from golden_al.plugin.checks_ran import ran
+from golden_al.plugin.sources import ResponseCounts
 from golden_al.servers import synthetic
-from golden_al.servers.checks_ran import ran
-from golden_al.servers.client import ServerClient
 from golden_al.servers.probe import ServerFacts, filter_args, is_chain
-from golden_al.servers.sources import ResponseCounts
 
 __all__ = ["GENERATE", "META_INFO", "SPEC_TOKENS_DETAILS", "probe"]
 

@@ -6,7 +6,7 @@ Upstream (NVIDIA/TensorRT-LLM, index commit 00b6d5a25c30):
   (counts draft tokens only, so the value is ``AL - 1``);
   ``get_force_num_accepted_tokens_float`` (one-model path, fractional values work) and
   ``get_force_num_accepted_tokens`` (``int()``, two-model path: a fractional value fails
-  and turns forcing off). Reproduced in :mod:`simulators.trtllm`.
+  and turns forcing off). Reproduced in :mod:`golden_al.engines.trtllm.sampler`.
 * ``tensorrt_llm/_torch/pyexecutor/sampler.py`` ``TorchSampler._process_draft_tokens_greedy``
   (``sampler/two_model_spec_dec.py`` ``TwoModelSpecDecHandler`` in later trees): the
   two-model path applies the forced count only there, i.e. to greedy requests; sampled
@@ -23,8 +23,8 @@ from dataclasses import replace
 from typing import Any
 
 from distributions import units
-from golden_al.engines._values import format_value, int_flag, parse_number
-from golden_al.engines.profile import (
+from golden_al.errors import UsageError
+from golden_al.plugin.profile import (
     Caveat,
     CheckSupport,
     DraftLen,
@@ -45,7 +45,7 @@ from golden_al.engines.profile import (
     SyntheticKnob,
     lazy,
 )
-from golden_al.errors import UsageError
+from golden_al.plugin.values import format_value, int_flag, parse_number
 
 __all__ = ["ENV_FORCE", "PROFILE", "draft_len", "synthetic_settings", "two_model_path"]
 
@@ -276,8 +276,8 @@ def review_pin(knob: str, raw: str, value: float | None, k: int | None, *, two_m
 
 
 def simulator_settings(sampler: Any, al: float, k: int) -> dict[str, Any]:
-    """The env var a :mod:`simulators.trtllm` sampler stands for, and how its path reads it."""
-    from simulators.trtllm import parse_one_model, parse_two_model, trtllm_env_value
+    """The env var a :mod:`golden_al.engines.trtllm.sampler` sampler stands for, and how its path reads it."""
+    from golden_al.engines.trtllm.sampler import parse_one_model, parse_two_model, trtllm_env_value
 
     al, k = sampler.check(al, k)
     env = trtllm_env_value(al)
@@ -379,6 +379,7 @@ PROFILE = EngineProfile(
     ),
     simulate=SimulateSupport(
         default_sampler="force",
+        samplers={"force": lazy("golden_al.engines.trtllm.sampler:TrtllmForce")},
         simulator_settings=simulator_settings,
         simulate_options=(SimulateOption(
             "--trtllm-path", "path", choices=("one-model", "two-model"),

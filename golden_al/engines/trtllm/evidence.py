@@ -10,17 +10,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distributions import units
-from golden_al.checks.evidence import RunEvidence, run_budget
 from golden_al.engines.trtllm.iteration_stats import read_iteration_source
 from golden_al.errors import InputFileError, NoVerifyStepsError
 from golden_al.formats.logs import LineTally
 from golden_al.formats.validate import check_counts
+from golden_al.plugin.evidence import RunEvidence, run_budget
 
 ENGINE = "trtllm"
 
 
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
-    """The run's AL from TensorRT-LLM iteration rows (see :mod:`golden_al.checks.evidence`).
+    """The run's AL from TensorRT-LLM iteration rows (see :mod:`golden_al.plugin.evidence`).
 
     Raises:
         InputFileError: no iteration row with spec-decode stats, or rows that contradict k.

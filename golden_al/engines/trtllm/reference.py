@@ -29,7 +29,7 @@ from golden_al.engines.trtllm.server import (
     PERF_SPEC,
     VERSION_PATH,
 )
-from golden_al.servers.reference.flavor import Flavor
+from golden_al.plugin.flavor import Flavor
 from golden_al.servers.served_engine import Generation
 
 __all__ = ["TrtllmFlavor"]

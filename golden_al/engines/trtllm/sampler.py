@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from distributions import AcceptanceDistribution, units
-from simulators.base import EngineSampler, ForcingDisabledError, SamplerError, format_number, register
+from simulators.base import EngineSampler, ForcingDisabledError, SamplerError, format_number
 
 __all__ = [
     "ENV_VAR",
@@ -101,7 +101,6 @@ def force_pool_fraction(frac: float) -> float:
     return float(np.mean(force_pool() < np.float32(frac)))
 
 
-@register("trtllm", "force")
 class TrtllmForce(EngineSampler):
     """TensorRT-LLM ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` (value = AL - 1).
 

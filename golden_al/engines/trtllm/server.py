@@ -32,9 +32,9 @@ from typing import Any
 from distributions.counts import AcceptanceCounts
 from golden_al.engines.trtllm import iteration_stats as its
 from golden_al.errors import CounterResetError, MetricMissingError, ServerError
-from golden_al.servers.client import ServerClient
+from golden_al.httpclient import ServerClient
+from golden_al.plugin.sources import CounterSource, Snapshot, server_errors
 from golden_al.servers.probe import ServerFacts
-from golden_al.servers.sources import CounterSource, Snapshot, server_errors
 
 __all__ = ["COMPLETED", "METRICS_PATH", "PERF_METRICS_PATH", "VERSION_PATH", "PerfRecord", "TrtllmIterationSource",
            "TrtllmPerfMetricsSource", "perf_record", "probe"]

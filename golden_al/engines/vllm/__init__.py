@@ -5,7 +5,7 @@ Upstream (vllm-project/vllm, 0.33.0 unless noted):
 * ``vllm/config/speculative.py``: ``--speculative-config`` keys, the draft length
   (``num_speculative_tokens``) and the synthetic rejection sampler's knobs
   (``rejection_sample_method``, ``synthetic_acceptance_length``/``_rates``), reproduced in
-  :mod:`simulators.vllm`.
+  :mod:`golden_al.engines.vllm.sampler`.
 * ``vllm/v1/spec_decode/metrics.py`` ``SpecDecodingProm`` and ``SpecDecodingLogging``: the
   Prometheus counters and the ``SpecDecoding metrics:`` log line.
 * ``vllm/v1/metrics/stats.py`` ``RequestSpecDecodeMetrics.to_dict``: the per-request
@@ -38,15 +38,8 @@ from distributions.counts import (
     split_steps_by_draft_len,
 )
 from distributions.errors import DistributionError
-from golden_al.engines._values import (
-    format_value,
-    int_flag,
-    json_object,
-    parse_number,
-    parse_rates,
-    selector_text,
-)
-from golden_al.engines.profile import (
+from golden_al.errors import LossyAcceptanceError, UsageError
+from golden_al.plugin.profile import (
     CheckSupport,
     DraftLen,
     DraftLenRule,
@@ -72,7 +65,14 @@ from golden_al.engines.profile import (
     SyntheticKnob,
     lazy,
 )
-from golden_al.errors import LossyAcceptanceError, UsageError
+from golden_al.plugin.values import (
+    format_value,
+    int_flag,
+    json_object,
+    parse_number,
+    parse_rates,
+    selector_text,
+)
 
 __all__ = [
     "LENGTH_KEY",
@@ -341,7 +341,7 @@ def synthetic_settings(al: float, k: int) -> dict[str, Any]:
 
 
 def simulator_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
-    """The ``--speculative-config`` a :mod:`simulators.vllm` sampler stands for."""
+    """The ``--speculative-config`` a :mod:`golden_al.engines.vllm.sampler` sampler stands for."""
     k = units.check_draft_len(k)
     spec: dict[str, Any] = {K_KEY: k, METHOD_KEY: SYNTHETIC_METHOD}
     if sampler.rates is not None:
@@ -844,6 +844,7 @@ PROFILE = EngineProfile(
     ),
     simulate=SimulateSupport(
         default_sampler="synthetic",
+        samplers={"synthetic": lazy("golden_al.engines.vllm.sampler:VllmSynthetic")},
         simulator_settings=simulator_settings,
         simulate_options=(SimulateOption(
             "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,

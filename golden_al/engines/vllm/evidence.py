@@ -6,17 +6,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distributions import units
-from golden_al.checks.evidence import RunEvidence, no_lines, read_logs
 from golden_al.engines import vllm
 from golden_al.engines.vllm.logs import VllmSpecDecodingRecord
 from golden_al.errors import NoVerifyStepsError
 from golden_al.formats.validate import check_counts
+from golden_al.plugin.evidence import RunEvidence, no_lines, read_logs
 
 ENGINE = vllm.PROFILE.name
 
 
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
-    """vLLM's evidence from its log files (see :mod:`golden_al.checks.evidence`)."""
+    """vLLM's evidence from its log files (see :mod:`golden_al.plugin.evidence`)."""
     logs, other = read_logs(files, ENGINE)
     recs = [r for _, scan in logs for r in scan.of(ENGINE) if isinstance(r, VllmSpecDecodingRecord)]
     if not recs:

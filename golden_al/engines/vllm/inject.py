@@ -8,11 +8,11 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from golden_al.engines import vllm
-from golden_al.engines._values import format_value
 from golden_al.errors import InputFileError, UsageError
 from golden_al.injection.inject import Change, Planner, json_separators, values_equal
 from golden_al.injection.recipe import RecipeAnalysis, iter_own_items
-from golden_al.injection.textedit import Edit, quote_style, requote, scalar_span
+from golden_al.plugin.values import format_value
+from golden_al.textedit import Edit, quote_style, requote, scalar_span
 
 __all__ = ["plan_config"]
 

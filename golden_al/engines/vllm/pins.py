@@ -5,14 +5,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from golden_al.checks.bash import has_unknown, show
 from golden_al.checks.context import scalar_text
 from golden_al.checks.findings import AgenticInfo, ModelName, Pin
-from golden_al.checks.script_pins import PinSite, clean, value_of
 from golden_al.checks.spec import config_json, settings_draft
 from golden_al.checks.yaml_configs import json_obj
 from golden_al.engines import vllm
+from golden_al.plugin.pins import PinSite, clean, value_of
 from golden_al.recipes.srt_slurm import curve_rejection_method
+from golden_al.shell import has_unknown, show
 
 __all__ = ["recipe_config_pin", "vllm_pin"]
 

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any, ClassVar
 
 from golden_al.engines import vllm
+from golden_al.plugin.flavor import Flavor, now_short
 from golden_al.servers.reference.config import ServeConfig
-from golden_al.servers.reference.flavor import Flavor, now_short
 from golden_al.servers.served_engine import Generation, ServedEngine
 
 __all__ = ["VllmFlavor"]

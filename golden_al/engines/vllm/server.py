@@ -12,16 +12,16 @@ from distributions.counts import AcceptanceCounts
 from golden_al.engines import vllm
 from golden_al.engines.vllm import responses
 from golden_al.errors import CounterResetError, MetricMissingError, MixedDraftLengthsError, ServerError
-from golden_al.servers import synthetic
-from golden_al.servers.client import ServerClient
-from golden_al.servers.probe import ServerFacts, filter_args, is_chain
-from golden_al.servers.sources import (
+from golden_al.httpclient import ServerClient
+from golden_al.plugin.sources import (
     CounterSource,
     ResponseCounts,
     Snapshot,
     require_distribution,
     server_errors,
 )
+from golden_al.servers import synthetic
+from golden_al.servers.probe import ServerFacts, filter_args, is_chain
 
 __all__ = ["PER_REQUEST", "VllmPrometheusSource", "probe", "vllm_args_from_log"]
 

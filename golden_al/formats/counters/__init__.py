@@ -1,8 +1,8 @@
 """Spec-decode counters out of a Prometheus snapshot: the generic part, one reader per engine.
 
 An engine that exposes spec-decode counters names, in its profile, the metric whose presence says its
-counters are in a snapshot (:attr:`~golden_al.engines.profile.ServerSupport.counter_marker`) and its
-reader (:attr:`~golden_al.engines.profile.ServerSupport.counter_reader`, a hook,
+counters are in a snapshot (:attr:`~golden_al.plugin.profile.ServerSupport.counter_marker`) and its
+reader (:attr:`~golden_al.plugin.profile.ServerSupport.counter_reader`, a hook,
 ``(snapshot, labels) -> SpecCounters``). The built-in readers sit beside this module, one per engine
 (:mod:`.vllm`, :mod:`.sglang`, :mod:`.atom`, :mod:`.llamacpp`); this module names none of them.
 
@@ -21,7 +21,6 @@ from typing import Any, Protocol
 
 from distributions.counts import AcceptanceCounts
 from distributions.errors import DistributionError
-from golden_al import engines
 from golden_al.errors import (
     CounterResetError,
     InputFileError,
@@ -30,6 +29,7 @@ from golden_al.errors import (
     UsageError,
 )
 from golden_al.formats.prometheus import MetricsSnapshot
+from golden_al.plugin import registry
 
 __all__ = [
     "SpecCounters",
@@ -143,8 +143,8 @@ def validate_counters(c: SpecCounters, k: int | None = None) -> None:
 def _markers() -> list[tuple[str, str]]:
     """(engine, the metric that says its counters are there) for every engine that has counters."""
     out = []
-    for name in engines.engine_names():
-        profile = engines.get_profile(name)
+    for name in registry.engine_names():
+        profile = registry.get_profile(name)
         if profile.server.counter_marker is not None and profile.server.counter_reader is not None:
             out.append((name, profile.server.counter_marker))
     return out
@@ -178,11 +178,11 @@ def spec_counters(snapshot: MetricsSnapshot, engine: str | None = None,
                 f"{where}no speculative-decoding counters ({', '.join(m for _, m in markers)}) found",
                 hint="was the server started with speculative decoding (and SGLang with --enable-metrics)?",
             )
-    profile = engines.get_profile(engine) if engine in engines.engine_names() else None
+    profile = registry.get_profile(engine) if engine in registry.engine_names() else None
     if profile is None or profile.server.counter_reader is None:
         raise UsageError(f"no Prometheus spec-decode counters are known for engine {engine!r}",
                          hint="one of " + ", ".join(e for e, _ in markers))
-    reader: Callable[[MetricsSnapshot, Mapping[str, str] | None], SpecCounters] = engines.load_hook(
+    reader: Callable[[MetricsSnapshot, Mapping[str, str] | None], SpecCounters] = registry.load_hook(
         profile.server.counter_reader)
     return reader(snapshot, labels)
 

@@ -72,9 +72,9 @@ MAX_RUN_BYTES = MAX_BYTES
 
 
 def formats() -> dict[str, Any]:
-    """Every import format, from the engines' profiles (:attr:`~golden_al.engines.profile.RunLogSupport.importers`):
+    """Every import format, from the engines' profiles (:attr:`~golden_al.plugin.profile.RunLogSupport.importers`):
     format name -> its reader (a hook, ``lazy("module:function")``)."""
-    from golden_al.engines import engine_names, get_profile
+    from golden_al.plugin.registry import engine_names, get_profile
 
     out: dict[str, Any] = {}
     for name in engine_names():
@@ -95,7 +95,7 @@ def import_files(fmt: str, paths: Sequence[str | Path], opts: ImportOptions) -> 
             raise InputFileError("no such file or directory", path=p)
     safeio.run_budget(ps, MAX_RUN_BYTES, what="imported files",
                       hint="import the files of one run at a time (each run is its own import)")
-    from golden_al.engines import load_hook
+    from golden_al.plugin.registry import load_hook
 
     table = formats()
     if fmt in table:

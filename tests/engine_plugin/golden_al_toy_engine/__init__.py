@@ -17,7 +17,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from golden_al.engines.profile import (
+from golden_al.errors import UsageError
+from golden_al.plugin.profile import (
     CheckSupport,
     CommandLine,
     CommandLineReading,
@@ -33,7 +34,6 @@ from golden_al.engines.profile import (
     SyntheticKnob,
     lazy,
 )
-from golden_al.errors import UsageError
 
 KNOB = "TOYSERVE_FORCE_ACCEPTED"
 FLAG_K = "--toy-draft-len"
@@ -78,8 +78,8 @@ def read_run_log(files: Sequence[Any], k: int, *, decode_log_interval: int) -> A
     """check-run's evidence from toyserve logs: the ``stats`` lines summed, each count checked
     against k (at most k accepted drafts per step) before it is believed."""
     from golden_al import safeio
-    from golden_al.checks.evidence import RunEvidence
     from golden_al.errors import InputFileError, NoVerifyStepsError
+    from golden_al.plugin.evidence import RunEvidence
 
     steps = accepted = lines = 0
     for f in files:
@@ -121,6 +121,7 @@ PROFILE = EngineProfile(
     ),
     simulate=SimulateSupport(
         default_sampler="force",
+        samplers={"force": lazy("golden_al_toy_engine:ToyForce")},
         simulate_options=(SimulateOption("--toy-mix", "mix", choices=("mixed", "floor"),
                                          help="mixed (floor and ceil, mean AL; default) or floor (always floor(AL))"),),
         simulate_report=lambda sampler, al, k, settings: {"toy_mix": sampler.mix},
@@ -131,17 +132,16 @@ PROFILE = EngineProfile(
 )
 
 
-# ------------------------------------------------------------------ its sampler, registered like a built-in
+# ------------------------------------------------------------------ its sampler, named by the profile like a built-in's
 
 import math  # noqa: E402
 
 import numpy as np  # noqa: E402
 
 from distributions import AcceptanceDistribution  # noqa: E402
-from simulators.base import EngineSampler, register  # noqa: E402
+from simulators.base import EngineSampler  # noqa: E402
 
 
-@register("toyserve", "force")
 class ToyForce(EngineSampler):
     """toyserve forces floor(AL) or ceil(AL) tokens per request-step, mixed to the mean."""
 

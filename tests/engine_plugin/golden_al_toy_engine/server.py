@@ -117,7 +117,7 @@ def _read_counts(resp: Mapping[str, Any], k: int, label: str) -> Any:
 
 
 def _per_request() -> Any:
-    from golden_al.servers.sources import ResponseCounts
+    from golden_al.plugin.sources import ResponseCounts
 
     return ResponseCounts(_read_counts)
 

@@ -1,0 +1,1 @@
+"""The plugin surface: the engine contract (``docs/adding-an-engine.md``)."""
