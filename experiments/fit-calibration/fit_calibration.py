@@ -199,7 +199,7 @@ def markdown(rows: list[dict[str, object]], seconds: float) -> str:
 
 
 def readme_table(rows: list[dict[str, object]]) -> str:
-    """The false-flag table README.md shows (a test holds the two equal)."""
+    """The false-flag table docs/researchers.md shows (a test holds the two equal)."""
     out = ["| population | prompts | `mixture` (default) | `decaying` (former default) |", "|---|---:|---:|---:|"]
     for r in rows:
         f = r["false_flag_rate"]

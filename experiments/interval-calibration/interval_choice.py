@@ -222,7 +222,7 @@ def markdown(rows: list[dict[str, object]], reps: int, seconds: float) -> str:
 
 
 def readme_table(rows: list[dict[str, object]]) -> str:
-    """The coverage table README.md shows: each scenario at 16 clusters, the first rule, the previous one and the
+    """The coverage table docs/researchers.md shows: each scenario at 16 clusters, the first rule, the previous one and the
     shipped one (a test holds the two equal)."""
     out = ["| population (k) | studentized bootstrap (first) | hull with CR2-BM (previous) | shipped | shipped, samples "
            "holding every component | width, shipped / previous |",

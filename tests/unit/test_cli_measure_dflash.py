@@ -127,12 +127,14 @@ def test_a_broken_checkpoint_names_its_file(setup, tmp_path, capsys):
 
 
 def test_the_readme_command_runs(setup, tmp_path):
-    """README's published-draft example, with the tiny models in place of the hub's (and on the CPU)."""
+    """The researchers' guide's published-draft example, with the tiny models in place of the hub's (and on the
+    CPU)."""
     import shlex
 
-    text = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    start = text.index("golden-al measure --engine reference --algorithm dflash --target models/Qwen3-4B")
-    command = text[start:text.index("\n  ```", start)].replace("\\\n", " ")
+    from _docs import code
+
+    block = code("measure-dflash-hub")
+    command = block[block.index("golden-al measure"):].replace("\\\n", " ")
     argv = shlex.split(command)[1:]
     swap = {"models/Qwen3-4B": setup["target"], "models/Qwen3-4B-DFlash-b16": str(setup["drafts"]["dflash"]),
             "cuda": "cpu", "runs/qwen3-4b-dflash": str(tmp_path / "run"), "3,7,15": "3,7"}

@@ -274,10 +274,11 @@ def test_the_conformance_kit_refuses_a_selector_name_curves_cannot_hold() -> Non
 
 
 def test_the_readme_table_lists_every_engines_selectors() -> None:
+    from _docs import marked
+
     from golden_al.plugin import registry
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = readme.split("<!-- readme-test: curve-selectors -->", 1)[1].split("\n\n", 1)[0]
+    block = marked("curve-selectors")
     rows = [r.split("|")[1:3] for r in block.splitlines() if r.startswith("|")][2:]
     listed = sorted((e.strip(), key.strip().strip("`")) for e, key in rows)
     declared = sorted((get_profile(n).display_name, key) for n in registry.engine_names()
@@ -286,8 +287,9 @@ def test_the_readme_table_lists_every_engines_selectors() -> None:
 
 
 def test_the_readme_example_refuses_without_a_block_curve(capsys: pytest.CaptureFixture[str]) -> None:
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
-    block = readme.split("<!-- readme-test: curve-selectors -->", 1)[1].split("```bash\n", 1)[1].split("```", 1)[0]
+    from _docs import after
+
+    block = after("curve-selectors").split("```bash\n", 1)[1].split("```", 1)[0]
     argv = block.replace("\\\n", " ").split("#", 1)[0].split()
     assert argv[0] == "golden-al"
     code, _, err = _cli(argv[1:], capsys)

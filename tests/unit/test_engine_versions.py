@@ -171,10 +171,11 @@ def test_env_and_simulate_agree_on_uno(capsys: pytest.CaptureFixture[str]) -> No
 def test_the_readme_version_table_lists_what_the_profiles_know() -> None:
     import re
 
+    from _docs import marked
+
     from golden_al.plugin import registry
 
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
-    block = readme.split("<!-- readme-test: engine-versions -->", 1)[1].split("\n\n", 1)[0]
+    block = marked("engine-versions")
     lines = [line for line in block.splitlines() if line.startswith("|")][2:]
     rows = {r.split("|")[1].strip(): r.split("|")[2].strip() for r in lines}
     listed = {name: get_profile(name) for name in registry.engine_names() if get_profile(name).versions}

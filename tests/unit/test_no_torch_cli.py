@@ -119,8 +119,9 @@ NEEDS = {
 
 
 def _readme_rows() -> dict[str, list[str]]:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    table = readme.split("<!-- readme-test: extras -->\n", 1)[1].split("\n\n", 1)[0]
+    from _docs import marked
+
+    table = marked("extras")
     rows = {}
     for line in table.splitlines()[2:]:
         install, commands = line.strip("|").split("|")

@@ -1,4 +1,5 @@
-"""The README's ``select`` examples run: the launcher one-liner (with a stand-in srtctl that prints its
+"""The documentation's ``select``, ``verify``, ``check-run`` and TensorRT-LLM ``measure`` examples run (the README
+and the guides, found by their ``readme-test`` marks): the launcher one-liner (with a stand-in srtctl that prints its
 arguments), the other commands, and the Python call."""
 
 from __future__ import annotations
@@ -11,14 +12,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
-README = (REPO / "README.md").read_text(encoding="utf-8")
-
-
-def _block(mark: str) -> str:
-    m = re.search(rf"<!-- readme-test: {re.escape(mark)} -->\n```\w+\n(.*?)\n```", README, re.S)
-    assert m is not None, f"README has no block marked {mark}"
-    return m.group(1)
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _docs import REPO
+from _docs import code as _block
 
 
 def _commands(block: str) -> list[str]:
@@ -58,7 +54,7 @@ def test_the_readme_python_call_prints_what_it_says(monkeypatch) -> None:  # typ
     code = _block("select-python")
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(compile(code, "README.md", "exec"), {})
+        exec(compile(code, "docs/maintainers.md", "exec"), {})
     first = out.getvalue().splitlines()[0]
     expected = re.search(r"# (sglang 7 4\.05 musespark_dflash)", code)
     assert expected is not None

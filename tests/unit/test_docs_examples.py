@@ -1,11 +1,14 @@
-"""docs/worked-example.md is run, not just read: every command from step 2 on, its outputs compared.
+"""The documentation is run, not just read: every ``bash`` block of the README and the guides under docs/ (the
+worked example, the maintainers', researchers' and engine authors' guides), its outputs compared.
 
-The page marks its blocks with HTML comments (invisible when rendered):
+The pages mark their blocks with HTML comments (invisible when rendered):
 
-* a ```` ```bash ```` block runs, command by command, in one scratch folder for the whole page
-  (``experiments/`` there is this repository's), in page order; every command must exit 0,
+* a ```` ```bash ```` block runs, command by command, in one scratch folder per page (``experiments/``, ``tests/``
+  and ``golden_al/`` there are this repository's), in page order; every command must exit 0,
   except the last one of a block marked ``<!-- doc-test: exit N -->``, which must exit N;
-  ``<!-- doc-test: skip (why) -->`` leaves a block out (downloads, measurements);
+  ``<!-- doc-test: skip (why) -->`` leaves a block out (downloads, measurements, GPUs, servers, clusters);
+  ``<!-- readme-test: NAME -->`` leaves it to the test that reads it by that name (``tests/unit/_docs.py``), and
+  ``<!-- test-command -->``/``<!-- fast-test-command -->`` mark the suite itself (``.ci/run`` runs the first);
 * ``<!-- doc-test: output -->`` before a plain block: the combined stdout and stderr of the
   command just run, line for line, where a line ``...`` stands for any lines and ``...`` inside
   a line for any text;
@@ -26,9 +29,14 @@ from pathlib import Path
 
 import pytest
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _docs import PAGES
+
 REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "worked-example.md"
-_MARK = re.compile(r"^\s*<!-- doc-test: (\S+)\s*(.*?)\s*-->\s*$")
+_MARK = re.compile(r"^\s*<!-- (?:doc-test: (\S+)\s*(.*?)|(readme-test): (\S+)|((?:fast-)?test-command))\s*-->\s*$")
+#: marks whose block this runner leaves to someone else
+_NOT_RUN = ("skip", "readme-test", "test-command", "fast-test-command")
 _FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
 
 
@@ -51,7 +59,7 @@ def parse(doc: str) -> list[Block]:
         line = lines[i]
         m, f = _MARK.match(line), _FENCE.match(line)
         if m:
-            mark, arg = m.group(1), m.group(2)
+            mark, arg = m.group(1) or m.group(3) or m.group(5), m.group(2) or m.group(4) or ""
         elif f:
             indent, lang = len(f.group(1)), f.group(2)
             body: list[str] = []
@@ -128,24 +136,37 @@ def test_the_page_has_runnable_steps_with_outputs():
     runs = [b for b in blocks if b.lang == "bash" and b.mark != "skip"]
     assert len(runs) >= 10
     assert sum(b.mark == "output" for b in blocks) >= 10
-    assert all(b.arg for b in blocks if b.mark == "skip"), "every skipped block says why"
     assert any(b.mark == "file" for b in blocks)
     assert any(b.mark == "env-table" for b in blocks)
 
 
-def test_every_command_of_the_worked_example_runs_and_prints_what_the_page_shows(tmp_path):
-    (tmp_path / "experiments").symlink_to(REPO / "experiments", target_is_directory=True)
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_block_is_run_or_says_who_runs_it(page: Path) -> None:
+    tests = "\n".join(p.read_text(encoding="utf-8") for p in (REPO / "tests").rglob("test_*.py"))
+    for block in parse(page.read_text(encoding="utf-8")):
+        where = f"{page.name}:{block.line}"
+        if block.mark == "skip":
+            assert block.arg, f"{where}: a skipped block says why"
+        if block.mark == "readme-test":
+            assert f'"{block.arg}"' in tests, f"{where}: no test reads the block marked {block.arg}"
+
+
+@pytest.mark.parametrize("page", [p for p in PAGES if "```bash" in p.read_text(encoding="utf-8")],
+                         ids=lambda p: p.name)
+def test_every_command_of_the_page_runs_and_prints_what_the_page_shows(page: Path, tmp_path: Path) -> None:
+    for name in ("experiments", "tests", "golden_al"):
+        (tmp_path / name).symlink_to(REPO / name, target_is_directory=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("GOLDEN_AL_")}
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
     env["GOLDEN_AL_CACHE"] = str(tmp_path / "cache")  # nothing is fetched: a fetch would fail here
     env["COLUMNS"] = "200"
     env["PYTHONUNBUFFERED"] = "1"  # stdout and stderr interleave as on a terminal
-    env["GOLDEN_AL_PROGRESS"] = "none"  # the page shows results; progress lines depend on time (README: Commands)
+    env["GOLDEN_AL_PROGRESS"] = "none"  # the pages show results; progress lines depend on time
     last: dict[str, str] = {}
     ran = 0
-    for block in parse(DOC.read_text(encoding="utf-8")):
-        where = f"{DOC.name}:{block.line}"
-        if block.lang == "bash" and block.mark != "skip":
+    for block in parse(page.read_text(encoding="utf-8")):
+        where = f"{page.name}:{block.line}"
+        if block.lang == "bash" and block.mark not in _NOT_RUN:
             cmds = commands(block.text)
             for n, cmd in enumerate(cmds):
                 proc = subprocess.run(["bash", "-c", cmd], cwd=tmp_path, env=env, stdout=subprocess.PIPE,
@@ -172,7 +193,45 @@ def test_every_command_of_the_worked_example_runs_and_prints_what_the_page_shows
                                       capture_output=True, text=True, timeout=120)
                 assert proc.returncode == 0, f"{where}: {engine}: {proc.stderr}"
                 assert json.loads(proc.stdout) == shown, f"{where}: {engine} prints {proc.stdout}"
-    assert ran >= 10
+    assert ran >= 1
+
+
+def _anchor(heading: str) -> str:
+    """GitHub's anchor of a heading: lower case, punctuation but hyphens dropped, spaces to hyphens."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def _anchors(page: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    return {_anchor(h) for h in re.findall(r"^#+ (.+)$", text, re.M)}
+
+
+def test_the_readme_is_a_table_of_contents_a_quick_start_and_links_to_a_guide_per_role() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert len(readme.splitlines()) <= 500
+    contents = readme.split("## Contents\n", 1)[1].split("\n## ", 1)[0]
+    sections = [h for h in re.findall(r"^## (.+)$", readme, re.M) if h != "Contents"]
+    assert re.findall(r"\]\(#([\w-]+)\)", contents) == [_anchor(h) for h in sections]
+    assert sections[:2] == ["Set up on a fresh machine", "Quick start"]
+    for guide in ("maintainers.md", "researchers.md", "engine-authors.md", "worked-example.md"):
+        assert f"](docs/{guide})" in readme, guide
+    # exactly two set-up commands for a fresh machine: the main job and the tests (.ci/run runs the second)
+    setups = [b for b in parse(readme) if b.lang == "bash" and b.text.startswith("python3 -m venv")]
+    assert len(setups) == 2
+    assert setups[1].mark == "test-command"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_link_between_the_pages_lands_on_a_file_and_a_heading(page: Path) -> None:
+    text = re.sub(r"```.*?```", "", page.read_text(encoding="utf-8"), flags=re.S)
+    for target in re.findall(r"\]\(([^)\s]+)\)", text):
+        if re.match(r"[a-z]+://", target):
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        assert dest.exists(), f"{page.name}: a link to {target}: no such file"
+        if anchor:
+            assert anchor in _anchors(dest), f"{page.name}: a link to {target}: no such heading in {dest.name}"
 
 
 @pytest.mark.parametrize(("expected", "actual"), [("a", "b"), ("...\nz", "y")])
