@@ -49,7 +49,7 @@ def _oracle():
     try:
         import dflash.model as oracle
     except ImportError:  # the README test command installs it; a missing oracle must not pass silently
-        pytest.fail("the DFlash test oracle is missing: pip install --no-deps dflash==0.1.0 (README, Tests)")
+        pytest.fail("the DFlash test oracle is missing: pip install --no-deps dflash==0.1.0 (README, Set up on a fresh machine)")
     return oracle
 
 
