@@ -79,18 +79,10 @@ def _columns(name: str, k: np.ndarray, b: np.ndarray) -> np.ndarray:
             "verify_ms_per_token": b * (k + 1)}[name]
 
 
-@dataclass(frozen=True)
-class _Part:
-    """One weighted least-squares fit: its terms, coefficients and 95 % covariance (t-quantile squared)."""
-
-    names: tuple[str, ...]
-    coef: np.ndarray
-    cov95: np.ndarray
-    dof: int
-
-
-def _wls(names: Sequence[str], cells: Sequence[StepCell], y: np.ndarray) -> _Part:
-    """Fit ``y`` on ``names``' columns; a column the cells cannot tell from the earlier ones is dropped."""
+def _wls(names: Sequence[str], cells: Sequence[StepCell], y: np.ndarray) -> tuple[tuple[str, ...], np.ndarray,
+                                                                              np.ndarray, int]:
+    """Fit ``y`` on ``names``' columns (a column the cells cannot tell from the earlier ones is dropped): the terms
+    kept, their coefficients, their 95 % covariance (t-quantile squared) and the residual degrees of freedom."""
     from scipy import stats
 
     k = np.array([c.k for c in cells], dtype=np.float64)
@@ -110,8 +102,7 @@ def _wls(names: Sequence[str], cells: Sequence[StepCell], y: np.ndarray) -> _Par
     # no residual left (as many cells as terms): the cells' own scatter, w * var(median) ~ this per cell
     s2 = float(resid @ resid) / dof if dof > 0 else _MEDIAN_VAR * float(np.mean([c.iqr_ms**2 for c in cells]))
     q = float(stats.t.ppf(0.975, dof)) if dof > 0 else _Z95
-    cov = s2 * np.linalg.pinv(x.T @ (x * w[:, None]))
-    return _Part(tuple(kept), coef, cov * q * q, dof)
+    return tuple(kept), coef, s2 * q * q * np.linalg.pinv(x.T @ (x * w[:, None])), dof
 
 
 @dataclass(frozen=True)
@@ -199,13 +190,12 @@ def fit_step_costs(cells: Sequence[StepCell]) -> StepCostFit:
     else:
         parts = [_wls(("fixed_ms", "draft_ms_per_token", "verify_ms_per_token", "draft_ms_per_token_per_request"),
                       cells, y)]
-    names = tuple(n for p in parts for n in p.names)
+    names = tuple(n for p in parts for n in p[0])
     cov = np.zeros((len(names), len(names)))
     at = 0
     for p in parts:
-        n = len(p.names)
-        cov[at:at + n, at:at + n] = p.cov95
-        at += n
+        cov[at:at + len(p[0]), at:at + len(p[0])] = p[2]
+        at += len(p[0])
     batches = tuple(sorted({c.batch for c in cells}))
     notes = []
     missing = [n for n in TERMS if n not in names]
@@ -213,7 +203,7 @@ def fit_step_costs(cells: Sequence[StepCell]) -> StepCostFit:
         folded = "" if phases else "; the per-verified-token cost is folded into fixed_ms and draft_ms_per_token"
         notes.append(f"not identified by steps at batch {', '.join(map(str, batches))}: {', '.join(missing)}{folded}; "
                      "predictions hold at the measured batch sizes only")
-    return StepCostFit(names, np.concatenate([p.coef for p in parts]), cov, min(p.dof for p in parts), batches,
+    return StepCostFit(names, np.concatenate([p[1] for p in parts]), cov, min(p[3] for p in parts), batches,
                        tuple(sorted({c.k for c in cells})), phases, tuple(notes))
 
 

@@ -163,7 +163,7 @@ class ServerInfo(_Strict):
 
 
 class TimingGroup(_Strict):
-    """The units of one cell timed at one batch size (docs/researchers.md, "Step timings")."""
+    """The units of one cell timed at one batch size (docs/researchers.md, section 1)."""
 
     batch: int = Field(ge=1, description="requests decoding together: a step's rows, or the client's concurrency")
     units: int = Field(ge=1, description="how many steps (or requests) were timed")
@@ -181,7 +181,7 @@ class TimingGroup(_Strict):
 class Timing(_Strict):
     """What a measurement timed, grouped by batch size: the input of ``draft-lengths --measured``."""
 
-    source: str = Field(description="reference-steps | llamacpp-timings | vllm-bench-itl | ...")
+    source: str = Field(description="reference-steps | llamacpp-response-decode-ms | vllm-bench-itl | ...")
     unit: Literal["step", "request"]
     cpus: int | None = Field(default=None, description="os.cpu_count() where the timings were read")
     groups: list[TimingGroup]
@@ -204,11 +204,6 @@ def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
     return round(float(q1), 3), round(float(q2), 3), round(float(q3), 3)
 
 
-def _range(values: Sequence[float | None]) -> tuple[float, float] | None:
-    seen = [v for v in values if v is not None]
-    return (min(seen), max(seen)) if seen else None
-
-
 def timing_block(units: Sequence[TimedUnit], *, source: str, unit: Literal["step", "request"]) -> Timing | None:
     """The record's :class:`Timing` from its timed units (None when none covers a step)."""
     by_batch: dict[int, list[TimedUnit]] = {}
@@ -219,7 +214,8 @@ def timing_block(units: Sequence[TimedUnit], *, source: str, unit: Literal["step
         batch=b, units=len(us), steps=sum(u.steps for u in us), tokens=sum(u.tokens for u in us),
         wall_ms=round(sum(u.wall_ms for u in us), 3), step_ms=_quartiles([u.wall_ms / u.steps for u in us]),
         draft_ms=_quartiles([u.draft_ms / u.steps for u in us]) if all(u.draft_ms is not None for u in us)  # type: ignore[operator]
-        else None, load1=_range([u.load1 for u in us])) for b, us in sorted(by_batch.items())]
+        else None, load1=(min(loads), max(loads)) if (loads := [u.load1 for u in us if u.load1 is not None]) else None)
+        for b, us in sorted(by_batch.items())]
     return Timing(source=source, unit=unit, cpus=os.cpu_count(), groups=groups) if groups else None
 
 

@@ -278,24 +278,18 @@ def _cost_text(t: dict[str, Any]) -> list[str]:
                     f"{t['draft_lengths'][0]['batch_size']}"]
 
 
-def _row_text(r: dict[str, Any], measured: bool) -> str:
-    al = f"{r['al']:.3f}{_ci(r['al_ci95'], '.3f')}"
-    if not measured:
-        return (f"  {r['k']:>2}  {al:>22}  {r['step_ms']:>8.2f}  {r['tokens_per_s_per_user']:>10.1f}  "
-                f"{r['tokens_per_s_predicted']:>9.1f}  {r['speedup']:>6.3f}x")
-    meas = "-" if r["tokens_per_s_measured"] is None else f"{r['tokens_per_s_measured']:.2f}"
-    pred = f"{r['tokens_per_s_predicted']:.2f}{_ci(r['tokens_per_s_predicted_ci95'], '.2f')}"
-    return (f"  {r['k']:>2}  {al:>22}  {r['step_ms']:>8.2f}  {meas:>9}  {pred:>24}  {_pct(r['prediction_error']):>7}  "
-            f"{_pct(r['held_out_error']):>8}  {r['speedup']:.3f}x{_ci(r['speedup_ci95'], '.3f')}")
-
-
 def _text(t: dict[str, Any]) -> str:
     """The table in words: the source of the costs, the terms, one line per k, the best k."""
-    rows, measured = t["draft_lengths"], t["source"] == "measured"
-    head = (f"{'measured':>9}  {'tok/s [95% CI]':>24}  {'error':>7}  {'held out':>8}  speedup [95% CI]" if measured
-            else f"{'tok/s/user':>10}  {'tok/s':>9}  {'speedup':>7}")
-    lines = [*_cost_text(t), "", f"  {'k':>2}  {'AL [95% CI]':>22}  {'step ms':>8}  {head}"]
-    lines += [_row_text(r, measured) + ("  <- best" if r["k"] == t["best_k"] else "") for r in rows]
+    rows = t["draft_lengths"]
+    lines = [*_cost_text(t), "", f"  {'k':>2}  {'AL [95% CI]':>22}  {'step ms':>8}  {'measured':>9}  "
+             f"{'tok/s [95% CI]':>24}  {'error':>7}  {'held out':>8}  speedup [95% CI]"]
+    for r in rows:
+        meas = "-" if r["tokens_per_s_measured"] is None else f"{r['tokens_per_s_measured']:.2f}"
+        pred = f"{r['tokens_per_s_predicted']:.2f}{_ci(r['tokens_per_s_predicted_ci95'], '.2f')}"
+        al = f"{r['al']:.3f}{_ci(r['al_ci95'], '.3f')}"
+        lines.append(f"  {r['k']:>2}  {al:>22}  {r['step_ms']:>8.2f}  {meas:>9}  "
+                     f"{pred:>24}  {_pct(r.get('prediction_error')):>7}  {_pct(r.get('held_out_error')):>8}  "
+                     f"{r['speedup']:.3f}x{_ci(r['speedup_ci95'], '.3f')}" + ("  <- best" if r["k"] == t["best_k"] else ""))
     if rows and "latency" in rows[0]:
         n = rows[0]["latency"]["output_tokens"]
         lines += ["", f"latency of a {n}-token request in verify steps (P50/P90/P99), same mean AL:",

@@ -386,9 +386,9 @@ class _LiveBatch:
             started, rows = time.perf_counter(), len(self.rows)
             emitted = self.step()
             self._sync()
-            self.rates.step(time.perf_counter() - started, rows, emitted)
+            self.rates.step(wall := time.perf_counter() - started, rows, emitted)
             if self.on_step is not None:
-                self.on_step(rows, emitted, time.perf_counter() - started, self.draft_s)
+                self.on_step(rows, emitted, wall, self.draft_s)
             yield from self.retire()
             self._eta()
             if self.rows:

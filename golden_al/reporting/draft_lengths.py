@@ -10,6 +10,7 @@ the fit's ``k = 0``), the prediction error, and the error of the fit made withou
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -61,14 +62,6 @@ def _cells(records: Sequence[LoadedRecord]) -> tuple[list[StepCell], dict[int, l
                                   iqr_ms=g.step_ms[2] - g.step_ms[0],
                                   draft_ms=None if g.draft_ms is None else g.draft_ms[1]))
     return cells, groups
-
-
-def _held_out(fits: dict[int, StepCostFit | None], k: int, al: float, batch: int) -> float | None:
-    fit = fits.get(k)
-    try:
-        return None if fit is None else 1000.0 * al * batch / fit.step_ms(k, batch)
-    except DistributionError:
-        return None
 
 
 def _error(predicted: float | None, measured: float | None) -> float | None:
@@ -123,7 +116,9 @@ def measured_table(paths: Iterable[str | Path], *, batch: int | None = None,
         raise UsageError(f"--measured --batch {batch}: {exc.message}", hint=exc.hint) from None
     fits = held_out_fits(cells)
     for row in table["draft_lengths"]:
-        held = _held_out(fits, row["k"], row["al"], batch)
+        held, without = None, fits.get(row["k"])
+        with contextlib.suppress(DistributionError):  # a fit without this k that cannot predict it: no number
+            held = None if without is None else 1000.0 * row["al"] * batch / without.step_ms(row["k"], batch)
         row.update(prediction_error=_error(row["tokens_per_s_predicted"], row["tokens_per_s_measured"]),
                    tokens_per_s_held_out=held, held_out_error=_error(held, row["tokens_per_s_measured"]))
     table["baseline"]["note"] = "no-speculation step: the fit at k = 0 (extrapolated unless a k = 0 run was timed)"
