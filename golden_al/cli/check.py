@@ -123,7 +123,7 @@ def _long(f: Finding) -> str:
     return line + (f" [not failing: {f.waived}]" if f.waived else "")
 
 
-def _short(f: Finding, note: str = "") -> str:
+def _short(f: Finding) -> str:
     """One short line: where, verdict, engine, k, pinned vs golden, and why in a few words."""
     k = f.draft_len if f.draft_len is not None else "?"
     from golden_al.plugin.values import parse_number
@@ -133,31 +133,29 @@ def _short(f: Finding, note: str = "") -> str:
     values += f" vs golden {f.expected_al:g}" if f.expected_al is not None else ""
     why = "" if f.verdict == "mismatch" else f.message.split(f"[{f.verdict}] ", 1)[-1].split("; ")[0]
     why = f": {why[:57]}..." if len(why) > 60 else f": {why}" if why else ""
-    return f"  {f.file}:{f.line}: {f.verdict}: {f.engine} k={k}{values}{why}{note}"
+    return f"  {f.file}:{f.line}: {f.verdict}: {f.engine} k={k}{values}{why}"
 
 
 def _text(findings: Sequence[Finding], failing: frozenset[str], verbose: bool) -> None:
-    """Failing findings first, grouped by verdict, one short line each; then those that do not fail (waived,
-    allowed); then ``match`` and ``pinned`` folded per file (``--verbose``: every finding with its reasoning)."""
-    if verbose:
-        lines = [_long(f) for f in findings]
-    else:
+    """Failing findings first, grouped by verdict, one short line each; then the rest folded per file (``match``,
+    ``pinned``, and what does not fail: waived or allowed); ``--verbose``: every finding with its reasoning."""
+    def folds(f: Finding) -> bool:
+        return f.verdict in ("match", "pinned") or f.waived is not None or f.verdict not in failing
+
+    lines = [_long(f) for f in findings] if verbose else []
+    if not verbose:
         from golden_al.checks.findings import SEVERITY
 
-        lines, folded = [], [f for f in findings if f.verdict in ("match", "pinned")]
-        fails = [f for f in findings if f.verdict in failing and f.waived is None and f not in folded]
         for verdict in SEVERITY:
-            group = [_short(f) for f in fails if f.verdict == verdict]
+            group = [_short(f) for f in findings if f.verdict == verdict and not folds(f)]
             lines += [f"{verdict} ({len(group)}):", *group] if group else []
-        rest = [f for f in findings if f not in fails and f not in folded]
-        if rest:
-            lines += [f"not failing ({len(rest)}):"] + [
-                _short(f, f" [{f.waived[:60] if f.waived else 'allowed by --allow'}]") for f in rest]
         per_file: dict[str, Counter[str]] = {}
-        for f in folded:
-            per_file.setdefault(f.file, Counter())[f.verdict + (" (not failing)" if f.waived else "")] += 1
+        for f in filter(folds, findings):
+            why = f.waived.split(":", 1)[0] if f.waived else "allowed" if f.verdict not in failing | {"match"} else ""
+            per_file.setdefault(f.file, Counter())[f"{f.verdict} ({why})" if why else f.verdict] += 1
         if per_file:
-            lines.append(f"match/pinned ({len(folded)} in {len(per_file)} file(s); --verbose lists them):")
+            lines.append(f"folded: {sum(c.total() for c in per_file.values())} match, pinned or not failing (--verbose lists "
+                         "them):")
             lines += [f"  {file}: " + ", ".join(f"{n} {v}" for v, n in sorted(c.items())) for file, c in per_file.items()]
     sys.stdout.write("".join(escape_control(line) + "\n" for line in lines))
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -231,7 +232,7 @@ class GoldenStore:
         self.root = root
         self._exact, self._full, self._tail = _name_maps(self.curves)
         self._by_method: dict[str, tuple[dict[str, set[str]], ...]] = {}
-        self._inputs: dict[str | None, tuple[Input, ...]] = {}
+        self._inputs: dict[tuple[str | None, str], tuple[Input, ...]] = {}
 
     # -- listing
     def models(self) -> list[str]:
@@ -252,16 +253,17 @@ class GoldenStore:
         """What a lookup of ``model`` (a store key) reads, as verdicts name it: the files of its curves (every method
         and variant: which one applies depends on them all), then the store's listing (``<dir>/``: adding or
         removing a file can change the answer); with no model (none resolved), every file."""
-        if model not in self._inputs:
+        key = (model, os.getcwd())  # names are relative to the working directory
+        if key not in self._inputs:
             def name(p: Path) -> str:
                 return f"<shipped>/{p.name}" if p.parent == SHIPPED_CURVES_DIR else shown_path(p)
 
             files = dict.fromkeys((sc.path, sc.digest) for sc in self.curves if model in (None, sc.model))
             listing = "\n".join(sorted({sc.path.name for sc in self.curves}))
             root = "<shipped>" if self.root in (None, SHIPPED_CURVES_DIR) else shown_path(self.root)
-            self._inputs[model] = (*(Input("curve", name(p), d) for p, d in files),
-                                   text_input("curve", root + "/", listing))
-        return self._inputs[model]
+            self._inputs[key] = (*(Input("curve", name(p), d) for p, d in files),
+                                 text_input("curve", root + "/", listing))
+        return self._inputs[key]
 
     # -- names
     def _one(self, hits: set[str], name: str, rule: str) -> str | None:

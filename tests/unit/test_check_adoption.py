@@ -262,7 +262,7 @@ def test_a_stale_suppression_fails_under_the_strict_setting_and_shows_in_the_git
     (tmp_path / "pinned.yaml").unlink()
     rc, out, _ = _run(["r.yaml"], capsys, tmp_path, monkeypatch)
     assert rc == 0  # listed, not failing
-    assert "stale suppression" in out
+    assert "r.yaml: 1 bad-suppression (lenient), 1 match" in out
     rc, out, _ = _run(["r.yaml", "--strict-suppressions"], capsys, tmp_path, monkeypatch)
     assert rc == 1
     assert "bad-suppression (1):" in out

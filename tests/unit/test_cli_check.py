@@ -63,7 +63,7 @@ def test_text_output_lists_failing_findings_first_by_verdict_one_short_line_each
     heads = [line for line in out if not line.startswith("  ")]
     verdicts = [h.split(" (")[0] for h in heads[:-2]]
     assert verdicts == sorted(verdicts, key=SEVERITY.index)  # grouped, most severe first
-    assert heads[-2].startswith("match/pinned (")  # the matches folded per file, then the summary
+    assert heads[-2].startswith("folded: 9 match")  # the matches folded per file, then the summary
     assert heads[-1].startswith("golden-al check: ")
     assert max(len(line) for line in out[:-1]) <= 170  # the long reasoning is under --verbose
     assert "  configs/test-master.yaml:20: mismatch: vllm k=2 pinned 2.49 vs golden 2.27" in out
