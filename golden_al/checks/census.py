@@ -32,6 +32,10 @@ match the name with the unknown parts as wildcards, and they spell at least
 :data:`MIN_LITERAL` of its characters (``export ${PREFIX}_ACC_LEN=2.2`` is one; ``export
 "$kv"`` spells nothing). Such an occurrence is ``certain=False``.
 
+**Shortcuts** that skip a file the census provably finds nothing in: :func:`may_hold_knob` (YAML and JSON:
+without escapes or expansions a knob is a substring of the text less its quotes) and
+:func:`python_may_set_knob` (Python: no literal, alone or composed, can spell a value or switch knob).
+
 Pure: no I/O (the caller reads the bounded text), no engine branching.
 """
 
@@ -61,6 +65,7 @@ __all__ = [
     "iter_pin_sites",
     "may_hold_knob",
     "names_knob_in_parts",
+    "python_may_set_knob",
     "vocabulary",
 ]
 
@@ -197,9 +202,12 @@ def _substring_rx() -> re.Pattern[str]:
     return re.compile("|".join(map(re.escape, sorted(_by_spelling(), key=len, reverse=True))))
 
 
-def _plain_word(raw: str) -> bool:
-    """A shell word with no expansion and no escape: its value is its text with some quotes removed."""
-    return "$" not in raw and "\\" not in raw and "`" not in raw and "{" not in raw
+_SPECIAL = re.compile(rb"[$\\`{]")  # what makes a shell word's value other than its text less quotes
+
+
+@lru_cache(maxsize=1)
+def _substring_rx_bytes() -> re.Pattern[bytes]:
+    return re.compile(_substring_rx().pattern.encode())
 
 
 @lru_cache(maxsize=1)
@@ -314,15 +322,17 @@ def _possible(text: str, *, line: int, end_line: int, context: str, sink: _Sink,
 # ------------------------------------------------------------------- strings in strings
 
 
-_SH_PART = re.compile(r"""
+#: A shell expansion as the shell reading of a string ends it (never later than bash would).
+_EXPANSION = r"\$\{[^}]*\}?|\$\([^)]*\)?|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*\#?$!-]|`[^`]*`?"
+_SH_PART = re.compile(rf"""
     (?P<ansi>\$'(?:[^'\\]|\\.)*'?)          # $'...' (ANSI-C escapes)
   | (?P<sq>'[^']*'?)                           # '...'
   | (?P<dq>"(?:[^"\\]|\\.)*"?)               # "..."
-  | (?P<exp>\$\{[^}]*\}?|\$\([^)]*\)?|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*\#?$!-]|`[^`]*`?)
+  | (?P<exp>{_EXPANSION})
   | (?P<esc>\\.)
   | (?P<lit>[^'"$`\\]+|.)
 """, re.S | re.X)
-_DQ_PART = re.compile(r"""(?P<exp>\$\{[^}]*\}?|\$\([^)]*\)?|\$[A-Za-z_][A-Za-z0-9_]*|\$[0-9@*\#?$!-]|`[^`]*`?)
+_DQ_PART = re.compile(rf"""(?P<exp>{_EXPANSION})
   | \\(?P<esc>[$`"\\\n]) | (?P<lit>[^$`\\]+|.)""", re.S | re.X)
 
 
@@ -868,42 +878,35 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
     dec = _ShellDecoder(data, root, allexport)
     sink = _Sink()
     glued = _glued_declarations(dec, root, sink)  # these nodes are read there
+    spelled = _substring_rx_bytes()
+    cover = -1  # where the last word read ends: a node before it may be one of its parts
     for n in sorted(_captures(root, _UNITS_QUERY), key=lambda x: (x.start_byte, -x.end_byte)):
-        if any(a <= n.start_byte and n.end_byte <= b for a, b in glued):
+        start, stop = n.start_byte, n.end_byte
+        if glued and any(a <= start and stop <= b for a, b in glued):
             continue
         t = n.type
         if t == "heredoc_body":
             _heredoc(dec, n, sink)
             continue
         if t == "variable_assignment":
-            name = n.child_by_field_name("name")
-            value = n.child_by_field_name("value")
-            if name is None:
-                continue
-            texts = [dec.raw(name) + "=" + v for v in (dec.word(value) if value is not None and value.type !=
-                                                         "array" else [""])]
-            if not any(_pattern().search(x) or _WILD in x for x in texts):
-                continue
-            line, end = n.start_point[0] + 1, n.end_point[0] + 1
-            copied = dec.copied_spellings(value) if value is not None else frozenset()
-            plain = dec.raw(name) in _by_spelling() and n.parent is not None and n.parent.type not in (
-                "command", "declaration_command") and dec.unexported(dec.raw(name))
-            for text_ in texts:
-                census_text(text_, line=line, end_line=end, context="shell assignment", sink=sink,
-                            copied=copied, inert_names=frozenset({dec.raw(name)}) if plain else frozenset())
+            _assignment(dec, n, sink)
             continue
-        parent = n.parent
+        chunk = data[start:stop]
+        if not _SPECIAL.search(chunk) and spelled.search(
+                chunk.replace(b"'", b"").replace(b'"', b"") if b"'" in chunk or b'"' in chunk else chunk) is None:
+            continue  # no expansion and no escape: its value is its text less some quotes, and names no knob
+        parent = n.parent if stop <= cover else None  # a word part lies inside the word that holds it
         if parent is not None and parent.type in _WORD_PARTS:
             continue  # a part of a larger word: read with it
+        cover = max(cover, stop)
         raw = dec.raw(n)
-        if _plain_word(raw) and _substring_rx().search(raw.replace("'", "").replace('"', "")) is None:
-            continue  # no expansion and no escape: its value is its text less some quotes, and names no knob
         values = dec.word(n)
         if any(v.startswith("-S") for v in values) and _command_of(dec, n)[1].rsplit("/", 1)[-1] == "env":
             values = [v[2:] if v.startswith("-S") else v for v in values]  # env -S"A=1 cmd": the string's words
         if not any(_pattern().search(v) or _WILD in v for v in values) and "\\" not in raw:
             continue  # nothing in any of its values can be or become a knob name
         line, end = n.start_point[0] + 1, n.end_point[0] + 1
+        parent = n.parent
         if parent is not None and _exports_words(dec, parent) and all(
                 v.split("=", 1)[0].strip(_WILD) == "" for v in values):
             sink.add(Occurrence(line, end, ANY_KNOB, "shell word", _shorten(raw), None, False, False,
@@ -923,6 +926,25 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
     if any(o.term.flag for o in sink.found.values()):
         _flag_values(dec, root, sink)
     return sink.result()
+
+
+def _assignment(dec: _ShellDecoder, n: Any, sink: _Sink) -> None:
+    """``NAME=value``: the name with each value; a plain variable's name, never exported, sets nothing."""
+    name = n.child_by_field_name("name")
+    value = n.child_by_field_name("value")
+    if name is None:
+        return
+    texts = [dec.raw(name) + "=" + v for v in (dec.word(value) if value is not None and value.type != "array"
+                                               else [""])]
+    if not any(_pattern().search(x) or _WILD in x for x in texts):
+        return
+    line, end = n.start_point[0] + 1, n.end_point[0] + 1
+    copied = dec.copied_spellings(value) if value is not None else frozenset()
+    plain = dec.raw(name) in _by_spelling() and n.parent is not None and n.parent.type not in (
+        "command", "declaration_command") and dec.unexported(dec.raw(name))
+    for text in texts:
+        census_text(text, line=line, end_line=end, context="shell assignment", sink=sink, copied=copied,
+                    inert_names=frozenset({dec.raw(name)}) if plain else frozenset())
 
 
 def _loop_assignments(dec: _ShellDecoder, sink: _Sink) -> None:
@@ -1320,3 +1342,225 @@ def _python_string(node: Any, inner: set[int]) -> list[str] | None:
                     items.append(receiver)
             return _product(items)
     return None
+
+
+# ------------------------------------------------------------------ Python: the shortcut
+
+
+#: A Python comment, a string literal (as Python 3.10-3.11's tokenizer ends it), or a quote that opens none.
+_PY_TOKEN = re.compile(r"""\#[^\n]*|(?P<literal>'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''
+    |\"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*\"\"\"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")
+    |(?P<open>['"])""", re.S | re.X)
+#: An escape that makes a character the text does not hold: Python's, and (in a decoded value) JSON's or ANSI-C's.
+_PY_NEW_CHAR = re.compile(r"\\[xuUN0-7]")
+_NEW_CHAR = re.compile(r"\\[xuU0-7]")
+#: A chain: characters no reading separates (name characters, quotes, backslashes, ``$`` and backquotes, the
+#: unknown part) and the spans a reading turns into one unknown part; with ``%`` placeholders and ``{...}``
+#: fields where the literal's value may be formatted (a ``%`` or ``.format`` after it or a composed value).
+_CHAINS = [re.compile(rf"(?:{_EXPANSION}{spans}|\\\n|[A-Za-z0-9_\-'\"\\$`{_WILD}{chars}])+")
+           for spans, chars in (("", ""), (f"|{_PERCENT.pattern}|{_BRACES.pattern}", "%{}"))]
+_RUN = re.compile(r"[A-Za-z0-9_\-]+")
+#: The parts of a chain: a span a reading may replace by one unknown part, a run, an unknown part, another character.
+_ELEMENT = re.compile(rf"(?P<span>{_EXPANSION}|{_PERCENT.pattern}|{_BRACES.pattern})|(?P<run>[A-Za-z0-9_\-]+)"
+                      rf"|(?P<wild>{_WILD})|.", re.S)
+_RUN_TAIL = re.compile(r"[A-Za-z0-9_\-]*\Z")
+_EDGE_RUNS = re.compile(r"\A[A-Za-z0-9_\-]*|[A-Za-z0-9_\-]*\Z")
+#: A character some reading removes, replaces or joins across (anything but name characters and plain punctuation).
+_OPEN = re.compile(r"[^A-Za-z0-9_\- \t\r\n,.:;=/+*!?<>|&@#^~\[\]]")
+_JOIN_LIST = re.compile(r"\.join\s*\(\s*[\[(]")
+
+
+@lru_cache(maxsize=1)
+def _pin_parts() -> tuple[re.Pattern[str], dict[str, frozenset[str]]]:
+    """The pin sites' spellings (values and switches: what a finding needs) as one pattern, and each of their
+    substrings with the spellings that hold it."""
+    names = sorted({t.spelling for t in vocabulary() if t.role in ("value", "switch")}, key=len, reverse=True)
+    subs: dict[str, set[str]] = {}
+    for name in names:
+        for i in range(len(name)):
+            for j in range(i + 1, len(name) + 1):
+                subs.setdefault(name[i:j], set()).add(name)
+    return re.compile("|".join(map(re.escape, names))), {k: frozenset(v) for k, v in subs.items()}
+
+
+def _unquoted(text: str) -> str:
+    return text.replace("\\\n", "").replace("\\", "").replace("'", "").replace('"', "")
+
+
+def python_may_set_knob(text: str) -> bool:
+    """Whether :func:`census_python` can find a pin site (a value or switch knob) in ``text``: a proven shortcut,
+    so that only such a file is parsed (a file with none gives no finding; a runtime-k name alone needs no pin).
+
+    Proof. Every name the census reads is a *token* (a run of name characters and unknown parts) of a string
+    expression's value, or a keyword argument's name. Literals are found as Python's tokenizer finds them (a
+    quote that opens none answers True). An escape that makes a character is decoded (Python's; the value is
+    then searched for a whole spelling) or answers True (JSON's, ANSI-C's in a decoded value). Then a token joins
+    characters of the literals' values only across what a reading removes or replaces (quotes, backslashes,
+    expansions, ``%`` placeholders, ``{...}`` fields) or a literal's edge where ``+``, ``%``, ``.format`` or
+    implicit concatenation composes it (``.join`` of a list through a receiver that can join answers True). So
+    a token lies in one *chain* (:data:`_CHAIN`) of one literal, or is the end chain of a composed literal,
+    whole chains of composed literals and the start chain of another. A token that is one run is a spelling
+    only if the text, less quotes and backslashes, holds it; any other needs :data:`MIN_LITERAL` characters
+    that spell parts of one spelling (``_possible``, or the whole spelling), each of its runs whole, a suffix
+    after ``$ % ) \\`` (an expansion or escape eats a prefix) or joined from several. So the sum of the runs'
+    longest such parts bounds every token per spelling: below the threshold everywhere, no token is a pin
+    site. ``tests/unit/test_census.py`` checks this against the census on the corpus of forms and on
+    generated texts.
+    """
+    pattern, subs = _pin_parts()
+    if pattern.search(_unquoted(text)):
+        return True
+    bounds: tuple[dict[str, int], ...] = ({}, {}, {}, {})  # inner (max), start (max), end (max), whole (sum)
+    if not _literal_chains(text, pattern, subs, bounds):
+        return True
+    inner, start, end, whole = bounds
+    return any(max(inner.get(s, 0), start.get(s, 0) + whole.get(s, 0) + end.get(s, 0)) >= min(MIN_LITERAL, len(s))
+               for s in {*inner, *start, *end, *whole})
+
+
+def _literal_chains(code: str, pattern: re.Pattern[str], subs: dict[str, frozenset[str]],
+                    bounds: tuple[dict[str, int], ...]) -> bool:
+    """Adds the chains of every literal of ``code`` to the bounds of :func:`python_may_set_knob` (f-string
+    fields are code again); False when a literal cannot be read that way."""
+    literals: list[tuple[int, re.Match[str]]] = []  # (where its prefix starts, the literal)
+    for m in _PY_TOKEN.finditer(code):
+        if m.lastgroup == "open":
+            return False
+        if m.lastgroup == "literal":
+            at = m.start()
+            while at > m.start() - 2 and at > 0 and code[at - 1] in "rRbBuUfF":
+                at -= 1
+            if at > 0 and (code[at - 1].isalnum() or code[at - 1] == "_"):
+                at = m.start()  # a name, not a prefix
+            literals.append((at, m))
+    for i, (at, m) in enumerate(literals):
+        q = 3 if code.startswith(("\'\'\'", '"""'), m.start()) else 1
+        prefix, body = code[at:m.start()].lower(), code[m.start() + q:m.end() - q]
+        before = code[literals[i - 1][1].end() if i else 0:at]
+        after = code[m.end():literals[i + 1][0] if i + 1 < len(literals) else len(code)]
+        if "#" in before or "#" in after:
+            before, after = re.sub(r"#[^\n]*", "", before), re.sub(r"#[^\n]*", "", after)
+        before, after = before.rstrip(" \t\r\n\\(["), after.lstrip(" \t\r\n\\)]")
+        left = before.endswith("+") or (i > 0 and not before)
+        right = after.startswith(("+", "%", ".format", ".join")) or (i + 1 < len(literals) and not after)
+        if not (left or right or "f" in prefix or _OPEN.search(body)):
+            continue  # plain text on its own: only a whole spelling, which the text itself would show
+        if "\\" in body and "r" not in prefix:
+            made = _PY_NEW_CHAR.search(body)
+            body = body.encode("latin-1", "backslashreplace").decode("unicode_escape")
+            if made and pattern.search(_unquoted(body)):
+                return False
+        if _NEW_CHAR.search(body) or (_JOIN_LIST.match(after) and (not body or _CHAINS[1].match(body[0])
+                                                                    or _CHAINS[1].match(body[-1]))):
+            return False  # an escape that makes any character; a list's items joined through this receiver
+        if "f" in prefix:
+            fields = _fields(body)
+            if fields is None or not all(_literal_chains(c, pattern, subs, bounds) for c in fields[1]):
+                return False
+            body = fields[0]
+        _add_chains(body, _CHAINS[left or right or after.startswith("%")], left, right, subs, bounds)
+    return True
+
+
+def _add_chains(body: str, chains: re.Pattern[str], left: bool, right: bool, subs: dict[str, frozenset[str]],
+                bounds: tuple[dict[str, int], ...]) -> None:
+    """One literal value's chains into ``bounds`` (:func:`python_may_set_knob`)."""
+    inner, start, end, whole = bounds
+    # a value with no character a reading removes or replaces holds plain runs: only its edges may join
+    for m in chains.finditer(body) if _OPEN.search(body) else _EDGE_RUNS.finditer(body):
+        chain = m.group(0)
+        at_start, at_end = left and m.start() == 0, right and m.end() == len(body)
+        if not (at_start or at_end) and _RUN.fullmatch(chain):
+            continue  # a plain run on its own: a whole spelling or nothing
+        for s, segments, dead in _segments(chain, chains, subs, bounds):
+            if at_start and at_end and not dead:
+                whole[s] = whole.get(s, 0) + segments[0]
+                continue
+            for side, value, on in ((start, segments[0], at_start), (end, segments[-1], at_end),
+                                    (inner, max(segments), True)):
+                if on:
+                    side[s] = max(side.get(s, 0), value)
+
+
+def _segments(chain: str, chains: re.Pattern[str], subs: dict[str, frozenset[str]],
+              bounds: tuple[dict[str, int], ...]) -> Iterator[tuple[str, list[int], bool]]:
+    """Per spelling: the sums of consecutive *atoms* of ``chain`` that one token of it may hold, and whether an
+    atom breaks them. An atom is runs joined by unknown parts; atoms are parted by what some reading keeps as a
+    separator (a quote, a backslash, a span a reading may replace: an expansion, a placeholder, whose inside
+    is an inner chain of its own). A token holds whole atoms, none with a run that spells no part of the
+    spelling. A run may be read in several ways: after a backslash without its first letter (an escape); a
+    span's last name characters may be read as the start of the next atom."""
+    atoms: list[tuple[dict[str, int], bool]] = []  # (what the atom spells of each spelling, spells 0 of any other)
+    atom: tuple[dict[str, int], bool] | None = None
+
+    def read(*candidates: str) -> None:
+        nonlocal atom
+        best: dict[str, int] = {}
+        for c in candidates:
+            for s in subs.get(c, ()) if c else ():
+                best[s] = max(best.get(s, 0), len(c))
+        credits, free = atom if atom is not None else ({}, True)
+        optional = "" in candidates
+        atom = ({s: credits.get(s, 0) + best.get(s, 0) for s in {*best, *(credits if optional else ())}
+                 if (s in credits or free) and (s in best or optional)}, free and optional)
+
+    escaped = False
+    for e in _ELEMENT.finditer(chain):
+        kind, text = e.lastgroup, e.group(0)
+        if kind == "run":
+            read(text, text[1:]) if escaped else read(text)
+        elif kind != "wild":
+            if atom is not None:
+                atoms.append(atom)
+            atom = None
+            if kind == "span":
+                _add_chains(text[1:], chains, False, False, subs, bounds)  # its inside: inner chains only
+                tail = _RUN_TAIL.search(text)
+                if tail is not None and tail.group(0):
+                    read(tail.group(0), "")
+        escaped = text == "\\"
+    if atom is not None:
+        atoms.append(atom)
+    for s in {s for credits, _ in atoms for s in credits}:
+        segments, total, dead = [], 0, False
+        for credits, free in atoms:
+            if s in credits or free:
+                total += credits.get(s, 0)
+            else:
+                segments.append(total)
+                total, dead = 0, True
+        segments.append(total)
+        yield s, segments, dead
+
+
+def _fields(body: str) -> tuple[str, list[str]] | None:
+    """An f-string body's value (each replacement field an unknown part, ``{{`` ``{``) and its fields' code; None
+    when its braces do not balance."""
+    out: list[str] = []
+    codes: list[str] = []
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c in "{}" and body.startswith(c * 2, i):
+            out.append(c)
+            i += 2
+        elif c == "}":
+            return None
+        elif c != "{":
+            out.append(c)
+            i += 1
+        else:
+            depth, j = 0, i
+            while j < len(body) and (depth or j == i):
+                m = _PY_TOKEN.match(body, j) if body[j] in "'\"" else None
+                if m is not None and m.group("literal"):
+                    j = m.end()
+                    continue
+                depth += (body[j] in "{[(") - (body[j] in "}])")
+                j += 1
+            if depth:
+                return None
+            codes.append(body[i + 1:j - 1])
+            out.append(_WILD)
+            i = j
+    return "".join(out), codes

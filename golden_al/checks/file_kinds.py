@@ -8,7 +8,9 @@ Kinds (:func:`file_kind`):
   text of :func:`dockerfile_as_shell` (``ENV``/``ARG`` are exports; ``RUN``, ``CMD``, ``ENTRYPOINT`` are
   commands), line for line;
 * ``python`` (``*.py``, a ``python`` shebang): every string by Python's own parser
-  (:func:`golden_al.checks.census.census_python`); its environment writes (``os.environ[K] = V``,
+  (:func:`golden_al.checks.census.census_python`), once
+  :func:`~golden_al.checks.census.python_may_set_knob` shows that its text can set or build a knob (else it
+  is not parsed: it holds none); its environment writes (``os.environ[K] = V``,
   ``setdefault``, ``update``, ``putenv``, an environment dict literal) become the exports of
   :func:`python_env_as_shell`, so they are read as pins;
 * ``jinja`` (``*.j2``, ``*.jinja``, ``*.jinja2``): the template with its tags blanked

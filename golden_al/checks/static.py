@@ -55,6 +55,7 @@ from golden_al.checks.census import (
     iter_pin_sites,
     may_hold_knob,
     names_knob_in_parts,
+    python_may_set_knob,
 )
 from golden_al.checks.context import MASTER_LENGTH_KEY, parse_number
 from golden_al.checks.file_kinds import (
@@ -389,7 +390,7 @@ class _Reader:
 
 def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem: str | None = None,
                 max_file_size: int = DEFAULT_MAX_FILE_SIZE, allow: Iterable[str] = (),
-                exclude: Sequence[str] = (), jobs: int | None = None, policy: str = "default",
+                exclude: Sequence[str] = (), policy: str = "default",
                 baseline: Path | None = None, changed_since: str | None = None,
                 inputs: Sequence[Input] = (), strict_suppressions: bool = False) -> CheckReport:
     """Check every file under ``paths`` against ``store`` (a :class:`GoldenStore`).
@@ -400,11 +401,9 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     ``max_file_size`` is the byte cap of one file. ``allow`` relaxes ``no-golden`` and/or
     ``undetermined`` (:data:`~golden_al.checks.findings.ALLOWABLE_VERDICTS`); ``exclude``: globs of
     files under the given directories that are not read (listed in :attr:`CheckReport.excluded`).
-    ``jobs``: processes for the shell census of a large tree (default: one per CPU, up to 4, from
-    :data:`PARALLEL_FROM` shell files on; 1: none). ``policy`` ``no-pins``, inline suppressions (a stale one fails
-    with ``strict_suppressions``), ``baseline`` and ``changed_since``: :mod:`golden_al.checks.adoption` (a waived
-    finding stays, with its reason). ``inputs``: what every verdict read besides its files (the gate's
-    configuration); each finding carries them after its own.
+    ``policy`` ``no-pins``, inline suppressions (a stale one fails with ``strict_suppressions``), ``baseline`` and
+    ``changed_since``: :mod:`golden_al.checks.adoption` (a waived finding stays, with its reason). ``inputs``: what
+    every verdict read besides its files (the gate's configuration); each finding carries them after its own.
 
     Raises:
         UsageError: a path does not exist, ``allow`` names another verdict, or nothing was
@@ -429,13 +428,9 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     checker = _Checker(_Reader(max_file_size), [Path(p).resolve() for p in paths if Path(p).is_dir()], store,
                        store_problem)
     checker.report = CheckReport(allowed=allowed, excluded=[str(p) for p in skipped])
-    shell_census = _ShellCensus([p for p, kind in files if kind == "shell"], checker.read, jobs)
-    try:
-        checker.find_master_refs(files)
-        for path, kind in files:
-            checker.check_file(path, kind, shell_census)
-    finally:
-        shell_census.close()
+    checker.find_master_refs(files)
+    for path, kind in files:
+        checker.check_file(path, kind)
     report = checker.report
     if report.files_scanned == 0:
         why = f" ({len(skipped)} excluded by --exclude)" if skipped else ""
@@ -585,17 +580,17 @@ class _Checker:
                         for m in self.ref_files.get(path.resolve(), ()))
         return (text_input("file", shown_path(path), text), *masters)
 
-    def check_file(self, path: Path, kind: str, shell_census: _ShellCensus) -> None:
+    def check_file(self, path: Path, kind: str) -> None:
         """One file's findings (:meth:`_check_file`), each carrying the file's inputs before its own."""
         findings = self.report.findings
         start = len(findings)
-        self._check_file(path, kind, shell_census)
+        self._check_file(path, kind)
         if len(findings) > start:
             text = self.read(path) if kind not in ("unreadable", "link-outside") else None
             own = self.file_inputs(path, text if isinstance(text, str) else None)
             findings[start:] = [dataclasses.replace(f, inputs=merge_inputs(own, f.inputs)) for f in findings[start:]]
 
-    def _check_file(self, path: Path, kind: str, shell_census: _ShellCensus) -> None:
+    def _check_file(self, path: Path, kind: str) -> None:
         """One file: its census, its pins where the census finds settings, and the findings."""
         from golden_al.checks.yaml_configs import YamlError
         from golden_al.shell import ShellSyntaxError
@@ -619,7 +614,7 @@ class _Checker:
         if kind in ("yaml", "json") and not may_hold_knob(text):
             return  # proven: no reading of this text holds a knob (census.may_hold_knob)
         try:
-            read = self._read_pins(path, kind, text, shell_census)
+            read = self._read_pins(path, kind, text)
         except YamlError as exc:
             self._unreadable(shown, UnreadableInputError(
                 str(exc), path=path, line=exc.line, reason="parse-error",
@@ -666,7 +661,7 @@ class _Checker:
         self.report.findings.extend(unreadable_findings(shown, err, text))
         self.report.files_with_pins += 1
 
-    def _read_pins(self, path: Path, kind: str, text: str, shell_census: _ShellCensus) -> tuple[
+    def _read_pins(self, path: Path, kind: str, text: str) -> tuple[
             list[Occurrence], list[Pin]] | None:
         """(census, pins) of one file; None when it is provably free of knobs.
 
@@ -681,7 +676,6 @@ class _Checker:
             extract_yaml_pins,
             shadowed_lines,
         )
-        from golden_al.shell import ShellSyntaxError
 
         shown = str(path)
         pins: list[Pin] = []
@@ -705,23 +699,22 @@ class _Checker:
             if _needs_pins(occurrences):
                 pins = extract_json_pins(text, shown)
         elif kind in ("shell", "dotenv"):
-            got = shell_census.get(path)
-            if isinstance(got, ShellSyntaxError):
-                raise got
-            occurrences = got if isinstance(got, list) else census_shell(text, allexport=kind == "dotenv")
+            occurrences = census_shell(text, allexport=kind == "dotenv")
             if _needs_pins(occurrences):
                 pins, diags = extract_shell_pins(text, shown, census=occurrences)
                 self.report.diagnostics.extend(diags)
         elif kind == "dockerfile":
-            return self._read_pins(path, "shell", dockerfile_as_shell(text), shell_census)
+            return self._read_pins(path, "shell", dockerfile_as_shell(text))
         elif kind == "python":
+            if not python_may_set_knob(text):
+                return None  # proven: no string the census reads can set or build a knob (not parsed)
             occurrences = census_python(text)  # a SyntaxError is the file's unreadable finding
             if _needs_pins(occurrences):
                 pins, diags = extract_shell_pins(python_env_as_shell(text), shown, census=occurrences)
                 self.report.diagnostics.extend(diags)
         elif kind == "jinja" and (inner := jinja_inner_kind(path)) is not None:
             rendered, tags = jinja_as_text(text, inner)
-            inner_read = self._read_pins(path, inner, rendered, shell_census)
+            inner_read = self._read_pins(path, inner, rendered)
             occurrences, pins = inner_read if inner_read is not None else ([], [])
             sink = _Sink()
             for line, tag in tags:  # a name a tag computes or prints is a census entry of its own
@@ -734,66 +727,9 @@ class _Checker:
             if not occurrences and not names_knob_in_parts(text):
                 return None
             if path.suffix == "" and kind == "other" and _parses_as_shell(text):
-                return self._read_pins(path, "shell", text, shell_census)  # an extension-less script, no shebang
+                return self._read_pins(path, "shell", text)  # an extension-less script, no shebang
             raise _Unread(occurrences, text)
         return occurrences, pins
-
-
-#: From this many shell files on, their census runs in parallel processes.
-PARALLEL_FROM = 48
-
-
-class _ShellCensus:
-    """The census of many shell scripts, computed in forked worker processes while the main process
-    reads the YAML and JSON files (the census of one file is pure and independent of the others).
-    ``get(path)`` waits for that file's result; None when it was not computed there (run it in place)."""
-
-    def __init__(self, paths: Sequence[Path], read: Any, jobs: int | None) -> None:
-        import multiprocessing
-
-        self._futures: dict[Path, Any] = {}
-        self._pool: Any = None
-        workers = max(1, (os.cpu_count() or 1) - 1) if jobs is None else max(0, jobs - 1)
-        if workers < 1 or len(paths) < PARALLEL_FROM or "fork" not in multiprocessing.get_all_start_methods():
-            return
-        import concurrent.futures
-
-        self._pool = concurrent.futures.ProcessPoolExecutor(min(workers, 4),
-                                                            mp_context=multiprocessing.get_context("fork"))
-        batch: list[tuple[Path, str]] = []
-        for p in paths:
-            text = read(p)
-            if isinstance(text, str):
-                batch.append((p, text))
-            if len(batch) == 8 or (p is paths[-1] and batch):
-                future = self._pool.submit(_census_batch, [t for _, t in batch])
-                for i, (q, _) in enumerate(batch):
-                    self._futures[q] = (future, i)
-                batch = []
-
-    def get(self, path: Path) -> list[Occurrence] | Exception | None:
-        got = self._futures.get(path)
-        if got is None:
-            return None
-        future, i = got
-        result: list[Any] = future.result()
-        return result[i]  # type: ignore[no-any-return]
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _census_batch(texts: list[str]) -> list[list[Occurrence] | Exception]:
-    from golden_al.shell import ShellSyntaxError
-
-    out: list[list[Occurrence] | Exception] = []
-    for text in texts:
-        try:
-            out.append(census_shell(text))
-        except ShellSyntaxError as exc:
-            out.append(exc)
-    return out
 
 
 def _needs_pins(occurrences: Sequence[Occurrence]) -> bool:

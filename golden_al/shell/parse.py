@@ -62,8 +62,10 @@ def _parser() -> Any:
     return tree_sitter.Parser(tree_sitter.Language(tree_sitter_bash.language()))
 
 
+@lru_cache(maxsize=4)
 def _tree(data: bytes) -> Any:
-    """tree-sitter's tree of ``data``, cancelled after :data:`MAX_PARSE_SECONDS`."""
+    """tree-sitter's tree of ``data``, cancelled after :data:`MAX_PARSE_SECONDS` (the census and the reader of one
+    script share it: a tree is never changed)."""
     deadline = time.monotonic() + MAX_PARSE_SECONDS
 
     def read(offset: int, _point: Any) -> bytes:
