@@ -175,6 +175,8 @@ class AcceptanceCounts:
         source: where the counts came from (a label chosen by the reader).
         field_names: how ``source`` names our fields (``num_verify_steps`` ->
             ``spec_verify_ct``, ...), so that errors speak the engine's language.
+        most_drafts: the most drafts one verify step proposed, where the source shows
+            it (the k the engine ran); a sum keeps the larger, a difference drops it.
 
     Raises:
         DistributionError: if the counts contradict each other (each message
@@ -189,6 +191,7 @@ class AcceptanceCounts:
     histogram: tuple[Count, ...] | None = None
     source: str = "counts"
     field_names: Mapping[str, str] = field(default_factory=dict, compare=False, repr=False)
+    most_drafts: int | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         k = units.check_draft_len(self.k)
@@ -336,6 +339,7 @@ class AcceptanceCounts:
             histogram=opt_sum(self.histogram, o.histogram),
             source=self.source if self.source == o.source else f"{self.source}+{o.source}",
             field_names=self.field_names if self.source == o.source else {},
+            most_drafts=max((m for m in (self.most_drafts, o.most_drafts) if m is not None), default=None),
         )
 
     def __sub__(self, other: object) -> AcceptanceCounts:

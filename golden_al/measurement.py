@@ -266,6 +266,8 @@ class RequestResult(_Strict):
     histogram_known: bool = Field(
         default=True, description="False when the source gives only totals (an imported aggregate): histogram "
         "and per_position_accepted are then all zeros, not measured")
+    draft_len_observed: int | None = Field(
+        default=None, ge=0, description="the most drafts one verify step proposed, where the source shows it")
     finish_reason: str | None = None
     wall_s: float | None = None
     decode_ms: float | None = Field(
@@ -353,6 +355,9 @@ class MeasurementRecord(_Strict):
         default=None, description="block drafts (draft_method dflash): DFlash or DFlash2, block size, mask token, "
         "target layers")
     draft_len: int = Field(ge=1, le=64)
+    draft_len_observed: int | None = Field(
+        default=None, description="the k the source's own rows show (the most drafts a verify step proposed), equal "
+        "to draft_len; None where the source does not show it")
     thinking: str = Field(description="on | off | a named level such as reasoning_effort_high")
     chat_template_kwargs: dict[str, Any] = Field(default_factory=dict)
     sampling: SamplingInfo
@@ -427,6 +432,8 @@ class MeasurementRecord(_Strict):
         if len(self.per_position_accepted) != k:
             raise ValueError(f"per_position_accepted has {len(self.per_position_accepted)} entries, expected k={k}")
         _check_unknown_histogram(self.histogram_known, self.histogram, self.per_position_accepted)
+        if self.draft_len_observed not in (None, k):
+            raise ValueError(f"draft_len_observed {self.draft_len_observed} is not draft_len {k}")
         lo, hi = self.al_ci95
         if not lo <= hi:
             raise ValueError(f"al_ci95 must be [lo, hi] with lo <= hi, got {self.al_ci95}")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from golden_al.errors import CounterSemanticsError
 
-__all__ = ["check_acceptance_counts", "check_counts"]
+__all__ = ["check_acceptance_counts", "check_counts", "check_observed_k"]
 
 _TOL = 1e-9
 
@@ -93,3 +93,16 @@ def check_acceptance_counts(counts: object, *, what: str, path: str | Path | Non
                  drafted=getattr(counts, "num_draft_tokens", None), drafts=getattr(counts, "num_verify_steps", None),
                  k=getattr(counts, "k", None), per_position=getattr(counts, "per_position_accepted", None),
                  al=reported_al, path=path, line=line)
+
+
+def check_observed_k(observed: int | None, k: int, *, what: str, path: str | Path | None = None) -> None:
+    """Refuse counts whose own rows show another draft length than the claimed ``k``: ``observed`` is the most
+    drafts one verify step proposed (None where the source does not show it).
+
+    Raises:
+        CounterSemanticsError: naming both.
+    """
+    if observed is not None and observed != k:
+        raise CounterSemanticsError(f"{what} propose at most {observed} drafts per verify step: the engine ran "
+                                    f"k = {observed}, not the claimed k = {k}", path=path,
+                                    hint="pass the engine's own draft length as --draft-len (a golden AL is per k)")

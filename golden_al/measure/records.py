@@ -182,12 +182,18 @@ def build_record(
 
     Raises:
         NoVerifyStepsError: no request made a verify step (:func:`golden_al.measurement.cell_totals`).
+        CounterSemanticsError: the rows show another k (``draft_len_observed``) than ``draft_len``.
     """
+    from golden_al.formats.validate import check_observed_k
+
     if totals is None:
         totals = cell_totals(results, draft_len, seed=0 if seed is None else seed, what=what)
     counts, interval = totals.counts, totals.interval
     notes = [*warnings, *totals.notes]
-    known = all(r.histogram_known for r in results if r.draft_len == draft_len)
+    rows = [r for r in results if r.draft_len == draft_len]
+    known = all(r.histogram_known for r in rows)
+    observed = max((r.draft_len_observed for r in rows if r.draft_len_observed is not None), default=None)
+    check_observed_k(observed, draft_len, what=f"the {al_source} rows of the cell")
     return MeasurementRecord(
         engine=engine,
         engine_version=engine_version,
@@ -198,6 +204,7 @@ def build_record(
         draft_method=draft_method,
         block_draft=block_draft,
         draft_len=draft_len,
+        draft_len_observed=observed,
         thinking=thinking,  # type: ignore[arg-type]
         chat_template_kwargs=dict(chat_template_kwargs),
         sampling=sampling,

@@ -172,6 +172,7 @@ def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequenc
         histogram=hist,
         per_position_accepted=pos,
         histogram_known=known,
+        draft_len_observed=observed_k(plan, counts),
         finish_reason=None if window else (finishes[0] or None),
         wall_s=round(wall_s, 4),
         decode_ms=None if None in decode else round(sum(d for d in decode if d is not None), 3),
@@ -179,6 +180,18 @@ def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequenc
         text=("\n\x1e".join(texts) if plan.save_text else None),
         extra=extra or None,
     )
+
+
+def observed_k(plan: CellPlan, counts: AcceptanceCounts) -> int | None:
+    """The k a unit's counts show: the most drafts a step proposed, where the source reports it, or proposals that
+    the engine's profile says are exactly k per step (checked by :func:`cross_check`)."""
+    from golden_al.plugin.registry import get_profile
+
+    steps, proposed = float(counts.num_verify_steps), counts.num_draft_tokens
+    if counts.most_drafts is None and proposed is not None and steps > 0 and \
+            get_profile(plan.engine).server.exact_proposals:
+        return round(float(proposed) / steps)
+    return counts.most_drafts
 
 
 def reported_al(resp: Mapping[str, Any], engine: str, key: str = "reported_al") -> float | None:

@@ -60,6 +60,9 @@ def check_unit(counts: AcceptanceCounts, *, k: int, completion_tokens: int | Non
     if accepted > k * steps + 1e-9:
         raise CountsDisagreeError(f"{label}: {accepted:g} accepted drafts in {steps:g} verify steps is more than "
                                   f"k = {k} per step", hint="is the server's draft length the k asked for?")
+    if counts.most_drafts is not None and counts.most_drafts > k:
+        raise CountsDisagreeError(f"{label}: a verify step proposed {counts.most_drafts} drafts, more than k = {k}",
+                                  hint="the server drafts another length than the one asked for (--draft-len)")
     hist = list(counts.histogram or ())
     if any(float(v) > 0 for v in hist[k + 1:]):
         raise CountsDisagreeError(f"{label}: the histogram has steps that accepted more than k = {k} drafts "

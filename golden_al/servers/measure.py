@@ -77,6 +77,7 @@ from golden_al.servers.cell import (
 from golden_al.servers.cell_records import (
     OTHER_DRAFT_LENS,
     cross_check,
+    observed_k,
     record_from_results,
     reported_al,
     result_row,
@@ -424,6 +425,7 @@ def _batch_result(plan: CellPlan, batch: Sequence[_Window], number: int, retried
         num_accepted_drafts=total.num_accepted_drafts,
         histogram=[tidy_count(float(v)) for v in total.histogram or ()],
         per_position_accepted=[tidy_count(float(v)) for v in total.per_position_accepted or ()],
+        draft_len_observed=observed_k(plan, total),
         wall_s=round(batch[-1].t1 - batch[0].t0, 4),
         text=("\n\x1e".join(text_and_finish(r)[0] or "" for r in resps) if plan.save_text else None),
         extra=extra,

@@ -211,3 +211,57 @@ def test_trtllm_rows_cut_short_no_longer_lift_a_run_to_the_golden(tmp_path, caps
     code, said = _check_run(capsys, "trtllm", log, expect=f"{lifted:.2f}")
     assert code == 2, said
     assert "110 TensorRT-LLM iteration line(s) name its fields but do not parse" in said
+
+
+# ---------------------------------------------------------------------------- 2. the k the rows show is the k
+def _k2_rows(tmp_path: Any) -> tuple[Any, float]:
+    """A TensorRT-LLM iteration log whose requests never propose more than 2 drafts (true AL 2.2)."""
+    lines, accepted = _trtllm_rows(al=2.2, k=2, rows=120, seed=3)
+    log = tmp_path / "k2.log"
+    log.write_text("\n".join(lines) + "\n")
+    return log, 1 + sum(accepted) / (8 * len(accepted))
+
+
+def test_check_run_refuses_rows_that_show_another_k_naming_both(tmp_path, capsys):
+    log, al = _k2_rows(tmp_path)
+    code, said = _check_run(capsys, "trtllm", log, expect=f"{al:.2f}", k=3)
+    assert code == 2, said
+    assert "propose at most 2 drafts per verify step: the engine ran k = 2, not the claimed k = 3" in said
+    assert _check_run(capsys, "trtllm", log, expect=f"{al:.2f}", k=2)[0] == 0
+
+
+def test_an_import_files_the_observed_k_and_refuses_another(tmp_path, capsys):
+    import json
+
+    from golden_al.cli.main import main
+
+    log, _ = _k2_rows(tmp_path)
+    base = ["import", "trtllm-iteration-log", str(log), "--thinking", "off", "--temperature", "0", "--max-tokens",
+            "64", "--model", "m"]
+    assert main([*base, "--draft-len", "3", "--out", str(tmp_path / "k3")]) == 2
+    assert "the engine ran k = 2, not the claimed k = 3" in capsys.readouterr().err
+    assert not (tmp_path / "k3" / "measurement.json").exists()
+    assert main([*base, "--draft-len", "2", "--out", str(tmp_path / "k2")]) == 0
+    rec = json.loads((tmp_path / "k2" / "measurement.json").read_text())
+    assert (rec["draft_len"], rec["draft_len_observed"]) == (2, 2)
+
+
+def test_a_server_measurement_is_not_filed_at_a_k_its_rows_never_reach():
+    """The iteration source's units carry the most drafts a step proposed; the record's one builder refuses a run
+    whose units never reach the claimed k (a short request may stop below it; the run may not)."""
+    from _drained import unit_delta
+
+    from golden_al.engines.trtllm.server import TrtllmIterationSource
+    from golden_al.errors import CounterSemanticsError
+    from golden_al.measure.imported.common import ImportOptions, dataset_info, imported_record, window_rows
+
+    rows = [{"iter": i, "numCompletedRequests": int(i == 4), "specDecodingStats": {
+        "numDraftTokens": 2 * (i > 0), "numAcceptedTokens": i % 2, "numRequestsWithDraftTokens": int(i > 0)}}
+        for i in range(5)]
+    _, counts = unit_delta(TrtllmIterationSource(), "/metrics", [[], rows], 3)
+    assert counts.most_drafts == 2
+    opts = ImportOptions(thinking="off", temperature=0.0, max_tokens=8)
+    with pytest.raises(CounterSemanticsError, match="the engine ran k = 2, not the claimed k = 3"):
+        imported_record(window_rows([counts, counts], 3, "unit", []), k=3, opts=opts, engine="trtllm",
+                        source="trtllm-iteration-stats", files=[CELL / "measurement.json"], model="m", num_requests=2,
+                        dataset=dataset_info("d", 2, "d", "d"), warnings=[])

@@ -111,5 +111,7 @@ def test_import_makes_a_record_from_the_rows(tmp_path: Path, capsys: pytest.Capt
     capsys.readouterr()
     assert main([*base, "--out", str(tmp_path / "b")]) == 2  # the rows do not state k
     assert "pass --draft-len" in capsys.readouterr().err
-    assert main([*base, "--out", str(tmp_path / "c"), "--draft-len", "2"]) == 2  # 24 drafts for 8 requests is more than k=2 each
-    assert "more than k=2 each" in capsys.readouterr().err
+    assert main([*base, "--out", str(tmp_path / "c"), "--draft-len", "2"]) == 2  # 24 drafts for 8 requests: k=3
+    assert "propose at most 3 drafts per verify step: the engine ran k = 3, not the claimed k = 2" in \
+        capsys.readouterr().err
+    assert rec["draft_len_observed"] == 3  # issue 51: the record stores the k its rows show

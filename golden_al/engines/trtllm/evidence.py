@@ -10,10 +10,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distributions import units
-from golden_al.engines.trtllm.iteration_stats import read_iteration_source
+from golden_al.engines.trtllm.iteration_stats import most_drafts, read_iteration_source
 from golden_al.errors import InputFileError, NoVerifyStepsError
 from golden_al.formats.logs import LineTally
-from golden_al.formats.validate import check_counts
+from golden_al.formats.validate import check_counts, check_observed_k
 from golden_al.plugin.evidence import RunEvidence, run_budget
 
 ENGINE = "trtllm"
@@ -23,7 +23,8 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
     """The run's AL from TensorRT-LLM iteration rows (see :mod:`golden_al.plugin.evidence`).
 
     Raises:
-        InputFileError: no iteration row with spec-decode stats, or rows that contradict k.
+        InputFileError: no iteration row with spec-decode stats, or rows that show another k (the most drafts a
+            request proposed in an iteration) than ``k``.
         NoVerifyStepsError: the rows count no verify step.
         UnreadableInputError: the files together pass the run's byte budget.
     """
@@ -42,6 +43,7 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
         for r in s.rows:
             check_counts(what="TensorRT-LLM iteration row", accepted=r.accepted, drafted=r.drafted,
                          drafts=r.requests, k=k, path=s.source, line=r.line)
+    check_observed_k(most_drafts(rows), k, what="the TensorRT-LLM iteration rows", path=paths[0])
     steps = sum(s.steps for s in scans)
     if steps <= 0:
         raise NoVerifyStepsError("the TensorRT-LLM iteration rows count zero requests with draft tokens: AL is "

@@ -13,8 +13,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distributions.counts import AcceptanceCounts
-from golden_al.engines.trtllm.iteration_stats import read_iteration_source
+from golden_al.engines.trtllm.iteration_stats import most_drafts, read_iteration_source
 from golden_al.errors import InputFileError, UsageError
+from golden_al.formats.validate import check_observed_k
 from golden_al.measure.imported.common import (
     MAX_BYTES,
     Imported,
@@ -42,16 +43,14 @@ def import_trtllm_iterations(paths: Sequence[Path], opts: ImportOptions) -> list
         if not rows:
             raise InputFileError("no TensorRT-LLM iteration row with specDecodingStats and a drafted request", path=p,
                                  hint="pass the file of trtllm-bench --iteration_log of a run with speculation on")
-        for r in rows:
-            if r.drafted > k * r.requests:
-                raise InputFileError(f"line {r.line}: {r.drafted} draft tokens for {r.requests} requests is more than "
-                                     f"k={k} each", path=p, hint="is --draft-len the server's max_draft_len?")
+        check_observed_k(most_drafts(rows), k, what="the TensorRT-LLM iteration rows", path=p)
         windows = []
         for i in range(0, len(rows), ITERATIONS_PER_WINDOW):
             block = rows[i:i + ITERATIONS_PER_WINDOW]
             windows.append(AcceptanceCounts(k=k, num_verify_steps=sum(r.requests for r in block),
                                             num_accepted_drafts=sum(r.accepted for r in block),
-                                            num_draft_tokens=sum(r.drafted for r in block), source="trtllm-iteration"))
+                                            num_draft_tokens=sum(r.drafted for r in block), source="trtllm-iteration",
+                                            most_drafts=most_drafts(block)))
         name = opts.dataset or "unknown"
         warnings = [f"imported from TensorRT-LLM iteration rows: totals per iteration, clusters of "
                     f"{ITERATIONS_PER_WINDOW} consecutive iterations (no request is attributed)"]

@@ -33,8 +33,8 @@ from typing import Any
 from golden_al.errors import CounterSemanticsError, InputFileError
 from golden_al.formats.logs import LineTally
 
-__all__ = ["SPEC_STATS", "IterationRow", "IterationScan", "rank_of", "read_iteration_file", "read_iteration_source",
-           "rows_from_json", "scan_rows"]
+__all__ = ["SPEC_STATS", "IterationRow", "IterationScan", "most_drafts", "rank_of", "read_iteration_file",
+           "read_iteration_source", "rows_from_json", "scan_rows"]
 
 SPEC_STATS = "specDecodingStats"
 DRAFTED = "numDraftTokens"
@@ -86,6 +86,12 @@ class IterationScan:
     def drafted(self) -> int:
         """Proposed draft tokens of the counted rows."""
         return sum(r.drafted for r in self.rows)
+
+
+def most_drafts(rows: Iterable[IterationRow]) -> int | None:
+    """The k the rows show: the most drafts one request proposed in an iteration (a row of several requests gives
+    its mean, rounded up); None without a drafting row."""
+    return max((-(-r.drafted // r.requests) for r in rows if r.requests), default=None)
 
 
 def _count(stats: Mapping[str, Any], key: str, where: str, line: int) -> int:

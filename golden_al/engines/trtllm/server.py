@@ -16,7 +16,8 @@ rows must prove (``golden_al.engines.trtllm.iteration_stats`` reads each one):
 * **steps**: at concurrency 1 a row is one verify step of the one request (``numRequestsWithDraftTokens``
   1) and its ``numAcceptedTokens`` is that step's accepted count, so the histogram is exact; a row of
   several requests cannot be split and refuses the unit (measure at ``--concurrency 1``);
-* **k**: no row proposes more than ``k`` drafts per request;
+* **k**: the most drafts a row proposes per request is the unit's observed k (more than ``k`` refuses the unit,
+  and the run's must equal ``k``: :func:`golden_al.servers.crosscheck.check_unit`, the record's builder);
 * **finished requests**: ``numCompletedRequests`` summed over the rows (the unit's requests, and no other).
 
 This module is the engine's server implementation: it imports the server layer and is named by the
@@ -68,7 +69,7 @@ class _Totals:
     steps: int = 0
     histogram: tuple[int, ...] = ()  #: steps by accepted drafts, from rows of one request
     merged_rows: int = 0  #: rows of several requests (their steps cannot be told apart)
-    most_per_request: int = 0  #: the most drafts one row proposed per request
+    most: tuple[int, ...] = ()  #: per drain, the most drafts a row proposed per request (:func:`its.most_drafts`)
     completed: int | None = None
     rows: int = 0
     rows_without_stats: int = 0
@@ -139,9 +140,6 @@ class TrtllmIterationSource(CounterSource):
             raise MetricMissingError(f"{label}: {a.merged_rows - b.merged_rows} iteration row(s) carried several "
                                      "requests: their steps cannot be split into a per-step histogram",
                                      hint="measure TensorRT-LLM at --concurrency 1 on a server nobody else uses")
-        if a.most_per_request > k:
-            raise ServerError(f"{label}: an iteration row proposed {a.most_per_request} drafts per request, more than "
-                              f"k = {k}", hint="the server drafts another length than the one asked for (--draft-len)")
         steps = a.steps - b.steps
         if steps == 0 and a.rows > b.rows and a.rows_without_stats - b.rows_without_stats == a.rows - b.rows:
             raise MetricMissingError(f"{label}: {a.rows - b.rows} iteration row(s) and none has {its.SPEC_STATS}: "
@@ -157,7 +155,8 @@ class TrtllmIterationSource(CounterSource):
         with server_errors(label):
             return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=a.accepted - b.accepted,
                                     num_draft_tokens=a.drafted - b.drafted, histogram=tuple(hist[:k + 1]),
-                                    source=f"{self.name} ({label})", field_names=field_names)
+                                    source=f"{self.name} ({label})", field_names=field_names,
+                                    most_drafts=max(a.most[len(b.most):], default=0) or None)
 
     def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
         b, a = _totals(before.counts), _totals(after.counts)
@@ -179,8 +178,7 @@ def _added(totals: _Totals, scan: its.IterationScan, doc: Sequence[Any]) -> _Tot
     hist = list(totals.histogram)
     gaps = list(totals.gaps)
     last, restarts = totals.last_iter, totals.restarts
-    drafted, accepted, steps, merged, most = (totals.drafted, totals.accepted, totals.steps, totals.merged_rows,
-                                              totals.most_per_request)
+    drafted, accepted, steps, merged = totals.drafted, totals.accepted, totals.steps, totals.merged_rows
     for it, drafting in sorted(_iterations(doc)):
         if last is None and it != 0 and drafting:  # nothing anchors the stream: it must open on a step's start
             gaps.append(f"iterations before {it} (the first row seen is a step with drafts, not a request's "
@@ -194,14 +192,14 @@ def _added(totals: _Totals, scan: its.IterationScan, doc: Sequence[Any]) -> _Tot
         if row.requests == 0:
             continue
         drafted, accepted, steps = drafted + row.drafted, accepted + row.accepted, steps + row.requests
-        most = max(most, -(-row.drafted // row.requests))
         if row.requests > 1:
             merged += 1
             continue
         hist.extend([0] * (row.accepted + 1 - len(hist)))
         hist[row.accepted] += 1
     completed = totals.completed if done is None else (totals.completed or 0) + done
-    return _Totals(drafted, accepted, steps, tuple(hist), merged, most, completed, totals.rows + len(scan.rows) + scan.without_stats,
+    return _Totals(drafted, accepted, steps, tuple(hist), merged, (*totals.most, its.most_drafts(scan.rows) or 0),
+                   completed, totals.rows + len(scan.rows) + scan.without_stats,
                    totals.rows_without_stats + scan.without_stats, last, tuple(gaps), restarts)
 
 
@@ -327,7 +325,8 @@ class TrtllmPerfMetricsSource(CounterSource):
         with server_errors(label):
             return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=sum(r.accepted for r in new),
                                     num_draft_tokens=sum(r.drafted for r in new), source=f"{self.name} ({label})",
-                                    field_names=field_names)
+                                    field_names=field_names, most_drafts=max(
+                                        (-(-r.drafted // r.iterations) for r in new if r.drafted), default=None))
 
     def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
         """Entries are drained and only added: nothing here can go backwards (a restart shows in the probe)."""

@@ -105,7 +105,7 @@ def window_rows(windows: Sequence[AcceptanceCounts], k: int, what: str, output_t
             num_verify_steps=c.num_verify_steps, num_accepted_drafts=c.num_accepted_drafts,
             histogram=[tidy_count(float(v)) for v in c.histogram or ()] if known else [0] * (k + 1),
             per_position_accepted=[tidy_count(float(v)) for v in c.per_position_accepted or ()] if known else [0] * k,
-            histogram_known=known,
+            histogram_known=known, draft_len_observed=c.most_drafts,
             extra={"imported": what, unit: i, "unit": []}))
     return rows
 
