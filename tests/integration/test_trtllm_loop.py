@@ -133,6 +133,9 @@ def test_per_request_perf_metrics_give_the_same_counts_as_the_iteration_rows(tmp
         assert perf[key] == rows[key], key
     assert perf["histogram_known"] is False
     assert rows["histogram_known"] is True
+    for rec in (rows, perf):  # issue 51: each source read the other endpoint as a witness, and the k its rows show
+        assert rec["checks"]["two-sources-agree"] == 6
+        assert rec["draft_len_observed"] == K
 
 
 def test_perf_metrics_off_is_refused(tmp_path, prompts, capsys):

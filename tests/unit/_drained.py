@@ -9,22 +9,24 @@ from typing import Any
 
 
 class DrainedClient:
-    """Answers each ``GET path`` with the next drained list (then empty lists)."""
+    """Answers each ``GET path`` with the next drained list (then empty lists); ``others``: the drains of other
+    paths (TensorRT-LLM's other endpoint, read as a witness; empty lists when not given)."""
 
     base_url = "http://trtllm.test"
 
-    def __init__(self, path: str, drains: Sequence[Any]) -> None:
-        self.path = path
-        self.drains = list(drains)
+    def __init__(self, path: str, drains: Sequence[Any], others: dict[str, Sequence[Any]] | None = None) -> None:
+        self.drains = {path: list(drains), **{p: list(d) for p, d in (others or {}).items()}}
 
     async def get_json(self, path: str, *, label: str, optional: bool = False) -> Any:
-        assert path == self.path
-        return self.drains.pop(0) if self.drains else []
+        assert optional or path in self.drains
+        left = self.drains.get(path)
+        return left.pop(0) if left else []
 
 
-def unit_delta(source: Any, path: str, drains: Sequence[Any], k: int) -> Any:
+def unit_delta(source: Any, path: str, drains: Sequence[Any], k: int,
+               others: dict[str, Sequence[Any]] | None = None) -> Any:
     """``(after snapshot, counts)`` of ``source`` over two reads of ``path`` (continuity checked between them)."""
-    client = DrainedClient(path, drains)
+    client = DrainedClient(path, drains, others)
 
     async def run() -> Any:
         before = await source.snapshot(client)

@@ -32,9 +32,18 @@ def test_real_runs_pass():
                draft_method="draft_model")
     check_unit(_c(101, 303, proposed=303), k=3, completion_tokens=400, requests=10, label="draft fp32",
                draft_method="draft_model")
-    # n-gram (and a method the server does not report) decodes plainly where nothing matches
+    # n-gram decodes plainly where nothing matches
     check_unit(_c(63, 85, proposed=189), k=3, completion_tokens=436, requests=10, label="ngram", draft_method="ngram")
-    check_unit(_c(8, 22), k=3, completion_tokens=48, requests=1, label="unknown", draft_method="unknown")
+    check_unit(_c(8, 22), k=3, completion_tokens=48, requests=1, label="ngram", draft_method="ngram")
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("method", ["unknown", None])
+def test_a_method_the_server_does_not_report_is_held_to_both_token_bounds(method):
+    """Issue 51: the lower bound skipped itself where the method was unknown (vLLM per-request and TensorRT-LLM
+    attached servers), so a server under-reporting acceptance was recorded (AL 1.63, exit 0)."""
+    with pytest.raises(CountsDisagreeError, match=r"at least 43 with k = 3.*--algorithm ngram"):
+        check_unit(_c(8, 22), k=3, completion_tokens=48, requests=1, label="r", draft_method=method)
 
 
 def test_exact_proposals_and_histograms_past_k():

@@ -48,11 +48,18 @@ class MovingServer:
         return []
 
 
-def _wait(source: Any) -> tuple[FakeClock, BaseException | None]:
+class IdleServer(MovingServer):
+    """Its counters stay where they are (TensorRT-LLM: nothing left to drain)."""
+
+    async def get_json(self, path: str, *, label: str, optional: bool = False) -> Any:
+        return [] if path != "/debug/mtp_stats" else await MovingServer.get_json(self, path, label=label)
+
+
+def _wait(source: Any, server: Any = None) -> tuple[FakeClock, BaseException | None]:
     clock = FakeClock()
     source.clock, source.sleep = clock, clock.sleep
     try:
-        asyncio.run(source.wait_idle(MovingServer(), "unit 1"))
+        asyncio.run(source.wait_idle(server or MovingServer(), "unit 1"))
     except ServerError as exc:
         return clock, exc
     return clock, None
@@ -265,3 +272,57 @@ def test_a_server_measurement_is_not_filed_at_a_k_its_rows_never_reach():
         imported_record(window_rows([counts, counts], 3, "unit", []), k=3, opts=opts, engine="trtllm",
                         source="trtllm-iteration-stats", files=[CELL / "measurement.json"], model="m", num_requests=2,
                         dataset=dataset_info("d", 2, "d", "d"), warnings=[])
+
+
+# ---------------------------------------------------------------------------- 3. two sources of one count agree
+def _trtllm_request(accepted: list[int], *, k: int = 3) -> tuple[list[dict], dict]:
+    """One request as trtllm-serve drains it: its iteration rows (context, then one step each) and its
+    /perf_metrics entry."""
+    rows = [{"iter": 0, "numCompletedRequests": 0, "specDecodingStats": {
+        "numDraftTokens": 0, "numAcceptedTokens": 0, "numRequestsWithDraftTokens": 0}}]
+    rows += [{"iter": i + 1, "numCompletedRequests": int(i == len(accepted) - 1), "specDecodingStats": {
+        "numDraftTokens": k, "numAcceptedTokens": n, "numRequestsWithDraftTokens": 1}} for i, n in enumerate(accepted)]
+    drafted, acc = k * len(accepted), sum(accepted)
+    entry = {"request_id": "r1", "perf_metrics": {"first_iter": 0, "last_iter": len(accepted), "speculative_decoding": {
+        "acceptance_rate": acc / drafted, "total_accepted_draft_tokens": acc, "total_draft_tokens": drafted}}}
+    return rows, entry
+
+
+def _lying(entry: dict, accepted: int) -> dict:
+    """The entry with another accepted count, its acceptance rate made to match (a consistent lie)."""
+    spec = dict(entry["perf_metrics"]["speculative_decoding"], total_accepted_draft_tokens=accepted)
+    spec["acceptance_rate"] = accepted / spec["total_draft_tokens"]
+    return {**entry, "perf_metrics": {**entry["perf_metrics"], "speculative_decoding": spec}}
+
+
+@pytest.mark.parametrize("primary", ["/perf_metrics", "/metrics"])
+def test_trtllm_perf_metrics_and_iteration_rows_are_both_read_and_must_agree(primary):
+    from _drained import unit_delta
+
+    from golden_al.engines.trtllm.server import TrtllmIterationSource, TrtllmPerfMetricsSource
+    from golden_al.servers import checks_ran
+    from golden_al.servers.crosscheck import CountsDisagreeError
+
+    def delta(rows: list[dict], entry: dict) -> Any:
+        drains = {"/metrics": [[], rows], "/perf_metrics": [[], [entry]]}
+        source = TrtllmPerfMetricsSource() if primary == "/perf_metrics" else TrtllmIterationSource()
+        return unit_delta(source, primary, drains.pop(primary), 3, drains)[1]
+
+    rows, entry = _trtllm_request([3, 1, 0, 2, 2])
+    with checks_ran.recording():
+        counts = delta(rows, entry)
+        assert checks_ran.current() == {"two-sources-agree": 1}
+    assert (counts.num_verify_steps, counts.num_accepted_drafts, counts.num_draft_tokens) == (5, 8, 15)
+    with pytest.raises(CountsDisagreeError, match=r"two sources of the same counts disagree.*8 accepted of 15.*says "
+                                                  r"14 of 15 in 5 iterations"):
+        delta(rows, _lying(entry, 14))  # /perf_metrics claims AL 3.8 where the rows say 2.6
+
+
+@pytest.mark.timeout(20)
+def test_an_idle_trtllm_server_settles_at_once():
+    """Drains without rows leave the source's sums equal (a per-drain history would never settle)."""
+    from golden_al.engines.trtllm.server import TrtllmIterationSource
+
+    clock, exc = _wait(TrtllmIterationSource(), IdleServer())
+    assert exc is None
+    assert clock.now == 1.0  # one settle interval: two equal snapshots

@@ -26,6 +26,7 @@ profile as hooks (``"golden_al.engines.trtllm.server:..."``), never imported by 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -34,7 +35,9 @@ from distributions.counts import AcceptanceCounts
 from golden_al.engines.trtllm import iteration_stats as its
 from golden_al.errors import CounterResetError, MetricMissingError, ServerError
 from golden_al.httpclient import ServerClient
+from golden_al.plugin.checks_ran import ran
 from golden_al.plugin.sources import CounterSource, Snapshot, server_errors
+from golden_al.servers.crosscheck import CountsDisagreeError
 from golden_al.servers.probe import ServerFacts
 
 __all__ = ["COMPLETED", "METRICS_PATH", "PERF_METRICS_PATH", "VERSION_PATH", "PerfRecord", "TrtllmIterationSource",
@@ -61,6 +64,58 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
 
 
 @dataclass(frozen=True)
+class _Sums:
+    """Running sums of one endpoint's rows or entries (items, drafted, accepted, steps, finished requests)."""
+
+    items: int = 0
+    drafted: int = 0
+    accepted: int = 0
+    steps: int = 0
+    done: int = 0
+
+    def __add__(self, o: _Sums) -> _Sums:
+        return _Sums(*(a + b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(o), strict=True)))
+
+    def __sub__(self, o: _Sums) -> _Sums:
+        return _Sums(*(a - b for a, b in zip(dataclasses.astuple(self), dataclasses.astuple(o), strict=True)))
+
+
+def _agree(label: str, rows: _Sums, perf: _Sums) -> None:
+    """One unit's counts from both endpoints, where the server offers both: equal drafted and accepted tokens, and
+    the entries' iterations between the rows' drafting steps and their iterations (a plain decode iteration is
+    in the second, not the first).
+
+    Raises:
+        CountsDisagreeError: naming both.
+    """
+    if not (rows.items and perf.items):
+        return
+    if (rows.drafted, rows.accepted) != (perf.drafted, perf.accepted) or not rows.steps <= perf.steps <= rows.items:
+        raise CountsDisagreeError(
+            f"{label}: the server's two sources of the same counts disagree: {METRICS_PATH} iteration rows say "
+            f"{rows.accepted} accepted of {rows.drafted} drafted in {rows.steps} steps ({rows.items} iterations), "
+            f"{PERF_METRICS_PATH} says {perf.accepted} of {perf.drafted} in {perf.steps} iterations",
+            hint="one of them is not the server's own count: measure a server nobody else reads, or report it")
+    ran("two-sources-agree")
+
+
+def _rows_sums(scan: its.IterationScan, doc: Sequence[Any]) -> _Sums:
+    """One ``/metrics`` drain as sums (rank-0 rows)."""
+    return _Sums(len(scan.rows) + scan.without_stats, scan.drafted, scan.accepted, scan.steps, _completed(doc) or 0)
+
+
+def _perf_sums(records: Sequence[PerfRecord]) -> _Sums:
+    """``/perf_metrics`` entries as sums (a request's steps are its iterations after the context one)."""
+    return _Sums(len(records), sum(r.drafted for r in records), sum(r.accepted for r in records),
+                 sum(r.iterations for r in records if r.drafted), len(records))
+
+
+def _finished(own: float, witness: _Sums) -> float:
+    """Requests finished, as both endpoints say once the other one reports (a unit waits for the slower)."""
+    return min(own, float(witness.done)) if witness.items else own
+
+
+@dataclass(frozen=True)
 class _Totals:
     """The sum of every row drained from one server so far (a snapshot's ``counts``)."""
 
@@ -69,13 +124,14 @@ class _Totals:
     steps: int = 0
     histogram: tuple[int, ...] = ()  #: steps by accepted drafts, from rows of one request
     merged_rows: int = 0  #: rows of several requests (their steps cannot be told apart)
-    most: tuple[int, ...] = ()  #: per drain, the most drafts a row proposed per request (:func:`its.most_drafts`)
+    most: tuple[int, ...] = ()  #: per drain with drafting rows, the most drafts a row proposed per request
     completed: int | None = None
     rows: int = 0
     rows_without_stats: int = 0
     last_iter: int | None = None
     gaps: tuple[str, ...] = ()  #: iteration numbers never seen
     restarts: int = 0  #: times the iteration number fell back
+    witness: _Sums = _Sums()  #: ``/perf_metrics`` drained alongside (the same counts from the other endpoint)
 
 
 def _rank0(objects: Sequence[Any]) -> list[Mapping[str, Any]]:
@@ -126,8 +182,10 @@ class TrtllmIterationSource(CounterSource):
         with server_errors(f"GET {METRICS_PATH}"):
             scan = its.rows_from_json(doc, where)
         totals = _added(self._servers.get(client.base_url, _Totals()), scan, doc)
+        totals = dataclasses.replace(totals, witness=totals.witness + _perf_sums(await _perf_drain(client)))
         self._servers[client.base_url] = totals
-        return Snapshot(totals, finished=None if totals.completed is None else float(totals.completed))
+        return Snapshot(totals, finished=None if totals.completed is None else
+                        _finished(float(totals.completed), totals.witness))
 
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
         b, a = _totals(before.counts), _totals(after.counts)
@@ -144,6 +202,8 @@ class TrtllmIterationSource(CounterSource):
         if steps == 0 and a.rows > b.rows and a.rows_without_stats - b.rows_without_stats == a.rows - b.rows:
             raise MetricMissingError(f"{label}: {a.rows - b.rows} iteration row(s) and none has {its.SPEC_STATS}: "
                                      "speculative decoding is off", hint="launch trtllm-serve with a speculative_config")
+        _agree(label, _Sums(a.rows - b.rows, a.drafted - b.drafted, a.accepted - b.accepted, steps),
+               a.witness - b.witness)
         hist = [(a.histogram[j] if j < len(a.histogram) else 0) - (b.histogram[j] if j < len(b.histogram) else 0)
                 for j in range(max(len(a.histogram), k + 1))]
         if any(hist[k + 1:]):
@@ -198,9 +258,10 @@ def _added(totals: _Totals, scan: its.IterationScan, doc: Sequence[Any]) -> _Tot
         hist.extend([0] * (row.accepted + 1 - len(hist)))
         hist[row.accepted] += 1
     completed = totals.completed if done is None else (totals.completed or 0) + done
-    return _Totals(drafted, accepted, steps, tuple(hist), merged, (*totals.most, its.most_drafts(scan.rows) or 0),
+    most = its.most_drafts(scan.rows)  # a drain without drafting rows adds nothing: an idle server's sums stay equal
+    return _Totals(drafted, accepted, steps, tuple(hist), merged, totals.most if most is None else (*totals.most, most),
                    completed, totals.rows + len(scan.rows) + scan.without_stats,
-                   totals.rows_without_stats + scan.without_stats, last, tuple(gaps), restarts)
+                   totals.rows_without_stats + scan.without_stats, last, tuple(gaps), restarts, totals.witness)
 
 
 # ------------------------------------------------------------------ per-request perf metrics
@@ -269,6 +330,14 @@ class _PerfSeen:
     """Every ``/perf_metrics`` entry drained from one server so far (a snapshot's ``counts``)."""
 
     records: tuple[PerfRecord, ...] = ()
+    witness: _Sums = _Sums()  #: ``/metrics`` iteration rows drained alongside (the same counts from the other endpoint)
+
+
+async def _perf_drain(client: ServerClient) -> tuple[PerfRecord, ...]:
+    """The entries ``/perf_metrics`` holds now (drained; none where the server does not offer it)."""
+    doc = await client.get_json(PERF_METRICS_PATH, label=f"GET {PERF_METRICS_PATH}", optional=True)
+    return tuple(perf_record(item, f"{client.base_url}{PERF_METRICS_PATH}") for item in doc or ()) \
+        if isinstance(doc, list) else ()
 
 
 class TrtllmPerfMetricsSource(CounterSource):
@@ -301,9 +370,13 @@ class TrtllmPerfMetricsSource(CounterSource):
             rid for i, rid in enumerate(r.request_id for r in new) if rid in {r.request_id for r in new[:i]}]
         if twice:
             raise ServerError(f"{where}: request {twice[0]!r} is reported twice", hint=_PERF_HINT)
-        seen = _PerfSeen(seen.records + new)
+        rows = await client.get_json(METRICS_PATH, label=f"GET {METRICS_PATH}", optional=True)
+        if isinstance(rows, list):
+            with server_errors(f"GET {METRICS_PATH}"):
+                seen = _PerfSeen(seen.records, seen.witness + _rows_sums(its.rows_from_json(rows, where), rows))
+        seen = _PerfSeen(seen.records + new, seen.witness)
         self._servers[client.base_url] = seen
-        return Snapshot(seen, finished=float(len(seen.records)))
+        return Snapshot(seen, finished=_finished(float(len(seen.records)), seen.witness))
 
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
         b, a = _perf(before.counts), _perf(after.counts)
@@ -320,6 +393,7 @@ class TrtllmPerfMetricsSource(CounterSource):
                     hint="measure at a concurrency the server schedules every iteration, at the server's k "
                          "(--draft-len), or use --al-source trtllm-iteration-stats")
         steps = sum(r.iterations for r in new if r.drafted)
+        _agree(label, a.witness - b.witness, _perf_sums(new))
         field_names = {"num_verify_steps": "last_iter - first_iter", "num_accepted_drafts": PERF_ACCEPTED,
                        "num_draft_tokens": PERF_DRAFTED}
         with server_errors(label):

@@ -122,15 +122,16 @@ class Handler(BaseHTTPRequestHandler):
                 for i in range(a):
                     per_pos[i] += 1
             STATE["per_pos"] = per_pos
+            STATE["requests"] = task = STATE.get("requests", 0) + 1  # llama-server: a task id, a random completion id
         timings = {"prompt_n": 20, "predicted_n": n_tokens}
         if steps:
             timings.update(draft_n=k * len(steps), draft_n_accepted=accepted)
             mean_len = 1 + accepted / len(steps)
-            print(f"slot print_timings: id  0 | task 0 | draft acceptance = {accepted / (k * len(steps)):0.5f} "
+            print(f"slot print_timings: id  0 | task {task} | draft acceptance = {accepted / (k * len(steps)):0.5f} "
                   f"({accepted:5d} accepted / {k * len(steps):5d} generated), mean len = {mean_len:5.2f}",
                   file=sys.stderr, flush=True)
         name = ARGS.alias or ARGS.model.rsplit("/", 1)[-1]  # llama-server's meta->model_name, as /v1/models lists
-        resp = {"id": "chatcmpl-fake", "object": "chat.completion", "model": name,
+        resp = {"id": f"chatcmpl-fake{task}", "object": "chat.completion", "model": name,
                 "choices": [{"index": 0, "finish_reason": "stop" if n_tokens < int(body.get("max_tokens") or 64)
                              else "length", "message": {"role": "assistant", "content": "x " * n_tokens}}],
                 "usage": {"prompt_tokens": 20, "completion_tokens": n_tokens, "total_tokens": 20 + n_tokens},
