@@ -142,6 +142,20 @@ class RequestLog:
         return [self.done[i] for i in sorted(self.done)]
 
 
+def _observed_k(results: Sequence[RequestResult], draft_len: int, al_source: str) -> int | None:
+    """The k the cell's rows show (the most drafts a verify step proposed), None where none shows it.
+
+    Raises:
+        CounterSemanticsError: another k than ``draft_len`` (:func:`golden_al.formats.validate.check_observed_k`).
+    """
+    from golden_al.formats.validate import check_observed_k
+
+    observed = max((r.draft_len_observed for r in results if r.draft_len == draft_len
+                    and r.draft_len_observed is not None), default=None)
+    check_observed_k(observed, draft_len, what=f"the {al_source} rows of the cell")
+    return observed
+
+
 def build_record(
     *,
     results: Sequence[RequestResult],
@@ -184,16 +198,11 @@ def build_record(
         NoVerifyStepsError: no request made a verify step (:func:`golden_al.measurement.cell_totals`).
         CounterSemanticsError: the rows show another k (``draft_len_observed``) than ``draft_len``.
     """
-    from golden_al.formats.validate import check_observed_k
-
     if totals is None:
         totals = cell_totals(results, draft_len, seed=0 if seed is None else seed, what=what)
     counts, interval = totals.counts, totals.interval
     notes = [*warnings, *totals.notes]
-    rows = [r for r in results if r.draft_len == draft_len]
-    known = all(r.histogram_known for r in rows)
-    observed = max((r.draft_len_observed for r in rows if r.draft_len_observed is not None), default=None)
-    check_observed_k(observed, draft_len, what=f"the {al_source} rows of the cell")
+    known = all(r.histogram_known for r in results if r.draft_len == draft_len)
     return MeasurementRecord(
         engine=engine,
         engine_version=engine_version,
@@ -204,7 +213,7 @@ def build_record(
         draft_method=draft_method,
         block_draft=block_draft,
         draft_len=draft_len,
-        draft_len_observed=observed,
+        draft_len_observed=_observed_k(results, draft_len, al_source),
         thinking=thinking,  # type: ignore[arg-type]
         chat_template_kwargs=dict(chat_template_kwargs),
         sampling=sampling,

@@ -300,7 +300,7 @@ def test_trtllm_perf_metrics_and_iteration_rows_are_both_read_and_must_agree(pri
     from _drained import unit_delta
 
     from golden_al.engines.trtllm.server import TrtllmIterationSource, TrtllmPerfMetricsSource
-    from golden_al.servers import checks_ran
+    from golden_al.plugin import checks_ran
     from golden_al.servers.crosscheck import CountsDisagreeError
 
     def delta(rows: list[dict], entry: dict) -> Any:
