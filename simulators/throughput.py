@@ -31,7 +31,6 @@ __all__ = [
     "DraftLengthTable",
     "curve_shape",
     "evaluate_draft_lengths",
-    "geometric_with_mean",
     "latency_spread",
 ]
 
@@ -61,35 +60,22 @@ class DraftLengthRow:
     tokens_per_s_measured: float | None = None
     latency: dict[str, Any] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        if self.latency is None:
-            out.pop("latency")
-        return out
-
 
 @dataclass(frozen=True)
 class DraftLengthTable:
-    """Rows per draft length, the no-speculation baseline, the best draft length and those within its interval."""
+    """Where the costs come from, the best draft length and those within its interval, a row per draft length, the
+    no-speculation baseline; :meth:`to_dict` is ``draft-lengths``' JSON."""
 
-    rows: list[DraftLengthRow]
-    baseline: dict[str, float]
+    source: str
+    cost_model: dict[str, Any]
     best_k: int
     overlaps_best: list[int]
-    cost_model: dict[str, Any]
-    source: str = "assumed"
+    draft_lengths: list[DraftLengthRow]
+    baseline: dict[str, float]
     notes: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "source": self.source,
-            "cost_model": self.cost_model,
-            "best_k": self.best_k,
-            "overlaps_best": list(self.overlaps_best),
-            "draft_lengths": [r.to_dict() for r in self.rows],
-            "baseline": self.baseline,
-            "notes": list(self.notes),
-        }
+        return asdict(self)
 
 
 def _al_of(value: float | AcceptanceDistribution, k: int) -> float:
@@ -100,19 +86,6 @@ def _al_of(value: float | AcceptanceDistribution, k: int) -> float:
     return units.check_al(float(value), k)
 
 
-def geometric_with_mean(al: float, k: int) -> AcceptanceDistribution:
-    """Constant conditional acceptance ``c`` at every position, with mean ``al``.
-
-    The truncated-geometric family :class:`distributions.families.ConstantConditional`
-    solved for ``AL(k) = al`` (a stand-in "measured-like" shape when no measured
-    profile is at hand).
-    """
-    from distributions.families import ConstantConditional
-
-    al = units.check_al(al, k)
-    return ConstantConditional.from_al(al, k).distribution(k)
-
-
 def curve_shape(curve: Mapping[int, float], k: int) -> tuple[AcceptanceDistribution, str]:
     """A measured-shaped pmf at draft length ``k`` with mean ``curve[k]``, and how it was made.
 
@@ -120,7 +93,8 @@ def curve_shape(curve: Mapping[int, float], k: int) -> tuple[AcceptanceDistribut
     ``p_j = AL(j) - AL(j-1)`` (``AL(0) = 1``) are the unconditional per-position
     rates (``"curve-increments"``). When the curve lacks a point below ``k`` or its
     increments are not a valid non-increasing profile in [0, 1] (a noisy tail),
-    the shape falls back to :func:`geometric_with_mean` (``"geometric"``).
+    the shape falls back to the constant conditional rate with that mean (``"geometric"``,
+    :class:`distributions.families.ConstantConditional`).
     """
     al_k = units.check_al(float(curve[k]), k)
     if all(j in curve for j in range(1, k + 1)):
@@ -128,7 +102,9 @@ def curve_shape(curve: Mapping[int, float], k: int) -> tuple[AcceptanceDistribut
         inc = np.array([float(curve[j]) for j in range(1, k + 1)]) - prev
         if np.all(inc >= 0) and np.all(inc <= 1) and np.all(np.diff(inc) <= 1e-12):
             return AcceptanceDistribution.from_unconditional_rates(np.minimum.accumulate(inc)), "curve-increments"
-    return geometric_with_mean(al_k, k), "geometric"
+    from distributions.families import ConstantConditional
+
+    return ConstantConditional.from_al(al_k, k).distribution(k), "geometric"
 
 
 def latency_spread(
@@ -225,7 +201,5 @@ def evaluate_draft_lengths(
     low = (best.tokens_per_s_predicted_ci95 or [best.tokens_per_s_predicted])[0]
     overlaps = [r.k for r in rows if (r.tokens_per_s_predicted_ci95 or [0, r.tokens_per_s_predicted])[1] >= low]
     notes = ["no draft length beats plain decoding under this cost model"] if best.speedup < 1.0 else []
-    return DraftLengthTable(rows=rows, baseline=baseline, best_k=best.k, overlaps_best=overlaps,
-                            cost_model=cost_model if cost_model is not None else {
-                                "formula": FORMULA, "terms": cost.terms(), "batch_size": b},
-                            source=source, notes=notes)
+    return DraftLengthTable(source, cost_model if cost_model is not None else {
+        "formula": FORMULA, "terms": cost.terms(), "batch_size": b}, best.k, overlaps, rows, baseline, notes)

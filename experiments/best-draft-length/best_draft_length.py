@@ -52,11 +52,11 @@ def analyse(golden_dir: Path) -> dict[str, Any]:
             }
             for b in BATCH_SIZES:
                 table = evaluate_draft_lengths(curve, batch=b)
-                best = next(r for r in table.rows if r.k == table.best_k)
+                best = next(r for r in table.draft_lengths if r.k == table.best_k)
                 entry["by_batch"][str(b)] = {
                     "best_k": table.best_k, "al_at_best": best.al, "speedup": best.speedup,
                     "tokens_per_s_per_user": best.tokens_per_s_per_user,
-                    "speedup_by_k": {str(r.k): r.speedup for r in table.rows},
+                    "speedup_by_k": {str(r.k): r.speedup for r in table.draft_lengths},
                 }
             for b in SENSITIVITY_BATCHES:
                 entry["sensitivity"][str(b)] = {

@@ -133,7 +133,7 @@ def real_requests_scenario(seqs: list[np.ndarray], b: int, rng: np.random.Genera
         seq = _stream(seqs[i], OUTPUT_TOKENS, rng)  # L >= 1, so OUTPUT_TOKENS steps always suffice
         steps[n] = int(np.searchsorted(np.cumsum(seq), OUTPUT_TOKENS, side="left")) + 1
     drain = steps.reshape(-1, b).max(axis=1)
-    step_ms = evaluate_draft_lengths({K: 1.0}, batch=b).rows[0].step_ms
+    step_ms = evaluate_draft_lengths({K: 1.0}, batch=b).draft_lengths[0].step_ms
     req = {f"p{q}": float(np.percentile(steps, q, method="inverted_cdf")) for q in (50, 90, 99)}
     req["mean"] = float(steps.mean())
     dr = {f"p{q}": float(np.percentile(drain, q, method="inverted_cdf")) for q in (50, 90, 99)}
@@ -154,7 +154,7 @@ def scenario(dist: AcceptanceDistribution, b: int, shared: bool, rng: np.random.
     per_step_al = tok.per_step_al
     runs = per_step_al[: (TOKEN_STEPS // RUN_STEPS) * RUN_STEPS].reshape(-1, RUN_STEPS).mean(axis=1)
     comp = simulate_completion(dist, OUTPUT_TOKENS, rng, num_requests=NUM_REQUESTS, batch_size=b, shared=shared)
-    step_ms = evaluate_draft_lengths({K: 1.0}, batch=b).rows[0].step_ms
+    step_ms = evaluate_draft_lengths({K: 1.0}, batch=b).draft_lengths[0].step_ms
     req = comp.percentiles()
     drain = comp.drain_percentiles()
     return {

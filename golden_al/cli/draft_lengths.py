@@ -48,14 +48,12 @@ examples:
 """
 
 #: The assumed-cost options: flag, argument name, the step-cost term it sets, what it is.
-_COST_FLAGS = (
-    ("--fixed-cost", "fixed_cost", "fixed_ms", "fixed time of a step: reading the target's weights, scheduling, launches"),
-    ("--draft-cost", "draft_cost", "draft_ms_per_token", "draft time per drafted token per step"),
-    ("--draft-cost-per-request", "draft_cost_per_request", "draft_ms_per_token_per_request",
-     "extra draft time per drafted token per request in the batch"),
-    ("--verify-cost-per-token", "verify_cost_per_token", "verify_ms_per_token",
-     "target time per verified token, B*(k+1) tokens per step"),
-)
+_COST_FLAGS = (("--fixed-cost", "fixed_cost", "fixed_ms", "a step's fixed time: the target's weights read, launches"),
+               ("--draft-cost", "draft_cost", "draft_ms_per_token", "draft time per drafted token per step"),
+               ("--draft-cost-per-request", "draft_cost_per_request", "draft_ms_per_token_per_request",
+                "extra draft time per drafted token per request in the batch"),
+               ("--verify-cost-per-token", "verify_cost_per_token", "verify_ms_per_token",
+                "target time per verified token, B*(k+1) tokens per step"))
 _PAIR = re.compile(r"^\s*(\d+)\s*[=:]\s*([^\s=:;]+)\s*$")
 
 
@@ -192,8 +190,6 @@ def _cost_model(args: argparse.Namespace) -> Any:
         if value is not None and (not math.isfinite(value) or value < 0):
             raise UsageError(f"{flag} must be a finite number of milliseconds >= 0, got {value}")
         terms[term] = terms[term] if value is None else value
-    if args.batch is not None and args.batch < 1:
-        raise UsageError(f"--batch must be an integer >= 1, got {args.batch}")
     try:
         return StepCostFit.assumed(**terms)
     except DistributionError as exc:
@@ -207,10 +203,6 @@ def _measured(args: argparse.Namespace) -> dict[str, Any]:
     if given:
         raise UsageError(f"{given[0]} sets an assumed cost; --measured fits the costs to the runs' timed steps",
                          hint="drop the cost options, or --measured")
-    if args.model is not None or args.thinking is not None:
-        raise UsageError("--model and --thinking apply only to --curve-file")
-    if args.batch is not None and args.batch < 1:
-        raise UsageError(f"--batch must be an integer >= 1, got {args.batch}")
     out = measured_table(args.measured, batch=args.batch, output_tokens=args.output_tokens)
     return {**out, "note": f"step costs fitted to the timed steps of {len(out['runs'])} record(s)"}
 
@@ -222,11 +214,13 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
 
     if args.output_tokens is not None and not (1 <= args.output_tokens <= 100_000):
         raise UsageError(f"--output-tokens must be in [1, 100000], got {args.output_tokens}")
+    if args.batch is not None and args.batch < 1:
+        raise UsageError(f"--batch must be an integer >= 1, got {args.batch}")
+    if args.curve_file is None and (args.model is not None or args.thinking is not None):
+        raise UsageError("--model and --thinking apply only to --curve-file")
     if args.measured is not None:
         out = _measured(args)
     else:
-        if args.curve_file is None and (args.model is not None or args.thinking is not None):
-            raise UsageError("--model and --thinking apply only to --curve-file")
         if args.curve is not None:
             curve, source = parse_curve(args.curve), "--curve"
         else:
@@ -290,7 +284,7 @@ def _text(t: dict[str, Any]) -> str:
         lines.append(f"  {r['k']:>2}  {al:>22}  {r['step_ms']:>8.2f}  {meas:>9}  "
                      f"{pred:>24}  {_pct(r.get('prediction_error')):>7}  {_pct(r.get('held_out_error')):>8}  "
                      f"{r['speedup']:.3f}x{_ci(r['speedup_ci95'], '.3f')}" + ("  <- best" if r["k"] == t["best_k"] else ""))
-    if rows and "latency" in rows[0]:
+    if rows and rows[0]["latency"]:
         n = rows[0]["latency"]["output_tokens"]
         lines += ["", f"latency of a {n}-token request in verify steps (P50/P90/P99), same mean AL:",
                   f"  {'k':>2}  {'two-point (engines)':>22}  {'measured-shaped':>20}  shape"]

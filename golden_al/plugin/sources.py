@@ -319,6 +319,11 @@ class CounterSource(Source):
                     label: str) -> None:
         """Raise ServerError when the unit's responses contradict its counter delta (default: nothing to check)."""
 
+    def decode_ms(self, before: Snapshot, after: Snapshot) -> float | None:
+        """The unit's requests' own decode time, first output token to last, summed, where the server reports it
+        beside its counts (TensorRT-LLM's ``/perf_metrics``); None (the default): it does not."""
+        return None
+
     async def wait_idle(self, client: ServerClient, label: str) -> Snapshot:
         """A snapshot taken while the server runs nothing (nothing in flight can leak into a unit).
 

@@ -167,23 +167,16 @@ def plot_acceptance(data: dict[str, Any], path: Path) -> Path:
         ax_a.plot([c["k"] for c in mine], [c["al"] for c in mine], "-o", color=color, ms=4,
                   label=f"{label}: weighted by steps")
         means = [c for c in mine if c["al_per_request_mean"] is not None]
-        if means:
-            ax_a.plot([c["k"] for c in means], [c["al_per_request_mean"] for c in means], "--s", color=color, ms=4,
-                      label=f"{label}: mean of requests")
+        ax_a.plot([c["k"] for c in means], [c["al_per_request_mean"] for c in means], "--s", color=color, ms=4,
+                  label=f"{label}: mean of requests")
         for c in means:
             ax_a.plot([c["k"] + 0.15] * len(c["request_als"]), c["request_als"], ".", color=color, alpha=0.25, ms=3)
-        for c in mine:
-            if c["per_position_acceptance"]:
-                rates = c["per_position_acceptance"]
-                ax_p.plot(range(1, len(rates) + 1), rates, "-o", color=color, ms=3, alpha=0.4 + 0.6 * c["k"] / 8)
-    ax_a.set_title("AL: step-weighted vs the mean of requests (dots)")
-    ax_a.set_xlabel("draft length k")
-    ax_a.set_ylabel("AL (tokens per verify step)")
-    ax_p.set_title("Per-position acceptance rate, a line per k")
-    ax_p.set_xlabel("draft position j")
-    ax_p.set_ylabel("rate")
-    ax_p.set_ylim(0, 1.05)
-    for ax in (ax_a, ax_p):
+        for c in (c for c in mine if c["per_position_acceptance"]):
+            rates = c["per_position_acceptance"]
+            ax_p.plot(range(1, len(rates) + 1), rates, "-o", color=color, ms=3, alpha=0.4 + 0.6 * c["k"] / 8)
+    for ax, title, x, y in ((ax_a, "AL: step-weighted vs the mean of requests (dots)", "draft length k", "AL"),
+                            (ax_p, "Per-position acceptance rate, a line per k", "draft position j", "rate")):
+        ax.set(title=title, xlabel=x, ylabel=y)
         ax.grid(alpha=0.3)
         ax.xaxis.get_major_locator().set_params(integer=True)
     ax_a.legend(fontsize=7)

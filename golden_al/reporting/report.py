@@ -123,8 +123,9 @@ def _ci(ci: Any) -> str:
 
 def _acceptance_md(data: dict[str, Any]) -> list[str]:
     """The per-cell table of ``acceptance.json`` and, per series, what its source cannot give and why."""
-    def nums(v: Any) -> str:
-        return "-" if v is None else " ".join(f"{x:.0f}" if float(x).is_integer() else f"{x:.3f}" for x in v)
+    def nums(v: Any) -> str:  # a number, or a list of them; integers as integers
+        return "-" if v is None else " ".join(f"{x:.0f}" if float(x).is_integer() else f"{x:.3f}"
+                                             for x in (v if isinstance(v, list) else [v]))
 
     md = ["## Acceptance per cell", "", "![acceptance](acceptance.png)", "",
           "AL weighted by verify steps (the golden value) against the mean of the requests' own ALs (what a "
@@ -135,13 +136,11 @@ def _acceptance_md(data: dict[str, Any]) -> list[str]:
           "| --- | ---: | ---: | ---: | --- | --- |"]
     missing: dict[str, dict[str, str]] = {}
     for c in data["cells"]:
-        mean = c["al_per_request_mean"]
-        md.append(f"| {c['label']} | {c['k']} | {c['al']:.3f} | {'-' if mean is None else f'{mean:.3f}'} | "
-                  f"{nums(c['histogram'])} | {nums(c['per_position_acceptance'])} |")
+        md.append(f"| {c['label']} | {c['k']} | {c['al']:.3f} | " + " | ".join(nums(c[n]) for n in (
+            "al_per_request_mean", "histogram", "per_position_acceptance")) + " |")
         missing.setdefault(c["label"], {}).update(c["unavailable"])
-    md.append("")
-    md += [f"- {label}: no {name} ({why})" for label, gone in missing.items() for name, why in gone.items()]
-    return [*md, ""]
+    return [*md, "", *(f"- {label}: no {name} ({why})" for label, gone in missing.items() for name, why in gone.items()),
+            ""]
 
 
 def write_report(series: Sequence[Series], inputs: Sequence[ReportInput], out_dir: str | Path, *,

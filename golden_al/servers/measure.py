@@ -236,6 +236,8 @@ async def _run_counter(client: ServerClient, plan: CellPlan, source: CounterSour
             source.cross_check(resps, counts, plan.draft_len, label)
             cross_check(plan, counts, resps, label)
             row = result_row(plan, unit, resps, counts, wall, {"attempts": attempt, **tag})
+            if (decode := source.decode_ms(before, after)) is not None:
+                row = row.model_copy(update={"decode_ms": round(decode, 3)})
             append_request_result(req_file, row)
             stats.add(requests=len(unit), output_tokens=row.num_output_tokens,
                       accepted=float(row.num_accepted_drafts), steps=float(row.num_verify_steps))

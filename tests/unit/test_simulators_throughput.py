@@ -11,7 +11,6 @@ from simulators.throughput import (
     ASSUMED_COSTS,
     curve_shape,
     evaluate_draft_lengths,
-    geometric_with_mean,
     latency_spread,
 )
 
@@ -34,10 +33,10 @@ def test_speedup_and_best_k_by_hand():
     cm = _cost(draft_ms_per_token=1.0, fixed_ms=10.0, verify_ms_per_token=0.0)
     table = evaluate_draft_lengths({1: 1.8, 2: 2.4, 3: 2.55}, cm)
     # speedup = AL * step(0) / step(k) = AL * 10 / (10 + k)
-    assert [r.speedup for r in table.rows] == pytest.approx([1.8 * 10 / 11, 2.4 * 10 / 12, 2.55 * 10 / 13])
+    assert [r.speedup for r in table.draft_lengths] == pytest.approx([1.8 * 10 / 11, 2.4 * 10 / 12, 2.55 * 10 / 13])
     assert table.best_k == 2
     assert table.baseline["tokens_per_s_per_user"] == pytest.approx(100.0)
-    row = table.rows[1]
+    row = table.draft_lengths[1]
     assert row.tokens_per_s_per_user == pytest.approx(1000 * 2.4 / 12)
     assert row.speedup_ci95 is None  # assumed costs, a bare curve: nothing is uncertain
 
@@ -45,7 +44,7 @@ def test_speedup_and_best_k_by_hand():
 def test_batch_scales_total_throughput_and_verify_cost():
     small = evaluate_draft_lengths(KIMI, batch=1)
     large = evaluate_draft_lengths(KIMI, _cost(verify_ms_per_token=0.05), batch=256)
-    assert large.rows[0].tokens_per_s_predicted == pytest.approx(256 * large.rows[0].tokens_per_s_per_user)
+    assert large.draft_lengths[0].tokens_per_s_predicted == pytest.approx(256 * large.draft_lengths[0].tokens_per_s_per_user)
     # verifying k+1 tokens for 256 requests is expensive: the best k shrinks
     assert large.best_k < small.best_k
 
@@ -53,7 +52,7 @@ def test_batch_scales_total_throughput_and_verify_cost():
 def test_distribution_inputs_and_mismatch():
     dist = AcceptanceDistribution.min_variance(2.5, 3)
     table = evaluate_draft_lengths({3: dist})
-    assert table.rows[0].al == pytest.approx(2.5)
+    assert table.draft_lengths[0].al == pytest.approx(2.5)
     with pytest.raises(DistributionError, match="k=3"):
         evaluate_draft_lengths({4: dist})
     with pytest.raises(DistributionError, match="outside"):
@@ -79,13 +78,15 @@ def test_curve_shape_falls_back_to_geometric_for_a_noisy_tail():
 
 
 @pytest.mark.parametrize(("al", "k"), [(1.0, 3), (4.0, 3), (2.2, 5), (3.77, 8)])
-def test_geometric_with_mean(al, k):
-    assert geometric_with_mean(al, k).mean() == pytest.approx(al, abs=1e-9)
+def test_geometric_shape_has_the_curves_mean(al, k):
+    dist, how = curve_shape({k: al}, k)  # no lower points: the constant conditional rate with that mean
+    assert how == "geometric"
+    assert dist.mean() == pytest.approx(al, abs=1e-9)
 
 
 def test_latency_spread_rows():
     table = evaluate_draft_lengths(KIMI, output_tokens=256)
-    for row in table.rows:
+    for row in table.draft_lengths:
         lat = row.latency
         assert lat["shape"] == "curve-increments"
         assert lat["shaped"]["steps"]["p99"] >= lat["two_point"]["steps"]["p99"]
@@ -117,7 +118,7 @@ def test_intervals_carry_al_and_cost_and_name_the_overlapping_k():
 
     ci = {1: (1.7, 1.9), 2: (2.2, 2.6), 3: (2.3, 2.9)}
     table = evaluate_draft_lengths({1: 1.8, 2: 2.4, 3: 2.6}, Cost(), batch=1, al_ci95=ci, cost_model={})
-    row = table.rows[1]
+    row = table.draft_lengths[1]
     lo = 1000 * 2.4 / 12 * math.exp(-math.hypot(math.log(2.4 / 2.2), 0.05))
     hi = 1000 * 2.4 / 12 * math.exp(math.hypot(math.log(2.6 / 2.4), 0.05))
     assert row.tokens_per_s_predicted_ci95 == pytest.approx([lo, hi])

@@ -79,3 +79,26 @@ def test_a_unit_whose_requests_drafted_nothing_says_speculation_is_off():
 def test_not_a_list_is_refused():
     with pytest.raises(GoldenALError, match="not a list of request entries"):
         _delta([{"error": "x"}])  # type: ignore[list-item]
+
+
+def test_the_units_decode_time_is_its_entries_timing_metrics_summed():
+    """``timing_metrics`` (seconds): last_token_time - first_token_time per request, summed over the unit, in ms;
+    an entry without them (or reversed) leaves the unit untimed rather than timed in part."""
+    import asyncio
+
+    from _drained import DrainedClient
+
+    def timed(entry: dict, t0: Any, t1: Any) -> dict:
+        entry["perf_metrics"]["timing_metrics"] = {"first_token_time": t0, "last_token_time": t1}
+        return entry
+
+    def decode(drained: list[Any]) -> float | None:
+        source, client = TrtllmPerfMetricsSource(), DrainedClient("/perf_metrics", [[], drained])
+        before = asyncio.run(source.snapshot(client))  # type: ignore[arg-type]
+        return source.decode_ms(before, asyncio.run(source.snapshot(client)))  # type: ignore[arg-type]
+
+    assert decode([timed(_entry(1, 0, 3, 9, 3), 100.25, 100.75), timed(_entry(2, 5, 2, 6, 1), 7.0, 7.5)]) \
+        == pytest.approx(1000.0)
+    assert decode([timed(_entry(1, 0, 3, 9, 3), 100.25, 100.75), _entry(2, 5, 2, 6, 1)]) is None
+    assert decode([timed(_entry(1, 0, 3, 9, 3), 2.0, 1.0)]) is None
+    assert decode([timed(_entry(1, 0, 3, 9, 3), "1", 2.0)]) is None

@@ -27,6 +27,7 @@ profile as hooks (``"golden_al.engines.trtllm.server:..."``), never imported by 
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -287,6 +288,7 @@ class PerfRecord:
     drafted: int
     accepted: int
     iterations: int  #: ``last_iter - first_iter``: the iterations after the request's context iteration
+    decode_ms: float | None = None  #: ``timing_metrics`` ``last_token_time - first_token_time`` (seconds), in ms
 
 
 def _whole(value: Any, name: str, where: str) -> int:
@@ -309,9 +311,13 @@ def perf_record(item: Any, where: str) -> PerfRecord:
     first, last = _whole(pm.get("first_iter"), "first_iter", at), _whole(pm.get("last_iter"), "last_iter", at)
     if last < first:
         raise ServerError(f"{at}: last_iter {last} is before first_iter {first}")
+    tm: Mapping[str, Any] = pm["timing_metrics"] if isinstance(pm.get("timing_metrics"), Mapping) else {}
+    t0, t1 = (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
+              for v in (tm.get("first_token_time"), tm.get("last_token_time")))
+    decode = 1000.0 * (t1 - t0) if math.isfinite(t1 - t0) and t1 >= t0 else None  # seconds: absent, odd or reversed
     spec = pm.get(PERF_SPEC)
     if spec is None:  # the server leaves it out when the request drafted nothing
-        return PerfRecord(rid, 0, 0, last - first)
+        return PerfRecord(rid, 0, 0, last - first, decode)
     if not isinstance(spec, Mapping):
         raise ServerError(f"{at}: {PERF_SPEC} is {spec!r}, not an object")
     drafted, accepted = _whole(spec.get(PERF_DRAFTED), PERF_DRAFTED, at), _whole(spec.get(PERF_ACCEPTED), PERF_ACCEPTED, at)
@@ -322,7 +328,7 @@ def perf_record(item: Any, where: str) -> PerfRecord:
             drafted and abs(float(rate) - accepted / drafted) > 1e-4):
         raise ServerError(f"{at}: {PERF_RATE} {rate!r} is not {PERF_ACCEPTED} / {PERF_DRAFTED} = "
                           f"{accepted}/{drafted}: the entry contradicts itself")
-    return PerfRecord(rid, drafted, accepted, last - first)
+    return PerfRecord(rid, drafted, accepted, last - first, decode)
 
 
 @dataclass(frozen=True)
@@ -404,6 +410,13 @@ class TrtllmPerfMetricsSource(CounterSource):
 
     def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
         """Entries are drained and only added: nothing here can go backwards (a restart shows in the probe)."""
+
+    def decode_ms(self, before: Snapshot, after: Snapshot) -> float | None:
+        """The unit's entries' ``timing_metrics`` decode times summed (``get_perf_metrics`` in
+        ``tensorrt_llm/serve/openai_server.py``), None when one lacks them."""
+        new = _perf(after.counts).records[len(_perf(before.counts).records):]
+        times = [r.decode_ms for r in new]
+        return None if not times or None in times else sum(t for t in times if t is not None)
 
 
 def _perf(counts: Any) -> _PerfSeen:
