@@ -48,6 +48,7 @@ def truncate_result(r: RequestResult, k: int) -> RequestResult:
         "per_position_accepted": list(r.per_position_accepted[:k]),
         "accept_lengths": None if r.accept_lengths is None else [min(L, k + 1) for L in r.accept_lengths],
         "text": None,
+        "draft_len_observed": None,  # the server ran the larger k: a truncation observes no k
         "extra": extra,
     })
 
