@@ -18,6 +18,7 @@ from golden_al.errors import UsageError
 from golden_al.plugin.profile import Speculation
 from golden_al.plugin.registry import get_profile
 from golden_al.recipes.derive import DraftInfo
+from golden_al.recipes.derive import settings_draft as derive_draft
 from golden_al.shell import harden, has_unknown, show, unknown_names
 
 __all__ = ["config_json", "settings_draft", "settings_draft_any_algorithm"]
@@ -32,23 +33,9 @@ def _unresolved(values: Mapping[str, Any]) -> str | None:
 
 
 def settings_draft(engine: str, spec: Speculation | None, where: str) -> DraftInfo:
-    """k of a pin from the speculative settings beside it (None: none found), by its engine's rule
-    (:attr:`~golden_al.plugin.profile.CheckSupport.settings_draft_len`). A value k rests on that is
-    set outside the file, or settings the rule refuses, leave a problem saying so."""
-    try:
-        profile = get_profile(engine)
-    except KeyError:
-        return DraftInfo(problem=f"the engine is unknown ({engine}), so nothing in {where} fixes k")
-    if profile.check.settings_draft_len is None:
-        return DraftInfo(problem=f"{profile.display_name} settings in {where} do not fix the draft length")
-    problem = _unresolved(spec.draft_inputs) if spec is not None else None
-    if problem:
-        return DraftInfo(problem=problem)
-    try:
-        d = profile.check.settings_draft_len(spec)
-    except (UsageError, ValueError) as exc:
-        return DraftInfo(problem=f"{exc} ({where})")
-    return DraftInfo(k=d.k, rule=f"{d.described or d.rule} in {where}", chain=d.chain, two_model=d.two_model)
+    """:func:`golden_al.recipes.derive.settings_draft`, a value k rests on that is set outside the shell file (a
+    variable the reader could not expand) leaving the draft length unknown."""
+    return derive_draft(engine, spec, where, unresolved=_unresolved)
 
 
 def settings_draft_any_algorithm(engine: str, spec: Speculation, where: str, hidden: str) -> DraftInfo:

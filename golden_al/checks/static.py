@@ -635,6 +635,10 @@ class _Checker:
             report.findings.extend(unread_findings(shown, exc.occurrences, exc.text, kind))
             report.files_with_pins += 1
             return
+        except UsageError as exc:  # a recipe srtctl would refuse (a malformed zip group, too many variants)
+            self._unreadable(shown, UnreadableInputError(exc.message, path=path, reason="parse-error",
+                                                         hint=exc.hint), text)
+            return
         except (RecursionError, ValueError, IndexError, KeyError, TypeError, OverflowError,
                 DistributionError) as exc:
             self._unreadable(shown, UnreadableInputError(f"cannot analyse ({type(exc).__name__}: {exc})",

@@ -61,6 +61,7 @@ from golden_al.recipes.derive import (
 from golden_al.recipes.srt_slurm import (
     INJECTOR_FRAMEWORKS,
     OVERRIDE_RE,
+    WIDE_ENV,
     EnvBlock,
     MasterSetting,
     ModelName,
@@ -604,7 +605,8 @@ def extract_yaml_pins(text: str, path: str, *, load_recipe: Any, roots: list[Pat
                     if key not in seen:
                         seen.add(key)
                         pins.append(pin)
-            skip |= {("backend",), ("base",), ("roles",)} | {(str(k),) for k in doc.data if OVERRIDE_RE.match(str(k))}
+            skip |= {("backend",), ("base",), ("roles",), (WIDE_ENV,)} | {(str(k),) for k in doc.data
+                                                                          if OVERRIDE_RE.match(str(k))}
         else:
             thinking: list[ThinkingSignal] = []
             for p, v in doc.walk():

@@ -24,13 +24,17 @@ Without them it plans a throughput run and reads the rest from the recipe as ``c
 
 Formats (stdout carries nothing else):
 
-* ``srtctl``: ``--set PATH=<json>`` / ``--unset PATH`` words for
-  ``srtctl apply --file R $(golden-al select R --format srtctl)`` (compact JSON: no spaces to split);
-  variants that need different overrides are refused (select one: ``R:override_x``);
+* ``srtctl``: ``--set PATH=VALUE`` / ``--unset PATH`` words for
+  ``srtctl apply --file R $(golden-al select R --format srtctl)``: no word holds whitespace or a glob character
+  (a string value is a YAML double-quoted scalar with ``\x20``-style escapes, which srtctl's reader decodes;
+  ``docs/srtctl.md``); variants that need different overrides are refused (select one: ``R:override_x``);
 * ``json``: ``{"variants": [{"selector", "engine", "method", "k", "thinking", "al", "curve",
   "overrides": [{"op", "path", "value"}], ...}], "provenance": {...}}``;
 * ``env``: ``KEY=VALUE`` lines of the generating role's environment settings;
 * ``shell``: the same as ``export KEY='VALUE'`` lines.
+
+``--apply`` prints the recipe with the caller's and the plan's overrides applied as srtctl applies them (every
+``--set``, then every ``--unset``; into ``base`` and each section, broadcast into zip groups) instead.
 
 Exit codes: 0 planned; 2 any refusal or bad input.
 """
@@ -83,6 +87,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--unset", dest="caller", action="append", metavar="PATH",
                         type=lambda t: ("unset", t), help="the caller's own srtctl --unset, applied first")
     parser.add_argument("--format", choices=FORMATS, default="srtctl", help="output format (default: srtctl)")
+    parser.add_argument("--apply", action="store_true",
+                        help="print the recipe with the overrides applied, as srtctl applies them (YAML)")
     add_golden_dir_option(parser)
 
 
@@ -155,6 +161,21 @@ def render(plan: Any, fmt: str) -> str:
     return "".join(f"{k}={v}\n" for k, v in pairs)
 
 
+def applied(path: str, plan: Any, caller: list[Any]) -> str:
+    """The recipe at ``path`` with the caller's and ``plan``'s overrides applied by srtctl's rules, as YAML."""
+    import yaml
+
+    from golden_al import safeio
+    from golden_al.errors import UsageError
+    from golden_al.recipes.srtctl import apply_overrides
+
+    if plan.provenance.get("kind") == "script":
+        raise UsageError(f"{plan.recipe}: a launch script takes environment settings, not srtctl overrides",
+                         hint="use --format env or shell (or json)")
+    doc = safeio.safe_load_yaml(safeio.read_text(path), path=path)
+    return str(yaml.safe_dump(apply_overrides(doc, [*caller, *plan.common_overrides()]), sort_keys=False))
+
+
 def run(args: argparse.Namespace) -> int:
     from golden_al.recipes.srtctl import parse_override, split_recipe_arg
     from golden_al.selection import select_recipe
@@ -164,7 +185,7 @@ def run(args: argparse.Namespace) -> int:
     identity = identity_from(args, os.environ)
     plan = select_recipe(path, selector=selector, identity=identity, golden_dir=golden_dir(args.golden_dir),
                          caller=caller)
-    sys.stdout.write(render(plan, args.format))
+    sys.stdout.write(applied(path, plan, caller) if args.apply else render(plan, args.format))
     for v in plan.variants:
         sys.stderr.write(f"golden-al select: {v.selector or path}: {v.mode}"
                          + (f", {v.engine} k={v.k} thinking {v.thinking} -> AL {v.al:g} [{v.curve}]" if v.al else "")

@@ -1,6 +1,6 @@
 """Write the golden AL into an srt-slurm recipe in place, keeping everything else.
 
-What is written (the same settings as ``golden-al env``, :func:`golden_al.plugin.registry.synthetic_settings`):
+What is written (the same settings as ``golden-al env``, :func:`golden_al.registry.synthetic_settings`):
 
 * SGLang: ``SGLANG_SIMULATE_ACC_LEN`` / ``_METHOD`` / ``_TOKEN_MODE`` in every
   ``aggregated_environment``/``prefill_environment``/``decode_environment`` block;
@@ -56,8 +56,8 @@ from golden_al.injection.recipe import RecipeAnalysis, analyze_recipe, iter_own_
 from golden_al.plugin import registry
 from golden_al.prompts.thinking import REQUEST
 from golden_al.provenance import atomic_write_text
-from golden_al.recipes.derive import Identity, derive, recipe_facts, role_settings
-from golden_al.recipes.srt_slurm import ENV_BLOCK_RE, canonical_role, config_keys, env_block_role, read_recipe
+from golden_al.recipes.derive import Identity, derive, review_written
+from golden_al.recipes.srt_slurm import ENV_BLOCK_RE, canonical_role, config_keys, env_block_role
 from golden_al.textedit import (
     Edit,
     apply_edits,
@@ -343,6 +343,27 @@ def _planned_in_sources(p: Planner, mapping: Any, var: str) -> bool:
     return False
 
 
+def _plan_args(p: Planner, a: RecipeAnalysis, golden: Any) -> set[str]:
+    """Server flags among each speculating role's arguments (a recipe format that injects ``args``, ATOM's), the
+    golden AL at the role's own k (its server validates its own value); the names written."""
+    names: set[str] = set()
+    for role in a.roles:
+        k = role.settings.draft.k
+        if k is None:
+            continue
+        args: Any = a.doc
+        for part in role.loc:
+            args = args[part]
+        for name, value in registry.synthetic_settings(role.settings.engine, golden(k), k).items():
+            key, text = name.lstrip("-"), str(value)
+            names.add(key)
+            if key not in args:
+                p.insert_keys(args, [(key, text)], role.loc, typed=True)
+            elif not values_equal(name, args[key], text):
+                p.replace_scalar(args, key, text, role.loc, args[key], conflict=True, typed=True)
+    return names
+
+
 def _plan_env(p: Planner, a: RecipeAnalysis, desired: dict[str, str]) -> None:
     """SGLang / TensorRT-LLM: the variables in every worker environment block."""
     blocks = p.occurrences(lambda key, loc: isinstance(key, str) and ENV_BLOCK_RE.match(key) is not None)
@@ -436,12 +457,11 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
     if a.target is None or a.target.draft_len is None:
         raise UsageError(f"{path}: no worker role of {config_keys()[a.engine]} uses speculative decoding; "
                          "nothing to inject")
-    k = a.target.draft_len.k
-    recipe = read_recipe(doc, engine=engine)
-    assert recipe is not None  # analyze_recipe found its generating role
-    facts = recipe_facts(recipe.base, str(path))
-    d = derive(role_settings(facts, a.engine, a.target.role), store, what="recipe",
-               identity=Identity(model=model, thinking=thinking, thinking_priority=REQUEST + 1))
+    rs = a.target.settings
+    k = rs.draft.k
+    assert k is not None  # the target role's draft length is known (analyze_recipe)
+    d = derive(rs, store, what="recipe", identity=Identity(model=model, thinking=thinking,
+                                                           thinking_priority=REQUEST + 1))
     if d.point is None:
         error = NoGoldenValueError if d.verdict in ("no-golden", "wrong-method") else UsageError
         raise error(f"{path}: {d.reason}")
@@ -451,13 +471,14 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
     p = Planner(text, path, doc)
     profile = registry.get_profile(a.engine)
     assert profile.recipe is not None  # analyze_recipe found a recipe format of this engine
-    if profile.recipe.injection_problem is not None:
-        problem = profile.recipe.injection_problem(settings, a.target.two_model)
-        if problem is not None:
-            raise UsageError(f"{path}: {problem[0]}", hint=problem[1])
+    problems = review_written(rs, settings, k)  # what check would say of the value once written
+    if problems:
+        raise UsageError(f"{path}: " + "; ".join(problems))
     if profile.recipe.inject_into == "config":
         assert profile.recipe.config_writer is not None  # conformance: a config-injecting recipe names its writer
         names = set(registry.load_hook(profile.recipe.config_writer)(p, a, golden))
+    elif profile.recipe.inject_into == "args":
+        names = _plan_args(p, a, golden)
     else:
         desired = {key: str(v) for key, v in settings.items()}
         _plan_env(p, a, desired)

@@ -21,11 +21,10 @@ from typing import Any
 
 from golden_al.errors import InputFileError, UsageError
 from golden_al.golden.schema import load_yaml_roundtrip, node_line
-from golden_al.plugin import registry
-from golden_al.plugin.profile import DraftLen
+from golden_al.recipes.derive import DraftInfo, RoleSettings, recipe_facts, role_settings
 from golden_al.recipes.srt_slurm import (
     Recipe,
-    RoleConfig,
+    RecipeView,
     canonical_role,
     config_keys,
     read_recipe,
@@ -36,24 +35,17 @@ __all__ = ["RecipeAnalysis", "RoleSpec", "analyze_recipe", "iter_own_items", "lo
 
 @dataclass(frozen=True)
 class RoleSpec:
-    """Speculative settings of one worker role (``decode``, ``prefill``, ``aggregated``)."""
+    """One worker role (``decode``, ``prefill``, ``aggregated``) as ``inject`` writes it: where its arguments sit, and
+    the derivation's reading of them (:func:`golden_al.recipes.derive.role_settings`, its own k)."""
 
     role: str
-    engine: str
-    #: the engine's own spelling: SGLang algorithm (upper case), vLLM method, TRT decoding_type
-    algorithm: str | None
-    draft_len: DraftLen | None
-    draft_model: str | None
-    draft_sample_method: str | None
-    rejection_sample_method: str | None
-    #: location of the role's config mapping in the document, and its 1-based line
-    loc: tuple[Any, ...]
-    line: int | None
-    #: True when the engine runs the role's draft as a separate model (TensorRT-LLM's two-model path)
-    two_model: bool = False
-    #: what the engine's review reads of the settings (:attr:`~golden_al.plugin.profile.Speculation.review_spec`),
-    #: from which its profile names the curve selectors
-    review_spec: Mapping[str, Any] = field(default_factory=dict)
+    loc: tuple[Any, ...]  #: location of the role's arguments in the document
+    settings: RoleSettings
+
+    @property
+    def draft_len(self) -> DraftInfo | None:
+        """Its draft length, None when the role does not speculate."""
+        return self.settings.draft if self.settings.draft.k is not None else None
 
 
 @dataclass(frozen=True)
@@ -114,34 +106,24 @@ def load_recipe(text: str, *, path: str | Path = "<string>") -> Any:
     return doc
 
 
-def _role_spec(engine: str, rc: RoleConfig, doc: Any, path: Path) -> RoleSpec:
-    """The draft length of one role by the engine's rule (its settings as the shared reader
-    :func:`golden_al.recipes.srt_slurm.speculation` reads them)."""
-    loc = rc.loc
-    line = node_line(doc, list(loc), key_line=True)
-    where = f"{'.'.join(map(str, loc))}"
-    spec = rc.spec if rc.spec is not None and rc.spec.engine == engine else None
-
-    if spec is None or (not spec.speculates and spec.problem is None):
-        return RoleSpec(rc.role, engine, None, None, None, None, None, loc, line)
-    # a problem sits at the key holding the settings, where the engine keeps them under one
-    key_line = node_line(doc, [*loc, spec.key]) if spec.key is not None else line
-    at = f"{where}.{spec.key}" if spec.key is not None else where
-    if spec.problem is not None:
-        raise InputFileError(f"{at} {spec.problem}", path=path, line=key_line)
-
-    def fail(exc: UsageError) -> UsageError:
-        return UsageError(f"{path}:{key_line}: {at}: {exc.message}", hint=exc.hint)
-
-    rule = registry.get_profile(engine).check.settings_draft_len
-    assert rule is not None  # every engine with a recipe format reads k from it
-    try:
-        dl = rule(spec)
-    except UsageError as exc:
-        raise fail(exc) from None
-    return RoleSpec(rc.role, engine, dl.algorithm, dl, spec.draft_model, spec.draft_sample_method,
-                    spec.rejection_sample_method, loc, line, two_model=dl.two_model is True,
-                    review_spec=dict(spec.review_spec))
+def _role_specs(view: RecipeView, engine: str, doc: Any, path: Path) -> list[RoleSpec]:
+    """Each role's reading by the derivation, its own draft length (a role that speculates with settings that do not
+    fix k is refused, naming the line of the settings)."""
+    facts = recipe_facts(view, str(path))
+    out = []
+    for rc in view.roles:
+        spec = rc.spec if rc.spec is not None and rc.spec.engine == engine else None
+        if spec is None or not canonical_role(rc.key) or (not spec.speculates and spec.problem is None):
+            continue
+        line = node_line(doc, [*rc.loc, spec.key] if spec.key is not None else list(rc.loc), key_line=spec.key is None)
+        where = ".".join(map(str, (*rc.loc, spec.key) if spec.key is not None else rc.loc))
+        if spec.problem is not None:
+            raise InputFileError(f"{where} {spec.problem}", path=path, line=line)
+        rs = role_settings(facts, engine, rc.role, own=True)
+        if rs.draft.k is None:
+            raise UsageError(f"{path}:{line}: {where}: {rs.draft.problem}")
+        out.append(RoleSpec(rc.role, rc.loc, rs))
+    return out
 
 
 def analyze_recipe(text: str, *, path: str | Path = "<string>", engine: str | None = None,
@@ -172,11 +154,9 @@ def analyze_recipe(text: str, *, path: str | Path = "<string>", engine: str | No
         recipe = read_recipe(doc, engine=engine)
         detected, source = engine, "--engine"
     root: tuple[Any, ...] = recipe.root if recipe else (("base",) if isinstance(doc.get("base"), Mapping) else ())
-    roles: list[RoleSpec] = []
-    if recipe is not None and detected is not None:
-        roles = [_role_spec(detected, rc, doc, p) for rc in recipe.base.roles if canonical_role(rc.key)]
+    roles = _role_specs(recipe.base, detected, doc, p) if recipe is not None and detected is not None else []
     view_target = recipe.base.target if recipe else None
-    target = next((r for r in roles if view_target is not None and r.loc == view_target.loc and r.draft_len), None)
+    target = next((r for r in roles if view_target is not None and r.loc == view_target.loc), None)
     names = recipe.base.model_names if recipe else ()
     analysis = RecipeAnalysis(p, detected, source, root, tuple(roles), target, names, doc)
     if recipe is not None and root and target is not None:
@@ -191,9 +171,8 @@ def _check_overrides(a: RecipeAnalysis, recipe: Recipe) -> None:
     assert a.target.draft_len is not None
     assert a.engine is not None
     for view in recipe.variants:
-        rc = view.role(a.target.role)
-        spec = _role_spec(a.engine, rc, a.doc, a.path) if rc is not None else None
-        k = spec.draft_len.k if spec is not None and spec.draft_len is not None else None
+        k = next((r.settings.draft.k for r in _role_specs(view, a.engine, a.doc, a.path) if r.role == a.target.role),
+                 None)
         if k != a.target.draft_len.k:
             section = view.prefixes[0][0]
             line = node_line(a.doc, [section], key_line=True)

@@ -38,7 +38,7 @@ _CALLABLE_FIELDS = ("check.synthetic_settings", "launch.spec_flags", "simulate.s
                     "simulate.simulate_report", "check.shell_value", "curve_method_of", "launch.server_args",
                     "check.shell_env", "server.per_request_probe", "server.response_steps_by_draft_len",
                     "launch.launch_method", "launch.launch_draft_len", "server.draft_len_from_server_info",
-                    "check.review_pin", "check.pin_tolerance", "check.settings_draft_len", "recipe.injection_problem",
+                    "check.review_pin", "check.pin_tolerance", "check.settings_draft_len",
                     "check.script_speculation", "check.curve_selectors", "check.env_draft_len",
                     "check.forced_in_args", "check.forced_in_config", "check.forced_in_log_line")
 

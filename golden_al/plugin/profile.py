@@ -312,9 +312,6 @@ class RecipeFormat:
     #: ``inject_into: config``: a hook (:data:`Hook`) writing the synthetic settings into each speculative config,
     #: ``(planner, analysis, golden(k) -> AL) -> names written`` (:mod:`golden_al.injection.inject`)
     config_writer: Hook | None = None
-    #: ``(settings, two_model) -> (problem, hint) | None``: why ``inject`` must not write these synthetic
-    #: settings into a recipe whose role runs the draft as a separate model when ``two_model``.
-    injection_problem: Callable[[Mapping[str, Any], bool], tuple[str, str] | None] | None = None
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,8 @@ from typing import Any, Literal, Protocol
 
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UsageError
 from golden_al.plugin import registry
-from golden_al.plugin.profile import Speculation
-from golden_al.plugin.values import format_value
+from golden_al.plugin.profile import PinContext, Speculation
+from golden_al.plugin.values import format_value, parse_number
 from golden_al.prompts.thinking import (
     REQUEST,
     ThinkingSignal,
@@ -57,6 +57,7 @@ __all__ = [
     "methods_of",
     "recipe_facts",
     "resolve_model",
+    "review_written",
     "role_settings",
     "settings_draft",
     "walk",
@@ -396,6 +397,30 @@ def role_settings(facts: RecipeFacts, engine: str, role: str | None, *, own: boo
 
 
 # ------------------------------------------------------------------------- the golden point
+
+
+def review_written(rs: RoleSettings, settings: Mapping[str, Any], k: int | None,
+                   env: Mapping[str, Any] | None = None) -> list[str]:
+    """The problems the engine's review finds in ``settings`` (its synthetic settings) once written for the role of
+    ``rs`` at draft length ``k`` (``env``: the worker environment beside them): what ``check`` would say of the pin,
+    so ``select`` and ``inject`` refuse to write it (TensorRT-LLM's two-model path and a fraction, say)."""
+    profile = registry.get_profile(rs.engine)
+    around = {**(env or {}), **settings}
+    out: list[str] = []
+    for knob in profile.check.synthetic_knobs:
+        name = next((n for n in knob.spellings() if n in settings), None)
+        if knob.role != "value" or name is None:
+            continue
+        spec = {**rs.spec, **{key: around.get(var) for var, key in profile.check.pin_env.items()}}
+        if knob.kind == "config-key":
+            spec["config"] = {**dict(spec.get("config") or {}), **settings}
+        companions = {c.name: None if around.get(c.name) is None else str(around[c.name])
+                      for c in profile.check.synthetic_knobs if c.role == "companion" and c.kind == "env"}
+        raw = str(settings[name])
+        ctx = PinContext(knob=name, raw=raw, value=parse_number(raw), k=k, algorithm=rs.algorithm, spec=spec,
+                         companions=companions, two_model=rs.draft.two_model)
+        out += [text for _, text in profile.review(ctx).problems if text not in out]
+    return out
 
 
 def methods_of(engine: str, algorithm: str | None) -> list[str]:

@@ -365,7 +365,9 @@ def _role_engine(node: Mapping[str, Any], data: Mapping[str, Any], default: str 
     ``default`` (SemiAnalysisAI/InferenceX ``infx/srt_slurm/synthetic_acceptance.py``, the version with TileRT)."""
     for where, value in (("engine", node.get("engine")), ("the recipe's engine", data.get("engine"))):
         if value is not None:
-            return _engine_of(value), where
+            found = _engine_of(value)
+            name = value.get("type") if isinstance(value, Mapping) else value
+            return found, where if found is not None else f"unknown engine {name!r} ({where})"
     return default, source
 
 

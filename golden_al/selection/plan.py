@@ -33,7 +33,15 @@ from golden_al.errors import GoldenALError, UsageError
 from golden_al.plugin import registry
 from golden_al.plugin.profile import EngineProfile
 from golden_al.plugin.values import format_value
-from golden_al.recipes.derive import Derivation, Identity, RecipeFacts, derive, recipe_facts, role_settings
+from golden_al.recipes.derive import (
+    Derivation,
+    Identity,
+    RecipeFacts,
+    derive,
+    recipe_facts,
+    review_written,
+    role_settings,
+)
 from golden_al.recipes.srt_slurm import (
     EnvBlock,
     RecipeView,
@@ -177,7 +185,11 @@ def _blocks(view: RecipeView, roles: Sequence[RoleConfig]) -> list[EnvBlock]:
 
 def _restore(found: Sequence[tuple[tuple[str, ...], Any, str]]) -> list[Override]:
     """Overrides that take the synthetic settings ``found`` (:func:`_synthetic`) out."""
-    return list(dict.fromkeys(Override("unset", p) if v is None else Override("set", p, v) for p, v, _ in found))
+    out: list[Override] = []
+    for p, v, _ in found:
+        o = Override("unset", p) if v is None else Override("set", p, v)
+        out += [] if o in out else [o]
+    return out
 
 
 def _simulates(rc: RoleConfig, engine: str) -> bool:
@@ -188,9 +200,11 @@ def _simulates(rc: RoleConfig, engine: str) -> bool:
             and (not fmt.simulated_roles or rc.role in fmt.simulated_roles))
 
 
-def _write(view: RecipeView, rc: RoleConfig, facts: RecipeFacts, golden: Derivation) -> tuple[list[Override], str | None]:
+def _write(view: RecipeView, rc: RoleConfig, facts: RecipeFacts, golden: Derivation, *,
+           review: bool = True) -> tuple[list[Override], str | None]:
     """(overrides, problem): the synthetic settings of the golden point in role ``rc``, in its engine's form; an engine
-    whose server validates its own value (a config, a flag) gets the golden AL at the role's own k."""
+    whose server validates its own value (a config, a flag) gets the golden AL at the role's own k. ``review``: refuse
+    a value the engine's review flags (:func:`~golden_al.recipes.derive.review_written`)."""
     assert rc.engine is not None
     profile = registry.get_profile(rc.engine)
     fmt = profile.recipe
@@ -198,25 +212,24 @@ def _write(view: RecipeView, rc: RoleConfig, facts: RecipeFacts, golden: Derivat
     assert golden.k is not None
     assert golden.al is not None
     k, al = golden.k, golden.al
-    own = role_settings(facts, rc.engine, rc.role, own=True)
+    rs = role_settings(facts, rc.engine, rc.role, own=fmt.inject_into != "env")  # what check judges the pin by
     try:
-        if fmt.inject_into != "env" and own.draft.k is not None and own.draft.k != k:
-            k, al = own.draft.k, golden.al_at(own.draft.k)
+        if fmt.inject_into != "env" and rs.draft.k is not None and rs.draft.k != k:
+            k, al = rs.draft.k, golden.al_at(rs.draft.k)
         settings = registry.synthetic_settings(rc.engine, al, k)
     except GoldenALError as exc:
         return [], f"the {rc.role} role drafts k={k}: {exc.message}"
-    if fmt.injection_problem is not None:
-        trouble = fmt.injection_problem(settings, own.draft.two_model is True)
-        if trouble is not None:
-            return [], f"the {rc.role} role: {trouble[0]} (hint: {trouble[1]})"
+    env_loc, block = _env_block(view, rc)
+    problems = review_written(rs, settings, k, block.env if block is not None else None) if review else []
+    if problems:
+        return [], "; ".join(problems)
     if fmt.inject_into == "config":
         key = (rc.spec.key if rc.spec else None) or fmt.spec_keys[0]
         merged = {**dict(rc.spec.settings if rc.spec else {}), **settings}
         return [Override("set", (*rc.loc, key), _config_value(rc.args.get(key), merged))], None
     if fmt.inject_into == "args":
         return [Override("set", (*rc.loc, name.lstrip("-")), float(value)) for name, value in settings.items()], None
-    env, _ = _env_block(view, rc)
-    return [Override("set", (*env, name), value) for name, value in settings.items()], None
+    return [Override("set", (*env_loc, name), value) for name, value in settings.items()], None
 
 
 # ---------------------------------------------------------------------------------- planning
@@ -278,6 +291,10 @@ def _plan_variant(variant: Variant, path: str, identity: Identity, store: Any, c
         return SelectionError(f"{path} [{name}]: {problem}", hint=hint)
 
     view = _variant_view(variant, identity, refuse)
+    unknown = next((rc for rc in view.roles if rc.engine_source.startswith("unknown engine")), None)
+    if unknown is not None:
+        raise refuse(f"the {unknown.role} role runs an {unknown.engine_source}", hint="golden-al engines lists the "
+                     "engines it knows; an engine plugin adds one")
     if identity.spec_decoding is not None and identity.spec_decoding.strip().lower() == "none":
         return _off(variant, view.engine, "off", "SPEC_DECODING=none: the run does not speculate")
     target = view.target

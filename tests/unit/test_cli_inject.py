@@ -96,9 +96,9 @@ def test_sglang_injection(capsys: pytest.CaptureFixture[str], tmp_path: Path, na
 
 def test_dflash_draft_length_from_num_draft_tokens(tmp_path: Path) -> None:
     a = analyze_recipe((RECIPES / "sglang_dflash.yaml").read_text(), path="sglang_dflash.yaml")
-    assert (a.engine, a.engine_source, a.k, a.target.role, a.target.algorithm) == \
+    assert (a.engine, a.engine_source, a.k, a.target.role, a.target.settings.algorithm) == \
         ("sglang", "backend.type", 7, "aggregated", "DFLASH")
-    assert a.target.draft_len.rule == "num-draft-tokens - 1"
+    assert a.target.draft_len.rule.startswith("SGLang DFLASH num-draft-tokens - 1")
     assert "Muse-Spark-Open-816B-A42B-NVFP4" in a.model_names
 
 
@@ -223,7 +223,7 @@ def test_trtllm_two_model_fraction_is_unsafe(capsys: pytest.CaptureFixture[str],
                     .replace("nvidia/GLM-5.2-NVFP4", "moonshotai/Kimi-K2.5"))  # the model the run names
     rc, _, err = run(capsys, str(path), "--model", "kimik2.5", "--thinking", "on")
     assert rc == 2
-    assert "two-model path reads TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS as an integer" in err
+    assert "is fractional on TensorRT-LLM's two-model path, where int() fails and forcing silently turns off" in err
 
 
 def test_override_that_changes_draft_length_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -239,7 +239,7 @@ def test_override_that_changes_draft_length_is_refused(capsys: pytest.CaptureFix
     ("argv", "message"),
     [
         (["--engine", "vllm"], "--engine vllm but the recipe's backend.type is sglang"),
-        (["--engine", "atom"], "ATOM has no srt-slurm recipe format"),
+        (["--engine", "atom"], "--engine atom but the recipe's backend.type is sglang"),
         (["--thinking", "off"], "has no thinking_off values"),
     ],
 )

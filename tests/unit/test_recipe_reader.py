@@ -15,7 +15,6 @@ import pytest
 
 from golden_al.checks.static import check_paths
 from golden_al.checks.yaml_configs import load_yaml_docs, recipe_contexts
-from golden_al.engines import sglang
 from golden_al.errors import GoldenALError, UsageError
 from golden_al.golden import load_store
 from golden_al.golden.schema import to_plain
@@ -90,14 +89,9 @@ def test_check_and_inject_take_the_same_draft_length_and_curve_inputs(path: Path
     assert draft.k == a.k
     assert ctx.view.target is not None
     assert ctx.view.target.role == a.target.role
-    if a.engine == "sglang":
-        assert algorithm is not None
-        assert sglang.normalize_algorithm(algorithm) == a.target.algorithm
-    else:
-        assert algorithm == a.target.algorithm
-    assert draft_model == a.target.draft_model
+    assert (algorithm, draft_model) == (a.target.settings.algorithm, a.target.settings.draft_model)
     assert ctx.view.target.spec is not None
-    assert ctx.view.target.spec.draft_sample_method == a.target.draft_sample_method
+    assert ctx.view.target.spec.draft_sample_method == a.target.settings.draft_sample_method
 
 
 def test_every_golden_value_check_compares_is_the_one_inject_writes():

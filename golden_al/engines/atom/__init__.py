@@ -49,6 +49,7 @@ from golden_al.plugin.profile import (
     Metric,
     PinContext,
     PinReview,
+    RecipeFormat,
     ResponseField,
     RunLogSupport,
     ServerSupport,
@@ -159,6 +160,26 @@ def script_speculation(flags: Mapping[str, Any]) -> Speculation:
     method, n = flags.get(FLAG_METHOD), flags.get(FLAG_K)
     return Speculation("atom", str(method) if method else None, {FLAG_K: n}, None, flags.get(FLAG_DRAFT_MODEL),
                        draft_inputs={FLAG_K: n})
+
+
+#: The roles recipe's ATOM role: its server flags without their dashes (SemiAnalysisAI/InferenceX
+#: ``infx/srt_slurm/synthetic_acceptance.py``, the version that plans ``atom``/``atom-disagg``).
+RECIPE_FLAGS = (FLAG_METHOD, FLAG_K, FLAG_DRAFT_MODEL)
+
+
+def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
+    """One roles-recipe role's ATOM flags (``method``, ``num-speculative-tokens``, ``draft-model``; an absent k is
+    ATOM's default 1, ``atom/model_engine/arg_utils.py``); None without ``method`` (no speculative decoding). A
+    DSpark draft is verified by probabilistic block rejection (the curve's draft sampler, per InferenceX's planner)."""
+    method, k = args.get(FLAG_METHOD[2:]), args.get(FLAG_K[2:])
+    if not method:
+        return None
+    name = str(method).lower()
+    length, rate = LENGTH_FLAG[2:], RATE_FLAG[2:]
+    return Speculation("atom", name, {FLAG_K: k}, None, args.get(FLAG_DRAFT_MODEL[2:]),
+                       "probabilistic" if name == "dspark" else None, draft_inputs={FLAG_K: k},
+                       review_spec={"method_flag": True, "both": length in args and rate in args,
+                                    "dspark_config": args.get("dspark-config")})
 
 
 def settings_draft_len(spec: Speculation | None) -> DraftLen:
@@ -395,7 +416,7 @@ def forced_in_log_line(line: str) -> tuple[str, str] | None:
 
 PROFILE = EngineProfile(
     name="atom",
-    frameworks=("atom",),
+    frameworks=("atom", "atom-disagg"),
     display_name="ATOM",
     algorithms=METHODS,
     draft_len_rules=(DraftLenRule("*", f"k = {FLAG_K} (default {DEFAULT_K})", True, _ARGS),),
@@ -465,6 +486,8 @@ PROFILE = EngineProfile(
             help=f"{RATE_FLAG} (AL-1)/K in [0, 1], instead of --al"),),
         simulate_report=simulate_report,
     ),
+    recipe=RecipeFormat("atom_config", ("atom",), read_recipe_role, inject_into="args",
+                        spec_keys=tuple(f[2:] for f in RECIPE_FLAGS)),
     run_logs=RunLogSupport(
         log_patterns=LOG_PATTERNS,
         run_evidence=lazy("golden_al.engines.atom.evidence:read"),

@@ -897,7 +897,7 @@ def _review(ctx: PinContext) -> PinReview:
 
 PROFILE = EngineProfile(
     name="sglang",
-    frameworks=("dynamo-sglang", "sglang"),
+    frameworks=("dynamo-sglang", "sglang", "mori-sglang", "sglang-disagg"),
     display_name="SGLang",
     algorithms=tuple(a.lower() for a in ALGORITHMS),
     draft_len_rules=(

@@ -216,18 +216,6 @@ def settings_draft_len(spec: Speculation | None) -> DraftLen:
                                 f"{path} path)", algorithm=spec.algorithm, two_model=two)
 
 
-def injection_problem(settings: Mapping[str, Any], two_model: bool) -> tuple[str, str] | None:
-    """(problem, hint) when ``settings`` cannot be injected: the two-model path reads the forced count
-    with int() (``tensorrt_llm/_torch/speculative/interface.py`` ``get_force_num_accepted_tokens`` at
-    00b6d5a25c30), so a fraction silently disables forcing."""
-    forced = str(settings.get(ENV_FORCE, ""))
-    if not two_model or parse_number(forced) is None or float(forced).is_integer():
-        return None
-    return (f"TensorRT-LLM's two-model path reads {ENV_FORCE} as an integer; {forced} (golden AL "
-            f"{format_value(float(forced) + 1)} - 1) would silently disable forcing",
-            "use the one-model path (eagle3_one_model: true) or a draft length whose golden AL is whole")
-
-
 def _forced_off(value: str) -> bool:
     """TensorRT-LLM forces acceptance for any value of its variable but 0 (garbage too: it fails loudly)."""
     number = parse_number(value.strip().strip("'\""))
@@ -390,5 +378,5 @@ PROFILE = EngineProfile(
         run_evidence=lazy("golden_al.engines.trtllm.evidence:read"),
         importers={"trtllm-iteration-log": lazy("golden_al.engines.trtllm.imported:import_trtllm_iterations")},
     ),
-    recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, spec_keys=RECIPE_SPEC_KEYS, injection_problem=injection_problem),
+    recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, spec_keys=RECIPE_SPEC_KEYS),
 )

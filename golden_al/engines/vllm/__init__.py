@@ -757,7 +757,7 @@ def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> DraftLen:
 
 PROFILE = EngineProfile(
     name="vllm",
-    frameworks=("dynamo-vllm", "vllm"),
+    frameworks=("dynamo-vllm", "vllm", "vllm-disagg"),
     display_name="vLLM",
     algorithms=("mtp", "eagle", "eagle3", "dflash", "dspark", "ngram", "draft_model", "suffix"),
     versions=VERSIONS,

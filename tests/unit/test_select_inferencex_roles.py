@@ -1,0 +1,235 @@
+"""The differential test of issue 50 item 6: ``select`` against InferenceX's newest launch-time selector.
+
+The fixtures (``tests/fixtures/select/inferencex-roles``, by ``experiments/inferencex-select/roles_fixtures.py``) are
+every recipe of InferenceX 843c625 that a master config runs in an agentic scenario and that speculates, pins
+removed, in the roles format the newest selector reads, each with the identity InferenceX launches it with. The
+selector's facts (SemiAnalysisAI/InferenceX ``infx/srt_slurm/synthetic_acceptance.py``, the version that plans
+``atom``, ``atom-disagg`` and ``tilert``, with ``infx/golden_al_distribution``'s ``curve_name``/``golden_length``)
+are modelled below from their documented behaviour (our own code, none of theirs); golden-al must give the same
+golden, k and override paths, except in the cases of :data:`DIFFERENCES`, each proven by an engine's own source.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from golden_al.golden import load_store
+from golden_al.recipes.derive import Identity
+from golden_al.recipes.srtctl import expand_variants
+from golden_al.selection import SelectionError, select_recipe
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures"
+DIR = FIX / "select" / "inferencex-roles"
+GOLDEN = FIX / "inferencex" / "golden_al_distribution"
+CASES: dict[str, Any] = json.loads((DIR / "cases.json").read_text())["cases"]
+STORE = load_store(GOLDEN)
+
+#: framework -> engine, as the selector maps them
+ENGINES = {"sglang": "sglang", "mori-sglang": "sglang", "sglang-disagg": "sglang", "dynamo-sglang": "sglang",
+           "vllm": "vllm", "vllm-disagg": "vllm", "dynamo-vllm": "vllm", "trt": "trtllm", "dynamo-trt": "trtllm",
+           "atom": "atom", "atom-disagg": "atom"}
+ENV_VARS = {"sglang": ("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD", "SGLANG_SIMULATE_ACC_TOKEN_MODE"),
+            "trtllm": ("TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS",)}
+
+
+def _their_spec(role: Mapping[str, Any], engine: str) -> dict[str, Any]:
+    """What the selector reads of one role: method, k, draft model, draft sampler (empty: no speculation)."""
+    args = role.get("args") or {}
+    if engine == "atom":
+        method = str(args.get("method") or "").lower()
+        return {} if not method else {"method": method, "k": args.get("num-speculative-tokens"),
+                                      "model": args.get("draft-model", ""),
+                                      "draft_sample_method": "probabilistic" if method == "dspark" else None}
+    if engine == "vllm":
+        raw = args.get("speculative-config")
+        cfg = json.loads(raw) if isinstance(raw, str) else (raw or {})
+        return {} if not cfg else {"method": cfg.get("method"), "k": cfg.get("num_speculative_tokens"),
+                                   "model": cfg.get("model", ""), "draft_sample_method": cfg.get("draft_sample_method"),
+                                   "config": cfg}
+    if engine == "sglang":
+        method = str(args.get("speculative-algorithm") or args.get("speculative-algo") or "").lower()
+        key = "speculative-dspark-block-size" if method == "dspark" else "speculative-num-steps"
+        return {} if not method else {"method": method, "k": args.get(key),
+                                      "model": args.get("speculative-draft-model-path", "")}
+    cfg = args.get("speculative_config") or {}
+    return {} if not cfg else {"method": str(cfg.get("decoding_type", "")).lower(), "k": cfg.get("max_draft_len"),
+                               "model": cfg.get("speculative_model", "")}
+
+
+def _their_curve(prefix: str, spec: Mapping[str, Any]) -> str:
+    """The curve file stem the selector reads (its special cases, from its curve_name)."""
+    method = str(spec.get("method", "")).lower()
+    if method in ("eagle", "nextn"):
+        method = "eagle3" if prefix in ("kimik2.5", "minimaxm3") else "mtp"
+    if prefix.startswith("dsv4") and method == "dspark":
+        return "dsv4-pro-0813-dspark"
+    if prefix == "minimaxm3" and method == "eagle3" and "gqa" in str(spec.get("model", "")).lower():
+        return f"{prefix}_{method}_gqa"
+    if prefix == "kimik3" and method == "dspark":
+        sampler = spec.get("draft_sample_method")
+        if sampler not in ("greedy", "probabilistic"):
+            raise ValueError(f"no Kimi DSpark curve for draft sampling {sampler!r}")
+        return f"{prefix}_{method}" + ("_probabilistic_sample_method_block_rejection_sample_method"
+                                       if sampler == "probabilistic" else "")
+    return f"{prefix}_{method}"
+
+
+def their_plan(recipe: Mapping[str, Any], framework: str, prefix: str, thinking: str) -> tuple[int, float, dict[
+        tuple[str, str], Any]]:
+    """(k, golden AL, {(op, path): value}) the selector plans for one resolved variant of a roles recipe."""
+    engine = ENGINES[framework]
+    roles = recipe.get("roles") or {}
+    spec = _their_spec(roles.get("decode", roles.get("agg", {})), engine)
+    k = spec["k"]
+    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+        raise ValueError("a positive integer draft length is required")
+    (modes,) = yaml.safe_load((GOLDEN / f"{_their_curve(prefix, spec)}.yaml").read_text()).values()
+    al = float(modes[thinking][k])
+    out: dict[tuple[str, str], Any] = {("unset", f"environment.{v}"): None for v in ENV_VARS.get(engine, ())
+                                       if v in (recipe.get("environment") or {})}
+    for name, role in roles.items():
+        worker = _their_spec(role, engine)
+        if name not in ("agg", "prefill", "decode") or not worker:
+            continue
+        if engine == "vllm":
+            out["set", f"roles.{name}.args.speculative-config"] = {
+                **worker["config"], "rejection_sample_method": "synthetic", "synthetic_acceptance_length": al}
+        elif engine == "atom":
+            out["set", f"roles.{name}.args.spec-decode-acceptance-length"] = al
+        else:
+            values = (al, "match-expected", "real-draft-token") if engine == "sglang" else (al - 1,)
+            out.update({("set", f"roles.{name}.env.{var}"): value for var, value in zip(ENV_VARS[engine], values, strict=True)})
+    return k, al, out
+
+
+def _ours(overrides: Any) -> dict[tuple[str, str], Any]:
+    out: dict[tuple[str, str], Any] = {}
+    for o in overrides:
+        value = o.value
+        if isinstance(value, str) and value.startswith("{"):
+            value = json.loads(value)
+        elif isinstance(value, str) and o.path[-1] in ENV_VARS["sglang"][:1] + ENV_VARS["trtllm"]:
+            value = round(float(value), 9)
+        out[o.op, o.dotted] = value
+    return out
+
+
+#: Where golden-al's plan differs, and the engine source that proves golden-al right.
+DIFFERENCES = [
+    ("a role that drafts another k than the generating role gets the golden AL at its own k; the selector writes the "
+     "generating role's, which the role's server refuses above its k + 1 (a prefill role at k=1 cannot take 2.49)",
+     "ROCm/ATOM atom/config.py line 1134 at ffdf3bb5d (_resolve_synthetic_acceptance: 'must be in [1, n + 1] for "
+     "num_speculative_tokens=n'); vllm-project/vllm vllm/config/speculative.py at 0.34.0 (the synthetic acceptance "
+     "check: 'synthetic_acceptance_length must be in [1, n+1]')"),
+    ("THINKING_MODE thinking_on against a recipe whose DYN_DEFAULT_THINKING_MODE is disabled is refused (the "
+     "selector writes the thinking_on golden): that variable is a deployment default, so the run may run thinking off",
+     "ai-dynamo/dynamo, its TensorRT-LLM backend docs: request-level chat_template_kwargs override the default"),
+]
+
+
+def _variants() -> list[tuple[str, str | None]]:
+    out = []
+    for name in sorted(CASES):
+        doc = yaml.safe_load((DIR / name).read_text())
+        out += [(name, v.selector) for v in expand_variants(doc)]
+    return out
+
+
+VARIANTS = _variants()
+
+
+def _compare(data: Mapping[str, Any], case: Mapping[str, Any], recipe: Path, selector: str | None) -> str:
+    """golden-al's plan of one variant against the selector's: the same golden, k and override paths, and the same
+    values but where :data:`DIFFERENCES` says; returns the class of the outcome."""
+    framework, prefix = case["framework"], case["MODEL_PREFIX"]
+    k, al, theirs = their_plan(data, framework, prefix, case["THINKING_MODE"])
+    identity = Identity(model=prefix, model_source="MODEL_PREFIX", thinking="on", thinking_source="THINKING_MODE",
+                        framework=framework, agentic=True)
+    try:
+        (ours,) = select_recipe(recipe, selector=selector, identity=identity, store=STORE).variants
+    except SelectionError as exc:
+        refusal = str(exc)
+    else:
+        refusal = ""
+    if refusal:
+        assert "DYN_DEFAULT_THINKING_MODE" in refusal, refusal
+        assert "may run thinking off" in refusal, refusal
+        return "refused: DIFFERENCES[1]"
+    assert (ours.k, ours.al) == (k, al)
+    got = _ours(ours.overrides)
+    assert set(got) == set(theirs)
+    outcome = "same"
+    for (op, path), value in theirs.items():
+        role = path.split(".")[1] if path.startswith("roles.") else None
+        own = _their_spec(data["roles"][role], ENGINES[framework]).get("k") if role else k
+        mine = got[op, path]
+        if own != k and ENGINES[framework] in ("vllm", "atom"):  # DIFFERENCES[0]: its server validates the value
+            mine_al = mine["synthetic_acceptance_length"] if isinstance(mine, dict) else mine
+            assert 1 <= mine_al <= own + 1 < al
+            assert not isinstance(mine, dict) or mine == {**value, "synthetic_acceptance_length": mine_al}
+            outcome = "per-role AL: DIFFERENCES[0]"
+        else:
+            assert mine == (round(value, 9) if isinstance(value, float) else value), path
+    return outcome
+
+
+def test_the_fixtures_hold_every_agentic_speculative_variant() -> None:
+    assert len(CASES) == 99
+    assert len(VARIANTS) == 103
+
+
+@pytest.mark.parametrize(("name", "selector"), VARIANTS, ids=[f"{n}:{s}" for n, s in VARIANTS])
+def test_select_agrees_with_inferencexs_selector_or_is_right_where_it_differs(name: str, selector: str | None) -> None:
+    doc = yaml.safe_load((DIR / name).read_text())
+    (variant,) = [v for v in expand_variants(doc) if v.selector == selector]
+    outcome = _compare(variant.data, CASES[name], DIR / name, selector)
+    assert outcome in ("same", "refused: DIFFERENCES[1]")
+
+
+def _roles(prefill: dict[str, Any] | None, decode: dict[str, Any], path: str) -> dict[str, Any]:
+    roles = {"decode": {"args": decode, "env": {"KEEP": "1"}}}
+    if prefill is not None:
+        roles["prefill"] = {"args": prefill}
+    return {"name": "new-framework", "model": {"path": path}, "benchmark": {"type": "custom", "command":
+            "bash benchmarks/multi_node/agentic_srt.sh"}, "environment": {"KEEP": "global"}, "roles": roles}
+
+
+def _vllm(k: int) -> dict[str, Any]:
+    return {"speculative-config": json.dumps({"method": "mtp", "num_speculative_tokens": k})}
+
+
+#: The frameworks the 843c625 tree does not launch: (framework, MODEL_PREFIX, recipe, expected outcome).
+NEW_FRAMEWORKS = [
+    ("atom-disagg", "dsv4", _roles({"method": "mtp", "num-speculative-tokens": 1},
+                                   {"method": "mtp", "num-speculative-tokens": 3}, "deepseek-ai/DeepSeek-V4-Pro"),
+     "per-role AL: DIFFERENCES[0]"),
+    ("atom", "kimik3", _roles(None, {"method": "dspark", "num-speculative-tokens": 3,
+                                     "draft-model": "Inferact/Kimi-K3-DSpark"}, "moonshotai/Kimi-K3"), "same"),
+    ("atom", "minimaxm3", _roles(None, {"method": "eagle3", "num-speculative-tokens": 3,
+                                        "draft-model": "Inferact/MiniMax-M3-EAGLE3-GQA"}, "MiniMaxAI/MiniMax-M3"),
+     "same"),
+    ("mori-sglang", "dsv4", _roles({"speculative-algorithm": "EAGLE", "speculative-num-steps": 3},
+                                   {"speculative-algorithm": "EAGLE", "speculative-num-steps": 3,
+                                    "speculative-eagle-topk": 1, "speculative-num-draft-tokens": 4},
+                                   "deepseek-ai/DeepSeek-V4-Pro"), "same"),
+    ("sglang-disagg", "glm5.2", _roles(None, {"speculative-algorithm": "EAGLE", "speculative-num-steps": 3,
+                                              "speculative-eagle-topk": 1, "speculative-num-draft-tokens": 4},
+                                       "zai-org/GLM-5.2-FP8"), "same"),
+    ("vllm-disagg", "dsv4", _roles(_vllm(1), _vllm(3), "deepseek-ai/DeepSeek-V4-Pro"), "per-role AL: DIFFERENCES[0]"),
+]
+
+
+@pytest.mark.parametrize(("framework", "prefix", "recipe", "expected"), NEW_FRAMEWORKS,
+                         ids=[f"{f}-{p}" for f, p, _, _ in NEW_FRAMEWORKS])
+def test_the_new_frameworks_agree_or_differ_where_an_engine_proves_golden_al_right(
+        framework: str, prefix: str, recipe: dict[str, Any], expected: str, tmp_path: Path) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    case = {"framework": framework, "MODEL_PREFIX": prefix, "THINKING_MODE": "thinking_on"}
+    assert _compare(recipe, case, path, None) == expected
