@@ -27,7 +27,7 @@ Formats (stdout carries nothing else):
 * ``srtctl``: ``--set PATH=VALUE`` / ``--unset PATH`` words for
   ``srtctl apply --file R $(golden-al select R --format srtctl)``: no word holds whitespace or a glob character
   (a string value is a YAML double-quoted scalar with ``\x20``-style escapes, which srtctl's reader decodes;
-  ``docs/srtctl.md``); variants that need different overrides are refused (select one: ``R:override_x``);
+  ``docs/maintainers.md``); variants that need different overrides are refused (select one: ``R:override_x``);
 * ``json``: ``{"variants": [{"selector", "engine", "method", "k", "thinking", "al", "curve",
   "overrides": [{"op", "path", "value"}], ...}], "provenance": {...}}``;
 * ``env``: ``KEY=VALUE`` lines of the generating role's environment settings;

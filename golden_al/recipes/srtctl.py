@@ -16,7 +16,7 @@ overrides):
 * ``--set PATH=VALUE`` / ``--unset PATH``: every set, then every unset, applied to the document before the
   variants are made: into ``base`` and every ``override_*`` section, and into every ``zip_override_*`` section as
   a one-element list (it broadcasts to every zipped variant); a value is read as a YAML scalar or sequence, and
-  one that reads as a mapping is kept as its literal text (``docs/srtctl.md``).
+  one that reads as a mapping is kept as its literal text (``docs/maintainers.md``).
 
 Variants are counted before any is made: a recipe with more than :data:`MAX_VARIANTS` is refused (srtctl users
 have tens; a cap keeps memory and time bounded on hostile input).

@@ -129,19 +129,6 @@ def test_apply_prints_the_recipe_srtctl_runs_and_check_calls_it_a_match(tmp_path
     assert {v for v, _ in _check(_write(tmp_path, applied))} == {"match"}
 
 
-def test_the_srtctl_guide_examples_run_and_print_what_they_say() -> None:
-    text = (REPO / "docs" / "srtctl.md").read_text()
-    (code,) = re.findall(r"```python\n(.*?)```", text, re.S)
-    import contextlib
-    import io
-
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        exec(compile(code, "docs/srtctl.md", "exec"), {})
-    assert out.getvalue().splitlines() == [line[2:] for line in code.splitlines() if line.startswith("# zip")]
-    assert "golden-al select recipe.yaml --apply" in text
-
-
 # ------------------------------------------------------------------ issue 49: select refuses what check refuses
 
 
