@@ -12,12 +12,14 @@ is a file's cut last line; a row seen twice is refused.
 from __future__ import annotations
 
 import functools
+import hashlib
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from golden_al.errors import InputFileError
 from golden_al.plugin.profile import EngineProfile
 
 __all__ = [
@@ -61,21 +63,17 @@ class LineTally:
 
     def __init__(self) -> None:
         self.notes: list[str] = []
-        self._seen: dict[bytes, str] = {}
+        self._seen: dict[bytes, tuple[str | Path, int]] = {}  #: a row's digest -> where it was first read
         self._unread = 0  #: the current file's lines that did not parse
         self._first: tuple[int, str, str] = (0, "", "")  #: the first of them: (line, engine, text)
 
     def row(self, source: str | Path, line: int, text: str) -> None:
         """Count a row that parsed; InputFileError when its text was read before."""
-        import hashlib
-
         key = hashlib.blake2b(text.strip().encode("utf-8", "replace"), digest_size=16).digest()
-        first = self._seen.setdefault(key, f"{source}:{line}")
-        if first != f"{source}:{line}":
-            from golden_al.errors import InputFileError
-
-            raise InputFileError(f"this row appears twice, word for word (first at {first}): summing both would "
-                                 "count its steps twice", path=source, line=line,
+        first = self._seen.setdefault(key, (source, line))
+        if first != (source, line):
+            raise InputFileError(f"this row appears twice, word for word (first at {first[0]}:{first[1]}): summing "
+                                 "both would count its steps twice", path=source, line=line,
                                  hint="pass each log once, as the server wrote it (not a copy, nor a concatenation)")
 
     def unread(self, line: int, text: str, what: str) -> None:
@@ -91,8 +89,6 @@ class LineTally:
         if n == 1 and line == last_line:
             self.notes.append(f"{source}: its last line ({what}, line {line}) is cut short and was left out")
         elif n:
-            from golden_al.errors import InputFileError
-
             raise InputFileError(f"{n} {what} line(s) name its fields but do not parse (first: "
                                  f"{text.strip()[:160]!r})", path=source, line=line,
                                  hint="pass the log as the server wrote it: only a last line cut short by a crash is "
