@@ -560,7 +560,7 @@ class _Checker:
 
     def load_recipe(self, path: Path) -> tuple[Any, Input]:
         """The recipe context of a recipe a master config runs (or why it cannot be read), and its input."""
-        from golden_al.checks.yaml_configs import YamlError, recipe_context
+        from golden_al.checks.yaml_configs import YamlError, recipe_contexts
 
         key = path.resolve()
         text = self.read(key)
@@ -570,8 +570,8 @@ class _Checker:
             elif isinstance(docs := self.parse(key, text), YamlError):
                 self.recipes[key] = f"{docs} (line {docs.line})" if docs.line else str(docs)
             else:
-                self.recipes[key] = next((c for d in docs if (c := recipe_context(d, str(path), self.refs.get(key)))
-                                          is not None), None)
+                self.recipes[key] = next((c for d in docs for c in recipe_contexts(d, str(path), self.refs.get(key))),
+                                         None)
         return self.recipes[key], text_input("file", shown_path(path), text if isinstance(text, str) else None)
 
     def file_inputs(self, path: Path, text: str | None) -> tuple[Input, ...]:

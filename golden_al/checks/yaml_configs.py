@@ -1,30 +1,16 @@
 """Pins in YAML and JSON: srt-slurm recipes, InferenceX master configs, generic env maps.
 
-* **srt-slurm recipes** (InferenceX ``benchmarks/multi_node/srt-slurm-recipes/**``, the
-  NVIDIA srt-slurm ``srtctl`` schema): ``backend.type`` (sglang / vllm / trtllm), per-role
-  environment blocks ``aggregated_environment`` / ``prefill_environment`` /
-  ``decode_environment`` and per-role engine arguments under ``backend.sglang_config``
-  / ``vllm_config`` / ``trtllm_config`` (roles ``aggregated``, ``prefill``, ``decode``).
-  A pin in a role's environment takes its draft length from the same role's arguments
-  (else the decode, then aggregated role: a prefill worker does no verify steps).
-* **Master configs** (InferenceX ``configs/*-master.yaml``): entries with ``framework``,
-  ``model``, ``model-prefix`` and ``scenarios: {agentic-coding | fixed-seq-len: [...]}``
-  whose ``search-space`` items carry ``additional-settings: ["KEY=VALUE", ...]``.
-  ``SYNTHETIC_ACCEPTANCE_LENGTH=AL`` there is injected by
-  ``runners/inject_synthetic_acceptance.py`` into the recipe named by
-  ``CONFIG_FILE=recipes/...`` (resolved to ``benchmarks/multi_node/srt-slurm-recipes/...``),
-  which holds the draft length.
-* Anything else: any mapping key naming a knob (``SGLANG_SIMULATE_ACC_LEN: "2.49"``),
-  ``KEY=VALUE`` list items, ``{name: KEY, value: V}`` env lists and
-  ``speculative-config`` JSON strings or mappings; and the knobs of engines whose profile
-  declares a ``command_line`` (llama.cpp) on command lines and environments kept in the
-  config (:mod:`golden_al.checks.command_lines`).
+* **srt-slurm recipes** (read by :mod:`golden_al.recipes.srt_slurm`, every variant srtctl runs): each pin in a
+  role's environment, the recipe-wide environment, a role's speculative config or server flags is judged by the
+  recipe's derivation (:func:`golden_al.recipes.derive.role_settings`), the one ``select`` writes.
+* **Master configs** (InferenceX ``configs/*-master.yaml``): ``SYNTHETIC_ACCEPTANCE_LENGTH=AL`` in a point's
+  ``additional-settings``, injected by ``runners/inject_synthetic_acceptance.py`` into the recipe its
+  ``CONFIG_FILE=recipes/...`` names (``benchmarks/multi_node/srt-slurm-recipes/...``), which holds k.
+* Anything else: a mapping key naming a knob (``SGLANG_SIMULATE_ACC_LEN: "2.49"``), ``KEY=VALUE`` list items,
+  ``{name: KEY, value: V}`` env lists and ``speculative-config`` JSON strings or mappings; and the knobs of engines
+  whose profile declares a ``command_line`` (llama.cpp) (:mod:`golden_al.checks.command_lines`).
 
-Recipes and master configs are read by :mod:`golden_al.recipes.srt_slurm`, the reader
-``inject`` uses too (roles, environment blocks, sweep variants, speculative settings, the
-generating role, curve inputs); this module adds what only ``check`` needs: line numbers
-(from PyYAML's composer, C loader when available), thinking and agentic signals, model
-names with their sources, and the pins themselves.
+This module adds what only ``check`` needs: line numbers (PyYAML's composer), and the pins themselves.
 """
 
 from __future__ import annotations
@@ -84,7 +70,6 @@ __all__ = [
     "json_obj",
     "load_yaml_docs",
     "master_refs",
-    "recipe_context",
     "recipe_contexts",
     "recipe_path_candidates",
     "resolve_recipe_path",
@@ -208,12 +193,6 @@ def recipe_contexts(doc: YamlDoc, path: str, refs: list[MasterRef] | None = None
                          refs=refs or ()) for view in recipe.views()]
 
 
-def recipe_context(doc: YamlDoc, path: str, refs: list[MasterRef] | None = None) -> RecipeFacts | None:
-    """The first recipe context of a document (None if it is not an srt-slurm recipe)."""
-    ctxs = recipe_contexts(doc, path, refs)
-    return ctxs[0] if ctxs else None
-
-
 def _settle(pin: Pin, settings: RoleSettings) -> Pin:
     """``pin`` judged by the recipe's derivation (:func:`golden_al.recipes.derive.role_settings`): the settings
     ``select`` writes the golden point of, and the problems it refuses for."""
@@ -246,7 +225,7 @@ def _env_pins(ctx: RecipeFacts) -> list[Pin]:
                               knob=spelling, raw_value=raw,
                               unresolved=None if raw is not None else f"{spelling} has no scalar value"),
                           role_settings(ctx, env_knob.engine, role))
-            pin.notes.append(f"{block.key} of an srt-slurm recipe" + (f" ({ctx.variant})" if ctx.variant else ""))
+            pin.notes.append(f"{block.key} of an srt-slurm recipe" + (f" ({ctx.view.variant})" if ctx.view.variant else ""))
             pin.spec["role"] = role
             if block.wide:
                 pin.notes.append("the recipe-wide environment: srtctl applies it to every worker after the role's own, "
@@ -487,9 +466,9 @@ def _master_pin(doc: YamlDoc, path: str, entry_name: str, entry: dict[str, Any],
     if ctx is None:
         pin.draft = DraftInfo(problem=f"recipe {shown} is not an srt-slurm recipe")
         return pin
-    if engine and ctx.engine and ctx.engine != engine:
-        pin.notes.append(f"recipe backend is {ctx.engine}")
-    eng = engine or ctx.engine or "unknown"
+    if engine and ctx.view.engine and ctx.view.engine != engine:
+        pin.notes.append(f"recipe backend is {ctx.view.engine}")
+    eng = engine or ctx.view.engine or "unknown"
     pin.engine = eng
     rs = role_settings(ctx, eng, None)
     draft = rs.draft

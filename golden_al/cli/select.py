@@ -1,42 +1,18 @@
 """``golden-al select``: the golden AL a launch recipe must run with, as launcher overrides.
 
-The value is selected at launch from the recipe's own speculative settings and the run's identity,
-never written into the recipe and never taken from the caller (:mod:`golden_al.selection`). The recipe
-is read by the reader ``check`` uses (srt-slurm ``backend.<engine>_config`` recipes and schema-2
-``roles`` recipes), k, method, draft and sampler come from the engine profiles, and the curve is found
-by its metadata (model alias, method, draft model, draft sampler, rejection method), so applying the
-overrides to the recipe gives what ``check`` calls a ``match``.
+The value is selected at launch from the recipe's own speculative settings and the run's identity, never written
+into the recipe and never taken from the caller, by the derivation ``check`` judges pins with: the recipe with the
+overrides applied is what ``check`` calls a ``match``, and a refusal (exit 2, naming the variant) is ``check``'s
+reason. A shell launch script is read by ``check``'s shell reader; ``--format env``/``shell`` print the environment
+it must start with.
 
-A shell launch script (``*.sh``, or a shell shebang) is read by ``check``'s shell reader on every path: its
-launch command fixes k, the algorithm and the model, and ``--format env``/``shell`` print the environment it
-must be started with (engines that read their settings from the environment: SGLang, TensorRT-LLM).
+``RECIPE[:SELECTOR]``: srtctl's selectors (``:base``, ``:override_x``, ``:zip_override_y[2]``, a glob); without
+one every variant srtctl would run is planned. Identity: flags, else InferenceX's variables (``MODEL_PREFIX``,
+``THINKING_MODE``, ``FRAMEWORK``, ``IS_AGENTIC``, ``SPEC_DECODING``, ``EVAL_ONLY``).
 
-``RECIPE[:SELECTOR]``: srtctl's selectors (``:base``, ``:override_x``, ``:zip_override_y``,
-``:zip_override_y[2]``, a glob such as ``:override_*``); without one, every variant srtctl would run is
-planned. Every variant is planned before anything is printed: one refusal (a value already pinned in
-the recipe, a missing curve, mode or k, an AL outside [1, k+1], a caller ``--unset`` or ``--set`` that
-would undo an acceptance setting, contradictory identity) exits 2 naming the variant.
-
-The run's identity comes from flags, else the harness environment (InferenceX's variables):
-``--model``/``MODEL_PREFIX``, ``--thinking``/``THINKING_MODE``, ``--framework``/``FRAMEWORK``,
-``--agentic``/``IS_AGENTIC``, ``SPEC_DECODING`` (``none``: nothing to set), ``--mode``/``EVAL_ONLY``.
-Without them it plans a throughput run and reads the rest from the recipe as ``check`` does.
-
-Formats (stdout carries nothing else):
-
-* ``srtctl``: ``--set PATH=VALUE`` / ``--unset PATH`` words for
-  ``srtctl apply --file R $(golden-al select R --format srtctl)``: no word holds whitespace or a glob character
-  (a string value is a YAML double-quoted scalar with ``\x20``-style escapes, which srtctl's reader decodes;
-  ``docs/maintainers.md``); variants that need different overrides are refused (select one: ``R:override_x``);
-* ``json``: ``{"variants": [{"selector", "engine", "method", "k", "thinking", "al", "curve",
-  "overrides": [{"op", "path", "value"}], ...}], "provenance": {...}}``;
-* ``env``: ``KEY=VALUE`` lines of the generating role's environment settings;
-* ``shell``: the same as ``export KEY='VALUE'`` lines.
-
-``--apply`` prints the recipe with the caller's and the plan's overrides applied as srtctl applies them (every
-``--set``, then every ``--unset``; into ``base`` and each section, broadcast into zip groups) instead.
-
-Exit codes: 0 planned; 2 any refusal or bad input.
+Formats: ``srtctl`` (``--set``/``--unset`` words, safe unquoted in ``$(...)``), ``json`` (every variant, its
+overrides and inputs), ``env``/``shell`` (environment settings); ``--apply`` prints the recipe with the overrides
+applied as srtctl applies them (``docs/maintainers.md``). Exit codes: 0 planned; 2 any refusal or bad input.
 """
 
 from __future__ import annotations
@@ -108,7 +84,8 @@ def _flag(value: str | None, name: str) -> bool | None:
 def identity_from(args: argparse.Namespace, environ: Any) -> Any:
     """The run's identity: flags first, then the InferenceX environment (the CLI is the one reader of it)."""
     from golden_al.prompts.thinking import normalize_mode
-    from golden_al.recipes.derive import Identity, identity_inputs
+    from golden_al.recipes.derive import Identity
+    from golden_al.safeio.inputs import value_input
 
     model, model_source = (args.model, "--model") if args.model else (environ.get("MODEL_PREFIX") or None,
                                                                       "MODEL_PREFIX")
@@ -128,7 +105,7 @@ def identity_from(args: argparse.Namespace, environ: Any) -> Any:
     return Identity(model=model, model_source=model_source, thinking=thinking, thinking_source=thinking_source,
                     framework=args.framework or environ.get("FRAMEWORK") or None, agentic=agentic,
                     spec_decoding=environ.get("SPEC_DECODING") or None, mode=mode,
-                    inputs=identity_inputs(environ, _ENV_NAMES))
+                    inputs=tuple(value_input(n, environ.get(n)) for n in _ENV_NAMES))
 
 
 def _is_env_path(path: tuple[str, ...]) -> bool:

@@ -1,34 +1,18 @@
 """Write the golden AL into an srt-slurm recipe in place, keeping everything else.
 
-What is written (the same settings as ``golden-al env``, :func:`golden_al.registry.synthetic_settings`):
+What is written: the engine's synthetic settings (``golden-al env``'s, :func:`golden_al.plugin.registry.
+synthetic_settings`), in the form its recipe format declares: SGLang's and TensorRT-LLM's variables in every worker
+environment block (the generating role's value, InferenceX: "generation defines the AL target"; the generating role
+gets a block if it has none); vLLM's synthetic fields in every ``speculative-config`` and ATOM's
+``spec-decode-acceptance-length`` in every speculating role's arguments, each at its role's *own* k (its server
+refuses a length above its k + 1). Rules:
 
-* SGLang: ``SGLANG_SIMULATE_ACC_LEN`` / ``_METHOD`` / ``_TOKEN_MODE`` in every
-  ``aggregated_environment``/``prefill_environment``/``decode_environment`` block;
-* TensorRT-LLM: ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` (AL - 1) in the same blocks;
-* vLLM: ``"rejection_sample_method": "synthetic"`` and ``"synthetic_acceptance_length": AL``
-  in every ``speculative-config`` under ``vllm_config`` (JSON string or mapping).
-
-Rules:
-
-* SGLang/TensorRT-LLM: k, and so the golden AL, comes from the generating role
-  (``decode``, else ``aggregated``; :mod:`golden_al.injection.recipe`), and the same
-  values go to every environment block (InferenceX: "generation defines the AL
-  target"). The generating role gets an environment block if it has none; existing
-  ``prefill`` blocks get the values too.
-* vLLM: each ``speculative-config`` gets the golden AL at its *own*
-  ``num_speculative_tokens`` (vLLM rejects a length above k + 1 per server); with one
-  k in every role that is the generating role's value everywhere.
-* Merge keys and anchors are honoured: a value inherited through ``<<: *anchor`` is
-  checked (and if needed changed) where it is defined; a block that is an alias of
-  another is written once.
-* Override sections (``override_*``, ``zip_override_*``) are checked and corrected
-  where they already set a value, never given new keys (they merge into ``base``).
-* An existing value that differs from the golden one (or a different SGLang method or
-  token mode, or vLLM ``synthetic_acceptance_rates``) is a *conflict*: nothing is
-  written unless ``force``. An equal value (``2.5`` vs ``'2.50'``) is left as written.
-* Only the replaced scalars and the inserted lines change (see
-  :mod:`golden_al.textedit`); the result is re-parsed and must (a) differ from
-  the original only in the injected keys and (b) need no further change.
+* merge keys and anchors are honoured: an inherited value is checked (and changed) where it is defined;
+* override sections are checked and corrected where they already set a value, never given new keys;
+* an existing different value is a *conflict*: nothing is written unless ``force``; an equal one (``2.5`` vs
+  ``'2.50'``) is left as written; a value the engine's review refuses is never written;
+* only the replaced scalars and inserted lines change (:mod:`golden_al.textedit`); the result is re-parsed and must
+  differ from the original only in the injected keys and need no further change.
 """
 
 from __future__ import annotations

@@ -1,15 +1,7 @@
-"""Read an srt-slurm recipe for ``inject``: engine, speculative settings per role, draft length.
-
-The recipe is read by the reader ``check`` uses too (:mod:`golden_al.recipes.srt_slurm`:
-roles incl. ``agg``, environment blocks, ``base:`` + ``override_*`` / ``zip_override_*``
-sections, speculative settings, the generating role); this module parses the text with
-ruamel.yaml (comments and positions kept for the rewrite), and applies each engine's
-draft-length rule (``golden_al/engines/``: SGLang's ``speculative-*`` keys, vLLM's
-``num_speculative_tokens`` in the ``speculative-config`` JSON, TensorRT-LLM's
-``speculative_config.max_draft_len``), raising on settings that do not fix it. The role
-that *generates* sets the golden AL for the whole recipe: ``decode``, else ``aggregated``
-(or ``agg``), else ``prefill``; every worker environment block gets that value
-(SemiAnalysisAI/InferenceX ``runners/synthetic_injectors/sglang.py`` at 843c6254f).
+"""Read an srt-slurm recipe for ``inject``: engine, each role's speculative settings and draft length, by the
+shared reader (:mod:`golden_al.recipes.srt_slurm`) and the derivation (:func:`golden_al.recipes.derive.role_settings`),
+the text parsed with ruamel.yaml (comments and positions kept for the rewrite). The generating role (``decode``, else
+``aggregated``, else ``prefill``) sets the golden AL of the recipe file.
 """
 
 from __future__ import annotations

@@ -1,6 +1,3 @@
-"""Readers of benchmark configs: srt-slurm recipes and InferenceX master configs.
-
-:mod:`golden_al.recipes.srt_slurm` is the one typed reader that ``check``
-(:mod:`golden_al.checks.yaml_configs`) and ``inject`` (:mod:`golden_al.injection`) share,
-so they see the same engine, roles, environment blocks and curve inputs.
-"""
+"""The recipes floor: srtctl's semantics (:mod:`.srtctl`), the one reader of srt-slurm recipes and master configs
+(:mod:`.srt_slurm`), and the one derivation from a recipe and a run to its golden point (:mod:`.derive`), which
+``check``, ``select``, ``inject`` and the ``no-pins`` policy share."""

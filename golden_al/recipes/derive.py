@@ -1,14 +1,9 @@
 """The one derivation: from a recipe and a run to the golden point the run must simulate, or a refusal.
 
-(recipe file, variant, role, run identity) -> :class:`Derivation`: the engine, the curve method, k, the model, the
-thinking mode, the curve selectors and the golden point, or a refusal with its verdict and reason, plus every input
-it read. ``check`` judges a pin against it (:func:`golden_al.checks.static.evaluate`), ``select`` writes it
-(:mod:`golden_al.selection`), ``inject`` writes it into a recipe, ``verify`` compares a record with it, and the
-``no-pins`` policy asks whether a recipe has one; so a recipe ``select`` plans is what ``check`` calls a ``match``,
-and a recipe ``select`` refuses is refused for the reason ``check`` gives.
-
-:func:`derive` takes what a reader gathered around one set of speculative settings (:class:`Settings`: a recipe
-role's, read by :func:`role_settings`; a launch script's; a pin's) and the run's :class:`Identity`.
+(recipe file, variant, role, run identity) -> :class:`Derivation`: engine, curve method, k, model, thinking mode,
+golden point (its curve chosen by the selectors), or a refusal with its verdict and reason, and the inputs read.
+``check`` judges pins against it, ``select`` and ``inject`` write it, the ``no-pins`` policy asks for it: a recipe
+``select`` plans is what ``check`` calls a ``match``, and one it refuses is refused for ``check``'s reason.
 """
 
 from __future__ import annotations
@@ -40,7 +35,7 @@ from golden_al.recipes.srt_slurm import (
     env_block_role,
     speculation,
 )
-from golden_al.safeio.inputs import Input, value_input
+from golden_al.safeio.inputs import Input
 
 __all__ = [
     "AgenticInfo",
@@ -202,7 +197,6 @@ class RoleSettings:
     agentic: AgenticInfo
     #: (verdict, reason) the settings themselves cause: a setting that changes k at run time
     problems: list[tuple[str, str]] = field(default_factory=list)
-    inputs: tuple[Input, ...] = ()
 
 
 def walk(obj: Any, path: tuple[str, ...] = (), max_depth: int = 60) -> list[tuple[tuple[str, ...], Any]]:
@@ -237,7 +231,7 @@ def role_of(path: Sequence[str]) -> str | None:
 @dataclass
 class RecipeFacts:
     """What one resolved recipe view says beyond its roles: thinking signals (by role), model names, agentic or not,
-    the lines of its keys in the file, and the inputs read."""
+    and the lines of its keys in the file."""
 
     path: str
     view: RecipeView
@@ -245,15 +239,6 @@ class RecipeFacts:
     models: list[ModelName]
     agentic: AgenticInfo
     lines: Mapping[tuple[str, ...], int] = field(default_factory=dict)
-    inputs: tuple[Input, ...] = ()
-
-    @property
-    def engine(self) -> str | None:
-        return self.view.engine
-
-    @property
-    def variant(self) -> str | None:
-        return self.view.variant
 
     def line(self, path: tuple[str, ...]) -> int:
         """Line of ``path`` (a key path from the view's root): in the override section first, then in the base."""
@@ -297,8 +282,7 @@ def _benchmark_agentic(data: Mapping[str, Any], path: str) -> AgenticInfo:
 
 
 def recipe_facts(view: RecipeView, path: str, *, lines: Mapping[tuple[str, ...], int] | None = None,
-                 walked: list[tuple[tuple[str, ...], Any]] | None = None, refs: Sequence[Any] = (),
-                 inputs: tuple[Input, ...] = ()) -> RecipeFacts:
+                 walked: list[tuple[tuple[str, ...], Any]] | None = None, refs: Sequence[Any] = ()) -> RecipeFacts:
     """The facts of one view (``walked``: :func:`walk` of ``view.data``, when the caller has it); ``refs``: the
     master-config entries that run the recipe (their model names and scenario are the recipe's too)."""
     thinking: list[tuple[str | None, ThinkingSignal]] = []
@@ -317,7 +301,7 @@ def recipe_facts(view: RecipeView, path: str, *, lines: Mapping[tuple[str, ...],
         if len(kinds) == 1 and None not in kinds:
             agentic = AgenticInfo(kinds.pop(), f"master-config entry '{refs[0].entry}' runs it in scenario "
                                                f"'{refs[0].scenario}'")
-    return RecipeFacts(path, view, thinking, models, agentic, lines or {}, inputs)
+    return RecipeFacts(path, view, thinking, models, agentic, lines or {})
 
 
 def _forms(name: str) -> set[str]:
@@ -377,8 +361,8 @@ def role_settings(facts: RecipeFacts, engine: str, role: str | None, *, own: boo
     rc = facts.view.role(role) if own and role is not None else facts.view.role_for(role)
     used = rc.role if rc is not None else None
     where = f"{used} arguments" if used else "the recipe"
-    if facts.variant:
-        where += f" of {facts.variant}"
+    if facts.view.variant:
+        where += f" of {facts.view.variant}"
     spec = None
     if rc is not None:
         spec = rc.spec if rc.spec is not None and rc.spec.engine == engine else speculation(engine, rc.args)
@@ -393,7 +377,7 @@ def role_settings(facts: RecipeFacts, engine: str, role: str | None, *, own: boo
         draft_sample_method=spec.draft_sample_method if ok and spec else None,
         rejection_sample_method=curve_rejection_method(spec.rejection_sample_method) if ok and spec else None,
         spec=dict(spec.review_spec) if ok and spec else {}, agentic=facts.agentic,
-        problems=runtime_problems(facts.view.data, engine), inputs=facts.inputs)
+        problems=runtime_problems(facts.view.data, engine))
 
 
 # ------------------------------------------------------------------------- the golden point
@@ -500,14 +484,9 @@ def resolve_model(models: Sequence[ModelName], store: Any, methods: Sequence[str
 class Derivation:
     """The golden point of one set of speculative settings for one run, or why there is none."""
 
-    engine: str
-    algorithm: str | None
     k: int | None
-    rule: str
-    method: str | None  #: the golden curve's method
     thinking: str | None
     thinking_how: str
-    model: str | None  #: the store's model key
     model_shown: str | None
     model_how: str
     point: Any  #: a :class:`~golden_al.golden.store.GoldenPoint`, None when refused
@@ -552,42 +531,42 @@ def _thinking(settings: Settings, identity: Identity | None, what: str) -> tuple
                            f"thinking {thinking} ({how})")
 
 
-def _point(settings: Settings, store: Any, model: str, thinking: str, k: int) -> tuple[Any, str | None, Any]:
-    """(point, method, refusal (verdict, reason) or None) of the curve these settings select."""
+def _point(settings: Settings, store: Any, model: str, thinking: str, k: int) -> tuple[Any, Any]:
+    """(point, refusal (verdict, reason) or None) of the curve these settings select."""
     engine = settings.engine
     try:
         method = store.method_for(engine, settings.algorithm, model) if settings.algorithm else None
     except UsageError as exc:
-        return None, None, ("undetermined", f"draft method: {exc}")
+        return None, ("undetermined", f"draft method: {exc}")
     try:
         selectors = registry.get_profile(engine).selectors(settings.spec, k)
     except UsageError as exc:
-        return None, method, ("undetermined", f"curve selectors: {exc.message}")
+        return None, ("undetermined", f"curve selectors: {exc.message}")
     try:
         point = store.lookup(model, thinking, k, method=method, draft_model=settings.draft_model,
                              draft_sample_method=settings.draft_sample_method,
                              rejection_sample_method=settings.rejection_sample_method, selectors=selectors)
     except AmbiguousCurveError as exc:
-        return None, method, ("undetermined", str(exc) if "disagree" in str(exc) else _ambiguous(store, model, method,
+        return None, ("undetermined", str(exc) if "disagree" in str(exc) else _ambiguous(store, model, method,
                                                                                                    thinking, k))
     except NoGoldenValueError as exc:
         others = sorted({sc.method for sc in store.curves_for(model)} - {method}) if method else []
         if others and not store.curves_for(model, method):
-            return None, method, ("wrong-method", f"{engine} {settings.algorithm} runs draft method {method!r}, but the "
+            return None, ("wrong-method", f"{engine} {settings.algorithm} runs draft method {method!r}, but the "
                                   f"golden curves of {model} are of method {', '.join(map(repr, others))} only ("
                                   + "; ".join(sc.label() for sc in store.curves_for(model))
                                   + "): a value from another method's curve is not this draft's AL")
-        return None, method, ("no-golden", str(exc))
+        return None, ("no-golden", str(exc))
     except UsageError as exc:
-        return None, method, ("undetermined", str(exc))
+        return None, ("undetermined", str(exc))
     try:
         if point.method:
             registry.get_profile(engine).check_k(point.method, k)
     except UsageError as exc:
-        return None, method, ("unsafe-value", exc.message)
+        return None, ("unsafe-value", exc.message)
     if not 1.0 <= point.al <= k + 1:
-        return None, method, ("unsafe-value", f"golden AL {format_value(point.al)} at k={k} is outside [1, {k + 1}]")
-    return point, method, None
+        return None, ("unsafe-value", f"golden AL {format_value(point.al)} at k={k} is outside [1, {k + 1}]")
+    return point, None
 
 
 def _ambiguous(store: Any, model: str, method: str | None, thinking: str, k: int) -> str:
@@ -617,12 +596,11 @@ def derive(settings: Settings, store: Any, *, identity: Identity | None = None, 
     k = settings.draft.k
     inputs = [*getattr(settings, "inputs", ()), *(identity.inputs if identity is not None else ())]
 
-    def done(verdict: str, reason: str, point: Any = None, method: str | None = None,
-             at: Callable[[int], Any] | None = None) -> Derivation:
+    def done(verdict: str, reason: str, point: Any = None, at: Callable[[int], Any] | None = None) -> Derivation:
         if store is not None:  # the curves of its model (every one can change the answer), the store's listing
             inputs.extend(store.inputs(model))
-        return Derivation(settings.engine, settings.algorithm, k, settings.draft.rule, method, thinking, thinking_how,
-                          model, shown, model_how, point, verdict, reason, tuple(dict.fromkeys(inputs)), at)
+        return Derivation(k, thinking, thinking_how, shown, model_how, point, verdict, reason,
+                          tuple(dict.fromkeys(inputs)), at)
 
     if k is None:
         return done("undetermined", f"the draft length is unknown: {settings.draft.problem}")
@@ -634,21 +612,16 @@ def derive(settings: Settings, store: Any, *, identity: Identity | None = None, 
     if thinking_problem is not None:
         return done("undetermined", thinking_problem)
     assert thinking is not None
-    point, method, refusal = _point(settings, store, model, thinking, k)
+    point, refusal = _point(settings, store, model, thinking, k)
     if refusal is not None:
-        return done(refusal[0], refusal[1], method=method)
+        return done(refusal[0], refusal[1])
 
     def at(role_k: int) -> Any:
-        found, _, why = _point(settings, store, model, thinking, role_k)
+        found, why = _point(settings, store, model, thinking, role_k)
         if why is not None:
             raise NoGoldenValueError(why[1])
         return found
 
     reason = (f"k={k} from {settings.draft.rule}; {model_how}; thinking {thinking} ({thinking_how}); "
               f"golden {point.model} {point.thinking} k={k} = {format_value(point.al)} [{point.curve}]")
-    return done("golden", reason, point, method, at)
-
-
-def identity_inputs(environ: Mapping[str, str], names: Sequence[str]) -> tuple[Input, ...]:
-    """The environment values a run's identity was read from (unset ones too: setting one changes the result)."""
-    return tuple(value_input(n, environ.get(n)) for n in names)
+    return done("golden", reason, point, at)

@@ -1,49 +1,25 @@
-"""The one reader of srt-slurm recipes and InferenceX master configs.
+"""The one reader of srt-slurm recipes and InferenceX master configs (plain PyYAML data or ruamel trees alike;
+locations are key paths from the document root, which each caller turns into lines).
 
-``golden-al check`` (:mod:`golden_al.checks.yaml_configs`) and ``golden-al inject``
-(:mod:`golden_al.injection`) both read recipes through :func:`read_recipe`, so they see
-the same engine, worker roles, environment blocks, speculative settings, generating role
-and curve inputs (draft model, ``draft_sample_method``); only what each does with them
-differs (check compares, inject writes).
+**srt-slurm recipes** (NVIDIA srt-slurm's ``srtctl`` schema; InferenceX 843c6254f
+``benchmarks/multi_node/srt-slurm-recipes/**``), flat or as ``base:`` plus ``override_*``/``zip_override_*``
+sections, one :class:`RecipeView` per variant srtctl runs::
 
-**srt-slurm recipes** (NVIDIA srt-slurm's ``srtctl`` schema, as used in
-SemiAnalysisAI/InferenceX ``benchmarks/multi_node/srt-slurm-recipes/**`` at 843c6254f)::
-
-    model: {path: deepseek-v4-pro, ...}
+    model: {path: deepseek-v4-pro}
+    environment: {...}                  # recipe-wide: srtctl applies it after every role's own
     backend:
       type: sglang                      # or vllm, trtllm
-      prefill_environment: {...}        # aggregated_environment (or agg_) for one-role recipes
-      decode_environment: {...}
-      sglang_config:                    # vllm_config / trtllm_config
-        prefill: {speculative-algorithm: EAGLE, speculative-num-steps: 3, ...}
-        decode: {...}                   # or aggregated: / agg: {...}
+      decode_environment: {...}         # prefill_, aggregated_ (agg_)
+      sglang_config: {prefill: {...}, decode: {speculative-algorithm: EAGLE, ...}}   # vllm_config, trtllm_config
 
-or the sweep format: the same under ``base:`` plus ``override_*`` / ``zip_override_*``
-sections that srtctl deep-merges into it, one :class:`RecipeView` per section.
+**Roles recipes** (schema 2, read by InferenceX's launch-time selector): ``roles: {prefill|decode|agg: {args, env,
+engine}}``, each ``args`` read by its engine's recipe format (:attr:`~golden_al.plugin.profile.EngineProfile.recipe`)
+like ``<engine>_config.<role>``; a role's engine is its ``engine`` (a name or ``{type: ...}``), else the recipe's
+(``backend.type``, ``engine``, ``framework``, else the one engine whose keys its roles hold).
 
-**Schema 2** (InferenceX's "roles" recipes, read by its launch-time selector)::
-
-    backend: {type: sglang}             # or framework: dynamo-sglang; else the engines' own keys tell
-    roles:
-      prefill: {args: {speculative-algorithm: EAGLE, ...}, env: {...}}
-      decode:  {args: {...}, env: {...}}   # or agg: {...}
-
-Each role's ``args`` are read by the engine's recipe format exactly like ``<engine>_config.<role>``,
-and its ``env`` is that role's environment block.
-
-The role that *generates* sets the golden AL of the recipe: ``decode``, else
-``aggregated``, else ``prefill`` (InferenceX ``runners/synthetic_injectors/sglang.py``
-writes the same value into every worker environment block; a prefill worker runs no
-verify steps). Engine-specific keys come from the engine profiles (``golden_al/engines/``).
-
-**Master configs** (InferenceX ``configs/*-master.yaml``): entries with ``framework``
-(or ``image``) and ``scenarios: {<scenario>: [item, ...]}``, whose items (or their
-``search-space`` lists) carry ``additional-settings: ["KEY=VALUE", ...]`` at the top or
-under ``prefill`` / ``decode``: :func:`is_master`, :func:`master_settings`.
-
-The reader works on plain data (PyYAML) and on ruamel.yaml round-trip trees alike (any
-``Mapping``); locations are key paths from the document root, which each caller turns
-into lines with its own loader's marks.
+The generating role sets the golden AL: ``decode``, else ``aggregated``, else ``prefill``. **Master configs**
+(InferenceX ``configs/*-master.yaml``): entries with ``framework`` and ``scenarios``, whose points carry
+``additional-settings: ["KEY=VALUE", ...]`` (:func:`master_settings`).
 """
 
 from __future__ import annotations
@@ -75,7 +51,6 @@ __all__ = [
     "curve_rejection_method",
     "engine_named",
     "env_block_role",
-    "framework_engine",
     "is_master",
     "is_roles_recipe",
     "master_settings",
@@ -113,8 +88,8 @@ def config_keys() -> dict[str, str]:
 
 
 def engine_named(name: object) -> str | None:
-    """The engine a recipe names (``backend.type``, a role's ``engine``): an engine name, one of its
-    ``backend_types`` or its master-config ``frameworks`` spellings (case-insensitive); None when unknown."""
+    """The engine a recipe or a run names (``backend.type``, a role's ``engine``, InferenceX's ``framework``): an
+    engine name, one of its ``backend_types`` or ``frameworks`` spellings (case-insensitive); None when unknown."""
     text = str(name).strip().lower()
     for engine in registry.engine_names():
         profile = registry.get_profile(engine)
@@ -122,12 +97,6 @@ def engine_named(name: object) -> str | None:
         if text == engine or text in profile.frameworks or (recipe is not None and text in recipe.backend_types):
             return engine
     return None
-
-
-def framework_engine(framework: object) -> str | None:
-    """The engine an InferenceX ``framework`` runs (the engine profiles' ``frameworks``), None when unknown."""
-    text = str(framework).strip().lower()
-    return next((e for e in registry.engine_names() if text in registry.get_profile(e).frameworks), None)
 
 
 def canonical_role(name: object) -> str | None:

@@ -1,25 +1,16 @@
-"""srtctl's recipe semantics, implemented here (srtctl is not on PyPI): variants and ``--set``/``--unset``.
+"""srtctl's recipe semantics (srtctl is not on PyPI): the variants it runs and its ``--set``/``--unset``.
 
-What a launcher does to a recipe before it runs, so that ``select`` plans exactly the configs that will run
-(NVIDIA/srt-slurm ``src/srtctl/core/config.py`` at c88ef731: ``deep_merge``, ``expand_zip_override``,
-``generate_override_configs``; SemiAnalysisAI/srt-slurm ``src/srtctl/core/overrides.py`` at 32ef19f: the
-overrides):
+NVIDIA/srt-slurm ``src/srtctl/core/config.py`` at c88ef731 (``deep_merge``, ``expand_zip_override``,
+``generate_override_configs``) and SemiAnalysisAI/srt-slurm ``src/srtctl/core/overrides.py`` at 32ef19f:
 
-* a recipe with a ``base:`` key runs every ``override_*`` variant and every element of every ``zip_override_*``
-  group, **not** the base; ``R:base`` runs the base alone;
-* ``override_x`` is deep-merged into ``base`` (mappings key by key, lists and scalars replaced, a ``null`` value
-  deletes the key);
-* ``zip_override_y`` expands to N variants ``zip_override_y[i]``: every list leaf is a zip dimension (a length-1
-  list broadcasts, other lengths must agree; a list of lists gives a literal list);
-* a selector names ``base``, ``override_x``, ``zip_override_y`` (all its elements), ``zip_override_y[i]`` or a
-  glob over the section names;
-* ``--set PATH=VALUE`` / ``--unset PATH``: every set, then every unset, applied to the document before the
-  variants are made: into ``base`` and every ``override_*`` section, and into every ``zip_override_*`` section as
-  a one-element list (it broadcasts to every zipped variant); a value is read as a YAML scalar or sequence, and
-  one that reads as a mapping is kept as its literal text (``docs/maintainers.md``).
+* a ``base:`` recipe runs every ``override_*`` section deep-merged into ``base`` (a ``null`` deletes, lists and
+  scalars replace) and every element of every ``zip_override_*`` group (each list leaf a zip dimension, a length-1
+  list broadcast, a list of lists a literal list), **not** the base; a selector names ``base``, a section,
+  ``zip_override_y[i]`` or a glob;
+* every ``--set PATH=VALUE`` then every ``--unset PATH`` goes into ``base``, each ``override_*`` section, and each
+  zip group as a one-element list; a value is read as a YAML scalar or sequence, a mapping kept as its text.
 
-Variants are counted before any is made: a recipe with more than :data:`MAX_VARIANTS` is refused (srtctl users
-have tens; a cap keeps memory and time bounded on hostile input).
+Variants are counted before any is built; a recipe of more than :data:`MAX_VARIANTS` is refused.
 """
 
 from __future__ import annotations

@@ -1,24 +1,12 @@
 """``select``: the golden AL a launch recipe must run with, as srtctl overrides (launch-time selection).
 
-A benchmark harness that forbids hard-coded synthetic values in its recipes (InferenceX's AGENTS.md) asks at launch:
-"what should this recipe run with?". The answer comes only from the recipe's own speculative settings and the run's
-identity, never from a value the caller passes:
-
-1. every config srtctl runs (:func:`golden_al.recipes.srtctl.expand_variants`), after the caller's own
-   ``--set``/``--unset`` arguments (:func:`golden_al.recipes.srtctl.apply_overrides`);
-2. the generating role's golden point, by the derivation ``check`` judges pins with
-   (:func:`golden_al.recipes.derive.derive` on :func:`~golden_al.recipes.derive.role_settings`): a variant ``select``
-   refuses is refused for the reason ``check`` gives, and one it plans is a ``match`` with the overrides applied;
-3. the overrides in the recipe's own schema, in the form each role's engine declares
-   (:attr:`~golden_al.plugin.profile.RecipeFormat.inject_into`: the worker environment, the role's speculative
-   config, or a server flag in its arguments), in every role that simulates
-   (:attr:`~golden_al.plugin.profile.RecipeFormat.simulated_roles`, a role run by the generating role's engine);
-   every synthetic setting elsewhere (another role, the recipe-wide ``environment:``, which srtctl applies after the
-   roles') is unset.
-
-Every variant is planned before anything is returned: one refusal (a pin where the plan writes, a caller
-``--unset``/``--set`` that would undo an acceptance setting, a draft length chosen at run time, no curve, mode or k,
-an AL outside [1, k+1], a run identity that contradicts the recipe) raises :class:`SelectionError` naming the variant.
+The value comes only from the recipe's own settings and the run's identity, never from the caller: every variant
+srtctl runs (after the caller's ``--set``/``--unset``) gets the generating role's golden point by the derivation
+``check`` judges pins with (:func:`golden_al.recipes.derive.derive`), written in the form each role's engine
+declares (:attr:`~golden_al.plugin.profile.RecipeFormat.inject_into`) into the roles that simulate
+(:attr:`~golden_al.plugin.profile.RecipeFormat.simulated_roles`); every synthetic setting elsewhere (another role,
+the recipe-wide ``environment:``) is unset. Every variant is planned before anything is returned; one refusal
+raises :class:`SelectionError` naming the variant, for the reason ``check`` gives.
 """
 
 from __future__ import annotations
@@ -46,7 +34,7 @@ from golden_al.recipes.srt_slurm import (
     EnvBlock,
     RecipeView,
     RoleConfig,
-    framework_engine,
+    engine_named,
     recipe_formats,
     relevant_duplicates,
     view_of,
@@ -253,7 +241,7 @@ def _variant_view(variant: Variant, identity: Identity, refuse: Callable[..., Se
     """The resolved variant as ``check`` reads it, its engine agreeing with the run's framework."""
     wanted = None
     if identity.framework is not None:
-        wanted = framework_engine(identity.framework)
+        wanted = engine_named(identity.framework)
         if wanted is None:
             known = sorted({f for p in _all_profiles() for f in p.frameworks})
             raise refuse(f"framework {identity.framework!r} is not one golden-al knows", hint="one of " + ", ".join(known))

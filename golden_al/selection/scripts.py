@@ -1,15 +1,11 @@
 """``select`` for a shell launch script: the environment it must be started with.
 
 A launch script (InferenceX ``benchmarks/single_node/**.sh``) fixes k, the algorithm and the model in its launch
-command; with no pin in it, the harness passes the synthetic settings in the script's environment. The script is
-read by ``check``'s own shell reader (every path, every branch), so the value is the one ``check`` would prove:
-a probe text of the script (read under the script's own name, since InferenceX names the model in it) exports each
-environment engine's settings at its top, the reader ties them to the launch command on every path, and the golden
-value of each path's settings is resolved exactly as ``check`` resolves it (:func:`golden_al.recipes.derive.derive`).
-The probe is never written or run.
-
-An engine whose settings the script writes itself (a vLLM ``--speculative-config`` built in the script, an ATOM
-flag) cannot take them from the environment: such a script is refused with that reason.
+command; the harness passes the synthetic settings in its environment. A probe text of the script (never written or
+run) exports each environment engine's settings at its top; ``check``'s shell reader ties them to the launch command
+on every path, and each path's golden point is derived as ``check`` derives it
+(:func:`golden_al.recipes.derive.derive`). A script that writes its own settings (a vLLM config, ATOM flags) is
+refused.
 """
 
 from __future__ import annotations

@@ -75,8 +75,8 @@ def test_check_and_inject_take_the_same_draft_length_and_curve_inputs(path: Path
     else:
         refused = False
     if refused:
-        assert ctx.engine is not None
-        draft = role_settings(ctx, ctx.engine, None).draft
+        assert ctx.view.engine is not None
+        draft = role_settings(ctx, ctx.view.engine, None).draft
         assert draft.k is None
         assert draft.problem
         return

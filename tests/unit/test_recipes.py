@@ -20,7 +20,7 @@ from golden_al.errors import UsageError
 from golden_al.golden import load_store
 from golden_al.recipes import srtctl
 from golden_al.recipes.derive import Identity
-from golden_al.recipes.srt_slurm import framework_engine
+from golden_al.recipes.srt_slurm import engine_named
 from golden_al.recipes.srtctl import Override, apply_overrides, expand_variants, parse_override
 from golden_al.selection import SelectionError, select_recipe
 
@@ -255,7 +255,7 @@ def test_atom_inject_restore_real_takes_the_flag_out(tmp_path: Path, capsys: pyt
                                                    ("vllm-disagg", "vllm"), ("atom-disagg", "atom"),
                                                    ("dynamo-trt", "trtllm")])
 def test_every_framework_inferencex_plans_names_its_engine(framework: str, engine: str) -> None:
-    assert framework_engine(framework) == engine
+    assert engine_named(framework) == engine
 
 
 def test_atom_inject_writes_each_roles_flag_and_check_calls_it_a_match(tmp_path: Path) -> None:
