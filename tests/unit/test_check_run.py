@@ -88,7 +88,7 @@ def test_atom_log() -> None:
     assert r.passed
     assert r.request_steps == 2000
     assert r.realized_al == pytest.approx(1 + 3550 / 2000)
-    with pytest.raises(InputFileError, match="not a multiple"):
+    with pytest.raises(InputFileError, match="the engine ran k = 3, not the claimed k = 7"):  # toks/fwd says k
         check_run([LOGS / "atom-mtp.log"], expect_al=2.78, draft_len=7, engine="atom")
 
 

@@ -326,3 +326,20 @@ def test_an_idle_trtllm_server_settles_at_once():
     clock, exc = _wait(TrtllmIterationSource(), IdleServer())
     assert exc is None
     assert clock.now == 1.0  # one settle interval: two equal snapshots
+
+
+@pytest.mark.parametrize("engine", ["vllm", "atom"])
+def test_a_log_of_another_k_is_refused_naming_both(engine, tmp_path, capsys):
+    """vLLM prints a rate per draft position and ATOM's toks/fwd is 1 + accepted / (draft tokens / K): a k=2 log read
+    at --draft-len 3 was judged (and passed) at the AL its draft tokens give under k = 3."""
+    from _recorded_runs import write_log
+
+    from golden_al.formats.logs import scan_log_text
+
+    log = write_log(engine, tmp_path / "k2.log", al=2.2, k=2, windows=60, steps=60, seed=4)
+    recs = scan_log_text(log.read_text()).records
+    drafted = sum(getattr(r, "drafted_tokens", 0) or getattr(r, "draft_tokens", 0) for r in recs)
+    as_k3 = 1 + sum(r.accepted_tokens for r in recs) * 3 / drafted  # what the old reader judged
+    code, said = _check_run(capsys, engine, log, expect=f"{as_k3:.2f}", k=3)
+    assert code == 2, said
+    assert "drafts per verify step: the engine ran k = 2, not the claimed k = 3" in said

@@ -9,7 +9,7 @@ from distributions import units
 from golden_al.engines import atom
 from golden_al.engines.atom.logs import AtomMtpStatsRecord
 from golden_al.errors import InputFileError, NoVerifyStepsError
-from golden_al.formats.validate import check_counts
+from golden_al.formats.validate import check_counts, check_observed_k
 from golden_al.plugin.evidence import RunEvidence, no_lines, read_logs
 
 ENGINE = atom.PROFILE.name
@@ -27,6 +27,10 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
             if isinstance(r, AtomMtpStatsRecord):
                 check_counts(what="ATOM MTP stats line", accepted=r.accepted_tokens, drafted=r.draft_tokens,
                              drafts=r.draft_tokens / k, k=k, al=r.avg_tokens_per_forward, path=name, line=r.line_no)
+                if r.accepted_tokens and r.avg_tokens_per_forward:  # toks/fwd = 1 + accepted / (drafted / K)
+                    lo, hi = ((r.avg_tokens_per_forward - 1 + e) * r.draft_tokens / r.accepted_tokens for e in (-.0051, .0051))
+                    check_observed_k(None if lo <= k <= hi else round((lo + hi) / 2), k, path=name,
+                                     what=f"ATOM's toks/fwd and draft tokens (line {r.line_no})")
                 above = [(j, pct) for j, pct in r.distribution_pct if j > k and pct > 0]
                 if above:  # a step that accepted more than k drafts: the server ran another k
                     raise InputFileError(

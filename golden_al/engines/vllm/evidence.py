@@ -9,7 +9,7 @@ from distributions import units
 from golden_al.engines import vllm
 from golden_al.engines.vllm.logs import VllmSpecDecodingRecord
 from golden_al.errors import NoVerifyStepsError
-from golden_al.formats.validate import check_counts
+from golden_al.formats.validate import check_counts, check_observed_k
 from golden_al.plugin.evidence import RunEvidence, no_lines, read_logs
 
 ENGINE = vllm.PROFILE.name
@@ -27,6 +27,8 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
                 check_counts(what="vLLM SpecDecoding line", accepted=r.accepted_tokens, drafted=r.drafted_tokens,
                              k=k, al=r.mean_acceptance_length, per_position=r.per_position_rates or None,
                              path=name, line=r.line_no)
+    check_observed_k(max(len(r.per_position_rates) for r in recs) or None, k, path=logs[0][0],
+                     what="the vLLM SpecDecoding lines (a per-position rate for each draft position)")
     accepted = sum(r.accepted_tokens for r in recs)
     drafted = sum(r.drafted_tokens for r in recs)
     notes = [n for _, scan in logs for n in scan.notes]
