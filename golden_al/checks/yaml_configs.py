@@ -51,6 +51,7 @@ from golden_al.recipes.srt_slurm import (
     EnvBlock,
     MasterSetting,
     ModelName,
+    RecipeView,
     is_master,
     master_settings,
     read_recipe,
@@ -207,7 +208,8 @@ def _settle(pin: Pin, settings: RoleSettings) -> Pin:
 
 def _env_pins(ctx: RecipeFacts) -> list[Pin]:
     """The pins in the environment blocks of a view: each role's, and the recipe-wide block, which srtctl applies
-    after the role's (a role's value it sets too is overridden, and said so)."""
+    after the role's (a role's value it sets too is overridden, and said so). A pin in a role its engine does not
+    simulate in (:func:`_not_read_there`) is ``unsafe-value``."""
     pins: list[Pin] = []
     envs: dict[tuple[str | None, bool], EnvBlock] = {}
     for block in ctx.view.envs:  # one block per role; a later key of the same role wins
@@ -236,11 +238,28 @@ def _env_pins(ctx: RecipeFacts) -> list[Pin]:
             elif role == "prefill":
                 pin.notes.append("a prefill worker runs no verify steps: its value is checked against the decode "
                                  "worker's draft length")
+            if not block.wide and (why := _not_read_there(ctx.view, role, env_knob.engine)) is not None:
+                pin.problems.append(("unsafe-value", f"{spelling} in {'.'.join(block.loc)}: {why}, so nothing proves "
+                                                     "what it does there (select unsets it)"))
             companions, spec = env_pin_context(env_knob, functools.partial(_env_value, env))
             pin.companions.update(companions)
             pin.spec.update(spec)
             pins.append(pin)
     return pins
+
+
+def _not_read_there(view: RecipeView, role: str | None, engine: str) -> str | None:
+    """Why worker ``role`` does not simulate ``engine``'s pin in its environment: another engine runs the role, or
+    the engine simulates only in other roles (:attr:`~golden_al.plugin.profile.RecipeFormat.simulated_roles`); None:
+    it may."""
+    rc = view.role(role) if role is not None else None
+    profile = get_profile(engine)
+    if rc is not None and rc.engine is not None and rc.engine != engine:
+        return f"the {role} role runs {get_profile(rc.engine).display_name}, not {profile.display_name}"
+    fmt = profile.recipe
+    if role is not None and fmt is not None and fmt.simulated_roles and role not in fmt.simulated_roles:
+        return f"{profile.display_name} simulates only in the {'/'.join(fmt.simulated_roles)} role"
+    return None
 
 
 def _arg_pins(ctx: RecipeFacts) -> list[Pin]:

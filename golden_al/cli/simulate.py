@@ -113,6 +113,8 @@ def _build_sampler(args: argparse.Namespace) -> Any:
     from golden_al.plugin import registry
 
     engine = args.engine
+    if engine in registry.engine_names():  # an engine whose sampler golden-al does not know: its profile says why
+        registry.get_profile(engine).require("simulate", "simulate")
     if args.method is None:
         profile = registry.profile_or_usage(engine)
         if profile.simulate.default_sampler is None:

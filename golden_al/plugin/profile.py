@@ -293,7 +293,9 @@ class Speculation:
 class RecipeFormat:
     """How an engine's settings sit in an srt-slurm recipe (NVIDIA srt-slurm ``srtctl`` schema)."""
 
-    config_key: str  #: the ``backend`` key holding per-role engine arguments (``sglang_config``)
+    #: the ``backend`` key holding per-role engine arguments (``sglang_config``); None: the engine's recipes are
+    #: schema-2 ``roles`` recipes only (TileRT's)
+    config_key: str | None
     backend_types: tuple[str, ...]  #: ``backend.type`` spellings
     #: ``(role arguments) -> Speculation | None``: the role's speculative settings (None: no speculative key)
     read: Callable[[Mapping[str, Any]], Speculation | None]
@@ -381,7 +383,8 @@ class Caveat:
     """Something true of the engine that a user must be told (e.g. greedy-only forcing)."""
 
     text: str
-    applies_to: tuple[str, ...] = ()  #: commands or algorithms it concerns; empty: all
+    #: commands, capabilities (a left-out one's caveats say why) or algorithms it concerns; empty: all
+    applies_to: tuple[str, ...] = ()
     source: Source | None = None
 
 
@@ -797,13 +800,15 @@ class EngineProfile:
         """Refuse ``command`` on an engine without capability group ``capability``.
 
         Raises:
-            UsageError: naming the engine, the capability and the fields a profile fills for it.
+            UsageError: naming the engine, the capability, the caveats that apply to it (why it is left out) and the
+            fields a profile fills for it.
         """
         if not self.has(capability):
             cap = next(c for c in CAPABILITIES if c.name == capability)
+            why = "".join(f"; {c.text}" for c in self.caveats if capability in c.applies_to)
             raise UsageError(f"{command}: {self.display_name} has no {capability!r} capability: golden-al cannot "
-                             f"{cap.what} for it", hint=f"its profile leaves out {cap.group} ({', '.join(cap.fields)}; "
-                                                     "golden-al engines show " + self.name + ")")
+                             f"{cap.what} for it{why}", hint=f"its profile leaves out {cap.group} ({', '.join(cap.fields)}; "
+                                                          "golden-al engines show " + self.name + ")")
 
     def tolerance(self, ctx: PinContext) -> float:
         """How close the AL of ``ctx`` must be to the golden AL (:attr:`pin_tolerance`, or exact)."""

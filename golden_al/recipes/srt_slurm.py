@@ -84,7 +84,7 @@ def recipe_formats() -> dict[str, RecipeFormat]:
 
 def config_keys() -> dict[str, str]:
     """Engine -> the backend key holding its per-role arguments (``sglang_config``)."""
-    return {name: r.config_key for name, r in recipe_formats().items()}
+    return {name: r.config_key for name, r in recipe_formats().items() if r.config_key is not None}
 
 
 def engine_named(name: object) -> str | None:

@@ -65,7 +65,7 @@ def test_each_built_in_engine_has_the_capabilities_its_profile_fills() -> None:
     assert have["trtllm"] == ("check", "server", "recipes", "simulate", "run-logs")  # attach only: no launch
     assert "recipes" in have["atom"]  # its roles recipes: server flags in a role's arguments
     assert "recipes" not in have["llamacpp"]
-    assert all({"check", "server", "simulate", "run-logs"} <= set(c) for c in have.values())
+    assert all("check" in c for c in have.values())  # the one required group: the others are optional, built-in or not
     assert MEASURABLE_ENGINES == tuple(n for n in have if "server" in have[n])  # measurable = the server capability
     assert SERVER_ENGINES == tuple(n for n in have if "launch" in have[n])
 
