@@ -306,6 +306,10 @@ def _plan_variant(variant: Variant, path: str, identity: Identity, store: Any, c
         raise refuse(f"the {target.role} role's engine ({target.engine_source}) has no srt-slurm recipe format in "
                      "golden-al", hint="golden-al engines lists the engines and their capabilities")
     simulating = [rc for rc in view.roles if _simulates(rc, target.engine)]
+    if not simulating:  # e.g. TileRT in an aggregated role: only its decode role simulates
+        fmt = recipe_formats()[target.engine]
+        raise refuse(f"the {target.role} role speculates, but {registry.get_profile(target.engine).display_name} "
+                     f"simulates only in the {'/'.join(fmt.simulated_roles)} role: no role would get the golden AL")
     pinned = [shown for *_, shown in _synthetic(simulating, _blocks(view, simulating))]
     if pinned and not allow_pins:
         raise refuse(f"the recipe already pins synthetic acceptance at {', '.join(pinned)}",

@@ -42,11 +42,12 @@ def test_a_pin_in_a_role_another_engine_runs_is_not_a_match(tmp_path: Path) -> N
     stale = _verdicts(tmp_path, _recipe({"SGLANG_SIMULATE_ACC_LEN": "2.99"}))
     assert sorted(v for v, _ in stale.values()) == ["match", "unsafe-value"]
     reason = next(r for v, r in stale.values() if v == "unsafe-value")
-    assert "roles.prefill.env" in reason and "the prefill role runs vLLM, not SGLang" in reason
+    assert "roles.prefill.env" in reason
+    assert "the prefill role runs vLLM, not SGLang" in reason
 
 
 def test_a_capability_left_out_is_refused_with_the_profiles_reason() -> None:
     sglang = registry.get_profile("sglang")
     bare = replace(sglang, simulate=SimulateSupport(), caveats=(Caveat("its sampler reads no known law", ("simulate",)),))
-    with pytest.raises(UsageError, match="no 'simulate' capability.*its sampler reads no known law"):
+    with pytest.raises(UsageError, match=r"no 'simulate' capability.*its sampler reads no known law"):
         bare.require("simulate", "simulate")
