@@ -33,14 +33,17 @@ STORE = load_store(GOLDEN)
 #: framework -> engine, as the selector maps them
 ENGINES = {"sglang": "sglang", "mori-sglang": "sglang", "sglang-disagg": "sglang", "dynamo-sglang": "sglang",
            "vllm": "vllm", "vllm-disagg": "vllm", "dynamo-vllm": "vllm", "trt": "trtllm", "dynamo-trt": "trtllm",
-           "atom": "atom", "atom-disagg": "atom"}
+           "atom": "atom", "atom-disagg": "atom", "tilert": "tilert"}
 ENV_VARS = {"sglang": ("SGLANG_SIMULATE_ACC_LEN", "SGLANG_SIMULATE_ACC_METHOD", "SGLANG_SIMULATE_ACC_TOKEN_MODE"),
-            "trtllm": ("TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS",)}
+            "trtllm": ("TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS",),
+            "tilert": ("TILERT_SIMULATE_ACC_LEN", "TILERT_SIMULATE_ACC_METHOD")}
 
 
 def _their_spec(role: Mapping[str, Any], engine: str) -> dict[str, Any]:
     """What the selector reads of one role: method, k, draft model, draft sampler (empty: no speculation)."""
     args = role.get("args") or {}
+    if engine == "tilert":
+        return {} if args.get("with-mtp") is not True else {"method": "mtp", "k": args.get("num-mtp")}
     if engine == "atom":
         method = str(args.get("method") or "").lower()
         return {} if not method else {"method": method, "k": args.get("num-speculative-tokens"),
@@ -94,6 +97,15 @@ def their_plan(recipe: Mapping[str, Any], framework: str, prefix: str, thinking:
     out: dict[tuple[str, str], Any] = {("unset", f"environment.{v}"): None for v in ENV_VARS.get(engine, ())
                                        if v in (recipe.get("environment") or {})}
     for name, role in roles.items():
+        if engine == "tilert" and name in ("agg", "prefill", "decode"):  # only its decode role simulates
+            runs = role.get("engine", recipe.get("engine", "tilert"))
+            if name == "decode" and (runs.get("type") if isinstance(runs, Mapping) else runs) == "tilert" and \
+                    _their_spec(role, engine):
+                out.update({("set", f"roles.{name}.env.{var}"): value for var, value in
+                            zip(ENV_VARS[engine], (al, "match-expected"), strict=True)})
+            else:
+                out.update({("unset", f"roles.{name}.env.{v}"): None for v in ENV_VARS[engine] if v in role.get("env", {})})
+            continue
         worker = _their_spec(role, engine)
         if name not in ("agg", "prefill", "decode") or not worker:
             continue
@@ -114,7 +126,7 @@ def _ours(overrides: Any) -> dict[tuple[str, str], Any]:
         value = o.value
         if isinstance(value, str) and value.startswith("{"):
             value = json.loads(value)
-        elif isinstance(value, str) and o.path[-1] in ENV_VARS["sglang"][:1] + ENV_VARS["trtllm"]:
+        elif isinstance(value, str) and o.path[-1] in (*ENV_VARS["sglang"][:1], *ENV_VARS["trtllm"], ENV_VARS["tilert"][0]):
             value = round(float(value), 9)
         out[o.op, o.dotted] = value
     return out
@@ -130,6 +142,10 @@ DIFFERENCES = [
     ("THINKING_MODE thinking_on against a recipe whose DYN_DEFAULT_THINKING_MODE is disabled is refused (the "
      "selector writes the thinking_on golden): that variable is a deployment default, so the run may run thinking off",
      "ai-dynamo/dynamo, its TensorRT-LLM backend docs: request-level chat_template_kwargs override the default"),
+    ("TileRT: a decode role with MTP on and no num-mtp drafts 3, its decode server's default (the selector refuses "
+     "it); a num-mtp other than 3 is refused (the selector plans its golden, and the decode server does not start)",
+     "tile-ai/TileRT tilert/pd_vllm/decode_server.py line 309 at 0.1.6.post3 (PyPI): --num-mtp choices=(3,), "
+     "default=3"),
 ]
 
 
@@ -233,3 +249,39 @@ def test_the_new_frameworks_agree_or_differ_where_an_engine_proves_golden_al_rig
     path.write_text(yaml.safe_dump(recipe, sort_keys=False))
     case = {"framework": framework, "MODEL_PREFIX": prefix, "THINKING_MODE": "thinking_on"}
     assert _compare(recipe, case, path, None) == expected
+
+
+def _tilert(decode: dict[str, Any]) -> dict[str, Any]:
+    """InferenceX's TileRT shape: a real vLLM prefill, the TileRT decode role, stale values recipe-wide."""
+    recipe = _roles(_vllm(1), decode, "zai-org/GLM-5.2-FP8")
+    recipe["roles"]["prefill"]["engine"] = "vllm"
+    recipe["roles"]["decode"]["engine"] = {"type": "tilert"}
+    recipe["environment"].update(TILERT_SIMULATE_ACC_LEN="99", TILERT_SIMULATE_ACC_METHOD="stale")
+    return recipe
+
+
+def test_tilert_agrees_in_its_decode_role_only(tmp_path: Path) -> None:
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(_tilert({"with-mtp": True, "num-mtp": 3}), sort_keys=False))
+    case = {"framework": "tilert", "MODEL_PREFIX": "glm5.2", "THINKING_MODE": "thinking_on"}
+    assert _compare(_tilert({"with-mtp": True, "num-mtp": 3}), case, path, None) == "same"
+
+
+@pytest.mark.parametrize(("depth", "theirs", "ours"), [(None, "refused", 3), (2, 2, "refused")])
+def test_tilert_depths_where_its_decode_server_proves_golden_al_right(depth: int | None, theirs: Any, ours: Any,
+                                                                      tmp_path: Path) -> None:
+    """DIFFERENCES[2]."""
+    recipe = _tilert({"with-mtp": True, **({} if depth is None else {"num-mtp": depth})})
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    try:
+        their = their_plan(recipe, "tilert", "glm5.2", "thinking_on")[0]
+    except ValueError:
+        their = "refused"
+    identity = Identity(model="glm5.2", thinking="on", framework="tilert", agentic=True)
+    if ours == "refused":
+        with pytest.raises(SelectionError, match="--num-mtp 3 only"):
+            select_recipe(path, identity=identity, store=STORE)
+    else:
+        assert select_recipe(path, identity=identity, store=STORE).variants[0].k == ours
+    assert their == theirs

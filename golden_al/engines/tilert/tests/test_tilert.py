@@ -21,7 +21,7 @@ from golden_al.golden import load_store
 from golden_al.plugin import registry
 from golden_al.plugin.conformance import profile_problems
 from golden_al.recipes.derive import Identity
-from golden_al.recipes.srt_slurm import framework_engine, read_recipe
+from golden_al.recipes.srt_slurm import engine_named, read_recipe
 from golden_al.recipes.srtctl import apply_overrides, parse_override
 from golden_al.selection.plan import plan_document
 
@@ -57,7 +57,7 @@ def test_the_profile_passes_the_kit_and_the_framework_name_maps_to_it() -> None:
     others = {n: registry.get_profile(n) for n in registry.engine_names() if n != "tilert"}
     assert profile_problems(TILERT, entry_name="tilert", others=others) == []
     assert TILERT.capabilities() == ("check", "recipes")
-    assert framework_engine("tilert") == "tilert"
+    assert engine_named("tilert") == "tilert"
 
 
 @pytest.mark.parametrize(("args", "k", "problem"), [
