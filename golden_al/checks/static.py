@@ -841,7 +841,7 @@ def _runtime_draft_len(pins: Sequence[Pin], occurrences: Sequence[Occurrence]) -
     ``unsafe-value`` (a golden AL is per fixed k)."""
     for occ in occurrences:
         setting = occ.term.runtime
-        if setting is None:
+        if setting is None or occ.inert:  # inert: a base value every variant replaces never reaches an engine
             continue
         on = setting.unsafe(occ.value) if occ.value_known else None
         if on is False:

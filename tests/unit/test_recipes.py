@@ -266,3 +266,17 @@ def test_atom_inject_writes_each_roles_flag_and_check_calls_it_a_match(tmp_path:
     assert [v for v, _ in _check(path)] == ["match", "match"]
     assert main(["inject", str(path), "--model", "dsv4", "--thinking", "on"]) == 0  # again: nothing changes
     assert yaml.safe_load(path.read_text())["roles"] == roles
+
+
+def test_a_run_time_k_in_a_base_every_variant_replaces_is_neither_flagged_nor_refused(tmp_path: Path) -> None:
+    """srtctl runs only the variants: a base value each override replaces never reaches an engine, so check (its
+    census) and select (its derivation) agree that it changes nothing."""
+    runtime = '{"method": "mtp", "num_speculative_tokens": 3, "num_speculative_tokens_per_batch_size": {"1": 3}}'
+    plain = '{"method": "mtp", "num_speculative_tokens": 3}'
+    doc = {"base": {"name": "s", "model": {"path": "deepseek-ai/DeepSeek-V4-Pro"}, "backend": {"type": "vllm"},
+                    "benchmark": {"type": "agentic"}, "roles": {"decode": {"args": {"speculative-config": runtime}}}},
+           "override_a": {"roles": {"decode": {"args": {"speculative-config": plain}}}}}
+    (v,) = select_recipe(_write(tmp_path, doc), store=STORE).variants
+    assert (v.mode, v.al) == ("throughput", 2.49)
+    doc["override_a"] = apply_overrides({"roles": doc["override_a"]["roles"]}, v.overrides)
+    assert [f for f, _ in _check(_write(tmp_path, doc))] == ["match"]
