@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from golden_al.measurement import load_record, read_request_results
+from golden_al.measure.records import load_record, read_request_results
 
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"

@@ -121,7 +121,7 @@ def train(args: argparse.Namespace) -> dict:
 
 def measure(args: argparse.Namespace) -> dict:
     from golden_al.measure.derive import derive_record
-    from golden_al.measurement import load_record, read_request_results
+    from golden_al.measure.records import load_record, read_request_results
 
     live = args.out / "live"
     cmd = [sys.executable, "-m", "golden_al", "measure", "--engine", "reference", "--algorithm", "dflash",

@@ -44,7 +44,8 @@ import numpy as np
 from distributions import units
 from distributions.fit import derive_curve
 from distributions.uncertainty import cluster_bootstrap_al
-from golden_al.measurement import RequestResult, load_record, read_request_results
+from golden_al.measure.records import load_record, read_request_results
+from golden_al.measure.schema import RequestResult
 from golden_al.provenance import sha256_file
 from golden_al.reporting.experiment import (
     check_or_publish,

@@ -59,7 +59,7 @@ def _prompts(n: int) -> list[Any]:
 
 
 def _plan(engine: str, prompts: list[Any], concurrency: int, max_tokens: int, *, waves: bool = False) -> Any:
-    from golden_al.measurement import DatasetInfo, ModelInfo, SamplingInfo
+    from golden_al.measure.schema import DatasetInfo, ModelInfo, SamplingInfo
     from golden_al.servers.measure import CellPlan
 
     return CellPlan(engine=engine, draft_len=K, thinking="off", sampling=SamplingInfo(temperature=0.0,
@@ -95,8 +95,9 @@ def _serve(engine: Any, flavor: str) -> Any:
 def part_a(tmp: Path, n: int, max_tokens: int, device: str) -> list[dict[str, Any]]:
     import torch
 
+    from golden_al.measure.records import read_request_results
+    from golden_al.measure.schema import REQUESTS_FILE
     from golden_al.reference.tiny import save_tiny_pair
-    from golden_al.servers.measure import read_cell_results
     from golden_al.servers.served_engine import ReferenceServedEngine
 
     torch.set_num_threads(1)  # the tiny model is latency-bound; more threads only contend on a shared machine
@@ -110,7 +111,7 @@ def part_a(tmp: Path, n: int, max_tokens: int, device: str) -> list[dict[str, An
                 out = tmp / f"a-{source}-c{c}"
                 rec, wall = _measure(srv.url, _plan(flavor, prompts, c, max_tokens), source, out)
                 rows.append({"source": source, "concurrency": c, "al": rec.al, "ci95": list(rec.al_ci95),
-                             "clusters": len(read_cell_results(out)), "requests": rec.num_requests,
+                             "clusters": len(read_request_results(out / REQUESTS_FILE)), "requests": rec.num_requests,
                              "verify_steps": rec.num_verify_steps, "accepted": rec.num_accepted_drafts,
                              "wall_s": round(wall, 3)})
                 print(f"A {source:17s} c={c:3d}: AL {rec.al:.4f} [{rec.al_ci95[0]:.4f}, {rec.al_ci95[1]:.4f}] "

@@ -34,7 +34,7 @@ import numpy as np
 
 from distributions import AcceptanceDistribution
 from distributions.uncertainty import cluster_bootstrap_al, plan_sample_size
-from golden_al.curvefit import load_records
+from golden_al.measure.records import load_records
 from golden_al.reporting.experiment import (
     check_or_publish,
     write_json,

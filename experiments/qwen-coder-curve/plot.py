@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from golden_al.measurement import load_record
+from golden_al.measure.records import load_record
 from golden_al.provenance import atomic_write_text
 
 HERE = Path(__file__).resolve().parent

@@ -15,7 +15,7 @@ The claims:
   without any rare long request cannot tell its population from one without them, so no interval built from it
   can be held to the rare requests' effect). Rare long requests (5 % of requests, 30x longer) are the issue's
   stated exception and are reported as such. Correlated turns are judged as golden-al measures them: the turns of
-  one conversation are one cluster (:func:`golden_al.measurement.clusters_from_requests`).
+  one conversation are one cluster (:func:`golden_al.measure.totals.clusters_from_requests`).
 
 Every scenario's coverage on all samples is printed beside it, so a reader can judge the stricter reading too.
 """

@@ -43,7 +43,7 @@ import numpy as np
 
 from distributions import AcceptanceDistribution
 from golden_al.golden import SHIPPED_CURVES_DIR, load_store
-from golden_al.measurement import load_record
+from golden_al.measure.records import load_record
 from golden_al.provenance import sha256_file
 from golden_al.reporting.experiment import (
     check_or_publish,
@@ -102,7 +102,7 @@ def shapes(record_paths: list[Path]) -> dict[str, dict[str, Any]]:
 
 def _request_sequences(record_path: Path) -> list[np.ndarray] | None:
     """Per-request sequences of L (accept_lengths) of the measured record, when it has them."""
-    from golden_al.measurement import read_request_results
+    from golden_al.measure.records import read_request_results
 
     rec = load_record(record_path)
     if not rec.per_request_file:

@@ -34,7 +34,7 @@ import numpy as np
 
 from distributions.equivalence import EquivalenceResult, equivalence_test
 from distributions.uncertainty import al_interval_result, al_intervals_batch
-from golden_al.errors import InputFileError, UsageError
+from golden_al.errors import UsageError
 
 __all__ = [
     "MAX_BLOCKS",
@@ -44,7 +44,6 @@ __all__ = [
     "blocks",
     "correlation_time",
     "curve_provenance",
-    "find_records",
     "provenance_differences",
     "run_from_evidence",
     "run_from_record",
@@ -200,12 +199,9 @@ def run_from_record(directory: Path) -> RunAL:
     Raises:
         InputFileError: no readable ``measurement.json``; UsageError: a derived (not measured) record.
     """
-    from golden_al.measurement import (
-        MEASUREMENT_FILE,
-        clusters_from_requests,
-        load_record,
-        read_request_results,
-    )
+    from golden_al.measure.records import load_record, read_request_results
+    from golden_al.measure.schema import MEASUREMENT_FILE
+    from golden_al.measure.totals import clusters_from_requests
 
     rec = load_record(directory / MEASUREMENT_FILE)
     if rec.derived:
@@ -322,28 +318,3 @@ def verify_run(run: RunAL, golden: GoldenRef, *, band: float) -> VerifyResult:
             f"the sampler, so its {test.relative_diff:+.1%} says nothing of drift (at face value: {test.verdict}); "
             f"verify a run of the golden's own ({said})"), notes)
     return VerifyResult(run, golden, test, test.verdict, reason, notes)
-
-
-def find_records(root: Path, *, max_depth: int = 6) -> list[Path]:
-    """Every measurement directory under ``root`` (itself included), sorted; bounded depth.
-
-    Raises:
-        InputFileError: none found.
-    """
-    from golden_al.measurement import MEASUREMENT_FILE
-
-    found: list[Path] = []
-
-    def walk(d: Path, depth: int) -> None:
-        if (d / MEASUREMENT_FILE).is_file():
-            found.append(d)
-        if depth >= max_depth:
-            return
-        for child in sorted(p for p in d.iterdir() if p.is_dir() and not p.is_symlink()):
-            walk(child, depth + 1)
-
-    walk(root, 0)
-    if not found:
-        raise InputFileError(f"no {MEASUREMENT_FILE} under it", path=root,
-                             hint="pass a measurement or sweep directory, or engine logs with --engine")
-    return found

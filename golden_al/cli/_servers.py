@@ -326,7 +326,7 @@ def gguf_file(value: str | None, args: argparse.Namespace, what: str) -> str | N
 
 def _gguf_info(given: str | None, path: str | None) -> Any:
     """The record's ModelInfo of a GGUF: the registry name when it is a known model's file."""
-    from golden_al.measurement import ModelInfo
+    from golden_al.measure.schema import ModelInfo
     from golden_al.models import registry
 
     p = Path(path or str(given))
@@ -381,7 +381,7 @@ def _is_mode_name(text: str) -> bool:
 def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_name: str | None) -> list[Any]:
     """One :class:`~golden_al.servers.sweep.ModeSpec` per thinking mode (prompts, preset sampling, kwargs)."""
     from golden_al.cli._common import cache_dir
-    from golden_al.measurement import DatasetInfo, SamplingInfo
+    from golden_al.measure.schema import DatasetInfo, SamplingInfo
     from golden_al.prompts import load_prompts
     from golden_al.prompts.render import prompt_hash, render_messages
     from golden_al.servers.measure import ChatPrompt
@@ -510,7 +510,7 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
                      allow_derived: bool = False) -> int:
     """Run a server measurement or sweep from parsed arguments; prints a summary line per record."""
     from golden_al.cli._common import progress as progress_bar
-    from golden_al.measurement import ModelInfo
+    from golden_al.measure.schema import ModelInfo
     from golden_al.servers.sweep import SweepSpec, launch_commands, run_sweep
 
     options = server_options_from_args(args, engine)

@@ -95,8 +95,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Fit, write the curve and its sidecar, print a table (or the diagnostics as JSON)."""
-    from golden_al.curvefit import FitOptions, fit_records, load_records, sidecar_path
+    from golden_al.curvefit import FitOptions, fit_records, sidecar_path
     from golden_al.golden import save_curve
+    from golden_al.measure.records import load_records
     from golden_al.provenance import atomic_write_text, collect, sha256_file
 
     out = Path(args.out)

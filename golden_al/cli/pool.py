@@ -38,8 +38,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Pool, write, print one line (or the record as JSON)."""
-    from golden_al.curvefit import load_records
     from golden_al.curvefit.pool import pool_records
+    from golden_al.measure.records import load_records
 
     records = load_records(args.records)
     rec = pool_records(records, Path(args.out), seed=args.seed)

@@ -173,9 +173,10 @@ def _plot(results: list[Any], path: str, band: float) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from golden_al.checks.verify import find_records, run_from_evidence, run_from_record, verify_run
+    from golden_al.checks.verify import run_from_evidence, run_from_record, verify_run
     from golden_al.errors import UsageError
     from golden_al.golden import load_store
+    from golden_al.measure.records import record_dirs
 
     if not 0 < args.band < 1:
         raise UsageError(f"--band must be in (0, 1), got {args.band}")
@@ -187,7 +188,7 @@ def run(args: argparse.Namespace) -> int:
     if len(paths) == 1 and paths[0].is_dir():
         if args.engine:
             raise UsageError("--engine is for log files; a directory holds measurement records")
-        for d in find_records(paths[0]):
+        for d in record_dirs(paths[0]):
             rec = run_from_record(d)
             if args.draft_len is not None and args.draft_len != rec.k:
                 continue

@@ -2,7 +2,7 @@
 
 Public API (what ``golden-al fit``, ``commit`` and ``report`` use):
 
-* :func:`load_records` -> :class:`LoadedRecord` (record, file, sha256);
+* records come from :func:`golden_al.measure.records.load_records` (record, file, sha256);
 * :func:`check_agreement` / :data:`SETTINGS`: the settings records must share
   (:class:`SettingsMismatchError` otherwise, never an average);
 * :func:`pool_cell` -> :class:`PooledCell`: records of one (mode, k) pooled by summing counts;
@@ -38,7 +38,6 @@ from golden_al.curvefit.commit import (
 )
 from golden_al.curvefit.errors import CommitRefusedError, SettingsMismatchError
 from golden_al.curvefit.pool import PooledCell, pool_cell
-from golden_al.curvefit.records import LoadedRecord, expand_record_paths, load_records
 from golden_al.curvefit.settings import SETTINGS, Setting, check_agreement, settings_of
 
 __all__ = [
@@ -50,7 +49,6 @@ __all__ = [
     "CurveFit",
     "FieldChange",
     "FitOptions",
-    "LoadedRecord",
     "ModeFit",
     "PointChange",
     "PooledCell",
@@ -61,9 +59,7 @@ __all__ = [
     "curve_file_name",
     "default_model_key",
     "draft_precision",
-    "expand_record_paths",
     "fit_records",
-    "load_records",
     "plan_commit",
     "pool_cell",
     "round_al",

@@ -42,11 +42,11 @@ from distributions.fit import FitResult, fit_profile
 from distributions.uncertainty import JointAL
 from golden_al.curvefit.errors import SettingsMismatchError
 from golden_al.curvefit.pool import PooledCell, joint_of, pool_cell, selection_of
-from golden_al.curvefit.records import LoadedRecord
 from golden_al.curvefit.settings import check_agreement, settings_of
 from golden_al.errors import UsageError
 from golden_al.golden.schema import GoldenCurve, parse_curve
-from golden_al.measurement import MeasurementRecord
+from golden_al.measure.records import LoadedRecord
+from golden_al.measure.schema import MeasurementRecord
 from golden_al.prompts.thinking import THINKING_MODES
 from golden_al.provenance import collect, tool_version
 

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,8 +30,9 @@ import numpy as np
 from distributions import units
 from distributions.counts import tidy_count
 from distributions.uncertainty import JointAL, joint_al_bootstrap, se_from_ci, z_for_confidence
-from golden_al.curvefit.records import LoadedRecord
-from golden_al.measurement import MeasurementRecord, Uncertainty, interval_from_requests
+from golden_al.measure.records import LoadedRecord
+from golden_al.measure.schema import MeasurementRecord, Uncertainty
+from golden_al.measure.totals import interval_from_requests
 
 __all__ = ["PooledCell", "check_shards", "joint_of", "pool_cell", "pool_records", "selection_of"]
 
@@ -202,7 +202,7 @@ def joint_of(cells: dict[int, PooledCell], *, seed: int = 0) -> JointAL | None:
     measured at a k (:func:`distributions.uncertainty.joint_al_bootstrap`). None when a cell lacks
     its lines, holds counter windows, or the cells share no prompt (then they are independent).
     """
-    from golden_al.measurement import prompt_clusters
+    from golden_al.measure.totals import prompt_clusters
 
     ks = sorted(cells)
     if len(ks) < 2:
@@ -241,7 +241,8 @@ def pool_records(records: Sequence[LoadedRecord], out_dir: str | Path, *, seed: 
     """
     from golden_al.curvefit.settings import check_agreement
     from golden_al.errors import UsageError
-    from golden_al.measurement import REQUESTS_FILE, append_request_result, write_record
+    from golden_al.measure.records import write_cell
+    from golden_al.measure.schema import REQUESTS_FILE
     from golden_al.provenance import collect
 
     if not records:
@@ -268,13 +269,6 @@ def pool_records(records: Sequence[LoadedRecord], out_dir: str | Path, *, seed: 
     })
     sources = sorted({lr.record.al_source for lr in records})
     warnings = sorted({w for lr in records for w in lr.record.warnings})
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tmp = out / (REQUESTS_FILE + ".tmp")
-    tmp.unlink(missing_ok=True)
-    for rows in rows_by_record:
-        for r in rows or ():
-            append_request_result(tmp, r)
     record = first.model_copy(update={
         "dataset": ds,
         "al": cell.al,
@@ -295,6 +289,5 @@ def pool_records(records: Sequence[LoadedRecord], out_dir: str | Path, *, seed: 
                                                    for lr in records]},
     })
     record = MeasurementRecord.model_validate(record.model_dump())
-    os.replace(tmp, out / REQUESTS_FILE)
-    write_record(record, out)
+    write_cell(out_dir, record, [r for rows in rows_by_record for r in rows or ()])
     return record

@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from golden_al.curvefit.errors import SettingsMismatchError
-from golden_al.curvefit.records import LoadedRecord
-from golden_al.measurement import MeasurementRecord, ModelInfo
+from golden_al.measure.records import LoadedRecord
+from golden_al.measure.schema import MeasurementRecord, ModelInfo
 
 __all__ = ["SETTINGS", "Setting", "check_agreement", "settings_of"]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.errors import InputFileError
-from golden_al.measurement import load_record, read_request_results
+from golden_al.measure.records import load_record, read_request_results
 
 __all__ = ["common_prefix", "compare_runs"]
 

@@ -11,21 +11,14 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 from distributions.counts import tidy_count
 from golden_al.errors import UsageError
-from golden_al.measure.records import build_record
-from golden_al.measurement import (
-    REQUESTS_FILE,
-    MeasurementRecord,
-    RequestResult,
-    append_request_result,
-    cell_totals,
-    write_record,
-)
+from golden_al.measure.records import build_record, write_cell
+from golden_al.measure.schema import MeasurementRecord, RequestResult
+from golden_al.measure.totals import cell_totals
 from golden_al.provenance import collect, now_iso
 
 __all__ = ["derive_record", "truncate_result"]
@@ -59,13 +52,6 @@ def derive_record(source: MeasurementRecord, results: Sequence[RequestResult], k
     started = now_iso()
     kmax = source.draft_len
     rows = [truncate_result(r, k) for r in results if r.draft_len == kmax]
-    out_dir.mkdir(parents=True, exist_ok=True)
-    req = out_dir / REQUESTS_FILE
-    tmp = out_dir / (REQUESTS_FILE + ".tmp")
-    tmp.unlink(missing_ok=True)
-    for r in rows:
-        append_request_result(tmp, r)
-    os.replace(tmp, req)
     totals = cell_totals(rows, k, seed=bootstrap_seed, what=f" (derived from k={kmax})")
     warning = (f"derived from the measurement at k={kmax} by truncating each request's per-step acceptance; "
                "NOT exact: " + ("a chain draft's derivation is exact only if acceptance does not depend on where "
@@ -89,5 +75,5 @@ def derive_record(source: MeasurementRecord, results: Sequence[RequestResult], k
         "per_server": source.per_server,
     })
     record = MeasurementRecord.model_validate(record.model_dump())
-    write_record(record, out_dir)
+    write_cell(out_dir, record, rows)
     return record

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from distributions.uncertainty import next_sample_size
 from golden_al.errors import UsageError
-from golden_al.measurement import MeasurementRecord
+from golden_al.measure.schema import MeasurementRecord
 
 __all__ = ["DEFAULT_PROMPT_BATCH", "PrecisionOutcome", "measure_to_precision"]
 

@@ -27,7 +27,7 @@ from golden_al.errors import UsageError
 from golden_al.plugin.registry import REFERENCE_ENGINE
 
 if TYPE_CHECKING:  # the record modules (numpy, pydantic) load only when a run starts
-    from golden_al.measurement import DatasetInfo, MeasurementRecord
+    from golden_al.measure.schema import DatasetInfo, MeasurementRecord
 
 __all__ = [
     "DEFAULT_BATCH_SIZE",
@@ -352,7 +352,7 @@ def check_draft(settings: ReferenceSettings, *, cache_dir: str | Path) -> Any:
 def _load_block_pair(settings: ReferenceSettings, *, cache_dir: str | Path, device: str,
                      progress: ProgressFn | None) -> Any:
     """The target and a block draft on it, as a LoadedPair (the draft shares the target's tokenizer)."""
-    from golden_al.measurement import ModelInfo
+    from golden_al.measure.schema import ModelInfo
     from golden_al.models import LoadedModel, LoadedPair, load_model
     from golden_al.models.load import _cached_sha256
     from golden_al.reference.block_draft import load_block_draft
@@ -379,7 +379,7 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
 
     ``prompt_set``: from :func:`check_inputs` (run here when not given).
     """
-    from golden_al.measurement import DatasetInfo
+    from golden_al.measure.schema import DatasetInfo
     from golden_al.models import load_pair
     from golden_al.prompts import chat_template_hash, dataset_hash, render_all
 
@@ -462,8 +462,9 @@ def run_measurement(
     progress callbacks and request logs close over the same state; its pieces (engine, logs, record builder)
     are calls.
     """
-    from golden_al.measure.records import RequestLog, build_record, request_result
-    from golden_al.measurement import BlockDraftInfo, SamplingInfo, TimedUnit, timing_block, write_record
+    from golden_al.measure.records import RequestLog, build_record, request_result, write_record
+    from golden_al.measure.schema import BlockDraftInfo, SamplingInfo
+    from golden_al.measure.totals import TimedUnit, timing_block
     from golden_al.provenance import collect, now_iso
     from golden_al.reference import ReferenceEngine, SamplingParams, make_generator
 

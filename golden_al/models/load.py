@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.errors import ModelError
-from golden_al.measurement import ModelInfo
+from golden_al.measure.schema import ModelInfo
 from golden_al.models.convert import CONVERSION_MANIFEST
 from golden_al.models.fetch import (
     DEFAULT_CONVERT_DTYPE,

@@ -23,7 +23,7 @@ from distributions import AcceptanceDistribution, units
 from distributions.errors import DistributionError
 from distributions.fit import FitResult, fit_profile
 from golden_al.golden.schema import GoldenCurve
-from golden_al.measurement import prompt_clusters
+from golden_al.measure.totals import prompt_clusters
 
 __all__ = [
     "PointView",

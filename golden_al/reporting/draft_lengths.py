@@ -17,9 +17,9 @@ from typing import Any
 
 from distributions.errors import DistributionError
 from distributions.stepcost import FORMULA, StepCell, StepCostFit, fit_step_costs, held_out_fits
-from golden_al.curvefit.records import LoadedRecord, load_records
 from golden_al.errors import InputFileError, UsageError
-from golden_al.measurement import TimingGroup
+from golden_al.measure.records import LoadedRecord, load_records
+from golden_al.measure.schema import TimingGroup
 
 __all__ = ["ASSUMED_NOTE", "measured_table"]
 

@@ -60,9 +60,10 @@ class ReportResult:
 
 def load_sources(paths: Iterable[str | Path]) -> tuple[list[Series], list[ReportInput]]:
     """Series and the inputs they come from (see the module docstring)."""
-    from golden_al.curvefit import FitOptions, expand_record_paths, fit_records, load_records, sidecar_path
+    from golden_al.curvefit import FitOptions, fit_records, sidecar_path
     from golden_al.golden.store import read_curve_file
-    from golden_al.measurement import MEASUREMENT_FILE
+    from golden_al.measure.records import expand_record_paths, load_records
+    from golden_al.measure.schema import MEASUREMENT_FILE
 
     record_paths: list[Path] = []
     curve_paths: list[Path] = []

@@ -8,7 +8,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -17,16 +17,16 @@ from golden_al.errors import (
     SchemaError,
     UsageError,
 )
-from golden_al.measurement import (
+from golden_al.measure.records import read_request_results, repair_jsonl_tail
+from golden_al.measure.schema import (
     MEASUREMENT_FILE,
     REQUESTS_FILE,
     DatasetInfo,
     ModelInfo,
     RequestResult,
     SamplingInfo,
-    line_indices,
-    read_request_results,
 )
+from golden_al.measure.totals import line_indices
 from golden_al.plugin.sources import Source
 from golden_al.provenance import atomic_write_text
 from golden_al.servers.pipeline import Schedule
@@ -38,9 +38,6 @@ __all__ = [
     "ChatPrompt",
     "cell_lock",
     "check_resume",
-    "commit_rows",
-    "read_cell_results",
-    "repair_jsonl_tail",
     "request_body",
     "set_aside_session",
     "validate_cell_dir",
@@ -163,27 +160,6 @@ def request_body(plan: CellPlan, prompt: ChatPrompt, source: Source) -> dict[str
 
 
 # ---------------------------------------------------------------------------- files
-def repair_jsonl_tail(path: Path) -> bool:
-    """Cut a torn last line (no trailing newline) off ``path``; True if something was cut."""
-    if not path.exists():
-        return False
-    with path.open("rb+") as fh:
-        fh.seek(0, os.SEEK_END)
-        size = fh.tell()
-        if size == 0:
-            return False
-        fh.seek(size - 1)
-        if fh.read(1) == b"\n":
-            return False
-        fh.seek(0)
-        data = fh.read()
-        keep = data.rfind(b"\n") + 1
-        fh.truncate(keep)
-        fh.flush()
-        os.fsync(fh.fileno())
-    return True
-
-
 @contextlib.contextmanager
 def cell_lock(directory: Path) -> Iterator[None]:
     """The cell's lock (:func:`golden_al.locks.directory_lock`): a second process measuring into
@@ -192,11 +168,6 @@ def cell_lock(directory: Path) -> Iterator[None]:
 
     with directory_lock(directory, purpose="measure"):
         yield
-
-
-def read_cell_results(directory: Path) -> list[RequestResult]:
-    """Results of a cell (torn tail tolerated; a prompt counted twice refused, :func:`read_request_results`)."""
-    return read_request_results(directory / REQUESTS_FILE)
 
 
 def validate_cell_dir(directory: Path, *, root: Path | None = None) -> None:
@@ -223,7 +194,7 @@ def validate_cell_dir(directory: Path, *, root: Path | None = None) -> None:
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise SchemaError(f"cannot read the cell plan: {exc}", path=cell_file,
                               hint="the cell was edited or damaged; measure into another --out") from None
-    read_cell_results(directory)  # strict except for a torn last line; a prompt counted twice is refused
+    read_request_results(directory / REQUESTS_FILE)  # only a torn last line tolerated; a repeated row refused
 
 
 def check_resume(directory: Path, plan: CellPlan, source: Source, resume: bool) -> list[RequestResult]:
@@ -259,7 +230,7 @@ def check_resume(directory: Path, plan: CellPlan, source: Source, resume: bool) 
                                  hint="resume with the same options, or measure into another --out")
     if repair_jsonl_tail(req_file):
         pass  # the torn line was never acknowledged; its unit is redone
-    results = read_cell_results(directory)
+    results = read_request_results(directory / REQUESTS_FILE)
     by_index = {p.index: p for p in plan.prompts}
     for r in results:
         hashes = r.extra.get("prompt_hashes") if r.extra and "unit" in r.extra else [r.prompt_hash]
@@ -289,13 +260,6 @@ def _identity_diff(before: Any, now: Any) -> str:
 
 
 SESSION_FILE = "windows.session.jsonl"
-
-
-def commit_rows(req_file: Path, rows: Sequence[RequestResult]) -> None:
-    """Append ``rows`` to ``req_file`` all at once (a crash leaves the old file or the new one)."""
-    old = req_file.read_bytes() if req_file.exists() else b""
-    new = "".join(json.dumps(r.model_dump(mode="json"), ensure_ascii=False) + "\n" for r in rows)
-    atomic_write_text(req_file, old.decode("utf-8") + new)
 
 
 def set_aside_session(directory: Path, note: Callable[[str], None] | None = None) -> str | None:

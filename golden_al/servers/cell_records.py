@@ -13,18 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from distributions.counts import AcceptanceCounts, Count, from_histogram, tidy_count
-from golden_al.measure.records import build_record
-from golden_al.measurement import (
+from golden_al.measure.records import build_record, write_cell
+from golden_al.measure.schema import (
     BY_DRAFT_LEN_DIR,
-    REQUESTS_FILE,
     MeasurementRecord,
     RequestResult,
     ServerInfo,
-    append_request_result,
-    cell_totals,
-    request_timing,
-    write_record,
 )
+from golden_al.measure.totals import cell_totals, request_timing
 from golden_al.plugin.checks_ran import ran
 from golden_al.provenance import collect, now_iso
 from golden_al.servers.cell import CellPlan, ChatPrompt
@@ -253,12 +249,6 @@ def write_draft_len_records(plan: CellPlan, results: Sequence[RequestResult], di
     notes = []
     for d, rows in split.items():
         sub = directory / BY_DRAFT_LEN_DIR / f"k{d}"
-        sub.mkdir(parents=True, exist_ok=True)
-        tmp = sub / (REQUESTS_FILE + ".tmp")
-        tmp.unlink(missing_ok=True)
-        for row in rows:
-            append_request_result(tmp, row)
-        tmp.replace(sub / REQUESTS_FILE)
         why = [f"steps the server drafted at length {d} in a cell configured for k={plan.draft_len} (it reports "
                "each step's draft length: adaptive or per-batch-size speculation); one histogram per draft length",
                "a server that picks the length by acceptance drafts short where acceptance is low: this histogram is "
@@ -266,7 +256,7 @@ def write_draft_len_records(plan: CellPlan, results: Sequence[RequestResult], di
                "directory (name this file to use it)"]
         rec = record_from_results(dataclasses.replace(plan, draft_len=d), rows, source_name=f"{source_name}-split",
                                   server=server, engine_version=engine_version, warnings=why, started=started)
-        write_record(rec, sub)
+        write_cell(sub, rec, rows)
         notes.append(f"{rec.num_verify_steps} steps at k={d} ({len(rows)} requests) -> {BY_DRAFT_LEN_DIR}/k{d}")
     if not notes:
         return []

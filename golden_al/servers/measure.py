@@ -4,7 +4,7 @@ A cell directory holds:
 
 * ``cell.json``: the cell's fingerprint (engine, k, thinking, sampling, template
   kwargs, prompts hash, model, AL source, unit size). A resumed run must match it.
-* ``requests.jsonl``: one :class:`~golden_al.measurement.RequestResult` per finished
+* ``requests.jsonl``: one :class:`~golden_al.measure.schema.RequestResult` per finished
   *unit*, appended (flushed, fsynced) as soon as its counts are known.
 * ``measurement.json``: the record, written when every prompt has a result.
 
@@ -47,15 +47,9 @@ from golden_al.errors import (
     UsageError,
 )
 from golden_al.httpclient import RequestFailedError, ServerClient
-from golden_al.measurement import (
-    REQUESTS_FILE,
-    MeasurementRecord,
-    RequestResult,
-    ServerInfo,
-    append_request_result,
-    request_indices,
-    write_record,
-)
+from golden_al.measure.records import append_request_result, commit_rows, read_request_results, write_record
+from golden_al.measure.schema import REQUESTS_FILE, MeasurementRecord, RequestResult, ServerInfo
+from golden_al.measure.totals import request_indices
 from golden_al.plugin import checks_ran
 from golden_al.plugin.sources import CounterSource, PerRequestSource, Source
 from golden_al.provenance import now_iso
@@ -67,9 +61,6 @@ from golden_al.servers.cell import (
     ProgressFn,
     cell_lock,
     check_resume,
-    commit_rows,
-    read_cell_results,
-    repair_jsonl_tail,
     request_body,
     set_aside_session,
     validate_cell_dir,
@@ -98,9 +89,7 @@ __all__ = [
     "batch_windows",
     "cell_lock",
     "measure_cell",
-    "read_cell_results",
     "record_from_results",
-    "repair_jsonl_tail",
     "request_body",
     "split_draft_len_rows",
     "validate_cell_dir",
@@ -491,7 +480,7 @@ async def measure_cell(client: ServerClient | Sequence[ServerClient], plan: Cell
             errors = [e for e in outcomes if isinstance(e, BaseException)]
             if errors:
                 raise errors[0]
-        results = read_cell_results(d)
+        results = read_request_results(d / REQUESTS_FILE)
         missing = sorted({p.index for p in plan.prompts} - request_indices(results))
         if missing:
             raise ServerError(f"{len(missing)} prompts have no result after the run: {missing[:10]}",

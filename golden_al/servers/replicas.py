@@ -20,7 +20,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from golden_al.errors import ServerError, UsageError
-from golden_al.measurement import RequestResult, ServerShare, counts_from_requests
+from golden_al.measure.schema import RequestResult, ServerShare
+from golden_al.measure.totals import counts_from_requests
 from golden_al.servers.probe import ServerFacts
 
 __all__ = ["check_replicas_agree", "identified", "identity", "identity_changes", "per_server_shares", "shard"]
@@ -123,7 +124,7 @@ def shard(items: Sequence[T], n: int, index: Any = None) -> list[list[T]]:
 
 def per_server_shares(urls: Sequence[str], rows: Sequence[RequestResult], draft_len: int) -> list[ServerShare]:
     """Each replica's sub-counts from the lines tagged ``extra.server``."""
-    from golden_al.measurement import request_indices
+    from golden_al.measure.totals import request_indices
 
     shares = []
     for i, url in enumerate(urls):

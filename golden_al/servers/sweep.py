@@ -51,14 +51,15 @@ from distributions.uncertainty import se_from_ci, z_for_confidence
 from golden_al.errors import SchemaError, ServerError, UsageError
 from golden_al.httpclient import RetryPolicy, ServerClient
 from golden_al.measure.derive import derive_record, truncate_result
-from golden_al.measurement import (
+from golden_al.measure.records import load_record, read_request_results
+from golden_al.measure.schema import (
     MEASUREMENT_FILE,
+    REQUESTS_FILE,
     DatasetInfo,
     MeasurementRecord,
     ModelInfo,
     SamplingInfo,
     ServerInfo,
-    load_record,
 )
 from golden_al.plugin import checks_ran, registry
 from golden_al.plugin.sources import default_source, make_source, per_request_alternative
@@ -66,7 +67,7 @@ from golden_al.prompts.thinking import mode_key
 from golden_al.provenance import atomic_write_text, collect, now_iso
 from golden_al.servers import launch as launch_mod
 from golden_al.servers import synthetic
-from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results, validate_cell_dir
+from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, validate_cell_dir
 from golden_al.servers.pipeline import Schedule
 from golden_al.servers.probe import ServerFacts, is_chain, probe_server
 from golden_al.servers.replicas import check_replicas_agree, identified, identity, identity_changes
@@ -523,7 +524,7 @@ def run_sweep(options: ServerOptions, spec: SweepSpec, out: str | Path, *, resum
         for m in spec.modes:
             src_dir = cell_dir(out, m.thinking, kmax, spec.layout)
             source = load_record(src_dir)
-            results = read_cell_results(src_dir)
+            results = read_request_results(src_dir / REQUESTS_FILE)
             for k in sorted(spec.draft_lens):
                 if k == kmax:
                     continue

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from distributions import AcceptanceDistribution
-from golden_al.measurement import (
+from golden_al.measure.records import append_request_result, write_record
+from golden_al.measure.schema import (
     REQUESTS_FILE,
     DatasetInfo,
     MeasurementRecord,
@@ -21,11 +22,8 @@ from golden_al.measurement import (
     SamplingInfo,
     Timing,
     Uncertainty,
-    append_request_result,
-    counts_from_requests,
-    interval_from_requests,
-    write_record,
 )
+from golden_al.measure.totals import counts_from_requests, interval_from_requests
 
 PROFILE = (0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45)
 

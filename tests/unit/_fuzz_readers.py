@@ -102,7 +102,7 @@ def readers() -> list[tuple[str, Any, Callable[[Any], object]]]:
     from golden_al.golden import load_store
     from golden_al.golden.legacy import read_legacy_text
     from golden_al.golden.schema import load_yaml_roundtrip, parse_curve, to_plain
-    from golden_al.measurement import load_record, read_request_results
+    from golden_al.measure.records import load_record, read_request_results
 
     store = load_store(Path(__file__).resolve().parents[1] / "fixtures" / "check" / "golden")
 

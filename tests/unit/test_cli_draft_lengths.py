@@ -129,7 +129,7 @@ def _timed_run(root, ks=(1, 2, 3), *, engine: str = "reference", timed: bool = T
     """Records at each k whose 5 timed steps (batch 1, 3 tokens each) scatter around the model's step time."""
     import numpy as np
 
-    from golden_al.measurement import TimedUnit, timing_block
+    from golden_al.measure.totals import TimedUnit, timing_block
     from tests.unit._fit_records import make_record
 
     rng = np.random.default_rng(3)
@@ -142,7 +142,7 @@ def _timed_run(root, ks=(1, 2, 3), *, engine: str = "reference", timed: bool = T
 
 
 def test_measured_json_contract_and_hand_computed_values(capsys, tmp_path):
-    from golden_al.measurement import load_record
+    from golden_al.measure.records import load_record
 
     run = _timed_run(tmp_path / "run")
     r = _json(capsys, "--measured", str(run))

@@ -12,7 +12,7 @@ pytest.importorskip("transformers")
 
 from distributions import units
 from golden_al.cli.main import main
-from golden_al.measurement import load_record, read_request_results
+from golden_al.measure.records import load_record, read_request_results
 
 pytestmark = pytest.mark.torch
 

@@ -16,9 +16,12 @@ pytest.importorskip("transformers")
 
 from golden_al.cli.main import main  # noqa: E402
 from golden_al.curvefit.errors import SettingsMismatchError  # noqa: E402
-from golden_al.curvefit.records import load_records  # noqa: E402
 from golden_al.curvefit.settings import check_agreement  # noqa: E402
-from golden_al.measurement import load_record, read_request_results  # noqa: E402
+from golden_al.measure.records import (  # noqa: E402
+    load_record,
+    load_records,
+    read_request_results,
+)
 
 pytestmark = [pytest.mark.torch, pytest.mark.usefixtures("torch_one_thread")]
 

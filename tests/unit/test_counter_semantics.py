@@ -11,7 +11,7 @@ from golden_al.engines.vllm.responses import parse_vllm_spec_metrics
 from golden_al.errors import CounterSemanticsError, SchemaError
 from golden_al.formats.logs import read_log_file
 from golden_al.formats.validate import check_counts
-from golden_al.measurement import read_request_results
+from golden_al.measure.records import read_request_results
 
 
 @pytest.mark.parametrize(("kwargs", "rule"), [

@@ -67,7 +67,8 @@ def test_a_counter_only_cell_says_how_much_wider_its_interval_is() -> None:
     """Issue 39, item 3: three counter windows are the only independent units a counters-only server leaves; the
     record says how far that is from treating the steps as independent (the steps' own histogram sets that width)."""
     from distributions.uncertainty import iid_ci_from_counts
-    from golden_al.measurement import RequestResult, cell_totals
+    from golden_al.measure.schema import RequestResult
+    from golden_al.measure.totals import cell_totals
 
     k = 3
     hists = [[10, 20, 30, 40], [30, 30, 20, 20], [5, 15, 30, 50]]

@@ -17,7 +17,8 @@ from _inproc import InProcessServer
 from distributions.counts import split_steps_by_draft_len
 from distributions.errors import DistributionError
 from golden_al.httpclient import RetryPolicy, ServerClient
-from golden_al.measurement import DatasetInfo, ModelInfo, SamplingInfo, read_request_results
+from golden_al.measure.records import read_request_results
+from golden_al.measure.schema import DatasetInfo, ModelInfo, SamplingInfo
 from golden_al.plugin.sources import make_source
 from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell
 
@@ -95,7 +96,7 @@ def test_a_server_that_changes_its_draft_length_gets_one_record_per_length(tmp_p
     # the k=3 record holds steps drafted at 3 only (the fake drafts 3 on every other step)
     assert rec.num_verify_steps >= subs[2]["num_verify_steps"]
     # a searched directory yields the cell's own record; a split record is used only when named
-    from golden_al.curvefit.records import expand_record_paths
+    from golden_al.measure.records import expand_record_paths
 
     assert expand_record_paths([tmp_path]) == [main / "measurement.json"]
     named = main / "by_draft_len" / "k2" / "measurement.json"

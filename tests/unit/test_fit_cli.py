@@ -11,9 +11,9 @@ import pytest
 from _fit_records import make_curve_dir, make_record
 
 from golden_al.cli.main import main
-from golden_al.curvefit import default_model_key, load_records, round_al, sidecar_path
+from golden_al.curvefit import default_model_key, round_al, sidecar_path
 from golden_al.golden import read_curve_file
-from golden_al.measurement import load_record
+from golden_al.measure.records import load_record, load_records
 
 
 def _expected_al(acc: int, steps: int) -> float:

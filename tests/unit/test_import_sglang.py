@@ -320,7 +320,7 @@ def test_server_args_line_parses_literals_and_keeps_the_rest_raw():
 
 
 def test_a_record_without_histogram_must_hold_zeros():
-    from golden_al.measurement import RequestResult
+    from golden_al.measure.schema import RequestResult
 
     with pytest.raises(ValueError, match="histogram_known"):
         RequestResult(index=0, request_id="x", draft_len=2, prompt_hash="", num_output_tokens=0, num_verify_steps=4,
@@ -340,7 +340,7 @@ def test_pooling_totals_only_records_keeps_the_flag(tmp_path, capsys):
                                "--out", str(tmp_path / f"r{i}"))
         assert code == 0, err
     from golden_al.curvefit.pool import pool_cell
-    from golden_al.curvefit.records import load_records
+    from golden_al.measure.records import load_records
 
     cell = pool_cell(load_records([tmp_path / "r0" / "measurement.json", tmp_path / "r1" / "measurement.json"]))
     assert cell.histogram_known is False

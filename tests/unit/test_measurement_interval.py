@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from distributions.uncertainty import al_interval_result
-from golden_al.measurement import RequestResult, clusters_from_requests, interval_from_requests
+from golden_al.measure.schema import RequestResult
+from golden_al.measure.totals import clusters_from_requests, interval_from_requests
 
 
 def _row(i: int, acc: int, steps: int, *, k: int = 3, turn: int | None = None, prompt: str | None = None,
@@ -66,7 +67,7 @@ def test_counter_batches_are_clusters_even_with_a_shared_index():
 def test_one_builder_counts_prompts_and_refuses_zero_steps_the_same_way():
     """cell_totals is what the reference engine's and the servers' records are built from."""
     from golden_al.errors import NoVerifyStepsError
-    from golden_al.measurement import cell_totals
+    from golden_al.measure.totals import cell_totals
 
     rows = [*_rows(6), _row(6, 0, 0)]
     totals = cell_totals(rows, 3)
@@ -90,7 +91,7 @@ def test_the_reference_and_server_records_share_the_builder():
 
     root = Path(__file__).resolve().parents[2] / "golden_al"
     builders = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
-                      if "MeasurementRecord(" in p.read_text() and p.name != "measurement.py")
+                      if "MeasurementRecord(" in p.read_text() and p.name != "schema.py")
     assert builders == ["measure/records.py"]
     for rel in ("measure/reference.py", "servers/cell_records.py", "measure/imported/common.py", "measure/derive.py"):
         text = (root / rel).read_text()
@@ -102,7 +103,7 @@ def test_one_totals_only_line_makes_the_records_histogram_unknown():
     """The builder, not each producer, decides: a line without a per-step histogram makes the record's
     histogram unknown (zeros), never a partial sum of the lines that have one."""
     from golden_al.measure.records import build_record
-    from golden_al.measurement import DatasetInfo, ModelInfo, SamplingInfo
+    from golden_al.measure.schema import DatasetInfo, ModelInfo, SamplingInfo
 
     known = RequestResult(index=0, request_id="a", draft_len=3, prompt_hash="h0", num_output_tokens=12,
                           num_verify_steps=4, num_accepted_drafts=6, histogram=[1, 0, 1, 2],

@@ -125,7 +125,7 @@ def test_measure_model_family_chooses_the_thinking_preset(tmp_path, capsys) -> N
     import json
 
     from golden_al.cli.main import main
-    from golden_al.measurement import load_record
+    from golden_al.measure.records import load_record
     from golden_al.reference.tiny import save_tiny_pair
 
     target, draft = save_tiny_pair(tmp_path / "models")

@@ -85,7 +85,8 @@ def test_the_shipped_curve_exports_both_conventions_by_name(capsys: pytest.Captu
 def test_every_record_carries_both_conventions_recomputed_never_trusted() -> None:
     from pathlib import Path
 
-    from golden_al.measurement import MeasurementRecord, load_record
+    from golden_al.measure.records import load_record
+    from golden_al.measure.schema import MeasurementRecord
 
     root = Path(__file__).resolve().parents[2]
     rec = load_record(root / "experiments/qwen-coder-curve/humaneval/k7/measurement.json")

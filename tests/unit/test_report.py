@@ -138,7 +138,7 @@ def test_fit_and_report_print_the_same_intervals(tmp_path: Path, capsys) -> None
 
 def _rows(k: int, requests: list[list[int]], **extra) -> list:
     """One row per request from its accepted drafts per verify step."""
-    from golden_al.measurement import RequestResult
+    from golden_al.measure.schema import RequestResult
 
     rows = []
     for i, accepted in enumerate(requests):
@@ -151,14 +151,8 @@ def _rows(k: int, requests: list[list[int]], **extra) -> list:
 
 
 def _write(out: Path, k: int, rows: list, **record) -> None:
-    from golden_al.measure.records import build_record
-    from golden_al.measurement import (
-        DatasetInfo,
-        ModelInfo,
-        SamplingInfo,
-        append_request_result,
-        write_record,
-    )
+    from golden_al.measure.records import append_request_result, build_record, write_record
+    from golden_al.measure.schema import DatasetInfo, ModelInfo, SamplingInfo
 
     out.mkdir(parents=True)
     for r in rows:
@@ -196,7 +190,7 @@ def test_acceptance_quantities_against_hand_computed_values(tmp_path: Path) -> N
 
 def test_acceptance_says_which_sources_cannot_give_what(tmp_path: Path) -> None:
     """Counter windows attribute nothing to a request; a source of totals has no histogram."""
-    from golden_al.measurement import RequestResult
+    from golden_al.measure.schema import RequestResult
 
     windows = [r.model_copy(update={"extra": {"unit": [i], "batch": i, "windows": 1}})
                for i, r in enumerate(_rows(2, [[1, 2], [0, 2, 1]]))]

@@ -18,9 +18,10 @@ from _inproc import InProcessServer, server_factory
 from golden_al.engines.vllm.server import VllmPrometheusSource
 from golden_al.errors import CounterResetError, NoVerifyStepsError, ServerError, UsageError
 from golden_al.httpclient import RequestFailedError, RetryPolicy, ServerClient
-from golden_al.measurement import DatasetInfo, ModelInfo, SamplingInfo, read_request_results
+from golden_al.measure.records import read_request_results, repair_jsonl_tail
+from golden_al.measure.schema import REQUESTS_FILE, DatasetInfo, ModelInfo, SamplingInfo
 from golden_al.plugin.sources import Snapshot, make_source
-from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, read_cell_results, repair_jsonl_tail
+from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell
 from golden_al.servers.reference_server import FaultPlan, parse_fault
 
 K = 3
@@ -120,14 +121,14 @@ def test_failure_then_resume_loses_nothing_counts_nothing_twice(servers, tmp_pat
     fresh = servers(flavor)  # e.g. the server was restarted
     rec = _measure(fresh.url, _plan(flavor), tmp_path, source, resume=True)
     assert _counts(rec) == _counts(clean[source])
-    assert sorted(r.index for r in read_cell_results(tmp_path)) == list(range(N))
+    assert sorted(r.index for r in read_request_results(tmp_path / REQUESTS_FILE)) == list(range(N))
 
 
 def test_transient_5xx_is_retried(servers, tmp_path, clean):
     s = servers("vllm", FaultPlan([parse_fault("502@3-4")]))
     rec = _measure(s.url, _plan("vllm"), tmp_path, "vllm-prometheus")
     assert _counts(rec) == _counts(clean["vllm-prometheus"])
-    attempts = [r.extra["attempts"] for r in read_cell_results(tmp_path)]
+    attempts = [r.extra["attempts"] for r in read_request_results(tmp_path / REQUESTS_FILE)]
     assert attempts.count(3) == 1
 
 
@@ -143,7 +144,7 @@ def test_counter_reset_mid_run_is_detected_then_resumed(servers, tmp_path, clean
     s = servers("vllm", FaultPlan([parse_fault("reset@4")]))
     with pytest.raises(CounterResetError, match="request 3"):
         _measure(s.url, _plan("vllm"), tmp_path, "vllm-prometheus")
-    assert sorted(r.index for r in read_cell_results(tmp_path)) == [0, 1, 2]
+    assert sorted(r.index for r in read_request_results(tmp_path / REQUESTS_FILE)) == [0, 1, 2]
     rec = _measure(s.url, _plan("vllm"), tmp_path, "vllm-prometheus", resume=True)
     assert _counts(rec) == _counts(clean["vllm-prometheus"])
 
@@ -162,7 +163,7 @@ def test_waves_at_concurrency(servers, tmp_path, clean):
     plan.waves = True
     rec = _measure(s.url, plan, tmp_path, "vllm-prometheus")
     assert _counts(rec) == _counts(clean["vllm-prometheus"])
-    rows = read_cell_results(tmp_path)
+    rows = read_request_results(tmp_path / REQUESTS_FILE)
     assert [r.extra["unit"] for r in rows] == [[0, 1, 2], [3, 4, 5], [6, 7]]
     assert any("window" in w for w in rec.warnings)
 
@@ -171,7 +172,7 @@ def test_timed_windows_at_concurrency_count_everything_once(servers, tmp_path, c
     s = servers("vllm")
     rec = _measure(s.url, _plan("vllm", concurrency=3), tmp_path, "vllm-prometheus")
     assert _counts(rec) == _counts(clean["vllm-prometheus"])
-    rows = read_cell_results(tmp_path)
+    rows = read_request_results(tmp_path / REQUESTS_FILE)
     assert all("batch" in r.extra for r in rows)
     assert sorted(i for r in rows for i in r.extra["unit"]) == list(range(N))
     assert any("batch means" in w for w in rec.warnings)

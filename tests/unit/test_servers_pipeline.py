@@ -15,7 +15,7 @@ from _inproc import InProcessServer
 from distributions.counts import AcceptanceCounts
 from golden_al.errors import MixedDraftLengthsError, ServerError, UsageError
 from golden_al.httpclient import RetryPolicy, ServerClient
-from golden_al.measurement import DatasetInfo, ModelInfo, SamplingInfo
+from golden_al.measure.schema import DatasetInfo, ModelInfo, SamplingInfo
 from golden_al.plugin.sources import make_source
 from golden_al.servers.measure import (
     SESSION_FILE,

@@ -13,7 +13,8 @@ import pytest
 from distributions import AcceptanceDistribution
 from golden_al.errors import UsageError
 from golden_al.httpclient import RetryPolicy
-from golden_al.measurement import DatasetInfo, ModelInfo, RequestResult, SamplingInfo, load_record
+from golden_al.measure.records import load_record
+from golden_al.measure.schema import DatasetInfo, ModelInfo, RequestResult, SamplingInfo
 from golden_al.servers.measure import ChatPrompt
 from golden_al.servers.reference_server import ReferenceServer, ServeConfig
 from golden_al.servers.served_engine import FakeServedEngine

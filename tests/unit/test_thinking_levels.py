@@ -94,7 +94,8 @@ def test_records_at_a_level_fit_into_a_curve_level(tmp_path: Path, capsys):
     import numpy as np
     from _fit_records import make_curve_dir
 
-    from golden_al.measurement import MeasurementRecord, load_record
+    from golden_al.measure.records import load_record
+    from golden_al.measure.schema import MeasurementRecord
 
     make_curve_dir(tmp_path / "high", [1, 2, 3], thinking="reasoning_effort_high")
     make_curve_dir(tmp_path / "on", [1, 2, 3], thinking="on", seed=8)

@@ -21,9 +21,7 @@ from golden_al.measure.imported.common import (
     read_capped,
     window_rows,
 )
-from golden_al.measurement import (
-    DatasetInfo,
-)
+from golden_al.measure.schema import DatasetInfo
 
 __all__ = [
     "import_sglang_bench",

@@ -22,7 +22,8 @@ from golden_al.measure.imported.common import (
     read_json_doc,
     window_rows,
 )
-from golden_al.measurement import TimedUnit, Timing, timing_block
+from golden_al.measure.schema import Timing
+from golden_al.measure.totals import TimedUnit, timing_block
 
 __all__ = [
     "bench_timing",

@@ -63,7 +63,8 @@ from typing import Any
 from golden_al import safeio
 from golden_al.errors import InputFileError, UsageError
 from golden_al.measure.imported.common import MAX_BYTES, Imported, ImportOptions
-from golden_al.measurement import REQUESTS_FILE, append_request_result, write_record
+from golden_al.measure.records import write_cell
+from golden_al.measure.schema import MEASUREMENT_FILE
 
 __all__ = ["MAX_RUN_BYTES", "ImportOptions", "Imported", "formats", "import_files", "write_imported"]
 
@@ -114,14 +115,8 @@ def write_imported(items: Sequence[Imported], out: str | Path) -> list[Path]:
         seen[d] = seen.get(d, 0) + 1
         if seen[d] > 1:  # several runs of one cell (bench_serving appends one line per run)
             d = d.with_name(f"{d.name}-run{seen[d]}")
-        d.mkdir(parents=True, exist_ok=True)
-        if (d / "measurement.json").exists():
+        if (d / MEASUREMENT_FILE).exists():
             raise UsageError(f"{d} already holds a record", hint="import into an empty --out")
-        tmp = d / (REQUESTS_FILE + ".tmp")
-        tmp.unlink(missing_ok=True)
-        for row in item.rows:
-            append_request_result(tmp, row)
-        tmp.replace(d / REQUESTS_FILE)
-        write_record(r, d)
+        write_cell(d, r, item.rows)
         dirs.append(d)
     return dirs

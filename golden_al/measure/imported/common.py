@@ -14,7 +14,7 @@ from typing import Any
 from distributions.counts import AcceptanceCounts, tidy_count
 from golden_al.errors import InputFileError, NoVerifyStepsError, UsageError
 from golden_al.measure.records import build_record
-from golden_al.measurement import (
+from golden_al.measure.schema import (
     DatasetInfo,
     MeasurementRecord,
     ModelInfo,
@@ -22,8 +22,8 @@ from golden_al.measurement import (
     SamplingInfo,
     Timing,
     Uncertainty,
-    cell_totals,
 )
+from golden_al.measure.totals import cell_totals
 from golden_al.provenance import collect, sha256_file
 
 __all__ = [
