@@ -112,7 +112,17 @@ ENV_RAGGED_VERIFY = "SGLANG_RAGGED_VERIFY_MODE"
 METHODS: tuple[str, ...] = ("match-expected", "multinomial")
 TOKEN_MODES: tuple[str, ...] = ("fixed", "real-draft-token")
 DEFAULT_METHOD = "match-expected"
+#: what golden-al writes and check requires; SGLang's own default (the variable unset) is :data:`UNSET_TOKEN_MODE`
 DEFAULT_TOKEN_MODE = "real-draft-token"
+#: ``SGLANG_SIMULATE_ACC_TOKEN_MODE`` unset (environ.py ``EnvStr("fixed")``): every simulated step emits token id 100
+UNSET_TOKEN_MODE = "fixed"
+#: DSpark opt-in (environ.py ``EnvBool(False)``, read by dspark_components/dspark_worker_v2.py): with a simulated
+#: length, temperature-only requests draft and accept greedily and only the bonus token is temperature-sampled; the
+#: length is still drawn by ``sample_simulated_acc_len`` (dspark_verify.py ``begin_simulated_step``)
+ENV_GREEDY = "SGLANG_SIMULATE_ACC_GREEDY"
+#: EnvBool's spellings (environ.py): any other value warns and reads as False
+BOOL_SPELLINGS: dict[str, bool] = {"true": True, "1": True, "yes": True, "y": True,
+                                   "false": False, "0": False, "no": False, "n": False}
 
 # ----------------------------------------------------------------- launch flags
 FLAG_ALGORITHM = "--speculative-algorithm"
@@ -563,9 +573,12 @@ def simulator_settings(sampler: Any, al: float, k: int) -> dict[str, Any]:
     """The env vars and flags a :mod:`golden_al.engines.sglang.sampler` sampler stands for."""
     al, k = sampler.check(al, k)
     out: dict[str, Any] = {ENV_LEN: format_value(al), ENV_METHOD: sampler.method}
+    family = ALGORITHMS[normalize_algorithm(sampler.algorithm)]
+    if family != "dspark":  # DSPARK does not read it; NGRAM runs only 'fixed' (real-draft-token needs topk 1)
+        out[ENV_TOKEN_MODE] = UNSET_TOKEN_MODE if family == "ngram" else DEFAULT_TOKEN_MODE
     flags = spec_flags(sampler.algorithm, k)
     out.update(zip(flags[::2], flags[1::2], strict=True))
-    if ALGORITHMS[normalize_algorithm(sampler.algorithm)] == "dspark":
+    if family == "dspark":
         out[FLAG_NUM_DRAFT_TOKENS] = str(k + 1)
     return out
 
@@ -611,7 +624,7 @@ def review_pin(knob: str, raw: str, value: float, k: int | None, *, algorithm: s
                ragged_verify_mode: str | None = None, topk: float | None = None) -> PinReview:
     """SGLang's rules for a pinned simulated length ``value`` (``spec_utils.py``, ``environ.py``).
 
-    ``companions`` maps :data:`ENV_METHOD`/:data:`ENV_TOKEN_MODE` to what is set next to the
+    ``companions`` maps :data:`ENV_METHOD`/:data:`ENV_TOKEN_MODE`/:data:`ENV_GREEDY` to what is set next to the
     pin (None: not set); ``None`` as a whole when the companions cannot be seen.
     """
     r = PinReview(al=value)
@@ -631,7 +644,8 @@ def review_pin(knob: str, raw: str, value: float, k: int | None, *, algorithm: s
         mode = mode or DEFAULT_TOKEN_MODE
     if method is None:
         r.problems.append(("missing-companion", f"{ENV_METHOD} is not set next to it (InferenceX requires "
-                                                f"{DEFAULT_METHOD}; old SGLang defaults to the biased multinomial)"))
+                                                f"{DEFAULT_METHOD}, SGLang's default from 0.5.23; older releases "
+                                                "default to the biased multinomial)"))
     elif method != DEFAULT_METHOD:
         if method == "multinomial":
             r.problems.append(("unsafe-value", f"{ENV_METHOD}=multinomial is a clamped rounded normal "
@@ -639,6 +653,7 @@ def review_pin(knob: str, raw: str, value: float, k: int | None, *, algorithm: s
         else:
             r.problems.append(("unsafe-value", f"{ENV_METHOD}={method!r}: SGLang raises ValueError "
                                                f"(allowed: {', '.join(METHODS)})"))
+    _review_greedy(r, companions.get(ENV_GREEDY), algo)
     if algo == "DSPARK":
         r.notes.append(f"DSPARK ignores {ENV_TOKEN_MODE} (real drafts are always used)")
         if ragged_verify_mode not in ("static", None) and value != 1.0:
@@ -653,8 +668,9 @@ def review_pin(knob: str, raw: str, value: float, k: int | None, *, algorithm: s
                                                f"{ENV_TOKEN_MODE}={DEFAULT_TOKEN_MODE}"))
         return r
     if mode is None:
-        r.problems.append(("missing-companion", f"{ENV_TOKEN_MODE} is not set next to it (the default "
-                                                "'fixed' emits token id 100 instead of real draft tokens)"))
+        r.problems.append(("missing-companion", f"{ENV_TOKEN_MODE} is not set next to it: SGLang then uses its "
+                                                f"default {UNSET_TOKEN_MODE!r}, which emits token id 100 instead of "
+                                                "the real draft tokens"))
     elif mode == "fixed":
         r.problems.append(("unsafe-value", f"{ENV_TOKEN_MODE}=fixed emits token id 100 instead of the "
                                            "real draft tokens"))
@@ -665,6 +681,22 @@ def review_pin(knob: str, raw: str, value: float, k: int | None, *, algorithm: s
         r.problems.append(("unsafe-value", f"{DEFAULT_TOKEN_MODE} needs {FLAG_EAGLE_TOPK} 1 (SGLang raises "
                                            "ValueError for trees)"))
     return r
+
+
+def _review_greedy(r: PinReview, raw: str | None, algo: str) -> None:
+    """What :data:`ENV_GREEDY` beside a pin does: nothing unset or off; a value SGLang's EnvBool cannot read is read
+    as off (a warning); on, DSPARK keeps the simulated length's law and only changes which path drafts."""
+    if raw is None:
+        return
+    on = BOOL_SPELLINGS.get(raw.strip().lower())
+    if on is None:
+        r.problems.append(("unsafe-value", f"{ENV_GREEDY}={raw!r}: SGLang warns and reads it as false "
+                                           f"(allowed: {', '.join(BOOL_SPELLINGS)})"))
+    elif on and algo != "DSPARK":
+        r.notes.append(f"{ENV_GREEDY} is read by DSPARK only: {algo or 'this algorithm'} ignores it")
+    elif on:
+        r.notes.append(f"{ENV_GREEDY}: temperature-only requests draft and accept greedily, only the bonus token "
+                       "is temperature-sampled; the simulated length is drawn as without it")
 
 
 LEGACY_PROBLEM = (f"legacy {LEGACY_ENV_LEN}: current SGLang (0.5.x) reads only {ENV_LEN}, so this value is ignored "
@@ -915,6 +947,9 @@ PROFILE = EngineProfile(
                ("dspark",), _SPEC_UTILS),
         Caveat(f"DFLASH honours {ENV_LEN} only from 0.5.23 (absent in 0.5.15.post1)", ("dflash",), _SPEC_UTILS),
         Caveat(f"{ENV_LEN} is read once at import: set it in the server's launch environment", (), _ENVIRON),
+        Caveat(f"{ENV_TOKEN_MODE} unset is {UNSET_TOKEN_MODE!r} (token id 100 for every simulated token), so env "
+               f"writes {DEFAULT_TOKEN_MODE}; {ENV_GREEDY} (DSpark's greedy draft path) stays unset", ("env",),
+               _ENVIRON),
     ),
     sources=(_ENVIRON, _HOOK, _SPEC_UTILS, _TOKENIZER, _REPORTER, _COLLECTOR, _HTTP, _ENGINE, _BENCH),
     curve_methods=CURVE_METHODS,
@@ -939,6 +974,8 @@ PROFILE = EngineProfile(
                           required_value=DEFAULT_METHOD, aliases=(LEGACY_ENV_METHOD,), source=_ENVIRON),
             SyntheticKnob(ENV_TOKEN_MODE, "env", "choice", role="companion", choices=TOKEN_MODES,
                           required_value=DEFAULT_TOKEN_MODE, source=_ENVIRON),
+            SyntheticKnob(ENV_GREEDY, "env", "choice", role="companion", choices=tuple(BOOL_SPELLINGS),
+                          source=_ENVIRON),
         ),
         synthetic_settings=synthetic_settings,
         runtime_draft_len=(

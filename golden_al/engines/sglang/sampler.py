@@ -212,6 +212,11 @@ class _SGLangBase(EngineSampler):
                 "DSPARK refuses SGLANG_SIMULATE_ACC_LEN > 0 and != 1.0 unless the verify planner is "
                 "verify-all: set SGLANG_RAGGED_VERIFY_MODE=static"
             )
+        if fam == "dspark":  # dspark_components/dspark_worker_v2.py; the draw stays dspark_verify.py's
+            out.append(
+                "SGLANG_SIMULATE_ACC_GREEDY=1 leaves this law as it is: temperature-only requests then draft and "
+                "accept greedily and only the bonus token is temperature-sampled"
+            )
         if fam == "dflash":
             out.append(
                 "DFLASH honours SGLANG_SIMULATE_ACC_LEN only in newer SGLang (present in 0.5.23, "
