@@ -203,7 +203,7 @@ def parse_size(text: str) -> int:
 #: The modules each optional extra brings (``pyproject.toml``), as imported.
 EXTRA_MODULES: dict[str, tuple[str, ...]] = {
     "engine": ("torch", "transformers", "safetensors", "gguf"),
-    "plot": ("matplotlib",),
+    "plot": ("matplotlib", "matplotlib.figure"),  # the figure module is what plots import
 }
 
 

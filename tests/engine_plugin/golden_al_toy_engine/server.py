@@ -39,6 +39,7 @@ class FakeToyServer:
 
     def __init__(self, k: int, cycle: Sequence[int] = (3, 0, 7, 1, 2)) -> None:
         self.k, self.cycle = k, tuple(cycle)
+        self.served = 0  #: answers given (each gets its own id, as a real server's do)
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -72,7 +73,8 @@ class FakeToyServer:
                 hist = [0] * (server.k + 1)
                 for a in steps:
                     hist[a] += 1
-                self._send({"id": "toy", "object": "chat.completion", "model": MODEL,
+                server.served += 1
+                self._send({"id": f"toy-{server.served}", "object": "chat.completion", "model": MODEL,
                             "choices": [{"index": 0, "message": {"role": "assistant", "content": "toy " * n},
                                          "finish_reason": "length"}],
                             "usage": {"prompt_tokens": 8, "completion_tokens": n, "total_tokens": 8 + n},
