@@ -234,6 +234,16 @@ def test_every_link_between_the_pages_lands_on_a_file_and_a_heading(page: Path) 
             assert anchor in _anchors(dest), f"{page.name}: a link to {target}: no such heading in {dest.name}"
 
 
+@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+def test_every_path_a_page_names_exists(page: Path) -> None:
+    """A module or file named in `code` (``golden_al/plugin/profile.py``, ``experiments/x/``) is where the page says:
+    modules move, and the pages must follow them."""
+    named = re.findall(r"`((?:golden_al|simulators|distributions|experiments|tests|scripts|docs|\.ci)/[^`\s:]*)",
+                       page.read_text(encoding="utf-8"))
+    missing = sorted({p for p in named if not re.search(r"[<*{]", p) and not (REPO / p).exists()})
+    assert not missing, f"{page.name} names paths that do not exist: {missing}"
+
+
 @pytest.mark.parametrize(("expected", "actual"), [("a", "b"), ("...\nz", "y")])
 def test_an_output_that_drifted_fails(expected, actual):
     assert not matches(expected, actual)
