@@ -162,3 +162,54 @@ def test_each_command_that_needs_an_extra_refuses_before_reading_or_writing(no_t
     assert f"pip install 'golden-al[{extra}]'" in done.stderr
     assert done.stderr.count("\n") == 1
     assert set(tmp_path.rglob("*")) == before  # nothing written: no partial report, no cache, no output folder
+
+
+#: Every module of this project a ``select`` run may import (issue 52: select runs at every benchmark launch, so its
+#: start-up is its cost): the command, the recipe floor, the golden store, the engine contract and the engines'
+#: profiles. A module not listed here that a select run imports fails the test below: keep it off select's path
+#: (import it where it is used), or list it here saying why select needs it.
+SELECT_MODULES = frozenset({
+    "distributions", "distributions.acceptance", "distributions.counts", "distributions.errors",
+    "distributions.families", "distributions.fit", "distributions.mixture", "distributions.uncertainty",
+    "distributions.units", "golden_al", "golden_al.cli", "golden_al.cli._common", "golden_al.cli.main",
+    "golden_al.cli.select", "golden_al.engines", "golden_al.engines.atom", "golden_al.engines.llamacpp",
+    "golden_al.engines.sglang", "golden_al.engines.trtllm", "golden_al.engines.vllm", "golden_al.errors",
+    "golden_al.golden", "golden_al.golden.legacy", "golden_al.golden.schema", "golden_al.golden.store",
+    "golden_al.golden.writer", "golden_al.plugin", "golden_al.plugin.profile", "golden_al.plugin.registry",
+    "golden_al.plugin.values", "golden_al.prompts", "golden_al.prompts.conversation", "golden_al.prompts.render",
+    "golden_al.prompts.thinking", "golden_al.provenance", "golden_al.recipes", "golden_al.recipes.derive",
+    "golden_al.recipes.srt_slurm", "golden_al.recipes.srtctl", "golden_al.safeio", "golden_al.safeio.inputs",
+    "golden_al.safeio.json_docs", "golden_al.safeio.limits", "golden_al.safeio.read", "golden_al.safeio.write",
+    "golden_al.safeio.yaml_docs", "golden_al.selection", "golden_al.selection.plan", "golden_al.selection.scripts",
+    "simulators", "simulators.base", "simulators.registry",
+})
+#: The only other packages a select run may import.
+SELECT_THIRD_PARTY = frozenset({"yaml", "ruamel", "pydantic", "pydantic_core", "annotated_types", "typing_extensions",
+                                "typing_inspection", "numpy"})
+_SELECT_RUN = '''
+import io, json, sys
+from golden_al.cli.main import main
+sys.stdout = io.StringIO()
+code = main(["select", sys.argv[1], "--format", "json"])
+sys.stdout = sys.__stdout__
+print(json.dumps({"code": code, "modules": sorted(sys.modules)}))
+'''
+
+
+@pytest.mark.parametrize("recipe", ["select/sglang_roles_dflash.yaml",
+                                    "select/inferencex/sglang__glm5.2__gb300-fp4__agentic__glm5.2-agentx.yaml"])
+def test_a_select_run_imports_only_what_select_needs(recipe: str) -> None:
+    """Issue 52: ``golden-al select`` finds its command first and imports that command's path only (no other
+    command, no check or inject machinery, no parser of shell scripts, no torch, no plotting)."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", _SELECT_RUN, str(REPO / "tests" / "fixtures" / recipe)],
+                          env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=120)
+    got = json.loads(done.stdout)
+    assert got["code"] == 0, done.stderr
+    modules = set(got["modules"])
+    ours = {m for m in modules if m.split(".")[0] in ("golden_al", "distributions", "simulators")}
+    assert ours <= SELECT_MODULES, sorted(ours - SELECT_MODULES)
+    others = {m.split(".")[0] for m in modules if not m.startswith("_")} - set(sys.stdlib_module_names) - {
+        "golden_al", "distributions", "simulators", "cython_runtime", "sitecustomize", "usercustomize"}
+    assert others <= SELECT_THIRD_PARTY, sorted(others - SELECT_THIRD_PARTY)
