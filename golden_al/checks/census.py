@@ -1368,6 +1368,10 @@ _EDGE_RUNS = re.compile(r"\A[A-Za-z0-9_\-]*|[A-Za-z0-9_\-]*\Z")
 #: A character some reading removes, replaces or joins across (anything but name characters and plain punctuation).
 _OPEN = re.compile(r"[^A-Za-z0-9_\- \t\r\n,.:;=/+*!?<>|&@#^~\[\]]")
 _JOIN_LIST = re.compile(r"\.join\s*\(\s*[\[(]")
+_PREFIX = re.compile(r"(?<![\w])[rRbBuUfF]{1,2}\Z")
+#: An expansion, placeholder or escape that may go on into what is composed after the literal.
+_CROSSING = re.compile(r"(?:\$\{[^}]*|\$\([^)]*|`[^`]*|\$[A-Za-z0-9_@*#?$!-]*|%(?:\([^)]*\)?)?[-#0 +]*\d*(?:\.\d*)?|\\)\Z")
+_FSTRING_PART = re.compile(r"""\{\{|\}\}|\{((?:[^{}'"]|'[^'\n]*'|"[^"\n]*"|\{[^{}'"]*\})*)\}|[{}]""")
 
 
 @lru_cache(maxsize=1)
@@ -1391,21 +1395,15 @@ def python_may_set_knob(text: str) -> bool:
     """Whether :func:`census_python` can find a pin site (a value or switch knob) in ``text``: a proven shortcut,
     so that only such a file is parsed (a file with none gives no finding; a runtime-k name alone needs no pin).
 
-    Proof. Every name the census reads is a *token* (a run of name characters and unknown parts) of a string
-    expression's value, or a keyword argument's name. Literals are found as Python's tokenizer finds them (a
-    quote that opens none answers True). An escape that makes a character is decoded (Python's; the value is
-    then searched for a whole spelling) or answers True (JSON's, ANSI-C's in a decoded value). Then a token joins
-    characters of the literals' values only across what a reading removes or replaces (quotes, backslashes,
-    expansions, ``%`` placeholders, ``{...}`` fields) or a literal's edge where ``+``, ``%``, ``.format`` or
-    implicit concatenation composes it (``.join`` of a list through a receiver that can join answers True). So
-    a token lies in one *chain* (:data:`_CHAIN`) of one literal, or is the end chain of a composed literal,
-    whole chains of composed literals and the start chain of another. A token that is one run is a spelling
-    only if the text, less quotes and backslashes, holds it; any other needs :data:`MIN_LITERAL` characters
-    that spell parts of one spelling (``_possible``, or the whole spelling), each of its runs whole, a suffix
-    after ``$ % ) \\`` (an expansion or escape eats a prefix) or joined from several. So the sum of the runs'
-    longest such parts bounds every token per spelling: below the threshold everywhere, no token is a pin
-    site. ``tests/unit/test_census.py`` checks this against the census on the corpus of forms and on
-    generated texts.
+    Proof. A name the census reads is a *token* (a run of name characters and unknown parts) of a string
+    expression's value, or a keyword argument's name. Literals are found as the tokenizer finds them; escapes
+    are decoded (Python's) or answer True (JSON's, ANSI-C's). A token then joins characters only across what a
+    reading removes or replaces (quotes, backslashes, expansions, placeholders, fields: the *chains* of
+    :data:`_CHAINS`), or across a literal's edge that ``+``, ``%``, ``.format`` or implicit concatenation composes
+    (``.join`` of a list through a receiver that can join answers True). A one-run token is a spelling only if
+    the text less quotes and backslashes holds it; any other needs :data:`MIN_LITERAL` characters of runs that
+    each spell a part of one spelling (:func:`_segments`). Their largest sum per spelling, within a chain or
+    along composed edges, below that: no token is a pin site. ``tests/unit/test_census.py`` checks it.
     """
     pattern, subs = _pin_parts()
     if pattern.search(_unquoted(text)):
@@ -1427,12 +1425,8 @@ def _literal_chains(code: str, pattern: re.Pattern[str], subs: dict[str, frozens
         if m.lastgroup == "open":
             return False
         if m.lastgroup == "literal":
-            at = m.start()
-            while at > m.start() - 2 and at > 0 and code[at - 1] in "rRbBuUfF":
-                at -= 1
-            if at > 0 and (code[at - 1].isalnum() or code[at - 1] == "_"):
-                at = m.start()  # a name, not a prefix
-            literals.append((at, m))
+            found = _PREFIX.search(code, max(0, m.start() - 3), m.start())
+            literals.append((found.start() if found else m.start(), m))
     for i, (at, m) in enumerate(literals):
         q = 3 if code.startswith(("\'\'\'", '"""'), m.start()) else 1
         prefix, body = code[at:m.start()].lower(), code[m.start() + q:m.end() - q]
@@ -1450,9 +1444,10 @@ def _literal_chains(code: str, pattern: re.Pattern[str], subs: dict[str, frozens
             body = body.encode("latin-1", "backslashreplace").decode("unicode_escape")
             if made and pattern.search(_unquoted(body)):
                 return False
-        if _NEW_CHAR.search(body) or (_JOIN_LIST.match(after) and (not body or _CHAINS[1].match(body[0])
-                                                                    or _CHAINS[1].match(body[-1]))):
-            return False  # an escape that makes any character; a list's items joined through this receiver
+        if _NEW_CHAR.search(body) or (right and _CROSSING.search(body)) or (_JOIN_LIST.match(after) and (
+                not body or _CHAINS[1].match(body[0]) or _CHAINS[1].match(body[-1]))):
+            return False  # an escape that makes any character, a span that may go on past the literal, a list's
+            # items joined through this receiver
         if "f" in prefix:
             fields = _fields(body)
             if fields is None or not all(_literal_chains(c, pattern, subs, bounds) for c in fields[1]):
@@ -1534,33 +1529,15 @@ def _segments(chain: str, chains: re.Pattern[str], subs: dict[str, frozenset[str
 
 
 def _fields(body: str) -> tuple[str, list[str]] | None:
-    """An f-string body's value (each replacement field an unknown part, ``{{`` ``{``) and its fields' code; None
-    when its braces do not balance."""
-    out: list[str] = []
-    codes: list[str] = []
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c in "{}" and body.startswith(c * 2, i):
-            out.append(c)
-            i += 2
-        elif c == "}":
-            return None
-        elif c != "{":
-            out.append(c)
-            i += 1
-        else:
-            depth, j = 0, i
-            while j < len(body) and (depth or j == i):
-                m = _PY_TOKEN.match(body, j) if body[j] in "'\"" else None
-                if m is not None and m.group("literal"):
-                    j = m.end()
-                    continue
-                depth += (body[j] in "{[(") - (body[j] in "}])")
-                j += 1
-            if depth:
-                return None
-            codes.append(body[i + 1:j - 1])
-            out.append(_WILD)
-            i = j
-    return "".join(out), codes
+    """An f-string body's value (each replacement field an unknown part, ``{{`` a ``{``) and its fields' code, read
+    left to right as Python does; None at a brace it would refuse."""
+    codes: list[str | None] = []  # None: a lone brace
+
+    def part(m: re.Match[str]) -> str:
+        if m.group(0) in ("{{", "}}"):
+            return m.group(0)[0]
+        codes.append(m.group(1))
+        return _WILD
+
+    value = _FSTRING_PART.sub(part, body)
+    return None if None in codes else (value, [c for c in codes if c is not None])

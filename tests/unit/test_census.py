@@ -284,6 +284,8 @@ def test_the_python_shortcut_on_names_cut_into_pieces(data: st.DataObject) -> No
     'v = "%spec" + y\n',                                # a placeholder's letter read as text: "spec" + ...
     'v = f"SGLANG_{a}_ACC_LEN"\n',                      # an f-string's field
     "v = 'SGLANG_SIMULATE_\"$X\"'\n",                   # read as shell words: quotes removed, an expansion
+    'v = ("syn$Xtheti" "ac-ac" f"{z}")\n',              # an expansion that goes on into the next literal
+    'v = f"a{z}}}spec-synth-le{x}n" % (a, b)\n',        # "}}" after a field: the field ends first
 ])
 def test_the_python_shortcut_on_each_way_of_building_a_name(text: str) -> None:
     assert list(census.iter_pin_sites(census.census_python(text)))
