@@ -262,7 +262,15 @@ def _value_after(text: str, end: int) -> tuple[Any, bool]:
     return value, True
 
 
+@lru_cache(maxsize=65536)
+def _names(text: str) -> bool:
+    """Whether ``text`` names a knob as it stands (the same values recur in every script)."""
+    return _pattern().search(text) is not None
+
+
 def _terms_in(text: str) -> Iterator[tuple[re.Match[str], Term]]:
+    if not _names(text):
+        return
     for m in _pattern().finditer(text):
         for term in _by_spelling()[m.group(1)]:
             yield m, term
@@ -300,23 +308,26 @@ def census_text(text: str, *, line: int, end_line: int, context: str, sink: _Sin
 def _possible(text: str, *, line: int, end_line: int, context: str, sink: _Sink, how: str,
               key_line: int | None, inert: str | None = None) -> None:
     """Tokens with unknown parts that can spell a knob (module docstring: assembled names)."""
+    for tok, term in _assembled(text):
+        sink.add(Occurrence(line, end_line, term, context, _shorten(text), None, False, False,
+                            (how + "; " if how else "") + f"{_shorten(tok, 60)} can spell it "
+                            "with its parts set outside the file", key_line, inert=inert))
+
+
+@lru_cache(maxsize=65536)
+def _assembled(text: str) -> tuple[tuple[str, Term], ...]:
+    """The tokens of ``text`` with unknown parts and each knob (not a run-time one) they can spell (pure: the same
+    words recur in every script)."""
+    out = []
     for tok in _TOKEN.findall(text):
-        if _WILD not in tok:
-            continue
-        literal = len(tok) - tok.count(_WILD)
-        if literal < MIN_LITERAL:
+        if _WILD not in tok or len(tok) - tok.count(_WILD) < MIN_LITERAL:
             continue
         if not all(piece in _substrings() for piece in tok.split(_WILD) if piece):
             continue  # a literal piece that no spelling holds: the token spells no knob
         rx = re.compile("".join(".*" if c == _WILD else re.escape(c) for c in re.sub(_WILD + "+", _WILD, tok)))
-        for spelling, terms in _by_spelling().items():
-            if rx.fullmatch(spelling):
-                for term in terms:
-                    if term.role == "runtime-k":
-                        continue
-                    sink.add(Occurrence(line, end_line, term, context, _shorten(text), None, False, False,
-                                        (how + "; " if how else "") + f"{_shorten(tok, 60)} can spell it "
-                                        "with its parts set outside the file", key_line, inert=inert))
+        out.extend((tok, term) for spelling, terms in _by_spelling().items() if rx.fullmatch(spelling)
+                   for term in terms if term.role != "runtime-k")
+    return tuple(out)
 
 
 # ------------------------------------------------------------------- strings in strings
@@ -693,6 +704,7 @@ class _ShellDecoder:
         self.loops: list[tuple[Any, list[Any]]] = []  #: ``for NAME in WORDS``: (the statement, its words)
         self._collect(root)
         self._memo: dict[str, list[str]] = {}
+        self._words: dict[tuple[str, bytes, int], list[str]] = {}
 
     def raw(self, node: Any) -> str:
         return self.data[node.start_byte:node.end_byte].decode("utf-8", errors="replace")
@@ -757,7 +769,13 @@ class _ShellDecoder:
         return frozenset(out)
 
     def word(self, node: Any, depth: int = 0) -> list[str]:
-        """The possible values of one word node (unknown parts as wildcards)."""
+        """The possible values of one word node (unknown parts as wildcards; the same text has the same values)."""
+        key = (node.type, self.data[node.start_byte:node.end_byte], depth)
+        if key not in self._words:
+            self._words[key] = self._word(node, depth)
+        return self._words[key]
+
+    def _word(self, node: Any, depth: int) -> list[str]:
         if depth > MAX_DEPTH:
             return [_WILD]
         t = node.type
@@ -903,7 +921,7 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
         values = dec.word(n)
         if any(v.startswith("-S") for v in values) and _command_of(dec, n)[1].rsplit("/", 1)[-1] == "env":
             values = [v[2:] if v.startswith("-S") else v for v in values]  # env -S"A=1 cmd": the string's words
-        if not any(_pattern().search(v) or _WILD in v for v in values) and "\\" not in raw:
+        if not any(_WILD in v or _names(v) for v in values) and "\\" not in raw:
             continue  # nothing in any of its values can be or become a knob name
         line, end = n.start_point[0] + 1, n.end_point[0] + 1
         parent = n.parent
@@ -912,7 +930,7 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
             sink.add(Occurrence(line, end, ANY_KNOB, "shell word", _shorten(raw), None, False, False,
                                 "an exported name set outside this file: it can be any engine's knob"))
             continue
-        named = any(_pattern().search(v) for v in values) or "\\" in raw
+        named = any(_names(v) for v in values) or "\\" in raw
         copied = dec.copied_spellings(n) if named else frozenset()
         inert = _inert_word(dec, n) if named else None
         for v in values:
@@ -936,7 +954,7 @@ def _assignment(dec: _ShellDecoder, n: Any, sink: _Sink) -> None:
         return
     texts = [dec.raw(name) + "=" + v for v in (dec.word(value) if value is not None and value.type != "array"
                                                else [""])]
-    if not any(_pattern().search(x) or _WILD in x for x in texts):
+    if not any(_WILD in x or _names(x) for x in texts):
         return
     line, end = n.start_point[0] + 1, n.end_point[0] + 1
     copied = dec.copied_spellings(value) if value is not None else frozenset()
@@ -1002,7 +1020,7 @@ def _glued_declarations(dec: _ShellDecoder, root: Any, sink: _Sink) -> list[tupl
             if len(group) == 1 and group[0].type != "variable_name":
                 continue
             values = _declaration_values(dec, group)
-            if not any(_pattern().search(v) or _WILD in v for v in values):
+            if not any(_WILD in v or _names(v) for v in values):
                 continue
             read.append((group[0].start_byte, group[-1].end_byte))
             line, end = group[0].start_point[0] + 1, group[-1].end_point[0] + 1

@@ -432,16 +432,13 @@ def test_an_engine_added_to_the_registry_is_counted_without_touching_checks(tmp_
     monkeypatch.setitem(sys.modules, "toy_engine_for_census", module)
     monkeypatch.setitem(registry.REGISTRY, "toy", "toy_engine_for_census")
     registry.ENGINES.reset()  # the registry validates its plugins once; this one came late
-    census.vocabulary.cache_clear()
-    census._by_spelling.cache_clear()
-    census._pattern.cache_clear()
-    census._substring_rx.cache_clear()
-    census._substrings.cache_clear()
+    caches = [f for f in vars(census).values() if hasattr(f, "cache_clear")]  # all derive from the vocabulary
+    for f in caches:
+        f.cache_clear()
     try:
         findings = _check(tmp_path, "run.sh", "export TOY_FORCE_ACCEPT_LEN=2.5\ntoy-server --k 3\n")
     finally:
-        for f in (census.vocabulary, census._by_spelling, census._pattern, census._substring_rx,
-                  census._substrings):
+        for f in caches:
             f.cache_clear()
         registry.ENGINES.reset()
     (f,) = findings
