@@ -318,7 +318,7 @@ def _possible(text: str, *, line: int, end_line: int, context: str, sink: _Sink,
 def _assembled(text: str) -> tuple[tuple[str, Term], ...]:
     """The tokens of ``text`` with unknown parts and each knob (not a run-time one) they can spell (pure: the same
     words recur in every script)."""
-    out = []
+    out: list[tuple[str, Term]] = []
     for tok in _TOKEN.findall(text):
         if _WILD not in tok or len(tok) - tok.count(_WILD) < MIN_LITERAL:
             continue
