@@ -528,7 +528,7 @@ def _key(name: str, value: Any, *, line: int, end_line: int, context: str, sink:
 def names_knob_in_parts(text: str) -> bool:
     """Whether ``text`` spells a knob anywhere once its quotes and backslashes are removed
     (``SGLANG_"SIMULATE"_ACC_LEN``): the test for a file of a kind no reader decodes."""
-    return _substring_rx().search(re.sub(r"[\\'\"]", "", text)) is not None
+    return _substring_rx().search(_unquoted(text)) is not None
 
 
 def may_hold_knob(text: str) -> bool:

@@ -93,24 +93,20 @@ def _version() -> str:
     return __version__
 
 
-#: Options every command takes, before or after its name (``golden-al --progress none curves`` and ``golden-al
-#: curves --progress none`` are the same run): name -> (takes a value, choices, help). One rule for both places.
-GLOBAL_OPTIONS: dict[str, tuple[bool, tuple[str, ...], str]] = {
-    "--debug": (False, (), "show tracebacks on errors"),
-    "--progress": (True, ("auto", "rich", "plain", "none"),
-                   "progress on stderr: rich bars, plain lines every 15 s (for CI logs), none; auto: rich on a "
-                   "terminal, plain otherwise (default: GOLDEN_AL_PROGRESS, else auto)"),
+#: Options every command takes, before or after its name (``golden-al --progress none curves`` is ``golden-al curves
+#: --progress none``): name -> argparse keywords. Absent from the namespace unless given, so that a command's parser
+#: does not overwrite what was given before its name. One rule for both places.
+GLOBAL_OPTIONS: dict[str, dict[str, object]] = {
+    "--debug": {"action": "store_true", "help": "show tracebacks on errors"},
+    "--progress": {"choices": ("auto", "rich", "plain", "none"),
+                   "help": "progress on stderr: rich bars, plain lines every 15 s (for CI logs), none; auto: rich on a "
+                           "terminal, plain otherwise (default: GOLDEN_AL_PROGRESS, else auto)"},
 }
 
 
 def _add_global_options(parser: argparse.ArgumentParser) -> None:
-    """The :data:`GLOBAL_OPTIONS` (absent from the namespace unless given: a command's parser then does not
-    overwrite what was given before its name)."""
-    for flag, (takes_value, choices, help_text) in GLOBAL_OPTIONS.items():
-        if takes_value:
-            parser.add_argument(flag, choices=choices, default=argparse.SUPPRESS, help=help_text)
-        else:
-            parser.add_argument(flag, action="store_true", default=argparse.SUPPRESS, help=help_text)
+    for flag, keywords in GLOBAL_OPTIONS.items():
+        parser.add_argument(flag, default=argparse.SUPPRESS, **keywords)  # type: ignore[arg-type]
 
 
 def _build_parser(selected: str | None) -> argparse.ArgumentParser:
@@ -153,7 +149,7 @@ def _selected_command(argv: Sequence[str]) -> str | None:
         if skip:
             skip = False
         elif token.startswith("-"):
-            skip = GLOBAL_OPTIONS.get(token, (False,))[0]
+            skip = "choices" in GLOBAL_OPTIONS.get(token, {})
         else:
             return token if token in COMMANDS else None
     return None

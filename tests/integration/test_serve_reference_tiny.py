@@ -28,6 +28,7 @@ def _prompt_args(tmp_path):
     return ["--prompts", f"chat-jsonl:{prompts}", "--num-prompts", "4", "--max-tokens", "24"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flavor", ["sglang", "vllm"])
 def test_server_counts_equal_offline_counts(tmp_path, capsys, tiny_pair, flavor):
     target, draft = tiny_pair
@@ -46,6 +47,7 @@ def test_server_counts_equal_offline_counts(tmp_path, capsys, tiny_pair, flavor)
     assert served["al"] == pytest.approx(offline["al"], abs=1e-12)
 
 
+@pytest.mark.slow
 def test_generate_source_with_local_rendering(tmp_path, capsys, tiny_pair):
     """SGLang /generate with prompts rendered here: same counts, and the same dataset hash, as offline."""
     target, draft = tiny_pair
@@ -65,6 +67,7 @@ def test_generate_source_with_local_rendering(tmp_path, capsys, tiny_pair):
     assert served["dataset"]["hash"] == offline["dataset"]["hash"]
 
 
+@pytest.mark.slow
 def test_sweep_launch_tiny_models(tmp_path, capsys, tiny_pair):
     target, draft = tiny_pair
     out = tmp_path / "out"

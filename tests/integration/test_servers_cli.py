@@ -118,6 +118,7 @@ def _sweep(tmp_path, prompts, out, *extra):
             *_common(prompts, 5, 40), "--out", str(out), *extra]
 
 
+@pytest.mark.slow
 def test_sweep_server_killed_then_resume_loses_and_doubles_nothing(tmp_path, prompts, capsys):
     clean = tmp_path / "clean"
     code, _, err = cli([*_sweep(tmp_path / "a", prompts, clean), *shim_env(tmp_path / "a")], capsys)
@@ -142,6 +143,7 @@ def test_sweep_server_killed_then_resume_loses_and_doubles_nothing(tmp_path, pro
     assert json.loads((broken / "sweep.json").read_text())["fingerprint"]["draft_lens"] == [2, 3]
 
 
+@pytest.mark.slow
 def test_sweep_interrupted_stops_its_server_then_resumes(tmp_path, prompts):
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(REPO))

@@ -28,6 +28,7 @@ def prompts(tmp_path: Path) -> Path:
     return write_prompts(tmp_path / "prompts.jsonl", 6)
 
 
+@pytest.mark.slow
 def test_measure_fit_commit_env_synthetic_run_check_run_and_import(tmp_path, prompts, capsys, monkeypatch):
     with serve_reference(["--flavor", "trtllm", "--fake", "--draft-len", str(K)], tmp_path / "s.log") as url:
         code, out, err = cli(_measure(url, prompts, tmp_path / "cell"), capsys)
@@ -117,6 +118,7 @@ def test_a_server_without_iteration_rows_is_refused(tmp_path, prompts, capsys):
     assert "/metrics" in err
 
 
+@pytest.mark.slow
 def test_per_request_perf_metrics_give_the_same_counts_as_the_iteration_rows(tmp_path, prompts, capsys):
     """The second TensorRT-LLM source: ``/perf_metrics`` entries (return_perf_metrics), whose steps are proven by
     drafts and iteration span together, give exactly the AL the iteration rows give on the same server."""

@@ -103,6 +103,7 @@ def _emitted(out) -> list[int]:
     return per
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.cuda)])
 @pytest.mark.parametrize("algo", ["dflash", "dflash2"])
 @pytest.mark.parametrize("k", [7, 3, 1])
@@ -152,6 +153,7 @@ def test_continuous_batching_equals_one_request_at_a_time(trained, algo):
     assert sum(sum(acc) for _, acc, _ in alone.values()) > 0
 
 
+@pytest.mark.slow
 def test_sampled_first_step_has_the_oracles_law(trained, monkeypatch):
     """The accepted count of the first verify step (k = 7, temperature 1): ours vs the oracle."""
     oracle = _oracle()
@@ -177,6 +179,7 @@ def test_sampled_first_step_has_the_oracles_law(trained, monkeypatch):
     assert p > 1e-3, (p, table)
 
 
+@pytest.mark.slow
 def test_sampled_output_is_the_targets_law(trained):
     """Rejection sampling keeps the target's law: the second output token against its exact marginal."""
     target = trained[0]

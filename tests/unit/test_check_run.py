@@ -199,6 +199,7 @@ def test_sglang_prometheus_needs_batch_size(tmp_path) -> None:
     assert r.passed
 
 
+@pytest.mark.slow
 def test_contract_long_sglang_logs_at_batch_32(tmp_path, rng) -> None:
     """2000-line logs, batch 32, 40 steps a line, 2 decimals: correct runs pass, AL 3.95 fails (CLI exit codes)."""
     from golden_al.cli.main import main

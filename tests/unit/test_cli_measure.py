@@ -86,6 +86,7 @@ def test_single_k_writes_a_valid_record(tiny, tmp_path, capsys):
         assert len(r.extra["output_token_ids"]) == r.num_output_tokens
 
 
+@pytest.mark.slow
 def test_curve_live_equals_replay(tiny, tmp_path, capsys):
     live, replay = tmp_path / "live", tmp_path / "replay"
     assert _measure(tiny, live, "--draft-lens", "1-3") == 0
@@ -102,6 +103,7 @@ def test_curve_live_equals_replay(tiny, tmp_path, capsys):
         assert b.timing is None  # a replay times no speculative step
 
 
+@pytest.mark.slow
 def test_live_steps_are_timed(tiny, tmp_path, capsys):
     """Every row of every timed step is one verify step of a request; the steps emit every token after the
     prefill's; the draft phase is part of the step."""
@@ -137,6 +139,7 @@ def test_sampled_replay_is_marked_as_an_estimate(tiny, tmp_path, capsys):
     assert record.sampling.seed == 3
 
 
+@pytest.mark.slow
 def test_resume_does_not_double_count(tiny, tmp_path, capsys):
     fresh, partial = tmp_path / "fresh", tmp_path / "partial"
     assert _measure(tiny, fresh, "--draft-len", "2") == 0
@@ -205,6 +208,7 @@ def test_missing_model_and_bad_prompt_file(tiny, tmp_path, capsys):
     assert "--resume needs --out" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_ci_half_width_adds_prompts_until_exhausted_or_reached(tiny, tmp_path, capsys):
     out = tmp_path / "prec"
     assert _measure(tiny, out, "--draft-len", "2", "--ci-half-width", "0.00001", "--prompt-batch", "2") == 0

@@ -246,6 +246,7 @@ def test_decaying_profile_has_residuals_in_standard_errors_and_power():
     np.testing.assert_allclose(res.standardized_residuals, res.residuals / res.sigma)
 
 
+@pytest.mark.slow
 def test_goodness_of_fit_is_calibrated_on_decaying_truth(rng):
     """Under a decaying truth with known noise the test rejects about SHAPE_ALPHA of the time."""
     from distributions.fit import SHAPE_ALPHA

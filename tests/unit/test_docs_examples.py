@@ -38,6 +38,8 @@ _MARK = re.compile(r"^\s*<!-- (?:doc-test: (\S+)\s*(.*?)|(readme-test): (\S+)|((
 #: marks whose block this runner leaves to someone else
 _NOT_RUN = ("skip", "readme-test", "test-command", "fast-test-command")
 _FENCE = re.compile(r"^(\s*)```(\w*)\s*$")
+#: pages whose commands take the longest to run (the fast test lane leaves them to the full suite)
+_LONG_PAGES = ("worked-example.md", "researchers.md")
 
 
 @dataclass
@@ -151,7 +153,8 @@ def test_every_block_is_run_or_says_who_runs_it(page: Path) -> None:
             assert f'"{block.arg}"' in tests, f"{where}: no test reads the block marked {block.arg}"
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if "```bash" in p.read_text(encoding="utf-8")],
+@pytest.mark.parametrize("page", [pytest.param(p, marks=pytest.mark.slow) if p.name in _LONG_PAGES else p
+                                  for p in PAGES if "```bash" in p.read_text(encoding="utf-8")],
                          ids=lambda p: p.name)
 def test_every_command_of_the_page_runs_and_prints_what_the_page_shows(page: Path, tmp_path: Path) -> None:
     for name in ("experiments", "tests", "golden_al"):

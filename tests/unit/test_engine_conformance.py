@@ -108,6 +108,7 @@ def test_a_well_formed_plugin_loads(tmp_path: Path) -> None:
     assert "warning" not in done.stderr
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mistake", sorted(MISTAKES))
 def test_each_plugin_mistake_is_named_at_load_and_breaks_nothing_else(tmp_path: Path, mistake: str,
                                                                      baseline: subprocess.CompletedProcess[str]) -> None:
@@ -136,6 +137,7 @@ def test_a_plugin_reusing_a_builtin_knob_leaves_check_on_the_builtin_file_unchan
     assert done.returncode == 0
 
 
+@pytest.mark.slow
 def test_a_plugin_cannot_take_a_builtin_or_the_reference_name(tmp_path: Path) -> None:
     for entry in ("sglang", "reference"):
         site = _install(tmp_path / entry, _module({"name": entry}), entry=entry)
@@ -155,6 +157,7 @@ def test_every_builtin_engine_passes_the_kit_golden_al_publishes() -> None:
         assert profile_problems(profile, entry_name=name, others=others, builtin=True) == [], name
 
 
+@pytest.mark.slow
 def test_the_guides_kit_example_passes_on_the_toy_plugin_and_fails_on_a_broken_one(tmp_path: Path) -> None:
     """The Python block of docs/adding-an-engine.md, run as a plugin's CI would run it."""
     import re

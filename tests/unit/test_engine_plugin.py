@@ -87,6 +87,7 @@ def test_env_gives_the_plugins_own_settings_in_its_unit(site: Path) -> None:
     assert json.loads(done.stdout) == {"TOYSERVE_FORCE_ACCEPTED": "6.24"}  # AL - 1: the knob counts drafts only
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("name", "template"), [("run.sh", SHELL), ("compose.yaml", COMPOSE), ("cfg.json", JSON_CFG)])
 @pytest.mark.parametrize(("value", "verdict", "rc"), [
     ("6.24", "match", 0),          # AL 7.24, the golden value at k = 7
@@ -467,11 +468,13 @@ def test_every_field_of_the_toy_profile_is_a_guarded_hook_or_data() -> None:
     assert set(json.loads(done.stdout)) == set(HOOKS) | DATA
 
 
+@pytest.mark.slow
 def test_the_probes_pass_on_the_intact_toy(site: Path, tmp_path: Path, toy_server: tuple[str, int]) -> None:
     failing = [p for p in dict.fromkeys(HOOKS.values()) if not _probe(p, site, tmp_path, toy_server[0], None)]
     assert failing == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hook", sorted(HOOKS))
 def test_removing_a_hook_from_the_toy_fails_its_named_probe(site: Path, tmp_path: Path, toy_server: tuple[str, int],
                                                             hook: str) -> None:

@@ -121,6 +121,7 @@ def test_without_noise_the_fit_falls_back_to_one_decaying_profile() -> None:
     assert fit_profile(KS, np.round(al, 3)).profile == "decaying"
 
 
+@pytest.mark.slow
 def test_the_calibration_experiment_holds_its_claims_at_small_size() -> None:
     """experiments/fit-calibration, re-run small on the issue's worst case (Beta(3, 1.5), 80 prompts): the mixture's
     false flags stay within the 1 % goal plus three binomial standard errors of 40 replications, the decaying

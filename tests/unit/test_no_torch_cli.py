@@ -68,6 +68,7 @@ def test_commands_that_need_the_engine_extra_exit_2_before_any_download(no_torch
     assert not (tmp_path / "cache").exists()  # nothing was downloaded or cached
 
 
+@pytest.mark.slow
 def test_the_torch_free_commands_work_without_torch(no_torch) -> None:  # type: ignore[no-untyped-def]
     fixtures = REPO / "tests" / "fixtures"
     assert no_torch("check", str(fixtures / "recipes" / "sglang_agg_mtp.yaml")).returncode in (0, 1)

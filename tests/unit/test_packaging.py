@@ -24,6 +24,7 @@ def dist(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_the_license_is_an_spdx_expression_with_its_file(dist: Path) -> None:
     assert (REPO / "LICENSE").read_text().lstrip().startswith("Apache License")
     (wheel,) = dist.glob("*.whl")
@@ -39,6 +40,7 @@ def test_the_license_is_an_spdx_expression_with_its_file(dist: Path) -> None:
     assert not any(n.startswith("tests/") for n in names)
 
 
+@pytest.mark.slow
 def test_the_sdist_holds_what_a_packager_needs_and_its_tests_run(dist: Path, tmp_path: Path) -> None:
     (sdist,) = dist.glob("*.tar.gz")
     with tarfile.open(sdist) as tar:

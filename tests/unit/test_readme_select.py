@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _docs import REPO
 from _docs import code as _block
@@ -23,6 +25,7 @@ def _commands(block: str) -> list[str]:
             line.lstrip().startswith("#")]
 
 
+@pytest.mark.slow
 def test_the_readme_select_commands_run(tmp_path: Path) -> None:
     fake = tmp_path / "srtctl"
     fake.write_text("#!/usr/bin/env bash\nprintf '%s\\n' \"$@\"\n")
@@ -61,6 +64,7 @@ def test_the_readme_python_call_prints_what_it_says(monkeypatch) -> None:  # typ
     assert first == expected.group(1)
 
 
+@pytest.mark.slow
 def test_the_readme_verify_commands_run_with_the_exits_they_promise(tmp_path: Path) -> None:
     bindir = Path(sys.executable).parent
     env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}"}

@@ -61,6 +61,7 @@ def test_engine_runs_on_the_device(setup):
     assert engine.device.type == device
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("k", [1, 3, 7])
 def test_greedy_is_lossless_on_the_device(setup, k):
     _, engine, prompts, ref = setup
@@ -68,6 +69,7 @@ def test_greedy_is_lossless_on_the_device(setup, k):
     assert [o.output_token_ids for o in outs] == ref
 
 
+@pytest.mark.slow
 def test_live_equals_replay_at_every_k_on_the_device(setup):
     _, engine, prompts, ref = setup
     sampling = SamplingParams(max_tokens=MAX_TOKENS)

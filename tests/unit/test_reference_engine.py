@@ -92,6 +92,7 @@ def test_greedy_lossless_on_llama_too():
         assert o.output_token_ids == _target_greedy(target, p, [], 24)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prefill_emits_token", [True, False])
 def test_greedy_live_equals_replay_at_every_k(pair, case, prefill_emits_token):
     target, draft = pair
@@ -153,6 +154,7 @@ def _exact_joint(target, prompt: list[int], sampling: SamplingParams, length: in
     return out
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("temperature", "top_p", "k", "prefill_emits_token"),
                          [(0.8, 0.9, 3, False), (1.0, 1.0, 2, True)])
 def test_sampled_output_follows_the_target_distribution(temperature, top_p, k, prefill_emits_token):

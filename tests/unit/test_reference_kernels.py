@@ -159,6 +159,7 @@ def test_other_dtypes_are_left_alone(pair32):
     assert _count(t64, torch.nn.Linear) == n
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kind", ["onednn", "transposed"])
 def test_live_equals_replay_on_each_form(pair32, kind):
     if kind == "onednn" and not onednn_available():

@@ -106,6 +106,7 @@ def test_one_run_derives_every_smaller_k(fake_server, tmp_path):
     assert not res.validation
 
 
+@pytest.mark.slow
 def test_derived_al_matches_a_real_measurement_at_smaller_k(fake_server, tmp_path):
     """The fake draft accepts each position independently of where steps start: then (and only
     then) truncation is exact in expectation (5 combined standard errors)."""

@@ -290,6 +290,7 @@ def test_ctrl_c_cancels_the_array(fake_slurm, sweep_args, capsys, monkeypatch):
     assert {s.state for s in array_sweep.cell_statuses(plan)} == {"cancelled"}
 
 
+@pytest.mark.slow
 def test_sigint_cancels_even_when_the_shell_started_the_sweep_with_sigint_ignored(fake_slurm, sweep_args):
     """A non-interactive shell starts background jobs with SIGINT ignored (and Python then raises no
     KeyboardInterrupt): 'kill -INT' must still cancel the array, not leave the sweep running."""
