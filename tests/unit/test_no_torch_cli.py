@@ -173,8 +173,7 @@ SELECT_MODULES = frozenset({
     "distributions", "distributions.acceptance", "distributions.counts", "distributions.errors",
     "distributions.families", "distributions.fit", "distributions.mixture", "distributions.uncertainty",
     "distributions.units", "golden_al", "golden_al.cli", "golden_al.cli._common", "golden_al.cli.main",
-    "golden_al.cli.select", "golden_al.engines", "golden_al.engines.atom", "golden_al.engines.llamacpp",
-    "golden_al.engines.sglang", "golden_al.engines.trtllm", "golden_al.engines.vllm", "golden_al.errors",
+    "golden_al.cli.select", "golden_al.engines", "golden_al.errors",
     "golden_al.golden", "golden_al.golden.legacy", "golden_al.golden.schema", "golden_al.golden.store",
     "golden_al.golden.writer", "golden_al.plugin", "golden_al.plugin.profile", "golden_al.plugin.registry",
     "golden_al.plugin.values", "golden_al.prompts", "golden_al.prompts.conversation", "golden_al.prompts.render",
@@ -183,7 +182,7 @@ SELECT_MODULES = frozenset({
     "golden_al.safeio.json_docs", "golden_al.safeio.limits", "golden_al.safeio.read", "golden_al.safeio.write",
     "golden_al.safeio.yaml_docs", "golden_al.selection", "golden_al.selection.plan", "golden_al.selection.scripts",
     "simulators", "simulators.base", "simulators.registry",
-})
+}) | {f"golden_al.engines.{p.parent.name}" for p in (REPO / "golden_al" / "engines").glob("*/__init__.py")}  # profiles
 #: The only other packages a select run may import.
 SELECT_THIRD_PARTY = frozenset({"yaml", "ruamel", "pydantic", "pydantic_core", "annotated_types", "typing_extensions",
                                 "typing_inspection", "numpy"})
