@@ -239,14 +239,15 @@ def logged_draft_len(files: Sequence[str | Path], engine: str, draft_len: int | 
 def golden_target(files: Sequence[str | Path], *, engine: str, store: Any, thinking: str, model: str | None = None,
                   draft_len: int | None = None, algorithm: str | None = None,
                   selectors: Mapping[str, str] | None = None) -> RunTarget:
-    """The golden AL the run had to realize: (model, thinking mode, k, method) looked up in ``store``.
+    """The golden AL the run had to realize: its (model, thinking mode, k, algorithm, selectors) derived as ``check``
+    derives a recipe's (:func:`golden_al.recipes.derive.derive`, the same refusals).
 
     Model, algorithm and k come from the arguments or, where the engine logs them at start-up
-    (:func:`server_settings`), from the files; given both, they must agree.
+    (:func:`server_settings`), from the files; given both, they must agree (a model by the derivation's rule).
 
     Raises:
-        UsageError: no model or k, or an argument that contradicts the log.
-        NoGoldenValueError / AmbiguousCurveError: no (one) committed value.
+        UsageError: no model or k, an argument that contradicts the log, or the derivation's refusal.
+        NoGoldenValueError: no committed value (no curve, method or point).
     """
     k, logged = logged_draft_len(files, engine, draft_len)
     where = f"{logged.get('file')} line {logged.get('line')}" if logged else ""
@@ -261,9 +262,18 @@ def golden_target(files: Sequence[str | Path], *, engine: str, store: Any, think
     if k is None:
         raise UsageError("check-run needs the draft length (--draft-len); the files do not give it",
                          hint="pass --draft-len K")
-    method = store.method_for(engine, algo, name) if algo else None
+    from golden_al.prompts.thinking import REQUEST
+    from golden_al.recipes.derive import Identity, derive, run_settings
+    from golden_al.recipes.srt_slurm import ModelName
+
     chosen = _run_selectors(engine, logged, int(k), selectors, where)
-    point = store.lookup(name, thinking, int(k), method=method, selectors=chosen)
+    settings = run_settings(engine, int(k), f"the server's arguments ({where})" if "k" in logged and draft_len is None
+                            else "--draft-len", algorithm=algo,
+                            models=[ModelName(logged["model"], f"the server's arguments ({where})")]
+                            if logged.get("model") else [])
+    identity = Identity(model=model, thinking=thinking, thinking_priority=REQUEST)
+    point = derive(settings, store, identity=identity, what="run", selectors=chosen).require(
+        ", ".join(map(str, files)))
     golden = {"model": point.model, "thinking": point.thinking, "k": point.k, "al": point.al, "curve": point.curve,
               "method": point.method, "source": str(point.source),
               "from_log": {key: logged[key] for key in ("model", "algorithm", "k") if key in logged

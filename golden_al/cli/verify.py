@@ -2,8 +2,10 @@
 
 RUN is a measurement directory, a sweep directory (every measurement under it: one verdict per k and thinking mode,
 a table, ``--plot``), or an engine's log files (``--engine``; SGLang decode lines, vLLM SpecDecoding lines, ATOM MTP
-stats, llama-server request lines) from a run with real acceptance. The golden value is found as ``check-run
---model`` finds it (``--model``/``--thinking``, from the record or the server's logged arguments where they say it;
+stats, llama-server request lines) from a run with real acceptance. The golden value is derived as ``check`` derives
+a recipe's (one derivation, the same refusals: another curve method, a model other than the one measured, a thinking
+mode the record contradicts) from what the run states (the record's model, thinking mode, k, draft method and curve
+selectors, or the server's logged arguments; ``--model``/``--thinking``/``--selector`` must agree with them;
 ``--golden-dir``), or given bare with ``--expect-al`` (its own interval is then zero).
 
 The test is an equivalence test against a relative band (``--band 0.05``, InferenceX's [0.95, 1.05] x golden) that
@@ -67,28 +69,29 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def _golden_for_record(run: Any, args: argparse.Namespace, store: Any) -> Any:
+    """The golden value of a record: its settings (engine, k, model, thinking mode) with the curve method and
+    selectors its server stated, derived as ``check`` derives a recipe's (:func:`golden_al.recipes.derive.derive`)."""
     from golden_al.checks.verify import GoldenRef
     from golden_al.cli._common import parse_selectors
     from golden_al.errors import UsageError
+    from golden_al.prompts.thinking import REQUEST
+    from golden_al.recipes.derive import Identity, derive, run_settings
+    from golden_al.recipes.srt_slurm import ModelName
 
     if args.expect_al is not None:
         return GoldenRef(args.expect_al, None, f"--expect-al {args.expect_al:g}")
-    thinking = args.thinking or run.thinking
-    if args.thinking and run.thinking and args.thinking != run.thinking:
-        raise UsageError(f"--thinking {args.thinking} but {run.path} was measured with thinking {run.thinking}")
-    model = args.model or run.model
-    key = store.resolve_model(model)
-    if key is None:
-        raise UsageError(f"no golden curve for the record's model {model!r}", hint="pass --model with a curve's model")
-    method = run.method if run.method and store.curves_for(key, run.method) else None
     selectors = dict(run.selectors)
     for name, value in parse_selectors(args.selector, run.engine).items():
         if name in selectors and selectors[name] != value:
             raise UsageError(f"--selector {name}={value} but {run.path} was measured with {name}={selectors[name]}",
                              hint="drop the flag: the record says which curve its server realized")
         selectors[name] = value
-    point = store.lookup(key, thinking, run.k, method=method, selectors=selectors or None)
-    return _golden_ref(point, store)
+    settings = run_settings(run.engine, run.k, "the record's draft_len", thinking=run.thinking,
+                            thinking_source="the record's thinking", models=[ModelName(run.model, "the record's target")]
+                            if run.model else [])
+    identity = Identity(model=args.model, thinking=args.thinking, thinking_priority=REQUEST)
+    d = derive(settings, store, identity=identity, what="record", method=run.method, selectors=selectors)
+    return _golden_ref(d.require(run.path), store)
 
 
 def _golden_ref(point: Any, store: Any) -> Any:

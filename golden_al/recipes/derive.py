@@ -54,6 +54,7 @@ __all__ = [
     "resolve_model",
     "review_written",
     "role_settings",
+    "run_settings",
     "settings_draft",
     "walk",
 ]
@@ -380,6 +381,16 @@ def role_settings(facts: RecipeFacts, engine: str, role: str | None, *, own: boo
         problems=runtime_problems(facts.view.data, engine))
 
 
+def run_settings(engine: str, k: int, rule: str, *, models: Sequence[ModelName] = (), thinking: str | None = None,
+                 thinking_source: str = "", algorithm: str | None = None) -> RoleSettings:
+    """The settings a run states about its server (a measurement record, an engine's logged start-up arguments):
+    ``derive`` them with the curve method and selectors it states (``verify``, ``check-run``)."""
+    signals = [ThinkingSignal(thinking, thinking_source, REQUEST)] if thinking is not None else []
+    return RoleSettings(engine=engine, role=None, algorithm=algorithm, draft=DraftInfo(k=k, rule=rule),
+                        thinking=signals, models=list(models), draft_model=None, draft_sample_method=None,
+                        rejection_sample_method=None, spec={}, agentic=AgenticInfo(None, ""))
+
+
 # ------------------------------------------------------------------------- the golden point
 
 
@@ -510,6 +521,17 @@ class Derivation:
         assert self.at is not None
         return float(self.at(k).al)
 
+    def require(self, where: str) -> Any:
+        """The golden point, or the refusal raised (``where``: the file or run it is about).
+
+        Raises:
+            NoGoldenValueError: no curve, method or point (``no-golden``, ``wrong-method``). UsageError: the rest.
+        """
+        if self.point is None:
+            raise (NoGoldenValueError if self.verdict in ("no-golden", "wrong-method") else UsageError)(
+                f"{where}: {self.reason}")
+        return self.point
+
 
 def _thinking(settings: Settings, identity: Identity | None, what: str) -> tuple[str | None, str, str | None]:
     """(mode, how, refusal): the run's thinking mode, and why it cannot be told or contradicts the run's identity."""
@@ -531,15 +553,20 @@ def _thinking(settings: Settings, identity: Identity | None, what: str) -> tuple
                            f"thinking {thinking} ({how})")
 
 
-def _point(settings: Settings, store: Any, model: str, thinking: str, k: int) -> tuple[Any, Any]:
-    """(point, refusal (verdict, reason) or None) of the curve these settings select."""
+def _point(settings: Settings, store: Any, model: str, thinking: str, k: int, stated: tuple[str | None, Any]) -> \
+        tuple[Any, Any]:
+    """(point, refusal (verdict, reason) or None) of the curve these settings select (``stated``: the curve method
+    and selectors a run states, each None where the settings decide)."""
     engine = settings.engine
+    method, selectors = stated
     try:
-        method = store.method_for(engine, settings.algorithm, model) if settings.algorithm else None
+        if method is None and settings.algorithm:
+            method = store.method_for(engine, settings.algorithm, model)
     except UsageError as exc:
         return None, ("undetermined", f"draft method: {exc}")
     try:
-        selectors = registry.get_profile(engine).selectors(settings.spec, k)
+        if selectors is None:
+            selectors = registry.get_profile(engine).selectors(settings.spec, k)
     except UsageError as exc:
         return None, ("undetermined", f"curve selectors: {exc.message}")
     try:
@@ -552,7 +579,8 @@ def _point(settings: Settings, store: Any, model: str, thinking: str, k: int) ->
     except NoGoldenValueError as exc:
         others = sorted({sc.method for sc in store.curves_for(model)} - {method}) if method else []
         if others and not store.curves_for(model, method):
-            return None, ("wrong-method", f"{engine} {settings.algorithm} runs draft method {method!r}, but the "
+            runs = f"{engine} {settings.algorithm} runs" if settings.algorithm else f"the {engine} server ran"
+            return None, ("wrong-method", f"{runs} draft method {method!r}, but the "
                                   f"golden curves of {model} are of method {', '.join(map(repr, others))} only ("
                                   + "; ".join(sc.label() for sc in store.curves_for(model))
                                   + "): a value from another method's curve is not this draft's AL")
@@ -560,7 +588,7 @@ def _point(settings: Settings, store: Any, model: str, thinking: str, k: int) ->
     except UsageError as exc:
         return None, ("undetermined", str(exc))
     try:
-        if point.method:
+        if point.method and engine in registry.engine_names():  # golden-al's own reference engine has no limits
             registry.get_profile(engine).check_k(point.method, k)
     except UsageError as exc:
         return None, ("unsafe-value", exc.message)
@@ -581,8 +609,10 @@ def _ambiguous(store: Any, model: str, method: str | None, thinking: str, k: int
 
 
 def derive(settings: Settings, store: Any, *, identity: Identity | None = None, store_problem: str | None = None,
-           what: str = "config") -> Derivation:
+           what: str = "config", method: str | None = None, selectors: Mapping[str, str] | None = None) -> Derivation:
     """The golden point of ``settings`` for the run ``identity`` (None: what the config says), or the refusal.
+    ``method`` and ``selectors``: the curve method and selectors a run states about its server (a record's), used
+    instead of the ones the settings' algorithm and the engine's rule give.
 
     Refusals, in this order: an unknown k; no store; a model that does not resolve, or that the run names differently from the config; a thinking mode that
     cannot be told or contradicts the run's; a curve method, curve or point that does not exist; a k the engine
@@ -592,7 +622,8 @@ def derive(settings: Settings, store: Any, *, identity: Identity | None = None, 
     if identity is not None and identity.model:
         models.append(ModelName(identity.model, identity.model_source, run=True))
     thinking, thinking_how, thinking_problem = _thinking(settings, identity, what)
-    model, shown, model_how = resolve_model(models, store, methods_of(settings.engine, settings.algorithm))
+    model, shown, model_how = resolve_model(models, store, [method] if method else
+                                            methods_of(settings.engine, settings.algorithm))
     k = settings.draft.k
     inputs = [*getattr(settings, "inputs", ()), *(identity.inputs if identity is not None else ())]
 
@@ -612,12 +643,12 @@ def derive(settings: Settings, store: Any, *, identity: Identity | None = None, 
     if thinking_problem is not None:
         return done("undetermined", thinking_problem)
     assert thinking is not None
-    point, refusal = _point(settings, store, model, thinking, k)
+    point, refusal = _point(settings, store, model, thinking, k, (method, selectors))
     if refusal is not None:
         return done(refusal[0], refusal[1])
 
     def at(role_k: int) -> Any:
-        found, why = _point(settings, store, model, thinking, role_k)
+        found, why = _point(settings, store, model, thinking, role_k, (method, selectors))
         if why is not None:
             raise NoGoldenValueError(why[1])
         return found

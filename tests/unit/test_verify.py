@@ -266,3 +266,53 @@ def test_a_record_is_compared_with_the_curve_of_its_servers_selectors(tmp_path: 
     assert main([*argv, "--selector", "verification=token"]) == 2
     assert "was measured with verification=block" in capsys.readouterr().err
     assert main([*argv, "--expect-al", "3", "--selector", "verification=block"]) == 2
+
+
+# ------------------------------------------------------------------ one derivation with check
+
+
+_EAGLE3_RECIPE = """\
+model: {path: qwen2.5-coder-1.5b-instruct}
+backend:
+  type: sglang
+  decode_environment: {SGLANG_SIMULATE_ACC_LEN: "4.73", SGLANG_SIMULATE_ACC_METHOD: match-expected,
+                       SGLANG_SIMULATE_ACC_TOKEN_MODE: real-draft-token}
+  sglang_config:
+    decode: {speculative-algorithm: EAGLE3, speculative-num-steps: 4, speculative-eagle-topk: 1,
+             speculative-num-draft-tokens: 5, chat-template-kwargs: '{"enable_thinking": false}'}
+benchmark: {type: custom, command: bash agentic_srt.sh}
+"""
+
+
+def test_a_record_of_another_draft_method_is_refused_as_check_refuses_its_pin(tmp_path: Path,
+                                                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """verify derives the golden point as check does (recipes.derive): a record whose server ran EAGLE-3 on a model
+    whose only curve is a draft-model curve is check's ``wrong-method``, exit 2 naming both methods. verify used to
+    drop a method without curves and compare the run with the other method's curve (exit 0, consistent)."""
+    from golden_al.checks.static import check_paths
+    from golden_al.golden import load_store
+
+    rec_dir = tmp_path / "k4"
+    shutil.copytree(CURVE / "humaneval" / "k4", rec_dir)
+    doc = json.loads((rec_dir / "measurement.json").read_text())
+    doc["draft_method"] = "eagle3"
+    (rec_dir / "measurement.json").write_text(json.dumps(doc))
+    assert main(["verify", str(rec_dir)]) == 2
+    said = capsys.readouterr().err
+    recipe = tmp_path / "agentic" / "qwen.yaml"
+    recipe.parent.mkdir()
+    recipe.write_text(_EAGLE3_RECIPE)
+    (finding,) = check_paths([recipe], store=load_store(None)).findings
+    assert finding.verdict == "wrong-method", finding.message
+    tail = "draft method 'eagle3', but the golden curves of qwen2.5-coder-1.5b-instruct are of method 'draft-model' only"
+    assert tail in said
+    assert tail in finding.message
+
+
+def test_a_model_flag_naming_another_model_than_the_record_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    """--model must name the model the record measured (the derivation's model rule): verify used to look the other
+    model's curve up."""
+    assert main(["verify", str(CURVE / "humaneval" / "k4"), "--model", "glm5.2"]) == 2
+    err = capsys.readouterr().err
+    assert "conflicting models: the run's model 'glm5.2' (--model) -> glm-5.2-fp8" in err
+    assert main(["verify", str(CURVE / "humaneval" / "k4"), "--model", "Qwen/Qwen2.5-Coder-1.5B-Instruct"]) == 0
