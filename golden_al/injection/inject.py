@@ -31,7 +31,6 @@ from golden_al.errors import (
     GoldenALError,
     InjectionConflictError,
     InputFileError,
-    NoGoldenValueError,
     UsageError,
 )
 from golden_al.golden.schema import to_plain
@@ -446,10 +445,7 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
     assert k is not None  # the target role's draft length is known (analyze_recipe)
     d = derive(rs, store, what="recipe", identity=Identity(model=model, thinking=thinking,
                                                            thinking_priority=REQUEST + 1))
-    if d.point is None:
-        error = NoGoldenValueError if d.verdict in ("no-golden", "wrong-method") else UsageError
-        raise error(f"{path}: {d.reason}")
-    point = d.point
+    point = d.require(str(path))
     golden = d.al_at
     settings = registry.synthetic_settings(a.engine, point.al, k)
     p = Planner(text, path, doc)
