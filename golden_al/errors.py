@@ -21,6 +21,7 @@ The tree::
     |   +-- ServerError                a server failed to start, died, or answered badly
     |   +-- MetricMissingError         an expected metric or field is absent (never read as 0)
     |   +-- CounterResetError          a cumulative counter went backwards (server restarted)
+    |   +-- CountsDisagreeError        a server's counts contradict its tokens or the draft length
     |   +-- NoVerifyStepsError         zero verify steps: AL is undefined (``exit_code`` 2)
     |   +-- SyntheticAcceptanceActiveError  a "measurement" would read injected acceptance
     |   +-- MixedDraftLengthsError     the server drafted at more than one length (adaptive speculation)
@@ -43,6 +44,7 @@ __all__ = [
     "CheckFailedError",
     "CounterResetError",
     "CounterSemanticsError",
+    "CountsDisagreeError",
     "EngineError",
     "GoldenALError",
     "HashMismatchError",
@@ -207,3 +209,7 @@ class MixedDraftLengthsError(EngineError):
     """The server drafted at more than one length in one cell (SGLang adaptive speculation)."""
 
     exit_code = 2
+
+
+class CountsDisagreeError(EngineError):
+    """A server's counts contradict the tokens it generated or the draft length: not recorded (exit 1)."""

@@ -13,8 +13,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from golden_al.checks.findings import FAILING_VERDICTS, VERDICTS, Finding, Pin
+from golden_al.checks.findings import FAILING_VERDICTS, VERDICTS, Finding
 from golden_al.checks.static import CheckReport, check_paths, evaluate
+from golden_al.plugin.pins import Pin
 
 if TYPE_CHECKING:
     from golden_al.checks.run import RunCheckResult, RunEvidence, check_run, evidence_from_files

@@ -23,13 +23,12 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from golden_al.checks.context import scalar_text
-from golden_al.checks.findings import Pin
+from golden_al.plugin.pins import DraftInfo, ModelName, Pin, ThinkingSignal
 from golden_al.plugin.profile import EngineProfile
 from golden_al.plugin.registry import engine_names, get_profile
-from golden_al.prompts.thinking import ThinkingSignal, thinking_from_setting
-from golden_al.recipes.derive import DraftInfo, agentic_from_path
-from golden_al.recipes.srt_slurm import ModelName
+from golden_al.plugin.values import scalar_text
+from golden_al.prompts.thinking import thinking_from_setting
+from golden_al.recipes.derive import agentic_from_path
 
 __all__ = ["ARGV_KEYS", "ENV_KEYS", "command_line_pins"]
 

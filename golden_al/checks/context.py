@@ -29,9 +29,7 @@ __all__ = [
     "env_knobs",
     "env_pin_context",
     "parse_number",
-    "scalar_text",
 ]
-
 
 
 def _value_knobs(kind: str) -> dict[str, str]:
@@ -53,15 +51,6 @@ FLAG_KNOBS: dict[str, str] = _value_knobs("flag")
 CONFIG_KEYS: tuple[str, ...] = tuple(CONFIG_KNOBS)
 #: The master-config setting that holds the golden AL itself.
 MASTER_LENGTH_KEY = "SYNTHETIC_ACCEPTANCE_LENGTH"
-
-
-def scalar_text(v: Any) -> str | None:
-    """A config scalar as text (``true``/``false`` for booleans); None for a mapping, list or null."""
-    if v is None or isinstance(v, (dict, list)):
-        return None
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    return str(v)
 
 
 def env_pin_context(env_knob: EnvKnob, lookup: Callable[[str], str | None]

@@ -8,13 +8,9 @@ into a :class:`Finding`, the JSON contract of ``golden-al check --format json``.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from golden_al.plugin.profile import VersionChoice
-from golden_al.prompts.thinking import ThinkingSignal
-from golden_al.recipes.derive import AgenticInfo, DraftInfo
-from golden_al.recipes.srt_slurm import ModelName
 from golden_al.safeio.inputs import Input
 
 __all__ = [
@@ -23,7 +19,6 @@ __all__ = [
     "SEVERITY",
     "VERDICTS",
     "Finding",
-    "Pin",
     "Verdict",
     "failing_verdicts",
 ]
@@ -51,40 +46,6 @@ SEVERITY: tuple[str, ...] = ("unreadable", "unread", "bad-suppression", "unresol
 def failing_verdicts(allow: frozenset[str] | set[str] = frozenset()) -> frozenset[str]:
     """The verdicts that fail the check once ``allow`` (a subset of :data:`ALLOWABLE_VERDICTS`) is relaxed."""
     return FAILING_VERDICTS - set(allow)
-
-
-@dataclass
-class Pin:
-    """One pinned synthetic-acceptance value and its surroundings in the config."""
-
-    file: str
-    line: int  # where the pinned value is written (the line a person edits)
-    engine: str  # a registered engine's name
-    knob: str  # the name as written
-    raw_value: str | None  # the value as written (after static expansion); None: unresolved
-    unresolved: str | None = None  # why raw_value is None
-    algorithm: str | None = None
-    draft: DraftInfo = field(default_factory=DraftInfo)
-    companions: dict[str, str | None] = field(default_factory=dict)
-    thinking: list[ThinkingSignal] = field(default_factory=list)
-    models: list[ModelName] = field(default_factory=list)
-    draft_model: str | None = None
-    draft_sample_method: str | None = None
-    #: the draft's real rejection method (vLLM ``rejection_sample_method`` other than ``synthetic``):
-    #: a curve input, as in ``inject`` (:func:`golden_al.recipes.srt_slurm.curve_rejection_method`)
-    rejection_sample_method: str | None = None
-    agentic: AgenticInfo = field(default_factory=lambda: AgenticInfo(None, "the files do not say"))
-    problems: list[tuple[str, str]] = field(default_factory=list)  # (verdict, text) found while reading
-    notes: list[str] = field(default_factory=list)
-    spec: dict[str, Any] = field(default_factory=dict)  # engine-specific extras (vLLM config, ATOM flags)
-    use_line: int | None = None  # where the value reaches the engine (None: at ``line``)
-    #: further lines the pin was read from (the keys of a config written as a mapping): the census's
-    #: occurrences on them are this pin's (:func:`golden_al.checks.static.check_paths`)
-    covers: tuple[int, ...] = ()
-    #: the engine version whose facts judge the pin, and why (:meth:`EngineProfile.version_facts`)
-    version: VersionChoice | None = None
-    #: what the pin's reading read besides its own file (the recipe a master config's CONFIG_FILE points to)
-    inputs: tuple[Input, ...] = ()
 
 
 @dataclass(frozen=True)

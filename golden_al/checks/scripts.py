@@ -27,9 +27,16 @@ from pathlib import PurePath
 from typing import Any
 
 from golden_al.checks.context import CONFIG_KEYS, CONFIG_KNOBS, FLAG_KNOBS, env_pin_context
-from golden_al.checks.findings import Pin
-from golden_al.checks.spec import config_json, settings_draft, settings_draft_any_algorithm
-from golden_al.plugin.pins import PinSite, clean, value_of
+from golden_al.plugin.pins import (
+    AgenticInfo,
+    DraftInfo,
+    ModelName,
+    Pin,
+    PinSite,
+    ThinkingSignal,
+    clean,
+    value_of,
+)
 from golden_al.plugin.profile import CommandLine
 from golden_al.plugin.registry import (
     companion_env_names,
@@ -38,9 +45,9 @@ from golden_al.plugin.registry import (
     get_profile,
     load_hook,
 )
-from golden_al.prompts.thinking import SETTING_NAMES, ThinkingSignal, thinking_from_setting
-from golden_al.recipes.derive import AgenticInfo, DraftInfo, agentic_from_flag, agentic_from_path
-from golden_al.recipes.srt_slurm import ModelName
+from golden_al.plugin.spec import config_json, settings_draft, settings_draft_any_algorithm
+from golden_al.prompts.thinking import SETTING_NAMES, thinking_from_setting
+from golden_al.recipes.derive import agentic_from_flag, agentic_from_path
 from golden_al.shell import (
     MAX_STATES,
     AndOr,

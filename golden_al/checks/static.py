@@ -65,19 +65,14 @@ from golden_al.checks.file_kinds import (
     jinja_inner_kind,
     python_env_as_shell,
 )
-from golden_al.checks.findings import (
-    SEVERITY,
-    Finding,
-    Pin,
-    failing_verdicts,
-)
+from golden_al.checks.findings import SEVERITY, Finding, failing_verdicts
 from golden_al.checks.unreadable import unread_findings, unreadable_findings
 from golden_al.errors import UnreadableInputError, UsageError
+from golden_al.plugin.pins import ModelName, Pin
 from golden_al.plugin.profile import PinContext, PinReview
 from golden_al.plugin.registry import engine_names, get_profile
 from golden_al.plugin.values import format_value
 from golden_al.recipes.derive import derive
-from golden_al.recipes.srt_slurm import ModelName
 from golden_al.safeio.inputs import Input, merge_inputs, shown_path, text_input
 
 __all__ = ["DEFAULT_MAX_FILE_SIZE", "CheckReport", "check_paths", "evaluate", "excluded", "iter_candidate_files"]

@@ -27,14 +27,13 @@ from typing import Any
 import yaml
 
 from golden_al.checks.command_lines import command_line_pins
-from golden_al.checks.context import MASTER_LENGTH_KEY, env_knobs, env_pin_context, scalar_text
-from golden_al.checks.findings import Pin
+from golden_al.checks.context import MASTER_LENGTH_KEY, env_knobs, env_pin_context
 from golden_al.errors import UnreadableInputError
+from golden_al.plugin.pins import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
 from golden_al.plugin.registry import engine_names, get_profile, load_hook
-from golden_al.prompts.thinking import ThinkingSignal, is_thinking_setting, thinking_from_setting
+from golden_al.plugin.values import scalar_text
+from golden_al.prompts.thinking import is_thinking_setting, thinking_from_setting
 from golden_al.recipes.derive import (
-    AgenticInfo,
-    DraftInfo,
     RecipeFacts,
     RoleSettings,
     agentic_from_path,
@@ -50,7 +49,6 @@ from golden_al.recipes.srt_slurm import (
     WIDE_ENV,
     EnvBlock,
     MasterSetting,
-    ModelName,
     RecipeView,
     is_master,
     master_settings,
@@ -68,7 +66,6 @@ __all__ = [
     "clear_path_cache",
     "extract_json_pins",
     "extract_yaml_pins",
-    "json_obj",
     "load_yaml_docs",
     "master_refs",
     "recipe_contexts",
@@ -155,18 +152,6 @@ def load_yaml_docs(text: str) -> list[YamlDoc]:
 
 
 _scalar = scalar_text
-
-
-def json_obj(v: Any) -> dict[str, Any] | None:
-    if isinstance(v, dict):
-        return v
-    if isinstance(v, str):
-        try:
-            obj = json.loads(v)
-        except json.JSONDecodeError:
-            return None
-        return obj if isinstance(obj, dict) else None
-    return None
 
 
 # ------------------------------------------------------------------------ recipes
@@ -702,6 +687,5 @@ def _json_lines(text: str, walked: list[tuple[tuple[str, ...], Any]]) -> dict[tu
             lines[p] = bisect.bisect_left(newlines, k) + 1
             pos = k
     return lines
-
 
 

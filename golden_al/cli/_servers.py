@@ -569,11 +569,10 @@ def _sweep_to_precision(args: argparse.Namespace, options: Any, spec: Any, out: 
     import dataclasses
 
     from golden_al.cli._common import progress as progress_bar
-    from golden_al.cli.measure import _check_precision_args, _write_precision
     from golden_al.measure.precision import measure_to_precision
     from golden_al.servers.sweep import run_sweep
 
-    batch = _check_precision_args(args)
+    batch = check_precision_args(args)
     available = min(len(m.prompts) for m in spec.modes)
     last: dict[str, Any] = {}
 
@@ -589,5 +588,30 @@ def _sweep_to_precision(args: argparse.Namespace, options: Any, spec: Any, out: 
 
     outcome = measure_to_precision(measure, available=available, target_half_width=args.ci_half_width,
                                    batch=batch, resume=bool(args.resume), on_batch=on_batch)
-    _write_precision(out, outcome, ["golden-al", *sys.argv[1:]])
+    write_precision(out, outcome, ["golden-al", *sys.argv[1:]])
     return last["result"], outcome
+
+
+def check_precision_args(args: argparse.Namespace) -> int:
+    """The prompt batch of ``--ci-half-width`` (``measure``, reference or server), after checking both options."""
+    from golden_al.measure.precision import DEFAULT_PROMPT_BATCH
+
+    hw = args.ci_half_width
+    if not (hw > 0 and hw == hw and hw != float("inf")):
+        raise UsageError(f"--ci-half-width must be a number > 0, got {hw!r}", hint="e.g. 0.02 for AL +/- 0.02")
+    batch = DEFAULT_PROMPT_BATCH if args.prompt_batch is None else int(args.prompt_batch)
+    if batch < 1:
+        raise UsageError(f"--prompt-batch must be >= 1, got {batch}")
+    return batch
+
+
+def write_precision(out: Path, outcome: Any, argv: list[str]) -> None:
+    """``OUT/precision.json``: how far a ``--ci-half-width`` run went, and why it stopped."""
+    import json
+
+    from golden_al.provenance import atomic_write_text, collect
+
+    doc = {"kind": "golden-al-precision", **outcome.as_dict(), "sentence": outcome.sentence(),
+           "records": [str(Path(f"k{r.draft_len}") if len(outcome.records) > 1 else ".") for r in outcome.records],
+           "provenance": collect(argv=argv)}
+    atomic_write_text(out / "precision.json", json.dumps(doc, indent=2) + "\n")

@@ -15,7 +15,7 @@ import shlex
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,12 +39,11 @@ def _measure_options() -> set[str]:
     return set(parser._option_string_actions)
 
 
-def _measure_words(args: argparse.Namespace) -> list[str]:
-    """The sweep's measurement options as ``measure`` options (``--opt=value``), defaults left out."""
-    from golden_al.cli import sweep
-
+def _measure_words(args: argparse.Namespace, sweep_arguments: Callable[[argparse.ArgumentParser], None]) -> list[str]:
+    """The sweep's measurement options (``sweep_arguments``: the sweep command's parser builder) as ``measure``
+    options (``--opt=value``), defaults left out."""
     parser = argparse.ArgumentParser(add_help=False)
-    sweep.add_arguments(parser)
+    sweep_arguments(parser)
     known = _measure_options()
     words: list[str] = []
     for action in parser._actions:
@@ -67,12 +66,12 @@ def _measure_words(args: argparse.Namespace) -> list[str]:
 
 
 def cell_commands(args: argparse.Namespace, draft_lens: Sequence[int], thinking: Sequence[str],
-                  out: Path) -> list[Any]:
+                  out: Path, sweep_arguments: Callable[[argparse.ArgumentParser], None]) -> list[Any]:
     """One :class:`~golden_al.schedulers.array_sweep.Cell` per (mode, k), modes outer, k inner."""
     from golden_al.schedulers.array_sweep import Cell
     from golden_al.servers.sweep import cell_dir
 
-    words = _measure_words(args)
+    words = _measure_words(args, sweep_arguments)
     cells: list[Any] = []
     for mode in thinking:
         for k in sorted(set(draft_lens)):
@@ -205,14 +204,16 @@ def print_status(out: Path) -> int:
 
 
 # ---------------------------------------------------------------------------- submit and follow
-def run_slurm_sweep(args: argparse.Namespace, *, draft_lens: list[int], thinking: list[str]) -> int:
-    """Submit the missing cells as one array, then follow them in a live table until every cell ends."""
+def run_slurm_sweep(args: argparse.Namespace, *, draft_lens: list[int], thinking: list[str],
+                    sweep_arguments: Callable[[argparse.ArgumentParser], None]) -> int:
+    """Submit the missing cells as one array, then follow them in a live table until every cell ends
+    (``sweep_arguments``: the sweep command's parser builder, whose options the cells repeat)."""
     from golden_al.schedulers import array_sweep, slurm
 
     slurm.check_sbatch_args(args.slurm_arg)
     _check_options(args, draft_lens, thinking)
     out = Path(args.out).resolve()
-    cells = cell_commands(args, draft_lens, thinking, out)
+    cells = cell_commands(args, draft_lens, thinking, out, sweep_arguments)
     if args.print_command:
         for c in cells:
             sys.stdout.write(f"# array task {c.index}: {c.name}\n{shlex.join(c.command)}\n")

@@ -62,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Import, write, print one line per record."""
-    from golden_al.measure.imported import ImportOptions, import_files, write_imported
+    from golden_al.measure.imported import import_files, write_imported
+    from golden_al.plugin.imported import ImportOptions
 
     kwargs = {}
     if args.chat_template_kwargs:

@@ -210,7 +210,9 @@ def _run_reference(args: argparse.Namespace) -> int:
     cache = cache_dir(args.cache_dir)
     # every option and input file is checked before torch is imported (a typo fails in well under a second)
     if args.ci_half_width is not None:
-        _check_precision_args(args)
+        from golden_al.cli._servers import check_precision_args
+
+        check_precision_args(args)
     prompt_set = check_inputs(settings, cache_dir=cache, out_dir=out, resume=args.resume)
     from golden_al.reference import quiet_transformers
 
@@ -226,38 +228,16 @@ def _run_reference(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_precision_args(args: argparse.Namespace) -> int:
-    from golden_al.measure.precision import DEFAULT_PROMPT_BATCH
-
-    hw = args.ci_half_width
-    if not (hw > 0 and hw == hw and hw != float("inf")):
-        raise UsageError(f"--ci-half-width must be a number > 0, got {hw!r}", hint="e.g. 0.02 for AL +/- 0.02")
-    batch = DEFAULT_PROMPT_BATCH if args.prompt_batch is None else int(args.prompt_batch)
-    if batch < 1:
-        raise UsageError(f"--prompt-batch must be >= 1, got {batch}")
-    return batch
-
-
-def _write_precision(out: Path, outcome: Any, argv: list[str]) -> None:
-    import json
-
-    from golden_al.provenance import atomic_write_text, collect
-
-    doc = {"kind": "golden-al-precision", **outcome.as_dict(), "sentence": outcome.sentence(),
-           "records": [str(Path(f"k{r.draft_len}") if len(outcome.records) > 1 else ".") for r in outcome.records],
-           "provenance": collect(argv=argv)}
-    atomic_write_text(out / "precision.json", json.dumps(doc, indent=2) + "\n")
-
-
 def _run_reference_to_precision(args: argparse.Namespace, settings: Any, inputs: Any, out: Path,
                                 argv: list[str]) -> int:
     import dataclasses
 
+    from golden_al.cli._servers import check_precision_args, write_precision
     from golden_al.measure.precision import measure_to_precision
     from golden_al.measure.reference import run_measurement
     from golden_al.prompts import dataset_hash
 
-    batch = _check_precision_args(args)
+    batch = check_precision_args(args)
     per_k = len(settings.draft_lens) > 1
 
     def measure(n: int, resume: bool) -> list[Any]:
@@ -274,7 +254,7 @@ def _run_reference_to_precision(args: argparse.Namespace, settings: Any, inputs:
     outcome = measure_to_precision(measure, available=len(inputs.rendered), target_half_width=args.ci_half_width,
                                    batch=batch, resume=args.resume, on_batch=on_batch)
     _print_summary(outcome.records, out, per_k=per_k)
-    _write_precision(out, outcome, argv)
+    write_precision(out, outcome, argv)
     sys.stdout.write(outcome.sentence() + "\n")
     return 0
 

@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
         from golden_al.cli._sweep_array import run_slurm_sweep
 
         return run_slurm_sweep(args, draft_lens=parse_int_list(args.draft_lens, name="--draft-lens"),
-                               thinking=parse_thinking(args.thinking))
+                               thinking=parse_thinking(args.thinking), sweep_arguments=add_arguments)
     if args.slurm_arg or args.slurm_max_running is not None or args.detach:
         raise UsageError("--slurm-arg, --slurm-max-running and --detach need --scheduler slurm")
     draft_lens = parse_int_list(args.draft_lens, name="--draft-lens")

@@ -196,6 +196,33 @@ class Planner:
     def where(self, loc: tuple[Any, ...]) -> str:
         return ".".join(str(p) for p in loc)
 
+    def own_items(self, mapping: Any) -> list[tuple[Any, Any]]:
+        """A mapping's own items (merged ``<<`` keys excluded), in document order."""
+        return list(iter_own_items(mapping))
+
+    def equal(self, var: str, old: Any, new: str) -> bool:
+        """Whether a recipe's value of ``var`` already equals the one to write (:func:`values_equal`)."""
+        return values_equal(var, old, new)
+
+    def rewrite_json(self, parent: Any, key: Any, loc: tuple[Any, ...], raw: str, new: Mapping[str, Any],
+                     changes: list[tuple[tuple[Any, ...], str | None, str, bool]]) -> None:
+        """Replace the JSON text ``raw`` held at ``parent[key]`` by ``new``, in its own separators and quotes, and
+        record ``changes`` (``(loc, old, new, conflict)`` each) at its line.
+
+        Raises:
+            InputFileError: the JSON is a plain (unquoted) scalar, which cannot be rewritten safely.
+        """
+        vline, vcol = self.value_pos(parent, key)
+        item, sep = json_separators(raw)
+        text = json.dumps(new, separators=(item, sep), ensure_ascii=False)
+        end = scalar_span(self.lines, vline, vcol, path=str(self.path), flow=bool(parent.fa.flow_style()))
+        token = self.lines[vline][vcol:end]
+        if quote_style(token) == "":
+            raise InputFileError(f"{self.where(loc)}: a plain (unquoted) JSON value cannot be rewritten safely",
+                                 path=self.path, line=vline + 1, hint="quote it: speculative-config: '{...}'")
+        self.edits.append(Edit(vline, vcol, vline, end, requote(token, text)))
+        self.changes.extend(Change(vline + 1, self.where(at), old, value, conflict) for at, old, value, conflict in changes)
+
     # -- primitives
     def replace_scalar(self, mapping: Any, key: str, new: str, loc: tuple[Any, ...], old: Any, conflict: bool,
                        *, typed: bool = False) -> None:
@@ -456,7 +483,7 @@ def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
         raise UsageError(f"{path}: " + "; ".join(problems))
     if profile.recipe.inject_into == "config":
         assert profile.recipe.config_writer is not None  # conformance: a config-injecting recipe names its writer
-        names = set(registry.load_hook(profile.recipe.config_writer)(p, a, golden))
+        names = set(registry.load_hook(profile.recipe.config_writer)(p, golden))
     elif profile.recipe.inject_into == "args":
         names = _plan_args(p, a, golden)
     else:

@@ -13,7 +13,8 @@ from typing import Any
 
 from golden_al.errors import InputFileError, UsageError
 from golden_al.golden.schema import load_yaml_roundtrip, node_line
-from golden_al.recipes.derive import DraftInfo, RoleSettings, recipe_facts, role_settings
+from golden_al.plugin.pins import DraftInfo
+from golden_al.recipes.derive import RoleSettings, recipe_facts, role_settings
 from golden_al.recipes.srt_slurm import (
     Recipe,
     RecipeView,

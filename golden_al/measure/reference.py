@@ -464,7 +464,8 @@ def run_measurement(
     """
     from golden_al.measure.records import RequestLog, build_record, request_result, write_record
     from golden_al.measure.schema import BlockDraftInfo, SamplingInfo
-    from golden_al.measure.totals import TimedUnit, timing_block
+    from golden_al.measure.totals import timing_block
+    from golden_al.plugin.imported import TimedUnit
     from golden_al.provenance import collect, now_iso
     from golden_al.reference import ReferenceEngine, SamplingParams, make_generator
 

@@ -19,10 +19,10 @@ from distributions.errors import DistributionError
 from distributions.uncertainty import ALInterval, al_interval_result
 from golden_al.errors import NoVerifyStepsError
 from golden_al.measure.schema import CellCounts, RequestResult, Timing, TimingGroup
+from golden_al.plugin.imported import TimedUnit
 
 __all__ = [
     "CellTotals",
-    "TimedUnit",
     "cell_totals",
     "clusters_from_requests",
     "counter_width_note",
@@ -209,16 +209,6 @@ def counter_width_note(counts: CellCounts, interval: ALInterval, unit: str, draf
 
 
 # ---------------------------------------------------------------------------- timings
-@dataclass(frozen=True)
-class TimedUnit:
-    """One timed step, or one request with the decode steps it took (summed into :class:`Timing`)."""
-
-    batch: int
-    steps: int
-    tokens: int
-    wall_ms: float
-    load1: float | None
-    draft_ms: float | None = None
 
 
 def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:

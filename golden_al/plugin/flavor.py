@@ -10,13 +10,29 @@ server never branches on an engine's name.
 from __future__ import annotations
 
 import datetime as _dt
-from collections.abc import Callable
-from typing import Any, ClassVar
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol
 
-from golden_al.servers.reference.config import ServeConfig
-from golden_al.servers.served_engine import Generation, ServedEngine
+__all__ = ["Flavor", "Generation", "ServeSettings", "ServedEngine", "now_log", "now_short"]
 
-__all__ = ["Flavor", "now_log", "now_short"]
+
+class ServeSettings(Protocol):
+    """What a flavor reads of serve-reference's settings (:class:`golden_al.servers.reference.config.ServeConfig`)."""
+
+    host: str
+    algorithm: str  #: the ``speculative_algorithm`` an SGLang imitation reports
+    meta_version: str
+    version: str
+    decode_log_interval: int
+    log_stats_interval_s: float
+    per_request_metrics: str | None
+    claim_synthetic: bool
+    speculative_adaptive: bool
+    accept_threshold_single: float
+    server_settings: Mapping[str, Any]  #: settings the stand-in reports it runs with beyond its own
+    iter_stats_max_iterations: int
+    perf_metrics_max_requests: int
 
 
 def now_log() -> str:
@@ -41,7 +57,7 @@ class Flavor:
     #: seconds between :meth:`tick` calls (None: no ticker)
     tick_interval_s: float | None = None
 
-    def __init__(self, config: ServeConfig, engine: ServedEngine, log: Callable[[str], None],
+    def __init__(self, config: ServeSettings, engine: ServedEngine, log: Callable[[str], None],
                  model_name: Callable[[], str]) -> None:
         self.config = config
         self.engine = engine
@@ -83,3 +99,34 @@ class Flavor:
     def chat_fields(self, resp: dict[str, Any], choice: dict[str, Any], body: dict[str, Any], gen: Generation,
                     rid: str, latency: float, nospec: bool) -> None:
         """Add the engine's own fields to a chat answer (``nospec``: leave the spec fields out)."""
+
+
+@dataclass
+class Generation:
+    """One answered request."""
+
+    text: str
+    prompt_tokens: int
+    output_tokens: int
+    """Completion tokens, including the first one emitted by the prefill."""
+    accepted: list[int] = field(default_factory=list)
+    """Accepted drafts ``n`` per verify step, in order."""
+    drafted: list[int] = field(default_factory=list)
+    """Drafts proposed per verify step (``min(k, budget left)``)."""
+    finish_reason: str = "length"
+    """``stop`` or ``length``."""
+
+
+class ServedEngine(Protocol):
+    """What the HTTP server needs from an engine."""
+
+    draft_len: int
+    model_name: str
+    target_name: str
+    draft_name: str
+
+    def generate(self, *, messages: Sequence[Mapping[str, Any]] | None, text: str | None, max_tokens: int,
+                 temperature: float, top_p: float, seed: int | None,
+                 chat_template_kwargs: Mapping[str, Any] | None) -> Generation:
+        """Answer one request (``messages`` for chat, ``text`` for SGLang ``/generate``)."""
+        ...

@@ -312,7 +312,7 @@ class RecipeFormat:
     #: knobs, vLLM's), ``(path, line, value, models, thinking_for, agentic, role) -> Pin | None``
     config_pin: Hook | None = None
     #: ``inject_into: config``: a hook (:data:`Hook`) writing the synthetic settings into each speculative config,
-    #: ``(planner, analysis, golden(k) -> AL) -> names written`` (:mod:`golden_al.injection.inject`)
+    #: ``(planner, golden(k) -> AL) -> names written`` (:class:`golden_al.plugin.inject.RecipePlanner`)
     config_writer: Hook | None = None
 
 

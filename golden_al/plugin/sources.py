@@ -36,6 +36,7 @@ from golden_al.errors import (
     CounterResetError,
     InputFileError,
     MetricMissingError,
+    MixedDraftLengthsError,
     ServerError,
     UsageError,
 )
@@ -43,6 +44,7 @@ from golden_al.httpclient import ServerClient
 
 __all__ = [
     "CounterSource",
+    "MixedDraftLengths",
     "PerRequestSource",
     "ResponseCounts",
     "Snapshot",
@@ -380,3 +382,37 @@ class CounterSource(Source):
         return after
 
 
+class MixedDraftLengths:
+    """Refuses a cell whose requests were drafted at more than one draft length (SGLang adaptive
+    speculation changes ``speculative_num_steps`` step by step).
+
+    SGLang reports ``spec_num_proposed_drafts = spec_verify_ct * (speculative_num_draft_tokens - 1)``
+    for a fixed draft length (sgl-project/sglang ``python/sglang/srt/managers/tokenizer_manager.py``
+    ``_calculate_spec_decoding_metrics``, 0.5.23), so proposed drafts per verify step is one integer,
+    the same for every request; a fraction, or two values in one cell, means the steps were drafted at
+    different lengths and the histogram is not one curve point.
+    """
+
+    def __init__(self) -> None:
+        self.per_step: float | None = None
+        self.first: str | None = None
+
+    def check(self, counts: AcceptanceCounts, label: str) -> None:
+        """Raise MixedDraftLengthsError when ``counts`` disagree with one fixed draft length."""
+        proposed, steps = counts.num_draft_tokens, float(counts.num_verify_steps)
+        if proposed is None or steps <= 0:
+            return
+        ratio = float(proposed) / steps
+        if abs(ratio - round(ratio)) > 1e-6:
+            raise MixedDraftLengthsError(
+                f"{label}: {proposed:g} drafts proposed over {steps:g} verify steps ({ratio:.3f} per step): the "
+                "server drafted at more than one length (adaptive speculation?); a histogram that mixes draft "
+                "lengths is not a curve point",
+                hint="start SGLang without --speculative-adaptive")
+        if self.per_step is None:
+            self.per_step, self.first = ratio, label
+        elif abs(ratio - self.per_step) > 1e-6:
+            raise MixedDraftLengthsError(
+                f"{label}: {ratio:g} drafts proposed per verify step, but {self.first} had {self.per_step:g}: the "
+                "server changed its draft length during the cell (adaptive speculation?)",
+                hint="start SGLang without --speculative-adaptive")

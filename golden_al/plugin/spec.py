@@ -10,18 +10,17 @@ a separate model (TensorRT-LLM's two-model path).
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from typing import Any
 
 from golden_al.errors import UsageError
+from golden_al.plugin.pins import DraftInfo
 from golden_al.plugin.profile import Speculation
 from golden_al.plugin.registry import get_profile
-from golden_al.recipes.derive import DraftInfo
-from golden_al.recipes.derive import settings_draft as derive_draft
 from golden_al.shell import harden, has_unknown, show, unknown_names
 
-__all__ = ["config_json", "settings_draft", "settings_draft_any_algorithm"]
+__all__ = ["config_json", "draft_from_settings", "settings_draft", "settings_draft_any_algorithm"]
 
 
 def _unresolved(values: Mapping[str, Any]) -> str | None:
@@ -32,10 +31,31 @@ def _unresolved(values: Mapping[str, Any]) -> str | None:
     return None
 
 
+def draft_from_settings(engine: str, spec: Speculation | None, where: str,
+                        unresolved: Callable[[Mapping[str, Any]], str | None] | None = None) -> DraftInfo:
+    """k from the speculative settings a reader found (None: none), by the engine's rule
+    (:attr:`~golden_al.plugin.profile.CheckSupport.settings_draft_len`); ``unresolved``: why a value k rests on
+    cannot be read (a shell reader's variable set outside the file), or None."""
+    try:
+        profile = get_profile(engine)
+    except KeyError:
+        return DraftInfo(problem=f"the engine is unknown ({engine}), so nothing in {where} fixes k")
+    if profile.check.settings_draft_len is None:
+        return DraftInfo(problem=f"{profile.display_name} settings in {where} do not fix the draft length")
+    problem = unresolved(spec.draft_inputs) if spec is not None and unresolved is not None else None
+    if problem:
+        return DraftInfo(problem=problem)
+    try:
+        d = profile.check.settings_draft_len(spec)
+    except (UsageError, ValueError) as exc:
+        return DraftInfo(problem=f"{exc} ({where})")
+    return DraftInfo(k=d.k, rule=f"{d.described or d.rule} in {where}", chain=d.chain, two_model=d.two_model)
+
+
 def settings_draft(engine: str, spec: Speculation | None, where: str) -> DraftInfo:
-    """:func:`golden_al.recipes.derive.settings_draft`, a value k rests on that is set outside the shell file (a
-    variable the reader could not expand) leaving the draft length unknown."""
-    return derive_draft(engine, spec, where, unresolved=_unresolved)
+    """:func:`draft_from_settings` of a shell file's settings: a value k rests on that is set outside the file (a
+    variable the reader could not expand) leaves the draft length unknown."""
+    return draft_from_settings(engine, spec, where, unresolved=_unresolved)
 
 
 def settings_draft_any_algorithm(engine: str, spec: Speculation, where: str, hidden: str) -> DraftInfo:

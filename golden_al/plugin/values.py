@@ -11,7 +11,8 @@ from typing import Any
 from distributions import units
 from golden_al.errors import UsageError
 
-__all__ = ["format_value", "int_flag", "json_object", "parse_number", "parse_rates", "selector_text", "set_flag"]
+__all__ = ["format_value", "int_flag", "json_obj", "json_object", "parse_number", "parse_rates", "scalar_text", "selector_text",
+           "set_flag"]
 
 
 def format_value(x: float) -> str:
@@ -123,3 +124,25 @@ def selector_text(value: Any, name: str) -> str:
     if isinstance(value, str) and value.strip():
         return value.strip().lower()
     raise UsageError(f"curve selector {name}: expected a number, a boolean or a word, got {value!r}")
+
+
+def scalar_text(v: Any) -> str | None:
+    """A config scalar as text (``true``/``false`` for booleans); None for a mapping, list or null."""
+    if v is None or isinstance(v, (dict, list)):
+        return None
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    return str(v)
+
+
+def json_obj(v: Any) -> dict[str, Any] | None:
+    """A JSON object given as a mapping or as JSON text, None when it is neither (the lenient :func:`json_object`)."""
+    if isinstance(v, dict):
+        return v
+    if isinstance(v, str):
+        try:
+            obj = json.loads(v)
+        except json.JSONDecodeError:
+            return None
+        return obj if isinstance(obj, dict) else None
+    return None

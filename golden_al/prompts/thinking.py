@@ -26,6 +26,7 @@ from pathlib import Path, PurePath
 from typing import Any
 
 from golden_al.errors import InputFileError, UsageError
+from golden_al.plugin.pins import ThinkingSignal
 
 __all__ = [
     "LEVEL_RE",
@@ -35,7 +36,6 @@ __all__ = [
     "THINKING_MODES",
     "ThinkingMode",
     "ThinkingPreset",
-    "ThinkingSignal",
     "chat_template_kwargs_for",
     "family_for",
     "get_preset",
@@ -276,20 +276,6 @@ def normalize_thinking(value: str | bool) -> str:
 
 #: Priority of a request's own thinking controls (per-request kwargs): every lower priority is a default they override.
 REQUEST = 4
-
-
-@dataclass(frozen=True)
-class ThinkingSignal:
-    """One setting that says thinking is on or off, and how strongly.
-
-    ``priority``: 4 (:data:`REQUEST`) per-request kwargs sent by the benchmark client; 3 server default chat-template
-    kwargs / front-end default thinking mode; 2 engine environment defaults (``SGLANG_DEFAULT_THINKING``); 1
-    chat-template file name; 0 the harness's lookup setting (InferenceX ``THINKING_MODE``).
-    """
-
-    mode: str  #: ``on``, ``off`` or a named level (``reasoning_effort_high``)
-    source: str
-    priority: int
 
 
 _TRUE = {"1", "true", "yes", "on", "enabled", "enable"}

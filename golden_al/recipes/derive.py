@@ -16,11 +16,12 @@ from typing import Any, Literal, Protocol
 
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UsageError
 from golden_al.plugin import registry
-from golden_al.plugin.profile import PinContext, Speculation
+from golden_al.plugin.pins import AgenticInfo, DraftInfo, ModelName, ThinkingSignal
+from golden_al.plugin.profile import PinContext
+from golden_al.plugin.spec import draft_from_settings
 from golden_al.plugin.values import format_value, parse_number
 from golden_al.prompts.thinking import (
     REQUEST,
-    ThinkingSignal,
     is_thinking_setting,
     resolve_thinking,
     thinking_from_setting,
@@ -28,7 +29,6 @@ from golden_al.prompts.thinking import (
 )
 from golden_al.recipes.srt_slurm import (
     GENERATING_ROLES,
-    ModelName,
     RecipeView,
     canonical_role,
     curve_rejection_method,
@@ -38,9 +38,7 @@ from golden_al.recipes.srt_slurm import (
 from golden_al.safeio.inputs import Input
 
 __all__ = [
-    "AgenticInfo",
     "Derivation",
-    "DraftInfo",
     "Identity",
     "RecipeFacts",
     "RoleSettings",
@@ -55,7 +53,6 @@ __all__ = [
     "review_written",
     "role_settings",
     "run_settings",
-    "settings_draft",
     "walk",
 ]
 
@@ -85,14 +82,6 @@ class Identity:
     spec_decoding: str | None = None
     mode: Mode = "throughput"
     inputs: tuple[Input, ...] = ()
-
-
-@dataclass(frozen=True)
-class AgenticInfo:
-    """Whether the config is an agentic benchmark (None: the files do not say)."""
-
-    agentic: bool | None
-    reason: str
 
 
 _AGENTIC_DIRS = {"agentic", "agentx", "agentic-coding", "agentic_coding"}
@@ -133,38 +122,6 @@ def agentic_from_flag(value: Any, where: str) -> AgenticInfo | None:
 
 
 # ------------------------------------------------------------------------- the settings
-
-
-@dataclass
-class DraftInfo:
-    """The draft length and how it was derived (``problem`` says why it is unknown)."""
-
-    k: int | None = None
-    rule: str = ""
-    problem: str | None = None
-    chain: bool = True
-    two_model: bool | None = None  # TensorRT-LLM only
-
-
-def settings_draft(engine: str, spec: Speculation | None, where: str,
-                   unresolved: Callable[[Mapping[str, Any]], str | None] | None = None) -> DraftInfo:
-    """k from the speculative settings a reader found (None: none), by the engine's rule
-    (:attr:`~golden_al.plugin.profile.CheckSupport.settings_draft_len`); ``unresolved``: why a value k rests on
-    cannot be read (a shell reader's variable set outside the file), or None."""
-    try:
-        profile = registry.get_profile(engine)
-    except KeyError:
-        return DraftInfo(problem=f"the engine is unknown ({engine}), so nothing in {where} fixes k")
-    if profile.check.settings_draft_len is None:
-        return DraftInfo(problem=f"{profile.display_name} settings in {where} do not fix the draft length")
-    problem = unresolved(spec.draft_inputs) if spec is not None and unresolved is not None else None
-    if problem:
-        return DraftInfo(problem=problem)
-    try:
-        d = profile.check.settings_draft_len(spec)
-    except (UsageError, ValueError) as exc:
-        return DraftInfo(problem=f"{exc} ({where})")
-    return DraftInfo(k=d.k, rule=f"{d.described or d.rule} in {where}", chain=d.chain, two_model=d.two_model)
 
 
 class Settings(Protocol):
@@ -367,7 +324,7 @@ def role_settings(facts: RecipeFacts, engine: str, role: str | None, *, own: boo
     spec = None
     if rc is not None:
         spec = rc.spec if rc.spec is not None and rc.spec.engine == engine else speculation(engine, rc.args)
-    info = settings_draft(engine, spec, where)
+    info = draft_from_settings(engine, spec, where)
     if used not in (role, None) and role is not None:
         info.rule += f" (the {used} worker's)"
     ok = spec is not None and spec.problem is None

@@ -31,6 +31,7 @@ from functools import lru_cache
 from typing import Any
 
 from golden_al.plugin import registry
+from golden_al.plugin.pins import ModelName
 from golden_al.plugin.profile import RecipeFormat, Speculation
 from golden_al.recipes.srtctl import expand_variants
 
@@ -42,7 +43,6 @@ __all__ = [
     "WIDE_ENV",
     "EnvBlock",
     "MasterSetting",
-    "ModelName",
     "Recipe",
     "RecipeView",
     "RoleConfig",
@@ -174,21 +174,6 @@ def curve_rejection_method(value: Any) -> str | None:
 
 
 # ---------------------------------------------------------------------------- recipes
-
-
-@dataclass(frozen=True)
-class ModelName:
-    """A name a config or the run gives the served model (tried against the store in order).
-
-    ``pattern``: ``name`` is a shell glob (a ``case`` arm such as ``*DeepSeek-V4*``) that the model's name matches on
-    this path; it stands for every store model whose name fits it. ``run``: the run's identity names it (``--model``,
-    ``MODEL_PREFIX``, the master config that runs the recipe), not the config itself: the two must agree.
-    """
-
-    name: str
-    source: str
-    pattern: bool = False
-    run: bool = False
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from golden_al.measure.totals import cell_totals, request_timing
 from golden_al.plugin.checks_ran import ran
 from golden_al.provenance import collect, now_iso
 from golden_al.servers.cell import CellPlan, ChatPrompt
+from golden_al.servers.retokenize import text_and_finish
 
 __all__ = [
     "MIN_WINDOWS",
@@ -33,7 +34,6 @@ __all__ = [
     "reported_al",
     "result_row",
     "split_draft_len_rows",
-    "text_and_finish",
     "usage_tokens",
     "write_draft_len_records",
 ]
@@ -44,7 +44,7 @@ def _token_count(value: Any, field: str) -> int | None:
     NaN, a fraction, a negative) is evidence that contradicts itself: refused, naming the field."""
     import math
 
-    from golden_al.servers.crosscheck import CountsDisagreeError
+    from golden_al.errors import CountsDisagreeError
 
     if value is None:
         return None
@@ -69,33 +69,15 @@ def usage_tokens(resp: Mapping[str, Any]) -> tuple[int | None, int | None]:
     return None, None
 
 
-def text_and_finish(resp: Mapping[str, Any]) -> tuple[str | None, str | None]:
-    """(generated text, finish reason) of one answer (None: absent)."""
-    choices = resp.get("choices")
-    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
-        c = choices[0]
-        msg: Mapping[str, Any] = c["message"] if isinstance(c.get("message"), Mapping) else {}
-        content = msg.get("content")
-        reasoning = msg.get("reasoning_content") or msg.get("reasoning")
-        text = content if isinstance(content, str) else None
-        if isinstance(reasoning, str) and reasoning:
-            text = f"<think>{reasoning}</think>{text or ''}"
-        return text, (str(c["finish_reason"]) if c.get("finish_reason") is not None else None)
-    meta: Mapping[str, Any] = resp["meta_info"] if isinstance(resp.get("meta_info"), Mapping) else {}
-    fr = meta.get("finish_reason")
-    if isinstance(fr, Mapping):
-        fr = fr.get("type")
-    return (resp.get("text") if isinstance(resp.get("text"), str) else None), (str(fr) if fr else None)
-
-
 def cross_check(plan: CellPlan, counts: AcceptanceCounts, responses: Sequence[Mapping[str, Any]],
                  label: str) -> None:
     """The unit's counts against the tokens its answers report and the draft length
     (:mod:`golden_al.servers.crosscheck`), and each OpenAI answer's ``model`` against the model the
     run measures (native answers, SGLang's ``/generate``, carry none); raises CountsDisagreeError
     before anything is recorded."""
+    from golden_al.errors import CountsDisagreeError
     from golden_al.plugin.registry import get_profile
-    from golden_al.servers.crosscheck import CountsDisagreeError, check_unit
+    from golden_al.servers.crosscheck import check_unit
 
     for resp in responses:  # an OpenAI answer names the model that wrote it: the one the run measures
         if "choices" in resp and resp.get("model") != plan.served_model:

@@ -29,10 +29,10 @@ A disagreement is :class:`CountsDisagreeError` (the cell fails, exit 1), never a
 from __future__ import annotations
 
 from distributions.counts import AcceptanceCounts
-from golden_al.errors import EngineError
+from golden_al.errors import CountsDisagreeError
 from golden_al.plugin.checks_ran import ran
 
-__all__ = ["CountsDisagreeError", "check_unit"]
+__all__ = ["check_unit"]
 
 #: Draft methods that propose only where the text matches (plain decode steps are not verify steps).
 MATCHING_METHODS: tuple[str, ...] = ("ngram", "suffix", "ngram-simple", "ngram-mod", "ngram-map-k", "ngram-map-k4v",
@@ -44,10 +44,6 @@ def _every_step(method: str | None) -> bool:
     unknown method (an attached server that does not say) is held to it too: a guard never skips itself for want
     of evidence (issue 51); a matching drafter is named with ``--algorithm``."""
     return (method or "").strip().lower() not in MATCHING_METHODS
-
-
-class CountsDisagreeError(EngineError):
-    """A server's counts contradict the tokens it generated or the draft length: not recorded (exit 1)."""
 
 
 def check_unit(counts: AcceptanceCounts, *, k: int, completion_tokens: int | None, requests: int, label: str,

@@ -42,7 +42,6 @@ from typing import Any
 
 from distributions.counts import AcceptanceCounts, from_histogram, tidy_count
 from golden_al.errors import (
-    MixedDraftLengthsError,
     ServerError,
     UsageError,
 )
@@ -51,7 +50,7 @@ from golden_al.measure.records import append_request_result, commit_rows, read_r
 from golden_al.measure.schema import REQUESTS_FILE, MeasurementRecord, RequestResult, ServerInfo
 from golden_al.measure.totals import request_indices
 from golden_al.plugin import checks_ran
-from golden_al.plugin.sources import CounterSource, PerRequestSource, Source
+from golden_al.plugin.sources import CounterSource, MixedDraftLengths, PerRequestSource, Source
 from golden_al.provenance import now_iso
 from golden_al.servers.cell import (
     CELL_FILE,
@@ -73,18 +72,17 @@ from golden_al.servers.cell_records import (
     reported_al,
     result_row,
     split_draft_len_rows,
-    text_and_finish,
     usage_tokens,
     write_draft_len_records,
 )
 from golden_al.servers.pipeline import PipelineStats, run_pipeline, run_waves
+from golden_al.servers.retokenize import text_and_finish
 
 __all__ = [
     "CELL_FILE",
     "SESSION_FILE",
     "CellPlan",
     "ChatPrompt",
-    "MixedDraftLengths",
     "batch_count",
     "batch_windows",
     "cell_lock",
@@ -113,42 +111,6 @@ async def _warmup(client: ServerClient, plan: CellPlan, source: Source, progress
                                label=_label(plan, f"warmup request {prompt.index}"))
 
     await run_pipeline(items, send, schedule=plan.schedule)
-
-
-class MixedDraftLengths:
-    """Refuses a cell whose requests were drafted at more than one draft length (SGLang adaptive
-    speculation changes ``speculative_num_steps`` step by step).
-
-    SGLang reports ``spec_num_proposed_drafts = spec_verify_ct * (speculative_num_draft_tokens - 1)``
-    for a fixed draft length (sgl-project/sglang ``python/sglang/srt/managers/tokenizer_manager.py``
-    ``_calculate_spec_decoding_metrics``, 0.5.23), so proposed drafts per verify step is one integer,
-    the same for every request; a fraction, or two values in one cell, means the steps were drafted at
-    different lengths and the histogram is not one curve point.
-    """
-
-    def __init__(self) -> None:
-        self.per_step: float | None = None
-        self.first: str | None = None
-
-    def check(self, counts: AcceptanceCounts, label: str) -> None:
-        """Raise MixedDraftLengthsError when ``counts`` disagree with one fixed draft length."""
-        proposed, steps = counts.num_draft_tokens, float(counts.num_verify_steps)
-        if proposed is None or steps <= 0:
-            return
-        ratio = float(proposed) / steps
-        if abs(ratio - round(ratio)) > 1e-6:
-            raise MixedDraftLengthsError(
-                f"{label}: {proposed:g} drafts proposed over {steps:g} verify steps ({ratio:.3f} per step): the "
-                "server drafted at more than one length (adaptive speculation?); a histogram that mixes draft "
-                "lengths is not a curve point",
-                hint="start SGLang without --speculative-adaptive")
-        if self.per_step is None:
-            self.per_step, self.first = ratio, label
-        elif abs(ratio - self.per_step) > 1e-6:
-            raise MixedDraftLengthsError(
-                f"{label}: {ratio:g} drafts proposed per verify step, but {self.first} had {self.per_step:g}: the "
-                "server changed its draft length during the cell (adaptive speculation?)",
-                hint="start SGLang without --speculative-adaptive")
 
 
 async def _run_per_request(client: ServerClient, plan: CellPlan, source: PerRequestSource,

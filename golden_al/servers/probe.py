@@ -12,54 +12,15 @@ Every source of self-description is also checked for synthetic acceptance
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from golden_al.httpclient import ServerClient
+from golden_al.plugin.facts import ServerFacts
 from golden_al.servers import synthetic
 
-__all__ = ["ServerFacts", "filter_args", "probe_server"]
-
-# api_key, hf_token, access_token, password, ... (but not num_speculative_tokens or max_num_batched_tokens)
-_SECRET = re.compile(r"(^|_)(api_?key|key|token|secret|password|passwd|credentials?)$", re.IGNORECASE)
-_BLOCK_DRAFTS = ("dflash", "dspark")
-
-
-@dataclass
-class ServerFacts:
-    """A server's self-description."""
-
-    engine: str
-    version: str | None = None
-    models: list[str] = field(default_factory=list)
-    server_args: dict[str, Any] | None = None
-    draft_len: int | None = None
-    draft_len_rule: str | None = None
-    draft_method: str | None = None
-    chain: bool | None = None
-    warnings: list[str] = field(default_factory=list)
-    #: the curve selectors of the server's settings (:meth:`~golden_al.plugin.profile.EngineProfile.selectors`);
-    #: None: the server does not say what it runs with
-    selectors: dict[str, str] | None = None
-
-
-def filter_args(args: Mapping[str, Any]) -> dict[str, Any]:
-    """JSON-scalar (and short list) arguments, without anything that looks secret."""
-    out: dict[str, Any] = {}
-    for key, value in args.items():
-        if _SECRET.search(str(key)):
-            continue
-        if value is None or isinstance(value, (bool, int, float, str)):
-            out[str(key)] = value
-        elif isinstance(value, (list, tuple)) and len(value) <= 16 and all(
-                isinstance(v, (bool, int, float, str)) or v is None for v in value):
-            out[str(key)] = list(value)
-        elif isinstance(value, Mapping) and len(value) <= 32:
-            out[str(key)] = filter_args(value)
-    return out
+__all__ = ["probe_server"]
 
 
 def _probe_of(engine: str) -> Any:
@@ -72,17 +33,9 @@ def _probe_of(engine: str) -> Any:
     return registry.load_hook(profile.server.server_probe)
 
 
-def is_chain(engine: str, method: str | None, topk: int | None = None) -> bool:
-    """Whether drafts form a chain (a smaller k proposes a prefix of the same tokens)."""
-    m = (method or "").lower()
-    if any(b in m for b in _BLOCK_DRAFTS):
-        return False
-    return topk in (None, 1)
-
-
 async def probe_server(client: ServerClient, engine: str, *, log_path: str | Path | None = None) -> ServerFacts:
     """Ask the server who it is; raises SyntheticAcceptanceActiveError when it injects acceptance."""
-    facts = ServerFacts(engine)
+    facts = ServerFacts(engine, guard=lambda doc, where: synthetic.check_server_info(engine, doc, where=where))
     models = await client.get_json("/v1/models", label="GET /v1/models")
     if isinstance(models, Mapping):
         synthetic.check_server_info(engine, models, where="/v1/models")

@@ -44,9 +44,8 @@ from typing import Any, TextIO
 
 from golden_al.errors import UsageError
 from golden_al.plugin import registry
-from golden_al.plugin.flavor import Flavor, now_log
+from golden_al.plugin.flavor import Flavor, ServedEngine, now_log
 from golden_al.servers.reference.config import Fault, FaultPlan, ServeConfig, parse_fault
-from golden_al.servers.served_engine import ServedEngine
 
 __all__ = ["FLAVORS", "Fault", "FaultPlan", "ReferenceServer", "ServeConfig", "flavors", "parse_fault"]
 

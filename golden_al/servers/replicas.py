@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from golden_al.errors import ServerError, UsageError
 from golden_al.measure.schema import RequestResult, ServerShare
 from golden_al.measure.totals import counts_from_requests
-from golden_al.servers.probe import ServerFacts
+from golden_al.plugin.facts import ServerFacts
 
 __all__ = ["check_replicas_agree", "identified", "identity", "identity_changes", "per_server_shares", "shard"]
 

@@ -22,7 +22,7 @@ from typing import Any
 from golden_al.errors import UsageError
 from golden_al.plugin.checks_ran import ran
 
-__all__ = ["check_text_tokens", "load_tokenizer", "token_allowance"]
+__all__ = ["check_text_tokens", "load_tokenizer", "text_and_finish", "token_allowance"]
 
 
 @lru_cache(maxsize=4)
@@ -71,8 +71,8 @@ def check_text_tokens(tokenizer: str, responses: Sequence[Mapping[str, Any]], re
     Raises:
         CountsDisagreeError: an answer without text, or a count the text does not bear out.
     """
-    from golden_al.servers.cell_records import text_and_finish
-    from golden_al.servers.crosscheck import CountsDisagreeError
+    from golden_al.errors import CountsDisagreeError
+    from golden_al.servers.retokenize import text_and_finish
 
     count_tokens = load_tokenizer(tokenizer)
     for i, (resp, count) in enumerate(zip(responses, reported, strict=True)):
@@ -88,3 +88,22 @@ def check_text_tokens(tokenizer: str, responses: Sequence[Mapping[str, Any]], re
                 f"(at most {token_allowance(count, n)} apart): its counts are not the tokens it wrote",
                 hint="is --tokenizer the served model's tokenizer? if so, the server's counts are made up")
     ran("tokens-retokenized", len(responses))
+
+
+def text_and_finish(resp: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(generated text, finish reason) of one answer (None: absent)."""
+    choices = resp.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        c = choices[0]
+        msg: Mapping[str, Any] = c["message"] if isinstance(c.get("message"), Mapping) else {}
+        content = msg.get("content")
+        reasoning = msg.get("reasoning_content") or msg.get("reasoning")
+        text = content if isinstance(content, str) else None
+        if isinstance(reasoning, str) and reasoning:
+            text = f"<think>{reasoning}</think>{text or ''}"
+        return text, (str(c["finish_reason"]) if c.get("finish_reason") is not None else None)
+    meta: Mapping[str, Any] = resp["meta_info"] if isinstance(resp.get("meta_info"), Mapping) else {}
+    fr = meta.get("finish_reason")
+    if isinstance(fr, Mapping):
+        fr = fr.get("type")
+    return (resp.get("text") if isinstance(resp.get("text"), str) else None), (str(fr) if fr else None)

@@ -23,43 +23,13 @@ import json
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any
 
 import numpy as np
 
-__all__ = ["FakeServedEngine", "Generation", "ReferenceServedEngine", "ServedEngine"]
+from golden_al.plugin.flavor import Generation
 
-
-@dataclass
-class Generation:
-    """One answered request."""
-
-    text: str
-    prompt_tokens: int
-    output_tokens: int
-    """Completion tokens, including the first one emitted by the prefill."""
-    accepted: list[int] = field(default_factory=list)
-    """Accepted drafts ``n`` per verify step, in order."""
-    drafted: list[int] = field(default_factory=list)
-    """Drafts proposed per verify step (``min(k, budget left)``)."""
-    finish_reason: str = "length"
-    """``stop`` or ``length``."""
-
-
-class ServedEngine(Protocol):
-    """What the HTTP server needs from an engine."""
-
-    draft_len: int
-    model_name: str
-    target_name: str
-    draft_name: str
-
-    def generate(self, *, messages: Sequence[Mapping[str, Any]] | None, text: str | None, max_tokens: int,
-                 temperature: float, top_p: float, seed: int | None,
-                 chat_template_kwargs: Mapping[str, Any] | None) -> Generation:
-        """Answer one request (``messages`` for chat, ``text`` for SGLang ``/generate``)."""
-        ...
+__all__ = ["FakeServedEngine", "ReferenceServedEngine"]
 
 
 def _prompt_key(messages: Sequence[Mapping[str, Any]] | None, text: str | None,

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from golden_al.checks.spec import settings_draft_any_algorithm
 from golden_al.checks.static import check_paths
 from golden_al.engines import sglang
 from golden_al.golden import load_store
-from golden_al.recipes.derive import DraftInfo
+from golden_al.plugin.pins import DraftInfo
+from golden_al.plugin.spec import settings_draft_any_algorithm
 from golden_al.shell import (
     MAX_NESTING,
     Cmd,

@@ -129,7 +129,8 @@ def _timed_run(root, ks=(1, 2, 3), *, engine: str = "reference", timed: bool = T
     """Records at each k whose 5 timed steps (batch 1, 3 tokens each) scatter around the model's step time."""
     import numpy as np
 
-    from golden_al.measure.totals import TimedUnit, timing_block
+    from golden_al.measure.totals import timing_block
+    from golden_al.plugin.imported import TimedUnit
     from tests.unit._fit_records import make_record
 
     rng = np.random.default_rng(3)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from distributions.counts import AcceptanceCounts
-from golden_al.servers.crosscheck import CountsDisagreeError, check_unit
+from golden_al.errors import CountsDisagreeError
+from golden_al.servers.crosscheck import check_unit
 
 
 def _c(steps: float, acc: float, k: int = 3, proposed: float | None = None, hist=None) -> AcceptanceCounts:

@@ -1,73 +1,226 @@
-"""Dependencies point one way: distributions <- simulators <- golden_al, and inside golden_al the
-engine profiles sit below everything that uses them (no import back up the floors)."""
+"""The floors (``docs/architecture.md``): each module sits on one floor and imports only from its own floor or
+below; no import cycle; an engine folder imports the plugin surface, :mod:`distributions` and itself only."""
 
 from __future__ import annotations
 
 import ast
+import re
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 
+#: The floors, bottom to top: a module prefix -> its floor (the longest prefix wins). docs/architecture.md shows the
+#: same table (:func:`test_the_architecture_page_shows_the_floors_of_the_code`).
+FLOORS: dict[str, tuple[int, str]] = {
+    "distributions": (1, "math"),
+    "simulators": (2, "samplers"),
+    "golden_al": (3, "plumbing"),
+    "golden_al.errors": (3, "plumbing"),
+    "golden_al.safeio": (3, "plumbing"),
+    "golden_al.locks": (3, "plumbing"),
+    "golden_al.provenance": (3, "plumbing"),
+    "golden_al.shell": (3, "plumbing"),
+    "golden_al.httpclient": (3, "plumbing"),
+    "golden_al.textedit": (3, "plumbing"),
+    "golden_al.plugin": (4, "plugin"),
+    "golden_al.formats": (4, "plugin"),
+    "golden_al.golden": (5, "domain"),
+    "golden_al.prompts": (5, "domain"),
+    "golden_al.models": (5, "domain"),
+    "golden_al.recipes": (5, "domain"),
+    "golden_al.measure": (5, "domain"),
+    "golden_al.reference": (5, "domain"),
+    "golden_al.curvefit": (5, "domain"),
+    "golden_al.schedulers": (5, "domain"),
+    "golden_al.checks": (6, "consumers"),
+    "golden_al.selection": (6, "consumers"),
+    "golden_al.injection": (6, "consumers"),
+    "golden_al.servers": (6, "consumers"),
+    "golden_al.reporting": (6, "consumers"),
+    "golden_al.cli": (7, "cli"),
+    "golden_al.__main__": (7, "cli"),
+    "golden_al.engines": (8, "engines"),
+}
+PACKAGES = ("distributions", "simulators", "golden_al")
 
-def _imports(path: Path) -> set[str]:
-    out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), filename=str(path))):
-        if isinstance(node, ast.Import):
-            out.update(a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            out.add(node.module)
+
+def floor_of(module: str) -> tuple[int, str] | None:
+    """The floor of ``module`` (None: no prefix of the table holds it)."""
+    best = max((p for p in FLOORS if module == p or module.startswith(p + ".")), key=len, default=None)
+    return None if best is None else FLOORS[best]
+
+
+def _modules(root: Path = ROOT) -> dict[str, Path]:
+    """Every product module (engines' ``tests/`` folders are tests, not product)."""
+    out = {}
+    for pkg in PACKAGES:
+        for path in (root / pkg).rglob("*.py"):
+            rel = path.relative_to(root)
+            if "tests" not in rel.parts:
+                out[".".join(rel.with_suffix("").parts).removesuffix(".__init__")] = path
     return out
 
 
-#: Modules of an engine folder (``golden_al/engines/<name>/``) that implement what the engine does on top of the
-#: general layers (its server probe and sources, stand-in, check-run evidence, counters, imports, log readers,
-#: build); the profile names them as ``lazy("module:function")`` hooks and never imports them.
-ENGINE_IMPLEMENTATIONS = ("server", "reference", "evidence", "counters", "imported", "inferencex", "logs", "responses", "pins",
-                          "inject",
-                          "build")
+def _type_checking(node: ast.AST) -> bool:
+    return isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
 
 
-@pytest.mark.parametrize(("package", "forbidden"), [
-    ("distributions", ("golden_al", "simulators", "torch", "transformers")),
-    ("simulators", ("golden_al", "torch", "transformers")),
-    ("golden_al/engines", ("golden_al.checks", "golden_al.cli", "golden_al.servers", "golden_al.measure",
-                           "golden_al.curvefit", "golden_al.reporting", "golden_al.injection")),
-])
-def test_no_import_back_up_the_floors(package: str, forbidden: tuple[str, ...]) -> None:
-    bad = []
-    for path in sorted((ROOT / package).rglob("*.py")):
-        if "offline_reference" in path.parts:  # the reference engine is an engine *implementation*, above profiles
-            continue
-        if package == "golden_al/engines" and (path.stem in ENGINE_IMPLEMENTATIONS or "tests" in path.parts):
-            continue  # an engine folder's server side (named by its profile as hooks, never imported by it), its tests
-        for name in _imports(path):
-            if any(name == f or name.startswith(f + ".") for f in forbidden):
-                bad.append(f"{path.relative_to(ROOT)} imports {name}")
-    assert bad == []
+def _imports(module: str, path: Path, known: set[str], *, typing: bool = True) -> Iterator[tuple[int, str]]:
+    """``(line, module)`` of every import in the file, anywhere (functions included): ``from a import b`` is ``a.b``
+    where that is a module, else ``a``; relative imports resolved. ``typing=False`` leaves out ``if TYPE_CHECKING:``
+    blocks (nothing runs them)."""
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+
+    def walk(node: ast.AST) -> Iterator[ast.AST]:
+        for child in ast.iter_child_nodes(node):
+            if not typing and _type_checking(child):
+                continue
+            yield child
+            yield from walk(child)
+
+    for node in walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            yield from ((node.lineno, a.name) for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join([*package[:len(package) - node.level + 1], *([node.module] if node.module else [])]) \
+                if node.level else (node.module or "")
+            for a in node.names:
+                yield node.lineno, f"{base}.{a.name}" if f"{base}.{a.name}" in known else base
 
 
-def test_the_check_would_see_a_wrong_import(tmp_path: Path) -> None:
-    (tmp_path / "m.py").write_text("def f():\n    from golden_al.checks.context import parse_number\n")
-    assert "golden_al.checks.context" in _imports(tmp_path / "m.py")
+def _import_graph(*, typing: bool) -> dict[str, set[str]]:
+    mods = _modules()
+    return {m: {n for _, n in _imports(m, path, set(mods), typing=typing) if n in mods and n != m}
+            for m, path in mods.items()}
 
 
-def _import_graph() -> dict[str, set[str]]:
-    mods: dict[str, Path] = {}
-    for path in (ROOT / "golden_al").rglob("*.py"):
-        name = ".".join(path.relative_to(ROOT).with_suffix("").parts)
-        mods[name.removesuffix(".__init__")] = path
-    graph: dict[str, set[str]] = {m: set() for m in mods}
+def test_every_module_sits_on_a_floor() -> None:
+    assert [m for m in _modules() if floor_of(m) is None] == []
+
+
+def test_no_import_runs_up_the_floors() -> None:
+    """Imports anywhere in a file count (a function's, a ``TYPE_CHECKING`` one): none from a lower floor to a
+    higher one. No file is exempt."""
+    mods = _modules()
+    up = []
     for m, path in mods.items():
-        for node in ast.walk(ast.parse(path.read_text())):
+        mine = floor_of(m)
+        for line, name in _imports(m, path, set(mods)):
+            theirs = floor_of(name)
+            if mine and theirs and theirs[0] > mine[0] and name.split(".")[0] in PACKAGES:
+                up.append(f"{path.relative_to(ROOT)}:{line} ({mine[1]}) imports {name} ({theirs[1]})")
+    assert up == []
+
+
+def test_the_floor_rule_sees_an_upward_import(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("def f():\n    from golden_al.checks.context import env_knobs\n"
+                                   "from . import sibling\n")
+    got = [n for _, n in _imports("golden_al.plugin.m", tmp_path / "m.py", {"golden_al.plugin.sibling"})]
+    assert got == ["golden_al.checks.context", "golden_al.plugin.sibling"]
+    assert floor_of(got[0])[0] > floor_of("golden_al.plugin.m")[0]
+
+
+def test_the_architecture_page_shows_the_floors_of_the_code() -> None:
+    """docs/architecture.md's floor table is :data:`FLOORS`, row for row."""
+    page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
+    table = page.split("<!-- floors-table -->")[1].split("<!-- /floors-table -->")[0]
+    shown: dict[str, tuple[int, str]] = {}
+    for row in table.strip().splitlines()[2:]:
+        number, name, modules = (cell.strip() for cell in row.strip("|").split("|"))
+        shown.update({m: (int(number), name) for m in re.findall(r"`([\w.]+)`", modules)})
+    assert shown == FLOORS
+
+
+def test_no_import_cycle() -> None:
+    """No two modules import each other, directly or around a circle, when the code runs (imports under
+    ``TYPE_CHECKING`` never run; a package's ``__init__`` that only names its submodules lazily is no cycle)."""
+    assert _cycles(_import_graph(typing=False)) == []
+
+
+def test_the_circle_finder_finds_a_circle() -> None:
+    assert _cycles({"a.x": {"b.y"}, "b.y": {"a.x"}, "c.z": set()}) == [["a.x", "b.y"]]
+
+
+#: What an engine folder may import besides itself (relative imports), the standard library and third-party packages.
+ENGINE_MAY_IMPORT = ("golden_al.plugin", "distributions")
+
+
+def _engine_imports(folder: Path) -> list[str]:
+    """Every import of an engine folder that reaches golden-al, simulators or distributions other than through the
+    plugin surface, or names what the surface does not list; its tests may use golden-al as a user does, but reach
+    their engine relatively (``from .. import PROFILE``) and no engine by name, so that the folder moves whole."""
+    import golden_al.plugin as surface
+
+    bad = []
+    for path in sorted(folder.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
             names: list[str] = []
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
-            graph[m].update(n for n in names if n in mods and n != m)
-    return graph
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+                if node.module == "golden_al.plugin" and "tests" not in path.relative_to(folder).parts:
+                    bad += [f"{path.relative_to(folder)}:{node.lineno} {a.name} is not in golden_al.plugin.__all__"
+                            for a in node.names if a.name not in surface.__all__]
+            for name in names:
+                top = name.split(".")[0]
+                if "tests" in path.relative_to(folder).parts:  # its tests drive golden-al as users do
+                    if name.startswith("golden_al.engines"):
+                        bad.append(f"{path.relative_to(folder)}:{node.lineno} imports {name}")
+                elif top in PACKAGES and not any(name == p or (name.startswith(p + ".") and p == "distributions")
+                                                 for p in ENGINE_MAY_IMPORT):
+                    bad.append(f"{path.relative_to(folder)}:{node.lineno} imports {name}")
+    return bad
+
+
+def _engine_folders() -> list[Path]:
+    return sorted(p for p in (ROOT / "golden_al" / "engines").iterdir() if (p / "__init__.py").is_file())
+
+
+@pytest.mark.parametrize("folder", _engine_folders(), ids=lambda p: p.name)
+def test_an_engine_folder_imports_the_plugin_surface_distributions_and_itself_only(folder: Path) -> None:
+    assert _engine_imports(folder) == []
+
+
+def test_the_engine_rule_sees_each_way_out(tmp_path: Path) -> None:
+    (tmp_path / "__init__.py").write_text(
+        "from golden_al.plugin import EngineProfile, get_profile\nfrom golden_al.plugin.profile import lazy\n"
+        "from golden_al.engines import vllm\nimport simulators.base\nfrom distributions import units\n"
+        "from . import logs\nimport numpy\n")
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_x.py").write_text("from golden_al.cli.main import main\nfrom .. import PROFILE\n"
+                                                  "from golden_al.engines.vllm import PROFILE as V\n")
+    assert [b.split(" ", 1)[1] for b in _engine_imports(tmp_path)] == [
+        "get_profile is not in golden_al.plugin.__all__", "imports golden_al.plugin.profile",
+        "imports golden_al.engines", "imports simulators.base", "imports golden_al.engines.vllm"]
+
+
+def test_the_plugin_surface_lists_what_it_imports() -> None:
+    """``__all__`` is the surface: each name has one home (the ``TYPE_CHECKING`` imports), loads from it, and the
+    surface names no engine."""
+    import golden_al.plugin as surface
+
+    homes = surface._homes()
+    assert sorted(homes) == sorted(surface.__all__)
+    assert not [h for h in homes.values() if h.startswith("golden_al.engines")]
+    assert all(getattr(surface, name) is not None for name in surface.__all__)
+    with pytest.raises(AttributeError, match="the plugin surface is its __all__"):
+        surface.get_profile  # noqa: B018  (the registry's lookups are for commands, not engines)
+
+
+def test_importing_the_surface_loads_nothing_else() -> None:
+    """A profile imports the surface; that alone must not load the server side or the formats."""
+    import subprocess
+
+    code = ("import sys\nimport golden_al.plugin\nprint(sorted(m for m in sys.modules if m.startswith('golden_al')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "['golden_al', 'golden_al.plugin']"
 
 
 def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -111,16 +264,6 @@ def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
                     out.append(sorted(comp))
     return out
 
-
-def test_no_import_circle_crosses_a_package() -> None:
-    """A circle of imports may tie a command to its helper inside one package, never two rooms."""
-    crossing = [c for c in _cycles(_import_graph())
-                if len({m.rsplit(".", 1)[0] if m.count(".") > 1 else m for m in c}) > 1]
-    assert crossing == []
-
-
-def test_the_circle_finder_finds_a_circle() -> None:
-    assert _cycles({"a.x": {"b.y"}, "b.y": {"a.x"}, "c.z": set()}) == [["a.x", "b.y"]]
 
 
 #: Longest library function without a reason (issue 24: "no library function over 80 lines without a

@@ -260,7 +260,8 @@ def test_a_server_measurement_is_not_filed_at_a_k_its_rows_never_reach():
 
     from golden_al.engines.trtllm.server import TrtllmIterationSource
     from golden_al.errors import CounterSemanticsError
-    from golden_al.measure.imported.common import ImportOptions, dataset_info, imported_record, window_rows
+    from golden_al.measure.imported.common import imported_record
+    from golden_al.plugin.imported import ImportedDataset, ImportedRun, ImportedWindows, ImportOptions
 
     rows = [{"iter": i, "numCompletedRequests": int(i == 4), "specDecodingStats": {
         "numDraftTokens": 2 * (i > 0), "numAcceptedTokens": i % 2, "numRequestsWithDraftTokens": int(i > 0)}}
@@ -269,9 +270,9 @@ def test_a_server_measurement_is_not_filed_at_a_k_its_rows_never_reach():
     assert counts.most_drafts == 2
     opts = ImportOptions(thinking="off", temperature=0.0, max_tokens=8)
     with pytest.raises(CounterSemanticsError, match="the engine ran k = 2, not the claimed k = 3"):
-        imported_record(window_rows([counts, counts], 3, "unit", []), k=3, opts=opts, engine="trtllm",
-                        source="trtllm-iteration-stats", files=[CELL / "measurement.json"], model="m", num_requests=2,
-                        dataset=dataset_info("d", 2, "d", "d"), warnings=[])
+        imported_record(ImportedRun(ImportedWindows([counts, counts], 3, "unit", []), k=3, opts=opts, engine="trtllm",
+                                    source="trtllm-iteration-stats", files=[CELL / "measurement.json"], model="m",
+                                    num_requests=2, dataset=ImportedDataset("d", 2, "d", "d"), warnings=[]))
 
 
 # ---------------------------------------------------------------------------- 3. two sources of one count agree
@@ -300,8 +301,8 @@ def test_trtllm_perf_metrics_and_iteration_rows_are_both_read_and_must_agree(pri
     from _drained import unit_delta
 
     from golden_al.engines.trtllm.server import TrtllmIterationSource, TrtllmPerfMetricsSource
+    from golden_al.errors import CountsDisagreeError
     from golden_al.plugin import checks_ran
-    from golden_al.servers.crosscheck import CountsDisagreeError
 
     def delta(rows: list[dict], entry: dict) -> Any:
         drains = {"/metrics": [[], rows], "/perf_metrics": [[], [entry]]}

@@ -16,12 +16,11 @@ from distributions.counts import AcceptanceCounts
 from golden_al.errors import MixedDraftLengthsError, ServerError, UsageError
 from golden_al.httpclient import RetryPolicy, ServerClient
 from golden_al.measure.schema import DatasetInfo, ModelInfo, SamplingInfo
-from golden_al.plugin.sources import make_source
+from golden_al.plugin.sources import MixedDraftLengths, make_source
 from golden_al.servers.measure import (
     SESSION_FILE,
     CellPlan,
     ChatPrompt,
-    MixedDraftLengths,
     batch_count,
     batch_windows,
     measure_cell,

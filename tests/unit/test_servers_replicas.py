@@ -18,7 +18,7 @@ from _inproc import server_factory
 
 from golden_al.cli.main import main
 from golden_al.errors import ServerError, UsageError
-from golden_al.servers.probe import ServerFacts
+from golden_al.plugin.facts import ServerFacts
 from golden_al.servers.replicas import check_replicas_agree, shard
 
 K = 3

@@ -34,8 +34,7 @@ from distributions.counts import (
     from_histogram,
 )
 from distributions.errors import DistributionError
-from golden_al.errors import UsageError
-from golden_al.plugin.profile import (
+from golden_al.plugin import (
     CheckSupport,
     DraftLen,
     DraftLenRule,
@@ -58,9 +57,12 @@ from golden_al.plugin.profile import (
     Source,
     Speculation,
     SyntheticKnob,
+    UsageError,
+    format_value,
+    int_flag,
     lazy,
+    set_flag,
 )
-from golden_al.plugin.values import format_value, int_flag, set_flag
 
 __all__ = [
     "LENGTH_FLAG",
@@ -439,7 +441,7 @@ PROFILE = EngineProfile(
         script_speculation=script_speculation,
         script_settings="the ATOM launch flags",
         script_flags=(FLAG_K, FLAG_METHOD, FLAG_DRAFT_MODEL),
-        script_pin=lazy("golden_al.engines.atom.pins:atom_pin"),
+        script_pin=lazy(f"{__name__}.pins:atom_pin"),
         synthetic_knobs=(
             SyntheticKnob(LENGTH_FLAG, "flag", "al", source=_ARGS),
             SyntheticKnob(RATE_FLAG, "flag", "rate", source=_ARGS),
@@ -462,13 +464,13 @@ PROFILE = EngineProfile(
             "reported_al": ResponseField("tokens per forward", (STATS_AVG_TOKENS,), MTP_STATS_PATH, _ENGINE),
         },
         server_info_fields={"length": LENGTH_KEY, "rate": RATE_KEY},
-        counter_reader=lazy("golden_al.engines.atom.counters:read"),
-        reference_flavor=lazy("golden_al.engines.atom.reference:AtomFlavor"),
+        counter_reader=lazy(f"{__name__}.counters:read"),
+        reference_flavor=lazy(f"{__name__}.reference:AtomFlavor"),
         counter_marker=METRIC_DRAFT_TOKENS,
         lifetime_prefixes=(METRIC_PREFIX,),
         al_sources=("atom-mtp-stats",),
-        source_impls={"atom-mtp-stats": lazy("golden_al.engines.atom.server:AtomMtpStatsSource")},
-        server_probe=lazy("golden_al.engines.atom.server:probe"),
+        source_impls={"atom-mtp-stats": lazy(f"{__name__}.server:AtomMtpStatsSource")},
+        server_probe=lazy(f"{__name__}.server:probe"),
     ),
     launch=LaunchSupport(
         spec_flags=spec_flags,
@@ -479,7 +481,7 @@ PROFILE = EngineProfile(
     ),
     simulate=SimulateSupport(
         default_sampler="synthetic",
-        samplers={"synthetic": lazy("golden_al.engines.atom.sampler:AtomSynthetic")},
+        samplers={"synthetic": lazy(f"{__name__}.sampler:AtomSynthetic")},
         simulator_settings=simulator_settings,
         simulate_options=(SimulateOption(
             "--acceptance-rate", "rate", type=float, metavar="RATE", gives_al=_simulate_rate_al,
@@ -490,7 +492,7 @@ PROFILE = EngineProfile(
                         spec_keys=tuple(f[2:] for f in RECIPE_FLAGS)),
     run_logs=RunLogSupport(
         log_patterns=LOG_PATTERNS,
-        run_evidence=lazy("golden_al.engines.atom.evidence:read"),
-        log_reader=LogReader(lazy("golden_al.engines.atom.logs:parse_atom_mtp_line"), ("[MTP Stats",)),
+        run_evidence=lazy(f"{__name__}.evidence:read"),
+        log_reader=LogReader(lazy(f"{__name__}.logs:parse_atom_mtp_line"), ("[MTP Stats",)),
     ),
 )

@@ -14,24 +14,36 @@ from typing import Literal
 
 from distributions import units
 from distributions.counts import AcceptanceCounts
-from golden_al.engines import atom as atom_engine
-from golden_al.errors import InputFileError, MetricMissingError
-from golden_al.formats.counters import check_not_backwards as _check_not_backwards
-from golden_al.formats.counters import counter as _counter
-from golden_al.formats.counters import int_label as _int_label
-from golden_al.formats.counters import no_steps as _no_steps
-from golden_al.formats.counters import optional as _optional
-from golden_al.formats.counters import to_counts as _to_counts
-from golden_al.formats.prometheus import MetricsSnapshot
-from golden_al.formats.validate import check_counts
+from golden_al.plugin import InputFileError, MetricMissingError, MetricsSnapshot, check_counts
+from golden_al.plugin import check_not_backwards as _check_not_backwards
+from golden_al.plugin import counter as _counter
+from golden_al.plugin import int_label as _int_label
+from golden_al.plugin import no_steps as _no_steps
+from golden_al.plugin import optional as _optional
+from golden_al.plugin import to_counts as _to_counts
+
+from . import (
+    ACCEPTED_LABEL,
+    FLAG_K,
+    FLAG_METHOD,
+    METRIC_ACCEPTED,
+    METRIC_AVG_TOKENS_PER_FORWARD,
+    METRIC_DECODE_STEPS,
+    METRIC_DRAFT_TOKENS,
+    STATS_ACCEPTED,
+    STATS_DISTRIBUTION,
+    STATS_DRAFT_TOKENS,
+    STATS_ENABLED,
+    counts_from_mtp_stats,
+)
 
 __all__ = ["AtomSpecCounters", "read"]
 
-ATOM_DRAFT_TOKENS = atom_engine.METRIC_DRAFT_TOKENS
-ATOM_ACCEPTED = atom_engine.METRIC_ACCEPTED
-ATOM_DECODE_STEPS = atom_engine.METRIC_DECODE_STEPS
-ATOM_AVG_TOKENS_PER_FORWARD = atom_engine.METRIC_AVG_TOKENS_PER_FORWARD
-_ACCEPTED_TOKENS = atom_engine.ACCEPTED_LABEL
+ATOM_DRAFT_TOKENS = METRIC_DRAFT_TOKENS
+ATOM_ACCEPTED = METRIC_ACCEPTED
+ATOM_DECODE_STEPS = METRIC_DECODE_STEPS
+ATOM_AVG_TOKENS_PER_FORWARD = METRIC_AVG_TOKENS_PER_FORWARD
+_ACCEPTED_TOKENS = ACCEPTED_LABEL
 
 
 @dataclass(frozen=True)
@@ -77,10 +89,10 @@ class AtomSpecCounters:
 
     def to_counts(self, k: int | None = None) -> AcceptanceCounts:
         """:class:`~distributions.counts.AcceptanceCounts`; ``k`` defaults to draft tokens / steps."""
-        stats = {atom_engine.STATS_ENABLED: True, atom_engine.STATS_DRAFT_TOKENS: self.draft_tokens,
-                 atom_engine.STATS_ACCEPTED: self.accepted_tokens,
-                 atom_engine.STATS_DISTRIBUTION: dict(self.decode_steps)}
-        return _to_counts(lambda: atom_engine.counts_from_mtp_stats(stats, k=k), self.source)
+        stats = {STATS_ENABLED: True, STATS_DRAFT_TOKENS: self.draft_tokens,
+                 STATS_ACCEPTED: self.accepted_tokens,
+                 STATS_DISTRIBUTION: dict(self.decode_steps)}
+        return _to_counts(lambda: counts_from_mtp_stats(stats, k=k), self.source)
 
     def minus(self, before: AtomSpecCounters) -> AtomSpecCounters:
         """``self - before``, checking for resets."""
@@ -129,7 +141,7 @@ def read(snap: MetricsSnapshot, labels: Mapping[str, str] | None = None) -> Atom
     if not snap.select(ATOM_DECODE_STEPS, labels):
         raise MetricMissingError(
             f"{snap._where()}metric {ATOM_DECODE_STEPS} is absent: ATOM exposes it only when MTP is enabled",
-            hint=f"start ATOM with {atom_engine.FLAG_METHOD} and {atom_engine.FLAG_K}",
+            hint=f"start ATOM with {FLAG_METHOD} and {FLAG_K}",
         )
     by_j = snap.by_label(ATOM_DECODE_STEPS, _ACCEPTED_TOKENS, labels)
     steps = tuple(sorted((_int_label(snap, ATOM_DECODE_STEPS, _ACCEPTED_TOKENS, k), v) for k, v in by_j.items()))

@@ -6,13 +6,20 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distributions import units
-from golden_al.engines import atom
-from golden_al.engines.atom.logs import AtomMtpStatsRecord
-from golden_al.errors import InputFileError, NoVerifyStepsError
-from golden_al.formats.validate import check_counts, check_observed_k
-from golden_al.plugin.evidence import RunEvidence, no_lines, read_logs
+from golden_al.plugin import (
+    InputFileError,
+    NoVerifyStepsError,
+    RunEvidence,
+    check_counts,
+    check_observed_k,
+    no_lines,
+    read_logs,
+)
 
-ENGINE = atom.PROFILE.name
+from . import FLAG_K, PROFILE
+from .logs import AtomMtpStatsRecord
+
+ENGINE = PROFILE.name
 
 
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
@@ -21,7 +28,7 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
     logs, other = read_logs(files, ENGINE)
     recs = [r for _, scan in logs for r in scan.of(ENGINE) if isinstance(r, AtomMtpStatsRecord)]
     if not recs:
-        raise no_lines(f"ATOM '{atom.PROFILE.log_pattern('mtp-stats').marker} ...]' lines", logs, other)
+        raise no_lines(f"ATOM '{PROFILE.log_pattern('mtp-stats').marker} ...]' lines", logs, other)
     for name, scan in logs:
         for r in scan.of(ENGINE):
             if isinstance(r, AtomMtpStatsRecord):
@@ -36,14 +43,14 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
                     raise InputFileError(
                         f"ATOM's accepted-tokens distribution has steps that accepted more than k={k} drafts "
                         f"({', '.join(f'{j}: {pct:g}%' for j, pct in above)})", path=name, line=r.line_no,
-                        hint=f"is --draft-len the server's {atom.FLAG_K}?")
+                        hint=f"is --draft-len the server's {FLAG_K}?")
     intervals = [r for r in recs if r.kind == "interval"]
     use = intervals or [recs[-1]]
     accepted = sum(r.accepted_tokens for r in use)
     drafted = sum(r.draft_tokens for r in use)
     if drafted % k:
         raise InputFileError(f"ATOM charges k draft tokens per step, but {drafted} is not a multiple of k={k}",
-                             path=logs[0][0], hint=f"is --draft-len the server's {atom.FLAG_K}?")
+                             path=logs[0][0], hint=f"is --draft-len the server's {FLAG_K}?")
     steps = drafted / k
     if steps <= 0:
         raise NoVerifyStepsError("the ATOM lines report zero steps: AL is undefined")

@@ -20,9 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from golden_al.engines.atom import PROFILE
-from golden_al.formats.logs import number as _f
-from golden_al.formats.logs import pattern
+from golden_al.plugin import number as _f
+from golden_al.plugin import pattern
+
+from . import PROFILE
 
 __all__ = ['AtomMtpStatsRecord', 'parse_atom_mtp_line']
 
@@ -53,7 +54,7 @@ class AtomMtpStatsRecord:
 
     def validate(self, source: Path | str | None) -> None:
         """Refuse counts no ATOM server can print (:func:`golden_al.formats.validate.check_counts`)."""
-        from golden_al.formats.validate import check_counts
+        from golden_al.plugin import check_counts
 
         check_counts(what="ATOM MTP stats line", accepted=self.accepted_tokens, drafted=self.draft_tokens,
                      al=self.avg_tokens_per_forward, path=source, line=self.line_no)

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from golden_al.checks.findings import Pin
-from golden_al.checks.spec import settings_draft
-from golden_al.engines import atom
-from golden_al.plugin.pins import PinSite, clean, value_of
-from golden_al.shell import show
+from golden_al.plugin import Pin, PinSite, clean, settings_draft, show, value_of
+
+from . import FLAG_METHOD, LENGTH_FLAG, PROFILE, RATE_FLAG, script_speculation
 
 __all__ = ['atom_pin']
 
@@ -15,14 +13,14 @@ def atom_pin(site: PinSite) -> Pin:
     """ATOM: ``--spec-decode-acceptance-length`` / ``-rate``, k from its launch flags, and what its
     review reads (both flags set, ``--method`` given, the DSpark config, the decimals written)."""
     value, why = value_of(site.text)
-    pin = site.pin(atom.PROFILE.name, site.knob, value, why)
-    spec = atom.script_speculation(site.flags)
+    pin = site.pin(PROFILE.name, site.knob, value, why)
+    spec = script_speculation(site.flags)
     pin.algorithm = show(spec.algorithm) if spec.algorithm else None
-    pin.draft = settings_draft(atom.PROFILE.name, spec, atom.PROFILE.check.script_settings)
+    pin.draft = settings_draft(PROFILE.name, spec, PROFILE.check.script_settings)
     pin.draft_model = clean(spec.draft_model)
-    other = atom.RATE_FLAG if site.knob == atom.LENGTH_FLAG else atom.LENGTH_FLAG
+    other = RATE_FLAG if site.knob == LENGTH_FLAG else LENGTH_FLAG
     pin.spec["both"] = other in site.flags
-    pin.spec["method_flag"] = atom.FLAG_METHOD in site.flags
+    pin.spec["method_flag"] = FLAG_METHOD in site.flags
     pin.spec["dspark_config"] = site.flags.get("--dspark-config")
     if value is not None:
         pin.spec["decimals"] = len(value.split(".", 1)[1]) if "." in value else 0

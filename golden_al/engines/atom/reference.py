@@ -8,9 +8,24 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, ClassVar
 
-from golden_al.engines import atom
-from golden_al.plugin.flavor import Flavor, now_log
-from golden_al.servers.served_engine import Generation
+from golden_al.plugin import Flavor, Generation, now_log
+
+from . import (
+    ACCEPTED_LABEL,
+    LOG_MTP_STATS_FORMAT,
+    METRIC_ACCEPTED,
+    METRIC_DECODE_STEPS,
+    METRIC_DRAFT_TOKENS,
+    MTP_STATS_PATH,
+    SERVER_INFO_PATH,
+    STATS_ACCEPTED,
+    STATS_AVG_TOKENS,
+    STATS_DISTRIBUTION,
+    STATS_DISTRIBUTION_PERCENT,
+    STATS_DRAFT_TOKENS,
+    STATS_ENABLED,
+    STATS_RATE,
+)
 
 __all__ = ["AtomFlavor"]
 
@@ -24,12 +39,12 @@ class AtomFlavor(Flavor):
         from prometheus_client import Counter
 
         k = self.engine.draft_len
-        self.c_draft = Counter(atom.METRIC_DRAFT_TOKENS.removesuffix("_total"), "Total MTP draft tokens.",
+        self.c_draft = Counter(METRIC_DRAFT_TOKENS.removesuffix("_total"), "Total MTP draft tokens.",
                                registry=registry)
-        self.c_accepted = Counter(atom.METRIC_ACCEPTED.removesuffix("_total"), "Total MTP accepted tokens.",
+        self.c_accepted = Counter(METRIC_ACCEPTED.removesuffix("_total"), "Total MTP accepted tokens.",
                                   registry=registry)
-        self.c_steps = Counter(atom.METRIC_DECODE_STEPS.removesuffix("_total"),
-                               "MTP decode steps by accepted draft tokens.", (atom.ACCEPTED_LABEL,), registry=registry)
+        self.c_steps = Counter(METRIC_DECODE_STEPS.removesuffix("_total"),
+                               "MTP decode steps by accepted draft tokens.", (ACCEPTED_LABEL,), registry=registry)
         for j in range(k + 1):
             self.c_steps.labels(str(j)).inc(0)
         # cumulative /debug/mtp_stats; the interval of the log line
@@ -62,7 +77,7 @@ class AtomFlavor(Flavor):
             steps = sum(dist) or 1
             pct = ", ".join(f"{j}: '{100.0 * c / steps:.2f}%'" for j, c in enumerate(dist))
             rate = 100.0 * acc / draft if draft else 0.0
-            return atom.LOG_MTP_STATS_FORMAT.format(time=now, tag=tag, avg=1 + acc / steps, accepted=acc,
+            return LOG_MTP_STATS_FORMAT.format(time=now, tag=tag, avg=1 + acc / steps, accepted=acc,
                                                     drafted=draft, rate=rate, distribution=pct)
 
         iv = self.iv
@@ -75,13 +90,13 @@ class AtomFlavor(Flavor):
         steps = sum(self.dist)
         dist = {j: c for j, c in enumerate(self.dist) if c}
         return {
-            atom.STATS_ENABLED: True,
-            atom.STATS_DRAFT_TOKENS: self.draft,
-            atom.STATS_ACCEPTED: self.accepted,
-            atom.STATS_RATE: self.accepted / self.draft if self.draft else 0.0,
-            atom.STATS_AVG_TOKENS: 1 + self.accepted / steps if steps else 0.0,
-            atom.STATS_DISTRIBUTION: dist,
-            atom.STATS_DISTRIBUTION_PERCENT: {j: c / steps for j, c in dist.items()},
+            STATS_ENABLED: True,
+            STATS_DRAFT_TOKENS: self.draft,
+            STATS_ACCEPTED: self.accepted,
+            STATS_RATE: self.accepted / self.draft if self.draft else 0.0,
+            STATS_AVG_TOKENS: 1 + self.accepted / steps if steps else 0.0,
+            STATS_DISTRIBUTION: dist,
+            STATS_DISTRIBUTION_PERCENT: {j: c / steps for j, c in dist.items()},
         }
 
     def startup_lines(self, port: int) -> list[str]:
@@ -91,9 +106,9 @@ class AtomFlavor(Flavor):
                 "length 2.50 (per-position rates ...)"]
 
     def get(self, path: str) -> Any | None:
-        if path == atom.MTP_STATS_PATH:
+        if path == MTP_STATS_PATH:
             return self.mtp_stats()
-        if path == atom.SERVER_INFO_PATH:
+        if path == SERVER_INFO_PATH:
             name = self.model_name()
             return {"model_id": name, "served_model_name": name, "tp_size": 1, "dp_size": 1}
         return None

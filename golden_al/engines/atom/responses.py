@@ -6,15 +6,27 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from golden_al.engines import atom
-from golden_al.errors import InputFileError, MetricMissingError
-from golden_al.formats.responses import (
+from golden_al.plugin import (
+    InputFileError,
+    MetricMissingError,
     RequestSpecCounts,
     build_counts,
+    check_acceptance_counts,
     optional_number,
     where,
 )
-from golden_al.formats.validate import check_acceptance_counts
+
+from . import (
+    FLAG_K,
+    FLAG_METHOD,
+    MTP_STATS_PATH,
+    STATS_ACCEPTED,
+    STATS_AVG_TOKENS,
+    STATS_DISTRIBUTION,
+    STATS_DRAFT_TOKENS,
+    STATS_ENABLED,
+    counts_from_mtp_stats,
+)
 
 __all__ = ["parse_atom_mtp_stats", "read_atom_mtp_stats_file"]
 
@@ -29,15 +41,15 @@ def parse_atom_mtp_stats(obj: Mapping[str, Any], *, k: int | None = None,
     """
     if not isinstance(obj, Mapping):
         raise InputFileError(f"ATOM /debug/mtp_stats must be an object, got {type(obj).__name__}", path=source)
-    if obj.get(atom.STATS_ENABLED) is False:
+    if obj.get(STATS_ENABLED) is False:
         raise MetricMissingError(f"{where(source)}ATOM reports MTP statistics disabled (enabled: false)",
-                                 hint=f"start ATOM with {atom.FLAG_METHOD} and {atom.FLAG_K}")
-    for key in (atom.STATS_DRAFT_TOKENS, atom.STATS_ACCEPTED, atom.STATS_DISTRIBUTION):
+                                 hint=f"start ATOM with {FLAG_METHOD} and {FLAG_K}")
+    for key in (STATS_DRAFT_TOKENS, STATS_ACCEPTED, STATS_DISTRIBUTION):
         if obj.get(key) is None:
-            raise MetricMissingError(f"{where(source)}ATOM {atom.MTP_STATS_PATH} has no {key}",
-                                     hint=f"pass the body of GET {atom.MTP_STATS_PATH}")
-    counts = build_counts(lambda: atom.counts_from_mtp_stats(obj, k=k), "ATOM /debug/mtp_stats", source)
-    reported = optional_number(obj, atom.STATS_AVG_TOKENS, source)
+            raise MetricMissingError(f"{where(source)}ATOM {MTP_STATS_PATH} has no {key}",
+                                     hint=f"pass the body of GET {MTP_STATS_PATH}")
+    counts = build_counts(lambda: counts_from_mtp_stats(obj, k=k), "ATOM /debug/mtp_stats", source)
+    reported = optional_number(obj, STATS_AVG_TOKENS, source)
     check_acceptance_counts(counts, what="ATOM /debug/mtp_stats", path=source, reported_al=reported)
     return RequestSpecCounts("atom", counts, reported, None,
                              source)
@@ -49,8 +61,8 @@ def read_atom_mtp_stats_file(path: str | Path, *, k: int | None = None) -> Reque
     Raises:
         InputFileError: unreadable or not JSON.
     """
-    from golden_al import safeio
+    from golden_al.plugin import read_json
 
     p = Path(path)
-    obj = safeio.read_json(p)  # regular file, byte cap, depth limit
+    obj = read_json(p)  # regular file, byte cap, depth limit
     return parse_atom_mtp_stats(obj, k=k, source=str(p))

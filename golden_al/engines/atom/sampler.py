@@ -26,8 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from distributions import AcceptanceDistribution, units
-from simulators.base import SamplerError
-from simulators.rates import SyntheticRatesSampler
+from golden_al.plugin import SamplerError, SyntheticRatesSampler
 
 __all__ = ["AtomSynthetic"]
 

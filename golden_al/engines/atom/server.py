@@ -7,36 +7,53 @@ from collections.abc import Mapping
 from typing import Any
 
 from distributions.counts import AcceptanceCounts
-from golden_al.engines import atom
-from golden_al.errors import MetricMissingError, ServerError
-from golden_al.httpclient import ServerClient
-from golden_al.plugin.sources import CounterSource, Snapshot, require_distribution, server_errors
-from golden_al.servers import synthetic
-from golden_al.servers.probe import ServerFacts, filter_args
+from golden_al.plugin import (
+    CounterSource,
+    MetricMissingError,
+    ServerClient,
+    ServerError,
+    ServerFacts,
+    Snapshot,
+    filter_args,
+    require_distribution,
+    server_errors,
+)
+
+from . import (
+    FLAG_K,
+    FLAG_METHOD,
+    MTP_STATS_PATH,
+    PROFILE,
+    SERVER_INFO_PATH,
+    STATS_ACCEPTED,
+    STATS_DISTRIBUTION,
+    STATS_DRAFT_TOKENS,
+    STATS_ENABLED,
+)
 
 __all__ = ["AtomMtpStatsSource", "probe"]
 
 
 async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:
     """Fill ``facts`` from what the server reports."""
-    info = await client.get_json(atom.SERVER_INFO_PATH, label=f"GET {atom.SERVER_INFO_PATH}", optional=True)
+    info = await client.get_json(SERVER_INFO_PATH, label=f"GET {SERVER_INFO_PATH}", optional=True)
     if isinstance(info, Mapping):
-        synthetic.check_server_info("atom", info)
+        facts.described(info)
         facts.server_args = filter_args(info)
-    stats = await client.get_json(atom.MTP_STATS_PATH, label=f"GET {atom.MTP_STATS_PATH}", optional=True)
+    stats = await client.get_json(MTP_STATS_PATH, label=f"GET {MTP_STATS_PATH}", optional=True)
     if stats is None:
-        raise MetricMissingError(f"the ATOM server has no {atom.MTP_STATS_PATH}",
+        raise MetricMissingError(f"the ATOM server has no {MTP_STATS_PATH}",
                                  hint="is this an ATOM server? (--engine)")
     if isinstance(stats, Mapping):
-        if stats.get(atom.STATS_ENABLED) is False:
+        if stats.get(STATS_ENABLED) is False:
             raise ServerError("the ATOM server runs without speculative decoding (mtp_stats enabled: false)",
-                              hint=f"launch it with {atom.FLAG_METHOD} and {atom.FLAG_K}")
-        dist = stats.get(atom.STATS_DISTRIBUTION) or {}
+                              hint=f"launch it with {FLAG_METHOD} and {FLAG_K}")
+        dist = stats.get(STATS_DISTRIBUTION) or {}
         steps = sum(float(v) for v in dist.values()) if isinstance(dist, Mapping) else 0.0
-        drafted = float(stats.get(atom.STATS_DRAFT_TOKENS) or 0)
+        drafted = float(stats.get(STATS_DRAFT_TOKENS) or 0)
         if steps > 0 and drafted > 0 and abs(drafted / steps - round(drafted / steps)) < 1e-9:
             facts.draft_len = round(drafted / steps)
-            facts.draft_len_rule = f"{atom.MTP_STATS_PATH} {atom.STATS_DRAFT_TOKENS} / steps"
+            facts.draft_len_rule = f"{MTP_STATS_PATH} {STATS_DRAFT_TOKENS} / steps"
     if not log_text is not None:
         facts.warnings.append("attached ATOM server: forced acceptance is only detected from its log "
                               "(pass --server-log FILE, or --launch)")
@@ -47,31 +64,31 @@ class AtomMtpStatsSource(CounterSource):
     """ATOM ``GET /debug/mtp_stats`` (``atom/model_engine/llm_engine.py``, HEAD ffdf3bb5d)."""
 
     name = "atom-mtp-stats"
-    engine = atom.PROFILE.name
+    engine = PROFILE.name
 
     async def snapshot(self, client: ServerClient) -> Snapshot:
-        path = atom.MTP_STATS_PATH
+        path = MTP_STATS_PATH
         stats = await client.get_json(path, label=f"GET {path}")
         if not isinstance(stats, Mapping):
             raise ServerError(f"{path} answered {str(stats)[:200]}")
-        if stats.get(atom.STATS_ENABLED) is False:
-            raise MetricMissingError(f"ATOM {path} reports {atom.STATS_ENABLED}: false (speculative decoding is off)",
-                                     hint=f"start ATOM with {atom.FLAG_METHOD} and {atom.FLAG_K}")
+        if stats.get(STATS_ENABLED) is False:
+            raise MetricMissingError(f"ATOM {path} reports {STATS_ENABLED}: false (speculative decoding is off)",
+                                     hint=f"start ATOM with {FLAG_METHOD} and {FLAG_K}")
         return Snapshot(dict(stats))
 
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
-        from golden_al.engines import atom as atom_engine
+        from . import mtp_stats_delta
 
         with server_errors(label):
-            counts = atom_engine.mtp_stats_delta(before.counts, after.counts, k=k)
+            counts = mtp_stats_delta(before.counts, after.counts, k=k)
         return require_distribution(counts, label, self.name)
 
     def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
         from distributions import counts as dcounts
 
         def pick(s: Snapshot) -> dict[str, Any]:
-            return {key: s.counts.get(key) for key in (atom.STATS_DISTRIBUTION, atom.STATS_ACCEPTED,
-                                                       atom.STATS_DRAFT_TOKENS)}
+            return {key: s.counts.get(key) for key in (STATS_DISTRIBUTION, STATS_ACCEPTED,
+                                                       STATS_DRAFT_TOKENS)}
 
         with server_errors(label):
             dcounts.delta(pick(before), pick(after), name="atom-mtp-stats")

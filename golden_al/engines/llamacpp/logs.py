@@ -23,10 +23,10 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from golden_al.engines import llamacpp as profile
-from golden_al.engines.llamacpp.counters import read as read_counters  # the counter readers' home
-from golden_al.errors import InputFileError
-from golden_al.formats.logs import LineTally
+from golden_al.plugin import InputFileError, LineTally
+
+from . import LOG_DRAFT_ACCEPTANCE, LOG_DRAFT_ACCEPTANCE_MARKER, LOG_SYNTH_INFO, LOG_SYNTH_WARNING, PROFILE
+from .counters import read as read_counters
 
 __all__ = [
     "DraftAcceptanceLine",
@@ -39,9 +39,9 @@ __all__ = [
 ]
 
 
-_DRAFT_RE = re.compile(profile.LOG_DRAFT_ACCEPTANCE)
-_SYNTH_WARN_RE = re.compile(profile.LOG_SYNTH_WARNING)
-_SYNTH_INFO_RE = re.compile(profile.LOG_SYNTH_INFO)
+_DRAFT_RE = re.compile(LOG_DRAFT_ACCEPTANCE)
+_SYNTH_WARN_RE = re.compile(LOG_SYNTH_WARNING)
+_SYNTH_INFO_RE = re.compile(LOG_SYNTH_INFO)
 #: Longest line looked at (a log line longer than this is not one of ours).
 _MAX_LINE = 4096
 
@@ -101,8 +101,8 @@ def scan_lines(lines: Iterable[tuple[int, str]], *, source: str | None = None,
             out.requests.append(DraftAcceptanceLine(lineno, float(m["rate"]), int(m["accepted"]),
                                                     int(m["generated"]), float(m["mean_len"])))
             continue
-        if profile.LOG_DRAFT_ACCEPTANCE_MARKER in line:
-            tally.unread(lineno, line, profile.PROFILE.display_name)
+        if LOG_DRAFT_ACCEPTANCE_MARKER in line:
+            tally.unread(lineno, line, PROFILE.display_name)
             continue
         if len(line) > _MAX_LINE:
             continue

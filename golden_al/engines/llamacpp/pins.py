@@ -6,11 +6,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from golden_al.checks.findings import Pin
-from golden_al.engines import llamacpp
-from golden_al.plugin.pins import PinSite, clean, value_of
-from golden_al.recipes.derive import DraftInfo
-from golden_al.shell import harden, has_unknown, show
+from golden_al.plugin import DraftInfo, Pin, PinSite, clean, harden, has_unknown, show, value_of
+
+from . import (
+    FLAG_DRAFT_MODEL,
+    N_MAX_FORMS,
+    N_MIN_FORMS,
+    P_MIN_FORMS,
+    PROFILE,
+    SPEC_TYPE_FORMS,
+    SYNTH_FLAG_FORMS,
+    read_command_line,
+)
 
 __all__ = ['llamacpp_draft', 'llamacpp_pin']
 
@@ -19,10 +26,10 @@ def llamacpp_pin(site: PinSite) -> Pin:
     """llama.cpp: a ``--spec-synth-*`` flag (an ``LLAMA_ARG_*`` form is read as its flag), k and the
     speculative type from llama-server's flags and environment."""
     value, why = value_of(site.text)
-    knob = {v: f for f, v in llamacpp.SYNTH_FLAG_FORMS.items()}.get(site.knob, site.knob)
-    pin = site.pin(llamacpp.PROFILE.name, knob, value, why)
+    knob = {v: f for f, v in SYNTH_FLAG_FORMS.items()}.get(site.knob, site.knob)
+    pin = site.pin(PROFILE.name, knob, value, why)
     pin.draft, pin.algorithm = llamacpp_draft(site.flags, site.env, "the llama-server flags")
-    pin.draft_model = clean(site.flags.get(llamacpp.FLAG_DRAFT_MODEL) or site.flags.get("--model-draft"))
+    pin.draft_model = clean(site.flags.get(FLAG_DRAFT_MODEL) or site.flags.get("--model-draft"))
     return pin
 
 
@@ -31,13 +38,13 @@ def llamacpp_draft(flags: Mapping[str, Any], env: Mapping[str, Any], where: str)
     by the engine itself (:func:`golden_al.engines.llamacpp.read_command_line`: the type, its
     method, ``k = --spec-draft-n-max`` with llama.cpp's clamps, fixed only with ``-n-min`` = k and
     ``-p-min`` 0)."""
-    forms = [*llamacpp.N_MAX_FORMS, *llamacpp.N_MIN_FORMS, *llamacpp.P_MIN_FORMS, *llamacpp.SPEC_TYPE_FORMS]
+    forms = [*N_MAX_FORMS, *N_MIN_FORMS, *P_MIN_FORMS, *SPEC_TYPE_FORMS]
     for name in forms:
         value = flags.get(name, env.get(name))
         if isinstance(value, str) and has_unknown(value):
             return DraftInfo(problem=f"{name} is {show(value)}, set outside this file"), None
     args = [x for name, v in flags.items() for x in (name, harden(str(v)))]
-    reading = llamacpp.read_command_line(args, {k: harden(str(v)) for k, v in env.items()})
+    reading = read_command_line(args, {k: harden(str(v)) for k, v in env.items()})
     if reading.draft is None:
         return DraftInfo(problem=f"{reading.draft_problem} ({where})"), reading.algorithm
     return DraftInfo(k=reading.draft.k, rule=f"llama.cpp {reading.draft.rule} in {where}"), reading.algorithm

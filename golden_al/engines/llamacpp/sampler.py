@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from distributions import AcceptanceDistribution, units
-from simulators.base import EngineSampler, SamplerError
+from golden_al.plugin import EngineSampler, SamplerError
 
 __all__ = ["LlamaCppSynthetic", "geometric_rate", "resolve_rates"]
 

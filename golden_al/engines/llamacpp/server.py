@@ -8,40 +8,48 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from distributions.counts import AcceptanceCounts
-from golden_al.engines import llamacpp
-from golden_al.errors import InputFileError, MetricMissingError, ServerError
-from golden_al.httpclient import ServerClient
-from golden_al.plugin.checks_ran import ran
-from golden_al.plugin.sources import CounterSource, Snapshot, require_distribution, server_errors
-from golden_al.servers import synthetic
-from golden_al.servers.probe import ServerFacts, filter_args
+from golden_al.plugin import (
+    CounterSource,
+    InputFileError,
+    MetricMissingError,
+    ServerClient,
+    ServerError,
+    ServerFacts,
+    Snapshot,
+    filter_args,
+    ran,
+    require_distribution,
+    server_errors,
+)
+
+from . import ACCEPTED_PER_POS_METRIC, FIXED_K_HINT, FLAG_METRICS, PROFILE
 
 __all__ = ["LlamaCppPrometheusSource", "probe"]
 
 
 async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:
     """Fill ``facts`` from what the server reports."""
-    from golden_al.engines import llamacpp
-    from golden_al.engines.llamacpp.logs import read_counters
-    from golden_al.formats import prometheus as prom
+    from golden_al.plugin import parse_metrics_text
+
+    from .logs import read_counters
 
     props = await client.get_json("/props", label="GET /props", optional=True)
     if not isinstance(props, Mapping):
         raise MetricMissingError("the server has no /props: is this llama-server? (--engine)")
-    synthetic.check_server_info("llamacpp", props, where="/props")
+    facts.described(props, "/props")
     facts.version = str(props.get("build_info")) if props.get("build_info") is not None else None
     facts.server_args = filter_args({k: props.get(k) for k in ("model_path", "model_alias", "total_slots",
                                                                 "endpoint_metrics", "build_info")})
     if props.get("endpoint_metrics") is False:
         raise MetricMissingError("llama-server runs without --metrics: its spec-decode counters are off",
-                                 hint=f"start it with {llamacpp.FLAG_METRICS}")
+                                 hint=f"start it with {FLAG_METRICS}")
     text = await client.get_text("/metrics", label="GET /metrics", optional=True)
     if text is None:
-        raise MetricMissingError("llama-server answered no /metrics", hint=f"start it with {llamacpp.FLAG_METRICS}")
-    counters = read_counters(prom.parse_metrics_text(text, source=f"{client.base_url}/metrics"))
+        raise MetricMissingError("llama-server answered no /metrics", hint=f"start it with {FLAG_METRICS}")
+    counters = read_counters(parse_metrics_text(text, source=f"{client.base_url}/metrics"))
     if counters.accepted_per_position:
         facts.draft_len = len(counters.accepted_per_position)
-        facts.draft_len_rule = f"number of position series of {llamacpp.ACCEPTED_PER_POS_METRIC}"
+        facts.draft_len_rule = f"number of position series of {ACCEPTED_PER_POS_METRIC}"
     facts.draft_method = "draft-model"
     facts.chain = True
     total = props.get("total_slots")
@@ -65,14 +73,15 @@ class LlamaCppPrometheusSource(CounterSource):
     """
 
     name = "llamacpp-prometheus"
-    engine = llamacpp.PROFILE.name
+    engine = PROFILE.name
 
     async def snapshot(self, client: ServerClient) -> Snapshot:
-        from golden_al.engines.llamacpp.logs import read_counters
-        from golden_al.formats import prometheus as prom
+        from golden_al.plugin import parse_metrics_text
+
+        from .logs import read_counters
 
         text = await client.get_text("/metrics", label="GET /metrics")
-        snap = prom.parse_metrics_text(text or "", source=f"{client.base_url}/metrics")
+        snap = parse_metrics_text(text or "", source=f"{client.base_url}/metrics")
         counters = read_counters(snap)
         return Snapshot(counters, None, counters.busy, None, len(counters.accepted_per_position) or None)
 
@@ -99,7 +108,7 @@ class LlamaCppPrometheusSource(CounterSource):
     def cross_check(self, responses: Sequence[Mapping[str, Any]], counts: AcceptanceCounts, k: int,
                     label: str) -> None:
         """The delta must equal the sum of the responses' ``timings.draft_n``/``draft_n_accepted``."""
-        from golden_al.engines.llamacpp.logs import timings_counts
+        from .logs import timings_counts
 
         drafted = accepted = missing = 0
         for resp in responses:
@@ -126,7 +135,7 @@ class LlamaCppPrometheusSource(CounterSource):
                 f"{float(counts.num_accepted_drafts):g} accepted) disagrees with the responses' timings (draft_n "
                 f"{drafted}, draft_n_accepted {accepted}): other traffic reached the server, or its draft length "
                 f"is not k={k}",
-                hint=f"measure on a server nobody else uses, started so: {llamacpp.FIXED_K_HINT} (golden-al --launch "
+                hint=f"measure on a server nobody else uses, started so: {FIXED_K_HINT} (golden-al --launch "
                 "does)",
             )
         ran("metrics-vs-timings")

@@ -33,8 +33,7 @@ from distributions.counts import (
     from_histogram,
 )
 from distributions.errors import DistributionError
-from golden_al.errors import LossyAcceptanceError, UsageError
-from golden_al.plugin.profile import (
+from golden_al.plugin import (
     Caveat,
     CheckSupport,
     DraftLen,
@@ -45,6 +44,7 @@ from golden_al.plugin.profile import (
     LaunchSupport,
     LogPattern,
     LogReader,
+    LossyAcceptanceError,
     Metric,
     PinContext,
     PinReview,
@@ -58,9 +58,13 @@ from golden_al.plugin.profile import (
     Source,
     Speculation,
     SyntheticKnob,
+    UsageError,
+    format_value,
+    int_flag,
     lazy,
+    parse_number,
+    selector_text,
 )
-from golden_al.plugin.values import format_value, int_flag, parse_number, selector_text
 
 __all__ = [
     "ALGORITHMS",
@@ -1002,8 +1006,8 @@ PROFILE = EngineProfile(
                                          META_INFO, _TOKENIZER),
         },
         server_info_fields=SERVER_INFO_FIELDS,
-        counter_reader=lazy("golden_al.engines.sglang.counters:read"),
-        reference_flavor=lazy("golden_al.engines.sglang.reference:SglangFlavor"),
+        counter_reader=lazy(f"{__name__}.counters:read"),
+        reference_flavor=lazy(f"{__name__}.reference:SglangFlavor"),
         counter_marker=METRIC_VERIFY_CALLS,
         lifetime_prefixes=(METRIC_SPEC_PREFIX, METRIC_GENERATION_TOKENS.removesuffix("_total"),
                            METRIC_NUM_REQUESTS.removesuffix("_total")),
@@ -1011,12 +1015,12 @@ PROFILE = EngineProfile(
         exact_proposals=True,
         al_sources=("sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate"),
         source_impls={
-            "sglang-meta-info": lazy("golden_al.engines.sglang.server:META_INFO"),
-            "sglang-spec-tokens-details": lazy("golden_al.engines.sglang.server:SPEC_TOKENS_DETAILS"),
-            "sglang-generate": lazy("golden_al.engines.sglang.server:GENERATE"),
+            "sglang-meta-info": lazy(f"{__name__}.server:META_INFO"),
+            "sglang-spec-tokens-details": lazy(f"{__name__}.server:SPEC_TOKENS_DETAILS"),
+            "sglang-generate": lazy(f"{__name__}.server:GENERATE"),
         },
-        server_probe=lazy("golden_al.engines.sglang.server:probe"),
-        response_records=lazy("golden_al.engines.sglang.responses:records_in"),
+        server_probe=lazy(f"{__name__}.server:probe"),
+        response_records=lazy(f"{__name__}.responses:records_in"),
     ),
     launch=LaunchSupport(
         spec_flags=spec_flags,
@@ -1026,7 +1030,7 @@ PROFILE = EngineProfile(
     ),
     simulate=SimulateSupport(
         default_sampler="match-expected",
-        samplers={"match-expected": lazy("golden_al.engines.sglang.sampler:SGLangMatchExpected"), "multinomial": lazy("golden_al.engines.sglang.sampler:SGLangMultinomial")},
+        samplers={"match-expected": lazy(f"{__name__}.sampler:SGLangMatchExpected"), "multinomial": lazy(f"{__name__}.sampler:SGLangMultinomial")},
         simulator_settings=simulator_settings,
         simulate_options=(SimulateOption(
             "--algorithm", "algorithm", type=str.lower, choices=SIMULATE_ALGORITHMS,
@@ -1035,11 +1039,11 @@ PROFILE = EngineProfile(
     ),
     run_logs=RunLogSupport(
         log_patterns=LOG_PATTERNS,
-        run_evidence=lazy("golden_al.engines.sglang.evidence:read"),
-        log_reader=LogReader(lazy("golden_al.engines.sglang.logs:parse_sglang_decode_line"), ("Decode batch",),
-                             server_args=lazy("golden_al.engines.sglang.logs:parse_sglang_server_args_line")),
-        importers={"sglang-bench": lazy("golden_al.engines.sglang.imported:import_sglang_bench"),
-                   "sglang-log": lazy("golden_al.engines.sglang.imported:import_sglang_log")},
+        run_evidence=lazy(f"{__name__}.evidence:read"),
+        log_reader=LogReader(lazy(f"{__name__}.logs:parse_sglang_decode_line"), ("Decode batch",),
+                             server_args=lazy(f"{__name__}.logs:parse_sglang_server_args_line")),
+        importers={"sglang-bench": lazy(f"{__name__}.imported:import_sglang_bench"),
+                   "sglang-log": lazy(f"{__name__}.imported:import_sglang_log")},
     ),
     recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, spec_keys=SPEC_FLAGS),
 )

@@ -12,23 +12,28 @@ from typing import Literal
 
 from distributions import units
 from distributions.counts import AcceptanceCounts
-from golden_al.engines import sglang as sglang_engine
-from golden_al.errors import UsageError
-from golden_al.formats.counters import check_not_backwards as _check_not_backwards
-from golden_al.formats.counters import counter as _counter
-from golden_al.formats.counters import no_steps as _no_steps
-from golden_al.formats.counters import optional as _optional
-from golden_al.formats.counters import to_counts as _to_counts
-from golden_al.formats.prometheus import MetricsSnapshot
-from golden_al.formats.validate import check_counts
+from golden_al.plugin import MetricsSnapshot, UsageError, check_counts
+from golden_al.plugin import check_not_backwards as _check_not_backwards
+from golden_al.plugin import counter as _counter
+from golden_al.plugin import no_steps as _no_steps
+from golden_al.plugin import optional as _optional
+from golden_al.plugin import to_counts as _to_counts
+
+from . import (
+    METRIC_ACCEPT_LENGTH,
+    METRIC_ACCEPT_RATE,
+    METRIC_GENERATION_TOKENS,
+    METRIC_NUM_REQUESTS,
+    METRIC_VERIFY_CALLS,
+)
 
 __all__ = ["SglangSpecCounters", "read"]
 
-SGLANG_VERIFY_CALLS = sglang_engine.METRIC_VERIFY_CALLS
-SGLANG_GENERATION_TOKENS = sglang_engine.METRIC_GENERATION_TOKENS
-SGLANG_NUM_REQUESTS = sglang_engine.METRIC_NUM_REQUESTS
-SGLANG_ACCEPT_LENGTH = sglang_engine.METRIC_ACCEPT_LENGTH
-SGLANG_ACCEPT_RATE = sglang_engine.METRIC_ACCEPT_RATE
+SGLANG_VERIFY_CALLS = METRIC_VERIFY_CALLS
+SGLANG_GENERATION_TOKENS = METRIC_GENERATION_TOKENS
+SGLANG_NUM_REQUESTS = METRIC_NUM_REQUESTS
+SGLANG_ACCEPT_LENGTH = METRIC_ACCEPT_LENGTH
+SGLANG_ACCEPT_RATE = METRIC_ACCEPT_RATE
 
 
 @dataclass(frozen=True)

@@ -6,13 +6,12 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from golden_al.engines import sglang
-from golden_al.engines.sglang.logs import SglangDecodeRecord
-from golden_al.errors import InputFileError, UsageError
-from golden_al.formats.validate import check_counts
-from golden_al.plugin.evidence import RunEvidence, no_lines, read_logs
+from golden_al.plugin import InputFileError, RunEvidence, UsageError, check_counts, no_lines, read_logs
 
-ENGINE = sglang.PROFILE.name
+from . import PROFILE, decode_window
+from .logs import SglangDecodeRecord
+
+ENGINE = PROFILE.name
 
 
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
@@ -32,8 +31,8 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
         if recs:
             raise InputFileError(f"{len(recs)} SGLang decode line(s) but none carries 'accept len' with a running "
                                  "batch (speculative decoding off?)", path=logs[0][0])
-        raise no_lines(f"SGLang '{sglang.PROFILE.log_pattern('decode-head').marker}' lines", logs, other)
-    weights = [sglang.decode_window(r.accept_len, r.running_req, interval)[0] for r in usable]  # type: ignore[arg-type]
+        raise no_lines(f"SGLang '{PROFILE.log_pattern('decode-head').marker}' lines", logs, other)
+    weights = [decode_window(r.accept_len, r.running_req, interval)[0] for r in usable]  # type: ignore[arg-type]
     total = math.fsum(weights)
     realized = math.fsum(w * r.accept_len for w, r in zip(weights, usable, strict=False)) / total  # type: ignore[operator]
     sum_sq = math.fsum(w * w / interval for w in weights)
@@ -51,7 +50,7 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
         notes.append("lines from several DP ranks are counted as independent batches (each rank draws its own L)")
     notes.append("#running-req is the batch size when the line was written; the interval's own batch sizes "
                  "are not logged")
-    windows = tuple((acc, steps) for steps, acc in (sglang.decode_window(r.accept_len, r.running_req, interval)  # type: ignore[arg-type]
+    windows = tuple((acc, steps) for steps, acc in (decode_window(r.accept_len, r.running_req, interval)  # type: ignore[arg-type]
                                                        for r in usable))
     return RunEvidence(ENGINE, "sglang decode log", realized, total, float(interval * len(usable)), n_eff,
                        len(usable), tuple(notes), steps_per_line=interval, line_weights=line_weights,

@@ -10,18 +10,48 @@ from typing import Any
 
 from distributions.counts import AcceptanceCounts, tidy_count
 from distributions.errors import DistributionError
-from golden_al.engines import sglang as sglang_engine
-from golden_al.errors import InputFileError, MixedDraftLengthsError, UsageError
-from golden_al.measure.imported.common import (
-    Imported,
+from golden_al.plugin import (
+    ImportedDataset,
+    ImportedRun,
+    ImportedWindows,
     ImportOptions,
-    dataset_info,
-    imported_record,
+    InputFileError,
+    MixedDraftLengthsError,
+    UsageError,
     json_lines,
     read_capped,
-    window_rows,
 )
-from golden_al.measure.schema import DatasetInfo
+
+from . import (
+    BENCH_ACCEPT_LENGTH,
+    BENCH_BACKEND,
+    BENCH_COMPLETED,
+    BENCH_DATASET,
+    BENCH_MAX_CONCURRENCY,
+    BENCH_OUTPUT_LENS,
+    BENCH_REQUEST_RATE,
+    BENCH_RUN_KEYS,
+    BENCH_SERVER_INFO,
+    BENCH_TOOL,
+    BENCH_TOTAL_OUTPUT,
+    DEFAULT_DECODE_LOG_INTERVAL,
+    FLAG_ADAPTIVE,
+    INFO_DECODE_LOG_INTERVAL,
+    INFO_VERSION,
+    META_ACCEPT_LENGTH,
+    META_COMPLETION_TOKENS,
+    META_INFO,
+    PROFILE,
+    SERVER_INFO_FIELDS,
+    bench_accept_length,
+    bench_server_info,
+    counts_from_meta_info,
+    decode_window,
+    draft_len_from_server_info,
+    is_bench_run,
+    require_lossless,
+    response_spec_metas,
+)
 
 __all__ = [
     "import_sglang_bench",
@@ -32,16 +62,16 @@ def _sglang_k(opts: ImportOptions, args: Mapping[str, Any] | None, where: Path) 
     """k from ``--draft-len`` and/or the server's arguments (which must agree); refuses adaptive speculation."""
     k_args = None
     if args:
-        if args.get(sglang_engine.SERVER_INFO_FIELDS["adaptive"]):
+        if args.get(SERVER_INFO_FIELDS["adaptive"]):
             raise MixedDraftLengthsError(
-                f"{where}: the server ran adaptive speculation ({sglang_engine.SERVER_INFO_FIELDS['adaptive']}: "
+                f"{where}: the server ran adaptive speculation ({SERVER_INFO_FIELDS['adaptive']}: "
                 "true), which changes the draft length step by step; SGLang reports no per-step draft length "
                 "(neither in meta_info nor in its log), so the counts cannot be split by k and are not a curve point",
-                hint=f"measure with SGLang started without {sglang_engine.FLAG_ADAPTIVE}")
-        sglang_engine.require_lossless(args, str(where))
-        if args.get(sglang_engine.SERVER_INFO_FIELDS["algorithm"]):
+                hint=f"measure with SGLang started without {FLAG_ADAPTIVE}")
+        require_lossless(args, str(where))
+        if args.get(SERVER_INFO_FIELDS["algorithm"]):
             try:
-                k_args = sglang_engine.draft_len_from_server_info(args).k
+                k_args = draft_len_from_server_info(args).k
             except UsageError as exc:
                 if opts.draft_len is None:
                     raise UsageError(f"{where}: {exc.message}", hint="pass --draft-len K") from None
@@ -56,47 +86,47 @@ def _sglang_model(opts: ImportOptions, args: Mapping[str, Any] | None) -> str | 
         return opts.model
     if not args:
         return None
-    name = args.get(sglang_engine.SERVER_INFO_FIELDS["served_model_name"]) or args.get(
-        sglang_engine.SERVER_INFO_FIELDS["model_path"])
+    name = args.get(SERVER_INFO_FIELDS["served_model_name"]) or args.get(
+        SERVER_INFO_FIELDS["model_path"])
     return str(name) if name else None
 
 
 def _response_windows(lines: Sequence[tuple[Path, int, Mapping[str, Any]]], k: int | None,
                       ) -> tuple[list[AcceptanceCounts], list[int]]:
-    from golden_al.servers.measure import MixedDraftLengths
+    from golden_al.plugin import MixedDraftLengths
 
     counts, tokens = [], []
     mixed = MixedDraftLengths()
     for path, n, obj in lines:
-        for meta in sglang_engine.response_spec_metas(obj) or ():
+        for meta in response_spec_metas(obj) or ():
             label = f"{path}:{n}"
             try:
-                c = sglang_engine.counts_from_meta_info(meta, k=k)
+                c = counts_from_meta_info(meta, k=k)
             except DistributionError as exc:
                 raise InputFileError(exc.message, path=path, line=n, hint=exc.hint) from None
             mixed.check(c, label)
             if k is None:
                 k = c.k
             counts.append(c)
-            done = meta.get(sglang_engine.META_COMPLETION_TOKENS)
+            done = meta.get(META_COMPLETION_TOKENS)
             tokens.append(int(done) if isinstance(done, (int, float)) and not isinstance(done, bool) else 0)
     return counts, tokens
 
 
-def import_sglang_bench(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:
+def import_sglang_bench(paths: Sequence[Path], opts: ImportOptions) -> list[ImportedRun]:
     """Records from SGLang ``bench_serving`` result lines (one per run)."""
     runs: list[tuple[Path, int, Mapping[str, Any]]] = []
     responses: list[tuple[Path, int, Mapping[str, Any]]] = []
     for p in paths:
         for n, obj in json_lines(p):
-            if sglang_engine.is_bench_run(obj):
+            if is_bench_run(obj):
                 runs.append((p, n, obj))
-            elif sglang_engine.response_spec_metas(obj) is not None:
+            elif response_spec_metas(obj) is not None:
                 responses.append((p, n, obj))
             else:
                 raise InputFileError(
-                    f"neither a bench_serving run (keys {', '.join(sglang_engine.BENCH_RUN_KEYS)}) nor an SGLang "
-                    f"response with {sglang_engine.META_INFO} (keys seen: {sorted(obj)[:10]})", path=p, line=n,
+                    f"neither a bench_serving run (keys {', '.join(BENCH_RUN_KEYS)}) nor an SGLang "
+                    f"response with {META_INFO} (keys seen: {sorted(obj)[:10]})", path=p, line=n,
                     hint="pass the --output-file of python -m sglang.bench_serving, and/or saved responses")
     if responses:
         if len(runs) > 1:
@@ -107,14 +137,14 @@ def import_sglang_bench(paths: Sequence[Path], opts: ImportOptions) -> list[Impo
 
 
 def _sglang_dataset(opts: ImportOptions, run: Mapping[str, Any] | None, count: int, key: str, source: str
-                    ) -> DatasetInfo:
-    name = opts.dataset or str((run or {}).get(sglang_engine.BENCH_DATASET) or "unknown")
-    return dataset_info(name, count, f"{key}:{name}", source)
+                    ) -> ImportedDataset:
+    name = opts.dataset or str((run or {}).get(BENCH_DATASET) or "unknown")
+    return ImportedDataset(name, count, f"{key}:{name}", source)
 
 
 def _sglang_per_request(responses: list[tuple[Path, int, Mapping[str, Any]]],
-                        run: tuple[Path, int, Mapping[str, Any]] | None, opts: ImportOptions) -> Imported:
-    info = sglang_engine.bench_server_info(run[2]) if run else None
+                        run: tuple[Path, int, Mapping[str, Any]] | None, opts: ImportOptions) -> ImportedRun:
+    info = bench_server_info(run[2]) if run else None
     where = run[0] if run else responses[0][0]
     k = _sglang_k(opts, info, where)
     counts, tokens = _response_windows(responses, k)
@@ -123,42 +153,42 @@ def _sglang_per_request(responses: list[tuple[Path, int, Mapping[str, Any]]],
     k = k or counts[0].k
     files = list(dict.fromkeys([*([run[0]] if run else []), *(p for p, _, _ in responses)]))
     warnings = ["imported from saved SGLang responses: one cluster per request; AL = 1 + accepted drafts / verify "
-                f"steps from each request's histogram (not SGLang's {sglang_engine.META_ACCEPT_LENGTH}, which counts "
+                f"steps from each request's histogram (not SGLang's {META_ACCEPT_LENGTH}, which counts "
                 "the prefill token)"]
     if run is not None:
-        server_al = sglang_engine.bench_accept_length(run[2])
+        server_al = bench_accept_length(run[2])
         if server_al is not None:
             warnings.append(f"the run's server-side accept_length was {server_al:.4f} (cumulative since the server "
                             "started or was flushed; not used)")
     ds = _sglang_dataset(opts, run[2] if run else None, len(counts), "sglang-responses",
                          f"imported sglang-bench: {len(counts)} responses")
-    version = str(info[sglang_engine.INFO_VERSION]) if info and info.get(sglang_engine.INFO_VERSION) else None
-    return imported_record(window_rows(counts, k, "sglang-responses", tokens, unit="request"), k=k, opts=opts, engine="sglang",
+    version = str(info[INFO_VERSION]) if info and info.get(INFO_VERSION) else None
+    return ImportedRun(ImportedWindows(counts, k, "sglang-responses", tokens, unit="request"), k=k, opts=opts, engine="sglang",
                    source="sglang-meta-info", files=files, model=_sglang_model(opts, info), num_requests=len(counts),
                    dataset=ds, warnings=warnings, unit="request", engine_version=version,
-                   max_concurrency=(run[2].get(sglang_engine.BENCH_MAX_CONCURRENCY) if run else None),
+                   max_concurrency=(run[2].get(BENCH_MAX_CONCURRENCY) if run else None),
                    extra_provenance=bench_provenance(run[2] if run else None, info))
 
 
 def _sglang_bench_run(path: Path, line: int, run: Mapping[str, Any], opts: ImportOptions, *, several: bool
-                      ) -> Imported:
-    info = sglang_engine.bench_server_info(run)
+                      ) -> ImportedRun:
+    info = bench_server_info(run)
     k = _sglang_k(opts, info, path)
     if k is None:
         raise UsageError(f"{path}:{line}: the run does not show the draft length (no speculative arguments in "
-                         f"{sglang_engine.BENCH_SERVER_INFO})", hint="pass --draft-len K")
-    al = sglang_engine.bench_accept_length(run)
+                         f"{BENCH_SERVER_INFO})", hint="pass --draft-len K")
+    al = bench_accept_length(run)
     if al is None or al <= 0:
         raise InputFileError(
-            f"no {sglang_engine.BENCH_ACCEPT_LENGTH} in the run (value {run.get(sglang_engine.BENCH_ACCEPT_LENGTH)!r})",
+            f"no {BENCH_ACCEPT_LENGTH} in the run (value {run.get(BENCH_ACCEPT_LENGTH)!r})",
             path=path, line=line,
             hint="bench_serving reads it from /server_info only for sglang backends with speculative decoding on")
     if not 1.0 <= al <= k + 1 + 1e-9:
-        raise InputFileError(f"{sglang_engine.BENCH_ACCEPT_LENGTH} = {al!r}, expected a value in [1, k+1 = {k + 1}]",
+        raise InputFileError(f"{BENCH_ACCEPT_LENGTH} = {al!r}, expected a value in [1, k+1 = {k + 1}]",
                              path=path, line=line, hint="pass the run's real --draft-len")
-    completed = int(run.get(sglang_engine.BENCH_COMPLETED) or 0)
-    lens = [int(x) for x in run.get(sglang_engine.BENCH_OUTPUT_LENS) or [] if isinstance(x, (int, float))]
-    total = sum(lens) if lens else int(run.get(sglang_engine.BENCH_TOTAL_OUTPUT) or 0)
+    completed = int(run.get(BENCH_COMPLETED) or 0)
+    lens = [int(x) for x in run.get(BENCH_OUTPUT_LENS) or [] if isinstance(x, (int, float))]
+    total = sum(lens) if lens else int(run.get(BENCH_TOTAL_OUTPUT) or 0)
     decode_tokens = max(total - completed, 0)  # each request's first token comes from prefill, not a verify step
     if decode_tokens <= 0:
         raise InputFileError(f"the run generated no decode token ({total} output tokens, {completed} requests)",
@@ -167,7 +197,7 @@ def _sglang_bench_run(path: Path, line: int, run: Mapping[str, Any], opts: Impor
     window = AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=steps * (al - 1.0),
                               source="sglang-bench")
     warnings = [
-        f"imported from {sglang_engine.BENCH_TOOL}: {sglang_engine.BENCH_ACCEPT_LENGTH} is the server's "
+        f"imported from {BENCH_TOOL}: {BENCH_ACCEPT_LENGTH} is the server's "
         "aggregate over every request since it started or was last flushed (warmup and earlier runs included, "
         "the last partial decode-log interval missing; with data parallelism, one scheduler's); no request is "
         "attributed",
@@ -176,27 +206,27 @@ def _sglang_bench_run(path: Path, line: int, run: Mapping[str, Any], opts: Impor
     ]
     ds = _sglang_dataset(opts, run, completed, f"sglang-bench:{path.name}:{line}",
                          f"imported sglang-bench: {path.name}" + (f" line {line}" if several else ""))
-    version = str(info[sglang_engine.INFO_VERSION]) if info and info.get(sglang_engine.INFO_VERSION) else None
+    version = str(info[INFO_VERSION]) if info and info.get(INFO_VERSION) else None
     prov = {**bench_provenance(run, info), "run_line": line}
-    return imported_record(window_rows([window], k, "sglang-bench-aggregate", [total]), k=k, opts=opts, engine="sglang",
+    return ImportedRun(ImportedWindows([window], k, "sglang-bench-aggregate", [total]), k=k, opts=opts, engine="sglang",
                    source="sglang-bench-aggregate", files=[path], model=_sglang_model(opts, info),
                    num_requests=completed, dataset=ds, warnings=warnings,
-                   max_concurrency=run.get(sglang_engine.BENCH_MAX_CONCURRENCY), engine_version=version,
+                   max_concurrency=run.get(BENCH_MAX_CONCURRENCY), engine_version=version,
                    extra_provenance=prov)
 
 
-def import_sglang_log(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:
+def import_sglang_log(paths: Sequence[Path], opts: ImportOptions) -> list[ImportedRun]:
     """Records from SGLang server logs (``Decode batch`` lines, with the start-up arguments for k)."""
-    from golden_al.engines.sglang import logs as sglang_logs
-    from golden_al.formats import logs
-    from golden_al.formats.validate import check_counts
+    from golden_al.plugin import check_counts, scan_log_text
+
+    from . import logs as sglang_logs
 
     out = []
     for p in paths:
         text = read_capped(p).decode("utf-8", errors="replace")
         lines = text.splitlines()
         starts = sglang_logs.find_sglang_server_args(lines)
-        spec_keys = [sglang_engine.SERVER_INFO_FIELDS[f] for f in ("algorithm", "num_steps", "eagle_topk",
+        spec_keys = [SERVER_INFO_FIELDS[f] for f in ("algorithm", "num_steps", "eagle_topk",
                                                                       "num_draft_tokens", "dflash_block_size",
                                                                       "dspark_block_size", "model_path")]
         if len({json.dumps([s.args.get(key) for key in spec_keys], default=str) for s in starts}) > 1:
@@ -208,20 +238,20 @@ def import_sglang_log(paths: Sequence[Path], opts: ImportOptions) -> list[Import
         if k is None:
             raise UsageError(f"{p}: no server_args line with the speculative settings", hint="pass --draft-len K")
         interval = opts.decode_log_interval
-        logged = (args or {}).get(sglang_engine.INFO_DECODE_LOG_INTERVAL)
+        logged = (args or {}).get(INFO_DECODE_LOG_INTERVAL)
         if isinstance(logged, int) and not isinstance(logged, bool):
             if interval is not None and interval != logged:
                 raise UsageError(f"--decode-log-interval {interval} but {p} line {starts[0].line_no} says {logged}")
             interval = logged
-        marker = sglang_engine.PROFILE.log_pattern("decode-head").marker
+        marker = PROFILE.log_pattern("decode-head").marker
         warnings = [f"imported from an SGLang server log: aggregate only (no request is attributed); each '{marker}' "
                     "line is one window; its verify steps are estimated as decode-log-interval x "
                     "#running-req (the interval's own batch sizes are not logged) and accept len is printed to "
                     "2 decimals; no per-step histogram"]
         if interval is None:
-            interval = sglang_engine.DEFAULT_DECODE_LOG_INTERVAL
+            interval = DEFAULT_DECODE_LOG_INTERVAL
             warnings.append(f"no server_args line gives decode_log_interval: SGLang's default {interval} assumed")
-        scan = logs.scan_log_text(text, source=p)
+        scan = scan_log_text(text, source=p)
         decode = [r for r in scan.of("sglang") if isinstance(r, sglang_logs.SglangDecodeRecord)]
         warnings += scan.notes
         windows = []
@@ -229,7 +259,7 @@ def import_sglang_log(paths: Sequence[Path], opts: ImportOptions) -> list[Import
             if r.accept_len is None or r.running_req <= 0:
                 continue
             check_counts(what="SGLang decode line", al=r.accept_len, k=k, path=p, line=r.line_no)
-            steps, acc = sglang_engine.decode_window(r.accept_len, r.running_req, interval)
+            steps, acc = decode_window(r.accept_len, r.running_req, interval)
             windows.append(AcceptanceCounts(k=k, num_verify_steps=tidy_count(steps), num_accepted_drafts=tidy_count(acc),
                                             source="sglang-log"))
         if not windows:
@@ -240,20 +270,20 @@ def import_sglang_log(paths: Sequence[Path], opts: ImportOptions) -> list[Import
         prov: dict[str, Any] = {"imported_format": "sglang-log", "decode_log_interval": interval}
         if starts:
             prov["server_args_line"] = starts[0].line_no
-        out.append(imported_record(window_rows(windows, k, "sglang-log-intervals", []), k=k, opts=opts, engine="sglang",
+        out.append(ImportedRun(ImportedWindows(windows, k, "sglang-log-intervals", []), k=k, opts=opts, engine="sglang",
                            source="sglang-log-intervals", files=[p], model=_sglang_model(opts, args), num_requests=0,
-                           dataset=dataset_info(name, 0, f"sglang-log:{name}", f"imported sglang-log: {p.name}"),
+                           dataset=ImportedDataset(name, 0, f"sglang-log:{name}", f"imported sglang-log: {p.name}"),
                            warnings=warnings, extra_provenance=prov))
     return out
 
 
 def bench_provenance(run: Mapping[str, Any] | None, info: Mapping[str, Any] | None) -> dict[str, Any]:
     """What a benchmark run and its server info say of themselves, for the record's provenance."""
-    out: dict[str, Any] = {"imported_format": "sglang-bench", "imported_tool": sglang_engine.BENCH_TOOL}
+    out: dict[str, Any] = {"imported_format": "sglang-bench", "imported_tool": BENCH_TOOL}
     if run is not None:
-        out["bench"] = {key: run.get(key) for key in (sglang_engine.BENCH_BACKEND, sglang_engine.BENCH_DATASET,
-                                                      sglang_engine.BENCH_REQUEST_RATE,
-                                                      sglang_engine.BENCH_MAX_CONCURRENCY) if key in run}
-    if info is not None and info.get(sglang_engine.INFO_VERSION) is not None:
-        out["server_version"] = str(info[sglang_engine.INFO_VERSION])
+        out["bench"] = {key: run.get(key) for key in (BENCH_BACKEND, BENCH_DATASET,
+                                                      BENCH_REQUEST_RATE,
+                                                      BENCH_MAX_CONCURRENCY) if key in run}
+    if info is not None and info.get(INFO_VERSION) is not None:
+        out["server_version"] = str(info[INFO_VERSION])
     return out

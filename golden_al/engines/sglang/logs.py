@@ -31,9 +31,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from golden_al.engines.sglang import PROFILE
-from golden_al.formats.logs import number as _f
-from golden_al.formats.logs import pattern
+from golden_al.plugin import number as _f
+from golden_al.plugin import pattern
+
+from . import PROFILE
 
 __all__ = ['SglangDecodeRecord', 'SglangServerArgs', 'find_sglang_server_args', 'parse_sglang_decode_line', 'parse_sglang_server_args_line']
 

@@ -17,9 +17,34 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from golden_al.engines import sglang
-from golden_al.plugin.flavor import Flavor, now_log
-from golden_al.servers.served_engine import Generation
+from golden_al.plugin import Flavor, Generation, now_log
+
+from . import (
+    DEFAULT_METHOD,
+    ENV_LEN,
+    ENV_METHOD,
+    LOG_DECODE_BATCH_FORMAT,
+    LOG_SERVER_ARGS_FORMAT,
+    META_ACCEPT_LENGTH,
+    META_ACCEPT_RATE,
+    META_ACCEPTED_KEYS,
+    META_COMPLETION_TOKENS,
+    META_DETAILS,
+    META_EXTENSION,
+    META_HISTOGRAM_KEYS,
+    META_INFO,
+    META_PROPOSED_KEYS,
+    META_VERIFY,
+    METRIC_ACCEPT_LENGTH,
+    METRIC_ACCEPT_RATE,
+    METRIC_GENERATION_TOKENS,
+    METRIC_NUM_REQUESTS,
+    METRIC_VERIFY_CALLS,
+    SERVER_INFO_AVG_ACCEPT_LENGTH,
+    SERVER_INFO_FIELDS,
+    SERVER_INFO_PATHS,
+    SERVER_INFO_STATES,
+)
 
 __all__ = ["SglangFlavor"]
 
@@ -44,15 +69,15 @@ class SglangFlavor(Flavor):
     def reset(self, registry: Any) -> None:
         from prometheus_client import Counter, Gauge
 
-        self.c_verify = Counter(sglang.METRIC_VERIFY_CALLS.removesuffix("_total"),
+        self.c_verify = Counter(METRIC_VERIFY_CALLS.removesuffix("_total"),
                                 "Number of speculative decoding verification calls.", _LABELS, registry=registry)
-        self.c_gen = Counter(sglang.METRIC_GENERATION_TOKENS.removesuffix("_total"),
+        self.c_gen = Counter(METRIC_GENERATION_TOKENS.removesuffix("_total"),
                              "Number of generation tokens processed.", _LABELS, registry=registry)
-        self.c_requests = Counter(sglang.METRIC_NUM_REQUESTS.removesuffix("_total"),
+        self.c_requests = Counter(METRIC_NUM_REQUESTS.removesuffix("_total"),
                                   "The number of processed requests.", _LABELS, registry=registry)
-        self.g_accept_len = Gauge(sglang.METRIC_ACCEPT_LENGTH, "The average acceptance length of speculative "
+        self.g_accept_len = Gauge(METRIC_ACCEPT_LENGTH, "The average acceptance length of speculative "
                                   "decoding.", _LABELS, registry=registry)
-        self.g_accept_rate = Gauge(sglang.METRIC_ACCEPT_RATE, "The average acceptance rate of speculative "
+        self.g_accept_rate = Gauge(METRIC_ACCEPT_RATE, "The average acceptance rate of speculative "
                                    "decoding.", _LABELS, registry=registry)
         for c in (self.c_verify, self.c_gen, self.c_requests):
             c.labels(self.model_name(), "unified", "0").inc(0)
@@ -84,7 +109,7 @@ class SglangFlavor(Flavor):
         name = self.model_name()
         self.g_accept_len.labels(name, "unified", "0").set(accept_len)
         self.g_accept_rate.labels(name, "unified", "0").set(accept_rate)
-        self.log(sglang.LOG_DECODE_BATCH_FORMAT.format(
+        self.log(LOG_DECODE_BATCH_FORMAT.format(
             time=now_log(), running=max(self.running, 1), tokens=self.tokens, accept_len=accept_len,
             accept_rate=accept_rate, throughput=self.tokens / elapsed))
         self.batches = self.tokens = self.bs = self.correct = 0
@@ -92,12 +117,12 @@ class SglangFlavor(Flavor):
 
     def startup_lines(self, port: int) -> list[str]:
         k = self.engine.draft_len
-        return [sglang.LOG_SERVER_ARGS_FORMAT.format(time=now_log(), model=self.engine.target_name,
+        return [LOG_SERVER_ARGS_FORMAT.format(time=now_log(), model=self.engine.target_name,
                                                      algorithm=self.config.algorithm.upper(), steps=k,
                                                      draft_tokens=k + 1)]
 
     def get(self, path: str) -> Any | None:
-        if path in sglang.SERVER_INFO_PATHS:
+        if path in SERVER_INFO_PATHS:
             return self.server_info()
         if path == "/get_model_info":
             return {"model_path": self.engine.target_name, "is_generation": True}
@@ -108,7 +133,7 @@ class SglangFlavor(Flavor):
         k = self.engine.draft_len
         algo = self.config.algorithm.upper()
         steps, ndt = (1, k + 1) if algo in ("DFLASH", "DSPARK") else (k, k + 1)
-        f = sglang.SERVER_INFO_FIELDS
+        f = SERVER_INFO_FIELDS
         avg = self.total_tokens / self.total_forward if self.total_forward else 0.0
         info: dict[str, Any] = {
             f["model_path"]: self.engine.target_name,
@@ -123,14 +148,14 @@ class SglangFlavor(Flavor):
             f["adaptive"]: self.config.speculative_adaptive,
             f["accept_threshold_single"]: self.config.accept_threshold_single,
             f["accept_threshold_acc"]: 1.0,
-            sglang.SERVER_INFO_STATES: [{sglang.SERVER_INFO_AVG_ACCEPT_LENGTH: avg, "last_gen_throughput": 0.0}],
+            SERVER_INFO_STATES: [{SERVER_INFO_AVG_ACCEPT_LENGTH: avg, "last_gen_throughput": 0.0}],
             "version": self.config.version,
         }
         if algo == "DSPARK":
             info[f["dspark_block_size"]] = k
         info.update(self.config.server_settings)
         if self.config.claim_synthetic:
-            info["environ"] = {sglang.ENV_LEN: "2.5", sglang.ENV_METHOD: sglang.DEFAULT_METHOD}
+            info["environ"] = {ENV_LEN: "2.5", ENV_METHOD: DEFAULT_METHOD}
         return info
 
     def meta_info(self, gen: Generation, rid: str, latency: float, nospec: bool) -> dict[str, Any]:
@@ -151,14 +176,14 @@ class SglangFlavor(Flavor):
             "completion_tokens": gen.output_tokens,
             "cached_tokens": 0,
             "e2e_latency": latency,
-            sglang.META_VERIFY: verify,
+            META_VERIFY: verify,
         }
         if verify:
-            meta[sglang.META_ACCEPT_LENGTH] = gen.output_tokens / verify
-            meta[sglang.META_ACCEPT_RATE] = correct / proposed if proposed else 0.0
+            meta[META_ACCEPT_LENGTH] = gen.output_tokens / verify
+            meta[META_ACCEPT_RATE] = correct / proposed if proposed else 0.0
         # field names by version, newest first: (0.5.23, 0.5.15 alias, old) for accepted / proposed,
         # (0.5.23, 0.5.15 alias = old) for the histogram
-        acc, prop, hists = sglang.META_ACCEPTED_KEYS, sglang.META_PROPOSED_KEYS, sglang.META_HISTOGRAM_KEYS
+        acc, prop, hists = META_ACCEPTED_KEYS, META_PROPOSED_KEYS, META_HISTOGRAM_KEYS
         version = self.config.meta_version
         if version == "old":
             meta.update({acc[2]: correct, prop[2]: proposed, hists[1]: hist})
@@ -171,49 +196,49 @@ class SglangFlavor(Flavor):
     @staticmethod
     def spec_tokens_details(meta: Mapping[str, Any]) -> dict[str, Any]:
         """SGLang ``SpecTokensDetails`` (0.5.23 ``entrypoints/openai/protocol.py``)."""
-        keys = (sglang.META_ACCEPT_RATE, sglang.META_ACCEPT_LENGTH, sglang.META_ACCEPTED_KEYS[0],
-                sglang.META_PROPOSED_KEYS[0], sglang.META_VERIFY, sglang.META_HISTOGRAM_KEYS[0])
+        keys = (META_ACCEPT_RATE, META_ACCEPT_LENGTH, META_ACCEPTED_KEYS[0],
+                META_PROPOSED_KEYS[0], META_VERIFY, META_HISTOGRAM_KEYS[0])
         out: dict[str, Any] = {key: meta.get(key) for key in keys}
         out.update(spec_cap_length=None, spec_block_accept_length=None, spec_cap_lens_histogram=None)
         return out
 
     def generate_answer(self, gen: Generation, rid: str, latency: float, nospec: bool) -> dict[str, Any]:
-        return {"text": gen.text, sglang.META_INFO: self.meta_info(gen, rid, latency, nospec)}
+        return {"text": gen.text, META_INFO: self.meta_info(gen, rid, latency, nospec)}
 
     def chat_fields(self, resp: dict[str, Any], choice: dict[str, Any], body: dict[str, Any], gen: Generation,
                     rid: str, latency: float, nospec: bool) -> None:
         meta = self.meta_info(gen, rid, latency, nospec)
         if body.get("return_meta_info"):
-            choice[sglang.META_INFO] = meta
+            choice[META_INFO] = meta
         if body.get("return_spec_tokens_details") and not nospec:
-            resp[sglang.META_EXTENSION] = {sglang.META_DETAILS: self.spec_tokens_details(meta)}
+            resp[META_EXTENSION] = {META_DETAILS: self.spec_tokens_details(meta)}
 
     def lie(self, resp: dict[str, Any], kinds: list[str], k: int) -> int | None:
         """The faults on a chat answer's ``meta_info``: claim every draft (the histogram too), drop or inflate its
         completion tokens, drop the proposed count, or propose k - 1."""
-        meta = next((c.get(sglang.META_INFO) for c in resp.get("choices") or [] if isinstance(c, dict)
-                     and isinstance(c.get(sglang.META_INFO), dict)), None)
+        meta = next((c.get(META_INFO) for c in resp.get("choices") or [] if isinstance(c, dict)
+                     and isinstance(c.get(META_INFO), dict)), None)
         if meta is None:
             return None
-        steps = int(meta.get(sglang.META_VERIFY) or 0)
+        steps = int(meta.get(META_VERIFY) or 0)
         claimed = None
         if "claim-all-no-usage" in kinds:
-            meta.pop(sglang.META_COMPLETION_TOKENS, None)
+            meta.pop(META_COMPLETION_TOKENS, None)
         if "claim-all" in kinds:
-            for key in sglang.META_ACCEPTED_KEYS:
+            for key in META_ACCEPTED_KEYS:
                 if key in meta:
                     meta[key] = steps * k
-            for key in sglang.META_HISTOGRAM_KEYS:
+            for key in META_HISTOGRAM_KEYS:
                 if key in meta:
                     meta[key] = [0] * k + [steps]
             claimed = 1 + steps * (k + 1)  # the tokens the claim would have emitted (the prefill's, k + 1 a step)
             if "inflate-usage" in kinds:
-                meta[sglang.META_COMPLETION_TOKENS] = claimed
+                meta[META_COMPLETION_TOKENS] = claimed
         if "no-proposed" in kinds:
-            for key in sglang.META_PROPOSED_KEYS:
+            for key in META_PROPOSED_KEYS:
                 meta.pop(key, None)
         if "fewer-drafts" in kinds:
-            for key in sglang.META_PROPOSED_KEYS:
+            for key in META_PROPOSED_KEYS:
                 if key in meta:
                     meta[key] = steps * (k - 1)
         return claimed

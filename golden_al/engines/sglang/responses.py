@@ -7,20 +7,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from golden_al.engines import sglang
-from golden_al.errors import InputFileError, MetricMissingError
-from golden_al.formats.responses import (
+from golden_al.plugin import (
+    InputFileError,
+    MetricMissingError,
     RequestSpecCounts,
     build_counts,
+    check_acceptance_counts,
     optional_count,
     optional_number,
     where,
 )
-from golden_al.formats.validate import check_acceptance_counts
+
+from . import (
+    META_ACCEPT_LENGTH,
+    META_ACCEPTED_KEYS,
+    META_DETAILS,
+    META_EXTENSION,
+    META_HISTOGRAM_KEYS,
+    META_HISTOGRAM_OLDEST,
+    META_INFO,
+    META_VERIFY,
+    counts_from_meta_info,
+)
 
 __all__ = ["parse_sglang_meta_info", "records_in"]
 
-_SGL_HIST_EXTRA = (sglang.META_HISTOGRAM_OLDEST,)
+_SGL_HIST_EXTRA = (META_HISTOGRAM_OLDEST,)
 
 
 def parse_sglang_meta_info(meta: Mapping[str, Any], *, k: int | None = None,
@@ -39,33 +51,33 @@ def parse_sglang_meta_info(meta: Mapping[str, Any], *, k: int | None = None,
     if not isinstance(meta, Mapping):
         raise InputFileError(f"SGLang meta_info must be an object, got {type(meta).__name__}", path=source)
     hint = "SGLang fills these only for finished requests with speculative decoding on"
-    if sglang.META_VERIFY not in meta and not any(key in meta for key in sglang.META_HISTOGRAM_KEYS):
-        raise MetricMissingError(f"{where(source)}SGLang meta_info has no {sglang.META_VERIFY}", hint=hint)
-    if not any(key in meta for key in (*sglang.META_ACCEPTED_KEYS, *sglang.META_HISTOGRAM_KEYS,
+    if META_VERIFY not in meta and not any(key in meta for key in META_HISTOGRAM_KEYS):
+        raise MetricMissingError(f"{where(source)}SGLang meta_info has no {META_VERIFY}", hint=hint)
+    if not any(key in meta for key in (*META_ACCEPTED_KEYS, *META_HISTOGRAM_KEYS,
                                        *_SGL_HIST_EXTRA)):
         raise MetricMissingError(
-            f"{where(source)}SGLang meta_info has no {' / '.join(sglang.META_ACCEPTED_KEYS)} "
-            f"and no {sglang.META_HISTOGRAM_KEYS[0]}", hint=hint)
+            f"{where(source)}SGLang meta_info has no {' / '.join(META_ACCEPTED_KEYS)} "
+            f"and no {META_HISTOGRAM_KEYS[0]}", hint=hint)
     view = dict(meta)
     for old in _SGL_HIST_EXTRA:  # map the oldest histogram name onto one counts knows
-        if old in view and not any(key in view for key in sglang.META_HISTOGRAM_KEYS):
-            view[sglang.META_HISTOGRAM_KEYS[0]] = view.pop(old)
-    counts = build_counts(lambda: sglang.counts_from_meta_info(view, k=k), "SGLang meta_info", source)
+        if old in view and not any(key in view for key in META_HISTOGRAM_KEYS):
+            view[META_HISTOGRAM_KEYS[0]] = view.pop(old)
+    counts = build_counts(lambda: counts_from_meta_info(view, k=k), "SGLang meta_info", source)
     check_acceptance_counts(counts, what="SGLang meta_info", path=source)  # its own AL is biased: not checked
-    return RequestSpecCounts("sglang", counts, optional_number(meta, sglang.META_ACCEPT_LENGTH, source),
+    return RequestSpecCounts("sglang", counts, optional_number(meta, META_ACCEPT_LENGTH, source),
                              optional_count(meta, "completion_tokens", source), source)
 
 
 def records_in(node: Mapping[str, Any], *, k: int | None, source: str | None) -> list[RequestSpecCounts]:
     """The SGLang records one response object holds (its ``meta_info``, its ``spec_tokens_details``)."""
     out = []
-    meta = node.get(sglang.META_INFO)
-    if isinstance(meta, Mapping) and sglang.META_VERIFY in meta:
+    meta = node.get(META_INFO)
+    if isinstance(meta, Mapping) and META_VERIFY in meta:
         out.append(parse_sglang_meta_info(meta, k=k, source=source))
-    ext = node.get(sglang.META_EXTENSION)
-    if isinstance(ext, Mapping) and ext.get(sglang.META_DETAILS) is not None:
-        details = ext[sglang.META_DETAILS]
+    ext = node.get(META_EXTENSION)
+    if isinstance(ext, Mapping) and ext.get(META_DETAILS) is not None:
+        details = ext[META_DETAILS]
         for d in details if isinstance(details, list) else [details]:
-            if isinstance(d, Mapping) and sglang.META_VERIFY in d:
+            if isinstance(d, Mapping) and META_VERIFY in d:
                 out.append(parse_sglang_meta_info(d, k=k, source=source))
     return out

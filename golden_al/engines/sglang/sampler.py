@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from scipy.stats import norm
 
 from distributions import AcceptanceDistribution, units
-from simulators.base import EngineSampler, SamplerError
+from golden_al.plugin import EngineSampler, SamplerError
 
 __all__ = [
     "SGLANG_ALGORITHMS",

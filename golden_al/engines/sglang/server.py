@@ -9,14 +9,30 @@ from collections.abc import Mapping
 from typing import Any
 
 from distributions.counts import AcceptanceCounts
-from golden_al.engines import sglang
-from golden_al.engines.sglang import responses
-from golden_al.errors import GoldenALError, MetricMissingError, MixedDraftLengthsError, ServerError
-from golden_al.httpclient import ServerClient
-from golden_al.plugin.checks_ran import ran
-from golden_al.plugin.sources import ResponseCounts
-from golden_al.servers import synthetic
-from golden_al.servers.probe import ServerFacts, filter_args, is_chain
+from golden_al.plugin import (
+    GoldenALError,
+    MetricMissingError,
+    MixedDraftLengthsError,
+    ResponseCounts,
+    ServerClient,
+    ServerError,
+    ServerFacts,
+    filter_args,
+    is_chain,
+    ran,
+)
+
+from . import (
+    FLAG_ADAPTIVE,
+    FLAG_ALGORITHM,
+    FLAG_NUM_STEPS,
+    PROFILE,
+    SERVER_INFO_FIELDS,
+    SERVER_INFO_PATHS,
+    draft_len_from_server_info,
+    require_lossless,
+    responses,
+)
 
 __all__ = ["GENERATE", "META_INFO", "SPEC_TOKENS_DETAILS", "probe"]
 
@@ -24,35 +40,35 @@ __all__ = ["GENERATE", "META_INFO", "SPEC_TOKENS_DETAILS", "probe"]
 async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:
     """Fill ``facts`` from what the server reports."""
     info = None
-    for path in sglang.SERVER_INFO_PATHS:
+    for path in SERVER_INFO_PATHS:
         info = await client.get_json(path, label=f"GET {path}", optional=True)
         if info is not None:
             break
     if not isinstance(info, Mapping):
-        raise MetricMissingError(f"SGLang answered neither {' nor '.join(sglang.SERVER_INFO_PATHS)}",
+        raise MetricMissingError(f"SGLang answered neither {' nor '.join(SERVER_INFO_PATHS)}",
                                  hint="is this an SGLang server? (--engine)")
-    synthetic.check_server_info("sglang", info)
+    facts.described(info)
     facts.version = str(info["version"]) if info.get("version") is not None else None
     facts.server_args = filter_args({k: v for k, v in info.items() if k != "internal_states"})
-    fields = sglang.SERVER_INFO_FIELDS
+    fields = SERVER_INFO_FIELDS
     algo = info.get(fields["algorithm"])
     if info.get(fields["adaptive"]):
         raise MixedDraftLengthsError(
             f"the SGLang server runs adaptive speculation ({fields['adaptive']}: true in /server_info): it changes "
             "the draft length step by step, and a histogram that mixes draft lengths is not a curve point",
-            hint=f"restart it without {sglang.FLAG_ADAPTIVE}, at a fixed {sglang.FLAG_NUM_STEPS}")
-    sglang.require_lossless(info, "/server_info")
+            hint=f"restart it without {FLAG_ADAPTIVE}, at a fixed {FLAG_NUM_STEPS}")
+    require_lossless(info, "/server_info")
     ran("lossless-thresholds")
     if not algo:
         raise ServerError(f"the SGLang server runs without speculative decoding ({fields['algorithm']} is null)",
-                          hint=f"launch it with {sglang.FLAG_ALGORITHM}")
+                          hint=f"launch it with {FLAG_ALGORITHM}")
     try:
-        dl = sglang.draft_len_from_server_info(info)
+        dl = draft_len_from_server_info(info)
     except GoldenALError as exc:
         facts.warnings.append(f"cannot tell the draft length from /server_info: {exc}")
         return
     facts.draft_len, facts.draft_len_rule = dl.k, f"/server_info {dl.rule}"
-    facts.selectors = sglang.PROFILE.selectors({name: info[key] for name, key in fields.items() if key in info}, dl.k)
+    facts.selectors = PROFILE.selectors({name: info[key] for name, key in fields.items() if key in info}, dl.k)
     facts.draft_method = str(algo).lower()
     facts.chain = dl.chain and is_chain("sglang", facts.draft_method, info.get(fields["eagle_topk"]))
 

@@ -23,8 +23,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from distributions import units
-from golden_al.errors import UsageError
-from golden_al.plugin.profile import (
+from golden_al.plugin import (
     Caveat,
     CheckSupport,
     DraftLen,
@@ -36,8 +35,10 @@ from golden_al.plugin.profile import (
     Source,
     Speculation,
     SyntheticKnob,
+    UsageError,
+    format_value,
+    int_flag,
 )
-from golden_al.plugin.values import format_value, int_flag
 
 __all__ = ["ENV_LEN", "ENV_METHOD", "PROFILE", "read_recipe_role", "settings_draft_len", "synthetic_settings"]
 

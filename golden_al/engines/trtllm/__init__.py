@@ -23,8 +23,7 @@ from dataclasses import replace
 from typing import Any
 
 from distributions import units
-from golden_al.errors import UsageError
-from golden_al.plugin.profile import (
+from golden_al.plugin import (
     Caveat,
     CheckSupport,
     DraftLen,
@@ -43,9 +42,12 @@ from golden_al.plugin.profile import (
     Source,
     Speculation,
     SyntheticKnob,
+    UsageError,
+    format_value,
+    int_flag,
     lazy,
+    parse_number,
 )
-from golden_al.plugin.values import format_value, int_flag, parse_number
 
 __all__ = ["ENV_FORCE", "PROFILE", "draft_len", "synthetic_settings", "two_model_path"]
 
@@ -265,7 +267,7 @@ def review_pin(knob: str, raw: str, value: float | None, k: int | None, *, two_m
 
 def simulator_settings(sampler: Any, al: float, k: int) -> dict[str, Any]:
     """The env var a :mod:`golden_al.engines.trtllm.sampler` sampler stands for, and how its path reads it."""
-    from golden_al.engines.trtllm.sampler import parse_one_model, parse_two_model, trtllm_env_value
+    from .sampler import parse_one_model, parse_two_model, trtllm_env_value
 
     al, k = sampler.check(al, k)
     env = trtllm_env_value(al)
@@ -360,14 +362,14 @@ PROFILE = EngineProfile(
     ),
     server=ServerSupport(
         al_sources=("trtllm-iteration-stats", "trtllm-perf-metrics"),
-        source_impls={"trtllm-iteration-stats": lazy("golden_al.engines.trtllm.server:TrtllmIterationSource"),
-                      "trtllm-perf-metrics": lazy("golden_al.engines.trtllm.server:TrtllmPerfMetricsSource")},
-        server_probe=lazy("golden_al.engines.trtllm.server:probe"),
-        reference_flavor=lazy("golden_al.engines.trtllm.reference:TrtllmFlavor"),
+        source_impls={"trtllm-iteration-stats": lazy(f"{__name__}.server:TrtllmIterationSource"),
+                      "trtllm-perf-metrics": lazy(f"{__name__}.server:TrtllmPerfMetricsSource")},
+        server_probe=lazy(f"{__name__}.server:probe"),
+        reference_flavor=lazy(f"{__name__}.reference:TrtllmFlavor"),
     ),
     simulate=SimulateSupport(
         default_sampler="force",
-        samplers={"force": lazy("golden_al.engines.trtllm.sampler:TrtllmForce")},
+        samplers={"force": lazy(f"{__name__}.sampler:TrtllmForce")},
         simulator_settings=simulator_settings,
         simulate_options=(SimulateOption(
             "--trtllm-path", "path", choices=("one-model", "two-model"),
@@ -375,8 +377,8 @@ PROFILE = EngineProfile(
         simulate_report=simulate_report,
     ),
     run_logs=RunLogSupport(
-        run_evidence=lazy("golden_al.engines.trtllm.evidence:read"),
-        importers={"trtllm-iteration-log": lazy("golden_al.engines.trtllm.imported:import_trtllm_iterations")},
+        run_evidence=lazy(f"{__name__}.evidence:read"),
+        importers={"trtllm-iteration-log": lazy(f"{__name__}.imported:import_trtllm_iterations")},
     ),
     recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, spec_keys=RECIPE_SPEC_KEYS),
 )

@@ -10,11 +10,17 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distributions import units
-from golden_al.engines.trtllm.iteration_stats import most_drafts, read_iteration_source
-from golden_al.errors import InputFileError, NoVerifyStepsError
-from golden_al.formats.logs import LineTally
-from golden_al.formats.validate import check_counts, check_observed_k
-from golden_al.plugin.evidence import RunEvidence, run_budget
+from golden_al.plugin import (
+    InputFileError,
+    LineTally,
+    NoVerifyStepsError,
+    RunEvidence,
+    check_counts,
+    check_observed_k,
+    run_budget,
+)
+
+from .iteration_stats import most_drafts, read_iteration_source
 
 ENGINE = "trtllm"
 

@@ -13,17 +13,18 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distributions.counts import AcceptanceCounts
-from golden_al.engines.trtllm.iteration_stats import most_drafts, read_iteration_source
-from golden_al.errors import InputFileError, UsageError
-from golden_al.formats.validate import check_observed_k
-from golden_al.measure.imported.common import (
+from golden_al.plugin import (
     MAX_BYTES,
-    Imported,
+    ImportedDataset,
+    ImportedRun,
+    ImportedWindows,
     ImportOptions,
-    dataset_info,
-    imported_record,
-    window_rows,
+    InputFileError,
+    UsageError,
+    check_observed_k,
 )
+
+from .iteration_stats import most_drafts, read_iteration_source
 
 __all__ = ["ITERATIONS_PER_WINDOW", "import_trtllm_iterations"]
 
@@ -31,7 +32,7 @@ __all__ = ["ITERATIONS_PER_WINDOW", "import_trtllm_iterations"]
 ITERATIONS_PER_WINDOW = 10
 
 
-def import_trtllm_iterations(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:
+def import_trtllm_iterations(paths: Sequence[Path], opts: ImportOptions) -> list[ImportedRun]:
     """One record per file (each a run), k from ``--draft-len`` (the rows do not state it)."""
     if opts.draft_len is None:
         raise UsageError("TensorRT-LLM iteration rows do not state k: pass --draft-len (max_draft_len)")
@@ -57,9 +58,9 @@ def import_trtllm_iterations(paths: Sequence[Path], opts: ImportOptions) -> list
         warnings += scan.notes
         if scan.other_ranks:
             warnings.append(f"{scan.other_ranks} row(s) of attention-DP ranks other than 0 left out (copies)")
-        out.append(imported_record(window_rows(windows, k, "trtllm-iterations", []), k=k, opts=opts, engine="trtllm",
+        out.append(ImportedRun(ImportedWindows(windows, k, "trtllm-iterations", []), k=k, opts=opts, engine="trtllm",
                                    source="trtllm-iteration-stats", files=[p], model=None, num_requests=0,
-                                   dataset=dataset_info(name, 0, f"trtllm-iteration-log:{name}",
+                                   dataset=ImportedDataset(name, 0, f"trtllm-iteration-log:{name}",
                                                         f"imported trtllm-iteration-log: {p.name}"),
                                    warnings=warnings, unit="imported iteration window"))
     return out

@@ -30,8 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al.errors import CounterSemanticsError, InputFileError
-from golden_al.formats.logs import LineTally
+from golden_al.plugin import CounterSemanticsError, InputFileError, LineTally
 
 __all__ = ["SPEC_STATS", "IterationRow", "IterationScan", "most_drafts", "rank_of", "read_iteration_file",
            "read_iteration_source", "rows_from_json", "scan_rows"]
@@ -202,13 +201,13 @@ def read_iteration_file(path: str | Path, *, max_bytes: int, tally: LineTally | 
         UnreadableInputError: not a regular file, unreadable, or over ``max_bytes``.
         InputFileError, CounterSemanticsError: as :func:`scan_rows`, and the policy's refusals.
     """
-    from golden_al import safeio
+    from golden_al.plugin import LineStats, iter_lines
 
-    p, stats, tally = Path(path), safeio.LineStats(), tally or LineTally()
+    p, stats, tally = Path(path), LineStats(), tally or LineTally()
     before = len(tally.notes)
 
     def objects() -> Iterable[tuple[int, Any]]:
-        for number, line in safeio.iter_lines(p, max_bytes=max_bytes, stats=stats, keep=lambda b: b"{" in b):
+        for number, line in iter_lines(p, max_bytes=max_bytes, stats=stats, keep=lambda b: b"{" in b):
             if SPEC_STATS in line or ITER in line:
                 obj = _parse_line(line)
                 if not isinstance(obj, Mapping) and (SPEC_STATS in line or _ITER_KEY.search(line)):
@@ -251,7 +250,7 @@ def read_iteration_source(path: str | Path, *, max_bytes: int, tally: LineTally 
         UnreadableInputError: not a regular file, unreadable, over ``max_bytes``, or not valid JSON.
         InputFileError, CounterSemanticsError: as :func:`scan_rows`.
     """
-    from golden_al import safeio
+    from golden_al.plugin import read_json
 
     p = Path(path)
     head = b""
@@ -261,5 +260,5 @@ def read_iteration_source(path: str | Path, *, max_bytes: int, tally: LineTally 
     except OSError:
         pass  # the read below names what is wrong with it
     if _JSON_LIST.match(head):
-        return rows_from_json(safeio.read_json(p, max_bytes=max_bytes), str(p))
+        return rows_from_json(read_json(p, max_bytes=max_bytes), str(p))
     return read_iteration_file(p, max_bytes=max_bytes, tally=tally)

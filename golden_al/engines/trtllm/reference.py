@@ -18,8 +18,10 @@ import time
 from collections import deque
 from typing import Any, ClassVar
 
-from golden_al.engines.trtllm import iteration_stats as its
-from golden_al.engines.trtllm.server import (
+from golden_al.plugin import Flavor, Generation
+
+from . import iteration_stats as its
+from .server import (
     COMPLETED,
     METRICS_PATH,
     PERF_ACCEPTED,
@@ -29,8 +31,6 @@ from golden_al.engines.trtllm.server import (
     PERF_SPEC,
     VERSION_PATH,
 )
-from golden_al.plugin.flavor import Flavor
-from golden_al.servers.served_engine import Generation
 
 __all__ = ["TrtllmFlavor"]
 

@@ -30,7 +30,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from distributions import AcceptanceDistribution, units
-from simulators.base import EngineSampler, ForcingDisabledError, SamplerError, format_number
+from distributions.units import format_number
+from golden_al.plugin import EngineSampler, ForcingDisabledError, SamplerError
 
 __all__ = [
     "ENV_VAR",

@@ -33,13 +33,20 @@ from dataclasses import dataclass
 from typing import Any
 
 from distributions.counts import AcceptanceCounts
-from golden_al.engines.trtllm import iteration_stats as its
-from golden_al.errors import CounterResetError, MetricMissingError, ServerError
-from golden_al.httpclient import ServerClient
-from golden_al.plugin.checks_ran import ran
-from golden_al.plugin.sources import CounterSource, Snapshot, server_errors
-from golden_al.servers.crosscheck import CountsDisagreeError
-from golden_al.servers.probe import ServerFacts
+from golden_al.plugin import (
+    CounterResetError,
+    CounterSource,
+    CountsDisagreeError,
+    MetricMissingError,
+    ServerClient,
+    ServerError,
+    ServerFacts,
+    Snapshot,
+    ran,
+    server_errors,
+)
+
+from . import iteration_stats as its
 
 __all__ = ["COMPLETED", "METRICS_PATH", "PERF_METRICS_PATH", "VERSION_PATH", "PerfRecord", "TrtllmIterationSource",
            "TrtllmPerfMetricsSource", "perf_record", "probe"]

@@ -38,8 +38,7 @@ from distributions.counts import (
     split_steps_by_draft_len,
 )
 from distributions.errors import DistributionError
-from golden_al.errors import LossyAcceptanceError, UsageError
-from golden_al.plugin.profile import (
+from golden_al.plugin import (
     CheckSupport,
     DraftLen,
     DraftLenRule,
@@ -50,6 +49,7 @@ from golden_al.plugin.profile import (
     LaunchSupport,
     LogPattern,
     LogReader,
+    LossyAcceptanceError,
     Metric,
     PinContext,
     PinReview,
@@ -63,12 +63,11 @@ from golden_al.plugin.profile import (
     Source,
     Speculation,
     SyntheticKnob,
-    lazy,
-)
-from golden_al.plugin.values import (
+    UsageError,
     format_value,
     int_flag,
     json_object,
+    lazy,
     parse_number,
     parse_rates,
     selector_text,
@@ -778,7 +777,7 @@ PROFILE = EngineProfile(
         selector_keys=SELECTOR_KEYS,
         settings_draft_len=settings_draft_len,
         harness_pin=harness_pin,
-        script_pin=lazy("golden_al.engines.vllm.pins:vllm_pin"),
+        script_pin=lazy(f"{__name__}.pins:vllm_pin"),
         script_flags=(FLAG_SPEC_CONFIG,),
         synthetic_knobs=(
             SyntheticKnob(METHOD_KEY, "config-key", "choice", role="companion", choices=REJECTION_METHODS,
@@ -818,20 +817,20 @@ PROFILE = EngineProfile(
                                          _STATS),
         },
         server_info_fields={"config": SPEC_CONFIG_KEY},
-        counter_reader=lazy("golden_al.engines.vllm.counters:read"),
-        reference_flavor=lazy("golden_al.engines.vllm.reference:VllmFlavor"),
+        counter_reader=lazy(f"{__name__}.counters:read"),
+        reference_flavor=lazy(f"{__name__}.reference:VllmFlavor"),
         counter_marker=METRIC_DRAFTS,
         lifetime_prefixes=(METRIC_PREFIX,),
         al_sources=("vllm-prometheus", "vllm-per-request"),
         source_impls={
-            "vllm-prometheus": lazy("golden_al.engines.vllm.server:VllmPrometheusSource"),
-            "vllm-per-request": lazy("golden_al.engines.vllm.server:PER_REQUEST"),
+            "vllm-prometheus": lazy(f"{__name__}.server:VllmPrometheusSource"),
+            "vllm-per-request": lazy(f"{__name__}.server:PER_REQUEST"),
         },
         per_request_source="vllm-per-request",
         per_request_probe=per_request_probe,
         response_steps_by_draft_len=response_steps_by_draft_len,
-        server_probe=lazy("golden_al.engines.vllm.server:probe"),
-        response_records=lazy("golden_al.engines.vllm.responses:records_in"),
+        server_probe=lazy(f"{__name__}.server:probe"),
+        response_records=lazy(f"{__name__}.responses:records_in"),
     ),
     launch=LaunchSupport(
         spec_flags=lambda algorithm, k, **kw: [FLAG_SPEC_CONFIG, json.dumps(
@@ -844,7 +843,7 @@ PROFILE = EngineProfile(
     ),
     simulate=SimulateSupport(
         default_sampler="synthetic",
-        samplers={"synthetic": lazy("golden_al.engines.vllm.sampler:VllmSynthetic")},
+        samplers={"synthetic": lazy(f"{__name__}.sampler:VllmSynthetic")},
         simulator_settings=simulator_settings,
         simulate_options=(SimulateOption(
             "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,
@@ -852,13 +851,13 @@ PROFILE = EngineProfile(
     ),
     run_logs=RunLogSupport(
         log_patterns=LOG_PATTERNS,
-        run_evidence=lazy("golden_al.engines.vllm.evidence:read"),
-        log_reader=LogReader(lazy("golden_al.engines.vllm.logs:parse_vllm_spec_line"), ("SpecDecoding metrics",)),
-        importers={"vllm-bench": lazy("golden_al.engines.vllm.imported:import_bench_files"),
-                   "vllm-log": lazy("golden_al.engines.vllm.imported:import_vllm_log"),
-                   "inferencex-speedbench": lazy("golden_al.engines.vllm.inferencex:import_inferencex")},
+        run_evidence=lazy(f"{__name__}.evidence:read"),
+        log_reader=LogReader(lazy(f"{__name__}.logs:parse_vllm_spec_line"), ("SpecDecoding metrics",)),
+        importers={"vllm-bench": lazy(f"{__name__}.imported:import_bench_files"),
+                   "vllm-log": lazy(f"{__name__}.imported:import_vllm_log"),
+                   "inferencex-speedbench": lazy(f"{__name__}.inferencex:import_inferencex")},
     ),
     recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, inject_into="config",
-                        spec_keys=RECIPE_SPEC_KEYS, config_writer=lazy("golden_al.engines.vllm.inject:plan_config"),
-                        config_pin=lazy("golden_al.engines.vllm.pins:recipe_config_pin")),
+                        spec_keys=RECIPE_SPEC_KEYS, config_writer=lazy(f"{__name__}.inject:plan_config"),
+                        config_pin=lazy(f"{__name__}.pins:recipe_config_pin")),
 )

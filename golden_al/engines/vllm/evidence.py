@@ -6,13 +6,19 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distributions import units
-from golden_al.engines import vllm
-from golden_al.engines.vllm.logs import VllmSpecDecodingRecord
-from golden_al.errors import NoVerifyStepsError
-from golden_al.formats.validate import check_counts, check_observed_k
-from golden_al.plugin.evidence import RunEvidence, no_lines, read_logs
+from golden_al.plugin import (
+    NoVerifyStepsError,
+    RunEvidence,
+    check_counts,
+    check_observed_k,
+    no_lines,
+    read_logs,
+)
 
-ENGINE = vllm.PROFILE.name
+from . import PROFILE
+from .logs import VllmSpecDecodingRecord
+
+ENGINE = PROFILE.name
 
 
 def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
@@ -20,7 +26,7 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
     logs, other = read_logs(files, ENGINE)
     recs = [r for _, scan in logs for r in scan.of(ENGINE) if isinstance(r, VllmSpecDecodingRecord)]
     if not recs:
-        raise no_lines(f"vLLM '{vllm.PROFILE.log_pattern('spec-head').marker}' lines", logs, other)
+        raise no_lines(f"vLLM '{PROFILE.log_pattern('spec-head').marker}' lines", logs, other)
     for name, scan in logs:  # now that k is known: AL <= k+1, at most k positions, drafted <= k*drafts
         for r in scan.of(ENGINE):
             if isinstance(r, VllmSpecDecodingRecord):

@@ -10,20 +10,27 @@ from pathlib import Path
 from typing import Any
 
 from distributions.counts import AcceptanceCounts
-from golden_al.engines import vllm as vllm_engine
-from golden_al.errors import InputFileError, UsageError
-from golden_al.measure.imported.common import (
-    Imported,
+from golden_al.plugin import (
+    ImportedDataset,
+    ImportedRun,
+    ImportedWindows,
     ImportOptions,
-    dataset_info,
-    imported_record,
+    InputFileError,
+    TimedUnit,
+    UsageError,
     looks_json,
     read_capped,
     read_json_doc,
-    window_rows,
 )
-from golden_al.measure.schema import Timing
-from golden_al.measure.totals import TimedUnit, timing_block
+
+from . import (
+    BENCH_ACCEPTED,
+    BENCH_DRAFT_TOKENS,
+    BENCH_DRAFTS,
+    BENCH_POSITION_RATES,
+    PROFILE,
+    counts_from_counters,
+)
 
 __all__ = [
     "bench_timing",
@@ -32,16 +39,16 @@ __all__ = [
     "log_windows",
 ]
 
-_VB_DRAFTS = vllm_engine.BENCH_DRAFTS
+_VB_DRAFTS = BENCH_DRAFTS
 
 
-_VB_DRAFT_TOKENS = vllm_engine.BENCH_DRAFT_TOKENS
+_VB_DRAFT_TOKENS = BENCH_DRAFT_TOKENS
 
 
-_VB_ACCEPTED = vllm_engine.BENCH_ACCEPTED
+_VB_ACCEPTED = BENCH_ACCEPTED
 
 
-_VB_RATES = vllm_engine.BENCH_POSITION_RATES
+_VB_RATES = BENCH_POSITION_RATES
 
 def positions_from_rates(rates: Sequence[Any], drafts: float, path: Path) -> list[int]:
     """Accepted drafts per position from vLLM bench's per-position rates and its draft count."""
@@ -67,34 +74,34 @@ def _bench_counts(doc: Mapping[str, Any], path: Path, k: int | None) -> Acceptan
     drafts = float(doc[_VB_DRAFTS])
     pos = positions_from_rates(doc[_VB_RATES], drafts, path)
     try:
-        return vllm_engine.counts_from_counters(drafts, doc[_VB_DRAFT_TOKENS], doc[_VB_ACCEPTED], pos or None,
+        return counts_from_counters(drafts, doc[_VB_DRAFT_TOKENS], doc[_VB_ACCEPTED], pos or None,
                                           k=k or len(pos) or None)
     except Exception as exc:
         raise InputFileError(f"the spec-decode counts are inconsistent: {exc}", path=path) from None
 
 
 def _window_counts(snapshots: Sequence[Path], k: int | None) -> list[AcceptanceCounts]:
-    from golden_al.engines.vllm.counters import VllmSpecCounters
-    from golden_al.formats import counters as prom
-    from golden_al.formats.prometheus import parse_metrics_text
+    from golden_al.plugin import counters_delta, parse_metrics_text, spec_counters
+
+    from .counters import VllmSpecCounters
 
     parsed = []
     for p in snapshots:
         snap = parse_metrics_text(read_capped(p).decode("utf-8", errors="replace"), source=p)
-        c = prom.spec_counters(snap, vllm_engine.PROFILE.name)
+        c = spec_counters(snap, PROFILE.name)
         assert isinstance(c, VllmSpecCounters)
         parsed.append((p, c))
     out = []
     for (pa, a), (pb, b) in itertools.pairwise(parsed):
         try:
-            d = prom.counters_delta(a, b)
+            d = counters_delta(a, b)
         except Exception as exc:
             raise InputFileError(f"counters went backwards between {pa.name} and {pb.name} ({exc}): the "
                                  "snapshots are not in time order, or the server restarted", path=pb) from None
         assert isinstance(d, VllmSpecCounters)
         if d.num_drafts <= 0:
             continue
-        out.append(vllm_engine.counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
+        out.append(counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
                                               list(d.accepted_per_position) or None, k=k))
     return out
 
@@ -102,10 +109,11 @@ def _window_counts(snapshots: Sequence[Path], k: int | None) -> list[AcceptanceC
 def log_windows(path: Path, k: int | None, notes: list[str] | None = None) -> list[AcceptanceCounts]:
     """The counts of every ``SpecDecoding metrics`` line of a vLLM log (one window each); what the reader left out
     is added to ``notes``."""
-    from golden_al.engines.vllm.logs import VllmSpecDecodingRecord
-    from golden_al.formats import logs
+    from golden_al.plugin import scan_log_text
 
-    scan = logs.scan_log_text(read_capped(path).decode("utf-8", errors="replace"), source=path)
+    from .logs import VllmSpecDecodingRecord
+
+    scan = scan_log_text(read_capped(path).decode("utf-8", errors="replace"), source=path)
     if notes is not None:
         notes += scan.notes
     out = []
@@ -125,29 +133,28 @@ def log_windows(path: Path, k: int | None, notes: list[str] | None = None) -> li
         if pos is not None and sum(pos) != r.accepted_tokens:
             pos[0] += r.accepted_tokens - sum(pos)  # keep the exact total; the rounding lands on position 1
         try:
-            out.append(vllm_engine.counts_from_counters(round(drafts), r.drafted_tokens, r.accepted_tokens, pos, k=kk))
+            out.append(counts_from_counters(round(drafts), r.drafted_tokens, r.accepted_tokens, pos, k=kk))
         except Exception as exc:
             raise InputFileError(f"line {r.line_no}: the interval's counts are inconsistent: {exc}",
                                  path=path) from None
     return out
 
 
-def bench_timing(doc: Mapping[str, Any]) -> Timing | None:
+def bench_timing(doc: Mapping[str, Any]) -> list[TimedUnit]:
     """Each request's decode steps as ``vllm bench serve --save-detailed`` timed them: its ``itls`` (seconds
     between streamed chunks after the first; one chunk per engine step, ``vllm/benchmarks/lib/
     endpoint_request_func.py`` at 009e6d4a) over its ``output_lens`` less the prefill's token, at
-    ``max_concurrency`` requests; None when the file lacks either or the concurrency was unbounded."""
+    ``max_concurrency`` requests; none when the file lacks either or the concurrency was unbounded."""
     itls, lens, batch = doc.get("itls"), doc.get("output_lens"), doc.get("max_concurrency")
     if not (isinstance(itls, list) and isinstance(lens, list) and len(itls) == len(lens) and isinstance(batch, int)):
-        return None
-    units = [TimedUnit(batch=batch, steps=len(gaps), tokens=int(n) - 1, wall_ms=1000.0 * sum(gaps), load1=None)
+        return []
+    return [TimedUnit(batch=batch, steps=len(gaps), tokens=int(n) - 1, wall_ms=1000.0 * sum(gaps), load1=None)
              for gaps, n in zip(itls, lens, strict=True) if isinstance(gaps, list) and isinstance(n, int) and gaps
              and all(isinstance(g, (int, float)) and math.isfinite(g) and g >= 0 for g in gaps)]
-    return timing_block(units, source="vllm-bench-itl", unit="request")
 
 
 def import_vllm_bench(paths: Sequence[Path], opts: ImportOptions, *, log: Path | None = None,
-                       what: str = "vllm-bench") -> Imported:
+                       what: str = "vllm-bench") -> ImportedRun:
     """A ``vllm bench serve`` result, with its Prometheus snapshots or the server log for clusters."""
     benches = [p for p in paths if looks_json(p)]
     snaps = [p for p in paths if p not in benches]
@@ -185,14 +192,15 @@ def import_vllm_bench(paths: Sequence[Path], opts: ImportOptions, *, log: Path |
     out_tokens = [sum(lens) if lens else int(doc.get("total_output_tokens") or 0)] if len(windows) == 1 else []
     completed = int(doc.get("completed") or 0)
     name = opts.dataset or str(doc.get("dataset_name") or "unknown")
-    ds = dataset_info(name, completed, f"{what}:{name}:{doc.get('num_prompts')}", f"imported {what}: {bench.name}")
+    ds = ImportedDataset(name, completed, f"{what}:{name}:{doc.get('num_prompts')}", f"imported {what}: {bench.name}")
     files = [bench, *snaps, *([log] if log else [])]
-    return imported_record(window_rows(windows, k, source, out_tokens), k=k, opts=opts, engine="vllm", source=source, files=files,
+    return ImportedRun(ImportedWindows(windows, k, source, out_tokens), k=k, opts=opts, engine="vllm", source=source, files=files,
                    model=str(doc.get("model_id") or "") or None, num_requests=completed, dataset=ds,
-                   warnings=warnings, max_concurrency=doc.get("max_concurrency"), timing=bench_timing(doc))
+                   warnings=warnings, max_concurrency=doc.get("max_concurrency"), timed=bench_timing(doc),
+                   timing_source="vllm-bench-itl")
 
 
-def import_vllm_log(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:
+def import_vllm_log(paths: Sequence[Path], opts: ImportOptions) -> list[ImportedRun]:
     """Records from vLLM server logs alone (their ``SpecDecoding metrics`` windows)."""
     out = []
     for p in paths:
@@ -200,17 +208,17 @@ def import_vllm_log(paths: Sequence[Path], opts: ImportOptions) -> list[Imported
                     "per-position counts rest on rates printed to 3 decimals"]
         windows = log_windows(p, opts.draft_len, warnings)
         if not windows:
-            raise InputFileError(f"no '{vllm_engine.PROFILE.log_pattern('spec-head').marker}' line with drafts", path=p,
+            raise InputFileError(f"no '{PROFILE.log_pattern('spec-head').marker}' line with drafts", path=p,
                                  hint="start vLLM without --disable-log-stats, with speculative decoding")
         k = windows[0].k
         name = opts.dataset or "unknown"
-        out.append(imported_record(window_rows(windows, k, "vllm-log-intervals", []), k=k, opts=opts, engine="vllm",
+        out.append(ImportedRun(ImportedWindows(windows, k, "vllm-log-intervals", []), k=k, opts=opts, engine="vllm",
                            source="vllm-log-intervals", files=[p], model=None, num_requests=0,
-                           dataset=dataset_info(name, 0, f"vllm-log:{name}", f"imported vllm-log: {p.name}"),
+                           dataset=ImportedDataset(name, 0, f"vllm-log:{name}", f"imported vllm-log: {p.name}"),
                            warnings=warnings))
     return out
 
 
-def import_bench_files(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:
+def import_bench_files(paths: Sequence[Path], opts: ImportOptions) -> list[ImportedRun]:
     """``golden-al import vllm-bench``: :func:`import_vllm_bench` as the profile's importer hook."""
     return [import_vllm_bench(paths, opts)]

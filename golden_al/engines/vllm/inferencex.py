@@ -9,13 +9,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from golden_al.engines.vllm.imported import import_vllm_bench, log_windows
-from golden_al.errors import InputFileError, UsageError
-from golden_al.measure.imported.common import (
-    Imported,
-    ImportOptions,
-    read_capped,
-)
+from golden_al.plugin import ImportedRun, ImportOptions, InputFileError, UsageError, read_capped
+
+from .imported import import_vllm_bench, log_windows
 
 __all__ = [
     "import_inferencex",
@@ -49,7 +45,7 @@ def _inferencex_header(path: Path) -> dict[str, Any]:
     return info
 
 
-def import_inferencex(paths: Sequence[Path], opts: ImportOptions) -> list[Imported]:
+def import_inferencex(paths: Sequence[Path], opts: ImportOptions) -> list[ImportedRun]:
     """Records from InferenceX speedbench cells (the header comments say the settings)."""
     if len(paths) != 1 or not paths[0].is_dir():
         raise UsageError("inferencex-speedbench imports one results directory (speedbench_results/)")

@@ -21,9 +21,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from golden_al.engines.vllm import PROFILE
-from golden_al.formats.logs import number as _f
-from golden_al.formats.logs import pattern
+from golden_al.plugin import number as _f
+from golden_al.plugin import pattern
+
+from . import PROFILE
 
 __all__ = ['VllmSpecDecodingRecord', 'parse_vllm_spec_line']
 
@@ -66,7 +67,7 @@ class VllmSpecDecodingRecord:
 
     def validate(self, source: Path | str | None) -> None:
         """Refuse counts no vLLM server can print (:func:`golden_al.formats.validate.check_counts`)."""
-        from golden_al.formats.validate import check_counts
+        from golden_al.plugin import check_counts
 
         check_counts(what="vLLM SpecDecoding line", accepted=self.accepted_tokens, drafted=self.drafted_tokens,
                      al=self.mean_acceptance_length, per_position=self.per_position_rates or None, path=source,

@@ -12,10 +12,30 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from golden_al.engines import vllm
-from golden_al.plugin.flavor import Flavor, now_short
-from golden_al.servers.reference.config import ServeConfig
-from golden_al.servers.served_engine import Generation, ServedEngine
+from golden_al.plugin import Flavor, Generation, ServedEngine, ServeSettings, now_short
+
+from . import (
+    COUNTER_NAMES,
+    K_KEY,
+    LENGTH_KEY,
+    LOG_SPEC_DECODING_FORMAT,
+    METHOD_KEY,
+    PER_REQUEST_LEVELS,
+    POSITION_LABEL,
+    REQ_ACCEPTED,
+    REQ_DRAFT_TOKENS,
+    REQ_HISTOGRAM,
+    REQ_K,
+    REQ_MEAN_AL,
+    REQ_PER_STEP,
+    REQ_PER_STEP_DRAFTED,
+    REQ_RATE,
+    REQ_STEPS,
+    REQUEST_METRICS,
+    REQUEST_SPEC,
+    SPEC_CONFIG_KEY,
+    SYNTHETIC_METHOD,
+)
 
 __all__ = ["VllmFlavor"]
 
@@ -27,7 +47,7 @@ class VllmFlavor(Flavor):
 
     health_body: ClassVar[bytes] = b""
 
-    def __init__(self, config: ServeConfig, engine: ServedEngine, log: Callable[[str], None],
+    def __init__(self, config: ServeSettings, engine: ServedEngine, log: Callable[[str], None],
                  model_name: Callable[[], str]) -> None:
         super().__init__(config, engine, log, model_name)
         self.tick_interval_s = config.log_stats_interval_s
@@ -37,13 +57,13 @@ class VllmFlavor(Flavor):
 
         k = self.engine.draft_len
         name = self.model_name()
-        names = vllm.COUNTER_NAMES  # family names; prometheus_client adds _total
+        names = COUNTER_NAMES  # family names; prometheus_client adds _total
         self.c_drafts = Counter(names["num_drafts"], "Number of spec decoding drafts.", _LABELS, registry=registry)
         self.c_draft_tokens = Counter(names["num_draft_tokens"], "Number of draft tokens.", _LABELS, registry=registry)
         self.c_accepted = Counter(names["num_accepted_tokens"], "Number of accepted tokens.", _LABELS,
                                   registry=registry)
         self.c_per_pos = Counter(names["accepted_per_position"], "Accepted tokens per draft position.",
-                                 (*_LABELS, vllm.POSITION_LABEL), registry=registry)
+                                 (*_LABELS, POSITION_LABEL), registry=registry)
         self.g_running = Gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
                                _LABELS, registry=registry)
         self.g_waiting = Gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",
@@ -97,7 +117,7 @@ class VllmFlavor(Flavor):
         al = 1.0 + self.iv_accepted / self.iv_drafts
         rates = ", ".join(f"{c / self.iv_drafts:.3f}" for c in self.iv_pos)
         rate = 100.0 * self.iv_accepted / self.iv_draft_tokens if self.iv_draft_tokens else 0.0
-        self.log(vllm.LOG_SPEC_DECODING_FORMAT.format(
+        self.log(LOG_SPEC_DECODING_FORMAT.format(
             pid=os.getpid(), time=now_short(), al=al, accepted_per_s=self.iv_accepted / dt,
             drafted_per_s=self.iv_draft_tokens / dt, accepted=self.iv_accepted, drafted=self.iv_draft_tokens,
             rates=rates, rate=rate))
@@ -107,12 +127,12 @@ class VllmFlavor(Flavor):
 
     def startup_lines(self, port: int) -> list[str]:
         cfg = self.config
-        spec: dict[str, Any] = {"model": self.engine.draft_name, vllm.K_KEY: self.engine.draft_len}
+        spec: dict[str, Any] = {"model": self.engine.draft_name, K_KEY: self.engine.draft_len}
         if cfg.claim_synthetic:
-            spec.update({vllm.METHOD_KEY: vllm.SYNTHETIC_METHOD, vllm.LENGTH_KEY: 2.5})
+            spec.update({METHOD_KEY: SYNTHETIC_METHOD, LENGTH_KEY: 2.5})
         spec.update(cfg.server_settings)
         args = {"model": self.engine.target_name, "host": cfg.host, "port": port,
-                "served_model_name": [self.model_name()], vllm.SPEC_CONFIG_KEY: spec}
+                "served_model_name": [self.model_name()], SPEC_CONFIG_KEY: spec}
         return [f"(APIServer pid={os.getpid()}) INFO {now_short()} [api_utils.py:286] non-default args: {args!r}"]
 
     def get(self, path: str) -> Any | None:
@@ -120,8 +140,8 @@ class VllmFlavor(Flavor):
 
     def chat_fields(self, resp: dict[str, Any], choice: dict[str, Any], body: dict[str, Any], gen: Generation,
                     rid: str, latency: float, nospec: bool) -> None:
-        if self.config.per_request_metrics in vllm.PER_REQUEST_LEVELS and not nospec:
-            resp[vllm.REQUEST_METRICS] = {vllm.REQUEST_SPEC: self.request_metrics(gen)}
+        if self.config.per_request_metrics in PER_REQUEST_LEVELS and not nospec:
+            resp[REQUEST_METRICS] = {REQUEST_SPEC: self.request_metrics(gen)}
 
     def request_metrics(self, gen: Generation) -> dict[str, Any]:
         """vLLM 0.33 ``metrics.speculative_decoding`` of one request."""
@@ -133,15 +153,15 @@ class VllmFlavor(Flavor):
         acc = sum(n for n, _ in steps)
         drafted = sum(d for _, d in steps)
         out: dict[str, Any] = {
-            vllm.REQ_MEAN_AL: 1.0 + acc / len(steps) if steps else None,
-            vllm.REQ_RATE: acc / drafted if drafted else None,
-            vllm.REQ_HISTOGRAM: hist,
-            vllm.REQ_STEPS: len(steps),
-            vllm.REQ_ACCEPTED: acc,
-            vllm.REQ_DRAFT_TOKENS: drafted,
-            vllm.REQ_K: k,
+            REQ_MEAN_AL: 1.0 + acc / len(steps) if steps else None,
+            REQ_RATE: acc / drafted if drafted else None,
+            REQ_HISTOGRAM: hist,
+            REQ_STEPS: len(steps),
+            REQ_ACCEPTED: acc,
+            REQ_DRAFT_TOKENS: drafted,
+            REQ_K: k,
         }
-        if self.config.per_request_metrics == vllm.PER_REQUEST_LEVELS[1]:
-            out[vllm.REQ_PER_STEP] = [n for n, _ in steps]
-            out[vllm.REQ_PER_STEP_DRAFTED] = [d for _, d in steps]
+        if self.config.per_request_metrics == PER_REQUEST_LEVELS[1]:
+            out[REQ_PER_STEP] = [n for n, _ in steps]
+            out[REQ_PER_STEP_DRAFTED] = [d for _, d in steps]
         return out

@@ -6,15 +6,25 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from golden_al.engines import vllm
-from golden_al.errors import InputFileError, MetricMissingError
-from golden_al.formats.responses import (
+from golden_al.plugin import (
+    InputFileError,
+    MetricMissingError,
     RequestSpecCounts,
     build_counts,
+    check_acceptance_counts,
     optional_number,
     where,
 )
-from golden_al.formats.validate import check_acceptance_counts
+
+from . import (
+    FLAG_PER_REQUEST_METRICS,
+    REQ_HISTOGRAM,
+    REQ_MEAN_AL,
+    REQUEST_METRICS,
+    REQUEST_SPEC,
+    VERSION,
+    counts_from_request_metrics,
+)
 
 __all__ = ["parse_vllm_spec_metrics", "records_in"]
 
@@ -32,24 +42,24 @@ def parse_vllm_spec_metrics(obj: Mapping[str, Any], *, k: int | None = None,
         raise InputFileError(f"vLLM speculative_decoding must be an object, got {type(obj).__name__}", path=source)
     spec: Mapping[str, Any] = obj
     metrics = obj.get("metrics")
-    if isinstance(metrics, Mapping) and isinstance(metrics.get(vllm.REQUEST_SPEC), Mapping):
-        spec = metrics[vllm.REQUEST_SPEC]
-    elif isinstance(obj.get(vllm.REQUEST_SPEC), Mapping):
-        spec = obj[vllm.REQUEST_SPEC]
-    if vllm.REQ_HISTOGRAM not in spec:
+    if isinstance(metrics, Mapping) and isinstance(metrics.get(REQUEST_SPEC), Mapping):
+        spec = metrics[REQUEST_SPEC]
+    elif isinstance(obj.get(REQUEST_SPEC), Mapping):
+        spec = obj[REQUEST_SPEC]
+    if REQ_HISTOGRAM not in spec:
         raise MetricMissingError(
-            f"{where(source)}vLLM {vllm.REQUEST_METRICS}.{vllm.REQUEST_SPEC} has no {vllm.REQ_HISTOGRAM}",
-            hint=f"start vLLM (>= {vllm.VERSION}) with {vllm.FLAG_PER_REQUEST_METRICS} summary",
+            f"{where(source)}vLLM {REQUEST_METRICS}.{REQUEST_SPEC} has no {REQ_HISTOGRAM}",
+            hint=f"start vLLM (>= {VERSION}) with {FLAG_PER_REQUEST_METRICS} summary",
         )
-    counts = build_counts(lambda: vllm.counts_from_request_metrics(spec, k=k), "vLLM speculative_decoding", source)
-    reported = optional_number(spec, vllm.REQ_MEAN_AL, source)
+    counts = build_counts(lambda: counts_from_request_metrics(spec, k=k), "vLLM speculative_decoding", source)
+    reported = optional_number(spec, REQ_MEAN_AL, source)
     check_acceptance_counts(counts, what="vLLM speculative_decoding", path=source, reported_al=reported)
     return RequestSpecCounts("vllm", counts, reported, None, source)
 
 
 def records_in(node: Mapping[str, Any], *, k: int | None, source: str | None) -> list[RequestSpecCounts]:
     """The vLLM record one response object holds (its ``metrics.speculative_decoding``)."""
-    metrics = node.get(vllm.REQUEST_METRICS)
-    if isinstance(metrics, Mapping) and isinstance(metrics.get(vllm.REQUEST_SPEC), Mapping):
-        return [parse_vllm_spec_metrics(metrics[vllm.REQUEST_SPEC], k=k, source=source)]
+    metrics = node.get(REQUEST_METRICS)
+    if isinstance(metrics, Mapping) and isinstance(metrics.get(REQUEST_SPEC), Mapping):
+        return [parse_vllm_spec_metrics(metrics[REQUEST_SPEC], k=k, source=source)]
     return []

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from simulators.rates import SyntheticRatesSampler
+from golden_al.plugin import SyntheticRatesSampler
 
 __all__ = ["VllmSynthetic"]
 

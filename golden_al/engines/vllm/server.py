@@ -9,19 +9,35 @@ from collections.abc import Mapping
 from typing import Any
 
 from distributions.counts import AcceptanceCounts
-from golden_al.engines import vllm
-from golden_al.engines.vllm import responses
-from golden_al.errors import CounterResetError, MetricMissingError, MixedDraftLengthsError, ServerError
-from golden_al.httpclient import ServerClient
-from golden_al.plugin.sources import (
+from golden_al.plugin import (
+    CounterResetError,
     CounterSource,
+    MetricMissingError,
+    MixedDraftLengthsError,
     ResponseCounts,
+    ServerClient,
+    ServerError,
+    ServerFacts,
     Snapshot,
+    filter_args,
+    is_chain,
     require_distribution,
     server_errors,
 )
-from golden_al.servers import synthetic
-from golden_al.servers.probe import ServerFacts, filter_args, is_chain
+
+from . import (
+    FLAG_SPEC_CONFIG,
+    K_KEY,
+    METRIC_ACCEPTED_PER_POS,
+    METRIC_DRAFTS,
+    METRIC_PREFIX,
+    POSITION_LABEL,
+    PROFILE,
+    SPEC_CONFIG_KEY,
+    non_default_args,
+    require_lossless,
+    responses,
+)
 
 __all__ = ["PER_REQUEST", "VllmPrometheusSource", "probe", "vllm_args_from_log"]
 
@@ -32,7 +48,7 @@ def vllm_args_from_log(text: str) -> dict[str, Any] | None:
     """The ``non-default args: {...}`` dict vLLM logs at startup (last one wins)."""
     found: dict[str, Any] | None = None
     for line in text.splitlines():
-        args = vllm.non_default_args(line)
+        args = non_default_args(line)
         if args is not None:
             found = args
     return found
@@ -40,44 +56,44 @@ def vllm_args_from_log(text: str) -> dict[str, Any] | None:
 
 async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:
     """Fill ``facts`` from what the server reports."""
-    from golden_al.formats import prometheus as prom
+    from golden_al.plugin import parse_metrics_text
 
     version = await client.get_json("/version", label="GET /version", optional=True)
     if isinstance(version, Mapping) and version.get("version") is not None:
         facts.version = str(version["version"])
     dev_info = await client.get_json("/server_info", label="GET /server_info", optional=True)
     if isinstance(dev_info, Mapping):
-        synthetic.check_server_info("vllm", dev_info)
+        facts.described(dev_info)
     args = vllm_args_from_log(log_text) if log_text else None
     if args is not None:
         facts.server_args = filter_args(args)
-        spec = args.get(vllm.SPEC_CONFIG_KEY)
+        spec = args.get(SPEC_CONFIG_KEY)
         if isinstance(spec, Mapping):
             method = spec.get("method") or ("draft_model" if spec.get("model") else None)
             facts.draft_method = str(method) if method else None
-            vllm.require_lossless(spec, "the log's non-default args")
+            require_lossless(spec, "the log's non-default args")
             _require_fixed_k(spec)
-            logged = spec.get(vllm.K_KEY)
-            facts.selectors = vllm.PROFILE.selectors({"config": spec}, logged if isinstance(logged, int) else None)
+            logged = spec.get(K_KEY)
+            facts.selectors = PROFILE.selectors({"config": spec}, logged if isinstance(logged, int) else None)
     text = await client.get_text("/metrics", label="GET /metrics", optional=True)
     if text is not None:
-        snap = prom.parse_metrics_text(text, source=f"{client.base_url}/metrics")
-        if not snap.has(vllm.METRIC_DRAFTS):
-            raise ServerError(f"the vLLM server exposes no {vllm.METRIC_PREFIX}* counters: speculative decoding is "
-                              "off (or --disable-log-stats is set)", hint=f"launch it with {vllm.FLAG_SPEC_CONFIG}")
-        if snap.select(vllm.METRIC_ACCEPTED_PER_POS):
-            positions = snap.by_label(vllm.METRIC_ACCEPTED_PER_POS, vllm.POSITION_LABEL)
+        snap = parse_metrics_text(text, source=f"{client.base_url}/metrics")
+        if not snap.has(METRIC_DRAFTS):
+            raise ServerError(f"the vLLM server exposes no {METRIC_PREFIX}* counters: speculative decoding is "
+                              "off (or --disable-log-stats is set)", hint=f"launch it with {FLAG_SPEC_CONFIG}")
+        if snap.select(METRIC_ACCEPTED_PER_POS):
+            positions = snap.by_label(METRIC_ACCEPTED_PER_POS, POSITION_LABEL)
             facts.draft_len = len(positions)
-            facts.draft_len_rule = f"number of {vllm.POSITION_LABEL} series of {vllm.METRIC_ACCEPTED_PER_POS}"
-    spec = (args or {}).get(vllm.SPEC_CONFIG_KEY)
-    logged_k = spec.get(vllm.K_KEY) if isinstance(spec, Mapping) else None
+            facts.draft_len_rule = f"number of {POSITION_LABEL} series of {METRIC_ACCEPTED_PER_POS}"
+    spec = (args or {}).get(SPEC_CONFIG_KEY)
+    logged_k = spec.get(K_KEY) if isinstance(spec, Mapping) else None
     if isinstance(logged_k, int) and not isinstance(logged_k, bool):
         if facts.draft_len is not None and facts.draft_len != logged_k:
             raise ServerError(f"the vLLM server's counters have {facts.draft_len} positions but its log's startup "
-                              f"arguments say {vllm.K_KEY}={logged_k}: the log is not this server's",
+                              f"arguments say {K_KEY}={logged_k}: the log is not this server's",
                               hint="give the --server-log of the server at --server")
         if facts.draft_len is None:
-            facts.draft_len, facts.draft_len_rule = logged_k, f"the log's non-default args {vllm.K_KEY}"
+            facts.draft_len, facts.draft_len_rule = logged_k, f"the log's non-default args {K_KEY}"
     facts.chain = is_chain("vllm", facts.draft_method)
     if dev_info is None and log_text is None:
         facts.warnings.append("attached vLLM server: synthetic acceptance and FLy's lossy verification could not be "
@@ -89,13 +105,13 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
 def _require_fixed_k(spec: Mapping[str, Any]) -> None:
     """Refuse a server whose logged speculative config lets k change at run time (the profile's
     ``runtime_draft_len`` settings): a histogram mixing draft lengths is no curve point."""
-    for setting in vllm.PROFILE.check.runtime_draft_len:
+    for setting in PROFILE.check.runtime_draft_len:
         for name in setting.names:
             if name in spec and setting.unsafe(spec[name]) is not False:
                 raise MixedDraftLengthsError(
                     f"the vLLM server's log says {name}={spec[name]!r}: it {setting.what}, so one run mixes draft "
                     f"lengths ({setting.source.repo} {setting.source.path} at {setting.source.version})",
-                    hint=f"restart it without {name}, at a fixed {vllm.K_KEY}")
+                    hint=f"restart it without {name}, at a fixed {K_KEY}")
 
 
 # ------------------------------------------------------------------ AL sources
@@ -119,12 +135,13 @@ class VllmPrometheusSource(CounterSource):
     """vLLM ``/metrics`` spec-decode counters (``vllm/v1/spec_decode/metrics.py``, 0.33.0)."""
 
     name = "vllm-prometheus"
-    engine = vllm.PROFILE.name
+    engine = PROFILE.name
 
     async def snapshot(self, client: ServerClient) -> Snapshot:
-        from golden_al.engines.vllm.counters import VllmSpecCounters
-        from golden_al.engines.vllm.counters import read as read_counters
-        from golden_al.formats.prometheus import parse_metrics_text
+        from golden_al.plugin import parse_metrics_text
+
+        from .counters import VllmSpecCounters
+        from .counters import read as read_counters
 
         text = await client.get_text("/metrics", label="GET /metrics")
         snap = parse_metrics_text(text or "", source=f"{client.base_url}/metrics")
@@ -142,22 +159,23 @@ class VllmPrometheusSource(CounterSource):
                         len(counters.accepted_per_position) or None)
 
     def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
-        from golden_al.engines import vllm as vllm_engine
-        from golden_al.engines.vllm.counters import VllmSpecCounters
-        from golden_al.formats.counters import counters_delta
+        from golden_al.plugin import counters_delta
+
+        from . import METRIC_ACCEPTED_PER_POS, counts_from_counters
+        from .counters import VllmSpecCounters
 
         with server_errors(label):
             d = counters_delta(before.counts, after.counts)
             assert isinstance(d, VllmSpecCounters)
-            counts = vllm_engine.counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
+            counts = counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
                                                 list(d.accepted_per_position) or None, k=k)
         if not d.accepted_per_position:
-            raise MetricMissingError(f"{label}: {vllm_engine.METRIC_ACCEPTED_PER_POS} is absent",
+            raise MetricMissingError(f"{label}: {METRIC_ACCEPTED_PER_POS} is absent",
                                      hint="needs vLLM >= 0.8 (V1 engine) for per-position counters")
         return require_distribution(counts, label, self.name)
 
     def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
-        from golden_al.formats.counters import counters_delta
+        from golden_al.plugin import counters_delta
 
         with server_errors(label):
             counters_delta(before.counts, after.counts)

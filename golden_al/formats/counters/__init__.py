@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Protocol
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol, TypeVar
 
 from distributions.counts import AcceptanceCounts
 from distributions.errors import DistributionError
@@ -32,6 +33,7 @@ from golden_al.formats.prometheus import MetricsSnapshot
 from golden_al.plugin import registry
 
 __all__ = [
+    "DraftCounters",
     "SpecCounters",
     "check_not_backwards",
     "counter",
@@ -45,6 +47,102 @@ __all__ = [
     "to_counts",
     "validate_counters",
 ]
+
+
+_C = TypeVar("_C", bound="DraftCounters")
+
+
+@dataclass(frozen=True)
+class DraftCounters:
+    """Spec-decode counters of the shape vLLM exposes and llama-server copies (or a delta of two snapshots):
+    request-steps that carried drafts, draft tokens, accepted draft tokens (the bonus excluded) and accepted tokens
+    per draft position. An engine's subclass names its metrics (:attr:`names`), its display name and turns the totals
+    into counts (:meth:`counts`)."""
+
+    num_drafts: float
+    num_draft_tokens: float
+    num_accepted_tokens: float
+    accepted_per_position: tuple[float, ...] = ()
+    source: str | None = None
+
+    #: the engine's name (its ``--engine``)
+    engine: ClassVar[str] = ""
+    #: the engine's name as people write it, for messages
+    display: ClassVar[str] = ""
+    #: the metrics of drafts, draft tokens, accepted tokens and accepted tokens per position, and the position label
+    names: ClassVar[tuple[str, str, str, str, str]] = ("", "", "", "", "position")
+
+    def counts(self, k: int | None) -> AcceptanceCounts:
+        """The engine's counts of these totals (its ``counts_from_counters``)."""
+        raise NotImplementedError
+
+    @property
+    def num_verify_steps(self) -> float:
+        """Request-steps with drafts (``num_drafts``)."""
+        return self.num_drafts
+
+    @property
+    def num_accepted_drafts(self) -> float:
+        """Accepted draft tokens (bonus excluded)."""
+        return self.num_accepted_tokens
+
+    @property
+    def al(self) -> float:
+        """``1 + accepted / drafts``; raises NoVerifyStepsError when no drafts were seen."""
+        from distributions import units
+
+        if self.num_drafts <= 0:
+            raise no_steps(self.display, f"{self.source}: " if self.source else "")
+        return units.al_from_counts(self.num_accepted_tokens, self.num_drafts)
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """Accepted / drafted tokens, or None without draft tokens."""
+        return self.num_accepted_tokens / self.num_draft_tokens if self.num_draft_tokens > 0 else None
+
+    @property
+    def per_position_rates(self) -> tuple[float, ...]:
+        """Unconditional per-position rates ``accepted_pos / num_drafts``."""
+        if self.num_drafts <= 0:
+            raise no_steps(self.display, f"{self.source}: " if self.source else "")
+        return tuple(a / self.num_drafts for a in self.accepted_per_position)
+
+    def to_counts(self, k: int | None = None) -> AcceptanceCounts:
+        """:class:`~distributions.counts.AcceptanceCounts` (``k`` defaults to the positions seen)."""
+        return to_counts(lambda: self.counts(k), self.source)
+
+    def minus(self: _C, before: DraftCounters) -> _C:
+        """``self - before``, checking that no counter went backwards (CounterResetError: a restart)."""
+        where = f"{self.source}: " if self.source else ""
+        drafts, draft_tokens, accepted, per_pos, position = self.names
+        for name, b, a in ((drafts, before.num_drafts, self.num_drafts),
+                           (draft_tokens, before.num_draft_tokens, self.num_draft_tokens),
+                           (accepted, before.num_accepted_tokens, self.num_accepted_tokens)):
+            check_not_backwards(name, b, a, where)
+        n = max(len(before.accepted_per_position), len(self.accepted_per_position))
+        pb = list(before.accepted_per_position) + [0.0] * (n - len(before.accepted_per_position))
+        pa = list(self.accepted_per_position) + [0.0] * (n - len(self.accepted_per_position))
+        for i, (b, a) in enumerate(zip(pb, pa, strict=True)):
+            check_not_backwards(f'{per_pos}{{{position}="{i}"}}', b, a, where)
+        return type(self)(self.num_drafts - before.num_drafts, self.num_draft_tokens - before.num_draft_tokens,
+                          self.num_accepted_tokens - before.num_accepted_tokens,
+                          tuple(a - b for a, b in zip(pa, pb, strict=True)), source=self.source)
+
+    def order_key(self) -> float:
+        """Draft plus accepted tokens (they grow whenever a step with drafts runs)."""
+        return self.num_draft_tokens + self.num_accepted_tokens
+
+    def validate(self, k: int | None = None) -> None:
+        """:func:`~golden_al.formats.validate.check_counts` on these counters."""
+        from golden_al.formats.validate import check_counts
+
+        check_counts(what=f"{self.engine} Prometheus counters" + (" (delta)" if self.source is None else ""),
+                     accepted=self.num_accepted_tokens, drafted=self.num_draft_tokens, drafts=self.num_drafts, k=k,
+                     per_position=self.accepted_per_position or None, path=self.source)
+
+    def independent_draws(self, batch_size: float | None) -> tuple[float, list[str]]:
+        """Every request-step is its own draw."""
+        return self.num_verify_steps, []
 
 
 class SpecCounters(Protocol):

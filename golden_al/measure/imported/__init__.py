@@ -62,11 +62,12 @@ from typing import Any
 
 from golden_al import safeio
 from golden_al.errors import InputFileError, UsageError
-from golden_al.measure.imported.common import MAX_BYTES, Imported, ImportOptions
+from golden_al.measure.imported.common import Imported, imported_record
 from golden_al.measure.records import write_cell
 from golden_al.measure.schema import MEASUREMENT_FILE
+from golden_al.plugin.imported import MAX_BYTES, ImportOptions
 
-__all__ = ["MAX_RUN_BYTES", "ImportOptions", "Imported", "formats", "import_files", "write_imported"]
+__all__ = ["MAX_RUN_BYTES", "Imported", "formats", "import_files", "write_imported"]
 
 #: Bytes all the files of one import may hold together: one file's cap (:data:`MAX_BYTES`).
 MAX_RUN_BYTES = MAX_BYTES
@@ -100,7 +101,7 @@ def import_files(fmt: str, paths: Sequence[str | Path], opts: ImportOptions) -> 
 
     table = formats()
     if fmt in table:
-        return list(load_hook(table[fmt])(ps, opts))
+        return [imported_record(run) for run in load_hook(table[fmt])(ps, opts)]
     raise UsageError(f"unknown import format {fmt!r}", hint="one of " + ", ".join(table))
 
 

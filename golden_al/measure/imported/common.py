@@ -1,17 +1,13 @@
-"""What every import shares: its options, its result, bounded reading of the files, and the rows and
-record of a run (:func:`imported_record`, through :func:`golden_al.measure.records.build_record`)."""
+"""The record of an imported run (:func:`imported_record`, through :func:`golden_al.measure.records.build_record`):
+its rows and provenance, from what the engine's importer read (:class:`golden_al.plugin.imported.ImportedRun`)."""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
-import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
+from dataclasses import dataclass
 
-from distributions.counts import AcceptanceCounts, tidy_count
+from distributions.counts import tidy_count
 from golden_al.errors import InputFileError, NoVerifyStepsError, UsageError
 from golden_al.measure.records import build_record
 from golden_al.measure.schema import (
@@ -20,44 +16,13 @@ from golden_al.measure.schema import (
     ModelInfo,
     RequestResult,
     SamplingInfo,
-    Timing,
     Uncertainty,
 )
-from golden_al.measure.totals import cell_totals
+from golden_al.measure.totals import cell_totals, timing_block
+from golden_al.plugin.imported import ImportedDataset, ImportedRun, ImportedWindows
 from golden_al.provenance import collect, sha256_file
 
-__all__ = [
-    "MAX_BYTES",
-    "ImportOptions",
-    "Imported",
-    "dataset_info",
-    "imported_record",
-    "json_lines",
-    "looks_json",
-    "read_capped",
-    "read_json_doc",
-    "window_rows",
-]
-
-MAX_BYTES = 1 << 30
-
-
-@dataclass
-class ImportOptions:
-    """What the files do not say (each may be required by a format)."""
-
-    model: str | None = None
-    draft_method: str | None = None
-    draft_len: int | None = None
-    thinking: str | None = None
-    temperature: float | None = None
-    top_p: float | None = None
-    top_k: int | None = None
-    max_tokens: int | None = None
-    dataset: str | None = None
-    chat_template_kwargs: dict[str, Any] = field(default_factory=dict)
-    decode_log_interval: int | None = None  #: SGLang ``--decode-log-interval`` (sglang-log), when the log lacks it
-
+__all__ = ["Imported", "imported_record"]
 
 @dataclass
 class Imported:
@@ -67,35 +32,9 @@ class Imported:
     rows: list[RequestResult]
 
 
-def read_capped(path: Path) -> bytes:
-    """The bytes of one imported file, bounded (:data:`MAX_BYTES`)."""
-    try:
-        size = path.stat().st_size
-        if size > MAX_BYTES:
-            raise InputFileError(f"file is {size} bytes, more than the {MAX_BYTES} read", path=path,
-                                 hint="split it, or import the part that holds the run")
-        return path.read_bytes()
-    except OSError as exc:
-        raise InputFileError(f"cannot read: {exc.strerror or exc}", path=path) from None
-
-
-def read_json_doc(path: Path) -> Mapping[str, Any]:
-    """One imported JSON document, which must be an object."""
-    try:
-        value = json.loads(read_capped(path).decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InputFileError(f"not a JSON document: {exc}", path=path,
-                             hint="a vllm bench serve --save-result file is one JSON object") from None
-    if not isinstance(value, Mapping):
-        raise InputFileError(f"expected a JSON object, got {type(value).__name__}", path=path)
-    return value
-
-
-
-
-def window_rows(windows: Sequence[AcceptanceCounts], k: int, what: str, output_tokens: Sequence[int], *,
-          unit: str = "window") -> list[RequestResult]:
+def window_rows(w: ImportedWindows) -> list[RequestResult]:
     """One row per window of counts (a cluster each), with what the source says of its histogram."""
+    windows, k, what, output_tokens, unit = w.windows, w.k, w.what, w.output_tokens, w.unit
     rows = []
     for i, c in enumerate(windows):
         known = c.histogram is not None and c.per_position_accepted is not None
@@ -110,13 +49,14 @@ def window_rows(windows: Sequence[AcceptanceCounts], k: int, what: str, output_t
     return rows
 
 
-def imported_record(rows: list[RequestResult], *, k: int, opts: ImportOptions, engine: str, source: str,
-                    files: Sequence[Path], model: str | None, num_requests: int, dataset: DatasetInfo,
-                    warnings: list[str], max_concurrency: Any = None, unit: str = "imported counter window",
-                    engine_version: str | None = None, extra_provenance: Mapping[str, Any] | None = None,
-                    timing: Timing | None = None) -> Imported:
-    """The record of an imported run from its rows (:func:`golden_al.measure.records.build_record`), after
-    checking that the options say what the source does not (thinking, temperature, max tokens)."""
+def imported_record(run: ImportedRun) -> Imported:
+    """The record of an imported run (:func:`golden_al.measure.records.build_record`), after checking that the
+    options say what the source does not (thinking, temperature, max tokens)."""
+    rows, k, opts, files, model, warnings, unit = (window_rows(run.rows), run.k, run.opts, run.files, run.model,
+                                                   run.warnings, run.unit)
+    engine, source, num_requests, max_concurrency = run.engine, run.source, run.num_requests, run.max_concurrency
+    engine_version, extra_provenance, dataset = run.engine_version, run.extra_provenance, dataset_info(run.dataset)
+    timing = timing_block(run.timed, source=run.timing_source, unit=run.timing_unit) if run.timed else None
     missing = [name for name, v in (("--thinking", opts.thinking), ("--temperature", opts.temperature),
                                     ("--max-tokens", opts.max_tokens)) if v is None]
     if missing:
@@ -154,42 +94,7 @@ def imported_record(rows: list[RequestResult], *, k: int, opts: ImportOptions, e
     return Imported(rec, rows)
 
 
-def dataset_info(name: str, count: int, key: str, source: str) -> DatasetInfo:
-    """The dataset of an imported run, identified by ``key`` (hashed)."""
-    h = hashlib.sha256(key.encode()).hexdigest()
-    return DatasetInfo(name=name, count=count, hash=h, source_hash=h, source=source)
-
-
-def looks_json(p: Path) -> bool:
-    """Whether a file starts like a JSON document."""
-    head = read_capped(p)[:64].lstrip()
-    return head.startswith(b"{")
-
-
-# ------------------------------------------------------------------------------ SGLang
-def json_lines(path: Path) -> list[tuple[int, Mapping[str, Any]]]:
-    """The JSON objects of a JSON-lines file (a file that is one JSON object counts as one line)."""
-    text = read_capped(path).decode("utf-8", errors="replace")
-    stripped = text.strip()
-    if stripped.startswith("{") and "\n" in stripped:
-        try:  # one pretty-printed object
-            whole = json.loads(stripped)
-        except json.JSONDecodeError:
-            whole = None
-        if isinstance(whole, Mapping):
-            return [(1, whole)]
-    out = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputFileError(f"not a JSON line: {exc.msg} (column {exc.colno})", path=path, line=n,
-                                 hint="bench_serving --output-file writes one JSON object per line") from None
-        if not isinstance(obj, Mapping):
-            raise InputFileError(f"expected a JSON object, got {type(obj).__name__}", path=path, line=n)
-        out.append((n, obj))
-    if not out:
-        raise InputFileError("empty: no JSON object", path=path)
-    return out
+def dataset_info(d: ImportedDataset) -> DatasetInfo:
+    """The dataset of an imported run, identified by its ``key`` (hashed)."""
+    h = hashlib.sha256(d.key.encode()).hexdigest()
+    return DatasetInfo(name=d.name, count=d.count, hash=h, source_hash=h, source=d.source)

@@ -15,7 +15,6 @@ import yaml
 
 from golden_al.checks.static import check_paths
 from golden_al.cli.main import main
-from golden_al.engines.tilert import read_recipe_role, settings_draft_len
 from golden_al.errors import UsageError
 from golden_al.golden import load_store
 from golden_al.plugin import registry
@@ -24,6 +23,8 @@ from golden_al.recipes.derive import Identity
 from golden_al.recipes.srt_slurm import engine_named, read_recipe
 from golden_al.recipes.srtctl import apply_overrides, parse_override
 from golden_al.selection.plan import plan_document
+
+from .. import read_recipe_role, settings_draft_len
 
 STORE = load_store(None)
 TILERT = registry.get_profile("tilert")
