@@ -196,3 +196,36 @@ def test_every_hook_is_a_callable_or_a_lazy_import_never_a_string() -> None:
     for bad in ("no_colon", "mod:", ":name", "a b:c"):
         with pytest.raises(ValueError, match=r"package\.module:name"):
             lazy(bad)
+
+
+@pytest.mark.slow
+def test_a_built_in_engine_folder_in_a_package_of_its_own_passes_its_own_tests(tmp_path: Path) -> None:
+    """Issue 49: ATOM's folder copied into a package of its own (``golden_al_atom``, one ``golden_al.engines`` entry
+    point), with golden-al's own copy of the folder removed, is the ``atom`` engine, and its tests pass there
+    unchanged (every built-in and the toy plugin pass the same kit: the two tests above)."""
+    import shutil
+
+    ignore = shutil.ignore_patterns("__pycache__", "*.pyc")
+    src, site = tmp_path / "src", tmp_path / "site"
+    for pkg in ("golden_al", "simulators", "distributions"):
+        shutil.copytree(REPO / pkg, src / pkg, ignore=ignore)
+    shutil.rmtree(src / "golden_al" / "engines" / "atom")
+    shutil.copytree(REPO / "golden_al" / "engines" / "atom", site / "golden_al_atom", ignore=ignore)
+    info = site / "golden_al_atom-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: golden-al-atom\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text("[golden_al.engines]\natom = golden_al_atom:PROFILE\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), str(src)])}
+    where = subprocess.run([sys.executable, "-c", "from golden_al.plugin import registry\n"
+                            "print(registry.ENGINES.where('atom'), registry.ENGINES.is_builtin('atom'))"],
+                           capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120)
+    assert where.stdout.split() == ["golden_al_atom:PROFILE", "False"], where.stderr
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--rootdir", str(site),
+                           str(site / "golden_al_atom" / "tests")], capture_output=True, text=True, env=env,
+                          cwd=tmp_path, timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
+    here = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--collect-only",
+                           str(REPO / "golden_al" / "engines" / "atom" / "tests")], capture_output=True, text=True,
+                          cwd=REPO, timeout=300)
+    count = next(line.split()[0] for line in here.stdout.splitlines() if "collected" in line)
+    assert f"{count} passed" in done.stdout, (count, done.stdout[-500:])

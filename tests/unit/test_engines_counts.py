@@ -17,8 +17,6 @@ from distributions import (
     from_histogram,
     units,
 )
-from golden_al.engines.atom import counts_from_mtp_stats as from_atom_mtp_stats
-from golden_al.engines.atom import mtp_stats_delta as atom_mtp_stats_delta
 from golden_al.engines.sglang import biased_al as sglang_biased_al
 from golden_al.engines.sglang import counts_from_meta_info as from_sglang_meta_info
 from golden_al.engines.vllm import counts_from_counters as from_vllm_counters
@@ -216,48 +214,6 @@ class TestSglangMetaInfo:
 
 
 # ---------------------------------------------------------------------------- ATOM
-class TestAtomMtpStats:
-    before: ClassVar[dict] = {"enabled": True, "total_draft_tokens": 18, "total_accepted_tokens": 12,
-              "acceptance_rate": 12 / 18, "average_tokens_per_forward": 3.0,
-              "distribution": {"0": 2, "3": 4}, "distribution_percent": {"0": 1 / 3, "3": 2 / 3}}
-    after: ClassVar[dict] = {"enabled": True, "total_draft_tokens": 27, "total_accepted_tokens": 16,
-             "distribution": {"0": 3, "1": 1, "3": 5}}
-
-    def test_string_keys_and_k_inference(self):
-        c = from_atom_mtp_stats(self.before)
-        assert c.k == 3
-        assert c.histogram == (2, 0, 0, 4)
-        assert c.al == pytest.approx(self.before["average_tokens_per_forward"])
-        assert c.acceptance_rate == pytest.approx(self.before["acceptance_rate"])
-
-    def test_delta_of_two_snapshots(self):
-        d = atom_mtp_stats_delta(self.before, self.after)
-        assert d.histogram == (1, 1, 0, 1)
-        assert d.al == pytest.approx(1 + 4 / 3)
-
-    def test_restarted_server_is_an_error_not_a_zero(self):
-        restarted = {"enabled": True, "total_draft_tokens": 6, "total_accepted_tokens": 3,
-                     "distribution": {"0": 1, "3": 1}}
-        with pytest.raises(CounterWentBackwardsError, match=r"went backwards.*before=2, after=1"):
-            atom_mtp_stats_delta(self.before, restarted)
-
-    @pytest.mark.parametrize(
-        ("change", "kwargs", "match"),
-        [
-            ({"enabled": False}, {}, "enabled=false"),
-            ({"total_draft_tokens": 20}, {}, "not a whole multiple"),
-            ({"total_draft_tokens": 20}, {"k": 3}, r"total_draft_tokens=20 but k\*steps=3\*6"),
-            ({"total_accepted_tokens": 11}, {}, r"holds 12 accepted drafts.*total_accepted_tokens=11"),
-            ({"distribution": {"x": 1}}, {}, "not an integer"),
-        ],
-    )
-    def test_bad_stats(self, change, kwargs, match):
-        with pytest.raises(DistributionError, match=match):
-            from_atom_mtp_stats({**self.before, **change}, **kwargs)
-
-    def test_missing_fields(self):
-        with pytest.raises(DistributionError, match="missing"):
-            from_atom_mtp_stats({"enabled": True})
 
 
 # ---------------------------------------------------------------------------- generic delta

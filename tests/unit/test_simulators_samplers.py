@@ -211,16 +211,6 @@ def test_vllm_length_form_is_min_variance():
     assert dist.var() == pytest.approx(0.6 * 0.4)
 
 
-def test_atom_rate_form_equals_length_form():
-    by_rate = get_sampler("atom", "synthetic", rate=0.45).pmf(None, 7)
-    by_length = get_sampler("atom", "synthetic").pmf(1 + 7 * 0.45, 7)
-    np.testing.assert_allclose(by_rate.probs, by_length.probs, atol=1e-12)
-    with pytest.raises(DistributionError, match="mutually exclusive"):
-        get_sampler("atom", "synthetic", rate=0.45).pmf(4.0, 7)
-    with pytest.raises(DistributionError, match=r"\[0, 1\]"):
-        get_sampler("atom", "synthetic", rate=1.5)
-
-
 def test_out_of_range_al_is_rejected_everywhere():
     for engine, methods in samplers().items():
         for method in methods:
