@@ -144,3 +144,4 @@ _inputs.file_input
 _inputs.value_input
 _inputs.digest_of
 _inputs.Input.to_dict
+__call__  # the hook protocols' declared call signatures (golden_al/plugin/hooks.py): read by the conformance kit

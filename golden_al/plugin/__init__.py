@@ -92,6 +92,9 @@ if TYPE_CHECKING:
         now_log,
         now_short,
     )
+    from golden_al.plugin.hooks import (
+        HookSpec,
+    )
     from golden_al.plugin.imported import (
         MAX_BYTES,
         ImportedDataset,
@@ -131,7 +134,6 @@ if TYPE_CHECKING:
         EngineProfile,
         EngineVersion,
         EnvOption,
-        Hook,
         LaunchRequest,
         LaunchSupport,
         Lazy,
@@ -207,7 +209,7 @@ __all__ = [
     "CommandLine", "CommandLineReading", "CounterResetError", "CounterSemanticsError", "CounterSource",
     "CountsDisagreeError", "DraftCounters", "DraftInfo", "DraftLen", "DraftLenRule", "EngineBuild",
     "EngineError", "EngineProfile", "EngineSampler", "EngineVersion", "EnvOption", "Flavor",
-    "ForcingDisabledError", "Generation", "GoldenALError", "HashMismatchError", "Hook", "ImportOptions",
+    "ForcingDisabledError", "Generation", "GoldenALError", "HashMismatchError", "HookSpec", "ImportOptions",
     "ImportedDataset", "ImportedRun", "ImportedWindows", "InputFileError", "LaunchRequest", "LaunchSupport",
     "Lazy", "Limit", "LineStats", "LineTally", "LogPattern", "LogReader", "LossyAcceptanceError", "Metric",
     "MetricMissingError", "MetricsSnapshot", "MixedDraftLengths", "MixedDraftLengthsError", "ModelName",

@@ -15,33 +15,27 @@ Each problem is one line: ``field: what is wrong (value seen, what is expected)`
 from __future__ import annotations
 
 import ast
+import dataclasses
+import functools
 import importlib
 import importlib.util
+import inspect
 import re
 import sys
+from collections import abc
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any, get_args, get_type_hints
+from types import UnionType
+from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from golden_al.plugin.hooks import HookSpec
 from golden_al.plugin.profile import CAPABILITIES, GROUPS, EngineProfile, Lazy, SyntheticKnob
 
-__all__ = ["RESERVED_NAMES", "hook_refs", "knob_spellings", "profile_problems"]
+__all__ = ["RESERVED_NAMES", "hook_fields", "hook_refs", "knob_spellings", "profile_problems"]
 
 #: ``--engine`` names no plugin may take: the embedded reference engine's.
 RESERVED_NAMES: tuple[str, ...] = ("reference",)
 _NAME_RE = re.compile(r"^[a-z][a-z0-9_-]*$")
-#: profile fields (``group.field``) that hold a hook (a callable, or ``lazy("module:function")`` imported on first use)
-_HOOK_FIELDS = ("server.server_probe", "run_logs.run_evidence", "server.counter_reader", "server.reference_flavor",
-                "check.script_pin", "server.response_records")
-#: profile fields (``group.field``) that must be callables where set
-_CALLABLE_FIELDS = ("check.synthetic_settings", "launch.spec_flags", "simulate.simulator_settings",
-                    "simulate.simulate_report", "check.shell_value", "curve_method_of", "launch.server_args",
-                    "check.shell_env", "server.per_request_probe", "server.response_steps_by_draft_len",
-                    "launch.launch_method", "launch.launch_draft_len", "server.draft_len_from_server_info",
-                    "check.review_pin", "check.pin_tolerance", "check.settings_draft_len",
-                    "check.script_speculation", "check.curve_selectors", "check.env_draft_len",
-                    "check.forced_in_args", "check.forced_in_config", "check.forced_in_log_line")
-
 def _field(profile: EngineProfile, path: str) -> Any:
     """The value of ``group.field`` (or a top-level field) of ``profile``; None where the group is left out."""
     holder: Any = profile
@@ -69,23 +63,118 @@ def knob_spellings(profile: EngineProfile) -> dict[str, str]:
     return {spelling: knob.kind for knob in profile.check.synthetic_knobs for spelling in knob.spellings()}
 
 
-def hook_refs(profile: EngineProfile) -> dict[str, Any]:
-    """``field -> hook`` of every hook the profile names (a callable, or ``lazy("module:function")``)."""
-    refs = {f: _field(profile, f) for f in _HOOK_FIELDS if _field(profile, f)}
-    refs.update({f"server.source_impls[{name!r}]": ref for name, ref in profile.server.source_impls.items()})
-    refs.update({f"run_logs.importers[{name!r}]": ref for name, ref in profile.run_logs.importers.items()})
-    refs.update({f"simulate.samplers[{name!r}]": ref for name, ref in profile.simulate.samplers.items()})
-    if profile.recipe is not None and profile.recipe.config_writer is not None:
-        refs["recipe.config_writer"] = profile.recipe.config_writer
-    if profile.recipe is not None and profile.recipe.config_pin is not None:
-        refs["recipe.config_pin"] = profile.recipe.config_pin
-    if profile.run_logs.log_reader is not None:
-        refs["run_logs.log_reader.parse"] = profile.run_logs.log_reader.parse
-        if profile.run_logs.log_reader.server_args is not None:
-            refs["run_logs.log_reader.server_args"] = profile.run_logs.log_reader.server_args
-    if profile.launch.build is not None:
-        refs.update({"launch.build.build": profile.launch.build.build, "launch.build.check": profile.launch.build.check})
+def _hook_spec(annotation: Any) -> tuple[type | None, bool]:
+    """The hook protocol a field's type names (:class:`~golden_al.plugin.hooks.HookSpec`), and whether the field is a
+    mapping of such hooks; ``(None, False)`` for any other type."""
+    if get_origin(annotation) in (Union, UnionType):
+        found = [_hook_spec(a) for a in get_args(annotation) if a is not type(None)]
+        return found[0] if len(found) == 1 else (None, False)
+    if get_origin(annotation) is abc.Mapping:
+        return _hook_spec(get_args(annotation)[1])[0], True
+    return (annotation, False) if HookSpec in getattr(annotation, "__mro__", ()) else (None, False)
+
+
+def _nested(annotation: Any) -> type | None:
+    """The profile dataclass a field holds (a capability group, a log reader, a build), or None."""
+    if get_origin(annotation) in (Union, UnionType):
+        found = [a for a in get_args(annotation) if a is not type(None)]
+        annotation = found[0] if len(found) == 1 else None
+    is_group = isinstance(annotation, type) and dataclasses.is_dataclass(annotation)
+    return annotation if is_group and annotation.__module__ == EngineProfile.__module__ else None
+
+
+@functools.cache
+def hook_fields(cls: type = EngineProfile, prefix: str = "") -> tuple[tuple[str, type, bool], ...]:
+    """``(path, protocol, is a mapping)`` of every field of a profile typed with a hook protocol (the groups and the
+    dataclasses inside them walked): the one list of hooks, read from :mod:`golden_al.plugin.hooks`' types."""
+    out: list[tuple[str, type, bool]] = []
+    for name, annotation in get_type_hints(cls).items():
+        spec, many = _hook_spec(annotation)
+        if spec is not None:
+            out.append((prefix + name, spec, many))
+        elif (inner := _nested(annotation)) is not None:
+            out.extend(hook_fields(inner, f"{prefix}{name}."))
+    return tuple(out)
+
+
+def hook_refs(profile: EngineProfile) -> dict[str, tuple[Any, type]]:
+    """``field -> (hook, protocol)`` of every hook the profile sets (a callable, or ``lazy("module:function")``)."""
+    refs: dict[str, tuple[Any, type]] = {}
+    for path, spec, many in hook_fields():
+        value = _field(profile, path)
+        if many:
+            refs.update({f"{path}[{key!r}]": (hook, spec) for key, hook in (value or {}).items()})
+        elif value is not None:
+            refs[path] = (value, spec)
     return refs
+
+
+#: ``(name, kind, has a default)`` of a callable's parameters, ``self`` left out.
+Params = list[tuple[str, Any, bool]]
+
+
+def _params_of(obj: Any) -> Params | None:
+    """The parameters of a hook object (a class: its constructor's); None where they cannot be read."""
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    return [(p.name, p.kind, p.default is not p.empty) for p in sig.parameters.values()]
+
+
+def _params_in_source(module: str, attr: str) -> Params | None:
+    """The parameters of ``module.attr`` read from its source, not imported (a function, or a class's own
+    ``__init__``); None where the source does not say (an assignment, an inherited constructor, compiled code)."""
+    spec = importlib.util.find_spec(module) if module not in sys.modules else None
+    if module in sys.modules:
+        return _params_of(getattr(sys.modules[module], attr, None))
+    if spec is None or not (spec.origin or "").endswith(".py"):
+        return None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))  # type: ignore[arg-type]
+    node = next((n for n in tree.body if getattr(n, "name", None) == attr), None)
+    if isinstance(node, ast.ClassDef):
+        node = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
+        drop = 1
+    else:
+        drop = 0
+    if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        return None
+    a = node.args
+    positional = [*a.posonlyargs, *a.args][drop:]
+    first_default = len(positional) - len(a.defaults)
+    out: Params = [(p.arg, inspect.Parameter.POSITIONAL_OR_KEYWORD, i >= first_default)
+                   for i, p in enumerate(positional)]
+    out += [(p.arg, inspect.Parameter.VAR_POSITIONAL, True) for p in [a.vararg] if p is not None]
+    out += [(p.arg, inspect.Parameter.KEYWORD_ONLY, d is not None) for p, d in zip(a.kwonlyargs, a.kw_defaults,
+                                                                                  strict=True)]
+    out += [(p.arg, inspect.Parameter.VAR_KEYWORD, True) for p in [a.kwarg] if p is not None]
+    return out
+
+
+def _signature_problems(params: Params, spec: type) -> list[str]:
+    """How a hook's parameters break its protocol's ``__call__``: a positional argument it cannot take, a keyword
+    the protocol passes that it does not accept, or a parameter it requires that golden-al never passes."""
+    call = spec.__dict__.get("__call__")
+    if not inspect.isfunction(call):  # declared as a Callable attribute: engine-specific options, not checked
+        return []
+    kinds = inspect.Parameter
+    wanted = (_params_of(call) or [])[1:]
+    spec_positional = [n for n, k, _ in wanted if k in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)]
+    spec_keywords = [n for n, k, _ in wanted if k == kinds.KEYWORD_ONLY]
+    positional = [n for n, k, _ in params if k in (kinds.POSITIONAL_ONLY, kinds.POSITIONAL_OR_KEYWORD)]
+    accepts = {n for n, k, _ in params if k in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY)}
+    has = {k for _, k, _ in params}
+    out = []
+    if len(positional) < len(spec_positional) and kinds.VAR_POSITIONAL not in has:
+        out.append(f"takes {len(positional)} positional argument(s), the protocol passes {len(spec_positional)} "
+                   f"({', '.join(spec_positional)})")
+    out += [f"does not accept the keyword {n!r}" for n in spec_keywords
+            if n not in accepts and kinds.VAR_KEYWORD not in has]
+    passed = set(positional[:len(spec_positional)]) | set(spec_keywords)
+    out += [f"requires {n!r}, which the protocol never passes" for n, k, default in params
+            if not default and k in (kinds.POSITIONAL_OR_KEYWORD, kinds.KEYWORD_ONLY, kinds.POSITIONAL_ONLY)
+            and n not in passed]
+    return [f"{w} ({spec.__name__}: golden_al.plugin.hooks)" for w in out]
 
 
 def _top_level_names(path: str) -> set[str] | None:
@@ -132,6 +221,26 @@ def _resolve(hook: Any) -> str | None:
     if attr not in names and "__getattr__" not in names:
         return f"{ref!r}: {module} defines no {attr}"
     return None
+
+
+def _hook_problems(profile: EngineProfile, resolve: bool) -> Iterable[str]:
+    """Each hook against its protocol (:mod:`golden_al.plugin.hooks`): a callable or a lazy import that resolves
+    (``resolve``), whose parameters fit the protocol's."""
+    for f, (hook, spec) in hook_refs(profile).items():
+        if isinstance(hook, Lazy):
+            why = _resolve(hook) if resolve else None
+            module, _, attr = hook.ref.partition(":")
+            params = _params_in_source(module, attr) if resolve and why is None else None
+        else:
+            why = _resolve(hook) if isinstance(hook, str) else None
+            calls = "__call__" in vars(spec) or "__call__" in vars(spec).get("__annotations__", {})
+            if why is None and not callable(hook) and calls:
+                why = f"a {type(hook).__name__}, not a callable"
+            params = _params_of(hook) if why is None and callable(hook) else None
+        if why is not None:
+            yield f"{f}: {why}"
+        elif params is not None:
+            yield from (f"{f}: {problem}" for problem in _signature_problems(params, spec))
 
 
 def _knob_problems(profile: EngineProfile) -> Iterable[str]:
@@ -188,10 +297,6 @@ def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, Engi
     for name in profile.server.source_impls:
         if name not in profile.server.al_sources:
             out.append(f"server.source_impls: {name!r} is not one of server.al_sources")
-    for f in _CALLABLE_FIELDS:
-        value = _field(profile, f)
-        if value is not None and not callable(value):
-            out.append(f"{f}: a {type(value).__name__}, not a callable")
     for cap in CAPABILITIES:  # a capability group is filled as a whole, or not at all
         filled = cap.filled(profile)
         if filled and len(filled) < len(cap.fields):
@@ -210,11 +315,7 @@ def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, Engi
     if profile.recipe is not None and profile.recipe.inject_into == "config" and profile.recipe.config_writer is None:
         out.append("recipe.inject_into: 'config' names no recipe.config_writer (the hook that writes the synthetic "
                    "settings into the engine's speculative config); inject into 'env', or name one")
-    if resolve_hooks:
-        for f, ref in hook_refs(profile).items():
-            why = _resolve(ref)
-            if why is not None:
-                out.append(f"{f}: {why}")
+    out.extend(_hook_problems(profile, resolve_hooks))
     sampler = profile.simulate.default_sampler
     if sampler is not None and sampler not in profile.simulate.samplers:
         have = ", ".join(profile.simulate.samplers) or "none"

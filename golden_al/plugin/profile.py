@@ -15,11 +15,12 @@ This module is pure data plus small typed callables: no I/O, no torch, fast to i
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from golden_al.errors import UsageError
+from golden_al.plugin import hooks
 
 __all__ = [
     "CAPABILITIES",
@@ -101,8 +102,6 @@ def lazy(ref: str) -> Lazy:
     return Lazy(ref)
 
 
-#: A profile hook: a callable, or :func:`lazy` of one (or of an object such as a source) imported on first use.
-Hook = Callable[..., Any]
 
 @dataclass(frozen=True)
 class Source:
@@ -298,7 +297,7 @@ class RecipeFormat:
     config_key: str | None
     backend_types: tuple[str, ...]  #: ``backend.type`` spellings
     #: ``(role arguments) -> Speculation | None``: the role's speculative settings (None: no speculative key)
-    read: Callable[[Mapping[str, Any]], Speculation | None]
+    read: hooks.ReadRole
     #: where ``select`` and ``inject`` write the synthetic settings: ``env`` (the worker environment blocks),
     #: ``config`` (inside the role's speculative config, vLLM's form) or ``args`` (server flags among the role's
     #: arguments, each flag's name without its dashes, ATOM's form); ``config`` and ``args`` get each role's own k
@@ -308,12 +307,12 @@ class RecipeFormat:
     simulated_roles: tuple[str, ...] = ()
     #: keys of the role arguments that hold speculative settings (an override touching one changes k)
     spec_keys: tuple[str, ...] = ()
-    #: a hook (:data:`Hook`): the pin in a speculative config under :attr:`spec_keys` (where the engine keeps its
+    #: a hook (:mod:`~golden_al.plugin.hooks`): the pin in a speculative config under :attr:`spec_keys` (where the engine keeps its
     #: knobs, vLLM's), ``(path, line, value, models, thinking_for, agentic, role) -> Pin | None``
-    config_pin: Hook | None = None
-    #: ``inject_into: config``: a hook (:data:`Hook`) writing the synthetic settings into each speculative config,
+    config_pin: hooks.ConfigPin | None = None
+    #: ``inject_into: config``: a hook (:mod:`~golden_al.plugin.hooks`) writing the synthetic settings into each speculative config,
     #: ``(planner, golden(k) -> AL) -> names written`` (:class:`golden_al.plugin.inject.RecipePlanner`)
-    config_writer: Hook | None = None
+    config_writer: hooks.ConfigWriter | None = None
 
 
 @dataclass(frozen=True)
@@ -417,13 +416,13 @@ class EnvOption:
 class LogReader:
     """How the general log reader (:func:`golden_al.formats.logs.read_log_file`) reads the engine's acceptance lines."""
 
-    #: a hook (:data:`Hook`): ``(line, line_no) -> record | None`` (a record has ``engine``, ``line_no``, ``kind``)
-    parse: Hook
+    #: a hook (:mod:`~golden_al.plugin.hooks`): ``(line, line_no) -> record | None`` (a record has ``engine``, ``line_no``, ``kind``)
+    parse: hooks.LineParser
     #: text every such line holds (lines without any engine's marker are never decoded)
     markers: tuple[str, ...]
-    #: a hook (:data:`Hook`): ``(line, line_no) -> record | None`` of the line where the server logs its start-up
+    #: a hook (:mod:`~golden_al.plugin.hooks`): ``(line, line_no) -> record | None`` of the line where the server logs its start-up
     #: arguments (``record.args``: name -> value, ``record.line_no``), read by ``check-run`` (None: none)
-    server_args: Hook | None = None
+    server_args: hooks.LineParser | None = None
 
 
 @dataclass(frozen=True)
@@ -432,11 +431,11 @@ class EngineBuild:
 
     binary: str  #: what is built (``llama-server``)
     description: str  #: what the build does, for ``--help``
-    #: a hook (:data:`Hook`): ``(cache_dir, *, jobs, progress, note) -> result`` with ``to_dict()``, ``cached``,
+    #: a hook (:mod:`~golden_al.plugin.hooks`): ``(cache_dir, *, jobs, progress, note) -> result`` with ``to_dict()``, ``cached``,
     #: ``build_seconds``, ``attempts``, ``log``
-    build: Hook
-    #: a hook (:data:`Hook`): ``(path) -> Path``, checks a binary the user gives instead
-    check: Hook
+    build: hooks.BuildServer
+    #: a hook (:mod:`~golden_al.plugin.hooks`): ``(path) -> Path``, checks a binary the user gives instead
+    check: hooks.CheckBinary
 
 
 @dataclass(frozen=True)
@@ -490,7 +489,7 @@ class CommandLine:
     #: every spelling of a pinned value (flag or environment variable) -> the knob reported
     value_knobs: Mapping[str, str]
     #: ``(args, env) -> CommandLineReading``: the engine's reading of the settings around a pin
-    read: Callable[[Sequence[str], Mapping[str, str]], CommandLineReading]
+    read: hooks.ReadCommandLine
 
 
 @dataclass(frozen=True)
@@ -517,30 +516,30 @@ class CheckSupport:
 
     synthetic_knobs: tuple[SyntheticKnob, ...]
     #: ``(al, k, **options) -> settings``: the exact ``golden-al env --format json`` mapping.
-    synthetic_settings: Callable[..., dict[str, Any]]
+    synthetic_settings: hooks.SyntheticSettings
     #: ``golden-al env`` shell/dotenv variable that carries a whole setting (vLLM's
     #: ``--speculative-config`` JSON, ATOM's flags); None: the settings are env vars.
     shell_variable: str | None = None
     #: ``(settings, k, curve_method) -> str``: the value of :attr:`shell_variable`.
-    shell_value: Callable[..., str] | None = None
+    shell_value: hooks.ShellValue | None = None
     #: ``(settings) -> {VAR: value}``: the environment form of flag settings, for
     #: ``golden-al env --format shell|dotenv`` (llama.cpp reads ``LLAMA_ARG_*`` for its flags).
-    shell_env: Callable[..., dict[str, str]] | None = None
+    shell_env: hooks.ShellEnv | None = None
     #: ``golden-al env`` options that spell k the engine's way, and ``(algorithm, {dest: value}) -> DraftLen``, k from
     #: the ones given (raises UsageError naming what is missing or contradicts). Engines may share an option.
     env_options: tuple[EnvOption, ...] = ()
-    env_draft_len: Callable[[str | None, Mapping[str, int]], DraftLen] | None = None
+    env_draft_len: hooks.EnvDraftLen | None = None
     #: ``(PinContext) -> PinReview``: the engine's own review of a pinned value, when the knob's
     #: unit alone does not say what AL it realizes; None: :meth:`review_value` by unit.
-    review_pin: Callable[[PinContext], PinReview] | None = None
+    review_pin: hooks.ReviewPin | None = None
     #: ``(PinContext) -> float``: how far the pin's AL may sit from the golden one and still match
     #: (a value the engine rounds, e.g. a rate written to few digits); None: exact (1e-9).
-    pin_tolerance: Callable[[PinContext], float] | None = None
+    pin_tolerance: hooks.PinTolerance | None = None
     #: ``(spec, k) -> {selector: value}``: the settings other than the engine's defaults that change real AL
     #: and so choose among golden curves (:attr:`golden_al.golden.schema.Draft.selectors`), read from the same
     #: ``spec`` mapping :attr:`review_pin` reads (:attr:`PinContext.spec`, :attr:`Speculation.review_spec`);
     #: raises UsageError naming a setting it cannot read. None: the engine has no selectors.
-    curve_selectors: Callable[[Mapping[str, Any], int | None], dict[str, str]] | None = None
+    curve_selectors: hooks.CurveSelectors | None = None
     #: Each selector :attr:`curve_selectors` may return, with what it is (``engines show``, the README).
     selector_keys: Mapping[str, str] = field(default_factory=dict)
     #: How ``check`` reads pins from a command line kept in a config (None: not declared).
@@ -549,14 +548,14 @@ class CheckSupport:
     runtime_draft_len: tuple[RuntimeDraftLen, ...] = ()
     #: ``(Speculation | None) -> DraftLen``: k from speculative settings a config holds (None: none
     #: found); raises UsageError/ValueError saying why they do not fix k. None: configs cannot fix k.
-    settings_draft_len: Callable[[Speculation | None], DraftLen] | None = None
+    settings_draft_len: hooks.SettingsDraftLen | None = None
     #: ``(flags) -> Speculation | None``: the engine's speculative settings among a script's launch
     #: flags (``--name``: value) and the config keys it writes (bare ``name``: value); None: not read there.
-    script_speculation: Callable[[Mapping[str, Any]], Speculation | None] | None = None
-    #: a hook (:data:`Hook`) building the pin of a knob this engine spells its own way in a shell script
+    script_speculation: hooks.ScriptSpeculation | None = None
+    #: a hook (:mod:`~golden_al.plugin.hooks`) building the pin of a knob this engine spells its own way in a shell script
     #: (:mod:`golden_al.plugin.pins`: a JSON config, a flag), ``(PinSite) -> Pin``; None: its knobs are
     #: environment variables, or read off its command line (:attr:`command_line`).
-    script_pin: Hook | None = None
+    script_pin: hooks.ScriptPin | None = None
     #: The launch flags whose values :attr:`script_speculation` reads (``check`` gathers them on each path).
     script_flags: tuple[str, ...] = ()
     #: Config keys a script writes (a YAML heredoc, TensorRT-LLM's) that :attr:`script_speculation` reads.
@@ -572,14 +571,14 @@ class CheckSupport:
     #: ``(raw value, Speculation | None) -> (spec, notes)``: what a harness's injector (InferenceX
     #: ``runners/synthetic_injectors``) writes beside a master-config value, as the pin's ``spec`` that
     #: :attr:`review_pin` reads, and notes on what it replaces. None: nothing beside the value.
-    harness_pin: Callable[[str | None, Speculation | None], tuple[Mapping[str, Any], list[str]]] | None = None
+    harness_pin: hooks.HarnessPin | None = None
     #: Forced acceptance in what a server shows of itself, each ``-> (what was found, hint) | None``: in its
     #: command-line arguments (``forced_in_args(argv)``), a speculative config (``forced_in_config(mapping)``,
     #: vLLM's) and one line of its log (``forced_in_log_line(line)``). :mod:`golden_al.servers.synthetic` asks every
     #: registered engine (a wrapper may forward another engine's arguments), then runs ``check``'s census.
-    forced_in_args: Callable[[Sequence[str]], tuple[str, str] | None] | None = None
-    forced_in_config: Callable[[Mapping[str, Any]], tuple[str, str] | None] | None = None
-    forced_in_log_line: Callable[[str], tuple[str, str] | None] | None = None
+    forced_in_args: hooks.ForcedInArgs | None = None
+    forced_in_config: hooks.ForcedInConfig | None = None
+    forced_in_log_line: hooks.ForcedInLogLine | None = None
 
 
 @dataclass(frozen=True)
@@ -590,18 +589,18 @@ class ServerSupport:
     #: AL sources ``measure``/``sweep`` read against this engine's server (names in
     #: :mod:`golden_al.plugin.sources`), the ``--al-source auto`` default first; empty: none.
     al_sources: tuple[str, ...] = ()
-    #: source name -> a hook (:data:`Hook`) of its implementation: a ``CounterSource`` subclass or a
+    #: source name -> a hook (:mod:`~golden_al.plugin.hooks`) of its implementation: a ``CounterSource`` subclass or a
     #: ``ResponseCounts`` (:mod:`golden_al.plugin.sources`); every name in :attr:`al_sources` has one.
-    source_impls: Mapping[str, Hook] = field(default_factory=dict)
-    #: a hook (:data:`Hook`) of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
+    source_impls: Mapping[str, hooks.SourceImpl] = field(default_factory=dict)
+    #: a hook (:mod:`~golden_al.plugin.hooks`) of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
     #: ``golden_al.servers.probe.ServerFacts`` from what the server says about itself (None: not probed).
-    server_probe: Hook | None = None
+    server_probe: hooks.ServerProbe | None = None
     metrics: tuple[Metric, ...] = ()
     response_fields: Mapping[str, ResponseField] = field(default_factory=dict)
     server_info_fields: Mapping[str, str] = field(default_factory=dict)
-    #: a hook (:data:`Hook`) of its Prometheus counter reader, ``(snapshot, labels) -> SpecCounters``
+    #: a hook (:mod:`~golden_al.plugin.hooks`) of its Prometheus counter reader, ``(snapshot, labels) -> SpecCounters``
     #: (:mod:`golden_al.formats.counters`); None: the engine exposes no spec-decode counters.
-    counter_reader: Hook | None = None
+    counter_reader: hooks.CounterReader | None = None
     #: The metric whose presence says a snapshot holds this engine's counters (auto-detection).
     counter_marker: str | None = None
     #: Metric families whose ``*_created`` times identify one server lifetime (a restart changes them).
@@ -610,22 +609,22 @@ class ServerSupport:
     #: ``--per-request-spec-decode-metrics``), and how to tell: ``async (client, model, messages) -> bool``
     #: sends one short request and looks for them.
     per_request_source: str | None = None
-    per_request_probe: Callable[..., Any] | None = None
+    per_request_probe: hooks.PerRequestProbe | None = None
     #: ``(response, k, max_tokens, output_tokens) -> {k: counts} | None``: a response's steps split by the
     #: draft length each was proposed at (None: the engine does not report per-step lengths).
-    response_steps_by_draft_len: Callable[..., Any] | None = None
-    #: a hook (:data:`Hook`): ``(node, *, k, source) -> list[RequestSpecCounts]``, the engine's per-request spec
+    response_steps_by_draft_len: hooks.StepsByDraftLen | None = None
+    #: a hook (:mod:`~golden_al.plugin.hooks`): ``(node, *, k, source) -> list[RequestSpecCounts]``, the engine's per-request spec
     #: records in one JSON response object (:func:`golden_al.formats.responses.find_spec_records`); None: none.
-    response_records: Hook | None = None
+    response_records: hooks.ResponseRecords | None = None
     #: Whether its proposed-drafts count is exactly ``verify steps x k`` (SGLang: ``spec_verify_ct x
     #: (speculative_num_draft_tokens - 1)``), so any other count means another draft length.
     exact_proposals: bool = False
     #: ``(server_info) -> DraftLen``: k from what a server reports of itself (``/server_info``, start-up
     #: arguments in its log); None: it reports nothing that fixes k.
-    draft_len_from_server_info: Callable[[Mapping[str, Any]], DraftLen] | None = None
-    #: a hook (:data:`Hook`, a class) of its ``serve-reference`` imitation, a
+    draft_len_from_server_info: hooks.ServerInfoDraftLen | None = None
+    #: a hook (:mod:`~golden_al.plugin.hooks`, a class) of its ``serve-reference`` imitation, a
     #: :class:`golden_al.plugin.flavor.Flavor` (None: serve-reference cannot answer like it).
-    reference_flavor: Hook | None = None
+    reference_flavor: hooks.ReferenceFlavor | None = None
 
 
 @dataclass(frozen=True)
@@ -635,10 +634,10 @@ class LaunchSupport:
 
     #: ``(LaunchRequest) -> argv`` after ``python``: the server command for ``measure --launch``
     #: (None: golden-al cannot launch this engine).
-    server_args: Callable[..., list[str]] | None = None
+    server_args: hooks.ServerArgs | None = None
     launch_command: tuple[str, ...] = ()  #: e.g. ``("-m", "sglang.launch_server")`` after the python
     #: ``(algorithm, k, **options) -> argv``: the launch flags that ask for draft length k.
-    spec_flags: Callable[..., list[str]] | None = None
+    spec_flags: hooks.SpecFlags | None = None
     #: Flags :attr:`server_args` sets itself; an ``--engine-arg`` must not repeat them.
     reserved_flags: tuple[str, ...] = ()
     #: The executable itself, when the engine is not a Python module (llama.cpp's
@@ -651,10 +650,10 @@ class LaunchSupport:
     served_name_flag: str = "--served-model-name"
     #: ``(algorithm, draft) -> method``: the record's ``draft_method`` of a launch (None: the algorithm,
     #: lower-cased, or ``unknown``).
-    launch_method: Callable[..., str] | None = None
+    launch_method: hooks.LaunchMethod | None = None
     #: ``(argv) -> (k, rule)``: the draft length a launch command asks for, used when the server itself
     #: cannot tell yet (llama-server shows k only once a request drafted). None: the server tells.
-    launch_draft_len: Callable[..., tuple[int, str]] | None = None
+    launch_draft_len: hooks.LaunchDraftLen | None = None
     #: ``golden-al engines build``: how golden-al builds the engine's server itself (None: it does not).
     build: EngineBuild | None = None
 
@@ -667,16 +666,16 @@ class SimulateSupport:
     #: The sampler method the engine uses for its synthetic knob by default (``check-run``'s law when ``--method``
     #: is not given; one of :attr:`samplers`); None: the engine has no sampler.
     default_sampler: str | None = None
-    #: method (the engine's own spelling) -> a hook (:data:`Hook`) of its sampler class, a
+    #: method (the engine's own spelling) -> a hook (:mod:`~golden_al.plugin.hooks`) of its sampler class, a
     #: :class:`simulators.base.EngineSampler` built with the method's options (the engine folder's ``sampler.py``).
-    samplers: Mapping[str, Hook] = field(default_factory=dict)
+    samplers: Mapping[str, hooks.Sampler] = field(default_factory=dict)
     #: ``(sampler, al, k) -> settings``: what ``golden-al simulate`` shows as the engine's
     #: injected settings for one of :mod:`simulators`' samplers of this engine.
-    simulator_settings: Callable[..., dict[str, Any]] | None = None
+    simulator_settings: hooks.SimulatorSettings | None = None
     #: ``simulate``'s options of this engine's samplers (flags, sampler keywords, whether they fix AL).
     simulate_options: tuple[SimulateOption, ...] = ()
     #: ``(sampler, al, k, settings) -> fields``: what ``simulate --format json`` adds for this engine.
-    simulate_report: Callable[..., dict[str, Any]] | None = None
+    simulate_report: hooks.SimulateReport | None = None
 
 
 @dataclass(frozen=True)
@@ -684,16 +683,16 @@ class RunLogSupport:
     """What a run's logs give: ``check-run``'s evidence reader, the acceptance log lines, ``import`` formats.
     Left out: ``check-run`` reads only Prometheus snapshots for the engine."""
 
-    #: a hook (:data:`Hook`): check-run's reader of the engine's own log lines,
+    #: a hook (:mod:`~golden_al.plugin.hooks`): check-run's reader of the engine's own log lines,
     #: ``(files, k, *, decode_log_interval) -> RunEvidence`` (:mod:`golden_al.plugin.evidence`);
     #: None: only Prometheus snapshots are read for it.
-    run_evidence: Hook | None = None
+    run_evidence: hooks.RunEvidenceReader | None = None
     #: The engine's acceptance log lines, as ``check-run`` and ``import`` read them (None: it prints none).
     log_reader: LogReader | None = None
     log_patterns: tuple[LogPattern, ...] = ()
     #: ``golden-al import`` formats of the engine's own outputs (bench results, server logs): format name ->
-    #: a hook (:data:`Hook`), ``(paths, ImportOptions) -> list[Imported]`` (:mod:`golden_al.measure.imported`).
-    importers: Mapping[str, Hook] = field(default_factory=dict)
+    #: a hook (:mod:`~golden_al.plugin.hooks`), ``(paths, ImportOptions) -> list[Imported]`` (:mod:`golden_al.measure.imported`).
+    importers: Mapping[str, hooks.Importer] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -766,7 +765,7 @@ class EngineProfile:
     #: ``(algorithm as written) -> method | None``: the engine's own reading of its spelling into a
     #: golden-curve method, where a plain lookup in :attr:`curve_methods` (lower case, ``-`` for ``_``)
     #: is not enough; raises UsageError for a spelling the engine refuses. None: that lookup.
-    curve_method_of: Callable[[str], str | None] | None = None
+    curve_method_of: hooks.CurveMethodOf | None = None
     #: InferenceX master-config ``framework`` spellings that run this engine (``dynamo-sglang``).
     frameworks: tuple[str, ...] = ()
     #: Other names people write for the engine (``trt-llm``), beside :attr:`name` and :attr:`display_name`.

@@ -183,7 +183,7 @@ def test_every_hook_is_a_callable_or_a_lazy_import_never_a_string() -> None:
     from golden_al.plugin.registry import load_hook
 
     for name in registry.engine_names():
-        for field, hook in hook_refs(registry.get_profile(name)).items():
+        for field, (hook, _) in hook_refs(registry.get_profile(name)).items():
             assert callable(hook), (name, field, hook)
             assert not isinstance(hook, str), (name, field)
     probe = lazy("golden_al.engines.sglang.server:probe")
@@ -229,3 +229,50 @@ def test_a_built_in_engine_folder_in_a_package_of_its_own_passes_its_own_tests(t
                           cwd=REPO, timeout=300)
     count = next(line.split()[0] for line in here.stdout.splitlines() if "collected" in line)
     assert f"{count} passed" in done.stdout, (count, done.stdout[-500:])
+
+
+def test_which_fields_are_hooks_comes_from_their_protocol_types() -> None:
+    """Issue 49: no hand-written list: a field typed with a :mod:`golden_al.plugin.hooks` protocol is a hook (in the
+    groups and inside them), and only such a field."""
+    from golden_al.plugin import hooks
+    from golden_al.plugin.conformance import hook_fields
+
+    found = {path: (spec, many) for path, spec, many in hook_fields()}
+    assert found["server.server_probe"] == (hooks.ServerProbe, False)
+    assert found["run_logs.log_reader.parse"] == (hooks.LineParser, False)
+    assert found["launch.build.check"] == (hooks.CheckBinary, False)
+    assert found["simulate.samplers"] == (hooks.Sampler, True)
+    assert found["curve_method_of"] == (hooks.CurveMethodOf, False)
+    assert "check.synthetic_knobs" not in found
+    assert "name" not in found
+    declared = {obj for obj in vars(hooks).values() if isinstance(obj, type) and hooks.HookSpec in obj.__mro__}
+    assert {spec for spec, _ in found.values()} == declared - {hooks.HookSpec}  # every protocol is some field's
+
+
+@pytest.mark.parametrize(("hook", "problems"), [
+    ("def h(files, k, *, interval=0): ...", ["does not accept the keyword 'decode_log_interval'"]),
+    ("def h(files, *, decode_log_interval): ...", ["takes 1 positional argument(s), the protocol passes 2 (files, k)"]),
+    ("def h(files, k, extra, *, decode_log_interval): ...", ["requires 'extra', which the protocol never passes"]),
+    ("def h(files, k, extra=1, **kw): ...", []),
+])
+def test_a_hook_is_checked_against_its_protocol(hook: str, problems: list[str], tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """As pluggy checks an implementation against its hook spec: what golden-al passes, the hook must take."""
+    import dataclasses
+
+    from golden_al.plugin import registry
+    from golden_al.plugin.conformance import profile_problems
+    from golden_al.plugin.profile import lazy
+
+    namespace: dict[str, object] = {}
+    exec(hook, namespace)
+    atom = registry.get_profile("atom")
+    as_callable = dataclasses.replace(atom, name="toy", run_logs=dataclasses.replace(atom.run_logs,
+                                                                                      run_evidence=namespace["h"]))
+    (tmp_path / "toyhook.py").write_text(hook + "\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    as_lazy = dataclasses.replace(as_callable, run_logs=dataclasses.replace(atom.run_logs,
+                                                                             run_evidence=lazy("toyhook:h")))
+    for profile in (as_callable, as_lazy):  # imported, or read from its source without importing it
+        found = [p for p in profile_problems(profile, entry_name="toy", builtin=True) if "run_evidence" in p]
+        assert found == [f"run_logs.run_evidence: {p} (RunEvidenceReader: golden_al.plugin.hooks)" for p in problems]

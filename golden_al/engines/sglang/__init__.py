@@ -573,7 +573,7 @@ def synthetic_settings(al: float, k: int, *, method: str = DEFAULT_METHOD,
     return {ENV_LEN: format_value(al), ENV_METHOD: method, ENV_TOKEN_MODE: token_mode}
 
 
-def simulator_settings(sampler: Any, al: float, k: int) -> dict[str, Any]:
+def simulator_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
     """The env vars and flags a :mod:`golden_al.engines.sglang.sampler` sampler stands for."""
     al, k = sampler.check(al, k)
     out: dict[str, Any] = {ENV_LEN: format_value(al), ENV_METHOD: sampler.method}

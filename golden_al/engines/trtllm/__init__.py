@@ -265,7 +265,7 @@ def review_pin(knob: str, raw: str, value: float | None, k: int | None, *, two_m
     return r
 
 
-def simulator_settings(sampler: Any, al: float, k: int) -> dict[str, Any]:
+def simulator_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
     """The env var a :mod:`golden_al.engines.trtllm.sampler` sampler stands for, and how its path reads it."""
     from .sampler import parse_one_model, parse_two_model, trtllm_env_value
 

@@ -17,8 +17,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from golden_al.errors import UsageError
-from golden_al.plugin.profile import (
+from golden_al.plugin import (
     CheckSupport,
     CommandLine,
     CommandLineReading,
@@ -32,6 +31,7 @@ from golden_al.plugin.profile import (
     SimulateSupport,
     Source,
     SyntheticKnob,
+    UsageError,
     lazy,
 )
 
@@ -77,13 +77,11 @@ LOG_RE = re.compile(r"toyserve stats: steps=(\d+) accepted=(\d+)\s*$")
 def read_run_log(files: Sequence[Any], k: int, *, decode_log_interval: int) -> Any:
     """check-run's evidence from toyserve logs: the ``stats`` lines summed, each count checked
     against k (at most k accepted drafts per step) before it is believed."""
-    from golden_al import safeio
-    from golden_al.errors import InputFileError, NoVerifyStepsError
-    from golden_al.plugin.evidence import RunEvidence
+    from golden_al.plugin import InputFileError, NoVerifyStepsError, RunEvidence, iter_lines
 
     steps = accepted = lines = 0
     for f in files:
-        for n, line in safeio.iter_lines(f):
+        for n, line in iter_lines(f):
             m = LOG_RE.search(line)
             if m is None:
                 continue
@@ -139,7 +137,7 @@ import math  # noqa: E402
 import numpy as np  # noqa: E402
 
 from distributions import AcceptanceDistribution  # noqa: E402
-from simulators.base import EngineSampler  # noqa: E402
+from golden_al.plugin import EngineSampler  # noqa: E402
 
 
 class ToyForce(EngineSampler):

@@ -93,7 +93,7 @@ class FakeToyServer:
 # ------------------------------------------------------------------ golden-al's side of it
 async def probe(client: Any, facts: Any, *, log_text: str | None) -> None:
     """golden-al's server probe for toyserve: version and draft length from ``/toy/info``."""
-    from golden_al.errors import MetricMissingError
+    from golden_al.plugin import MetricMissingError
 
     info = await client.get_json(INFO_PATH, label=f"GET {INFO_PATH}", optional=True)
     if not isinstance(info, Mapping):
@@ -108,7 +108,7 @@ async def probe(client: Any, facts: Any, *, log_text: str | None) -> None:
 
 def _read_counts(resp: Mapping[str, Any], k: int, label: str) -> Any:
     from distributions.counts import from_histogram
-    from golden_al.errors import MetricMissingError
+    from golden_al.plugin import MetricMissingError
 
     stats = resp.get("toy_stats")
     hist = stats.get("accepted_histogram") if isinstance(stats, Mapping) else None
@@ -119,7 +119,7 @@ def _read_counts(resp: Mapping[str, Any], k: int, label: str) -> Any:
 
 
 def _per_request() -> Any:
-    from golden_al.plugin.sources import ResponseCounts
+    from golden_al.plugin import ResponseCounts
 
     return ResponseCounts(_read_counts)
 

@@ -41,7 +41,7 @@ def test_the_synthetic_settings_are_the_length_flag() -> None:
 
 def test_the_sampler_realizes_the_length_and_the_rate_form() -> None:
     by_length = registry.get_sampler("atom", "synthetic").pmf(1 + 7 * 0.45, 7)
-    by_rate = registry.get_sampler("atom", "synthetic", rate=0.45).pmf(None, 7)
+    by_rate = registry.get_sampler("atom", "synthetic", rate=0.45).pmf(None, 7)  # type: ignore[arg-type]
     assert by_rate.mean() == pytest.approx(by_length.mean()) == pytest.approx(1 + 7 * 0.45)
     with pytest.raises(DistributionError, match="mutually exclusive"):
         registry.get_sampler("atom", "synthetic", rate=0.45).pmf(4.0, 7)
