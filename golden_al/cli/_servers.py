@@ -516,7 +516,7 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
     options = server_options_from_args(args, engine)
     target = _explicit(getattr(args, "target", None))
     draft = _explicit(getattr(args, "draft", None))
-    target_info = ModelInfo(name=target or options.served_model_name or options.url or "server", source="server")
+    target_info = ModelInfo(name=target, source="server") if target else None
     draft_name = draft or (args.algorithm or "").lower() or "server-draft"
     draft_info = ModelInfo(name=draft_name, source="ngram" if (args.algorithm or "").lower() == "ngram" else "server")
     if registry.get_profile(engine).launch.model_files == "gguf" and options.launch is not None:

@@ -113,7 +113,10 @@ class DatasetInfo(_Strict):
 class ServerInfo(_Strict):
     """How a serving engine was reached or launched."""
 
-    url: str | None = None
+    url: str | None = Field(default=None, description="the server's address")
+    model: str | None = Field(
+        default=None, description="the model the server serves, as it names it: its /v1/models, which every OpenAI "
+        "answer's model field must repeat")
     launched: bool = False
     command: list[str] | None = None
     env: dict[str, str] | None = Field(default=None, description="non-secret launch env vars that matter")

@@ -184,7 +184,8 @@ class SweepSpec:
 
     draft_lens: list[int]
     modes: list[ModeSpec]
-    target: ModelInfo
+    target: ModelInfo | None
+    """What the user named (``--target``), or None; the record's target is the served model (:func:`served_target`)."""
     draft: ModelInfo
     draft_method: str | None = None
     one_run: bool = False
@@ -326,13 +327,24 @@ def compare(derived: MeasurementRecord, measured: MeasurementRecord) -> Validati
 
 
 # ---------------------------------------------------------------------------- running
+def served_target(given: ModelInfo | None, served: str) -> ModelInfo:
+    """The record's target model: the one the server serves, as it names it (``/v1/models``, which every answer's
+    ``model`` field must repeat), never its address. A GGUF file identified by its hash keeps its registry name; a
+    ``--target`` naming it otherwise is kept as its path (what the server was said to load)."""
+    if given is not None and given.source == "gguf":
+        return given
+    return ModelInfo(name=served, path=given.name if given is not None and given.name != served else None,
+                     source="server")
+
+
 def _server_info(options: ServerOptions, url: str, command: list[str] | None, env: Mapping[str, str] | None,
-                 facts: ServerFacts, log: Path | None, cell: Path) -> ServerInfo:
+                 facts: ServerFacts, log: Path | None, cell: Path, served: str) -> ServerInfo:
     log_rel = None
     if log is not None:
         log_rel = os.path.relpath(log, cell)
     return ServerInfo(
         url=url,
+        model=served,
         launched=options.launch is not None,
         command=command,
         env=launch_mod.relevant_env(env) if env is not None else None,
@@ -402,13 +414,13 @@ async def _session(options: ServerOptions, spec: SweepSpec, out: Path, k: int, c
             plan = CellPlan(
                 servers=[identity(f) for f in every], engine=options.engine, draft_len=k, thinking=mode.thinking, sampling=mode.sampling,
                 chat_template_kwargs=mode.chat_template_kwargs, prompts=mode.prompts, dataset=mode.dataset,
-                target=spec.target, draft=spec.draft, draft_method=method, served_model=served,
+                target=served_target(spec.target, served), draft=spec.draft, draft_method=method, served_model=served,
                 concurrency=options.concurrency, save_text=options.save_text, extra_body=options.extra_body,
                 bootstrap_seed=spec.bootstrap_seed, request_rate=options.request_rate, warmup=options.warmup,
                 arrival_seed=options.arrival_seed, scrape_interval_s=options.scrape_interval_s,
                 tokenizer=options.tokenizer,
             )
-            info = _server_info(options, url, command, env, facts, log, d)
+            info = _server_info(options, url, command, env, facts, log, d, served)
             progress(0, description=f"k={k} thinking {mode.thinking}")
             with checks_ran.recording(at_start):
                 records.append(await measure_cell(client, plan, source, d, resume=resume, progress=progress,  # type: ignore[arg-type]
