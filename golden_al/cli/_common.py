@@ -1,4 +1,4 @@
-"""Helpers shared by the subcommands: common options, env-var defaults, output, progress.
+"""Helpers shared by the subcommands: common options, env-var defaults, output (progress: :mod:`golden_al.cli.progress`).
 
 Only the CLI reads environment variables; it resolves them here and passes plain
 values down to library code.
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from golden_al.errors import UsageError
 
@@ -22,7 +22,6 @@ __all__ = [
     "DEFAULT_MAX_SECONDS",
     "ENV_CACHE",
     "ENV_GOLDEN_DIR",
-    "ProgressCallback",
     "add_format_option",
     "add_golden_dir_option",
     "add_max_seconds_option",
@@ -33,7 +32,6 @@ __all__ = [
     "parse_int_list",
     "parse_size",
     "print_json",
-    "progress",
     "require_extra",
     "stderr_console",
     "thinking_mode",
@@ -241,200 +239,6 @@ def stderr_console() -> Any:
     from rich.console import Console
 
     return Console(stderr=True)
-
-
-class ProgressCallback(Protocol):
-    """What library code calls to report progress: ``advance(n)``, optional ``total`` and a ``status`` text.
-
-    ``eta_s``: the time left as the library measures it (e.g. from seconds per verify step and the
-    steps left); once given, it replaces the bar's own estimate from the recent advance rate.
-    """
-
-    def __call__(self, advance: int = 1, *, total: int | None = None, description: str | None = None,
-                 status: str | None = None, eta_s: float | None = None) -> None: ...
-
-
-def _eta_column() -> Any:
-    """rich's time-remaining column, unless the library gave its own ``eta_s`` (then that, counting down)."""
-    import time
-
-    from rich.progress import TimeRemainingColumn
-    from rich.text import Text
-
-    class _Eta(TimeRemainingColumn):  # type: ignore[misc]
-        def render(self, task: Any) -> Any:
-            deadline = task.fields.get("eta_deadline")
-            if deadline is None or task.finished:
-                return super().render(task)
-            left = max(0, round(deadline - time.monotonic()))
-            return Text(f"{left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}", style="progress.remaining")
-
-    return _Eta()
-
-
-#: How progress is shown (``--progress`` / ``GOLDEN_AL_PROGRESS``): ``auto`` (rich bars on a terminal, plain lines
-#: otherwise), ``rich``, ``plain`` (a line per task at start, every :data:`PLAIN_INTERVAL_S` and at the end: what a
-#: CI log keeps), ``none``.
-PROGRESS_MODES: tuple[str, ...] = ("auto", "rich", "plain", "none")
-_progress_mode = "auto"
-#: seconds between two plain lines of one task (a log shows a task is alive at least this often)
-PLAIN_INTERVAL_S = 15.0
-#: the clock of the plain lines (tests replace it with a simulated one)
-_clock: Any = None
-
-
-def set_progress_mode(mode: str) -> None:
-    """Choose how :func:`progress` shows (one of :data:`PROGRESS_MODES`)."""
-    global _progress_mode
-    if mode not in PROGRESS_MODES:
-        raise ValueError(f"progress mode {mode!r} is not one of {', '.join(PROGRESS_MODES)}")
-    _progress_mode = mode
-
-
-def _now() -> float:
-    import time
-
-    return (_clock or time.monotonic)()
-
-
-def _hms(seconds: float | None) -> str:
-    if seconds is None or not seconds == seconds or seconds == float("inf"):
-        return "?"
-    s = max(0, round(seconds))
-    return f"{s // 3600}:{s // 60 % 60:02d}:{s % 60:02d}"
-
-
-class _PlainProgress:
-    """Plain progress lines on stderr, for logs: the task, done/total, rate, elapsed, ETA and the phase/status.
-
-    A line when the task starts, then at most every :data:`PLAIN_INTERVAL_S` seconds while it advances, a heartbeat
-    line when it has reported nothing for that long (a long load or download), and one at the end."""
-
-    def __init__(self, description: str, total: int | None, unit: str) -> None:
-        import threading
-
-        self.description, self.total, self.unit = description, total, unit
-        self.done = 0
-        self.status = ""
-        self.eta_deadline: float | None = None
-        self.start = _now()
-        self.last = self.start
-        self.lock = threading.Lock()
-        self.stop = threading.Event()
-        self.emit("started")
-        self.thread = threading.Thread(target=self._heartbeat, daemon=True)
-        self.thread.start()
-
-    def _heartbeat(self) -> None:
-        while not self.stop.wait(1.0):
-            with self.lock:
-                if _now() - self.last >= PLAIN_INTERVAL_S:
-                    self.emit()
-
-    def emit(self, event: str = "") -> None:
-        now = _now()
-        self.last = now
-        elapsed = now - self.start
-        rate = self.done / elapsed if elapsed > 0 else 0.0
-        if self.eta_deadline is not None:
-            eta: float | None = max(0.0, self.eta_deadline - now)
-        elif self.total and rate > 0:
-            eta = max(0.0, (self.total - self.done) / rate)
-        else:
-            eta = None
-        count = f"{self.done}/{self.total}" if self.total else f"{self.done}"
-        pct = f" ({100.0 * self.done / self.total:.0f}%)" if self.total else ""
-        unit = f" {self.unit}" if self.unit else ""
-        line = (f"golden-al: {self.description}: {count}{unit}{pct}, {rate:.1f}{unit}/s, elapsed {_hms(elapsed)}, "
-                f"ETA {_hms(eta) if event != 'done' else '0:00:00'}")
-        if self.status:
-            line += f", {self.status}"
-        if event:
-            line += f" [{event}]"
-        sys.stderr.write(escape_control(line) + "\n")
-        sys.stderr.flush()
-
-    def __call__(self, advance: int = 1, *, total: int | None = None, description: str | None = None,
-                 status: str | None = None, eta_s: float | None = None) -> None:
-        with self.lock:
-            if eta_s is not None:
-                self.eta_deadline = _now() + max(0.0, float(eta_s))
-            if status is not None:
-                self.status = status
-            if total is not None:
-                self.total = total
-            if description is not None:
-                self.description = description
-            self.done += advance or 0
-            if _now() - self.last >= PLAIN_INTERVAL_S:
-                self.emit()
-
-    def close(self) -> None:
-        self.stop.set()
-        with self.lock:
-            self.emit("done")
-
-
-def _quiet(advance: int = 1, *, total: int | None = None, description: str | None = None,
-           status: str | None = None, eta_s: float | None = None) -> None:
-    """``--progress none``: a callback that shows nothing."""
-
-
-@contextmanager
-def progress(description: str, total: int | None = None, *, unit: str = "") -> Iterator[ProgressCallback]:
-    """Progress on stderr, as :data:`PROGRESS_MODES` says (rich bars on a terminal, plain lines in a log); yields a
-    :class:`ProgressCallback` for library code."""
-    mode = _progress_mode
-    if mode == "auto":
-        mode = "rich" if sys.stderr.isatty() else "plain"
-    if mode == "none":
-        yield _quiet
-        return
-    if mode == "plain":
-        plain = _PlainProgress(description, total, unit)
-        try:
-            yield plain
-        finally:
-            plain.close()
-        return
-    from rich.progress import (
-        BarColumn,
-        MofNCompleteColumn,
-        Progress,
-        SpinnerColumn,
-        TextColumn,
-        TimeElapsedColumn,
-    )
-
-    columns = [
-        SpinnerColumn(),
-        TextColumn("[progress.description]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TextColumn(unit),
-        TimeElapsedColumn(),
-        _eta_column(),
-        TextColumn("{task.fields[status]}"),
-    ]
-    with Progress(*columns, console=stderr_console(), transient=False) as bar:
-        task = bar.add_task(description, total=total, status="")
-
-        def callback(advance: int = 1, *, total: int | None = None, description: str | None = None,
-                     status: str | None = None, eta_s: float | None = None) -> None:
-            if eta_s is not None:
-                import time
-
-                bar.update(task, eta_deadline=time.monotonic() + max(0.0, float(eta_s)))
-            if status is not None:
-                bar.update(task, status=status)
-            if total is not None:
-                bar.update(task, total=total)
-            if description is not None:
-                bar.update(task, description=description)
-            if advance:
-                bar.advance(task, advance)
-
-        yield callback
 
 
 def clusters_text(record: Any) -> str:

@@ -341,7 +341,8 @@ def _server_binary(args: argparse.Namespace, profile: Any) -> str:
     """The executable to launch (llama.cpp's ``llama-server``): ``--llama-server``, else the engine's
     cached build (:attr:`~golden_al.plugin.profile.LaunchSupport.build`, built now when missing), else its
     executable on ``PATH``."""
-    from golden_al.cli._common import cache_dir, progress
+    from golden_al.cli._common import cache_dir
+    from golden_al.cli.progress import progress
 
     if getattr(args, "llama_server", None):
         if profile.launch.build is None:
@@ -509,7 +510,7 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
                      out: Path, layout: str, one_run: bool = False, validate_k: Sequence[int] = (),
                      allow_derived: bool = False) -> int:
     """Run a server measurement or sweep from parsed arguments; prints a summary line per record."""
-    from golden_al.cli._common import progress as progress_bar
+    from golden_al.cli.progress import progress as progress_bar
     from golden_al.measure.schema import ModelInfo
     from golden_al.servers.sweep import SweepSpec, launch_commands, run_sweep
 
@@ -568,7 +569,7 @@ def _sweep_to_precision(args: argparse.Namespace, options: Any, spec: Any, out: 
     """``measure --ci-half-width`` against a server: grow every mode's prompts batch by batch (resuming)."""
     import dataclasses
 
-    from golden_al.cli._common import progress as progress_bar
+    from golden_al.cli.progress import progress as progress_bar
     from golden_al.measure.precision import measure_to_precision
     from golden_al.servers.sweep import run_sweep
 

@@ -127,7 +127,8 @@ def _show(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.action == "show":
         return _show(args)
-    from golden_al.cli._common import cache_dir, progress
+    from golden_al.cli._common import cache_dir
+    from golden_al.cli.progress import progress
     from golden_al.plugin.registry import load_hook
 
     build = get_profile(args.engine).launch.build

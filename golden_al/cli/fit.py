@@ -22,8 +22,8 @@ from golden_al.cli._common import (
     add_selector_option,
     parse_selectors,
     print_json,
-    progress,
 )
+from golden_al.cli.progress import progress
 from golden_al.errors import CheckFailedError, UsageError
 
 DESCRIPTION = (

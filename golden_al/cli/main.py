@@ -207,7 +207,8 @@ def _main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     from distributions.errors import Error
-    from golden_al.cli._common import PROGRESS_MODES, require_extra, set_progress_mode
+    from golden_al.cli._common import require_extra
+    from golden_al.cli.progress import PROGRESS_MODES, set_progress_mode
 
     mode = getattr(args, "progress", None) or os.environ.get("GOLDEN_AL_PROGRESS") or "auto"
     if mode not in PROGRESS_MODES:

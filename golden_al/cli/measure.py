@@ -15,7 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from golden_al.cli._common import cache_dir, draft_len_help, parse_int_list, progress, thinking_mode
+from golden_al.cli._common import cache_dir, draft_len_help, parse_int_list, thinking_mode
+from golden_al.cli.progress import progress
 from golden_al.errors import UsageError
 from golden_al.plugin.registry import REFERENCE_ENGINE
 

@@ -6,7 +6,8 @@ import argparse
 import sys
 import time
 
-from golden_al.cli._common import add_format_option, cache_dir, print_json, progress
+from golden_al.cli._common import add_format_option, cache_dir, print_json
+from golden_al.cli.progress import progress
 from golden_al.errors import UsageError
 
 DESCRIPTION = (

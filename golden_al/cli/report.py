@@ -44,7 +44,7 @@ def needs(_args: argparse.Namespace) -> list[tuple[str, str]]:
 
 def run(args: argparse.Namespace) -> int:
     """Load the inputs, write the report, print where it is."""
-    from golden_al.cli._common import progress
+    from golden_al.cli.progress import progress
     from golden_al.provenance import collect
     from golden_al.reporting import load_sources, write_report
 

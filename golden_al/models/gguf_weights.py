@@ -21,7 +21,6 @@ Imports torch, and gguf-py only in :func:`tensor_index`.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import asdict, dataclass
@@ -226,8 +225,7 @@ def load_state_dict(gguf_path: str | Path, tensors: Sequence[GGUFTensor], *,
 
     One thread reads the next tensor's bytes while this one dequantizes the current tensor (file
     reads release the GIL), so a slow disk and the dequantizing overlap; two buffers of the
-    largest tensor's bytes are all the extra memory. ``progress(0, description=...)`` reports
-    ``tensor i/N`` with the time left from the rate so far.
+    largest tensor's bytes are all the extra memory. ``progress`` counts the tensors, a phase of its own.
 
     Raises:
         ModelError: the file is unreadable or shorter than the index says.
@@ -239,7 +237,8 @@ def load_state_dict(gguf_path: str | Path, tensors: Sequence[GGUFTensor], *,
     biggest = max(t.nbytes for t in tensors)
     # one buffer per tensor in flight: two, or one when there is a single tensor (conversion's check)
     buffers = [torch.empty(biggest, dtype=torch.uint8) for _ in range(min(2, len(tensors)))]
-    started = time.perf_counter()
+    if progress is not None:
+        progress(0, total=len(tensors), unit="tensors", description=f"dequantizing {label or path.name}")
     try:
         with path.open("rb", buffering=0) as fh, ThreadPoolExecutor(1, thread_name_prefix="gguf-read") as reader:
 
@@ -264,11 +263,8 @@ def load_state_dict(gguf_path: str | Path, tensors: Sequence[GGUFTensor], *,
                     raise ModelError(f"{path}: tensor {t.gguf_name} holds {values.numel()} values, "
                                      f"its shape {list(t.shape)} needs {numel}")
                 state[t.param] = values.view(t.shape)
-                if progress is not None and (i % 16 == 0 or i == len(tensors) - 1):
-                    elapsed = time.perf_counter() - started
-                    done = i + 1
-                    eta = f", about {elapsed / done * (len(tensors) - done):.0f} s left" if done < len(tensors) else ""
-                    progress(0, description=f"dequantizing {label or path.name}: tensor {done}/{len(tensors)}{eta}")
+                if progress is not None:
+                    progress(1)
     except OSError as err:
         raise ModelError(f"cannot read {path}: {err}", hint="check the file, or re-fetch it") from err
     return state

@@ -102,15 +102,15 @@ def test_index_and_reader_round_trip(tmp_path):
     assert [(t.param, t.type, t.shape) for t in index] == [("p.a.weight", "Q8_0", (48, 64)),
                                                            ("p.b.bias", "F32", (48,))]
     assert [GGUFTensor.from_json(t.to_json()) for t in index] == index
-    seen = []
-    state = load_state_dict(path, index, progress=lambda *a, **k: seen.append(k.get("description")))
+    seen: list[tuple[tuple, dict]] = []
+    state = load_state_dict(path, index, progress=lambda *a, **k: seen.append((a, k)))
     ref = gguf.GGUFReader(str(path))
     for t in ref.tensors:
         want = np.asarray(gguf.quants.dequantize(t.data, t.tensor_type), dtype=np.float32)
         assert np.array_equal(state["p." + t.name].numpy().reshape(-1), want.reshape(-1))
     assert torch.equal(state["p.b.bias"], torch.from_numpy(tensors["b.bias"]))
-    assert seen
-    assert "tensor 2/2" in seen[-1]
+    assert seen[0][1] == {"total": 2, "unit": "tensors", "description": f"dequantizing {path.name}"}
+    assert [a for a, _ in seen[1:]] == [(1,), (1,)]  # the count moves tensor by tensor
     # an unmapped name and a truncated file are errors, not silent gaps
     with pytest.raises(ModelError, match="no parameter name"):
         tensor_index(path, lambda n: None)

