@@ -59,7 +59,6 @@ __all__ = [
     "al_intervals_batch",
     "chernoff_half_width",
     "cluster_bootstrap_al",
-    "concentration_warning",
     "few_clusters_warning",
     "gaussian_tail_for_sigma",
     "iid_ci_from_counts",
@@ -71,6 +70,7 @@ __all__ = [
     "printed_interval_law",
     "rate_profile",
     "ratio_stats",
+    "representation_warning",
     "requests_needed",
     "se_from_ci",
     "verify_steps_needed",
@@ -130,8 +130,6 @@ class ALInterval:
     clusters: int
     resamples: int
     seed: int
-    #: ``(sum s)^2 / sum s^2``: how many equal clusters the sample is worth (0: not computed)
-    effective_clusters: float = 0.0
 
     @property
     def ci(self) -> tuple[float, float]:
@@ -145,8 +143,9 @@ class ALInterval:
 
     @property
     def warning(self) -> str | None:
-        """A sentence when the interval rests on too few clusters, or on a few that hold most of the steps."""
-        return few_clusters_warning(self.clusters) or concentration_warning(self.clusters, self.effective_clusters)
+        """A sentence when the interval rests on too few clusters (a record's requests also get
+        :func:`representation_warning`)."""
+        return few_clusters_warning(self.clusters)
 
     def uncertainty(self) -> dict[str, Any]:
         """The ``uncertainty`` block of records: ``{"method", "clusters", "confidence"}``."""
@@ -162,19 +161,39 @@ def few_clusters_warning(clusters: int) -> str | None:
             "measure more prompts")
 
 
-#: Below this share of its clusters, a sample's effective number of clusters says a few hold most of the steps.
-CONCENTRATED = 1.0 / 3.0
+#: Issue 54 item 9, from experiments/interval-calibration/representativeness.md (re-run by representativeness.py):
+#: from this many requests on, every simulated population whose rare kinds make up RARE_SHARE of requests is covered
+#: (below it, samples holding none of such a kind miss); a heavy request has more than HEAVY_RATIO times the median
+#: request's verify steps, and a sample holding fewer than HEAVY_HELD of them shows a kind rarer than that.
+REPRESENTATIVE_REQUESTS = 32
+HEAVY_RATIO = 4.0
+RARE_SHARE = 0.10
+HEAVY_HELD = RARE_SHARE * REPRESENTATIVE_REQUESTS  #: how often 32 requests hold a 10 % kind
 
 
-def concentration_warning(clusters: int, effective: float) -> str | None:
-    """The warning for a sample whose steps sit in a few clusters (``effective`` below :data:`CONCENTRATED` of
-    ``clusters``), else None. There the interval's coverage falls (experiments/interval-calibration/
-    interval_choice.md: heavy-tailed lengths, long requests): the sample may be missing the tail."""
-    if clusters < 2 or effective <= 0.0 or effective >= CONCENTRATED * clusters:
+def representation_warning(steps: Sequence[float]) -> str | None:
+    """The warning for requests too few or too uneven to hold the population's rare kinds, naming how many would
+    (:data:`REPRESENTATIVE_REQUESTS`, :data:`HEAVY_HELD`); ``steps``: each request's (or conversation's) verify
+    steps. None when neither holds."""
+    st = sorted(float(s) for s in steps if s > 0)
+    n = len(st)
+    if n < 2:
         return None
-    return (f"a few requests hold most of the verify steps: the {clusters} clusters are worth {effective:.1f} equal "
-            "ones, so the sample may be missing the tail and the interval's coverage is only approximate; measure "
-            "more prompts")
+    median = st[n // 2] if n % 2 else (st[n // 2 - 1] + st[n // 2]) / 2.0
+    heavy = [s for s in st if s > HEAVY_RATIO * median]
+    where = "experiments/interval-calibration/representativeness.md"
+    if 0 < len(heavy) < HEAVY_HELD:
+        need = math.ceil(n * HEAVY_HELD / len(heavy))
+        return (f"too uneven to hold its rare kinds: {len(heavy)} of the {n} requests hold {sum(heavy) / sum(st):.0%} "
+                f"of the verify steps (each more than {HEAVY_RATIO:g}x the median request's), a long or slow kind held "
+                f"fewer than the {HEAVY_HELD:g} times {REPRESENTATIVE_REQUESTS} requests hold one of {RARE_SHARE:.0%} "
+                f"({where}); about {need} requests ({need - n} more) would hold it as often")
+    if n < REPRESENTATIVE_REQUESTS:
+        return (f"too few to hold rare kinds: {n} requests miss a kind making up {RARE_SHARE:.0%} of the population in "
+                f"{(1 - RARE_SHARE) ** n:.0%} of samples, and where such requests run longer or accept less the "
+                f"interval then covers below 95 % ({where}); {REPRESENTATIVE_REQUESTS} requests "
+                f"({REPRESENTATIVE_REQUESTS - n} more) cover such populations")
+    return None
 
 
 def _clusters(accepted: ArrayLike, steps: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
@@ -419,8 +438,7 @@ def al_interval_result(accepted: ArrayLike, steps: ArrayLike, *, confidence: flo
         hi = min(hi, cap)
         lo = min(lo, cap)
     return ALInterval(al=al, low=lo, high=hi, confidence=float(confidence), method=method,
-                      clusters=n, resamples=resamples, seed=int(seed),
-                      effective_clusters=float(st.sum() ** 2 / (st**2).sum()))
+                      clusters=n, resamples=resamples, seed=int(seed))
 
 
 def al_interval(accepted: ArrayLike, steps: ArrayLike, *, confidence: float = 0.95,

@@ -253,13 +253,16 @@ def clusters_text(record: Any) -> str:
 
 
 def warn_few_clusters(records: Any) -> None:
-    """One stderr warning per record whose interval rests on too few clusters."""
+    """One stderr warning per record whose interval rests on too few clusters, and one per record whose requests are
+    too few or too uneven to hold the population's rare kinds (the record's own warning,
+    :func:`distributions.uncertainty.representation_warning`)."""
     from distributions.uncertainty import few_clusters_warning
 
     for r in records:
         u = getattr(r, "uncertainty", None)
-        w = few_clusters_warning(u.clusters) if u is not None else None
-        if w:
+        notes = [few_clusters_warning(u.clusters) if u is not None else None,
+                 *(w for w in r.warnings if w.startswith(("too few to hold", "too uneven to hold")))]
+        for w in filter(None, notes):
             sys.stderr.write(f"golden-al: warning: k={r.draft_len} thinking {r.thinking}: {w}\n")
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from distributions import units
 from distributions.counts import tidy_count
 from distributions.errors import DistributionError
-from distributions.uncertainty import ALInterval, al_interval_result
+from distributions.uncertainty import ALInterval, al_interval_result, representation_warning
 from golden_al.errors import NoVerifyStepsError
 from golden_al.measure.schema import CellCounts, RequestResult, Timing, TimingGroup
 from golden_al.plugin.imported import TimedUnit
@@ -171,13 +171,14 @@ def cell_totals(results: Sequence[RequestResult], draft_len: int, *, seed: int =
             hint="a request that ends on its first token makes no verify step (that token comes from the prefill), "
                  "and a draft that proposes nothing (n-gram without matches) makes none either: raise --max-tokens "
                  "or use other prompts")
-    interval, unit = interval_from_requests(rows, draft_len, seed=seed)
+    acc, steps, unit = clusters_from_requests(rows, draft_len)
+    interval = al_interval_result(acc, steps, seed=seed, draft_len=draft_len)
     notes: list[str] = []
     zero = sum(1 for r in rows if float(r.num_verify_steps) == 0)
-    if zero and unit in ("request", "conversation"):
+    by_request = unit in ("request", "conversation")
+    if zero and by_request:
         notes.append(f"{zero} request(s) had no verify step (they ended on the prefill token) and carry no weight")
-    if interval.warning:
-        notes.append(interval.warning)
+    notes += [w for w in (interval.warning, representation_warning(steps) if by_request else None) if w]
     if unit.startswith("counter"):
         note = counter_width_note(counts, interval, unit, draft_len)
         if note:

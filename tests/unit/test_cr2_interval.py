@@ -50,19 +50,6 @@ def test_the_cr2_intervals_hold_the_estimate_and_widen_with_fewer_degrees(method
     assert np.median(hi - lo) >= np.median(hi_t - lo_t)
 
 
-def test_a_record_says_when_a_few_requests_hold_most_of_the_steps() -> None:
-    from distributions.uncertainty import al_interval_result
-
-    even = al_interval_result([30] * 16, [20] * 16)
-    assert even.effective_clusters == pytest.approx(16.0)
-    assert even.warning is None
-    skewed = al_interval_result([30] * 14 + [900, 800], [20] * 14 + [1000, 900])  # two requests hold 86 % of steps
-    assert skewed.effective_clusters == pytest.approx(sum([20] * 14 + [1000, 900]) ** 2
-                                                      / sum(x * x for x in [20] * 14 + [1000, 900]))
-    assert skewed.warning is not None
-    assert "a few requests hold most of the verify steps: the 16 clusters are worth 2." in skewed.warning
-
-
 def test_a_counter_only_cell_says_how_much_wider_its_interval_is() -> None:
     """Issue 39, item 3: three counter windows are the only independent units a counters-only server leaves; the
     record says how far that is from treating the steps as independent (the steps' own histogram sets that width)."""
