@@ -234,9 +234,8 @@ def test_gguf_layout_writes_no_weights_and_indexes_every_tensor(converted, conve
 def test_gguf_layout_loads_bit_identical_to_the_safetensors_layout(converted, converted_gguf):
     cache = converted["root"] / "cache"
     a = load_model(str(converted["out"]), cache_dir=cache)
-    seen: list[str] = []
-    b = load_model(str(converted_gguf["out"]), cache_dir=cache,
-                   progress=lambda *x, **k: seen.append(k.get("description") or ""))
+    seen: list[tuple[tuple, dict]] = []
+    b = load_model(str(converted_gguf["out"]), cache_dir=cache, progress=lambda *x, **k: seen.append((x, k)))
     sa, sb = a.model.state_dict(), b.model.state_dict()
     assert set(sa) == set(sb)
     for name, value in sa.items():
@@ -246,7 +245,9 @@ def test_gguf_layout_loads_bit_identical_to_the_safetensors_layout(converted, co
         assert torch.equal(a.model(ids).logits, b.model(ids).logits)
     assert b.info.num_parameters == a.info.num_parameters
     assert b.eos_token_ids == a.eos_token_ids
-    assert any("dequantizing" in d and "tensor 27/27" in d for d in seen), seen
+    start = next(i for i, (_, k) in enumerate(seen) if "dequantizing" in (k.get("description") or ""))
+    assert (seen[start][1]["total"], seen[start][1]["unit"]) == (27, "tensors")  # the load's phase, in tensors
+    assert sum(x[0] for x, _ in seen[start + 1:] if x) == 27
     half = load_model(str(converted_gguf["out"]), cache_dir=cache, dtype="bfloat16")
     assert {p.dtype for p in half.model.parameters()} == {torch.bfloat16}
     assert torch.equal(half.model.lm_head.weight, sb["lm_head.weight"].to(torch.bfloat16))

@@ -23,7 +23,7 @@ def test_the_record_names_the_served_model_and_keeps_the_url_as_the_address(tmp_
     prompts.write_text("".join(json.dumps({"id": f"q{i}", "messages": [{"role": "user", "content": f"f{i}(x)"}]})
                                + "\n" for i in range(6)))
     with InProcessServer("vllm", k=3, served_model_name=SERVED) as srv:
-        assert main(["measure", "--engine", "vllm", "--server", srv.url, "--draft-len", "3", "--prompts",
+        assert main(["measure", "--engine", "vllm", "--server", srv.url, "--draft-len", "3", "--algorithm", "mtp", "--prompts",
                      f"chat-jsonl:{prompts}", "--max-tokens", "40", "--out", str(tmp_path / "run")]) == 0
         url = srv.url
     rec = json.loads((tmp_path / "run" / "measurement.json").read_text())
