@@ -2,7 +2,7 @@
 
 When a server offers only aggregate counters (vLLM/ATOM ``/metrics``) and the requests run
 concurrently, ``measure`` scrapes the counters every ``--scrape-interval`` into windows and
-groups contiguous windows into 24 batches, the clusters of the interval (``servers/measure.py``
+groups contiguous windows into 24 batches, the clusters of the interval (``golden_al/measure/server.py``
 ``batch_windows``). Batches share the requests in flight at their boundaries, so they are not
 independent. This simulates that pipeline against known truth and measures the coverage of
 
@@ -83,7 +83,7 @@ def windows(acc: np.ndarray, steps: np.ndarray, c: int) -> tuple[np.ndarray, np.
 
 
 def batches(wa: np.ndarray, ws: np.ndarray, b: int) -> tuple[np.ndarray, np.ndarray]:
-    """``b`` contiguous groups of windows, as equal in count as possible (servers/measure.batch_windows)."""
+    """``b`` contiguous groups of windows, as equal in count as possible (measure/server.batch_windows)."""
     n = wa.size
     if n <= b:
         return wa, ws

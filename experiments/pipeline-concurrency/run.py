@@ -47,8 +47,8 @@ PROMPTS_SPEC = "humaneval"
 
 
 def _prompts(n: int) -> list[Any]:
+    from golden_al.measure.server import ChatPrompt
     from golden_al.prompts import load_prompts
-    from golden_al.servers.measure import ChatPrompt
 
     ps = load_prompts(PROMPTS_SPEC, cache_dir=Path("~/.cache/golden-al").expanduser(), limit=n)
     out = []
@@ -60,7 +60,7 @@ def _prompts(n: int) -> list[Any]:
 
 def _plan(engine: str, prompts: list[Any], concurrency: int, max_tokens: int, *, waves: bool = False) -> Any:
     from golden_al.measure.schema import DatasetInfo, ModelInfo, SamplingInfo
-    from golden_al.servers.measure import CellPlan
+    from golden_al.measure.server import CellPlan
 
     return CellPlan(engine=engine, draft_len=K, thinking="off", sampling=SamplingInfo(temperature=0.0,
                     max_tokens=max_tokens), chat_template_kwargs={}, prompts=prompts,
@@ -72,8 +72,8 @@ def _plan(engine: str, prompts: list[Any], concurrency: int, max_tokens: int, *,
 
 def _measure(url: str, plan: Any, source: str, out: Path) -> tuple[Any, float]:
     from golden_al.httpclient import RetryPolicy, ServerClient
+    from golden_al.measure.server import measure_cell
     from golden_al.plugin.sources import make_source
-    from golden_al.servers.measure import measure_cell
 
     async def run() -> Any:
         async with ServerClient(url, policy=RetryPolicy(max_attempts=2, request_timeout_s=600)) as client:

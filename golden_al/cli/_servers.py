@@ -216,11 +216,11 @@ def check_server_url(url: str) -> None:
 
 
 def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
-    """:class:`golden_al.servers.sweep.ServerOptions` from parsed arguments (reads the environment)."""
+    """:class:`golden_al.measure.sweep.ServerOptions` from parsed arguments (reads the environment)."""
     from golden_al.cli._common import parse_size
     from golden_al.httpclient import RetryPolicy
+    from golden_al.measure.sweep import ServerOptions
     from golden_al.servers.launch import LaunchSpec
-    from golden_al.servers.sweep import ServerOptions
 
     if not args.server and not args.launch:
         raise UsageError(f"--engine {engine} needs --server URL or --launch")
@@ -380,13 +380,13 @@ def _is_mode_name(text: str) -> bool:
 
 
 def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_name: str | None) -> list[Any]:
-    """One :class:`~golden_al.servers.sweep.ModeSpec` per thinking mode (prompts, preset sampling, kwargs)."""
+    """One :class:`~golden_al.measure.sweep.ModeSpec` per thinking mode (prompts, preset sampling, kwargs)."""
     from golden_al.cli._common import cache_dir
     from golden_al.measure.schema import DatasetInfo, SamplingInfo
+    from golden_al.measure.server import ChatPrompt
+    from golden_al.measure.sweep import ModeSpec, prompts_hash
     from golden_al.prompts import load_prompts
     from golden_al.prompts.render import prompt_hash, render_messages
-    from golden_al.servers.measure import ChatPrompt
-    from golden_al.servers.sweep import ModeSpec, prompts_hash
 
     tokenizer = _tokenizer(args)
     shard = parse_shard(getattr(args, "shard", None))
@@ -512,7 +512,7 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
     """Run a server measurement or sweep from parsed arguments; prints a summary line per record."""
     from golden_al.cli.progress import progress as progress_bar
     from golden_al.measure.schema import ModelInfo
-    from golden_al.servers.sweep import SweepSpec, launch_commands, run_sweep
+    from golden_al.measure.sweep import SweepSpec, launch_commands, run_sweep
 
     options = server_options_from_args(args, engine)
     target = _explicit(getattr(args, "target", None))
@@ -571,7 +571,7 @@ def _sweep_to_precision(args: argparse.Namespace, options: Any, spec: Any, out: 
 
     from golden_al.cli.progress import progress as progress_bar
     from golden_al.measure.precision import measure_to_precision
-    from golden_al.servers.sweep import run_sweep
+    from golden_al.measure.sweep import run_sweep
 
     batch = check_precision_args(args)
     available = min(len(m.prompts) for m in spec.modes)

@@ -68,8 +68,8 @@ def _measure_words(args: argparse.Namespace, sweep_arguments: Callable[[argparse
 def cell_commands(args: argparse.Namespace, draft_lens: Sequence[int], thinking: Sequence[str],
                   out: Path, sweep_arguments: Callable[[argparse.ArgumentParser], None]) -> list[Any]:
     """One :class:`~golden_al.schedulers.array_sweep.Cell` per (mode, k), modes outer, k inner."""
+    from golden_al.measure.sweep import cell_dir
     from golden_al.schedulers.array_sweep import Cell
-    from golden_al.servers.sweep import cell_dir
 
     words = _measure_words(args, sweep_arguments)
     cells: list[Any] = []
@@ -161,8 +161,8 @@ def _local_statuses(out: Path) -> list[Any]:
     """The cells of a local sweep (``OUT/sweep.json``), from their files only."""
     import json
 
+    from golden_al.measure.sweep import SWEEP_FILE, cell_dir
     from golden_al.schedulers.array_sweep import Cell, CellStatus, cell_file_status
-    from golden_al.servers.sweep import SWEEP_FILE, cell_dir
 
     path = out / SWEEP_FILE
     try:
@@ -184,8 +184,8 @@ def _local_statuses(out: Path) -> list[Any]:
 
 def print_status(out: Path) -> int:
     """``sweep --status OUT``: the cell table; exit 0 all done, 1 some failed or missing, 3 some still queued."""
+    from golden_al.measure.sweep import SWEEP_FILE
     from golden_al.schedulers import array_sweep
-    from golden_al.servers.sweep import SWEEP_FILE
 
     if (array_sweep.plan_dir(out) / "plan.json").exists():
         plan = array_sweep.load_plan(out)

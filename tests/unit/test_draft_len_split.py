@@ -19,8 +19,8 @@ from distributions.errors import DistributionError
 from golden_al.httpclient import RetryPolicy, ServerClient
 from golden_al.measure.records import read_request_results
 from golden_al.measure.schema import DatasetInfo, ModelInfo, SamplingInfo
+from golden_al.measure.server import CellPlan, ChatPrompt, measure_cell
 from golden_al.plugin.sources import make_source
-from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell
 
 K = 3
 FAST = RetryPolicy(max_attempts=2, backoff_initial_s=0.01, backoff_max_s=0.05, request_timeout_s=10)

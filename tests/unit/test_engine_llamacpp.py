@@ -222,9 +222,9 @@ def test_counter_source_delta_and_cross_check_with_timings():
 def test_decode_time_of_a_captured_answer_makes_the_step_timing():
     """A captured answer (48 tokens, 35 drafts accepted, predicted_ms 53103.444): its decode steps emit the 47 tokens
     after the prefill's, one step per token not accepted as a draft, so 12 steps of 53103.444 / 12 ms."""
+    from golden_al.measure.cell_rows import reported_al
     from golden_al.measure.schema import RequestResult
     from golden_al.measure.totals import request_timing
-    from golden_al.servers.cell_records import reported_al
 
     resp = json.loads((FIXTURES / "response.0.json").read_text())
     assert reported_al(resp, "llamacpp", "decode_ms") == pytest.approx(53103.444)

@@ -93,7 +93,7 @@ def test_the_reference_and_server_records_share_the_builder():
     builders = sorted(str(p.relative_to(root)) for p in root.rglob("*.py")
                       if "MeasurementRecord(" in p.read_text() and p.name != "schema.py")
     assert builders == ["measure/records.py"]
-    for rel in ("measure/reference.py", "servers/cell_records.py", "measure/imported/common.py", "measure/derive.py"):
+    for rel in ("measure/reference.py", "measure/cell_rows.py", "measure/imported/common.py", "measure/derive.py"):
         text = (root / rel).read_text()
         assert "build_record(" in text, rel
         assert "NoVerifyStepsError(" not in text, rel

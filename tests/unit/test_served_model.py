@@ -11,7 +11,7 @@ import yaml
 
 from golden_al.cli.main import main
 from golden_al.measure.schema import ModelInfo
-from golden_al.servers.sweep import served_target
+from golden_al.measure.sweep import served_target
 from tests.unit._inproc import InProcessServer
 
 SERVED = "Qwen/Qwen2.5-Coder-1.5B-Instruct"

@@ -20,8 +20,8 @@ from golden_al.errors import CounterResetError, NoVerifyStepsError, ServerError,
 from golden_al.httpclient import RequestFailedError, RetryPolicy, ServerClient
 from golden_al.measure.records import read_request_results, repair_jsonl_tail
 from golden_al.measure.schema import REQUESTS_FILE, DatasetInfo, ModelInfo, SamplingInfo
+from golden_al.measure.server import CellPlan, ChatPrompt, measure_cell
 from golden_al.plugin.sources import Snapshot, make_source
-from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell
 from golden_al.servers.reference_server import FaultPlan, parse_fault
 
 K = 3
@@ -248,7 +248,7 @@ def test_lock_prevents_two_writers(tmp_path, monkeypatch):
 
     from golden_al import locks
     from golden_al.errors import LockedError
-    from golden_al.servers.measure import cell_lock
+    from golden_al.measure.server import cell_lock
 
     monkeypatch.setattr(locks, "LOCK_TIMEOUT_S", 0.2)
     with cell_lock(tmp_path):

@@ -16,8 +16,7 @@ from distributions.counts import AcceptanceCounts
 from golden_al.errors import MixedDraftLengthsError, ServerError, UsageError
 from golden_al.httpclient import RetryPolicy, ServerClient
 from golden_al.measure.schema import DatasetInfo, ModelInfo, SamplingInfo
-from golden_al.plugin.sources import MixedDraftLengths, make_source
-from golden_al.servers.measure import (
+from golden_al.measure.server import (
     SESSION_FILE,
     CellPlan,
     ChatPrompt,
@@ -25,6 +24,7 @@ from golden_al.servers.measure import (
     batch_windows,
     measure_cell,
 )
+from golden_al.plugin.sources import MixedDraftLengths, make_source
 from golden_al.servers.pipeline import PipelineStats, Schedule, arrival_offsets, run_pipeline, run_waves
 from golden_al.servers.probe import probe_server
 

@@ -15,10 +15,8 @@ from golden_al.errors import UsageError
 from golden_al.httpclient import RetryPolicy
 from golden_al.measure.records import load_record
 from golden_al.measure.schema import DatasetInfo, ModelInfo, RequestResult, SamplingInfo
-from golden_al.servers.measure import ChatPrompt
-from golden_al.servers.reference_server import ReferenceServer, ServeConfig
-from golden_al.servers.served_engine import FakeServedEngine
-from golden_al.servers.sweep import (
+from golden_al.measure.server import ChatPrompt
+from golden_al.measure.sweep import (
     ModeSpec,
     ServerOptions,
     SweepSpec,
@@ -26,6 +24,8 @@ from golden_al.servers.sweep import (
     run_sweep,
     truncate_result,
 )
+from golden_al.servers.reference_server import ReferenceServer, ServeConfig
+from golden_al.servers.served_engine import FakeServedEngine
 
 FAST = RetryPolicy(max_attempts=2, backoff_initial_s=0.01, request_timeout_s=20)
 

@@ -206,7 +206,7 @@ def test_sweep_and_measure_parse_levels():
     measure.add_arguments(parser)
     assert parser.parse_args(["--draft-len", "3", "--thinking", "reasoning_effort_high"]).thinking == \
         "reasoning_effort_high"
-    from golden_al.servers.sweep import cell_dir
+    from golden_al.measure.sweep import cell_dir
 
     assert cell_dir(Path("o"), "reasoning_effort_high", 3) == Path("o/reasoning_effort_high/k3")
     assert cell_dir(Path("o"), "on", 3) == Path("o/thinking_on/k3")

@@ -1,6 +1,6 @@
 """A measurement cell on disk: its plan (what is measured, :class:`CellPlan`), the request body it sends,
 its fingerprint (``cell.json``), its rows (``requests.jsonl``, appended, torn tails repaired), its lock,
-and what resuming it means (:func:`check_resume`). Running it: :mod:`golden_al.servers.measure`."""
+and what resuming it means (:func:`check_resume`). Running it: :mod:`golden_al.measure.server`."""
 
 from __future__ import annotations
 

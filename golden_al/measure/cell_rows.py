@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from distributions.counts import AcceptanceCounts, Count, from_histogram, tidy_count
+from golden_al.measure.cell import CellPlan, ChatPrompt
 from golden_al.measure.records import build_record, write_cell
 from golden_al.measure.schema import (
     BY_DRAFT_LEN_DIR,
@@ -23,7 +24,6 @@ from golden_al.measure.schema import (
 from golden_al.measure.totals import cell_totals, request_timing
 from golden_al.plugin.checks_ran import ran
 from golden_al.provenance import collect, now_iso
-from golden_al.servers.cell import CellPlan, ChatPrompt
 from golden_al.servers.retokenize import text_and_finish
 
 __all__ = [

@@ -61,6 +61,7 @@ from golden_al.measure.schema import (
     SamplingInfo,
     ServerInfo,
 )
+from golden_al.measure.server import CellPlan, ChatPrompt, measure_cell, validate_cell_dir
 from golden_al.plugin import checks_ran, registry
 from golden_al.plugin.facts import ServerFacts, is_chain
 from golden_al.plugin.sources import default_source, make_source, per_request_alternative
@@ -68,7 +69,6 @@ from golden_al.prompts.thinking import mode_key
 from golden_al.provenance import atomic_write_text, collect, now_iso
 from golden_al.servers import launch as launch_mod
 from golden_al.servers import synthetic
-from golden_al.servers.measure import CellPlan, ChatPrompt, measure_cell, validate_cell_dir
 from golden_al.servers.pipeline import Schedule
 from golden_al.servers.probe import probe_server
 from golden_al.servers.replicas import check_replicas_agree, identified, identity, identity_changes

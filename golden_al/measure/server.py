@@ -46,13 +46,7 @@ from golden_al.errors import (
     UsageError,
 )
 from golden_al.httpclient import RequestFailedError, ServerClient
-from golden_al.measure.records import append_request_result, commit_rows, read_request_results, write_record
-from golden_al.measure.schema import REQUESTS_FILE, MeasurementRecord, RequestResult, ServerInfo
-from golden_al.measure.totals import request_indices
-from golden_al.plugin import checks_ran
-from golden_al.plugin.sources import CounterSource, MixedDraftLengths, PerRequestSource, Source
-from golden_al.provenance import now_iso
-from golden_al.servers.cell import (
+from golden_al.measure.cell import (
     CELL_FILE,
     SESSION_FILE,
     CellPlan,
@@ -64,7 +58,7 @@ from golden_al.servers.cell import (
     set_aside_session,
     validate_cell_dir,
 )
-from golden_al.servers.cell_records import (
+from golden_al.measure.cell_rows import (
     OTHER_DRAFT_LENS,
     cross_check,
     observed_k,
@@ -75,6 +69,12 @@ from golden_al.servers.cell_records import (
     usage_tokens,
     write_draft_len_records,
 )
+from golden_al.measure.records import append_request_result, commit_rows, read_request_results, write_record
+from golden_al.measure.schema import REQUESTS_FILE, MeasurementRecord, RequestResult, ServerInfo
+from golden_al.measure.totals import request_indices
+from golden_al.plugin import checks_ran
+from golden_al.plugin.sources import CounterSource, MixedDraftLengths, PerRequestSource, Source
+from golden_al.provenance import now_iso
 from golden_al.servers.pipeline import PipelineStats, run_pipeline, run_waves
 from golden_al.servers.retokenize import text_and_finish
 
