@@ -40,6 +40,7 @@ def _common(prompts: Path, n: int = 6, max_tokens: int = 48) -> list[str]:
             "--retries", "2", "--backoff", "0.05"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flavor", ["sglang", "vllm", "atom"])
 def test_measure_attached(tmp_path, prompts, capsys, flavor):
     out = tmp_path / "out"
@@ -87,6 +88,7 @@ def test_measure_launch_records_command_and_log_and_stops_server(tmp_path, promp
     assert wait_dead(server_pids(tmp_path))
 
 
+@pytest.mark.slow
 def test_measure_launch_atom(tmp_path, prompts, capsys):
     out = tmp_path / "out"
     code, _, err = cli(["measure", "--engine", "atom", "--launch", "--target", "fake-target", "--algorithm", "mtp",
@@ -168,6 +170,7 @@ def test_sweep_interrupted_stops_its_server_then_resumes(tmp_path, prompts):
     assert done <= 5
 
 
+@pytest.mark.slow
 def test_one_run_with_validation(tmp_path, prompts, capsys):
     out = tmp_path / "out"
     code, stdout, err = cli(["sweep", "--engine", "vllm", "--launch", "--target", "fake-target",

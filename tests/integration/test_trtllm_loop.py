@@ -106,6 +106,7 @@ def test_a_server_drafting_more_than_k_is_refused(tmp_path, prompts, capsys):
     assert f"more than k = {K}" in err
 
 
+@pytest.mark.slow
 def test_a_restart_mid_cell_is_refused(tmp_path, prompts, capsys):
     err = _refused(["--flavor", "trtllm", "--fake", "--draft-len", str(K), "--fault", "reset@4"], tmp_path, prompts,
                    capsys)
@@ -140,6 +141,7 @@ def test_per_request_perf_metrics_give_the_same_counts_as_the_iteration_rows(tmp
         assert rec["draft_len_observed"] == K
 
 
+@pytest.mark.slow
 def test_perf_metrics_off_is_refused(tmp_path, prompts, capsys):
     with serve_reference(["--flavor", "trtllm", "--fake", "--draft-len", str(K)], tmp_path / "s.log") as url:
         code, _, err = cli(_measure(url, prompts, tmp_path / "cell", "--al-source", "trtllm-perf-metrics"), capsys)

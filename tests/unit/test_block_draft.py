@@ -133,6 +133,7 @@ def test_greedy_equals_reference_loop_and_exact_decode(trained, algo, k, device,
     assert accepted > 0, "the trained draft was never accepted: the comparison would prove nothing"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("algo", ["dflash", "dflash2"])
 def test_continuous_batching_equals_one_request_at_a_time(trained, algo):
     """Rows of different lengths, budgets and endings, refilled as they finish: the same tokens and steps."""

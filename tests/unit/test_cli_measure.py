@@ -39,6 +39,7 @@ def _measure(tiny, out: Path, *extra: str) -> int:
                  "--cache-dir", tiny["cache"], "--out", str(out), "--max-tokens", "24", *extra])
 
 
+@pytest.mark.slow
 def test_single_k_writes_a_valid_record(tiny, tmp_path, capsys):
     out = tmp_path / "run"
     assert _measure(tiny, out, "--draft-len", "3") == 0
@@ -126,6 +127,7 @@ def test_live_steps_are_timed(tiny, tmp_path, capsys):
             assert g.load1[0] <= g.load1[1]
 
 
+@pytest.mark.slow
 def test_sampled_replay_is_marked_as_an_estimate(tiny, tmp_path, capsys):
     out = tmp_path / "s"
     assert _measure(tiny, out, "--draft-len", "2", "--mode", "replay", "--temperature", "0.8",
@@ -232,6 +234,7 @@ def test_ci_half_width_adds_prompts_until_exhausted_or_reached(tiny, tmp_path, c
     assert len(read_request_results(wide / "requests.jsonl")) == 2
 
 
+@pytest.mark.slow
 def test_shared_prefix_is_recorded_and_can_be_switched_off(tiny, tmp_path):
     shared, whole = tmp_path / "shared", tmp_path / "whole"
     assert _measure(tiny, shared, "--draft-len", "3") == 0

@@ -65,6 +65,7 @@ def _measure(s, out: Path, *extra: str, algo: str = "dflash", draft: str | None 
                  "--out", str(out), "--max-tokens", "24", "--cpu-kernels", "torch", *extra])
 
 
+@pytest.mark.slow
 def test_the_contract_writes_a_block_draft_record(setup, tmp_path, capsys):
     out = tmp_path / "k7"
     assert _measure(setup, out, "--draft-len", "7") == 0

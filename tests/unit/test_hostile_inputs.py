@@ -425,6 +425,7 @@ def _commit_child(curve: str, store: str, barrier: object) -> None:  # pragma: n
     os._exit(rc)
 
 
+@pytest.mark.slow
 def test_twenty_commit_races_exactly_one_wins(world: Path, curve_pair: tuple[Path, Path]) -> None:
     ctx = multiprocessing.get_context("fork")
     outcomes = []

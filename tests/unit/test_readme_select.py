@@ -89,6 +89,7 @@ def test_the_readme_trtllm_check_run_example_passes() -> None:
     assert "verdict: PASS" in done.stdout
 
 
+@pytest.mark.slow
 def test_the_readme_trtllm_measure_example_runs_against_the_stand_in(tmp_path: Path) -> None:
     """The README's TensorRT-LLM measurement, run as written against ``serve-reference --flavor trtllm --fake``
     (only the port and the output folder differ)."""

@@ -56,6 +56,7 @@ def setup(request):
     return device, ReferenceEngine(target, draft, eos_token_ids=eos), prompts, ref
 
 
+@pytest.mark.slow
 def test_engine_runs_on_the_device(setup):
     device, engine, _, _ = setup
     assert engine.device.type == device

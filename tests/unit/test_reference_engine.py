@@ -304,6 +304,7 @@ def test_continuous_batching_refills_a_finished_row_at_once(pair, case, monkeypa
     assert sizes[first_short:] == sorted(sizes[first_short:], reverse=True), "a row stayed empty with prompts queued"
 
 
+@pytest.mark.slow
 def test_continuous_batching_live_equals_replay_at_every_k(pair, case):
     target, draft = pair
     prompts, eos, _ = case

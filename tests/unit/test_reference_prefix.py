@@ -86,6 +86,7 @@ def _target_greedy(target, prompt: list[int], max_tokens: int) -> list[int]:
     return out[0, len(prompt):].tolist()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("prefill_emits_token", [True, False])
 def test_live_equals_replay_with_a_shared_prefix(pair, prompts, prefill_emits_token):
     target, draft = pair

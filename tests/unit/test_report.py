@@ -121,6 +121,7 @@ def test_records_of_two_datasets_are_two_series(tmp_path: Path) -> None:
     assert len(list(out.glob("histograms_*.png"))) == 2
 
 
+@pytest.mark.slow
 def test_fit_and_report_print_the_same_intervals(tmp_path: Path, capsys) -> None:
     recs = make_curve_dir(tmp_path / "recs", range(1, 4))
     curve = tmp_path / "curve.yaml"

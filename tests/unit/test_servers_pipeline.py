@@ -198,6 +198,7 @@ def test_counter_batches_are_as_long_as_the_longest_request(session_s, longest_s
     assert batch_count(session_s, longest_s) == count
 
 
+@pytest.mark.slow
 def test_timed_counter_windows_count_every_step_once(tmp_path):
     # serve-reference advances its counters when a request finishes, so a window needs a finished request
     n = 24
