@@ -106,10 +106,10 @@ def test_global_options_work_before_and_after_every_command(name, where, capsys)
 
 def test_global_options_before_a_command_reach_it(capsys):
     """The run itself (not only --help) takes an option given before the command's name."""
-    import golden_al.cli._common as common
+    import golden_al.cli.progress as common
 
     assert main(["--progress", "none", "curves", "list"]) == 0
-    assert common._progress_mode == "none"
+    assert common._mode == "none"
     assert main(["--progress", "plain", "env", "--model", "qwen2.5-coder-1.5b-instruct", "--thinking", "off",
                  "--engine", "sglang", "--draft-len", "3"]) == 0
     assert "SGLANG_SIMULATE_ACC_LEN=" in capsys.readouterr().out
