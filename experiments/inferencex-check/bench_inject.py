@@ -1,8 +1,8 @@
 """How long does ``golden-al inject`` take on every InferenceX recipe and on the largest recipe it accepts?
 
 Issue 10: no command may take more than a few seconds on any input under the size cap.
-``inject`` reads at most ``safeio.ROUNDTRIP_MAX_BYTES`` (64 KiB) of recipe: it parses with
-ruamel.yaml, whose pure-Python parser is the slow part. This script measures, in one run:
+``inject`` reads at most ``safeio.DEFAULT_MAX_BYTES`` (2 MiB) of recipe, as ``select`` does (it used to read 64 KiB,
+parsed with ruamel.yaml; it now plans with ``select`` and edits at PyYAML's marks). This script measures, in one run:
 
 * **every srt-slurm recipe of InferenceX** (one commit, extracted to a temporary directory):
   ``plan_injection`` in-process (what ``inject --dry-run --force`` does after start-up), with
@@ -39,8 +39,8 @@ from golden_al import safeio
 from golden_al.errors import GoldenALError
 from golden_al.golden import load_store
 from golden_al.injection.inject import plan_injection
-from golden_al.injection.recipe import analyze_recipe
 from golden_al.provenance import atomic_write_text, collect, now_iso
+from golden_al.recipes.srt_slurm import read_recipe, recipe_document
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -148,10 +148,12 @@ def main(argv: list[str] | None = None) -> int:
             folder = rel.split("/")[4] if rel.count("/") > 4 else ""
             t0 = time.perf_counter()
             try:
-                a = analyze_recipe(text, path=rel)
-                model = next((m for m in (*a.model_names, folder) if m and store.resolve_model(m)), "")
-                if a.target is None or not model:
-                    outcome[rel] = "no-speculation" if a.target is None else "no-model"
+                recipe = read_recipe(recipe_document(text, rel)[0])
+                target = recipe.base.target if recipe is not None else None
+                names = [m.name for m in recipe.base.models] if recipe is not None else []
+                model = next((m for m in (*names, folder) if m and store.resolve_model(m)), "")
+                if target is None or not model:
+                    outcome[rel] = "no-speculation" if target is None else "no-model"
                 else:
                     res = plan_injection(text, path=rel, store=store, model=model, thinking="on")
                     outcome[rel] = "rewritten" if res.changed else "already-golden"
@@ -162,8 +164,8 @@ def main(argv: list[str] | None = None) -> int:
         golden.mkdir()
         (golden / "dsv4_mtp.yaml").write_text(GOLDEN)
         cases = {
-            "sglang-just-under-cap": _sglang_recipe(safeio.ROUNDTRIP_MAX_BYTES - 256),
-            "vllm-just-under-cap": _vllm_recipe(safeio.ROUNDTRIP_MAX_BYTES - 256),
+            "sglang-just-under-cap": _sglang_recipe(safeio.DEFAULT_MAX_BYTES - 256),
+            "vllm-just-under-cap": _vllm_recipe(safeio.DEFAULT_MAX_BYTES - 256),
             "sglang-8MiB-over-cap": _sglang_recipe(8 * 1024 * 1024 - 4096),
         }
         sources = {"after": ROOT}
@@ -184,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
                 for label, src in sources.items():
                     runs[label].append(_cli(f, golden, src))
             entry: dict[str, object] = {"bytes": len(text.encode())}
-            if len(text.encode()) <= safeio.ROUNDTRIP_MAX_BYTES:
+            if len(text.encode()) <= safeio.DEFAULT_MAX_BYTES:
                 plans: dict[str, list[float]] = {label: [] for label in sources}
                 for _ in range(args.repeats):
                     for label, src in sources.items():
@@ -219,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
             "outcomes": {o: sum(1 for v in outcome.values() if v == o) for o in sorted(set(outcome.values()))},
         },
         "generated_cli": generated,
-        "cap_bytes": safeio.ROUNDTRIP_MAX_BYTES,
+        "cap_bytes": safeio.DEFAULT_MAX_BYTES,
     }
     import json
 

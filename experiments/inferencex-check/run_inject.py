@@ -37,8 +37,8 @@ from golden_al.checks.static import check_paths
 from golden_al.errors import GoldenALError, InputFileError, NoGoldenValueError
 from golden_al.golden import SHIPPED_CURVES_DIR, load_store
 from golden_al.injection.inject import plan_injection
-from golden_al.injection.recipe import analyze_recipe
 from golden_al.provenance import atomic_write_text, collect, now_iso
+from golden_al.recipes.srt_slurm import read_recipe, recipe_document
 
 HERE = Path(__file__).resolve().parent
 RECIPES = "benchmarks/multi_node/srt-slurm-recipes"
@@ -74,19 +74,20 @@ def main(argv: list[str] | None = None) -> int:
             rel = str(path.relative_to(tmp))
             text = path.read_text(encoding="utf-8", errors="replace")
             try:
-                analysis = analyze_recipe(text, path=rel)
-                if analysis.target is None:
+                recipe = read_recipe(recipe_document(text, rel)[0])
+                if recipe is None or recipe.base.target is None:
                     outcomes[rel] = {"outcome": "no-speculation"}
                     continue
                 # InferenceX's injector names the model by the recipe folder (<engine>/<model>/...).
                 folder = rel.split("/")[4] if rel.count("/") > 4 else ""
-                names = [*analysis.model_names, folder]
+                recipe_names = [m.name for m in recipe.base.models]
+                names = [*recipe_names, folder]
                 model, thinking = found.get(rel) or ("", "on")
                 if not store.resolve_model(model):
                     model = next((m for m in names if m and store.resolve_model(m)), "")
                 if not model:
                     outcomes[rel] = {"outcome": "no-golden",
-                                     "why": f"no curve for any model name {list(analysis.model_names)}"}
+                                     "why": f"no curve for any model name {recipe_names}"}
                     continue
                 res = plan_injection(text, path=rel, store=store, model=model, thinking=thinking)
                 outcome = "conflict" if res.conflicts else "rewritten" if res.changed else "already-golden"

@@ -1,15 +1,11 @@
 """``golden-al inject``: write the golden AL into an srt-slurm recipe in place.
 
-The recipe keeps its comments, quotes, anchors and layout: only the injected values
-change (see :mod:`golden_al.injection.inject` for exactly what is written where). The
-engine comes from the recipe's ``backend.type`` (or ``--engine``); the draft length k
-from its generating role (``decode``, else ``aggregated``) by each engine's rules
-(SGLang EAGLE/NEXTN ``speculative-num-steps``, DFLASH ``num-draft-tokens - 1``, DSPARK
-``dspark-block-size``; vLLM ``num_speculative_tokens``; TensorRT-LLM ``max_draft_len``,
-MTP ``num_nextn_predict_layers``); the curve method from the recipe's algorithm and,
-among variants, its draft model and ``draft_sample_method``. SGLang and TensorRT-LLM
-environment blocks all get the generating role's value; each vLLM
-``speculative-config`` gets the value at its own ``num_speculative_tokens``.
+What is written is what ``golden-al select`` would pass srtctl as overrides for this model and thinking mode
+(one plan, the same refusals; the recipe's own pins allowed), applied to the text: the synthetic settings of
+each role that simulates (SGLang's and TensorRT-LLM's environment blocks at the generating role's value, each
+vLLM ``speculative-config`` and ATOM flag at its role's own k), a stale one elsewhere taken out. The recipe keeps
+its comments, quotes, anchors and layout: only those values change (see :mod:`golden_al.injection.inject` for
+where each goes). The engine comes from the recipe (or ``--engine``, which must agree with it).
 
 Output: the unified diff of the change on stdout (nothing when the recipe already
 holds the golden values); a one-line summary on stderr. Exit codes: 0 written or

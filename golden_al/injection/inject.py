@@ -1,18 +1,18 @@
-"""Write the golden AL into an srt-slurm recipe in place, keeping everything else.
+"""Write the golden AL into a recipe file in place (``golden-al inject``): ``select``'s overrides, applied to its text.
 
-What is written: the engine's synthetic settings (``golden-al env``'s, :func:`golden_al.plugin.registry.
-synthetic_settings`), in the form its recipe format declares: SGLang's and TensorRT-LLM's variables in every worker
-environment block (the generating role's value, InferenceX: "generation defines the AL target"; the generating role
-gets a block if it has none); vLLM's synthetic fields in every ``speculative-config`` and ATOM's
-``spec-decode-acceptance-length`` in every speculating role's arguments, each at its role's *own* k (its server
-refuses a length above its k + 1). Rules:
+The plan is ``select``'s (:func:`golden_al.selection.plan_document`, the one derivation ``check`` judges pins with,
+the recipe's own pins allowed): every variant srtctl runs must need the same overrides. Each override is written
+where srtctl's ``--set``/``--unset`` puts it, and nothing else changes:
 
-* merge keys and anchors are honoured: an inherited value is checked (and changed) where it is defined;
-* override sections are checked and corrected where they already set a value, never given new keys;
-* an existing different value is a *conflict*: nothing is written unless ``force``; an equal one (``2.5`` vs
-  ``'2.50'``) is left as written; a value the engine's review refuses is never written;
-* only the replaced scalars and inserted lines change (:mod:`golden_al.textedit`); the result is re-parsed and must
-  differ from the original only in the injected keys and need no further change.
+* a flat recipe takes it at its path; a ``base:`` recipe in ``base``, and an ``override_*``/``zip_override_*``
+  section that already sets the key is corrected there (never given new keys);
+* a value a merge key (``<<``) brings is checked where it is defined (one that must change there, or go, while
+  another mapping shares it is refused); a key that a merge source gets is not written again where it is merged;
+* an existing different value is a *conflict* (nothing is written unless ``force``; a switch such as vLLM's
+  ``rejection_sample_method`` is not one); an equal one (``2.5`` vs ``'2.50'``) is left as written; a speculative
+  config held as JSON text keeps its separators and key order;
+* only the replaced scalars and inserted or deleted lines change (:class:`golden_al.textedit.YamlEdit`); the result
+  must be what srtctl makes of the recipe with the overrides, variant by variant, and need no further change.
 """
 
 from __future__ import annotations
@@ -21,42 +21,22 @@ import contextlib
 import difflib
 import functools
 import json
-import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al.errors import (
-    GoldenALError,
-    InjectionConflictError,
-    InputFileError,
-    UsageError,
-)
-from golden_al.golden.schema import to_plain
+from golden_al.errors import GoldenALError, InjectionConflictError, InputFileError, UsageError
 from golden_al.golden.store import GoldenPoint, GoldenStore
-from golden_al.injection.recipe import RecipeAnalysis, analyze_recipe, iter_own_items, load_recipe
 from golden_al.plugin import registry
 from golden_al.prompts.thinking import REQUEST
 from golden_al.provenance import atomic_write_text
-from golden_al.recipes.derive import Identity, derive, review_written
-from golden_al.recipes.srt_slurm import ENV_BLOCK_RE, canonical_role, config_keys, env_block_role
-from golden_al.textedit import (
-    Edit,
-    apply_edits,
-    block_indent,
-    flow_mapping_end,
-    format_scalar,
-    quote_style,
-    requote,
-    scalar_span,
-)
+from golden_al.recipes.derive import Identity
+from golden_al.recipes.srt_slurm import OVERRIDE_RE, recipe_document
+from golden_al.recipes.srtctl import Override, apply_overrides, expand_variants
+from golden_al.textedit import YamlEdit, json_separators
 
 __all__ = ["Change", "InjectionResult", "inject_file", "plan_injection"]
-
-_OVERRIDE_RE = re.compile(r"^(zip_)?override_")
-_ENV_NAME = {"decode": "decode_environment", "aggregated": "aggregated_environment",
-             "agg": "aggregated_environment", "prefill": "prefill_environment"}
 
 
 @dataclass(frozen=True)
@@ -66,7 +46,7 @@ class Change:
     line: int  #: 1-based line in the original text
     where: str  #: dotted key path, e.g. ``backend.decode_environment.SGLANG_SIMULATE_ACC_LEN``
     old: str | None  #: the value seen (None: the key is added)
-    new: str
+    new: str  #: ``(removed)`` for a setting taken out
     conflict: bool  #: an existing different value (needs ``force``)
 
 
@@ -78,7 +58,7 @@ class InjectionResult:
     engine: str
     k: int
     point: GoldenPoint
-    settings: Mapping[str, Any]
+    overrides: tuple[Override, ...]  #: what ``select`` would pass srtctl
     changes: tuple[Change, ...]
     old_text: str
     new_text: str
@@ -97,403 +77,304 @@ class InjectionResult:
         name = str(self.path)
         a, b = (name, name) if self.path.is_absolute() else (f"a/{name}", f"b/{name}")
         return "".join(difflib.unified_diff(self.old_text.splitlines(keepends=True),
-                                            self.new_text.splitlines(keepends=True),
-                                            fromfile=a, tofile=b, n=context))
+                                            self.new_text.splitlines(keepends=True), fromfile=a, tofile=b, n=context))
 
 
 @functools.lru_cache(maxsize=1)
-def _numeric_knobs() -> frozenset[str]:
-    """Every engine's knobs whose value is a number (an AL or a count): compared as numbers, ``4.0`` = ``4``."""
-    return frozenset(k.name for n in registry.engine_names() for k in registry.get_profile(n).check.synthetic_knobs
-                     if k.unit in ("al", "al-1", "rate"))
+def _knobs() -> dict[str, Any]:
+    """Every engine's synthetic knobs by the key a recipe spells them with (a flag without its dashes)."""
+    return {k.name.lstrip("-"): k for n in registry.engine_names() for k in registry.get_profile(n).check.synthetic_knobs}
 
 
-@functools.lru_cache(maxsize=1)
-def _config_keys() -> frozenset[str]:
-    """The recipe keys that hold a JSON speculative config an engine's ``config_writer`` edits."""
-    return frozenset(key for n in registry.engine_names() if (r := registry.get_profile(n).recipe) is not None
-                     and r.config_writer is not None for key in r.spec_keys)
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value)
 
 
-def values_equal(var: str, old: Any, new: str) -> bool:
-    """Whether a recipe's value of ``var`` already equals the one to write (numbers as numbers)."""
-    if var in _numeric_knobs():
+def _same(key: str, old: Any, new: Any) -> bool:
+    """Whether a recipe's value already equals the one to write (an AL or a rate as a number: ``4.0`` = ``4``; JSON
+    objects key by key)."""
+    if (a := _json_object(old)) is not None and (b := _json_object(new)) is not None:
+        return a.keys() == b.keys() and all(_same(k, a[k], b[k]) for k in a)
+    knob = _knobs().get(key)
+    if knob is not None and knob.unit in ("al", "al-1", "rate"):
         try:
-            return abs(float(str(old)) - float(new)) < 1e-9
+            return abs(float(old) - float(new)) < 1e-9
         except (TypeError, ValueError):
             return False
-    return str(old).strip() == new
+    return _text(old).strip() == _text(new)
 
 
-@dataclass
-class Planner:
-    text: str
-    path: Path
-    doc: Any
-    lines: list[str] = field(init=False)
-    nl: str = field(init=False)
-    #: id(mapping) -> (parent, key, loc) of its first appearance (its definition)
-    owner: dict[int, tuple[Any, Any, tuple[Any, ...]]] = field(default_factory=dict)
-    edits: list[Edit] = field(default_factory=list)
-    changes: list[Change] = field(default_factory=list)
-    #: id(mapping) -> var names planned for insertion
-    inserts: dict[int, list[str]] = field(default_factory=dict)
-    done: set[tuple[int, str]] = field(default_factory=set)
-
-    def __post_init__(self) -> None:
-        self.lines = self.text.split("\n")
-        self.lines = [s[:-1] if s.endswith("\r") else s for s in self.lines]
-        self.nl = "\r\n" if "\r\n" in self.text else "\n"
-        self._walk(self.doc, ())
-
-    # -- document structure
-    def _walk(self, node: Any, loc: tuple[Any, ...]) -> None:
-        children: Iterator[tuple[Any, Any]]
-        if isinstance(node, Mapping):
-            children = iter_own_items(node)
-        elif isinstance(node, list):
-            children = iter(enumerate(node))
-        else:
-            return
-        for key, value in children:
-            if isinstance(value, (Mapping, list)) and id(value) not in self.owner:
-                self.owner[id(value)] = (node, key, (*loc, key))
-                self._walk(value, (*loc, key))
-
-    def occurrences(self, match: Any) -> list[tuple[Any, Any, Any, tuple[Any, ...]]]:
-        """Every ``(parent, key, value, loc)`` whose key satisfies ``match``, in document order
-        (aliases included, each object's subtree visited once)."""
-        out: list[tuple[Any, Any, Any, tuple[Any, ...]]] = []
-        seen: set[int] = set()
-
-        def walk(node: Any, loc: tuple[Any, ...]) -> None:
-            if id(node) in seen:
-                return
-            seen.add(id(node))
-            items: Iterator[tuple[Any, Any]]
-            if isinstance(node, Mapping):
-                items = iter_own_items(node)
-            elif isinstance(node, list):
-                items = iter(enumerate(node))
-            else:
-                return
-            for key, value in items:
-                if isinstance(node, Mapping) and match(key, (*loc, key)):
-                    out.append((node, key, value, (*loc, key)))
-                walk(value, (*loc, key))
-
-        walk(self.doc, ())
-        return out
-
-    def key_pos(self, parent: Any, key: Any) -> tuple[int, int]:
-        line, col = parent.lc.key(key)
-        return int(line), int(col)
-
-    def value_pos(self, mapping: Any, key: Any) -> tuple[int, int]:
-        line, col = mapping.lc.value(key)
-        return int(line), int(col)
-
-    def where(self, loc: tuple[Any, ...]) -> str:
-        return ".".join(str(p) for p in loc)
-
-    def own_items(self, mapping: Any) -> list[tuple[Any, Any]]:
-        """A mapping's own items (merged ``<<`` keys excluded), in document order."""
-        return list(iter_own_items(mapping))
-
-    def equal(self, var: str, old: Any, new: str) -> bool:
-        """Whether a recipe's value of ``var`` already equals the one to write (:func:`values_equal`)."""
-        return values_equal(var, old, new)
-
-    def rewrite_json(self, parent: Any, key: Any, loc: tuple[Any, ...], raw: str, new: Mapping[str, Any],
-                     changes: list[tuple[tuple[Any, ...], str | None, str, bool]]) -> None:
-        """Replace the JSON text ``raw`` held at ``parent[key]`` by ``new``, in its own separators and quotes, and
-        record ``changes`` (``(loc, old, new, conflict)`` each) at its line.
-
-        Raises:
-            InputFileError: the JSON is a plain (unquoted) scalar, which cannot be rewritten safely.
-        """
-        vline, vcol = self.value_pos(parent, key)
-        item, sep = json_separators(raw)
-        text = json.dumps(new, separators=(item, sep), ensure_ascii=False)
-        end = scalar_span(self.lines, vline, vcol, path=str(self.path), flow=bool(parent.fa.flow_style()))
-        token = self.lines[vline][vcol:end]
-        if quote_style(token) == "":
-            raise InputFileError(f"{self.where(loc)}: a plain (unquoted) JSON value cannot be rewritten safely",
-                                 path=self.path, line=vline + 1, hint="quote it: speculative-config: '{...}'")
-        self.edits.append(Edit(vline, vcol, vline, end, requote(token, text)))
-        self.changes.extend(Change(vline + 1, self.where(at), old, value, conflict) for at, old, value, conflict in changes)
-
-    # -- primitives
-    def replace_scalar(self, mapping: Any, key: str, new: str, loc: tuple[Any, ...], old: Any, conflict: bool,
-                       *, typed: bool = False) -> None:
-        if (id(mapping), key) in self.done:
-            return
-        self.done.add((id(mapping), key))
-        line, col = self.value_pos(mapping, key)
-        flow = bool(mapping.fa.flow_style())
-        end = scalar_span(self.lines, line, col, path=str(self.path), flow=flow)
-        token = self.lines[line][col:end]
-        text = new if typed and quote_style(token) == "" else requote(token, new)
-        self.edits.append(Edit(line, col, line, end, text))
-        self.changes.append(Change(line + 1, self.where((*loc, key)), str(old), new, conflict))
-
-    def style_of(self, mapping: Any) -> str:
-        counts = {"'": 0, '"': 0}
-        for key, value in iter_own_items(mapping):
-            if isinstance(value, (Mapping, list)) or value is None:
-                continue
-            try:
-                line, col = self.value_pos(mapping, key)
-            except (KeyError, TypeError):
-                continue
-            ch = self.lines[line][col:col + 1] if line < len(self.lines) else ""
-            if ch in counts:
-                counts[ch] += 1
-        if counts["'"] > counts['"']:
-            return "'"
-        return '"'
-
-    def insert_keys(self, mapping: Any, items: list[tuple[str, str]], loc: tuple[Any, ...], *,
-                    typed: bool = False, after: list[str] | None = None) -> None:
-        """Add ``items`` (key, value) to ``mapping`` (block or one-line flow)."""
-        parent, key, _ = self.owner[id(mapping)]
-        style = self.style_of(mapping)
-
-        def fmt(v: str) -> str:
-            return v if typed and format_scalar(v, "") == v else format_scalar(v, style)
-
-        header_line, header_col = self.key_pos(parent, key)
-        for k, v in items:
-            self.changes.append(Change(header_line + 1, self.where((*loc, k)), None, v, False))
-        if mapping.fa.flow_style():
-            line = header_line
-            col = self.lines[line].find("{", header_col)
-            if col < 0:
-                raise InputFileError("cannot find the '{' of this flow mapping", path=self.path, line=line + 1)
-            end = flow_mapping_end(self.lines, line, col, path=str(self.path))
-            body = ", ".join(f"{k}: {fmt(v)}" for k, v in items)
-            inner = self.lines[line][col + 1:end]
-            if inner.strip():
-                pos = col + 1 + len(inner.rstrip())
-                self.edits.append(Edit(line, pos, line, pos, ", " + body))
-            else:
-                self.edits.append(Edit(line, col + 1, line, end, body))
-            return
-        own = [k for k, _ in iter_own_items(mapping)]
-        present = [k for k in (after or []) if k in own]
-        if present:
-            at = max(self.value_pos(mapping, k)[0] for k in present) + 1
-        else:
-            at = header_line + 1
-        indent = self.key_pos(mapping, own[0])[1] if own else block_indent(self.lines, header_line, header_col)
-        self._insert_lines(at, [" " * indent + f"{k}: {fmt(v)}" for k, v in items])
-
-    def _insert_lines(self, at: int, new_lines: list[str]) -> None:
-        """Insert whole lines before line ``at`` (0-based); past the end, append them."""
-        if at < len(self.lines):
-            self.edits.append(Edit(at, 0, at, 0, "".join(s + self.nl for s in new_lines)))
-            return
-        last = len(self.lines) - 1
-        end = len(self.lines[last])
-        self.edits.append(Edit(last, end, last, end, "".join(self.nl + s for s in new_lines)))
-
-    def fill_null(self, parent: Any, key: Any, items: list[tuple[str, str]], loc: tuple[Any, ...]) -> None:
-        """Give ``key: (null)`` a block mapping holding ``items``."""
-        line, col = self.key_pos(parent, key)
-        s = self.lines[line]
-        m = re.match(r"^(.*?:)([ \t]*(?:~|null|Null|NULL)?)([ \t]*(?:#.*)?)$", s[col:])
-        if m is None:
-            raise InputFileError(f"cannot rewrite the empty value of {key}", path=self.path, line=line + 1)
-        if m.group(2).strip():
-            start = col + len(m.group(1))
-            self.edits.append(Edit(line, start, line, start + len(m.group(2)), ""))
-        for k, v in items:
-            self.changes.append(Change(line + 1, self.where((*loc, k)), None, v, False))
-        self._insert_lines(line + 1, [" " * (col + 2) + f"{k}: {format_scalar(v, chr(34))}" for k, v in items])
-
-    def create_block(self, backend: Any, before_key: str, name: str, items: list[tuple[str, str]],
-                     loc: tuple[Any, ...]) -> None:
-        """Add ``name:`` with ``items`` to ``backend`` just above ``before_key`` (and its comments)."""
-        line, col = self.key_pos(backend, before_key)
-        at = line
-        while at - 1 >= 0 and self.lines[at - 1].strip().startswith("#") and \
-                len(self.lines[at - 1]) - len(self.lines[at - 1].lstrip()) == col:
-            at -= 1
-        new = [" " * col + f"{name}:"] + [" " * (col + 2) + f"{k}: {format_scalar(v, chr(34))}" for k, v in items]
-        for k, v in items:
-            self.changes.append(Change(at + 1, self.where((*loc, name, k)), None, v, False))
-        self._insert_lines(at, new)
+def _conflict(key: str) -> bool:
+    """A different value there is a conflict, unless the key is a switch (vLLM ``rejection_sample_method``)."""
+    knob = _knobs().get(key)
+    return knob is None or knob.switch_value is None
 
 
-def _merge_sources(mapping: Any) -> list[Any]:
-    merged = getattr(mapping, "merge", None) or []
-    out = []
-    for m in merged:
-        src = m[1] if isinstance(m, tuple) else m
-        out.append(src)
+def _json_object(text: Any) -> dict[str, Any] | None:
+    if not isinstance(text, str) or not text.lstrip().startswith("{"):
+        return None
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def _is_merge(key: Any) -> bool:
+    return bool(key.tag == "tag:yaml.org,2002:merge")
+
+
+def _sources(node: Any) -> list[Any]:
+    """The mappings a mapping merges (``<<: *a`` or ``<<: [*a, *b]``), in precedence order."""
+    import yaml
+
+    out: list[Any] = []
+    for k, v in node.value if isinstance(node, yaml.MappingNode) else ():
+        if _is_merge(k):
+            out += [v] if isinstance(v, yaml.MappingNode) else [s for s in getattr(v, "value", []) if
+                                                                  isinstance(s, yaml.MappingNode)]
     return out
 
 
-def _defining(mapping: Any, var: str) -> Any:
-    """The mapping that defines ``var`` for ``mapping`` (itself, or a ``<<`` source)."""
-    own = dict(iter_own_items(mapping))
-    if var in own:
-        return mapping
-    for src in _merge_sources(mapping):
-        found = _defining(src, var)
-        if found is not None:
-            return found
-    return None
+def _find(node: Any, key: str, depth: int = 0) -> tuple[Any, Any, Any] | None:
+    """(the mapping that defines ``key`` for ``node``: itself or a merge source, its key node, its value node)."""
+    import yaml
+
+    if not isinstance(node, yaml.MappingNode) or depth > 50:
+        return None
+    own = [(k, v) for k, v in node.value if not _is_merge(k) and k.value == key]
+    if own:
+        return node, *own[-1]
+    return next((hit for src in _sources(node) if (hit := _find(src, key, depth + 1)) is not None), None)
 
 
-def _planned_in_sources(p: Planner, mapping: Any, var: str) -> bool:
-    for src in _merge_sources(mapping):
-        if var in p.inserts.get(id(src), []) or _planned_in_sources(p, src, var):
-            return True
-    return False
+def _null(node: Any) -> bool:
+    return bool(node.tag == "tag:yaml.org,2002:null")
 
 
-def _plan_args(p: Planner, a: RecipeAnalysis, golden: Any) -> set[str]:
-    """Server flags among each speculating role's arguments (a recipe format that injects ``args``, ATOM's), the
-    golden AL at the role's own k (its server validates its own value); the names written."""
-    names: set[str] = set()
-    for role in a.roles:
-        k = role.settings.draft.k
-        if k is None:
-            continue
-        args: Any = a.doc
-        for part in role.loc:
-            args = args[part]
-        for name, value in registry.synthetic_settings(role.settings.engine, golden(k), k).items():
-            key, text = name.lstrip("-"), str(value)
-            names.add(key)
-            if key not in args:
-                p.insert_keys(args, [(key, text)], role.loc, typed=True)
-            elif not values_equal(name, args[key], text):
-                p.replace_scalar(args, key, text, role.loc, args[key], conflict=True, typed=True)
-    return names
+@dataclass
+class _Writer:
+    """The edits one set of overrides makes to one recipe text."""
 
+    edit: YamlEdit
+    owners: dict[int, tuple[Any, tuple[str, ...]]]  #: id(node) -> (its key node, its key path), first appearance
+    mappings: list[Any]  #: every mapping of the document
+    changes: list[Change] = field(default_factory=list)
+    #: id(target) -> (the mapping or empty value, its key node, the keys to add (nested: new blocks))
+    planned: dict[int, tuple[Any, Any, dict[str, Any]]] = field(default_factory=dict)
+    written: dict[int, Any] = field(default_factory=dict)  #: id(scalar) -> the value written there
+    through_merge: list[tuple[Any, Any, Any]] = field(default_factory=list)
 
-def _plan_env(p: Planner, a: RecipeAnalysis, desired: dict[str, str]) -> None:
-    """SGLang / TensorRT-LLM: the variables in every worker environment block."""
-    blocks = p.occurrences(lambda key, loc: isinstance(key, str) and ENV_BLOCK_RE.match(key) is not None)
-    env_ids = {id(v) for _, _, v, _ in blocks if isinstance(v, Mapping)}
-    seen: set[int] = set()
-    names_in_backend: set[str] = set()
-    backend_loc = (*a.root, "backend")
-    for parent, key, value, loc in blocks:
-        in_override = bool(_OVERRIDE_RE.match(str(loc[0])))
-        if loc[:-1] == backend_loc:
-            names_in_backend.add(str(key))
-        if value is None:
-            if not in_override:
-                p.fill_null(parent, key, list(desired.items()), loc)
-            continue
-        if not isinstance(value, Mapping):
-            raise InputFileError(f"{p.where(loc)} must be a mapping of environment variables",
-                                 path=p.path, line=p.key_pos(parent, key)[0] + 1)
-        if id(value) in seen:
-            continue
-        seen.add(id(value))
-        to_insert: list[str] = []
-        for var, want in desired.items():
-            src = _defining(value, var)
-            if src is None:
-                if not in_override and not _planned_in_sources(p, value, var):
-                    to_insert.append(var)
+    def where(self, node: Any, *keys: Any) -> str:
+        return ".".join(map(str, (*self.owners.get(id(node), (None, ()))[1], *keys)))
+
+    def set(self, node: Any, path: Sequence[str], value: Any, create: bool) -> None:
+        """srtctl's ``--set``: ``path`` from ``node``, created where missing when ``create``."""
+        import yaml
+
+        for i, key in enumerate(path):
+            hit = _find(node, key)
+            if hit is None or (_null(hit[2]) and (i < len(path) - 1 or isinstance(value, Mapping))):
+                if create and hit is not None and node.flow_style:
+                    raise InputFileError(f"{self.where(hit[0], key)} is empty inside a flow mapping; golden-al "
+                                         "does not fill it in place", path=self.edit.path,
+                                         line=hit[1].start_mark.line + 1, hint="write it as a block mapping")
+                if create:
+                    target, under, rest = (node, None, path[i:]) if hit is None else (hit[2], hit[1], path[i + 1:])
+                    self._plan(target, under, rest, value)
+                return
+            if i == len(path) - 1:
+                return self._put(node, hit, value, create)
+            node = hit[2]
+            if not isinstance(node, yaml.MappingNode):
+                raise InputFileError(f"{self.where(hit[0], key)} is not a mapping, so {'.'.join(path)} cannot be "
+                                     "set in it", path=self.edit.path, line=node.start_mark.line + 1)
+
+    def unset(self, node: Any, path: Sequence[str]) -> None:
+        """srtctl's ``--unset``: the key and its lines taken out (a key a merge source brings is refused)."""
+        for key in path[:-1]:
+            hit = _find(node, key)
+            if hit is None:
+                return
+            node = hit[2]
+        hit = _find(node, path[-1])
+        if hit is None:
+            return
+        holder, k, v = hit
+        shared = [m for m in self.mappings if m is not node and (f := _find(m, k.value)) is not None and f[2] is v]
+        if holder is not node or shared:
+            raise InputFileError(f"{self.where(holder, k.value)} is shared through a merge key (<<) with "
+                                 f"{self.where(shared[0] if shared else node)}; golden-al does not remove it there",
+                                 path=self.edit.path, line=k.start_mark.line + 1, hint="remove it by hand")
+        self.edit.delete(k.start_mark, v, flow=bool(node.flow_style))
+        self.changes.append(Change(k.start_mark.line + 1, self.where(holder, k.value),
+                                   v.value if isinstance(v.value, str) else None, "(removed)", True))
+
+    def _put(self, node: Any, hit: tuple[Any, Any, Any], value: Any, create: bool) -> None:
+        import yaml
+
+        holder, k, v = hit
+        if isinstance(value, Mapping) and isinstance(v, yaml.MappingNode):  # a speculative config as a mapping
+            for key, sub in value.items():
+                self.set(v, [key], sub, create)
+            for stale in [kk.value for kk, _ in v.value if kk.value in _knobs() and kk.value not in value]:
+                self.unset(v, [stale])
+            return
+        if not isinstance(v, yaml.ScalarNode) or isinstance(value, Mapping):
+            raise InputFileError(f"{self.where(holder, k.value)} holds a {type(v).__name__.removesuffix('Node')} "
+                                 f"where golden-al writes {_text(value)!r}", path=self.edit.path,
+                                 line=v.start_mark.line + 1, hint="write the setting by hand")
+        if holder is not node:  # through a merge key: after the mappings' own values are written
+            self.through_merge.append((holder, k, (v, value)))
+            return
+        self._scalar(holder, k, v, value)
+
+    def _scalar(self, holder: Any, k: Any, v: Any, value: Any) -> None:
+        where, line, new = self.where(holder, k.value), v.start_mark.line + 1, _json_object(value)
+        if id(v) in self.written:  # an alias: one value for every place it stands
+            prev = self.written[id(v)]
+            if not _same(k.value, prev, value):
+                raise InputFileError(f"{where} is one value (an alias) where the roles need {_text(value)} and "
+                                     f"{_text(prev)}", path=self.edit.path, line=line, hint="give each role its own value")
+            return
+        self.written[id(v)] = value
+        old = _json_object(v.value)
+        if old is not None and new is not None:
+            return self._json(v, old, new, where)
+        if _same(k.value, v.value, value):
+            return
+        self.edit.replace(v, value)
+        self.changes.append(Change(line, where, None if _null(v) else v.value, _text(value), _conflict(k.value)))
+
+    def _json(self, v: Any, old: dict[str, Any], new: dict[str, Any], where: str) -> None:
+        """A speculative config held as JSON text (vLLM's): its keys compared one by one, written in its own style."""
+        line, changes = v.start_mark.line + 1, []
+        for key in dict.fromkeys([*old, *new]):
+            if key not in new:
+                changes.append(Change(line, f"{where}.{key}", _text(old[key]), "(removed)", True))
+            elif key not in old or not _same(key, old[key], new[key]):
+                changes.append(Change(line, f"{where}.{key}", None if key not in old else _text(old[key]),
+                                      _text(new[key]), key in old and _conflict(key)))
+        if not changes:
+            return
+        if not v.style:
+            raise InputFileError(f"{where}: a plain (unquoted) JSON value cannot be rewritten safely",
+                                 path=self.edit.path, line=line, hint="quote it: speculative-config: '{...}'")
+        kept = {key: old[key] if key in old and _same(key, old[key], val) else val for key, val in new.items()}
+        self.edit.replace(v, json.dumps(kept, separators=json_separators(v.value), ensure_ascii=False))
+        self.changes += changes
+
+    def _plan(self, target: Any, key: Any, path: Sequence[str], value: Any) -> None:
+        """Keys to add to ``target`` (a mapping, or the empty value of ``key``), nested where blocks are missing."""
+        items = self.planned.setdefault(id(target), (target, key, {}))[2]
+        for part in path[:-1]:
+            items = items.setdefault(part, {})
+        items.update({path[-1]: value} if path else value)
+
+    def finish(self) -> None:
+        """The values through merge keys checked, then the planned keys inserted (none that a merge source gets)."""
+        for holder, k, (v, value) in self.through_merge:
+            if id(v) not in self.written and not _same(k.value, v.value, value):
+                raise InputFileError(f"{self.where(holder, k.value)} comes through a merge key (<<) that other "
+                                     f"settings may share, and is {v.value} where {_text(value)} is needed",
+                                     path=self.edit.path, line=v.start_mark.line + 1,
+                                     hint="set it in each mapping that needs it, by hand")
+            self._scalar(holder, k, v, value)
+        for target, key, items in self.planned.values():
+            for name in [n for n, val in items.items() if self._merged(target, n, val)]:
+                del items[name]
+            if not items:
                 continue
-            if src is not value and id(src) in env_ids:
-                continue  # checked where it is defined (another environment block)
-            old = dict(iter_own_items(src))[var]
-            if old is None or isinstance(old, (Mapping, list)):
-                line = p.key_pos(src, var)[0] + 1
-                raise InputFileError(f"{var} has no scalar value here; set it or delete the line",
-                                     path=p.path, line=line)
-            if values_equal(var, old, want):
-                continue
-            src_loc = loc if src is value else p.owner[id(src)][2]
-            p.replace_scalar(src, var, want, src_loc, old, conflict=True)
-        if to_insert:
-            p.inserts[id(value)] = to_insert
-            p.insert_keys(value, [(v, desired[v]) for v in to_insert], loc, after=list(desired))
-    # the generating role needs a block of its own
-    target = a.target
-    assert target is not None
-    assert a.engine is not None
-    env_name = _ENV_NAME[target.role]
-    backend = a.doc
-    for part in backend_loc:
-        backend = backend[part]
-    have = {env_block_role(name) for name in (*names_in_backend, *map(str, backend))}
-    if canonical_role(target.role) not in have:
-        p.create_block(backend, config_keys()[a.engine], env_name, list(desired.items()), backend_loc)
+            header = self.owners.get(id(target), (None, ()))[0]
+            line = header.start_mark.line + 1 if header is not None else 1
+            self.changes += [Change(line, self.where(target, *p), None, _text(val), False) for p, val in _leaves(items)]
+            self.edit.insert(target, items, key=key)
+
+    def _merged(self, target: Any, name: str, value: Any) -> bool:
+        """Whether a merge source of ``target`` gets ``name`` = ``value`` planned already."""
+        return any((name in (got := self.planned.get(id(src), (None, None, {}))[2]) and _same(name, got[name], value))
+                   or self._merged(src, name, value) for src in _sources(target))
 
 
-def json_separators(text: str) -> tuple[str, str]:
-    item = ", " if re.search(r',\s+["}\]]', text) or re.search(r',\s+"', text) else ","
-    key = ": " if re.search(r'":\s', text) else ":"
-    return item, key
+def _leaves(items: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> Iterator[tuple[tuple[str, ...], Any]]:
+    for k, v in items.items():
+        yield from _leaves(v, (*prefix, k)) if isinstance(v, Mapping) else [((*prefix, k), v)]
 
 
-def _strip_injected(node: Any, names: set[str]) -> Any:
-    """Plain tree without the injected keys (JSON strings of speculative-config parsed)."""
-    if isinstance(node, dict):
-        out = {}
-        for k, v in node.items():
-            if k in names:
-                continue
-            if k in _config_keys() and isinstance(v, str):
-                try:
-                    v = json.loads(v)
-                except json.JSONDecodeError:
-                    pass
-            v = _strip_injected(v, names)
-            if isinstance(k, str) and ENV_BLOCK_RE.match(k) and not v:
-                continue  # an environment block that only holds injected keys (or none)
-            out[k] = v
-        return out
-    if isinstance(node, list):
-        return [_strip_injected(v, names) for v in node]
-    return node
+def _owners(root: Any) -> tuple[dict[int, tuple[Any, tuple[str, ...]]], list[Any]]:
+    """Each node's key and key path where it first appears (an anchor where it is defined), and every mapping."""
+    import yaml
+
+    out: dict[int, tuple[Any, tuple[str, ...]]] = {id(root): (None, ())}
+    mappings: list[Any] = []
+    stack: list[tuple[Any, tuple[str, ...]]] = [(root, ())]
+    while stack:
+        node, loc = stack.pop(0)
+        if isinstance(node, yaml.MappingNode):
+            mappings.append(node)
+            kids = [(k, v, (*loc, str(k.value))) for k, v in node.value if not _is_merge(k)]
+        elif isinstance(node, yaml.SequenceNode):
+            kids = [(None, v, (*loc, str(i))) for i, v in enumerate(node.value)]
+        else:
+            continue
+        for k, v, at in kids:
+            if id(v) not in out:
+                out[id(v)] = (k, at)
+                stack.append((v, at))
+    return out, mappings
 
 
-def _plan(text: str, path: Path, store: GoldenStore, model: str, thinking: str,
-          engine: str | None) -> tuple[InjectionResult, set[str], Any]:
-    doc = load_recipe(text, path=path)
-    a = analyze_recipe(text, path=path, engine=engine, doc=doc)
-    if a.engine is None:
-        raise UsageError(f"{path}: cannot tell the engine (no backend.type and no single sglang_config/"
-                         "vllm_config/trtllm_config)", hint="pass --engine sglang|vllm|trtllm")
-    if a.target is None or a.target.draft_len is None:
-        raise UsageError(f"{path}: no worker role of {config_keys()[a.engine]} uses speculative decoding; "
-                         "nothing to inject")
-    rs = a.target.settings
-    k = rs.draft.k
-    assert k is not None  # the target role's draft length is known (analyze_recipe)
-    d = derive(rs, store, what="recipe", identity=Identity(model=model, thinking=thinking,
-                                                           thinking_priority=REQUEST + 1))
-    point = d.require(str(path))
-    golden = d.al_at
-    settings = registry.synthetic_settings(a.engine, point.al, k)
-    p = Planner(text, path, doc)
-    profile = registry.get_profile(a.engine)
-    assert profile.recipe is not None  # analyze_recipe found a recipe format of this engine
-    problems = review_written(rs, settings, k)  # what check would say of the value once written
-    if problems:
-        raise UsageError(f"{path}: " + "; ".join(problems))
-    if profile.recipe.inject_into == "config":
-        assert profile.recipe.config_writer is not None  # conformance: a config-injecting recipe names its writer
-        names = set(registry.load_hook(profile.recipe.config_writer)(p, golden))
-    elif profile.recipe.inject_into == "args":
-        names = _plan_args(p, a, golden)
-    else:
-        desired = {key: str(v) for key, v in settings.items()}
-        _plan_env(p, a, desired)
-        names = set(desired)
-    new_text = apply_edits(text, p.edits) if p.edits else text
-    result = InjectionResult(path, a.engine, k, point, settings, tuple(sorted(p.changes, key=lambda c: c.line)),
-                             text, new_text)
-    return result, names, doc
+def _write(text: str, path: Path, overrides: Sequence[Override]) -> tuple[str, list[Change]]:
+    """The text with ``overrides`` applied where srtctl applies them (module docstring), and the changes."""
+    import yaml
+
+    from golden_al import safeio
+
+    root = safeio.load_yaml_documents(text, path=path, construct=False)[0][1]  # merge keys kept, not flattened
+    w = _Writer(YamlEdit(text, path), *_owners(root))
+    base = _find(root, "base")
+    roots = [(root, True)]
+    if base is not None and base[0] is root and isinstance(base[2], yaml.MappingNode):
+        roots = [(base[2], True), *((v, False) for k, v in root.value if isinstance(k.value, str)
+                                    and OVERRIDE_RE.match(k.value) and isinstance(v, yaml.MappingNode))]
+    for o in overrides:
+        for node, create in roots:
+            if o.op == "set":
+                w.set(node, o.path, o.value, create)
+            else:
+                w.unset(node, o.path)
+    w.finish()
+    return w.edit.result(), w.changes
+
+
+def _norm(x: Any) -> Any:
+    """Plain data compared by value: JSON text as its object, numbers (and numeric text) as floats."""
+    if isinstance(x, Mapping):
+        return {str(k): _norm(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_norm(v) for v in x]
+    if (obj := _json_object(x)) is not None:
+        return _norm(obj)
+    if isinstance(x, bool) or x is None:
+        return x
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        return x
+
+
+def _selected(data: Mapping[str, Any], path: Path, store: Any, model: str, thinking: str,
+              engine: str | None) -> tuple[Any, tuple[Override, ...]]:
+    """``select``'s plan of the recipe for this model and thinking mode (the recipe's own pins allowed): the first
+    variant's, and the overrides every variant needs."""
+    from golden_al.selection import SelectionPlan, plan_document
+
+    identity = Identity(model=model, thinking=thinking, thinking_priority=REQUEST + 1, framework=engine,
+                        framework_source="--engine", agentic=True)
+    plans = plan_document(data, path=str(path), selector=None, identity=identity, store=store, allow_pins=True)
+    if plans[0].mode != "throughput":
+        raise UsageError(f"{path}: {plans[0].reason}; nothing to inject")
+    return plans[0], SelectionPlan(str(path), plans).common_overrides()
 
 
 def plan_injection(text: str, *, path: str | Path, store: GoldenStore, model: str, thinking: str,
@@ -501,24 +382,26 @@ def plan_injection(text: str, *, path: str | Path, store: GoldenStore, model: st
     """What :func:`inject_file` would write (conflicting values replaced as with ``force``).
 
     Raises:
-        UsageError: no engine, no speculative role, an engine without a recipe format
-            (ATOM), draft lengths a value cannot serve, or unsupported layout.
-        NoGoldenValueError: no committed golden value (lists what exists).
-        InputFileError: invalid YAML or JSON (file and line).
+        UsageError: ``select``'s refusal (an engine the recipe contradicts, no speculative role, no committed golden
+            value, variants that need different values, a value the engine's review refuses, ...).
+        InputFileError: invalid YAML, or a layout the rewrite cannot change in place (file and line).
     """
     p = Path(path)
-    result, names, doc = _plan(text, p, store, model, thinking, engine)
-    if result.changed:  # each text is parsed once: the plan's own trees are compared
+    data = recipe_document(text, p)[0]
+    plan, overrides = _selected(data, p, store, model, thinking, engine)
+    new_text, changes = _write(text, p, overrides)
+    if new_text != text:  # re-read: srtctl's variants of the recipe with the overrides, and nothing left to do
         try:
-            again, _, new_doc = _plan(result.new_text, p, store, model, thinking, engine)
-            before = _strip_injected(to_plain(doc), names)
-            after = _strip_injected(to_plain(new_doc), names)
+            new_data = recipe_document(new_text, p)[0]
+            again = _write(new_text, p, overrides)[0]
         except GoldenALError as exc:  # pragma: no cover - an injector bug, not a user error
-            raise GoldenALError(f"{p}: internal error: the rewritten recipe does not parse: {exc}") from None
-        if again.changed or before != after:  # pragma: no cover - an injector bug
-            raise GoldenALError(f"{p}: internal error: the rewrite changed more than the injected keys "
-                                "or is not idempotent; the file was not written")
-    return result
+            raise GoldenALError(f"{p}: internal error: the rewritten recipe does not read back: {exc}") from None
+        want = [_norm(v.data) for v in expand_variants(apply_overrides(data, overrides))]
+        if again != new_text or want != [_norm(v.data) for v in expand_variants(new_data)]:  # pragma: no cover
+            raise GoldenALError(f"{p}: internal error: the rewrite is not srtctl's overrides applied, or not "
+                                "idempotent; the file was not written")
+    return InjectionResult(p, plan.engine, plan.k, plan.derivation.point, overrides,
+                           tuple(sorted(changes, key=lambda c: c.line)), text, new_text)
 
 
 def inject_file(path: str | Path, *, store: GoldenStore, model: str, thinking: str, engine: str | None = None,
@@ -526,15 +409,14 @@ def inject_file(path: str | Path, *, store: GoldenStore, model: str, thinking: s
     """Rewrite the recipe at ``path`` in place with the golden AL (atomically).
 
     Raises:
-        InjectionConflictError: (exit 1) the recipe pins a different value and not ``force``;
-            nothing is written.
+        InjectionConflictError: (exit 1) the recipe pins a different value and not ``force``; nothing is written.
         the errors of :func:`plan_injection`.
     """
     from golden_al import safeio
 
     p = Path(path)
     with locked_recipe(p, purpose="inject", dry_run=dry_run):
-        text = safeio.read_text(p, max_bytes=safeio.ROUNDTRIP_MAX_BYTES)  # regular file, byte cap, BOM/UTF-16, no NUL
+        text = safeio.read_text(p)  # regular file, byte cap, BOM/UTF-16, no NUL
         result = plan_injection(text, path=p, store=store, model=model, thinking=thinking, engine=engine)
         if result.conflicts and not force:
             first = result.conflicts[0]
@@ -546,7 +428,7 @@ def inject_file(path: str | Path, *, store: GoldenStore, model: str, thinking: s
             )
         if result.changed and not dry_run:
             write_if_unchanged(p, text, result.new_text, force=force)
-            result = InjectionResult(result.path, result.engine, result.k, result.point, result.settings,
+            result = InjectionResult(result.path, result.engine, result.k, result.point, result.overrides,
                                      result.changes, result.old_text, result.new_text, written=True)
     return result
 
@@ -579,7 +461,7 @@ def write_if_unchanged(path: Path, read_text: str, new_text: str, *, force: bool
     """
     from golden_al import safeio
 
-    if safeio.read_text(path, max_bytes=safeio.ROUNDTRIP_MAX_BYTES) != read_text:
+    if safeio.read_text(path) != read_text:
         raise InjectionConflictError(f"{path} changed while it was being rewritten; nothing was written",
                                      hint="run the command again on the new content")
     atomic_write_text(path, new_text, force=force)  # keeps mode and symlink; read-only needs --force

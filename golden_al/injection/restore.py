@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -33,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.errors import InputFileError, UsageError
-from golden_al.textedit import Edit, apply_edits, quote_style, requote, scalar_span
+from golden_al.textedit import YamlEdit, json_separators
 
 __all__ = ["Removal", "RestoreResult", "restore_file", "restore_text"]
 
@@ -101,68 +100,9 @@ def _vocabulary() -> dict[str, _Knob]:
 
 @dataclass
 class _Plan:
-    text: str
-    path: Path
+    edit: YamlEdit
     real_values: Mapping[str, str]
-    lines: list[str] = field(init=False)
-    edits: list[Edit] = field(default_factory=list)
     removals: list[Removal] = field(default_factory=list)
-    deleted_lines: set[int] = field(default_factory=set)
-
-    def __post_init__(self) -> None:
-        self.lines = [s[:-1] if s.endswith("\r") else s for s in self.text.split("\n")]
-
-    # -- edits
-    def delete_lines(self, first: int, last: int) -> None:
-        """Delete whole lines ``first..last`` (0-based, inclusive)."""
-        if any(n in self.deleted_lines for n in range(first, last + 1)):
-            return
-        self.deleted_lines.update(range(first, last + 1))
-        if last + 1 < len(self.lines):
-            self.edits.append(Edit(first, 0, last + 1, 0, ""))
-        elif first > 0:  # the end of the file: take the line break before it instead
-            self.edits.append(Edit(first - 1, len(self.lines[first - 1]), last, len(self.lines[last]), ""))
-        else:
-            self.edits.append(Edit(first, 0, last, len(self.lines[last]), ""))
-
-    def delete_node(self, start: Any, last: Any, *, flow: bool, item: bool = False) -> None:
-        """Delete a mapping entry (``item`` False) or a sequence item from the mark ``start`` to the end of
-        the node ``last`` (its value, or the item itself)."""
-        end = _end_mark(last)
-        end_line = end.line if end.column > 0 or end.line == start.line else end.line - 1
-        end_col = end.column if end_line == end.line else len(self.lines[end_line])
-        if not flow:
-            head = self.lines[start.line][:start.column]
-            tail = self.lines[end_line][end_col:].strip()
-            if head.strip(" -") or (tail and not tail.startswith("#")):
-                raise InputFileError("this setting shares its lines with other settings and cannot be removed "
-                                     "in place", path=self.path, line=start.line + 1, hint="remove it by hand")
-            if "-" in head and not item:
-                raise InputFileError("this setting is the first key of a list item; removing its line would "
-                                     "change the list", path=self.path, line=start.line + 1,
-                                     hint="remove it by hand")
-            self.delete_lines(start.line, end_line)
-            return
-        # inside a flow collection: the entry and the comma after it (or before it, when last)
-        line = self.lines[start.line]
-        if end_line != start.line:
-            raise InputFileError("a setting inside a flow collection that spans lines cannot be removed in place",
-                                 path=self.path, line=start.line + 1, hint="put the collection on one line")
-        a, b = start.column, end.column
-        after = re.match(r"\s*,\s*", line[b:])
-        if after:
-            b += after.end()
-        else:
-            before = re.search(r",\s*$", line[:a])
-            if before:
-                a = before.start()
-        self.edits.append(Edit(start.line, a, start.line, b, ""))
-
-    def replace(self, node: Any, new: str, *, flow: bool) -> None:
-        line, col = node.start_mark.line, node.start_mark.column
-        end = scalar_span(self.lines, line, col, path=str(self.path), flow=flow)
-        token = self.lines[line][col:end]
-        self.edits.append(Edit(line, col, line, end, requote(token, new) if quote_style(token) else new))
 
 
 def restore_text(text: str, *, path: str | Path = "<string>",
@@ -185,24 +125,13 @@ def restore_text(text: str, *, path: str | Path = "<string>",
         docs = safeio.load_yaml_documents(text, path=p, construct=False)
     except UnreadableInputError as exc:
         raise InputFileError(exc.problem, path=p, line=exc.line) from None
-    plan = _Plan(text, p, dict(real_values or {}))
+    plan = _Plan(YamlEdit(text, p), dict(real_values or {}))
     for _, node in docs:
         if node is not None:
             _walk(plan, node, yaml)
-    new_text = apply_edits(text, plan.edits) if plan.edits else text
+    new_text = plan.edit.result()
     _verify(new_text, p)
     return RestoreResult(p, tuple(sorted(plan.removals, key=lambda r: r.line)), text, new_text)
-
-
-def _end_mark(node: Any) -> Any:
-    """Where a node's text ends: a block collection's own end mark is the next token's start, so take
-    the end of its last child instead."""
-    import yaml
-
-    while isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.value and not node.flow_style:
-        last = node.value[-1]
-        node = last[1] if isinstance(node, yaml.MappingNode) else last
-    return node.end_mark
 
 
 def _walk(plan: _Plan, root: Any, yaml: Any) -> None:
@@ -221,7 +150,7 @@ def _walk(plan: _Plan, root: Any, yaml: Any) -> None:
                 knob = vocab.get(name)
                 if knob is None:
                     if isinstance(v, yaml.ScalarNode) and isinstance(v.value, str) and _json_with_knob(v.value):
-                        _rewrite_json(plan, v, flow)
+                        _rewrite_json(plan, v)
                     else:
                         stack.append(v)
                     continue
@@ -229,13 +158,13 @@ def _walk(plan: _Plan, root: Any, yaml: Any) -> None:
                     if isinstance(v, yaml.ScalarNode) and str(v.value).strip().lower() == knob.switch_value:
                         real = plan.real_values.get(name, knob.real_value)
                         if real is None:
-                            plan.delete_node(k.start_mark, v, flow=flow)
+                            plan.edit.delete(k.start_mark, v, flow=flow)
                             plan.removals.append(Removal(k.start_mark.line + 1, name, v.value, None))
                         else:
-                            plan.replace(v, real, flow=flow)
+                            plan.edit.replace(v, real)
                             plan.removals.append(Removal(k.start_mark.line + 1, name, v.value, real))
                     continue
-                plan.delete_node(k.start_mark, v, flow=flow)
+                plan.edit.delete(k.start_mark, v, flow=flow)
                 plan.removals.append(Removal(k.start_mark.line + 1, str(name),
                                              v.value if isinstance(v, yaml.ScalarNode) else None, None))
         elif isinstance(node, yaml.SequenceNode):
@@ -255,11 +184,11 @@ def _sequence(plan: _Plan, node: Any, vocab: Mapping[str, _Knob], yaml: Any, flo
             name, eq, _ = text.partition("=")
             knob = vocab.get(name.strip()) or vocab.get(text.strip())
             if knob is not None and (eq or text.strip().startswith("-")):
-                plan.delete_node(item.start_mark, item, flow=flow, item=True)
+                plan.edit.delete(item.start_mark, item, flow=flow, item=True)
                 plan.removals.append(Removal(item.start_mark.line + 1, name.strip(), text, None))
                 if not eq and knob.takes_value and i + 1 < len(items):  # "--flag", "value"
                     nxt = items[i + 1]
-                    plan.delete_node(nxt.start_mark, nxt, flow=flow, item=True)
+                    plan.edit.delete(nxt.start_mark, nxt, flow=flow, item=True)
                     skip = i + 1
                 continue
             _refuse_in_string(plan, item)
@@ -268,7 +197,7 @@ def _sequence(plan: _Plan, node: Any, vocab: Mapping[str, _Knob], yaml: Any, flo
             pairs = {k.value: v for k, v in item.value if isinstance(k, yaml.ScalarNode)}
             ref = pairs.get("name")
             if isinstance(ref, yaml.ScalarNode) and ref.value in vocab:  # Kubernetes {name, value}
-                plan.delete_node(item.start_mark, item, flow=flow, item=True)
+                plan.edit.delete(item.start_mark, item, flow=flow, item=True)
                 value = pairs.get("value")
                 plan.removals.append(Removal(item.start_mark.line + 1, ref.value,
                                              value.value if isinstance(value, yaml.ScalarNode) else None, None))
@@ -288,10 +217,8 @@ def _json_with_knob(text: str) -> bool:
     return isinstance(obj, dict) and any(key in _vocabulary() for key in obj)
 
 
-def _rewrite_json(plan: _Plan, node: Any, flow: bool) -> None:
+def _rewrite_json(plan: _Plan, node: Any) -> None:
     """A JSON object in a string (vLLM ``speculative-config``): delete its synthetic keys, switch it back."""
-    from golden_al.injection.inject import json_separators
-
     try:
         obj = json.loads(node.value)
     except json.JSONDecodeError:
@@ -319,7 +246,7 @@ def _rewrite_json(plan: _Plan, node: Any, flow: bool) -> None:
     if not changed:
         return
     item, sep = json_separators(node.value)
-    plan.replace(node, json.dumps(new, separators=(item, sep), ensure_ascii=False), flow=flow)
+    plan.edit.replace(node, json.dumps(new, separators=(item, sep), ensure_ascii=False))
 
 
 def _refuse_in_string(plan: _Plan, node: Any) -> None:
@@ -332,7 +259,7 @@ def _refuse_in_string(plan: _Plan, node: Any) -> None:
     hits = [o for o in sink.result() if o.term.role in ("value", "switch")]
     if hits:
         raise InputFileError(f"{hits[0].term.spelling} is set inside a string (a script or command line): "
-                             "golden-al does not edit inside strings", path=plan.path, line=hits[0].line,
+                             "golden-al does not edit inside strings", path=plan.edit.path, line=hits[0].line,
                              hint="remove it by hand, or keep the setting as its own key or list item")
 
 

@@ -4,7 +4,7 @@ An engine (``golden_al/engines/<name>/``, or a package of its own registered by 
 ``golden_al.plugin``, :mod:`distributions` and its own modules only (``tests/unit/test_layers.py`` holds every
 built-in to it). Here it finds the contract (:class:`EngineProfile` and its capability groups, :func:`lazy` hooks),
 the types its hooks take and give (pins, run evidence, server facts, AL sources, imported runs, the serve-reference
-flavor, the planner a recipe writer edits), the readers of its outputs' formats (Prometheus text, counters, log
+flavor), the readers of its outputs' formats (Prometheus text, counters, log
 lines, per-request records), value parsers, the shell-text helpers pin builders use, the sampler base, bounded file
 reading, the HTTP client, and the errors it raises. The surface names no engine.
 
@@ -106,9 +106,6 @@ if TYPE_CHECKING:
         looks_json,
         read_capped,
         read_json_doc,
-    )
-    from golden_al.plugin.inject import (
-        RecipePlanner,
     )
     from golden_al.plugin.pins import (
         AgenticInfo,
@@ -213,7 +210,7 @@ __all__ = [
     "ImportedDataset", "ImportedRun", "ImportedWindows", "InputFileError", "LaunchRequest", "LaunchSupport",
     "Lazy", "Limit", "LineStats", "LineTally", "LogPattern", "LogReader", "LossyAcceptanceError", "Metric",
     "MetricMissingError", "MetricsSnapshot", "MixedDraftLengths", "MixedDraftLengthsError", "ModelName",
-    "NoVerifyStepsError", "Pin", "PinContext", "PinReview", "PinSite", "RecipeFormat", "RecipePlanner",
+    "NoVerifyStepsError", "Pin", "PinContext", "PinReview", "PinSite", "RecipeFormat",
     "RequestSpecCounts", "ResponseCounts", "ResponseField", "RunEvidence", "RunLogSupport",
     "RuntimeDraftLen", "SamplerError", "ServeSettings", "ServedEngine", "ServerClient", "ServerError",
     "ServerFacts", "ServerSupport", "SimulateOption", "SimulateSupport", "Snapshot", "Source", "Speculation",

@@ -269,7 +269,7 @@ def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, Engi
     """Every way ``profile`` (registered as ``entry_name``) breaks the engine contract; [] when it conforms.
 
     ``others``: the engines already loaded (names and knob spellings may not repeat theirs). ``builtin``:
-    golden-al's own engines may use what a plugin cannot yet (vLLM's config writer). ``resolve_hooks``: check that
+    golden-al's own engines (their names are reserved, not taken). ``resolve_hooks``: check that
     every hook resolves.
     """
     if not isinstance(profile, EngineProfile):
@@ -312,9 +312,9 @@ def profile_problems(profile: Any, *, entry_name: str, others: Mapping[str, Engi
             out.append(f"check.selector_keys: {key!r} is not a curve selector name ([a-z][a-z0-9_]*)")
     if profile.check.curve_selectors is not None and not profile.check.selector_keys:
         out.append("check.selector_keys: empty, but check.curve_selectors is set (declare each selector it may return)")
-    if profile.recipe is not None and profile.recipe.inject_into == "config" and profile.recipe.config_writer is None:
-        out.append("recipe.inject_into: 'config' names no recipe.config_writer (the hook that writes the synthetic "
-                   "settings into the engine's speculative config); inject into 'env', or name one")
+    if profile.recipe is not None and profile.recipe.inject_into == "config" and not profile.recipe.spec_keys:
+        out.append("recipe.inject_into: 'config' names no recipe.spec_keys (the key of the speculative config select "
+                   "and inject write the synthetic settings into); inject into 'env', or name it")
     out.extend(_hook_problems(profile, resolve_hooks))
     sampler = profile.simulate.default_sampler
     if sampler is not None and sampler not in profile.simulate.samplers:

@@ -23,7 +23,6 @@ if TYPE_CHECKING:
     from golden_al.plugin.facts import ServerFacts
     from golden_al.plugin.flavor import Flavor, ServedEngine, ServeSettings
     from golden_al.plugin.imported import ImportedRun, ImportOptions
-    from golden_al.plugin.inject import RecipePlanner
     from golden_al.plugin.pins import AgenticInfo, ModelName, Pin, PinSite
     from golden_al.plugin.profile import (
         CommandLineReading,
@@ -176,10 +175,6 @@ class ReadRole(HookSpec, Protocol):
 
 class ConfigPin(HookSpec, Protocol):
     def __call__(self, path: str, line: int, value: Any, models: list[ModelName], thinking_for: Any, agentic: AgenticInfo, role: str | None, /) -> Pin | None: ...
-
-
-class ConfigWriter(HookSpec, Protocol):
-    def __call__(self, p: RecipePlanner, golden: Callable[[int], float], /) -> set[str]: ...
 
 
 # ---------------------------------------------------------------- simulate

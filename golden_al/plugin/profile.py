@@ -310,9 +310,6 @@ class RecipeFormat:
     #: a hook (:mod:`~golden_al.plugin.hooks`): the pin in a speculative config under :attr:`spec_keys` (where the engine keeps its
     #: knobs, vLLM's), ``(path, line, value, models, thinking_for, agentic, role) -> Pin | None``
     config_pin: hooks.ConfigPin | None = None
-    #: ``inject_into: config``: a hook (:mod:`~golden_al.plugin.hooks`) writing the synthetic settings into each speculative config,
-    #: ``(planner, golden(k) -> AL) -> names written`` (:class:`golden_al.plugin.inject.RecipePlanner`)
-    config_writer: hooks.ConfigWriter | None = None
 
 
 @dataclass(frozen=True)

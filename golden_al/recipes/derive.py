@@ -78,6 +78,7 @@ class Identity:
     #: lookup setting, which a config's own thinking settings override; ``inject --thinking`` states it outright
     thinking_priority: int = 0
     framework: str | None = None
+    framework_source: str = "the framework"
     agentic: bool | None = None
     spec_decoding: str | None = None
     mode: Mode = "throughput"

@@ -55,6 +55,7 @@ __all__ = [
     "is_roles_recipe",
     "master_settings",
     "read_recipe",
+    "recipe_document",
     "recipe_formats",
     "relevant_duplicates",
     "speculation",
@@ -222,10 +223,6 @@ class RecipeView:
     roles: tuple[RoleConfig, ...]
     envs: tuple[EnvBlock, ...]
     models: tuple[ModelName, ...]
-
-    @property
-    def model_names(self) -> tuple[str, ...]:
-        return tuple(m.name for m in self.models)
 
     def role(self, name: str) -> RoleConfig | None:
         """The arguments of canonical role ``name``, if the recipe has them."""
@@ -424,6 +421,30 @@ def relevant_duplicates(repeated: Sequence[tuple[str, int]], *, engine_prefixes:
     ``inject`` writes among): srtctl (PyYAML) keeps the last value, ruamel and a reviewer the first."""
     rule = _duplicate_rule(engine_prefixes)
     return [(k, line) for k, line in repeated if rule.match(k)]
+
+
+def recipe_document(text: str, path: Any) -> tuple[Mapping[str, Any], Any]:
+    """(data, composed node) of a recipe's one YAML mapping (``select`` plans the data, ``inject`` edits the text at
+    the node's marks).
+
+    Raises:
+        InputFileError: not valid YAML, not one mapping, or a repeated key golden-al reads or writes (srtctl, PyYAML,
+            keeps the last value; a reviewer reads the first).
+    """
+    from golden_al import safeio
+    from golden_al.errors import InputFileError
+
+    try:
+        docs = safeio.load_yaml_documents(text)
+    except InputFileError as exc:
+        raise InputFileError(exc.problem, path=path, line=exc.line) from None
+    if len(docs) != 1 or not isinstance(docs[0][0], Mapping):
+        raise InputFileError("a recipe is one YAML mapping", path=path, line=1)
+    dups = relevant_duplicates(safeio.repeated_keys(docs[0][1]))
+    if dups:
+        raise InputFileError(f"duplicate key {dups[0][0]!r}: srtctl keeps the last value, which is easy to miss",
+                             path=path, line=dups[0][1], hint="delete one of them")
+    return docs[0]
 
 
 # ----------------------------------------------------------------------- master configs

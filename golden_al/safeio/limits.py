@@ -8,10 +8,9 @@ __all__ = ["DEFAULT_MAX_BYTES", "DEFAULT_MAX_LOG_BYTES", "DEFAULT_MAX_RECORD_BYT
 #: largest file of InferenceX (``perf-changelog.yaml``, 0.4 MiB), and small enough that
 #: parsing a hostile file under it stays within seconds and a few hundred MB.
 DEFAULT_MAX_BYTES = 2 * 1024 * 1024
-#: Byte cap of a file that is loaded with ruamel.yaml (recipes for ``inject``, golden curves):
-#: ruamel's pure-Python parser is slow (``inject`` parses a recipe several times; a 240 KiB
-#: recipe took 78 s on a loaded 2-core machine), and InferenceX's largest recipe is 9 KiB and
-#: its largest golden file 2 KiB.
+#: Byte cap of a file that is loaded with ruamel.yaml (golden curves):
+#: ruamel's pure-Python parser is slow (a 240 KiB recipe took 78 s on a loaded 2-core machine),
+#: and InferenceX's largest golden file is 2 KiB.
 ROUNDTRIP_MAX_BYTES = 64 * 1024
 #: Byte cap of a streamed input (server log, ``/metrics`` snapshot).
 DEFAULT_MAX_LOG_BYTES = 256 * 1024 * 1024

@@ -35,8 +35,8 @@ from golden_al.recipes.srt_slurm import (
     RecipeView,
     RoleConfig,
     engine_named,
+    recipe_document,
     recipe_formats,
-    relevant_duplicates,
     view_of,
 )
 from golden_al.recipes.srtctl import Override, Variant, apply_overrides, expand_variants
@@ -213,7 +213,8 @@ def _write(view: RecipeView, rc: RoleConfig, facts: RecipeFacts, golden: Derivat
         return [], "; ".join(problems)
     if fmt.inject_into == "config":
         key = (rc.spec.key if rc.spec else None) or fmt.spec_keys[0]
-        merged = {**dict(rc.spec.settings if rc.spec else {}), **settings}
+        stale = {k.name for k in profile.check.synthetic_knobs if k.kind == "config-key"} - set(settings)
+        merged = {k: v for k, v in (rc.spec.settings if rc.spec else {}).items() if k not in stale} | settings
         return [Override("set", (*rc.loc, key), _config_value(rc.args.get(key), merged))], None
     if fmt.inject_into == "args":
         return [Override("set", (*rc.loc, name.lstrip("-")), float(value)) for name, value in settings.items()], None
@@ -249,7 +250,7 @@ def _variant_view(variant: Variant, identity: Identity, refuse: Callable[..., Se
     if view is None:
         raise refuse("not an srt-slurm recipe (no backend.<engine>_config roles and no schema-2 roles)")
     if wanted is not None and view.engine not in (None, wanted):
-        raise refuse(f"the framework says {wanted} but the recipe's {view.engine_source} says {view.engine}",
+        raise refuse(f"{identity.framework_source} says {wanted} but the recipe's {view.engine_source} says {view.engine}",
                      hint="run it with the framework the recipe was written for")
     if wanted is not None and view.engine is None:
         view = view_of(variant.data, variant=variant.selector, engine=wanted)
@@ -381,7 +382,6 @@ def select_recipe(path: str | Path, *, selector: str | None = None, identity: Id
     curves). Raises :class:`SelectionError` (or another exit-2 error) when any variant cannot be selected.
     """
     from golden_al import __version__, safeio
-    from golden_al.errors import InputFileError
     from golden_al.golden import load_store
     from golden_al.safeio.inputs import text_input
 
@@ -399,17 +399,8 @@ def select_recipe(path: str | Path, *, selector: str | None = None, identity: Id
             raise SelectionError(f"{p}: a launch script has no variants or srtctl overrides (selector {selector!r}, "
                                  f"{len(caller)} caller override(s))", hint="pass the script alone")
         return SelectionPlan(str(p), (plan_script(p, text, identity, store),), {**provenance, "kind": "script"})
-    try:
-        docs = safeio.load_yaml_documents(text)
-    except InputFileError as exc:
-        raise InputFileError(f"not valid YAML: {exc.problem}", path=p, line=exc.line) from None
-    if len(docs) != 1 or not isinstance(docs[0][0], Mapping):
-        raise InputFileError("a recipe is one YAML mapping", path=p, line=1)
-    dups = relevant_duplicates(safeio.repeated_keys(docs[0][1]))
-    if dups:  # srtctl (PyYAML) keeps the last value, a reviewer reads the first
-        raise InputFileError(f"duplicate key {dups[0][0]!r}: srtctl keeps the last value, which is easy to miss",
-                             path=p, line=dups[0][1], hint="delete one of them")
-    plans = plan_document(docs[0][0], path=str(p), selector=selector, identity=identity, store=store, caller=caller)
+    data, _node = recipe_document(text, p)
+    plans = plan_document(data, path=str(p), selector=selector, identity=identity, store=store, caller=caller)
     return SelectionPlan(str(p), plans, {**provenance, "kind": "recipe"})
 
 

@@ -13,7 +13,10 @@ import pytest
 import yaml
 
 from golden_al.cli.main import main
-from golden_al.injection import analyze_recipe
+from golden_al.golden import load_store
+from golden_al.injection import plan_injection
+from golden_al.recipes.derive import Identity
+from golden_al.selection import select_recipe
 
 RECIPES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
 INJECTED = re.compile(r"SGLANG_SIMULATE_ACC_|TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS|speculative-config:|"
@@ -95,11 +98,10 @@ def test_sglang_injection(capsys: pytest.CaptureFixture[str], tmp_path: Path, na
 
 
 def test_dflash_draft_length_from_num_draft_tokens(tmp_path: Path) -> None:
-    a = analyze_recipe((RECIPES / "sglang_dflash.yaml").read_text(), path="sglang_dflash.yaml")
-    assert (a.engine, a.engine_source, a.k, a.target.role, a.target.settings.algorithm) == \
-        ("sglang", "backend.type", 7, "aggregated", "DFLASH")
-    assert a.target.draft_len.rule.startswith("SGLang DFLASH num-draft-tokens - 1")
-    assert "Muse-Spark-Open-816B-A42B-NVFP4" in a.model_names
+    (v,) = select_recipe(RECIPES / "sglang_dflash.yaml", identity=Identity(thinking="on")).variants
+    assert (v.engine, v.k, v.role, v.method) == ("sglang", 7, "aggregated", "dflash")
+    assert v.reason.startswith("k=7 from SGLang DFLASH num-draft-tokens - 1")
+    assert "(aggregated served-model-name) -> muse-spark-open-816b-a42b-nvfp4" in v.reason
 
 
 def test_disagg_anchor_is_written_once_and_merged(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -107,12 +109,9 @@ def test_disagg_anchor_is_written_once_and_merged(capsys: pytest.CaptureFixture[
     rc, _, _ = run(capsys, str(path), "--model", "deepseek-v4-pro", "--thinking", "on")
     text = path.read_text()
     assert rc == 0
-    assert text.count("SGLANG_SIMULATE_ACC_LEN") == 1
-    a = analyze_recipe(text, path=path)
-    assert a.k == 3
-    assert a.target.role == "decode"
-    assert {r.role: r.draft_len.k for r in a.roles} == {"prefill": 1,
-                                                                                                  "decode": 3}
+    assert text.count("SGLANG_SIMULATE_ACC_LEN") == 1  # in the anchor; the decode block merges it
+    again = plan_injection(text, path=path, store=load_store(None), model="deepseek-v4-pro", thinking="on")
+    assert (again.k, again.changed) == (3, False)  # the decode role's k; nothing left to write
     assert '    SGLANG_SIMULATE_ACC_LEN: "2.49"\n' in text  # the block's double quotes
 
 
@@ -226,20 +225,39 @@ def test_trtllm_two_model_fraction_is_unsafe(capsys: pytest.CaptureFixture[str],
     assert "is fractional on TensorRT-LLM's two-model path, where int() fails and forcing silently turns off" in err
 
 
-def test_override_that_changes_draft_length_is_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_variants_of_different_draft_lengths_are_refused(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """One file carries one golden AL: variants that run different k need different values (select's refusal)."""
+    path = copy(tmp_path, "sglang_override_format.yaml")
+    path.write_text(path.read_text().replace("        max-running-requests: [4, 8]",
+                                             "        max-running-requests: [4, 8]\n        speculative-num-steps: [2, 3]"))
+    rc, _, err = run(capsys, str(path), "--model", "glm5.2", "--thinking", "on")
+    assert rc == 2
+    assert "its variants need different overrides (zip_override_lowlat[0]: k=2 al=2.5, zip_override_lowlat[1]: k=3" in err
+
+
+def test_the_k_every_variant_runs_sets_the_value_not_the_bases(capsys: pytest.CaptureFixture[str],
+                                                               tmp_path: Path) -> None:
+    """srtctl runs the variants, never the base alone: a zip group that sets k=3 for every variant over a base of k=2
+    gets the k=3 golden (inject used to refuse), the value select passes srtctl, and check calls every variant a
+    match."""
+    from golden_al.checks.static import check_paths
+
     path = copy(tmp_path, "sglang_override_format.yaml")
     path.write_text(path.read_text().replace("        max-running-requests: [4, 8]",
                                              "        max-running-requests: [4, 8]\n        speculative-num-steps: 3"))
     rc, _, err = run(capsys, str(path), "--model", "glm5.2", "--thinking", "on")
-    assert rc == 2
-    assert "zip_override_lowlat changes the decode draft length (k=3 vs base k=2)" in err
+    assert rc == 0, err
+    assert "k=3 AL 2.99" in err
+    findings = check_paths([path], store=load_store(None)).findings
+    assert findings
+    assert {f.verdict for f in findings} == {"match"}
 
 
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
-        (["--engine", "vllm"], "--engine vllm but the recipe's backend.type is sglang"),
-        (["--engine", "atom"], "--engine atom but the recipe's backend.type is sglang"),
+        (["--engine", "vllm"], "--engine says vllm but the recipe's backend.type says sglang"),
+        (["--engine", "atom"], "--engine says atom but the recipe's backend.type says sglang"),
         (["--thinking", "off"], "has no thinking_off values"),
     ],
 )
@@ -260,7 +278,7 @@ def test_recipe_without_speculative_decoding(capsys: pytest.CaptureFixture[str],
     path.write_text("backend:\n  type: sglang\n  sglang_config:\n    aggregated:\n      tp-size: 8\n")
     rc, _, err = run(capsys, str(path), "--model", "glm5.2", "--thinking", "on")
     assert rc == 2
-    assert "no worker role of sglang_config uses speculative decoding" in err
+    assert "no role of the recipe speculates; nothing to inject" in err
 
 
 def test_eagle_without_num_steps_is_undetermined(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -268,7 +286,8 @@ def test_eagle_without_num_steps_is_undetermined(capsys: pytest.CaptureFixture[s
     path.write_text("backend:\n  type: sglang\n  sglang_config:\n    decode:\n      speculative-algorithm: EAGLE\n")
     rc, _, err = run(capsys, str(path), "--model", "glm5.2", "--thinking", "on")
     assert rc == 2
-    assert f"{path}:4: backend.sglang_config.decode: SGLang EAGLE without --speculative-num-steps" in err
+    assert f"{path} [the recipe]: the draft length is unknown: SGLang EAGLE without --speculative-num-steps" in err
+    assert "(decode arguments)" in err
 
 
 def test_malformed_yaml_names_file_and_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -277,7 +296,7 @@ def test_malformed_yaml_names_file_and_line(capsys: pytest.CaptureFixture[str], 
     rc, _, err = run(capsys, str(path), "--model", "glm5.2", "--thinking", "on")
     assert rc == 2
     assert f"{path}:" in err
-    assert "invalid YAML" in err
+    assert "not valid YAML" in err
 
 
 def test_crlf_recipe_keeps_its_line_endings(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -288,3 +307,69 @@ def test_crlf_recipe_keeps_its_line_endings(capsys: pytest.CaptureFixture[str], 
     raw = path.read_bytes()
     assert raw.count(b"\n") == raw.count(b"\r\n")
     assert b"SGLANG_SIMULATE_ACC_LEN: '3.39'\r\n" in raw
+
+
+# ------------------------------------------------------------------ inject is select's overrides, written
+
+
+FIX = RECIPES.parent
+
+
+def _norm(x: Any) -> Any:
+    """Plain data compared by value (JSON text as its object, numbers as floats): the text's form is inject's own."""
+    if isinstance(x, dict):
+        return {str(k): _norm(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_norm(v) for v in x]
+    if isinstance(x, str) and x.lstrip().startswith("{"):
+        return _norm(json.loads(x))
+    if isinstance(x, (int, float, str)) and not isinstance(x, bool) and re.fullmatch(r"-?\d+(\.\d*)?", str(x)):
+        return float(x)
+    return x
+
+
+def test_inject_writes_what_select_passes_srtctl() -> None:
+    """Over every recipe fixture select plans (both schemas, InferenceX's real recipes included): the recipe inject
+    writes is, variant by variant, the recipe with select's srtctl overrides applied. inject used to write every
+    environment block (a prefill that does not speculate included) and crashed on schema-2 roles recipes."""
+    from golden_al.errors import GoldenALError
+    from golden_al.prompts.thinking import REQUEST
+    from golden_al.recipes.srtctl import apply_overrides, expand_variants
+
+    shipped, infx = load_store(None), load_store(FIX / "inferencex" / "golden_al_distribution")
+    corpus = [(p, shipped) for d in ("recipes", "select", "select/runtime-k") for p in sorted((FIX / d).glob("*.yaml"))]
+    corpus += [(p, infx) for d in ("inferencex", "inferencex-roles") for p in sorted((FIX / "select" / d).glob("*.yaml"))]
+    identity = Identity(thinking="on", thinking_priority=REQUEST + 1, agentic=True)
+    written = 0
+    for path, store in corpus:
+        try:
+            plan = select_recipe(path, identity=identity, store=store)
+        except GoldenALError:  # refused (or pinned): inject refuses it for the same reason, or corrects the pin
+            continue
+        v = plan.variants[0]
+        if v.mode != "throughput" or len({o.overrides for o in plan.variants}) > 1:
+            continue
+        res = plan_injection(path.read_text(), path=path, store=store, model=v.model, thinking=v.thinking)
+        want = expand_variants(apply_overrides(yaml.safe_load(path.read_text()), plan.common_overrides()))
+        got = expand_variants(yaml.safe_load(res.new_text))
+        assert [_norm(x.data) for x in got] == [_norm(x.data) for x in want], path
+        written += res.changed
+    assert written >= 30
+
+
+def test_a_pin_shared_through_a_merge_key_is_refused_not_taken_from_both(capsys: pytest.CaptureFixture[str],
+                                                                          tmp_path: Path) -> None:
+    """The prefill (which does not speculate) defines the pin and the decode merges it: taking it out of the prefill,
+    as select's overrides do, would take it from the decode too. Refused, naming both; the file is left alone."""
+    path = tmp_path / "anchored.yaml"
+    path.write_text("model: {path: deepseek-v4-pro}\nbackend:\n  type: sglang\n  prefill_environment: &env\n"
+                    '    SGLANG_SIMULATE_ACC_LEN: "2.49"\n    SGLANG_SIMULATE_ACC_METHOD: match-expected\n'
+                    "    SGLANG_SIMULATE_ACC_TOKEN_MODE: real-draft-token\n  decode_environment:\n    <<: *env\n"
+                    "  sglang_config:\n    prefill: {disaggregation-mode: prefill}\n    decode: {speculative-algorithm: "
+                    "EAGLE, speculative-num-steps: 3, speculative-eagle-topk: 1, speculative-num-draft-tokens: 4}\n")
+    old = path.read_text()
+    rc, out, err = run(capsys, str(path), "--model", "dsv4", "--thinking", "on", "--force")
+    assert (rc, out) == (2, "")
+    assert (f"{path}:5: backend.prefill_environment.SGLANG_SIMULATE_ACC_LEN is shared through a merge key (<<) with "
+            "backend.decode_environment") in err
+    assert path.read_text() == old

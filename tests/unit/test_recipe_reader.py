@@ -1,9 +1,8 @@
-"""``check`` and ``inject`` read every recipe fixture alike: one reader (``golden_al.recipes.srt_slurm``).
+"""``check`` and ``select``/``inject`` read every recipe fixture alike: one reader (``golden_al.recipes.srt_slurm``).
 
-``check`` parses with PyYAML (plain data), ``inject`` with ruamel.yaml (round-trip tree); both
-hand the tree to :func:`read_recipe`, so roles, environment blocks, speculative settings, the
-generating role and the curve inputs must come out the same, and so must the golden value each
-picks for a pin.
+``check`` loads with its own YAML reader, ``select`` (and ``inject``, which applies select's overrides) with
+:func:`recipe_document`; both hand the data to :func:`read_recipe`, so roles, environment blocks, speculative
+settings and the generating role must come out the same, and so must the golden value each picks for a pin.
 """
 
 from __future__ import annotations
@@ -15,13 +14,11 @@ import pytest
 
 from golden_al.checks.static import check_paths
 from golden_al.checks.yaml_configs import load_yaml_docs, recipe_contexts
-from golden_al.errors import GoldenALError, UsageError
+from golden_al.errors import UsageError
 from golden_al.golden import load_store
 from golden_al.golden.schema import to_plain
 from golden_al.injection.inject import plan_injection
-from golden_al.injection.recipe import analyze_recipe, load_recipe
-from golden_al.recipes.derive import role_settings
-from golden_al.recipes.srt_slurm import RecipeView, Speculation, read_recipe
+from golden_al.recipes.srt_slurm import RecipeView, Speculation, read_recipe, recipe_document
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 RECIPES = sorted((FIX / "recipes").glob("*.yaml")) + sorted((FIX / "check" / "tree" / "recipes").rglob("*.yaml"))
@@ -43,14 +40,14 @@ def _view(v: RecipeView) -> Any:
         "roles": [(r.role, r.key, r.loc, _spec(r.spec)) for r in v.roles],
         "envs": [(e.role, e.key, e.loc, None if e.env is None else sorted(map(str, e.env))) for e in v.envs],
         "target": v.target.loc if v.target else None,
-        "models": v.model_names,
+        "models": [m.name for m in v.models],
     }
 
 
 def test_every_fixture_is_a_recipe():
     assert len(RECIPES) >= 15
     for path in RECIPES:
-        assert read_recipe(load_recipe(path.read_text(), path=path)) is not None, path
+        assert read_recipe(recipe_document(path.read_text(), path)[0]) is not None, path
 
 
 @pytest.mark.parametrize("path", RECIPES, ids=IDS)
@@ -58,40 +55,9 @@ def test_check_and_inject_see_the_same_roles_blocks_and_settings(path: Path) -> 
     text = path.read_text()
     (doc,) = load_yaml_docs(text)
     ctxs = recipe_contexts(doc, str(path))  # what check reads
-    recipe = read_recipe(load_recipe(text, path=path))  # what inject reads
+    recipe = read_recipe(recipe_document(text, path)[0])  # what select and inject read
     assert recipe is not None
     assert [_view(c.view) for c in ctxs] == [_view(v) for v in recipe.views()]
-
-
-@pytest.mark.parametrize("path", RECIPES, ids=IDS)
-def test_check_and_inject_take_the_same_draft_length_and_curve_inputs(path: Path) -> None:
-    text = path.read_text()
-    (doc,) = load_yaml_docs(text)
-    ctx = recipe_contexts(doc, str(path))[0]
-    try:
-        a = analyze_recipe(text, path=path)
-    except GoldenALError:  # inject refuses: check cannot fix the draft length either
-        refused = True
-    else:
-        refused = False
-    if refused:
-        assert ctx.view.engine is not None
-        draft = role_settings(ctx, ctx.view.engine, None).draft
-        assert draft.k is None
-        assert draft.problem
-        return
-    if a.target is None:
-        assert ctx.view.target is None
-        return
-    assert a.engine is not None
-    rs = role_settings(ctx, a.engine, None)
-    draft, algorithm, draft_model = rs.draft, rs.algorithm, rs.draft_model
-    assert draft.k == a.k
-    assert ctx.view.target is not None
-    assert ctx.view.target.role == a.target.role
-    assert (algorithm, draft_model) == (a.target.settings.algorithm, a.target.settings.draft_model)
-    assert ctx.view.target.spec is not None
-    assert ctx.view.target.spec.draft_sample_method == a.target.settings.draft_sample_method
 
 
 def test_every_golden_value_check_compares_is_the_one_inject_writes():

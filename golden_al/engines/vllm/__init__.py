@@ -858,6 +858,6 @@ PROFILE = EngineProfile(
                    "inferencex-speedbench": lazy(f"{__name__}.inferencex:import_inferencex")},
     ),
     recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, inject_into="config",
-                        spec_keys=RECIPE_SPEC_KEYS, config_writer=lazy(f"{__name__}.inject:plan_config"),
+                        spec_keys=RECIPE_SPEC_KEYS,
                         config_pin=lazy(f"{__name__}.pins:recipe_config_pin")),
 )
