@@ -13,7 +13,7 @@ numpy and scipy only. Modules:
 * :mod:`distributions.fit`: the curve model fitted to AL at several draft lengths (the mixture by
   default), with flags for points it cannot explain; :func:`derive_curve`.
 * :mod:`distributions.uncertainty`: :func:`al_interval` (the one AL interval, over
-  independent clusters), cluster bootstrap, sample-size planning, counts-only intervals, z-scores.
+  independent clusters), the joint law of AL at several k, counts-only intervals.
 * :mod:`distributions.errors`: :class:`DistributionError` and subclasses.
 """
 
@@ -38,20 +38,10 @@ from distributions.fit import (
 )
 from distributions.uncertainty import (
     ALInterval,
-    BootstrapResult,
     CountsInterval,
-    RatioStats,
-    SampleSizePlan,
     al_interval,
     al_interval_result,
-    cluster_bootstrap_al,
     iid_ci_from_counts,
-    mean_tolerance,
-    mean_z_score,
-    plan_sample_size,
-    ratio_stats,
-    requests_needed,
-    verify_steps_needed,
 )
 from distributions.units import al_curve_from_conditional, al_curve_from_unconditional
 
@@ -59,7 +49,6 @@ __all__ = [
     "ALInterval",
     "AcceptanceCounts",
     "AcceptanceDistribution",
-    "BootstrapResult",
     "ConstantConditional",
     "CounterWentBackwardsError",
     "CountsInterval",
@@ -68,13 +57,10 @@ __all__ = [
     "DistributionError",
     "FitError",
     "FitResult",
-    "RatioStats",
-    "SampleSizePlan",
     "al_curve_from_conditional",
     "al_curve_from_unconditional",
     "al_interval",
     "al_interval_result",
-    "cluster_bootstrap_al",
     "curve_flags",
     "delta",
     "derive_curve",
@@ -83,10 +69,4 @@ __all__ = [
     "fit_profile",
     "from_histogram",
     "iid_ci_from_counts",
-    "mean_tolerance",
-    "mean_z_score",
-    "plan_sample_size",
-    "ratio_stats",
-    "requests_needed",
-    "verify_steps_needed",
 ]

@@ -1,4 +1,5 @@
-"""Uncertainty of AL: the one AL interval, cluster bootstrap, and sample-size planning.
+"""Uncertainty of AL: the one AL interval, the joint law of AL at several k, counts-only intervals, exact tails of
+printed values, measuring to a precision, and per-position rates.
 
 :func:`al_interval` is the interval every part of golden-al reports. Its input
 is one pair of totals per *cluster*: an independent unit of measurement. A
@@ -12,23 +13,15 @@ their clusters are in the record's ``uncertainty`` block.
 Verify steps within one request are correlated (a request that echoes its prompt
 accepts everything for hundreds of steps), so the sampling unit is the request:
 resample whole requests and recompute the ratio estimator
-``AL = 1 + sum(accepted_i) / sum(steps_i)``.
-
-Planning uses the delta method for that ratio estimator:
-``var(AL) ~= var(a_i - (AL - 1) s_i) / (n * mean(s)^2)`` over ``n`` requests
-(:class:`RatioStats`, :func:`requests_needed`, :func:`plan_sample_size`), and,
-for comparison, the i.i.d. per-step model ``var(AL) = var(L) / steps``
-(:func:`verify_steps_needed`, :func:`iid_ci_from_counts`), which ignores the
-correlation within requests and is therefore optimistic. :func:`mean_z_score`
-compares a realized mean with the mean a sampler should give over a number of
-independent draws (for checking injected AL in benchmark runs).
+``AL = 1 + sum(accepted_i) / sum(steps_i)``. The i.i.d. per-step model
+``var(AL) = var(L) / steps`` (:func:`iid_ci_from_counts`) ignores that correlation and is therefore optimistic.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
@@ -47,33 +40,23 @@ __all__ = [
     "FEW_CLUSTERS",
     "JOINT_METHOD",
     "ALInterval",
-    "BootstrapResult",
     "CountsInterval",
     "JointAL",
     "LatticeLaw",
     "RateProfile",
-    "RatioStats",
-    "SampleSizePlan",
     "al_interval",
     "al_interval_result",
     "al_intervals_batch",
     "chernoff_half_width",
-    "cluster_bootstrap_al",
     "few_clusters_warning",
     "gaussian_tail_for_sigma",
     "iid_ci_from_counts",
     "joint_al_bootstrap",
-    "mean_tolerance",
-    "mean_z_score",
     "next_sample_size",
-    "plan_sample_size",
     "printed_interval_law",
     "rate_profile",
-    "ratio_stats",
     "representation_warning",
-    "requests_needed",
     "se_from_ci",
-    "verify_steps_needed",
     "z_for_confidence",
 ]
 
@@ -103,9 +86,8 @@ FLOOR_C = 0.1
 #: Studentized resamples are divided by at least this fraction of the sample's own standard
 #: error, so that resamples of near-identical clusters cannot produce unbounded t values.
 STUDENT_FLOOR = 0.3
-#: Methods :func:`al_intervals_batch` knows (the calibration experiment compares them).
-METHODS = ("studentized", "percentile", "delta-t", "delta-z", "bca", "cr2-bm", "cr2-welch", "logit-cr2-bm",
-           "logit-cr2-welch", "studentized+cr2-bm", "studentized+logit-cr2-bm", "studentized+logit-cr2-welch")
+#: Methods :func:`al_intervals_batch` knows, and hulls of two of them (``a+b``).
+METHODS = ("studentized", "delta-t", "cr2-bm", "logit-cr2-bm")
 
 
 @dataclass(frozen=True)
@@ -248,43 +230,23 @@ def _t_quantiles(p: float, nu: np.ndarray, fallback: int) -> np.ndarray:
     return np.asarray(stats.t.ppf(p, df), dtype=np.float64)
 
 
-def al_intervals_batch(accepted: ArrayLike, steps: ArrayLike, *, method: str = "studentized",
-                       confidence: float = 0.95, seed: int = 0, num_resamples: int = NUM_RESAMPLES,
-                       draft_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """AL intervals of many data sets at once (rows of ``(R, n)`` arrays, every cluster with steps > 0).
+@dataclass(frozen=True)
+class ClusterRows:
+    """Rows of clusters and what every method builds on: the ratio, the delta-method se and the continuity floor."""
 
-    The vectorized engine behind :func:`al_interval`, also used by the calibration experiment
-    so that what is calibrated is what ships. Methods:
+    acc: np.ndarray
+    st: np.ndarray
+    al: np.ndarray
+    resid: np.ndarray  #: influence of each cluster on the ratio, times sum(s)/n
+    se: np.ndarray
+    floor: np.ndarray
+    t_floor: np.ndarray  #: no interval is narrower than AL -/+ t_{n-1} * floor
+    alpha: float
+    df: int
 
-    * ``studentized``: bootstrap-t of the ratio. Each resample is studentized by its own
-      delta-method standard error (computed in closed form from weighted sums, so it costs
-      no more than the percentile bootstrap), with the denominators floored at
-      :data:`STUDENT_FLOOR` times the sample's standard error.
-    * ``percentile``: the plain percentile cluster bootstrap.
-    * ``delta-t`` / ``delta-z``: ``AL +/- t_{n-1} se`` / ``+/- z se`` with the delta-method se.
-    * ``bca``: bias-corrected and accelerated bootstrap (jackknife acceleration).
-    * ``cr2-bm`` / ``cr2-welch``: ``AL +/- t_nu se_CR2``. The ratio is the weighted least-squares slope of
-      accepted on steps (weights 1/steps), so its bias-reduced cluster-robust variance (CR2, Bell and
-      McCaffrey 2002) divides each squared residual by ``1 - h_i`` with leverage ``h_i = s_i / sum(s)``;
-      ``nu`` is Bell-McCaffrey's (working variance proportional to steps) or Welch-Satterthwaite's
-      (``(sum u)^2 / sum u^2`` over the clusters' variance contributions ``u``), :func:`cr2_se_df`.
-    * ``logit-cr2-bm`` / ``logit-cr2-welch``: the same CR2 interval built on the logit of the share of drafts
-      accepted, ``theta = (AL - 1) / k`` (``draft_len`` is needed; ``theta`` continuity-corrected to
-      ``(sum a + 1/2) / (k sum s + 1)``, its se ``se_CR2 / (k theta (1 - theta))``), mapped back: it stays inside
-      ``[1, k + 1]`` and reaches further from the ceiling than towards it, as a ratio near the ceiling does.
-    * ``a+b`` (``studentized+cr2-bm``, ``studentized+logit-cr2-welch``): the hull of two intervals: it covers
-      wherever either does, at the width of the wider.
 
-    All methods share the continuity floor ``se >= FLOOR_C * AL / n`` (the bootstrap ones
-    through the interval being at least ``AL +/- t_{n-1} * floor``), so all-identical clusters
-    still give a positive width.
-    """
-    if method not in METHODS:
-        raise DistributionError(f"unknown interval method {method!r}", hint=f"one of {', '.join(METHODS)}")
-    if "+" in method:
-        parts = [al_intervals_batch(accepted, steps, method=m, confidence=confidence, seed=seed,
-                                    num_resamples=num_resamples, draft_len=draft_len) for m in method.split("+")]
-        return np.minimum.reduce([lo for lo, _ in parts]), np.maximum.reduce([hi for _, hi in parts])
+def cluster_rows(accepted: ArrayLike, steps: ArrayLike, confidence: float) -> ClusterRows:
+    """:class:`ClusterRows` of ``(R, n)`` per-cluster totals (every cluster with steps > 0)."""
     if not 0.0 < confidence < 1.0:
         raise DistributionError(f"confidence must be in (0, 1), got {confidence!r}")
     acc, st = _clusters(accepted, steps)
@@ -292,99 +254,92 @@ def al_intervals_batch(accepted: ArrayLike, steps: ArrayLike, *, method: str = "
     if acc.ndim != 2 or np.any(st <= 0):
         raise DistributionError("al_intervals_batch needs (R, n) arrays of clusters with steps > 0")
     n = acc.shape[1]
-    a_sum, s_sum = acc.sum(axis=1), st.sum(axis=1)
-    rate = a_sum / s_sum
+    rate = acc.sum(axis=1) / st.sum(axis=1)
     al = 1.0 + rate
-    resid = acc - rate[:, None] * st  # influence of each cluster on the ratio, times sum(s)/n
+    resid = acc - rate[:, None] * st
     df = max(n - 1, 1)
     floor = FLOOR_C * al / n
-    se = np.maximum(np.sqrt((resid**2).sum(axis=1) * n / df) / s_sum, floor)
+    se = np.maximum(np.sqrt((resid**2).sum(axis=1) * n / df) / st.sum(axis=1), floor)
     alpha = (1.0 - confidence) / 2.0
-    t_floor = _t_quantile(1.0 - alpha, df) * floor
-    if method in ("cr2-bm", "cr2-welch", "logit-cr2-bm", "logit-cr2-welch"):
-        se2, nu = cr2_se_df(acc, st, bell_mccaffrey=method.endswith("-bm"))
-        se_c = np.maximum(se2, floor)
-        q_nu = _t_quantiles(1.0 - alpha, nu, df)
-        if not method.startswith("logit-"):
-            return np.maximum(1.0, al - q_nu * se_c), al + q_nu * se_c
-        if draft_len is None:
-            raise DistributionError(f"the {method} interval needs the draft length k",
-                                    hint="pass draft_len (a record always knows its k)")
-        k = float(units.check_draft_len(draft_len))
-        if np.any(acc > k * st * (1.0 + 1e-9) + 1e-9):  # beyond rounding of windowed counts
-            raise DistributionError(f"more drafts accepted than k={draft_len} per verify step allows")
-        theta = (a_sum + 0.5) / (k * s_sum + 1.0)
-        g = np.log(theta / (1.0 - theta))
-        half = q_nu * se_c / (k * theta * (1.0 - theta))
-        from scipy.special import expit
+    return ClusterRows(acc, st, al, resid, se, floor, _t_quantile(1.0 - alpha, df) * floor, alpha, df)
 
-        lo, hi = 1.0 + k * expit(g - half), 1.0 + k * expit(g + half)
-        return np.maximum(1.0, np.minimum(lo, al - t_floor)), np.minimum(np.maximum(hi, al + t_floor), k + 1.0)
-    if method in ("delta-t", "delta-z"):
-        from statistics import NormalDist
 
-        q = _t_quantile(1.0 - alpha, df) if method == "delta-t" else NormalDist().inv_cdf(1.0 - alpha)
-        return np.maximum(1.0, al - q * se), al + q * se
-    lo = np.empty_like(al)
-    hi = np.empty_like(al)
-    # Chunks of rows keep the (rows, resamples) matrices near 16 MB.
-    w = _weights(n, num_resamples, seed)
+def al_intervals_batch(accepted: ArrayLike, steps: ArrayLike, *, method: str = "studentized",
+                       confidence: float = 0.95, seed: int = 0, num_resamples: int = NUM_RESAMPLES,
+                       draft_len: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """AL intervals of many data sets at once (rows of ``(R, n)`` arrays, every cluster with steps > 0).
+
+    The vectorized engine behind :func:`al_interval`, also used by the calibration experiment
+    so that what is calibrated is what ships (the candidates that lost live in
+    experiments/interval-calibration/candidates.py). Methods:
+
+    * ``studentized``: bootstrap-t of the ratio. Each resample is studentized by its own
+      delta-method standard error (computed in closed form from weighted sums, so it costs
+      no more than the percentile bootstrap), with the denominators floored at
+      :data:`STUDENT_FLOOR` times the sample's standard error.
+    * ``delta-t``: ``AL +/- t_{n-1} se`` with the delta-method se.
+    * ``cr2-bm``: ``AL +/- t_nu se_CR2``. The ratio is the weighted least-squares slope of accepted on steps
+      (weights 1/steps), so its bias-reduced cluster-robust variance (CR2, Bell and McCaffrey 2002) divides each
+      squared residual by ``1 - h_i`` with leverage ``h_i = s_i / sum(s)``; ``nu`` is Bell-McCaffrey's (working
+      variance proportional to steps), :func:`cr2_se_df`.
+    * ``logit-cr2-bm``: the same CR2 interval built on the logit of the share of drafts accepted,
+      ``theta = (AL - 1) / k`` (``draft_len`` is needed), :func:`cr2_bounds`.
+    * ``a+b`` (``studentized+cr2-bm``, ``studentized+logit-cr2-bm``): the hull of two intervals: it covers
+      wherever either does, at the width of the wider.
+
+    All methods share the continuity floor ``se >= FLOOR_C * AL / n`` (the bootstrap through the interval being
+    at least ``AL +/- t_{n-1} * floor``), so all-identical clusters still give a positive width.
+    """
+    if any(m not in METHODS for m in method.split("+")):
+        raise DistributionError(f"unknown interval method {method!r}", hint=f"one of {', '.join(METHODS)}, or a+b")
+    if "+" in method:
+        parts = [al_intervals_batch(accepted, steps, method=m, confidence=confidence, seed=seed,
+                                    num_resamples=num_resamples, draft_len=draft_len) for m in method.split("+")]
+        return np.minimum.reduce([lo for lo, _ in parts]), np.maximum.reduce([hi for _, hi in parts])
+    b = cluster_rows(accepted, steps, confidence)
+    if method.endswith("cr2-bm"):
+        se2, nu = cr2_se_df(b.acc, b.st)
+        return cr2_bounds(b, se2, nu, draft_len=draft_len, logit=method.startswith("logit-"))
+    if method == "delta-t":
+        q = _t_quantile(1.0 - b.alpha, b.df)
+        return np.maximum(1.0, b.al - q * b.se), b.al + q * b.se
+    lo = np.empty_like(b.al)
+    hi = np.empty_like(b.al)
+    n = b.acc.shape[1]
+    for sl, s_b, d, w in resampled_rates(b, seed, num_resamples):
+        # sum_i w_i (a_i - r* s_i)^2 with a_i - r* s_i = resid_i - d s_i
+        ss = ((b.resid[sl] ** 2) @ w.T - 2.0 * d * ((b.resid[sl] * b.st[sl]) @ w.T) + d * d * ((b.st[sl] ** 2) @ w.T))
+        se_b = np.sqrt(np.maximum(ss, 0.0) * n / b.df) / s_b
+        se_b = np.maximum(se_b, np.maximum(FLOOR_C * (b.al[sl, None] + d) / n, STUDENT_FLOOR * b.se[sl, None]))
+        t_lo, t_hi = np.quantile(d / se_b, [b.alpha, 1.0 - b.alpha], axis=1)
+        lo[sl], hi[sl] = b.al[sl] - t_hi * b.se[sl], b.al[sl] - t_lo * b.se[sl]
+    return np.maximum(1.0, np.minimum(lo, b.al - b.t_floor)), np.maximum(hi, b.al + b.t_floor)
+
+
+def resampled_rates(b: ClusterRows, seed: int,
+                    num_resamples: int) -> Iterator[tuple[slice, np.ndarray, np.ndarray, np.ndarray]]:
+    """Chunks of rows (``(rows, resamples)`` matrices near 16 MB): each resample's steps and rate minus the sample's,
+    and the resampling counts (a function of ``(n, seed)`` only)."""
+    w = _weights(b.acc.shape[1], num_resamples, seed)
     step = max(1, 2_000_000 // max(num_resamples, 1))
-    for r0 in range(0, al.size, step):
+    for r0 in range(0, b.al.size, step):
         sl = slice(r0, r0 + step)
-        s_b = st[sl] @ w.T
-        d = (resid[sl] @ w.T) / s_b  # resampled rate minus the sample's
-        if method == "percentile":
-            q_lo, q_hi = np.quantile(d, [alpha, 1.0 - alpha], axis=1)
-            lo[sl], hi[sl] = al[sl] + q_lo, al[sl] + q_hi
-        elif method == "studentized":
-            # sum_i w_i (a_i - r* s_i)^2 with a_i - r* s_i = resid_i - d s_i
-            ss = ((resid[sl] ** 2) @ w.T - 2.0 * d * ((resid[sl] * st[sl]) @ w.T)
-                  + d * d * ((st[sl] ** 2) @ w.T))
-            se_b = np.sqrt(np.maximum(ss, 0.0) * n / df) / s_b
-            se_b = np.maximum(se_b, np.maximum(FLOOR_C * (al[sl, None] + d) / n, STUDENT_FLOOR * se[sl, None]))
-            t_lo, t_hi = np.quantile(d / se_b, [alpha, 1.0 - alpha], axis=1)
-            lo[sl], hi[sl] = al[sl] - t_hi * se[sl], al[sl] - t_lo * se[sl]
-        else:  # bca
-            from statistics import NormalDist
-
-            nd = NormalDist()
-            frac = np.clip((d < 0).mean(axis=1) + 0.5 * (d == 0).mean(axis=1), 1e-6, 1 - 1e-6)
-            z0 = np.array([nd.inv_cdf(float(f)) for f in frac])
-            jack = (a_sum[sl, None] - acc[sl]) / np.maximum(s_sum[sl, None] - st[sl], 1e-300) if n > 1 \
-                else np.zeros_like(acc[sl])
-            dj = jack.mean(axis=1, keepdims=True) - jack
-            den = 6.0 * np.maximum((dj**2).sum(axis=1), 1e-300) ** 1.5
-            acc_hat = (dj**3).sum(axis=1) / den
-            d_sorted = np.sort(d, axis=1)
-            rows = np.arange(d.shape[0])
-            for z_a, out in ((nd.inv_cdf(alpha), lo), (nd.inv_cdf(1.0 - alpha), hi)):
-                zz = z0 + (z0 + z_a) / (1.0 - acc_hat * (z0 + z_a))
-                p = np.array([nd.cdf(float(x)) for x in zz])
-                idx = np.clip(np.round(p * (num_resamples - 1)).astype(int), 0, num_resamples - 1)
-                out[sl] = al[sl] + d_sorted[rows, idx]
-    return np.maximum(1.0, np.minimum(lo, al - t_floor)), np.maximum(hi, al + t_floor)
+        s_b = b.st[sl] @ w.T
+        yield sl, s_b, (b.resid[sl] @ w.T) / s_b, w
 
 
-def cr2_se_df(acc: np.ndarray, st: np.ndarray, *, bell_mccaffrey: bool = True) -> tuple[np.ndarray, np.ndarray]:
+def cr2_se_df(acc: np.ndarray, st: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """CR2 standard error of the ratio ``sum(a) / sum(s)`` over ``(R, n)`` clusters, and its degrees of freedom.
 
     The ratio is the WLS slope of ``a`` on ``s`` with weights ``1/s`` (so ``w_i s_i = 1``): leverages
     ``h_i = s_i / S``, residuals ``e_i = a_i - r s_i``, ``var = sum(e_i^2 / (1 - h_i)) / S^2``. Degrees of freedom:
     Bell-McCaffrey ``tr(B)^2 / tr(B^2)`` with ``B = D^-1/2 M' diag(s) M D^-1/2`` (``M = I - H``, ``D = diag(1 - h)``,
-    working variance proportional to steps), or Welch-Satterthwaite ``(sum u)^2 / sum u^2`` with
-    ``u_i = e_i^2 / (1 - h_i)``.
+    working variance proportional to steps).
     """
     s_sum = st.sum(axis=1, keepdims=True)
     rate = acc.sum(axis=1, keepdims=True) / s_sum
-    h = st / s_sum
-    one_h = np.maximum(1.0 - h, 1e-12)
-    u = (acc - rate * st) ** 2 / one_h
-    se = np.sqrt(u.sum(axis=1)) / s_sum[:, 0]
-    if not bell_mccaffrey:
-        tot = u.sum(axis=1)
-        nu = np.where(tot > 0, tot**2 / np.maximum((u**2).sum(axis=1), 1e-300), np.inf)
-        return se, nu
+    one_h = np.maximum(1.0 - st / s_sum, 1e-12)
+    se = np.sqrt(((acc - rate * st) ** 2 / one_h).sum(axis=1)) / s_sum[:, 0]
     # K = M' diag(s) M = diag(s) - (s^2 1' + 1 s^2') / S + (sum s^3 / S^2) 1 1'
     q = (st**3).sum(axis=1, keepdims=True) / s_sum**2
     sq = st**2 / s_sum
@@ -396,6 +351,32 @@ def cr2_se_df(acc: np.ndarray, st: np.ndarray, *, bell_mccaffrey: bool = True) -
     k_full[:, idx, idx] += st
     tr_b2 = np.einsum("ri,rij,rj->r", d, k_full**2, d)
     return se, tr_b**2 / np.maximum(tr_b2, 1e-300)
+
+
+def cr2_bounds(b: ClusterRows, se_cr2: np.ndarray, nu: np.ndarray, *, draft_len: int | None,
+               logit: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``AL +/- t_nu se_CR2`` (floored), or with ``logit`` the same on the logit of ``theta = (AL - 1) / k``
+    (continuity-corrected to ``(sum a + 1/2) / (k sum s + 1)``, its se ``se_CR2 / (k theta (1 - theta))``) mapped
+    back: it stays inside ``[1, k + 1]`` and reaches further from the ceiling than towards it, as a ratio near the
+    ceiling does."""
+    se_c = np.maximum(se_cr2, b.floor)
+    q_nu = _t_quantiles(1.0 - b.alpha, nu, b.df)
+    if not logit:
+        return np.maximum(1.0, b.al - q_nu * se_c), b.al + q_nu * se_c
+    if draft_len is None:
+        raise DistributionError("the logit CR2 interval needs the draft length k",
+                                hint="pass draft_len (a record always knows its k)")
+    k = float(units.check_draft_len(draft_len))
+    if np.any(b.acc > k * b.st * (1.0 + 1e-9) + 1e-9):  # beyond rounding of windowed counts
+        raise DistributionError(f"more drafts accepted than k={draft_len} per verify step allows")
+    theta = (b.acc.sum(axis=1) + 0.5) / (k * b.st.sum(axis=1) + 1.0)
+    g = np.log(theta / (1.0 - theta))
+    half = q_nu * se_c / (k * theta * (1.0 - theta))
+    from scipy.special import expit
+
+    lo, hi = 1.0 + k * expit(g - half), 1.0 + k * expit(g + half)
+    return (np.maximum(1.0, np.minimum(lo, b.al - b.t_floor)),
+            np.minimum(np.maximum(hi, b.al + b.t_floor), k + 1.0))
 
 
 def al_interval_result(accepted: ArrayLike, steps: ArrayLike, *, confidence: float = 0.95, seed: int = 0,
@@ -502,19 +483,6 @@ class JointAL:
         se = self.se
         return self.cov / np.outer(se, se)
 
-    def contrast(self, weights: ArrayLike, confidence: float = 0.95) -> tuple[float, float, float, float]:
-        """``(value, se, low, high)`` of ``weights . AL`` (e.g. ``AL(8) - AL(7)``): the estimate, its
-        standard error from :attr:`cov` and a percentile interval of the resampled contrast."""
-        w = np.asarray(weights, dtype=np.float64)
-        if w.shape != (len(self.ks),):
-            raise DistributionError(f"a contrast needs one weight per k ({len(self.ks)}), got shape {w.shape}")
-        value = float(w @ self.al)
-        se = float(math.sqrt(max(float(w @ self.cov @ w), 0.0)))
-        alpha = (1.0 - confidence) / 2.0
-        q_lo, q_hi = np.quantile(self.replicates @ w - value, [alpha, 1.0 - alpha])
-        z = z_for_confidence(confidence)
-        return value, se, value + min(float(q_lo), -z * se), value + max(float(q_hi), z * se)
-
     def as_dict(self) -> dict[str, Any]:
         return {"method": JOINT_METHOD, "ks": list(self.ks), "clusters": int(self.clusters),
                 "resamples": int(self.replicates.shape[0]), "seed": int(self.seed),
@@ -555,79 +523,6 @@ def joint_al_bootstrap(accepted: ArrayLike, steps: ArrayLike, ks: Sequence[int],
     return JointAL(ks=tuple(int(k) for k in ks), al=al, replicates=reps, clusters=n, floor=floor, seed=int(seed))
 
 
-@dataclass(frozen=True)
-class BootstrapResult:
-    """AL point estimate with a percentile bootstrap interval over requests."""
-
-    al: float
-    ci_low: float
-    ci_high: float
-    confidence: float
-    num_requests: int
-    num_resamples: int
-    std_error: float
-
-    @property
-    def ci(self) -> tuple[float, float]:
-        """``(low, high)``."""
-        return (self.ci_low, self.ci_high)
-
-
-def cluster_bootstrap_al(
-    accepted: ArrayLike,
-    steps: ArrayLike,
-    *,
-    rng: np.random.Generator,
-    num_resamples: int = 2000,
-    confidence: float = 0.95,
-) -> BootstrapResult:
-    """Percentile cluster bootstrap of AL over requests.
-
-    Args:
-        accepted: accepted draft tokens per request.
-        steps: verify steps per request (requests with zero steps carry no weight).
-        rng: the generator that drives the resampling.
-        num_resamples: bootstrap replicates.
-        confidence: two-sided coverage of the interval.
-    """
-    acc = np.asarray(accepted, dtype=np.float64)
-    st = np.asarray(steps, dtype=np.float64)
-    if acc.shape != st.shape or acc.ndim != 1:
-        raise DistributionError(f"accepted and steps must be 1-D of equal length, got {acc.shape} and {st.shape}")
-    if np.any(acc < 0) or np.any(st < 0):
-        raise DistributionError("per-request counts must be >= 0")
-    if not 0.0 < confidence < 1.0:
-        raise DistributionError(f"confidence must be in (0, 1), got {confidence}")
-    n = acc.size
-    al = units.al_from_counts(acc.sum(), st.sum())
-    if n < 2:
-        return BootstrapResult(al, al, al, confidence, n, 0, float("nan"))
-    chunk = max(1, min(num_resamples, 4_000_000 // max(n, 1)))
-    stats: list[np.ndarray] = []
-    done = 0
-    while done < num_resamples:
-        b = min(chunk, num_resamples - done)
-        weights = rng.multinomial(n, np.full(n, 1.0 / n), size=b).astype(np.float64)
-        den = weights @ st
-        num = weights @ acc
-        with np.errstate(divide="ignore", invalid="ignore"):
-            stats.append(np.where(den > 0, 1.0 + num / np.where(den > 0, den, 1.0), np.nan))
-        done += b
-    boot = np.concatenate(stats)
-    boot = boot[np.isfinite(boot)]
-    alpha = (1.0 - confidence) / 2.0
-    lo, hi = np.quantile(boot, [alpha, 1.0 - alpha])
-    return BootstrapResult(
-        al=al,
-        ci_low=float(lo),
-        ci_high=float(hi),
-        confidence=confidence,
-        num_requests=n,
-        num_resamples=int(boot.size),
-        std_error=float(np.std(boot, ddof=1)),
-    )
-
-
 # ---------------------------------------------------------------------------- planning
 def z_for_confidence(confidence: float) -> float:
     """Two-sided normal quantile: 1.95996 for 0.95."""
@@ -651,138 +546,6 @@ def _check_half_width(half_width: float) -> float:
             hint="e.g. 0.02 for AL +/- 0.02",
         )
     return float(half_width)
-
-
-def _per_request(accepted: ArrayLike, steps: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
-    acc = np.asarray(accepted, dtype=np.float64)
-    st = np.asarray(steps, dtype=np.float64)
-    if acc.shape != st.shape or acc.ndim != 1:
-        raise DistributionError(f"accepted and steps must be 1-D of equal length, got {acc.shape} and {st.shape}")
-    if np.any(~np.isfinite(acc)) or np.any(~np.isfinite(st)) or np.any(acc < 0) or np.any(st < 0):
-        raise DistributionError("per-request counts must be finite and >= 0")
-    return acc, st
-
-
-@dataclass(frozen=True)
-class RatioStats:
-    """Per-request summary behind the delta-method variance of the ratio estimator.
-
-    Attributes:
-        al: ``1 + sum(a) / sum(s)``.
-        num_requests: ``n``.
-        mean_steps: ``mean(s_i)``.
-        residual_var: sample variance (ddof=1) of ``a_i - (AL - 1) * s_i``.
-    """
-
-    al: float
-    num_requests: int
-    mean_steps: float
-    residual_var: float
-
-    def std_error(self, num_requests: int | None = None) -> float:
-        """Delta-method standard error of AL with ``num_requests`` requests (default: observed)."""
-        n = self.num_requests if num_requests is None else int(num_requests)
-        if n < 1:
-            raise DistributionError(f"num_requests must be >= 1, got {n}")
-        return math.sqrt(self.residual_var / (n * self.mean_steps**2))
-
-    def half_width(self, confidence: float = 0.95, num_requests: int | None = None) -> float:
-        """CI half-width ``z * std_error``."""
-        return z_for_confidence(confidence) * self.std_error(num_requests)
-
-
-def ratio_stats(accepted: ArrayLike, steps: ArrayLike) -> RatioStats:
-    """:class:`RatioStats` from per-request accepted drafts and verify steps.
-
-    Raises:
-        DistributionError: with fewer than two requests or no verify steps.
-    """
-    acc, st = _per_request(accepted, steps)
-    if acc.size < 2:
-        raise DistributionError(
-            f"the variance across requests needs at least 2 requests, got {acc.size}",
-            hint="run a pilot of 20 or more prompts first",
-        )
-    al = units.al_from_counts(acc.sum(), st.sum())
-    resid = acc - (al - 1.0) * st
-    return RatioStats(al=al, num_requests=int(acc.size), mean_steps=float(st.mean()),
-                      residual_var=float(np.var(resid, ddof=1)))
-
-
-def requests_needed(half_width: float, *, residual_var: float, mean_steps: float,
-                    confidence: float = 0.95) -> int:
-    """Requests (prompts) for a CI half-width: ``ceil(z^2 var(a - (AL-1)s) / (hw^2 mean(s)^2))`` (>= 2)."""
-    hw = _check_half_width(half_width)
-    if not (residual_var >= 0 and mean_steps > 0):
-        raise DistributionError(f"need residual_var >= 0 and mean_steps > 0, got {residual_var!r}, {mean_steps!r}")
-    z = z_for_confidence(confidence)
-    return max(2, math.ceil(z * z * residual_var / (hw * hw * mean_steps * mean_steps) - 1e-9))
-
-
-def verify_steps_needed(half_width: float, *, step_variance: float, confidence: float = 0.95) -> int:
-    """Verify steps for a CI half-width if steps were i.i.d.: ``ceil(z^2 var(L) / hw^2)``.
-
-    Optimistic for real text (steps within a request are correlated); exact for
-    the engines' synthetic samplers that draw independently per request-step
-    (vLLM, ATOM, TensorRT-LLM; for SGLang the independent draws are the batch steps).
-    """
-    hw = _check_half_width(half_width)
-    if not step_variance >= 0:
-        raise DistributionError(f"step variance must be >= 0, got {step_variance!r}")
-    z = z_for_confidence(confidence)
-    return max(1, math.ceil(z * z * step_variance / (hw * hw) - 1e-9))
-
-
-@dataclass(frozen=True)
-class SampleSizePlan:
-    """How many requests (and, under i.i.d. steps, verify steps) reach a target CI half-width.
-
-    Attributes:
-        target_half_width / confidence: the goal.
-        al: AL of the pilot data.
-        observed: the pilot's :class:`RatioStats`.
-        current_half_width: delta-method half-width of the pilot itself.
-        num_requests: requests needed (delta method, clustered by request).
-        num_verify_steps: ``num_requests * mean steps per request``.
-        num_verify_steps_iid: steps needed if steps were independent (None without ``step_variance``).
-        design_effect: ``var(a - (AL-1)s) / (mean(s) var(L))``: how much the
-            clustering inflates the variance over i.i.d. steps (None without ``step_variance``).
-    """
-
-    target_half_width: float
-    confidence: float
-    al: float
-    observed: RatioStats
-    current_half_width: float
-    num_requests: int
-    num_verify_steps: int
-    num_verify_steps_iid: int | None
-    design_effect: float | None
-
-
-def plan_sample_size(accepted: ArrayLike, steps: ArrayLike, half_width: float, *,
-                     confidence: float = 0.95, step_variance: float | None = None) -> SampleSizePlan:
-    """Plan the number of prompts for a target 95% CI half-width from pilot per-request data.
-
-    Args:
-        accepted, steps: per-request accepted drafts and verify steps of a pilot run.
-        half_width: target half-width of the CI of AL (e.g. 0.02 or 0.01).
-        confidence: CI coverage.
-        step_variance: ``var(L)`` per step (e.g. ``AcceptanceDistribution.var()`` of the
-            pooled histogram), to report the i.i.d. step count and the design effect.
-    """
-    hw = _check_half_width(half_width)
-    obs = ratio_stats(accepted, steps)
-    n = requests_needed(hw, residual_var=obs.residual_var, mean_steps=obs.mean_steps, confidence=confidence)
-    iid = deff = None
-    if step_variance is not None:
-        iid = verify_steps_needed(hw, step_variance=step_variance, confidence=confidence)
-        deff = obs.residual_var / (obs.mean_steps * step_variance) if step_variance > 0 else math.inf
-    return SampleSizePlan(
-        target_half_width=hw, confidence=confidence, al=obs.al, observed=obs,
-        current_half_width=obs.half_width(confidence), num_requests=n,
-        num_verify_steps=math.ceil(n * obs.mean_steps), num_verify_steps_iid=iid, design_effect=deff,
-    )
 
 
 # ---------------------------------------------------------------------------- counts only
@@ -816,7 +579,7 @@ def iid_ci_from_counts(num_accepted_drafts: float, num_verify_steps: float, *,
 
     Treats every verify step as an independent draw of ``L``: ``se = sqrt(var(L) / steps)``.
     This is OPTIMISTIC for real text, where steps within a request are correlated
-    (prefer :func:`cluster_bootstrap_al` whenever per-request data exists).
+    (prefer :func:`al_interval` whenever per-request data exists).
     ``var(L)`` comes from, in order: ``step_variance``; the ``histogram`` of
     accepted drafts; or, with only ``k``, the largest variance any distribution on
     ``[1, k+1]`` with this mean can have, ``(AL - 1)(k + 1 - AL)`` (Bhatia-Davis).
@@ -853,30 +616,6 @@ def iid_ci_from_counts(num_accepted_drafts: float, num_verify_steps: float, *,
     return CountsInterval(al=al, ci_low=max(1.0, al - z * se), ci_high=min(hi_cap, al + z * se),
                           confidence=confidence, std_error=se, num_verify_steps=float(num_verify_steps),
                           step_variance=var, variance_source=src)
-
-
-# ---------------------------------------------------------------------------- checking a sampler
-def mean_z_score(realized_mean: float, expected_mean: float, variance: float, num_draws: float) -> float:
-    """``(realized - expected) / sqrt(variance / num_draws)``.
-
-    ``variance`` is that of one independent draw of the sampler (e.g. the pmf's
-    ``var()``); ``num_draws`` counts independent draws: request-steps for
-    vLLM/ATOM/TensorRT-LLM, verify steps (one shared draw per batch) for SGLang.
-    With zero variance the score is 0 if the means agree, else +/-inf.
-    """
-    if not (variance >= 0 and num_draws > 0):
-        raise DistributionError(f"need variance >= 0 and num_draws > 0, got {variance!r}, {num_draws!r}")
-    diff = float(realized_mean) - float(expected_mean)
-    if variance == 0:
-        return 0.0 if abs(diff) <= 1e-12 * max(1.0, abs(float(expected_mean))) else math.copysign(math.inf, diff)
-    return diff / math.sqrt(float(variance) / float(num_draws))
-
-
-def mean_tolerance(variance: float, num_draws: float, z: float = 5.0) -> float:
-    """``z * sqrt(variance / num_draws)``: how far a realized mean may stray at ``z`` standard errors."""
-    if not (variance >= 0 and num_draws > 0 and z > 0):
-        raise DistributionError(f"need variance >= 0, num_draws > 0, z > 0, got {variance!r}, {num_draws!r}, {z!r}")
-    return float(z) * math.sqrt(float(variance) / float(num_draws))
 
 
 # ---------------------------------------------------------------------------- checking a run (exact tails)

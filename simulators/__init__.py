@@ -9,8 +9,6 @@ Depends on :mod:`distributions` only; never on :mod:`golden_al`. Modules:
 * :mod:`simulators.batch`: B requests over S steps (shared vs per-request draws),
   per-request completion in steps.
 * :mod:`simulators.throughput`: cost model, tokens/s, speedup and the best draft length.
-* :mod:`simulators.requests`: synthetic request populations with known AL (Beta mixtures,
-  output lengths), for calibrating intervals against truth.
 """
 
 from __future__ import annotations

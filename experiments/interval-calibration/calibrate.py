@@ -1,10 +1,10 @@
 """Coverage and width of AL intervals against known truth, by method and cluster count.
 
 Draws per-request (accepted, steps) from synthetic populations with known AL
-(:class:`simulators.requests.RequestPopulation`: Beta mixtures of per-request acceptance,
+(:class:`populations.RequestPopulation`: Beta mixtures of per-request acceptance,
 output lengths 32..4096 tokens, k 1..8, AL 1.3..8.2, including adversarial ones: few long
 echo requests at the ceiling, a minority of poor requests), and for every method of
-:func:`distributions.uncertainty.al_intervals_batch` (the engine behind ``al_interval``)
+``candidates.intervals`` (the shipped methods are the engine behind ``al_interval``)
 measures how often the 95% interval covers the truth and its median width relative to the
 plain percentile cluster bootstrap, at 4..200 clusters.
 
@@ -28,9 +28,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from candidates import intervals  # noqa: E402
+from populations import Component as C  # noqa: E402
+from populations import RequestPopulation as P  # noqa: E402
+
 from distributions.uncertainty import AL_INTERVAL_METHOD, al_intervals_batch  # noqa: E402
-from simulators.requests import Component as C  # noqa: E402
-from simulators.requests import RequestPopulation as P  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 METHODS = ("percentile", "bca", "delta-z", "delta-t", "studentized")
@@ -65,7 +67,7 @@ def run(reps: int, clusters: tuple[int, ...], seed: int) -> list[dict[str, objec
             acc, st = pop.sample(rng, (reps, n))
             base_width = None
             for method in METHODS:
-                lo, hi = al_intervals_batch(acc, st, method=method)
+                lo, hi = intervals(acc, st, method=method)
                 width = float(np.median(hi - lo))
                 if method == "percentile":
                     base_width = width

@@ -11,7 +11,7 @@ independent. This simulates that pipeline against known truth and measures the c
   so that only neighbouring batches share a request;
 * ``per-request``: the interval over requests, what a per-request source gives.
 
-Model: ``simulators.requests`` populations give each request its accepted drafts and verify
+Model: ``populations.py`` populations give each request its accepted drafts and verify
 steps; a request does one verify step per batch step while in flight (its accepted drafts spread
 evenly over its steps); ``c`` slots run requests back to back in order; counters are read every
 25 batch steps. Truth: 1 + E[accepted] / E[steps] of the population.
@@ -37,9 +37,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from populations import Component as C  # noqa: E402
+from populations import RequestPopulation as P  # noqa: E402
+
 from distributions.uncertainty import al_interval_result  # noqa: E402
-from simulators.requests import Component as C  # noqa: E402
-from simulators.requests import RequestPopulation as P  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 WINDOW = 25  # batch steps between two scrapes

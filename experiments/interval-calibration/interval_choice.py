@@ -4,8 +4,8 @@ The first interval (studentized cluster bootstrap) covered 89 % at 16 clusters w
 the previous one, the hull ``studentized+cr2-bm``, still covered 90.5 % near the ceiling with lengths 32..4096. The
 shipped one is ``studentized+logit-cr2-bm`` (:data:`distributions.uncertainty.AL_INTERVAL_RULE`), chosen here: the
 narrowest rule that covers 93 % at 16 clusters on every scenario where the sample holds the information. This compares, on one
-scenario grid against known truth (``simulators/requests.py``, truth by 400,000 requests), the candidates in
-:func:`distributions.uncertainty.al_intervals_batch`:
+scenario grid against known truth (``populations.py``, truth by 400,000 requests), the candidates in
+``candidates.intervals`` (the shipped ones are :func:`distributions.uncertainty.al_intervals_batch`):
 
 * ``studentized``: the bootstrap-t of the ratio;
 * ``cr2-bm``: the CR2 (bias-reduced, leverage-corrected) cluster-robust variance of the ratio with Bell-McCaffrey
@@ -53,9 +53,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from candidates import intervals  # noqa: E402
+from populations import Component as C  # noqa: E402
+from populations import RequestPopulation as P  # noqa: E402
+
 from distributions.uncertainty import AL_INTERVAL_RULE, al_intervals_batch  # noqa: E402
-from simulators.requests import Component as C  # noqa: E402
-from simulators.requests import RequestPopulation as P  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CLUSTERS = (16, 32, 80)
@@ -115,7 +117,7 @@ def sample(name: str, pop: P, rng: np.random.Generator, reps: int,
 
 def _interval(acc: np.ndarray, st: np.ndarray, method: str, k: int) -> tuple[np.ndarray, np.ndarray]:
     """A method's intervals (``a+b``: the hull of two, covering wherever either does at the width of the wider)."""
-    return al_intervals_batch(acc, st, method=method, draft_len=k)
+    return intervals(acc, st, method=method, draft_len=k)
 
 
 def run(reps: int, scenarios: list[str] | None = None, clusters: tuple[int, ...] = CLUSTERS,

@@ -3,7 +3,7 @@
 ``calibrate.py`` chose the studentized cluster bootstrap on 16 populations, and ``interval_choice.py`` its hull with the
 CR2 sandwich (shipped since issue 39). This checks the shipped rule,
 unchanged, on five new kinds of population, at 8, 16, 32 and 80 clusters (requests), against
-known truth (``simulators/requests.py``; truth by 400,000 requests):
+known truth (``populations.py``; truth by 400,000 requests):
 
 * heavy-tailed output lengths (lognormal, log-sd 1.5, median 128 tokens, capped at 16,384);
 * strong per-request heterogeneity (acceptance ~ Beta(0.7, 0.7): many requests near 0 or 1);
@@ -40,14 +40,15 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from populations import Component as C  # noqa: E402
+from populations import RequestPopulation as P  # noqa: E402
+
 from distributions.uncertainty import (  # noqa: E402
     AL_INTERVAL_METHOD,
     AL_INTERVAL_RULE,
     al_intervals_batch,
     joint_al_bootstrap,
 )
-from simulators.requests import Component as C  # noqa: E402
-from simulators.requests import RequestPopulation as P  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 CLUSTERS = (8, 16, 32, 80)

@@ -45,9 +45,10 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
+from populations import Component as C  # noqa: E402
+from populations import RequestPopulation as P  # noqa: E402
+
 from distributions.uncertainty import AL_INTERVAL_RULE, al_intervals_batch  # noqa: E402
-from simulators.requests import Component as C  # noqa: E402
-from simulators.requests import RequestPopulation as P  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 SIZES = (8, 16, 24, 32, 48, 80, 120)

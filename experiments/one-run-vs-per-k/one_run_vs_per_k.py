@@ -43,7 +43,6 @@ import numpy as np
 
 from distributions import units
 from distributions.fit import derive_curve
-from distributions.uncertainty import cluster_bootstrap_al
 from golden_al.measure.records import load_record, read_request_results
 from golden_al.measure.schema import RequestResult
 from golden_al.provenance import sha256_file
@@ -54,6 +53,9 @@ from golden_al.reporting.experiment import (
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
+sys.path.insert(0, str(HERE.parent / "prompts-needed"))
+from planning import cluster_bootstrap_al  # noqa: E402  the percentile cluster bootstrap
+
 DATA = HERE / "data"
 K_MAX = 7
 RESAMPLES = 4000

@@ -3,7 +3,7 @@
 For each draft length k of the Qwen2.5-Coder measurement records, the per-request
 accepted drafts ``a_i`` and verify steps ``s_i`` (``requests.jsonl``) are the pilot:
 
-* **planner** (:func:`distributions.uncertainty.plan_sample_size`): the ratio estimator
+* **planner** (:func:`planning.plan_sample_size`): the ratio estimator
   ``AL = 1 + sum a / sum s`` has delta-method variance ``var(a_i - (AL-1) s_i) /
   (n mean(s)^2)``, so ``n = z^2 var(a - (AL-1)s) / (h^2 mean(s)^2)`` prompts reach a
   half-width ``h``; for comparison the verify steps an i.i.d.-steps model would want
@@ -13,7 +13,7 @@ accepted drafts ``a_i`` and verify steps ``s_i`` (``requests.jsonl``) are the pi
   requests with replacement (``n`` = the planned count) many times, and measure the
   95% half-width of the resampled AL (half the 2.5-97.5% quantile range) and how often
   it lands within +-h of the population AL (should be about 95%); also the cluster
-  bootstrap CI of the pilot itself (:func:`distributions.uncertainty.cluster_bootstrap_al`).
+  bootstrap CI of the pilot itself (:func:`planning.cluster_bootstrap_al`).
 
 Caveat: the population is the pilot (a few dozen prompts): the check validates the
 planner's arithmetic and its normal approximation, not how representative the pilot is.
@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from planning import cluster_bootstrap_al, plan_sample_size
 
 from distributions import AcceptanceDistribution
-from distributions.uncertainty import cluster_bootstrap_al, plan_sample_size
 from golden_al.measure.records import load_records
 from golden_al.reporting.experiment import (
     check_or_publish,

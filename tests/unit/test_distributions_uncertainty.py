@@ -1,8 +1,11 @@
-"""Uncertainty: bootstrap coverage, the sample-size planner, counts-only intervals, z-scores."""
+"""Uncertainty: the AL interval against truth, counts-only intervals; the sample-size planner and the percentile
+bootstrap of experiments/prompts-needed, the interval candidates of experiments/interval-calibration."""
 
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -11,16 +14,21 @@ from distributions import (
     AcceptanceDistribution,
     ConstantConditional,
     DistributionError,
-    cluster_bootstrap_al,
     iid_ci_from_counts,
-    mean_tolerance,
-    mean_z_score,
+)
+from distributions.uncertainty import IID_LABEL, se_from_ci, z_for_confidence
+
+EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
+sys.path[:0] = [str(EXPERIMENTS / "prompts-needed"), str(EXPERIMENTS / "interval-calibration")]
+from candidates import intervals  # noqa: E402
+from planning import (  # noqa: E402
+    cluster_bootstrap_al,
     plan_sample_size,
     ratio_stats,
     requests_needed,
     verify_steps_needed,
 )
-from distributions.uncertainty import IID_LABEL, se_from_ci, z_for_confidence
+from populations import Component, RequestPopulation  # noqa: E402
 
 # A heterogeneous population of requests: each request's drafts are accepted with
 # its own constant conditional rate c, and requests have different lengths.
@@ -77,7 +85,6 @@ def test_ratio_stats_closed_form():
         (lambda: ratio_stats([1.0, -2.0], [2.0, 3.0]), ">= 0"),
         (lambda: requests_needed(0.0, residual_var=1.0, mean_steps=1.0), "half-width must be a number > 0"),
         (lambda: verify_steps_needed(0.01, step_variance=-1.0), "variance must be >= 0"),
-        (lambda: mean_z_score(1.0, 1.0, 1.0, 0), "num_draws > 0"),
         (lambda: iid_ci_from_counts(10, 10), "per-step variance is unknown"),
         (lambda: iid_ci_from_counts(30, 10, k=2), r"outside \[1, 3\]"),
     ],
@@ -181,23 +188,6 @@ def test_plan_reports_iid_steps_and_design_effect(rng):
     assert halving.num_requests == pytest.approx(4 * plan.num_requests, rel=0.01)
 
 
-# ---------------------------------------------------------------------------- z-scores
-def test_mean_z_score_closed_form():
-    assert mean_z_score(3.05, 3.0, 0.25, 100) == pytest.approx(1.0)
-    assert mean_z_score(2.95, 3.0, 0.25, 100) == pytest.approx(-1.0)
-    assert mean_z_score(3.0, 3.0, 0.0, 10) == 0.0
-    assert mean_z_score(3.1, 3.0, 0.0, 10) == math.inf
-    assert mean_tolerance(0.25, 100, z=5) == pytest.approx(0.25)
-
-
-def test_mean_z_score_of_a_sampler_is_standard_normal(rng):
-    d = AcceptanceDistribution.min_variance(3.4, 4)
-    n, reps = 1000, 500
-    z = np.array([mean_z_score(d.rvs(n, rng).mean(), d.mean(), d.var(), n) for _ in range(reps)])
-    assert abs(z.mean()) < 5 / math.sqrt(reps)
-    assert abs(z.std(ddof=1) - 1.0) < 5 / math.sqrt(2 * (reps - 1))
-
-
 def test_se_from_ci_inverts_a_normal_interval():
     z = z_for_confidence(0.95)
     assert z == pytest.approx(1.959963984540054, abs=1e-12)
@@ -217,7 +207,6 @@ from distributions.uncertainty import (  # noqa: E402
     al_interval_result,
     al_intervals_batch,
 )
-from simulators.requests import Component, RequestPopulation  # noqa: E402
 
 MIX_K7 = RequestPopulation(7, (Component(0.5, 8, 2), Component(0.3, 30, 1.5), Component(0.2, 2, 3)))
 NEAR_CEILING = RequestPopulation(7, (Component(1.0, 20, 1),))
@@ -301,7 +290,7 @@ def test_al_interval_coverage_and_width_against_truth(pop, n):
     cover = np.mean((lo <= truth) & (truth <= hi))
     goal = 0.92 if n == 16 else 0.935
     assert cover >= goal - 3 * math.sqrt(goal * (1 - goal) / reps)
-    plo, phi = al_intervals_batch(acc, steps, method="percentile")
+    plo, phi = intervals(acc, steps, method="percentile")
     assert np.median(hi - lo) <= 1.6 * np.median(phi - plo)
 
 
@@ -346,9 +335,10 @@ def test_measure_to_precision_says_reached_or_exhausted():
 def test_the_logit_cr2_interval_by_hand():
     """theta = (sum a + 1/2) / (k sum s + 1), se_CR2 / (k theta (1 - theta)) on the logit, Welch or Bell-McCaffrey
     df, mapped back; near the ceiling it reaches further down than up and never past k + 1."""
+    from candidates import welch_df
     from scipy import stats
 
-    from distributions.uncertainty import FLOOR_C, cr2_se_df
+    from distributions.uncertainty import FLOOR_C
 
     rng = np.random.default_rng(39)
     k = 7
@@ -360,12 +350,12 @@ def test_the_logit_cr2_interval_by_hand():
     al = 1 + acc.sum() / st.sum()
     se = max(math.sqrt(u.sum()) / st.sum(), FLOOR_C * al / 16)  # the continuity floor binds here
     nu = u.sum() ** 2 / (u**2).sum()
-    assert cr2_se_df(acc[None], st[None], bell_mccaffrey=False)[1][0] == pytest.approx(nu)
+    assert welch_df(acc[None], st[None])[0] == pytest.approx(nu)
     half = stats.t.ppf(0.975, math.floor(nu)) * se / (k * theta * (1 - theta))
     g = math.log(theta / (1 - theta))
     want = [1 + k / (1 + math.exp(-(g + d))) for d in (-half, half)]
     t_floor = stats.t.ppf(0.975, 15) * FLOOR_C * al / 16  # never narrower than AL -/+ t x floor
-    lo, hi = al_intervals_batch(acc[None], st[None], method="logit-cr2-welch", draft_len=k)
+    lo, hi = intervals(acc[None], st[None], method="logit-cr2-welch", draft_len=k)
     assert (lo[0], hi[0]) == pytest.approx((min(want[0], al - t_floor), min(max(want[1], al + t_floor), k + 1)),
                                            rel=1e-12)
     lo, hi = al_intervals_batch(acc[None], st[None], method="logit-cr2-bm", draft_len=k)
@@ -394,10 +384,6 @@ def test_the_interval_choice_experiment_holds_its_claim_at_small_size():
     """experiments/interval-calibration/interval_choice.py re-run small on the near-ceiling population with lengths
     32..4096 at 16 clusters, where the previous rule covered 90.5 %: the shipped rule reaches the 93 % goal within
     three binomial standard errors of the replications, and stays within 1.6 times the previous rule's median width."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "interval-calibration"))
     import interval_choice as ic
 
     reps = 400
@@ -412,14 +398,10 @@ def test_the_interval_choice_experiment_holds_its_claim_at_small_size():
 
 def test_the_readme_coverage_table_is_the_experiments():
     import json
-    import sys
-    from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[2]
-    sys.path.insert(0, str(repo / "experiments" / "interval-calibration"))
     import interval_choice as ic
 
-    rows = json.loads((repo / "experiments" / "interval-calibration" / "interval_choice.json").read_text())["rows"]
+    rows = json.loads((EXPERIMENTS / "interval-calibration" / "interval_choice.json").read_text())["rows"]
     from _docs import marked
 
     block = marked("interval-coverage")

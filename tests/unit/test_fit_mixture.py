@@ -17,10 +17,11 @@ from distributions.errors import FitError
 from distributions.fit import DELETION_ALPHA, deletion_critical, fit_profile
 from distributions.mixture import MIN_DECAY, fit_mixture
 from distributions.uncertainty import joint_al_bootstrap
-from simulators.requests import Component, RequestPopulation
 
 REPO = Path(__file__).resolve().parents[2]
 KS = tuple(range(1, 9))
+sys.path.insert(0, str(REPO / "experiments" / "interval-calibration"))
+from populations import Component, RequestPopulation  # noqa: E402
 
 
 def _pooled(groups: list[tuple[float, float, float]], ks: tuple[int, ...] = KS) -> np.ndarray:

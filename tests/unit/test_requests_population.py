@@ -1,15 +1,20 @@
-"""simulators.requests: position-dependent acceptance, heavy-tailed lengths, one run at every k."""
+"""experiments/interval-calibration/populations.py: position-dependent acceptance, heavy-tailed lengths, one run at
+every k."""
 
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from distributions import units
 from distributions.errors import DistributionError
-from simulators.requests import Component, RequestPopulation
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "interval-calibration"))
+from populations import Component, RequestPopulation
 
 
 def test_a_position_decay_gives_the_al_its_conditional_profile_implies() -> None:
