@@ -38,7 +38,6 @@ TERMS = ("fixed_ms", "draft_ms_per_token", "draft_ms_per_token_per_request", "ve
 FORMULA = ("step_ms(k, B) = fixed_ms + k * (draft_ms_per_token + draft_ms_per_token_per_request * B) + "
            "verify_ms_per_token * B * (k + 1); k = 0: no speculation")
 _DRAFT = ("draft_ms_per_token", "draft_ms_per_token_per_request")
-_Z95 = 1.959963984540054
 #: Variance of a sample median relative to ((q3 - q1) / 1.349)^2 / n, for normal scatter: (pi / 2) / 1.349^2.
 _MEDIAN_VAR = (math.pi / 2) / 1.349**2
 
@@ -64,14 +63,9 @@ class StepCell:
     draft_ms: float | None = None
 
     def __post_init__(self) -> None:
-        if self.k < 0 or self.batch < 1 or self.units < 1:
-            raise DistributionError(f"step cell k={self.k}, batch={self.batch}, units={self.units}: expected k >= 0, "
-                                    "batch >= 1, units >= 1")
-        for name in ("step_ms", "iqr_ms", "draft_ms"):
-            v = getattr(self, name)
-            if v is not None and (not math.isfinite(v) or v < 0):
-                raise DistributionError(f"step cell k={self.k}, batch={self.batch}: {name} = {v!r}, expected a finite "
-                                        "number of milliseconds >= 0")
+        times = (self.step_ms, self.iqr_ms, 0.0 if self.draft_ms is None else self.draft_ms)
+        if self.k < 0 or self.batch < 1 or self.units < 1 or not all(math.isfinite(v) and v >= 0 for v in times):
+            raise DistributionError(f"{self}: expected k >= 0, batch >= 1, units >= 1 and finite milliseconds >= 0")
 
 
 def _columns(name: str, k: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -101,7 +95,7 @@ def _wls(names: Sequence[str], cells: Sequence[StepCell], y: np.ndarray) -> tupl
     resid = (y - x @ coef) * sw
     # no residual left (as many cells as terms): the cells' own scatter, w * var(median) ~ this per cell
     s2 = float(resid @ resid) / dof if dof > 0 else _MEDIAN_VAR * float(np.mean([c.iqr_ms**2 for c in cells]))
-    q = float(stats.t.ppf(0.975, dof)) if dof > 0 else _Z95
+    q = float(stats.t.ppf(0.975, dof) if dof > 0 else stats.norm.ppf(0.975))
     return tuple(kept), coef, s2 * q * q * np.linalg.pinv(x.T @ (x * w[:, None])), dof
 
 
@@ -159,12 +153,8 @@ class StepCostFit:
 
     def terms(self) -> dict[str, dict[str, float | list[float]] | None]:
         """Each of :data:`TERMS` with its value and 95 % interval (None: not identified by these cells)."""
-        out: dict[str, dict[str, float | list[float]] | None] = {}
-        for name in TERMS:
-            if name not in self.names:
-                out[name] = None
-                continue
-            i = self.names.index(name)
+        out: dict[str, dict[str, float | list[float]] | None] = dict.fromkeys(TERMS)
+        for i, name in enumerate(self.names):
             v, h = float(self.coef[i]), math.sqrt(max(float(self.cov95[i, i]), 0.0))
             out[name] = {"value": v, "ci95": [v - h, v + h]}
         return out
@@ -177,6 +167,8 @@ def fit_step_costs(cells: Sequence[StepCell]) -> StepCostFit:
         DistributionError: fewer than two cells, or cells of one draft length at one batch size
             (nothing separates a step's fixed cost from its per-token costs).
     """
+    from scipy.linalg import block_diag
+
     cells = list(cells)
     if len({(c.k, c.batch) for c in cells}) < 2:
         raise DistributionError(f"{len(cells)} step cell(s) at {len({(c.k, c.batch) for c in cells})} (k, batch) "
@@ -190,12 +182,7 @@ def fit_step_costs(cells: Sequence[StepCell]) -> StepCostFit:
     else:
         parts = [_wls(("fixed_ms", "draft_ms_per_token", "verify_ms_per_token", "draft_ms_per_token_per_request"),
                       cells, y)]
-    names = tuple(n for p in parts for n in p[0])
-    cov = np.zeros((len(names), len(names)))
-    at = 0
-    for p in parts:
-        cov[at:at + len(p[0]), at:at + len(p[0])] = p[2]
-        at += len(p[0])
+    names, cov = tuple(n for p in parts for n in p[0]), block_diag(*(p[2] for p in parts))
     batches = tuple(sorted({c.batch for c in cells}))
     notes = []
     missing = [n for n in TERMS if n not in names]

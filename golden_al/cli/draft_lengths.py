@@ -74,6 +74,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     for flag, dest, term, what in _COST_FLAGS:
         parser.add_argument(flag, dest=dest, type=float, default=None, metavar="MS",
                             help=f"assumed cost: {what} (default: {ASSUMED_COSTS[term]:g})")
+    parser.add_argument("--clock", choices=("wall", "cpu"), default="wall",
+                        help="--measured: fit wall time per step (default), or the engine's CPU time per step (steadier "
+                        "while other jobs share the machine; tokens per CPU-second)")
     parser.add_argument("--batch", type=int, default=None, metavar="B", help="concurrent requests (default: 1)")
     parser.add_argument("--output-tokens", type=int, default=None, metavar="N",
                         help="also give per-request latency percentiles for N output tokens: the two-point "
@@ -203,7 +206,7 @@ def _measured(args: argparse.Namespace) -> dict[str, Any]:
     if given:
         raise UsageError(f"{given[0]} sets an assumed cost; --measured fits the costs to the runs' timed steps",
                          hint="drop the cost options, or --measured")
-    out = measured_table(args.measured, batch=args.batch, output_tokens=args.output_tokens)
+    out = measured_table(args.measured, batch=args.batch, output_tokens=args.output_tokens, clock=args.clock)
     return {**out, "note": f"step costs fitted to the timed steps of {len(out['runs'])} record(s)"}
 
 
@@ -218,6 +221,8 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
         raise UsageError(f"--batch must be an integer >= 1, got {args.batch}")
     if args.curve_file is None and (args.model is not None or args.thinking is not None):
         raise UsageError("--model and --thinking apply only to --curve-file")
+    if args.clock != "wall" and args.measured is None:
+        raise UsageError("--clock applies to --measured only (assumed costs have no clock)")
     if args.measured is not None:
         out = _measured(args)
     else:
@@ -265,7 +270,7 @@ def _cost_text(t: dict[str, Any]) -> list[str]:
     lines = [f"source: {t['source']}: {t['note']}", f"cost model ({cm['formula']}):", "  " + "; ".join(terms)]
     if t["source"] == "measured":
         load = cm["load1"]
-        lines += [f"fitted to {cm['steps']} timed units in {cm['cells']} (k, batch) cells, "
+        lines += [f"fitted to the {cm['clock']} time of {cm['steps']} timed units in {cm['cells']} (k, batch) cells, "
                   f"{', '.join(cm['timing_source'])}" + (f", 1-minute load {load[0]:g}-{load[1]:g} on {cm['cpus']} cpus"
                                                           if load else ""), *[f"note: {n}" for n in cm["notes"]]]
     return [*lines, f"no speculation: {b['step_ms']:.2f} ms/step, {b['tokens_per_s_predicted']:.1f} tokens/s at batch "

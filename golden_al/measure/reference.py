@@ -503,9 +503,9 @@ def run_measurement(
                                  prefill_emits_token=settings.prefill_emits_token)
 
         def live(todo: list[int], k: int) -> Any:
-            def on_step(rows: int, emitted: int, wall_s: float, draft_s: float) -> None:
-                steps[k].append(TimedUnit(batch=rows, steps=1, tokens=emitted, wall_ms=wall_s * 1e3,
-                                          draft_ms=draft_s * 1e3, load1=round(os.getloadavg()[0], 2)))
+            def on_step(rows: int, emitted: int, wall_s: float, draft_s: float, cpu_s: float) -> None:
+                steps[k].append(TimedUnit(batch=rows, steps=1, tokens=emitted, wall_ms=wall_s * 1e3, draft_ms=draft_s * 1e3,
+                                          load1=round(os.getloadavg()[0], 2), cpu_ms=cpu_s * 1e3))
 
             return engine.iter_generate([prompts[i].token_ids for i in todo], draft_len=k, sampling=sampling,
                                         generator=make_generator(settings.seed, engine.device),

@@ -140,6 +140,8 @@ class TimingGroup(_Strict):
         description="per-step wall time, quartiles q1, median, q3 (a request's: its decode time over its steps)")
     draft_ms: tuple[float, float, float] | None = Field(
         default=None, description="the draft phase of a step, quartiles (an engine that times it apart)")
+    cpu_ms: tuple[float, float, float] | None = Field(
+        default=None, description="the process's CPU time per step, quartiles (the cost of a step on a shared machine)")
     load1: tuple[float, float] | None = Field(
         description="least and most 1-minute load average seen (os.getloadavg); None: not recorded (an import)")
 

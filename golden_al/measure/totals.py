@@ -212,9 +212,13 @@ def counter_width_note(counts: CellCounts, interval: ALInterval, unit: str, draf
 # ---------------------------------------------------------------------------- timings
 
 
-def _quartiles(values: Sequence[float]) -> tuple[float, float, float]:
-    q1, q2, q3 = np.percentile(np.asarray(values, dtype=np.float64), [25, 50, 75])
-    return round(float(q1), 3), round(float(q2), 3), round(float(q3), 3)
+def _per_step(units: Sequence[TimedUnit], name: str) -> Any:
+    """Quartiles of ``name`` per step over ``units`` (None when a unit lacks it)."""
+    values = [getattr(u, name) for u in units]
+    if any(v is None for v in values):
+        return None
+    q = np.percentile([v / u.steps for v, u in zip(values, units, strict=True)], [25, 50, 75])
+    return tuple(round(float(x), 3) for x in q)
 
 
 def timing_block(units: Sequence[TimedUnit], *, source: str, unit: Literal["step", "request"]) -> Timing | None:
@@ -225,9 +229,9 @@ def timing_block(units: Sequence[TimedUnit], *, source: str, unit: Literal["step
             by_batch.setdefault(u.batch, []).append(u)
     groups = [TimingGroup(
         batch=b, units=len(us), steps=sum(u.steps for u in us), tokens=sum(u.tokens for u in us),
-        wall_ms=round(sum(u.wall_ms for u in us), 3), step_ms=_quartiles([u.wall_ms / u.steps for u in us]),
-        draft_ms=_quartiles([u.draft_ms / u.steps for u in us]) if all(u.draft_ms is not None for u in us)  # type: ignore[operator]
-        else None, load1=(min(loads), max(loads)) if (loads := [u.load1 for u in us if u.load1 is not None]) else None)
+        wall_ms=round(sum(u.wall_ms for u in us), 3), step_ms=_per_step(us, "wall_ms"),
+        draft_ms=_per_step(us, "draft_ms"), cpu_ms=_per_step(us, "cpu_ms"),
+        load1=(min(loads), max(loads)) if (loads := [u.load1 for u in us if u.load1 is not None]) else None)
         for b, us in sorted(by_batch.items())]
     return Timing(source=source, unit=unit, cpus=os.cpu_count(), groups=groups) if groups else None
 

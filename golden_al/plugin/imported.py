@@ -151,3 +151,4 @@ class TimedUnit:
     wall_ms: float
     load1: float | None
     draft_ms: float | None = None
+    cpu_ms: float | None = None

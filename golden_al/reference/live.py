@@ -84,9 +84,10 @@ rates measured so far (:func:`remaining_steps`), not from the token rate, which 
 batch empties."""
 
 
-StepFn = Callable[[int, int, float, float], None]
-"""``on_step(rows, tokens, wall_s, draft_s)`` after every verify step: the requests it decoded, the tokens it
-emitted, its wall time and that of its draft phase (seconds; CUDA is synchronized first so both are real)."""
+StepFn = Callable[[int, int, float, float, float], None]
+"""``on_step(rows, tokens, wall_s, draft_s, cpu_s)`` after every verify step: the requests it decoded, the tokens it
+emitted, its wall time and that of its draft phase (seconds; CUDA is synchronized first so both are real), and the
+process's CPU time over it (what the step cost on a machine shared with other jobs, whose wall time it is not)."""
 
 
 def remaining_steps(left: Sequence[int], queued: int, per_request: int, rows: int) -> int:
@@ -383,12 +384,12 @@ class _LiveBatch:
                 yield from self.retire()
             if not self.rows:
                 return
-            started, rows = time.perf_counter(), len(self.rows)
+            started, cpu, rows = time.perf_counter(), time.process_time(), len(self.rows)
             emitted = self.step()
             self._sync()
             self.rates.step(wall := time.perf_counter() - started, rows, emitted)
             if self.on_step is not None:
-                self.on_step(rows, emitted, wall, self.draft_s)
+                self.on_step(rows, emitted, wall, self.draft_s, time.process_time() - cpu)
             yield from self.retire()
             self._eta()
             if self.rows:

@@ -135,8 +135,8 @@ def _timed_run(root, ks=(1, 2, 3), *, engine: str = "reference", timed: bool = T
 
     rng = np.random.default_rng(3)
     for k in ks:
-        units = [TimedUnit(batch=1, steps=1, tokens=3, wall_ms=_step_ms(k) + d, draft_ms=DRAFT * k, load1=0.5)
-                 for d in (-2.0, -1.0, 0.0, 1.0, 2.0)]
+        units = [TimedUnit(batch=1, steps=1, tokens=3, wall_ms=_step_ms(k) + d, draft_ms=DRAFT * k, load1=0.5,
+                           cpu_ms=None if engine != "reference" else 1.5 * _step_ms(k)) for d in (-2.0, -1.0, 0.0, 1.0, 2.0)]
         make_record(root / f"k{k}", k, rng=rng, engine=engine,
                     timing=timing_block(units, source="reference-steps", unit="step") if timed else None)
     return root
@@ -175,6 +175,20 @@ def test_measured_json_contract_and_hand_computed_values(capsys, tmp_path):
     assert r["overlaps_best"] == [k for k in tps if tps[k][2] >= tps[best][1]]
 
 
+def test_cpu_clock_fits_the_cpu_time_per_step(capsys, tmp_path):
+    """--clock cpu: the steps' CPU time (1.5 x the wall time here), the draft phase (wall) left out, so at one batch
+    size the verify cost folds into the other two terms."""
+    r = _json(capsys, "--measured", str(_timed_run(tmp_path / "run")), "--clock", "cpu")
+    terms = r["cost_model"]["terms"]
+    assert r["cost_model"]["clock"] == "cpu"
+    assert terms["fixed_ms"]["value"] == pytest.approx(1.5 * (FIXED + VERIFY))
+    assert terms["draft_ms_per_token"]["value"] == pytest.approx(1.5 * (DRAFT + VERIFY))
+    assert terms["verify_ms_per_token"] is None
+    for row in r["draft_lengths"]:
+        assert row["tokens_per_s_measured"] == pytest.approx(1000 * 15 / (5 * 1.5 * _step_ms(row["k"])))
+        assert row["prediction_error"] == pytest.approx(row["al"] / 3 - 1, abs=1e-4)
+
+
 def test_measured_text_says_measured_and_names_the_neighbours(capsys, tmp_path):
     run = _timed_run(tmp_path / "run")
     assert main(["draft-lengths", "--measured", str(run)]) == 0
@@ -201,6 +215,8 @@ def test_assumed_costs_say_so_in_words_and_json(capsys):
     ("cost-flag", "--draft-cost sets an assumed cost"),
     ("one-k", "two draft lengths or batch sizes"),
     ("batch", "batch 4"),
+    ("no-cpu", "holds no CPU time"),
+    ("clock-assumed", "--clock applies to --measured only"),
 ])
 def test_measured_bad_input_exits_2_with_one_line(capsys, tmp_path, how, needle):
     run = tmp_path / "run"
@@ -211,10 +227,14 @@ def test_measured_bad_input_exits_2_with_one_line(capsys, tmp_path, how, needle)
     elif how == "engines":
         _timed_run(run / "a", (1, 2))
         _timed_run(run / "b", (3,), engine="vllm")
+    elif how == "no-cpu":
+        _timed_run(run, (1, 2), engine="llamacpp")
+        extra = ["--clock", "cpu"]
     else:
         _timed_run(run, (1,) if how == "one-k" else (1, 2))
         extra = {"cost-flag": ["--draft-cost", "1"], "batch": ["--batch", "4"]}.get(how, [])
-    rc = main(["draft-lengths", "--measured", str(run), *extra])
+    argv = ["--curve", KIMI, "--clock", "cpu"] if how == "clock-assumed" else ["--measured", str(run), *extra]
+    rc = main(["draft-lengths", *argv])
     _, err = capsys.readouterr()
     assert rc == 2, err
     assert len(err.strip().splitlines()) == 1, err

@@ -122,6 +122,8 @@ def test_live_steps_are_timed(tiny, tmp_path, capsys):
         for g in rec.timing.groups:
             assert g.units == g.steps
             assert g.draft_ms is not None
+            assert g.cpu_ms is not None
+            assert g.cpu_ms[1] > 0
             assert 0 < g.draft_ms[1] < g.step_ms[1]
             assert g.step_ms[0] <= g.step_ms[1] <= g.step_ms[2]
             assert g.load1[0] <= g.load1[1]
