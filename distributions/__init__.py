@@ -33,7 +33,6 @@ from distributions.fit import (
     curve_flags,
     derive_curve,
     derive_distributions,
-    fit_curve,
     fit_profile,
 )
 from distributions.uncertainty import (
@@ -65,7 +64,6 @@ __all__ = [
     "delta",
     "derive_curve",
     "derive_distributions",
-    "fit_curve",
     "fit_profile",
     "from_histogram",
     "iid_ci_from_counts",

@@ -56,7 +56,7 @@ also requires ``c_1 >= c_2 >= ...`` (non-convex; multi-start bounded least squar
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -80,7 +80,6 @@ __all__ = [
     "curve_flags",
     "derive_curve",
     "derive_distributions",
-    "fit_curve",
     "fit_profile",
 ]
 
@@ -866,14 +865,6 @@ def fit_profile(
         profile=used, num_params=n_params, chi2=chi2, dof=dof, p_value=p_value, residual_se=residual_se,
         cov=c_mat, mixture=None if mixture is None else mixture.fit,
     )
-
-
-def fit_curve(curve: Mapping[int, float], **kwargs: object) -> FitResult:
-    """:func:`fit_profile` on a ``{k: AL}`` mapping (the golden YAML's shape)."""
-    if not curve:
-        raise FitError("the curve is empty", hint="give AL at one or more draft lengths")
-    ks = list(curve)
-    return fit_profile(ks, [curve[kk] for kk in ks], **kwargs)  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------- derivation

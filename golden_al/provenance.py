@@ -33,7 +33,6 @@ __all__ = [
     "git_revision",
     "now_iso",
     "package_versions",
-    "sha256_bytes",
     "sha256_file",
     "tool_version",
 ]
@@ -145,11 +144,6 @@ def collect(
         "started": started or now_iso(),
         "ended": ended or now_iso(),
     }
-
-
-def sha256_bytes(data: bytes) -> str:
-    """Hex SHA-256 of ``data``."""
-    return hashlib.sha256(data).hexdigest()
 
 
 def sha256_file(path: str | Path, *, chunk: int = 1 << 20) -> str:

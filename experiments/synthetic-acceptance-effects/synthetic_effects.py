@@ -21,7 +21,7 @@ For batch sizes 1, 4, 16, 64 and each (shape, draw unit) this reports:
 * the spread of one benchmark run's realized AL (std over runs of ``S`` steps);
 * per-request latency in verify steps to emit N output tokens (P50, P90, P99), and the
   static-batch drain time (the batch's slowest request: P50, P90, P99), from
-  :func:`simulators.batch.simulate_completion`, checked against the exact renewal
+  :func:`completion.simulate_completion`, checked against the exact renewal
   percentiles (:func:`simulators.batch.completion_percentiles`); milliseconds via the
   default cost model's step time at that batch size.
 
@@ -49,8 +49,11 @@ from golden_al.reporting.experiment import (
     check_or_publish,
     write_json,
 )
-from simulators.batch import completion_percentiles, simulate_batch, simulate_completion
+from simulators.batch import completion_percentiles, simulate_batch
 from simulators.throughput import curve_shape, evaluate_draft_lengths
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from completion import simulate_completion
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent

@@ -37,7 +37,7 @@ from golden_al.models.load import (
     resolve_model,
 )
 from golden_al.models.precision import canonical_dtype, check_precision, is_below, precision_rank
-from golden_al.models.registry import MODELS, PAIRS, ModelEntry, PairEntry, WheelPart, get_model, get_pair
+from golden_al.models.registry import MODELS, PAIRS, ModelEntry, PairEntry, WheelPart, get_model
 
 __all__ = [
     "DEFAULT_CONVERT_DTYPE",
@@ -59,7 +59,6 @@ __all__ = [
     "fetch_model",
     "fetch_pair",
     "get_model",
-    "get_pair",
     "gguf_metadata",
     "is_below",
     "load_model",

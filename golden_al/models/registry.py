@@ -27,8 +27,6 @@ __all__ = [
     "PairEntry",
     "WheelPart",
     "get_model",
-    "get_pair",
-    "known_names",
     "pair_for_model",
 ]
 
@@ -187,24 +185,11 @@ PAIRS: dict[str, PairEntry] = {
 }
 
 
-def known_names() -> list[str]:
-    """Every pair and model name this registry knows."""
-    return [*PAIRS, *MODELS]
-
-
 def get_model(name: str) -> ModelEntry:
     """The model called ``name`` (case-insensitive); ModelError listing the known ones otherwise."""
     entry = MODELS.get(name.strip().lower())
     if entry is None:
         raise ModelError(f"unknown model {name!r}; known models: {', '.join(MODELS)}")
-    return entry
-
-
-def get_pair(name: str) -> PairEntry:
-    """The pair called ``name`` (case-insensitive); ModelError listing the known ones otherwise."""
-    entry = PAIRS.get(name.strip().lower())
-    if entry is None:
-        raise ModelError(f"unknown model pair {name!r}; known pairs: {', '.join(PAIRS)}")
     return entry
 
 

@@ -17,14 +17,13 @@ import shutil
 import subprocess
 import sys
 import time
-import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from golden_al.errors import HashMismatchError, ModelError
 from golden_al.provenance import sha256_file
 
-__all__ = ["DEFAULT_PIP", "PipCommand", "WheelSpec", "ensure_wheel", "read_member", "run_pip_download"]
+__all__ = ["DEFAULT_PIP", "PipCommand", "WheelSpec", "ensure_wheel", "run_pip_download"]
 
 #: A pip command prefix, or a callable ``f(args) -> exit code`` standing in for pip.
 PipCommand = Sequence[str] | Callable[[list[str]], int]
@@ -148,13 +147,3 @@ def ensure_wheel(spec: WheelSpec, dest: Path, *, pip: PipCommand | None = None,
     return path, downloaded
 
 
-def read_member(wheel: Path, member: str) -> bytes:
-    """One member of a wheel (small files only; stream big ones with :func:`zipfile.ZipFile.open`)."""
-    try:
-        with zipfile.ZipFile(wheel) as zf:
-            return zf.read(member)
-    except KeyError as err:
-        raise ModelError(f"{wheel.name} has no member {member!r}",
-                         hint="the package layout changed; check the registry") from err
-    except zipfile.BadZipFile as err:
-        raise ModelError(f"{wheel} is not a valid wheel (zip): {err}", hint="delete it and re-run") from err

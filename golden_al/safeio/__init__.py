@@ -54,7 +54,6 @@ from golden_al.safeio.read import (
 from golden_al.safeio.write import atomic_write_bytes, atomic_write_text
 from golden_al.safeio.yaml_docs import (
     check_node_graph,
-    compose_yaml,
     load_yaml_documents,
     load_yaml_roundtrip,
     repeated_keys,
@@ -76,7 +75,6 @@ __all__ = [
     "atomic_write_text",
     "check_depth",
     "check_node_graph",
-    "compose_yaml",
     "decode_text",
     "duplicate_key_of",
     "file_kind",

@@ -10,7 +10,7 @@ from typing import Any
 from golden_al.errors import UnreadableInputError
 from golden_al.safeio.limits import YAML_ALIAS_BUDGET, YAML_MAX_DEPTH
 
-__all__ = ["check_node_graph", "compose_yaml", "load_yaml_documents", "load_yaml_roundtrip", "may_alias", "repeated_keys",
+__all__ = ["check_node_graph", "load_yaml_documents", "load_yaml_roundtrip", "may_alias", "repeated_keys",
            "safe_load_yaml", "yaml_depth_bound"]
 
 
@@ -387,26 +387,6 @@ def load_yaml_documents(text: str, *, path: str | Path | None = None, max_depth:
                                         "language tags such as !!python/... are never read)") from None
     except RecursionError:
         raise _yaml_error("nested too deep", path, None, "too-deep") from None
-    finally:
-        loader.dispose()
-
-
-def compose_yaml(text: str, *, path: str | Path | None = None) -> Any:
-    """The node graph of the first document of ``text`` (None when empty), bounded."""
-    import yaml
-
-    loader = _pyyaml_loader()(text)
-    try:
-        loader.get_event()
-        if loader.check_event(yaml.StreamEndEvent):
-            return None
-        node = _compose_events(loader, path=path, max_depth=YAML_MAX_DEPTH)
-        check_node_graph(node, path=path)
-        return node
-    except yaml.YAMLError as exc:
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        raise UnreadableInputError(f"not valid YAML: {problem}", path=path, line=_marked(exc),
-                                   reason="parse-error") from None
     finally:
         loader.dispose()
 

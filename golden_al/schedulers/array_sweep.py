@@ -40,7 +40,6 @@ __all__ = [
     "Cell",
     "CellStatus",
     "Submission",
-    "active_jobs",
     "cancel_active",
     "cell_file_status",
     "cell_statuses",
@@ -266,15 +265,6 @@ def cell_file_status(status: CellStatus) -> None:
         status.al = float(data["al"]) if isinstance(data, dict) and "al" in data else None
         ci = data.get("al_ci95") if isinstance(data, dict) else None
         status.al_ci95 = (float(ci[0]), float(ci[1])) if isinstance(ci, list) and len(ci) == 2 else None
-
-
-def active_jobs(plan: ArrayPlan, statuses: Sequence[CellStatus]) -> list[int]:
-    """Array job ids that still have a pending or running cell."""
-    jobs = set()
-    for s in statuses:
-        if not s.terminal and s.job is not None:
-            jobs.add(int(s.job.split("_", 1)[0]))
-    return sorted(jobs)
 
 
 def cell_statuses(plan: ArrayPlan, *, runner: slurm.Runner | None = None,

@@ -13,7 +13,6 @@ from distributions import (
     FitError,
     derive_curve,
     derive_distributions,
-    fit_curve,
     fit_profile,
     units,
 )
@@ -75,11 +74,11 @@ def test_exact_profile_recovered_from_its_own_curve():
     assert res.explained
 
 
-def test_order_of_points_does_not_matter_and_mapping_form():
+def test_order_of_points_does_not_matter():
     shuffled = [5, 1, 8, 3, 2, 7, 4, 6]
     res = fit_profile(shuffled, [KIMI_K25_EAGLE3_ON[k - 1] for k in shuffled])
     assert list(res.ks) == KS
-    res2 = fit_curve(dict(zip(KS, KIMI_K25_EAGLE3_ON, strict=True)))
+    res2 = fit_profile(KS, KIMI_K25_EAGLE3_ON)
     np.testing.assert_allclose(res.fitted, res2.fitted, atol=1e-9)
 
 
@@ -178,8 +177,8 @@ def test_bad_input(ks, als, kwargs, error, match):
 
 
 def test_empty_curve():
-    with pytest.raises(FitError, match="empty"):
-        fit_curve({})
+    with pytest.raises(DistributionError, match="non-empty"):
+        fit_profile([], [])
 
 
 # ---------------------------------------------------------------------------- derivation

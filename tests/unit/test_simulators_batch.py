@@ -10,6 +10,8 @@ variance, SE(s^2) = sqrt((mu4 - s^4 (n-3)/(n-1)) / n), with mu4 exact.
 from __future__ import annotations
 
 import math
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,13 +19,10 @@ from _simulator_stats import Z
 
 from distributions import AcceptanceDistribution
 from golden_al.plugin.registry import get_sampler
-from simulators.batch import (
-    completion_percentiles,
-    completion_steps_pmf,
-    simulate_batch,
-    simulate_completion,
-    simulate_engine_batch,
-)
+from simulators.batch import completion_percentiles, completion_steps_pmf, simulate_batch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "synthetic-acceptance-effects"))
+from completion import simulate_completion
 
 B = 16
 S = 40_000
@@ -77,10 +76,10 @@ def test_correlation_across_requests():
 
 def test_engine_batch_uses_the_engine_draw_unit():
     rng = np.random.default_rng(9)
-    sg = simulate_engine_batch(get_sampler("sglang", "match-expected"), 3.4, 5, 8, 5000, rng)
-    vl = simulate_engine_batch(get_sampler("vllm", "synthetic"), 3.4, 5, 8, 5000, rng)
-    assert sg.shared
-    assert not vl.shared
+    sglang, vllm = get_sampler("sglang", "match-expected"), get_sampler("vllm", "synthetic")
+    assert sglang.draw_unit == "batch-step"
+    assert vllm.draw_unit != "batch-step"
+    sg = simulate_batch(sglang.pmf(3.4, 5), 8, 5000, rng, shared=True)
     assert sg.summary()["mean_pairwise_correlation"] == pytest.approx(1.0)
     assert set(np.unique(sg.per_step_tokens)) <= {3 * 8, 4 * 8}  # whole batch emits 3 or 4 tokens each
 
