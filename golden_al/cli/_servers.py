@@ -27,9 +27,10 @@ __all__ = [
     "build_modes",
     "is_default",
     "mark_defaults",
-    "run_server_sweep",
+    "print_server_result",
     "serve_reference_needs",
     "server_options_from_args",
+    "server_runner",
 ]
 
 #: max_tokens per request for server measurements, as in the maintainers' collection (vLLM SPEED-Bench 4096).
@@ -506,13 +507,13 @@ def _preset(args: argparse.Namespace, mode: str, target_name: str | None) -> tup
 
 
 # ---------------------------------------------------------------------------- running
-def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[int], thinking: list[str],
-                     out: Path, layout: str, one_run: bool = False, validate_k: Sequence[int] = (),
-                     allow_derived: bool = False) -> int:
-    """Run a server measurement or sweep from parsed arguments; prints a summary line per record."""
-    from golden_al.cli.progress import progress as progress_bar
+def server_runner(args: argparse.Namespace, *, engine: str, draft_lens: list[int], thinking: list[str], out: Path,
+                  layout: str, one_run: bool = False, validate_k: Sequence[int] = (),
+                  allow_derived: bool = False) -> Any:
+    """The :class:`~golden_al.measure.sweep.ServerRun` of parsed arguments, or None after ``--print-command``
+    printed the launch commands."""
     from golden_al.measure.schema import ModelInfo
-    from golden_al.measure.sweep import SweepSpec, launch_commands, run_sweep
+    from golden_al.measure.sweep import ServerRun, SweepSpec, launch_commands
 
     options = server_options_from_args(args, engine)
     target = _explicit(getattr(args, "target", None))
@@ -533,22 +534,21 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
     if args.print_command:
         for line in launch_commands(options, spec):
             sys.stdout.write(line + "\n")
-        return 0
+        return None
     def note(line: str) -> None:
         sys.stderr.write(f"golden-al: {line}\n")
 
-    outcome = None
-    if getattr(args, "ci_half_width", None) is not None:
-        result, outcome = _sweep_to_precision(args, options, spec, out, note)
-    else:
-        with progress_bar(f"{engine} measurement", total=None, unit="requests") as bar:
-            result = run_sweep(options, spec, out, resume=args.resume, progress=bar, note=note)
+    return ServerRun(options, spec, out, note=note)
+
+
+def print_server_result(result: Any) -> None:
+    """A server run's records (one line each, with the guards that passed), validation rows and warnings."""
     from golden_al.cli._common import clusters_text, warn_few_clusters
 
     warn_few_clusters(result.records)
     for r in sorted(result.records, key=lambda r: (r.thinking, r.draft_len)):
         tag = f" (derived from k={r.derived_from_draft_len})" if r.derived else ""
-        sys.stdout.write(f"{engine} thinking {r.thinking} k={r.draft_len}: AL {r.al:.3f} "
+        sys.stdout.write(f"{r.engine} thinking {r.thinking} k={r.draft_len}: AL {r.al:.3f} "
                          f"[{r.al_ci95[0]:.3f}, {r.al_ci95[1]:.3f}] over {clusters_text(r)} "
                          f"from {r.num_requests} requests, "
                          f"{r.num_verify_steps} verify steps, source {r.al_source}{tag}\n")
@@ -560,59 +560,3 @@ def run_server_sweep(args: argparse.Namespace, *, engine: str, draft_lens: list[
                          f"({'within' if v.within_ci else 'OUTSIDE'} the combined 95% CI)\n")
     for w in result.warnings:
         sys.stderr.write(f"golden-al: warning: {w}\n")
-    if outcome is not None:
-        sys.stdout.write(outcome.sentence() + "\n")
-    return 0
-
-
-def _sweep_to_precision(args: argparse.Namespace, options: Any, spec: Any, out: Path, note: Any) -> tuple[Any, Any]:
-    """``measure --ci-half-width`` against a server: grow every mode's prompts batch by batch (resuming)."""
-    import dataclasses
-
-    from golden_al.cli.progress import progress as progress_bar
-    from golden_al.measure.precision import measure_to_precision
-    from golden_al.measure.sweep import run_sweep
-
-    batch = check_precision_args(args)
-    available = min(len(m.prompts) for m in spec.modes)
-    last: dict[str, Any] = {}
-
-    def measure(n: int, resume: bool) -> list[Any]:
-        spec_n = dataclasses.replace(spec, modes=[m.first(n) for m in spec.modes])
-        with progress_bar(f"{options.engine} measurement, {n} of {available} prompts", total=None,
-                          unit="requests") as bar:
-            last["result"] = run_sweep(options, spec_n, out, resume=resume, progress=bar, note=note)
-        return list(last["result"].records)
-
-    def on_batch(n: int, hw: float) -> None:
-        note(f"{n} prompts: 95% half-width +/-{hw:.4f} (target +/-{args.ci_half_width:g})")
-
-    outcome = measure_to_precision(measure, available=available, target_half_width=args.ci_half_width,
-                                   batch=batch, resume=bool(args.resume), on_batch=on_batch)
-    write_precision(out, outcome, ["golden-al", *sys.argv[1:]])
-    return last["result"], outcome
-
-
-def check_precision_args(args: argparse.Namespace) -> int:
-    """The prompt batch of ``--ci-half-width`` (``measure``, reference or server), after checking both options."""
-    from golden_al.measure.precision import DEFAULT_PROMPT_BATCH
-
-    hw = args.ci_half_width
-    if not (hw > 0 and hw == hw and hw != float("inf")):
-        raise UsageError(f"--ci-half-width must be a number > 0, got {hw!r}", hint="e.g. 0.02 for AL +/- 0.02")
-    batch = DEFAULT_PROMPT_BATCH if args.prompt_batch is None else int(args.prompt_batch)
-    if batch < 1:
-        raise UsageError(f"--prompt-batch must be >= 1, got {batch}")
-    return batch
-
-
-def write_precision(out: Path, outcome: Any, argv: list[str]) -> None:
-    """``OUT/precision.json``: how far a ``--ci-half-width`` run went, and why it stopped."""
-    import json
-
-    from golden_al.provenance import atomic_write_text, collect
-
-    doc = {"kind": "golden-al-precision", **outcome.as_dict(), "sentence": outcome.sentence(),
-           "records": [str(Path(f"k{r.draft_len}") if len(outcome.records) > 1 else ".") for r in outcome.records],
-           "provenance": collect(argv=argv)}
-    atomic_write_text(out / "precision.json", json.dumps(doc, indent=2) + "\n")

@@ -182,21 +182,52 @@ def needs(args: argparse.Namespace) -> list[tuple[str, str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.engine != REFERENCE_ENGINE:
-        return _run_server_engine(args)
-    return _run_reference(args)
+    from golden_al.measure.precision import check_precision, measure_to_precision
+
+    ks = _draft_lens(args)
+    if args.resume and args.out is None:
+        raise UsageError("--resume needs --out DIR (the run to continue)")
+    # every option and input file is checked before torch is imported or a request sent
+    batch = None if args.ci_half_width is None else check_precision(args.ci_half_width, args.prompt_batch)
+    runner = _reference_runner(args, ks) if args.engine == REFERENCE_ENGINE else _server_runner(args, ks)
+    if runner is None:
+        return 0  # --print-command
+    argv = ["golden-al", *sys.argv[1:]]
+    outcome = None
+    if args.ci_half_width is None:
+        with progress(runner.label, unit=runner.unit) as bar:
+            records = list(runner.measure(None, args.resume, bar))
+    else:
+        def on_batch(n: int, hw: float) -> None:
+            sys.stderr.write(f"golden-al: {n} prompts: 95% half-width +/-{hw:.4f} (target +/-{args.ci_half_width:g})"
+                             "\n")
+
+        outcome = measure_to_precision(
+            runner, target_half_width=args.ci_half_width, out=runner.out, batch=batch, resume=args.resume,
+            bars=lambda n: progress(f"{runner.label}, {n} of {runner.available} prompts", unit=runner.unit),
+            on_batch=on_batch, argv=argv)
+        records = outcome.records
+    if args.engine == REFERENCE_ENGINE:
+        _print_summary(records, runner.out, per_k=len(ks) > 1)
+    else:
+        from golden_al.cli._servers import print_server_result
+
+        print_server_result(runner.result)
+    if outcome is not None:
+        sys.stdout.write(outcome.sentence() + "\n")
+    return 0
 
 
-def _run_reference(args: argparse.Namespace) -> int:
+def _reference_runner(args: argparse.Namespace, ks: list[int]) -> Any:
+    """The reference engine's runner: settings and inputs checked, then the models loaded."""
     from golden_al.measure.reference import (
         CHAIN_ALGORITHM,
+        ReferenceRun,
         ReferenceSettings,
         check_inputs,
         load_inputs,
-        run_measurement,
     )
 
-    ks = _draft_lens(args)
     settings = ReferenceSettings(
         draft_lens=ks, target=args.target, draft=args.draft, prompts=args.prompts, num_prompts=args.num_prompts,
         max_tokens=args.max_tokens, thinking=args.thinking, temperature=args.temperature, top_p=args.top_p,
@@ -205,59 +236,15 @@ def _run_reference(args: argparse.Namespace) -> int:
         cpu_kernels=args.cpu_kernels, share_prefix=args.share_prefix, model_family=args.model_family,
         algorithm=args.algorithm or CHAIN_ALGORITHM, allow_derived=args.allow_derived,
     )
-    if args.resume and args.out is None:
-        raise UsageError("--resume needs --out DIR (the run to continue)")
     out = Path(args.out) if args.out is not None else _default_out(args.target, settings.draft_lens)
     cache = cache_dir(args.cache_dir)
-    # every option and input file is checked before torch is imported (a typo fails in well under a second)
-    if args.ci_half_width is not None:
-        from golden_al.cli._servers import check_precision_args
-
-        check_precision_args(args)
     prompt_set = check_inputs(settings, cache_dir=cache, out_dir=out, resume=args.resume)
     from golden_al.reference import quiet_transformers
 
     quiet_transformers()
     with progress("loading models", unit="") as bar:
         inputs = load_inputs(settings, cache_dir=cache, progress=bar, prompt_set=prompt_set)
-    argv = ["golden-al", *sys.argv[1:]]
-    if args.ci_half_width is not None:
-        return _run_reference_to_precision(args, settings, inputs, out, argv)
-    with progress(f"measuring ({settings.mode})", unit="tokens") as bar:
-        records = run_measurement(inputs, settings, out_dir=out, resume=args.resume, progress=bar, argv=argv)
-    _print_summary(records, out, per_k=len(settings.draft_lens) > 1)
-    return 0
-
-
-def _run_reference_to_precision(args: argparse.Namespace, settings: Any, inputs: Any, out: Path,
-                                argv: list[str]) -> int:
-    import dataclasses
-
-    from golden_al.cli._servers import check_precision_args, write_precision
-    from golden_al.measure.precision import measure_to_precision
-    from golden_al.measure.reference import run_measurement
-    from golden_al.prompts import dataset_hash
-
-    batch = check_precision_args(args)
-    per_k = len(settings.draft_lens) > 1
-
-    def measure(n: int, resume: bool) -> list[Any]:
-        rendered = inputs.rendered[:n]
-        dataset = inputs.dataset.model_copy(update={"count": len(rendered), "hash": dataset_hash(rendered)})
-        sliced = dataclasses.replace(inputs, rendered=rendered, dataset=dataset)
-        with progress(f"measuring ({settings.mode}), {n} of {len(inputs.rendered)} prompts", unit="tokens") as bar:
-            return run_measurement(sliced, settings, out_dir=out, per_k=per_k, resume=resume, progress=bar,
-                                   argv=argv)
-
-    def on_batch(n: int, hw: float) -> None:
-        sys.stderr.write(f"golden-al: {n} prompts: 95% half-width +/-{hw:.4f} (target +/-{args.ci_half_width:g})\n")
-
-    outcome = measure_to_precision(measure, available=len(inputs.rendered), target_half_width=args.ci_half_width,
-                                   batch=batch, resume=args.resume, on_batch=on_batch)
-    _print_summary(outcome.records, out, per_k=per_k)
-    write_precision(out, outcome, argv)
-    sys.stdout.write(outcome.sentence() + "\n")
-    return 0
+    return ReferenceRun(inputs, settings, out, argv=["golden-al", *sys.argv[1:]])
 
 
 def _print_summary(records: list[Any], out: Path, *, per_k: bool) -> None:
@@ -298,13 +285,10 @@ def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
     mark_defaults(parser, _SERVER_DEFAULTS)
 
 
-def _run_server_engine(args: argparse.Namespace) -> int:
-    from golden_al.cli._servers import is_default, run_server_sweep
+def _server_runner(args: argparse.Namespace, ks: list[int]) -> Any:
+    from golden_al.cli._servers import is_default, server_runner
 
-    ks = _draft_lens(args)
-    if args.resume and args.out is None:
-        raise UsageError("--resume needs --out DIR (the run to continue)")
     name = args.served_model_name or ("server" if is_default(args.target) else args.target)
     out = Path(args.out) if args.out is not None else _default_out(name, ks)
-    return run_server_sweep(args, engine=args.engine, draft_lens=ks, thinking=[args.thinking], out=out,
-                            layout="flat" if len(ks) == 1 else "per-k")
+    return server_runner(args, engine=args.engine, draft_lens=ks, thinking=[args.thinking], out=out,
+                         layout="flat" if len(ks) == 1 else "per-k")

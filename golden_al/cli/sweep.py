@@ -6,7 +6,13 @@ import argparse
 from pathlib import Path
 
 from golden_al.cli._common import parse_int_list
-from golden_al.cli._servers import add_prompt_arguments, add_server_arguments, run_server_sweep
+from golden_al.cli._servers import (
+    add_prompt_arguments,
+    add_server_arguments,
+    print_server_result,
+    server_runner,
+)
+from golden_al.cli.progress import progress
 from golden_al.errors import UsageError
 from golden_al.schedulers import SCHEDULERS
 
@@ -127,6 +133,11 @@ def run(args: argparse.Namespace) -> int:
     validate = parse_int_list(args.validate_k, name="--validate-k") if args.validate_k else []
     if validate and not args.one_run:
         raise UsageError("--validate-k needs --one-run")
-    return run_server_sweep(args, engine=args.engine, draft_lens=draft_lens, thinking=parse_thinking(args.thinking),
-                            out=Path(args.out), layout="sweep", one_run=args.one_run, validate_k=validate,
-                            allow_derived=args.allow_derived)
+    runner = server_runner(args, engine=args.engine, draft_lens=draft_lens, thinking=parse_thinking(args.thinking),
+                           out=Path(args.out), layout="sweep", one_run=args.one_run, validate_k=validate,
+                           allow_derived=args.allow_derived)
+    if runner is not None:  # None: --print-command printed the launch commands
+        with progress(runner.label, unit=runner.unit) as bar:
+            runner.measure(None, args.resume, bar)
+        print_server_result(runner.result)
+    return 0

@@ -38,6 +38,7 @@ __all__ = [
     "DEFAULT_TARGET",
     "MAX_DRAFT_LEN",
     "ReferenceInputs",
+    "ReferenceRun",
     "ReferenceSettings",
     "check_inputs",
     "load_inputs",
@@ -422,6 +423,40 @@ def load_inputs(settings: ReferenceSettings, *, cache_dir: str | Path, progress:
         shared = shared_prefix_len([r.token_ids for r in rendered])
     return ReferenceInputs(pair=pair, prompt_set=prompt_set, rendered=rendered, dataset=dataset, kernels=kernels,
                            chat_template_kwargs=kwargs, load_seconds=timings, shared_prefix=shared)
+
+
+@dataclass
+class ReferenceRun:
+    """The reference engine as a :class:`~golden_al.measure.precision.Runner`: the loaded inputs, measured over
+    their first ``n`` prompts (a slice of the loaded set, so each request is computed as the full run does)."""
+
+    inputs: ReferenceInputs
+    settings: ReferenceSettings
+    out: Path
+    argv: Sequence[str] | None = None
+    unit: str = "tokens"
+
+    @property
+    def available(self) -> int:
+        return len(self.inputs.rendered)
+
+    @property
+    def label(self) -> str:
+        return f"measuring ({self.settings.mode})"
+
+    def measure(self, n: int | None, resume: bool, progress: ProgressFn) -> list[MeasurementRecord]:
+        """The records of the first ``n`` prompts (all with None), one per draft length."""
+        import dataclasses
+
+        from golden_al.prompts import dataset_hash
+
+        inputs = self.inputs
+        if n is not None:
+            rendered = inputs.rendered[:n]
+            dataset = inputs.dataset.model_copy(update={"count": len(rendered), "hash": dataset_hash(rendered)})
+            inputs = dataclasses.replace(inputs, rendered=rendered, dataset=dataset)
+        return run_measurement(inputs, self.settings, out_dir=self.out, per_k=len(self.settings.draft_lens) > 1,
+                               resume=resume, progress=progress, argv=self.argv)
 
 
 def record_dir(out_dir: str | Path, draft_len: int, *, per_k: bool) -> Path:

@@ -76,6 +76,7 @@ from golden_al.servers.replicas import check_replicas_agree, identified, identit
 __all__ = [
     "ModeSpec",
     "ServerOptions",
+    "ServerRun",
     "SweepResult",
     "SweepSpec",
     "ValidationRow",
@@ -251,6 +252,33 @@ class SweepResult:
     records: list[MeasurementRecord]
     validation: list[ValidationRow]
     warnings: list[str]
+
+
+@dataclass
+class ServerRun:
+    """A server measurement or sweep as a :class:`~golden_al.measure.precision.Runner`: every mode's first ``n``
+    prompts (:meth:`ModeSpec.first`); ``result`` is the last run's (records, validation, warnings)."""
+
+    options: ServerOptions
+    spec: SweepSpec
+    out: Path
+    note: LogFn | None = None
+    result: SweepResult | None = None
+    unit: str = "requests"
+
+    @property
+    def available(self) -> int:
+        return min(len(m.prompts) for m in self.spec.modes)
+
+    @property
+    def label(self) -> str:
+        return f"{self.options.engine} measurement"
+
+    def measure(self, n: int | None, resume: bool, progress: ProgressFn) -> list[MeasurementRecord]:
+        """The records of every cell over the first ``n`` prompts of each mode (all with None)."""
+        spec = self.spec if n is None else dataclasses.replace(self.spec, modes=[m.first(n) for m in self.spec.modes])
+        self.result = run_sweep(self.options, spec, self.out, resume=resume, progress=progress, note=self.note)
+        return list(self.result.records)
 
 
 def cell_dir(out: Path, thinking: str, k: int, layout: str = "sweep", *, validate: bool = False) -> Path:

@@ -312,13 +312,19 @@ def test_measure_to_precision_says_reached_or_exhausted():
         def __init__(self, n: int) -> None:
             self.al_ci95 = (2.0 - 0.2 / math.sqrt(n), 2.0 + 0.2 / math.sqrt(n))
 
-    calls: list[tuple[int, bool]] = []
+    calls: list[tuple[int | None, bool]] = []
 
-    def measure(n: int, resume: bool) -> list[Rec]:
-        calls.append((n, resume))
-        return [Rec(n)]
+    class Runner:
+        label, unit = "fake", "requests"
 
-    out = measure_to_precision(measure, available=500, target_half_width=0.02, batch=16)  # type: ignore[arg-type]
+        def __init__(self, available: int) -> None:
+            self.available = available
+
+        def measure(self, n: int | None, resume: bool, progress: object) -> list[Rec]:
+            calls.append((n, resume))
+            return [Rec(n or self.available)]
+
+    out = measure_to_precision(Runner(500), target_half_width=0.02, batch=16)  # type: ignore[arg-type]
     assert out.reached
     assert out.prompts >= 100
     assert out.half_width <= 0.02
@@ -326,7 +332,7 @@ def test_measure_to_precision_says_reached_or_exhausted():
     assert all(resume for _, resume in calls[1:])
     assert "target reached" in out.sentence()
     calls.clear()
-    out = measure_to_precision(measure, available=40, target_half_width=0.02, batch=16)  # type: ignore[arg-type]
+    out = measure_to_precision(Runner(40), target_half_width=0.02, batch=16)  # type: ignore[arg-type]
     assert not out.reached
     assert out.prompts == 40
     assert "exhausted" in out.sentence()
