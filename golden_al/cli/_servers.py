@@ -25,8 +25,6 @@ __all__ = [
     "add_prompt_arguments",
     "add_server_arguments",
     "build_modes",
-    "is_default",
-    "mark_defaults",
     "print_server_result",
     "serve_reference_needs",
     "server_options_from_args",
@@ -149,37 +147,6 @@ def add_server_arguments(parser: argparse.ArgumentParser, *, with_engine: bool =
                        help="continue an interrupted run in --out (finished requests are kept, none counted twice)")
 
 
-# ---------------------------------------------------------------------------- shared defaults
-class _DefaultInt(int):
-    """An int default that can be told apart from the same value given on the command line."""
-
-
-class _DefaultFloat(float):
-    """A float default that can be told apart from the same value given on the command line."""
-
-
-class _DefaultStr(str):
-    """A str default that can be told apart from the same value given on the command line."""
-
-
-def mark_defaults(parser: argparse.ArgumentParser, dests: Sequence[str]) -> None:
-    """Wrap the defaults of ``dests`` so :func:`is_default` can tell them from explicit values.
-
-    ``measure`` shares ``--max-tokens``, ``--temperature``, ``--target``, ... with the
-    reference engine, whose defaults do not fit a server (4096 tokens and the thinking
-    preset's sampling do). The wrapped values behave exactly like the originals.
-    """
-    kinds = {int: _DefaultInt, float: _DefaultFloat, str: _DefaultStr}
-    for action in parser._actions:
-        if action.dest in dests and type(action.default) in kinds:
-            action.default = kinds[type(action.default)](action.default)
-
-
-def is_default(value: Any) -> bool:
-    """Whether ``value`` is a default wrapped by :func:`mark_defaults` (not given by the user)."""
-    return isinstance(value, (_DefaultInt, _DefaultFloat, _DefaultStr))
-
-
 def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
     """Prompt and sampling options of ``sweep`` (``measure`` has its own)."""
     g = parser.add_argument_group("prompts and sampling")
@@ -193,11 +160,6 @@ def add_prompt_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 # ---------------------------------------------------------------------------- options
-def _explicit(value: Any) -> Any:
-    """``value`` unless it is an unchanged shared default (then None)."""
-    return None if is_default(value) else value
-
-
 def check_server_url(url: str) -> None:
     """A ``--server`` URL has a scheme and a host (``localhost:8000`` alone would be retried, then fail).
 
@@ -238,12 +200,14 @@ def server_options_from_args(args: argparse.Namespace, engine: str) -> Any:
     engine_args = list(args.engine_arg) + shlex.split(args.engine_args or "")
     launch = None
     if args.launch:
-        target = _explicit(getattr(args, "target", None))
-        draft = _explicit(getattr(args, "draft", None))
+        target = getattr(args, "target", None)
+        draft = getattr(args, "draft", None)
         profile = registry.get_profile(engine)
-        if profile.launch.model_files == "gguf":  # a known model name (or the default pair) means its cached GGUF
-            target = gguf_file(getattr(args, "target", None), args, "--target")
-            draft = gguf_file(getattr(args, "draft", None), args, "--draft")
+        if profile.launch.model_files == "gguf":  # a known model name (the default pair when omitted): its GGUF
+            from golden_al.measure.reference import DEFAULT_DRAFT, DEFAULT_TARGET
+
+            target = gguf_file(target or DEFAULT_TARGET, args, "--target")
+            draft = gguf_file(draft or DEFAULT_DRAFT, args, "--draft")
         if not target:
             raise UsageError("--launch needs --target (the model the server loads)")
         launch = LaunchSpec(
@@ -408,9 +372,9 @@ def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_nam
                 raise UsageError(f"--chat-template-kwargs gives no kwargs for thinking {mode}",
                                  hint='e.g. \'{"on": {"enable_thinking": true}, "off": {"enable_thinking": false}}\'')
             kwargs = dict(explicit[mode]) if per_mode else dict(explicit)
-        if args.temperature is not None and not is_default(args.temperature):
+        if args.temperature is not None:
             temperature = float(args.temperature)
-        if args.top_p is not None and not is_default(args.top_p):
+        if args.top_p is not None:
             top_p = float(args.top_p)
         prompts = []
         for i, item in enumerate(items):
@@ -435,8 +399,8 @@ def build_modes(args: argparse.Namespace, thinking: Sequence[str], *, target_nam
             source_hash=source_hash,
             selection=[p.index for p in prompts],
         )
-        max_tokens = SERVER_MAX_TOKENS if is_default(args.max_tokens) else int(args.max_tokens)
-        seed = None if args.seed is None or is_default(args.seed) else int(args.seed)
+        max_tokens = SERVER_MAX_TOKENS if args.max_tokens is None else int(args.max_tokens)
+        seed = None if args.seed is None else int(args.seed)
         sampling = SamplingInfo(temperature=temperature, top_p=top_p, top_k=top_k, max_tokens=max_tokens, seed=seed)
         modes.append(ModeSpec(mode, prompts, dataset, sampling, kwargs))  # type: ignore[arg-type]
     return modes
@@ -468,7 +432,7 @@ def _tokenizer(args: argparse.Namespace) -> Any:
 
     source = getattr(args, "al_source", None)
     if path is None and source not in (None, "auto") and make_source(source, args.engine).needs_text:
-        path = _explicit(getattr(args, "target", None))
+        path = getattr(args, "target", None)
         if path is None:
             raise UsageError(f"--al-source {source} sends rendered prompts: pass --tokenizer DIR")
     if path is None:
@@ -516,8 +480,8 @@ def server_runner(args: argparse.Namespace, *, engine: str, draft_lens: list[int
     from golden_al.measure.sweep import ServerRun, SweepSpec, launch_commands
 
     options = server_options_from_args(args, engine)
-    target = _explicit(getattr(args, "target", None))
-    draft = _explicit(getattr(args, "draft", None))
+    target = getattr(args, "target", None)
+    draft = getattr(args, "draft", None)
     target_info = ModelInfo(name=target, source="server") if target else None
     draft_name = draft or (args.algorithm or "").lower() or "server-draft"
     draft_info = ModelInfo(name=draft_name, source="ngram" if (args.algorithm or "").lower() == "ngram" else "server")

