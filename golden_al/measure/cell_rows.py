@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from distributions.counts import AcceptanceCounts, Count, from_histogram, tidy_count
+from distributions.counts import AcceptanceCounts, Count, from_histogram
 from golden_al.measure.cell import CellPlan, ChatPrompt
 from golden_al.measure.records import build_record, write_cell
 from golden_al.measure.schema import (
@@ -112,8 +112,8 @@ def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequenc
     """The row of one unit (a request, or a window of requests) from its answers and its checked counts."""
     k = plan.draft_len
     known = counts.histogram is not None  # a source of totals only (TensorRT-LLM /perf_metrics): zeros, not measured
-    hist: list[Count] = [tidy_count(float(v)) for v in counts.histogram or ()] if known else [0] * (k + 1)
-    pos: list[Count] = [tidy_count(float(v)) for v in counts.per_position_accepted or ()] if known else [0] * k
+    hist: list[Count] = list(counts.histogram or ()) if known else [0] * (k + 1)
+    pos: list[Count] = list(counts.per_position_accepted or ()) if known else [0] * k
     prompt_tokens = 0
     out_tokens = 0
     known_prompt = True

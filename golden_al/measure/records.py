@@ -26,7 +26,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from distributions.counts import tidy_count
 from golden_al.errors import InputFileError, SchemaError, UsageError
 from golden_al.measure.schema import (
     BY_DRAFT_LEN_DIR,
@@ -58,7 +57,6 @@ __all__ = [
     "read_request_results",
     "record_dirs",
     "repair_jsonl_tail",
-    "request_result",
     "write_cell",
     "write_record",
 ]
@@ -279,42 +277,6 @@ def record_dirs(root: Path, *, max_depth: int = 6) -> list[Path]:
 
 
 # ---------------------------------------------------------------------------- building
-def request_result(
-    *,
-    index: int,
-    request_id: str,
-    draft_len: int,
-    prompt_hash: str,
-    num_prompt_tokens: int | None,
-    num_output_tokens: int,
-    num_verify_steps: float,
-    num_accepted_drafts: float,
-    histogram: Sequence[float],
-    per_position_accepted: Sequence[float],
-    accept_lengths: Sequence[int] | None,
-    finish_reason: str | None,
-    wall_s: float | None,
-    extra: Mapping[str, Any] | None = None,
-) -> RequestResult:
-    """One line of ``requests.jsonl`` (counts are floats only when they are expectations)."""
-    return RequestResult(
-        index=index,
-        request_id=request_id,
-        draft_len=draft_len,
-        prompt_hash=prompt_hash,
-        num_prompt_tokens=num_prompt_tokens,
-        num_output_tokens=num_output_tokens,
-        num_verify_steps=tidy_count(num_verify_steps),
-        num_accepted_drafts=tidy_count(num_accepted_drafts),
-        histogram=[tidy_count(v) for v in histogram],
-        per_position_accepted=[tidy_count(v) for v in per_position_accepted],
-        accept_lengths=list(accept_lengths) if accept_lengths is not None else None,
-        finish_reason=finish_reason,
-        wall_s=None if wall_s is None else round(float(wall_s), 3),
-        extra=dict(extra) if extra else None,
-    )
-
-
 @dataclass
 class RequestLog:
     """``requests.jsonl`` of one draft length, with what is already done (for ``--resume``).

@@ -497,8 +497,8 @@ def run_measurement(
     progress callbacks and request logs close over the same state; its pieces (engine, logs, record builder)
     are calls.
     """
-    from golden_al.measure.records import RequestLog, build_record, request_result, write_record
-    from golden_al.measure.schema import BlockDraftInfo, SamplingInfo
+    from golden_al.measure.records import RequestLog, build_record, write_record
+    from golden_al.measure.schema import BlockDraftInfo, RequestResult, SamplingInfo
     from golden_al.measure.totals import timing_block
     from golden_al.plugin.imported import TimedUnit
     from golden_al.provenance import collect, now_iso
@@ -547,10 +547,15 @@ def run_measurement(
                                         batch_size=settings.batch_size, indices=todo, progress=tokens,
                                         shared_prefix=shared, on_step=on_step)
 
-    def base(index: int, k: int) -> dict[str, Any]:
-        p = prompts[index]
-        return {"index": index, "request_id": conv_ids[index], "draft_len": k, "prompt_hash": p.hash,
-                "num_prompt_tokens": p.num_tokens}
+    def row(out: Any, k: int, c: Any, **extra: Any) -> RequestResult:
+        p = prompts[out.index]
+        return RequestResult(
+            index=out.index, request_id=conv_ids[out.index], draft_len=k, prompt_hash=p.hash,
+            num_prompt_tokens=p.num_tokens, num_output_tokens=len(out.output_token_ids),
+            num_verify_steps=c.num_verify_steps, num_accepted_drafts=c.num_accepted_drafts, histogram=c.histogram,
+            per_position_accepted=c.per_position_accepted, accept_lengths=c.accept_lengths,
+            finish_reason=out.finish_reason, wall_s=round(out.wall_s, 3),
+            extra={"output_token_ids": out.output_token_ids, **extra})
 
     wall: dict[int, float] = {}
     steps: dict[int, list[TimedUnit]] = {k: [] for k in ks}  # the live steps this session timed, per k
@@ -591,14 +596,7 @@ def run_measurement(
             later["s"] = 0.0 if not rest else (sum(per_request) / len(per_request) * rest if per_request else None)
             finished(f"live k={k}", 0, len(todo))
             for n_done, out in enumerate(live(todo, k), start=1):
-                c = out.counts()
-                logs[k].append(request_result(
-                    **base(out.index, k), num_output_tokens=len(out.output_token_ids),
-                    num_verify_steps=c.num_verify_steps, num_accepted_drafts=c.num_accepted_drafts,
-                    histogram=c.histogram, per_position_accepted=c.per_position_accepted,
-                    accept_lengths=c.accept_lengths, finish_reason=out.finish_reason, wall_s=out.wall_s,
-                    extra={"output_token_ids": out.output_token_ids},
-                ))
+                logs[k].append(row(out, k, out.counts()))
                 finished(f"live k={k}", n_done, len(todo))
             wall[k] = round(time.perf_counter() - t0, 3)
     else:
@@ -620,15 +618,8 @@ def run_measurement(
             for k in ks:
                 if rout.index in logs[k].done:
                     continue
-                c = rout.counts[k]
-                logs[k].append(request_result(
-                    **base(rout.index, k), num_output_tokens=len(rout.output_token_ids),
-                    num_verify_steps=c.num_verify_steps, num_accepted_drafts=c.num_accepted_drafts,
-                    histogram=c.histogram, per_position_accepted=c.per_position_accepted,
-                    accept_lengths=c.accept_lengths, finish_reason=rout.finish_reason, wall_s=rout.wall_s,
-                    extra={"output_token_ids": rout.output_token_ids,
-                           **({} if rout.trajectory_check is None else {"trajectory_check": rout.trajectory_check})},
-                ))
+                check = {} if rout.trajectory_check is None else {"trajectory_check": rout.trajectory_check}
+                logs[k].append(row(rout, k, rout.counts[k], **check))
             finished(label, n_done, len(todo))
         wall = {k: round(time.perf_counter() - t0, 3) for k in ks}
 

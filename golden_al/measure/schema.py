@@ -13,8 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, computed_field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    computed_field,
+    field_validator,
+    model_validator,
+)
 
+from distributions.counts import tidy_count
 from distributions.uncertainty import ALInterval
 
 __all__ = [
@@ -43,8 +52,13 @@ BY_DRAFT_LEN_DIR = "by_draft_len"
 """Sub-directory of a cell holding one record per other draft length the server drafted at (a server that
 reports per-step draft lengths); left out when a directory is searched for records."""
 
-Count = Annotated[int | float, Field(ge=0)]
-"""A count: an int when observed, a float when it is an expectation (replay estimates)."""
+def _tidy(value: Any) -> Any:
+    return tidy_count(value) if isinstance(value, float) else value
+
+
+Count = Annotated[int | float, BeforeValidator(_tidy), Field(ge=0)]
+"""A count: an int when observed (a float that is integral up to float noise becomes one), a float when it is an
+expectation (replay estimates)."""
 
 
 class _Strict(BaseModel):

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from distributions.counts import AcceptanceCounts, from_histogram, tidy_count
+from distributions.counts import AcceptanceCounts, from_histogram
 from golden_al.errors import (
     ServerError,
     UsageError,
@@ -376,8 +376,7 @@ def _batch_result(plan: CellPlan, batch: Sequence[_Window], number: int, retried
         num_output_tokens=sum(c or 0 for _, c in usage),
         num_verify_steps=total.num_verify_steps,
         num_accepted_drafts=total.num_accepted_drafts,
-        histogram=[tidy_count(float(v)) for v in total.histogram or ()],
-        per_position_accepted=[tidy_count(float(v)) for v in total.per_position_accepted or ()],
+        histogram=list(total.histogram or ()), per_position_accepted=list(total.per_position_accepted or ()),
         draft_len_observed=observed_k(plan, total),
         wall_s=round(batch[-1].t1 - batch[0].t0, 4),
         text=("\n\x1e".join(text_and_finish(r)[0] or "" for r in resps) if plan.save_text else None),

@@ -14,7 +14,6 @@ from typing import Any, Literal
 import numpy as np
 
 from distributions import units
-from distributions.counts import tidy_count
 from distributions.errors import DistributionError
 from distributions.uncertainty import ALInterval, al_interval_result, representation_warning
 from golden_al.errors import NoVerifyStepsError
@@ -54,10 +53,7 @@ def counts_from_requests(results: Sequence[RequestResult], draft_len: int) -> Ce
         acc += float(r.num_accepted_drafts)
     return CellCounts(
         num_requests=n,
-        num_verify_steps=tidy_count(steps),
-        num_accepted_drafts=tidy_count(acc),
-        histogram=[tidy_count(v) for v in hist],
-        per_position_accepted=[tidy_count(v) for v in pos],
+        num_verify_steps=steps, num_accepted_drafts=acc, histogram=list(hist), per_position_accepted=list(pos),
     )
 
 

@@ -7,7 +7,6 @@ import dataclasses
 import hashlib
 from dataclasses import dataclass
 
-from distributions.counts import tidy_count
 from golden_al.errors import InputFileError, NoVerifyStepsError, UsageError
 from golden_al.measure.records import build_record
 from golden_al.measure.schema import (
@@ -42,8 +41,8 @@ def window_rows(w: ImportedWindows) -> list[RequestResult]:
             index=i, request_id=f"{what}-{i}", draft_len=k, prompt_hash="",
             num_output_tokens=int(output_tokens[i]) if i < len(output_tokens) else 0,
             num_verify_steps=c.num_verify_steps, num_accepted_drafts=c.num_accepted_drafts,
-            histogram=[tidy_count(float(v)) for v in c.histogram or ()] if known else [0] * (k + 1),
-            per_position_accepted=[tidy_count(float(v)) for v in c.per_position_accepted or ()] if known else [0] * k,
+            histogram=list(c.histogram or ()) if known else [0] * (k + 1),
+            per_position_accepted=list(c.per_position_accepted or ()) if known else [0] * k,
             histogram_known=known, draft_len_observed=c.most_drafts,
             extra={"imported": what, unit: i, "unit": []}))
     return rows
