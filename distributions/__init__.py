@@ -11,7 +11,7 @@ numpy and scipy only. Modules:
 * :mod:`distributions.families`: constant and decaying conditional profiles.
 * :mod:`distributions.mixture`: the curve of a prompt set, a mixture of its prompts' profiles.
 * :mod:`distributions.fit`: the curve model fitted to AL at several draft lengths (the mixture by
-  default), with flags for points it cannot explain; :func:`derive_curve`.
+  default), with flags for points it cannot explain.
 * :mod:`distributions.uncertainty`: :func:`al_interval` (the one AL interval, over
   independent clusters), the joint law of AL at several k, counts-only intervals.
 * :mod:`distributions.errors`: :class:`DistributionError` and subclasses.
@@ -31,8 +31,6 @@ from distributions.fit import (
     CurveFlag,
     FitResult,
     curve_flags,
-    derive_curve,
-    derive_distributions,
     fit_profile,
 )
 from distributions.uncertainty import (
@@ -62,8 +60,6 @@ __all__ = [
     "al_interval_result",
     "curve_flags",
     "delta",
-    "derive_curve",
-    "derive_distributions",
     "fit_profile",
     "from_histogram",
     "iid_ci_from_counts",

@@ -57,8 +57,8 @@ Count = int | float
 _REL_TOL = 1e-9
 
 # ---------------------------------------------------------------------------- helpers
-def _count(value: Any, name: str) -> Count:
-    """A non-negative finite count; an int when it is integral."""
+def as_count(value: Any, name: str) -> Count:
+    """A non-negative finite count (an ``int`` when integral); ``name`` labels the error."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
         raise DistributionError(
             f"{name} must be a number, got {value!r} ({type(value).__name__})",
@@ -70,21 +70,24 @@ def _count(value: Any, name: str) -> Count:
     return tidy_count(v)
 
 
-def _counts(values: Any, name: str) -> list[Count]:
+def as_counts(values: Any, name: str) -> list[Count]:
+    """A list of counts (see :func:`as_count`)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
         raise DistributionError(f"{name} must be a list of counts, got {values!r}")
-    return [_count(v, f"{name}[{i}]") for i, v in enumerate(values)]
+    return [as_count(v, f"{name}[{i}]") for i, v in enumerate(values)]
 
 
-def _close(a: float, b: float) -> bool:
+def counts_close(a: float, b: float) -> bool:
+    """Whether two counts are equal up to float noise (Prometheus values are floats)."""
     return abs(float(a) - float(b)) <= _REL_TOL * max(1.0, abs(float(a)), abs(float(b)))
 
 
-def _fmt(x: float) -> str:
+def format_count(x: float) -> str:
+    """A count for an error message (10 significant digits)."""
     return f"{x:.10g}"
 
 
-def _position_list(values: Any, name: str) -> list[Count]:
+def position_counts(values: Any, name: str) -> list[Count]:
     """Per-position counts from a list (index = position) or a ``{position: count}`` dict."""
     if isinstance(values, Mapping):
         out: dict[int, Count] = {}
@@ -98,13 +101,13 @@ def _position_list(values: Any, name: str) -> list[Count]:
                 ) from None
             if pos < 0:
                 raise DistributionError(f"{name}: position label {key!r} is negative")
-            out[pos] = _count(v, f"{name}[{key!r}]")
+            out[pos] = as_count(v, f"{name}[{key!r}]")
         size = max(out) + 1 if out else 0
         return [out.get(i, 0) for i in range(size)]
-    return _counts(values, name)
+    return as_counts(values, name)
 
 
-def _fit_length(values: list[Count], size: int, name: str, what: str) -> list[Count]:
+def fit_length(values: list[Count], size: int, name: str, what: str) -> list[Count]:
     """Pad ``values`` with zeros to ``size``; refuse non-zero entries beyond it."""
     if len(values) > size:
         extra = values[size:]
@@ -126,36 +129,6 @@ def _tail_sums(histogram: Sequence[float]) -> list[float]:
 def tidy_count(x: float) -> Count:
     """A summed count as an ``int`` when it is integral up to float noise, else the float."""
     return round(x) if abs(x - round(x)) <= _REL_TOL * max(1.0, abs(x)) else float(x)
-
-
-def as_count(value: Any, name: str) -> Count:
-    """A non-negative finite count (an ``int`` when integral); ``name`` labels the error."""
-    return _count(value, name)
-
-
-def as_counts(values: Any, name: str) -> list[Count]:
-    """A list of counts (see :func:`as_count`)."""
-    return _counts(values, name)
-
-
-def position_counts(values: Any, name: str) -> list[Count]:
-    """Per-position counts from a list (index = position) or a ``{position: count}`` dict."""
-    return _position_list(values, name)
-
-
-def fit_length(values: list[Count], size: int, name: str, what: str) -> list[Count]:
-    """Pad ``values`` with zeros to ``size``; refuse non-zero entries beyond it."""
-    return _fit_length(values, size, name, what)
-
-
-def counts_close(a: float, b: float) -> bool:
-    """Whether two counts are equal up to float noise (Prometheus values are floats)."""
-    return _close(a, b)
-
-
-def format_count(x: float) -> str:
-    """A count for an error message (10 significant digits)."""
-    return _fmt(x)
 
 
 # ---------------------------------------------------------------------------- the counts
@@ -199,23 +172,23 @@ class AcceptanceCounts:
                                      "per_position_accepted", "histogram")},
                  **self.field_names}
         where = f"{self.source}: "
-        steps = _count(self.num_verify_steps, names["num_verify_steps"])
-        acc = _count(self.num_accepted_drafts, names["num_accepted_drafts"])
-        drafted = None if self.num_draft_tokens is None else _count(self.num_draft_tokens, names["num_draft_tokens"])
+        steps = as_count(self.num_verify_steps, names["num_verify_steps"])
+        acc = as_count(self.num_accepted_drafts, names["num_accepted_drafts"])
+        drafted = None if self.num_draft_tokens is None else as_count(self.num_draft_tokens, names["num_draft_tokens"])
         if acc > k * steps * (1 + _REL_TOL):
             raise DistributionError(
-                f"{where}{names['num_accepted_drafts']}={_fmt(acc)} exceeds k*{names['num_verify_steps']}"
-                f"={k}*{_fmt(steps)}={_fmt(k * steps)}",
+                f"{where}{names['num_accepted_drafts']}={format_count(acc)} exceeds k*{names['num_verify_steps']}"
+                f"={k}*{format_count(steps)}={format_count(k * steps)}",
                 hint="a verify step accepts at most k drafts; is k right, and are both counts from the same snapshot?",
             )
         if drafted is not None and acc > drafted * (1 + _REL_TOL):
             raise DistributionError(
-                f"{where}{names['num_accepted_drafts']}={_fmt(acc)} exceeds {names['num_draft_tokens']}={_fmt(drafted)}",
+                f"{where}{names['num_accepted_drafts']}={format_count(acc)} exceeds {names['num_draft_tokens']}={format_count(drafted)}",
                 hint="accepted draft tokens are a subset of drafted ones; were the counters read at different times?",
             )
         pos = None
         if self.per_position_accepted is not None:
-            pos = _counts(list(self.per_position_accepted), names["per_position_accepted"])
+            pos = as_counts(list(self.per_position_accepted), names["per_position_accepted"])
             if len(pos) != k:
                 raise DistributionError(
                     f"{where}{names['per_position_accepted']} has {len(pos)} entries, expected k={k}"
@@ -223,27 +196,27 @@ class AcceptanceCounts:
             _check_positions(pos, steps, acc, names, where)
         hist = None
         if self.histogram is not None:
-            hist = _counts(list(self.histogram), names["histogram"])
+            hist = as_counts(list(self.histogram), names["histogram"])
             if len(hist) != k + 1:
                 raise DistributionError(f"{where}{names['histogram']} has {len(hist)} entries, expected k+1={k + 1}")
             total = float(sum(hist))
-            if not _close(total, steps):
+            if not counts_close(total, steps):
                 raise DistributionError(
-                    f"{where}{names['histogram']} sums to {_fmt(total)} steps but "
-                    f"{names['num_verify_steps']}={_fmt(steps)}",
+                    f"{where}{names['histogram']} sums to {format_count(total)} steps but "
+                    f"{names['num_verify_steps']}={format_count(steps)}",
                     hint="the histogram has one entry per verify step; were both read from the same response?",
                 )
             weighted = float(np.dot(np.arange(k + 1), hist))
-            if not _close(weighted, acc):
+            if not counts_close(weighted, acc):
                 raise DistributionError(
-                    f"{where}{names['histogram']} holds {_fmt(weighted)} accepted drafts "
-                    f"(sum of j*h[j]) but {names['num_accepted_drafts']}={_fmt(acc)}",
+                    f"{where}{names['histogram']} holds {format_count(weighted)} accepted drafts "
+                    f"(sum of j*h[j]) but {names['num_accepted_drafts']}={format_count(acc)}",
                     hint="index j of the histogram is the number of accepted DRAFT tokens (bonus excluded)",
                 )
             derived = _tail_sums(hist)
             if pos is None:
                 pos = [tidy_count(v) for v in derived]
-            elif not all(_close(a, b) for a, b in zip(pos, derived, strict=True)):
+            elif not all(counts_close(a, b) for a, b in zip(pos, derived, strict=True)):
                 raise DistributionError(
                     f"{where}per-position accepted counts {pos} disagree with the histogram {hist} "
                     f"(which implies {[tidy_count(v) for v in derived]})",
@@ -363,22 +336,22 @@ def _check_positions(pos: list[Count], steps: Count, acc: Count, names: dict[str
     label = names["per_position_accepted"]
     if pos and pos[0] > steps * (1 + _REL_TOL):
         raise DistributionError(
-            f"{where}{label}: position 1 was accepted {_fmt(pos[0])} times but there were only "
-            f"{_fmt(steps)} verify steps ({names['num_verify_steps']})",
+            f"{where}{label}: position 1 was accepted {format_count(pos[0])} times but there were only "
+            f"{format_count(steps)} verify steps ({names['num_verify_steps']})",
             hint="each verify step accepts a given position at most once; were the counters read at different times?",
         )
     for j in range(1, len(pos)):
         if pos[j] > pos[j - 1] * (1 + _REL_TOL) + _REL_TOL:
             raise DistributionError(
                 f"{where}{label} must be non-increasing, but position {j + 1} (0-based label \"{j}\") was "
-                f"accepted {_fmt(pos[j])} times, more than position {j} ({_fmt(pos[j - 1])}): {pos}",
+                f"accepted {format_count(pos[j])} times, more than position {j} ({format_count(pos[j - 1])}): {pos}",
                 hint="a chain draft accepts position j only after accepting every earlier position; "
                 "were series from different snapshots or servers mixed, or is this a tree draft?",
             )
     total = float(sum(pos))
-    if not _close(total, acc):
+    if not counts_close(total, acc):
         raise DistributionError(
-            f"{where}{label} sum to {_fmt(total)} but {names['num_accepted_drafts']}={_fmt(acc)}",
+            f"{where}{label} sum to {format_count(total)} but {names['num_accepted_drafts']}={format_count(acc)}",
             hint="every accepted draft token is counted at exactly one position; sum every label series "
             "of both counters from the same snapshot",
         )
@@ -389,11 +362,11 @@ def from_histogram(histogram: Sequence[Count], *, k: int | None = None,
                    num_draft_tokens: Count | None = None, source: str = "histogram",
                    field_names: Mapping[str, str] | None = None) -> AcceptanceCounts:
     """Counts from a histogram indexed by accepted draft tokens (padded to ``k + 1``)."""
-    hist = _counts(histogram, f"{source}: histogram")
+    hist = as_counts(histogram, f"{source}: histogram")
     if k is None:
         k = max(len(hist) - 1, 1)
     k = units.check_draft_len(k)
-    hist = _fit_length(hist, k + 1, f"{source}: histogram", f"k+1={k + 1}")
+    hist = fit_length(hist, k + 1, f"{source}: histogram", f"k+1={k + 1}")
     steps = tidy_count(float(sum(hist)))
     acc = tidy_count(float(np.dot(np.arange(k + 1), hist)))
     return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=acc,
@@ -421,8 +394,8 @@ def split_steps_by_draft_len(accepted: Sequence[int], drafted: Sequence[int], *,
             drafted, or drafts more than ``k``.
     """
     k = units.check_draft_len(k)
-    acc = _counts(accepted, f"{source}: accepted per step")
-    dra = _counts(drafted, f"{source}: drafted per step")
+    acc = as_counts(accepted, f"{source}: accepted per step")
+    dra = as_counts(drafted, f"{source}: drafted per step")
     if len(acc) != len(dra):
         raise DistributionError(f"{source}: {len(acc)} accepted counts but {len(dra)} drafted counts per step",
                                 hint="the two per-step arrays come from one request and pair up step by step")
@@ -493,9 +466,9 @@ def _delta(before: Any, after: Any, path: str, ignore: tuple[str, ...]) -> Any:
             f"{path}: present in one snapshot only (before={before!r}, after={after!r})",
             hint="read the same fields in both snapshots",
         )
-    b_val = _count(before, f"{path} (before)")
-    a_val = _count(after, f"{path} (after)")
-    if a_val < b_val and not _close(a_val, b_val):
+    b_val = as_count(before, f"{path} (before)")
+    a_val = as_count(after, f"{path} (after)")
+    if a_val < b_val and not counts_close(a_val, b_val):
         raise _backwards(path, b_val, a_val)
     return tidy_count(max(float(a_val) - float(b_val), 0.0))
 

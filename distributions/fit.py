@@ -49,8 +49,8 @@ Default constraint: ``0 <= c_j <= 1`` only (non-increasing unconditional
 rates; solved exactly as non-negative least squares). ``monotone_conditional=True``
 also requires ``c_1 >= c_2 >= ...`` (non-convex; multi-start bounded least squares).
 
-:func:`derive_curve` gives the curve of one run at ``K`` for smaller ``k``
-(:meth:`AcceptanceDistribution.truncate`).
+The curve of one run at ``K`` for smaller ``k`` is :meth:`AcceptanceDistribution.truncate` (chain drafts: the
+first ``k`` drafts do not depend on ``K``; block drafts such as DFlash must be validated by measuring).
 """
 
 from __future__ import annotations
@@ -78,8 +78,6 @@ __all__ = [
     "CurveFlag",
     "FitResult",
     "curve_flags",
-    "derive_curve",
-    "derive_distributions",
     "fit_profile",
 ]
 
@@ -865,18 +863,3 @@ def fit_profile(
         profile=used, num_params=n_params, chi2=chi2, dof=dof, p_value=p_value, residual_se=residual_se,
         cov=c_mat, mixture=None if mixture is None else mixture.fit,
     )
-
-
-# ---------------------------------------------------------------------------- derivation
-def derive_distributions(dist_at_k: AcceptanceDistribution, ks: ArrayLike) -> dict[int, AcceptanceDistribution]:
-    """The pmf at each smaller draft length from one run at ``K`` (chain drafts; see ``truncate``)."""
-    return {int(kk): dist_at_k.truncate(int(kk)) for kk in units.check_draft_lens(ks)}
-
-
-def derive_curve(dist_at_k: AcceptanceDistribution, ks: ArrayLike) -> dict[int, float]:
-    """AL at each draft length ``k <= K`` derived from one run at ``K``.
-
-    Exact in expectation for chain drafts (the first ``k`` drafts do not depend
-    on ``K``); block drafts (DFLASH) must be validated by measuring.
-    """
-    return {kk: d.mean() for kk, d in derive_distributions(dist_at_k, ks).items()}

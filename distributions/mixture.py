@@ -12,7 +12,7 @@ differ (one is echoed and accepts every draft, another is free prose), so the po
 acceptance rises with position even when every prompt's own falls: the survivors of long accepted
 runs are the easy prompts. No single profile follows that; a mixture does by construction.
 
-:func:`fit_mixture` takes each prompt's profile from the decaying family ``c_j = p r^(j-1)``
+:func:`deletion_statistics` fits each prompt's profile from the decaying family ``c_j = p r^(j-1)``
 (:class:`distributions.families.DecayingConditional`; ``r = 1`` is the geometric one) on the grid
 :data:`P_GRID` x :data:`R_GRID` and fits the token shares ``w >= 0``, ``sum(w) = 1`` by generalized
 least squares in ``y = 1 / AL`` coordinates, where the model is linear: an exact non-negative least
@@ -43,7 +43,7 @@ from distributions import units
 from distributions.acceptance import AcceptanceDistribution
 from distributions.errors import FitError
 
-__all__ = ["MIN_DECAY", "P_GRID", "R_GRID", "MixtureFit", "deletion_statistics", "fit_mixture"]
+__all__ = ["MIN_DECAY", "P_GRID", "R_GRID", "MixtureFit", "deletion_statistics"]
 
 #: Per-prompt first-position acceptance ``p`` of the grid's profiles.
 P_GRID: tuple[float, ...] = tuple(float(x) for x in np.linspace(0.0, 1.0, 41))
@@ -149,23 +149,6 @@ def _solve(k: NDArray[np.int64], a: NDArray[np.float64], cov: NDArray[np.float64
     w = w / w.sum()
     resid = rhs - lhs @ w
     return w, float(resid @ resid)
-
-
-def fit_mixture(ks: ArrayLike, als: ArrayLike, cov: ArrayLike, *, big_k: int | None = None) -> MixtureFit:
-    """The mixture of grid profiles closest to ``als`` in the metric of ``cov`` (see the module docstring).
-
-    Args:
-        ks: draft lengths (distinct, sorted).
-        als: AL at each of them.
-        cov: their joint covariance (:func:`distributions.uncertainty.joint_al_bootstrap`).
-        big_k: the largest draft length the result describes (default ``max(ks)``).
-
-    Raises:
-        FitError: mismatched shapes, an AL outside ``[1, k + 1]``, a covariance that is not positive definite.
-    """
-    k, a, c = _check(ks, als, cov)
-    w, chi2 = _solve(k, a, c)
-    return MixtureFit(ks=k, weights=w, chi2=chi2, big_k=int(big_k or k.max()))
 
 
 def deletion_statistics(ks: ArrayLike, als: ArrayLike,

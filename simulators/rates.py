@@ -89,7 +89,7 @@ class SyntheticRatesSampler(EngineSampler):
         """``p_1..p_k`` the engine resolves: explicit rates, or the min-variance schedule for ``al``."""
         k = units.check_draft_len(k)
         if self.rates is not None:
-            rates = np.asarray(self._validate_rates(self.rates, k))
+            rates = np.asarray(validate_rates(self.rates, k))
             if al is not None:
                 implied = units.al_from_pmf(units.pmf_from_unconditional(rates))
                 if abs(float(al) - implied) > 1e-6:
@@ -101,9 +101,6 @@ class SyntheticRatesSampler(EngineSampler):
         if al is None:
             raise SamplerError("an AL is required when no explicit rates are given")
         return units.min_variance_unconditional_rates(units.check_al(al, k), k)
-
-    def _validate_rates(self, rates: Sequence[float], k: int) -> list[float]:
-        return validate_rates(rates, k)
 
     def implied_al(self, k: int) -> float:
         """AL the explicit rates give (``1 + sum p_j``)."""

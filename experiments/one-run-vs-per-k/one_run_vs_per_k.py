@@ -11,7 +11,7 @@
 **Analyse** (default; cheap, reproduces the committed numbers exactly from the records):
 
 * the one-run derived curve: the k=7 histogram truncated to each k
-  (:func:`distributions.fit.derive_curve`; mass above k folds onto k+1), per request too;
+  (:meth:`AcceptanceDistribution.truncate`; mass above k folds onto k+1), per request too;
 * the per-k measured curve from the replay records;
 * 95% CIs of each (cluster bootstrap over prompts) and of their difference (a paired
   bootstrap: the same resampled prompts for both);
@@ -42,7 +42,6 @@ from typing import Any
 import numpy as np
 
 from distributions import units
-from distributions.fit import derive_curve
 from golden_al.measure.records import load_record, read_request_results
 from golden_al.measure.schema import RequestResult
 from golden_al.provenance import sha256_file
@@ -111,7 +110,7 @@ def analyse_records(live_dir: Path, replay_dir: Path, seed: int) -> dict[str, An
     live_reqs = _by_index(read_request_results(live_dir / (live.per_request_file or "requests.jsonl")))
     ss = np.random.SeedSequence(seed)
     per_k: list[dict[str, Any]] = []
-    derived_pooled = derive_curve(live.distribution(), range(1, K_MAX + 1))
+    derived_pooled = {k: live.distribution().truncate(k).mean() for k in range(1, K_MAX + 1)}
     records = {"live": {"path": _rel(live_dir / "measurement.json"), "sha256": sha256_file(live_dir / "measurement.json"),
                         "al": live.al, "num_requests": live.num_requests, "num_verify_steps": live.num_verify_steps}}
     same_as_live: dict[str, Any] = {}

@@ -64,14 +64,12 @@ from pydantic_core import PydanticCustomError
 
 from distributions import units
 from golden_al.errors import SchemaError, UsageError
-from golden_al.plugin.registry import REFERENCE_ENGINE
 from golden_al.plugin.values import selector_text
 from golden_al.prompts.thinking import LEVEL_RE, THINKING_MODES, mode_key
 
 __all__ = [
     "DRAFT_METHODS",
     "DRAFT_PRECISIONS",
-    "ENGINE_NAMES",
     "SCHEMA_VERSION",
     "Dataset",
     "Draft",
@@ -107,15 +105,6 @@ DRAFT_PRECISIONS: tuple[str, ...] = (
     "fp32", "bf16", "fp16", "fp8", "mxfp8", "fp4", "nvfp4", "mxfp4", "int8", "int4",
 )
 
-
-def engine_names_known() -> tuple[str, ...]:
-    """Every engine a curve may name: the registry's serving engines (plugins included) and the reference."""
-    from golden_al.plugin.registry import engine_names
-
-    return (*engine_names(), REFERENCE_ENGINE)
-
-
-ENGINE_NAMES: tuple[str, ...] = engine_names_known()
 
 _KEY_RE = r"^[a-z0-9][a-z0-9._-]*$"
 #: An engine name as entry points spell them (``sglang``, ``trtllm``, ``my-engine``).

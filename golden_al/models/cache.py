@@ -10,13 +10,14 @@ from golden_al.models.convert import CONVERSION_MANIFEST
 from golden_al.models.fetch import (
     MODEL_MANIFEST,
     _converted_ok,
-    _dir_size,
     _gguf_ok_quick,
+    converted_hash_mismatch,
     float32_dirs,
     model_dir,
     read_manifest,
 )
 from golden_al.models.registry import MODELS, PAIRS
+from golden_al.models.wheels import dir_size
 from golden_al.provenance import sha256_file
 
 __all__ = ["CachedModel", "cached_models", "downloads_size"]
@@ -42,14 +43,6 @@ class CachedModel:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
-
-
-def _converted_hashes_ok(out_dir: Path) -> bool:
-    conv = read_manifest(out_dir / CONVERSION_MANIFEST) or {}
-    files = conv.get("files") or {}
-    return bool(files) and all(
-        (out_dir / rel).is_file() and sha256_file(out_dir / rel) == info.get("sha256") for rel, info in files.items()
-    )
 
 
 def cached_models(cache_dir: str | Path, *, verify: bool = False) -> list[CachedModel]:
@@ -81,14 +74,14 @@ def cached_models(cache_dir: str | Path, *, verify: bool = False) -> list[Cached
         elif not _converted_ok(conv_dir, entry):
             cstatus = "incomplete"
         elif verify:
-            cstatus = "verified-now" if _converted_hashes_ok(conv_dir) else "hash-mismatch"
+            cstatus = "hash-mismatch" if converted_hash_mismatch(conv_dir) else "verified-now"
         else:
             cstatus = "ok"
         out.append(CachedModel(
             name=entry.name, kind="registry", pair=pair,
             gguf_path=str(gguf) if gguf.is_file() else None, gguf_sha256=entry.gguf_sha256, gguf_status=gstatus,
             converted_dir=str(conv_dir) if conv_dir.is_dir() else None, converted_status=cstatus,
-            dtype=(conv or {}).get("dtype"), shipped_dtype=entry.shipped_dtype, size_bytes=_dir_size(mdir),
+            dtype=(conv or {}).get("dtype"), shipped_dtype=entry.shipped_dtype, size_bytes=dir_size(mdir),
             num_parameters=(conv or {}).get("num_parameters"),
             verified_at=((manifest or {}).get("gguf") or {}).get("verified_at"),
         ))
@@ -102,12 +95,12 @@ def cached_models(cache_dir: str | Path, *, verify: bool = False) -> list[Cached
                 for rel, info in files.items())
             cstatus = "missing" if not conv else "incomplete" if not complete else "ok"
             if verify and complete:
-                cstatus = "verified-now" if _converted_hashes_ok(conv_dir) else "hash-mismatch"
+                cstatus = "hash-mismatch" if converted_hash_mismatch(conv_dir) else "verified-now"
             out.append(CachedModel(
                 name=str(conv.get("gguf_file") or conv_dir.parent.name), kind="gguf-conversion", pair=None,
                 gguf_path=None, gguf_sha256=conv.get("gguf_sha256"), gguf_status="not-kept",
                 converted_dir=str(conv_dir), converted_status=cstatus, dtype=conv.get("dtype"),
-                shipped_dtype=conv.get("shipped_dtype"), size_bytes=_dir_size(conv_dir),
+                shipped_dtype=conv.get("shipped_dtype"), size_bytes=dir_size(conv_dir),
                 num_parameters=conv.get("num_parameters"), verified_at=conv.get("created"),
             ))
     return out
@@ -118,5 +111,5 @@ def downloads_size(cache_dir: str | Path) -> dict[str, int]:
     root = Path(cache_dir).expanduser() / "downloads"
     if not root.is_dir():
         return {}
-    return {p.name: _dir_size(p) for p in sorted(root.iterdir()) if p.is_dir()}
+    return {p.name: dir_size(p) for p in sorted(root.iterdir()) if p.is_dir()}
 

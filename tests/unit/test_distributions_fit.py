@@ -11,8 +11,6 @@ from distributions import (
     AcceptanceDistribution,
     DistributionError,
     FitError,
-    derive_curve,
-    derive_distributions,
     fit_profile,
     units,
 )
@@ -184,10 +182,9 @@ def test_empty_curve():
 # ---------------------------------------------------------------------------- derivation
 def test_derive_curve_from_one_run():
     d = AcceptanceDistribution.from_unconditional_rates([0.9, 0.7, 0.4, 0.2])
-    curve = derive_curve(d, [1, 2, 3, 4])
-    assert curve == pytest.approx({1: 1.9, 2: 2.6, 3: 3.0, 4: 3.2})
+    assert [d.truncate(k).mean() for k in (1, 2, 3, 4)] == pytest.approx([1.9, 2.6, 3.0, 3.2])
     with pytest.raises(DistributionError, match="cannot derive draft length 5"):
-        derive_curve(d, [5])
+        d.truncate(5)
 
 
 profiles = st.lists(st.floats(0.0, 1.0), min_size=1, max_size=10)
@@ -197,9 +194,9 @@ profiles = st.lists(st.floats(0.0, 1.0), min_size=1, max_size=10)
 def test_derivation_is_truncation_consistent(c):
     k = len(c)
     big = AcceptanceDistribution.from_conditional_rates(c)
-    dists = derive_distributions(big, range(1, k + 1))
-    curve = derive_curve(big, range(1, k + 1))
-    np.testing.assert_allclose(list(curve.values()), units.al_curve_from_conditional(c, range(1, k + 1)), atol=1e-12)
+    dists = {j: big.truncate(j) for j in range(1, k + 1)}
+    curve = [d.mean() for d in dists.values()]
+    np.testing.assert_allclose(curve, units.al_curve_from_conditional(c, range(1, k + 1)), atol=1e-12)
     for j, dj in dists.items():
         np.testing.assert_allclose(dj.unconditional_rates(), big.unconditional_rates()[:j], atol=1e-12)
         for i in range(1, j + 1):

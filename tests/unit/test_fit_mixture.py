@@ -15,7 +15,7 @@ import pytest
 from distributions import units
 from distributions.errors import FitError
 from distributions.fit import DELETION_ALPHA, deletion_critical, fit_profile
-from distributions.mixture import MIN_DECAY, fit_mixture
+from distributions.mixture import MIN_DECAY, deletion_statistics
 from distributions.uncertainty import joint_al_bootstrap
 
 REPO = Path(__file__).resolve().parents[2]
@@ -33,7 +33,7 @@ def _pooled(groups: list[tuple[float, float, float]], ks: tuple[int, ...] = KS) 
 def test_a_two_group_prompt_set_is_followed_point_by_point() -> None:
     al = _pooled([(0.5, 0.95, 1.0), (0.5, 0.3, 0.9)])
     cov = np.diag((0.002 * al) ** 2)
-    fit = fit_mixture(KS, al, cov)
+    fit = deletion_statistics(KS, al, cov)[0]
     np.testing.assert_allclose(fit.curve(KS), al, atol=5e-4)
     res = fit_profile(KS, al, cov=cov, clusters=80)
     assert (res.profile, res.explained) == ("mixture", True)
@@ -45,7 +45,7 @@ def test_a_two_group_prompt_set_is_followed_point_by_point() -> None:
 
 def test_each_ks_pmf_has_the_curves_mean() -> None:
     al = _pooled([(0.3, 0.9, 0.95), (0.7, 0.5, 1.0)])
-    fit = fit_mixture(KS, al, np.diag((0.002 * al) ** 2))
+    fit = deletion_statistics(KS, al, np.diag((0.002 * al) ** 2))[0]
     for k in (1, 4, 8):
         assert fit.distribution(k).mean() == pytest.approx(float(fit.curve([k])[0]), abs=1e-9)
 
@@ -112,9 +112,9 @@ def test_the_deletion_threshold_follows_the_clusters() -> None:
 
 def test_a_mixture_needs_its_shapes_to_agree() -> None:
     with pytest.raises(FitError):
-        fit_mixture(KS, _pooled([(1.0, 0.8, 1.0)]), np.eye(3))
+        deletion_statistics(KS, _pooled([(1.0, 0.8, 1.0)]), np.eye(3))
     with pytest.raises(FitError, match="positive definite"):
-        fit_mixture(KS, _pooled([(1.0, 0.8, 1.0)]), np.zeros((8, 8)))
+        deletion_statistics(KS, _pooled([(1.0, 0.8, 1.0)]), np.zeros((8, 8)))
 
 
 def test_without_noise_the_fit_falls_back_to_one_decaying_profile() -> None:

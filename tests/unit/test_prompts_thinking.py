@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from golden_al.errors import InputFileError, UsageError
-from golden_al.prompts import chat_template_kwargs_for, family_for, get_preset, load_presets, sampling_for
+from golden_al.prompts import family_for, load_presets, preset_for
 from golden_al.prompts.thinking import normalize_thinking
 
 
@@ -42,33 +42,33 @@ def test_family_for_config_object_prefers_the_name():
 
 def test_inferencex_kwargs_and_sampling():
     # golden_al_distribution/*.yaml headers and speedbench collectors (InferenceX mirror HEAD)
-    assert chat_template_kwargs_for("deepseek-v4", "on") == {"thinking": True, "reasoning_effort": "high"}
-    assert chat_template_kwargs_for("deepseek-v4", "off") == {}
-    assert chat_template_kwargs_for("glm", "off") == {"enable_thinking": False}
-    assert chat_template_kwargs_for("kimi", True) == {"thinking": True}
-    assert chat_template_kwargs_for("minimax", "thinking_off") == {"thinking_mode": "disabled"}
-    assert chat_template_kwargs_for("Qwen/Qwen3.5-397B-A17B", "on") == {"enable_thinking": True}
-    assert sampling_for("qwen3.5", "on") == {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "presence_penalty": 0.0}
-    assert sampling_for("qwen3.5", "off") == {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "presence_penalty": 1.5}
-    assert sampling_for("kimi", "off")["temperature"] == 0.6
-    assert sampling_for("minimax", "on") == {"temperature": 1.0, "top_p": 0.95, "top_k": 40}
-    assert sampling_for("qwen2", "off") == {}
+    assert preset_for("deepseek-v4").kwargs_for("on") == {"thinking": True, "reasoning_effort": "high"}
+    assert preset_for("deepseek-v4").kwargs_for("off") == {}
+    assert preset_for("glm").kwargs_for("off") == {"enable_thinking": False}
+    assert preset_for("kimi").kwargs_for(True) == {"thinking": True}
+    assert preset_for("minimax").kwargs_for("thinking_off") == {"thinking_mode": "disabled"}
+    assert preset_for("Qwen/Qwen3.5-397B-A17B").kwargs_for("on") == {"enable_thinking": True}
+    assert preset_for("qwen3.5").sampling_for("on") == {"temperature": 0.6, "top_p": 0.95, "top_k": 20, "presence_penalty": 0.0}
+    assert preset_for("qwen3.5").sampling_for("off") == {"temperature": 0.7, "top_p": 0.8, "top_k": 20, "presence_penalty": 1.5}
+    assert preset_for("kimi").sampling_for("off")["temperature"] == 0.6
+    assert preset_for("minimax").sampling_for("on") == {"temperature": 1.0, "top_p": 0.95, "top_k": 40}
+    assert preset_for("qwen2").sampling_for("off") == {}
 
 
 def test_modes_that_do_not_exist():
     with pytest.raises(UsageError, match="has no thinking mode"):
-        chat_template_kwargs_for("qwen2.5-coder-1.5b-instruct", "on")
+        preset_for("qwen2.5-coder-1.5b-instruct").kwargs_for("on")
     with pytest.raises(UsageError, match="no thinking-off mode"):
-        chat_template_kwargs_for("deepseek-r1", "off")
-    assert chat_template_kwargs_for("deepseek-r1", None) == {}  # None = the template's default mode
-    assert get_preset("qwen3").default == "on"
-    assert not get_preset("qwen2").has_thinking
+        preset_for("deepseek-r1").kwargs_for("off")
+    assert preset_for("deepseek-r1").kwargs_for(None) == {}  # None = the template's default mode
+    assert load_presets()["qwen3"].default == "on"
+    assert "on" not in load_presets()["qwen2"].modes
 
 
 def test_kwargs_are_copies():
-    a = chat_template_kwargs_for("deepseek-v4", "on")
+    a = preset_for("deepseek-v4").kwargs_for("on")
     a["thinking"] = False
-    assert chat_template_kwargs_for("deepseek-v4", "on")["thinking"] is True
+    assert preset_for("deepseek-v4").kwargs_for("on")["thinking"] is True
 
 
 def test_normalize_thinking():
@@ -76,8 +76,6 @@ def test_normalize_thinking():
         ["on", "off", "on", "off", "on", "on", "off"]
     with pytest.raises(UsageError):
         normalize_thinking("maybe")
-    with pytest.raises(UsageError, match="unknown model family"):
-        get_preset("nope")
 
 
 def test_every_shipped_family_is_well_formed():
