@@ -158,6 +158,7 @@ if TYPE_CHECKING:
     from golden_al.plugin.sources import (
         CounterSource,
         MixedDraftLengths,
+        PrometheusSource,
         ResponseCounts,
         Snapshot,
         require_distribution,
@@ -210,7 +211,7 @@ __all__ = [
     "ImportedDataset", "ImportedRun", "ImportedWindows", "InputFileError", "LaunchRequest", "LaunchSupport",
     "Lazy", "Limit", "LineStats", "LineTally", "LogPattern", "LogReader", "LossyAcceptanceError", "Metric",
     "MetricMissingError", "MetricsSnapshot", "MixedDraftLengths", "MixedDraftLengthsError", "ModelName",
-    "NoVerifyStepsError", "Pin", "PinContext", "PinReview", "PinSite", "RecipeFormat",
+    "NoVerifyStepsError", "Pin", "PinContext", "PinReview", "PinSite", "PrometheusSource", "RecipeFormat",
     "RequestSpecCounts", "ResponseCounts", "ResponseField", "RunEvidence", "RunLogSupport",
     "RuntimeDraftLen", "SamplerError", "ServeSettings", "ServedEngine", "ServerClient", "ServerError",
     "ServerFacts", "ServerSupport", "SimulateOption", "SimulateSupport", "Snapshot", "Source", "Speculation",

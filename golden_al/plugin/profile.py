@@ -9,7 +9,9 @@ themselves: they read it here.
 An engine is a plugin: its module, its tests and one ``golden_al.engines`` entry point
 (``docs/adding-an-engine.md``).
 
-This module is pure data plus small typed callables: no I/O, no torch, fast to import.
+A field typed with a protocol of :mod:`golden_al.plugin.hooks` is a hook: the protocol declares what golden-al passes
+it and expects back; a field's comment says only what it is for. This module is pure data plus small typed
+callables: no I/O, no torch, fast to import.
 """
 
 from __future__ import annotations
@@ -22,42 +24,12 @@ from typing import Any, Literal
 from golden_al.errors import UsageError
 from golden_al.plugin import hooks
 
-__all__ = [
-    "CAPABILITIES",
-    "GROUPS",
-    "Capability",
-    "Caveat",
-    "CheckSupport",
-    "CommandLine",
-    "CommandLineReading",
-    "DraftLen",
-    "DraftLenRule",
-    "EngineBuild",
-    "EngineProfile",
-    "EngineVersion",
-    "EnvOption",
-    "LaunchRequest",
-    "LaunchSupport",
-    "Limit",
-    "LogPattern",
-    "LogReader",
-    "Metric",
-    "PinContext",
-    "PinReview",
-    "RecipeFormat",
-    "ResponseField",
-    "RunLogSupport",
-    "RuntimeDraftLen",
-    "ServerSupport",
-    "SimulateOption",
-    "SimulateSupport",
-    "Source",
-    "Speculation",
-    "SyntheticKnob",
-    "VersionChoice",
-    "group_of",
-    "reads_off",
-]
+__all__ = ["CAPABILITIES", "GROUPS", "Capability", "Caveat", "CheckSupport", "CommandLine",
+           "CommandLineReading", "DraftLen", "DraftLenRule", "EngineBuild", "EngineProfile", "EngineVersion",
+           "EnvOption", "LaunchRequest", "LaunchSupport", "Limit", "LogPattern", "LogReader", "Metric",
+           "PinContext", "PinReview", "RecipeFormat", "ResponseField", "RunLogSupport", "RuntimeDraftLen",
+           "ServerSupport", "SimulateOption", "SimulateSupport", "Source", "Speculation", "SyntheticKnob",
+           "VersionChoice", "group_of", "reads_off"]
 
 
 
@@ -296,8 +268,7 @@ class RecipeFormat:
     #: schema-2 ``roles`` recipes only (TileRT's)
     config_key: str | None
     backend_types: tuple[str, ...]  #: ``backend.type`` spellings
-    #: ``(role arguments) -> Speculation | None``: the role's speculative settings (None: no speculative key)
-    read: hooks.ReadRole
+    read: hooks.ReadRole  #: the role's speculative settings (None: no speculative key)
     #: where ``select`` and ``inject`` write the synthetic settings: ``env`` (the worker environment blocks),
     #: ``config`` (inside the role's speculative config, vLLM's form) or ``args`` (server flags among the role's
     #: arguments, each flag's name without its dashes, ATOM's form); ``config`` and ``args`` get each role's own k
@@ -307,8 +278,7 @@ class RecipeFormat:
     simulated_roles: tuple[str, ...] = ()
     #: keys of the role arguments that hold speculative settings (an override touching one changes k)
     spec_keys: tuple[str, ...] = ()
-    #: a hook (:mod:`~golden_al.plugin.hooks`): the pin in a speculative config under :attr:`spec_keys` (where the engine keeps its
-    #: knobs, vLLM's), ``(path, line, value, models, thinking_for, agentic, role) -> Pin | None``
+    #: the pin in a speculative config under :attr:`spec_keys` (where the engine keeps its knobs, vLLM's)
     config_pin: hooks.ConfigPin | None = None
 
 
@@ -413,12 +383,10 @@ class EnvOption:
 class LogReader:
     """How the general log reader (:func:`golden_al.formats.logs.read_log_file`) reads the engine's acceptance lines."""
 
-    #: a hook (:mod:`~golden_al.plugin.hooks`): ``(line, line_no) -> record | None`` (a record has ``engine``, ``line_no``, ``kind``)
     parse: hooks.LineParser
     #: text every such line holds (lines without any engine's marker are never decoded)
     markers: tuple[str, ...]
-    #: a hook (:mod:`~golden_al.plugin.hooks`): ``(line, line_no) -> record | None`` of the line where the server logs its start-up
-    #: arguments (``record.args``: name -> value, ``record.line_no``), read by ``check-run`` (None: none)
+    #: the line where the server logs its start-up arguments (``record.args``: name -> value), read by ``check-run``
     server_args: hooks.LineParser | None = None
 
 
@@ -428,11 +396,8 @@ class EngineBuild:
 
     binary: str  #: what is built (``llama-server``)
     description: str  #: what the build does, for ``--help``
-    #: a hook (:mod:`~golden_al.plugin.hooks`): ``(cache_dir, *, jobs, progress, note) -> result`` with ``to_dict()``, ``cached``,
-    #: ``build_seconds``, ``attempts``, ``log``
-    build: hooks.BuildServer
-    #: a hook (:mod:`~golden_al.plugin.hooks`): ``(path) -> Path``, checks a binary the user gives instead
-    check: hooks.CheckBinary
+    build: hooks.BuildServer  #: its result has ``to_dict()``, ``cached``, ``build_seconds``, ``attempts``, ``log``
+    check: hooks.CheckBinary  #: checks a binary the user gives instead
 
 
 @dataclass(frozen=True)
@@ -485,8 +450,7 @@ class CommandLine:
 
     #: every spelling of a pinned value (flag or environment variable) -> the knob reported
     value_knobs: Mapping[str, str]
-    #: ``(args, env) -> CommandLineReading``: the engine's reading of the settings around a pin
-    read: hooks.ReadCommandLine
+    read: hooks.ReadCommandLine  #: the engine's reading of the settings around a pin
 
 
 @dataclass(frozen=True)
@@ -512,27 +476,24 @@ class CheckSupport:
     Every engine has this group: an engine golden-al knows at all is one whose synthetic acceptance it judges."""
 
     synthetic_knobs: tuple[SyntheticKnob, ...]
-    #: ``(al, k, **options) -> settings``: the exact ``golden-al env --format json`` mapping.
     synthetic_settings: hooks.SyntheticSettings
     #: ``golden-al env`` shell/dotenv variable that carries a whole setting (vLLM's
     #: ``--speculative-config`` JSON, ATOM's flags); None: the settings are env vars.
     shell_variable: str | None = None
-    #: ``(settings, k, curve_method) -> str``: the value of :attr:`shell_variable`.
-    shell_value: hooks.ShellValue | None = None
-    #: ``(settings) -> {VAR: value}``: the environment form of flag settings, for
-    #: ``golden-al env --format shell|dotenv`` (llama.cpp reads ``LLAMA_ARG_*`` for its flags).
+    shell_value: hooks.ShellValue | None = None  #: the value of :attr:`shell_variable`
+    #: the environment form of flag settings, for ``golden-al env --format shell|dotenv`` (llama.cpp's ``LLAMA_ARG_*``)
     shell_env: hooks.ShellEnv | None = None
-    #: ``golden-al env`` options that spell k the engine's way, and ``(algorithm, {dest: value}) -> DraftLen``, k from
-    #: the ones given (raises UsageError naming what is missing or contradicts). Engines may share an option.
+    #: ``golden-al env`` options that spell k the engine's way, and k from the ones given (UsageError naming what is
+    #: missing or contradicts). Engines may share an option.
     env_options: tuple[EnvOption, ...] = ()
     env_draft_len: hooks.EnvDraftLen | None = None
-    #: ``(PinContext) -> PinReview``: the engine's own review of a pinned value, when the knob's
-    #: unit alone does not say what AL it realizes; None: :meth:`review_value` by unit.
+    #: the engine's own review of a pinned value, when the knob's unit alone does not say what AL it realizes;
+    #: None: :meth:`review_value` by unit
     review_pin: hooks.ReviewPin | None = None
-    #: ``(PinContext) -> float``: how far the pin's AL may sit from the golden one and still match
-    #: (a value the engine rounds, e.g. a rate written to few digits); None: exact (1e-9).
+    #: how far the pin's AL may sit from the golden one and still match (a value the engine rounds, e.g. a rate
+    #: written to few digits); None: exact (1e-9)
     pin_tolerance: hooks.PinTolerance | None = None
-    #: ``(spec, k) -> {selector: value}``: the settings other than the engine's defaults that change real AL
+    #: the settings other than the engine's defaults that change real AL
     #: and so choose among golden curves (:attr:`golden_al.golden.schema.Draft.selectors`), read from the same
     #: ``spec`` mapping :attr:`review_pin` reads (:attr:`PinContext.spec`, :attr:`Speculation.review_spec`);
     #: raises UsageError naming a setting it cannot read. None: the engine has no selectors.
@@ -543,15 +504,14 @@ class CheckSupport:
     command_line: CommandLine | None = None
     #: Settings that change the draft length at run time (``check``: ``unsafe-value`` beside a pin).
     runtime_draft_len: tuple[RuntimeDraftLen, ...] = ()
-    #: ``(Speculation | None) -> DraftLen``: k from speculative settings a config holds (None: none
-    #: found); raises UsageError/ValueError saying why they do not fix k. None: configs cannot fix k.
+    #: k from speculative settings a config holds (None: none found); UsageError/ValueError saying why they do
+    #: not fix k. None: configs cannot fix k.
     settings_draft_len: hooks.SettingsDraftLen | None = None
-    #: ``(flags) -> Speculation | None``: the engine's speculative settings among a script's launch
-    #: flags (``--name``: value) and the config keys it writes (bare ``name``: value); None: not read there.
+    #: the engine's speculative settings among a script's launch flags (``--name``: value) and the config keys it
+    #: writes (bare ``name``: value); None: not read there.
     script_speculation: hooks.ScriptSpeculation | None = None
-    #: a hook (:mod:`~golden_al.plugin.hooks`) building the pin of a knob this engine spells its own way in a shell script
-    #: (:mod:`golden_al.plugin.pins`: a JSON config, a flag), ``(PinSite) -> Pin``; None: its knobs are
-    #: environment variables, or read off its command line (:attr:`command_line`).
+    #: the pin of a knob this engine spells its own way in a shell script (a JSON config, a flag); None: its knobs
+    #: are environment variables, or read off its command line (:attr:`command_line`).
     script_pin: hooks.ScriptPin | None = None
     #: The launch flags whose values :attr:`script_speculation` reads (``check`` gathers them on each path).
     script_flags: tuple[str, ...] = ()
@@ -565,11 +525,11 @@ class CheckSupport:
     algorithm_flag: str | None = None
     #: Environment variables set beside a pin that its :attr:`review_pin` reads: variable -> ``spec`` key.
     pin_env: Mapping[str, str] = field(default_factory=dict)
-    #: ``(raw value, Speculation | None) -> (spec, notes)``: what a harness's injector (InferenceX
+    #: What a harness's injector (InferenceX
     #: ``runners/synthetic_injectors``) writes beside a master-config value, as the pin's ``spec`` that
     #: :attr:`review_pin` reads, and notes on what it replaces. None: nothing beside the value.
     harness_pin: hooks.HarnessPin | None = None
-    #: Forced acceptance in what a server shows of itself, each ``-> (what was found, hint) | None``: in its
+    #: Forced acceptance (what was found, hint) in what a server shows of itself: in its
     #: command-line arguments (``forced_in_args(argv)``), a speculative config (``forced_in_config(mapping)``,
     #: vLLM's) and one line of its log (``forced_in_log_line(line)``). :mod:`golden_al.servers.synthetic` asks every
     #: registered engine (a wrapper may forward another engine's arguments), then runs ``check``'s census.
@@ -586,41 +546,34 @@ class ServerSupport:
     #: AL sources ``measure``/``sweep`` read against this engine's server (names in
     #: :mod:`golden_al.plugin.sources`), the ``--al-source auto`` default first; empty: none.
     al_sources: tuple[str, ...] = ()
-    #: source name -> a hook (:mod:`~golden_al.plugin.hooks`) of its implementation: a ``CounterSource`` subclass or a
-    #: ``ResponseCounts`` (:mod:`golden_al.plugin.sources`); every name in :attr:`al_sources` has one.
+    #: source name -> its implementation (every name in :attr:`al_sources` has one).
     source_impls: Mapping[str, hooks.SourceImpl] = field(default_factory=dict)
-    #: a hook (:mod:`~golden_al.plugin.hooks`) of its server probe, ``async (client, facts, *, log_text) -> None``, which fills
-    #: ``golden_al.servers.probe.ServerFacts`` from what the server says about itself (None: not probed).
+    #: fills :class:`~golden_al.plugin.facts.ServerFacts` from what the server says about itself (None: not probed)
     server_probe: hooks.ServerProbe | None = None
     metrics: tuple[Metric, ...] = ()
     response_fields: Mapping[str, ResponseField] = field(default_factory=dict)
     server_info_fields: Mapping[str, str] = field(default_factory=dict)
-    #: a hook (:mod:`~golden_al.plugin.hooks`) of its Prometheus counter reader, ``(snapshot, labels) -> SpecCounters``
-    #: (:mod:`golden_al.formats.counters`); None: the engine exposes no spec-decode counters.
+    #: its Prometheus spec-decode counters (:mod:`golden_al.formats.counters`); None: it exposes none.
     counter_reader: hooks.CounterReader | None = None
     #: The metric whose presence says a snapshot holds this engine's counters (auto-detection).
     counter_marker: str | None = None
     #: Metric families whose ``*_created`` times identify one server lifetime (a restart changes them).
     lifetime_prefixes: tuple[str, ...] = ()
     #: The ``auto`` source when the server reports per-request counts (vLLM started with
-    #: ``--per-request-spec-decode-metrics``), and how to tell: ``async (client, model, messages) -> bool``
-    #: sends one short request and looks for them.
+    #: ``--per-request-spec-decode-metrics``), and how to tell (one short request that looks for them).
     per_request_source: str | None = None
     per_request_probe: hooks.PerRequestProbe | None = None
-    #: ``(response, k, max_tokens, output_tokens) -> {k: counts} | None``: a response's steps split by the
-    #: draft length each was proposed at (None: the engine does not report per-step lengths).
+    #: a response's steps split by the draft length each was proposed at (None: it reports no per-step lengths)
     response_steps_by_draft_len: hooks.StepsByDraftLen | None = None
-    #: a hook (:mod:`~golden_al.plugin.hooks`): ``(node, *, k, source) -> list[RequestSpecCounts]``, the engine's per-request spec
-    #: records in one JSON response object (:func:`golden_al.formats.responses.find_spec_records`); None: none.
+    #: the engine's per-request spec records in one JSON response object
+    #: (:func:`golden_al.formats.responses.find_spec_records`); None: none.
     response_records: hooks.ResponseRecords | None = None
     #: Whether its proposed-drafts count is exactly ``verify steps x k`` (SGLang: ``spec_verify_ct x
     #: (speculative_num_draft_tokens - 1)``), so any other count means another draft length.
     exact_proposals: bool = False
-    #: ``(server_info) -> DraftLen``: k from what a server reports of itself (``/server_info``, start-up
-    #: arguments in its log); None: it reports nothing that fixes k.
+    #: k from what a server reports of itself (``/server_info``, start-up arguments in its log); None: nothing.
     draft_len_from_server_info: hooks.ServerInfoDraftLen | None = None
-    #: a hook (:mod:`~golden_al.plugin.hooks`, a class) of its ``serve-reference`` imitation, a
-    #: :class:`golden_al.plugin.flavor.Flavor` (None: serve-reference cannot answer like it).
+    #: its ``serve-reference`` imitation, a class (None: serve-reference cannot answer like it)
     reference_flavor: hooks.ReferenceFlavor | None = None
 
 
@@ -629,12 +582,10 @@ class LaunchSupport:
     """What ``measure --launch`` and ``sweep`` need to start the engine's server. Left out: golden-al measures
     only a server someone else started."""
 
-    #: ``(LaunchRequest) -> argv`` after ``python``: the server command for ``measure --launch``
-    #: (None: golden-al cannot launch this engine).
+    #: the server command after ``python`` for ``measure --launch`` (None: golden-al cannot launch this engine)
     server_args: hooks.ServerArgs | None = None
     launch_command: tuple[str, ...] = ()  #: e.g. ``("-m", "sglang.launch_server")`` after the python
-    #: ``(algorithm, k, **options) -> argv``: the launch flags that ask for draft length k.
-    spec_flags: hooks.SpecFlags | None = None
+    spec_flags: hooks.SpecFlags | None = None  #: the launch flags that ask for draft length k
     #: Flags :attr:`server_args` sets itself; an ``--engine-arg`` must not repeat them.
     reserved_flags: tuple[str, ...] = ()
     #: The executable itself, when the engine is not a Python module (llama.cpp's
@@ -645,11 +596,10 @@ class LaunchSupport:
     model_files: Literal["checkpoint", "gguf"] = "checkpoint"
     #: The flag that names the served model (llama.cpp: ``--alias``).
     served_name_flag: str = "--served-model-name"
-    #: ``(algorithm, draft) -> method``: the record's ``draft_method`` of a launch (None: the algorithm,
-    #: lower-cased, or ``unknown``).
+    #: the record's ``draft_method`` of a launch (None: the algorithm, lower-cased, or ``unknown``)
     launch_method: hooks.LaunchMethod | None = None
-    #: ``(argv) -> (k, rule)``: the draft length a launch command asks for, used when the server itself
-    #: cannot tell yet (llama-server shows k only once a request drafted). None: the server tells.
+    #: the draft length a launch command asks for, used when the server itself cannot tell yet (llama-server
+    #: shows k only once a request drafted). None: the server tells.
     launch_draft_len: hooks.LaunchDraftLen | None = None
     #: ``golden-al engines build``: how golden-al builds the engine's server itself (None: it does not).
     build: EngineBuild | None = None
@@ -663,15 +613,13 @@ class SimulateSupport:
     #: The sampler method the engine uses for its synthetic knob by default (``check-run``'s law when ``--method``
     #: is not given; one of :attr:`samplers`); None: the engine has no sampler.
     default_sampler: str | None = None
-    #: method (the engine's own spelling) -> a hook (:mod:`~golden_al.plugin.hooks`) of its sampler class, a
-    #: :class:`simulators.base.EngineSampler` built with the method's options (the engine folder's ``sampler.py``).
+    #: method (the engine's own spelling) -> its sampler class (the engine folder's ``sampler.py``)
     samplers: Mapping[str, hooks.Sampler] = field(default_factory=dict)
-    #: ``(sampler, al, k) -> settings``: what ``golden-al simulate`` shows as the engine's
-    #: injected settings for one of :mod:`simulators`' samplers of this engine.
+    #: what ``golden-al simulate`` shows as the engine's injected settings for one of its samplers
     simulator_settings: hooks.SimulatorSettings | None = None
     #: ``simulate``'s options of this engine's samplers (flags, sampler keywords, whether they fix AL).
     simulate_options: tuple[SimulateOption, ...] = ()
-    #: ``(sampler, al, k, settings) -> fields``: what ``simulate --format json`` adds for this engine.
+    #: what ``simulate --format json`` adds for this engine
     simulate_report: hooks.SimulateReport | None = None
 
 
@@ -680,15 +628,13 @@ class RunLogSupport:
     """What a run's logs give: ``check-run``'s evidence reader, the acceptance log lines, ``import`` formats.
     Left out: ``check-run`` reads only Prometheus snapshots for the engine."""
 
-    #: a hook (:mod:`~golden_al.plugin.hooks`): check-run's reader of the engine's own log lines,
-    #: ``(files, k, *, decode_log_interval) -> RunEvidence`` (:mod:`golden_al.plugin.evidence`);
-    #: None: only Prometheus snapshots are read for it.
+    #: check-run's reader of the engine's own log lines (:mod:`golden_al.plugin.evidence`); None: only Prometheus
+    #: snapshots are read for it.
     run_evidence: hooks.RunEvidenceReader | None = None
     #: The engine's acceptance log lines, as ``check-run`` and ``import`` read them (None: it prints none).
     log_reader: LogReader | None = None
     log_patterns: tuple[LogPattern, ...] = ()
-    #: ``golden-al import`` formats of the engine's own outputs (bench results, server logs): format name ->
-    #: a hook (:mod:`~golden_al.plugin.hooks`), ``(paths, ImportOptions) -> list[Imported]`` (:mod:`golden_al.measure.imported`).
+    #: ``golden-al import`` formats of the engine's own outputs (bench results, server logs): format name -> importer
     importers: Mapping[str, hooks.Importer] = field(default_factory=dict)
 
 
@@ -759,7 +705,7 @@ class EngineProfile:
     #: The engine's speculative algorithm/method spelling -> golden-curve method
     #: (``deepseek_mtp`` -> ``mtp``, ...); see :func:`golden_al.golden.store.curve_method_for`.
     curve_methods: Mapping[str, str] = field(default_factory=dict)
-    #: ``(algorithm as written) -> method | None``: the engine's own reading of its spelling into a
+    #: The engine's own reading of an algorithm as written into a
     #: golden-curve method, where a plain lookup in :attr:`curve_methods` (lower case, ``-`` for ``_``)
     #: is not enough; raises UsageError for a spelling the engine refuses. None: that lookup.
     curve_method_of: hooks.CurveMethodOf | None = None

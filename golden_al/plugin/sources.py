@@ -42,20 +42,9 @@ from golden_al.errors import (
 )
 from golden_al.httpclient import ServerClient
 
-__all__ = [
-    "CounterSource",
-    "MixedDraftLengths",
-    "PerRequestSource",
-    "ResponseCounts",
-    "Snapshot",
-    "Source",
-    "default_source",
-    "make_source",
-    "per_request_alternative",
-    "require_distribution",
-    "server_errors",
-    "source_names",
-]
+__all__ = ["CounterSource", "MixedDraftLengths", "PerRequestSource", "PrometheusSource", "ResponseCounts",
+           "Snapshot", "Source", "default_source", "make_source", "per_request_alternative",
+           "require_distribution", "server_errors", "source_names"]
 
 
 def source_names() -> tuple[str, ...]:
@@ -380,6 +369,34 @@ class CounterSource(Source):
                 hint="measure on a server nobody else uses, or use a per-request --al-source",
             )
         return after
+
+
+class PrometheusSource(CounterSource):
+    """Counter deltas of ``GET /metrics`` spec-decode counters of the shape vLLM exposes
+    (:class:`~golden_al.formats.counters.DraftCounters`, read by the engine's ``counter_reader``): the
+    per-position counters give each unit's histogram. An engine's subclass names the source and the engine, and
+    adds what its server says beside the counters (:meth:`snapshot_of`)."""
+
+    async def snapshot(self, client: ServerClient) -> Snapshot:
+        from golden_al.formats.counters import spec_counters
+        from golden_al.formats.prometheus import parse_metrics_text
+
+        text = await client.get_text("/metrics", label="GET /metrics")
+        snap = parse_metrics_text(text or "", source=f"{client.base_url}/metrics")
+        return self.snapshot_of(snap, spec_counters(snap, self.engine))
+
+    def snapshot_of(self, snap: Any, counters: Any) -> Snapshot:
+        """The :class:`Snapshot` of one ``/metrics`` read (``snap``, a ``MetricsSnapshot``) and its counters."""
+        return Snapshot(counters, positions=len(counters.accepted_per_position) or None)
+
+    def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
+        with server_errors(label):
+            counts = after.counts.minus(before.counts).counts(k)
+        return require_distribution(counts, label, self.name)
+
+    def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
+        with server_errors(label):
+            after.counts.minus(before.counts)
 
 
 class MixedDraftLengths:

@@ -21,6 +21,7 @@ from golden_al.cli.main import main
 from golden_al.engines import llamacpp as lc
 from golden_al.engines.llamacpp import build
 from golden_al.engines.llamacpp import logs as flc
+from golden_al.engines.llamacpp.counters import read as read_counters
 from golden_al.engines.llamacpp.sampler import conditional_probs, geometric_rate, resolve_rates
 from golden_al.engines.llamacpp.server import LlamaCppPrometheusSource
 from golden_al.errors import (
@@ -157,7 +158,7 @@ def test_metrics_counters_delta_and_histogram():
 
 
 def test_metrics_without_per_position_series_before_the_first_draft():
-    c = flc.read_counters(prom.parse_metrics_text(metrics_text(0, 0, 0, None)))
+    c = read_counters(prom.parse_metrics_text(metrics_text(0, 0, 0, None)))
     assert c.accepted_per_position == ()
     assert c.busy == 0
 

@@ -19,9 +19,16 @@ from distributions import (
 )
 from golden_al.engines.sglang import biased_al as sglang_biased_al
 from golden_al.engines.sglang import counts_from_meta_info as from_sglang_meta_info
-from golden_al.engines.vllm import counts_from_counters as from_vllm_counters
-from golden_al.engines.vllm import counts_from_prometheus as from_vllm_prometheus
 from golden_al.engines.vllm import counts_from_request_metrics as from_vllm_request_metrics
+from golden_al.engines.vllm.counters import VllmSpecCounters
+from golden_al.engines.vllm.counters import read as read_vllm_counters
+from golden_al.errors import MetricMissingError
+from golden_al.formats.prometheus import parse_metrics_text
+
+
+def from_vllm_counters(drafts, draft_tokens, accepted, per_position=None, *, k=None):
+    """vLLM's counters (the shape every engine of ``DraftCounters`` shares) as counts."""
+    return VllmSpecCounters(drafts, draft_tokens, accepted, per_position or ()).counts(k)
 
 
 # ---------------------------------------------------------------------------- vLLM counters
@@ -44,15 +51,13 @@ class TestVllmCounters:
         assert isinstance(c.num_verify_steps, int)
 
     def test_prometheus_names(self):
-        values = {
-            "vllm:spec_decode_num_drafts_total": 100.0,
-            "vllm:spec_decode_num_draft_tokens_total": 300.0,
-            "vllm:spec_decode_num_accepted_tokens_total": 150.0,
-            "vllm:spec_decode_num_accepted_tokens_per_pos": {"0": 80.0, "1": 50.0, "2": 20.0},
-        }
-        assert from_vllm_prometheus(values).al == pytest.approx(2.5)
-        with pytest.raises(DistributionError, match="vllm:spec_decode_num_drafts_total not found"):
-            from_vllm_prometheus({})
+        text = "".join(f"vllm:spec_decode_num_{name}_total {v}\n" for name, v in (
+            ("drafts", 100), ("draft_tokens", 300), ("accepted_tokens", 150)))
+        text += "".join(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{position="{j}"}} {v}\n'
+                        for j, v in enumerate((80, 50, 20)))
+        assert read_vllm_counters(parse_metrics_text(text)).counts(None).al == pytest.approx(2.5)
+        with pytest.raises(MetricMissingError, match="vllm:spec_decode_num_drafts_total"):
+            read_vllm_counters(parse_metrics_text("vllm:num_requests_running 0\n"))
 
     def test_totals_only_give_al_but_no_distribution(self):
         c = from_vllm_counters(100, 300, 150, k=3)

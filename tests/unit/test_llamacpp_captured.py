@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from golden_al.engines.llamacpp import logs as flc
+from golden_al.engines.llamacpp.counters import read as read_counters
 from golden_al.engines.llamacpp.sampler import resolve_rates
 from golden_al.engines.llamacpp.server import LlamaCppPrometheusSource
 from golden_al.errors import SyntheticAcceptanceActiveError
@@ -30,7 +31,7 @@ def _fixture(name: str) -> str:
 
 
 def test_real_metrics_deltas_equal_each_responses_timings():
-    snaps = [flc.read_counters(prom.parse_metrics_text(_fixture(f"metrics.{i}.txt"), source=f"metrics.{i}"))
+    snaps = [read_counters(prom.parse_metrics_text(_fixture(f"metrics.{i}.txt"), source=f"metrics.{i}"))
              for i in range(3)]
     assert snaps[0].num_drafts == 0
     for i in range(2):
@@ -48,7 +49,7 @@ def test_real_metrics_deltas_equal_each_responses_timings():
 def test_real_log_lines_agree_with_the_counters():
     lines = flc.scan_log(_fixture("server.log")).requests
     assert len(lines) == 2
-    first, last = (flc.read_counters(prom.parse_metrics_text(_fixture(f"metrics.{i}.txt"))) for i in (0, 2))
+    first, last = (read_counters(prom.parse_metrics_text(_fixture(f"metrics.{i}.txt"))) for i in (0, 2))
     d = last.minus(first)
     assert sum(r.accepted for r in lines) == d.num_accepted_tokens
     assert sum(r.generated for r in lines) == d.num_draft_tokens

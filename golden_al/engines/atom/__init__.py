@@ -64,17 +64,8 @@ from golden_al.plugin import (
     set_flag,
 )
 
-__all__ = [
-    "LENGTH_FLAG",
-    "METHODS",
-    "PROFILE",
-    "RATE_FLAG",
-    "counts_from_mtp_stats",
-    "draft_len",
-    "mtp_stats_delta",
-    "spec_flags",
-    "synthetic_settings",
-]
+__all__ = ["LENGTH_FLAG", "METHODS", "PROFILE", "RATE_FLAG", "counts_from_mtp_stats", "draft_len",
+           "mtp_stats_delta", "spec_flags", "synthetic_settings"]
 
 VERSION = "ffdf3bb5d"
 _REPO = "ROCm/ATOM"

@@ -39,12 +39,6 @@ from . import (
 
 __all__ = ["AtomSpecCounters", "read"]
 
-ATOM_DRAFT_TOKENS = METRIC_DRAFT_TOKENS
-ATOM_ACCEPTED = METRIC_ACCEPTED
-ATOM_DECODE_STEPS = METRIC_DECODE_STEPS
-ATOM_AVG_TOKENS_PER_FORWARD = METRIC_AVG_TOKENS_PER_FORWARD
-_ACCEPTED_TOKENS = ACCEPTED_LABEL
-
 
 @dataclass(frozen=True)
 class AtomSpecCounters:
@@ -97,13 +91,13 @@ class AtomSpecCounters:
     def minus(self, before: AtomSpecCounters) -> AtomSpecCounters:
         """``self - before``, checking for resets."""
         where = f"{self.source}: " if self.source else ""
-        _check_not_backwards(ATOM_DRAFT_TOKENS, before.draft_tokens, self.draft_tokens, where)
-        _check_not_backwards(ATOM_ACCEPTED, before.accepted_tokens, self.accepted_tokens, where)
+        _check_not_backwards(METRIC_DRAFT_TOKENS, before.draft_tokens, self.draft_tokens, where)
+        _check_not_backwards(METRIC_ACCEPTED, before.accepted_tokens, self.accepted_tokens, where)
         b = dict(before.decode_steps)
         a = dict(self.decode_steps)
         out = []
         for j in sorted(set(a) | set(b)):
-            _check_not_backwards(f'{ATOM_DECODE_STEPS}{{{_ACCEPTED_TOKENS}="{j}"}}', b.get(j, 0.0), a.get(j, 0.0), where)
+            _check_not_backwards(f'{METRIC_DECODE_STEPS}{{{ACCEPTED_LABEL}="{j}"}}', b.get(j, 0.0), a.get(j, 0.0), where)
             out.append((j, a.get(j, 0.0) - b.get(j, 0.0)))
         return AtomSpecCounters(
             self.draft_tokens - before.draft_tokens,
@@ -136,18 +130,18 @@ def read(snap: MetricsSnapshot, labels: Mapping[str, str] | None = None) -> Atom
         MetricMissingError: a counter is absent, or ``decode_steps`` (MTP off).
         InputFileError: a value is not a finite count, or a label is not an integer.
     """
-    draft = _counter(snap, ATOM_DRAFT_TOKENS, labels)
-    accepted = _counter(snap, ATOM_ACCEPTED, labels)
-    if not snap.select(ATOM_DECODE_STEPS, labels):
+    draft = _counter(snap, METRIC_DRAFT_TOKENS, labels)
+    accepted = _counter(snap, METRIC_ACCEPTED, labels)
+    if not snap.select(METRIC_DECODE_STEPS, labels):
         raise MetricMissingError(
-            f"{snap._where()}metric {ATOM_DECODE_STEPS} is absent: ATOM exposes it only when MTP is enabled",
+            f"{snap._where()}metric {METRIC_DECODE_STEPS} is absent: ATOM exposes it only when MTP is enabled",
             hint=f"start ATOM with {FLAG_METHOD} and {FLAG_K}",
         )
-    by_j = snap.by_label(ATOM_DECODE_STEPS, _ACCEPTED_TOKENS, labels)
-    steps = tuple(sorted((_int_label(snap, ATOM_DECODE_STEPS, _ACCEPTED_TOKENS, k), v) for k, v in by_j.items()))
+    by_j = snap.by_label(METRIC_DECODE_STEPS, ACCEPTED_LABEL, labels)
+    steps = tuple(sorted((_int_label(snap, METRIC_DECODE_STEPS, ACCEPTED_LABEL, k), v) for k, v in by_j.items()))
     if not all(math.isfinite(v) and v >= 0 for _, v in steps):
-        raise InputFileError(f"counter {ATOM_DECODE_STEPS} has a value that is not a finite count", path=snap.source)
-    out = AtomSpecCounters(draft, accepted, steps, _optional(snap, ATOM_AVG_TOKENS_PER_FORWARD, labels),
+        raise InputFileError(f"counter {METRIC_DECODE_STEPS} has a value that is not a finite count", path=snap.source)
+    out = AtomSpecCounters(draft, accepted, steps, _optional(snap, METRIC_AVG_TOKENS_PER_FORWARD, labels),
                            source=snap.source)
     out.validate()
     return out

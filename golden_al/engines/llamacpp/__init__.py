@@ -41,8 +41,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from distributions import units
-from distributions.counts import AcceptanceCounts, Count, as_count, fit_length, position_counts
-from distributions.errors import DistributionError
 from golden_al.plugin import (
     Caveat,
     CheckSupport,
@@ -72,37 +70,12 @@ from golden_al.plugin import (
     set_flag,
 )
 
-__all__ = [
-    "ACCEPTED_METRIC",
-    "ACCEPTED_PER_POS_METRIC",
-    "BUILD",
-    "DRAFTS_METRIC",
-    "DRAFT_TOKENS_METRIC",
-    "ENV_SYNTH_LEN",
-    "ENV_SYNTH_RATES",
-    "FLAG_DRAFT_MODEL",
-    "FLAG_N_MAX",
-    "FLAG_N_MIN",
-    "FLAG_P_MIN",
-    "FLAG_SYNTH_LEN",
-    "FLAG_SYNTH_RATES",
-    "LLAMA_CPP_COMMIT",
-    "PROFILE",
-    "SPEC_TYPES",
-    "SYNTH_FLAG_FORMS",
-    "counted_steps",
-    "counts_from_counters",
-    "draft_len_for_type",
-    "draft_len_from_args",
-    "launch_args",
-    "read_command_line",
-    "review_pin",
-    "server_args",
-    "simulator_settings",
-    "spec_flags",
-    "synthetic_settings",
-    "synthetic_shell_env",
-]
+__all__ = ["ACCEPTED_METRIC", "ACCEPTED_PER_POS_METRIC", "BUILD", "DRAFTS_METRIC", "DRAFT_TOKENS_METRIC",
+           "ENV_SYNTH_LEN", "ENV_SYNTH_RATES", "FLAG_DRAFT_MODEL", "FLAG_N_MAX", "FLAG_N_MIN", "FLAG_P_MIN",
+           "FLAG_SYNTH_LEN", "FLAG_SYNTH_RATES", "LLAMA_CPP_COMMIT", "PROFILE", "SPEC_TYPES",
+           "SYNTH_FLAG_FORMS", "counted_steps", "draft_len_for_type", "draft_len_from_args", "launch_args",
+           "read_command_line", "review_pin", "server_args", "simulator_settings", "spec_flags",
+           "synthetic_settings", "synthetic_shell_env"]
 
 LLAMA_CPP_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
 _VERSION = f"llama-cpp-python 0.3.36 vendor/llama.cpp @ {LLAMA_CPP_COMMIT[:7]}"
@@ -187,14 +160,6 @@ LOG_SYNTH_INFO = (
 )
 
 
-_COUNTER_FIELDS = {
-    "num_verify_steps": DRAFTS_METRIC,
-    "num_accepted_drafts": ACCEPTED_METRIC,
-    "num_draft_tokens": DRAFT_TOKENS_METRIC,
-    "per_position_accepted": ACCEPTED_PER_POS_METRIC,
-}
-
-
 def _never_off(value: str) -> bool:
     """llama.cpp's ``LLAMA_ARG_SPEC_SYNTH_*``: any value set turns synthetic acceptance on."""
     return False
@@ -217,39 +182,6 @@ def counted_steps(accept_lengths: Sequence[int], k: int, max_tokens: int, *, emi
         kept.append(int(L))
         emitted += int(L)
     return kept
-
-
-def counts_from_counters(num_drafts: Count, num_draft_tokens: Count, num_accepted_tokens: Count,
-                         accepted_per_position: Sequence[Count] | None, *, k: int | None = None) -> AcceptanceCounts:
-    """Counts from llama-server's spec-decode counters (one snapshot, or a delta of two).
-
-    ``num_drafts`` is +1 per verify step (``n_draft_verif_steps``), accepted tokens exclude
-    the bonus token, and position ``i`` counts the steps that accepted at least ``i + 1``
-    drafts (server-context.cpp), so the per-position counts fix the histogram of a chain.
-    With ``n_min = n_max = k`` every step drafts exactly k tokens: ``draft tokens = k x steps``.
-
-    Raises:
-        DistributionError: the counters contradict each other or ``k``.
-    """
-    src = "llamacpp-counters"
-    pos = None if accepted_per_position is None else position_counts(list(accepted_per_position),
-                                                                     f"{src}: {ACCEPTED_PER_POS_METRIC}")
-    if k is None:
-        if not pos:
-            raise DistributionError(f"{src}: the draft length k is unknown (no per-position counters yet)",
-                                    hint=f"pass k = {FLAG_N_MAX}")
-        k = len(pos)
-    k = units.check_draft_len(k)
-    if pos is not None:
-        pos = fit_length(pos, k, f"{src}: {ACCEPTED_PER_POS_METRIC}", f"k={k} positions")
-    steps = as_count(num_drafts, f"{src}: {DRAFTS_METRIC}")
-    drafted = as_count(num_draft_tokens, f"{src}: {DRAFT_TOKENS_METRIC}")
-    if drafted > k * steps * (1 + 1e-9):
-        raise DistributionError(f"{src}: {drafted:g} draft tokens exceed k x verify steps = {k} x {steps:g}",
-                                hint=f"is k the server's {FLAG_N_MAX}?")
-    return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=num_accepted_tokens,
-                            num_draft_tokens=drafted, per_position_accepted=None if pos is None else tuple(pos),
-                            source=src, field_names=_COUNTER_FIELDS)
 
 
 def _p_min_on(value: Any) -> bool | None:

@@ -45,17 +45,8 @@ from golden_al.plugin import EngineError, HashMismatchError, UsageError, atomic_
 
 from . import BUILD
 
-__all__ = [
-    "CMAKE_OPTIONS",
-    "X86_NO_AMX",
-    "BuildResult",
-    "build_dir",
-    "build_llama_server",
-    "cached_binary",
-    "check_binary",
-    "cmake_options",
-    "sha256_file",
-]
+__all__ = ["CMAKE_OPTIONS", "X86_NO_AMX", "BuildResult", "build_dir", "build_llama_server", "cached_binary",
+           "check_binary", "cmake_options", "sha256_file"]
 
 #: x86 compiler flags that turn AMX off. ggml builds with ``-march=native``
 #: (ggml/src/ggml-cpu/CMakeLists.txt @0c1e570), which compiles its AMX kernels wherever the CPU

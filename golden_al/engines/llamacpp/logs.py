@@ -6,7 +6,7 @@ Names and patterns come from :mod:`golden_al.engines.llamacpp` (llama.cpp commit
   ``llamacpp:spec_decode_num_drafts_total`` (verify steps), ``..._num_draft_tokens_total``,
   ``..._num_accepted_tokens_total`` and ``..._num_accepted_tokens_per_pos_total{position=i}``.
   One verify step per request step with a draft, accepted excludes the bonus token
-  (:func:`golden_al.engines.llamacpp.counts_from_counters` turns them into counts). The
+  (:meth:`~golden_al.formats.counters.DraftCounters.counts` turns them into counts). The
   per-position series appear only after the first request with drafts.
 * the per-request log line ``draft acceptance = R (A accepted / N generated), mean len = L``
   (``server_slot::print_timings``, ``tools/server/server-context.cpp``);
@@ -26,17 +26,9 @@ from typing import Any
 from golden_al.plugin import InputFileError, LineTally
 
 from . import LOG_DRAFT_ACCEPTANCE, LOG_DRAFT_ACCEPTANCE_MARKER, LOG_SYNTH_INFO, LOG_SYNTH_WARNING, PROFILE
-from .counters import read as read_counters
 
-__all__ = [
-    "DraftAcceptanceLine",
-    "LlamaCppLog",
-    "SyntheticLine",
-    "read_counters",
-    "scan_lines",
-    "scan_log",
-    "timings_counts",
-]
+__all__ = ["DraftAcceptanceLine", "LlamaCppLog", "SyntheticLine", "scan_lines", "scan_log",
+           "timings_counts"]
 
 
 _DRAFT_RE = re.compile(LOG_DRAFT_ACCEPTANCE)

@@ -9,17 +9,16 @@ from typing import Any
 
 from distributions.counts import AcceptanceCounts
 from golden_al.plugin import (
-    CounterSource,
     InputFileError,
     MetricMissingError,
+    MetricsSnapshot,
+    PrometheusSource,
     ServerClient,
     ServerError,
     ServerFacts,
     Snapshot,
     filter_args,
     ran,
-    require_distribution,
-    server_errors,
 )
 
 from . import ACCEPTED_PER_POS_METRIC, FIXED_K_HINT, FLAG_METRICS, PROFILE
@@ -31,7 +30,7 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
     """Fill ``facts`` from what the server reports."""
     from golden_al.plugin import parse_metrics_text
 
-    from .logs import read_counters
+    from .counters import read as read_counters
 
     props = await client.get_json("/props", label="GET /props", optional=True)
     if not isinstance(props, Mapping):
@@ -61,7 +60,7 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
 
 
 # ------------------------------------------------------------------ AL source
-class LlamaCppPrometheusSource(CounterSource):
+class LlamaCppPrometheusSource(PrometheusSource):
     """llama-server ``/metrics`` (``--metrics``) spec-decode counters (llama.cpp 0c1e570, ``server-task.cpp``).
 
     llama.cpp adds a request's counts when its slot is released, and ``/metrics`` is
@@ -75,14 +74,7 @@ class LlamaCppPrometheusSource(CounterSource):
     name = "llamacpp-prometheus"
     engine = PROFILE.name
 
-    async def snapshot(self, client: ServerClient) -> Snapshot:
-        from golden_al.plugin import parse_metrics_text
-
-        from .logs import read_counters
-
-        text = await client.get_text("/metrics", label="GET /metrics")
-        snap = parse_metrics_text(text or "", source=f"{client.base_url}/metrics")
-        counters = read_counters(snap)
+    def snapshot_of(self, snap: MetricsSnapshot, counters: Any) -> Snapshot:
         return Snapshot(counters, None, counters.busy, None, len(counters.accepted_per_position) or None)
 
     async def after_unit(self, client: ServerClient, before: Snapshot, n_requests: int, label: str) -> Snapshot:
@@ -94,16 +86,6 @@ class LlamaCppPrometheusSource(CounterSource):
             after = await self.snapshot(client)
         self.check_continuity(before, after, label)
         return after
-
-    def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
-        with server_errors(label):
-            d = after.counts.minus(before.counts)
-            counts = d.to_counts(k)
-        return require_distribution(counts, label, self.name)
-
-    def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
-        with server_errors(label):
-            after.counts.minus(before.counts)
 
     def cross_check(self, responses: Sequence[Mapping[str, Any]], counts: AcceptanceCounts, k: int,
                     label: str) -> None:

@@ -66,29 +66,11 @@ from golden_al.plugin import (
     selector_text,
 )
 
-__all__ = [
-    "ALGORITHMS",
-    "ENV_LEN",
-    "ENV_METHOD",
-    "ENV_TOKEN_MODE",
-    "LEGACY_ENV_LEN",
-    "LEGACY_ENV_METHOD",
-    "PROFILE",
-    "bench_accept_length",
-    "bench_server_info",
-    "biased_al",
-    "counts_from_meta_info",
-    "decode_window",
-    "draft_len",
-    "draft_len_from_server_info",
-    "is_bench_run",
-    "max_len",
-    "normalize_algorithm",
-    "require_lossless",
-    "response_spec_metas",
-    "spec_flags",
-    "synthetic_settings",
-]
+__all__ = ["ALGORITHMS", "ENV_LEN", "ENV_METHOD", "ENV_TOKEN_MODE", "LEGACY_ENV_LEN", "LEGACY_ENV_METHOD",
+           "PROFILE", "bench_accept_length", "bench_server_info", "biased_al", "counts_from_meta_info",
+           "decode_window", "draft_len", "draft_len_from_server_info", "is_bench_run", "max_len",
+           "normalize_algorithm", "require_lossless", "response_spec_metas", "spec_flags",
+           "synthetic_settings"]
 
 VERSION = "0.5.23"
 _REPO = "sgl-project/sglang"

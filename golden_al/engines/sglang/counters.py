@@ -29,12 +29,6 @@ from . import (
 
 __all__ = ["SglangSpecCounters", "read"]
 
-SGLANG_VERIFY_CALLS = METRIC_VERIFY_CALLS
-SGLANG_GENERATION_TOKENS = METRIC_GENERATION_TOKENS
-SGLANG_NUM_REQUESTS = METRIC_NUM_REQUESTS
-SGLANG_ACCEPT_LENGTH = METRIC_ACCEPT_LENGTH
-SGLANG_ACCEPT_RATE = METRIC_ACCEPT_RATE
-
 
 @dataclass(frozen=True)
 class SglangSpecCounters:
@@ -96,11 +90,11 @@ class SglangSpecCounters:
     def minus(self, before: SglangSpecCounters) -> SglangSpecCounters:
         """``self - before`` (gauges keep the later value), checking for resets."""
         where = f"{self.source}: " if self.source else ""
-        _check_not_backwards(SGLANG_VERIFY_CALLS, before.verify_calls, self.verify_calls, where)
-        _check_not_backwards(SGLANG_GENERATION_TOKENS, before.generation_tokens, self.generation_tokens, where)
+        _check_not_backwards(METRIC_VERIFY_CALLS, before.verify_calls, self.verify_calls, where)
+        _check_not_backwards(METRIC_GENERATION_TOKENS, before.generation_tokens, self.generation_tokens, where)
         requests: float | None = None
         if self.num_requests is not None and before.num_requests is not None:
-            _check_not_backwards(SGLANG_NUM_REQUESTS, before.num_requests, self.num_requests, where)
+            _check_not_backwards(METRIC_NUM_REQUESTS, before.num_requests, self.num_requests, where)
             requests = self.num_requests - before.num_requests
         return SglangSpecCounters(
             self.verify_calls - before.verify_calls,
@@ -131,7 +125,7 @@ class SglangSpecCounters:
                              "rests on", hint="pass --batch-size (the mean #running-req), or check the decode log")
         notes = [f"independent draws = verify calls / --batch-size {batch_size:g}"]
         if self.num_requests is None:
-            notes.append(f"{SGLANG_NUM_REQUESTS} is absent: the prefill token of each request is not removed "
+            notes.append(f"{METRIC_NUM_REQUESTS} is absent: the prefill token of each request is not removed "
                          f"(AL as SGLang reports it, {self.al_as_reported:.4f})")
         return self.num_verify_steps / batch_size, notes
 
@@ -144,10 +138,10 @@ def read(snap: MetricsSnapshot, labels: Mapping[str, str] | None = None) -> Sgla
         MetricMissingError: a counter is absent (SGLang started without ``--enable-metrics``?).
     """
     return SglangSpecCounters(
-        _counter(snap, SGLANG_VERIFY_CALLS, labels),
-        _counter(snap, SGLANG_GENERATION_TOKENS, labels),
-        _counter(snap, SGLANG_NUM_REQUESTS, labels) if snap.select(SGLANG_NUM_REQUESTS, labels) else None,
-        _optional(snap, SGLANG_ACCEPT_LENGTH, labels),
-        _optional(snap, SGLANG_ACCEPT_RATE, labels),
+        _counter(snap, METRIC_VERIFY_CALLS, labels),
+        _counter(snap, METRIC_GENERATION_TOKENS, labels),
+        _counter(snap, METRIC_NUM_REQUESTS, labels) if snap.select(METRIC_NUM_REQUESTS, labels) else None,
+        _optional(snap, METRIC_ACCEPT_LENGTH, labels),
+        _optional(snap, METRIC_ACCEPT_RATE, labels),
         source=snap.source,
     )

@@ -53,10 +53,7 @@ from . import (
     response_spec_metas,
 )
 
-__all__ = [
-    "import_sglang_bench",
-    "import_sglang_log",
-]
+__all__ = ["import_sglang_bench", "import_sglang_log"]
 
 def _sglang_k(opts: ImportOptions, args: Mapping[str, Any] | None, where: Path) -> int | None:
     """k from ``--draft-len`` and/or the server's arguments (which must agree); refuses adaptive speculation."""

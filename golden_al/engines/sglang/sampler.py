@@ -38,15 +38,8 @@ from scipy.stats import norm
 from distributions import AcceptanceDistribution, units
 from golden_al.plugin import EngineSampler, SamplerError
 
-__all__ = [
-    "SGLANG_ALGORITHMS",
-    "SGLangMatchExpected",
-    "SGLangMultinomial",
-    "multinomial_pmf",
-    "sglang_engine_flags",
-    "sglang_max_len",
-    "sglang_max_len_for_draft_len",
-]
+__all__ = ["SGLANG_ALGORITHMS", "SGLangMatchExpected", "SGLangMultinomial", "multinomial_pmf",
+           "sglang_engine_flags", "sglang_max_len", "sglang_max_len_for_draft_len"]
 
 _UPSTREAM = (
     "sgl-project/sglang python/sglang/srt/speculative/spec_utils.py sample_simulated_acc_len "

@@ -33,16 +33,8 @@ from distributions import AcceptanceDistribution, units
 from distributions.units import format_number
 from golden_al.plugin import EngineSampler, ForcingDisabledError, SamplerError
 
-__all__ = [
-    "ENV_VAR",
-    "TRTLLM_PATHS",
-    "TrtllmForce",
-    "force_pool",
-    "force_pool_fraction",
-    "parse_one_model",
-    "parse_two_model",
-    "trtllm_env_value",
-]
+__all__ = ["ENV_VAR", "TRTLLM_PATHS", "TrtllmForce", "force_pool", "force_pool_fraction", "parse_one_model",
+           "parse_two_model", "trtllm_env_value"]
 
 ENV_VAR = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
 TRTLLM_PATHS: tuple[str, ...] = ("one-model", "two-model")

@@ -27,14 +27,11 @@ from typing import Any
 from distributions import units
 from distributions.counts import (
     AcceptanceCounts,
-    Count,
     as_count,
     as_counts,
     counts_close,
-    fit_length,
     format_count,
     from_histogram,
-    position_counts,
     split_steps_by_draft_len,
 )
 from distributions.errors import DistributionError
@@ -73,19 +70,8 @@ from golden_al.plugin import (
     selector_text,
 )
 
-__all__ = [
-    "LENGTH_KEY",
-    "METHOD_KEY",
-    "PROFILE",
-    "RATES_KEY",
-    "counts_from_counters",
-    "counts_from_prometheus",
-    "counts_from_request_metrics",
-    "draft_len",
-    "speculative_config",
-    "steps_by_draft_len",
-    "synthetic_settings",
-]
+__all__ = ["LENGTH_KEY", "METHOD_KEY", "PROFILE", "RATES_KEY", "counts_from_request_metrics", "draft_len",
+           "speculative_config", "steps_by_draft_len", "synthetic_settings"]
 
 VERSION = "0.33.0"
 _REPO = "vllm-project/vllm"
@@ -168,13 +154,6 @@ METRIC_ACCEPTED = "vllm:spec_decode_num_accepted_tokens_total"
 METRIC_ACCEPTED_PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
 METRIC_PREFIX = "vllm:spec_decode_"
 POSITION_LABEL = "position"
-#: Counter family names (samples carry ``_total``), by our field name.
-COUNTER_NAMES: dict[str, str] = {
-    "num_drafts": METRIC_DRAFTS.removesuffix("_total"),
-    "num_draft_tokens": METRIC_DRAFT_TOKENS.removesuffix("_total"),
-    "num_accepted_tokens": METRIC_ACCEPTED.removesuffix("_total"),
-    "accepted_per_position": METRIC_ACCEPTED_PER_POS.removesuffix("_total"),
-}
 
 # ----------------------------------------------------------------- per-request metrics
 REQUEST_METRICS = "metrics"
@@ -191,7 +170,6 @@ REQ_PER_STEP = "per_step_accepted"
 REQ_PER_STEP_DRAFTED = "per_step_drafted"
 REQ_MEAN_AL = "mean_acceptance_length"
 REQ_RATE = "draft_acceptance_rate"
-REQ_PER_STEP_DRAFTED = "per_step_drafted"
 
 # `vllm bench serve --save-result` JSON (vllm-project/vllm vllm/benchmarks/serve.py, commit 009e6d4a):
 # deltas of the /metrics spec-decode counters over the run; rates = accepted at the position / drafts
@@ -200,12 +178,6 @@ BENCH_DRAFT_TOKENS = "spec_decode_draft_tokens"
 BENCH_ACCEPTED = "spec_decode_accepted_tokens"
 BENCH_POSITION_RATES = "spec_decode_per_position_acceptance_rates"
 
-_COUNTER_FIELDS = {
-    "num_verify_steps": "num_drafts",
-    "num_accepted_drafts": "num_accepted_tokens",
-    "num_draft_tokens": "num_draft_tokens",
-    "per_position_accepted": "accepted-per-position counters",
-}
 _REQUEST_FIELDS = {
     "num_verify_steps": REQ_STEPS,
     "num_accepted_drafts": REQ_ACCEPTED,
@@ -508,86 +480,6 @@ def review_pin(knob: str, raw: str, k: int | None, cfg: Mapping[str, Any],
 
 
 # ----------------------------------------------------------------- counts
-def counts_from_counters(
-    num_drafts: Count,
-    num_draft_tokens: Count,
-    num_accepted_tokens: Count,
-    accepted_per_position: Sequence[Count] | Mapping[str | int, Count] | None = None,
-    *,
-    k: int | None = None,
-) -> AcceptanceCounts:
-    """Counts from the spec-decode counters (one snapshot, or a delta of two).
-
-    Mirrors ``vllm/v1/spec_decode/metrics.py`` (``SpecDecodingProm``): ``num_drafts`` is
-    +1 per request per step with drafts, ``num_accepted_tokens`` excludes the bonus,
-    ``accepted_per_position`` is indexed by ``position`` (``"0".."K-1"``; a list or a
-    ``{position: count}`` dict, summed over the other labels). AL = 1 + accepted / drafts;
-    the unconditional rate at position ``j`` is ``accepted_pos_j / num_drafts``, which
-    fixes the pmf of a chain draft.
-
-    Args:
-        k: draft length; defaults to the number of positions reported.
-
-    Raises:
-        DistributionError: unless ``0 <= accepted <= draft_tokens <= k*drafts``,
-            ``sum(per_position) == accepted`` and the per-position counts are
-            non-increasing (each message explains which law was broken).
-    """
-    src = "vllm-counters"
-    pos = None if accepted_per_position is None else position_counts(accepted_per_position,
-                                                                     f"{src}: accepted-per-position")
-    if k is None:
-        if not pos:
-            raise DistributionError(
-                f"{src}: the draft length k is unknown (no per-position counters given)",
-                hint=f"pass k={K_KEY}",
-            )
-        k = len(pos)
-    k = units.check_draft_len(k)
-    if pos is not None:
-        pos = fit_length(pos, k, f"{src}: accepted-per-position", f"k={k} positions")
-    drafts = as_count(num_drafts, f"{src}: num_drafts")
-    drafted = as_count(num_draft_tokens, f"{src}: num_draft_tokens")
-    if drafted > k * drafts * (1 + 1e-9):
-        raise DistributionError(
-            f"{src}: num_draft_tokens={format_count(drafted)} exceeds k*num_drafts={k}*{format_count(drafts)}"
-            f"={format_count(k * drafts)}",
-            hint=f"a request-step drafts at most k tokens; is k ({K_KEY}) right?",
-        )
-    return AcceptanceCounts(
-        k=k,
-        num_verify_steps=drafts,
-        num_accepted_drafts=num_accepted_tokens,
-        num_draft_tokens=drafted,
-        per_position_accepted=None if pos is None else tuple(pos),
-        source=src,
-        field_names=_COUNTER_FIELDS,
-    )
-
-
-def counts_from_prometheus(values: Mapping[str, Any], *, k: int | None = None) -> AcceptanceCounts:
-    """Counts from counter values keyed by metric name (see :data:`COUNTER_NAMES`).
-
-    ``values`` maps ``vllm:spec_decode_num_drafts`` (with or without ``_total``)
-    etc. to a number already summed over label series, and the per-position
-    family to a list or a ``{position: value}`` dict.
-    """
-    def get(key: str, required: bool = True) -> Any:
-        base = COUNTER_NAMES[key]
-        for name in (base, base + "_total"):
-            if name in values:
-                return values[name]
-        if required:
-            raise DistributionError(
-                f"vllm-counters: metric {base}_total not found among {sorted(values)}",
-                hint=f"is speculative decoding on and --disable-log-stats off? (vLLM {VERSION} metric names)",
-            )
-        return None
-
-    return counts_from_counters(get("num_drafts"), get("num_draft_tokens"), get("num_accepted_tokens"),
-                                get("accepted_per_position", required=False), k=k)
-
-
 def counts_from_request_metrics(metrics: Mapping[str, Any], *, k: int | None = None) -> AcceptanceCounts:
     """Counts from one response's ``metrics.speculative_decoding``.
 

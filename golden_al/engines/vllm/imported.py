@@ -29,61 +29,44 @@ from . import (
     BENCH_DRAFTS,
     BENCH_POSITION_RATES,
     PROFILE,
-    counts_from_counters,
 )
+from .counters import VllmSpecCounters
 
-__all__ = [
-    "bench_timing",
-    "import_vllm_bench",
-    "import_vllm_log",
-    "log_windows",
-]
+__all__ = ["bench_timing", "import_vllm_bench", "import_vllm_log", "log_windows"]
 
-_VB_DRAFTS = BENCH_DRAFTS
-
-
-_VB_DRAFT_TOKENS = BENCH_DRAFT_TOKENS
-
-
-_VB_ACCEPTED = BENCH_ACCEPTED
-
-
-_VB_RATES = BENCH_POSITION_RATES
 
 def positions_from_rates(rates: Sequence[Any], drafts: float, path: Path) -> list[int]:
     """Accepted drafts per position from vLLM bench's per-position rates and its draft count."""
     out = []
     for j, r in enumerate(rates):
         if not isinstance(r, (int, float)) or not math.isfinite(r) or not 0 <= r <= 1:
-            raise InputFileError(f"{_VB_RATES}[{j}] = {r!r}, expected a rate in [0, 1]", path=path)
+            raise InputFileError(f"{BENCH_POSITION_RATES}[{j}] = {r!r}, expected a rate in [0, 1]", path=path)
         v = r * drafts
         if abs(v - round(v)) > 1e-6 * max(1.0, drafts):
-            raise InputFileError(f"{_VB_RATES}[{j}] = {r!r} times {drafts:g} drafts is not a count ({v:.4f})",
+            raise InputFileError(f"{BENCH_POSITION_RATES}[{j}] = {r!r} times {drafts:g} drafts is not a count ({v:.4f})",
                                  path=path, hint="the file was edited or rounded")
         out.append(round(v))
     return out
 
 
 def _bench_counts(doc: Mapping[str, Any], path: Path, k: int | None) -> AcceptanceCounts:
-    missing = [key for key in (_VB_DRAFTS, _VB_DRAFT_TOKENS, _VB_ACCEPTED, _VB_RATES) if key not in doc]
+    missing = [key for key in (BENCH_DRAFTS, BENCH_DRAFT_TOKENS, BENCH_ACCEPTED, BENCH_POSITION_RATES) if key not in doc]
     if missing:
         raise InputFileError(
             f"no spec-decode counts ({', '.join(missing)} absent; keys seen: {sorted(doc)[:12]}...)", path=path,
             hint="older vllm bench serve versions do not save them: pass the server's /metrics snapshots "
             "(before and after) or its log (format vllm-log) instead")
-    drafts = float(doc[_VB_DRAFTS])
-    pos = positions_from_rates(doc[_VB_RATES], drafts, path)
+    drafts = float(doc[BENCH_DRAFTS])
+    pos = positions_from_rates(doc[BENCH_POSITION_RATES], drafts, path)
     try:
-        return counts_from_counters(drafts, doc[_VB_DRAFT_TOKENS], doc[_VB_ACCEPTED], pos or None,
-                                          k=k or len(pos) or None)
+        return VllmSpecCounters(drafts, doc[BENCH_DRAFT_TOKENS], doc[BENCH_ACCEPTED], tuple(pos)).counts(
+            k or len(pos) or None)
     except Exception as exc:
         raise InputFileError(f"the spec-decode counts are inconsistent: {exc}", path=path) from None
 
 
 def _window_counts(snapshots: Sequence[Path], k: int | None) -> list[AcceptanceCounts]:
     from golden_al.plugin import counters_delta, parse_metrics_text, spec_counters
-
-    from .counters import VllmSpecCounters
 
     parsed = []
     for p in snapshots:
@@ -99,10 +82,8 @@ def _window_counts(snapshots: Sequence[Path], k: int | None) -> list[AcceptanceC
             raise InputFileError(f"counters went backwards between {pa.name} and {pb.name} ({exc}): the "
                                  "snapshots are not in time order, or the server restarted", path=pb) from None
         assert isinstance(d, VllmSpecCounters)
-        if d.num_drafts <= 0:
-            continue
-        out.append(counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
-                                              list(d.accepted_per_position) or None, k=k))
+        if d.num_drafts > 0:
+            out.append(d.counts(k))
     return out
 
 
@@ -133,7 +114,7 @@ def log_windows(path: Path, k: int | None, notes: list[str] | None = None) -> li
         if pos is not None and sum(pos) != r.accepted_tokens:
             pos[0] += r.accepted_tokens - sum(pos)  # keep the exact total; the rounding lands on position 1
         try:
-            out.append(counts_from_counters(round(drafts), r.drafted_tokens, r.accepted_tokens, pos, k=kk))
+            out.append(VllmSpecCounters(round(drafts), r.drafted_tokens, r.accepted_tokens, tuple(pos or ())).counts(kk))
         except Exception as exc:
             raise InputFileError(f"line {r.line_no}: the interval's counts are inconsistent: {exc}",
                                  path=path) from None
@@ -164,7 +145,7 @@ def import_vllm_bench(paths: Sequence[Path], opts: ImportOptions, *, log: Path |
                          hint="import each cell on its own; /metrics snapshots (text) may come with it")
     bench = benches[0]
     doc = read_json_doc(bench)
-    agg = _bench_counts(doc, bench, opts.draft_len) if _VB_DRAFTS in doc or not (snaps or log) else None
+    agg = _bench_counts(doc, bench, opts.draft_len) if BENCH_DRAFTS in doc or not (snaps or log) else None
     k = opts.draft_len or (agg.k if agg is not None else None)
     warnings = [f"imported from {what}: counts are the server's aggregate spec-decode counters over the run "
                 "(no request is attributed)"]

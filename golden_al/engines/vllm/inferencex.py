@@ -13,9 +13,7 @@ from golden_al.plugin import ImportedRun, ImportOptions, InputFileError, UsageEr
 
 from .imported import import_vllm_bench, log_windows
 
-__all__ = [
-    "import_inferencex",
-]
+__all__ = ["import_inferencex"]
 
 _IX_CELL = re.compile(r"^speedbench_(?P<mode>on|off)_mtp(?P<k>\d+)(?:\.json)?$")
 

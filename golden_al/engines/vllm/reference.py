@@ -15,11 +15,14 @@ from typing import Any, ClassVar
 from golden_al.plugin import Flavor, Generation, ServedEngine, ServeSettings, now_short
 
 from . import (
-    COUNTER_NAMES,
     K_KEY,
     LENGTH_KEY,
     LOG_SPEC_DECODING_FORMAT,
     METHOD_KEY,
+    METRIC_ACCEPTED,
+    METRIC_ACCEPTED_PER_POS,
+    METRIC_DRAFT_TOKENS,
+    METRIC_DRAFTS,
     PER_REQUEST_LEVELS,
     POSITION_LABEL,
     REQ_ACCEPTED,
@@ -57,13 +60,13 @@ class VllmFlavor(Flavor):
 
         k = self.engine.draft_len
         name = self.model_name()
-        names = COUNTER_NAMES  # family names; prometheus_client adds _total
-        self.c_drafts = Counter(names["num_drafts"], "Number of spec decoding drafts.", _LABELS, registry=registry)
-        self.c_draft_tokens = Counter(names["num_draft_tokens"], "Number of draft tokens.", _LABELS, registry=registry)
-        self.c_accepted = Counter(names["num_accepted_tokens"], "Number of accepted tokens.", _LABELS,
-                                  registry=registry)
-        self.c_per_pos = Counter(names["accepted_per_position"], "Accepted tokens per draft position.",
-                                 (*_LABELS, POSITION_LABEL), registry=registry)
+        drafts, draft_tokens, accepted, per_pos = (m.removesuffix("_total") for m in (  # prometheus_client adds it
+            METRIC_DRAFTS, METRIC_DRAFT_TOKENS, METRIC_ACCEPTED, METRIC_ACCEPTED_PER_POS))
+        self.c_drafts = Counter(drafts, "Number of spec decoding drafts.", _LABELS, registry=registry)
+        self.c_draft_tokens = Counter(draft_tokens, "Number of draft tokens.", _LABELS, registry=registry)
+        self.c_accepted = Counter(accepted, "Number of accepted tokens.", _LABELS, registry=registry)
+        self.c_per_pos = Counter(per_pos, "Accepted tokens per draft position.", (*_LABELS, POSITION_LABEL),
+                                 registry=registry)
         self.g_running = Gauge("vllm:num_requests_running", "Number of requests in model execution batches.",
                                _LABELS, registry=registry)
         self.g_waiting = Gauge("vllm:num_requests_waiting", "Number of requests waiting to be processed.",

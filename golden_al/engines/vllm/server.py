@@ -11,9 +11,10 @@ from typing import Any
 from distributions.counts import AcceptanceCounts
 from golden_al.plugin import (
     CounterResetError,
-    CounterSource,
     MetricMissingError,
+    MetricsSnapshot,
     MixedDraftLengthsError,
+    PrometheusSource,
     ResponseCounts,
     ServerClient,
     ServerError,
@@ -21,8 +22,6 @@ from golden_al.plugin import (
     Snapshot,
     filter_args,
     is_chain,
-    require_distribution,
-    server_errors,
 )
 
 from . import (
@@ -131,54 +130,24 @@ def _per_request(resp: Mapping[str, Any], k: int, label: str) -> AcceptanceCount
 PER_REQUEST = ResponseCounts(_per_request)
 
 
-class VllmPrometheusSource(CounterSource):
-    """vLLM ``/metrics`` spec-decode counters (``vllm/v1/spec_decode/metrics.py``, 0.33.0)."""
+class VllmPrometheusSource(PrometheusSource):
+    """vLLM ``/metrics`` spec-decode counters (``vllm/v1/spec_decode/metrics.py``, 0.33.0), with its finished
+    requests, busy gauges and start time (``vllm/v1/metrics/loggers.py``)."""
 
     name = "vllm-prometheus"
     engine = PROFILE.name
 
-    async def snapshot(self, client: ServerClient) -> Snapshot:
-        from golden_al.plugin import parse_metrics_text
-
-        from .counters import VllmSpecCounters
-        from .counters import read as read_counters
-
-        text = await client.get_text("/metrics", label="GET /metrics")
-        snap = parse_metrics_text(text or "", source=f"{client.base_url}/metrics")
-        counters = read_counters(snap)
-        assert isinstance(counters, VllmSpecCounters)
-
+    def snapshot_of(self, snap: MetricsSnapshot, counters: Any) -> Snapshot:
         def opt(name: str) -> float | None:
             return snap.total(name) if snap.has(name) else None
 
-        finished = opt("vllm:request_success_total")
         running = opt("vllm:num_requests_running")
-        waiting = opt("vllm:num_requests_waiting")
-        busy = None if running is None else running + (waiting or 0.0)
-        return Snapshot(counters, finished, busy, opt("process_start_time_seconds"),
+        busy = None if running is None else running + (opt("vllm:num_requests_waiting") or 0.0)
+        return Snapshot(counters, opt("vllm:request_success_total"), busy, opt("process_start_time_seconds"),
                         len(counters.accepted_per_position) or None)
 
-    def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
-        from golden_al.plugin import counters_delta
-
-        from . import METRIC_ACCEPTED_PER_POS, counts_from_counters
-        from .counters import VllmSpecCounters
-
-        with server_errors(label):
-            d = counters_delta(before.counts, after.counts)
-            assert isinstance(d, VllmSpecCounters)
-            counts = counts_from_counters(d.num_drafts, d.num_draft_tokens, d.num_accepted_tokens,
-                                                list(d.accepted_per_position) or None, k=k)
-        if not d.accepted_per_position:
-            raise MetricMissingError(f"{label}: {METRIC_ACCEPTED_PER_POS} is absent",
-                                     hint="needs vLLM >= 0.8 (V1 engine) for per-position counters")
-        return require_distribution(counts, label, self.name)
-
     def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
-        from golden_al.plugin import counters_delta
-
-        with server_errors(label):
-            counters_delta(before.counts, after.counts)
+        super().assert_not_backwards(before, after, label)
         if before.finished is not None and after.finished is not None and after.finished < before.finished:
             raise CounterResetError(f"{label}: vllm:request_success_total went backwards "
                                     f"({before.finished:g} -> {after.finished:g}): the server restarted",

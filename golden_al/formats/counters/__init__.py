@@ -50,6 +50,9 @@ __all__ = [
 
 
 _C = TypeVar("_C", bound="DraftCounters")
+#: how :meth:`DraftCounters.counts` names its counters in messages
+_COUNTER_FIELDS = {"num_verify_steps": "num_drafts", "num_accepted_drafts": "num_accepted_tokens",
+                   "num_draft_tokens": "num_draft_tokens", "per_position_accepted": "accepted-per-position counters"}
 
 
 @dataclass(frozen=True)
@@ -71,10 +74,66 @@ class DraftCounters:
     display: ClassVar[str] = ""
     #: the metrics of drafts, draft tokens, accepted tokens and accepted tokens per position, and the position label
     names: ClassVar[tuple[str, str, str, str, str]] = ("", "", "", "", "position")
+    #: the engine's setting that fixes k (vLLM's ``num_speculative_tokens``), for hints
+    k_setting: ClassVar[str] = "k"
+
+    @classmethod
+    def from_snapshot(cls: type[_C], snap: MetricsSnapshot, labels: Mapping[str, str] | None = None,
+                      **extra: Any) -> _C:
+        """The counters :attr:`names` names in a snapshot (``validate``d); ``extra``: a subclass's own fields.
+
+        Raises:
+            MetricMissingError: a counter is absent.
+            InputFileError: a value is not a finite count, or a position label is not an integer.
+        """
+        drafts, draft_tokens, accepted, per_pos_name, position = cls.names
+        per_pos: tuple[float, ...] = ()
+        if snap.select(per_pos_name, labels):
+            idx = {int_label(snap, per_pos_name, position, key): v
+                   for key, v in snap.by_label(per_pos_name, position, labels).items()}
+            if not all(math.isfinite(v) and v >= 0 for v in idx.values()):
+                raise InputFileError(f"counter {per_pos_name} has a value that is not a finite count",
+                                     path=snap.source)
+            per_pos = tuple(idx.get(i, 0.0) for i in range(max(idx) + 1))
+        out = cls(counter(snap, drafts, labels), counter(snap, draft_tokens, labels), counter(snap, accepted, labels),
+                  per_pos, source=snap.source, **extra)
+        out.validate()
+        return out
 
     def counts(self, k: int | None) -> AcceptanceCounts:
-        """The engine's counts of these totals (its ``counts_from_counters``)."""
-        raise NotImplementedError
+        """Counts of these totals (one snapshot, or a delta of two), as vLLM's ``SpecDecodingProm`` (vllm-project/vllm
+        ``vllm/v1/spec_decode/metrics.py``, 0.33.0) and llama-server (ggml-org/llama.cpp ``server-context.cpp``,
+        0c1e570) count them: ``num_drafts`` +1 per request-step with drafts, accepted tokens without the bonus, and
+        position ``j`` the steps that accepted at least ``j + 1`` drafts, which fixes the histogram of a chain draft.
+        ``k`` defaults to the number of positions.
+
+        Raises:
+            DistributionError: unless ``0 <= accepted <= draft_tokens <= k*drafts``, the per-position counts sum to
+                the accepted ones and do not increase (each message says which law was broken).
+        """
+        from distributions import units
+        from distributions.counts import as_count, fit_length, format_count, position_counts
+
+        src = f"{self.engine}-counters"
+        per_pos = self.accepted_per_position
+        pos = position_counts(per_pos, f"{src}: accepted-per-position") if per_pos else None
+        if k is None:
+            if not pos:
+                raise DistributionError(f"{src}: the draft length k is unknown (no per-position counters given)",
+                                        hint=f"pass k={self.k_setting}")
+            k = len(pos)
+        k = units.check_draft_len(k)
+        if pos is not None:
+            pos = fit_length(pos, k, f"{src}: accepted-per-position", f"k={k} positions")
+        drafts = as_count(self.num_drafts, f"{src}: num_drafts")
+        drafted = as_count(self.num_draft_tokens, f"{src}: num_draft_tokens")
+        if drafted > k * drafts * (1 + 1e-9):
+            raise DistributionError(
+                f"{src}: num_draft_tokens={format_count(drafted)} exceeds k*num_drafts={k}*{format_count(drafts)}"
+                f"={format_count(k * drafts)}", hint=f"a request-step drafts at most k tokens; is k ({self.k_setting}) right?")
+        return AcceptanceCounts(k=k, num_verify_steps=drafts, num_accepted_drafts=self.num_accepted_tokens,
+                                num_draft_tokens=drafted, per_position_accepted=None if pos is None else tuple(pos),
+                                source=src, field_names=_COUNTER_FIELDS)
 
     @property
     def num_verify_steps(self) -> float:
