@@ -18,189 +18,49 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from golden_al.errors import (
-        CounterResetError,
-        CounterSemanticsError,
-        CountsDisagreeError,
-        EngineError,
-        GoldenALError,
-        HashMismatchError,
-        InputFileError,
-        LossyAcceptanceError,
-        MetricMissingError,
-        MixedDraftLengthsError,
-        NoVerifyStepsError,
-        ServerError,
-        UsageError,
-    )
-    from golden_al.formats.counters import (
-        DraftCounters,
-        check_not_backwards,
-        counter,
-        counters_delta,
-        int_label,
-        no_steps,
-        optional,
-        spec_counters,
-        to_counts,
-    )
-    from golden_al.formats.logs import (
-        LineTally,
-        number,
-        pattern,
-        read_log_file,
-        scan_log_text,
-    )
-    from golden_al.formats.prometheus import (
-        MetricsSnapshot,
-        parse_metrics_text,
-    )
-    from golden_al.formats.responses import (
-        RequestSpecCounts,
-        build_counts,
-        optional_count,
-        optional_number,
-        where,
-    )
-    from golden_al.formats.validate import (
-        check_acceptance_counts,
-        check_counts,
-        check_observed_k,
-    )
-    from golden_al.httpclient import (
-        ServerClient,
-    )
-    from golden_al.plugin.checks_ran import (
-        ran,
-    )
-    from golden_al.plugin.evidence import (
-        RunEvidence,
-        no_lines,
-        read_logs,
-        run_budget,
-    )
-    from golden_al.plugin.facts import (
-        ServerFacts,
-        filter_args,
-        is_chain,
-    )
-    from golden_al.plugin.flavor import (
-        Flavor,
-        Generation,
-        ServedEngine,
-        ServeSettings,
-        now_log,
-        now_short,
-    )
-    from golden_al.plugin.hooks import (
-        HookSpec,
-    )
-    from golden_al.plugin.imported import (
-        MAX_BYTES,
-        ImportedDataset,
-        ImportedRun,
-        ImportedWindows,
-        ImportOptions,
-        TimedUnit,
-        json_lines,
-        looks_json,
-        read_capped,
-        read_json_doc,
-    )
-    from golden_al.plugin.pins import (
-        AgenticInfo,
-        DraftInfo,
-        ModelName,
-        Pin,
-        PinSite,
-        ThinkingSignal,
-        clean,
-        value_of,
-    )
-    from golden_al.plugin.profile import (
-        CAPABILITIES,
-        GROUPS,
-        Capability,
-        Caveat,
-        CheckSupport,
-        CommandLine,
-        CommandLineReading,
-        DraftLen,
-        DraftLenRule,
-        EngineBuild,
-        EngineProfile,
-        EngineVersion,
-        EnvOption,
-        LaunchRequest,
-        LaunchSupport,
-        Lazy,
-        Limit,
-        LogPattern,
-        LogReader,
-        Metric,
-        PinContext,
-        PinReview,
-        RecipeFormat,
-        ResponseField,
-        RunLogSupport,
-        RuntimeDraftLen,
-        ServerSupport,
-        SimulateOption,
-        SimulateSupport,
-        Source,
-        Speculation,
-        SyntheticKnob,
-        VersionChoice,
-        group_of,
-        lazy,
-        reads_off,
-    )
-    from golden_al.plugin.sources import (
-        CounterSource,
-        MixedDraftLengths,
-        PrometheusSource,
-        ResponseCounts,
-        Snapshot,
-        require_distribution,
-        server_errors,
-    )
-    from golden_al.plugin.spec import (
-        config_json,
-        settings_draft,
-    )
-    from golden_al.plugin.values import (
-        format_value,
-        int_flag,
-        json_obj,
-        json_object,
-        parse_number,
-        parse_rates,
-        scalar_text,
-        selector_text,
-        set_flag,
-    )
-    from golden_al.provenance import (
-        atomic_write_text,
-        now_iso,
-    )
-    from golden_al.safeio import (
-        LineStats,
-        iter_lines,
-        read_json,
-    )
-    from golden_al.shell import (
-        harden,
-        has_unknown,
-        show,
-    )
-    from simulators.base import (
-        EngineSampler,
-        ForcingDisabledError,
-        SamplerError,
-    )
-    from simulators.rates import (
-        SyntheticRatesSampler,
-    )
+    # The surface's table of homes, one statement a home with its names wrapped (read by _homes):
+    # isort: off
+    from golden_al.errors import (CounterResetError, CounterSemanticsError, CountsDisagreeError, EngineError,
+                                  GoldenALError, HashMismatchError, InputFileError, LossyAcceptanceError,
+                                  MetricMissingError, MixedDraftLengthsError, NoVerifyStepsError, ServerError,
+                                  UsageError)
+    from golden_al.formats.counters import (DraftCounters, check_not_backwards, counter, counters_delta,
+                                            int_label, no_steps, optional, spec_counters, to_counts)
+    from golden_al.formats.logs import LineTally, number, pattern, read_log_file, scan_log_text
+    from golden_al.formats.prometheus import MetricsSnapshot, parse_metrics_text
+    from golden_al.formats.responses import (RequestSpecCounts, build_counts, optional_count, optional_number,
+                                             where)
+    from golden_al.formats.validate import check_acceptance_counts, check_counts, check_observed_k
+    from golden_al.httpclient import ServerClient
+    from golden_al.plugin.checks_ran import ran
+    from golden_al.plugin.evidence import RunEvidence, no_lines, read_logs, run_budget
+    from golden_al.plugin.facts import ServerFacts, filter_args, is_chain
+    from golden_al.plugin.flavor import Flavor, Generation, ServedEngine, ServeSettings, now_log, now_short
+    from golden_al.plugin.hooks import HookSpec
+    from golden_al.plugin.imported import (MAX_BYTES, ImportedDataset, ImportedRun, ImportedWindows,
+                                           ImportOptions, TimedUnit, json_lines, looks_json, read_capped,
+                                           read_json_doc)
+    from golden_al.plugin.pins import (AgenticInfo, DraftInfo, ModelName, Pin, PinSite, ThinkingSignal, clean,
+                                       value_of)
+    from golden_al.plugin.profile import (CAPABILITIES, GROUPS, Capability, Caveat, CheckSupport, CommandLine,
+                                          CommandLineReading, DraftLen, DraftLenRule, EngineBuild,
+                                          EngineProfile, EngineVersion, EnvOption, LaunchRequest,
+                                          LaunchSupport, Lazy, Limit, LogPattern, LogReader, Metric,
+                                          PinContext, PinReview, RecipeFormat, ResponseField, RunLogSupport,
+                                          RuntimeDraftLen, ServerSupport, SimulateOption, SimulateSupport,
+                                          Source, Speculation, SyntheticKnob, VersionChoice, group_of, lazy,
+                                          reads_off)
+    from golden_al.plugin.sources import (CounterSource, MixedDraftLengths, PrometheusSource, ResponseCounts,
+                                          Snapshot, require_distribution, server_errors)
+    from golden_al.plugin.spec import config_json, settings_draft
+    from golden_al.plugin.values import (format_value, int_flag, json_obj, json_object, parse_number,
+                                         parse_rates, scalar_text, selector_text, set_flag)
+    from golden_al.provenance import atomic_write_text, now_iso
+    from golden_al.safeio import LineStats, iter_lines, read_json
+    from golden_al.shell import harden, has_unknown, show
+    from simulators.base import EngineSampler, ForcingDisabledError, SamplerError
+    from simulators.rates import SyntheticRatesSampler
+    # isort: on
 
 __all__ = [
     "CAPABILITIES", "GROUPS", "MAX_BYTES", "AgenticInfo", "Capability", "Caveat", "CheckSupport",

@@ -164,10 +164,14 @@ def _engine_imports(folder: Path) -> list[str]:
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [node.module]
+                names = [f"{node.module}.{a.name}" for a in node.names] if node.module == "golden_al" else [node.module]
                 if node.module == "golden_al.plugin" and "tests" not in path.relative_to(folder).parts:
                     bad += [f"{path.relative_to(folder)}:{node.lineno} {a.name} is not in golden_al.plugin.__all__"
                             for a in node.names if a.name not in surface.__all__]
+            elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "plugin"
+                  and node.attr not in surface.__all__ and "tests" not in path.relative_to(folder).parts):
+                bad.append(f"{path.relative_to(folder)}:{node.lineno} plugin.{node.attr} is not in "
+                           "golden_al.plugin.__all__")
             for name in names:
                 top = name.split(".")[0]
                 if "tests" in path.relative_to(folder).parts:  # its tests drive golden-al as users do
@@ -191,14 +195,16 @@ def test_an_engine_folder_imports_the_plugin_surface_distributions_and_itself_on
 def test_the_engine_rule_sees_each_way_out(tmp_path: Path) -> None:
     (tmp_path / "__init__.py").write_text(
         "from golden_al.plugin import EngineProfile, get_profile\nfrom golden_al.plugin.profile import lazy\n"
+        "from golden_al import plugin, cli\nplugin.registry\nplugin.Pin\n"
         "from golden_al.engines import vllm\nimport simulators.base\nfrom distributions import units\n"
         "from . import logs\nimport numpy\n")
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_x.py").write_text("from golden_al.cli.main import main\nfrom .. import PROFILE\n"
                                                   "from golden_al.engines.vllm import PROFILE as V\n")
     assert [b.split(" ", 1)[1] for b in _engine_imports(tmp_path)] == [
-        "get_profile is not in golden_al.plugin.__all__", "imports golden_al.plugin.profile",
-        "imports golden_al.engines", "imports simulators.base", "imports golden_al.engines.vllm"]
+        "get_profile is not in golden_al.plugin.__all__", "imports golden_al.plugin.profile", "imports golden_al.cli",
+        "imports golden_al.engines", "imports simulators.base", "plugin.registry is not in golden_al.plugin.__all__",
+        "imports golden_al.engines.vllm"]
 
 
 def test_the_plugin_surface_lists_what_it_imports() -> None:

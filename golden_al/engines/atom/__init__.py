@@ -34,47 +34,19 @@ from distributions.counts import (
     from_histogram,
 )
 from distributions.errors import DistributionError
-from golden_al.plugin import (
-    CheckSupport,
-    DraftLen,
-    DraftLenRule,
-    EngineProfile,
-    EnvOption,
-    LaunchRequest,
-    LaunchSupport,
-    Limit,
-    LogPattern,
-    LogReader,
-    Metric,
-    PinContext,
-    PinReview,
-    RecipeFormat,
-    ResponseField,
-    RunLogSupport,
-    ServerSupport,
-    SimulateOption,
-    SimulateSupport,
-    Source,
-    Speculation,
-    SyntheticKnob,
-    UsageError,
-    format_value,
-    int_flag,
-    lazy,
-    set_flag,
-)
+from golden_al import plugin
 
 __all__ = ["LENGTH_FLAG", "METHODS", "PROFILE", "RATE_FLAG", "counts_from_mtp_stats", "draft_len",
            "mtp_stats_delta", "spec_flags", "synthetic_settings"]
 
 VERSION = "ffdf3bb5d"
 _REPO = "ROCm/ATOM"
-_ARGS = Source(_REPO, "atom/model_engine/arg_utils.py", VERSION)
-_CONFIG = Source(_REPO, "atom/config.py", VERSION)
-_ENGINE = Source(_REPO, "atom/model_engine/llm_engine.py", VERSION)
-_SCHEDULER = Source(_REPO, "atom/model_engine/scheduler.py", VERSION)
-_SERVER = Source(_REPO, "atom/entrypoints/openai_server.py", VERSION)
-_METRICS = Source(_REPO, "atom/entrypoints/openai/metrics.py", VERSION)
+_ARGS = plugin.Source(_REPO, "atom/model_engine/arg_utils.py", VERSION)
+_CONFIG = plugin.Source(_REPO, "atom/config.py", VERSION)
+_ENGINE = plugin.Source(_REPO, "atom/model_engine/llm_engine.py", VERSION)
+_SCHEDULER = plugin.Source(_REPO, "atom/model_engine/scheduler.py", VERSION)
+_SERVER = plugin.Source(_REPO, "atom/entrypoints/openai_server.py", VERSION)
+_METRICS = plugin.Source(_REPO, "atom/entrypoints/openai/metrics.py", VERSION)
 
 LENGTH_FLAG = "--spec-decode-acceptance-length"
 RATE_FLAG = "--spec-decode-acceptance-rate"
@@ -126,33 +98,33 @@ LOG_MTP_STATS_FORMAT = (
     "{time} - atom - INFO - [MTP Stats {tag}] Average toks/fwd: {avg:.2f}, Accepted/Total Draft tokens: "
     "{accepted}/{drafted}, Acceptance rate: {rate:.2f}%, Accepted tokens distribution: {{{distribution}}}"
 )
-LOG_PATTERNS: tuple[LogPattern, ...] = (
-    LogPattern("mtp-stats",
-               rf"\[MTP Stats(?P<kind> Interval|\s+)\] Average toks/fwd: (?P<avg>{_NUM}), "
-               rf"Accepted/Total Draft tokens: (?P<acc>{_INT})/(?P<draft>{_INT}), "
-               rf"Acceptance rate: (?P<rate>{_NUM})%"
-               rf"(?:, Accepted tokens distribution: \{{(?P<dist>[^}}]*)\}})?",
-               '"[MTP Stats Interval] Average toks/fwd: {:.2f}, Accepted/Total Draft tokens: {a}/{d}, '
-               'Acceptance rate: {:.2%}, Accepted tokens distribution: {...}"', _SCHEDULER, marker='[MTP Stats'),
-    LogPattern("mtp-distribution-item", rf"(?P<k>{_INT}): '(?P<p>{_NUM})%'", "one {k: 'p%'} item", _SCHEDULER),
-    LogPattern("forced", LOG_FORCED, "forced acceptance is on", _CONFIG),
+LOG_PATTERNS: tuple[plugin.LogPattern, ...] = (
+    plugin.LogPattern("mtp-stats",
+                      rf"\[MTP Stats(?P<kind> Interval|\s+)\] Average toks/fwd: (?P<avg>{_NUM}), "
+                      rf"Accepted/Total Draft tokens: (?P<acc>{_INT})/(?P<draft>{_INT}), "
+                      rf"Acceptance rate: (?P<rate>{_NUM})%"
+                      rf"(?:, Accepted tokens distribution: \{{(?P<dist>[^}}]*)\}})?",
+                      '"[MTP Stats Interval] Average toks/fwd: {:.2f}, Accepted/Total Draft tokens: {a}/{d}, '
+                      'Acceptance rate: {:.2%}, Accepted tokens distribution: {...}"', _SCHEDULER, marker='[MTP Stats'),
+    plugin.LogPattern("mtp-distribution-item", rf"(?P<k>{_INT}): '(?P<p>{_NUM})%'", "one {k: 'p%'} item", _SCHEDULER),
+    plugin.LogPattern("forced", LOG_FORCED, "forced acceptance is on", _CONFIG),
 )
 
 
-def draft_len(num_speculative_tokens: Any) -> DraftLen:
+def draft_len(num_speculative_tokens: Any) -> plugin.DraftLen:
     """``k = --num-speculative-tokens`` (its default is 1 when absent)."""
-    k = int_flag(num_speculative_tokens, FLAG_K)
+    k = plugin.int_flag(num_speculative_tokens, FLAG_K)
     if k is None:
-        return DraftLen(DEFAULT_K, f"num-speculative-tokens default ({DEFAULT_K})", chain=True)
-    return DraftLen(units.check_draft_len(k), "num-speculative-tokens", chain=True)
+        return plugin.DraftLen(DEFAULT_K, f"num-speculative-tokens default ({DEFAULT_K})", chain=True)
+    return plugin.DraftLen(units.check_draft_len(k), "num-speculative-tokens", chain=True)
 
 
-def script_speculation(flags: Mapping[str, Any]) -> Speculation:
+def script_speculation(flags: Mapping[str, Any]) -> plugin.Speculation:
     """ATOM's speculative launch flags (``--method``, ``--num-speculative-tokens``, ``--draft-model``);
     an absent ``--num-speculative-tokens`` is ATOM's default."""
     method, n = flags.get(FLAG_METHOD), flags.get(FLAG_K)
-    return Speculation("atom", str(method) if method else None, {FLAG_K: n}, None, flags.get(FLAG_DRAFT_MODEL),
-                       draft_inputs={FLAG_K: n})
+    return plugin.Speculation("atom", str(method) if method else None, {FLAG_K: n}, None, flags.get(FLAG_DRAFT_MODEL),
+                              draft_inputs={FLAG_K: n})
 
 
 #: The roles recipe's ATOM role: its server flags without their dashes (SemiAnalysisAI/InferenceX
@@ -160,7 +132,7 @@ def script_speculation(flags: Mapping[str, Any]) -> Speculation:
 RECIPE_FLAGS = (FLAG_METHOD, FLAG_K, FLAG_DRAFT_MODEL)
 
 
-def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
+def read_recipe_role(args: Mapping[str, Any]) -> plugin.Speculation | None:
     """One roles-recipe role's ATOM flags (``method``, ``num-speculative-tokens``, ``draft-model``; an absent k is
     ATOM's default 1, ``atom/model_engine/arg_utils.py``); None without ``method`` (no speculative decoding). A
     DSpark draft is verified by probabilistic block rejection (the curve's draft sampler, per InferenceX's planner)."""
@@ -169,13 +141,13 @@ def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
         return None
     name = str(method).lower()
     length, rate = LENGTH_FLAG[2:], RATE_FLAG[2:]
-    return Speculation("atom", name, {FLAG_K: k}, None, args.get(FLAG_DRAFT_MODEL[2:]),
-                       "probabilistic" if name == "dspark" else None, draft_inputs={FLAG_K: k},
-                       review_spec={"method_flag": True, "both": length in args and rate in args,
-                                    "dspark_config": args.get("dspark-config")})
+    return plugin.Speculation("atom", name, {FLAG_K: k}, None, args.get(FLAG_DRAFT_MODEL[2:]),
+                              "probabilistic" if name == "dspark" else None, draft_inputs={FLAG_K: k},
+                              review_spec={"method_flag": True, "both": length in args and rate in args,
+                                           "dspark_config": args.get("dspark-config")})
 
 
-def settings_draft_len(spec: Speculation | None) -> DraftLen:
+def settings_draft_len(spec: plugin.Speculation | None) -> plugin.DraftLen:
     """k from ATOM's launch flags (``--num-speculative-tokens`` in ``settings``; absent: its default)."""
     d = draft_len(spec.settings.get(FLAG_K) if spec is not None else None)
     return replace(d, described=f"ATOM {d.rule}={d.k}", algorithm=spec.algorithm if spec else None)
@@ -188,7 +160,7 @@ def spec_flags(method: str, k: int, *, draft_model: str | None = None) -> list[s
         UsageError: an unknown method, or ``k > 4`` for ``mtp``/``eagle3`` (ATOM refuses it).
     """
     if method not in METHODS:
-        raise UsageError(f"unknown ATOM {FLAG_METHOD} {method!r}", hint="one of " + ", ".join(METHODS))
+        raise plugin.UsageError(f"unknown ATOM {FLAG_METHOD} {method!r}", hint="one of " + ", ".join(METHODS))
     k = units.check_draft_len(k)
     PROFILE.check_k(method, k)
     flags = [FLAG_METHOD, method, FLAG_K, str(k)]
@@ -198,13 +170,13 @@ def spec_flags(method: str, k: int, *, draft_model: str | None = None) -> list[s
 
 
 def review_pin(knob: str, raw: str, value: float | None, k: int | None, *, both: bool = False,
-               dspark_config: str | None = None, method_flag: bool | None = None) -> PinReview:
+               dspark_config: str | None = None, method_flag: bool | None = None) -> plugin.PinReview:
     """ATOM's rules for a forced length or rate (``atom/config.py`` ``_resolve_synthetic_acceptance``).
 
     ``method_flag``: whether the launch line gives ``--method`` (False: it does not, so
     speculative decoding and with it the forced acceptance are off; None: not known).
     """
-    r = PinReview()
+    r = plugin.PinReview()
     if value is None:
         r.problems.append(("unsafe-value", f"{knob}={raw!r} is not a number"))
         return r
@@ -235,7 +207,7 @@ def review_pin(knob: str, raw: str, value: float | None, k: int | None, *, both:
 def synthetic_settings(al: float, k: int) -> dict[str, Any]:
     """``{"--spec-decode-acceptance-length": "4.05"}``."""
     al = units.check_al(al, k)
-    return {LENGTH_FLAG: format_value(al)}
+    return {LENGTH_FLAG: plugin.format_value(al)}
 
 
 def simulator_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
@@ -254,11 +226,11 @@ def shell_value(settings: Mapping[str, Any], k: int, curve_method: str | None) -
     return " ".join(f"{flag} {value}" for flag, value in settings.items())
 
 
-def server_args(req: LaunchRequest) -> list[str]:
+def server_args(req: plugin.LaunchRequest) -> list[str]:
     """``-m atom.entrypoints.openai_server`` and its flags (ATOM's ``--port`` is its internal engine port)."""
     method = (req.algorithm or "mtp").lower()
     if method not in METHODS:
-        raise UsageError(f"unknown ATOM {FLAG_METHOD} {method!r}", hint="one of " + ", ".join(METHODS))
+        raise plugin.UsageError(f"unknown ATOM {FLAG_METHOD} {method!r}", hint="one of " + ", ".join(METHODS))
     return ["-m", LAUNCH_MODULE, "--model", req.target, "--host", req.host, FLAG_SERVER_PORT, str(req.port),
             "-tp", str(req.tp), *spec_flags(method, req.draft_len, draft_model=req.draft)]
 
@@ -361,7 +333,7 @@ def mtp_stats_delta(before: Mapping[str, Any], after: Mapping[str, Any], *,
 def _simulate_rate_al(sampler: Any, al: float | None, k: int) -> float:
     """The AL ``--spec-decode-acceptance-rate`` injects; ``--al`` with it is refused (the knobs exclude each other)."""
     if al is not None:
-        raise UsageError("give --al or --acceptance-rate, not both (ATOM's knobs are mutually exclusive)")
+        raise plugin.UsageError("give --al or --acceptance-rate, not both (ATOM's knobs are mutually exclusive)")
     return units.al_from_acceptance_rate(sampler.rate, k)
 
 
@@ -369,13 +341,13 @@ def simulate_report(sampler: Any, al: float, k: int, settings: Mapping[str, Any]
     """``simulate``'s ATOM field: the rate form of the AL."""
     return {"acceptance_rate": (al - 1.0) / k}
 
-def _review(ctx: PinContext) -> PinReview:
+def _review(ctx: plugin.PinContext) -> plugin.PinReview:
     """:func:`review_pin` on the gate's :class:`PinContext` (``spec``: ``both``, ``dspark_config``, ``method_flag``)."""
     return review_pin(ctx.knob, ctx.raw, ctx.value, ctx.k, both=bool(ctx.spec.get("both")),
                       dspark_config=ctx.spec.get("dspark_config"), method_flag=ctx.spec.get("method_flag"))
 
 
-def _tolerance(ctx: PinContext) -> float:
+def _tolerance(ctx: plugin.PinContext) -> float:
     """A rate is a rounded ``(AL - 1) / k``: it matches when it is the golden rate rounded to the digits
     written (``spec["decimals"]``) and still gives the golden AL to half a unit of its second decimal."""
     if ctx.knob.endswith("rate") and ctx.k:
@@ -385,15 +357,15 @@ def _tolerance(ctx: PinContext) -> float:
 
 
 
-def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> DraftLen:
+def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> plugin.DraftLen:
     """k from ``golden-al env --num-speculative-tokens N``: N itself."""
-    return DraftLen(int(values["num_speculative_tokens"]), "--num-speculative-tokens N")
+    return plugin.DraftLen(int(values["num_speculative_tokens"]), "--num-speculative-tokens N")
 
 
 
 def forced_in_args(args: Sequence[str]) -> tuple[str, str] | None:
     """``--spec-decode-acceptance-length`` / ``-rate`` among server arguments, as (what, hint), or None."""
-    found = set_flag(args, (LENGTH_FLAG, RATE_FLAG))
+    found = plugin.set_flag(args, (LENGTH_FLAG, RATE_FLAG))
     return None if found is None else (f"{found[0]} {found[1]}", f"drop {found[0]} for a measurement")
 
 
@@ -407,24 +379,24 @@ def forced_in_log_line(line: str) -> tuple[str, str] | None:
     return None
 
 
-PROFILE = EngineProfile(
+PROFILE = plugin.EngineProfile(
     name="atom",
     frameworks=("atom", "atom-disagg"),
     display_name="ATOM",
     algorithms=METHODS,
-    draft_len_rules=(DraftLenRule("*", f"k = {FLAG_K} (default {DEFAULT_K})", True, _ARGS),),
+    draft_len_rules=(plugin.DraftLenRule("*", f"k = {FLAG_K} (default {DEFAULT_K})", True, _ARGS),),
     limits=(
-        Limit("num_speculative_tokens", SEQUENTIAL_METHODS, MAX_SEQUENTIAL_K,
-              f"sequential drafters (mtp, eagle3) accept {FLAG_K} 1..{MAX_SEQUENTIAL_K} "
-              "(Config.__post_init__ raises ValueError above)", _CONFIG),
+        plugin.Limit("num_speculative_tokens", SEQUENTIAL_METHODS, MAX_SEQUENTIAL_K,
+                     f"sequential drafters (mtp, eagle3) accept {FLAG_K} 1..{MAX_SEQUENTIAL_K} "
+                     "(Config.__post_init__ raises ValueError above)", _CONFIG),
     ),
     sources=(_ARGS, _CONFIG, _ENGINE, _SCHEDULER, _SERVER, _METRICS),
     curve_methods=CURVE_METHODS,
     env_prefixes=("ATOM_",),
-    check=CheckSupport(
+    check=plugin.CheckSupport(
         forced_in_args=forced_in_args,
         forced_in_log_line=forced_in_log_line,
-        env_options=(EnvOption("--num-speculative-tokens", f"ATOM {FLAG_K} (k = N)"),),
+        env_options=(plugin.EnvOption("--num-speculative-tokens", f"ATOM {FLAG_K} (k = N)"),),
         env_draft_len=env_draft_len,
         review_pin=_review,
         pin_tolerance=_tolerance,
@@ -432,58 +404,58 @@ PROFILE = EngineProfile(
         script_speculation=script_speculation,
         script_settings="the ATOM launch flags",
         script_flags=(FLAG_K, FLAG_METHOD, FLAG_DRAFT_MODEL),
-        script_pin=lazy(f"{__name__}.pins:atom_pin"),
+        script_pin=plugin.lazy(f"{__name__}.pins:atom_pin"),
         synthetic_knobs=(
-            SyntheticKnob(LENGTH_FLAG, "flag", "al", source=_ARGS),
-            SyntheticKnob(RATE_FLAG, "flag", "rate", source=_ARGS),
+            plugin.SyntheticKnob(LENGTH_FLAG, "flag", "al", source=_ARGS),
+            plugin.SyntheticKnob(RATE_FLAG, "flag", "rate", source=_ARGS),
         ),
         synthetic_settings=synthetic_settings,
         shell_variable=SHELL_VARIABLE,
         shell_value=shell_value,
     ),
-    server=ServerSupport(
+    server=plugin.ServerSupport(
         metrics=(
-            Metric(METRIC_DRAFT_TOKENS, "counter", "drafted tokens (K per step)", source=_METRICS),
-            Metric(METRIC_ACCEPTED, "counter", "accepted draft tokens", source=_METRICS),
-            Metric(METRIC_DECODE_STEPS, "counter", "decode steps by accepted drafts", (ACCEPTED_LABEL,), _METRICS),
-            Metric(METRIC_AVG_TOKENS_PER_FORWARD, "gauge", "1 + accepted / steps", source=_METRICS),
+            plugin.Metric(METRIC_DRAFT_TOKENS, "counter", "drafted tokens (K per step)", source=_METRICS),
+            plugin.Metric(METRIC_ACCEPTED, "counter", "accepted draft tokens", source=_METRICS),
+            plugin.Metric(METRIC_DECODE_STEPS, "counter", "decode steps by accepted drafts", (ACCEPTED_LABEL,), _METRICS),
+            plugin.Metric(METRIC_AVG_TOKENS_PER_FORWARD, "gauge", "1 + accepted / steps", source=_METRICS),
         ),
         response_fields={
-            "num_accepted_drafts": ResponseField("accepted drafts", (STATS_ACCEPTED,), MTP_STATS_PATH, _ENGINE),
-            "num_draft_tokens": ResponseField("drafted tokens", (STATS_DRAFT_TOKENS,), MTP_STATS_PATH, _ENGINE),
-            "histogram": ResponseField("steps by accepted drafts", (STATS_DISTRIBUTION,), MTP_STATS_PATH, _ENGINE),
-            "reported_al": ResponseField("tokens per forward", (STATS_AVG_TOKENS,), MTP_STATS_PATH, _ENGINE),
+            "num_accepted_drafts": plugin.ResponseField("accepted drafts", (STATS_ACCEPTED,), MTP_STATS_PATH, _ENGINE),
+            "num_draft_tokens": plugin.ResponseField("drafted tokens", (STATS_DRAFT_TOKENS,), MTP_STATS_PATH, _ENGINE),
+            "histogram": plugin.ResponseField("steps by accepted drafts", (STATS_DISTRIBUTION,), MTP_STATS_PATH, _ENGINE),
+            "reported_al": plugin.ResponseField("tokens per forward", (STATS_AVG_TOKENS,), MTP_STATS_PATH, _ENGINE),
         },
         server_info_fields={"length": LENGTH_KEY, "rate": RATE_KEY},
-        counter_reader=lazy(f"{__name__}.counters:read"),
-        reference_flavor=lazy(f"{__name__}.reference:AtomFlavor"),
+        counter_reader=plugin.lazy(f"{__name__}.counters:read"),
+        reference_flavor=plugin.lazy(f"{__name__}.reference:AtomFlavor"),
         counter_marker=METRIC_DRAFT_TOKENS,
         lifetime_prefixes=(METRIC_PREFIX,),
         al_sources=("atom-mtp-stats",),
-        source_impls={"atom-mtp-stats": lazy(f"{__name__}.server:AtomMtpStatsSource")},
-        server_probe=lazy(f"{__name__}.server:probe"),
+        source_impls={"atom-mtp-stats": plugin.lazy(f"{__name__}.server:AtomMtpStatsSource")},
+        server_probe=plugin.lazy(f"{__name__}.server:probe"),
     ),
-    launch=LaunchSupport(
+    launch=plugin.LaunchSupport(
         spec_flags=spec_flags,
         launch_command=("-m", LAUNCH_MODULE),
         server_args=server_args,
         reserved_flags=("--model", FLAG_SERVER_PORT, "--host", "--tensor-parallel-size", "-tp", FLAG_METHOD,
                         FLAG_K, FLAG_DRAFT_MODEL, "--served-model-name"),
     ),
-    simulate=SimulateSupport(
+    simulate=plugin.SimulateSupport(
         default_sampler="synthetic",
-        samplers={"synthetic": lazy(f"{__name__}.sampler:AtomSynthetic")},
+        samplers={"synthetic": plugin.lazy(f"{__name__}.sampler:AtomSynthetic")},
         simulator_settings=simulator_settings,
-        simulate_options=(SimulateOption(
+        simulate_options=(plugin.SimulateOption(
             "--acceptance-rate", "rate", type=float, metavar="RATE", gives_al=_simulate_rate_al,
             help=f"{RATE_FLAG} (AL-1)/K in [0, 1], instead of --al"),),
         simulate_report=simulate_report,
     ),
-    recipe=RecipeFormat("atom_config", ("atom",), read_recipe_role, inject_into="args",
-                        spec_keys=tuple(f[2:] for f in RECIPE_FLAGS)),
-    run_logs=RunLogSupport(
+    recipe=plugin.RecipeFormat("atom_config", ("atom",), read_recipe_role, inject_into="args",
+                               spec_keys=tuple(f[2:] for f in RECIPE_FLAGS)),
+    run_logs=plugin.RunLogSupport(
         log_patterns=LOG_PATTERNS,
-        run_evidence=lazy(f"{__name__}.evidence:read"),
-        log_reader=LogReader(lazy(f"{__name__}.logs:parse_atom_mtp_line"), ("[MTP Stats",)),
+        run_evidence=plugin.lazy(f"{__name__}.evidence:read"),
+        log_reader=plugin.LogReader(plugin.lazy(f"{__name__}.logs:parse_atom_mtp_line"), ("[MTP Stats",)),
     ),
 )

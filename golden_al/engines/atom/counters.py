@@ -14,13 +14,7 @@ from typing import Literal
 
 from distributions import units
 from distributions.counts import AcceptanceCounts
-from golden_al.plugin import InputFileError, MetricMissingError, MetricsSnapshot, check_counts
-from golden_al.plugin import check_not_backwards as _check_not_backwards
-from golden_al.plugin import counter as _counter
-from golden_al.plugin import int_label as _int_label
-from golden_al.plugin import no_steps as _no_steps
-from golden_al.plugin import optional as _optional
-from golden_al.plugin import to_counts as _to_counts
+from golden_al import plugin
 
 from . import (
     ACCEPTED_LABEL,
@@ -78,7 +72,7 @@ class AtomSpecCounters:
         """``1 + accepted / steps`` (ATOM's ``average_tokens_per_forward``)."""
         steps = self.num_verify_steps
         if steps <= 0:
-            raise _no_steps("ATOM", f"{self.source}: " if self.source else "")
+            raise plugin.no_steps("ATOM", f"{self.source}: " if self.source else "")
         return units.al_from_counts(self.accepted_tokens, steps)
 
     def to_counts(self, k: int | None = None) -> AcceptanceCounts:
@@ -86,18 +80,18 @@ class AtomSpecCounters:
         stats = {STATS_ENABLED: True, STATS_DRAFT_TOKENS: self.draft_tokens,
                  STATS_ACCEPTED: self.accepted_tokens,
                  STATS_DISTRIBUTION: dict(self.decode_steps)}
-        return _to_counts(lambda: counts_from_mtp_stats(stats, k=k), self.source)
+        return plugin.to_counts(lambda: counts_from_mtp_stats(stats, k=k), self.source)
 
     def minus(self, before: AtomSpecCounters) -> AtomSpecCounters:
         """``self - before``, checking for resets."""
         where = f"{self.source}: " if self.source else ""
-        _check_not_backwards(METRIC_DRAFT_TOKENS, before.draft_tokens, self.draft_tokens, where)
-        _check_not_backwards(METRIC_ACCEPTED, before.accepted_tokens, self.accepted_tokens, where)
+        plugin.check_not_backwards(METRIC_DRAFT_TOKENS, before.draft_tokens, self.draft_tokens, where)
+        plugin.check_not_backwards(METRIC_ACCEPTED, before.accepted_tokens, self.accepted_tokens, where)
         b = dict(before.decode_steps)
         a = dict(self.decode_steps)
         out = []
         for j in sorted(set(a) | set(b)):
-            _check_not_backwards(f'{METRIC_DECODE_STEPS}{{{ACCEPTED_LABEL}="{j}"}}', b.get(j, 0.0), a.get(j, 0.0), where)
+            plugin.check_not_backwards(f'{METRIC_DECODE_STEPS}{{{ACCEPTED_LABEL}="{j}"}}', b.get(j, 0.0), a.get(j, 0.0), where)
             out.append((j, a.get(j, 0.0) - b.get(j, 0.0)))
         return AtomSpecCounters(
             self.draft_tokens - before.draft_tokens,
@@ -113,9 +107,9 @@ class AtomSpecCounters:
 
     def validate(self, k: int | None = None) -> None:
         """:func:`~golden_al.formats.validate.check_counts` on these counters."""
-        check_counts(what=f"{self.engine} Prometheus counters" + (" (delta)" if self.source is None else ""), accepted=self.accepted_tokens,
-                     drafted=self.draft_tokens, drafts=self.num_verify_steps if self.decode_steps else None, k=k,
-                     path=self.source)
+        plugin.check_counts(what=f"{self.engine} Prometheus counters" + (" (delta)" if self.source is None else ""), accepted=self.accepted_tokens,
+                            drafted=self.draft_tokens, drafts=self.num_verify_steps if self.decode_steps else None, k=k,
+                            path=self.source)
 
     def independent_draws(self, batch_size: float | None) -> tuple[float, list[str]]:
         """Every request-step is its own draw."""
@@ -123,25 +117,25 @@ class AtomSpecCounters:
 
 
 
-def read(snap: MetricsSnapshot, labels: Mapping[str, str] | None = None) -> AtomSpecCounters:
+def read(snap: plugin.MetricsSnapshot, labels: Mapping[str, str] | None = None) -> AtomSpecCounters:
     """ATOM's MTP counters in a snapshot (``validate``d).
 
     Raises:
         MetricMissingError: a counter is absent, or ``decode_steps`` (MTP off).
         InputFileError: a value is not a finite count, or a label is not an integer.
     """
-    draft = _counter(snap, METRIC_DRAFT_TOKENS, labels)
-    accepted = _counter(snap, METRIC_ACCEPTED, labels)
+    draft = plugin.counter(snap, METRIC_DRAFT_TOKENS, labels)
+    accepted = plugin.counter(snap, METRIC_ACCEPTED, labels)
     if not snap.select(METRIC_DECODE_STEPS, labels):
-        raise MetricMissingError(
+        raise plugin.MetricMissingError(
             f"{snap._where()}metric {METRIC_DECODE_STEPS} is absent: ATOM exposes it only when MTP is enabled",
             hint=f"start ATOM with {FLAG_METHOD} and {FLAG_K}",
         )
     by_j = snap.by_label(METRIC_DECODE_STEPS, ACCEPTED_LABEL, labels)
-    steps = tuple(sorted((_int_label(snap, METRIC_DECODE_STEPS, ACCEPTED_LABEL, k), v) for k, v in by_j.items()))
+    steps = tuple(sorted((plugin.int_label(snap, METRIC_DECODE_STEPS, ACCEPTED_LABEL, k), v) for k, v in by_j.items()))
     if not all(math.isfinite(v) and v >= 0 for _, v in steps):
-        raise InputFileError(f"counter {METRIC_DECODE_STEPS} has a value that is not a finite count", path=snap.source)
-    out = AtomSpecCounters(draft, accepted, steps, _optional(snap, METRIC_AVG_TOKENS_PER_FORWARD, labels),
+        raise plugin.InputFileError(f"counter {METRIC_DECODE_STEPS} has a value that is not a finite count", path=snap.source)
+    out = AtomSpecCounters(draft, accepted, steps, plugin.optional(snap, METRIC_AVG_TOKENS_PER_FORWARD, labels),
                            source=snap.source)
     out.validate()
     return out

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from golden_al.plugin import number as _f
-from golden_al.plugin import pattern
+from golden_al import plugin
 
 from . import PROFILE
 
@@ -31,9 +30,9 @@ __all__ = ['AtomMtpStatsRecord', 'parse_atom_mtp_line']
 
 #: "[MTP Stats Interval] Average toks/fwd: {:.2f}, Accepted/Total Draft tokens: {a}/{d}, "
 #: "Acceptance rate: {:.2%}, Accepted tokens distribution: { {k: f'{v:.2%}'} }"
-_ATOM = pattern(PROFILE, "mtp-stats")
+_ATOM = plugin.pattern(PROFILE, "mtp-stats")
 _ATOM_MARK = PROFILE.log_pattern("mtp-stats").marker
-_ATOM_DIST_ITEM = pattern(PROFILE, "mtp-distribution-item")
+_ATOM_DIST_ITEM = plugin.pattern(PROFILE, "mtp-distribution-item")
 
 
 @dataclass(frozen=True)
@@ -54,10 +53,9 @@ class AtomMtpStatsRecord:
 
     def validate(self, source: Path | str | None) -> None:
         """Refuse counts no ATOM server can print (:func:`golden_al.formats.validate.check_counts`)."""
-        from golden_al.plugin import check_counts
 
-        check_counts(what="ATOM MTP stats line", accepted=self.accepted_tokens, drafted=self.draft_tokens,
-                     al=self.avg_tokens_per_forward, path=source, line=self.line_no)
+        plugin.check_counts(what="ATOM MTP stats line", accepted=self.accepted_tokens, drafted=self.draft_tokens,
+                            al=self.avg_tokens_per_forward, path=source, line=self.line_no)
 
 
 def parse_atom_mtp_line(line: str, line_no: int = 0) -> AtomMtpStatsRecord | None:
@@ -73,10 +71,10 @@ def parse_atom_mtp_line(line: str, line_no: int = 0) -> AtomMtpStatsRecord | Non
     return AtomMtpStatsRecord(
         line_no=line_no,
         kind="interval" if m.group("kind").strip() == "Interval" else "cumulative",
-        avg_tokens_per_forward=_f(m.group("avg")),
+        avg_tokens_per_forward=plugin.number(m.group("avg")),
         accepted_tokens=int(m.group("acc")),
         draft_tokens=int(m.group("draft")),
-        acceptance_rate_pct=_f(m.group("rate")),
+        acceptance_rate_pct=plugin.number(m.group("rate")),
         distribution_pct=dist,
         complete=m.group("dist") is not None or "distribution" not in line[m.end():],
     )

@@ -8,7 +8,7 @@ from __future__ import annotations
 import datetime as _dt
 from typing import Any, ClassVar
 
-from golden_al.plugin import Flavor, Generation, now_log
+from golden_al import plugin
 
 from . import (
     ACCEPTED_LABEL,
@@ -30,7 +30,7 @@ from . import (
 __all__ = ["AtomFlavor"]
 
 
-class AtomFlavor(Flavor):
+class AtomFlavor(plugin.Flavor):
     """ATOM's MTP counters, stats endpoint and stats log lines."""
 
     health_body: ClassVar[bytes] = b'{"status": "ok"}'
@@ -53,7 +53,7 @@ class AtomFlavor(Flavor):
         self.dist = [0] * (k + 1)
         self.iv: list[Any] = [0, 0, [0] * (k + 1)]
 
-    def record(self, gen: Generation) -> None:
+    def record(self, gen: plugin.Generation) -> None:
         k = self.engine.draft_len
         for n in gen.accepted:  # ATOM charges K draft tokens per step (scheduler.py SpecStats.update)
             self.draft += k
@@ -102,7 +102,7 @@ class AtomFlavor(Flavor):
     def startup_lines(self, port: int) -> list[str]:
         if not self.config.claim_synthetic:
             return []
-        return [f"{now_log()} - atom - INFO - Forced speculative acceptance ON: mean acceptance "
+        return [f"{plugin.now_log()} - atom - INFO - Forced speculative acceptance ON: mean acceptance "
                 "length 2.50 (per-position rates ...)"]
 
     def get(self, path: str) -> Any | None:

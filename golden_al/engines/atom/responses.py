@@ -6,15 +6,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from golden_al.plugin import (
-    InputFileError,
-    MetricMissingError,
-    RequestSpecCounts,
-    build_counts,
-    check_acceptance_counts,
-    optional_number,
-    where,
-)
+from golden_al import plugin
 
 from . import (
     FLAG_K,
@@ -32,7 +24,7 @@ __all__ = ["parse_atom_mtp_stats", "read_atom_mtp_stats_file"]
 
 
 def parse_atom_mtp_stats(obj: Mapping[str, Any], *, k: int | None = None,
-                         source: str | None = None) -> RequestSpecCounts:
+                         source: str | None = None) -> plugin.RequestSpecCounts:
     """Server-wide cumulative counts from ATOM's ``/debug/mtp_stats`` JSON.
 
     Raises:
@@ -40,29 +32,28 @@ def parse_atom_mtp_stats(obj: Mapping[str, Any], *, k: int | None = None,
         InputFileError: fields of the wrong type or that contradict each other.
     """
     if not isinstance(obj, Mapping):
-        raise InputFileError(f"ATOM /debug/mtp_stats must be an object, got {type(obj).__name__}", path=source)
+        raise plugin.InputFileError(f"ATOM /debug/mtp_stats must be an object, got {type(obj).__name__}", path=source)
     if obj.get(STATS_ENABLED) is False:
-        raise MetricMissingError(f"{where(source)}ATOM reports MTP statistics disabled (enabled: false)",
-                                 hint=f"start ATOM with {FLAG_METHOD} and {FLAG_K}")
+        raise plugin.MetricMissingError(f"{plugin.where(source)}ATOM reports MTP statistics disabled (enabled: false)",
+                                        hint=f"start ATOM with {FLAG_METHOD} and {FLAG_K}")
     for key in (STATS_DRAFT_TOKENS, STATS_ACCEPTED, STATS_DISTRIBUTION):
         if obj.get(key) is None:
-            raise MetricMissingError(f"{where(source)}ATOM {MTP_STATS_PATH} has no {key}",
-                                     hint=f"pass the body of GET {MTP_STATS_PATH}")
-    counts = build_counts(lambda: counts_from_mtp_stats(obj, k=k), "ATOM /debug/mtp_stats", source)
-    reported = optional_number(obj, STATS_AVG_TOKENS, source)
-    check_acceptance_counts(counts, what="ATOM /debug/mtp_stats", path=source, reported_al=reported)
-    return RequestSpecCounts("atom", counts, reported, None,
-                             source)
+            raise plugin.MetricMissingError(f"{plugin.where(source)}ATOM {MTP_STATS_PATH} has no {key}",
+                                            hint=f"pass the body of GET {MTP_STATS_PATH}")
+    counts = plugin.build_counts(lambda: counts_from_mtp_stats(obj, k=k), "ATOM /debug/mtp_stats", source)
+    reported = plugin.optional_number(obj, STATS_AVG_TOKENS, source)
+    plugin.check_acceptance_counts(counts, what="ATOM /debug/mtp_stats", path=source, reported_al=reported)
+    return plugin.RequestSpecCounts("atom", counts, reported, None,
+                                    source)
 
 
-def read_atom_mtp_stats_file(path: str | Path, *, k: int | None = None) -> RequestSpecCounts:
+def read_atom_mtp_stats_file(path: str | Path, *, k: int | None = None) -> plugin.RequestSpecCounts:
     """Read a saved ``/debug/mtp_stats`` body.
 
     Raises:
         InputFileError: unreadable or not JSON.
     """
-    from golden_al.plugin import read_json
 
     p = Path(path)
-    obj = read_json(p)  # regular file, byte cap, depth limit
+    obj = plugin.read_json(p)  # regular file, byte cap, depth limit
     return parse_atom_mtp_stats(obj, k=k, source=str(p))

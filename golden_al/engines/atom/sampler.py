@@ -26,12 +26,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from distributions import AcceptanceDistribution, units
-from golden_al.plugin import SamplerError, SyntheticRatesSampler
+from golden_al import plugin
 
 __all__ = ["AtomSynthetic"]
 
 
-class AtomSynthetic(SyntheticRatesSampler):
+class AtomSynthetic(plugin.SyntheticRatesSampler):
     """ATOM forced acceptance: the length form, or the rate form ``(AL - 1) / k``.
 
     Args:
@@ -53,7 +53,7 @@ class AtomSynthetic(SyntheticRatesSampler):
     def __init__(self, rate: float | None = None) -> None:
         super().__init__(rates=None)
         if rate is not None and not (0.0 <= float(rate) <= 1.0):
-            raise SamplerError(f"--spec-decode-acceptance-rate must be in [0, 1], got {rate!r}")
+            raise plugin.SamplerError(f"--spec-decode-acceptance-rate must be in [0, 1], got {rate!r}")
         self.rate = None if rate is None else float(rate)
 
     def resolve_al(self, al: float | None, k: int) -> float:
@@ -61,13 +61,13 @@ class AtomSynthetic(SyntheticRatesSampler):
         k = units.check_draft_len(k)
         if self.rate is not None:
             if al is not None:
-                raise SamplerError(
+                raise plugin.SamplerError(
                     "ATOM's --spec-decode-acceptance-length and --spec-decode-acceptance-rate are "
                     "mutually exclusive; give one"
                 )
             return units.al_from_acceptance_rate(self.rate, k)
         if al is None:
-            raise SamplerError("ATOM needs an acceptance length or rate")
+            raise plugin.SamplerError("ATOM needs an acceptance length or rate")
         return units.check_al(al, k)
 
     def pmf(self, al: float | None, k: int) -> AcceptanceDistribution:

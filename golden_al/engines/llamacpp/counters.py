@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from golden_al.plugin import DraftCounters, MetricsSnapshot
+from golden_al import plugin
 
 from . import (
     ACCEPTED_METRIC,
@@ -23,7 +23,7 @@ __all__ = ["LlamaCppSpecCounters", "read"]
 
 
 @dataclass(frozen=True)
-class LlamaCppSpecCounters(DraftCounters):
+class LlamaCppSpecCounters(plugin.DraftCounters):
     """llama-server's counters (``golden_al/engines/llamacpp/__init__.py``): vLLM's meaning, its own names; one
     verify step per request step with a draft (``n_draft_verif_steps``).
 
@@ -38,7 +38,7 @@ class LlamaCppSpecCounters(DraftCounters):
                                                        ACCEPTED_PER_POS_METRIC, "position")
 
 
-def read(snap: MetricsSnapshot, labels: Mapping[str, str] | None = None) -> LlamaCppSpecCounters:
+def read(snap: plugin.MetricsSnapshot, labels: Mapping[str, str] | None = None) -> LlamaCppSpecCounters:
     """The :class:`LlamaCppSpecCounters` of a ``MetricsSnapshot``, with the busy gauges.
 
     Raises:

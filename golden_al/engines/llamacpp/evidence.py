@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distributions import units
-from golden_al.plugin import InputFileError, LineTally, NoVerifyStepsError, RunEvidence, iter_lines
+from golden_al import plugin
 
 from . import FIXED_K_HINT, FLAG_N_MAX, LOG_DRAFT_ACCEPTANCE_MARKER, PROFILE
 from .logs import scan_lines
@@ -14,32 +14,32 @@ from .logs import scan_lines
 ENGINE = PROFILE.name
 
 
-def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
+def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> plugin.RunEvidence:
     """llama-server's per-request ``draft acceptance = ...`` lines (:mod:`golden_al.engines.llamacpp.logs`).
 
     With ``--spec-draft-n-min`` = ``--spec-draft-n-max`` = k every verify step drafts k
     tokens, so a request's verify steps are ``generated / k`` exactly; each request-step
     draws its own L (one mt19937 stream per request).
     """
-    tally = LineTally()
-    scans = [scan_lines(iter_lines(f), source=str(f), tally=tally) for f in files]
+    tally = plugin.LineTally()
+    scans = [scan_lines(plugin.iter_lines(f), source=str(f), tally=tally) for f in files]
     lines = [(scan.source, r) for scan in scans for r in scan.requests]
     if not lines:
         names = ", ".join(str(scan.source) for scan in scans)
-        raise InputFileError(f"no {PROFILE.launch.executable} '{LOG_DRAFT_ACCEPTANCE_MARKER}...' lines in "
-                             f"{names}",
-                             hint="pass the llama-server log of the run (one line per finished request with drafts)")
+        raise plugin.InputFileError(f"no {PROFILE.launch.executable} '{LOG_DRAFT_ACCEPTANCE_MARKER}...' lines in "
+                                    f"{names}",
+                                    hint="pass the llama-server log of the run (one line per finished request with drafts)")
     accepted = generated = 0
     for name, r in lines:
         if r.generated % k:
-            raise InputFileError(f"line {r.line}: {r.generated} drafted tokens is not a multiple of k={k}: the server "
-                                 f"did not draft a fixed length (or --draft-len is not its {FLAG_N_MAX})",
-                                 path=name, hint=FIXED_K_HINT)
+            raise plugin.InputFileError(f"line {r.line}: {r.generated} drafted tokens is not a multiple of k={k}: the server "
+                                        f"did not draft a fixed length (or --draft-len is not its {FLAG_N_MAX})",
+                                        path=name, hint=FIXED_K_HINT)
         accepted += r.accepted
         generated += r.generated
     steps = generated / k
     if steps <= 0:
-        raise NoVerifyStepsError("the llama-server lines report zero drafted tokens: AL is undefined")
+        raise plugin.NoVerifyStepsError("the llama-server lines report zero drafted tokens: AL is undefined")
     notes = [*tally.notes, f"{len(lines)} request line(s): accepted {accepted} / drafted {generated} tokens; "
              "verify steps = drafted / k"]
     synth = [s for scan in scans for s in scan.synthetic if s.n_max is not None]
@@ -52,5 +52,5 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
                      "can pass or fail by chance)")
     realized = units.al_from_counts(accepted, steps)
     windows = tuple((float(r.accepted), r.generated / k) for _name, r in lines)
-    return RunEvidence(ENGINE, "llamacpp request log", realized, steps, steps, steps, len(lines), tuple(notes),
-                       windows=windows, window_unit="request")
+    return plugin.RunEvidence(ENGINE, "llamacpp request log", realized, steps, steps, steps, len(lines), tuple(notes),
+                              windows=windows, window_unit="request")

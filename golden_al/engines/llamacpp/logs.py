@@ -23,7 +23,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from golden_al.plugin import InputFileError, LineTally
+from golden_al import plugin
 
 from . import LOG_DRAFT_ACCEPTANCE, LOG_DRAFT_ACCEPTANCE_MARKER, LOG_SYNTH_INFO, LOG_SYNTH_WARNING, PROFILE
 
@@ -81,10 +81,10 @@ def scan_log(text: str, *, source: str | None = None) -> LlamaCppLog:
 
 
 def scan_lines(lines: Iterable[tuple[int, str]], *, source: str | None = None,
-               tally: LineTally | None = None) -> LlamaCppLog:
+               tally: plugin.LineTally | None = None) -> LlamaCppLog:
     """:func:`scan_log` over ``(line number, text)`` pairs (e.g. :func:`golden_al.safeio.iter_lines`), under the one
     reader policy (:class:`~golden_al.formats.logs.LineTally`, shared by the files of one read when given)."""
-    out, tally = LlamaCppLog(source), tally or LineTally()
+    out, tally = LlamaCppLog(source), tally or plugin.LineTally()
     before, lineno = len(tally.notes), 0
     for lineno, line in lines:
         m = _DRAFT_RE.search(line) if len(line) <= _MAX_LINE else None
@@ -124,7 +124,7 @@ def timings_counts(resp: Mapping[str, Any]) -> tuple[int, int] | None:
     drafted, accepted = timings.get("draft_n"), timings.get("draft_n_accepted")
     if not (isinstance(drafted, int) and isinstance(accepted, int)) or isinstance(drafted, bool) \
             or isinstance(accepted, bool) or drafted < 0 or accepted < 0:
-        raise InputFileError(f"timings.draft_n/draft_n_accepted are not counts: {drafted!r}, {accepted!r}")
+        raise plugin.InputFileError(f"timings.draft_n/draft_n_accepted are not counts: {drafted!r}, {accepted!r}")
     if accepted > drafted:
-        raise InputFileError(f"timings.draft_n_accepted {accepted} > draft_n {drafted}")
+        raise plugin.InputFileError(f"timings.draft_n_accepted {accepted} > draft_n {drafted}")
     return drafted, accepted

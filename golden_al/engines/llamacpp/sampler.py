@@ -30,7 +30,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from distributions import AcceptanceDistribution, units
-from golden_al.plugin import EngineSampler, SamplerError
+from golden_al import plugin
 
 __all__ = ["LlamaCppSynthetic", "geometric_rate", "resolve_rates"]
 
@@ -50,8 +50,8 @@ def geometric_rate(length: float, n_max: int) -> float:
     n = units.check_draft_len(n_max)
     length_max = float(n) + 1.0
     if not (np.isfinite(length) and 1.0 <= length <= length_max):
-        raise SamplerError(f"synthetic acceptance length must be finite and within [1, {n + 1}], got {length!r}",
-                           hint="llama.cpp's --spec-synth-len includes the target token: AL itself")
+        raise plugin.SamplerError(f"synthetic acceptance length must be finite and within [1, {n + 1}], got {length!r}",
+                                  hint="llama.cpp's --spec-synth-len includes the target token: AL itself")
     if length == length_max:
         return 1.0
     if length <= 1.0:
@@ -75,17 +75,17 @@ def resolve_rates(length: float | None, n_max: int, rates: Sequence[float] | Non
     """Unconditional per-position rates llama.cpp uses (``common_speculative_synth_rates_resolve``)."""
     n = units.check_draft_len(n_max)
     if (length is None) == (rates is None):
-        raise SamplerError("synthetic acceptance length and rates are mutually exclusive; give exactly one",
-                           hint="--spec-synth-len L or --spec-synth-rates P0,P1,...")
+        raise plugin.SamplerError("synthetic acceptance length and rates are mutually exclusive; give exactly one",
+                                  hint="--spec-synth-len L or --spec-synth-rates P0,P1,...")
     if rates is not None:
         r = [float(x) for x in rates]
         if len(r) != n:
-            raise SamplerError(f"synthetic acceptance rates must contain {n} values, got {len(r)}")
+            raise plugin.SamplerError(f"synthetic acceptance rates must contain {n} values, got {len(r)}")
         for i, x in enumerate(r):
             if not (np.isfinite(x) and 0.0 <= x <= 1.0):
-                raise SamplerError("synthetic acceptance rates must be finite and within [0, 1]")
+                raise plugin.SamplerError("synthetic acceptance rates must be finite and within [0, 1]")
             if i > 0 and x > r[i - 1]:
-                raise SamplerError("synthetic acceptance rates must be monotonically non-increasing")
+                raise plugin.SamplerError("synthetic acceptance rates must be monotonically non-increasing")
         return np.asarray(r, dtype=np.float64)
     assert length is not None
     p = geometric_rate(float(length), n)
@@ -107,7 +107,7 @@ def conditional_probs(rates: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.asarray(out, dtype=np.float64)
 
 
-class LlamaCppSynthetic(EngineSampler):
+class LlamaCppSynthetic(plugin.EngineSampler):
     """llama-server ``--spec-synth-len`` (geometric) or ``--spec-synth-rates`` (explicit).
 
     Args:
@@ -131,11 +131,11 @@ class LlamaCppSynthetic(EngineSampler):
         if self.rates is not None:
             r = resolve_rates(None, k, self.rates)
             if al is not None and abs(1.0 + float(r.sum()) - float(al)) > 1e-6:
-                raise SamplerError(f"AL {al:g} disagrees with --spec-synth-rates {self.rates}, which give AL "
-                                   f"{1.0 + float(r.sum()):.6g}")
+                raise plugin.SamplerError(f"AL {al:g} disagrees with --spec-synth-rates {self.rates}, which give AL "
+                                          f"{1.0 + float(r.sum()):.6g}")
             return r
         if al is None:
-            raise SamplerError("an AL is required when no explicit rates are given")
+            raise plugin.SamplerError("an AL is required when no explicit rates are given")
         return resolve_rates(units.check_al(al, k), k)
 
     def pmf(self, al: float | None, k: int) -> AcceptanceDistribution:

@@ -8,44 +8,32 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from distributions.counts import AcceptanceCounts
-from golden_al.plugin import (
-    InputFileError,
-    MetricMissingError,
-    MetricsSnapshot,
-    PrometheusSource,
-    ServerClient,
-    ServerError,
-    ServerFacts,
-    Snapshot,
-    filter_args,
-    ran,
-)
+from golden_al import plugin
 
 from . import ACCEPTED_PER_POS_METRIC, FIXED_K_HINT, FLAG_METRICS, PROFILE
 
 __all__ = ["LlamaCppPrometheusSource", "probe"]
 
 
-async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:
+async def probe(client: plugin.ServerClient, facts: plugin.ServerFacts, *, log_text: str | None) -> None:
     """Fill ``facts`` from what the server reports."""
-    from golden_al.plugin import parse_metrics_text
 
     from .counters import read as read_counters
 
     props = await client.get_json("/props", label="GET /props", optional=True)
     if not isinstance(props, Mapping):
-        raise MetricMissingError("the server has no /props: is this llama-server? (--engine)")
+        raise plugin.MetricMissingError("the server has no /props: is this llama-server? (--engine)")
     facts.described(props, "/props")
     facts.version = str(props.get("build_info")) if props.get("build_info") is not None else None
-    facts.server_args = filter_args({k: props.get(k) for k in ("model_path", "model_alias", "total_slots",
+    facts.server_args = plugin.filter_args({k: props.get(k) for k in ("model_path", "model_alias", "total_slots",
                                                                 "endpoint_metrics", "build_info")})
     if props.get("endpoint_metrics") is False:
-        raise MetricMissingError("llama-server runs without --metrics: its spec-decode counters are off",
-                                 hint=f"start it with {FLAG_METRICS}")
+        raise plugin.MetricMissingError("llama-server runs without --metrics: its spec-decode counters are off",
+                                        hint=f"start it with {FLAG_METRICS}")
     text = await client.get_text("/metrics", label="GET /metrics", optional=True)
     if text is None:
-        raise MetricMissingError("llama-server answered no /metrics", hint=f"start it with {FLAG_METRICS}")
-    counters = read_counters(parse_metrics_text(text, source=f"{client.base_url}/metrics"))
+        raise plugin.MetricMissingError("llama-server answered no /metrics", hint=f"start it with {FLAG_METRICS}")
+    counters = read_counters(plugin.parse_metrics_text(text, source=f"{client.base_url}/metrics"))
     if counters.accepted_per_position:
         facts.draft_len = len(counters.accepted_per_position)
         facts.draft_len_rule = f"number of position series of {ACCEPTED_PER_POS_METRIC}"
@@ -60,7 +48,7 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
 
 
 # ------------------------------------------------------------------ AL source
-class LlamaCppPrometheusSource(PrometheusSource):
+class LlamaCppPrometheusSource(plugin.PrometheusSource):
     """llama-server ``/metrics`` (``--metrics``) spec-decode counters (llama.cpp 0c1e570, ``server-task.cpp``).
 
     llama.cpp adds a request's counts when its slot is released, and ``/metrics`` is
@@ -74,10 +62,10 @@ class LlamaCppPrometheusSource(PrometheusSource):
     name = "llamacpp-prometheus"
     engine = PROFILE.name
 
-    def snapshot_of(self, snap: MetricsSnapshot, counters: Any) -> Snapshot:
-        return Snapshot(counters, None, counters.busy, None, len(counters.accepted_per_position) or None)
+    def snapshot_of(self, snap: plugin.MetricsSnapshot, counters: Any) -> plugin.Snapshot:
+        return plugin.Snapshot(counters, None, counters.busy, None, len(counters.accepted_per_position) or None)
 
-    async def after_unit(self, client: ServerClient, before: Snapshot, n_requests: int, label: str) -> Snapshot:
+    async def after_unit(self, client: plugin.ServerClient, before: plugin.Snapshot, n_requests: int, label: str) -> plugin.Snapshot:
         """The closing snapshot, once the server is idle again (the unit's slots released)."""
         deadline = self.clock() + 10.0
         after = await self.snapshot(client)
@@ -96,8 +84,8 @@ class LlamaCppPrometheusSource(PrometheusSource):
         for resp in responses:
             try:
                 got = timings_counts(resp)
-            except InputFileError as exc:
-                raise ServerError(f"{label}: {exc.message}") from None
+            except plugin.InputFileError as exc:
+                raise plugin.ServerError(f"{label}: {exc.message}") from None
             if got is None:
                 missing += 1
             else:
@@ -105,14 +93,14 @@ class LlamaCppPrometheusSource(PrometheusSource):
                 accepted += got[1]
         steps = float(counts.num_verify_steps)
         if missing == len(responses) and steps > 0:  # evidence absent, not a skip: llama.cpp omits it only undrafted
-            raise ServerError(
+            raise plugin.ServerError(
                 f"{label}: /metrics counts {steps:g} verify steps but no response carries timings.draft_n "
                 f"(missing in {missing} of {len(responses)}): the counts cannot be cross-checked, so they are "
                 "not believed",
                 hint="llama-server reports timings.draft_n for every request that drafted; is --server llama-server?",
             )
         if abs(steps * k - drafted) > 1e-9 or abs(float(counts.num_accepted_drafts) - accepted) > 1e-9:
-            raise ServerError(
+            raise plugin.ServerError(
                 f"{label}: the /metrics delta ({steps:g} verify steps x k={k} = {steps * k:g} draft tokens, "
                 f"{float(counts.num_accepted_drafts):g} accepted) disagrees with the responses' timings (draft_n "
                 f"{drafted}, draft_n_accepted {accepted}): other traffic reached the server, or its draft length "
@@ -120,4 +108,4 @@ class LlamaCppPrometheusSource(PrometheusSource):
                 hint=f"measure on a server nobody else uses, started so: {FIXED_K_HINT} (golden-al --launch "
                 "does)",
             )
-        ran("metrics-vs-timings")
+        plugin.ran("metrics-vs-timings")

@@ -33,38 +33,7 @@ from distributions.counts import (
     from_histogram,
 )
 from distributions.errors import DistributionError
-from golden_al.plugin import (
-    Caveat,
-    CheckSupport,
-    DraftLen,
-    DraftLenRule,
-    EngineProfile,
-    EnvOption,
-    LaunchRequest,
-    LaunchSupport,
-    LogPattern,
-    LogReader,
-    LossyAcceptanceError,
-    Metric,
-    PinContext,
-    PinReview,
-    RecipeFormat,
-    ResponseField,
-    RunLogSupport,
-    RuntimeDraftLen,
-    ServerSupport,
-    SimulateOption,
-    SimulateSupport,
-    Source,
-    Speculation,
-    SyntheticKnob,
-    UsageError,
-    format_value,
-    int_flag,
-    lazy,
-    parse_number,
-    selector_text,
-)
+from golden_al import plugin
 
 __all__ = ["ALGORITHMS", "ENV_LEN", "ENV_METHOD", "ENV_TOKEN_MODE", "LEGACY_ENV_LEN", "LEGACY_ENV_METHOD",
            "PROFILE", "bench_accept_length", "bench_server_info", "biased_al", "counts_from_meta_info",
@@ -74,15 +43,15 @@ __all__ = ["ALGORITHMS", "ENV_LEN", "ENV_METHOD", "ENV_TOKEN_MODE", "LEGACY_ENV_
 
 VERSION = "0.5.23"
 _REPO = "sgl-project/sglang"
-_ENVIRON = Source(_REPO, "python/sglang/srt/environ.py", VERSION)
-_HOOK = Source(_REPO, "python/sglang/srt/arg_groups/speculative_hook.py", VERSION)
-_TOKENIZER = Source(_REPO, "python/sglang/srt/managers/tokenizer_manager.py", VERSION)
-_REPORTER = Source(_REPO, "python/sglang/srt/managers/scheduler_components/metrics_reporter.py", VERSION)
-_COLLECTOR = Source(_REPO, "python/sglang/srt/observability/metrics_collector.py", VERSION)
-_HTTP = Source(_REPO, "python/sglang/srt/entrypoints/http_server.py", VERSION)
-_SPEC_UTILS = Source(_REPO, "python/sglang/srt/speculative/spec_utils.py", VERSION)
-_ENGINE = Source(_REPO, "python/sglang/srt/entrypoints/engine.py", VERSION)
-_BENCH = Source(_REPO, "python/sglang/benchmark/serving.py", "00f9ec47")
+_ENVIRON = plugin.Source(_REPO, "python/sglang/srt/environ.py", VERSION)
+_HOOK = plugin.Source(_REPO, "python/sglang/srt/arg_groups/speculative_hook.py", VERSION)
+_TOKENIZER = plugin.Source(_REPO, "python/sglang/srt/managers/tokenizer_manager.py", VERSION)
+_REPORTER = plugin.Source(_REPO, "python/sglang/srt/managers/scheduler_components/metrics_reporter.py", VERSION)
+_COLLECTOR = plugin.Source(_REPO, "python/sglang/srt/observability/metrics_collector.py", VERSION)
+_HTTP = plugin.Source(_REPO, "python/sglang/srt/entrypoints/http_server.py", VERSION)
+_SPEC_UTILS = plugin.Source(_REPO, "python/sglang/srt/speculative/spec_utils.py", VERSION)
+_ENGINE = plugin.Source(_REPO, "python/sglang/srt/entrypoints/engine.py", VERSION)
+_BENCH = plugin.Source(_REPO, "python/sglang/benchmark/serving.py", "00f9ec47")
 
 # ----------------------------------------------------------------- synthetic acceptance
 ENV_LEN = "SGLANG_SIMULATE_ACC_LEN"
@@ -253,33 +222,33 @@ LOG_SERVER_ARGS_FORMAT = (
     "[{time}] server_args=ServerArgs(model_path={model!r}, speculative_algorithm={algorithm!r}, "
     "speculative_num_steps={steps}, speculative_eagle_topk=1, speculative_num_draft_tokens={draft_tokens})"
 )
-LOG_PATTERNS: tuple[LogPattern, ...] = (
-    LogPattern("decode-head",
-               rf"Decode batch(?: \[(?P<iter>{_INT})\])?[.,] #running-req: (?P<running>{_INT}), (?P<body>.*)$",
-               '"Decode batch{iter_msg}, #running-req: {n}, " (0.5.15.post1 / 0.5.23; older: "Decode batch. ")',
-               _REPORTER, marker='Decode batch'),
-    LogPattern("accept", rf"(?:^|, )accept len: (?P<len>{_NUM})(?:, accept rate: (?P<rate>{_NUM}))?(?=,|$)",
-               '"accept len: {spec_accept_length:.2f}, accept rate: {spec_accept_rate:.2f}"', _REPORTER),
-    LogPattern("cap", rf"(?:^|, )cap len: (?P<v>{_NUM})(?=,|$)", '"cap len: {spec_cap_length:.2f}"', _REPORTER),
-    LogPattern("block-accept", rf"(?:^|, )block accept len: (?P<v>{_NUM})(?=,|$)",
-               '"block accept len: {spec_block_accept_length:.2f}"', _REPORTER),
-    LogPattern("dspark-estimate", rf"est uncap acc len: (?P<mid>{_NUM}) \[(?P<lo>{_NUM}), (?P<hi>{_NUM})\]",
-               'DSpark "est uncap acc len: {mid:.2f} [{lo:.2f}, {hi:.2f}]"', _REPORTER),
-    LogPattern("tail",
-               rf"(?:(?P<graph_kind>cuda|cpu|npu|musa) graph: (?P<graph>True|False), )?"
-               rf"gen throughput \(token/s\): (?P<gen>{_NUM}), #queue-req: (?P<queue>{_INT})",
-               '"{cuda|cpu|npu|musa} graph: {bool}, gen throughput (token/s): {x:.2f}, #queue-req: {n}"', _REPORTER),
-    LogPattern("pd-decode",
-               rf"(?:^|, )(?P<key>pre-allocated usage|#prealloc-req|#transfer-req|#host-receive-req|#retracted-req): "
-               rf"(?P<v>{_NUM})(?=,|$)",
-               "PD-decode parts (pre-allocated usage, #prealloc-req, #transfer-req, #retracted-req)", _REPORTER),
-    LogPattern("token-usage", rf"(?P<key>[#A-Za-z][A-Za-z #_-]*?): (?P<v>{_NUM})(?=,|$)",
-               '"{key}: {value}" pairs before "accept len" (pool_stats_observer.py)', _REPORTER),
-    LogPattern("dp-rank", r"\bDP(?P<dp>\d+)\b", "the data-parallel rank prefix", _REPORTER),
+LOG_PATTERNS: tuple[plugin.LogPattern, ...] = (
+    plugin.LogPattern("decode-head",
+                      rf"Decode batch(?: \[(?P<iter>{_INT})\])?[.,] #running-req: (?P<running>{_INT}), (?P<body>.*)$",
+                      '"Decode batch{iter_msg}, #running-req: {n}, " (0.5.15.post1 / 0.5.23; older: "Decode batch. ")',
+                      _REPORTER, marker='Decode batch'),
+    plugin.LogPattern("accept", rf"(?:^|, )accept len: (?P<len>{_NUM})(?:, accept rate: (?P<rate>{_NUM}))?(?=,|$)",
+                      '"accept len: {spec_accept_length:.2f}, accept rate: {spec_accept_rate:.2f}"', _REPORTER),
+    plugin.LogPattern("cap", rf"(?:^|, )cap len: (?P<v>{_NUM})(?=,|$)", '"cap len: {spec_cap_length:.2f}"', _REPORTER),
+    plugin.LogPattern("block-accept", rf"(?:^|, )block accept len: (?P<v>{_NUM})(?=,|$)",
+                      '"block accept len: {spec_block_accept_length:.2f}"', _REPORTER),
+    plugin.LogPattern("dspark-estimate", rf"est uncap acc len: (?P<mid>{_NUM}) \[(?P<lo>{_NUM}), (?P<hi>{_NUM})\]",
+                      'DSpark "est uncap acc len: {mid:.2f} [{lo:.2f}, {hi:.2f}]"', _REPORTER),
+    plugin.LogPattern("tail",
+                      rf"(?:(?P<graph_kind>cuda|cpu|npu|musa) graph: (?P<graph>True|False), )?"
+                      rf"gen throughput \(token/s\): (?P<gen>{_NUM}), #queue-req: (?P<queue>{_INT})",
+                      '"{cuda|cpu|npu|musa} graph: {bool}, gen throughput (token/s): {x:.2f}, #queue-req: {n}"', _REPORTER),
+    plugin.LogPattern("pd-decode",
+                      rf"(?:^|, )(?P<key>pre-allocated usage|#prealloc-req|#transfer-req|#host-receive-req|#retracted-req): "
+                      rf"(?P<v>{_NUM})(?=,|$)",
+                      "PD-decode parts (pre-allocated usage, #prealloc-req, #transfer-req, #retracted-req)", _REPORTER),
+    plugin.LogPattern("token-usage", rf"(?P<key>[#A-Za-z][A-Za-z #_-]*?): (?P<v>{_NUM})(?=,|$)",
+                      '"{key}: {value}" pairs before "accept len" (pool_stats_observer.py)', _REPORTER),
+    plugin.LogPattern("dp-rank", r"\bDP(?P<dp>\d+)\b", "the data-parallel rank prefix", _REPORTER),
     # python/sglang/srt/entrypoints/engine.py (0.5.23 and 0.4.x): logger.info(f"{server_args=}") at start-up,
     # the dataclass repr of every server argument: "server_args=ServerArgs(model_path='...', tp_size=1, ...)"
-    LogPattern("server-args", r"server_args=ServerArgs\((?P<body>.*)\)\s*$",
-               '"server_args=ServerArgs(key=value, ...)" at start-up', _ENGINE, marker="server_args=ServerArgs("),
+    plugin.LogPattern("server-args", r"server_args=ServerArgs\((?P<body>.*)\)\s*$",
+                      '"server_args=ServerArgs(key=value, ...)" at start-up', _ENGINE, marker="server_args=ServerArgs("),
 )
 
 
@@ -301,11 +270,11 @@ def require_lossless(args: Mapping[str, Any], where: str) -> None:
             continue
         value = args[name]
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise UsageError(f"the server's {name} is {value!r}, not a number", hint="is this SGLang's /server_info?")
+            raise plugin.UsageError(f"the server's {name} is {value!r}, not a number", hint="is this SGLang's /server_info?")
         if value < 1.0:
             lossy.append(f"{name}={value:g}")
     if lossy:
-        raise LossyAcceptanceError(
+        raise plugin.LossyAcceptanceError(
             f"{where}: the SGLang server accepts lossily ({', '.join(lossy)}, below 1.0): it accepts drafts the target "
             "would not produce, so its AL is inflated and is not a golden value",
             hint="use a server started without --speculative-accept-threshold-single/-acc (both default to 1.0)")
@@ -316,7 +285,7 @@ def normalize_algorithm(algorithm: str) -> str:
     """Upper-case an SGLang ``--speculative-algorithm`` value and check it is known."""
     name = str(algorithm).strip().upper().replace("-", "_")
     if name not in ALGORITHMS:
-        raise UsageError(
+        raise plugin.UsageError(
             f"unknown SGLang speculative algorithm {algorithm!r}",
             hint="one of " + ", ".join(a.lower() for a in ALGORITHMS),
         )
@@ -331,7 +300,7 @@ def draft_len(
     num_draft_tokens: Any = None,
     dflash_block_size: Any = None,
     dspark_block_size: Any = None,
-) -> DraftLen:
+) -> plugin.DraftLen:
     """Draft length ``k`` from SGLang's flags (``speculative_hook.py``).
 
     * EAGLE/EAGLE3/NEXTN/STANDALONE: ``k = speculative_num_steps`` (topk 1 forces
@@ -348,70 +317,70 @@ def draft_len(
     """
     algo = normalize_algorithm(algorithm)
     family = ALGORITHMS[algo]
-    steps = int_flag(num_steps, FLAG_NUM_STEPS[2:])
-    topk = int_flag(eagle_topk, FLAG_EAGLE_TOPK[2:])
-    ndt = int_flag(num_draft_tokens, FLAG_NUM_DRAFT_TOKENS[2:])
-    dfb = int_flag(dflash_block_size, FLAG_DFLASH_BLOCK[2:])
-    dsb = int_flag(dspark_block_size, FLAG_DSPARK_BLOCK[2:])
+    steps = plugin.int_flag(num_steps, FLAG_NUM_STEPS[2:])
+    topk = plugin.int_flag(eagle_topk, FLAG_EAGLE_TOPK[2:])
+    ndt = plugin.int_flag(num_draft_tokens, FLAG_NUM_DRAFT_TOKENS[2:])
+    dfb = plugin.int_flag(dflash_block_size, FLAG_DFLASH_BLOCK[2:])
+    dsb = plugin.int_flag(dspark_block_size, FLAG_DSPARK_BLOCK[2:])
     if family == "eagle":
         if steps is None:
-            raise UsageError(
+            raise plugin.UsageError(
                 f"SGLang {algo} without {FLAG_NUM_STEPS}: SGLang auto-chooses the draft length",
                 hint=f"pin {FLAG_NUM_STEPS} K (with {FLAG_EAGLE_TOPK} 1)",
             )
         if steps < 1:
-            raise UsageError(f"{FLAG_NUM_STEPS[2:]} must be >= 1, got {steps}")
+            raise plugin.UsageError(f"{FLAG_NUM_STEPS[2:]} must be >= 1, got {steps}")
         # With topk 1 SGLang silently adjusts num_draft_tokens to steps + 1.
-        return DraftLen(steps, FLAG_NUM_STEPS[2:], chain=topk in (None, 1))
+        return plugin.DraftLen(steps, FLAG_NUM_STEPS[2:], chain=topk in (None, 1))
     if family == "uno":
         return _uno_draft_len(ndt, topk)
     if family == "dflash":
         if dfb is not None and ndt is not None and dfb != ndt:
-            raise UsageError(
+            raise plugin.UsageError(
                 f"DFLASH block size {dfb} != num-draft-tokens {ndt}: SGLang rejects this",
                 hint=f"{FLAG_DFLASH_BLOCK} is an alias of {FLAG_NUM_DRAFT_TOKENS}",
             )
         block = ndt if ndt is not None else dfb
         if block is None:
-            raise UsageError(
+            raise plugin.UsageError(
                 f"SGLang DFLASH without {FLAG_NUM_DRAFT_TOKENS}: the block size comes from the checkpoint",
                 hint=f"pin {FLAG_NUM_DRAFT_TOKENS} K+1",
             )
         if block < 2:
-            raise UsageError(f"DFLASH block size must be >= 2, got {block}")
+            raise plugin.UsageError(f"DFLASH block size must be >= 2, got {block}")
         rule = "num-draft-tokens - 1" if ndt is not None else "dflash-block-size - 1"
-        return DraftLen(block - 1, rule, chain=True)
+        return plugin.DraftLen(block - 1, rule, chain=True)
     if family == "dspark":
         if dsb is not None:
             if ndt is not None and ndt != dsb + 1:
-                raise UsageError(
+                raise plugin.UsageError(
                     f"DSPARK block size {dsb} needs num-draft-tokens {dsb + 1}, got {ndt}: SGLang rejects this"
                 )
-            return DraftLen(dsb, "dspark-block-size", chain=True)
+            return plugin.DraftLen(dsb, "dspark-block-size", chain=True)
         if ndt is not None:
-            return DraftLen(ndt - 1, "num-draft-tokens - 1", chain=True)
-        raise UsageError(
+            return plugin.DraftLen(ndt - 1, "num-draft-tokens - 1", chain=True)
+        raise plugin.UsageError(
             f"SGLang DSPARK without {FLAG_DSPARK_BLOCK}: gamma comes from the checkpoint (default 7)",
             hint=f"pin {FLAG_DSPARK_BLOCK} K",
         )
     if ndt is None:
-        raise UsageError(f"SGLang NGRAM needs {FLAG_NUM_DRAFT_TOKENS} to fix the draft length")
-    return DraftLen(ndt - 1, "num-draft-tokens - 1", chain=False)
+        raise plugin.UsageError(f"SGLang NGRAM needs {FLAG_NUM_DRAFT_TOKENS} to fix the draft length")
+    return plugin.DraftLen(ndt - 1, "num-draft-tokens - 1", chain=False)
 
 
-def _uno_draft_len(ndt: int | None, topk: int | None) -> DraftLen:
+def _uno_draft_len(ndt: int | None, topk: int | None) -> plugin.DraftLen:
     """UNO's k. ``UnoWorkerV2`` (python/sglang/srt/speculative/uno_worker_v2.py, main after 0.5.23) is one
     model (the target with a drafting LoRA); topk 1 decodes linearly over speculative_num_draft_tokens slots,
     the verified token plus num_draft_tokens - 1 drafts, with num_steps forced to 1; topk > 1 is a tree."""
     if ndt is None:
-        raise UsageError(f"SGLang UNO without {FLAG_NUM_DRAFT_TOKENS}: UNO requires it (k = it - 1)",
-                         hint=f"pin {FLAG_NUM_DRAFT_TOKENS} K+1")
+        raise plugin.UsageError(f"SGLang UNO without {FLAG_NUM_DRAFT_TOKENS}: UNO requires it (k = it - 1)",
+                                hint=f"pin {FLAG_NUM_DRAFT_TOKENS} K+1")
     if ndt < 2:
-        raise UsageError(f"UNO {FLAG_NUM_DRAFT_TOKENS[2:]} must be >= 2, got {ndt}")
-    return DraftLen(ndt - 1, "num-draft-tokens - 1 (UNO, num-steps forced to 1)", chain=topk in (None, 1))
+        raise plugin.UsageError(f"UNO {FLAG_NUM_DRAFT_TOKENS[2:]} must be >= 2, got {ndt}")
+    return plugin.DraftLen(ndt - 1, "num-draft-tokens - 1 (UNO, num-steps forced to 1)", chain=topk in (None, 1))
 
 
-def draft_len_from_flags(algorithm: str, flags: Mapping[str, Any]) -> DraftLen:
+def draft_len_from_flags(algorithm: str, flags: Mapping[str, Any]) -> plugin.DraftLen:
     """:func:`draft_len` from a mapping of flag names without dashes (``speculative-num-steps``)."""
     return draft_len(algorithm, num_steps=flags.get(FLAG_NUM_STEPS[2:]), eagle_topk=flags.get(FLAG_EAGLE_TOPK[2:]),
                      num_draft_tokens=flags.get(FLAG_NUM_DRAFT_TOKENS[2:]),
@@ -423,7 +392,7 @@ def draft_len_from_flags(algorithm: str, flags: Mapping[str, Any]) -> DraftLen:
 _RECIPE_KEYS: tuple[str, ...] = (*SPEC_FLAGS, FLAG_DRAFT_MODEL[2:].removesuffix("-path"), *SELECTOR_FLAGS)
 
 
-def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
+def read_recipe_role(args: Mapping[str, Any]) -> plugin.Speculation | None:
     """One srt-slurm role's speculative flags (``speculative_num_steps`` read as ``speculative-num-steps``);
     None: the role has no speculative flag. A draft-length flag without an algorithm starts nothing."""
     flags: dict[str, Any] = {}
@@ -435,17 +404,17 @@ def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
         return None
     algo = flags.get(SPEC_FLAGS[0], flags.get(SPEC_FLAGS[1]))
     inputs = {FLAG_ALGORITHM: algo, **{f"--{k}": v for k, v in flags.items() if k not in SELECTOR_FLAGS}}
-    return Speculation("sglang", str(algo) if algo else None, flags, None, flags.get(FLAG_DRAFT_MODEL[2:]),
-                       speculates=bool(algo), draft_inputs=inputs,
-                       review_spec={"topk": flags.get(FLAG_EAGLE_TOPK[2:]),
-                                    **{key: flags[f] for key, f in _SELECTOR_SPEC.items() if f in flags}})
+    return plugin.Speculation("sglang", str(algo) if algo else None, flags, None, flags.get(FLAG_DRAFT_MODEL[2:]),
+                              speculates=bool(algo), draft_inputs=inputs,
+                              review_spec={"topk": flags.get(FLAG_EAGLE_TOPK[2:]),
+                                           **{key: flags[f] for key, f in _SELECTOR_SPEC.items() if f in flags}})
 
 
 #: :func:`curve_selectors`'s ``spec`` keys and the flags they are read from.
 _SELECTOR_SPEC = {"block_verification": FLAG_BLOCK_VERIFICATION[2:], "sps_table": FLAG_SPS_TABLE[2:]}
 
 
-def script_speculation(flags: Mapping[str, Any]) -> Speculation | None:
+def script_speculation(flags: Mapping[str, Any]) -> plugin.Speculation | None:
     """:func:`read_recipe_role` of the speculative ``--flags`` among a script's launch flags."""
     return read_recipe_role({k[2:]: v for k, v in flags.items()
                              if k.startswith("--") and k[2:] in (*SPEC_FLAGS, *SELECTOR_FLAGS)})
@@ -482,7 +451,7 @@ def curve_selectors(spec: Mapping[str, Any], k: int | None) -> dict[str, str]:
         elif text in _FALSE:
             on = False
         else:
-            raise UsageError(f"{FLAG_BLOCK_VERIFICATION}={block!r} is not a boolean")
+            raise plugin.UsageError(f"{FLAG_BLOCK_VERIFICATION}={block!r} is not a boolean")
         if on:
             out["verification"] = "block"
     table = spec.get("sps_table")
@@ -490,29 +459,29 @@ def curve_selectors(spec: Mapping[str, Any], k: int | None) -> dict[str, str]:
     if table is not None and mode != "static":
         text = str(table).strip()
         if not text or "$" in text or text.startswith("-"):
-            raise UsageError(f"{FLAG_SPS_TABLE}={table!r} cannot be read here: the table chooses the curve",
-                             hint="write the table's path in the file")
+            raise plugin.UsageError(f"{FLAG_SPS_TABLE}={table!r} cannot be read here: the table chooses the curve",
+                                    hint="write the table's path in the file")
         name = text.replace("\\", "/").rsplit("/", 1)[-1]
         if name.lower() != "const":  # the flat table: verify-all, as without one
-            out["dspark_sps_table"] = selector_text(name, "dspark_sps_table")
+            out["dspark_sps_table"] = plugin.selector_text(name, "dspark_sps_table")
     return out
 
 
-def settings_draft_len(spec: Speculation | None) -> DraftLen:
+def settings_draft_len(spec: plugin.Speculation | None) -> plugin.DraftLen:
     """k of :func:`read_recipe_role`'s settings (:func:`draft_len_from_flags`), described with the values read.
 
     Raises:
         UsageError: no algorithm, or flags that do not fix k.
     """
     if spec is None or spec.algorithm is None:
-        raise UsageError(f"no {FLAG_ALGORITHM}")
+        raise plugin.UsageError(f"no {FLAG_ALGORITHM}")
     name = normalize_algorithm(spec.algorithm)
     d = draft_len_from_flags(name, spec.settings)
     shown = ", ".join(f"{k}={spec.settings[k]}" for k in DRAFT_FLAGS if k in spec.settings)
     return replace(d, described=f"SGLang {name} {d.rule} ({shown})", algorithm=name)
 
 
-def draft_len_from_server_info(info: Mapping[str, Any]) -> DraftLen:
+def draft_len_from_server_info(info: Mapping[str, Any]) -> plugin.DraftLen:
     """:func:`draft_len` from a ``GET /server_info`` body (its ``speculative_*`` args)."""
     f = SERVER_INFO_FIELDS
     return draft_len(str(info.get(f["algorithm"])), num_steps=info.get(f["num_steps"]),
@@ -549,16 +518,16 @@ def synthetic_settings(al: float, k: int, *, method: str = DEFAULT_METHOD,
     """``{SGLANG_SIMULATE_ACC_LEN: "4.05", _METHOD: "match-expected", _TOKEN_MODE: "real-draft-token"}``."""
     al = units.check_al(al, k)
     if method not in METHODS:
-        raise UsageError(f"unknown SGLang method {method!r}", hint=" or ".join(METHODS))
+        raise plugin.UsageError(f"unknown SGLang method {method!r}", hint=" or ".join(METHODS))
     if token_mode not in TOKEN_MODES:
-        raise UsageError(f"unknown SGLang token mode {token_mode!r}", hint=" or ".join(TOKEN_MODES))
-    return {ENV_LEN: format_value(al), ENV_METHOD: method, ENV_TOKEN_MODE: token_mode}
+        raise plugin.UsageError(f"unknown SGLang token mode {token_mode!r}", hint=" or ".join(TOKEN_MODES))
+    return {ENV_LEN: plugin.format_value(al), ENV_METHOD: method, ENV_TOKEN_MODE: token_mode}
 
 
 def simulator_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
     """The env vars and flags a :mod:`golden_al.engines.sglang.sampler` sampler stands for."""
     al, k = sampler.check(al, k)
-    out: dict[str, Any] = {ENV_LEN: format_value(al), ENV_METHOD: sampler.method}
+    out: dict[str, Any] = {ENV_LEN: plugin.format_value(al), ENV_METHOD: sampler.method}
     family = ALGORITHMS[normalize_algorithm(sampler.algorithm)]
     if family != "dspark":  # DSPARK does not read it; NGRAM runs only 'fixed' (real-draft-token needs topk 1)
         out[ENV_TOKEN_MODE] = UNSET_TOKEN_MODE if family == "ngram" else DEFAULT_TOKEN_MODE
@@ -593,10 +562,10 @@ RESERVED_FLAGS: tuple[str, ...] = (
 )
 
 
-def server_args(req: LaunchRequest) -> list[str]:
+def server_args(req: plugin.LaunchRequest) -> list[str]:
     """``-m sglang.launch_server`` and its flags for a ``measure --launch`` request."""
     if not req.algorithm:
-        raise UsageError("SGLang launch needs --algorithm", hint="dflash, eagle, eagle3, nextn, dspark, standalone, ngram")
+        raise plugin.UsageError("SGLang launch needs --algorithm", hint="dflash, eagle, eagle3, nextn, dspark, standalone, ngram")
     cmd = ["-m", LAUNCH_MODULE, "--model-path", req.target, "--host", req.host, "--port", str(req.port),
            "--tp-size", str(req.tp)]
     if req.draft:
@@ -607,13 +576,13 @@ def server_args(req: LaunchRequest) -> list[str]:
 # ----------------------------------------------------------------- check's rules
 def review_pin(knob: str, raw: str, value: float, k: int | None, *, algorithm: str | None,
                companions: Mapping[str, str | None] | None, role: str | None = None,
-               ragged_verify_mode: str | None = None, topk: float | None = None) -> PinReview:
+               ragged_verify_mode: str | None = None, topk: float | None = None) -> plugin.PinReview:
     """SGLang's rules for a pinned simulated length ``value`` (``spec_utils.py``, ``environ.py``).
 
     ``companions`` maps :data:`ENV_METHOD`/:data:`ENV_TOKEN_MODE`/:data:`ENV_GREEDY` to what is set next to the
     pin (None: not set); ``None`` as a whole when the companions cannot be seen.
     """
-    r = PinReview(al=value)
+    r = plugin.PinReview(al=value)
     algo = (algorithm or "").upper()
     if value <= 0:
         r.problems.append(("unsafe-value", f"{knob}={raw} <= 0 turns simulation off"))
@@ -669,7 +638,7 @@ def review_pin(knob: str, raw: str, value: float, k: int | None, *, algorithm: s
     return r
 
 
-def _review_greedy(r: PinReview, raw: str | None, algo: str) -> None:
+def _review_greedy(r: plugin.PinReview, raw: str | None, algo: str) -> None:
     """What :data:`ENV_GREEDY` beside a pin does: nothing unset or off; a value SGLang's EnvBool cannot read is read
     as off (a warning); on, DSPARK keeps the simulated length's law and only changes which path drafts."""
     if raw is None:
@@ -877,71 +846,71 @@ def simulate_report(sampler: Any, al: float, k: int, settings: Mapping[str, Any]
 
 #: ``golden-al env``'s SGLang spellings of k.
 ENV_OPTIONS = (
-    EnvOption("--num-steps", f"SGLang {FLAG_NUM_STEPS} (EAGLE family: k = N)"),
-    EnvOption("--num-draft-tokens", f"SGLang {FLAG_NUM_DRAFT_TOKENS} (DFLASH/NGRAM: k = N - 1)"),
-    EnvOption("--block-size", f"SGLang block size: DSPARK {FLAG_DSPARK_BLOCK} (k = G), DFLASH {FLAG_DFLASH_BLOCK} "
+    plugin.EnvOption("--num-steps", f"SGLang {FLAG_NUM_STEPS} (EAGLE family: k = N)"),
+    plugin.EnvOption("--num-draft-tokens", f"SGLang {FLAG_NUM_DRAFT_TOKENS} (DFLASH/NGRAM: k = N - 1)"),
+    plugin.EnvOption("--block-size", f"SGLang block size: DSPARK {FLAG_DSPARK_BLOCK} (k = G), DFLASH {FLAG_DFLASH_BLOCK} "
                               "(k = G - 1)", "G"),
 )
 
 
-def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> DraftLen:
+def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> plugin.DraftLen:
     """k from ``golden-al env``'s SGLang spellings (:data:`ENV_OPTIONS`), by :func:`draft_len`.
 
     Raises:
         UsageError: no ``--algorithm``, or a block size for an algorithm without blocks.
     """
     if not algorithm:
-        raise UsageError("--num-steps/--num-draft-tokens/--block-size need --algorithm",
-                         hint="e.g. --algorithm dflash --num-draft-tokens 8")
+        raise plugin.UsageError("--num-steps/--num-draft-tokens/--block-size need --algorithm",
+                                hint="e.g. --algorithm dflash --num-draft-tokens 8")
     algo = normalize_algorithm(algorithm)
     family = ALGORITHMS[algo]
     block = values.get("block_size")
     if block is not None and family not in ("dflash", "dspark"):
-        raise UsageError(f"--block-size applies to DFLASH and DSPARK, not {algorithm}")
+        raise plugin.UsageError(f"--block-size applies to DFLASH and DSPARK, not {algorithm}")
     return draft_len(algo, num_steps=values.get("num_steps"), num_draft_tokens=values.get("num_draft_tokens"),
                      dflash_block_size=block if family == "dflash" else None,
                      dspark_block_size=block if family == "dspark" else None)
 
 
-def _review(ctx: PinContext) -> PinReview:
+def _review(ctx: plugin.PinContext) -> plugin.PinReview:
     """:func:`review_pin` on the gate's :class:`PinContext` (``spec``: ``role``, ``topk``, ``ragged_verify_mode``)."""
     if ctx.value is None:
-        return PinReview(problems=[("unsafe-value", f"{ctx.knob}={ctx.raw!r} is not a number")])
+        return plugin.PinReview(problems=[("unsafe-value", f"{ctx.knob}={ctx.raw!r} is not a number")])
     topk = ctx.spec.get("topk")
     return review_pin(ctx.knob, ctx.raw, ctx.value, ctx.k, algorithm=ctx.algorithm, companions=ctx.companions,
                       role=ctx.spec.get("role"), ragged_verify_mode=ctx.spec.get("ragged_verify_mode"),
-                      topk=parse_number(str(topk)) if topk is not None else None)
+                      topk=plugin.parse_number(str(topk)) if topk is not None else None)
 
 
-PROFILE = EngineProfile(
+PROFILE = plugin.EngineProfile(
     name="sglang",
     frameworks=("dynamo-sglang", "sglang", "mori-sglang", "sglang-disagg"),
     display_name="SGLang",
     algorithms=tuple(a.lower() for a in ALGORITHMS),
     draft_len_rules=(
-        *(DraftLenRule(a, f"k = {FLAG_NUM_STEPS} (topk > 1: a tree of that depth)", True, _HOOK)
+        *(plugin.DraftLenRule(a, f"k = {FLAG_NUM_STEPS} (topk > 1: a tree of that depth)", True, _HOOK)
           for a in ALGORITHMS if ALGORITHMS[a] == "eagle"),
-        DraftLenRule("DFLASH", f"k = {FLAG_NUM_DRAFT_TOKENS} - 1 (= {FLAG_DFLASH_BLOCK} - 1)", True, _HOOK),
-        DraftLenRule("DSPARK", f"k = {FLAG_DSPARK_BLOCK} (gamma)", True, _HOOK),
-        DraftLenRule("NGRAM", f"k = {FLAG_NUM_DRAFT_TOKENS} - 1", False, _HOOK),
-        DraftLenRule("UNO", f"k = {FLAG_NUM_DRAFT_TOKENS} - 1 (linear, topk 1; num-steps forced to 1)", True, _HOOK),
+        plugin.DraftLenRule("DFLASH", f"k = {FLAG_NUM_DRAFT_TOKENS} - 1 (= {FLAG_DFLASH_BLOCK} - 1)", True, _HOOK),
+        plugin.DraftLenRule("DSPARK", f"k = {FLAG_DSPARK_BLOCK} (gamma)", True, _HOOK),
+        plugin.DraftLenRule("NGRAM", f"k = {FLAG_NUM_DRAFT_TOKENS} - 1", False, _HOOK),
+        plugin.DraftLenRule("UNO", f"k = {FLAG_NUM_DRAFT_TOKENS} - 1 (linear, topk 1; num-steps forced to 1)", True, _HOOK),
     ),
     caveats=(
-        Caveat("SGLang draws ONE length per verify step for the whole batch: concurrent requests are perfectly "
-               "correlated", ("simulate",), _SPEC_UTILS),
-        Caveat(f"DSPARK refuses a simulated length other than 1.0 unless {ENV_RAGGED_VERIFY}=static",
-               ("dspark",), _SPEC_UTILS),
-        Caveat(f"DFLASH honours {ENV_LEN} only from 0.5.23 (absent in 0.5.15.post1)", ("dflash",), _SPEC_UTILS),
-        Caveat(f"{ENV_LEN} is read once at import: set it in the server's launch environment", (), _ENVIRON),
-        Caveat(f"{ENV_TOKEN_MODE} unset is {UNSET_TOKEN_MODE!r} (token id 100 for every simulated token), so env "
-               f"writes {DEFAULT_TOKEN_MODE}; {ENV_GREEDY} (DSpark's greedy draft path) stays unset", ("env",),
-               _ENVIRON),
+        plugin.Caveat("SGLang draws ONE length per verify step for the whole batch: concurrent requests are perfectly "
+                      "correlated", ("simulate",), _SPEC_UTILS),
+        plugin.Caveat(f"DSPARK refuses a simulated length other than 1.0 unless {ENV_RAGGED_VERIFY}=static",
+                      ("dspark",), _SPEC_UTILS),
+        plugin.Caveat(f"DFLASH honours {ENV_LEN} only from 0.5.23 (absent in 0.5.15.post1)", ("dflash",), _SPEC_UTILS),
+        plugin.Caveat(f"{ENV_LEN} is read once at import: set it in the server's launch environment", (), _ENVIRON),
+        plugin.Caveat(f"{ENV_TOKEN_MODE} unset is {UNSET_TOKEN_MODE!r} (token id 100 for every simulated token), so env "
+                      f"writes {DEFAULT_TOKEN_MODE}; {ENV_GREEDY} (DSpark's greedy draft path) stays unset", ("env",),
+                      _ENVIRON),
     ),
     sources=(_ENVIRON, _HOOK, _SPEC_UTILS, _TOKENIZER, _REPORTER, _COLLECTOR, _HTTP, _ENGINE, _BENCH),
     curve_methods=CURVE_METHODS,
     curve_method_of=curve_method_of,
     env_prefixes=("SGLANG_", *ENV_PREFIXES[1:]),
-    check=CheckSupport(
+    check=plugin.CheckSupport(
         review_pin=_review,
         env_options=ENV_OPTIONS,
         env_draft_len=env_draft_len,
@@ -954,42 +923,42 @@ PROFILE = EngineProfile(
         algorithm_flag=FLAG_ALGORITHM,
         pin_env={ENV_RAGGED_VERIFY: "ragged_verify_mode"},
         synthetic_knobs=(
-            SyntheticKnob(ENV_LEN, "env", "al", aliases=(LEGACY_ENV_LEN,), source=_ENVIRON,
-                          retired=((LEGACY_ENV_LEN, LEGACY_PROBLEM),)),
-            SyntheticKnob(ENV_METHOD, "env", "choice", role="companion", choices=METHODS,
-                          required_value=DEFAULT_METHOD, aliases=(LEGACY_ENV_METHOD,), source=_ENVIRON),
-            SyntheticKnob(ENV_TOKEN_MODE, "env", "choice", role="companion", choices=TOKEN_MODES,
-                          required_value=DEFAULT_TOKEN_MODE, source=_ENVIRON),
-            SyntheticKnob(ENV_GREEDY, "env", "choice", role="companion", choices=tuple(BOOL_SPELLINGS),
-                          source=_ENVIRON),
+            plugin.SyntheticKnob(ENV_LEN, "env", "al", aliases=(LEGACY_ENV_LEN,), source=_ENVIRON,
+                                 retired=((LEGACY_ENV_LEN, LEGACY_PROBLEM),)),
+            plugin.SyntheticKnob(ENV_METHOD, "env", "choice", role="companion", choices=METHODS,
+                                 required_value=DEFAULT_METHOD, aliases=(LEGACY_ENV_METHOD,), source=_ENVIRON),
+            plugin.SyntheticKnob(ENV_TOKEN_MODE, "env", "choice", role="companion", choices=TOKEN_MODES,
+                                 required_value=DEFAULT_TOKEN_MODE, source=_ENVIRON),
+            plugin.SyntheticKnob(ENV_GREEDY, "env", "choice", role="companion", choices=tuple(BOOL_SPELLINGS),
+                                 source=_ENVIRON),
         ),
         synthetic_settings=synthetic_settings,
         runtime_draft_len=(
-            RuntimeDraftLen((FLAG_ADAPTIVE, SERVER_INFO_FIELDS["adaptive"]),
-                            "adjusts --speculative-num-steps from the acceptance rate at run time",
-                            Source(_REPO, "python/sglang/srt/server_args.py", "469c63e5"), flag_takes_value=False),
+            plugin.RuntimeDraftLen((FLAG_ADAPTIVE, SERVER_INFO_FIELDS["adaptive"]),
+                                   "adjusts --speculative-num-steps from the acceptance rate at run time",
+                                   plugin.Source(_REPO, "python/sglang/srt/server_args.py", "469c63e5"), flag_takes_value=False),
         ),
     ),
-    server=ServerSupport(
+    server=plugin.ServerSupport(
         metrics=(
-            Metric(METRIC_VERIFY_CALLS, "counter", "verify steps (batch-level calls)", source=_COLLECTOR),
-            Metric(METRIC_GENERATION_TOKENS, "counter", "generated tokens, prefill token included", source=_COLLECTOR),
-            Metric(METRIC_NUM_REQUESTS, "counter", "finished requests", source=_COLLECTOR),
-            Metric(METRIC_ACCEPT_LENGTH, "gauge", "accept length of the last interval (biased)", source=_COLLECTOR),
-            Metric(METRIC_ACCEPT_RATE, "gauge", "accept rate of the last interval", source=_COLLECTOR),
+            plugin.Metric(METRIC_VERIFY_CALLS, "counter", "verify steps (batch-level calls)", source=_COLLECTOR),
+            plugin.Metric(METRIC_GENERATION_TOKENS, "counter", "generated tokens, prefill token included", source=_COLLECTOR),
+            plugin.Metric(METRIC_NUM_REQUESTS, "counter", "finished requests", source=_COLLECTOR),
+            plugin.Metric(METRIC_ACCEPT_LENGTH, "gauge", "accept length of the last interval (biased)", source=_COLLECTOR),
+            plugin.Metric(METRIC_ACCEPT_RATE, "gauge", "accept rate of the last interval", source=_COLLECTOR),
         ),
         response_fields={
-            "num_verify_steps": ResponseField("verify steps", (META_VERIFY,), META_INFO, _TOKENIZER),
-            "num_accepted_drafts": ResponseField("accepted drafts", META_ACCEPTED_KEYS, META_INFO, _TOKENIZER),
-            "num_draft_tokens": ResponseField("proposed drafts", META_PROPOSED_KEYS, META_INFO, _TOKENIZER),
-            "histogram": ResponseField("steps by accepted drafts", (*META_HISTOGRAM_KEYS, META_HISTOGRAM_OLDEST),
-                                       META_INFO, _TOKENIZER),
-            "reported_al": ResponseField("completion_tokens / spec_verify_ct (biased)", (META_ACCEPT_LENGTH,),
-                                         META_INFO, _TOKENIZER),
+            "num_verify_steps": plugin.ResponseField("verify steps", (META_VERIFY,), META_INFO, _TOKENIZER),
+            "num_accepted_drafts": plugin.ResponseField("accepted drafts", META_ACCEPTED_KEYS, META_INFO, _TOKENIZER),
+            "num_draft_tokens": plugin.ResponseField("proposed drafts", META_PROPOSED_KEYS, META_INFO, _TOKENIZER),
+            "histogram": plugin.ResponseField("steps by accepted drafts", (*META_HISTOGRAM_KEYS, META_HISTOGRAM_OLDEST),
+                                              META_INFO, _TOKENIZER),
+            "reported_al": plugin.ResponseField("completion_tokens / spec_verify_ct (biased)", (META_ACCEPT_LENGTH,),
+                                                META_INFO, _TOKENIZER),
         },
         server_info_fields=SERVER_INFO_FIELDS,
-        counter_reader=lazy(f"{__name__}.counters:read"),
-        reference_flavor=lazy(f"{__name__}.reference:SglangFlavor"),
+        counter_reader=plugin.lazy(f"{__name__}.counters:read"),
+        reference_flavor=plugin.lazy(f"{__name__}.reference:SglangFlavor"),
         counter_marker=METRIC_VERIFY_CALLS,
         lifetime_prefixes=(METRIC_SPEC_PREFIX, METRIC_GENERATION_TOKENS.removesuffix("_total"),
                            METRIC_NUM_REQUESTS.removesuffix("_total")),
@@ -997,35 +966,35 @@ PROFILE = EngineProfile(
         exact_proposals=True,
         al_sources=("sglang-meta-info", "sglang-spec-tokens-details", "sglang-generate"),
         source_impls={
-            "sglang-meta-info": lazy(f"{__name__}.server:META_INFO"),
-            "sglang-spec-tokens-details": lazy(f"{__name__}.server:SPEC_TOKENS_DETAILS"),
-            "sglang-generate": lazy(f"{__name__}.server:GENERATE"),
+            "sglang-meta-info": plugin.lazy(f"{__name__}.server:META_INFO"),
+            "sglang-spec-tokens-details": plugin.lazy(f"{__name__}.server:SPEC_TOKENS_DETAILS"),
+            "sglang-generate": plugin.lazy(f"{__name__}.server:GENERATE"),
         },
-        server_probe=lazy(f"{__name__}.server:probe"),
-        response_records=lazy(f"{__name__}.responses:records_in"),
+        server_probe=plugin.lazy(f"{__name__}.server:probe"),
+        response_records=plugin.lazy(f"{__name__}.responses:records_in"),
     ),
-    launch=LaunchSupport(
+    launch=plugin.LaunchSupport(
         spec_flags=spec_flags,
         launch_command=("-m", LAUNCH_MODULE),
         server_args=server_args,
         reserved_flags=RESERVED_FLAGS,
     ),
-    simulate=SimulateSupport(
+    simulate=plugin.SimulateSupport(
         default_sampler="match-expected",
-        samplers={"match-expected": lazy(f"{__name__}.sampler:SGLangMatchExpected"), "multinomial": lazy(f"{__name__}.sampler:SGLangMultinomial")},
+        samplers={"match-expected": plugin.lazy(f"{__name__}.sampler:SGLangMatchExpected"), "multinomial": plugin.lazy(f"{__name__}.sampler:SGLangMultinomial")},
         simulator_settings=simulator_settings,
-        simulate_options=(SimulateOption(
+        simulate_options=(plugin.SimulateOption(
             "--algorithm", "algorithm", type=str.lower, choices=SIMULATE_ALGORITHMS,
             help=f"{FLAG_ALGORITHM}, which sets the clamp max_len (default: eagle, steps+1)"),),
         simulate_report=simulate_report,
     ),
-    run_logs=RunLogSupport(
+    run_logs=plugin.RunLogSupport(
         log_patterns=LOG_PATTERNS,
-        run_evidence=lazy(f"{__name__}.evidence:read"),
-        log_reader=LogReader(lazy(f"{__name__}.logs:parse_sglang_decode_line"), ("Decode batch",),
-                             server_args=lazy(f"{__name__}.logs:parse_sglang_server_args_line")),
-        importers={"sglang-bench": lazy(f"{__name__}.imported:import_sglang_bench"),
-                   "sglang-log": lazy(f"{__name__}.imported:import_sglang_log")},
+        run_evidence=plugin.lazy(f"{__name__}.evidence:read"),
+        log_reader=plugin.LogReader(plugin.lazy(f"{__name__}.logs:parse_sglang_decode_line"), ("Decode batch",),
+                                    server_args=plugin.lazy(f"{__name__}.logs:parse_sglang_server_args_line")),
+        importers={"sglang-bench": plugin.lazy(f"{__name__}.imported:import_sglang_bench"),
+                   "sglang-log": plugin.lazy(f"{__name__}.imported:import_sglang_log")},
     ),
-    recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, spec_keys=SPEC_FLAGS),
+    recipe=plugin.RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, spec_keys=SPEC_FLAGS),
 )

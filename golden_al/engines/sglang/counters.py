@@ -12,12 +12,7 @@ from typing import Literal
 
 from distributions import units
 from distributions.counts import AcceptanceCounts
-from golden_al.plugin import MetricsSnapshot, UsageError, check_counts
-from golden_al.plugin import check_not_backwards as _check_not_backwards
-from golden_al.plugin import counter as _counter
-from golden_al.plugin import no_steps as _no_steps
-from golden_al.plugin import optional as _optional
-from golden_al.plugin import to_counts as _to_counts
+from golden_al import plugin
 
 from . import (
     METRIC_ACCEPT_LENGTH,
@@ -65,14 +60,14 @@ class SglangSpecCounters:
     def al_as_reported(self) -> float:
         """``generation_tokens / verify_calls`` (biased up by ~1/verify steps per request)."""
         if self.verify_calls <= 0:
-            raise _no_steps("SGLang", f"{self.source}: " if self.source else "")
+            raise plugin.no_steps("SGLang", f"{self.source}: " if self.source else "")
         return self.generation_tokens / self.verify_calls
 
     @property
     def al(self) -> float:
         """AL with the prefill token of each finished request removed when possible."""
         if self.verify_calls <= 0:
-            raise _no_steps("SGLang", f"{self.source}: " if self.source else "")
+            raise plugin.no_steps("SGLang", f"{self.source}: " if self.source else "")
         return units.al_from_counts(self.num_accepted_drafts, self.verify_calls)
 
     def to_counts(self, k: int | None = None) -> AcceptanceCounts:
@@ -82,19 +77,19 @@ class SglangSpecCounters:
             UsageError: no ``k`` (the counters do not say it).
         """
         if k is None:
-            raise UsageError("SGLang's counters do not say the draft length", hint="pass k")
-        return _to_counts(lambda: AcceptanceCounts(
+            raise plugin.UsageError("SGLang's counters do not say the draft length", hint="pass k")
+        return plugin.to_counts(lambda: AcceptanceCounts(
             k=k, num_verify_steps=self.verify_calls, num_accepted_drafts=self.num_accepted_drafts,
             source="sglang-prometheus"), self.source)
 
     def minus(self, before: SglangSpecCounters) -> SglangSpecCounters:
         """``self - before`` (gauges keep the later value), checking for resets."""
         where = f"{self.source}: " if self.source else ""
-        _check_not_backwards(METRIC_VERIFY_CALLS, before.verify_calls, self.verify_calls, where)
-        _check_not_backwards(METRIC_GENERATION_TOKENS, before.generation_tokens, self.generation_tokens, where)
+        plugin.check_not_backwards(METRIC_VERIFY_CALLS, before.verify_calls, self.verify_calls, where)
+        plugin.check_not_backwards(METRIC_GENERATION_TOKENS, before.generation_tokens, self.generation_tokens, where)
         requests: float | None = None
         if self.num_requests is not None and before.num_requests is not None:
-            _check_not_backwards(METRIC_NUM_REQUESTS, before.num_requests, self.num_requests, where)
+            plugin.check_not_backwards(METRIC_NUM_REQUESTS, before.num_requests, self.num_requests, where)
             requests = self.num_requests - before.num_requests
         return SglangSpecCounters(
             self.verify_calls - before.verify_calls,
@@ -111,8 +106,8 @@ class SglangSpecCounters:
 
     def validate(self, k: int | None = None) -> None:
         """:func:`~golden_al.formats.validate.check_counts` on these counters."""
-        check_counts(what=f"{self.engine} Prometheus counters" + (" (delta)" if self.source is None else ""), accepted=self.num_accepted_drafts,
-                     drafts=self.verify_calls, k=k, path=self.source)
+        plugin.check_counts(what=f"{self.engine} Prometheus counters" + (" (delta)" if self.source is None else ""), accepted=self.num_accepted_drafts,
+                            drafts=self.verify_calls, k=k, path=self.source)
 
     def independent_draws(self, batch_size: float | None) -> tuple[float, list[str]]:
         """Verify calls are batch-level, so they count as ``verify calls / batch_size`` independent draws.
@@ -121,8 +116,8 @@ class SglangSpecCounters:
             UsageError: no ``batch_size``.
         """
         if batch_size is None or batch_size <= 0:
-            raise UsageError("SGLang counters do not say how many independent draws (one per batch step) the AL "
-                             "rests on", hint="pass --batch-size (the mean #running-req), or check the decode log")
+            raise plugin.UsageError("SGLang counters do not say how many independent draws (one per batch step) the AL "
+                                    "rests on", hint="pass --batch-size (the mean #running-req), or check the decode log")
         notes = [f"independent draws = verify calls / --batch-size {batch_size:g}"]
         if self.num_requests is None:
             notes.append(f"{METRIC_NUM_REQUESTS} is absent: the prefill token of each request is not removed "
@@ -131,17 +126,17 @@ class SglangSpecCounters:
 
 
 
-def read(snap: MetricsSnapshot, labels: Mapping[str, str] | None = None) -> SglangSpecCounters:
+def read(snap: plugin.MetricsSnapshot, labels: Mapping[str, str] | None = None) -> SglangSpecCounters:
     """SGLang's counters in a snapshot (the interval gauges when present).
 
     Raises:
         MetricMissingError: a counter is absent (SGLang started without ``--enable-metrics``?).
     """
     return SglangSpecCounters(
-        _counter(snap, METRIC_VERIFY_CALLS, labels),
-        _counter(snap, METRIC_GENERATION_TOKENS, labels),
-        _counter(snap, METRIC_NUM_REQUESTS, labels) if snap.select(METRIC_NUM_REQUESTS, labels) else None,
-        _optional(snap, METRIC_ACCEPT_LENGTH, labels),
-        _optional(snap, METRIC_ACCEPT_RATE, labels),
+        plugin.counter(snap, METRIC_VERIFY_CALLS, labels),
+        plugin.counter(snap, METRIC_GENERATION_TOKENS, labels),
+        plugin.counter(snap, METRIC_NUM_REQUESTS, labels) if snap.select(METRIC_NUM_REQUESTS, labels) else None,
+        plugin.optional(snap, METRIC_ACCEPT_LENGTH, labels),
+        plugin.optional(snap, METRIC_ACCEPT_RATE, labels),
         source=snap.source,
     )

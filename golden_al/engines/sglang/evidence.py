@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from pathlib import Path
 
-from golden_al.plugin import InputFileError, RunEvidence, UsageError, check_counts, no_lines, read_logs
+from golden_al import plugin
 
 from . import PROFILE, decode_window
 from .logs import SglangDecodeRecord
@@ -14,24 +14,24 @@ from .logs import SglangDecodeRecord
 ENGINE = PROFILE.name
 
 
-def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
+def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> plugin.RunEvidence:
     """SGLang's evidence from its log files (see :mod:`golden_al.plugin.evidence`): each decode line
     weighted by its request-steps, on its ``decode_log_interval`` batch steps."""
     interval = decode_log_interval
     if interval < 1:
-        raise UsageError(f"--decode-log-interval must be >= 1, got {interval}")
-    logs, other = read_logs(files, ENGINE)
+        raise plugin.UsageError(f"--decode-log-interval must be >= 1, got {interval}")
+    logs, other = plugin.read_logs(files, ENGINE)
     for name, scan in logs:
         for r in scan.of(ENGINE):
             if isinstance(r, SglangDecodeRecord) and r.accept_len is not None and r.running_req > 0:
-                check_counts(what="SGLang decode line", al=r.accept_len, k=k, path=name, line=r.line_no)
+                plugin.check_counts(what="SGLang decode line", al=r.accept_len, k=k, path=name, line=r.line_no)
     recs = [r for _, scan in logs for r in scan.of(ENGINE) if isinstance(r, SglangDecodeRecord)]
     usable = [r for r in recs if r.accept_len is not None and math.isfinite(r.accept_len) and r.running_req > 0]
     if not usable:
         if recs:
-            raise InputFileError(f"{len(recs)} SGLang decode line(s) but none carries 'accept len' with a running "
-                                 "batch (speculative decoding off?)", path=logs[0][0])
-        raise no_lines(f"SGLang '{PROFILE.log_pattern('decode-head').marker}' lines", logs, other)
+            raise plugin.InputFileError(f"{len(recs)} SGLang decode line(s) but none carries 'accept len' with a running "
+                                        "batch (speculative decoding off?)", path=logs[0][0])
+        raise plugin.no_lines(f"SGLang '{PROFILE.log_pattern('decode-head').marker}' lines", logs, other)
     weights = [decode_window(r.accept_len, r.running_req, interval)[0] for r in usable]  # type: ignore[arg-type]
     total = math.fsum(weights)
     realized = math.fsum(w * r.accept_len for w, r in zip(weights, usable, strict=False)) / total  # type: ignore[operator]
@@ -52,6 +52,6 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
                  "are not logged")
     windows = tuple((acc, steps) for steps, acc in (decode_window(r.accept_len, r.running_req, interval)  # type: ignore[arg-type]
                                                        for r in usable))
-    return RunEvidence(ENGINE, "sglang decode log", realized, total, float(interval * len(usable)), n_eff,
-                       len(usable), tuple(notes), steps_per_line=interval, line_weights=line_weights,
-                       windows=windows)
+    return plugin.RunEvidence(ENGINE, "sglang decode log", realized, total, float(interval * len(usable)), n_eff,
+                              len(usable), tuple(notes), steps_per_line=interval, line_weights=line_weights,
+                              windows=windows)

@@ -10,17 +10,7 @@ from typing import Any
 
 from distributions.counts import AcceptanceCounts, tidy_count
 from distributions.errors import DistributionError
-from golden_al.plugin import (
-    ImportedDataset,
-    ImportedRun,
-    ImportedWindows,
-    ImportOptions,
-    InputFileError,
-    MixedDraftLengthsError,
-    UsageError,
-    json_lines,
-    read_capped,
-)
+from golden_al import plugin
 
 from . import (
     BENCH_ACCEPT_LENGTH,
@@ -55,12 +45,12 @@ from . import (
 
 __all__ = ["import_sglang_bench", "import_sglang_log"]
 
-def _sglang_k(opts: ImportOptions, args: Mapping[str, Any] | None, where: Path) -> int | None:
+def _sglang_k(opts: plugin.ImportOptions, args: Mapping[str, Any] | None, where: Path) -> int | None:
     """k from ``--draft-len`` and/or the server's arguments (which must agree); refuses adaptive speculation."""
     k_args = None
     if args:
         if args.get(SERVER_INFO_FIELDS["adaptive"]):
-            raise MixedDraftLengthsError(
+            raise plugin.MixedDraftLengthsError(
                 f"{where}: the server ran adaptive speculation ({SERVER_INFO_FIELDS['adaptive']}: "
                 "true), which changes the draft length step by step; SGLang reports no per-step draft length "
                 "(neither in meta_info nor in its log), so the counts cannot be split by k and are not a curve point",
@@ -69,16 +59,16 @@ def _sglang_k(opts: ImportOptions, args: Mapping[str, Any] | None, where: Path) 
         if args.get(SERVER_INFO_FIELDS["algorithm"]):
             try:
                 k_args = draft_len_from_server_info(args).k
-            except UsageError as exc:
+            except plugin.UsageError as exc:
                 if opts.draft_len is None:
-                    raise UsageError(f"{where}: {exc.message}", hint="pass --draft-len K") from None
+                    raise plugin.UsageError(f"{where}: {exc.message}", hint="pass --draft-len K") from None
     if opts.draft_len is not None and k_args is not None and opts.draft_len != k_args:
-        raise UsageError(f"--draft-len {opts.draft_len} but the server's arguments in {where} give k={k_args}",
-                         hint="drop --draft-len, or import the file of the run you mean")
+        raise plugin.UsageError(f"--draft-len {opts.draft_len} but the server's arguments in {where} give k={k_args}",
+                                hint="drop --draft-len, or import the file of the run you mean")
     return opts.draft_len or k_args
 
 
-def _sglang_model(opts: ImportOptions, args: Mapping[str, Any] | None) -> str | None:
+def _sglang_model(opts: plugin.ImportOptions, args: Mapping[str, Any] | None) -> str | None:
     if opts.model:
         return opts.model
     if not args:
@@ -90,17 +80,16 @@ def _sglang_model(opts: ImportOptions, args: Mapping[str, Any] | None) -> str | 
 
 def _response_windows(lines: Sequence[tuple[Path, int, Mapping[str, Any]]], k: int | None,
                       ) -> tuple[list[AcceptanceCounts], list[int]]:
-    from golden_al.plugin import MixedDraftLengths
 
     counts, tokens = [], []
-    mixed = MixedDraftLengths()
+    mixed = plugin.MixedDraftLengths()
     for path, n, obj in lines:
         for meta in response_spec_metas(obj) or ():
             label = f"{path}:{n}"
             try:
                 c = counts_from_meta_info(meta, k=k)
             except DistributionError as exc:
-                raise InputFileError(exc.message, path=path, line=n, hint=exc.hint) from None
+                raise plugin.InputFileError(exc.message, path=path, line=n, hint=exc.hint) from None
             mixed.check(c, label)
             if k is None:
                 k = c.k
@@ -110,43 +99,43 @@ def _response_windows(lines: Sequence[tuple[Path, int, Mapping[str, Any]]], k: i
     return counts, tokens
 
 
-def import_sglang_bench(paths: Sequence[Path], opts: ImportOptions) -> list[ImportedRun]:
+def import_sglang_bench(paths: Sequence[Path], opts: plugin.ImportOptions) -> list[plugin.ImportedRun]:
     """Records from SGLang ``bench_serving`` result lines (one per run)."""
     runs: list[tuple[Path, int, Mapping[str, Any]]] = []
     responses: list[tuple[Path, int, Mapping[str, Any]]] = []
     for p in paths:
-        for n, obj in json_lines(p):
+        for n, obj in plugin.json_lines(p):
             if is_bench_run(obj):
                 runs.append((p, n, obj))
             elif response_spec_metas(obj) is not None:
                 responses.append((p, n, obj))
             else:
-                raise InputFileError(
+                raise plugin.InputFileError(
                     f"neither a bench_serving run (keys {', '.join(BENCH_RUN_KEYS)}) nor an SGLang "
                     f"response with {META_INFO} (keys seen: {sorted(obj)[:10]})", path=p, line=n,
                     hint="pass the --output-file of python -m sglang.bench_serving, and/or saved responses")
     if responses:
         if len(runs) > 1:
-            raise UsageError(f"{len(runs)} bench_serving runs given with per-request responses: which run the "
-                             "responses belong to is ambiguous", hint="import one run's line with its responses")
+            raise plugin.UsageError(f"{len(runs)} bench_serving runs given with per-request responses: which run the "
+                                    "responses belong to is ambiguous", hint="import one run's line with its responses")
         return [_sglang_per_request(responses, runs[0] if runs else None, opts)]
     return [_sglang_bench_run(p, n, run, opts, several=len(runs) > 1) for p, n, run in runs]
 
 
-def _sglang_dataset(opts: ImportOptions, run: Mapping[str, Any] | None, count: int, key: str, source: str
-                    ) -> ImportedDataset:
+def _sglang_dataset(opts: plugin.ImportOptions, run: Mapping[str, Any] | None, count: int, key: str, source: str
+                    ) -> plugin.ImportedDataset:
     name = opts.dataset or str((run or {}).get(BENCH_DATASET) or "unknown")
-    return ImportedDataset(name, count, f"{key}:{name}", source)
+    return plugin.ImportedDataset(name, count, f"{key}:{name}", source)
 
 
 def _sglang_per_request(responses: list[tuple[Path, int, Mapping[str, Any]]],
-                        run: tuple[Path, int, Mapping[str, Any]] | None, opts: ImportOptions) -> ImportedRun:
+                        run: tuple[Path, int, Mapping[str, Any]] | None, opts: plugin.ImportOptions) -> plugin.ImportedRun:
     info = bench_server_info(run[2]) if run else None
     where = run[0] if run else responses[0][0]
     k = _sglang_k(opts, info, where)
     counts, tokens = _response_windows(responses, k)
     if not counts:
-        raise InputFileError("no response with spec-decode meta_info", path=where)
+        raise plugin.InputFileError("no response with spec-decode meta_info", path=where)
     k = k or counts[0].k
     files = list(dict.fromkeys([*([run[0]] if run else []), *(p for p, _, _ in responses)]))
     warnings = ["imported from saved SGLang responses: one cluster per request; AL = 1 + accepted drafts / verify "
@@ -160,36 +149,36 @@ def _sglang_per_request(responses: list[tuple[Path, int, Mapping[str, Any]]],
     ds = _sglang_dataset(opts, run[2] if run else None, len(counts), "sglang-responses",
                          f"imported sglang-bench: {len(counts)} responses")
     version = str(info[INFO_VERSION]) if info and info.get(INFO_VERSION) else None
-    return ImportedRun(ImportedWindows(counts, k, "sglang-responses", tokens, unit="request"), k=k, opts=opts, engine="sglang",
+    return plugin.ImportedRun(plugin.ImportedWindows(counts, k, "sglang-responses", tokens, unit="request"), k=k, opts=opts, engine="sglang",
                    source="sglang-meta-info", files=files, model=_sglang_model(opts, info), num_requests=len(counts),
                    dataset=ds, warnings=warnings, unit="request", engine_version=version,
                    max_concurrency=(run[2].get(BENCH_MAX_CONCURRENCY) if run else None),
                    extra_provenance=bench_provenance(run[2] if run else None, info))
 
 
-def _sglang_bench_run(path: Path, line: int, run: Mapping[str, Any], opts: ImportOptions, *, several: bool
-                      ) -> ImportedRun:
+def _sglang_bench_run(path: Path, line: int, run: Mapping[str, Any], opts: plugin.ImportOptions, *, several: bool
+                      ) -> plugin.ImportedRun:
     info = bench_server_info(run)
     k = _sglang_k(opts, info, path)
     if k is None:
-        raise UsageError(f"{path}:{line}: the run does not show the draft length (no speculative arguments in "
-                         f"{BENCH_SERVER_INFO})", hint="pass --draft-len K")
+        raise plugin.UsageError(f"{path}:{line}: the run does not show the draft length (no speculative arguments in "
+                                f"{BENCH_SERVER_INFO})", hint="pass --draft-len K")
     al = bench_accept_length(run)
     if al is None or al <= 0:
-        raise InputFileError(
+        raise plugin.InputFileError(
             f"no {BENCH_ACCEPT_LENGTH} in the run (value {run.get(BENCH_ACCEPT_LENGTH)!r})",
             path=path, line=line,
             hint="bench_serving reads it from /server_info only for sglang backends with speculative decoding on")
     if not 1.0 <= al <= k + 1 + 1e-9:
-        raise InputFileError(f"{BENCH_ACCEPT_LENGTH} = {al!r}, expected a value in [1, k+1 = {k + 1}]",
-                             path=path, line=line, hint="pass the run's real --draft-len")
+        raise plugin.InputFileError(f"{BENCH_ACCEPT_LENGTH} = {al!r}, expected a value in [1, k+1 = {k + 1}]",
+                                    path=path, line=line, hint="pass the run's real --draft-len")
     completed = int(run.get(BENCH_COMPLETED) or 0)
     lens = [int(x) for x in run.get(BENCH_OUTPUT_LENS) or [] if isinstance(x, (int, float))]
     total = sum(lens) if lens else int(run.get(BENCH_TOTAL_OUTPUT) or 0)
     decode_tokens = max(total - completed, 0)  # each request's first token comes from prefill, not a verify step
     if decode_tokens <= 0:
-        raise InputFileError(f"the run generated no decode token ({total} output tokens, {completed} requests)",
-                             path=path, line=line)
+        raise plugin.InputFileError(f"the run generated no decode token ({total} output tokens, {completed} requests)",
+                                    path=path, line=line)
     steps = decode_tokens / al
     window = AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=steps * (al - 1.0),
                               source="sglang-bench")
@@ -205,40 +194,39 @@ def _sglang_bench_run(path: Path, line: int, run: Mapping[str, Any], opts: Impor
                          f"imported sglang-bench: {path.name}" + (f" line {line}" if several else ""))
     version = str(info[INFO_VERSION]) if info and info.get(INFO_VERSION) else None
     prov = {**bench_provenance(run, info), "run_line": line}
-    return ImportedRun(ImportedWindows([window], k, "sglang-bench-aggregate", [total]), k=k, opts=opts, engine="sglang",
+    return plugin.ImportedRun(plugin.ImportedWindows([window], k, "sglang-bench-aggregate", [total]), k=k, opts=opts, engine="sglang",
                    source="sglang-bench-aggregate", files=[path], model=_sglang_model(opts, info),
                    num_requests=completed, dataset=ds, warnings=warnings,
                    max_concurrency=run.get(BENCH_MAX_CONCURRENCY), engine_version=version,
                    extra_provenance=prov)
 
 
-def import_sglang_log(paths: Sequence[Path], opts: ImportOptions) -> list[ImportedRun]:
+def import_sglang_log(paths: Sequence[Path], opts: plugin.ImportOptions) -> list[plugin.ImportedRun]:
     """Records from SGLang server logs (``Decode batch`` lines, with the start-up arguments for k)."""
-    from golden_al.plugin import check_counts, scan_log_text
 
     from . import logs as sglang_logs
 
     out = []
     for p in paths:
-        text = read_capped(p).decode("utf-8", errors="replace")
+        text = plugin.read_capped(p).decode("utf-8", errors="replace")
         lines = text.splitlines()
         starts = sglang_logs.find_sglang_server_args(lines)
         spec_keys = [SERVER_INFO_FIELDS[f] for f in ("algorithm", "num_steps", "eagle_topk",
                                                                       "num_draft_tokens", "dflash_block_size",
                                                                       "dspark_block_size", "model_path")]
         if len({json.dumps([s.args.get(key) for key in spec_keys], default=str) for s in starts}) > 1:
-            raise InputFileError(f"{len(starts)} server starts with different speculative settings (lines "
-                                 f"{', '.join(str(s.line_no) for s in starts)})", path=p,
-                                 hint="split the log at the restart and import each part on its own")
+            raise plugin.InputFileError(f"{len(starts)} server starts with different speculative settings (lines "
+                                        f"{', '.join(str(s.line_no) for s in starts)})", path=p,
+                                        hint="split the log at the restart and import each part on its own")
         args = starts[0].args if starts else None
         k = _sglang_k(opts, args, p)
         if k is None:
-            raise UsageError(f"{p}: no server_args line with the speculative settings", hint="pass --draft-len K")
+            raise plugin.UsageError(f"{p}: no server_args line with the speculative settings", hint="pass --draft-len K")
         interval = opts.decode_log_interval
         logged = (args or {}).get(INFO_DECODE_LOG_INTERVAL)
         if isinstance(logged, int) and not isinstance(logged, bool):
             if interval is not None and interval != logged:
-                raise UsageError(f"--decode-log-interval {interval} but {p} line {starts[0].line_no} says {logged}")
+                raise plugin.UsageError(f"--decode-log-interval {interval} but {p} line {starts[0].line_no} says {logged}")
             interval = logged
         marker = PROFILE.log_pattern("decode-head").marker
         warnings = [f"imported from an SGLang server log: aggregate only (no request is attributed); each '{marker}' "
@@ -248,28 +236,28 @@ def import_sglang_log(paths: Sequence[Path], opts: ImportOptions) -> list[Import
         if interval is None:
             interval = DEFAULT_DECODE_LOG_INTERVAL
             warnings.append(f"no server_args line gives decode_log_interval: SGLang's default {interval} assumed")
-        scan = scan_log_text(text, source=p)
+        scan = plugin.scan_log_text(text, source=p)
         decode = [r for r in scan.of("sglang") if isinstance(r, sglang_logs.SglangDecodeRecord)]
         warnings += scan.notes
         windows = []
         for r in decode:
             if r.accept_len is None or r.running_req <= 0:
                 continue
-            check_counts(what="SGLang decode line", al=r.accept_len, k=k, path=p, line=r.line_no)
+            plugin.check_counts(what="SGLang decode line", al=r.accept_len, k=k, path=p, line=r.line_no)
             steps, acc = decode_window(r.accept_len, r.running_req, interval)
             windows.append(AcceptanceCounts(k=k, num_verify_steps=tidy_count(steps), num_accepted_drafts=tidy_count(acc),
                                             source="sglang-log"))
         if not windows:
-            raise InputFileError(f"no '{marker}' line with accept len and a running batch", path=p,
-                                 hint="start SGLang with speculative decoding on; decode lines are written every "
+            raise plugin.InputFileError(f"no '{marker}' line with accept len and a running batch", path=p,
+                                        hint="start SGLang with speculative decoding on; decode lines are written every "
                                       "--decode-log-interval batches")
         name = opts.dataset or "unknown"
         prov: dict[str, Any] = {"imported_format": "sglang-log", "decode_log_interval": interval}
         if starts:
             prov["server_args_line"] = starts[0].line_no
-        out.append(ImportedRun(ImportedWindows(windows, k, "sglang-log-intervals", []), k=k, opts=opts, engine="sglang",
+        out.append(plugin.ImportedRun(plugin.ImportedWindows(windows, k, "sglang-log-intervals", []), k=k, opts=opts, engine="sglang",
                            source="sglang-log-intervals", files=[p], model=_sglang_model(opts, args), num_requests=0,
-                           dataset=ImportedDataset(name, 0, f"sglang-log:{name}", f"imported sglang-log: {p.name}"),
+                           dataset=plugin.ImportedDataset(name, 0, f"sglang-log:{name}", f"imported sglang-log: {p.name}"),
                            warnings=warnings, extra_provenance=prov))
     return out
 

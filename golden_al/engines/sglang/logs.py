@@ -31,8 +31,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from golden_al.plugin import number as _f
-from golden_al.plugin import pattern
+from golden_al import plugin
 
 from . import PROFILE
 
@@ -42,23 +41,23 @@ __all__ = ['SglangDecodeRecord', 'SglangServerArgs', 'find_sglang_server_args', 
 
 #: "Decode batch{iter_msg}, #running-req: {num_running_reqs}, " (0.5.15.post1 / 0.5.23);
 #: older releases: "Decode batch. #running-req: {n}, ".
-_SGL_HEAD = pattern(PROFILE, "decode-head")
+_SGL_HEAD = plugin.pattern(PROFILE, "decode-head")
 _SGL_MARK = PROFILE.log_pattern("decode-head").marker
 #: "accept len: {spec_accept_length:.2f}, accept rate: {spec_accept_rate:.2f}, "
-_SGL_ACCEPT = pattern(PROFILE, "accept")
+_SGL_ACCEPT = plugin.pattern(PROFILE, "accept")
 #: "cap len: {spec_cap_length:.2f}, " and "block accept len: {spec_block_accept_length:.2f}, "
-_SGL_CAP = pattern(PROFILE, "cap")
-_SGL_BLOCK = pattern(PROFILE, "block-accept")
+_SGL_CAP = plugin.pattern(PROFILE, "cap")
+_SGL_BLOCK = plugin.pattern(PROFILE, "block-accept")
 #: DSpark "est uncap acc len: {mid:.2f} [{lo:.2f}, {hi:.2f}]"
-_SGL_EST = pattern(PROFILE, "dspark-estimate")
+_SGL_EST = plugin.pattern(PROFILE, "dspark-estimate")
 #: "{cuda graph|cpu graph|npu graph|musa graph}: {bool}, gen throughput (token/s): {x:.2f}, #queue-req: {n}"
-_SGL_TAIL = pattern(PROFILE, "tail")
+_SGL_TAIL = plugin.pattern(PROFILE, "tail")
 #: PD-decode parts: "pre-allocated usage: {:.2f}, #prealloc-req: {n}, #transfer-req: {n},
 #: [#host-receive-req: {n}, ]#retracted-req: {n}, "
-_SGL_PD = pattern(PROFILE, "pd-decode")
+_SGL_PD = plugin.pattern(PROFILE, "pd-decode")
 #: token_usage_parts: "{key}: {value}" pairs before "accept len" (pool_stats_observer.py).
-_SGL_KV = pattern(PROFILE, "token-usage")
-_SGL_DP = pattern(PROFILE, "dp-rank")
+_SGL_KV = plugin.pattern(PROFILE, "token-usage")
+_SGL_DP = plugin.pattern(PROFILE, "dp-rank")
 
 
 @dataclass(frozen=True)
@@ -117,15 +116,15 @@ def parse_sglang_decode_line(line: str, line_no: int = 0) -> SglangDecodeRecord 
     return SglangDecodeRecord(
         line_no=line_no,
         running_req=int(m.group("running")),
-        accept_len=_f(acc.group("len")) if acc else None,
-        accept_rate=_f(acc.group("rate")) if acc else None,
-        cap_len=_f(cap.group("v")) if cap else None,
-        block_accept_len=_f(block.group("v")) if block else None,
+        accept_len=plugin.number(acc.group("len")) if acc else None,
+        accept_rate=plugin.number(acc.group("rate")) if acc else None,
+        cap_len=plugin.number(cap.group("v")) if cap else None,
+        block_accept_len=plugin.number(block.group("v")) if block else None,
         est_uncap_accept_len=est_t,
         token_usage=usage,
         pd_decode=pd,
         graph=(tail.group("graph") == "True") if tail and tail.group("graph") else None,
-        gen_throughput=_f(tail.group("gen")) if tail else None,
+        gen_throughput=plugin.number(tail.group("gen")) if tail else None,
         queue_req=int(tail.group("queue")) if tail else None,
         forward_iter=int(m.group("iter")) if m.group("iter") else None,
         dp_rank=int(dp.group("dp")) if dp else None,
@@ -137,7 +136,7 @@ _TWO_DECIMALS = re.compile(r"\d+\.\d\d")
 
 
 #: "server_args=ServerArgs(model_path='...', tp_size=1, ...)" (engine.py, at start-up).
-_SGL_SERVER_ARGS = pattern(PROFILE, "server-args")
+_SGL_SERVER_ARGS = plugin.pattern(PROFILE, "server-args")
 _SGL_ARGS_MARK = PROFILE.log_pattern("server-args").marker
 _MAX_ARG_VALUE = 4096  # longer values (chat templates, JSON configs) are kept as the raw text
 

@@ -17,7 +17,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from golden_al.plugin import Flavor, Generation, now_log
+from golden_al import plugin
 
 from . import (
     DEFAULT_METHOD,
@@ -61,7 +61,7 @@ def _histogram(accepted: list[int]) -> list[int]:
     return out
 
 
-class SglangFlavor(Flavor):
+class SglangFlavor(plugin.Flavor):
     """SGLang's counters, decode log line, ``/server_info``, ``/generate`` and ``meta_info``."""
 
     generate_paths: ClassVar[tuple[str, ...]] = ("/generate",)
@@ -86,7 +86,7 @@ class SglangFlavor(Flavor):
         self.total_tokens = self.total_forward = 0
         self.iv_start = time.monotonic()
 
-    def record(self, gen: Generation) -> None:
+    def record(self, gen: plugin.Generation) -> None:
         name = self.model_name()
         self.c_verify.labels(name, "unified", "0").inc(len(gen.accepted))
         self.c_gen.labels(name, "unified", "0").inc(gen.output_tokens)
@@ -110,14 +110,14 @@ class SglangFlavor(Flavor):
         self.g_accept_len.labels(name, "unified", "0").set(accept_len)
         self.g_accept_rate.labels(name, "unified", "0").set(accept_rate)
         self.log(LOG_DECODE_BATCH_FORMAT.format(
-            time=now_log(), running=max(self.running, 1), tokens=self.tokens, accept_len=accept_len,
+            time=plugin.now_log(), running=max(self.running, 1), tokens=self.tokens, accept_len=accept_len,
             accept_rate=accept_rate, throughput=self.tokens / elapsed))
         self.batches = self.tokens = self.bs = self.correct = 0
         self.iv_start = time.monotonic()
 
     def startup_lines(self, port: int) -> list[str]:
         k = self.engine.draft_len
-        return [LOG_SERVER_ARGS_FORMAT.format(time=now_log(), model=self.engine.target_name,
+        return [LOG_SERVER_ARGS_FORMAT.format(time=plugin.now_log(), model=self.engine.target_name,
                                                      algorithm=self.config.algorithm.upper(), steps=k,
                                                      draft_tokens=k + 1)]
 
@@ -158,7 +158,7 @@ class SglangFlavor(Flavor):
             info["environ"] = {ENV_LEN: "2.5", ENV_METHOD: DEFAULT_METHOD}
         return info
 
-    def meta_info(self, gen: Generation, rid: str, latency: float, nospec: bool) -> dict[str, Any]:
+    def meta_info(self, gen: plugin.Generation, rid: str, latency: float, nospec: bool) -> dict[str, Any]:
         """SGLang ``meta_info`` of a finished request (field names per ``meta_version``; ``nospec``: none of
         the ``spec_`` fields)."""
         k = self.engine.draft_len
@@ -202,10 +202,10 @@ class SglangFlavor(Flavor):
         out.update(spec_cap_length=None, spec_block_accept_length=None, spec_cap_lens_histogram=None)
         return out
 
-    def generate_answer(self, gen: Generation, rid: str, latency: float, nospec: bool) -> dict[str, Any]:
+    def generate_answer(self, gen: plugin.Generation, rid: str, latency: float, nospec: bool) -> dict[str, Any]:
         return {"text": gen.text, META_INFO: self.meta_info(gen, rid, latency, nospec)}
 
-    def chat_fields(self, resp: dict[str, Any], choice: dict[str, Any], body: dict[str, Any], gen: Generation,
+    def chat_fields(self, resp: dict[str, Any], choice: dict[str, Any], body: dict[str, Any], gen: plugin.Generation,
                     rid: str, latency: float, nospec: bool) -> None:
         meta = self.meta_info(gen, rid, latency, nospec)
         if body.get("return_meta_info"):

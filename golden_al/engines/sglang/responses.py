@@ -7,16 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from golden_al.plugin import (
-    InputFileError,
-    MetricMissingError,
-    RequestSpecCounts,
-    build_counts,
-    check_acceptance_counts,
-    optional_count,
-    optional_number,
-    where,
-)
+from golden_al import plugin
 
 from . import (
     META_ACCEPT_LENGTH,
@@ -36,7 +27,7 @@ _SGL_HIST_EXTRA = (META_HISTOGRAM_OLDEST,)
 
 
 def parse_sglang_meta_info(meta: Mapping[str, Any], *, k: int | None = None,
-                           source: str | None = None) -> RequestSpecCounts:
+                           source: str | None = None) -> plugin.RequestSpecCounts:
     """Counts of one SGLang request from ``meta_info`` or ``spec_tokens_details``.
 
     Args:
@@ -49,26 +40,26 @@ def parse_sglang_meta_info(meta: Mapping[str, Any], *, k: int | None = None,
             ``k`` not given and not inferable.
     """
     if not isinstance(meta, Mapping):
-        raise InputFileError(f"SGLang meta_info must be an object, got {type(meta).__name__}", path=source)
+        raise plugin.InputFileError(f"SGLang meta_info must be an object, got {type(meta).__name__}", path=source)
     hint = "SGLang fills these only for finished requests with speculative decoding on"
     if META_VERIFY not in meta and not any(key in meta for key in META_HISTOGRAM_KEYS):
-        raise MetricMissingError(f"{where(source)}SGLang meta_info has no {META_VERIFY}", hint=hint)
+        raise plugin.MetricMissingError(f"{plugin.where(source)}SGLang meta_info has no {META_VERIFY}", hint=hint)
     if not any(key in meta for key in (*META_ACCEPTED_KEYS, *META_HISTOGRAM_KEYS,
                                        *_SGL_HIST_EXTRA)):
-        raise MetricMissingError(
-            f"{where(source)}SGLang meta_info has no {' / '.join(META_ACCEPTED_KEYS)} "
+        raise plugin.MetricMissingError(
+            f"{plugin.where(source)}SGLang meta_info has no {' / '.join(META_ACCEPTED_KEYS)} "
             f"and no {META_HISTOGRAM_KEYS[0]}", hint=hint)
     view = dict(meta)
     for old in _SGL_HIST_EXTRA:  # map the oldest histogram name onto one counts knows
         if old in view and not any(key in view for key in META_HISTOGRAM_KEYS):
             view[META_HISTOGRAM_KEYS[0]] = view.pop(old)
-    counts = build_counts(lambda: counts_from_meta_info(view, k=k), "SGLang meta_info", source)
-    check_acceptance_counts(counts, what="SGLang meta_info", path=source)  # its own AL is biased: not checked
-    return RequestSpecCounts("sglang", counts, optional_number(meta, META_ACCEPT_LENGTH, source),
-                             optional_count(meta, "completion_tokens", source), source)
+    counts = plugin.build_counts(lambda: counts_from_meta_info(view, k=k), "SGLang meta_info", source)
+    plugin.check_acceptance_counts(counts, what="SGLang meta_info", path=source)  # its own AL is biased: not checked
+    return plugin.RequestSpecCounts("sglang", counts, plugin.optional_number(meta, META_ACCEPT_LENGTH, source),
+                                    plugin.optional_count(meta, "completion_tokens", source), source)
 
 
-def records_in(node: Mapping[str, Any], *, k: int | None, source: str | None) -> list[RequestSpecCounts]:
+def records_in(node: Mapping[str, Any], *, k: int | None, source: str | None) -> list[plugin.RequestSpecCounts]:
     """The SGLang records one response object holds (its ``meta_info``, its ``spec_tokens_details``)."""
     out = []
     meta = node.get(META_INFO)

@@ -36,7 +36,7 @@ from numpy.typing import NDArray
 from scipy.stats import norm
 
 from distributions import AcceptanceDistribution, units
-from golden_al.plugin import EngineSampler, SamplerError
+from golden_al import plugin
 
 __all__ = ["SGLANG_ALGORITHMS", "SGLangMatchExpected", "SGLangMultinomial", "multinomial_pmf",
            "sglang_engine_flags", "sglang_max_len", "sglang_max_len_for_draft_len"]
@@ -63,7 +63,7 @@ SGLANG_ALGORITHMS: dict[str, str] = {
 def _family(algorithm: str) -> str:
     fam = SGLANG_ALGORITHMS.get(str(algorithm).lower())
     if fam is None:
-        raise SamplerError(
+        raise plugin.SamplerError(
             f"unknown SGLang algorithm {algorithm!r} (allowed: {', '.join(SGLANG_ALGORITHMS)})"
         )
     return fam
@@ -71,7 +71,7 @@ def _family(algorithm: str) -> str:
 
 def _positive(name: str, value: int | None) -> int:
     if value is None or isinstance(value, bool) or int(value) != value or value < 1:
-        raise SamplerError(f"{name} must be an integer >= 1, got {value!r}")
+        raise plugin.SamplerError(f"{name} must be an integer >= 1, got {value!r}")
     return int(value)
 
 
@@ -106,14 +106,14 @@ def sglang_max_len(
         return _positive("--speculative-num-draft-tokens", num_draft_tokens)
     if fam == "dflash":
         if dflash_block_size is not None and num_draft_tokens is not None and dflash_block_size != num_draft_tokens:
-            raise SamplerError(
+            raise plugin.SamplerError(
                 f"DFLASH: --speculative-dflash-block-size {dflash_block_size} must equal "
                 f"--speculative-num-draft-tokens {num_draft_tokens}"
             )
         block = dflash_block_size if dflash_block_size is not None else num_draft_tokens
         block = _positive("DFLASH block size (--speculative-num-draft-tokens)", block)
         if block < 2:
-            raise SamplerError(f"DFLASH block size must be >= 2 (current token + drafts), got {block}")
+            raise plugin.SamplerError(f"DFLASH block size must be >= 2 (current token + drafts), got {block}")
         return block
     return _positive("--speculative-dspark-block-size (gamma)", dspark_block_size) + 1
 
@@ -162,7 +162,7 @@ def multinomial_pmf(al: float, max_len: int) -> NDArray[np.float64]:
     periodic bias, below 2e-9 for a unit-variance normal.
     """
     if max_len < 1:
-        raise SamplerError(f"max_len must be >= 1, got {max_len}")
+        raise plugin.SamplerError(f"max_len must be >= 1, got {max_len}")
     if max_len == 1:
         return np.ones(1)
     edges = np.arange(1, max_len) + 0.5 - float(al)  # boundaries between L=j and L=j+1
@@ -175,7 +175,7 @@ def multinomial_pmf(al: float, max_len: int) -> NDArray[np.float64]:
     return np.clip(probs, 0.0, 1.0)
 
 
-class _SGLangBase(EngineSampler):
+class _SGLangBase(plugin.EngineSampler):
     engine: ClassVar[str] = "sglang"
     draw_unit = "batch-step"
     upstream = _UPSTREAM

@@ -23,45 +23,21 @@ from dataclasses import replace
 from typing import Any
 
 from distributions import units
-from golden_al.plugin import (
-    Caveat,
-    CheckSupport,
-    DraftLen,
-    DraftLenRule,
-    EngineProfile,
-    EngineVersion,
-    EnvOption,
-    PinContext,
-    PinReview,
-    RecipeFormat,
-    RunLogSupport,
-    RuntimeDraftLen,
-    ServerSupport,
-    SimulateOption,
-    SimulateSupport,
-    Source,
-    Speculation,
-    SyntheticKnob,
-    UsageError,
-    format_value,
-    int_flag,
-    lazy,
-    parse_number,
-)
+from golden_al import plugin
 
 __all__ = ["ENV_FORCE", "PROFILE", "draft_len", "synthetic_settings", "two_model_path"]
 
 VERSION = "00b6d5a25c30"
 _REPO = "NVIDIA/TensorRT-LLM"
-_INTERFACE = Source(_REPO, "tensorrt_llm/_torch/speculative/interface.py", VERSION)
-_SAMPLER = Source(_REPO, "tensorrt_llm/_torch/pyexecutor/sampler.py", VERSION)
-_LLM_ARGS = Source(_REPO, "tensorrt_llm/llmapi/llm_args.py", VERSION)
+_INTERFACE = plugin.Source(_REPO, "tensorrt_llm/_torch/speculative/interface.py", VERSION)
+_SAMPLER = plugin.Source(_REPO, "tensorrt_llm/_torch/pyexecutor/sampler.py", VERSION)
+_LLM_ARGS = plugin.Source(_REPO, "tensorrt_llm/llmapi/llm_args.py", VERSION)
 #: ``draft_len_schedule``: a draft length per batch size, chosen at run time by the drafter.
-_DRAFTER = Source(_REPO, "tensorrt_llm/_torch/speculative/drafter.py", VERSION)
+_DRAFTER = plugin.Source(_REPO, "tensorrt_llm/_torch/speculative/drafter.py", VERSION)
 #: ``DecodingBaseConfig`` of a newer tree: ``max_concurrency`` (speculation off at batch sizes above it) and
 #: ``acceptance_window`` + ``acceptance_length_threshold`` (speculation off for good once the rolling AL of the
 #: last N finished requests drops below the threshold; ``PyExecutor``'s ``SpeculationGate``).
-_LLM_ARGS_GATES = Source(_REPO, "tensorrt_llm/llmapi/llm_args.py", "0004396720054")
+_LLM_ARGS_GATES = plugin.Source(_REPO, "tensorrt_llm/llmapi/llm_args.py", "0004396720054")
 
 ENV_FORCE = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
 
@@ -73,15 +49,15 @@ ENV_FORCE = "TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS"
 #: subclass on ``PEARL_ONE_MODEL`` whose ``pearl_adaptive_gamma``, default True, picks a draft length per
 #: batch size) are new modes.
 _NEWEST = "fcd3f3168280"
-_LLM_ARGS_NEWEST = Source(_REPO, "tensorrt_llm/llmapi/llm_args.py", _NEWEST)
+_LLM_ARGS_NEWEST = plugin.Source(_REPO, "tensorrt_llm/llmapi/llm_args.py", _NEWEST)
 #: Facts by tree; TensorRT-LLM releases are not mapped to trees here, so a recipe's image tag is shown and the
 #: newest tree's facts judge it.
-VERSIONS: tuple[EngineVersion, ...] = (
-    EngineVersion(f"tree {VERSION}", _LLM_ARGS, facts={"one_model_draft_target": False},
-                  notes=("DraftTarget runs two-model (int() reader)",)),
-    EngineVersion(f"tree {_NEWEST}", _LLM_ARGS_NEWEST, facts={"one_model_draft_target": True},
-                  notes=("DraftTarget one-model by default (a fractional value works)", "SA and PEARL modes",
-                         "Eagle3 two-model deprecated (still two-model)")),
+VERSIONS: tuple[plugin.EngineVersion, ...] = (
+    plugin.EngineVersion(f"tree {VERSION}", _LLM_ARGS, facts={"one_model_draft_target": False},
+                         notes=("DraftTarget runs two-model (int() reader)",)),
+    plugin.EngineVersion(f"tree {_NEWEST}", _LLM_ARGS_NEWEST, facts={"one_model_draft_target": True},
+                         notes=("DraftTarget one-model by default (a fractional value works)", "SA and PEARL modes",
+                                "Eagle3 two-model deprecated (still two-model)")),
 )
 #: Where a file names the TensorRT-LLM version: the NGC release image's tag, a pip pin.
 VERSION_PATTERNS: tuple[str, ...] = (r"tensorrt-llm/release:(?P<version>[0-9][\w.]*)",
@@ -143,7 +119,7 @@ CAVEAT_INT_ONLY = (
 )
 
 
-def draft_len(speculative_config: Mapping[str, Any]) -> DraftLen:
+def draft_len(speculative_config: Mapping[str, Any]) -> plugin.DraftLen:
     """``k = speculative_config.max_draft_len``.
 
     For ``decoding_type: MTP`` TensorRT-LLM sets ``max_draft_len`` to
@@ -152,14 +128,14 @@ def draft_len(speculative_config: Mapping[str, Any]) -> DraftLen:
     without ``max_draft_len``.
     """
     decoding = str(speculative_config.get(DECODING_TYPE) or "").strip().lower()
-    layers = int_flag(speculative_config.get(MTP_LAYERS), MTP_LAYERS)
+    layers = plugin.int_flag(speculative_config.get(MTP_LAYERS), MTP_LAYERS)
     if decoding == "mtp" and layers is not None:
-        return DraftLen(units.check_draft_len(layers), f"{MTP_LAYERS} (MTP)", chain=True)
-    k = int_flag(speculative_config.get(MAX_DRAFT_LEN), MAX_DRAFT_LEN)
+        return plugin.DraftLen(units.check_draft_len(layers), f"{MTP_LAYERS} (MTP)", chain=True)
+    k = plugin.int_flag(speculative_config.get(MAX_DRAFT_LEN), MAX_DRAFT_LEN)
     if k is None:
-        raise UsageError(f"TensorRT-LLM {SPEC_CONFIG_KEY} has no {MAX_DRAFT_LEN}",
-                         hint=f"set {MAX_DRAFT_LEN} (MTP: {MTP_LAYERS})")
-    return DraftLen(units.check_draft_len(k), MAX_DRAFT_LEN, chain=True)
+        raise plugin.UsageError(f"TensorRT-LLM {SPEC_CONFIG_KEY} has no {MAX_DRAFT_LEN}",
+                                hint=f"set {MAX_DRAFT_LEN} (MTP: {MTP_LAYERS})")
+    return plugin.DraftLen(units.check_draft_len(k), MAX_DRAFT_LEN, chain=True)
 
 
 def two_model_path(speculative_config: Mapping[str, Any]) -> bool | None:
@@ -184,7 +160,7 @@ def two_model_path(speculative_config: Mapping[str, Any]) -> bool | None:
 RECIPE_SPEC_KEYS: tuple[str, ...] = (SPEC_CONFIG_KEY, "speculative-config")
 
 
-def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
+def read_recipe_role(args: Mapping[str, Any]) -> plugin.Speculation | None:
     """One srt-slurm role's ``speculative_config`` mapping; None: no non-empty one."""
     key = next((k for k in RECIPE_SPEC_KEYS if isinstance(args.get(k), Mapping) and args[k]), None)
     if key is None:
@@ -194,23 +170,23 @@ def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
     draft = next((trt[k] for k in DRAFT_MODEL_KEYS if trt.get(k)), None)
     inputs = {k: trt[k] for k in (MAX_DRAFT_LEN, MTP_LAYERS) if k in trt}
     review = {k: trt[k] for k in (PEARL_ADAPTIVE, *ACCEPTANCE_SETTINGS, *ONE_MODEL_KEYS) if k in trt}
-    return Speculation("trtllm", str(decoding) if decoding else None, trt, key, draft,
-                       draft_inputs=inputs or {MAX_DRAFT_LEN: None}, review_spec=review)
+    return plugin.Speculation("trtllm", str(decoding) if decoding else None, trt, key, draft,
+                              draft_inputs=inputs or {MAX_DRAFT_LEN: None}, review_spec=review)
 
 
-def script_speculation(flags: Mapping[str, Any]) -> Speculation | None:
+def script_speculation(flags: Mapping[str, Any]) -> plugin.Speculation | None:
     """:func:`read_recipe_role` of the ``speculative_config`` keys a script writes into its config file."""
     return read_recipe_role({SPEC_CONFIG_KEY: {k: flags[k] for k in SPEC_KEYS if k in flags}})
 
 
-def settings_draft_len(spec: Speculation | None) -> DraftLen:
+def settings_draft_len(spec: plugin.Speculation | None) -> plugin.DraftLen:
     """k of :func:`read_recipe_role`'s config (:func:`draft_len`), with its one/two-model path.
 
     Raises:
         UsageError: no config, or one that does not fix k.
     """
     if spec is None:
-        raise UsageError(f"no {SPEC_CONFIG_KEY}")
+        raise plugin.UsageError(f"no {SPEC_CONFIG_KEY}")
     d = draft_len(spec.settings)
     two = two_model_path(spec.settings)
     path = "two-model" if two else ("one-model" if two is False else "unknown")
@@ -220,7 +196,7 @@ def settings_draft_len(spec: Speculation | None) -> DraftLen:
 
 def _forced_off(value: str) -> bool:
     """TensorRT-LLM forces acceptance for any value of its variable but 0 (garbage too: it fails loudly)."""
-    number = parse_number(value.strip().strip("'\""))
+    number = plugin.parse_number(value.strip().strip("'\""))
     return number is not None and number == 0
 
 
@@ -233,13 +209,13 @@ def synthetic_settings(al: float, k: int) -> dict[str, Any]:
     al = units.check_al(al, k)
     forced = units.drafts_from_al(al)
     if forced == 0.0:
-        raise UsageError("TensorRT-LLM cannot force AL 1.0: its value would be 0, which disables forcing")
-    return {ENV_FORCE: format_value(forced)}
+        raise plugin.UsageError("TensorRT-LLM cannot force AL 1.0: its value would be 0, which disables forcing")
+    return {ENV_FORCE: plugin.format_value(forced)}
 
 
-def review_pin(knob: str, raw: str, value: float | None, k: int | None, *, two_model: bool | None) -> PinReview:
+def review_pin(knob: str, raw: str, value: float | None, k: int | None, *, two_model: bool | None) -> plugin.PinReview:
     """TensorRT-LLM's rules for a forced count ``value`` (AL - 1; ``interface.py``, ``sampler.py``)."""
-    r = PinReview()
+    r = plugin.PinReview()
     if value is None:
         r.problems.append(("unsafe-value", f"{knob}={raw!r} is not a number: TensorRT-LLM reads it as 0 "
                                            "and forcing is off"))
@@ -258,7 +234,7 @@ def review_pin(knob: str, raw: str, value: float | None, k: int | None, *, two_m
         r.notes.append(CAVEAT_GREEDY_ONLY)
     al = units.al_from_drafts(value)
     if k is not None and al > k + 1 + 1e-9:
-        r.problems.append(("unsafe-value", f"{knob}={raw} means AL {format_value(al)} > k+1 = {k + 1}; "
+        r.problems.append(("unsafe-value", f"{knob}={raw} means AL {plugin.format_value(al)} > k+1 = {k + 1}; "
                                            "TensorRT-LLM caps it"))
     r.notes.append(f"TensorRT-LLM counts draft tokens only: AL = {raw} + 1")
     r.al = al
@@ -283,7 +259,7 @@ def _normal(decoding: str | None) -> str:
     return str(decoding or "").strip().lower().replace("_", "").replace("-", "")
 
 
-def path_at(decoding: str | None, two_model: bool | None, version: EngineVersion | None) -> bool | None:
+def path_at(decoding: str | None, two_model: bool | None, version: plugin.EngineVersion | None) -> bool | None:
     """Whether the two-model path runs, by the judged version's facts: :func:`two_model_path` follows the newest
     tree (DraftTarget and PEARL one-model); an older tree's facts run DraftTarget two-model."""
     kind = _normal(decoding)
@@ -292,7 +268,7 @@ def path_at(decoding: str | None, two_model: bool | None, version: EngineVersion
     return two_model
 
 
-def _review(ctx: PinContext) -> PinReview:
+def _review(ctx: plugin.PinContext) -> plugin.PinReview:
     """:func:`review_pin` on the gate's :class:`PinContext`, by the judged version's facts; PEARL's adaptive
     draft length and the acceptance settings forcing does or does not override are reviewed here."""
     two = path_at(ctx.algorithm, ctx.two_model, ctx.version)
@@ -315,12 +291,12 @@ def _review(ctx: PinContext) -> PinReview:
 
 
 
-def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> DraftLen:
+def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> plugin.DraftLen:
     """k from ``golden-al env --max-draft-len N``: N itself."""
-    return DraftLen(int(values["max_draft_len"]), "--max-draft-len N")
+    return plugin.DraftLen(int(values["max_draft_len"]), "--max-draft-len N")
 
 
-PROFILE = EngineProfile(
+PROFILE = plugin.EngineProfile(
     name="trtllm",
     frameworks=("dynamo-trt", "dynamo-trtllm", "trt", "trtllm"),
     aliases=("trt-llm",),
@@ -329,56 +305,56 @@ PROFILE = EngineProfile(
     versions=VERSIONS,
     version_patterns=VERSION_PATTERNS,
     draft_len_rules=(
-        DraftLenRule("MTP", f"k = {MTP_LAYERS} (or {MAX_DRAFT_LEN})", True, _LLM_ARGS),
-        DraftLenRule("*", f"k = {SPEC_CONFIG_KEY}.{MAX_DRAFT_LEN}", True, _LLM_ARGS),
+        plugin.DraftLenRule("MTP", f"k = {MTP_LAYERS} (or {MAX_DRAFT_LEN})", True, _LLM_ARGS),
+        plugin.DraftLenRule("*", f"k = {SPEC_CONFIG_KEY}.{MAX_DRAFT_LEN}", True, _LLM_ARGS),
     ),
     caveats=(
-        Caveat(CAVEAT_GREEDY_ONLY, ("two-model", "simulate", "env", "check"), _SAMPLER),
-        Caveat(CAVEAT_INT_ONLY, ("two-model", "env", "check", "inject"), _INTERFACE),
-        Caveat(f"{ENV_FORCE}=0 means off: AL 1.0 cannot be forced", (), _INTERFACE),
+        plugin.Caveat(CAVEAT_GREEDY_ONLY, ("two-model", "simulate", "env", "check"), _SAMPLER),
+        plugin.Caveat(CAVEAT_INT_ONLY, ("two-model", "env", "check", "inject"), _INTERFACE),
+        plugin.Caveat(f"{ENV_FORCE}=0 means off: AL 1.0 cannot be forced", (), _INTERFACE),
     ),
     sources=(_INTERFACE, _SAMPLER, _LLM_ARGS),
     curve_methods=CURVE_METHODS,
     env_prefixes=ENV_PREFIXES,
-    check=CheckSupport(
-        env_options=(EnvOption("--max-draft-len", f"TensorRT-LLM {MAX_DRAFT_LEN} (k = N)"),),
+    check=plugin.CheckSupport(
+        env_options=(plugin.EnvOption("--max-draft-len", f"TensorRT-LLM {MAX_DRAFT_LEN} (k = N)"),),
         env_draft_len=env_draft_len,
         review_pin=_review,
         settings_draft_len=settings_draft_len,
         script_speculation=script_speculation,
         script_settings="the TensorRT-LLM config written by the script",
         script_config_keys=SPEC_KEYS,
-        synthetic_knobs=(SyntheticKnob(ENV_FORCE, "env", "al-1", source=_INTERFACE, env_off=_forced_off),),
+        synthetic_knobs=(plugin.SyntheticKnob(ENV_FORCE, "env", "al-1", source=_INTERFACE, env_off=_forced_off),),
         runtime_draft_len=(
-            RuntimeDraftLen(("draft_len_schedule",), "chooses max_draft_len by batch size at run time", _DRAFTER),
-            RuntimeDraftLen(("max_concurrency",), "turns speculation off (k = 0) at batch sizes above it, so a run at "
-                            "a higher concurrency realizes AL 1, not the pin", _LLM_ARGS_GATES),
-            RuntimeDraftLen(("acceptance_length_threshold",), "turns speculation off for good once the rolling AL of "
-                            "the last acceptance_window requests drops below it; a synthetic run's realized AL varies "
-                            "around the pin, so the run can lose speculation part way", _LLM_ARGS_GATES,
-                            unsafe=_threshold_unsafe),
+            plugin.RuntimeDraftLen(("draft_len_schedule",), "chooses max_draft_len by batch size at run time", _DRAFTER),
+            plugin.RuntimeDraftLen(("max_concurrency",), "turns speculation off (k = 0) at batch sizes above it, so a run at "
+                                   "a higher concurrency realizes AL 1, not the pin", _LLM_ARGS_GATES),
+            plugin.RuntimeDraftLen(("acceptance_length_threshold",), "turns speculation off for good once the rolling AL of "
+                                   "the last acceptance_window requests drops below it; a synthetic run's realized AL varies "
+                                   "around the pin, so the run can lose speculation part way", _LLM_ARGS_GATES,
+                                   unsafe=_threshold_unsafe),
         ),
         synthetic_settings=synthetic_settings,
     ),
-    server=ServerSupport(
+    server=plugin.ServerSupport(
         al_sources=("trtllm-iteration-stats", "trtllm-perf-metrics"),
-        source_impls={"trtllm-iteration-stats": lazy(f"{__name__}.server:TrtllmIterationSource"),
-                      "trtllm-perf-metrics": lazy(f"{__name__}.server:TrtllmPerfMetricsSource")},
-        server_probe=lazy(f"{__name__}.server:probe"),
-        reference_flavor=lazy(f"{__name__}.reference:TrtllmFlavor"),
+        source_impls={"trtllm-iteration-stats": plugin.lazy(f"{__name__}.server:TrtllmIterationSource"),
+                      "trtllm-perf-metrics": plugin.lazy(f"{__name__}.server:TrtllmPerfMetricsSource")},
+        server_probe=plugin.lazy(f"{__name__}.server:probe"),
+        reference_flavor=plugin.lazy(f"{__name__}.reference:TrtllmFlavor"),
     ),
-    simulate=SimulateSupport(
+    simulate=plugin.SimulateSupport(
         default_sampler="force",
-        samplers={"force": lazy(f"{__name__}.sampler:TrtllmForce")},
+        samplers={"force": plugin.lazy(f"{__name__}.sampler:TrtllmForce")},
         simulator_settings=simulator_settings,
-        simulate_options=(SimulateOption(
+        simulate_options=(plugin.SimulateOption(
             "--trtllm-path", "path", choices=("one-model", "two-model"),
             help="one-model (float reader; default) or two-model (int() reader)"),),
         simulate_report=simulate_report,
     ),
-    run_logs=RunLogSupport(
-        run_evidence=lazy(f"{__name__}.evidence:read"),
-        importers={"trtllm-iteration-log": lazy(f"{__name__}.imported:import_trtllm_iterations")},
+    run_logs=plugin.RunLogSupport(
+        run_evidence=plugin.lazy(f"{__name__}.evidence:read"),
+        importers={"trtllm-iteration-log": plugin.lazy(f"{__name__}.imported:import_trtllm_iterations")},
     ),
-    recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, spec_keys=RECIPE_SPEC_KEYS),
+    recipe=plugin.RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, spec_keys=RECIPE_SPEC_KEYS),
 )

@@ -10,22 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distributions import units
-from golden_al.plugin import (
-    InputFileError,
-    LineTally,
-    NoVerifyStepsError,
-    RunEvidence,
-    check_counts,
-    check_observed_k,
-    run_budget,
-)
+from golden_al import plugin
 
 from .iteration_stats import most_drafts, read_iteration_source
 
 ENGINE = "trtllm"
 
 
-def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> RunEvidence:
+def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> plugin.RunEvidence:
     """The run's AL from TensorRT-LLM iteration rows (see :mod:`golden_al.plugin.evidence`).
 
     Raises:
@@ -36,24 +28,24 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
     """
     del decode_log_interval  # iteration rows are not sampled: every iteration is a row
     paths = [Path(f) for f in files]
-    budget = run_budget(paths)
-    tally = LineTally()  # one reader policy over the run's files: a row held twice is refused
+    budget = plugin.run_budget(paths)
+    tally = plugin.LineTally()  # one reader policy over the run's files: a row held twice is refused
     scans = [read_iteration_source(p, max_bytes=budget, tally=tally) for p in paths]
     rows = [r for s in scans for r in s.rows]
     if not rows:
         names = ", ".join(map(str, paths))
-        raise InputFileError(f"no TensorRT-LLM iteration row with specDecodingStats in {names}",
-                             hint="pass the file of trtllm-bench --iteration_log, or a saved trtllm-serve /metrics "
+        raise plugin.InputFileError(f"no TensorRT-LLM iteration row with specDecodingStats in {names}",
+                                    hint="pass the file of trtllm-bench --iteration_log, or a saved trtllm-serve /metrics "
                                   "answer, of a run with speculative decoding on")
     for s in scans:
         for r in s.rows:
-            check_counts(what="TensorRT-LLM iteration row", accepted=r.accepted, drafted=r.drafted,
-                         drafts=r.requests, k=k, path=s.source, line=r.line)
-    check_observed_k(most_drafts(rows), k, what="the TensorRT-LLM iteration rows", path=paths[0])
+            plugin.check_counts(what="TensorRT-LLM iteration row", accepted=r.accepted, drafted=r.drafted,
+                                drafts=r.requests, k=k, path=s.source, line=r.line)
+    plugin.check_observed_k(most_drafts(rows), k, what="the TensorRT-LLM iteration rows", path=paths[0])
     steps = sum(s.steps for s in scans)
     if steps <= 0:
-        raise NoVerifyStepsError("the TensorRT-LLM iteration rows count zero requests with draft tokens: AL is "
-                                 "undefined")
+        raise plugin.NoVerifyStepsError("the TensorRT-LLM iteration rows count zero requests with draft tokens: AL is "
+                                        "undefined")
     accepted = sum(s.accepted for s in scans)
     drafted = sum(s.drafted for s in scans)
     notes = [*tally.notes, f"{len(rows)} iteration row(s): accepted {accepted} / draft tokens {drafted} over "
@@ -69,5 +61,5 @@ def read(files: Sequence[str | Path], k: int, *, decode_log_interval: int) -> Ru
                      "request's end, or a draft length below k)")
     realized = units.al_from_counts(accepted, steps)
     windows = tuple((float(r.accepted), float(r.requests)) for r in rows if r.requests > 0)
-    return RunEvidence(ENGINE, "trtllm iteration stats", realized, steps, steps, steps, len(rows), tuple(notes),
-                       windows=windows)
+    return plugin.RunEvidence(ENGINE, "trtllm iteration stats", realized, steps, steps, steps, len(rows), tuple(notes),
+                              windows=windows)

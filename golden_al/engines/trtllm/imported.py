@@ -13,16 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from distributions.counts import AcceptanceCounts
-from golden_al.plugin import (
-    MAX_BYTES,
-    ImportedDataset,
-    ImportedRun,
-    ImportedWindows,
-    ImportOptions,
-    InputFileError,
-    UsageError,
-    check_observed_k,
-)
+from golden_al import plugin
 
 from .iteration_stats import most_drafts, read_iteration_source
 
@@ -32,19 +23,19 @@ __all__ = ["ITERATIONS_PER_WINDOW", "import_trtllm_iterations"]
 ITERATIONS_PER_WINDOW = 10
 
 
-def import_trtllm_iterations(paths: Sequence[Path], opts: ImportOptions) -> list[ImportedRun]:
+def import_trtllm_iterations(paths: Sequence[Path], opts: plugin.ImportOptions) -> list[plugin.ImportedRun]:
     """One record per file (each a run), k from ``--draft-len`` (the rows do not state it)."""
     if opts.draft_len is None:
-        raise UsageError("TensorRT-LLM iteration rows do not state k: pass --draft-len (max_draft_len)")
+        raise plugin.UsageError("TensorRT-LLM iteration rows do not state k: pass --draft-len (max_draft_len)")
     k = opts.draft_len
     out = []
     for p in paths:
-        scan = read_iteration_source(p, max_bytes=MAX_BYTES)
+        scan = read_iteration_source(p, max_bytes=plugin.MAX_BYTES)
         rows = [r for r in scan.rows if r.requests > 0]
         if not rows:
-            raise InputFileError("no TensorRT-LLM iteration row with specDecodingStats and a drafted request", path=p,
-                                 hint="pass the file of trtllm-bench --iteration_log of a run with speculation on")
-        check_observed_k(most_drafts(rows), k, what="the TensorRT-LLM iteration rows", path=p)
+            raise plugin.InputFileError("no TensorRT-LLM iteration row with specDecodingStats and a drafted request", path=p,
+                                        hint="pass the file of trtllm-bench --iteration_log of a run with speculation on")
+        plugin.check_observed_k(most_drafts(rows), k, what="the TensorRT-LLM iteration rows", path=p)
         windows = []
         for i in range(0, len(rows), ITERATIONS_PER_WINDOW):
             block = rows[i:i + ITERATIONS_PER_WINDOW]
@@ -58,9 +49,9 @@ def import_trtllm_iterations(paths: Sequence[Path], opts: ImportOptions) -> list
         warnings += scan.notes
         if scan.other_ranks:
             warnings.append(f"{scan.other_ranks} row(s) of attention-DP ranks other than 0 left out (copies)")
-        out.append(ImportedRun(ImportedWindows(windows, k, "trtllm-iterations", []), k=k, opts=opts, engine="trtllm",
+        out.append(plugin.ImportedRun(plugin.ImportedWindows(windows, k, "trtllm-iterations", []), k=k, opts=opts, engine="trtllm",
                                    source="trtllm-iteration-stats", files=[p], model=None, num_requests=0,
-                                   dataset=ImportedDataset(name, 0, f"trtllm-iteration-log:{name}",
+                                   dataset=plugin.ImportedDataset(name, 0, f"trtllm-iteration-log:{name}",
                                                         f"imported trtllm-iteration-log: {p.name}"),
                                    warnings=warnings, unit="imported iteration window"))
     return out

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from golden_al.plugin import CounterSemanticsError, InputFileError, LineTally
+from golden_al import plugin
 
 __all__ = ["SPEC_STATS", "IterationRow", "IterationScan", "most_drafts", "rank_of", "read_iteration_file",
            "read_iteration_source", "rows_from_json", "scan_rows"]
@@ -95,13 +95,13 @@ def most_drafts(rows: Iterable[IterationRow]) -> int | None:
 
 def _count(stats: Mapping[str, Any], key: str, where: str, line: int) -> int:
     if key not in stats:
-        raise InputFileError(f"{where}: {SPEC_STATS} has no {key}", line=line,
-                             hint="a TensorRT-LLM iteration row carries numDraftTokens, numAcceptedTokens and "
+        raise plugin.InputFileError(f"{where}: {SPEC_STATS} has no {key}", line=line,
+                                    hint="a TensorRT-LLM iteration row carries numDraftTokens, numAcceptedTokens and "
                                   "numRequestsWithDraftTokens")
     v = stats[key]
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0 or v != int(v):
-        raise CounterSemanticsError(f"{where}: {SPEC_STATS}.{key} is {v!r}, not a whole non-negative count",
-                                    line=line, hint="a corrupted or edited iteration log")
+        raise plugin.CounterSemanticsError(f"{where}: {SPEC_STATS}.{key} is {v!r}, not a whole non-negative count",
+                                           line=line, hint="a corrupted or edited iteration log")
     return int(v)
 
 
@@ -114,29 +114,29 @@ def _row(obj: Mapping[str, Any], line: int, where: str) -> tuple[IterationRow | 
     """(row, rank) of one iteration object; the row is None when it has no spec-decode stats."""
     rank_raw = rank_of(obj)
     if rank_raw is not None and (isinstance(rank_raw, bool) or not isinstance(rank_raw, int) or rank_raw < 0):
-        raise InputFileError(f"{where}: attention-DP rank {rank_raw!r} is not a rank", line=line)
+        raise plugin.InputFileError(f"{where}: attention-DP rank {rank_raw!r} is not a rank", line=line)
     stats = obj.get(SPEC_STATS)
     if stats is None:
         return None, rank_raw
     if not isinstance(stats, Mapping):
-        raise InputFileError(f"{where}: {SPEC_STATS} is a {type(stats).__name__}, not an object", line=line)
+        raise plugin.InputFileError(f"{where}: {SPEC_STATS} is a {type(stats).__name__}, not an object", line=line)
     drafted, accepted, requests = (_count(stats, k, where, line) for k in (DRAFTED, ACCEPTED, REQUESTS))
     if accepted > drafted:
-        raise CounterSemanticsError(f"{where}: {ACCEPTED} {accepted} > {DRAFTED} {drafted}", line=line,
-                                    hint="no engine accepts more drafts than it proposed")
+        raise plugin.CounterSemanticsError(f"{where}: {ACCEPTED} {accepted} > {DRAFTED} {drafted}", line=line,
+                                           hint="no engine accepts more drafts than it proposed")
     if requests == 0 and drafted > 0:
-        raise CounterSemanticsError(f"{where}: {drafted} draft tokens but {REQUESTS} = 0", line=line,
-                                    hint="drafts belong to requests: a corrupted or edited row")
+        raise plugin.CounterSemanticsError(f"{where}: {drafted} draft tokens but {REQUESTS} = 0", line=line,
+                                           hint="drafts belong to requests: a corrupted or edited row")
     al_raw = stats.get(AL)
     reported = None
     if al_raw is not None:
         if isinstance(al_raw, bool) or not isinstance(al_raw, (int, float)) or not math.isfinite(al_raw):
-            raise CounterSemanticsError(f"{where}: {AL} is {al_raw!r}, not a number", line=line)
+            raise plugin.CounterSemanticsError(f"{where}: {AL} is {al_raw!r}, not a number", line=line)
         reported = float(al_raw)
         if requests > 0:
             implied = (accepted + requests) / requests
             if abs(reported - implied) > _AL_TOL * implied + 1e-9:
-                raise CounterSemanticsError(
+                raise plugin.CounterSemanticsError(
                     f"{where}: {AL} {reported:g} but the counts give ({accepted} + {requests}) / {requests} = "
                     f"{implied:g}", line=line, hint="the row's fields disagree: a corrupted or edited row")
     it = obj.get(ITER)
@@ -181,7 +181,7 @@ def scan_rows(objects: Iterable[tuple[int, Any]], source: str) -> IterationScan:
             continue
         if row.iteration is not None:
             if row.iteration in seen:
-                raise InputFileError(
+                raise plugin.InputFileError(
                     f"{source}: iteration {row.iteration} appears twice (lines {seen[row.iteration]} and {line}) "
                     "without an attention-DP rank to tell the copies apart: summing both would count its steps "
                     "twice", line=line,
@@ -192,7 +192,7 @@ def scan_rows(objects: Iterable[tuple[int, Any]], source: str) -> IterationScan:
     return scan
 
 
-def read_iteration_file(path: str | Path, *, max_bytes: int, tally: LineTally | None = None) -> IterationScan:
+def read_iteration_file(path: str | Path, *, max_bytes: int, tally: plugin.LineTally | None = None) -> IterationScan:
     """The iteration rows of a ``--iteration_log`` file or a log holding such rows (streamed, bounded), under the
     one reader policy (:class:`~golden_al.formats.logs.LineTally`): a line naming ``specDecodingStats`` that does
     not parse is refused unless it is the file's cut last line; a row seen twice is refused.
@@ -201,13 +201,12 @@ def read_iteration_file(path: str | Path, *, max_bytes: int, tally: LineTally | 
         UnreadableInputError: not a regular file, unreadable, or over ``max_bytes``.
         InputFileError, CounterSemanticsError: as :func:`scan_rows`, and the policy's refusals.
     """
-    from golden_al.plugin import LineStats, iter_lines
 
-    p, stats, tally = Path(path), LineStats(), tally or LineTally()
+    p, stats, tally = Path(path), plugin.LineStats(), tally or plugin.LineTally()
     before = len(tally.notes)
 
     def objects() -> Iterable[tuple[int, Any]]:
-        for number, line in iter_lines(p, max_bytes=max_bytes, stats=stats, keep=lambda b: b"{" in b):
+        for number, line in plugin.iter_lines(p, max_bytes=max_bytes, stats=stats, keep=lambda b: b"{" in b):
             if SPEC_STATS in line or ITER in line:
                 obj = _parse_line(line)
                 if not isinstance(obj, Mapping) and (SPEC_STATS in line or _ITER_KEY.search(line)):
@@ -231,8 +230,8 @@ def rows_from_json(doc: Any, source: str) -> IterationScan:
     """
     items: Sequence[Any] = doc if isinstance(doc, list) else [doc]
     if not all(isinstance(i, Mapping) for i in items):
-        raise InputFileError(f"{source}: not a list of TensorRT-LLM iteration objects")
-    tally = LineTally()
+        raise plugin.InputFileError(f"{source}: not a list of TensorRT-LLM iteration objects")
+    tally = plugin.LineTally()
     for i, obj in enumerate(items):
         tally.row(source, i + 1, json.dumps(obj, sort_keys=True, default=str))
     return scan_rows(((i + 1, obj) for i, obj in enumerate(items)), source)
@@ -242,7 +241,7 @@ def rows_from_json(doc: Any, source: str) -> IterationScan:
 _JSON_LIST = re.compile(rb"\[\s*[{\]]")
 
 
-def read_iteration_source(path: str | Path, *, max_bytes: int, tally: LineTally | None = None) -> IterationScan:
+def read_iteration_source(path: str | Path, *, max_bytes: int, tally: plugin.LineTally | None = None) -> IterationScan:
     """The rows of one file, whichever TensorRT-LLM source it is: a saved ``/metrics`` answer (a JSON
     list, read whole under ``max_bytes``) or an iteration log (streamed, :func:`read_iteration_file`).
 
@@ -250,7 +249,6 @@ def read_iteration_source(path: str | Path, *, max_bytes: int, tally: LineTally 
         UnreadableInputError: not a regular file, unreadable, over ``max_bytes``, or not valid JSON.
         InputFileError, CounterSemanticsError: as :func:`scan_rows`.
     """
-    from golden_al.plugin import read_json
 
     p = Path(path)
     head = b""
@@ -260,5 +258,5 @@ def read_iteration_source(path: str | Path, *, max_bytes: int, tally: LineTally 
     except OSError:
         pass  # the read below names what is wrong with it
     if _JSON_LIST.match(head):
-        return rows_from_json(read_json(p, max_bytes=max_bytes), str(p))
+        return rows_from_json(plugin.read_json(p, max_bytes=max_bytes), str(p))
     return read_iteration_file(p, max_bytes=max_bytes, tally=tally)

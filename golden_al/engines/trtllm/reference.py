@@ -18,7 +18,7 @@ import time
 from collections import deque
 from typing import Any, ClassVar
 
-from golden_al.plugin import Flavor, Generation
+from golden_al import plugin
 
 from . import iteration_stats as its
 from .server import (
@@ -35,7 +35,7 @@ from .server import (
 __all__ = ["TrtllmFlavor"]
 
 
-class TrtllmFlavor(Flavor):
+class TrtllmFlavor(plugin.Flavor):
     """``trtllm-serve``'s drained JSON ``/metrics`` and ``/version``."""
 
     health_body: ClassVar[bytes] = b""
@@ -57,7 +57,7 @@ class TrtllmFlavor(Flavor):
         self.iteration += 1
         return row
 
-    def record(self, gen: Generation) -> None:
+    def record(self, gen: plugin.Generation) -> None:
         """The request's context iteration, then one row per verify step (the last one completes it)."""
         steps = list(zip(gen.accepted, gen.drafted, strict=True))
         first = self.iteration

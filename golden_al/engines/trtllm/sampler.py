@@ -31,7 +31,7 @@ from numpy.typing import NDArray
 
 from distributions import AcceptanceDistribution, units
 from distributions.units import format_number
-from golden_al.plugin import EngineSampler, ForcingDisabledError, SamplerError
+from golden_al import plugin
 
 __all__ = ["ENV_VAR", "TRTLLM_PATHS", "TrtllmForce", "force_pool", "force_pool_fraction", "parse_one_model",
            "parse_two_model", "trtllm_env_value"]
@@ -94,7 +94,7 @@ def force_pool_fraction(frac: float) -> float:
     return float(np.mean(force_pool() < np.float32(frac)))
 
 
-class TrtllmForce(EngineSampler):
+class TrtllmForce(plugin.EngineSampler):
     """TensorRT-LLM ``TLLM_SPEC_DECODE_FORCE_NUM_ACCEPTED_TOKENS`` (value = AL - 1).
 
     Args:
@@ -113,7 +113,7 @@ class TrtllmForce(EngineSampler):
 
     def __init__(self, path: str = "one-model") -> None:
         if path not in TRTLLM_PATHS:
-            raise SamplerError(f"unknown TensorRT-LLM path {path!r} (allowed: {', '.join(TRTLLM_PATHS)})")
+            raise plugin.SamplerError(f"unknown TensorRT-LLM path {path!r} (allowed: {', '.join(TRTLLM_PATHS)})")
         self.path: str = path
 
     @property
@@ -132,8 +132,8 @@ class TrtllmForce(EngineSampler):
         env = trtllm_env_value(al)
         return env, parse_one_model(env), k
 
-    def _disabled(self, al: float, env: str, why: str) -> ForcingDisabledError:
-        return ForcingDisabledError(
+    def _disabled(self, al: float, env: str, why: str) -> plugin.ForcingDisabledError:
+        return plugin.ForcingDisabledError(
             f"TensorRT-LLM {self.path}: {ENV_VAR}={env} (AL {al:g}) {why}, so the engine runs REAL "
             "acceptance and no synthetic pmf exists",
             hint="on the one-model path any AL in (1, k+1] can be forced; on the two-model path only "

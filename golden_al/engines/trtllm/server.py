@@ -33,18 +33,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from distributions.counts import AcceptanceCounts
-from golden_al.plugin import (
-    CounterResetError,
-    CounterSource,
-    CountsDisagreeError,
-    MetricMissingError,
-    ServerClient,
-    ServerError,
-    ServerFacts,
-    Snapshot,
-    ran,
-    server_errors,
-)
+from golden_al import plugin
 
 from . import iteration_stats as its
 
@@ -59,7 +48,7 @@ _ENABLE_HINT = ("start trtllm-serve with enable_iter_perf_stats: true in its --e
                 "(and iter_stats_max_iterations above one request's iterations)")
 
 
-async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:
+async def probe(client: plugin.ServerClient, facts: plugin.ServerFacts, *, log_text: str | None) -> None:
     """Fill ``facts`` from ``/version``. ``/metrics`` is not read here: reading it drains the rows a unit
     needs; the source's first snapshot refuses a server whose ``/metrics`` is not a list of iteration rows."""
     version = await client.get_json(VERSION_PATH, label=f"GET {VERSION_PATH}", optional=True)
@@ -99,12 +88,12 @@ def _agree(label: str, rows: _Sums, perf: _Sums) -> None:
     if not (rows.items and perf.items):
         return
     if (rows.drafted, rows.accepted) != (perf.drafted, perf.accepted) or perf.steps < rows.steps:
-        raise CountsDisagreeError(
+        raise plugin.CountsDisagreeError(
             f"{label}: the server's two sources of the same counts disagree: {METRICS_PATH} iteration rows say "
             f"{rows.accepted} accepted of {rows.drafted} drafted in {rows.steps} steps ({rows.items} iterations), "
             f"{PERF_METRICS_PATH} says {perf.accepted} of {perf.drafted} in {perf.steps} iterations",
             hint="one of them is not the server's own count: measure a server nobody else reads, or report it")
-    ran("two-sources-agree")
+    plugin.ran("two-sources-agree")
 
 
 def _rows_sums(scan: its.IterationScan, doc: Sequence[Any]) -> _Sums:
@@ -167,12 +156,12 @@ def _completed(objects: Sequence[Any]) -> int | None:
             continue
         v = obj[COMPLETED]
         if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise ServerError(f"{COMPLETED} is {v!r}, not a whole non-negative count")
+            raise plugin.ServerError(f"{COMPLETED} is {v!r}, not a whole non-negative count")
         total, seen = total + v, True
     return total if seen else None
 
 
-class TrtllmIterationSource(CounterSource):
+class TrtllmIterationSource(plugin.CounterSource):
     """``trtllm-serve`` ``GET /metrics`` iteration rows, summed per server (module docstring)."""
 
     name = "trtllm-iteration-stats"
@@ -181,56 +170,56 @@ class TrtllmIterationSource(CounterSource):
     def __init__(self) -> None:
         self._servers: dict[str, _Totals] = {}
 
-    async def snapshot(self, client: ServerClient) -> Snapshot:
+    async def snapshot(self, client: plugin.ServerClient) -> plugin.Snapshot:
         doc = await client.get_json(METRICS_PATH, label=f"GET {METRICS_PATH}")
         where = f"{client.base_url}{METRICS_PATH}"
         if not isinstance(doc, list):
-            raise MetricMissingError(f"{where} answered a {type(doc).__name__}, not a list of iteration rows: "
-                                     "not a TensorRT-LLM server, or iteration statistics are off", hint=_ENABLE_HINT)
-        with server_errors(f"GET {METRICS_PATH}"):
+            raise plugin.MetricMissingError(f"{where} answered a {type(doc).__name__}, not a list of iteration rows: "
+                                            "not a TensorRT-LLM server, or iteration statistics are off", hint=_ENABLE_HINT)
+        with plugin.server_errors(f"GET {METRICS_PATH}"):
             scan = its.rows_from_json(doc, where)
         totals = _added(self._servers.get(client.base_url, _Totals()), scan, doc)
         totals = dataclasses.replace(totals, witness=totals.witness + _perf_sums(await _perf_drain(client)))
         self._servers[client.base_url] = totals
-        return Snapshot(totals, finished=None if totals.completed is None else
-                        _finished(float(totals.completed), totals.witness))
+        return plugin.Snapshot(totals, finished=None if totals.completed is None else
+                               _finished(float(totals.completed), totals.witness))
 
-    def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
+    def delta_counts(self, before: plugin.Snapshot, after: plugin.Snapshot, k: int, label: str) -> AcceptanceCounts:
         b, a = _totals(before.counts), _totals(after.counts)
         if a.gaps[len(b.gaps):]:
-            raise ServerError(f"{label}: the server's iteration rows skip {', '.join(a.gaps[len(b.gaps):])}: rows were "
-                              "dropped (a full stats queue) or drained by another client, so the unit's steps are "
-                              "incomplete", hint="raise iter_stats_max_iterations, lower --max-tokens, and let nothing "
+            raise plugin.ServerError(f"{label}: the server's iteration rows skip {', '.join(a.gaps[len(b.gaps):])}: rows were "
+                                     "dropped (a full stats queue) or drained by another client, so the unit's steps are "
+                                     "incomplete", hint="raise iter_stats_max_iterations, lower --max-tokens, and let nothing "
                                                  "else read /metrics while measuring")
         if a.merged_rows > b.merged_rows:
-            raise MetricMissingError(f"{label}: {a.merged_rows - b.merged_rows} iteration row(s) carried several "
-                                     "requests: their steps cannot be split into a per-step histogram",
-                                     hint="measure TensorRT-LLM at --concurrency 1 on a server nobody else uses")
+            raise plugin.MetricMissingError(f"{label}: {a.merged_rows - b.merged_rows} iteration row(s) carried several "
+                                            "requests: their steps cannot be split into a per-step histogram",
+                                            hint="measure TensorRT-LLM at --concurrency 1 on a server nobody else uses")
         steps = a.steps - b.steps
         if steps == 0 and a.rows > b.rows and a.rows_without_stats - b.rows_without_stats == a.rows - b.rows:
-            raise MetricMissingError(f"{label}: {a.rows - b.rows} iteration row(s) and none has {its.SPEC_STATS}: "
-                                     "speculative decoding is off", hint="launch trtllm-serve with a speculative_config")
+            raise plugin.MetricMissingError(f"{label}: {a.rows - b.rows} iteration row(s) and none has {its.SPEC_STATS}: "
+                                            "speculative decoding is off", hint="launch trtllm-serve with a speculative_config")
         _agree(label, _Sums(a.rows - b.rows, a.drafted - b.drafted, a.accepted - b.accepted, steps),
                a.witness - b.witness)
         hist = [(a.histogram[j] if j < len(a.histogram) else 0) - (b.histogram[j] if j < len(b.histogram) else 0)
                 for j in range(max(len(a.histogram), k + 1))]
         if any(hist[k + 1:]):
-            raise ServerError(f"{label}: a step accepted more than k = {k} drafts",
-                              hint="the server drafts another length than the one asked for (--draft-len)")
+            raise plugin.ServerError(f"{label}: a step accepted more than k = {k} drafts",
+                                     hint="the server drafts another length than the one asked for (--draft-len)")
         field_names = {"num_verify_steps": f"{its.SPEC_STATS}.{its.REQUESTS}",
                        "num_accepted_drafts": f"{its.SPEC_STATS}.{its.ACCEPTED}",
                        "num_draft_tokens": f"{its.SPEC_STATS}.{its.DRAFTED}"}
-        with server_errors(label):
+        with plugin.server_errors(label):
             return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=a.accepted - b.accepted,
                                     num_draft_tokens=a.drafted - b.drafted, histogram=tuple(hist[:k + 1]),
                                     source=f"{self.name} ({label})", field_names=field_names,
                                     most_drafts=max(a.most[len(b.most):], default=0) or None)
 
-    def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
+    def assert_not_backwards(self, before: plugin.Snapshot, after: plugin.Snapshot, label: str) -> None:
         b, a = _totals(before.counts), _totals(after.counts)
         if a.restarts > b.restarts:
-            raise CounterResetError(f"{label}: the iteration number fell back (to {a.last_iter}): the server "
-                                    "restarted", hint="rerun with --resume; finished requests are kept")
+            raise plugin.CounterResetError(f"{label}: the iteration number fell back (to {a.last_iter}): the server "
+                                           "restarted", hint="rerun with --resume; finished requests are kept")
 
 
 def _totals(counts: Any) -> _Totals:
@@ -300,7 +289,7 @@ class PerfRecord:
 
 def _whole(value: Any, name: str, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ServerError(f"{where}: {name} is {value!r}, not a whole non-negative count")
+        raise plugin.ServerError(f"{where}: {name} is {value!r}, not a whole non-negative count")
     return value
 
 
@@ -311,13 +300,13 @@ def perf_record(item: Any, where: str) -> PerfRecord:
         ServerError: a field missing or mistyped, or counts that contradict each other (naming the field).
     """
     if not isinstance(item, Mapping) or not isinstance(item.get("perf_metrics"), Mapping):
-        raise ServerError(f"{where}: an entry without a perf_metrics object: {str(item)[:120]}", hint=_PERF_HINT)
+        raise plugin.ServerError(f"{where}: an entry without a perf_metrics object: {str(item)[:120]}", hint=_PERF_HINT)
     rid = str(item.get("request_id", ""))
     at = f"{where} request {rid!r}"
     pm = item["perf_metrics"]
     first, last = _whole(pm.get("first_iter"), "first_iter", at), _whole(pm.get("last_iter"), "last_iter", at)
     if last < first:
-        raise ServerError(f"{at}: last_iter {last} is before first_iter {first}")
+        raise plugin.ServerError(f"{at}: last_iter {last} is before first_iter {first}")
     tm: Mapping[str, Any] = pm["timing_metrics"] if isinstance(pm.get("timing_metrics"), Mapping) else {}
     t0, t1 = (float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else math.nan
               for v in (tm.get("first_token_time"), tm.get("last_token_time")))
@@ -326,15 +315,15 @@ def perf_record(item: Any, where: str) -> PerfRecord:
     if spec is None:  # the server leaves it out when the request drafted nothing
         return PerfRecord(rid, 0, 0, last - first, decode)
     if not isinstance(spec, Mapping):
-        raise ServerError(f"{at}: {PERF_SPEC} is {spec!r}, not an object")
+        raise plugin.ServerError(f"{at}: {PERF_SPEC} is {spec!r}, not an object")
     drafted, accepted = _whole(spec.get(PERF_DRAFTED), PERF_DRAFTED, at), _whole(spec.get(PERF_ACCEPTED), PERF_ACCEPTED, at)
     if accepted > drafted:
-        raise ServerError(f"{at}: {PERF_ACCEPTED} {accepted} exceeds {PERF_DRAFTED} {drafted}")
+        raise plugin.ServerError(f"{at}: {PERF_ACCEPTED} {accepted} exceeds {PERF_DRAFTED} {drafted}")
     rate = spec.get(PERF_RATE)
     if not isinstance(rate, (int, float)) or isinstance(rate, bool) or (
             drafted and abs(float(rate) - accepted / drafted) > 1e-4):
-        raise ServerError(f"{at}: {PERF_RATE} {rate!r} is not {PERF_ACCEPTED} / {PERF_DRAFTED} = "
-                          f"{accepted}/{drafted}: the entry contradicts itself")
+        raise plugin.ServerError(f"{at}: {PERF_RATE} {rate!r} is not {PERF_ACCEPTED} / {PERF_DRAFTED} = "
+                                 f"{accepted}/{drafted}: the entry contradicts itself")
     return PerfRecord(rid, drafted, accepted, last - first, decode)
 
 
@@ -346,14 +335,14 @@ class _PerfSeen:
     witness: _Sums = _Sums()  #: ``/metrics`` iteration rows drained alongside (the same counts from the other endpoint)
 
 
-async def _perf_drain(client: ServerClient) -> tuple[PerfRecord, ...]:
+async def _perf_drain(client: plugin.ServerClient) -> tuple[PerfRecord, ...]:
     """The entries ``/perf_metrics`` holds now (drained; none where the server does not offer it)."""
     doc = await client.get_json(PERF_METRICS_PATH, label=f"GET {PERF_METRICS_PATH}", optional=True)
     return tuple(perf_record(item, f"{client.base_url}{PERF_METRICS_PATH}") for item in doc or ()) \
         if isinstance(doc, list) else ()
 
 
-class TrtllmPerfMetricsSource(CounterSource):
+class TrtllmPerfMetricsSource(plugin.CounterSource):
     """``trtllm-serve`` ``GET /perf_metrics``: each finished request's drafted and accepted totals.
 
     A request's verify steps are not reported: they are the iterations it ran after its context iteration
@@ -370,36 +359,36 @@ class TrtllmPerfMetricsSource(CounterSource):
     def __init__(self) -> None:
         self._servers: dict[str, _PerfSeen] = {}
 
-    async def snapshot(self, client: ServerClient) -> Snapshot:
+    async def snapshot(self, client: plugin.ServerClient) -> plugin.Snapshot:
         doc = await client.get_json(PERF_METRICS_PATH, label=f"GET {PERF_METRICS_PATH}")
         where = f"{client.base_url}{PERF_METRICS_PATH}"
         if not isinstance(doc, list):
-            raise MetricMissingError(f"{where} answered a {type(doc).__name__}, not a list of request entries",
-                                     hint=_PERF_HINT)
+            raise plugin.MetricMissingError(f"{where} answered a {type(doc).__name__}, not a list of request entries",
+                                            hint=_PERF_HINT)
         seen = self._servers.get(client.base_url, _PerfSeen())
         new = tuple(perf_record(item, where) for item in doc)
         known = {r.request_id for r in seen.records}
         twice = [r.request_id for r in new if r.request_id in known] + [
             rid for i, rid in enumerate(r.request_id for r in new) if rid in {r.request_id for r in new[:i]}]
         if twice:
-            raise ServerError(f"{where}: request {twice[0]!r} is reported twice", hint=_PERF_HINT)
+            raise plugin.ServerError(f"{where}: request {twice[0]!r} is reported twice", hint=_PERF_HINT)
         rows = await client.get_json(METRICS_PATH, label=f"GET {METRICS_PATH}", optional=True)
         if isinstance(rows, list):
-            with server_errors(f"GET {METRICS_PATH}"):
+            with plugin.server_errors(f"GET {METRICS_PATH}"):
                 seen = _PerfSeen(seen.records, seen.witness + _rows_sums(its.rows_from_json(rows, where), rows))
         seen = _PerfSeen(seen.records + new, seen.witness)
         self._servers[client.base_url] = seen
-        return Snapshot(seen, finished=_finished(float(len(seen.records)), seen.witness))
+        return plugin.Snapshot(seen, finished=_finished(float(len(seen.records)), seen.witness))
 
-    def delta_counts(self, before: Snapshot, after: Snapshot, k: int, label: str) -> AcceptanceCounts:
+    def delta_counts(self, before: plugin.Snapshot, after: plugin.Snapshot, k: int, label: str) -> AcceptanceCounts:
         b, a = _perf(before.counts), _perf(after.counts)
         new = a.records[len(b.records):]
         if new and not any(r.drafted for r in new):
-            raise MetricMissingError(f"{label}: none of the unit's {len(new)} request(s) reports {PERF_SPEC}: "
-                                     "speculative decoding is off", hint="launch trtllm-serve with a speculative_config")
+            raise plugin.MetricMissingError(f"{label}: none of the unit's {len(new)} request(s) reports {PERF_SPEC}: "
+                                            "speculative decoding is off", hint="launch trtllm-serve with a speculative_config")
         for r in new:
             if r.drafted and not -(-r.drafted // k) <= r.iterations <= r.drafted:
-                raise ServerError(
+                raise plugin.ServerError(
                     f"{label}: request {r.request_id!r} ran {r.iterations} iterations after its context iteration but "
                     f"drafted {r.drafted} tokens, which take {-(-r.drafted // k)} to {r.drafted} verify steps of at "
                     f"most k = {k} drafts: its steps cannot be proven (it paused, or drafted more than k a step)",
@@ -409,16 +398,16 @@ class TrtllmPerfMetricsSource(CounterSource):
         _agree(label, a.witness - b.witness, _perf_sums(new))
         field_names = {"num_verify_steps": "last_iter - first_iter", "num_accepted_drafts": PERF_ACCEPTED,
                        "num_draft_tokens": PERF_DRAFTED}
-        with server_errors(label):
+        with plugin.server_errors(label):
             return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=sum(r.accepted for r in new),
                                     num_draft_tokens=sum(r.drafted for r in new), source=f"{self.name} ({label})",
                                     field_names=field_names, most_drafts=max(
                                         (-(-r.drafted // r.iterations) for r in new if r.drafted), default=None))
 
-    def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
+    def assert_not_backwards(self, before: plugin.Snapshot, after: plugin.Snapshot, label: str) -> None:
         """Entries are drained and only added: nothing here can go backwards (a restart shows in the probe)."""
 
-    def decode_ms(self, before: Snapshot, after: Snapshot) -> float | None:
+    def decode_ms(self, before: plugin.Snapshot, after: plugin.Snapshot) -> float | None:
         """The unit's entries' ``timing_metrics`` decode times summed (``get_perf_metrics`` in
         ``tensorrt_llm/serve/openai_server.py``), None when one lacks them."""
         new = _perf(after.counts).records[len(_perf(before.counts).records):]

@@ -35,65 +35,32 @@ from distributions.counts import (
     split_steps_by_draft_len,
 )
 from distributions.errors import DistributionError
-from golden_al.plugin import (
-    CheckSupport,
-    DraftLen,
-    DraftLenRule,
-    EngineProfile,
-    EngineVersion,
-    EnvOption,
-    LaunchRequest,
-    LaunchSupport,
-    LogPattern,
-    LogReader,
-    LossyAcceptanceError,
-    Metric,
-    PinContext,
-    PinReview,
-    RecipeFormat,
-    ResponseField,
-    RunLogSupport,
-    RuntimeDraftLen,
-    ServerSupport,
-    SimulateOption,
-    SimulateSupport,
-    Source,
-    Speculation,
-    SyntheticKnob,
-    UsageError,
-    format_value,
-    int_flag,
-    json_object,
-    lazy,
-    parse_number,
-    parse_rates,
-    selector_text,
-)
+from golden_al import plugin
 
 __all__ = ["LENGTH_KEY", "METHOD_KEY", "PROFILE", "RATES_KEY", "counts_from_request_metrics", "draft_len",
            "speculative_config", "steps_by_draft_len", "synthetic_settings"]
 
 VERSION = "0.33.0"
 _REPO = "vllm-project/vllm"
-_CONFIG = Source(_REPO, "vllm/config/speculative.py", VERSION)
-_METRICS = Source(_REPO, "vllm/v1/spec_decode/metrics.py", VERSION)
-_STATS = Source(_REPO, "vllm/v1/metrics/stats.py", VERSION)
-_SERVER = Source(_REPO, "vllm/entrypoints/openai/api_server.py", VERSION)
+_CONFIG = plugin.Source(_REPO, "vllm/config/speculative.py", VERSION)
+_METRICS = plugin.Source(_REPO, "vllm/v1/spec_decode/metrics.py", VERSION)
+_STATS = plugin.Source(_REPO, "vllm/v1/metrics/stats.py", VERSION)
+_SERVER = plugin.Source(_REPO, "vllm/entrypoints/openai/api_server.py", VERSION)
 #: vLLM 0.34.0 ``vllm/config/speculative.py``: ``num_speculative_tokens_per_batch_size`` (a
 #: ``(range_start, range_end, k)`` schedule by batch size) and ``enable_adaptive_verification``
 #: ("adaptively size the draft-verification budget from per-request confidence", DSpark).
-_CONFIG_034 = Source(_REPO, "vllm/config/speculative.py", "0.34.0")
+_CONFIG_034 = plugin.Source(_REPO, "vllm/config/speculative.py", "0.34.0")
 
 #: The releases whose facts golden-al knows. 0.34.0 ``SpeculativeMethod`` (``vllm/config/speculative.py``,
 #: ``_validate_method``) lists ngram, draft_model, suffix, eagle, eagle3, extract_hidden_states, the ``*_mtp``
 #: model types, dflash, ngram_gpu and dspark, and refuses any other method that no plugin registered:
 #: ``medusa``, ``mlp_speculator`` and ``pard`` are gone. It also adds FLy (``rejection_sample_method: fly``,
 #: lossy), ``dspark_draft_topk`` and ``draft_lm_head_quantization``.
-VERSIONS: tuple[EngineVersion, ...] = (
-    EngineVersion("0.33.0", _CONFIG, notes=("the V1 engine; medusa and mlp_speculator methods",)),
-    EngineVersion("0.34.0", _CONFIG_034, refused_algorithms=("medusa", "mlp_speculator", "pard"),
-                  notes=("medusa, mlp_speculator and pard refused", "FLy lossy acceptance (rejection_sample_method fly)",
-                         "num_speculative_tokens_per_batch_size, enable_adaptive_verification (run-time k)")),
+VERSIONS: tuple[plugin.EngineVersion, ...] = (
+    plugin.EngineVersion("0.33.0", _CONFIG, notes=("the V1 engine; medusa and mlp_speculator methods",)),
+    plugin.EngineVersion("0.34.0", _CONFIG_034, refused_algorithms=("medusa", "mlp_speculator", "pard"),
+                         notes=("medusa, mlp_speculator and pard refused", "FLy lossy acceptance (rejection_sample_method fly)",
+                                "num_speculative_tokens_per_batch_size, enable_adaptive_verification (run-time k)")),
 )
 #: Where a file names the vLLM version: the official image's tag, a pip/uv pin.
 VERSION_PATTERNS: tuple[str, ...] = (r"vllm/vllm-openai:v?(?P<version>\d+\.\d+\.\d+)",
@@ -201,36 +168,36 @@ LOG_SPEC_DECODING_FORMAT = (
     "Accepted: {accepted} tokens, Drafted: {drafted} tokens, Per-position acceptance rate: {rates}, "
     "Avg Draft acceptance rate: {rate:.1f}%"
 )
-LOG_PATTERNS: tuple[LogPattern, ...] = (
-    LogPattern("spec-head", r"SpecDecoding metrics: (?P<body>.*)$",
-               '"SpecDecoding metrics: " then the fields below, in this order (0.33.0 / 0.32.0)', _METRICS, marker='SpecDecoding metrics'),
-    LogPattern("mean-al", rf"(?:^|, )Mean acceptance length: (?P<v>{_NUM})(?=,|$)",
-               '"Mean acceptance length: %.2f"', _METRICS),
-    LogPattern("accepted-throughput", rf"(?:^|, )Accepted throughput: (?P<v>{_NUM}) tokens/s",
-               '"Accepted throughput: %.2f tokens/s"', _METRICS),
-    LogPattern("drafted-throughput", rf"(?:^|, )Drafted throughput: (?P<v>{_NUM}) tokens/s",
-               '"Drafted throughput: %.2f tokens/s"', _METRICS),
-    LogPattern("accepted", rf"(?:^|, )Accepted: (?P<v>{_INT}) tokens", '"Accepted: %d tokens"', _METRICS),
-    LogPattern("drafted", rf"(?:^|, )Drafted: (?P<v>{_INT}) tokens", '"Drafted: %d tokens"', _METRICS),
-    LogPattern("per-position", rf"(?:^|, )Per-position acceptance rate: (?P<v>(?:{_NUM})(?:, (?:{_NUM}))*)",
-               '"Per-position acceptance rate: %s" (", ".join of "%.3f")', _METRICS),
-    LogPattern("rate", rf"(?:^|, )(?:Avg )?Draft acceptance rate: (?P<v>{_NUM})%",
-               '"Avg Draft acceptance rate: %.1f%%" (older V1: "Draft acceptance rate")', _METRICS),
-    LogPattern("non-default-args", LOG_NON_DEFAULT_ARGS, "startup args that differ from defaults", _SERVER),
-    LogPattern("synthetic-repr", LOG_SYNTHETIC_REPR, "the speculative config with the synthetic sampler",
-               _CONFIG),
+LOG_PATTERNS: tuple[plugin.LogPattern, ...] = (
+    plugin.LogPattern("spec-head", r"SpecDecoding metrics: (?P<body>.*)$",
+                      '"SpecDecoding metrics: " then the fields below, in this order (0.33.0 / 0.32.0)', _METRICS, marker='SpecDecoding metrics'),
+    plugin.LogPattern("mean-al", rf"(?:^|, )Mean acceptance length: (?P<v>{_NUM})(?=,|$)",
+                      '"Mean acceptance length: %.2f"', _METRICS),
+    plugin.LogPattern("accepted-throughput", rf"(?:^|, )Accepted throughput: (?P<v>{_NUM}) tokens/s",
+                      '"Accepted throughput: %.2f tokens/s"', _METRICS),
+    plugin.LogPattern("drafted-throughput", rf"(?:^|, )Drafted throughput: (?P<v>{_NUM}) tokens/s",
+                      '"Drafted throughput: %.2f tokens/s"', _METRICS),
+    plugin.LogPattern("accepted", rf"(?:^|, )Accepted: (?P<v>{_INT}) tokens", '"Accepted: %d tokens"', _METRICS),
+    plugin.LogPattern("drafted", rf"(?:^|, )Drafted: (?P<v>{_INT}) tokens", '"Drafted: %d tokens"', _METRICS),
+    plugin.LogPattern("per-position", rf"(?:^|, )Per-position acceptance rate: (?P<v>(?:{_NUM})(?:, (?:{_NUM}))*)",
+                      '"Per-position acceptance rate: %s" (", ".join of "%.3f")', _METRICS),
+    plugin.LogPattern("rate", rf"(?:^|, )(?:Avg )?Draft acceptance rate: (?P<v>{_NUM})%",
+                      '"Avg Draft acceptance rate: %.1f%%" (older V1: "Draft acceptance rate")', _METRICS),
+    plugin.LogPattern("non-default-args", LOG_NON_DEFAULT_ARGS, "startup args that differ from defaults", _SERVER),
+    plugin.LogPattern("synthetic-repr", LOG_SYNTHETIC_REPR, "the speculative config with the synthetic sampler",
+                      _CONFIG),
 )
 
 
 # ----------------------------------------------------------------- draft length / settings
-def draft_len(speculative_config: Mapping[str, Any] | str) -> DraftLen:
+def draft_len(speculative_config: Mapping[str, Any] | str) -> plugin.DraftLen:
     """``k = num_speculative_tokens`` from ``--speculative-config`` (dict or JSON)."""
-    cfg = json_object(speculative_config, FLAG_SPEC_CONFIG)
-    k = int_flag(cfg.get(K_KEY), K_KEY)
+    cfg = plugin.json_object(speculative_config, FLAG_SPEC_CONFIG)
+    k = plugin.int_flag(cfg.get(K_KEY), K_KEY)
     if k is None:
-        raise UsageError(f"{FLAG_SPEC_CONFIG} has no {K_KEY}",
-                         hint=f'e.g. {{"method": "mtp", "{K_KEY}": 3}}')
-    return DraftLen(units.check_draft_len(k), K_KEY, chain=True)
+        raise plugin.UsageError(f"{FLAG_SPEC_CONFIG} has no {K_KEY}",
+                                hint=f'e.g. {{"method": "mtp", "{K_KEY}": 3}}')
+    return plugin.DraftLen(units.check_draft_len(k), K_KEY, chain=True)
 
 
 #: Keys of a recipe role's arguments that hold the speculative config (srt-slurm writes either).
@@ -251,7 +218,7 @@ def _spec_object(value: Any) -> tuple[Mapping[str, Any] | None, str | None]:
     return None, f"must be a JSON string or a mapping, got {value!r}"
 
 
-def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
+def read_recipe_role(args: Mapping[str, Any]) -> plugin.Speculation | None:
     """One srt-slurm role's speculative config (a mapping or JSON text); None: no such key. A config
     that is not a JSON object is a :attr:`Speculation.problem`, never read."""
     key = next((k for k in RECIPE_SPEC_KEYS if k in args), None)
@@ -259,26 +226,26 @@ def read_recipe_role(args: Mapping[str, Any]) -> Speculation | None:
         return None
     spec, problem = _spec_object(args[key])
     if spec is None:
-        return Speculation("vllm", None, {}, key, None, problem=problem, speculates=False)
+        return plugin.Speculation("vllm", None, {}, key, None, problem=problem, speculates=False)
     method = spec.get("method")
-    return Speculation("vllm", str(method) if method else None, spec, key, spec.get("model"),
-                       spec.get("draft_sample_method"), spec.get(METHOD_KEY), draft_inputs={K_KEY: spec.get(K_KEY)},
-                       review_spec={"config": spec})
+    return plugin.Speculation("vllm", str(method) if method else None, spec, key, spec.get("model"),
+                              spec.get("draft_sample_method"), spec.get(METHOD_KEY), draft_inputs={K_KEY: spec.get(K_KEY)},
+                              review_spec={"config": spec})
 
 
-def settings_draft_len(spec: Speculation | None) -> DraftLen:
+def settings_draft_len(spec: plugin.Speculation | None) -> plugin.DraftLen:
     """k of :func:`read_recipe_role`'s config (:func:`draft_len`).
 
     Raises:
         UsageError: no readable config, or no ``num_speculative_tokens`` in it.
     """
     if spec is None or spec.problem is not None:
-        raise UsageError(f"no {FLAG_SPEC_CONFIG[2:]}" + (f": it is {spec.problem}" if spec and spec.problem else ""))
+        raise plugin.UsageError(f"no {FLAG_SPEC_CONFIG[2:]}" + (f": it is {spec.problem}" if spec and spec.problem else ""))
     d = draft_len(dict(spec.settings))
     return replace(d, described=f"vLLM {K_KEY}={d.k}", algorithm=spec.algorithm)
 
 
-def harness_pin(value: str | None, spec: Speculation | None) -> tuple[dict[str, Any], list[str]]:
+def harness_pin(value: str | None, spec: plugin.Speculation | None) -> tuple[dict[str, Any], list[str]]:
     """What InferenceX's vLLM injector (``runners/synthetic_injectors/vllm.py`` at 843c6254f) writes beside
     a master-config length: the speculative config the review reads, and a note when it replaces a real
     ``rejection_sample_method`` of the recipe's decode role."""
@@ -308,7 +275,7 @@ def synthetic_settings(al: float, k: int) -> dict[str, Any]:
     Keys to merge into ``--speculative-config``.
     """
     al = units.check_al(al, k)
-    return {METHOD_KEY: SYNTHETIC_METHOD, LENGTH_KEY: float(format_value(al))}
+    return {METHOD_KEY: SYNTHETIC_METHOD, LENGTH_KEY: float(plugin.format_value(al))}
 
 
 def simulator_settings(sampler: Any, al: float | None, k: int) -> dict[str, Any]:
@@ -334,31 +301,31 @@ def method_for_launch(algorithm: str | None, draft: str | None) -> str:
         return algorithm.lower().replace("-", "_")
     if draft:
         return "draft_model"
-    raise UsageError("vLLM launch needs --algorithm (e.g. ngram, mtp, eagle3) or --draft",
-                     hint="e.g. --algorithm ngram --speculative-extra "
-                     "'{\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}'")
+    raise plugin.UsageError("vLLM launch needs --algorithm (e.g. ngram, mtp, eagle3) or --draft",
+                            hint="e.g. --algorithm ngram --speculative-extra "
+                            "'{\"prompt_lookup_max\": 4, \"prompt_lookup_min\": 2}'")
 
 
-def launch_config(req: LaunchRequest) -> dict[str, Any]:
+def launch_config(req: plugin.LaunchRequest) -> dict[str, Any]:
     """The ``--speculative-config`` dict of a launch (refuses synthetic keys in the extras)."""
     method = method_for_launch(req.algorithm, req.draft)
     if method in DRAFT_METHODS and method != "draft_model" and not req.draft:
-        raise UsageError(f"vLLM method {method} needs a draft checkpoint", hint="pass --draft PATH")
+        raise plugin.UsageError(f"vLLM method {method} needs a draft checkpoint", hint="pass --draft PATH")
     cfg = speculative_config(req.draft_len, method=None if method == "draft_model" else method,
                              model=req.draft if method in DRAFT_METHODS else None, extra=req.speculative_extra)
     if cfg.get(K_KEY) != req.draft_len:
-        raise UsageError(f"--speculative-extra must not set {K_KEY}; use --draft-len")
+        raise plugin.UsageError(f"--speculative-extra must not set {K_KEY}; use --draft-len")
     return cfg
 
 
-def server_args(req: LaunchRequest) -> list[str]:
+def server_args(req: plugin.LaunchRequest) -> list[str]:
     """``-m vllm.entrypoints.openai.api_server`` and its flags for a ``measure --launch`` request."""
     cmd = ["-m", LAUNCH_MODULE, "--model", req.target, "--host", req.host, "--port", str(req.port),
            "--tensor-parallel-size", str(req.tp),
            FLAG_SPEC_CONFIG, json.dumps(launch_config(req), separators=(",", ":"))]
     if req.per_request_metrics:
         if req.per_request_metrics not in PER_REQUEST_LEVELS:
-            raise UsageError(f"per-request metrics level must be summary or detailed, got {req.per_request_metrics!r}")
+            raise plugin.UsageError(f"per-request metrics level must be summary or detailed, got {req.per_request_metrics!r}")
         cmd += [FLAG_PER_REQUEST_METRICS, req.per_request_metrics]
     return cmd
 
@@ -431,12 +398,12 @@ def find_speculative_config(args: Sequence[str]) -> dict[str, Any] | None:
 
 # ----------------------------------------------------------------- check's rules
 def review_pin(knob: str, raw: str, k: int | None, cfg: Mapping[str, Any],
-               parse_number: Any) -> PinReview:
+               parse_number: Any) -> plugin.PinReview:
     """vLLM's rules for the synthetic keys of a ``--speculative-config`` (``vllm/config/speculative.py``).
 
     ``parse_number(text) -> float | None`` reads a plain decimal (the check's own reader).
     """
-    r = PinReview()
+    r = plugin.PinReview()
     method = cfg.get(METHOD_KEY)
     has_len = LENGTH_KEY in cfg
     has_rates = RATES_KEY in cfg
@@ -592,13 +559,13 @@ def curve_selectors(spec: Mapping[str, Any], k: int | None) -> dict[str, str]:
     """
     cfg = spec.get("config") or {}
     if not isinstance(cfg, Mapping):
-        raise UsageError(f"{FLAG_SPEC_CONFIG[2:]} is not a JSON object, got {cfg!r}")
+        raise plugin.UsageError(f"{FLAG_SPEC_CONFIG[2:]} is not a JSON object, got {cfg!r}")
     out: dict[str, str] = {}
     quant = cfg.get("draft_lm_head_quantization")
     if quant is not None:
         if str(quant).strip().lower() not in _LM_HEAD_QUANT:
-            raise UsageError(f"draft_lm_head_quantization={quant!r}: vLLM accepts {' or '.join(_LM_HEAD_QUANT)}")
-        out["draft_lm_head_quantization"] = selector_text(quant, "draft_lm_head_quantization")
+            raise plugin.UsageError(f"draft_lm_head_quantization={quant!r}: vLLM accepts {' or '.join(_LM_HEAD_QUANT)}")
+        out["draft_lm_head_quantization"] = plugin.selector_text(quant, "draft_lm_head_quantization")
     topk = cfg.get("dspark_draft_topk")
     if topk is not None:
         out["dspark_draft_topk"] = str(_positive_int(topk, "dspark_draft_topk"))
@@ -608,8 +575,8 @@ def curve_selectors(spec: Mapping[str, Any], k: int | None) -> dict[str, str]:
             out["fly_window_size"] = str(_positive_int(window, "fly_window_size"))
         for key, default in _FLY_DEFAULTS.items():
             value = cfg.get(key)
-            if value is not None and parse_number(str(value)) != default:
-                out[key] = selector_text(value, key)
+            if value is not None and plugin.parse_number(str(value)) != default:
+                out[key] = plugin.selector_text(value, key)
     return out
 
 
@@ -622,109 +589,109 @@ def require_lossless(spec: Mapping[str, Any], where: str) -> None:
         LossyAcceptanceError: FLy, naming where it was seen.
     """
     if str(spec.get(METHOD_KEY) or "").strip().lower() == "fly":
-        raise LossyAcceptanceError(
+        raise plugin.LossyAcceptanceError(
             f"{where}: the vLLM server verifies with FLy ({METHOD_KEY}: fly), which accepts drafts the target "
             "would reject: its AL is inflated and is not the draft's",
             hint=f"restart it with {METHOD_KEY} standard (or block) to measure a golden AL")
 
 
 def _positive_int(value: Any, key: str) -> int:
-    n = int_flag(value, key)
+    n = plugin.int_flag(value, key)
     if n is None or n < 1:
-        raise UsageError(f"{key}={value!r}: vLLM requires an integer >= 1")
+        raise plugin.UsageError(f"{key}={value!r}: vLLM requires an integer >= 1")
     return n
 
 
-def _review(ctx: PinContext) -> PinReview:
+def _review(ctx: plugin.PinContext) -> plugin.PinReview:
     """:func:`review_pin` on the gate's :class:`PinContext` (``spec["config"]``: the speculative config)."""
-    return review_pin(ctx.knob, ctx.raw, ctx.k, ctx.spec.get("config") or {}, parse_number)
+    return review_pin(ctx.knob, ctx.raw, ctx.k, ctx.spec.get("config") or {}, plugin.parse_number)
 
 
 
-def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> DraftLen:
+def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> plugin.DraftLen:
     """k from ``golden-al env --num-speculative-tokens N``: N itself."""
-    return DraftLen(int(values["num_speculative_tokens"]), "--num-speculative-tokens N")
+    return plugin.DraftLen(int(values["num_speculative_tokens"]), "--num-speculative-tokens N")
 
 
-PROFILE = EngineProfile(
+PROFILE = plugin.EngineProfile(
     name="vllm",
     frameworks=("dynamo-vllm", "vllm", "vllm-disagg"),
     display_name="vLLM",
     algorithms=("mtp", "eagle", "eagle3", "dflash", "dspark", "ngram", "draft_model", "suffix"),
     versions=VERSIONS,
     version_patterns=VERSION_PATTERNS,
-    draft_len_rules=(DraftLenRule("*", f"k = {FLAG_SPEC_CONFIG} {K_KEY}", True, _CONFIG),),
+    draft_len_rules=(plugin.DraftLenRule("*", f"k = {FLAG_SPEC_CONFIG} {K_KEY}", True, _CONFIG),),
     sources=(_CONFIG, _METRICS, _STATS, _SERVER),
     curve_methods=CURVE_METHODS,
     curve_method_of=curve_method_of,
     env_prefixes=("VLLM_",),
-    check=CheckSupport(
+    check=plugin.CheckSupport(
         forced_in_args=forced_in_args,
         forced_in_config=forced_in_config,
         forced_in_log_line=forced_in_log_line,
-        env_options=(EnvOption("--num-speculative-tokens", f"vLLM {K_KEY} (k = N)"),),
+        env_options=(plugin.EnvOption("--num-speculative-tokens", f"vLLM {K_KEY} (k = N)"),),
         env_draft_len=env_draft_len,
         review_pin=_review,
         curve_selectors=curve_selectors,
         selector_keys=SELECTOR_KEYS,
         settings_draft_len=settings_draft_len,
         harness_pin=harness_pin,
-        script_pin=lazy(f"{__name__}.pins:vllm_pin"),
+        script_pin=plugin.lazy(f"{__name__}.pins:vllm_pin"),
         script_flags=(FLAG_SPEC_CONFIG,),
         synthetic_knobs=(
-            SyntheticKnob(METHOD_KEY, "config-key", "choice", role="companion", choices=REJECTION_METHODS,
-                          required_value=SYNTHETIC_METHOD, switch_value=SYNTHETIC_METHOD,
-                          real_value=REAL_METHOD_DEFAULT, source=_CONFIG),
-            SyntheticKnob(LENGTH_KEY, "config-key", "al", source=_CONFIG),
-            SyntheticKnob(RATES_KEY, "config-key", "rates", aliases=(LEGACY_RATE_KEY,), source=_CONFIG),
+            plugin.SyntheticKnob(METHOD_KEY, "config-key", "choice", role="companion", choices=REJECTION_METHODS,
+                                 required_value=SYNTHETIC_METHOD, switch_value=SYNTHETIC_METHOD,
+                                 real_value=REAL_METHOD_DEFAULT, source=_CONFIG),
+            plugin.SyntheticKnob(LENGTH_KEY, "config-key", "al", source=_CONFIG),
+            plugin.SyntheticKnob(RATES_KEY, "config-key", "rates", aliases=(LEGACY_RATE_KEY,), source=_CONFIG),
         ),
         synthetic_settings=synthetic_settings,
         shell_variable=SHELL_VARIABLE,
         shell_value=shell_value,
         runtime_draft_len=(
-            RuntimeDraftLen(("num_speculative_tokens_per_batch_size",),
-                            "chooses the number of speculative tokens by batch size at run time", _CONFIG_034),
-            RuntimeDraftLen(("enable_adaptive_verification",),
-                            "sizes the verification budget per request at run time", _CONFIG_034),
+            plugin.RuntimeDraftLen(("num_speculative_tokens_per_batch_size",),
+                                   "chooses the number of speculative tokens by batch size at run time", _CONFIG_034),
+            plugin.RuntimeDraftLen(("enable_adaptive_verification",),
+                                   "sizes the verification budget per request at run time", _CONFIG_034),
         ),
     ),
-    server=ServerSupport(
+    server=plugin.ServerSupport(
         metrics=(
-            Metric(METRIC_DRAFTS, "counter", "request-steps that carried drafts", source=_METRICS),
-            Metric(METRIC_DRAFT_TOKENS, "counter", "drafted tokens", source=_METRICS),
-            Metric(METRIC_ACCEPTED, "counter", "accepted draft tokens (bonus excluded)", source=_METRICS),
-            Metric(METRIC_ACCEPTED_PER_POS, "counter", "accepted draft tokens by position", (POSITION_LABEL,),
-                   _METRICS),
+            plugin.Metric(METRIC_DRAFTS, "counter", "request-steps that carried drafts", source=_METRICS),
+            plugin.Metric(METRIC_DRAFT_TOKENS, "counter", "drafted tokens", source=_METRICS),
+            plugin.Metric(METRIC_ACCEPTED, "counter", "accepted draft tokens (bonus excluded)", source=_METRICS),
+            plugin.Metric(METRIC_ACCEPTED_PER_POS, "counter", "accepted draft tokens by position", (POSITION_LABEL,),
+                          _METRICS),
         ),
         response_fields={
-            "num_verify_steps": ResponseField("verify steps", (REQ_STEPS,), f"{REQUEST_METRICS}.{REQUEST_SPEC}", _STATS),
-            "num_accepted_drafts": ResponseField("accepted drafts", (REQ_ACCEPTED,), f"{REQUEST_METRICS}.{REQUEST_SPEC}",
-                                                 _STATS),
-            "num_draft_tokens": ResponseField("drafted tokens", (REQ_DRAFT_TOKENS,), f"{REQUEST_METRICS}.{REQUEST_SPEC}",
+            "num_verify_steps": plugin.ResponseField("verify steps", (REQ_STEPS,), f"{REQUEST_METRICS}.{REQUEST_SPEC}", _STATS),
+            "num_accepted_drafts": plugin.ResponseField("accepted drafts", (REQ_ACCEPTED,), f"{REQUEST_METRICS}.{REQUEST_SPEC}",
+                                                        _STATS),
+            "num_draft_tokens": plugin.ResponseField("drafted tokens", (REQ_DRAFT_TOKENS,), f"{REQUEST_METRICS}.{REQUEST_SPEC}",
+                                                     _STATS),
+            "histogram": plugin.ResponseField("steps by accepted drafts", (REQ_HISTOGRAM,), f"{REQUEST_METRICS}.{REQUEST_SPEC}",
                                               _STATS),
-            "histogram": ResponseField("steps by accepted drafts", (REQ_HISTOGRAM,), f"{REQUEST_METRICS}.{REQUEST_SPEC}",
-                                       _STATS),
-            "k": ResponseField("draft length", (REQ_K,), f"{REQUEST_METRICS}.{REQUEST_SPEC}", _STATS),
-            "reported_al": ResponseField("mean acceptance length", (REQ_MEAN_AL,), f"{REQUEST_METRICS}.{REQUEST_SPEC}",
-                                         _STATS),
+            "k": plugin.ResponseField("draft length", (REQ_K,), f"{REQUEST_METRICS}.{REQUEST_SPEC}", _STATS),
+            "reported_al": plugin.ResponseField("mean acceptance length", (REQ_MEAN_AL,), f"{REQUEST_METRICS}.{REQUEST_SPEC}",
+                                                _STATS),
         },
         server_info_fields={"config": SPEC_CONFIG_KEY},
-        counter_reader=lazy(f"{__name__}.counters:read"),
-        reference_flavor=lazy(f"{__name__}.reference:VllmFlavor"),
+        counter_reader=plugin.lazy(f"{__name__}.counters:read"),
+        reference_flavor=plugin.lazy(f"{__name__}.reference:VllmFlavor"),
         counter_marker=METRIC_DRAFTS,
         lifetime_prefixes=(METRIC_PREFIX,),
         al_sources=("vllm-prometheus", "vllm-per-request"),
         source_impls={
-            "vllm-prometheus": lazy(f"{__name__}.server:VllmPrometheusSource"),
-            "vllm-per-request": lazy(f"{__name__}.server:PER_REQUEST"),
+            "vllm-prometheus": plugin.lazy(f"{__name__}.server:VllmPrometheusSource"),
+            "vllm-per-request": plugin.lazy(f"{__name__}.server:PER_REQUEST"),
         },
         per_request_source="vllm-per-request",
         per_request_probe=per_request_probe,
         response_steps_by_draft_len=response_steps_by_draft_len,
-        server_probe=lazy(f"{__name__}.server:probe"),
-        response_records=lazy(f"{__name__}.responses:records_in"),
+        server_probe=plugin.lazy(f"{__name__}.server:probe"),
+        response_records=plugin.lazy(f"{__name__}.responses:records_in"),
     ),
-    launch=LaunchSupport(
+    launch=plugin.LaunchSupport(
         spec_flags=lambda algorithm, k, **kw: [FLAG_SPEC_CONFIG, json.dumps(
             speculative_config(k, method=algorithm, **kw), separators=(",", ":"))],
         launch_command=("-m", LAUNCH_MODULE),
@@ -733,23 +700,23 @@ PROFILE = EngineProfile(
                         "--served-model-name", FLAG_PER_REQUEST_METRICS),
         launch_method=method_for_launch,
     ),
-    simulate=SimulateSupport(
+    simulate=plugin.SimulateSupport(
         default_sampler="synthetic",
-        samplers={"synthetic": lazy(f"{__name__}.sampler:VllmSynthetic")},
+        samplers={"synthetic": plugin.lazy(f"{__name__}.sampler:VllmSynthetic")},
         simulator_settings=simulator_settings,
-        simulate_options=(SimulateOption(
-            "--rates", "rates", metavar="P1,P2,...", parse=parse_rates, gives_al=_simulate_rates_al,
+        simulate_options=(plugin.SimulateOption(
+            "--rates", "rates", metavar="P1,P2,...", parse=plugin.parse_rates, gives_al=_simulate_rates_al,
             help=f"{RATES_KEY}, K unconditional non-increasing rates in [0, 1]"),),
     ),
-    run_logs=RunLogSupport(
+    run_logs=plugin.RunLogSupport(
         log_patterns=LOG_PATTERNS,
-        run_evidence=lazy(f"{__name__}.evidence:read"),
-        log_reader=LogReader(lazy(f"{__name__}.logs:parse_vllm_spec_line"), ("SpecDecoding metrics",)),
-        importers={"vllm-bench": lazy(f"{__name__}.imported:import_bench_files"),
-                   "vllm-log": lazy(f"{__name__}.imported:import_vllm_log"),
-                   "inferencex-speedbench": lazy(f"{__name__}.inferencex:import_inferencex")},
+        run_evidence=plugin.lazy(f"{__name__}.evidence:read"),
+        log_reader=plugin.LogReader(plugin.lazy(f"{__name__}.logs:parse_vllm_spec_line"), ("SpecDecoding metrics",)),
+        importers={"vllm-bench": plugin.lazy(f"{__name__}.imported:import_bench_files"),
+                   "vllm-log": plugin.lazy(f"{__name__}.imported:import_vllm_log"),
+                   "inferencex-speedbench": plugin.lazy(f"{__name__}.inferencex:import_inferencex")},
     ),
-    recipe=RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, inject_into="config",
-                        spec_keys=RECIPE_SPEC_KEYS,
-                        config_pin=lazy(f"{__name__}.pins:recipe_config_pin")),
+    recipe=plugin.RecipeFormat(RECIPE_CONFIG_KEY, RECIPE_BACKEND_TYPES, read_recipe_role, inject_into="config",
+                               spec_keys=RECIPE_SPEC_KEYS,
+                               config_pin=plugin.lazy(f"{__name__}.pins:recipe_config_pin")),
 )

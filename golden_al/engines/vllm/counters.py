@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import ClassVar
 
-from golden_al.plugin import DraftCounters, MetricsSnapshot
+from golden_al import plugin
 
 from . import (
     K_KEY,
@@ -27,7 +27,7 @@ __all__ = ["VllmSpecCounters", "read"]
 
 
 @dataclass(frozen=True)
-class VllmSpecCounters(DraftCounters):
+class VllmSpecCounters(plugin.DraftCounters):
     """vLLM's cumulative spec-decode counters (or a delta of two snapshots).
 
     ``num_drafts`` counts request-steps that carried drafts (+1 per request per
@@ -41,6 +41,6 @@ class VllmSpecCounters(DraftCounters):
                                                        METRIC_ACCEPTED_PER_POS, POSITION_LABEL)
 
 
-def read(snap: MetricsSnapshot, labels: Mapping[str, str] | None = None) -> VllmSpecCounters:
+def read(snap: plugin.MetricsSnapshot, labels: Mapping[str, str] | None = None) -> VllmSpecCounters:
     """vLLM's counters in a snapshot (:meth:`~golden_al.formats.counters.DraftCounters.from_snapshot`)."""
     return VllmSpecCounters.from_snapshot(snap, labels)

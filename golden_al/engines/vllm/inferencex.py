@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from golden_al.plugin import ImportedRun, ImportOptions, InputFileError, UsageError, read_capped
+from golden_al import plugin
 
 from .imported import import_vllm_bench, log_windows
 
@@ -27,7 +27,7 @@ _IX_DATASET_LINE = re.compile(r"^#\s*dataset:\s*(?P<cat>\S+)\s*\|\s*output_len:\
 
 def _inferencex_header(path: Path) -> dict[str, Any]:
     info: dict[str, Any] = {"modes": {}}
-    for line in read_capped(path).decode("utf-8", errors="replace").splitlines()[:40]:
+    for line in plugin.read_capped(path).decode("utf-8", errors="replace").splitlines()[:40]:
         m = _IX_DATASET_LINE.match(line.strip())
         if m:
             info["category"], info["output_len"] = m.group("cat"), int(m.group("len"))
@@ -43,21 +43,21 @@ def _inferencex_header(path: Path) -> dict[str, Any]:
     return info
 
 
-def import_inferencex(paths: Sequence[Path], opts: ImportOptions) -> list[ImportedRun]:
+def import_inferencex(paths: Sequence[Path], opts: plugin.ImportOptions) -> list[plugin.ImportedRun]:
     """Records from InferenceX speedbench cells (the header comments say the settings)."""
     if len(paths) != 1 or not paths[0].is_dir():
-        raise UsageError("inferencex-speedbench imports one results directory (speedbench_results/)")
+        raise plugin.UsageError("inferencex-speedbench imports one results directory (speedbench_results/)")
     d = paths[0]
     cells = sorted((m.group("mode"), int(m.group("k")), p) for p in d.iterdir() if (m := _IX_CELL.match(p.name)))
     if not cells:
-        raise InputFileError("no speedbench_{on,off}_mtp{K} result file", path=d,
-                             hint="the collector writes them with --result-filename speedbench_${mode}_mtp${mtp}")
+        raise plugin.InputFileError("no speedbench_{on,off}_mtp{K} result file", path=d,
+                                    hint="the collector writes them with --result-filename speedbench_${mode}_mtp${mtp}")
     yaml_files = sorted(d.glob("*.yaml"))
     header = _inferencex_header(yaml_files[0]) if yaml_files else {"modes": {}}
     out = []
     for mode, k, bench in cells:
         m = header["modes"].get(mode, {})
-        cell_opts = ImportOptions(
+        cell_opts = plugin.ImportOptions(
             model=opts.model, draft_method=opts.draft_method or "mtp", draft_len=k, thinking=mode,
             temperature=opts.temperature if opts.temperature is not None else m.get("temperature"),
             top_p=opts.top_p if opts.top_p is not None else m.get("top_p"),

@@ -21,8 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from golden_al.plugin import number as _f
-from golden_al.plugin import pattern
+from golden_al import plugin
 
 from . import PROFILE
 
@@ -31,20 +30,20 @@ __all__ = ['VllmSpecDecodingRecord', 'parse_vllm_spec_line']
 # --------------------------------------------------------------------------- vLLM
 
 #: "SpecDecoding metrics: " then the fields below, in this order (vLLM 0.33.0 / 0.32.0).
-_VLLM_HEAD = pattern(PROFILE, "spec-head")
+_VLLM_HEAD = plugin.pattern(PROFILE, "spec-head")
 _VLLM_MARK = PROFILE.log_pattern("spec-head").marker
 #: "Mean acceptance length: %.2f"
-_VLLM_MEAN = pattern(PROFILE, "mean-al")
+_VLLM_MEAN = plugin.pattern(PROFILE, "mean-al")
 #: "Accepted throughput: %.2f tokens/s", "Drafted throughput: %.2f tokens/s"
-_VLLM_ACC_TP = pattern(PROFILE, "accepted-throughput")
-_VLLM_DRAFT_TP = pattern(PROFILE, "drafted-throughput")
+_VLLM_ACC_TP = plugin.pattern(PROFILE, "accepted-throughput")
+_VLLM_DRAFT_TP = plugin.pattern(PROFILE, "drafted-throughput")
 #: "Accepted: %d tokens", "Drafted: %d tokens"
-_VLLM_ACC = pattern(PROFILE, "accepted")
-_VLLM_DRAFT = pattern(PROFILE, "drafted")
+_VLLM_ACC = plugin.pattern(PROFILE, "accepted")
+_VLLM_DRAFT = plugin.pattern(PROFILE, "drafted")
 #: "Per-position acceptance rate: %s" with ", ".join(f"{p:.3f}")
-_VLLM_POS = pattern(PROFILE, "per-position")
+_VLLM_POS = plugin.pattern(PROFILE, "per-position")
 #: "Avg Draft acceptance rate: %.1f%%" (older V1: "Draft acceptance rate: %.1f%%")
-_VLLM_RATE = pattern(PROFILE, "rate")
+_VLLM_RATE = plugin.pattern(PROFILE, "rate")
 
 
 @dataclass(frozen=True)
@@ -67,11 +66,10 @@ class VllmSpecDecodingRecord:
 
     def validate(self, source: Path | str | None) -> None:
         """Refuse counts no vLLM server can print (:func:`golden_al.formats.validate.check_counts`)."""
-        from golden_al.plugin import check_counts
 
-        check_counts(what="vLLM SpecDecoding line", accepted=self.accepted_tokens, drafted=self.drafted_tokens,
-                     al=self.mean_acceptance_length, per_position=self.per_position_rates or None, path=source,
-                     line=self.line_no)
+        plugin.check_counts(what="vLLM SpecDecoding line", accepted=self.accepted_tokens, drafted=self.drafted_tokens,
+                            al=self.mean_acceptance_length, per_position=self.per_position_rates or None, path=source,
+                            line=self.line_no)
 
 
 def parse_vllm_spec_line(line: str, line_no: int = 0) -> VllmSpecDecodingRecord | None:
@@ -100,12 +98,12 @@ def parse_vllm_spec_line(line: str, line_no: int = 0) -> VllmSpecDecodingRecord 
         rates = tuple(float(x) for x in pos.group("v").split(", "))
     return VllmSpecDecodingRecord(
         line_no=line_no,
-        mean_acceptance_length=_f(mean.group("v")) if mean else None,
+        mean_acceptance_length=plugin.number(mean.group("v")) if mean else None,
         accepted_tokens=int(acc.group("v")),
         drafted_tokens=int(drafted.group("v")),
         per_position_rates=rates,
-        avg_draft_acceptance_rate_pct=_f(rate.group("v")) if rate else None,
-        accepted_throughput=_f(atp.group("v")) if atp else None,
-        drafted_throughput=_f(dtp.group("v")) if dtp else None,
+        avg_draft_acceptance_rate_pct=plugin.number(rate.group("v")) if rate else None,
+        accepted_throughput=plugin.number(atp.group("v")) if atp else None,
+        drafted_throughput=plugin.number(dtp.group("v")) if dtp else None,
         complete=None not in (mean, pos, rate),
     )

@@ -12,7 +12,7 @@ import time
 from collections.abc import Callable
 from typing import Any, ClassVar
 
-from golden_al.plugin import Flavor, Generation, ServedEngine, ServeSettings, now_short
+from golden_al import plugin
 
 from . import (
     K_KEY,
@@ -45,12 +45,12 @@ __all__ = ["VllmFlavor"]
 _LABELS = ("engine", "model_name")
 
 
-class VllmFlavor(Flavor):
+class VllmFlavor(plugin.Flavor):
     """vLLM's counters, interval log line, ``/version`` and per-request metrics."""
 
     health_body: ClassVar[bytes] = b""
 
-    def __init__(self, config: ServeSettings, engine: ServedEngine, log: Callable[[str], None],
+    def __init__(self, config: plugin.ServeSettings, engine: plugin.ServedEngine, log: Callable[[str], None],
                  model_name: Callable[[], str]) -> None:
         super().__init__(config, engine, log, model_name)
         self.tick_interval_s = config.log_stats_interval_s
@@ -89,7 +89,7 @@ class VllmFlavor(Flavor):
         self.iv_pos = [0] * k
         self.iv_start = time.monotonic()
 
-    def record(self, gen: Generation) -> None:
+    def record(self, gen: plugin.Generation) -> None:
         name = self.model_name()
         for n, d in zip(gen.accepted, gen.drafted, strict=True):
             if d <= 0:
@@ -121,7 +121,7 @@ class VllmFlavor(Flavor):
         rates = ", ".join(f"{c / self.iv_drafts:.3f}" for c in self.iv_pos)
         rate = 100.0 * self.iv_accepted / self.iv_draft_tokens if self.iv_draft_tokens else 0.0
         self.log(LOG_SPEC_DECODING_FORMAT.format(
-            pid=os.getpid(), time=now_short(), al=al, accepted_per_s=self.iv_accepted / dt,
+            pid=os.getpid(), time=plugin.now_short(), al=al, accepted_per_s=self.iv_accepted / dt,
             drafted_per_s=self.iv_draft_tokens / dt, accepted=self.iv_accepted, drafted=self.iv_draft_tokens,
             rates=rates, rate=rate))
         self.iv_drafts = self.iv_draft_tokens = self.iv_accepted = 0
@@ -136,17 +136,17 @@ class VllmFlavor(Flavor):
         spec.update(cfg.server_settings)
         args = {"model": self.engine.target_name, "host": cfg.host, "port": port,
                 "served_model_name": [self.model_name()], SPEC_CONFIG_KEY: spec}
-        return [f"(APIServer pid={os.getpid()}) INFO {now_short()} [api_utils.py:286] non-default args: {args!r}"]
+        return [f"(APIServer pid={os.getpid()}) INFO {plugin.now_short()} [api_utils.py:286] non-default args: {args!r}"]
 
     def get(self, path: str) -> Any | None:
         return {"version": self.config.version} if path == "/version" else None
 
-    def chat_fields(self, resp: dict[str, Any], choice: dict[str, Any], body: dict[str, Any], gen: Generation,
+    def chat_fields(self, resp: dict[str, Any], choice: dict[str, Any], body: dict[str, Any], gen: plugin.Generation,
                     rid: str, latency: float, nospec: bool) -> None:
         if self.config.per_request_metrics in PER_REQUEST_LEVELS and not nospec:
             resp[REQUEST_METRICS] = {REQUEST_SPEC: self.request_metrics(gen)}
 
-    def request_metrics(self, gen: Generation) -> dict[str, Any]:
+    def request_metrics(self, gen: plugin.Generation) -> dict[str, Any]:
         """vLLM 0.33 ``metrics.speculative_decoding`` of one request."""
         k = self.engine.draft_len
         steps = [(n, d) for n, d in zip(gen.accepted, gen.drafted, strict=True) if d > 0]

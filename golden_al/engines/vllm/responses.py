@@ -6,15 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from golden_al.plugin import (
-    InputFileError,
-    MetricMissingError,
-    RequestSpecCounts,
-    build_counts,
-    check_acceptance_counts,
-    optional_number,
-    where,
-)
+from golden_al import plugin
 
 from . import (
     FLAG_PER_REQUEST_METRICS,
@@ -30,7 +22,7 @@ __all__ = ["parse_vllm_spec_metrics", "records_in"]
 
 
 def parse_vllm_spec_metrics(obj: Mapping[str, Any], *, k: int | None = None,
-                            source: str | None = None) -> RequestSpecCounts:
+                            source: str | None = None) -> plugin.RequestSpecCounts:
     """Counts of one vLLM request from ``metrics.speculative_decoding`` (or that object).
 
     Raises:
@@ -39,7 +31,7 @@ def parse_vllm_spec_metrics(obj: Mapping[str, Any], *, k: int | None = None,
         InputFileError: fields of the wrong type or that contradict each other.
     """
     if not isinstance(obj, Mapping):
-        raise InputFileError(f"vLLM speculative_decoding must be an object, got {type(obj).__name__}", path=source)
+        raise plugin.InputFileError(f"vLLM speculative_decoding must be an object, got {type(obj).__name__}", path=source)
     spec: Mapping[str, Any] = obj
     metrics = obj.get("metrics")
     if isinstance(metrics, Mapping) and isinstance(metrics.get(REQUEST_SPEC), Mapping):
@@ -47,17 +39,17 @@ def parse_vllm_spec_metrics(obj: Mapping[str, Any], *, k: int | None = None,
     elif isinstance(obj.get(REQUEST_SPEC), Mapping):
         spec = obj[REQUEST_SPEC]
     if REQ_HISTOGRAM not in spec:
-        raise MetricMissingError(
-            f"{where(source)}vLLM {REQUEST_METRICS}.{REQUEST_SPEC} has no {REQ_HISTOGRAM}",
+        raise plugin.MetricMissingError(
+            f"{plugin.where(source)}vLLM {REQUEST_METRICS}.{REQUEST_SPEC} has no {REQ_HISTOGRAM}",
             hint=f"start vLLM (>= {VERSION}) with {FLAG_PER_REQUEST_METRICS} summary",
         )
-    counts = build_counts(lambda: counts_from_request_metrics(spec, k=k), "vLLM speculative_decoding", source)
-    reported = optional_number(spec, REQ_MEAN_AL, source)
-    check_acceptance_counts(counts, what="vLLM speculative_decoding", path=source, reported_al=reported)
-    return RequestSpecCounts("vllm", counts, reported, None, source)
+    counts = plugin.build_counts(lambda: counts_from_request_metrics(spec, k=k), "vLLM speculative_decoding", source)
+    reported = plugin.optional_number(spec, REQ_MEAN_AL, source)
+    plugin.check_acceptance_counts(counts, what="vLLM speculative_decoding", path=source, reported_al=reported)
+    return plugin.RequestSpecCounts("vllm", counts, reported, None, source)
 
 
-def records_in(node: Mapping[str, Any], *, k: int | None, source: str | None) -> list[RequestSpecCounts]:
+def records_in(node: Mapping[str, Any], *, k: int | None, source: str | None) -> list[plugin.RequestSpecCounts]:
     """The vLLM record one response object holds (its ``metrics.speculative_decoding``)."""
     metrics = node.get(REQUEST_METRICS)
     if isinstance(metrics, Mapping) and isinstance(metrics.get(REQUEST_SPEC), Mapping):

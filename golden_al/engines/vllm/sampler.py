@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import ClassVar
 
-from golden_al.plugin import SyntheticRatesSampler
+from golden_al import plugin
 
 __all__ = ["VllmSynthetic"]
 
@@ -32,7 +32,7 @@ _UPSTREAM = (
     "vllm/v1/sample/rejection_sampler.py SYNTHETIC_MODE (vLLM 0.33.0, g4ba787ec9)"
 )
 
-class VllmSynthetic(SyntheticRatesSampler):
+class VllmSynthetic(plugin.SyntheticRatesSampler):
     """vLLM ``synthetic``: from ``synthetic_acceptance_length`` or ``synthetic_acceptance_rates``."""
 
     engine: ClassVar[str] = "vllm"

@@ -9,20 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from distributions.counts import AcceptanceCounts
-from golden_al.plugin import (
-    CounterResetError,
-    MetricMissingError,
-    MetricsSnapshot,
-    MixedDraftLengthsError,
-    PrometheusSource,
-    ResponseCounts,
-    ServerClient,
-    ServerError,
-    ServerFacts,
-    Snapshot,
-    filter_args,
-    is_chain,
-)
+from golden_al import plugin
 
 from . import (
     FLAG_SPEC_CONFIG,
@@ -53,9 +40,8 @@ def vllm_args_from_log(text: str) -> dict[str, Any] | None:
     return found
 
 
-async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | None) -> None:
+async def probe(client: plugin.ServerClient, facts: plugin.ServerFacts, *, log_text: str | None) -> None:
     """Fill ``facts`` from what the server reports."""
-    from golden_al.plugin import parse_metrics_text
 
     version = await client.get_json("/version", label="GET /version", optional=True)
     if isinstance(version, Mapping) and version.get("version") is not None:
@@ -65,7 +51,7 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
         facts.described(dev_info)
     args = vllm_args_from_log(log_text) if log_text else None
     if args is not None:
-        facts.server_args = filter_args(args)
+        facts.server_args = plugin.filter_args(args)
         spec = args.get(SPEC_CONFIG_KEY)
         if isinstance(spec, Mapping):
             method = spec.get("method") or ("draft_model" if spec.get("model") else None)
@@ -76,10 +62,10 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
             facts.selectors = PROFILE.selectors({"config": spec}, logged if isinstance(logged, int) else None)
     text = await client.get_text("/metrics", label="GET /metrics", optional=True)
     if text is not None:
-        snap = parse_metrics_text(text, source=f"{client.base_url}/metrics")
+        snap = plugin.parse_metrics_text(text, source=f"{client.base_url}/metrics")
         if not snap.has(METRIC_DRAFTS):
-            raise ServerError(f"the vLLM server exposes no {METRIC_PREFIX}* counters: speculative decoding is "
-                              "off (or --disable-log-stats is set)", hint=f"launch it with {FLAG_SPEC_CONFIG}")
+            raise plugin.ServerError(f"the vLLM server exposes no {METRIC_PREFIX}* counters: speculative decoding is "
+                                     "off (or --disable-log-stats is set)", hint=f"launch it with {FLAG_SPEC_CONFIG}")
         if snap.select(METRIC_ACCEPTED_PER_POS):
             positions = snap.by_label(METRIC_ACCEPTED_PER_POS, POSITION_LABEL)
             facts.draft_len = len(positions)
@@ -88,12 +74,12 @@ async def probe(client: ServerClient, facts: ServerFacts, *, log_text: str | Non
     logged_k = spec.get(K_KEY) if isinstance(spec, Mapping) else None
     if isinstance(logged_k, int) and not isinstance(logged_k, bool):
         if facts.draft_len is not None and facts.draft_len != logged_k:
-            raise ServerError(f"the vLLM server's counters have {facts.draft_len} positions but its log's startup "
-                              f"arguments say {K_KEY}={logged_k}: the log is not this server's",
-                              hint="give the --server-log of the server at --server")
+            raise plugin.ServerError(f"the vLLM server's counters have {facts.draft_len} positions but its log's startup "
+                                     f"arguments say {K_KEY}={logged_k}: the log is not this server's",
+                                     hint="give the --server-log of the server at --server")
         if facts.draft_len is None:
             facts.draft_len, facts.draft_len_rule = logged_k, f"the log's non-default args {K_KEY}"
-    facts.chain = is_chain("vllm", facts.draft_method)
+    facts.chain = plugin.is_chain("vllm", facts.draft_method)
     if dev_info is None and log_text is None:
         facts.warnings.append("attached vLLM server: synthetic acceptance and FLy's lossy verification could not be "
                               "ruled out from the server itself (no /server_info outside dev mode), nor its curve "
@@ -107,7 +93,7 @@ def _require_fixed_k(spec: Mapping[str, Any]) -> None:
     for setting in PROFILE.check.runtime_draft_len:
         for name in setting.names:
             if name in spec and setting.unsafe(spec[name]) is not False:
-                raise MixedDraftLengthsError(
+                raise plugin.MixedDraftLengthsError(
                     f"the vLLM server's log says {name}={spec[name]!r}: it {setting.what}, so one run mixes draft "
                     f"lengths ({setting.source.repo} {setting.source.path} at {setting.source.version})",
                     hint=f"restart it without {name}, at a fixed {K_KEY}")
@@ -118,7 +104,7 @@ def _per_request(resp: Mapping[str, Any], k: int, label: str) -> AcceptanceCount
     metrics = resp.get("metrics")
     spec = metrics.get("speculative_decoding") if isinstance(metrics, Mapping) else None
     if not isinstance(spec, Mapping):
-        raise MetricMissingError(
+        raise plugin.MetricMissingError(
             f"{label}: the response has no metrics.speculative_decoding (top-level keys: {sorted(resp)})",
             hint="start vLLM >= 0.33 with --per-request-spec-decode-metrics summary, "
             "or use --al-source vllm-prometheus",
@@ -127,28 +113,28 @@ def _per_request(resp: Mapping[str, Any], k: int, label: str) -> AcceptanceCount
 
 
 #: ``vllm-per-request``: ``metrics.speculative_decoding`` of each response (vLLM >= 0.33).
-PER_REQUEST = ResponseCounts(_per_request)
+PER_REQUEST = plugin.ResponseCounts(_per_request)
 
 
-class VllmPrometheusSource(PrometheusSource):
+class VllmPrometheusSource(plugin.PrometheusSource):
     """vLLM ``/metrics`` spec-decode counters (``vllm/v1/spec_decode/metrics.py``, 0.33.0), with its finished
     requests, busy gauges and start time (``vllm/v1/metrics/loggers.py``)."""
 
     name = "vllm-prometheus"
     engine = PROFILE.name
 
-    def snapshot_of(self, snap: MetricsSnapshot, counters: Any) -> Snapshot:
+    def snapshot_of(self, snap: plugin.MetricsSnapshot, counters: Any) -> plugin.Snapshot:
         def opt(name: str) -> float | None:
             return snap.total(name) if snap.has(name) else None
 
         running = opt("vllm:num_requests_running")
         busy = None if running is None else running + (opt("vllm:num_requests_waiting") or 0.0)
-        return Snapshot(counters, opt("vllm:request_success_total"), busy, opt("process_start_time_seconds"),
-                        len(counters.accepted_per_position) or None)
+        return plugin.Snapshot(counters, opt("vllm:request_success_total"), busy, opt("process_start_time_seconds"),
+                               len(counters.accepted_per_position) or None)
 
-    def assert_not_backwards(self, before: Snapshot, after: Snapshot, label: str) -> None:
+    def assert_not_backwards(self, before: plugin.Snapshot, after: plugin.Snapshot, label: str) -> None:
         super().assert_not_backwards(before, after, label)
         if before.finished is not None and after.finished is not None and after.finished < before.finished:
-            raise CounterResetError(f"{label}: vllm:request_success_total went backwards "
-                                    f"({before.finished:g} -> {after.finished:g}): the server restarted",
-                                    hint="rerun with --resume; finished requests are kept")
+            raise plugin.CounterResetError(f"{label}: vllm:request_success_total went backwards "
+                                           f"({before.finished:g} -> {after.finished:g}): the server restarted",
+                                           hint="rerun with --resume; finished requests are kept")
