@@ -21,10 +21,18 @@ from pathlib import Path
 
 import numpy as np
 
-from golden_al.measure.compare import common_prefix
-
 HERE = Path(__file__).resolve().parent
 FP32 = HERE.parent / "qwen-coder-curve" / "humaneval"
+
+
+def common_prefix(a: list[int], b: list[int]) -> int:
+    """Number of leading tokens ``a`` and ``b`` share."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
 
 
 def _requests(run: Path, k: int) -> dict[int, dict]:

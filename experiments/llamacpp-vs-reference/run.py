@@ -80,7 +80,7 @@ def _committed() -> dict[int, float]:
 
 
 def summarize(num_prompts: int, max_tokens: int, walls: dict[str, float] | None) -> dict:
-    from golden_al.measure.compare import compare_runs
+    from compare import compare_runs  # this folder's compare.py (next to this script)
 
     lc, ref = _records(HERE / "llamacpp"), _records(HERE / "reference")
     golden = _committed()

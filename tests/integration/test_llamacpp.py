@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -176,7 +177,8 @@ def test_2_launch_and_compare_with_the_reference_engine(binary, pair, state, tmp
     code, _out, err = cli(["measure", "--draft-len", str(K), "--num-prompts", str(NUM_PROMPTS), "--max-tokens",
                           str(MAX_TOKENS), "--out", str(ref / "m")], capsys)
     assert code == 0, err
-    from golden_al.measure.compare import compare_runs
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "experiments" / "llamacpp-vs-reference"))
+    from compare import compare_runs
 
     cmp = compare_runs(ref / "m", d / "m")
     _save("reference_comparison.json", cmp)

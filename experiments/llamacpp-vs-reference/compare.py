@@ -1,4 +1,4 @@
-"""Compare two measurements of the same prompts: token agreement and AL difference.
+"""Compare two measurements of the same prompts: token agreement and AL difference (this experiment's tool).
 
 Used to set a serving engine (e.g. llama.cpp on Q4_K_M GGUF files) against the reference
 engine (the dequantized fp32 model) on the same prompts. Greedy outputs agree only as far
