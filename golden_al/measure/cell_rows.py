@@ -108,8 +108,9 @@ def cross_check(plan: CellPlan, counts: AcceptanceCounts, responses: Sequence[Ma
 
 
 def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequence[Mapping[str, Any]],
-               counts: AcceptanceCounts, wall_s: float, extra: dict[str, Any]) -> RequestResult:
-    """The row of one unit (a request, or a window of requests) from its answers and its checked counts."""
+               counts: AcceptanceCounts, wall_s: float, extra: dict[str, Any], *, window: bool = False) -> RequestResult:
+    """The row of one unit (a request, or a window of requests: ``window``, or more than one prompt; a batch of
+    counter windows may hold none) from its answers and its checked counts."""
     k = plan.draft_len
     known = counts.histogram is not None  # a source of totals only (TensorRT-LLM /perf_metrics): zeros, not measured
     hist: list[Count] = list(counts.histogram or ()) if known else [0] * (k + 1)
@@ -131,7 +132,7 @@ def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequenc
         finishes.append(finish or "")
         ids.append(str(resp.get("id") or (resp.get("meta_info") or {}).get("id") or ""))
     decode = [reported_al(resp, plan.engine, "decode_ms") for resp in responses]  # the engine's own decode time
-    window = len(prompts) > 1
+    window = window or len(prompts) > 1
     if window:
         extra = {**extra, "unit": [p.index for p in prompts], "prompt_hashes": [p.prompt_hash for p in prompts],
                  "request_ids": ids, "finish_reasons": finishes}
@@ -139,7 +140,7 @@ def result_row(plan: CellPlan, prompts: Sequence[ChatPrompt], responses: Sequenc
     else:
         prompt_hash = prompts[0].prompt_hash
     return RequestResult(
-        index=prompts[0].index,
+        index=prompts[0].index if prompts else 0,
         request_id=ids[0] if not window else ",".join(ids),
         draft_len=k,
         prompt_hash=prompt_hash,

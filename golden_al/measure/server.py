@@ -31,7 +31,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import hashlib
 import itertools
 import json
 import time
@@ -61,7 +60,6 @@ from golden_al.measure.cell import (
 from golden_al.measure.cell_rows import (
     OTHER_DRAFT_LENS,
     cross_check,
-    observed_k,
     record_from_results,
     reported_al,
     result_row,
@@ -76,7 +74,6 @@ from golden_al.plugin import checks_ran
 from golden_al.plugin.sources import CounterSource, MixedDraftLengths, PerRequestSource, Source
 from golden_al.provenance import now_iso
 from golden_al.servers.pipeline import PipelineStats, run_pipeline, run_waves
-from golden_al.servers.retokenize import text_and_finish
 
 __all__ = [
     "CELL_FILE",
@@ -356,32 +353,12 @@ def _batch_result(plan: CellPlan, batch: Sequence[_Window], number: int, retried
     total = batch[0].counts
     for w in batch[1:]:
         total = total + w.counts
-    prompts = [p for w in batch for p in w.prompts]
-    resps = [r for w in batch for r in w.responses]
-    usage = [usage_tokens(r) for r in resps]
-    ids = [str(r.get("id") or (r.get("meta_info") or {}).get("id") or "") for r in resps]
     extra: dict[str, Any] = {"batch": number, "windows": len(batch),
-                             "t": [round(batch[0].t0, 4), round(batch[-1].t1, 4)],
-                             "unit": [p.index for p in prompts], "prompt_hashes": [p.prompt_hash for p in prompts],
-                             "request_ids": ids, "finish_reasons": [text_and_finish(r)[1] or "" for r in resps]}
-    extra.update(tag)
+                             "t": [round(batch[0].t0, 4), round(batch[-1].t1, 4)], **tag}
     if retried:
         extra["retried_attempts_in_session"] = retried
-    return RequestResult(
-        index=prompts[0].index if prompts else 0,
-        request_id=",".join(ids),
-        draft_len=plan.draft_len,
-        prompt_hash=hashlib.sha256("".join(p.prompt_hash for p in prompts).encode()).hexdigest(),
-        num_prompt_tokens=None if any(p is None for p, _ in usage) else sum(p or 0 for p, _ in usage),
-        num_output_tokens=sum(c or 0 for _, c in usage),
-        num_verify_steps=total.num_verify_steps,
-        num_accepted_drafts=total.num_accepted_drafts,
-        histogram=list(total.histogram or ()), per_position_accepted=list(total.per_position_accepted or ()),
-        draft_len_observed=observed_k(plan, total),
-        wall_s=round(batch[-1].t1 - batch[0].t0, 4),
-        text=("\n\x1e".join(text_and_finish(r)[0] or "" for r in resps) if plan.save_text else None),
-        extra=extra,
-    )
+    return result_row(plan, [p for w in batch for p in w.prompts], [r for w in batch for r in w.responses], total,
+                      batch[-1].t1 - batch[0].t0, extra, window=True)
 
 
 async def measure_cell(client: ServerClient | Sequence[ServerClient], plan: CellPlan, source: Source,
