@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,14 +32,8 @@ from golden_al.measure.schema import (
     MEASUREMENT_FILE,
     REQUESTS_FILE,
     SCHEMA_VERSION,
-    BlockDraftInfo,
-    DatasetInfo,
     MeasurementRecord,
-    ModelInfo,
     RequestResult,
-    SamplingInfo,
-    ServerInfo,
-    Timing,
     Uncertainty,
 )
 from golden_al.measure.totals import CellTotals, cell_totals, line_indices
@@ -357,43 +351,20 @@ def _observed_k(results: Sequence[RequestResult], draft_len: int, al_source: str
     return observed
 
 
-def build_record(
-    *,
-    results: Sequence[RequestResult],
-    draft_len: int,
-    engine: str,
-    engine_version: str | None,
-    mode: str,
-    estimate: bool,
-    target: ModelInfo,
-    draft: ModelInfo,
-    draft_method: str,
-    thinking: str,
-    chat_template_kwargs: Mapping[str, Any],
-    sampling: SamplingInfo,
-    dataset: DatasetInfo,
-    al_source: str,
-    provenance: dict[str, Any],
-    seed: int | None,
-    warnings: Sequence[str] = (),
-    per_request_file: str = REQUESTS_FILE,
-    block_draft: BlockDraftInfo | None = None,
-    server: ServerInfo | None = None,
-    totals: CellTotals | None = None,
-    unit: str | None = None,
-    num_requests: int | None = None,
-    what: str = "",
-    timing: Timing | None = None,
-) -> MeasurementRecord:
+def build_record(*, results: Sequence[RequestResult], draft_len: int, al_source: str, seed: int | None,
+                 warnings: Sequence[str] = (), totals: CellTotals | None = None, unit: str | None = None,
+                 num_requests: int | None = None, what: str = "", **fields: Any) -> MeasurementRecord:
     """The record of one cell from its per-request results (AL and its 95% interval over clusters): the
     one builder of the reference engine, servers, imports and derivations.
 
-    ``totals``: the cell's totals when the caller needed them first (else computed here, ``what``
-    naming the cell in the error); ``unit``: what one cluster is, when the lines' own form does not
-    say it (an imported window); ``num_requests``: the run's requests, when the lines do not list them;
-    ``timing``: what the run timed (:class:`~golden_al.measure.schema.Timing`).
-    A line that holds totals only (``histogram_known`` false) makes the record's histogram unknown: it
-    is written as zeros, never as a partial sum.
+    ``fields``: the record's own fields, as they are (``engine``, ``engine_version``, ``mode``, ``estimate``,
+    ``target``, ``draft``, ``draft_method``, ``thinking``, ``chat_template_kwargs``, ``sampling``, ``dataset``,
+    ``provenance``, and where they apply ``block_draft``, ``server``, ``timing``, ``per_request_file``); the
+    schema refuses a name it does not know. ``totals``: the cell's totals when the caller needed them first (else
+    computed here, ``what`` naming the cell in the error); ``unit``: what one cluster is, when the lines' own form
+    does not say it (an imported window); ``num_requests``: the run's requests, when the lines do not list them.
+    A line that holds totals only (``histogram_known`` false) makes the record's histogram unknown: it is written
+    as zeros, never as a partial sum.
 
     Raises:
         NoVerifyStepsError: no request made a verify step (:func:`golden_al.measure.totals.cell_totals`).
@@ -402,36 +373,13 @@ def build_record(
     if totals is None:
         totals = cell_totals(results, draft_len, seed=0 if seed is None else seed, what=what)
     counts, interval = totals.counts, totals.interval
-    notes = [*warnings, *totals.notes]
     known = all(r.histogram_known for r in results if r.draft_len == draft_len)
     return MeasurementRecord(
-        engine=engine,
-        engine_version=engine_version,
-        mode=mode,
-        estimate=estimate,
-        target=target,
-        draft=draft,
-        draft_method=draft_method,
-        block_draft=block_draft,
-        draft_len=draft_len,
-        draft_len_observed=_observed_k(results, draft_len, al_source),
-        thinking=thinking,  # type: ignore[arg-type]
-        chat_template_kwargs=dict(chat_template_kwargs),
-        sampling=sampling,
-        dataset=dataset,
-        al=interval.al,
-        al_ci95=interval.ci,
-        uncertainty=Uncertainty.of(interval, unit or totals.unit),
-        al_source=al_source,
+        **{"per_request_file": REQUESTS_FILE, **fields}, draft_len=draft_len,
+        draft_len_observed=_observed_k(results, draft_len, al_source), al=interval.al, al_ci95=interval.ci,
+        uncertainty=Uncertainty.of(interval, unit or totals.unit), al_source=al_source,
         num_requests=totals.num_requests if num_requests is None else num_requests,
-        num_verify_steps=counts.num_verify_steps,
-        num_accepted_drafts=counts.num_accepted_drafts,
+        num_verify_steps=counts.num_verify_steps, num_accepted_drafts=counts.num_accepted_drafts,
         per_position_accepted=counts.per_position_accepted if known else [0] * draft_len,
-        histogram=counts.histogram if known else [0] * (draft_len + 1),
-        histogram_known=known,
-        per_request_file=per_request_file,
-        warnings=notes,
-        provenance=provenance,
-        server=server,
-        timing=timing,
-    )
+        histogram=counts.histogram if known else [0] * (draft_len + 1), histogram_known=known,
+        warnings=[*warnings, *totals.notes])

@@ -50,7 +50,7 @@ from distributions import units
 from distributions.uncertainty import se_from_ci, z_for_confidence
 from golden_al.errors import SchemaError, ServerError, UsageError
 from golden_al.httpclient import RetryPolicy, ServerClient
-from golden_al.measure.derive import derive_record, truncate_result
+from golden_al.measure.derive import derive_record
 from golden_al.measure.records import load_record, read_request_results
 from golden_al.measure.schema import (
     MEASUREMENT_FILE,
@@ -81,11 +81,9 @@ __all__ = [
     "SweepSpec",
     "ValidationRow",
     "cell_dir",
-    "derive_record",
     "launch_commands",
     "prompts_hash",
     "run_sweep",
-    "truncate_result",
 ]
 
 SWEEP_FILE = "sweep.json"

@@ -13,6 +13,7 @@ import pytest
 from distributions import AcceptanceDistribution
 from golden_al.errors import UsageError
 from golden_al.httpclient import RetryPolicy
+from golden_al.measure.derive import truncate_result
 from golden_al.measure.records import load_record
 from golden_al.measure.schema import DatasetInfo, ModelInfo, RequestResult, SamplingInfo
 from golden_al.measure.server import ChatPrompt
@@ -22,7 +23,6 @@ from golden_al.measure.sweep import (
     SweepSpec,
     compare,
     run_sweep,
-    truncate_result,
 )
 from golden_al.servers.reference_server import ReferenceServer, ServeConfig
 from golden_al.servers.served_engine import FakeServedEngine
