@@ -95,13 +95,39 @@ class YamlEdit:
     edits: list[Edit] = field(default_factory=list)
     _done: set[int] = field(default_factory=set)  #: the nodes replaced
     _deleted: set[int] = field(default_factory=set)  #: the lines deleted
+    _flow: set[tuple[int, int, int]] = field(default_factory=set)  #: flow entries to delete: (line, start, end)
 
     def __post_init__(self) -> None:
         self.lines = [s[:-1] if s.endswith("\r") else s for s in self.text.split("\n")]
         self.nl = "\r\n" if "\r\n" in self.text else "\n"
 
     def result(self) -> str:
-        return apply_edits(self.text, self.edits) if self.edits else self.text
+        edits = self.edits + self._flow_edits()
+        return apply_edits(self.text, edits) if edits else self.text
+
+    def _flow_edits(self) -> list[Edit]:
+        """The flow entries to delete, each run of neighbours (entries joined by a comma alone) as one edit with one
+        comma: the one after the run, else the one before it (``{A: 1, B: 2}`` -> ``{}``, ``{K: 1, A: 1, B: 2}`` ->
+        ``{K: 1}``); a line left empty goes."""
+        runs: list[list[int]] = []
+        for line, a, b in sorted(self._flow):
+            last = runs[-1] if runs else None
+            if last and last[0] == line and a < last[2]:  # inside the entry before (a nested flow)
+                last[2] = max(last[2], b)
+            elif last and last[0] == line and re.fullmatch(r"\s*,\s*", self.lines[line][last[2]:a]):
+                last[2] = b
+            else:
+                runs.append([line, a, b])
+        out = []
+        for line, a, b in runs:
+            text = self.lines[line]
+            if after := re.match(r"\s*,\s*", text[b:]):
+                b += after.end()
+            elif before := re.search(r",\s*$", text[:a]):
+                a = before.start()
+            whole = not text[:a].strip() and not text[b:].strip() and line + 1 < len(self.lines)
+            out.append(Edit(line, 0, line + 1, 0, "") if whole else Edit(line, a, line, b, ""))
+        return out
 
     def replace(self, node: Any, value: Any) -> None:
         """Replace the scalar ``node`` by ``value``, in its own quotes (once per node: an alias is one value).
@@ -177,17 +203,10 @@ class YamlEdit:
                                      "the list", path=self.path, line=start.line + 1, hint="remove it by hand")
             self._delete_lines(start.line, end_line)
             return
-        line = self.lines[start.line]
         if end_line != start.line:
             raise InputFileError("a setting inside a flow collection that spans lines cannot be removed in place",
                                  path=self.path, line=start.line + 1, hint="put the collection on one line")
-        a, b = start.column, end.column
-        after = re.match(r"\s*,\s*", line[b:])
-        if after:
-            b += after.end()
-        elif before := re.search(r",\s*$", line[:a]):
-            a = before.start()
-        self.edits.append(Edit(start.line, a, start.line, b, ""))
+        self._flow.add((start.line, start.column, end.column))
 
     def _delete_lines(self, first: int, last: int) -> None:
         """Delete whole lines ``first..last`` (0-based, inclusive), once."""
