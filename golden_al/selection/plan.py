@@ -5,7 +5,8 @@ srtctl runs (after the caller's ``--set``/``--unset``) gets the generating role'
 ``check`` judges pins with (:func:`golden_al.recipes.derive.derive`), written in the form each role's engine
 declares (:attr:`~golden_al.plugin.profile.RecipeFormat.inject_into`) into the roles that simulate
 (:attr:`~golden_al.plugin.profile.RecipeFormat.simulated_roles`); every synthetic setting elsewhere (another role,
-the recipe-wide ``environment:``) is unset. Every variant is planned before anything is returned; one refusal
+the recipe-wide ``environment:``) is unset, and all of them in a run that does not simulate (eval-only, not agentic,
+``SPEC_DECODING=none``, no role speculating), a rejection-method switch set back to the golden curve's method. Every variant is planned before anything is returned; one refusal
 raises :class:`SelectionError` naming the variant, for the reason ``check`` gives.
 """
 
@@ -135,10 +136,12 @@ def _config_value(original: Any, merged: Mapping[str, Any]) -> Any:
     return json.dumps(dict(merged), separators=(",", ":")) if isinstance(original, str) else dict(merged)
 
 
-def _synthetic(roles: Sequence[RoleConfig], blocks: Sequence[EnvBlock]) -> list[tuple[tuple[str, ...], Any, str]]:
+def _synthetic(roles: Sequence[RoleConfig], blocks: Sequence[EnvBlock], real: str | None = None) -> list[tuple[
+        tuple[str, ...], Any, str]]:
     """Every synthetic-acceptance setting of ``roles`` and environment ``blocks``, as (path, the value that turns it
     off (None: unset it), where it is shown): any engine's environment variable; the role engine's server flag; its
-    speculative config's synthetic keys (a switch set back to the real method, values removed)."""
+    speculative config's synthetic keys (a switch set back to ``real``, else its engine's real value; values
+    removed)."""
     spellings = _env_spellings(_all_profiles())
     out = [((*b.loc, str(k)), None, ".".join((*b.loc, str(k)))) for b in blocks for k in b.env or {}
            if str(k) in spellings]
@@ -157,7 +160,7 @@ def _synthetic(roles: Sequence[RoleConfig], blocks: Sequence[EnvBlock]) -> list[
                 del settings[knob.name]
                 found.append(knob.name)
             elif str(settings[knob.name]) == knob.switch_value:
-                settings[knob.name] = knob.real_value
+                settings[knob.name] = real or knob.real_value
                 found.append(knob.name)
         if found:
             out.append(((*rc.loc, spec.key), _config_value(rc.args.get(spec.key), settings),
@@ -178,6 +181,25 @@ def _restore(found: Sequence[tuple[tuple[str, ...], Any, str]]) -> list[Override
         o = Override("unset", p) if v is None else Override("set", p, v)
         out += [] if o in out else [o]
     return out
+
+
+def _curve_method(store: Any, golden: Derivation | None) -> str | None:
+    """The real rejection method a switch goes back to: the one the golden point's curve was measured with (its
+    ``draft.rejection_sample_method``: the AL a real run shows depends on it), None where the curve names none (the
+    engine's default measured it) or there is no golden point."""
+    point = golden.point if golden is not None else None
+    curve = next((sc.curve for sc in store.curves if sc.name == point.curve), None) if point is not None else None
+    return curve.draft.rejection_sample_method if curve is not None else None
+
+
+def _golden_of(view: RecipeView, facts: RecipeFacts, store: Any, identity: Identity) -> Derivation | None:
+    """The golden point of the generating role, where it can be derived (a run that does not simulate needs it only
+    for the rejection method its real acceptance is restored to)."""
+    target = view.target
+    if target is None or target.engine is None or recipe_formats().get(target.engine) is None:
+        return None
+    settings = role_settings(facts, target.engine, target.role)
+    return None if settings.problems else derive(settings, store, identity=identity, what="recipe")
 
 
 def _simulates(rc: RoleConfig, engine: str) -> bool:
@@ -284,25 +306,30 @@ def _plan_variant(variant: Variant, path: str, identity: Identity, store: Any, c
     if unknown is not None:
         raise refuse(f"the {unknown.role} role runs an {unknown.engine_source}", hint="golden-al engines lists the "
                      "engines it knows; an engine plugin adds one")
-    if identity.spec_decoding is not None and identity.spec_decoding.strip().lower() == "none":
-        return _off(variant, view.engine, "off", "SPEC_DECODING=none: the run does not speculate")
     target = view.target
+    facts = recipe_facts(view, path, lines=lines, refs=refs)
+
+    def restored(mode: str, reason: str) -> VariantPlan:  # InferenceX's selector too: no stale pin left in force
+        found = _synthetic(view.roles, view.envs)
+        if any(value is not None for _, value, _ in found):  # a switch: back to the golden curve's method
+            found = _synthetic(view.roles, view.envs, _curve_method(store, _golden_of(view, facts, store, identity)))
+        return _off(variant, view.engine, mode, reason, _restore(found), target.role if target else None)
+
+    if identity.spec_decoding is not None and identity.spec_decoding.strip().lower() == "none":
+        return restored("off", "SPEC_DECODING=none: the run does not speculate")
     if identity.mode == "eval-only":
-        return _off(variant, view.engine, "eval-only", "eval-only: real acceptance restored (every synthetic setting "
-                    "removed)", _restore(_synthetic(view.roles, view.envs)), target.role if target else None)
+        return restored("eval-only", "eval-only: real acceptance restored (every synthetic setting removed)")
     if caller_pins:
         raise refuse(f"the caller's overrides set synthetic acceptance at {', '.join(caller_pins)}",
                      hint="a caller never sets the AL: drop that --set, the value comes from the golden curve")
-    facts = recipe_facts(view, path, lines=lines, refs=refs)
     agentic = identity.agentic if identity.agentic is not None else facts.agentic.agentic
     if agentic is False:
         why = "IS_AGENTIC says" if identity.agentic is not None else facts.agentic.reason
-        return _off(variant, view.engine, "off", f"not an agentic benchmark ({why}): real acceptance, nothing to "
-                                                 "simulate")
+        return restored("off", f"not an agentic benchmark ({why}): real acceptance, nothing to simulate")
     if target is None:
         if identity.spec_decoding:
             raise refuse(f"SPEC_DECODING={identity.spec_decoding} but no role of the recipe speculates")
-        return _off(variant, view.engine, "off", "no role of the recipe speculates")
+        return restored("off", "no role of the recipe speculates")
     if target.engine is None or recipe_formats().get(target.engine) is None:
         raise refuse(f"the {target.role} role's engine ({target.engine_source}) has no srt-slurm recipe format in "
                      "golden-al", hint="golden-al engines lists the engines and their capabilities")
@@ -323,7 +350,8 @@ def _plan_variant(variant: Variant, path: str, identity: Identity, store: Any, c
         raise refuse(golden.reason, hint="pass --model (or MODEL_PREFIX) with a curve's model or alias"
                      if golden.reason.startswith("no curve for") else None)
     elsewhere = [b for b in view.envs if b not in _blocks(view, simulating)]  # the recipe-wide one too
-    overrides = _restore(_synthetic([rc for rc in view.roles if rc not in simulating], elsewhere))
+    overrides = _restore(_synthetic([rc for rc in view.roles if rc not in simulating], elsewhere,
+                                    _curve_method(store, golden)))
     problems: list[str] = []
     for rc in simulating:
         written, problem = _write(view, rc, facts, golden)

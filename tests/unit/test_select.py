@@ -200,6 +200,21 @@ def test_not_agentic_or_spec_off_sets_nothing() -> None:
     assert on.variants[0].al == 2.99
 
 
+def test_no_role_speculating_leaves_no_stale_pin_in_force(tmp_path: Path) -> None:
+    doc = {"name": "x", "model": {"path": "nvidia/GLM-5.2-NVFP4"}, "backend": {"type": "sglang"},
+           "environment": {"SGLANG_SIMULATE_ACC_LEN": "9"},
+           "roles": {"decode": {"args": {"tp-size": 8}, "env": {"SGLANG_SIMULATE_ACC_LEN": "2", "KEEP": "1"}}}}
+    path = tmp_path / "agentic" / "r.yaml"
+    path.parent.mkdir()
+    path.write_text(yaml.safe_dump(doc))
+    (plan,) = select_recipe(path, store=STORE).variants
+    assert (plan.mode, plan.reason) == ("off", "no role of the recipe speculates")
+    assert {(o.op, o.dotted) for o in plan.overrides} == {("unset", "environment.SGLANG_SIMULATE_ACC_LEN"),
+                                                          ("unset", "roles.decode.env.SGLANG_SIMULATE_ACC_LEN")}
+    path.write_text(yaml.safe_dump(apply_overrides(doc, plan.overrides)))
+    assert check_paths([path], store=STORE).findings == []
+
+
 @pytest.mark.parametrize(("identity", "needle"), [
     (Identity(thinking="off"), "no committed value|thinking_off"),
     (Identity(model="no-such-model"), "no curve for 'no-such-model' \\(--model\\)"),

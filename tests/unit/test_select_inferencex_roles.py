@@ -6,7 +6,9 @@ removed, in the roles format the newest selector reads, each with the identity I
 selector's facts (SemiAnalysisAI/InferenceX ``infx/srt_slurm/synthetic_acceptance.py``, the version that plans
 ``atom``, ``atom-disagg`` and ``tilert``, with ``infx/golden_al_distribution``'s ``curve_name``/``golden_length``)
 are modelled below from their documented behaviour (our own code, none of theirs); golden-al must give the same
-golden, k and override paths, except in the cases of :data:`DIFFERENCES`, each proven by an engine's own source.
+golden, k and override paths, except in the cases of :data:`DIFFERENCES`, each proven by an engine's own source; and,
+in a run that does not simulate (EVAL_ONLY, not IS_AGENTIC, SPEC_DECODING=none), unset every synthetic setting the
+selector unsets, so that ``check`` on the result finds no pin.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ from typing import Any
 import pytest
 import yaml
 
+from golden_al.checks.static import check_paths
 from golden_al.golden import load_store
 from golden_al.recipes.derive import Identity
-from golden_al.recipes.srtctl import expand_variants
+from golden_al.recipes.srtctl import apply_overrides, expand_variants
 from golden_al.selection import SelectionError, select_recipe
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
@@ -83,40 +86,50 @@ def _their_curve(prefix: str, spec: Mapping[str, Any]) -> str:
     return f"{prefix}_{method}"
 
 
-def their_plan(recipe: Mapping[str, Any], framework: str, prefix: str, thinking: str) -> tuple[int, float, dict[
-        tuple[str, str], Any]]:
-    """(k, golden AL, {(op, path): value}) the selector plans for one resolved variant of a roles recipe."""
+def their_plan(recipe: Mapping[str, Any], framework: str, prefix: str, thinking: str, *, synthetic: bool = True
+               ) -> tuple[int | None, float | None, dict[tuple[str, str], Any]]:
+    """(k, golden AL, {(op, path): value}) the selector plans for one resolved variant of a roles recipe;
+    ``synthetic`` False (EVAL_ONLY, not IS_AGENTIC, SPEC_DECODING=none): real acceptance restored."""
     engine = ENGINES[framework]
     roles = recipe.get("roles") or {}
     spec = _their_spec(roles.get("decode", roles.get("agg", {})), engine)
-    k = spec["k"]
-    if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
-        raise ValueError("a positive integer draft length is required")
-    (modes,) = yaml.safe_load((GOLDEN / f"{_their_curve(prefix, spec)}.yaml").read_text()).values()
-    al = float(modes[thinking][k])
+    k = al = None
+    if synthetic and spec:
+        k = spec["k"]
+        if not isinstance(k, int) or isinstance(k, bool) or k <= 0:
+            raise ValueError("a positive integer draft length is required")
+        (modes,) = yaml.safe_load((GOLDEN / f"{_their_curve(prefix, spec)}.yaml").read_text()).values()
+        al = float(modes[thinking][k])
     out: dict[tuple[str, str], Any] = {("unset", f"environment.{v}"): None for v in ENV_VARS.get(engine, ())
                                        if v in (recipe.get("environment") or {})}
     for name, role in roles.items():
-        if engine == "tilert" and name in ("agg", "prefill", "decode"):  # only its decode role simulates
+        if name not in ("agg", "prefill", "decode"):
+            continue
+        runs, role_al, env = engine, al, role.get("env") or {}
+        if engine == "tilert":  # only the decode role running TileRT simulates; prefill runs real vLLM
             runs = role.get("engine", recipe.get("engine", "tilert"))
-            if name == "decode" and (runs.get("type") if isinstance(runs, Mapping) else runs) == "tilert" and \
-                    _their_spec(role, engine):
-                out.update({("set", f"roles.{name}.env.{var}"): value for var, value in
-                            zip(ENV_VARS[engine], (al, "match-expected"), strict=True)})
-            else:
-                out.update({("unset", f"roles.{name}.env.{v}"): None for v in ENV_VARS[engine] if v in role.get("env", {})})
-            continue
-        worker = _their_spec(role, engine)
-        if name not in ("agg", "prefill", "decode") or not worker:
-            continue
-        if engine == "vllm":
+            runs = runs.get("type") if isinstance(runs, Mapping) else runs
+            role_al = al if name == "decode" and runs == "tilert" else None
+        worker = _their_spec(role, runs)
+        if engine == "tilert" and (role_al is None or not worker):
+            out.update({("unset", f"roles.{name}.env.{v}"): None for v in ENV_VARS[engine] if v in env})
+        cfg = worker.get("config", {})
+        if runs == "vllm" and worker and role_al is not None:
             out["set", f"roles.{name}.args.speculative-config"] = {
-                **worker["config"], "rejection_sample_method": "synthetic", "synthetic_acceptance_length": al}
-        elif engine == "atom":
-            out["set", f"roles.{name}.args.spec-decode-acceptance-length"] = al
-        else:
-            values = (al, "match-expected", "real-draft-token") if engine == "sglang" else (al - 1,)
-            out.update({("set", f"roles.{name}.env.{var}"): value for var, value in zip(ENV_VARS[engine], values, strict=True)})
+                **cfg, "rejection_sample_method": "synthetic", "synthetic_acceptance_length": role_al}
+        elif runs == "vllm" and (cfg.get("rejection_sample_method") == "synthetic" or "synthetic_acceptance_length" in cfg):
+            out["set", f"roles.{name}.args.speculative-config"] = {
+                **{k: v for k, v in cfg.items() if k != "synthetic_acceptance_length"}, "rejection_sample_method": "block"}
+        elif runs == "atom" and role_al is not None and worker:
+            out["set", f"roles.{name}.args.spec-decode-acceptance-length"] = role_al
+        elif runs == "atom" and "spec-decode-acceptance-length" in (role.get("args") or {}):
+            out["unset", f"roles.{name}.args.spec-decode-acceptance-length"] = None
+        elif runs != "vllm" and role_al is not None and worker:
+            values = {"sglang": (role_al, "match-expected", "real-draft-token"), "tilert": (role_al, "match-expected"),
+                      "trtllm": (role_al - 1,)}[engine]
+            out.update({("set", f"roles.{name}.env.{v}"): x for v, x in zip(ENV_VARS[engine], values, strict=True)})
+        elif engine in ("sglang", "trtllm"):
+            out.update({("unset", f"roles.{name}.env.{v}"): None for v in ENV_VARS[engine] if v in env})
     return k, al, out
 
 
@@ -146,6 +159,15 @@ DIFFERENCES = [
      "it); a num-mtp other than 3 is refused (the selector plans its golden, and the decode server does not start)",
      "tile-ai/TileRT tilert/pd_vllm/decode_server.py line 309 at 0.1.6.post3 (PyPI): --num-mtp choices=(3,), "
      "default=3"),
+    ("a restore (eval-only, not agentic, SPEC_DECODING=none; a TileRT recipe's real vLLM prefill) sets vLLM's "
+     "rejection_sample_method back to the method the golden curve was measured with, block only where the curve says "
+     "so (Kimi-K3 DSpark probabilistic), else vLLM's default standard; the selector writes block everywhere. Both are "
+     "lossless, but block verification accepts differently for sampled requests, and the curves are measured at "
+     "temperature 1.0 with the default",
+     "vllm-project/vllm vllm/config/speculative.py line 610 at 0.34.0 (rejection_sample_method default 'standard'), "
+     "vllm/v1/worker/gpu/spec_decode/rejection_sampler_utils.py lines 617 and 645 at 0.34.0 (greedy requests: exact "
+     "match whatever the method; block verification only for sampled ones); SemiAnalysisAI/InferenceX "
+     "benchmarks/single_node/speedbench/glm52_fp4_b300_vllm.sh line 158 at 843c625 (a curve measured without the key)"),
 ]
 
 
@@ -190,6 +212,8 @@ def _compare(data: Mapping[str, Any], case: Mapping[str, Any], recipe: Path, sel
             assert 1 <= mine_al <= own + 1 < al
             assert not isinstance(mine, dict) or mine == {**value, "synthetic_acceptance_length": mine_al}
             outcome = "per-role AL: DIFFERENCES[0]"
+        elif isinstance(mine, dict) and mine == {**value, "rejection_sample_method": "standard"} != value:
+            outcome = "real method: DIFFERENCES[3]"
         else:
             assert mine == (round(value, 9) if isinstance(value, float) else value), path
     return outcome
@@ -206,6 +230,46 @@ def test_select_agrees_with_inferencexs_selector_or_is_right_where_it_differs(na
     (variant,) = [v for v in expand_variants(doc) if v.selector == selector]
     outcome = _compare(variant.data, CASES[name], DIR / name, selector)
     assert outcome in ("same", "refused: DIFFERENCES[1]")
+
+
+#: the run modes that do not simulate (InferenceX: EVAL_ONLY, IS_AGENTIC false, SPEC_DECODING none), one per variant
+RESTORES = [{"mode": "eval-only"}, {"agentic": False}, {"spec_decoding": "none"}]
+
+
+def _compare_restore(recipe: Mapping[str, Any], case: Mapping[str, Any], path: Path, restore: Mapping[str, Any]) -> None:
+    """``recipe`` pinned as ``select`` plans it (a stale recipe-wide variable beside), then planned by a run that does
+    not simulate: the same paths as the selector, the same values but DIFFERENCES[3]; ``check`` on the result finds
+    no pin."""
+    engine = ENGINES[case["framework"]]
+    identity = {"model": case["MODEL_PREFIX"], "thinking": "on", "framework": case["framework"], "agentic": True}
+    path.write_text(yaml.safe_dump(dict(recipe), sort_keys=False))
+    try:
+        (pinned,) = select_recipe(path, identity=Identity(**identity), store=STORE).variants
+    except SelectionError:  # DIFFERENCES[1]: nothing pinned but the recipe-wide variable
+        pinned = None
+    data = apply_overrides(recipe, pinned.overrides if pinned else ())
+    data["environment"] = {**(data.get("environment") or {}), **{v: "9" for v in ENV_VARS.get(engine, ())[:1]}}
+    path.write_text(yaml.safe_dump(data, sort_keys=False))
+    (ours,) = select_recipe(path, identity=Identity(**{**identity, **restore}), store=STORE).variants
+    theirs = their_plan(data, case["framework"], case["MODEL_PREFIX"], case["THINKING_MODE"], synthetic=False)[2]
+    got = _ours(ours.overrides)
+    assert set(got) == set(theirs) != set()
+    for key, value in theirs.items():
+        real = got[key].get("rejection_sample_method") if isinstance(got[key], dict) else None
+        assert got[key] == value or (engine in ("vllm", "tilert") and real == "standard" and got[key] == {
+            **value, "rejection_sample_method": real}), key  # DIFFERENCES[3]
+        assert real in (None, "block" if "block_rejection" in str(pinned and pinned.curve) else "standard")
+    path.write_text(yaml.safe_dump(apply_overrides(data, ours.overrides), sort_keys=False))
+    assert check_paths([path], store=STORE).findings == []
+
+
+@pytest.mark.parametrize(("name", "selector"), VARIANTS, ids=[f"{n}:{s}" for n, s in VARIANTS])
+def test_a_run_that_does_not_simulate_leaves_no_pin_in_force_as_inferencexs_selector(name: str, selector: str | None,
+                                                                                    tmp_path: Path) -> None:
+    (variant,) = [v for v in expand_variants(yaml.safe_load((DIR / name).read_text())) if v.selector == selector]
+    (tmp_path / "agentic").mkdir()
+    _compare_restore(variant.data, CASES[name], tmp_path / "agentic" / "r.yaml",
+                     RESTORES[VARIANTS.index((name, selector)) % len(RESTORES)])
 
 
 def _roles(prefill: dict[str, Any] | None, decode: dict[str, Any], path: str) -> dict[str, Any]:
@@ -260,11 +324,17 @@ def _tilert(decode: dict[str, Any]) -> dict[str, Any]:
     return recipe
 
 
-def test_tilert_agrees_in_its_decode_role_only(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("stale", "expected"), [(False, "same"), (True, "real method: DIFFERENCES[3]")])
+def test_tilert_agrees_in_its_decode_role_only(stale: bool, expected: str, tmp_path: Path) -> None:
+    recipe = _tilert({"with-mtp": True, "num-mtp": 3})
+    if stale:  # a stale pin in the real vLLM prefill: restored to the curve's method (DIFFERENCES[3])
+        recipe["roles"]["prefill"]["args"]["speculative-config"] = json.dumps({
+            "method": "mtp", "num_speculative_tokens": 1, "rejection_sample_method": "synthetic",
+            "synthetic_acceptance_length": 1.5})
     path = tmp_path / "r.yaml"
-    path.write_text(yaml.safe_dump(_tilert({"with-mtp": True, "num-mtp": 3}), sort_keys=False))
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
     case = {"framework": "tilert", "MODEL_PREFIX": "glm5.2", "THINKING_MODE": "thinking_on"}
-    assert _compare(_tilert({"with-mtp": True, "num-mtp": 3}), case, path, None) == "same"
+    assert _compare(recipe, case, path, None) == expected
 
 
 @pytest.mark.parametrize(("depth", "theirs", "ours"), [(None, "refused", 3), (2, 2, "refused")])
@@ -285,3 +355,14 @@ def test_tilert_depths_where_its_decode_server_proves_golden_al_right(depth: int
     else:
         assert select_recipe(path, identity=identity, store=STORE).variants[0].k == ours
     assert their == theirs
+
+
+@pytest.mark.parametrize("restore", RESTORES, ids=["eval-only", "not agentic", "SPEC_DECODING none"])
+@pytest.mark.parametrize(("framework", "prefix", "recipe"), [
+    *[(f, p, r) for f, p, r, _ in NEW_FRAMEWORKS], ("tilert", "glm5.2", _tilert({"with-mtp": True, "num-mtp": 3}))],
+    ids=[*(f"{f}-{p}" for f, p, _, _ in NEW_FRAMEWORKS), "tilert-glm5.2"])
+def test_the_new_frameworks_leave_no_pin_in_force_when_they_do_not_simulate(
+        framework: str, prefix: str, recipe: dict[str, Any], restore: dict[str, Any], tmp_path: Path) -> None:
+    (tmp_path / "agentic").mkdir()
+    case = {"framework": framework, "MODEL_PREFIX": prefix, "THINKING_MODE": "thinking_on"}
+    _compare_restore(recipe, case, tmp_path / "agentic" / "r.yaml", restore)

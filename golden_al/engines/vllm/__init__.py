@@ -85,8 +85,10 @@ LEGACY_RATE_KEY = "synthetic_acceptance_rate"
 #: The synthetic value keys of a speculative config, in the order a pin chooses its knob by (length first).
 CONFIG_VALUE_KEYS: tuple[str, ...] = (LENGTH_KEY, RATES_KEY, LEGACY_RATE_KEY)
 SYNTHETIC_METHOD = "synthetic"
-#: ``rejection_sample_method`` values (``RejectionSampleMethod``, 0.33 and 0.34); ``standard`` is the default,
-#: the method ``inject --restore-real`` restores unless told otherwise.
+#: ``rejection_sample_method`` values (``RejectionSampleMethod``, 0.33 and 0.34). ``standard`` (per-token rejection,
+#: lossless) is the default (``vllm/config/speculative.py`` line 610 at 0.34.0); ``block`` (block verification, lossless)
+#: accepts otherwise for sampled requests only (``v1/worker/gpu/spec_decode/rejection_sampler_utils.py`` lines 617, 645);
+#: ``fly`` is lossy. A restore writes the golden curve's method where it names one, else the default.
 REJECTION_METHODS: tuple[str, ...] = ("standard", SYNTHETIC_METHOD, "block", "fly")
 REAL_METHOD_DEFAULT = "standard"
 FLAG_PER_REQUEST_METRICS = "--per-request-spec-decode-metrics"
