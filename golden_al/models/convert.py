@@ -490,16 +490,13 @@ def convert_gguf(
     eos_token_ids: list[int] | None = None,
     shipped_dtype: str | None = None,
     extra_files: Mapping[str, str] | None = None,
-    check_tensors: bool = True,
     progress: ProgressFn | None = None,
-    quiet: bool = True,
     weights: str = "safetensors",
 ) -> dict[str, Any]:
     """Convert ``gguf_path`` into ``out_dir`` (written atomically: a temp dir renamed at the end).
 
     Returns the conversion manifest (also written as ``out_dir/golden_al_conversion.json``).
-    ``shipped_dtype`` defaults to the GGUF's file type; ``quiet`` silences
-    transformers' own progress bars. ``weights``: one of :data:`WEIGHT_LAYOUTS` (``gguf``:
+    ``shipped_dtype`` defaults to the GGUF's file type; transformers' own progress bars are silenced. ``weights``: one of :data:`WEIGHT_LAYOUTS` (``gguf``:
     float32 only; the directory then needs the GGUF where ``gguf_relpath`` says).
     Needs torch, transformers, gguf and accelerate.
     """
@@ -520,17 +517,17 @@ def convert_gguf(
     if weights == "gguf" and dtype != "float32":
         raise ModelError(f"weights read from the GGUF are float32 (exact); {dtype} needs weights='safetensors'")
     started = time.perf_counter()
-    with _one_parse(gguf_path), (_quiet_transformers() if quiet else contextlib.nullcontext()):
+    with _one_parse(gguf_path), _quiet_transformers():
         meta = _with_heartbeat(progress, f"reading the header of {gguf_path.name}", lambda: gguf_metadata(gguf_path))
         digest = gguf_sha256 or sha256_file(gguf_path)
         return _convert(gguf_path, out_dir, meta=meta, digest=digest, dtype=dtype, torch_dtype=torch_dtype,
                         eos_token_ids=eos_token_ids, shipped_dtype=shipped_dtype, extra_files=extra_files,
-                        check_tensors=check_tensors, progress=progress, started=started, weights=weights)
+                        progress=progress, started=started, weights=weights)
 
 
 def _convert(gguf_path: Path, out_dir: Path, *, meta: dict[str, Any], digest: str, dtype: str, torch_dtype: Any,
              eos_token_ids: list[int] | None, shipped_dtype: str | None, extra_files: Mapping[str, str] | None,
-             check_tensors: bool, progress: ProgressFn, started: float, weights: str) -> dict[str, Any]:
+             progress: ProgressFn, started: float, weights: str) -> dict[str, Any]:
     """Kept whole: one conversion's steps (tokenizer, weights, checks, saving), each timed into the one
     manifest it returns."""
     import torch
@@ -542,7 +539,7 @@ def _convert(gguf_path: Path, out_dir: Path, *, meta: dict[str, Any], digest: st
                                 lambda: AutoTokenizer.from_pretrained(str(gguf_path.parent), gguf_file=gguf_path.name))
     tokenizer_s = time.perf_counter() - t0
 
-    tensor_check: dict[str, Any] = {"skipped": "not requested"}
+    tensor_check: dict[str, Any] = {"skipped": f"no tensor-name map for architecture {meta['architecture']!r}"}
     weights_record: dict[str, Any] = {"format": "safetensors"}
     t0 = time.perf_counter()
     if weights == "gguf":  # the configuration and a skeleton on the meta device; the weights stay in the GGUF
@@ -566,12 +563,8 @@ def _convert(gguf_path: Path, out_dir: Path, *, meta: dict[str, Any], digest: st
         load_s = time.perf_counter() - t0
     model.eval()
     _check_dense(model, torch.float32)
-    if weights == "gguf":
-        pass  # checked above, tensor by tensor
-    elif check_tensors and meta["architecture"] in _CHECKABLE_ARCHS:
+    if weights != "gguf" and meta["architecture"] in _CHECKABLE_ARCHS:  # the gguf layout is checked above
         tensor_check = _compare_with_gguf(model, gguf_path, progress)
-    elif check_tensors:
-        tensor_check = {"skipped": f"no tensor-name map for architecture {meta['architecture']!r}"}
     _drop_quantization_state(model)
     if torch_dtype != torch.float32:
         model = model.to(torch_dtype)  # type: ignore[arg-type]

@@ -167,11 +167,10 @@ def render_all(
     thinking: str | bool | None = "off",
     preset: str | ThinkingPreset | None = None,
     chat_template_kwargs: Mapping[str, Any] | None = None,
-    check_switch: bool = True,
 ) -> list[RenderedPrompt]:
     """Render every conversation (first checking that the template honours the thinking switch)."""
     chosen = _resolve_preset(tokenizer, preset)
-    if check_switch and not chat_template_kwargs:
+    if not chat_template_kwargs:
         check_thinking_switch(tokenizer, chosen)
     return [render(tokenizer, c, thinking=thinking, preset=chosen, chat_template_kwargs=chat_template_kwargs)
             for c in conversations]

@@ -28,9 +28,9 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
-from golden_al.errors import SchemaError, UsageError
+from golden_al import safeio
+from golden_al.errors import InputFileError, SchemaError, UsageError
 from golden_al.provenance import atomic_write_text, collect, now_iso
 from golden_al.schedulers import slurm
 
@@ -161,7 +161,7 @@ def new_plan(out: str | Path, cells: Sequence[Cell], *, workdir: str | Path, res
 def load_plan(out: str | Path) -> ArrayPlan:
     """Read ``OUT/slurm/plan.json``."""
     path = plan_dir(out) / _PLAN_FILE
-    data = _read_json(path)
+    data = safeio.read_json(path, max_bytes=_MAX_RECORD_BYTES)
     if not isinstance(data, dict) or data.get("schema") != PLAN_SCHEMA:
         raise SchemaError(f"not an array-sweep plan (schema {data.get('schema') if isinstance(data, dict) else None!r})",
                           path=path, hint=f"expected schema {PLAN_SCHEMA!r}")
@@ -173,20 +173,6 @@ def load_plan(out: str | Path) -> ArrayPlan:
         return ArrayPlan(Path(out).resolve(), str(data["workdir"]), cells, subs)
     except (KeyError, TypeError, ValueError) as exc:
         raise SchemaError(f"malformed array-sweep plan: {type(exc).__name__}: {exc}", path=path) from None
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        with path.open("rb") as fh:
-            blob = fh.read(_MAX_RECORD_BYTES + 1)
-    except OSError as exc:
-        raise SchemaError(f"cannot read: {exc.strerror or exc}", path=path) from None
-    if len(blob) > _MAX_RECORD_BYTES:
-        raise SchemaError(f"larger than {_MAX_RECORD_BYTES} bytes", path=path)
-    try:
-        return json.loads(blob)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise SchemaError(f"not JSON: {exc}", path=path) from None
 
 
 # ---------------------------------------------------------------------------- submitting
@@ -255,12 +241,12 @@ def cell_file_status(status: CellStatus) -> None:
     cell_file = d / "cell.json"
     if cell_file.is_file():
         try:
-            status.total = int(_read_json(cell_file)["fingerprint"]["num_prompts"])
-        except (SchemaError, KeyError, TypeError, ValueError):
+            status.total = int(safeio.read_json(cell_file, max_bytes=_MAX_RECORD_BYTES)["fingerprint"]["num_prompts"])
+        except (InputFileError, KeyError, TypeError, ValueError):
             status.total = None
     record = d / "measurement.json"
     if record.is_file():
-        data = _read_json(record)
+        data = safeio.read_json(record, max_bytes=_MAX_RECORD_BYTES)
         status.state = "done"
         status.al = float(data["al"]) if isinstance(data, dict) and "al" in data else None
         ci = data.get("al_ci95") if isinstance(data, dict) else None
@@ -286,7 +272,7 @@ def cell_statuses(plan: ArrayPlan, *, runner: slurm.Runner | None = None,
             continue
         exit_file = plan.exit_path(sub.job_id, cell.index)
         if exit_file.is_file():
-            rc = _read_json(exit_file).get("exit_code")
+            rc = safeio.read_json(exit_file, max_bytes=_MAX_RECORD_BYTES).get("exit_code")
             status.state = "failed"
             status.detail = (f"exited {rc}" if rc != 0 else "exited 0 but wrote no measurement.json")
             out.append(status)
