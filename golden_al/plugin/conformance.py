@@ -28,6 +28,7 @@ from pathlib import Path
 from types import UnionType
 from typing import Any, Union, get_args, get_origin, get_type_hints
 
+from golden_al.plugin import hooks
 from golden_al.plugin.hooks import HookSpec
 from golden_al.plugin.profile import CAPABILITIES, GROUPS, EngineProfile, Lazy, SyntheticKnob
 
@@ -51,7 +52,7 @@ _SELECTOR_RE = re.compile(r"^[a-z][a-z0-9_]*$")
 
 def _literals(cls: type, *fields: str) -> dict[str, tuple[str, ...]]:
     """The values each ``Literal[...]`` field of a profile dataclass allows (read from its annotations)."""
-    hints = get_type_hints(cls)
+    hints = get_type_hints(cls, localns={"hooks": hooks})
     return {f: tuple(get_args(hints[f])) for f in fields}
 
 
@@ -88,7 +89,7 @@ def hook_fields(cls: type = EngineProfile, prefix: str = "") -> tuple[tuple[str,
     """``(path, protocol, is a mapping)`` of every field of a profile typed with a hook protocol (the groups and the
     dataclasses inside them walked): the one list of hooks, read from :mod:`golden_al.plugin.hooks`' types."""
     out: list[tuple[str, type, bool]] = []
-    for name, annotation in get_type_hints(cls).items():
+    for name, annotation in get_type_hints(cls, localns={"hooks": hooks}).items():
         spec, many = _hook_spec(annotation)
         if spec is not None:
             out.append((prefix + name, spec, many))

@@ -17,7 +17,6 @@ from typing import Any
 
 from golden_al.plugin.profile import VersionChoice
 from golden_al.safeio.inputs import Input
-from golden_al.shell import harden, has_unknown, show
 
 __all__ = ["AgenticInfo", "DraftInfo", "ModelName", "Pin", "PinSite", "ThinkingSignal", "clean", "value_of"]
 
@@ -44,6 +43,8 @@ class PinSite:
 
 def value_of(text: str | None) -> tuple[str | None, str | None]:
     """(value, why it is unresolved) of a value written in a script."""
+    from golden_al.shell import harden, has_unknown, show  # the script reader's marks: off select's path
+
     if text is None:
         return None, "no value"
     if has_unknown(text):
@@ -53,6 +54,8 @@ def value_of(text: str | None) -> tuple[str | None, str | None]:
 
 def clean(value: Any) -> str | None:
     """A model name or path as written, unquoted (None: none)."""
+    from golden_al.shell import show
+
     if not isinstance(value, str) or not value.strip():
         return None
     return show(value).strip().strip("'\"")

@@ -19,10 +19,12 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from golden_al.errors import UsageError
-from golden_al.plugin import hooks
+
+if TYPE_CHECKING:  # the hooks' protocols are types only (the conformance kit resolves them)
+    from golden_al.plugin import hooks
 
 __all__ = ["CAPABILITIES", "GROUPS", "Capability", "Caveat", "CheckSupport", "CommandLine",
            "CommandLineReading", "DraftLen", "DraftLenRule", "EngineBuild", "EngineProfile", "EngineVersion",

@@ -18,12 +18,13 @@ from golden_al.errors import UsageError
 from golden_al.plugin.pins import DraftInfo
 from golden_al.plugin.profile import Speculation
 from golden_al.plugin.registry import get_profile
-from golden_al.shell import harden, has_unknown, show, unknown_names
 
 __all__ = ["config_json", "draft_from_settings", "settings_draft", "settings_draft_any_algorithm"]
 
 
 def _unresolved(values: Mapping[str, Any]) -> str | None:
+    from golden_al.shell import has_unknown, show, unknown_names  # a shell reader's marks: off select's path
+
     for name, v in values.items():
         if isinstance(v, str) and has_unknown(v):
             names = ", ".join("$" + n for n in unknown_names(v)) or show(v)
@@ -94,6 +95,7 @@ def settings_draft_any_algorithm(engine: str, spec: Speculation, where: str, hid
 def config_json(text: str) -> dict[str, Any] | None:
     """A JSON object out of an expanded shell text (unknown values read as null)."""
     from golden_al.shell import UNKNOWN_MARK as _UNKNOWN_MARK
+    from golden_al.shell import harden, show
 
     start = text.find("{")
     while start >= 0:

@@ -182,10 +182,10 @@ SELECT_MODULES = frozenset({
     "golden_al.safeio.json_docs", "golden_al.safeio.limits", "golden_al.safeio.read", "golden_al.safeio.write",
     "golden_al.safeio.yaml_docs", "golden_al.selection", "golden_al.selection.plan", "golden_al.selection.scripts",
     "simulators", "simulators.base", "simulators.registry",
-    # since the recipe floor derives pins through the engine contract: plugin.pins reads a value's text with the
-    # shell package, whose __init__ imports its whole reader (tree-sitter itself stays lazy). To take off the path.
-    "golden_al.plugin.hooks", "golden_al.plugin.pins", "golden_al.plugin.spec", "golden_al.shell",
-    "golden_al.shell.expand", "golden_al.shell.nodes", "golden_al.shell.parse", "golden_al.shell.walk",
+    # the recipe floor's derivation fills the engine contract's pin types (plugin.pins: DraftInfo, ModelName,
+    # ThinkingSignal, AgenticInfo) and derives k by the engine's rule (plugin.spec.draft_from_settings); the shell
+    # reader's marks they read in scripts load only there
+    "golden_al.plugin.pins", "golden_al.plugin.spec",
 }) | {f"golden_al.engines.{p.parent.name}" for p in (REPO / "golden_al" / "engines").glob("*/__init__.py")}  # profiles
 #: The only other packages a select run may import.
 SELECT_THIRD_PARTY = frozenset({"yaml", "ruamel", "pydantic", "pydantic_core", "annotated_types", "typing_extensions",
