@@ -39,8 +39,6 @@ from golden_al.formats.prometheus import (
 )
 from golden_al.formats.responses import (
     RequestSpecCounts,
-    find_spec_records,
-    sum_request_counts,
 )
 
 __all__ = [
@@ -52,7 +50,6 @@ __all__ = [
     "SpecCounters",
     "counters_delta",
     "detect_engine",
-    "find_spec_records",
     "order_snapshots",
     "parse_log_line",
     "parse_metrics_text",
@@ -60,5 +57,4 @@ __all__ = [
     "read_metrics_file",
     "scan_log_text",
     "spec_counters",
-    "sum_request_counts",
 ]

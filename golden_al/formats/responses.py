@@ -42,7 +42,7 @@ raise :class:`~golden_al.errors.NoVerifyStepsError`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -53,10 +53,8 @@ from golden_al.errors import InputFileError, NoVerifyStepsError
 __all__ = [
     "RequestSpecCounts",
     "build_counts",
-    "find_spec_records",
     "optional_count",
     "optional_number",
-    "sum_request_counts",
     "where",
 ]
 
@@ -124,52 +122,3 @@ def optional_count(obj: Mapping[str, Any], key: str, source: str | None) -> int 
     if value < 0 or value != int(value):
         raise InputFileError(f"{key} must be a count (integer >= 0), got {obj[key]!r}", path=source)
     return int(value)
-
-
-def find_spec_records(obj: Any, *, k: int | None = None, source: str | None = None) -> list[RequestSpecCounts]:
-    """Every per-request spec record inside one JSON response (any engine): each engine's ``response_records``
-    hook reads the objects of a node that are its own (SGLang ``meta_info`` and ``sglext.spec_tokens_details``,
-    vLLM ``metrics.speculative_decoding``); ``choices``/``responses``/``results`` lists and a list of responses are
-    walked element by element. Responses without spec fields contribute nothing.
-    """
-    from golden_al.plugin.registry import engine_names, get_profile, load_hook
-
-    readers = [load_hook(ref) for name in engine_names() if (ref := get_profile(name).server.response_records)]
-    out: list[RequestSpecCounts] = []
-
-    def visit(node: Any, depth: int) -> None:
-        if depth > 6:
-            return
-        if isinstance(node, list):
-            for item in node:
-                visit(item, depth + 1)
-            return
-        if not isinstance(node, Mapping):
-            return
-        for read in readers:
-            out.extend(read(node, k=k, source=source))
-        for key in ("choices", "responses", "results"):
-            if isinstance(node.get(key), list):
-                visit(node[key], depth + 1)
-
-    visit(obj, 0)
-    return out
-
-
-def sum_request_counts(records: Iterable[RequestSpecCounts]) -> AcceptanceCounts:
-    """The run's counts: per-request counts of one draft length summed (ratio estimator inputs).
-
-    Raises:
-        InputFileError: no records, or records of different draft lengths.
-    """
-    total: AcceptanceCounts | None = None
-    for r in records:
-        try:
-            total = r.counts if total is None else total + r.counts
-        except DistributionError as exc:
-            raise InputFileError(f"cannot sum per-request counts: {exc.message}", path=r.source,
-                                 hint=exc.hint) from None
-    if total is None:
-        raise InputFileError("no per-request spec-decode records to sum",
-                             hint="were the requests sent with the engine's per-request metrics on?")
-    return total

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any, Protocol
 if TYPE_CHECKING:
     from golden_al.formats.counters import SpecCounters
     from golden_al.formats.prometheus import MetricsSnapshot
-    from golden_al.formats.responses import RequestSpecCounts
     from golden_al.httpclient import ServerClient
     from golden_al.plugin.evidence import RunEvidence
     from golden_al.plugin.facts import ServerFacts
@@ -125,10 +124,6 @@ class PerRequestProbe(HookSpec, Protocol):
 
 class StepsByDraftLen(HookSpec, Protocol):
     def __call__(self, resp: Mapping[str, Any], k: int, /, *, max_tokens: int | None, output_tokens: int | None) -> Any: ...
-
-
-class ResponseRecords(HookSpec, Protocol):
-    def __call__(self, node: Mapping[str, Any], /, *, k: int | None, source: str | None) -> list[RequestSpecCounts]: ...
 
 
 class ServerInfoDraftLen(HookSpec, Protocol):

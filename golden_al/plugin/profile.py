@@ -567,9 +567,6 @@ class ServerSupport:
     per_request_probe: hooks.PerRequestProbe | None = None
     #: a response's steps split by the draft length each was proposed at (None: it reports no per-step lengths)
     response_steps_by_draft_len: hooks.StepsByDraftLen | None = None
-    #: the engine's per-request spec records in one JSON response object
-    #: (:func:`golden_al.formats.responses.find_spec_records`); None: none.
-    response_records: hooks.ResponseRecords | None = None
     #: Whether its proposed-drafts count is exactly ``verify steps x k`` (SGLang: ``spec_verify_ct x
     #: (speculative_num_draft_tokens - 1)``), so any other count means another draft length.
     exact_proposals: bool = False

@@ -9,12 +9,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from golden_al.engines.atom.responses import parse_atom_mtp_stats
+from golden_al.engines.sglang import response_spec_metas
 from golden_al.engines.sglang.responses import parse_sglang_meta_info
 from golden_al.engines.vllm.responses import parse_vllm_spec_metrics
 from golden_al.errors import GoldenALError
 from golden_al.formats import (
     counters_delta,
-    find_spec_records,
     parse_log_line,
     parse_metrics_text,
     read_log_file,
@@ -133,7 +133,8 @@ def test_random_json_responses(obj, k) -> None:
         except GoldenALError:
             pass
     try:
-        for r in find_spec_records(obj, k=k):
+        for meta in (response_spec_metas(obj) or ()) if isinstance(obj, dict) else ():
+            r = parse_sglang_meta_info(meta, k=k)
             _ = r.counts.al if r.counts.num_verify_steps else None
     except GoldenALError:
         pass
@@ -143,7 +144,8 @@ def test_json_roundtrip_sanity() -> None:
     # The fuzz strategy really reaches valid records sometimes.
     obj = json.loads('{"meta_info": {"spec_verify_ct": 2, "spec_num_correct_drafts": 1, '
                      '"spec_num_proposed_drafts": 6}}')
-    assert find_spec_records(obj)[0].al == 1.5
+    (meta,) = response_spec_metas(obj) or ()
+    assert parse_sglang_meta_info(meta).al == 1.5
 
 
 def test_non_finite_counters_are_rejected() -> None:

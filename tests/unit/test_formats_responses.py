@@ -8,10 +8,10 @@ from pathlib import Path
 import pytest
 
 from golden_al.engines.atom.responses import parse_atom_mtp_stats, read_atom_mtp_stats_file
+from golden_al.engines.sglang import response_spec_metas
 from golden_al.engines.sglang.responses import parse_sglang_meta_info
 from golden_al.engines.vllm.responses import parse_vllm_spec_metrics
 from golden_al.errors import InputFileError, MetricMissingError, NoVerifyStepsError
-from golden_al.formats import find_spec_records, sum_request_counts
 
 # A finished SGLang 0.5.23 request: 10 verify steps, histogram over accepted drafts 0..3,
 # completion_tokens = 1 (prefill) + sum of step lengths.
@@ -98,13 +98,13 @@ def test_find_records_in_sglang_and_openai_shapes() -> None:
     chat = {"choices": [{"message": {}, "meta_info": META_0_5_23}, {"message": {}, "meta_info": {"id": "a"}}]}
     ext_list = {"choices": [], "sglext": {"spec_tokens_details": [META_0_5_23, META_0_5_23]}}
     ext_one = {"sglext": {"spec_tokens_details": META_0_5_15}}
-    recs = find_spec_records([generate, chat, ext_list, ext_one])
+    metas = [m for resp in (generate, chat, ext_list, ext_one) for m in response_spec_metas(resp) or ()]
+    recs = [parse_sglang_meta_info(m) for m in metas if "spec_verify_ct" in m]
     assert len(recs) == 5
-    total = sum_request_counts(recs)
+    total = sum((r.counts for r in recs[1:]), recs[0].counts)
     assert (total.num_verify_steps, total.num_accepted_drafts) == (5 * STEPS, 5 * ACC)
     assert total.histogram == tuple(5 * h for h in HIST)
-    with pytest.raises(InputFileError, match="no per-request"):
-        sum_request_counts([])
+    assert response_spec_metas({"text": "x"}) is None
 
 
 VLLM_SPEC = {
@@ -123,9 +123,7 @@ def test_vllm_per_request_metrics() -> None:
         r = parse_vllm_spec_metrics(obj)
         assert (r.verify_steps, r.accepted_drafts, r.counts.num_draft_tokens) == (4, 7, 12)
         assert r.al == pytest.approx(VLLM_SPEC["mean_acceptance_length"])
-    recs = find_spec_records({"id": "c", "choices": [], "metrics": {"speculative_decoding": VLLM_SPEC}})
-    assert len(recs) == 1
-    assert recs[0].engine == "vllm"
+    assert parse_vllm_spec_metrics(VLLM_SPEC).engine == "vllm"
     with pytest.raises(MetricMissingError, match="per-request-spec-decode-metrics"):
         parse_vllm_spec_metrics({"metrics": {}})
 

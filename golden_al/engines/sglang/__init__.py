@@ -971,7 +971,6 @@ PROFILE = plugin.EngineProfile(
             "sglang-generate": plugin.lazy(f"{__name__}.server:GENERATE"),
         },
         server_probe=plugin.lazy(f"{__name__}.server:probe"),
-        response_records=plugin.lazy(f"{__name__}.responses:records_in"),
     ),
     launch=plugin.LaunchSupport(
         spec_flags=spec_flags,

@@ -1,6 +1,5 @@
 """SGLang's per-request spec fields in a response: ``meta_info`` (``/generate``, ``choices[i].meta_info``) and
-``sglext.spec_tokens_details`` (the OpenAI endpoints), read by :func:`golden_al.formats.responses.find_spec_records`
-through the profile's ``response_records`` hook."""
+``sglext.spec_tokens_details`` (the OpenAI endpoints; :func:`response_spec_metas` finds them in a response)."""
 
 from __future__ import annotations
 
@@ -12,16 +11,13 @@ from golden_al import plugin
 from . import (
     META_ACCEPT_LENGTH,
     META_ACCEPTED_KEYS,
-    META_DETAILS,
-    META_EXTENSION,
     META_HISTOGRAM_KEYS,
     META_HISTOGRAM_OLDEST,
-    META_INFO,
     META_VERIFY,
     counts_from_meta_info,
 )
 
-__all__ = ["parse_sglang_meta_info", "records_in"]
+__all__ = ["parse_sglang_meta_info"]
 
 _SGL_HIST_EXTRA = (META_HISTOGRAM_OLDEST,)
 
@@ -57,18 +53,3 @@ def parse_sglang_meta_info(meta: Mapping[str, Any], *, k: int | None = None,
     plugin.check_acceptance_counts(counts, what="SGLang meta_info", path=source)  # its own AL is biased: not checked
     return plugin.RequestSpecCounts("sglang", counts, plugin.optional_number(meta, META_ACCEPT_LENGTH, source),
                                     plugin.optional_count(meta, "completion_tokens", source), source)
-
-
-def records_in(node: Mapping[str, Any], *, k: int | None, source: str | None) -> list[plugin.RequestSpecCounts]:
-    """The SGLang records one response object holds (its ``meta_info``, its ``spec_tokens_details``)."""
-    out = []
-    meta = node.get(META_INFO)
-    if isinstance(meta, Mapping) and META_VERIFY in meta:
-        out.append(parse_sglang_meta_info(meta, k=k, source=source))
-    ext = node.get(META_EXTENSION)
-    if isinstance(ext, Mapping) and ext.get(META_DETAILS) is not None:
-        details = ext[META_DETAILS]
-        for d in details if isinstance(details, list) else [details]:
-            if isinstance(d, Mapping) and META_VERIFY in d:
-                out.append(parse_sglang_meta_info(d, k=k, source=source))
-    return out

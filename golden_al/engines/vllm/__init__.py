@@ -691,7 +691,6 @@ PROFILE = plugin.EngineProfile(
         per_request_probe=per_request_probe,
         response_steps_by_draft_len=response_steps_by_draft_len,
         server_probe=plugin.lazy(f"{__name__}.server:probe"),
-        response_records=plugin.lazy(f"{__name__}.responses:records_in"),
     ),
     launch=plugin.LaunchSupport(
         spec_flags=lambda algorithm, k, **kw: [FLAG_SPEC_CONFIG, json.dumps(

@@ -1,5 +1,4 @@
-"""vLLM's per-request spec fields in a response (``metrics.speculative_decoding``), read by
-:func:`golden_al.formats.responses.find_spec_records` through the profile's ``response_records`` hook."""
+"""vLLM's per-request spec fields in a response (``metrics.speculative_decoding``)."""
 
 from __future__ import annotations
 
@@ -18,7 +17,7 @@ from . import (
     counts_from_request_metrics,
 )
 
-__all__ = ["parse_vllm_spec_metrics", "records_in"]
+__all__ = ["parse_vllm_spec_metrics"]
 
 
 def parse_vllm_spec_metrics(obj: Mapping[str, Any], *, k: int | None = None,
@@ -47,11 +46,3 @@ def parse_vllm_spec_metrics(obj: Mapping[str, Any], *, k: int | None = None,
     reported = plugin.optional_number(spec, REQ_MEAN_AL, source)
     plugin.check_acceptance_counts(counts, what="vLLM speculative_decoding", path=source, reported_al=reported)
     return plugin.RequestSpecCounts("vllm", counts, reported, None, source)
-
-
-def records_in(node: Mapping[str, Any], *, k: int | None, source: str | None) -> list[plugin.RequestSpecCounts]:
-    """The vLLM record one response object holds (its ``metrics.speculative_decoding``)."""
-    metrics = node.get(REQUEST_METRICS)
-    if isinstance(metrics, Mapping) and isinstance(metrics.get(REQUEST_SPEC), Mapping):
-        return [parse_vllm_spec_metrics(metrics[REQUEST_SPEC], k=k, source=source)]
-    return []
