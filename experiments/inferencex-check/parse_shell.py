@@ -3,8 +3,8 @@
 Extracts the InferenceX commit (as ``run_check.py`` does), parses every ``*.sh``/``*.bash``/
 ``*.slurm`` file with :func:`golden_al.shell.parse_script` (tree-sitter-bash), and writes
 ``parse_shell.json``: the number parsed, each file that does not parse with the line and
-problem and whether it names a synthetic-acceptance knob (``check`` parses only those), and
-the total parse time.
+problem and whether it spells a synthetic-acceptance knob (:func:`golden_al.checks.census.names_knob_in_parts`),
+and the total parse time.
 
     python experiments/inferencex-check/parse_shell.py
 """
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from golden_al.checks.context import has_keyword
+from golden_al.checks.census import names_knob_in_parts
 from golden_al.provenance import atomic_write_text, collect, now_iso
 from golden_al.shell import ShellSyntaxError, parse_script
 
@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
                 parse_script(text)
             except ShellSyntaxError as exc:
                 failed.append({"file": str(path.relative_to(tmp)), "line": exc.line, "problem": exc.problem,
-                               "names_a_knob": has_keyword(text)})
+                               "names_a_knob": names_knob_in_parts(text)})
             seconds += time.perf_counter() - t0
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
