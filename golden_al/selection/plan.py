@@ -469,16 +469,16 @@ def plan_script(path: Path, text: str, identity: Any, store: Any) -> Any:
     def refuse(problem: str, hint: str | None = None) -> SelectionError:
         return SelectionError(f"{path}: {problem}", hint=hint)
 
+    own = [o for o in iter_pin_sites(census_shell(text)) if not o.inert]  # in force in every mode: refused
+    if own:
+        lines = ", ".join(sorted({str(o.line) for o in own}))
+        raise refuse(f"the script already pins synthetic acceptance (line {lines})",
+                     hint="remove the pin: the golden AL is passed in the script's environment at launch")
     if identity.spec_decoding is not None and identity.spec_decoding.strip().lower() == "none":
         return VariantPlan(None, None, None, None, None, None, None, (), "off", reason="SPEC_DECODING=none")
     if identity.mode == "eval-only":
         return VariantPlan(None, None, None, None, None, None, None, (), "eval-only",
                            reason="eval-only: the script's environment gets no synthetic setting")
-    own = [o for o in iter_pin_sites(census_shell(text)) if not o.inert]
-    if own:
-        lines = ", ".join(sorted({str(o.line) for o in own}))
-        raise refuse(f"the script already pins synthetic acceptance (line {lines})",
-                     hint="remove the pin: the golden AL is passed in the script's environment at launch")
     found: list[tuple[str, Any, Any]] = []  # (engine, pin, its golden)
     problems: list[str] = []
     for name in registry.engine_names():

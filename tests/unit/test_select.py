@@ -368,9 +368,10 @@ def test_a_launch_script_gets_the_environment_check_would_prove(tmp_path: Path) 
     pinned = tmp_path / path.name
     pinned.write_text("\n".join([lines[0], *(f"export {o.path[-1]}={o.value}" for o in v.overrides), *lines[1:]]))
     assert {f.verdict for f in check_paths([str(pinned)], store=STORE).findings} == {"match"}
-    # a pin already in the script is refused
-    with pytest.raises(SelectionError, match="already pins"):
-        select_recipe(pinned, store=STORE)
+    # a pin already in the script is refused, also where it would stay in force in a run that does not simulate
+    for identity in (Identity(), Identity(mode="eval-only"), Identity(spec_decoding="none")):
+        with pytest.raises(SelectionError, match="already pins"):
+            select_recipe(pinned, identity=identity, store=STORE)
 
 
 def test_a_script_whose_paths_need_different_values_is_refused() -> None:
