@@ -29,21 +29,17 @@ import numpy as np
 from numpy.typing import NDArray
 
 from distributions import AcceptanceDistribution, DistributionError, units
-from distributions.units import format_number
 
 __all__ = [
-    "DRAW_UNITS",
     "DrawUnit",
     "EngineSampler",
     "ForcingDisabledError",
     "SamplerError",
     "UnknownSamplerError",
     "fast_inverse_cdf",
-    "format_number",
 ]
 
 DrawUnit = Literal["batch-step", "request-step"]
-DRAW_UNITS: tuple[str, ...] = ("batch-step", "request-step")
 
 
 class SamplerError(DistributionError):

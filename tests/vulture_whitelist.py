@@ -129,11 +129,4 @@ _._selector_values  # pydantic field validator (golden_al/golden/schema.py, Draf
 _._sorted_selectors  # pydantic field validator (golden_al/golden/schema.py, Draft.selectors)
 import_bench_files  # the vLLM profile's importer hook, named as a string (golden_al/engines/vllm/__init__.py)
 
-# golden_al.safeio.inputs: the inputs of verdicts and plans (issue 49); remove each line once a caller uses it
-from golden_al.safeio import inputs as _inputs
-
-_inputs.file_input
-_inputs.value_input
-_inputs.digest_of
-_inputs.Input.to_dict
 __call__  # the hook protocols' declared call signatures (golden_al/plugin/hooks.py): read by the conformance kit

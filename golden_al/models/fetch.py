@@ -49,7 +49,6 @@ from golden_al.models.wheels import PipCommand, WheelSpec, dir_size, ensure_whee
 from golden_al.provenance import atomic_write_text, collect, now_iso, sha256_file
 
 __all__ = [
-    "CONVERSION_MANIFEST",
     "DEFAULT_CONVERT_DTYPE",
     "MODEL_MANIFEST",
     "Converter",

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-__all__ = ["Input", "InputKind", "digest_of", "file_input", "merge_inputs", "shown_path", "text_input", "value_input"]
+__all__ = ["Input", "InputKind", "digest_of", "merge_inputs", "shown_path", "text_input", "value_input"]
 
 #: ``file``: a file read (a recipe, a master config, a launch script); ``curve``: a golden curve file;
 #: ``config``: the gate's configuration; ``env``: an environment variable or identity value the run supplied;
@@ -49,24 +49,6 @@ def text_input(kind: InputKind, name: str, text: str | bytes | None) -> Input:
         return Input(kind, name, None)
     data = text.encode("utf-8") if isinstance(text, str) else text
     return Input(kind, name, hashlib.sha256(data).hexdigest())
-
-
-def file_input(kind: InputKind, path: str | Path, *, name: str | None = None,
-               max_bytes: int | None = None) -> Input:
-    """The input of a file on disk, read within the usual bounds (absent or unreadable: digest None).
-
-    Raises nothing for a missing file: a verdict that looked for a file and found none depends on its absence.
-    """
-    from golden_al.errors import UnreadableInputError
-    from golden_al.safeio.limits import DEFAULT_MAX_BYTES
-    from golden_al.safeio.read import read_bytes
-
-    shown = name if name is not None else str(path)
-    try:
-        data = read_bytes(path, max_bytes=max_bytes or DEFAULT_MAX_BYTES)
-    except UnreadableInputError:
-        return Input(kind, shown, None)
-    return Input(kind, shown, hashlib.sha256(data).hexdigest())
 
 
 def value_input(name: str, value: str | None) -> Input:

