@@ -256,9 +256,8 @@ def test_an_import_files_the_observed_k_and_refuses_another(tmp_path, capsys):
 def test_a_server_measurement_is_not_filed_at_a_k_its_rows_never_reach():
     """The iteration source's units carry the most drafts a step proposed; the record's one builder refuses a run
     whose units never reach the claimed k (a short request may stop below it; the run may not)."""
-    from _drained import unit_delta
-
     from golden_al.engines.trtllm.server import TrtllmIterationSource
+    from golden_al.engines.trtllm.tests._drained import unit_delta
     from golden_al.errors import CounterSemanticsError
     from golden_al.measure.imported.common import imported_record
     from golden_al.plugin.imported import ImportedDataset, ImportedRun, ImportedWindows, ImportOptions
@@ -298,9 +297,8 @@ def _lying(entry: dict, accepted: int) -> dict:
 
 @pytest.mark.parametrize("primary", ["/perf_metrics", "/metrics"])
 def test_trtllm_perf_metrics_and_iteration_rows_are_both_read_and_must_agree(primary):
-    from _drained import unit_delta
-
     from golden_al.engines.trtllm.server import TrtllmIterationSource, TrtllmPerfMetricsSource
+    from golden_al.engines.trtllm.tests._drained import unit_delta
     from golden_al.errors import CountsDisagreeError
     from golden_al.plugin import checks_ran
 

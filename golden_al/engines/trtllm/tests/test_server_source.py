@@ -9,10 +9,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from _drained import DrainedClient, unit_delta
 
-from golden_al.engines.trtllm.server import TrtllmIterationSource
 from golden_al.errors import GoldenALError, MetricMissingError, ServerError
+
+from ..server import TrtllmIterationSource
+from ._drained import DrainedClient, unit_delta
 
 K = 3
 

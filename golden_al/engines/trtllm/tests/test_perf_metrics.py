@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from _drained import unit_delta
 
-from golden_al.engines.trtllm.server import TrtllmPerfMetricsSource, perf_record
 from golden_al.errors import GoldenALError, MetricMissingError, ServerError
+
+from ..server import TrtllmPerfMetricsSource, perf_record
+from ._drained import unit_delta
 
 K = 3
 
@@ -86,7 +87,7 @@ def test_the_units_decode_time_is_its_entries_timing_metrics_summed():
     an entry without them (or reversed) leaves the unit untimed rather than timed in part."""
     import asyncio
 
-    from _drained import DrainedClient
+    from ._drained import DrainedClient
 
     def timed(entry: dict, t0: Any, t1: Any) -> dict:
         entry["perf_metrics"]["timing_metrics"] = {"first_token_time": t0, "last_token_time": t1}

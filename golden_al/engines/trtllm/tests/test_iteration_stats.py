@@ -11,10 +11,12 @@ import pytest
 
 from golden_al.checks.run import check_run
 from golden_al.cli.main import main
-from golden_al.engines.trtllm.iteration_stats import read_iteration_file, rows_from_json
 from golden_al.errors import CounterSemanticsError, InputFileError
 
-FIX = Path(__file__).resolve().parents[1] / "fixtures" / "trtllm-iteration-log"
+from ..iteration_stats import read_iteration_file, rows_from_json
+from . import fixture
+
+FIX = fixture("trtllm-iteration-log")
 CAP = 1 << 24
 
 
@@ -73,8 +75,8 @@ def _one(tmp_path: Path, stats: dict, as_literal: bool = False) -> Path:
     ({"numDraftTokens": 3, "numAcceptedTokens": 0, "numRequestsWithDraftTokens": 0},
      CounterSemanticsError, "3 draft tokens but numRequestsWithDraftTokens = 0"),
 ])
-def test_a_row_that_contradicts_itself_is_refused_with_its_line(tmp_path: Path, stats: dict, error: type,
-                                                                 said: str) -> None:
+def test_a_row_that_contradicts_itself_is_refused_with_its_line(tmp_path: Path, stats: dict,
+                                                                 error: type[InputFileError], said: str) -> None:
     with pytest.raises(error, match=said) as info:
         read_iteration_file(_one(tmp_path, stats), max_bytes=CAP)
     assert info.value.line == 1

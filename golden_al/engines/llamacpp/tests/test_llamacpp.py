@@ -18,12 +18,6 @@ import numpy as np
 import pytest
 
 from golden_al.cli.main import main
-from golden_al.engines import llamacpp as lc
-from golden_al.engines.llamacpp import build
-from golden_al.engines.llamacpp import logs as flc
-from golden_al.engines.llamacpp.counters import read as read_counters
-from golden_al.engines.llamacpp.sampler import conditional_probs, geometric_rate, resolve_rates
-from golden_al.engines.llamacpp.server import LlamaCppPrometheusSource
 from golden_al.errors import (
     CounterResetError,
     HashMismatchError,
@@ -39,7 +33,14 @@ from golden_al.plugin.sources import make_source
 from golden_al.servers import launch, synthetic
 from simulators.base import SamplerError
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llamacpp-0c1e570"
+from .. import BUILD, PROFILE, build, counted_steps, draft_len_from_args, launch_args, synthetic_shell_env
+from .. import logs as flc
+from ..counters import read as read_counters
+from ..sampler import conditional_probs, geometric_rate, resolve_rates
+from ..server import LlamaCppPrometheusSource
+from . import fixture
+
+FIXTURES = fixture("llamacpp-0c1e570")
 MUSE = ["--model", "muse-spark-open-816b-a42b-nvfp4", "--thinking", "on"]
 
 
@@ -65,27 +66,27 @@ def metrics_text(drafts: int, draft_tokens: int, accepted: int, per_pos: list[in
 # ---------------------------------------------------------------------------- profile
 def test_profile_is_registered_and_env_contract():
     p = get_profile("llamacpp")
-    assert p is lc.PROFILE
+    assert p is PROFILE
     assert p.check.synthetic_settings(4.05, 7) == {"--spec-synth-len": "4.05"}
-    assert lc.synthetic_shell_env(p.check.synthetic_settings(4.05, 7)) == {"LLAMA_ARG_SPEC_SYNTH_LEN": "4.05"}
+    assert synthetic_shell_env(p.check.synthetic_settings(4.05, 7)) == {"LLAMA_ARG_SPEC_SYNTH_LEN": "4.05"}
     assert p.knob("LLAMA_ARG_SPEC_SYNTH_RATES").name == "--spec-synth-rates"
     with pytest.raises(Exception, match="AL"):
         p.check.synthetic_settings(8.5, 7)  # above k + 1
 
 
 def test_fixed_draft_length_flags_and_their_reading_back():
-    args = lc.launch_args(target="t.gguf", draft="d.gguf", k=5, host="127.0.0.1", port=8080, alias="m")
+    args = launch_args(target="t.gguf", draft="d.gguf", k=5, host="127.0.0.1", port=8080, alias="m")
     assert args[args.index("--spec-draft-n-max") + 1] == "5"
     assert args[args.index("--spec-draft-n-min") + 1] == "5"
     assert args[args.index("--spec-draft-p-min") + 1] == "0"
     assert "--metrics" in args
     assert args[args.index("--spec-type") + 1] == "draft-simple"
-    assert lc.draft_len_from_args(args) == (5, "--spec-draft-n-max 5")
+    assert draft_len_from_args(args) == (5, "--spec-draft-n-max 5")
     with pytest.raises(ValueError, match="n-min 0 != --spec-draft-n-max 5"):
-        lc.draft_len_from_args(["--spec-draft-n-max", "5"])
+        draft_len_from_args(["--spec-draft-n-max", "5"])
     with pytest.raises(ValueError, match=r"p-min 0\.75"):
-        lc.draft_len_from_args(["--spec-draft-n-max", "5", "--spec-draft-n-min", "5", "--draft-p-min", "0.75"])
-    assert lc.draft_len_from_args([], {"LLAMA_ARG_SPEC_DRAFT_N_MAX": "4", "LLAMA_ARG_SPEC_DRAFT_N_MIN": "4"})[0] == 4
+        draft_len_from_args(["--spec-draft-n-max", "5", "--spec-draft-n-min", "5", "--draft-p-min", "0.75"])
+    assert draft_len_from_args([], {"LLAMA_ARG_SPEC_DRAFT_N_MAX": "4", "LLAMA_ARG_SPEC_DRAFT_N_MIN": "4"})[0] == 4
 
 
 def test_launch_command(tmp_path):
@@ -115,6 +116,12 @@ def test_geometric_rate_solves_the_length(al, k):
     np.testing.assert_allclose(rates, [p ** j for j in range(1, k + 1)], rtol=1e-12)
     dist = get_sampler("llamacpp", "synthetic").pmf(al, k)
     assert dist.mean() == pytest.approx(al, abs=1e-8)
+
+
+@pytest.fixture
+def rng():
+    """A fixed-seed generator (tests/conftest.py's, which a folder of its own does not have)."""
+    return np.random.default_rng(20261130)
 
 
 def test_geometric_schedule_differs_from_vllms_two_point_at_the_same_mean(rng):
@@ -306,7 +313,7 @@ def _fake_build(cache: Path) -> Path:
     binary.parent.mkdir(parents=True)
     binary.write_text("#!/bin/sh\n")
     binary.chmod(binary.stat().st_mode | stat.S_IXUSR)
-    (d / "build.json").write_text(json.dumps({"binary": str(binary), "source_sha256": lc.BUILD["sha256"],
+    (d / "build.json").write_text(json.dumps({"binary": str(binary), "source_sha256": BUILD["sha256"],
                                               "cmake_options": list(build.CMAKE_OPTIONS),
                                               "built_at": "2026-12-01T00:00:00Z", "build_seconds": 1.0}))
     return binary
@@ -332,7 +339,7 @@ class _FakeBuild:
         self.compile_s, self.outcomes, self.configure_s = list(compile_s), list(outcomes), configure_s
         monkeypatch.setattr(build, "_clock", lambda: self.now)
         monkeypatch.setattr(build.shutil, "which", lambda name: "/usr/bin/" + name)
-        monkeypatch.setattr(build, "_fetch_sdist", lambda root, pip, note: root / "src" / lc.BUILD["filename"])
+        monkeypatch.setattr(build, "_fetch_sdist", lambda root, pip, note: root / "src" / BUILD["filename"])
         monkeypatch.setattr(build, "_extract", lambda sdist, dest: dest / "source")
         monkeypatch.setattr(build, "_run_logged", self.run)
 
@@ -438,12 +445,12 @@ def test_a_build_made_with_other_cmake_options_is_rebuilt_from_scratch(tmp_path,
 
 def test_downloaded_sdist_with_another_hash_is_refused(tmp_path, monkeypatch):
     pip = tmp_path / "fake-pip"
-    pip.write_text(f"#!/bin/sh\nwhile [ \"$1\" != -d ]; do shift; done\necho tampered > \"$2/{lc.BUILD['filename']}\"\n")
+    pip.write_text(f"#!/bin/sh\nwhile [ \"$1\" != -d ]; do shift; done\necho tampered > \"$2/{BUILD['filename']}\"\n")
     pip.chmod(0o755)
     monkeypatch.setattr(build.shutil, "which", lambda name: "/usr/bin/" + name)
     with pytest.raises(HashMismatchError, match="expected 832db069"):
         build.build_llama_server(tmp_path, pip=[str(pip)])
-    assert not (tmp_path / "engines" / "llamacpp" / "src" / lc.BUILD["filename"]).exists()
+    assert not (tmp_path / "engines" / "llamacpp" / "src" / BUILD["filename"]).exists()
 
 
 def test_given_binary_is_checked(tmp_path):
@@ -457,7 +464,7 @@ def test_given_binary_is_checked(tmp_path):
 
 
 # ---------------------------------------------------------------------------- check (scripts)
-CHECK_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "check" / "llamacpp"
+CHECK_FIXTURES = fixture("check", "llamacpp")
 
 
 def test_check_finds_llamacpp_pins_in_flags_and_env(capsys):
@@ -487,9 +494,9 @@ def test_check_reads_llamacpp_rates_and_refuses_a_varying_draft_length(tmp_path,
 def test_counted_steps_drop_the_plain_decode_tail_of_a_budgeted_request():
     # k = 3, budget 10, one token from the prefill: steps start at 1 and 5 tokens out; at 9 out
     # only n_remaining - 1 = 0 drafts fit, below n_min = 3, so llama-server decodes plainly
-    assert lc.counted_steps([4, 4, 1], 3, 10) == [4, 4]
-    assert lc.counted_steps([4, 4, 1], 3, 11) == [4, 4]  # 11 - 9 - 1 = 1 < 3
-    assert lc.counted_steps([4, 4, 4], 3, 13) == [4, 4, 4]  # 13 - 9 - 1 = 3: a full draft fits
-    assert lc.counted_steps([2, 1], 3, 128) == [2, 1]  # an early end of sequence keeps every step
-    assert lc.counted_steps([2, 2, 2], 1, 6) == [2, 2]  # at k = 1 the last token is plain decode
-    assert lc.counted_steps([], 4, 16) == []
+    assert counted_steps([4, 4, 1], 3, 10) == [4, 4]
+    assert counted_steps([4, 4, 1], 3, 11) == [4, 4]  # 11 - 9 - 1 = 1 < 3
+    assert counted_steps([4, 4, 4], 3, 13) == [4, 4, 4]  # 13 - 9 - 1 = 3: a full draft fits
+    assert counted_steps([2, 1], 3, 128) == [2, 1]  # an early end of sequence keeps every step
+    assert counted_steps([2, 2, 2], 1, 6) == [2, 2]  # at k = 1 the last token is plain decode
+    assert counted_steps([], 4, 16) == []

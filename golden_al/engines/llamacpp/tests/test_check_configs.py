@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from golden_al.cli.main import main
-from golden_al.engines import llamacpp as lc
+
+from .. import FLAG_DRAFT_MODEL, FLAG_SYNTH_LEN, PROFILE, SPEC_TYPES, read_command_line
 
 OFF = '{"enable_thinking": false}'
 
@@ -119,7 +120,7 @@ def test_kubernetes_pin_without_a_draft_model_is_a_missing_companion(tmp_path, c
     (row,) = rows
     assert rc == 1
     assert row["verdict"] == "missing-companion"
-    assert lc.FLAG_DRAFT_MODEL in row["message"]
+    assert FLAG_DRAFT_MODEL in row["message"]
 
 
 def test_json_args_array_match_mismatch_and_missing_companion(tmp_path, capsys):
@@ -187,10 +188,10 @@ def test_reader_is_driven_by_the_profile(monkeypatch):
                      "2", "--spec-synth-len", "2"]}
     nodes = [((), data), (("args",), data["args"])]
     (pin,) = command_lines.command_line_pins(lambda: nodes, lambda p: len(p), "x.yaml")
-    assert (pin.engine, pin.knob, pin.raw_value, pin.draft.k) == ("llamacpp", lc.FLAG_SYNTH_LEN, "2", 2)
-    bare = dataclasses.replace(lc.PROFILE, check=dataclasses.replace(lc.PROFILE.check, command_line=None))
+    assert (pin.engine, pin.knob, pin.raw_value, pin.draft.k) == ("llamacpp", FLAG_SYNTH_LEN, "2", 2)
+    bare = dataclasses.replace(PROFILE, check=dataclasses.replace(PROFILE.check, command_line=None))
     monkeypatch.setattr(command_lines, "get_profile", lambda name: bare if name == "llamacpp" else
-                        dataclasses.replace(lc.PROFILE, check=dataclasses.replace(lc.PROFILE.check, command_line=None)))
+                        dataclasses.replace(PROFILE, check=dataclasses.replace(PROFILE.check, command_line=None)))
     assert command_lines.command_line_pins(lambda: nodes, lambda p: 1, "x.yaml") == []
 
 
@@ -214,12 +215,12 @@ def test_llamacpp_spec_types_map_to_methods_and_clamps(tmp_path, capsys, spec_ty
     assert row["algorithm"] == (spec_type if method else None)
     assert said in row["message"]
     if method:
-        assert lc.SPEC_TYPES[spec_type] == method
+        assert SPEC_TYPES[spec_type] == method
 
 
 def test_llamacpp_block_draft_of_one_token_is_fixed():
     """n_max = 1 is below any block limit: k = 1 whatever the draft's block size."""
     args = ["-md", "d.gguf", "--spec-type", "draft-dflash", "--spec-draft-n-max", "1", "--spec-draft-n-min", "1"]
-    reading = lc.read_command_line(args, {})
+    reading = read_command_line(args, {})
     assert reading.draft is not None
     assert (reading.draft.k, reading.algorithm) == (1, "draft-dflash")

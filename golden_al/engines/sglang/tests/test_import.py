@@ -15,12 +15,24 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
-from test_import import _rec, _run
+
+from golden_al.cli.main import main
 
 K = 3
+def _run(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["import", *args])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _rec(d: Path) -> dict:
+    return json.loads((d / "measurement.json").read_text())
+
+
 SETTINGS = ["--thinking", "off", "--temperature", "0", "--max-tokens", "256"]
 
 
@@ -58,7 +70,7 @@ def _bench_run(reqs: list[list[int]], *, details: bool = True, **info_over) -> d
     al = sum(a + 1 for steps in reqs for a in steps) / sum(len(s) for s in reqs)
     info = _server_info(**info_over)
     info["internal_states"][0]["avg_spec_accept_length"] = al
-    run = {"tag": None, "backend": "sglang", "dataset_name": "random", "request_rate": float("inf"),
+    run: dict[str, Any] = {"tag": None, "backend": "sglang", "dataset_name": "random", "request_rate": float("inf"),
            "max_concurrency": 8, "sharegpt_output_len": None, "random_input_len": 1024, "random_output_len": 256,
            "random_range_ratio": 0.0, "server_info": info, "duration": 12.5, "completed": len(reqs),
            "total_input_tokens": 20 * len(reqs), "total_output_tokens": sum(lens),
@@ -303,7 +315,7 @@ def test_sglang_log_without_decode_lines_says_what_to_bring(tmp_path, capsys):
 
 
 def test_server_args_line_parses_literals_and_keeps_the_rest_raw():
-    from golden_al.engines.sglang.logs import parse_sglang_server_args_line
+    from ..logs import parse_sglang_server_args_line
 
     rec = parse_sglang_server_args_line(_ARGS.format(interval=40, adaptive=False).replace(
         "load_format='auto'", "load_format=LoadFormat.AUTO"), 9)

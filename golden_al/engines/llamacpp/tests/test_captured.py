@@ -7,20 +7,21 @@ these tests need neither the binary nor the models.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from golden_al.engines.llamacpp import logs as flc
-from golden_al.engines.llamacpp.counters import read as read_counters
-from golden_al.engines.llamacpp.sampler import resolve_rates
-from golden_al.engines.llamacpp.server import LlamaCppPrometheusSource
 from golden_al.errors import SyntheticAcceptanceActiveError
 from golden_al.formats import prometheus as prom
 from golden_al.servers import synthetic
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "llamacpp-0c1e570"
+from .. import logs as flc
+from ..counters import read as read_counters
+from ..sampler import resolve_rates
+from ..server import LlamaCppPrometheusSource
+from . import fixture
+
+FIXTURES = fixture("llamacpp-0c1e570")
 
 
 def _fixture(name: str) -> str:
