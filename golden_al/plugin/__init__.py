@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from golden_al.plugin.profile import (CAPABILITIES, GROUPS, Capability, Caveat, CheckSupport, CommandLine,
                                           CommandLineReading, DraftLen, DraftLenRule, EngineBuild,
                                           EngineProfile, EngineVersion, EnvOption, LaunchRequest,
-                                          LaunchSupport, Lazy, Limit, LogPattern, LogReader, Metric,
+                                          LaunchSupport, Lazy, Limit, LOG_NUMBER, LogPattern, LogReader, Metric,
                                           PinContext, PinReview, RecipeFormat, ResponseField, RunLogSupport,
                                           RuntimeDraftLen, ServerSupport, SimulateOption, SimulateSupport,
                                           Source, Speculation, SyntheticKnob, VersionChoice, group_of, lazy,
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     # isort: on
 
 __all__ = [
-    "CAPABILITIES", "GROUPS", "MAX_BYTES", "AgenticInfo", "Capability", "Caveat", "CheckSupport",
+    "CAPABILITIES", "GROUPS", "LOG_NUMBER", "MAX_BYTES", "AgenticInfo", "Capability", "Caveat", "CheckSupport",
     "CommandLine", "CommandLineReading", "CounterResetError", "CounterSemanticsError", "CounterSource",
     "CountsDisagreeError", "DraftCounters", "DraftInfo", "DraftLen", "DraftLenRule", "EngineBuild",
     "EngineError", "EngineProfile", "EngineSampler", "EngineVersion", "EnvOption", "Flavor",

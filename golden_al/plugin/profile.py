@@ -26,7 +26,7 @@ from golden_al.errors import UsageError
 if TYPE_CHECKING:  # the hooks' protocols are types only (the conformance kit resolves them)
     from golden_al.plugin import hooks
 
-__all__ = ["CAPABILITIES", "GROUPS", "Capability", "Caveat", "CheckSupport", "CommandLine",
+__all__ = ["CAPABILITIES", "GROUPS", "LOG_NUMBER", "Capability", "Caveat", "CheckSupport", "CommandLine",
            "CommandLineReading", "DraftLen", "DraftLenRule", "EngineBuild", "EngineProfile", "EngineVersion",
            "EnvOption", "LaunchRequest", "LaunchSupport", "Limit", "LogPattern", "LogReader", "Metric",
            "PinContext", "PinReview", "RecipeFormat", "ResponseField", "RunLogSupport", "RuntimeDraftLen",
@@ -410,6 +410,10 @@ class ResponseField:
     names: tuple[str, ...]
     path: str = ""  #: where it sits, e.g. ``meta_info`` or ``timings``
     source: Source | None = None
+
+
+#: A number as engines print it in their log lines (printf ``%f``/``%g``, ``nan``, ``inf``), for a :class:`LogPattern`.
+LOG_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ import pytest
 
 from golden_al.engines import atom, trtllm
 from golden_al.errors import UsageError
-from golden_al.plugin import registry
+from golden_al.plugin import PinContext, registry
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -268,9 +268,11 @@ def test_check_says_two_model_forcing_is_greedy_only():
 
 
 def test_atom_pin_without_method_is_unsafe():
-    review = atom.review_pin(atom.LENGTH_FLAG, "2.5", 2.5, 3, method_flag=False)
-    assert [v for v, _ in review.problems] == ["unsafe-value"]
-    assert atom.review_pin(atom.LENGTH_FLAG, "2.5", 2.5, 3, method_flag=True).problems == []
+    def pin(method_flag: bool) -> PinContext:
+        return PinContext(atom.LENGTH_FLAG, "2.5", 2.5, 3, spec={"method_flag": method_flag})
+
+    assert [v for v, _ in atom.review_pin(pin(False)).problems] == ["unsafe-value"]
+    assert atom.review_pin(pin(True)).problems == []
 
 
 def _name_branches(path: Path, names: frozenset[str]) -> list[str]:

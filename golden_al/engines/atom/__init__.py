@@ -90,23 +90,22 @@ METRIC_DECODE_STEPS = "atom:mtp_decode_steps_total"
 METRIC_AVG_TOKENS_PER_FORWARD = "atom:mtp_average_tokens_per_forward"
 METRIC_PREFIX = "atom:mtp_"
 ACCEPTED_LABEL = "accepted_tokens"
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
-_INT = r"\d+"
 LOG_FORCED = r"Forced speculative acceptance ON"
 #: The stats line as ``scheduler.py`` prints it (``tag``: ``Interval`` or 8 spaces), for ``serve-reference``.
 LOG_MTP_STATS_FORMAT = (
     "{time} - atom - INFO - [MTP Stats {tag}] Average toks/fwd: {avg:.2f}, Accepted/Total Draft tokens: "
     "{accepted}/{drafted}, Acceptance rate: {rate:.2f}%, Accepted tokens distribution: {{{distribution}}}"
 )
+_NUM = plugin.LOG_NUMBER
 LOG_PATTERNS: tuple[plugin.LogPattern, ...] = (
     plugin.LogPattern("mtp-stats",
                       rf"\[MTP Stats(?P<kind> Interval|\s+)\] Average toks/fwd: (?P<avg>{_NUM}), "
-                      rf"Accepted/Total Draft tokens: (?P<acc>{_INT})/(?P<draft>{_INT}), "
+                      rf"Accepted/Total Draft tokens: (?P<acc>\d+)/(?P<draft>\d+), "
                       rf"Acceptance rate: (?P<rate>{_NUM})%"
                       rf"(?:, Accepted tokens distribution: \{{(?P<dist>[^}}]*)\}})?",
                       '"[MTP Stats Interval] Average toks/fwd: {:.2f}, Accepted/Total Draft tokens: {a}/{d}, '
                       'Acceptance rate: {:.2%}, Accepted tokens distribution: {...}"', _SCHEDULER, marker='[MTP Stats'),
-    plugin.LogPattern("mtp-distribution-item", rf"(?P<k>{_INT}): '(?P<p>{_NUM})%'", "one {k: 'p%'} item", _SCHEDULER),
+    plugin.LogPattern("mtp-distribution-item", rf"(?P<k>\d+): '(?P<p>{_NUM})%'", "one {k: 'p%'} item", _SCHEDULER),
     plugin.LogPattern("forced", LOG_FORCED, "forced acceptance is on", _CONFIG),
 )
 
@@ -169,13 +168,13 @@ def spec_flags(method: str, k: int, *, draft_model: str | None = None) -> list[s
     return flags
 
 
-def review_pin(knob: str, raw: str, value: float | None, k: int | None, *, both: bool = False,
-               dspark_config: str | None = None, method_flag: bool | None = None) -> plugin.PinReview:
-    """ATOM's rules for a forced length or rate (``atom/config.py`` ``_resolve_synthetic_acceptance``).
-
-    ``method_flag``: whether the launch line gives ``--method`` (False: it does not, so
-    speculative decoding and with it the forced acceptance are off; None: not known).
-    """
+def review_pin(ctx: plugin.PinContext) -> plugin.PinReview:
+    """ATOM's rules for a forced length or rate (``atom/config.py`` ``_resolve_synthetic_acceptance``); ``ctx.spec``:
+    ``both`` (length and rate set), ``dspark_config``, ``method_flag`` (whether the launch line gives ``--method``;
+    False: it does not, so speculative decoding and with it the forced acceptance are off; None: not known)."""
+    knob, raw, value, k = ctx.knob, ctx.raw, ctx.value, ctx.k
+    both, dspark_config, method_flag = bool(ctx.spec.get("both")), ctx.spec.get("dspark_config"), ctx.spec.get(
+        "method_flag")
     r = plugin.PinReview()
     if value is None:
         r.problems.append(("unsafe-value", f"{knob}={raw!r} is not a number"))
@@ -341,12 +340,6 @@ def simulate_report(sampler: Any, al: float, k: int, settings: Mapping[str, Any]
     """``simulate``'s ATOM field: the rate form of the AL."""
     return {"acceptance_rate": (al - 1.0) / k}
 
-def _review(ctx: plugin.PinContext) -> plugin.PinReview:
-    """:func:`review_pin` on the gate's :class:`PinContext` (``spec``: ``both``, ``dspark_config``, ``method_flag``)."""
-    return review_pin(ctx.knob, ctx.raw, ctx.value, ctx.k, both=bool(ctx.spec.get("both")),
-                      dspark_config=ctx.spec.get("dspark_config"), method_flag=ctx.spec.get("method_flag"))
-
-
 def _tolerance(ctx: plugin.PinContext) -> float:
     """A rate is a rounded ``(AL - 1) / k``: it matches when it is the golden rate rounded to the digits
     written (``spec["decimals"]``) and still gives the golden AL to half a unit of its second decimal."""
@@ -398,7 +391,7 @@ PROFILE = plugin.EngineProfile(
         forced_in_log_line=forced_in_log_line,
         env_options=(plugin.EnvOption("--num-speculative-tokens", f"ATOM {FLAG_K} (k = N)"),),
         env_draft_len=env_draft_len,
-        review_pin=_review,
+        review_pin=review_pin,
         pin_tolerance=_tolerance,
         settings_draft_len=settings_draft_len,
         script_speculation=script_speculation,

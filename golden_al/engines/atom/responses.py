@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 from golden_al import plugin
@@ -20,7 +19,7 @@ from . import (
     counts_from_mtp_stats,
 )
 
-__all__ = ["parse_atom_mtp_stats", "read_atom_mtp_stats_file"]
+__all__ = ["parse_atom_mtp_stats"]
 
 
 def parse_atom_mtp_stats(obj: Mapping[str, Any], *, k: int | None = None,
@@ -45,15 +44,3 @@ def parse_atom_mtp_stats(obj: Mapping[str, Any], *, k: int | None = None,
     plugin.check_acceptance_counts(counts, what="ATOM /debug/mtp_stats", path=source, reported_al=reported)
     return plugin.RequestSpecCounts("atom", counts, reported, None,
                                     source)
-
-
-def read_atom_mtp_stats_file(path: str | Path, *, k: int | None = None) -> plugin.RequestSpecCounts:
-    """Read a saved ``/debug/mtp_stats`` body.
-
-    Raises:
-        InputFileError: unreadable or not JSON.
-    """
-
-    p = Path(path)
-    obj = plugin.read_json(p)  # regular file, byte cap, depth limit
-    return parse_atom_mtp_stats(obj, k=k, source=str(p))

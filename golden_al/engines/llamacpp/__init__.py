@@ -51,7 +51,6 @@ __all__ = ["ACCEPTED_METRIC", "ACCEPTED_PER_POS_METRIC", "BUILD", "DRAFTS_METRIC
            "synthetic_settings", "synthetic_shell_env"]
 
 LLAMA_CPP_COMMIT = "0c1e57098bba43ac29e6e3b677cdceebdd22334f"
-_VERSION = f"llama-cpp-python 0.3.36 vendor/llama.cpp @ {LLAMA_CPP_COMMIT[:7]}"
 _REPO = "ggml-org/llama.cpp"
 
 
@@ -186,15 +185,15 @@ def launch_args(*, target: str, draft: str, k: int, host: str, port: int, alias:
     return args
 
 
-def review_pin(knob: str, raw: str, k: int | None) -> plugin.PinReview:
+def review_pin(ctx: plugin.PinContext) -> plugin.PinReview:
     """``check``: what llama.cpp makes of a pinned value (``common_speculative_synth_rates_resolve``).
 
     ``--spec-synth-len`` is AL itself, in ``[1, k + 1]``; ``--spec-synth-rates`` are k
     unconditional per-position rates, non-increasing, AL = 1 + their sum.
     """
-
     from .sampler import resolve_rates
 
+    knob, raw, k = ctx.knob, ctx.raw, ctx.k
     r = plugin.PinReview()
     if knob in (FLAG_SYNTH_RATES, ENV_SYNTH_RATES):
         rates = [plugin.parse_number(x) for x in raw.strip("[]").split(",")]
@@ -437,11 +436,6 @@ def _simulate_rates_al(sampler: Any, al: float | None, k: int) -> float:
     """The AL ``--spec-synth-rates`` inject (a given ``--al`` must agree with them)."""
     return 1.0 + float(sampler.unconditional_rates(al, k).sum())
 
-def _review(ctx: plugin.PinContext) -> plugin.PinReview:
-    """:func:`review_pin` on the gate's :class:`PinContext`."""
-    return review_pin(ctx.knob, ctx.raw, ctx.k)
-
-
 
 def forced_in_args(args: Sequence[str]) -> tuple[str, str] | None:
     """``--spec-synth-len`` / ``--spec-synth-rates`` among server arguments, as (what, hint), or None."""
@@ -487,7 +481,7 @@ PROFILE = plugin.EngineProfile(
     check=plugin.CheckSupport(
         forced_in_args=forced_in_args,
         forced_in_log_line=forced_in_log_line,
-        review_pin=_review,
+        review_pin=review_pin,
         synthetic_knobs=(
             # common/arg.cpp sets the option from its LLAMA_ARG_* form whatever the value: set means on
             plugin.SyntheticKnob(FLAG_SYNTH_LEN, "flag", "al", env=ENV_SYNTH_LEN, source=_ARG, env_off=_never_off),

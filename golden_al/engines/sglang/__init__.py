@@ -209,8 +209,6 @@ DEFAULT_DECODE_LOG_INTERVAL = 40  # arg_groups/fields/observability.py
 META_COMPLETION_TOKENS = "completion_tokens"
 
 # ----------------------------------------------------------------- log line
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
-_INT = r"\d+"
 #: The decode log line as 0.5.23 prints it (``metrics_reporter.py``), for ``serve-reference`` to imitate.
 LOG_DECODE_BATCH_FORMAT = (
     "[{time} TP0] Decode batch, #running-req: {running}, #token: {tokens}, token usage: 0.00, accept len: "
@@ -222,9 +220,10 @@ LOG_SERVER_ARGS_FORMAT = (
     "[{time}] server_args=ServerArgs(model_path={model!r}, speculative_algorithm={algorithm!r}, "
     "speculative_num_steps={steps}, speculative_eagle_topk=1, speculative_num_draft_tokens={draft_tokens})"
 )
+_NUM = plugin.LOG_NUMBER
 LOG_PATTERNS: tuple[plugin.LogPattern, ...] = (
     plugin.LogPattern("decode-head",
-                      rf"Decode batch(?: \[(?P<iter>{_INT})\])?[.,] #running-req: (?P<running>{_INT}), (?P<body>.*)$",
+                      r"Decode batch(?: \[(?P<iter>\d+)\])?[.,] #running-req: (?P<running>\d+), (?P<body>.*)$",
                       '"Decode batch{iter_msg}, #running-req: {n}, " (0.5.15.post1 / 0.5.23; older: "Decode batch. ")',
                       _REPORTER, marker='Decode batch'),
     plugin.LogPattern("accept", rf"(?:^|, )accept len: (?P<len>{_NUM})(?:, accept rate: (?P<rate>{_NUM}))?(?=,|$)",
@@ -236,7 +235,7 @@ LOG_PATTERNS: tuple[plugin.LogPattern, ...] = (
                       'DSpark "est uncap acc len: {mid:.2f} [{lo:.2f}, {hi:.2f}]"', _REPORTER),
     plugin.LogPattern("tail",
                       rf"(?:(?P<graph_kind>cuda|cpu|npu|musa) graph: (?P<graph>True|False), )?"
-                      rf"gen throughput \(token/s\): (?P<gen>{_NUM}), #queue-req: (?P<queue>{_INT})",
+                      rf"gen throughput \(token/s\): (?P<gen>{_NUM}), #queue-req: (?P<queue>\d+)",
                       '"{cuda|cpu|npu|musa} graph: {bool}, gen throughput (token/s): {x:.2f}, #queue-req: {n}"', _REPORTER),
     plugin.LogPattern("pd-decode",
                       rf"(?:^|, )(?P<key>pre-allocated usage|#prealloc-req|#transfer-req|#host-receive-req|#retracted-req): "

@@ -161,8 +161,6 @@ LOG_NON_DEFAULT_ARGS = r"non-default args: (\{.*\})\s*$"
 LOG_SYNTHETIC_REPR = r"rejection_sample_method\s*=\s*'synthetic'"
 #: ``/server_info`` exists only with this set (dev mode).
 ENV_DEV_MODE = "VLLM_SERVER_DEV_MODE"
-_NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
-_INT = r"\d+"
 #: The interval line as 0.33.0 prints it (``vllm/v1/spec_decode/metrics.py``), for ``serve-reference``.
 LOG_SPEC_DECODING_FORMAT = (
     "(APIServer pid={pid}) INFO {time} [metrics.py:120] SpecDecoding metrics: Mean acceptance length: {al:.2f}, "
@@ -170,6 +168,7 @@ LOG_SPEC_DECODING_FORMAT = (
     "Accepted: {accepted} tokens, Drafted: {drafted} tokens, Per-position acceptance rate: {rates}, "
     "Avg Draft acceptance rate: {rate:.1f}%"
 )
+_NUM = plugin.LOG_NUMBER
 LOG_PATTERNS: tuple[plugin.LogPattern, ...] = (
     plugin.LogPattern("spec-head", r"SpecDecoding metrics: (?P<body>.*)$",
                       '"SpecDecoding metrics: " then the fields below, in this order (0.33.0 / 0.32.0)', _METRICS, marker='SpecDecoding metrics'),
@@ -179,8 +178,8 @@ LOG_PATTERNS: tuple[plugin.LogPattern, ...] = (
                       '"Accepted throughput: %.2f tokens/s"', _METRICS),
     plugin.LogPattern("drafted-throughput", rf"(?:^|, )Drafted throughput: (?P<v>{_NUM}) tokens/s",
                       '"Drafted throughput: %.2f tokens/s"', _METRICS),
-    plugin.LogPattern("accepted", rf"(?:^|, )Accepted: (?P<v>{_INT}) tokens", '"Accepted: %d tokens"', _METRICS),
-    plugin.LogPattern("drafted", rf"(?:^|, )Drafted: (?P<v>{_INT}) tokens", '"Drafted: %d tokens"', _METRICS),
+    plugin.LogPattern("accepted", r"(?:^|, )Accepted: (?P<v>\d+) tokens", '"Accepted: %d tokens"', _METRICS),
+    plugin.LogPattern("drafted", r"(?:^|, )Drafted: (?P<v>\d+) tokens", '"Drafted: %d tokens"', _METRICS),
     plugin.LogPattern("per-position", rf"(?:^|, )Per-position acceptance rate: (?P<v>(?:{_NUM})(?:, (?:{_NUM}))*)",
                       '"Per-position acceptance rate: %s" (", ".join of "%.3f")', _METRICS),
     plugin.LogPattern("rate", rf"(?:^|, )(?:Avg )?Draft acceptance rate: (?P<v>{_NUM})%",
@@ -399,12 +398,10 @@ def find_speculative_config(args: Sequence[str]) -> dict[str, Any] | None:
 
 
 # ----------------------------------------------------------------- check's rules
-def review_pin(knob: str, raw: str, k: int | None, cfg: Mapping[str, Any],
-               parse_number: Any) -> plugin.PinReview:
-    """vLLM's rules for the synthetic keys of a ``--speculative-config`` (``vllm/config/speculative.py``).
-
-    ``parse_number(text) -> float | None`` reads a plain decimal (the check's own reader).
-    """
+def review_pin(ctx: plugin.PinContext) -> plugin.PinReview:
+    """vLLM's rules for the synthetic keys of a ``--speculative-config`` (``vllm/config/speculative.py``;
+    ``ctx.spec["config"]``)."""
+    knob, raw, k, cfg = ctx.knob, ctx.raw, ctx.k, ctx.spec.get("config") or {}
     r = plugin.PinReview()
     method = cfg.get(METHOD_KEY)
     has_len = LENGTH_KEY in cfg
@@ -438,7 +435,7 @@ def review_pin(knob: str, raw: str, k: int | None, cfg: Mapping[str, Any],
         r.notes.append("vLLM rates: AL = 1 + sum(rates)")
         r.al = 1.0 + math.fsum(float(x) for x in rates)
         return r
-    v = parse_number(raw)
+    v = plugin.parse_number(raw)
     if v is None:
         r.problems.append(("unsafe-value", f"{LENGTH_KEY}={raw!r} is not a number"))
         return r
@@ -604,11 +601,6 @@ def _positive_int(value: Any, key: str) -> int:
     return n
 
 
-def _review(ctx: plugin.PinContext) -> plugin.PinReview:
-    """:func:`review_pin` on the gate's :class:`PinContext` (``spec["config"]``: the speculative config)."""
-    return review_pin(ctx.knob, ctx.raw, ctx.k, ctx.spec.get("config") or {}, plugin.parse_number)
-
-
 
 def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> plugin.DraftLen:
     """k from ``golden-al env --num-speculative-tokens N``: N itself."""
@@ -633,7 +625,7 @@ PROFILE = plugin.EngineProfile(
         forced_in_log_line=forced_in_log_line,
         env_options=(plugin.EnvOption("--num-speculative-tokens", f"vLLM {K_KEY} (k = N)"),),
         env_draft_len=env_draft_len,
-        review_pin=_review,
+        review_pin=review_pin,
         curve_selectors=curve_selectors,
         selector_keys=SELECTOR_KEYS,
         settings_draft_len=settings_draft_len,
