@@ -53,7 +53,7 @@ if TYPE_CHECKING:
     from golden_al.plugin.sources import (CounterSource, MixedDraftLengths, PrometheusSource, ResponseCounts,
                                           Snapshot, require_distribution, server_errors)
     from golden_al.plugin.spec import config_json, settings_draft
-    from golden_al.plugin.values import (format_value, int_flag, json_obj, json_object, parse_number,
+    from golden_al.plugin.values import (format_value, int_flag, json_object, parse_number,
                                          parse_rates, scalar_text, selector_text, set_flag)
     from golden_al.provenance import atomic_write_text, now_iso
     from golden_al.safeio import LineStats, iter_lines, read_json
@@ -79,7 +79,7 @@ __all__ = [
     "atomic_write_text", "build_counts", "check_acceptance_counts", "check_counts", "check_not_backwards",
     "check_observed_k", "clean", "config_json", "counter", "counters_delta", "filter_args", "format_value",
     "group_of", "harden", "has_unknown", "int_flag", "int_label", "is_chain", "iter_lines", "json_lines",
-    "json_obj", "json_object", "lazy", "looks_json", "no_lines", "no_steps", "now_iso", "now_log",
+    "json_object", "lazy", "looks_json", "no_lines", "no_steps", "now_iso", "now_log",
     "now_short", "number", "optional", "optional_count", "optional_number", "parse_metrics_text",
     "parse_number", "parse_rates", "pattern", "ran", "read_capped", "read_json", "read_json_doc",
     "read_log_file", "read_logs", "reads_off", "require_distribution", "run_budget", "scalar_text",

@@ -93,75 +93,53 @@ def settings_draft_any_algorithm(engine: str, spec: Speculation, where: str, hid
 
 
 def config_json(text: str) -> dict[str, Any] | None:
-    """A JSON object out of an expanded shell text (unknown values read as null)."""
-    from golden_al.shell import UNKNOWN_MARK as _UNKNOWN_MARK
-    from golden_al.shell import harden, show
+    """The first JSON object in an expanded shell text: a value set outside the file reads as null outside a string
+    (and as its ``$NAME`` text inside one), and such a null keeps the unknown text it stood for."""
+    from golden_al.shell import UNKNOWN_MARK, harden, show
 
     start = text.find("{")
     while start >= 0:
-        depth = 0
-        in_str = False
-        esc = False
-        end = None
-        for i in range(start, len(text)):
-            c = text[i]
-            if in_str:
-                if esc:
-                    esc = False
-                elif c == "\\":
-                    esc = True
-                elif c == '"':
-                    in_str = False
-                continue
-            if c == '"':
-                in_str = True
-            elif c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth == 0:
-                    end = i + 1
-                    break
-        if end is None:
-            return None
-        chunk = harden(text[start:end])
-        # unknown values outside strings become null; inside strings they stay as $NAME text
-        out: list[str] = []
-        in_str = False
-        esc = False
-        i = 0
-        while i < len(chunk):
-            c = chunk[i]
-            if c == _UNKNOWN_MARK and not in_str:
-                j = chunk.find(_UNKNOWN_MARK, i + 1)
-                out.append("null")
-                i = len(chunk) if j < 0 else j + 1
-                continue
-            if in_str:
-                if esc:
-                    esc = False
-                elif c == "\\":
-                    esc = True
-                elif c == '"':
-                    in_str = False
-            elif c == '"':
-                in_str = True
-            out.append(c)
-            i += 1
+        chunk = harden(text[start:])
+        plain = show(_unknown_as_null(chunk, UNKNOWN_MARK))
         try:
-            obj = json.loads(show("".join(out)))
-        except json.JSONDecodeError:
+            obj = json.JSONDecoder().raw_decode(plain)[0]
+        except json.JSONDecodeError as exc:
+            if exc.pos >= len(plain):  # never closed: nothing further in the text is a whole object
+                return None
             obj = None
         if isinstance(obj, dict):
-            # keep the knowledge that a value was unknown
             for key, value in list(obj.items()):
-                if value is None:
-                    m = _find_unknown_value(chunk, key)
-                    if m:
-                        obj[key] = m
+                if value is None and (found := _find_unknown_value(chunk, key)):
+                    obj[key] = found
             return obj
         start = text.find("{", start + 1)
     return None
+
+
+def _unknown_as_null(chunk: str, mark: str) -> str:
+    """``chunk`` with each unknown part (between two ``mark``) outside a JSON string written ``null``."""
+    out: list[str] = []
+    in_str = esc = False
+    i = 0
+    while i < len(chunk):
+        c = chunk[i]
+        if c == mark and not in_str:
+            j = chunk.find(mark, i + 1)
+            out.append("null")
+            i = len(chunk) if j < 0 else j + 1
+            continue
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        out.append(c)
+        i += 1
+    return "".join(out)
 
 
 def _find_unknown_value(chunk: str, key: str) -> str | None:

@@ -11,7 +11,7 @@ from typing import Any
 from distributions import units
 from golden_al.errors import UsageError
 
-__all__ = ["format_value", "int_flag", "json_obj", "json_object", "parse_number", "parse_rates", "scalar_text", "selector_text",
+__all__ = ["format_value", "int_flag", "json_object", "parse_number", "parse_rates", "scalar_text", "selector_text",
            "set_flag"]
 
 
@@ -44,21 +44,18 @@ def int_flag(value: Any, name: str) -> int | None:
     return int(f)
 
 
-def json_object(config: Mapping[str, Any] | str, what: str) -> Mapping[str, Any]:
-    """A JSON object given as a mapping or as JSON text.
-
-    Raises:
-        UsageError: not valid JSON, or not an object.
-    """
-    if isinstance(config, str):
-        try:
-            loaded = json.loads(config)
-        except json.JSONDecodeError as exc:
-            raise UsageError(f"{what} is not valid JSON: {exc.msg} at column {exc.colno}") from None
-        if not isinstance(loaded, dict):
-            raise UsageError(f"{what} must be a JSON object, got {type(loaded).__name__}")
-        return loaded
-    return config
+def json_object(value: Any) -> tuple[Mapping[str, Any] | None, str | None]:
+    """A JSON object given as a mapping or as JSON text, and None with why when it is neither (``not valid JSON:
+    ...``, ``not a JSON object (a list)``, ``neither JSON text nor a mapping (...)``)."""
+    if isinstance(value, Mapping):
+        return value, None
+    if not isinstance(value, str):
+        return None, f"neither JSON text nor a mapping ({value!r})"
+    try:
+        loaded = json.loads(value)
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON: {exc.msg} (column {exc.colno})"
+    return (loaded, None) if isinstance(loaded, dict) else (None, f"not a JSON object (a {type(loaded).__name__})")
 
 
 _NUM = re.compile(r"^[+-]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d+)?$")
@@ -133,16 +130,3 @@ def scalar_text(v: Any) -> str | None:
     if isinstance(v, bool):
         return "true" if v else "false"
     return str(v)
-
-
-def json_obj(v: Any) -> dict[str, Any] | None:
-    """A JSON object given as a mapping or as JSON text, None when it is neither (the lenient :func:`json_object`)."""
-    if isinstance(v, dict):
-        return v
-    if isinstance(v, str):
-        try:
-            obj = json.loads(v)
-        except json.JSONDecodeError:
-            return None
-        return obj if isinstance(obj, dict) else None
-    return None

@@ -171,9 +171,6 @@ SERVER_INFO_FIELDS: dict[str, str] = {
     "sps_table": "speculative_dspark_sps_table_path",
 }
 FLAG_ADAPTIVE = "--speculative-adaptive"
-#: ``/server_info``: ``internal_states[0].avg_spec_accept_length`` (advanced at each decode-log interval).
-SERVER_INFO_STATES = "internal_states"
-SERVER_INFO_AVG_ACCEPT_LENGTH = "avg_spec_accept_length"
 
 # ----------------------------------------------------------------- bench_serving output
 # ``python -m sglang.bench_serving --output-file F.jsonl [--output-details]`` appends ONE JSON object per run
@@ -197,7 +194,8 @@ BENCH_REQUEST_RATE = "request_rate"
 #: Keys every bench_serving run object has (how a run line is told from a response line).
 BENCH_RUN_KEYS: tuple[str, ...] = (BENCH_BACKEND, BENCH_COMPLETED, BENCH_TOTAL_OUTPUT)
 BENCH_TOOL = "sglang.bench_serving"
-#: ``/server_info`` (``python/sglang/srt/entrypoints/http_server.py``; ``scheduler_components/internal_state.py``).
+#: ``/server_info`` (``python/sglang/srt/entrypoints/http_server.py``; ``scheduler_components/internal_state.py``):
+#: ``internal_states[0].avg_spec_accept_length`` advances at each decode-log interval.
 INFO_INTERNAL_STATES = "internal_states"
 INFO_AVG_ACCEPT_LENGTH = "avg_spec_accept_length"
 INFO_VERSION = "version"

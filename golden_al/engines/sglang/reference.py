@@ -23,6 +23,8 @@ from . import (
     DEFAULT_METHOD,
     ENV_LEN,
     ENV_METHOD,
+    INFO_AVG_ACCEPT_LENGTH,
+    INFO_INTERNAL_STATES,
     LOG_DECODE_BATCH_FORMAT,
     LOG_SERVER_ARGS_FORMAT,
     META_ACCEPT_LENGTH,
@@ -40,10 +42,8 @@ from . import (
     METRIC_GENERATION_TOKENS,
     METRIC_NUM_REQUESTS,
     METRIC_VERIFY_CALLS,
-    SERVER_INFO_AVG_ACCEPT_LENGTH,
     SERVER_INFO_FIELDS,
     SERVER_INFO_PATHS,
-    SERVER_INFO_STATES,
 )
 
 __all__ = ["SglangFlavor"]
@@ -148,7 +148,7 @@ class SglangFlavor(plugin.Flavor):
             f["adaptive"]: self.config.speculative_adaptive,
             f["accept_threshold_single"]: self.config.accept_threshold_single,
             f["accept_threshold_acc"]: 1.0,
-            SERVER_INFO_STATES: [{SERVER_INFO_AVG_ACCEPT_LENGTH: avg, "last_gen_throughput": 0.0}],
+            INFO_INTERNAL_STATES: [{INFO_AVG_ACCEPT_LENGTH: avg, "last_gen_throughput": 0.0}],
             "version": self.config.version,
         }
         if algo == "DSPARK":

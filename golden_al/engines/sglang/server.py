@@ -15,6 +15,8 @@ from . import (
     FLAG_ADAPTIVE,
     FLAG_ALGORITHM,
     FLAG_NUM_STEPS,
+    INFO_INTERNAL_STATES,
+    INFO_VERSION,
     PROFILE,
     SERVER_INFO_FIELDS,
     SERVER_INFO_PATHS,
@@ -37,8 +39,8 @@ async def probe(client: plugin.ServerClient, facts: plugin.ServerFacts, *, log_t
         raise plugin.MetricMissingError(f"SGLang answered neither {' nor '.join(SERVER_INFO_PATHS)}",
                                         hint="is this an SGLang server? (--engine)")
     facts.described(info)
-    facts.version = str(info["version"]) if info.get("version") is not None else None
-    facts.server_args = plugin.filter_args({k: v for k, v in info.items() if k != "internal_states"})
+    facts.version = str(info[INFO_VERSION]) if info.get(INFO_VERSION) is not None else None
+    facts.server_args = plugin.filter_args({k: v for k, v in info.items() if k != INFO_INTERNAL_STATES})
     fields = SERVER_INFO_FIELDS
     algo = info.get(fields["algorithm"])
     if info.get(fields["adaptive"]):

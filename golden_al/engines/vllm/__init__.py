@@ -193,7 +193,9 @@ LOG_PATTERNS: tuple[plugin.LogPattern, ...] = (
 # ----------------------------------------------------------------- draft length / settings
 def draft_len(speculative_config: Mapping[str, Any] | str) -> plugin.DraftLen:
     """``k = num_speculative_tokens`` from ``--speculative-config`` (dict or JSON)."""
-    cfg = plugin.json_object(speculative_config, FLAG_SPEC_CONFIG)
+    cfg, why = plugin.json_object(speculative_config)
+    if cfg is None:
+        raise plugin.UsageError(f"{FLAG_SPEC_CONFIG} is {why}")
     k = plugin.int_flag(cfg.get(K_KEY), K_KEY)
     if k is None:
         raise plugin.UsageError(f"{FLAG_SPEC_CONFIG} has no {K_KEY}",
@@ -205,27 +207,13 @@ def draft_len(speculative_config: Mapping[str, Any] | str) -> plugin.DraftLen:
 RECIPE_SPEC_KEYS: tuple[str, ...] = (FLAG_SPEC_CONFIG[2:], SPEC_CONFIG_KEY)
 
 
-def _spec_object(value: Any) -> tuple[Mapping[str, Any] | None, str | None]:
-    if isinstance(value, Mapping):
-        return value, None
-    if isinstance(value, str):
-        try:
-            loaded = json.loads(value)
-        except json.JSONDecodeError as exc:
-            return None, f"not valid JSON: {exc.msg} (column {exc.colno})"
-        if not isinstance(loaded, dict):
-            return None, "must be a JSON object"
-        return loaded, None
-    return None, f"must be a JSON string or a mapping, got {value!r}"
-
-
 def read_recipe_role(args: Mapping[str, Any]) -> plugin.Speculation | None:
     """One srt-slurm role's speculative config (a mapping or JSON text); None: no such key. A config
     that is not a JSON object is a :attr:`Speculation.problem`, never read."""
     key = next((k for k in RECIPE_SPEC_KEYS if k in args), None)
     if key is None:
         return None
-    spec, problem = _spec_object(args[key])
+    spec, problem = plugin.json_object(args[key])
     if spec is None:
         return plugin.Speculation("vllm", None, {}, key, None, problem=problem, speculates=False)
     method = spec.get("method")

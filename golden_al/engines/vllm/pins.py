@@ -55,7 +55,7 @@ def recipe_config_pin(path: str, line: int, value: Any, models: list[plugin.Mode
     """vLLM's pin in a YAML speculative config (a recipe role's or any document's): the synthetic keys, k from its
     ``num_speculative_tokens``; None when the config asks for no synthetic acceptance (the profile's
     ``recipe.config_pin``)."""
-    cfg = plugin.json_obj(value)
+    cfg = plugin.json_object(value)[0]
     if cfg is None or not (any(k in cfg for k in CONFIG_VALUE_KEYS) or cfg.get(METHOD_KEY) == SYNTHETIC_METHOD):
         return None
     info = plugin.settings_draft(PROFILE.name, read_recipe_role({RECIPE_SPEC_KEYS[0]: cfg}),
