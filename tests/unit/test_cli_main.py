@@ -113,3 +113,20 @@ def test_global_options_before_a_command_reach_it(capsys):
     assert main(["--progress", "plain", "env", "--model", "qwen2.5-coder-1.5b-instruct", "--thinking", "off",
                  "--engine", "sglang", "--draft-len", "3"]) == 0
     assert "SGLANG_SIMULATE_ACC_LEN=" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name, off", [("check", True), ("select", True), ("curves", False)])
+def test_batch_commands_run_without_the_cyclic_collector_and_give_it_back(name, off, monkeypatch, capsys):
+    """Issue 52: check and select run with the cyclic garbage collector off (its walks over every parsed node were a
+    quarter of check's CPU); the caller's collector is on again afterwards, whatever the command returned."""
+    import gc
+    import importlib
+
+    module = importlib.import_module(COMMANDS[name][0])
+    seen = []
+    monkeypatch.setattr(module, "run", lambda args: seen.append(gc.isenabled()) or 3)
+    args = {"check": ["check", "."], "select": ["select", "r.yaml"], "curves": ["curves", "list"]}[name]
+    assert gc.isenabled()
+    assert main(args) == 3
+    assert seen == [not off]
+    assert gc.isenabled()
