@@ -300,17 +300,18 @@ def _values(block: Any, loc: list[Any], path: Path, doc: Any, model: str) -> dic
     return dict(sorted(out.items()))
 
 
-def read_legacy_text(text: str, *, path: str | Path = "<string>", doc: Any = None) -> list[GoldenCurve]:
-    """Curves (one per model key) of a legacy file's text. See the module docstring.
+def read_legacy_text(text: str, *, path: str | Path = "<string>", doc: Any = None, data: Any = None) -> list[GoldenCurve]:
+    """Curves (one per model key) of a legacy file's text (``data``: its plain data where read already, then
+    ``doc`` gives line numbers where given). See the module docstring.
 
     Raises:
         SchemaError: a value that is not a number in ``[1, k+1]``, a key that is not a
             draft length, an unknown thinking mode, or a shape that is neither form.
     """
     p = Path(path)
-    if doc is None:
+    if data is None:
         doc = load_yaml_roundtrip(text, path=p)
-    data = to_plain(doc)
+        data = to_plain(doc)
     if not isinstance(data, Mapping) or not data:
         raise SchemaError("a legacy golden file must be a non-empty mapping {model: ...}", path=p, line=1)
     header = parse_legacy_header(text)

@@ -41,7 +41,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, SchemaError, UsageError
 from golden_al.golden.schema import (
@@ -591,18 +591,29 @@ def read_curve_file(path: str | Path) -> list[StoredCurve]:
         SchemaError: naming the file, the line, the key and the value seen; UnreadableInputError: not read in full.
     """
     from golden_al import safeio
-    from golden_al.golden.legacy import is_legacy_document, read_legacy_text
 
     p = Path(path)
     data = safeio.read_bytes(p, max_bytes=safeio.ROUNDTRIP_MAX_BYTES)
     digest = hashlib.sha256(data).hexdigest()
     text = safeio.decode_text(data, path=p)
+    plain = safeio.load_yaml_as_roundtrip(text, path=p)  # libyaml, where it reads as ruamel does (issue 52)
+    if plain is not None:
+        try:
+            return _stored_curves(p, text, plain, None, digest)
+        except SchemaError:
+            pass  # refused: read again with line numbers, for the message
     doc = load_yaml_roundtrip(text, path=p)
-    plain = to_plain(doc)
+    return _stored_curves(p, text, to_plain(doc), doc, digest)
+
+
+def _stored_curves(p: Path, text: str, plain: Any, doc: Any, digest: str) -> list[StoredCurve]:
+    """The curves of a curve file's data (``doc``: its round-trip tree, for line numbers, or None)."""
+    from golden_al.golden.legacy import is_legacy_document, read_legacy_text
+
     if plain is None:
         raise SchemaError("empty golden file", path=p, line=1)
     if is_legacy_document(plain):
-        curves = read_legacy_text(text, path=p, doc=doc)
+        curves = read_legacy_text(text, path=p, doc=doc, data=plain)
         many = len(curves) > 1
         return [StoredCurve(f"{p.stem}:{c.model}" if many else p.stem, p, "inferencex-legacy", c, digest)
                 for c in curves]

@@ -54,6 +54,7 @@ from golden_al.safeio.read import (
 from golden_al.safeio.write import atomic_write_bytes, atomic_write_text
 from golden_al.safeio.yaml_docs import (
     check_node_graph,
+    load_yaml_as_roundtrip,
     load_yaml_documents,
     load_yaml_roundtrip,
     repeated_keys,
@@ -80,6 +81,7 @@ __all__ = [
     "file_kind",
     "iter_lines",
     "load_json",
+    "load_yaml_as_roundtrip",
     "load_yaml_documents",
     "load_yaml_roundtrip",
     "no_duplicate_keys",

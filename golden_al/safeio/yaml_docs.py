@@ -10,8 +10,8 @@ from typing import Any
 from golden_al.errors import UnreadableInputError
 from golden_al.safeio.limits import YAML_ALIAS_BUDGET, YAML_MAX_DEPTH
 
-__all__ = ["check_node_graph", "load_yaml_documents", "load_yaml_roundtrip", "may_alias", "repeated_keys",
-           "safe_load_yaml", "yaml_depth_bound"]
+__all__ = ["check_node_graph", "load_yaml_as_roundtrip", "load_yaml_documents", "load_yaml_roundtrip", "may_alias",
+           "repeated_keys", "safe_load_yaml", "yaml_depth_bound"]
 
 
 def _yaml_error(message: str, path: str | Path | None, line: int | None, reason: str) -> UnreadableInputError:
@@ -423,6 +423,58 @@ def _prescan(text: str, *, path: str | Path | None, max_depth: int, alias_budget
         if not shallow:
             raise UnreadableInputError(f"invalid YAML: {exc}", path=path, reason="parse-error") from None
         return
+
+
+#: What YAML 1.2 (ruamel.yaml) may read as a number or a date (a superset): the rest of what starts with a digit, a
+#: sign or a dot is a string there. YAML 1.1 (PyYAML) reads these alike in both: a decimal integer or fraction.
+_NUMBER_12 = re.compile(r"[-+]?(?:[0-9_.]+(?:[eE][-+]?[0-9]+)?|0[box][0-9a-fA-F_]+|\.(?:inf|Inf|INF|nan|NaN|NAN))"
+                        r"|[0-9]{4}-.*", re.S)
+_READ_ALIKE = re.compile(r"[-+]?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?")
+#: YAML 1.1's booleans that YAML 1.2 reads as strings.
+_BOOL_11 = frozenset({"yes", "Yes", "YES", "no", "No", "NO", "on", "On", "ON", "off", "Off", "OFF"})
+
+
+def _read_alike(node: Any) -> bool:
+    """Whether YAML 1.1 and 1.2 give a plain scalar node the same value (PyYAML resolved its tag by 1.1)."""
+    value = node.value
+    head = value[:1]
+    if head and head in "-+.0123456789":
+        if _NUMBER_12.fullmatch(value):
+            return _READ_ALIKE.fullmatch(value) is not None
+        return bool(node.tag == "tag:yaml.org,2002:str")  # a string in 1.2: in 1.1 too?
+    return head not in ("<", "=") and value not in _BOOL_11
+
+
+def load_yaml_as_roundtrip(text: str, *, path: str | Path | None = None) -> Any:
+    """The plain data :func:`load_yaml_roundtrip` would give ``text`` (its one document), read by libyaml instead of
+    ruamel.yaml's pure-Python parser (ten times faster), or None where that is not provably the same: more or less
+    than one document, a tag, merge or directive (``!``, ``<<``, ``%``), flow nesting the round-trip reader refuses, a key twice in
+    one mapping (which it refuses), a plain scalar YAML 1.1 and 1.2 may read differently (:func:`_read_alike`), or
+    anything libyaml refuses. The caller reads a None (and any refusal of the data) with the round-trip reader."""
+    if "!" in text or "<<" in text or re.search(r"^%", text, re.M) or _flow_depth(text) > ROUNDTRIP_MAX_FLOW_DEPTH:
+        return None
+    try:
+        docs = load_yaml_documents(text, path=path)
+    except UnreadableInputError:
+        return None
+    if len(docs) != 1 or docs[0][1] is None or repeated_keys(docs[0][1]):
+        return None
+    import yaml
+
+    stack, seen = [docs[0][1]], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, yaml.ScalarNode):
+            if not node.style and not _read_alike(node):
+                return None
+        elif isinstance(node, yaml.MappingNode):
+            stack.extend(n for pair in node.value for n in pair)
+        else:
+            stack.extend(node.value)
+    return docs[0][0]
 
 
 def load_yaml_roundtrip(text: str, *, path: str | Path | None = None, allow_duplicate_keys: bool = False,

@@ -115,7 +115,7 @@ def test_global_options_before_a_command_reach_it(capsys):
     assert "SGLANG_SIMULATE_ACC_LEN=" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("name, off", [("check", True), ("select", True), ("curves", False)])
+@pytest.mark.parametrize(("name", "off"), [("check", True), ("select", True), ("curves", False)])
 def test_batch_commands_run_without_the_cyclic_collector_and_give_it_back(name, off, monkeypatch, capsys):
     """Issue 52: check and select run with the cyclic garbage collector off (its walks over every parsed node were a
     quarter of check's CPU); the caller's collector is on again afterwards, whatever the command returned."""

@@ -233,3 +233,41 @@ def test_import_legacy_reproduces_the_shipped_curves(tmp_path: Path) -> None:
     assert import_main([str(FIXTURES), "--metadata", str(METADATA), "--out", str(out), "--check"]) == 0
     assert import_main([str(FIXTURES), "--metadata", str(METADATA), "--out", str(tmp_path)]) == 0
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in HEAD_FILES)
+
+
+_ROUNDTRIP_CORPUS = [  # plain scalars YAML 1.1 (PyYAML) and 1.2 (ruamel) read differently, and what ruamel refuses
+    "a: yes", "a: On", "a: off", "a: 012", "a: 0o12", "a: 1_000", "a: 1e3", "a: 1.5e3", "a: 1:30", "a: 0x1F",
+    "a: 2026-05-01", "a: .inf", "a: 1.", "a: .5", "b: &x {c: 1}\nd:\n  <<: *x", "a: !!str 1", "%YAML 1.1\n---\na: yes",
+    "a: 1\na: 2", "a: 1\n---\nb: 2", "", "a: [[[[[[[[[[1]]]]]]]]]]", "{[1]: 2}", "a: '1'\nb: \"yes\"\nc: -3\nd: 2.50",
+    "thinking_on:\n  3: {al: 2.49}\n  4: 2.6\nn: null\nt: true\nm: ~\ns: onward", "a: b: c", "a: 8xB200\nb: 1e",
+    "a: 4.05e0", "a: +7\nb: -2.5\nc: 2026", "a: NO\nb: y",
+]
+
+
+@pytest.mark.parametrize("text", _ROUNDTRIP_CORPUS + [p.read_text() for p in sorted(
+    (REPO / "golden_al" / "golden" / "curves").glob("*.yaml")) + HEAD_FILES])
+def test_the_fast_curve_reader_reads_as_the_round_trip_reader_or_declines(text: str) -> None:
+    """Issue 52: curve files are read by libyaml where it reads them as ruamel.yaml does (the same plain data), and
+    declined (None: the round-trip reader reads them) wherever YAML 1.1 and 1.2 may differ or ruamel refuses."""
+    from golden_al.errors import UnreadableInputError
+    from golden_al.golden.schema import to_plain
+    from golden_al.safeio import load_yaml_as_roundtrip, load_yaml_roundtrip
+
+    fast = load_yaml_as_roundtrip(text)
+    try:
+        slow = to_plain(load_yaml_roundtrip(text))
+    except UnreadableInputError:
+        assert fast is None
+        return
+    assert fast is None or fast == slow
+    assert fast is not None or text in _ROUNDTRIP_CORPUS  # committed curves take the fast path
+
+
+def test_loading_the_store_needs_no_round_trip_reader() -> None:
+    """The store loads its curves without importing ruamel.yaml (a tenth of select's start-up)."""
+    import subprocess
+
+    code = "import sys; from golden_al.golden import load_store; load_store(); print('ruamel' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                          env={"PYTHONPATH": str(REPO), "PATH": ""})
+    assert done.stdout.strip() == "False"
