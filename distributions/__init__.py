@@ -15,52 +15,7 @@ numpy and scipy only. Modules:
 * :mod:`distributions.uncertainty`: :func:`al_interval` (the one AL interval, over
   independent clusters), the joint law of AL at several k, counts-only intervals.
 * :mod:`distributions.errors`: :class:`DistributionError` and subclasses.
+
+Import names from their modules (``from distributions.acceptance import AcceptanceDistribution``): this package
+imports nothing, so that a command that needs no arrays never loads numpy (issue 52).
 """
-
-from __future__ import annotations
-
-from distributions.acceptance import AcceptanceDistribution
-from distributions.counts import (
-    AcceptanceCounts,
-    delta,
-    from_histogram,
-)
-from distributions.errors import CounterWentBackwardsError, DistributionError, FitError
-from distributions.families import ConstantConditional, DecayingConditional
-from distributions.fit import (
-    CurveFlag,
-    FitResult,
-    curve_flags,
-    fit_profile,
-)
-from distributions.uncertainty import (
-    ALInterval,
-    CountsInterval,
-    al_interval,
-    al_interval_result,
-    iid_ci_from_counts,
-)
-from distributions.units import al_curve_from_conditional, al_curve_from_unconditional
-
-__all__ = [
-    "ALInterval",
-    "AcceptanceCounts",
-    "AcceptanceDistribution",
-    "ConstantConditional",
-    "CounterWentBackwardsError",
-    "CountsInterval",
-    "CurveFlag",
-    "DecayingConditional",
-    "DistributionError",
-    "FitError",
-    "FitResult",
-    "al_curve_from_conditional",
-    "al_curve_from_unconditional",
-    "al_interval",
-    "al_interval_result",
-    "curve_flags",
-    "delta",
-    "fit_profile",
-    "from_histogram",
-    "iid_ci_from_counts",
-]

@@ -10,19 +10,3 @@ Depends on :mod:`distributions` only; never on :mod:`golden_al`. Modules:
   per-request completion in steps.
 * :mod:`simulators.throughput`: cost model, tokens/s, speedup and the best draft length.
 """
-
-from __future__ import annotations
-
-from simulators.base import (
-    EngineSampler,
-    ForcingDisabledError,
-    SamplerError,
-    UnknownSamplerError,
-)
-
-__all__ = [
-    "EngineSampler",
-    "ForcingDisabledError",
-    "SamplerError",
-    "UnknownSamplerError",
-]

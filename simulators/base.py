@@ -28,7 +28,9 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from distributions import AcceptanceDistribution, DistributionError, units
+from distributions import units
+from distributions.acceptance import AcceptanceDistribution
+from distributions.errors import DistributionError
 
 __all__ = [
     "DrawUnit",

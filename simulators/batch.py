@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from distributions import AcceptanceDistribution
+from distributions.acceptance import AcceptanceDistribution
 from simulators.base import SamplerError, fast_inverse_cdf
 
 __all__ = [

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from distributions import AcceptanceDistribution, units
+from distributions import units
+from distributions.acceptance import AcceptanceDistribution
 from simulators.base import EngineSampler, SamplerError
 
 __all__ = ["SyntheticRatesSampler", "per_position_simulate", "validate_rates"]

@@ -21,7 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from distributions import AcceptanceDistribution, DistributionError, units
+from distributions import units
+from distributions.acceptance import AcceptanceDistribution
+from distributions.errors import DistributionError
 from distributions.stepcost import FORMULA, StepCostFit
 from simulators.batch import DEFAULT_QUANTILES, completion_percentiles
 

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from planning import cluster_bootstrap_al, plan_sample_size
 
-from distributions import AcceptanceDistribution
+from distributions.acceptance import AcceptanceDistribution
 from golden_al.measure.records import load_records
 from golden_al.reporting.experiment import (
     check_or_publish,

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from distributions import AcceptanceDistribution
+from distributions.acceptance import AcceptanceDistribution
 from simulators.base import SamplerError, fast_inverse_cdf
 from simulators.batch import DEFAULT_QUANTILES, _check_positive
 

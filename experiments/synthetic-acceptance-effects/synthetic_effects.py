@@ -41,7 +41,7 @@ from typing import Any
 
 import numpy as np
 
-from distributions import AcceptanceDistribution
+from distributions.acceptance import AcceptanceDistribution
 from golden_al.golden import SHIPPED_CURVES_DIR, load_store
 from golden_al.measure.records import load_record
 from golden_al.provenance import sha256_file

@@ -184,7 +184,7 @@ def curve_of_file(path: str | Path, *, model: str | None = None, thinking: str |
 
 def _cost_model(args: argparse.Namespace) -> Any:
     """The assumed step costs: :data:`simulators.throughput.ASSUMED_COSTS` with the terms given."""
-    from distributions import DistributionError
+    from distributions.errors import DistributionError
     from distributions.stepcost import StepCostFit
 
     terms = dict(ASSUMED_COSTS)
@@ -211,7 +211,8 @@ def _measured(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _table(args: argparse.Namespace) -> dict[str, Any]:
-    from distributions import DistributionError, units
+    from distributions import units
+    from distributions.errors import DistributionError
     from golden_al.reporting.draft_lengths import ASSUMED_NOTE
     from simulators.throughput import evaluate_draft_lengths
 

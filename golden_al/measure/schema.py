@@ -378,7 +378,7 @@ class MeasurementRecord(_Strict):
 
     def distribution(self) -> Any:
         """The measured :class:`~distributions.AcceptanceDistribution` (from the histogram)."""
-        from distributions import AcceptanceDistribution
+        from distributions.acceptance import AcceptanceDistribution
 
         if not self.histogram_known:
             raise ValueError("this record holds totals only (histogram_known is false): it has no distribution")

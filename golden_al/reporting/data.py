@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from distributions import AcceptanceDistribution, units
+from distributions import units
+from distributions.acceptance import AcceptanceDistribution
 from distributions.errors import DistributionError
 from distributions.fit import FitResult, fit_profile
 from golden_al.golden.schema import GoldenCurve

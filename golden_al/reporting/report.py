@@ -228,7 +228,7 @@ def write_report(series: Sequence[Series], inputs: Sequence[ReportInput], out_di
             md += [f"### {s.label}", "", f"![histograms]({name}.png)", "",
                    "| k | AL | std measured | " + " | ".join(f"std {lab}" for lab in labels) + " |",
                    "| ---: | ---: | ---: | " + " | ".join("---:" for _ in labels) + " |"]
-            from distributions import AcceptanceDistribution
+            from distributions.acceptance import AcceptanceDistribution
 
             for panel in hd["panels"]:
                 stds = []

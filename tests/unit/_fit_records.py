@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 
-from distributions import AcceptanceDistribution
+from distributions.acceptance import AcceptanceDistribution
 from golden_al.measure.records import append_request_result, write_record
 from golden_al.measure.schema import (
     REQUESTS_FILE,

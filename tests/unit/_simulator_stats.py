@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.stats import chisquare
 
-from distributions import AcceptanceDistribution
+from distributions.acceptance import AcceptanceDistribution
 
 #: How many standard errors a statistic may stray before a test fails (fixed seeds).
 Z = 5.0

@@ -7,7 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from distributions import ConstantConditional, DecayingConditional, DistributionError, FitError, units
+from distributions import units
+from distributions.errors import DistributionError, FitError
+from distributions.families import ConstantConditional, DecayingConditional
 
 
 class TestConstantConditional:

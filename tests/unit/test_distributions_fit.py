@@ -7,14 +7,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distributions import (
-    AcceptanceDistribution,
-    DistributionError,
-    FitError,
-    fit_profile,
-    units,
-)
-from distributions.fit import DEFAULT_TOLERANCE, curve_flags
+from distributions import units
+from distributions.acceptance import AcceptanceDistribution
+from distributions.errors import DistributionError, FitError
+from distributions.fit import DEFAULT_TOLERANCE, curve_flags, fit_profile
 
 KS = list(range(1, 9))
 # Public golden curves (InferenceX golden_al_distribution/), thinking_on, k = 1..8.

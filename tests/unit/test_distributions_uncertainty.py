@@ -10,13 +10,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from distributions import (
-    AcceptanceDistribution,
-    ConstantConditional,
-    DistributionError,
-    iid_ci_from_counts,
-)
-from distributions.uncertainty import IID_LABEL, se_from_ci, z_for_confidence
+from distributions.acceptance import AcceptanceDistribution
+from distributions.errors import DistributionError
+from distributions.families import ConstantConditional
+from distributions.uncertainty import IID_LABEL, iid_ci_from_counts, se_from_ci, z_for_confidence
 
 EXPERIMENTS = Path(__file__).resolve().parents[2] / "experiments"
 sys.path[:0] = [str(EXPERIMENTS / "prompts-needed"), str(EXPERIMENTS / "interval-calibration")]

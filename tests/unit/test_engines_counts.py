@@ -9,14 +9,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from distributions import (
-    AcceptanceCounts,
-    CounterWentBackwardsError,
-    DistributionError,
-    delta,
-    from_histogram,
-    units,
-)
+from distributions import units
+from distributions.counts import AcceptanceCounts, delta, from_histogram
+from distributions.errors import CounterWentBackwardsError, DistributionError
 from golden_al.engines.sglang import biased_al as sglang_biased_al
 from golden_al.engines.sglang import counts_from_meta_info as from_sglang_meta_info
 from golden_al.engines.vllm import counts_from_request_metrics as from_vllm_request_metrics

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from _simulator_stats import Z
 
-from distributions import AcceptanceDistribution
+from distributions.acceptance import AcceptanceDistribution
 from golden_al.plugin.registry import get_sampler
 from simulators.batch import completion_percentiles, completion_steps_pmf, simulate_batch
 
@@ -152,7 +152,7 @@ def test_two_point_has_tighter_latency_tail_than_shaped():
 
 
 def test_completion_rejects_bad_input():
-    from distributions import DistributionError
+    from distributions.errors import DistributionError
 
     with pytest.raises(DistributionError, match="multiple of the batch size"):
         simulate_completion(DIST, 10, np.random.default_rng(0), num_requests=10, batch_size=3)

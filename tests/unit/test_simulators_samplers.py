@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scipy.stats import norm
 
-from distributions import AcceptanceDistribution, DistributionError
+from distributions.acceptance import AcceptanceDistribution
+from distributions.errors import DistributionError
 from golden_al.engines.sglang.sampler import multinomial_pmf, sglang_max_len, sglang_max_len_for_draft_len
 from golden_al.engines.trtllm.sampler import (
     force_pool,
@@ -20,8 +21,7 @@ from golden_al.engines.trtllm.sampler import (
     trtllm_env_value,
 )
 from golden_al.plugin.registry import get_sampler, samplers
-from simulators import ForcingDisabledError, UnknownSamplerError
-from simulators.base import fast_inverse_cdf
+from simulators.base import ForcingDisabledError, UnknownSamplerError, fast_inverse_cdf
 from simulators.rates import validate_rates
 
 N = 1_000_000

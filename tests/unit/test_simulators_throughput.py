@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from distributions import AcceptanceDistribution, DistributionError
+from distributions.acceptance import AcceptanceDistribution
+from distributions.errors import DistributionError
 from distributions.stepcost import StepCostFit
 from simulators.throughput import (
     ASSUMED_COSTS,

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from distributions import DistributionError
+from distributions.errors import DistributionError
 from distributions.stepcost import StepCell, fit_step_costs, held_out_fits
 
 TRUE = {"fixed_ms": 100.0, "draft_ms_per_token": 20.0, "draft_ms_per_token_per_request": 2.0,

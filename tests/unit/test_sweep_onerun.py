@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pytest
 
-from distributions import AcceptanceDistribution
+from distributions.acceptance import AcceptanceDistribution
 from golden_al.errors import UsageError
 from golden_al.httpclient import RetryPolicy
 from golden_al.measure.derive import truncate_result

@@ -7,7 +7,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from distributions import AcceptanceDistribution, DistributionError, units
+from distributions import units
+from distributions.acceptance import AcceptanceDistribution
+from distributions.errors import DistributionError
 
 
 def test_al_from_counts_includes_bonus():

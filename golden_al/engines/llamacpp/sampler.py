@@ -29,7 +29,8 @@ from typing import ClassVar
 import numpy as np
 from numpy.typing import NDArray
 
-from distributions import AcceptanceDistribution, units
+from distributions import units
+from distributions.acceptance import AcceptanceDistribution
 from golden_al import plugin
 
 __all__ = ["LlamaCppSynthetic", "geometric_rate", "resolve_rates"]

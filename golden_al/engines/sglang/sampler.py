@@ -35,7 +35,8 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.stats import norm
 
-from distributions import AcceptanceDistribution, units
+from distributions import units
+from distributions.acceptance import AcceptanceDistribution
 from golden_al import plugin
 
 __all__ = ["SGLANG_ALGORITHMS", "SGLangMatchExpected", "SGLangMultinomial", "multinomial_pmf",

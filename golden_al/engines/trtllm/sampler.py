@@ -29,7 +29,8 @@ from typing import ClassVar, Literal
 import numpy as np
 from numpy.typing import NDArray
 
-from distributions import AcceptanceDistribution, units
+from distributions import units
+from distributions.acceptance import AcceptanceDistribution
 from distributions.units import format_number
 from golden_al import plugin
 

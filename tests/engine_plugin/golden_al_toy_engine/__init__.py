@@ -136,7 +136,7 @@ import math  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from distributions import AcceptanceDistribution  # noqa: E402
+from distributions.acceptance import AcceptanceDistribution  # noqa: E402
 from golden_al.plugin import EngineSampler  # noqa: E402
 
 

@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from distributions import CounterWentBackwardsError, DistributionError
+from distributions.errors import CounterWentBackwardsError, DistributionError
 from golden_al.plugin import registry
 from golden_al.plugin.conformance import profile_problems
 
