@@ -24,16 +24,20 @@ Cumulative counters are turned into per-run counts with :func:`delta` (or
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
-
-import numpy as np
-from numpy.typing import NDArray
+from numbers import Real
+from typing import TYPE_CHECKING, Any
 
 from distributions import units
-from distributions.acceptance import AcceptanceDistribution
 from distributions.errors import CounterWentBackwardsError, DistributionError
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made: reading counts needs none (issue 52)
+    import numpy as np
+    from numpy.typing import NDArray
+
+    from distributions.acceptance import AcceptanceDistribution
 
 __all__ = [
     "AcceptanceCounts",
@@ -59,7 +63,7 @@ _REL_TOL = 1e-9
 # ---------------------------------------------------------------------------- helpers
 def as_count(value: Any, name: str) -> Count:
     """A non-negative finite count (an ``int`` when integral); ``name`` labels the error."""
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+    if isinstance(value, bool) or not isinstance(value, Real):  # numpy's scalars are Real, its bool_ is not
         raise DistributionError(
             f"{name} must be a number, got {value!r} ({type(value).__name__})",
             hint="pass parsed JSON / Prometheus values, not strings",
@@ -72,7 +76,8 @@ def as_count(value: Any, name: str) -> Count:
 
 def as_counts(values: Any, name: str) -> list[Count]:
     """A list of counts (see :func:`as_count`)."""
-    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, np.ndarray)):
+    array = getattr(sys.modules.get("numpy"), "ndarray", ())  # a numpy array exists only once numpy is imported
+    if isinstance(values, (str, bytes)) or not isinstance(values, (Sequence, array)):
         raise DistributionError(f"{name} must be a list of counts, got {values!r}")
     return [as_count(v, f"{name}[{i}]") for i, v in enumerate(values)]
 
@@ -122,6 +127,8 @@ def fit_length(values: list[Count], size: int, name: str, what: str) -> list[Cou
 
 def _tail_sums(histogram: Sequence[float]) -> list[float]:
     """``per_position[j-1] = sum_{i>=j} histogram[i]`` for ``j = 1..k``."""
+    import numpy as np
+
     tail = np.cumsum(np.asarray(histogram, dtype=np.float64)[::-1])[::-1]
     return [float(v) for v in tail[1:]]
 
@@ -206,6 +213,8 @@ class AcceptanceCounts:
                     f"{names['num_verify_steps']}={format_count(steps)}",
                     hint="the histogram has one entry per verify step; were both read from the same response?",
                 )
+            import numpy as np
+
             weighted = float(np.dot(np.arange(k + 1), hist))
             if not counts_close(weighted, acc):
                 raise DistributionError(
@@ -267,6 +276,8 @@ class AcceptanceCounts:
                 f"{self.source}: only totals were reported, so the distribution of L is not determined",
                 hint="use the per-position counters / histogram, or model it (AcceptanceDistribution.min_variance)",
             )
+        from distributions.acceptance import AcceptanceDistribution
+
         return AcceptanceDistribution.from_accepted_histogram(self.histogram, k=self.k)
 
     def to_dict(self) -> dict[str, Any]:
@@ -367,6 +378,8 @@ def from_histogram(histogram: Sequence[Count], *, k: int | None = None,
         k = max(len(hist) - 1, 1)
     k = units.check_draft_len(k)
     hist = fit_length(hist, k + 1, f"{source}: histogram", f"k+1={k + 1}")
+
+    import numpy as np
     steps = tidy_count(float(sum(hist)))
     acc = tidy_count(float(np.dot(np.arange(k + 1), hist)))
     return AcceptanceCounts(k=k, num_verify_steps=steps, num_accepted_drafts=acc,

@@ -22,11 +22,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-
-import numpy as np
-from numpy.typing import ArrayLike, NDArray
+from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 from distributions.errors import DistributionError
+
+if TYPE_CHECKING:  # numpy is imported where arrays are made: the scalar formulas need none (issue 52)
+    import numpy as np
+    from numpy.typing import ArrayLike, NDArray
 
 __all__ = [
     "acceptance_rate_from_al",
@@ -55,7 +58,7 @@ _PMF_ATOL = 1e-9
 
 def check_draft_len(k: int) -> int:
     """Return ``k`` if it is a valid draft length (an int >= 1), else raise."""
-    if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+    if isinstance(k, bool) or not isinstance(k, Integral) or k < 1:
         raise DistributionError(
             f"draft length k must be an integer >= 1, got {k!r}",
             hint="k is the number of draft tokens per verify step",
@@ -66,7 +69,7 @@ def check_draft_len(k: int) -> int:
 def check_al(al: float, k: int) -> float:
     """Return ``al`` if ``1 <= al <= k + 1`` (and finite), else raise."""
     k = check_draft_len(k)
-    if not isinstance(al, (int, float, np.floating, np.integer)) or not math.isfinite(al):
+    if not isinstance(al, Real) or not math.isfinite(al):
         raise DistributionError(f"AL must be a finite number, got {al!r}")
     if not (1.0 <= float(al) <= k + 1):
         raise DistributionError(
@@ -141,6 +144,7 @@ def al_from_drafts(forced: float) -> float:
 
 
 def _as_rates(rates: ArrayLike, name: str) -> NDArray[np.float64]:
+    import numpy as np
     arr = np.asarray(rates, dtype=np.float64)
     if arr.ndim != 1 or arr.size < 1:
         raise DistributionError(f"{name} must be a non-empty 1-D sequence, got shape {arr.shape}")
@@ -151,6 +155,7 @@ def _as_rates(rates: ArrayLike, name: str) -> NDArray[np.float64]:
 
 def _unconditional_rates(p: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """Validated unconditional rates and their predecessors ``p_{j-1}`` (``p_0 = 1``)."""
+    import numpy as np
     arr = _as_rates(p, "unconditional rates")
     prev = np.concatenate(([1.0], arr[:-1]))
     if np.any(arr > prev + 1e-12):
@@ -170,6 +175,7 @@ def unconditional_to_conditional(p: ArrayLike) -> NDArray[np.float64]:
     Raises:
         DistributionError: if ``p`` is not non-increasing.
     """
+    import numpy as np
     arr, prev = _unconditional_rates(p)
     with np.errstate(divide="ignore", invalid="ignore"):
         c = np.where(prev > 0.0, arr / np.where(prev > 0.0, prev, 1.0), 0.0)
@@ -178,11 +184,13 @@ def unconditional_to_conditional(p: ArrayLike) -> NDArray[np.float64]:
 
 def conditional_to_unconditional(c: ArrayLike) -> NDArray[np.float64]:
     """Unconditional rates ``p_j = prod_{i<=j} c_i`` from conditional rates."""
+    import numpy as np
     return np.asarray(np.cumprod(_as_rates(c, "conditional rates")), dtype=np.float64)
 
 
 def pmf_from_unconditional(p: ArrayLike) -> NDArray[np.float64]:
     """pmf of ``L`` (``pmf[i] = P(L = i + 1)``, length k+1) from unconditional rates."""
+    import numpy as np
     arr, _ = _unconditional_rates(p)
     sf = np.concatenate(([1.0], np.minimum.accumulate(arr), [0.0]))
     return np.clip(sf[:-1] - sf[1:], 0.0, 1.0)
@@ -190,6 +198,7 @@ def pmf_from_unconditional(p: ArrayLike) -> NDArray[np.float64]:
 
 def unconditional_from_pmf(pmf: ArrayLike) -> NDArray[np.float64]:
     """``p_j = P(L - 1 >= j) = sum_{i >= j} pmf[i]`` for ``j = 1..k``."""
+    import numpy as np
     arr = np.asarray(pmf, dtype=np.float64)
     tail = np.cumsum(arr[::-1])[::-1]
     return np.clip(tail[1:], 0.0, 1.0)
@@ -197,6 +206,7 @@ def unconditional_from_pmf(pmf: ArrayLike) -> NDArray[np.float64]:
 
 def al_from_pmf(pmf: ArrayLike) -> float:
     """Mean of ``L`` for ``pmf[i] = P(L = i + 1)``."""
+    import numpy as np
     arr = np.asarray(pmf, dtype=np.float64)
     return float(np.dot(np.arange(1, arr.size + 1), arr))
 
@@ -210,6 +220,7 @@ def min_variance_unconditional_rates(al: float, k: int) -> NDArray[np.float64]:
     ``atom/model_ops/rejection_sampler.py`` HEAD ffdf3bb5d). The resulting L takes
     only the two values ``floor(AL)`` and ``floor(AL) + 1``.
     """
+    import numpy as np
     al = check_al(al, k)
     d = al - 1.0
     m = math.floor(d)
@@ -219,6 +230,7 @@ def min_variance_unconditional_rates(al: float, k: int) -> NDArray[np.float64]:
 
 def check_draft_lens(ks: ArrayLike) -> NDArray[np.int64]:
     """Return ``ks`` as a 1-D int array if every entry is a valid draft length, else raise."""
+    import numpy as np
     arr = np.atleast_1d(np.asarray(ks))
     if arr.ndim != 1 or arr.size == 0:
         raise DistributionError(f"draft lengths must be a non-empty 1-D list, got {ks!r}")
@@ -238,6 +250,7 @@ def al_curve_from_unconditional(p: ArrayLike, ks: ArrayLike) -> NDArray[np.float
     variable on ``{0..k}`` is the sum of its tail probabilities). ``p`` must hold
     at least ``max(ks)`` rates.
     """
+    import numpy as np
     arr, _ = _unconditional_rates(p)
     k = check_draft_lens(ks)
     if int(k.max()) > arr.size:

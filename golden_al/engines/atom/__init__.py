@@ -21,8 +21,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-import numpy as np
-
 from distributions import units
 from distributions.counts import (
     AcceptanceCounts,
@@ -294,7 +292,7 @@ def counts_from_mtp_stats(stats: Mapping[str, Any], *, k: int | None = None) -> 
             hint="ATOM charges K draft tokens to every step; is k right, and are the fields from one snapshot?",
         )
     acc = as_count(stats[STATS_ACCEPTED], f"{src}: {STATS_ACCEPTED}")
-    weighted = float(np.dot(np.arange(len(hist)), hist))
+    weighted = sum(j * float(h) for j, h in enumerate(hist))
     if not counts_close(weighted, acc):
         raise DistributionError(
             f"{src}: {STATS_DISTRIBUTION} {hist} holds {format_count(weighted)} accepted drafts (sum of j*steps_j) "
