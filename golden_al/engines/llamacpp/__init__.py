@@ -210,14 +210,7 @@ def review_pin(ctx: plugin.PinContext) -> plugin.PinReview:
         r.notes.append("llama.cpp rates are unconditional per-position probabilities: AL = 1 + their sum")
         r.al = 1.0 + sum(values)
         return r
-    v = plugin.parse_number(raw)
-    if v is None:
-        r.problems.append(("unsafe-value", f"{knob}={raw!r} is not a number"))
-        return r
-    if k is not None and not 1.0 <= v <= k + 1:
-        r.problems.append(("unsafe-value", f"AL {raw} is outside [1, k+1] = [1, {k + 1}]; llama.cpp refuses it"))
-    r.al = v
-    return r
+    return PROFILE.review_value(knob, raw, plugin.parse_number(raw), k)  # --spec-synth-len: an AL in [1, k+1]
 
 
 def server_args(req: plugin.LaunchRequest) -> list[str]:

@@ -36,8 +36,8 @@ from distributions.errors import DistributionError
 from golden_al import plugin
 
 __all__ = ["ALGORITHMS", "ENV_LEN", "ENV_METHOD", "ENV_TOKEN_MODE", "LEGACY_ENV_LEN", "LEGACY_ENV_METHOD",
-           "PROFILE", "bench_accept_length", "bench_server_info", "biased_al", "counts_from_meta_info",
-           "decode_window", "draft_len", "draft_len_from_server_info", "is_bench_run", "max_len",
+           "PROFILE", "biased_al", "counts_from_meta_info",
+           "decode_window", "draft_len", "draft_len_from_server_info", "max_len",
            "normalize_algorithm", "require_lossless", "response_spec_metas", "spec_flags",
            "synthetic_settings"]
 
@@ -172,35 +172,12 @@ SERVER_INFO_FIELDS: dict[str, str] = {
 }
 FLAG_ADAPTIVE = "--speculative-adaptive"
 
-# ----------------------------------------------------------------- bench_serving output
-# ``python -m sglang.bench_serving --output-file F.jsonl [--output-details]`` appends ONE JSON object per run
-# (sgl-project/sglang ``python/sglang/benchmark/serving.py`` ``benchmark()``, commit 00f9ec47; the same keys in
-# the older ``python/sglang/bench_serving.py``, commit 50a61368; documented in
-# ``docs/developer_guide/bench_serving.md``). ``accept_length`` is ``/server_info``
-# ``internal_states[0].avg_spec_accept_length`` read after the run: accepted tokens (bonus included) per
-# request-step since server start or the last ``/flush_cache``. ``--output-details`` adds per-request arrays
-# (``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``generated_texts``, ``errors``) but no per-request
-# ``meta_info``: bench_serving does not save ``spec_verify_ct`` or the histogram of any request.
-BENCH_ACCEPT_LENGTH = "accept_length"
-BENCH_SERVER_INFO = "server_info"
-BENCH_COMPLETED = "completed"
-BENCH_TOTAL_OUTPUT = "total_output_tokens"
-BENCH_OUTPUT_LENS = "output_lens"
-BENCH_ERRORS = "errors"
-BENCH_BACKEND = "backend"
-BENCH_DATASET = "dataset_name"
-BENCH_MAX_CONCURRENCY = "max_concurrency"
-BENCH_REQUEST_RATE = "request_rate"
-#: Keys every bench_serving run object has (how a run line is told from a response line).
-BENCH_RUN_KEYS: tuple[str, ...] = (BENCH_BACKEND, BENCH_COMPLETED, BENCH_TOTAL_OUTPUT)
-BENCH_TOOL = "sglang.bench_serving"
 #: ``/server_info`` (``python/sglang/srt/entrypoints/http_server.py``; ``scheduler_components/internal_state.py``):
 #: ``internal_states[0].avg_spec_accept_length`` advances at each decode-log interval.
 INFO_INTERNAL_STATES = "internal_states"
 INFO_AVG_ACCEPT_LENGTH = "avg_spec_accept_length"
 INFO_VERSION = "version"
 INFO_DP_SIZE = "dp_size"
-INFO_PD_DECODE = "decode"  #: a PD router's /server_info holds the decode servers' infos under this key
 INFO_DECODE_LOG_INTERVAL = "decode_log_interval"
 DEFAULT_DECODE_LOG_INTERVAL = 40  # arg_groups/fields/observability.py
 #: ``meta_info`` of ``/generate`` (``tokenizer_manager.py``) and the OpenAI ``choices[i].meta_info``.
@@ -764,37 +741,6 @@ def biased_al(completion_tokens: Count, spec_verify_ct: Count) -> float:
             hint="the request produced no decode step with drafts",
         )
     return float(completion) / float(verify)
-
-
-# ----------------------------------------------------------------- imported results
-def is_bench_run(obj: Mapping[str, Any]) -> bool:
-    """Whether a JSON object is one ``bench_serving --output-file`` run (not a response)."""
-    return all(key in obj for key in BENCH_RUN_KEYS)
-
-
-def bench_server_info(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
-    """The ``server_info`` a bench_serving run saved (a PD router's: its first decode server, as
-    bench_serving itself reads it), or None."""
-    info = run.get(BENCH_SERVER_INFO)
-    if not isinstance(info, Mapping):
-        return None
-    decode = info.get(INFO_PD_DECODE)
-    if isinstance(decode, list) and decode and isinstance(decode[0], Mapping):
-        return decode[0]
-    return info
-
-
-def bench_accept_length(run: Mapping[str, Any]) -> float | None:
-    """A run's ``accept_length`` (else its ``server_info.internal_states[0].avg_spec_accept_length``)."""
-    value = run.get(BENCH_ACCEPT_LENGTH)
-    if value is None:
-        info = bench_server_info(run) or {}
-        states = info.get(INFO_INTERNAL_STATES)
-        if isinstance(states, list) and states and isinstance(states[0], Mapping):
-            value = states[0].get(INFO_AVG_ACCEPT_LENGTH)
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
 
 
 def response_spec_metas(obj: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:

@@ -13,37 +13,78 @@ from distributions.errors import DistributionError
 from golden_al import plugin
 
 from . import (
-    BENCH_ACCEPT_LENGTH,
-    BENCH_BACKEND,
-    BENCH_COMPLETED,
-    BENCH_DATASET,
-    BENCH_MAX_CONCURRENCY,
-    BENCH_OUTPUT_LENS,
-    BENCH_REQUEST_RATE,
-    BENCH_RUN_KEYS,
-    BENCH_SERVER_INFO,
-    BENCH_TOOL,
-    BENCH_TOTAL_OUTPUT,
     DEFAULT_DECODE_LOG_INTERVAL,
     FLAG_ADAPTIVE,
+    INFO_AVG_ACCEPT_LENGTH,
     INFO_DECODE_LOG_INTERVAL,
+    INFO_INTERNAL_STATES,
     INFO_VERSION,
     META_ACCEPT_LENGTH,
     META_COMPLETION_TOKENS,
     META_INFO,
     PROFILE,
     SERVER_INFO_FIELDS,
-    bench_accept_length,
-    bench_server_info,
     counts_from_meta_info,
     decode_window,
     draft_len_from_server_info,
-    is_bench_run,
     require_lossless,
     response_spec_metas,
 )
 
 __all__ = ["import_sglang_bench", "import_sglang_log"]
+
+# ``python -m sglang.bench_serving --output-file F.jsonl [--output-details]`` appends ONE JSON object per run
+# (sgl-project/sglang ``python/sglang/benchmark/serving.py`` ``benchmark()``, commit 00f9ec47; the same keys in
+# the older ``python/sglang/bench_serving.py``, commit 50a61368; documented in
+# ``docs/developer_guide/bench_serving.md``). ``accept_length`` is ``/server_info``
+# ``internal_states[0].avg_spec_accept_length`` read after the run: accepted tokens (bonus included) per
+# request-step since server start or the last ``/flush_cache``. ``--output-details`` adds per-request arrays
+# (``input_lens``, ``output_lens``, ``ttfts``, ``itls``, ``generated_texts``, ``errors``) but no per-request
+# ``meta_info``: bench_serving does not save ``spec_verify_ct`` or the histogram of any request.
+BENCH_ACCEPT_LENGTH = "accept_length"
+BENCH_SERVER_INFO = "server_info"
+BENCH_COMPLETED = "completed"
+BENCH_TOTAL_OUTPUT = "total_output_tokens"
+BENCH_OUTPUT_LENS = "output_lens"
+BENCH_BACKEND = "backend"
+BENCH_DATASET = "dataset_name"
+BENCH_MAX_CONCURRENCY = "max_concurrency"
+BENCH_REQUEST_RATE = "request_rate"
+#: Keys every bench_serving run object has (how a run line is told from a response line).
+BENCH_RUN_KEYS: tuple[str, ...] = (BENCH_BACKEND, BENCH_COMPLETED, BENCH_TOTAL_OUTPUT)
+BENCH_TOOL = "sglang.bench_serving"
+INFO_PD_DECODE = "decode"  #: a PD router's /server_info holds the decode servers' infos under this key
+
+
+def is_bench_run(obj: Mapping[str, Any]) -> bool:
+    """Whether a JSON object is one ``bench_serving --output-file`` run (not a response)."""
+    return all(key in obj for key in BENCH_RUN_KEYS)
+
+
+def bench_server_info(run: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The ``server_info`` a bench_serving run saved (a PD router's: its first decode server, as
+    bench_serving itself reads it), or None."""
+    info = run.get(BENCH_SERVER_INFO)
+    if not isinstance(info, Mapping):
+        return None
+    decode = info.get(INFO_PD_DECODE)
+    if isinstance(decode, list) and decode and isinstance(decode[0], Mapping):
+        return decode[0]
+    return info
+
+
+def bench_accept_length(run: Mapping[str, Any]) -> float | None:
+    """A run's ``accept_length`` (else its ``server_info.internal_states[0].avg_spec_accept_length``)."""
+    value = run.get(BENCH_ACCEPT_LENGTH)
+    if value is None:
+        info = bench_server_info(run) or {}
+        states = info.get(INFO_INTERNAL_STATES)
+        if isinstance(states, list) and states and isinstance(states[0], Mapping):
+            value = states[0].get(INFO_AVG_ACCEPT_LENGTH)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
 
 def _sglang_k(opts: plugin.ImportOptions, args: Mapping[str, Any] | None, where: Path) -> int | None:
     """k from ``--draft-len`` and/or the server's arguments (which must agree); refuses adaptive speculation."""
@@ -266,8 +307,7 @@ def bench_provenance(run: Mapping[str, Any] | None, info: Mapping[str, Any] | No
     """What a benchmark run and its server info say of themselves, for the record's provenance."""
     out: dict[str, Any] = {"imported_format": "sglang-bench", "imported_tool": BENCH_TOOL}
     if run is not None:
-        out["bench"] = {key: run.get(key) for key in (BENCH_BACKEND, BENCH_DATASET,
-                                                      BENCH_REQUEST_RATE,
+        out["bench"] = {key: run.get(key) for key in (BENCH_BACKEND, BENCH_DATASET, BENCH_REQUEST_RATE,
                                                       BENCH_MAX_CONCURRENCY) if key in run}
     if info is not None and info.get(INFO_VERSION) is not None:
         out["server_version"] = str(info[INFO_VERSION])

@@ -423,13 +423,8 @@ def review_pin(ctx: plugin.PinContext) -> plugin.PinReview:
         r.notes.append("vLLM rates: AL = 1 + sum(rates)")
         r.al = 1.0 + math.fsum(float(x) for x in rates)
         return r
-    v = plugin.parse_number(raw)
-    if v is None:
-        r.problems.append(("unsafe-value", f"{LENGTH_KEY}={raw!r} is not a number"))
-        return r
-    if k is not None and not 1.0 <= v <= k + 1:
-        r.problems.append(("unsafe-value", f"{LENGTH_KEY} {raw} is outside [1, k+1] = [1, {k + 1}]: vLLM rejects it"))
-    r.al = v
+    length = PROFILE.review_value(LENGTH_KEY, raw, plugin.parse_number(raw), k)  # an AL in [1, k+1]
+    r.al, r.problems = length.al, r.problems + length.problems
     return r
 
 
