@@ -123,21 +123,12 @@ def _params_of(obj: Any) -> Params | None:
     return [(p.name, p.kind, p.default is not p.empty) for p in sig.parameters.values()]
 
 
-def _params_in_source(module: str, attr: str) -> Params | None:
-    """The parameters of ``module.attr`` read from its source, not imported (a function, or a class's own
-    ``__init__``); None where the source does not say (an assignment, an inherited constructor, compiled code)."""
-    spec = importlib.util.find_spec(module) if module not in sys.modules else None
-    if module in sys.modules:
-        return _params_of(getattr(sys.modules[module], attr, None))
-    if spec is None or not (spec.origin or "").endswith(".py"):
-        return None
-    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))  # type: ignore[arg-type]
-    node = next((n for n in tree.body if getattr(n, "name", None) == attr), None)
+def _params_in_node(node: ast.AST | None) -> Params | None:
+    """The parameters a function's source declares (a class: its own ``__init__``'s, ``self`` left out); None where
+    the source does not say (an assignment, an inherited constructor)."""
+    drop = 0
     if isinstance(node, ast.ClassDef):
-        node = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None)
-        drop = 1
-    else:
-        drop = 0
+        node, drop = next((n for n in node.body if isinstance(n, ast.FunctionDef) and n.name == "__init__"), None), 1
     if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
         return None
     a = node.args
@@ -178,66 +169,54 @@ def _signature_problems(params: Params, spec: type) -> list[str]:
     return [f"{w} ({spec.__name__}: golden_al.plugin.hooks)" for w in out]
 
 
-def _top_level_names(path: str) -> set[str] | None:
-    """Names a Python source file defines at its top level (functions, classes, assignments, imports)."""
-    try:
-        tree = ast.parse(Path(path).read_text(encoding="utf-8"), filename=path)
-    except (OSError, SyntaxError, ValueError):
-        return None
-    names: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            names.add(node.name)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            names.update(t.id for t in targets if isinstance(t, ast.Name))
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            names.update((a.asname or a.name).split(".")[0] for a in node.names)
-    return names
-
-
-def _resolve(hook: Any) -> str | None:
-    """Why a hook does not resolve, or None: a string (hooks are callables or ``lazy("module:function")``), or a lazy
-    hook whose module or name does not exist. A module not yet imported is read, not imported (a hook module may
-    import the server layer, which loads the registry that is validating it)."""
-    if isinstance(hook, str):
-        return f"{hook!r} is a string: a hook is a callable, or lazy({hook!r}) (golden_al.plugin.profile.lazy)"
-    if not isinstance(hook, Lazy):
-        return None
-    ref = hook.ref
+def _lazy_hook(ref: str) -> tuple[str | None, Params | None]:
+    """Why a lazy hook does not resolve (no such module, or no such name in it), else None, with the parameters of
+    what it names where they can be read. A module not yet imported is read from its source, not imported (a hook
+    module may import the server layer, which loads the registry that is validating it)."""
     module, _, attr = ref.partition(":")
     if not module or not attr:
-        return f"{ref!r} is not 'module:function'"
+        return f"{ref!r} is not 'module:function'", None
     if module in sys.modules:
-        return None if hasattr(sys.modules[module], attr) else f"{ref!r}: {module} has no {attr}"
+        if not hasattr(sys.modules[module], attr):
+            return f"{ref!r}: {module} has no {attr}", None
+        return None, _params_of(getattr(sys.modules[module], attr))
     try:
         spec = importlib.util.find_spec(module)
     except Exception as exc:  # a plugin's package can fail to import any way; the kit reports it, never raises
-        return f"{ref!r}: finding {module} fails ({type(exc).__name__}: {exc})"
+        return f"{ref!r}: finding {module} fails ({type(exc).__name__}: {exc})", None
     if spec is None:
-        return f"{ref!r}: there is no module {module}"
-    names = _top_level_names(spec.origin) if spec.origin and spec.origin.endswith(".py") else None
-    if names is None:
-        return None  # compiled or namespace: the first use imports it
+        return f"{ref!r}: there is no module {module}", None
+    try:
+        tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))  # type: ignore[arg-type]
+    except (OSError, SyntaxError, ValueError, TypeError):
+        return None, None  # compiled or namespace: the first use imports it
+    names: dict[str, ast.AST] = {}
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names[node.name] = node
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            names.update((n.id, node) for n in (node.targets if isinstance(node, ast.Assign) else [node.target])
+                         if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update(((a.asname or a.name).split(".")[0], node) for a in node.names)
     if attr not in names and "__getattr__" not in names:
-        return f"{ref!r}: {module} defines no {attr}"
-    return None
+        return f"{ref!r}: {module} defines no {attr}", None
+    return None, _params_in_node(names.get(attr))
 
 
 def _hook_problems(profile: EngineProfile, resolve: bool) -> Iterable[str]:
     """Each hook against its protocol (:mod:`golden_al.plugin.hooks`): a callable or a lazy import that resolves
     (``resolve``), whose parameters fit the protocol's."""
     for f, (hook, spec) in hook_refs(profile).items():
-        if isinstance(hook, Lazy):
-            why = _resolve(hook) if resolve else None
-            module, _, attr = hook.ref.partition(":")
-            params = _params_in_source(module, attr) if resolve and why is None else None
-        else:
-            why = _resolve(hook) if isinstance(hook, str) else None
-            calls = "__call__" in vars(spec) or "__call__" in vars(spec).get("__annotations__", {})
-            if why is None and not callable(hook) and calls:
-                why = f"a {type(hook).__name__}, not a callable"
-            params = _params_of(hook) if why is None and callable(hook) else None
+        why, params = None, None
+        if isinstance(hook, str):
+            why = f"{hook!r} is a string: a hook is a callable, or lazy({hook!r}) (golden_al.plugin.profile.lazy)"
+        elif isinstance(hook, Lazy):
+            why, params = _lazy_hook(hook.ref) if resolve else (None, None)
+        elif callable(hook):
+            params = _params_of(hook)
+        elif "__call__" in vars(spec) or "__call__" in vars(spec).get("__annotations__", {}):
+            why = f"a {type(hook).__name__}, not a callable"
         if why is not None:
             yield f"{f}: {why}"
         elif params is not None:

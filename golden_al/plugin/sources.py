@@ -41,6 +41,7 @@ from golden_al.errors import (
     UsageError,
 )
 from golden_al.httpclient import ServerClient
+from golden_al.plugin import registry
 
 __all__ = ["CounterSource", "MixedDraftLengths", "PerRequestSource", "PrometheusSource", "ResponseCounts",
            "Snapshot", "Source", "default_source", "make_source", "per_request_alternative",
@@ -49,23 +50,17 @@ __all__ = ["CounterSource", "MixedDraftLengths", "PerRequestSource", "Prometheus
 
 def source_names() -> tuple[str, ...]:
     """Every AL source a registered engine offers (``--al-source``'s choices besides ``auto``)."""
-    from golden_al.plugin import registry
-
     return tuple(dict.fromkeys(n for e in registry.engine_names() for n in registry.get_profile(e).server.al_sources))
 
 
 def _engine_of(source: str) -> str | None:
     """The registered engine whose profile offers ``source``."""
-    from golden_al.plugin import registry
-
     return next((name for name in registry.engine_names() if source in registry.get_profile(name).server.al_sources), None)
 
 
 def _implementation(name: str, engine: str) -> Any:
     """What the engine's profile names for source ``name`` (``source_impls``: a :class:`CounterSource`
     subclass or a :class:`ResponseCounts`), imported."""
-    from golden_al.plugin import registry
-
     profile = registry.get_profile(engine)
     ref = profile.server.source_impls.get(name)
     if ref is None:
@@ -77,8 +72,6 @@ def _implementation(name: str, engine: str) -> Any:
 def default_source(engine: str, *, per_request_metrics: bool = False) -> str:
     """The source used when ``--al-source auto``: the engine profile's first, or its per-request one when
     the server reports per-request counts."""
-    from golden_al.plugin import registry
-
     profile = registry.get_profile(engine)
     if per_request_metrics and profile.server.per_request_source:
         return profile.server.per_request_source
@@ -107,8 +100,6 @@ async def per_request_alternative(client: ServerClient, engine: str, served_mode
     """A per-request source the server offers besides its aggregate counters, or None (the engine
     profile's ``per_request_probe`` asks with one short request; SGLang's default is already
     per-request, ATOM and llama.cpp have none)."""
-    from golden_al.plugin import registry
-
     profile = registry.get_profile(engine)
     if profile.server.per_request_probe is None or profile.server.per_request_source is None:
         return None
@@ -240,8 +231,6 @@ class PerRequestSource(Source):
         ``/debug/mtp_stats``, llama.cpp's ``timings`` and TensorRT-LLM report per-request or
         per-position totals only, so a cell that mixes lengths there is refused, not split.
         """
-        from golden_al.plugin import registry
-
         read = registry.get_profile(self.engine).server.response_steps_by_draft_len
         if read is None:
             return None
