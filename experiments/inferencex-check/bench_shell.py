@@ -4,7 +4,7 @@ Side by side in one run: a fresh interpreter per measurement, from two source tr
 ``--base`` commit of this repository, extracted with ``git archive``, and the working tree),
 alternating run by run so both see the same machine load. Each measurement reads every
 InferenceX shell script that names a synthetic-acceptance knob (the ones ``check`` parses and
-walks) with ``golden_al.checks.scripts.extract_shell_pins`` and reports the best of three
+walks) with ``golden_al.knobs.scripts.extract_shell_pins`` and reports the best of three
 passes (imports and the first pass excluded). Writes ``bench_shell.json`` with medians and the
 ratio after / before.
 
@@ -32,8 +32,8 @@ from run_check import extract  # noqa: E402
 
 _CHILD = """
 import pathlib, sys, time
-from golden_al.checks.context import has_keyword
-from golden_al.checks.scripts import extract_shell_pins
+from golden_al.knobs.names import has_keyword
+from golden_al.knobs.scripts import extract_shell_pins
 files = [(str(p), p.read_text(errors="replace")) for p in sorted(pathlib.Path(sys.argv[1]).rglob("*"))
          if p.suffix in (".sh", ".bash", ".slurm") and p.is_file()]
 files = [(p, t) for p, t in files if has_keyword(t)]

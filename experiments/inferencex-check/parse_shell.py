@@ -3,7 +3,7 @@
 Extracts the InferenceX commit (as ``run_check.py`` does), parses every ``*.sh``/``*.bash``/
 ``*.slurm`` file with :func:`golden_al.shell.parse_script` (tree-sitter-bash), and writes
 ``parse_shell.json``: the number parsed, each file that does not parse with the line and
-problem and whether it spells a synthetic-acceptance knob (:func:`golden_al.checks.census.names_knob_in_parts`),
+problem and whether it spells a synthetic-acceptance knob (:func:`golden_al.knobs.census.names_knob_in_parts`),
 and the total parse time.
 
     python experiments/inferencex-check/parse_shell.py
@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from golden_al.checks.census import names_knob_in_parts
+from golden_al.knobs.census import names_knob_in_parts
 from golden_al.provenance import atomic_write_text, collect, now_iso
 from golden_al.shell import ShellSyntaxError, parse_script
 

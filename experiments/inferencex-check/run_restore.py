@@ -20,11 +20,11 @@ import tempfile
 from pathlib import Path
 
 from golden_al import safeio
-from golden_al.checks.census import census_data, iter_pin_sites, may_hold_knob
 from golden_al.checks.static import check_paths
 from golden_al.errors import GoldenALError
 from golden_al.golden import load_store
 from golden_al.injection.restore import restore_file
+from golden_al.knobs.census import census_data, iter_pin_sites, may_hold_knob
 from golden_al.provenance import atomic_write_text, collect, now_iso
 
 HERE = Path(__file__).resolve().parent

@@ -107,7 +107,7 @@ def round_trip(stripped: dict[str, Any], plan: Any, store: Any, tmp: Path) -> li
 def strip_script(text: str) -> str:
     """A launch script with every line that sets an environment engine's knob replaced by ``:`` (a no-op, so an
     ``if`` whose body was the pin still parses)."""
-    from golden_al.checks.census import census_shell, iter_pin_sites
+    from golden_al.knobs.census import census_shell, iter_pin_sites
 
     lines = text.split("\n")
     for occ in iter_pin_sites(census_shell(text)):

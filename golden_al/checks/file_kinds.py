@@ -8,8 +8,8 @@ Kinds (:func:`file_kind`):
   text of :func:`dockerfile_as_shell` (``ENV``/``ARG`` are exports; ``RUN``, ``CMD``, ``ENTRYPOINT`` are
   commands), line for line;
 * ``python`` (``*.py``, a ``python`` shebang): every string by Python's own parser
-  (:func:`golden_al.checks.census.census_python`), once
-  :func:`~golden_al.checks.census.python_may_set_knob` shows that its text can set or build a knob (else it
+  (:func:`golden_al.knobs.census.census_python`), once
+  :func:`~golden_al.knobs.census.python_may_set_knob` shows that its text can set or build a knob (else it
   is not parsed: it holds none); its environment writes (``os.environ[K] = V``,
   ``setdefault``, ``update``, ``putenv``, an environment dict literal) become the exports of
   :func:`python_env_as_shell`, so they are read as pins;

@@ -31,7 +31,7 @@ Verdict = Literal["match", "mismatch", "no-golden", "wrong-method", "undetermine
 VERDICTS: tuple[str, ...] = get_args(Verdict)
 #: Verdicts that make ``golden-al check`` exit 1: every verdict but ``match`` (pass means proven).
 #: ``unresolved``: a knob the census found that no reader turned into a checked pin
-#: (:mod:`golden_al.checks.census`); ``unreadable``: a file that was not read and parsed in full
+#: (:mod:`golden_al.knobs.census`); ``unreadable``: a file that was not read and parsed in full
 #: (:mod:`golden_al.checks.unreadable`); ``unread``: a file of a kind ``check`` does not read whose text
 #: names a knob (:mod:`golden_al.checks.file_kinds`).
 FAILING_VERDICTS: frozenset[str] = frozenset(v for v in VERDICTS if v != "match")

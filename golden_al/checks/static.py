@@ -5,7 +5,7 @@ scripts, JSON submissions, Dockerfiles, Python launchers, Jinja templates: the k
 :mod:`golden_al.checks.file_kinds`; any other file that names a knob is ``unread``; nothing is
 ever executed),
 collects every :class:`~golden_al.checks.findings.Pin` (:mod:`~golden_al.checks.yaml_configs`,
-:mod:`~golden_al.checks.scripts`) and turns each into a
+:mod:`~golden_al.knobs.scripts`) and turns each into a
 :class:`~golden_al.checks.findings.Finding` with :func:`evaluate`:
 
 * **implied AL** of the pinned value: SGLang and ATOM length and vLLM length as is;
@@ -42,7 +42,17 @@ from typing import Any
 
 from distributions.errors import DistributionError
 from golden_al import safeio
-from golden_al.checks.census import (
+from golden_al.checks.file_kinds import (
+    dockerfile_as_shell,
+    file_kind,
+    jinja_as_text,
+    jinja_inner_kind,
+    python_env_as_shell,
+)
+from golden_al.checks.findings import SEVERITY, Finding, failing_verdicts
+from golden_al.checks.unreadable import unread_findings, unreadable_findings
+from golden_al.errors import UnreadableInputError, UsageError
+from golden_al.knobs.census import (
     ANY_KNOB,
     HARNESS,
     PROSE_PREFIX,
@@ -57,17 +67,7 @@ from golden_al.checks.census import (
     names_knob_in_parts,
     python_may_set_knob,
 )
-from golden_al.checks.context import MASTER_LENGTH_KEY, parse_number
-from golden_al.checks.file_kinds import (
-    dockerfile_as_shell,
-    file_kind,
-    jinja_as_text,
-    jinja_inner_kind,
-    python_env_as_shell,
-)
-from golden_al.checks.findings import SEVERITY, Finding, failing_verdicts
-from golden_al.checks.unreadable import unread_findings, unreadable_findings
-from golden_al.errors import UnreadableInputError, UsageError
+from golden_al.knobs.names import MASTER_LENGTH_KEY, parse_number
 from golden_al.plugin.pins import ModelName, Pin
 from golden_al.plugin.profile import PinContext, PinReview
 from golden_al.plugin.registry import engine_names, get_profile
@@ -98,7 +98,7 @@ class CheckReport:
     #: files left out by ``--exclude`` (never read)
     excluded: list[str] = field(default_factory=list)
     #: ``file:line`` of knob names in documentation text (a changelog's ``description``): census entries that set
-    #: nothing, listed in the summary, never pins (:data:`golden_al.checks.census.PROSE_KEYS`)
+    #: nothing, listed in the summary, never pins (:data:`golden_al.knobs.census.PROSE_KEYS`)
     prose: list[str] = field(default_factory=list)
 
     @property
@@ -390,7 +390,7 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
                 inputs: Sequence[Input] = (), strict_suppressions: bool = False) -> CheckReport:
     """Check every file under ``paths`` against ``store`` (a :class:`GoldenStore`).
 
-    Every knob occurrence the census finds (:mod:`golden_al.checks.census`) ends as a finding:
+    Every knob occurrence the census finds (:mod:`golden_al.knobs.census`) ends as a finding:
     the finding of the pin that covers it, or an ``unresolved`` one. A file that cannot be read,
     decoded or parsed in full gives ``unreadable`` findings (:mod:`golden_al.checks.unreadable`);
     ``max_file_size`` is the byte cap of one file. ``allow`` relaxes ``no-golden`` and/or
@@ -667,14 +667,14 @@ class _Checker:
         Raises:
             YamlError / ShellSyntaxError / ValueError ...: the file does not parse or analyse.
         """
-        from golden_al.checks.census import _Sink
-        from golden_al.checks.scripts import extract_shell_pins
         from golden_al.checks.yaml_configs import (
             YamlError,
             extract_json_pins,
             extract_yaml_pins,
             shadowed_lines,
         )
+        from golden_al.knobs.census import _Sink
+        from golden_al.knobs.scripts import extract_shell_pins
 
         shown = str(path)
         pins: list[Pin] = []
@@ -781,7 +781,7 @@ def _parses_as_shell(text: str) -> bool:
 
 def _census_plain(text: str) -> list[Occurrence]:
     """A file given by name that is not YAML, JSON or shell: every line as plain text."""
-    from golden_al.checks.census import _Sink
+    from golden_al.knobs.census import _Sink
 
     sink = _Sink()
     for i, line in enumerate(text.splitlines(), 1):

@@ -108,7 +108,7 @@ def _verb(reason: str) -> str:
 def unread_findings(path: str, occurrences: Sequence[Any], text: str, kind: str) -> list[Finding]:
     """``unread`` findings: a file of a kind ``check`` does not read (:mod:`golden_al.checks.file_kinds`)
     whose text names a knob, one per line that names one (the first line when only a name in parts does)."""
-    from golden_al.checks.census import names_knob_in_parts
+    from golden_al.knobs.census import names_knob_in_parts
 
     what = "a Jinja template whose inner file kind is unknown" if kind == "jinja" else \
         "a file of a kind golden-al does not read"

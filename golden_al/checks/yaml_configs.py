@@ -27,8 +27,8 @@ from typing import Any
 import yaml
 
 from golden_al.checks.command_lines import command_line_pins
-from golden_al.checks.context import MASTER_LENGTH_KEY, env_knobs, env_pin_context
 from golden_al.errors import UnreadableInputError
+from golden_al.knobs.names import MASTER_LENGTH_KEY, env_knobs, env_pin_context
 from golden_al.plugin.pins import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
 from golden_al.plugin.registry import engine_names, get_profile, load_hook
 from golden_al.plugin.values import scalar_text

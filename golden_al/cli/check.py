@@ -3,7 +3,7 @@
 Reads recipe YAML, master-config YAML, shell scripts, JSON submissions, Dockerfiles, Python
 launchers and Jinja templates statically (nothing is ever executed); any other file whose text
 names a knob is ``unread``. Every occurrence of every registered engine's knob, as the file's
-consumer decodes it (:mod:`golden_al.checks.census`), ends as a finding. Exit 0 only when
+consumer decodes it (:mod:`golden_al.knobs.census`), ends as a finding. Exit 0 only when
 every finding is ``match`` (``--allow no-golden,undetermined`` relaxes those two for
 adoption); 1 otherwise; 2 on usage errors and when nothing was scanned. Control characters
 from the files are escaped in every format.
@@ -19,8 +19,8 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from golden_al.checks.context import MASTER_LENGTH_KEY
 from golden_al.cli._common import add_golden_dir_option, escape_control, golden_dir, parse_size
+from golden_al.knobs.names import MASTER_LENGTH_KEY
 
 if TYPE_CHECKING:
     from golden_al.checks.adoption import CheckConfig

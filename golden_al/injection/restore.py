@@ -2,7 +2,7 @@
 
 The eval-only inverse of :mod:`golden_al.injection.inject` (InferenceX's open pull requests
 #2634/#2547 need it for ``EVAL_ONLY`` runs, which must measure with real acceptance). No model or
-curve is involved: every occurrence the census of ``check`` finds (:mod:`golden_al.checks.census`:
+curve is involved: every occurrence the census of ``check`` finds (:mod:`golden_al.knobs.census`:
 every engine's knob names, from the engine profiles) is taken out:
 
 * an environment or argument key that is a knob (SGLang ``SGLANG_SIMULATE_ACC_*``, TensorRT-LLM
@@ -82,7 +82,7 @@ class _Knob:
 def _vocabulary() -> dict[str, _Knob]:
     """Every spelling of every synthetic setting of every registered engine (values, companions and
     switches) and the harness's; from the engine profiles, as the census reads them."""
-    from golden_al.checks.census import HARNESS, HARNESS_KNOB, _flag_spellings, _key_spellings
+    from golden_al.knobs.census import HARNESS, HARNESS_KNOB, _flag_spellings, _key_spellings
     from golden_al.plugin.registry import engine_names, get_profile
 
     out: dict[str, _Knob] = {HARNESS_KNOB: _Knob(HARNESS, None, None, True),
@@ -251,7 +251,7 @@ def _rewrite_json(plan: _Plan, node: Any) -> None:
 
 def _refuse_in_string(plan: _Plan, node: Any) -> None:
     """A knob inside a longer string (a script, a command line): not removable in place."""
-    from golden_al.checks.census import _Sink, _string_census
+    from golden_al.knobs.census import _Sink, _string_census
 
     sink = _Sink()
     _string_census(node.value, line=node.start_mark.line + 1, end_line=node.end_mark.line + 1, context="YAML string",
@@ -266,7 +266,7 @@ def _refuse_in_string(plan: _Plan, node: Any) -> None:
 def _verify(text: str, path: Path) -> None:
     """The census finds no synthetic setting left (or the rewrite would be wrong: nothing is written)."""
     from golden_al import safeio
-    from golden_al.checks.census import census_data, iter_pin_sites
+    from golden_al.knobs.census import census_data, iter_pin_sites
 
     for _, node in safeio.load_yaml_documents(text, path=path, construct=False):
         left = list(iter_pin_sites(census_data(node))) if node is not None else []

@@ -4,7 +4,7 @@ pin builder gets of a knob that an engine spells its own way in a shell script (
 
 Each builder lives in its engine's folder (``golden_al/engines/<name>/pins.py``: vLLM's ``--speculative-config``
 JSON, llama.cpp's ``--spec-synth-*`` flags, ATOM's ``--spec-decode-acceptance-*`` flags), named by the profile
-(:attr:`~golden_al.plugin.profile.CheckSupport.script_pin`); :mod:`golden_al.checks.scripts` finds the occurrences
+(:attr:`~golden_al.plugin.profile.CheckSupport.script_pin`); :mod:`golden_al.knobs.scripts` finds the occurrences
 and hands each to its engine's builder; environment-variable knobs and engines read off their command line need
 none. :func:`golden_al.checks.static.evaluate` turns a pin into a finding.
 """

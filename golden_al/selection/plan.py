@@ -461,8 +461,8 @@ def _probe(text: str, settings: dict[str, Any]) -> tuple[str, int]:
 
 def plan_script(path: Path, text: str, identity: Any, store: Any) -> Any:
     """The plan of one launch script (a single variant, ``selector`` None). Raises SelectionError."""
-    from golden_al.checks.census import census_shell, iter_pin_sites
-    from golden_al.checks.scripts import extract_shell_pins
+    from golden_al.knobs.census import census_shell, iter_pin_sites
+    from golden_al.knobs.scripts import extract_shell_pins
     from golden_al.recipes.derive import derive
     from golden_al.recipes.srtctl import Override
 

@@ -136,7 +136,7 @@ def _walk(obj: Any, path: str = "") -> Iterable[tuple[str, str, Any]]:
 
 def _census_sites(text_or_key: str, value: Any, *, is_key: bool) -> list[Any]:
     """The pin sites ``check``'s census finds in one key (with its value) or one string."""
-    from golden_al.checks.census import _key, _Sink, _string_census, iter_pin_sites
+    from golden_al.knobs.census import _key, _Sink, _string_census, iter_pin_sites
 
     sink = _Sink()
     if is_key:
@@ -186,7 +186,7 @@ def check_server_info(engine: str, info: Mapping[str, Any], *, where: str = "/se
 
 def _census_hint() -> re.Pattern[str]:
     """Any knob spelling anywhere in a line (a cheap superset: the census then decides)."""
-    from golden_al.checks.census import _substring_rx
+    from golden_al.knobs.census import _substring_rx
 
     return _substring_rx()
 

@@ -80,7 +80,7 @@ def golden_al(*argv: str) -> list[str]:
 
 #: Modules the CLI imports lazily, loaded before a child drops to nobody.
 _WARM = ("golden_al.cli.check", "golden_al.cli.inject", "golden_al.cli.commit", "golden_al.cli.check_run",
-         "golden_al.checks.static", "golden_al.checks.scripts", "golden_al.checks.yaml_configs",
+         "golden_al.checks.static", "golden_al.knobs.scripts", "golden_al.checks.yaml_configs",
          "golden_al.shell", "golden_al.checks.run", "golden_al.golden", "golden_al.injection",
          "golden_al.injection.inject", "golden_al.formats", "golden_al.safeio", "simulators.base", "yaml",
          "ruamel.yaml", "prometheus_client.parser", "rich.console", "tree_sitter", "tree_sitter_bash")

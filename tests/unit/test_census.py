@@ -6,7 +6,7 @@ finding; the gate passes only what it proves.
   exported after its loop; ``_forms`` is the corpus of every form, one pin each;
 * a property test: a pin written in any form the census knows (generated) is found, and the check
   does not pass;
-* the shortcut lemma (:func:`golden_al.checks.census.may_hold_knob`) against the full census;
+* the shortcut lemma (:func:`golden_al.knobs.census.may_hold_knob`) against the full census;
 * run-time draft-length settings beside a pin are ``unsafe-value``;
 * an engine added to the registry is covered without a line changed in ``golden_al/checks/``.
 """
@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from golden_al.checks import census
 from golden_al.checks.static import check_paths
 from golden_al.cli.main import main
 from golden_al.golden import load_store
+from golden_al.knobs import census
 
 pytestmark = pytest.mark.hostile
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from golden_al.checks import census
 from golden_al.checks.file_kinds import dockerfile_as_shell, file_kind, jinja_as_text, python_env_as_shell
 from golden_al.checks.static import check_paths
 from golden_al.cli.main import main
 from golden_al.golden import load_store
+from golden_al.knobs import census
 
 pytestmark = pytest.mark.hostile
 

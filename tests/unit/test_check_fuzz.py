@@ -7,10 +7,10 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from golden_al.checks.scripts import extract_shell_pins
 from golden_al.checks.static import check_paths, evaluate
 from golden_al.checks.yaml_configs import YamlError, extract_json_pins, extract_yaml_pins
 from golden_al.golden import load_store
+from golden_al.knobs.scripts import extract_shell_pins
 from golden_al.shell import ShellSyntaxError
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "check"

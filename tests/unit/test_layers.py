@@ -37,7 +37,7 @@ FLOORS: dict[str, tuple[int, str]] = {
     "golden_al.curvefit": (5, "domain"),
     "golden_al.schedulers": (5, "domain"),
     "golden_al.servers": (5, "domain"),
-    "golden_al.checks.census": (5, "domain"),
+    "golden_al.knobs": (5, "domain"),
     "golden_al.checks": (6, "consumers"),
     "golden_al.selection": (6, "consumers"),
     "golden_al.injection": (6, "consumers"),
@@ -118,10 +118,10 @@ def test_no_import_runs_up_the_floors() -> None:
 
 
 def test_the_floor_rule_sees_an_upward_import(tmp_path: Path) -> None:
-    (tmp_path / "m.py").write_text("def f():\n    from golden_al.checks.context import env_knobs\n"
+    (tmp_path / "m.py").write_text("def f():\n    from golden_al.knobs.names import env_knobs\n"
                                    "from . import sibling\n")
     got = [n for _, n in _imports("golden_al.plugin.m", tmp_path / "m.py", {"golden_al.plugin.sibling"})]
-    assert got == ["golden_al.checks.context", "golden_al.plugin.sibling"]
+    assert got == ["golden_al.knobs.names", "golden_al.plugin.sibling"]
     assert floor_of(got[0])[0] > floor_of("golden_al.plugin.m")[0]
 
 

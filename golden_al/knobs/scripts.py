@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
-from golden_al.checks.context import CONFIG_KEYS, CONFIG_KNOBS, FLAG_KNOBS, env_pin_context
+from golden_al.knobs.names import CONFIG_KEYS, CONFIG_KNOBS, FLAG_KNOBS, env_pin_context
 from golden_al.plugin.pins import (
     AgenticInfo,
     DraftInfo,
@@ -252,7 +252,7 @@ class _Relevance:
     """Which variables and compound statements matter for the sites (to prune forks).
 
     A site is a command that mentions a knob or a setting around it as written, or one on a line
-    where the census (:mod:`golden_al.checks.census`) found a knob after decoding (a name in
+    where the census (:mod:`golden_al.knobs.census`) found a knob after decoding (a name in
     quotes, assembled from variables, or a variable that holds ``NAME=value``)."""
 
     def __init__(self, nodes: list[Node], census_lines: frozenset[int] = frozenset()) -> None:
@@ -782,7 +782,7 @@ def _with_arm_conditions(nodes: list[Node], relevance: _Relevance, states: list[
 
 def extract_shell_pins(text: str, path: str, *, census: Iterable[Any] = ()) -> tuple[list[Pin], list[str]]:
     """Pins of one shell script and diagnostics (e.g. the path cap was reached). ``census``: the
-    file's knob occurrences (:func:`golden_al.checks.census.census_shell`), whose lines are sites too.
+    file's knob occurrences (:func:`golden_al.knobs.census.census_shell`), whose lines are sites too.
 
     Raises:
         ShellSyntaxError: the script does not parse (``check`` reports it as ``unreadable``).
