@@ -6,6 +6,6 @@
     >>> [o.srtctl_args() for o in plan.variants[0].overrides]                    # doctest: +SKIP
 """
 
-from golden_al.selection.plan import SelectionError, SelectionPlan, VariantPlan, plan_document, select_recipe
+from golden_al.recipes.plan import SelectionError, SelectionPlan, VariantPlan, plan_document, select_recipe
 
 __all__ = ["SelectionError", "SelectionPlan", "VariantPlan", "plan_document", "select_recipe"]

@@ -35,7 +35,7 @@ def test_the_license_is_an_spdx_expression_with_its_file(dist: Path) -> None:
     assert "License-File: LICENSE" in meta
     assert "License ::" not in meta  # the deprecated classifier is gone
     assert any(n.endswith("dist-info/licenses/LICENSE") for n in names)
-    assert "golden_al/selection/plan.py" in names
+    assert "golden_al/recipes/plan.py" in names
     assert "distributions/equivalence.py" in names
     assert not any(n.startswith("tests/") for n in names)
 

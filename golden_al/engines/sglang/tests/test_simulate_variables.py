@@ -16,8 +16,8 @@ from golden_al.cli.main import main
 from golden_al.errors import UsageError
 from golden_al.golden import load_store
 from golden_al.recipes.derive import Identity
+from golden_al.recipes.plan import plan_document
 from golden_al.recipes.srtctl import apply_overrides
-from golden_al.selection.plan import plan_document
 
 STORE = load_store(None)
 DSPARK = {"speculative-algorithm": "DSPARK", "speculative-dspark-block-size": 6}  # deepseek-v4-pro-0813: 3.77

@@ -20,9 +20,9 @@ from golden_al.golden import load_store
 from golden_al.plugin import registry
 from golden_al.plugin.conformance import profile_problems
 from golden_al.recipes.derive import Identity
+from golden_al.recipes.plan import plan_document
 from golden_al.recipes.srt_slurm import engine_named, read_recipe
 from golden_al.recipes.srtctl import apply_overrides, parse_override
-from golden_al.selection.plan import plan_document
 
 from .. import read_recipe_role, settings_draft_len
 
