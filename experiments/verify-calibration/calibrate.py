@@ -6,7 +6,7 @@ output length (log-normal; heavy-tailed in some scenarios, with long requests ac
 accepted drafts ``min(Geometric, k)``. A run is read as ``verify`` reads it: per-request units (a measurement
 directory, llama-server request lines), or the consecutive log windows of a server at concurrency (SGLang decode
 lines, vLLM/ATOM interval lines: correlated, since one request spans many windows), through the same code
-(:func:`golden_al.checks.verify.run_from_windows`, :func:`golden_al.checks.verify.verify_run`).
+(:func:`golden_al.verification.run_from_windows`, :func:`golden_al.verification.verify_run`).
 
 For each scenario the golden value is put where the truth is known to sit: on it, on the band's upper and lower
 edges (truth = golden x (1 +- band)), and 10 % off (truth = golden x 1.1, x 0.9). The golden carries a 95 % interval
@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from golden_al.checks.verify import GoldenRef, run_from_windows, verify_run
+from golden_al.verification import GoldenRef, run_from_windows, verify_run
 
 HERE = Path(__file__).resolve().parent
 

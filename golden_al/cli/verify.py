@@ -71,12 +71,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _golden_for_record(run: Any, args: argparse.Namespace, store: Any) -> Any:
     """The golden value of a record: its settings (engine, k, model, thinking mode) with the curve method and
     selectors its server stated, derived as ``check`` derives a recipe's (:func:`golden_al.recipes.derive.derive`)."""
-    from golden_al.checks.verify import GoldenRef
     from golden_al.cli._common import parse_selectors
     from golden_al.errors import UsageError
     from golden_al.prompts.thinking import REQUEST
     from golden_al.recipes.derive import Identity, derive, run_settings
     from golden_al.recipes.srt_slurm import ModelName
+    from golden_al.verification import GoldenRef
 
     if args.expect_al is not None:
         return GoldenRef(args.expect_al, None, f"--expect-al {args.expect_al:g}")
@@ -96,7 +96,7 @@ def _golden_for_record(run: Any, args: argparse.Namespace, store: Any) -> Any:
 
 def _golden_ref(point: Any, store: Any) -> Any:
     """The golden value of ``point``, with its interval and its curve's provenance."""
-    from golden_al.checks.verify import GoldenRef, curve_provenance
+    from golden_al.verification import GoldenRef, curve_provenance
 
     curve = next(sc.curve for sc in store.curves if sc.name == point.curve and sc.path == point.source)
     return GoldenRef(point.al, point.ci95, f"golden {point.model} {point.thinking} k={point.k} = {point.al:g} "
@@ -105,9 +105,9 @@ def _golden_ref(point: Any, store: Any) -> Any:
 
 def _golden_for_logs(files: list[str], k: int | None, args: argparse.Namespace, store: Any) -> tuple[Any, int]:
     from golden_al.checks.run import golden_target, logged_draft_len
-    from golden_al.checks.verify import GoldenRef
     from golden_al.cli._common import parse_selectors
     from golden_al.errors import UsageError
+    from golden_al.verification import GoldenRef
 
     if args.expect_al is not None:
         logged_k, _logged = logged_draft_len(files, args.engine, k)
@@ -176,10 +176,10 @@ def _plot(results: list[Any], path: str, band: float) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from golden_al.checks.verify import run_from_evidence, run_from_record, verify_run
     from golden_al.errors import UsageError
     from golden_al.golden import load_store
     from golden_al.measure.records import record_dirs
+    from golden_al.verification import run_from_evidence, run_from_record, verify_run
 
     if not 0 < args.band < 1:
         raise UsageError(f"--band must be in (0, 1), got {args.band}")

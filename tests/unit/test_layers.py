@@ -41,6 +41,7 @@ FLOORS: dict[str, tuple[int, str]] = {
     "golden_al.checks": (6, "consumers"),
     "golden_al.selection": (6, "consumers"),
     "golden_al.injection": (6, "consumers"),
+    "golden_al.verification": (6, "consumers"),
     "golden_al.reporting": (6, "consumers"),
     "golden_al.cli": (7, "cli"),
     "golden_al.__main__": (7, "cli"),

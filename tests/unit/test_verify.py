@@ -12,8 +12,8 @@ import pytest
 
 from distributions.equivalence import equivalence_test
 from distributions.errors import DistributionError
-from golden_al.checks.verify import MAX_BLOCKS, blocks, correlation_time
 from golden_al.cli.main import main
+from golden_al.verification import MAX_BLOCKS, blocks, correlation_time
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _recorded_runs import write_log
