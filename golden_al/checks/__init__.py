@@ -3,8 +3,8 @@
 * :func:`check_paths` -> :class:`CheckReport` of :class:`Finding` (the JSON contract of
   ``golden-al check --format json``), :func:`evaluate` for one
   :class:`~golden_al.checks.findings.Pin`;
-* :func:`check_run` -> :class:`RunCheckResult`; :func:`evidence_from_files` for the
-  realized AL and its sample size alone.
+* :func:`check_run` -> :class:`RunCheckResult` (a run's evidence is read by
+  :func:`golden_al.measure.evidence.evidence_from_files`).
 
 Torch-free; nothing under check ever executes the files it reads.
 """
@@ -18,9 +18,9 @@ from golden_al.checks.static import CheckReport, check_paths, evaluate
 from golden_al.plugin.pins import Pin
 
 if TYPE_CHECKING:
-    from golden_al.checks.run import RunCheckResult, RunEvidence, check_run, evidence_from_files
+    from golden_al.checks.run import RunCheckResult, check_run
 
-_RUN_NAMES = frozenset({"RunCheckResult", "RunEvidence", "check_run", "evidence_from_files"})
+_RUN_NAMES = frozenset({"RunCheckResult", "check_run"})
 
 
 def __getattr__(name: str) -> Any:
@@ -38,9 +38,7 @@ __all__ = [
     "Finding",
     "Pin",
     "RunCheckResult",
-    "RunEvidence",
     "check_paths",
     "check_run",
     "evaluate",
-    "evidence_from_files",
 ]

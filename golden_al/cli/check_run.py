@@ -47,7 +47,8 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from golden_al.checks.run import DEFAULT_DECODE_LOG_INTERVAL, DEFAULT_TOLERANCE_SIGMA
+    from golden_al.checks.run import DEFAULT_TOLERANCE_SIGMA
+    from golden_al.measure.evidence import DEFAULT_DECODE_LOG_INTERVAL
 
     parser.add_argument("files", nargs="+", metavar="FILE",
                         help="server log(s) or exactly two /metrics snapshots (before/after, any order)")
@@ -128,7 +129,7 @@ def _target(args: argparse.Namespace) -> tuple[float, int, dict | None]:
         if args.model or args.thinking or args.algorithm or args.selector:
             raise UsageError("--expect-al or --model/--thinking/--algorithm/--selector, not both",
                              hint="give the AL, or let check-run look the golden value up")
-        from golden_al.checks.run import logged_draft_len
+        from golden_al.measure.evidence import logged_draft_len
 
         k, _logged = logged_draft_len(args.files, args.engine, args.draft_len)
         if k is None:
@@ -141,9 +142,9 @@ def _target(args: argparse.Namespace) -> tuple[float, int, dict | None]:
     if args.thinking is None:
         raise UsageError("check-run needs --expect-al AL, or --thinking (with --model, or a log that names the "
                          "model) to look the golden AL up", hint="e.g. --thinking on")
-    from golden_al.checks.run import golden_target
     from golden_al.cli._common import golden_dir, parse_selectors
     from golden_al.golden import load_store
+    from golden_al.measure.evidence import golden_target
 
     target = golden_target(args.files, engine=args.engine, store=load_store(golden_dir(args.golden_dir)),
                            thinking=args.thinking, model=args.model, draft_len=args.draft_len,

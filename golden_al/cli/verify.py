@@ -45,8 +45,8 @@ examples:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from golden_al.checks.run import DEFAULT_DECODE_LOG_INTERVAL
     from golden_al.cli._common import add_selector_option
+    from golden_al.measure.evidence import DEFAULT_DECODE_LOG_INTERVAL
     from golden_al.plugin.registry import engine_names
 
     parser.add_argument("run", nargs="+", metavar="RUN", help="measurement or sweep directory, or engine log files")
@@ -104,9 +104,9 @@ def _golden_ref(point: Any, store: Any) -> Any:
 
 
 def _golden_for_logs(files: list[str], k: int | None, args: argparse.Namespace, store: Any) -> tuple[Any, int]:
-    from golden_al.checks.run import golden_target, logged_draft_len
     from golden_al.cli._common import parse_selectors
     from golden_al.errors import UsageError
+    from golden_al.measure.evidence import golden_target, logged_draft_len
     from golden_al.verification import GoldenRef
 
     if args.expect_al is not None:

@@ -1,7 +1,7 @@
 """Each engine's check-run evidence reader: the realized AL of a run from the engine's own log lines.
 
 The engine profile's ``run_evidence`` names the reader (a hook, usually ``lazy("module:function")``);
-:func:`golden_al.checks.run.evidence_from_files` calls it with the files that are not Prometheus
+:func:`golden_al.measure.evidence.evidence_from_files` calls it with the files that are not Prometheus
 snapshots (those are read the same way for every engine). A reader's signature is
 ``(files, k, *, decode_log_interval) -> RunEvidence``; it raises ``InputFileError`` when the files
 hold no usable line of its engine and ``NoVerifyStepsError`` when they count no verify step.

@@ -273,7 +273,7 @@ def provenance_differences(run: dict[str, Any], golden: dict[str, Any]) -> list[
 def run_from_evidence(files: Sequence[str | Path], *, engine: str, k: int, decode_log_interval: int,
                       batch_size: float | None = None) -> RunAL:
     """A real run's AL from an engine's logs (or two snapshots), with its intervals over independent units."""
-    from golden_al.checks.run import evidence_from_files
+    from golden_al.measure.evidence import evidence_from_files
 
     ev = evidence_from_files(files, engine, k, decode_log_interval=decode_log_interval, batch_size=batch_size)
     path = ", ".join(map(str, files))

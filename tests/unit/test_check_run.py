@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from golden_al.checks.run import check_run, evidence_from_files
+from golden_al.checks.run import check_run
 from golden_al.errors import (
     CounterResetError,
     InputFileError,
@@ -16,6 +16,7 @@ from golden_al.errors import (
     UnreadableInputError,
     UsageError,
 )
+from golden_al.measure.evidence import evidence_from_files
 from golden_al.plugin.registry import get_sampler
 
 ROOT = Path(__file__).resolve().parents[1] / "fixtures"

@@ -242,7 +242,7 @@ def test_env_takes_the_recipes_selectors(golden: Path, capsys: pytest.CaptureFix
 
 def test_check_run_reads_block_verification_from_the_sglang_log(tmp_path: Path, golden: Path,
                                                                capsys: pytest.CaptureFixture[str]) -> None:
-    from golden_al.checks.run import golden_target
+    from golden_al.measure.evidence import golden_target
 
     log = tmp_path / "server.log"
     args = ("server_args=ServerArgs(model_path='org/Toy-Qwen', served_model_name='org/Toy-Qwen', "

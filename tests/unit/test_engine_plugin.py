@@ -222,8 +222,8 @@ def test_check_run_names_the_engines_whose_logs_it_reads(tmp_path: Path, monkeyp
     stood here until it gained its reader; a copy of its profile without one stands in)."""
     import dataclasses
 
-    from golden_al.checks.run import evidence_from_files
     from golden_al.errors import UsageError
+    from golden_al.measure.evidence import evidence_from_files
     from golden_al.plugin import registry
 
     real = registry.get_profile
