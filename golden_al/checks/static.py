@@ -477,8 +477,8 @@ def _select_problems(checker: _Checker, files: Sequence[tuple[Path, str]]) -> li
     from golden_al.checks.adoption import SelectProblem
     from golden_al.checks.yaml_configs import YamlError
     from golden_al.recipes.derive import Identity
+    from golden_al.recipes.plan import plan_document
     from golden_al.recipes.srt_slurm import read_recipe
-    from golden_al.selection import plan_document
 
     out: list[SelectProblem] = []
     if checker.store is None:

@@ -1,8 +1,8 @@
 """Write the golden AL into a recipe file in place (``golden-al inject``): ``select``'s overrides, applied to its text.
 
-The plan is ``select``'s (:func:`golden_al.selection.plan_document`, the one derivation ``check`` judges pins with,
-the recipe's own pins allowed): every variant srtctl runs must need the same overrides. Each override is written
-where srtctl's ``--set``/``--unset`` puts it, and nothing else changes:
+The plan is the one ``select`` makes (:func:`golden_al.recipes.plan.plan_document`, the one derivation ``check``
+judges pins with, the recipe's own pins allowed): every variant srtctl runs must need the same overrides. Each
+override is written where srtctl's ``--set``/``--unset`` puts it, and nothing else changes:
 
 * a flat recipe takes it at its path; a ``base:`` recipe in ``base``, and an ``override_*``/``zip_override_*``
   section that already sets the key is corrected there (never given new keys);
@@ -367,7 +367,7 @@ def _selected(data: Mapping[str, Any], path: Path, store: Any, model: str, think
               engine: str | None) -> tuple[Any, tuple[Override, ...]]:
     """``select``'s plan of the recipe for this model and thinking mode (the recipe's own pins allowed): the first
     variant's, and the overrides every variant needs."""
-    from golden_al.selection import SelectionPlan, plan_document
+    from golden_al.recipes.plan import SelectionPlan, plan_document
 
     identity = Identity(model=model, thinking=thinking, thinking_priority=REQUEST + 1, framework=engine,
                         framework_source="--engine", agentic=True)

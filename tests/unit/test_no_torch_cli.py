@@ -179,7 +179,7 @@ SELECT_MODULES = frozenset({
     "golden_al.prompts.thinking", "golden_al.provenance", "golden_al.recipes", "golden_al.recipes.derive",
     "golden_al.recipes.srt_slurm", "golden_al.recipes.srtctl", "golden_al.safeio", "golden_al.safeio.inputs",
     "golden_al.safeio.json_docs", "golden_al.safeio.limits", "golden_al.safeio.read", "golden_al.safeio.write",
-    "golden_al.safeio.yaml_docs", "golden_al.selection", "golden_al.recipes.plan", "golden_al.selection.scripts",
+    "golden_al.safeio.yaml_docs", "golden_al.selection", "golden_al.recipes.plan",
     "simulators", "simulators.registry",
     # the recipe floor's derivation fills the engine contract's pin types (plugin.pins: DraftInfo, ModelName,
     # ThinkingSignal, AgenticInfo) and derives k by the engine's rule (plugin.spec.draft_from_settings); the shell

@@ -20,9 +20,10 @@ from golden_al.errors import UsageError
 from golden_al.golden import load_store
 from golden_al.recipes import srtctl
 from golden_al.recipes.derive import Identity
+from golden_al.recipes.plan import SelectionError
 from golden_al.recipes.srt_slurm import engine_named
 from golden_al.recipes.srtctl import Override, apply_overrides, expand_variants, parse_override
-from golden_al.selection import SelectionError, select_recipe
+from golden_al.selection import select_recipe
 
 REPO = Path(__file__).resolve().parents[2]
 SELECT = REPO / "tests" / "fixtures" / "select"

@@ -119,7 +119,7 @@ def test_only_the_role_the_engine_lets_simulate_gets_the_golden_and_every_other_
 
 def test_a_role_of_an_engine_golden_al_does_not_know_is_refused_naming_it(tmp_path: Path) -> None:
     """Without the engine registered, the decode role's engine is unknown: refused, never guessed."""
-    from golden_al.selection import SelectionError
+    from golden_al.recipes.plan import SelectionError
 
     path = tmp_path / "r.yaml"
     path.write_text(yaml.safe_dump({**RECIPE, "engine": "vllm"}, sort_keys=False))  # else prefill would be planned

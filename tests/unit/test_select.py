@@ -17,6 +17,7 @@ from golden_al.cli.main import main
 from golden_al.errors import UsageError
 from golden_al.golden import load_store
 from golden_al.recipes.derive import Identity
+from golden_al.recipes.plan import SelectionError
 from golden_al.recipes.srtctl import (
     apply_overrides,
     deep_merge,
@@ -24,7 +25,7 @@ from golden_al.recipes.srtctl import (
     parse_override,
     split_recipe_arg,
 )
-from golden_al.selection import SelectionError, select_recipe
+from golden_al.selection import select_recipe
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 SELECT = FIX / "select"

@@ -21,10 +21,10 @@ from golden_al.checks.static import check_paths
 from golden_al.errors import UsageError
 from golden_al.golden import load_store
 from golden_al.recipes.derive import Identity, derive, recipe_facts, role_settings
-from golden_al.recipes.plan import _write
+from golden_al.recipes.plan import SelectionError, _write
 from golden_al.recipes.srt_slurm import view_of
 from golden_al.recipes.srtctl import apply_overrides, expand_variants
-from golden_al.selection import SelectionError, select_recipe
+from golden_al.selection import select_recipe
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 SHIPPED = load_store(None)

@@ -24,8 +24,9 @@ import yaml
 from golden_al.checks.static import check_paths
 from golden_al.golden import load_store
 from golden_al.recipes.derive import Identity
+from golden_al.recipes.plan import SelectionError
 from golden_al.recipes.srtctl import apply_overrides, expand_variants
-from golden_al.selection import SelectionError, select_recipe
+from golden_al.selection import select_recipe
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"
 DIR = FIX / "select" / "inferencex-roles"
