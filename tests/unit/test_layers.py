@@ -47,13 +47,33 @@ FLOORS: dict[str, tuple[int, str]] = {
     "golden_al.__main__": (7, "cli"),
     "golden_al.engines": (8, "engines"),
 }
+#: Floors whose packages (:func:`_package`) never import one another: each calls the floors below, and what two need
+#: moves down. docs/architecture.md's table says it in its last column.
+APART = frozenset({"consumers", "engines"})
 PACKAGES = ("distributions", "simulators", "golden_al")
+
+
+def _row(module: str) -> str | None:
+    """The row of :data:`FLOORS` that holds ``module`` (the longest prefix; None: no row)."""
+    return max((p for p in FLOORS if module == p or module.startswith(p + ".")), key=len, default=None)
 
 
 def floor_of(module: str) -> tuple[int, str] | None:
     """The floor of ``module`` (None: no prefix of the table holds it)."""
-    best = max((p for p in FLOORS if module == p or module.startswith(p + ".")), key=len, default=None)
-    return None if best is None else FLOORS[best]
+    row = _row(module)
+    return None if row is None else FLOORS[row]
+
+
+def _package(module: str) -> str | None:
+    """The package of ``module`` for :data:`APART`: its row of :data:`FLOORS`; on the engines floor, its engine."""
+    row = _row(module)
+    return ".".join(module.split(".")[:3]) if row == "golden_al.engines" else row
+
+
+def _across(module: str, name: str) -> bool:
+    """Whether ``module`` importing ``name`` runs between two packages of one floor in :data:`APART`."""
+    mine = floor_of(module)
+    return mine is not None and mine[1] in APART and floor_of(name) == mine and _package(module) != _package(name)
 
 
 def _modules(root: Path = ROOT) -> dict[str, Path]:
@@ -118,6 +138,32 @@ def test_no_import_runs_up_the_floors() -> None:
     assert up == []
 
 
+def test_no_consumer_imports_another() -> None:
+    """check, select, inject, verify and report call the floors below, never one another, and no engine imports
+    another (:data:`APART`); no file is exempt."""
+    mods = _modules()
+    across = [f"{path.relative_to(ROOT)}:{line} ({_package(m)}) imports {name} ({_package(name)})"
+              for m, path in mods.items() for line, name in _imports(m, path, set(mods)) if _across(m, name)]
+    assert across == []
+
+
+def test_the_consumer_rule_sees_a_consumer_import_another(tmp_path: Path) -> None:
+    (tmp_path / "m.py").write_text("def f():\n    from golden_al.selection import select_recipe\n"
+                                   "from golden_al.recipes.plan import plan_document\nfrom . import findings\n")
+    known = {"golden_al.recipes.plan", "golden_al.checks.findings"}
+    got = [n for _, n in _imports("golden_al.checks.m", tmp_path / "m.py", known)]
+    assert got == ["golden_al.selection", "golden_al.recipes.plan", "golden_al.checks.findings"]
+    assert [n for n in got if _across("golden_al.checks.m", n)] == ["golden_al.selection"]
+    assert _across("golden_al.engines.vllm.server", "golden_al.engines.sglang.logs")
+    assert not _across("golden_al.engines.vllm.server", "golden_al.engines.vllm.logs")
+
+
+def test_no_package_holds_a_module_of_a_lower_floor() -> None:
+    """Importing a module runs its packages' ``__init__`` first: a domain module inside a consumer package would load
+    the consumer with it, so no row of the table sits on a lower floor than the row that holds its package."""
+    assert [r for r in FLOORS if (up := floor_of(r.rpartition(".")[0])) and up[0] > FLOORS[r][0]] == []
+
+
 def test_the_floor_rule_sees_an_upward_import(tmp_path: Path) -> None:
     (tmp_path / "m.py").write_text("def f():\n    from golden_al.knobs.names import env_knobs\n"
                                    "from . import sibling\n")
@@ -127,14 +173,18 @@ def test_the_floor_rule_sees_an_upward_import(tmp_path: Path) -> None:
 
 
 def test_the_architecture_page_shows_the_floors_of_the_code() -> None:
-    """docs/architecture.md's floor table is :data:`FLOORS`, row for row."""
+    """docs/architecture.md's floor table is :data:`FLOORS`, row for row, and says which floors are :data:`APART`."""
     page = (ROOT / "docs" / "architecture.md").read_text(encoding="utf-8")
     table = page.split("<!-- floors-table -->")[1].split("<!-- /floors-table -->")[0]
     shown: dict[str, tuple[int, str]] = {}
+    apart = set()
     for row in table.strip().splitlines()[2:]:
-        number, name, modules = (cell.strip() for cell in row.strip("|").split("|"))
+        number, name, modules, each_other = (cell.strip() for cell in row.strip("|").split("|"))
         shown.update({m: (int(number), name) for m in re.findall(r"`([\w.]+)`", modules)})
+        apart |= {name} if each_other == "no" else set()
+        assert each_other in ("yes", "no")
     assert shown == FLOORS
+    assert apart == APART
 
 
 def test_no_import_cycle() -> None:
