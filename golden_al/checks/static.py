@@ -67,11 +67,11 @@ from golden_al.knobs.census import (
     names_knob_in_parts,
     python_may_set_knob,
 )
-from golden_al.knobs.names import MASTER_LENGTH_KEY, parse_number
+from golden_al.knobs.names import MASTER_LENGTH_KEY
 from golden_al.plugin.pins import ModelName, Pin
 from golden_al.plugin.profile import PinContext, PinReview
 from golden_al.plugin.registry import engine_names, get_profile
-from golden_al.plugin.values import format_value
+from golden_al.plugin.values import format_value, parse_number
 from golden_al.recipes.derive import derive
 from golden_al.safeio.inputs import Input, merge_inputs, shown_path, text_input
 

@@ -28,9 +28,9 @@ import yaml
 
 from golden_al.checks.command_lines import command_line_pins
 from golden_al.errors import UnreadableInputError
-from golden_al.knobs.names import MASTER_LENGTH_KEY, env_knobs, env_pin_context
+from golden_al.knobs.names import MASTER_LENGTH_KEY, env_pin_context
 from golden_al.plugin.pins import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
-from golden_al.plugin.registry import engine_names, get_profile, load_hook
+from golden_al.plugin.registry import engine_names, env_knobs, get_profile, load_hook
 from golden_al.plugin.values import scalar_text
 from golden_al.prompts.thinking import is_thinking_setting, thinking_from_setting
 from golden_al.recipes.derive import (

@@ -50,8 +50,27 @@ class Change:
     conflict: bool  #: an existing different value (needs ``force``)
 
 
+class Rewrite:
+    """A file's text before and after a rewrite (:class:`InjectionResult`, ``restore``'s result)."""
+
+    path: Path
+    old_text: str
+    new_text: str
+
+    @property
+    def changed(self) -> bool:
+        return self.new_text != self.old_text
+
+    def diff(self, *, context: int = 3) -> str:
+        """A unified diff of the change (empty when nothing changes)."""
+        name = str(self.path)
+        a, b = (name, name) if self.path.is_absolute() else (f"a/{name}", f"b/{name}")
+        return "".join(difflib.unified_diff(self.old_text.splitlines(keepends=True),
+                                            self.new_text.splitlines(keepends=True), fromfile=a, tofile=b, n=context))
+
+
 @dataclass(frozen=True)
-class InjectionResult:
+class InjectionResult(Rewrite):
     """The planned (or written) injection of one recipe."""
 
     path: Path
@@ -67,17 +86,6 @@ class InjectionResult:
     @property
     def conflicts(self) -> tuple[Change, ...]:
         return tuple(c for c in self.changes if c.conflict)
-
-    @property
-    def changed(self) -> bool:
-        return self.new_text != self.old_text
-
-    def diff(self, *, context: int = 3) -> str:
-        """A unified diff of the change (empty when nothing changes)."""
-        name = str(self.path)
-        a, b = (name, name) if self.path.is_absolute() else (f"a/{name}", f"b/{name}")
-        return "".join(difflib.unified_diff(self.old_text.splitlines(keepends=True),
-                                            self.new_text.splitlines(keepends=True), fromfile=a, tofile=b, n=context))
 
 
 @functools.lru_cache(maxsize=1)

@@ -23,7 +23,6 @@ line: nothing is written. The result is checked with the census: no setting may 
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.errors import InputFileError, UsageError
+from golden_al.injection.inject import Rewrite, locked_recipe, write_if_unchanged
 from golden_al.textedit import YamlEdit, json_separators
 
 __all__ = ["Removal", "RestoreResult", "restore_file", "restore_text"]
@@ -48,7 +48,7 @@ class Removal:
 
 
 @dataclass(frozen=True)
-class RestoreResult:
+class RestoreResult(Rewrite):
     """The planned (or written) restoration of one file."""
 
     path: Path
@@ -56,18 +56,6 @@ class RestoreResult:
     old_text: str
     new_text: str
     written: bool = False
-
-    @property
-    def changed(self) -> bool:
-        return self.new_text != self.old_text
-
-    def diff(self, *, context: int = 3) -> str:
-        """A unified diff of the change (empty when nothing changes)."""
-        name = str(self.path)
-        a, b = (name, name) if self.path.is_absolute() else (f"a/{name}", f"b/{name}")
-        return "".join(difflib.unified_diff(self.old_text.splitlines(keepends=True),
-                                            self.new_text.splitlines(keepends=True), fromfile=a, tofile=b,
-                                            n=context))
 
 
 @dataclass(frozen=True)
@@ -292,8 +280,6 @@ def restore_file(path: str | Path, *, real_values: Mapping[str, str] | None = No
         raise UsageError(f"{p}: --restore-real rewrites YAML recipes and configs",
                          hint="for a shell script, remove the exports and flags by hand; 'golden-al check' "
                               "then finds none")
-    from golden_al.injection.inject import locked_recipe, write_if_unchanged
-
     with locked_recipe(p, purpose="inject --restore-real", dry_run=dry_run):
         text = safeio.read_text(p, max_bytes=safeio.DEFAULT_MAX_BYTES)  # edits are linear: check's byte cap
         result = restore_text(text, path=p, real_values=real_values)

@@ -17,19 +17,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from golden_al.plugin.registry import EnvKnob, engine_names, env_knobs, get_profile
-from golden_al.plugin.values import parse_number  # re-exported: the one number reader of the checks
+from golden_al.plugin.registry import EnvKnob, engine_names, get_profile
 
-__all__ = [
-    "CONFIG_KEYS",
-    "CONFIG_KNOBS",
-    "FLAG_KNOBS",
-    "MASTER_LENGTH_KEY",
-    "EnvKnob",
-    "env_knobs",
-    "env_pin_context",
-    "parse_number",
-]
+__all__ = ["CONFIG_KEYS", "CONFIG_KNOBS", "FLAG_KNOBS", "MASTER_LENGTH_KEY", "env_pin_context"]
 
 
 def _value_knobs(kind: str) -> dict[str, str]:

@@ -165,7 +165,7 @@ def test_no_package_holds_a_module_of_a_lower_floor() -> None:
 
 
 def test_the_floor_rule_sees_an_upward_import(tmp_path: Path) -> None:
-    (tmp_path / "m.py").write_text("def f():\n    from golden_al.knobs.names import env_knobs\n"
+    (tmp_path / "m.py").write_text("def f():\n    from golden_al.knobs.names import FLAG_KNOBS\n"
                                    "from . import sibling\n")
     got = [n for _, n in _imports("golden_al.plugin.m", tmp_path / "m.py", {"golden_al.plugin.sibling"})]
     assert got == ["golden_al.knobs.names", "golden_al.plugin.sibling"]
