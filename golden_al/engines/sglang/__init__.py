@@ -355,11 +355,10 @@ def _uno_draft_len(ndt: int | None, topk: int | None) -> plugin.DraftLen:
 
 
 def draft_len_from_flags(algorithm: str, flags: Mapping[str, Any]) -> plugin.DraftLen:
-    """:func:`draft_len` from a mapping of flag names without dashes (``speculative-num-steps``)."""
-    return draft_len(algorithm, num_steps=flags.get(FLAG_NUM_STEPS[2:]), eagle_topk=flags.get(FLAG_EAGLE_TOPK[2:]),
-                     num_draft_tokens=flags.get(FLAG_NUM_DRAFT_TOKENS[2:]),
-                     dflash_block_size=flags.get(FLAG_DFLASH_BLOCK[2:]),
-                     dspark_block_size=flags.get(FLAG_DSPARK_BLOCK[2:]))
+    """:func:`draft_len` from flags named without dashes (``speculative-num-steps``) or as server arguments
+    (``speculative_num_steps``, ``/server_info``)."""
+    return draft_len(algorithm, **{key: flags.get(SERVER_INFO_FIELDS[key], flags.get(SERVER_INFO_FIELDS[key].replace(
+        "_", "-"))) for key in ("num_steps", "eagle_topk", "num_draft_tokens", "dflash_block_size", "dspark_block_size")})
 
 
 #: Recipe keys of a role's speculative flags (dash spelling; ``_`` spellings are read too).
@@ -457,11 +456,7 @@ def settings_draft_len(spec: plugin.Speculation | None) -> plugin.DraftLen:
 
 def draft_len_from_server_info(info: Mapping[str, Any]) -> plugin.DraftLen:
     """:func:`draft_len` from a ``GET /server_info`` body (its ``speculative_*`` args)."""
-    f = SERVER_INFO_FIELDS
-    return draft_len(str(info.get(f["algorithm"])), num_steps=info.get(f["num_steps"]),
-                     eagle_topk=info.get(f["eagle_topk"]), num_draft_tokens=info.get(f["num_draft_tokens"]),
-                     dflash_block_size=info.get(f["dflash_block_size"]),
-                     dspark_block_size=info.get(f["dspark_block_size"]))
+    return draft_len_from_flags(str(info.get(SERVER_INFO_FIELDS["algorithm"])), info)
 
 
 def max_len(algorithm: str, k: int) -> int:
@@ -548,16 +543,18 @@ def server_args(req: plugin.LaunchRequest) -> list[str]:
 
 
 # ----------------------------------------------------------------- check's rules
-def review_pin(knob: str, raw: str, value: float, k: int | None, *, algorithm: str | None,
-               companions: Mapping[str, str | None] | None, role: str | None = None,
-               ragged_verify_mode: str | None = None, topk: float | None = None) -> plugin.PinReview:
-    """SGLang's rules for a pinned simulated length ``value`` (``spec_utils.py``, ``environ.py``).
-
-    ``companions`` maps :data:`ENV_METHOD`/:data:`ENV_TOKEN_MODE`/:data:`ENV_GREEDY` to what is set next to the
-    pin (None: not set); ``None`` as a whole when the companions cannot be seen.
+def review_pin(ctx: plugin.PinContext) -> plugin.PinReview:
+    """SGLang's rules for a pinned simulated length (``spec_utils.py``, ``environ.py``); ``ctx.spec``: ``role``,
+    ``topk``, ``ragged_verify_mode``. ``ctx.companions`` maps :data:`ENV_METHOD`/:data:`ENV_TOKEN_MODE`/
+    :data:`ENV_GREEDY` to what is set next to the pin (None: not set); ``None`` as a whole when they cannot be seen.
     """
+    knob, raw, value, k, companions = ctx.knob, ctx.raw, ctx.value, ctx.k, ctx.companions
+    if value is None:
+        return plugin.PinReview(problems=[("unsafe-value", f"{knob}={raw!r} is not a number")])
+    role, ragged_verify_mode, topk = ctx.spec.get("role"), ctx.spec.get("ragged_verify_mode"), ctx.spec.get("topk")
+    topk = plugin.parse_number(str(topk)) if topk is not None else None
     r = plugin.PinReview(al=value)
-    algo = (algorithm or "").upper()
+    algo = (ctx.algorithm or "").upper()
     if value <= 0:
         r.problems.append(("unsafe-value", f"{knob}={raw} <= 0 turns simulation off"))
     elif k is not None and value > k + 1:
@@ -815,16 +812,6 @@ def env_draft_len(algorithm: str | None, values: Mapping[str, int]) -> plugin.Dr
                      dspark_block_size=block if family == "dspark" else None)
 
 
-def _review(ctx: plugin.PinContext) -> plugin.PinReview:
-    """:func:`review_pin` on the gate's :class:`PinContext` (``spec``: ``role``, ``topk``, ``ragged_verify_mode``)."""
-    if ctx.value is None:
-        return plugin.PinReview(problems=[("unsafe-value", f"{ctx.knob}={ctx.raw!r} is not a number")])
-    topk = ctx.spec.get("topk")
-    return review_pin(ctx.knob, ctx.raw, ctx.value, ctx.k, algorithm=ctx.algorithm, companions=ctx.companions,
-                      role=ctx.spec.get("role"), ragged_verify_mode=ctx.spec.get("ragged_verify_mode"),
-                      topk=plugin.parse_number(str(topk)) if topk is not None else None)
-
-
 PROFILE = plugin.EngineProfile(
     name="sglang",
     frameworks=("dynamo-sglang", "sglang", "mori-sglang", "sglang-disagg"),
@@ -854,7 +841,7 @@ PROFILE = plugin.EngineProfile(
     curve_method_of=curve_method_of,
     env_prefixes=("SGLANG_", *ENV_PREFIXES[1:]),
     check=plugin.CheckSupport(
-        review_pin=_review,
+        review_pin=review_pin,
         env_options=ENV_OPTIONS,
         env_draft_len=env_draft_len,
         curve_selectors=curve_selectors,
