@@ -125,7 +125,7 @@ def test_measure_equals_server_counters_and_restart_is_detected(tmp_path, capsys
     from golden_al.servers.launch import free_port
 
     port = free_port()
-    common = ["--engine", "vllm", "--server", f"http://127.0.0.1:{port}", "--draft-len", "3", *prompt_args]
+    common = ["--engine", "vllm", "--server", f"http://127.0.0.1:{port}", "--draft-len", "3", "--algorithm", "ngram", *prompt_args]
     with _Server(python, model, 3, port, tmp_path / "s1.log") as s1:
         before = s1.metrics()
         code, _, err = cli(["measure", *common, "--out", str(tmp_path / "a")], capsys)
