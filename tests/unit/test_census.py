@@ -450,3 +450,28 @@ def test_a_dotenv_file_is_read_as_assignments(tmp_path: Path) -> None:
     (f,) = _check(tmp_path, "bench.env", "SGLANG_SIMULATE_ACC_LEN=2.49\nOTHER=1\n")
     assert f.verdict != "match"
     assert f.pinned_value == "2.49"
+
+
+def _pieces() -> st.SearchStrategy[str]:
+    names = sorted(census._by_spelling())
+    piece = st.builds(lambda n, i, j: n[min(i, j):max(i, j)], st.sampled_from(names), st.integers(0, 45),
+                      st.integers(0, 45))
+    return st.lists(st.one_of(piece, st.sampled_from(names), st.text("-_ aS=", max_size=2)), max_size=8).map("".join)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(_pieces())
+def test_trie_patterns_match_as_the_plain_alternation(text: str) -> None:
+    """The census's spelling patterns are tries (speed, issue 52): every match (where, and which spelling) is the
+    one the plain alternation, longest spelling first, gives."""
+    import re
+
+    plain = "|".join(map(re.escape, sorted(census._by_spelling(), key=len, reverse=True)))
+    bounded = re.compile(r"(?<![A-Za-z0-9_\-])(" + plain + r")(?![A-Za-z0-9_\-])")
+    assert [m.span(1) for m in census._pattern().finditer(text)] == [m.span(1) for m in bounded.finditer(text)]
+    assert [m.span() for m in census._substring_rx().finditer(text)] == [m.span() for m in re.finditer(plain, text)]
+    pin_names = sorted({t.spelling for t in census.vocabulary() if t.role in ("value", "switch")}, key=len,
+                       reverse=True)
+    pins = census._pin_parts()[0]
+    assert [m.span() for m in pins.finditer(text)] == [m.span() for m in re.finditer(
+        "|".join(map(re.escape, pin_names)), text)]
