@@ -689,45 +689,47 @@ _WORDISH = frozenset({"word", "string", "raw_string", "ansi_c_string", "concaten
 _SUBSTITUTIONS = frozenset({"command_substitution", "process_substitution", "arithmetic_expansion"})
 #: Node types that are parts of a word (a word inside one of these is read with it).
 _WORD_PARTS = _WORDISH - _SUBSTITUTIONS
-#: Everything the shell census reads: words (maximal ones are kept), assignments, here-document bodies.
-_UNITS_QUERY = " ".join(f"({t}) @u" for t in sorted(_WORD_PARTS | {"variable_assignment", "heredoc_body"}))
+#: What the shell census reads, in one query: ``u`` words (maximal ones are kept), assignments, here-document bodies;
+#: ``a`` assignments and for loops (the values variables are given); ``d`` declaration commands.
+_SCRIPT_QUERY = " ".join([*(f"({t}) @u" for t in sorted(_WORD_PARTS | {"variable_assignment", "heredoc_body"})),
+                          "(variable_assignment) @a (for_statement) @a (declaration_command) @d"])
 
 
-@lru_cache(maxsize=8)
-def _query(source: str) -> Any:
+@lru_cache(maxsize=1)
+def _query() -> Any:
     import tree_sitter
     import tree_sitter_bash
 
-    return tree_sitter.Query(tree_sitter.Language(tree_sitter_bash.language()), source)
+    return tree_sitter.Query(tree_sitter.Language(tree_sitter_bash.language()), _SCRIPT_QUERY)
 
 
-def _captures(root: Any, source: str) -> list[Any]:
-    """Every node a tree-sitter query captures (in C: no Python walk of the whole tree)."""
+def _captures(root: Any) -> dict[str, list[Any]]:
+    """The nodes :data:`_SCRIPT_QUERY` captures, by capture name (one walk of the tree, in C)."""
     import tree_sitter
 
-    got = tree_sitter.QueryCursor(_query(source)).captures(root)
-    return [n for nodes in got.values() for n in nodes]
+    got = tree_sitter.QueryCursor(_query()).captures(root)
+    return {name: got.get(name, []) for name in "uad"}
 
 
 class _ShellDecoder:
     """Decodes tree-sitter-bash words: quote removal, escapes, variables (every value the file gives)."""
 
-    def __init__(self, data: bytes, root: Any, allexport: bool = False) -> None:
+    def __init__(self, data: bytes, root: Any, assignments: list[Any], allexport: bool = False) -> None:
         self.data = data
         self.root = root
         self.allexport = allexport  #: every assignment is exported (a ``.env`` file)
         self._exported: tuple[set[str], bool] | None = None
         self.assigned: dict[str, list[Any]] = {}
         self.loops: list[tuple[Any, list[Any]]] = []  #: ``for NAME in WORDS``: (the statement, its words)
-        self._collect(root)
+        self._collect(assignments)
         self._memo: dict[str, list[str]] = {}
         self._words: dict[tuple[str, bytes, int], list[str]] = {}
 
     def raw(self, node: Any) -> str:
         return self.data[node.start_byte:node.end_byte].decode("utf-8", errors="replace")
 
-    def _collect(self, root: Any) -> None:
-        for n in sorted(_captures(root, "(variable_assignment) @a (for_statement) @f"), key=lambda x: x.start_byte):
+    def _collect(self, assignments: list[Any]) -> None:
+        for n in sorted(assignments, key=lambda x: x.start_byte):
             if n.type == "for_statement":  # for NAME in WORDS: each word is a value of NAME
                 var = n.child_by_field_name("variable")
                 if var is not None:
@@ -910,12 +912,13 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
 
     data = text.encode("utf-8", errors="replace")
     root = _tree(data).root_node
-    dec = _ShellDecoder(data, root, allexport)
+    caps = _captures(root)
+    dec = _ShellDecoder(data, root, caps["a"], allexport)
     sink = _Sink()
-    glued = _glued_declarations(dec, root, sink)  # these nodes are read there
+    glued = _glued_declarations(dec, caps["d"], sink)  # these nodes are read there
     spelled = _substring_rx_bytes()
     cover = -1  # where the last word read ends: a node before it may be one of its parts
-    for n in sorted(_captures(root, _UNITS_QUERY), key=lambda x: (x.start_byte, -x.end_byte)):
+    for n in sorted(caps["u"], key=lambda x: (x.start_byte, -x.end_byte)):
         start, stop = n.start_byte, n.end_byte
         if glued and any(a <= start and stop <= b for a, b in glued):
             continue
@@ -1024,14 +1027,14 @@ def _declaration_values(dec: _ShellDecoder, group: list[Any]) -> list[str]:
     return _product(parts)
 
 
-def _glued_declarations(dec: _ShellDecoder, root: Any, sink: _Sink) -> list[tuple[int, int]]:
+def _glued_declarations(dec: _ShellDecoder, declarations: list[Any], sink: _Sink) -> list[tuple[int, int]]:
     """Census entries of the declaration words that the unit loop of :func:`census_shell` cannot read
     node by node: a word tree-sitter split in parts (``export SGLANG_SIMU"LATE_ACC_LEN"=3``) and a bare
     name (``export NAME`` after ``printf -v NAME``/``read NAME``: the export is what a child process sees).
     A bare name the file also assigns with ``NAME=value`` is a copy (that assignment is the occurrence).
     Returns the byte ranges read here."""
     read: list[tuple[int, int]] = []
-    for node in _captures(root, "(declaration_command) @d"):
+    for node in declarations:
         exporting = _exports_words(dec, node)
         for group in _declaration_words(node):
             if len(group) == 1 and group[0].type != "variable_name":
