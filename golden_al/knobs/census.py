@@ -1265,11 +1265,11 @@ def census_python(text: str) -> list[Occurrence]:
     """
     import ast
 
-    tree = ast.parse(text)
-    inert_at = _python_inert(tree)
+    nodes = list(ast.walk(ast.parse(text)))  # walked once, read three times
+    inert_at = _python_inert(nodes)
     sink = _Sink()
     inner: set[int] = set()  # string nodes read as a part of a larger string expression
-    for node in ast.walk(tree):
+    for node in nodes:
         if id(node) in inner:
             continue
         values = _python_string(node, inner)
@@ -1281,7 +1281,7 @@ def census_python(text: str) -> list[Occurrence]:
         for v in values:
             _string_census(v, line=line, end_line=end, context="Python string", sink=sink, key_line=None, depth=0,
                            inert=inert)
-    for node in ast.walk(tree):  # a keyword argument's name: dict(NAME=...), os.environ.update(NAME=...)
+    for node in nodes:  # a keyword argument's name: dict(NAME=...), os.environ.update(NAME=...)
         if isinstance(node, ast.keyword) and node.arg is not None:
             value = node.value.value if isinstance(node.value, ast.Constant) and isinstance(
                 node.value.value, (str, int, float)) else _WILD
@@ -1290,8 +1290,8 @@ def census_python(text: str) -> list[Occurrence]:
     return sink.result()
 
 
-def _python_inert(tree: Any) -> dict[int, str]:
-    """String nodes of a Python tree that provably set nothing, with why: docstrings, a name the code reads
+def _python_inert(nodes: list[Any]) -> dict[int, str]:
+    """String nodes of a Python tree (``nodes``: all of them) that provably set nothing, with why: docstrings, a name the code reads
     from the environment (``os.environ.get(K)``, ``os.getenv(K)``, ``os.environ[K]`` read), a string compared
     in a test (``K in os.environ``, ``"K" in text``), and the message of an exception or of ``sys.exit``
     (standard error)."""
@@ -1308,7 +1308,7 @@ def _python_inert(tree: Any) -> dict[int, str]:
             out.setdefault(id(sub), why)
 
     read = "read from the environment, not set"
-    for node in ast.walk(tree):
+    for node in nodes:
         if isinstance(node, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node.body:
             first = node.body[0]
             if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(
