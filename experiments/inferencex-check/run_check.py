@@ -79,14 +79,14 @@ def main(argv: list[str] | None = None) -> int:
         "command": command,
         "cli_exit_code": cli.returncode,
         "files_scanned": report.files_scanned,
-        "files_with_pins": report.files_with_pins,
+        "files_with_pins": len({f.file for f in report.findings}),  # the files that have findings
         "counts": counts,
         "counts_by_engine": {f"{v}/{e}": n for (v, e), n in sorted(by_group.items())},
         "diagnostics": report.diagnostics,
     }
     atomic_write_text(args.out / "findings.json", json.dumps({**meta, "findings": findings}, indent=2) + "\n")
     atomic_write_text(args.out / "counts.json", json.dumps(meta, indent=2) + "\n")
-    print(f"InferenceX {sha[:9]}: {len(findings)} findings in {report.files_with_pins} files "
+    print(f"InferenceX {sha[:9]}: {len(findings)} findings in {meta['files_with_pins']} files "
           f"({report.files_scanned} scanned); " + ", ".join(f"{v} {n}" for v, n in counts.items() if n)
           + f"; CLI exit code {cli.returncode}")
     return 0

@@ -89,7 +89,6 @@ class CheckReport:
 
     findings: list[Finding] = field(default_factory=list)
     files_scanned: int = 0
-    files_with_pins: int = 0
     diagnostics: list[str] = field(default_factory=list)
     #: failing verdicts the caller relaxed (``check --allow``; see :data:`ALLOWABLE_VERDICTS`)
     allowed: frozenset[str] = frozenset()
@@ -628,7 +627,6 @@ class _Checker:
             return
         except _Unread as exc:
             report.findings.extend(unread_findings(shown, exc.occurrences, exc.text, kind))
-            report.files_with_pins += 1
             return
         except UsageError as exc:  # a recipe srtctl would refuse (a malformed zip group, too many variants)
             self._unreadable(shown, UnreadableInputError(exc.message, path=path, reason="parse-error",
@@ -653,12 +651,9 @@ class _Checker:
         report.findings.extend(evaluate(pin, self.store, store_problem=self.store_problem) for pin in pins)
         loose = _uncovered(shown, occurrences, pins, kind)
         report.findings.extend(loose)
-        if pins or loose:
-            report.files_with_pins += 1
 
     def _unreadable(self, shown: str, err: UnreadableInputError, text: str | None) -> None:
         self.report.findings.extend(unreadable_findings(shown, err, text))
-        self.report.files_with_pins += 1
 
     def _read_pins(self, path: Path, kind: str, text: str) -> tuple[
             list[Occurrence], list[Pin]] | None:

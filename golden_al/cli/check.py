@@ -205,7 +205,7 @@ def job_summary(r: CheckReport) -> str:
 
 def summary_line(r: CheckReport) -> str:
     """The one-line summary: findings per verdict, what was allowed and excluded."""
-    text = (f"golden-al check: {len(r.findings)} finding(s) in {r.files_with_pins} file(s) ({r.files_scanned} "
+    text = (f"golden-al check: {len(r.findings)} finding(s) in {len({f.file for f in r.findings})} file(s) ({r.files_scanned} "
             "scanned): " + ", ".join(f"{v} {n}" for v, n in r.counts().items() if n) if r.findings else
             f"golden-al check: no synthetic-acceptance knob in {r.files_scanned} file(s)")
     if waived := r.waived_counts():

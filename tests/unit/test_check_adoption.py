@@ -75,6 +75,18 @@ def test_no_pins_requires_every_agentic_speculative_recipe_to_be_selectable(tmp_
     assert ok.findings == []
 
 
+def test_the_summary_counts_the_files_that_have_findings_pinned_or_not(tmp_path: Path) -> None:
+    """A no-pins finding sits in a file without a pin: the summary counts it (it said "in 0 file(s)")."""
+    from golden_al.cli.check import summary_line
+
+    doc = DFLASH.read_text().replace("      speculative-num-draft-tokens: 8\n", "")
+    (tmp_path / "a.yaml").write_text(doc)
+    (tmp_path / "b.yaml").write_text(doc)
+    _pinned(tmp_path / "c")
+    report = check_paths([str(tmp_path)], store=STORE, policy="no-pins")
+    assert summary_line(report).startswith("golden-al check: 3 finding(s) in 3 file(s) (3 scanned)")
+
+
 @pytest.mark.parametrize(("comment", "problem"), [
     ("# golden-al: ignore[unresolved] -- loops over pairs set by the harness, reviewed", None),
     ("# golden-al: ignore[unresolved]", "needs its reason"),
