@@ -4,8 +4,10 @@ The tree::
 
     distributions.errors.Error         the root of every error of the package (message, hint, exit_code)
     +-- distributions.errors.DistributionError  bad input to the math layer (a ValueError)
+    +-- simulators.registry.DuplicateEntryError  code registered a name that is taken
     GoldenALError(Error)               golden-al's errors; ``exit_code`` 2 unless stated
     +-- UsageError                     bad arguments or option combinations
+    +-- golden_al.shell.ShellSyntaxError  a script bash does not parse (``check``: unreadable)
     +-- LockedError                    a folder (store, cell, model cache) stayed locked by another process
     +-- InputFileError                 a file that cannot be read or parsed (file, line)
     |   +-- SchemaError                a record or curve that violates its schema

@@ -19,13 +19,15 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from distributions.errors import Error
+
 __all__ = ["DuplicateEntryError", "Registry", "Skipped"]
 
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
 
 
-class DuplicateEntryError(ValueError):
+class DuplicateEntryError(Error):
     """Code registered a name that is already taken."""
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import yaml
 
 from golden_al.checks.command_lines import command_line_pins
-from golden_al.errors import UnreadableInputError
+from golden_al.errors import GoldenALError, UnreadableInputError
 from golden_al.knobs.names import MASTER_LENGTH_KEY, env_pin_context
 from golden_al.plugin.pins import AgenticInfo, DraftInfo, ModelName, Pin, ThinkingSignal
 from golden_al.plugin.registry import engine_names, env_knobs, get_profile, load_hook
@@ -74,7 +74,7 @@ __all__ = [
     "shadowed_lines",
 ]
 
-class YamlError(Exception):
+class YamlError(GoldenALError):
     """A YAML file that does not parse (with the 1-based line of the problem)."""
 
     def __init__(self, message: str, line: int | None) -> None:

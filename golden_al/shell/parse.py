@@ -19,6 +19,7 @@ import time
 from functools import lru_cache
 from typing import Any
 
+from golden_al.errors import GoldenALError
 from golden_al.shell.nodes import (
     AndOr,
     ArrayAssign,
@@ -45,7 +46,7 @@ _LOOPS = ("for_statement", "c_style_for_statement", "while_statement", "until_st
 _TEST_EXPR = ("binary_expression", "unary_expression", "parenthesized_expression")
 
 
-class ShellSyntaxError(ValueError):
+class ShellSyntaxError(GoldenALError):
     """The script does not parse as bash (or exceeds a bound); ``line`` is 1-based (0: unknown)."""
 
     def __init__(self, problem: str, line: int = 0) -> None:

@@ -24,6 +24,23 @@ def test_every_error_class_derives_from_the_one_root(module: object) -> None:
     assert [cls.__name__ for cls in found if not issubclass(cls, Error)] == []
 
 
+def test_no_public_error_class_of_the_product_roots_in_a_builtin_exception() -> None:
+    """Every public exception class of golden_al, simulators and distributions derives from the one root (a class
+    whose every base is a built-in exception does not); private ones (``_Unread``) are control flow inside a module."""
+    import ast
+    import builtins
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    stray = [f"{path.relative_to(root)}:{node.lineno} {node.name}"
+             for pkg in ("golden_al", "simulators", "distributions") for path in sorted((root / pkg).rglob("*.py"))
+             for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(node, ast.ClassDef) and not node.name.startswith("_") and node.bases
+             and all(isinstance(b, ast.Name) and isinstance(getattr(builtins, b.id, None), type)
+                     and issubclass(getattr(builtins, b.id), BaseException) for b in node.bases)]
+    assert stray == ["distributions/errors.py:13 Error"]  # the root itself
+
+
 def test_the_root_carries_message_hint_and_exit_code() -> None:
     err = DistributionError("k must be >= 1, got 0", hint="pass -k 1 or more")
     assert (err.message, err.hint, err.exit_code) == ("k must be >= 1, got 0", "pass -k 1 or more", 2)
