@@ -215,36 +215,70 @@ def test_the_circle_finder_finds_a_circle() -> None:
 ENGINE_MAY_IMPORT = ("golden_al.plugin", "distributions")
 
 
-def _engine_imports(folder: Path) -> list[str]:
+#: Calls whose string argument names a module to load: ``importlib.import_module("a.b")``, ``lazy("a.b:attr")``.
+LOADERS = ("import_module", "__import__", "lazy")
+
+
+def _resolve(level: int, name: str | None, package: list[str]) -> str:
+    """The absolute module of a relative import ``level`` dots up from ``package``."""
+    return ".".join([*package[:len(package) - level + 1], *([name] if name else [])])
+
+
+def _loaded(node: ast.AST, package: list[str]) -> tuple[str, bool] | None:
+    """``(module, relative)`` that a call of :data:`LOADERS` with a string constant loads (``"a.b:attr"`` -> ``a.b``;
+    ``".server"`` resolved against ``package``); None for any other node, and for ``f"{__name__}..."``, which names
+    the calling module or one under it."""
+    if not (isinstance(node, ast.Call) and node.args and isinstance(arg := node.args[0], ast.Constant)
+            and isinstance(arg.value, str) and (node.func.id if isinstance(node.func, ast.Name) else
+                                                getattr(node.func, "attr", None)) in LOADERS):
+        return None
+    name = arg.value.split(":")[0]
+    level = len(name) - len(name.lstrip("."))
+    return (_resolve(level, name[level:] or None, package), True) if level else (name, False)
+
+
+def _engine_imports(folder: Path, own: str | None = None) -> list[str]:
     """Every import of an engine folder that reaches golden-al, simulators or distributions other than through the
     plugin surface, or names what the surface does not list; its tests may use golden-al as a user does, but reach
-    their engine relatively (``from .. import PROFILE``) and no engine by name, so that the folder moves whole."""
+    their engine relatively (``from .. import PROFILE``) and no engine by name, so that the folder moves whole.
+    ``own``: the folder's package (``golden_al.engines.<folder>``). Relative imports are resolved against it (one
+    that leaves the folder is flagged), and a string constant passed to ``import_module`` or ``lazy`` is an import."""
     import golden_al.plugin as surface
 
+    own = own or f"golden_al.engines.{folder.name}"
     bad = []
     for path in sorted(folder.rglob("*.py")):
+        rel = path.relative_to(folder)
+        where, in_tests = str(rel), "tests" in rel.parts
+        package = [*own.split("."), *rel.parts[:-1]]
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for node in ast.walk(tree):
             names: list[str] = []
+            relative: str | None = None
             if isinstance(node, ast.Import):
                 names = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            elif isinstance(node, ast.ImportFrom) and node.level:
+                relative = _resolve(node.level, node.module, package)
+            elif isinstance(node, ast.ImportFrom) and node.module:
                 names = [f"{node.module}.{a.name}" for a in node.names] if node.module == "golden_al" else [node.module]
-                if node.module == "golden_al.plugin" and "tests" not in path.relative_to(folder).parts:
-                    bad += [f"{path.relative_to(folder)}:{node.lineno} {a.name} is not in golden_al.plugin.__all__"
+                if node.module == "golden_al.plugin" and not in_tests:
+                    bad += [f"{where}:{node.lineno} {a.name} is not in golden_al.plugin.__all__"
                             for a in node.names if a.name not in surface.__all__]
             elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "plugin"
-                  and node.attr not in surface.__all__ and "tests" not in path.relative_to(folder).parts):
-                bad.append(f"{path.relative_to(folder)}:{node.lineno} plugin.{node.attr} is not in "
-                           "golden_al.plugin.__all__")
+                  and node.attr not in surface.__all__ and not in_tests):
+                bad.append(f"{where}:{node.lineno} plugin.{node.attr} is not in golden_al.plugin.__all__")
+            elif (loaded := _loaded(node, package)) is not None:
+                relative, names = (loaded[0], []) if loaded[1] else (None, [loaded[0]])
+            if relative is not None and not (relative == own or relative.startswith(own + ".")):
+                bad.append(f"{where}:{node.lineno} imports {relative} (relatively, out of the folder)")
             for name in names:
                 top = name.split(".")[0]
-                if "tests" in path.relative_to(folder).parts:  # its tests drive golden-al as users do
+                if in_tests:  # its tests drive golden-al as users do
                     if name.startswith("golden_al.engines"):
-                        bad.append(f"{path.relative_to(folder)}:{node.lineno} imports {name}")
+                        bad.append(f"{where}:{node.lineno} imports {name}")
                 elif top in PACKAGES and not any(name == p or (name.startswith(p + ".") and p == "distributions")
                                                  for p in ENGINE_MAY_IMPORT):
-                    bad.append(f"{path.relative_to(folder)}:{node.lineno} imports {name}")
+                    bad.append(f"{where}:{node.lineno} imports {name}")
     return bad
 
 
@@ -270,6 +304,21 @@ def test_the_engine_rule_sees_each_way_out(tmp_path: Path) -> None:
         "get_profile is not in golden_al.plugin.__all__", "imports golden_al.plugin.profile", "imports golden_al.cli",
         "imports golden_al.engines", "imports simulators.base", "plugin.registry is not in golden_al.plugin.__all__",
         "imports golden_al.engines.vllm"]
+
+
+def test_the_engine_rule_sees_relative_and_string_imports(tmp_path: Path) -> None:
+    """A relative import out of the folder, ``import_module`` and ``lazy`` with a string constant are imports; hooks
+    named ``lazy(f"{__name__}.server:probe")`` and relative imports inside the folder are the folder's own."""
+    (tmp_path / "__init__.py").write_text(
+        "import importlib\nfrom golden_al import plugin\nfrom golden_al.plugin import lazy\n"
+        "from ...servers import probe\nimportlib.import_module('golden_al.checks')\n"
+        "lazy('golden_al.servers.probe:probe')\nplugin.lazy('simulators.base:Sampler')\n"
+        "from . import logs\nfrom .server import x\nlazy(f'{__name__}.server:probe')\nlazy('.server:probe')\n"
+        "importlib.import_module('..sglang', __package__)\nlazy('distributions.units:check_al')\n")
+    assert [b.split(" ", 1)[1] for b in _engine_imports(tmp_path, "golden_al.engines.toy")] == [
+        "imports golden_al.servers (relatively, out of the folder)", "imports golden_al.checks",
+        "imports golden_al.servers.probe", "imports simulators.base",
+        "imports golden_al.engines.sglang (relatively, out of the folder)"]
 
 
 def test_the_plugin_surface_lists_what_it_imports() -> None:
