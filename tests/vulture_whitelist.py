@@ -123,7 +123,7 @@ _._known_engine  # pydantic field validator (golden_al/golden/schema.py)
 _.verify_block  # record field, serialized in measurement.json (golden_al/measure/schema.py)
 _.position_accuracy  # training statistic, written by experiments/dflash-trained (block_train.py)
 tiny_block_draft  # used by tests/unit/test_block_draft.py and the CLI tests (tiny.py)
-_.acceptance_rate  # the rate form of a count (distributions, formats.prometheus), used by tests/unit/test_engines_counts.py
+_.acceptance_rate  # the rate form of a count (distributions, formats.prometheus), used by golden_al/engines/vllm/tests/test_counts.py
 _._selector_values  # pydantic field validator (golden_al/golden/schema.py, Draft.selectors)
 _._sorted_selectors  # pydantic field validator (golden_al/golden/schema.py, Draft.selectors)
 import_bench_files  # the vLLM profile's importer hook, named as a string (golden_al/engines/vllm/__init__.py)

@@ -1,14 +1,14 @@
-"""Per-request spec counts: SGLang meta_info (new and alias keys), vLLM metrics, ATOM mtp_stats."""
+"""SGLang's per-request spec counts: ``meta_info`` (new and alias keys), ``sglext.spec_tokens_details`` (moved
+from tests/unit/test_formats_responses.py)."""
 
 from __future__ import annotations
 
 import pytest
 
-from golden_al.engines.atom.responses import parse_atom_mtp_stats
-from golden_al.engines.sglang import response_spec_metas
-from golden_al.engines.sglang.responses import parse_sglang_meta_info
-from golden_al.engines.vllm.responses import parse_vllm_spec_metrics
 from golden_al.errors import InputFileError, MetricMissingError, NoVerifyStepsError
+
+from .. import response_spec_metas
+from ..responses import parse_sglang_meta_info
 
 # A finished SGLang 0.5.23 request: 10 verify steps, histogram over accepted drafts 0..3,
 # completion_tokens = 1 (prefill) + sum of step lengths.
@@ -102,49 +102,3 @@ def test_find_records_in_sglang_and_openai_shapes() -> None:
     assert (total.num_verify_steps, total.num_accepted_drafts) == (5 * STEPS, 5 * ACC)
     assert total.histogram == tuple(5 * h for h in HIST)
     assert response_spec_metas({"text": "x"}) is None
-
-
-VLLM_SPEC = {
-    "mean_acceptance_length": 1 + 7 / 4,
-    "draft_acceptance_rate": 7 / 12,
-    "acceptance_histogram": [0, 2, 1, 1],
-    "num_spec_steps": 4,
-    "num_accepted_draft_tokens": 7,
-    "num_draft_tokens": 12,
-    "num_spec_tokens": 3,
-}
-
-
-def test_vllm_per_request_metrics() -> None:
-    for obj in (VLLM_SPEC, {"metrics": {"speculative_decoding": VLLM_SPEC}}):
-        r = parse_vllm_spec_metrics(obj)
-        assert (r.verify_steps, r.accepted_drafts, r.counts.num_draft_tokens) == (4, 7, 12)
-        assert r.al == pytest.approx(VLLM_SPEC["mean_acceptance_length"])
-    assert parse_vllm_spec_metrics(VLLM_SPEC).engine == "vllm"
-    with pytest.raises(MetricMissingError, match="per-request-spec-decode-metrics"):
-        parse_vllm_spec_metrics({"metrics": {}})
-
-
-MTP_STATS = {
-    "enabled": True,
-    "total_draft_tokens": 3000,
-    "total_accepted_tokens": 1780,
-    "acceptance_rate": 1780 / 3000,
-    "average_tokens_per_forward": 2.78,
-    "distribution": {"0": 0, "1": 220, "2": 780, "3": 0},
-    "distribution_percent": {"0": 0.0, "1": 0.22, "2": 0.78, "3": 0.0},
-}
-
-
-def test_atom_mtp_stats() -> None:
-    r = parse_atom_mtp_stats(MTP_STATS)
-    assert r.verify_steps == 1000
-    assert r.counts.histogram == (0, 220, 780, 0)
-    assert r.counts.k == 3
-    assert r.al == pytest.approx(MTP_STATS["average_tokens_per_forward"])
-    with pytest.raises(MetricMissingError, match="disabled"):
-        parse_atom_mtp_stats({"enabled": False, "total_draft_tokens": 0})
-    with pytest.raises(InputFileError, match="total_draft_tokens"):
-        parse_atom_mtp_stats({**MTP_STATS, "total_draft_tokens": 2999})  # not K per step
-    with pytest.raises(MetricMissingError, match="distribution"):
-        parse_atom_mtp_stats({"enabled": True, "total_draft_tokens": 1, "total_accepted_tokens": 1})

@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from golden_al.cli.main import main
-from golden_al.engines import sglang
 from golden_al.plugin.registry import get_sampler
+
+from .. import LOG_SERVER_ARGS_FORMAT
 
 # the shipped DeepSeek-V4-Pro MTP curve: thinking_on k=3 -> 2.49
 MODEL, AL, K = "deepseek-ai/DeepSeek-V4-Pro", 2.49, 3
@@ -22,7 +23,7 @@ def _log(path: Path, *, al: float, with_args: bool = True, steps: int = 3, seed:
     sampler = get_sampler("sglang", "match-expected")
     lines = []
     if with_args:
-        lines.append(sglang.LOG_SERVER_ARGS_FORMAT.format(time="2026-01-01 00:00:00", model=MODEL, algorithm="EAGLE",
+        lines.append(LOG_SERVER_ARGS_FORMAT.format(time="2026-01-01 00:00:00", model=MODEL, algorithm="EAGLE",
                                                           steps=steps, draft_tokens=steps + 1))
     for i in range(40):
         draws = sampler.sample(al, K, 40, rng)

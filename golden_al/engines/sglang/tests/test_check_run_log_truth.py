@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from golden_al.cli.main import main
-from golden_al.engines import sglang
 from golden_al.plugin.registry import get_sampler
+
+from .. import LOG_SERVER_ARGS_FORMAT
 
 pytestmark = pytest.mark.hostile
 
@@ -27,7 +28,7 @@ def _lines(al: float, k: int, n: int, seed: int = 3) -> list[str]:
 
 
 def _start(k: int) -> str:
-    return sglang.LOG_SERVER_ARGS_FORMAT.format(time="2026-01-01 00:00:00", model=MODEL, algorithm="EAGLE", steps=k,
+    return LOG_SERVER_ARGS_FORMAT.format(time="2026-01-01 00:00:00", model=MODEL, algorithm="EAGLE", steps=k,
                                                 draft_tokens=k + 1)
 
 
@@ -71,7 +72,7 @@ def test_lines_cut_short_are_refused_not_read(tmp_path: Path, capsys) -> None:
 
 
 def test_a_cut_line_is_marked_by_the_parser() -> None:
-    from golden_al.engines.sglang.logs import parse_sglang_decode_line
+    from ..logs import parse_sglang_decode_line
 
     full = _lines(2.5, 3, 1)[0]
     assert parse_sglang_decode_line(full).complete  # type: ignore[union-attr]
