@@ -4,7 +4,7 @@
 It parses the flags golden-al's ``--launch`` writes (``--spec-draft-n-max/-n-min/-p-min``,
 ``--spec-synth-len``, ``--metrics``, ...) and answers in llama-server's shapes, as read
 from llama.cpp 0c1e570 and checked against the real captures in
-``tests/fixtures/llamacpp-0c1e570/``: ``/health``, ``/v1/models``, ``/props``,
+``golden_al/engines/llamacpp/tests/fixtures/llamacpp-0c1e570/``: ``/health``, ``/v1/models``, ``/props``,
 ``/metrics`` (``llamacpp:`` counters, added when a request finishes),
 ``/v1/chat/completions`` with ``timings.draft_n``/``draft_n_accepted``, and the
 ``draft acceptance = ...`` log line per request. Acceptance is a deterministic

@@ -1,5 +1,6 @@
 """llama.cpp's own tests: they reach the engine relatively (``from .. import``) and golden-al through its commands
-and floors, never another engine by name; :func:`fixture` finds a file of the repository's ``tests/fixtures/``."""
+and floors, never another engine by name; :func:`fixture` finds a file of this folder's ``fixtures/``, so that the
+folder, copied into a package of its own, runs them unchanged."""
 
 from __future__ import annotations
 
@@ -7,5 +8,5 @@ from pathlib import Path
 
 
 def fixture(*parts: str) -> Path:
-    """A path under the repository's ``tests/fixtures/`` (this folder is ``golden_al/engines/<name>/tests``)."""
-    return Path(__file__).resolve().parents[4].joinpath("tests", "fixtures", *parts)
+    """A path under ``fixtures/`` beside this file."""
+    return Path(__file__).resolve().parent.joinpath("fixtures", *parts)

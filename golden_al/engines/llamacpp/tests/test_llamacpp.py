@@ -1,7 +1,7 @@
 """llama.cpp's server as an engine: profile, sampler, formats, AL source, synthetic refusal, build cache.
 
 Fast and offline: responses, ``/metrics`` texts and log lines are captured from a real
-llama-server build (tests/fixtures/llamacpp-0c1e570/, see its README) or written here in
+llama-server build (fixtures/llamacpp-0c1e570/, see its capture.py) or written here in
 the exact formats of the llama.cpp source (commit 0c1e570).
 """
 
@@ -464,7 +464,7 @@ def test_given_binary_is_checked(tmp_path):
 
 
 # ---------------------------------------------------------------------------- check (scripts)
-CHECK_FIXTURES = fixture("check", "llamacpp")
+CHECK_FIXTURES = fixture("check")
 
 
 def test_check_finds_llamacpp_pins_in_flags_and_env(capsys):
