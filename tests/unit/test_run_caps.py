@@ -18,6 +18,16 @@ BASE = ["import", "trtllm-iteration-log", "--thinking", "off", "--temperature", 
         "--model", "m", "--draft-len", "3"]
 
 
+def test_the_fixtures_are_what_their_generator_writes(tmp_path: Path) -> None:
+    """The repository's rows are TensorRT-LLM's folder's generator output (the folder's tests write their own)."""
+    from golden_al.engines.trtllm.tests._iteration_rows import SHARED, write
+
+    write(tmp_path, copies=False)
+    assert sorted(f.name for f in FIX.iterdir()) == sorted(SHARED)
+    for name in SHARED:
+        assert (tmp_path / name).read_bytes() == (FIX / name).read_bytes(), name
+
+
 def test_the_files_of_one_import_share_one_budget(tmp_path: Path, monkeypatch, capsys) -> None:
     files = [str(FIX / "iteration_log.json.txt"), str(FIX / "iteration_log.pyliteral.txt")]
     total = sum(Path(f).stat().st_size for f in files)

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 
@@ -14,47 +13,43 @@ from golden_al.cli.main import main
 from golden_al.errors import CounterSemanticsError, InputFileError
 
 from ..iteration_stats import read_iteration_file, rows_from_json
-from . import fixture
+from ._iteration_rows import write
 
-FIX = fixture("trtllm-iteration-log")
 CAP = 1 << 24
 
 
-def _truth() -> tuple[int, int, int]:
+@pytest.fixture(scope="module")
+def fix(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The iteration rows of :mod:`._iteration_rows`, written once for the module."""
+    out = tmp_path_factory.mktemp("trtllm-iteration-log")
+    write(out)
+    return out
+
+
+def _truth(fix: Path) -> tuple[int, int, int]:
     """(steps, accepted, drafted) summed straight from the JSON rows, independently of the reader."""
-    rows = [json.loads(line)["specDecodingStats"] for line in (FIX / "iteration_log.json.txt").read_text().splitlines()]
+    rows = [json.loads(line)["specDecodingStats"] for line in (fix / "iteration_log.json.txt").read_text().splitlines()]
     return (sum(r["numRequestsWithDraftTokens"] for r in rows), sum(r["numAcceptedTokens"] for r in rows),
             sum(r["numDraftTokens"] for r in rows))
 
 
-def test_the_fixtures_are_what_their_generator_writes(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("make_fixtures", FIX / "make_fixtures.py")
-    assert spec is not None
-    assert spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    mod.main(tmp_path)
-    for f in tmp_path.iterdir():
-        assert f.read_bytes() == (FIX / f.name).read_bytes(), f.name
-
-
 @pytest.mark.parametrize("name", ["iteration_log.json.txt", "iteration_log.pyliteral.txt",
                                   "iteration_log.attention-dp.txt"])
-def test_both_row_syntaxes_and_attention_dp_parse_exactly(name: str) -> None:
-    scan = read_iteration_file(FIX / name, max_bytes=CAP)
-    assert (scan.steps, scan.accepted, scan.drafted) == _truth()
+def test_both_row_syntaxes_and_attention_dp_parse_exactly(fix: Path, name: str) -> None:
+    scan = read_iteration_file(fix / name, max_bytes=CAP)
+    assert (scan.steps, scan.accepted, scan.drafted) == _truth(fix)
     assert len(scan.rows) == 61
     assert scan.other_ranks == (183 if "attention-dp" in name else 0)  # ranks 1..3 of 61 iterations
 
 
-def test_a_metrics_answer_parses_exactly() -> None:
-    scan = rows_from_json(json.loads((FIX / "metrics.json").read_text()), "metrics.json")
-    assert (scan.steps, scan.accepted, scan.drafted) == _truth()
+def test_a_metrics_answer_parses_exactly(fix: Path) -> None:
+    scan = rows_from_json(json.loads((fix / "metrics.json").read_text()), "metrics.json")
+    assert (scan.steps, scan.accepted, scan.drafted) == _truth(fix)
 
 
-def test_all_rank_copies_without_a_rank_are_refused_not_summed() -> None:
+def test_all_rank_copies_without_a_rank_are_refused_not_summed(fix: Path) -> None:
     with pytest.raises(InputFileError, match=r"iteration -1 appears twice \(lines 1 and 2\)") as info:
-        read_iteration_file(FIX / "iteration_log.all-ranks.txt", max_bytes=CAP)
+        read_iteration_file(fix / "iteration_log.all-ranks.txt", max_bytes=CAP)
     assert info.value.line == 2
 
 
@@ -82,9 +77,9 @@ def test_a_row_that_contradicts_itself_is_refused_with_its_line(tmp_path: Path, 
     assert info.value.line == 1
 
 
-def test_check_run_passes_the_golden_fails_another_and_refuses_a_wrong_k(capsys: pytest.CaptureFixture[str]) -> None:
-    log = FIX / "iteration_log.pyliteral.txt"
-    steps, accepted, _ = _truth()
+def test_check_run_passes_the_golden_fails_another_and_refuses_a_wrong_k(fix: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    log = fix / "iteration_log.pyliteral.txt"
+    steps, accepted, _ = _truth(fix)
     r = check_run([log], expect_al=3.1, draft_len=3, engine="trtllm")
     assert r.passed
     assert r.realized_al == pytest.approx(1 + accepted / steps)
@@ -101,12 +96,12 @@ def test_a_file_without_iteration_rows_is_refused(tmp_path: Path) -> None:
         check_run([tmp_path / "x.log"], expect_al=3.1, draft_len=3, engine="trtllm")
 
 
-def test_import_makes_a_record_from_the_rows(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    base = ["import", "trtllm-iteration-log", str(FIX / "metrics.json"), "--thinking", "off", "--temperature", "0",
+def test_import_makes_a_record_from_the_rows(fix: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    base = ["import", "trtllm-iteration-log", str(fix / "metrics.json"), "--thinking", "off", "--temperature", "0",
             "--max-tokens", "1024", "--model", "m"]
     assert main([*base, "--out", str(tmp_path / "imp"), "--draft-len", "3"]) == 0
     rec = json.loads((tmp_path / "imp" / "measurement.json").read_text())
-    steps, accepted, _ = _truth()
+    steps, accepted, _ = _truth(fix)
     assert (rec["engine"], rec["mode"], rec["num_verify_steps"]) == ("trtllm", "imported", steps)
     assert rec["al"] == pytest.approx(1 + accepted / steps)
     assert len((tmp_path / "imp" / "requests.jsonl").read_text().splitlines()) == 6  # 60 iterations / 10
