@@ -6,7 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from distributions import units
@@ -139,6 +139,7 @@ histograms = st.integers(1, 8).flatmap(
 )
 
 
+@settings(deadline=None, derandomize=True)  # its own settings: in a package of its own, no conftest sets them
 @given(histograms)
 def test_histogram_per_position_round_trip(hist):
     k = len(hist) - 1
