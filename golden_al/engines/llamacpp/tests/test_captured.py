@@ -1,6 +1,6 @@
 """llama.cpp formats against output captured from a real llama-server (fixtures/llamacpp-0c1e570/).
 
-Captured once with ``fixtures/llamacpp-0c1e570/capture.py`` (the Qwen2.5-Coder GGUF pair, k=3);
+Captured once with ``_capture.py`` (the Qwen2.5-Coder GGUF pair, k=3);
 these tests need neither the binary nor the models.
 """
 
@@ -27,7 +27,7 @@ FIXTURES = fixture("llamacpp-0c1e570")
 def _fixture(name: str) -> str:
     path = FIXTURES / name
     if not path.exists():
-        pytest.fail(f"{path} is missing: capture it with fixtures/llamacpp-0c1e570/capture.py")
+        pytest.fail(f"{path} is missing: capture it with python -m golden_al.engines.llamacpp.tests._capture")
     return path.read_text()
 
 

@@ -1,7 +1,7 @@
 """llama.cpp's server as an engine: profile, sampler, formats, AL source, synthetic refusal, build cache.
 
 Fast and offline: responses, ``/metrics`` texts and log lines are captured from a real
-llama-server build (fixtures/llamacpp-0c1e570/, see its capture.py) or written here in
+llama-server build (fixtures/llamacpp-0c1e570/, see _capture.py) or written here in
 the exact formats of the llama.cpp source (commit 0c1e570).
 """
 
