@@ -129,3 +129,5 @@ _._sorted_selectors  # pydantic field validator (golden_al/golden/schema.py, Dra
 import_bench_files  # the vLLM profile's importer hook, named as a string (golden_al/engines/vllm/__init__.py)
 
 __call__  # the hook protocols' declared call signatures (golden_al/plugin/hooks.py): read by the conformance kit
+pytestmark  # pytest reads it (golden_al/engines/sglang/tests/test_check_run_log_truth.py)
+SHARED  # the rows tests/unit/test_run_caps.py compares with tests/fixtures (golden_al/engines/trtllm/tests/_iteration_rows.py)
