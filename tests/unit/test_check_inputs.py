@@ -111,8 +111,12 @@ def test_changed_since_fails_a_finding_when_an_input_of_its_verdict_changed(
         assert any("changed since HEAD: " in r["message"] for r in rows if r["waived"] is None)
 
 
-def test_changed_since_fails_a_finding_when_the_submodule_holding_its_recipe_was_bumped(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+SUBMODULE_RECIPE = f"benchmarks/multi_node/srt-slurm-recipes/vllm/agentic/{RECIPE.name}"
+
+
+def _submodule_repo(tmp_path: Path) -> tuple[Path, Path]:
+    """A repository whose master config's recipe lives in a submodule (InferenceX's srt-slurm-recipes), and the
+    submodule's own repository."""
     sub = tmp_path / "recipes-repo"
     (sub / "vllm" / "agentic").mkdir(parents=True)
     shutil.copy(RECIPE, sub / "vllm" / "agentic" / RECIPE.name)
@@ -125,14 +129,24 @@ def test_changed_since_fails_a_finding_when_the_submodule_holding_its_recipe_was
     _git(root, "init", "-q")
     _git(root, "submodule", "add", "-q", str(sub), "benchmarks/multi_node/srt-slurm-recipes")
     _commit(root)
-    rc, rows = _check(root, monkeypatch, capsys, "--golden-dir", "golden", "--changed-since", "HEAD")
-    assert rc == 0
-    assert "benchmarks/multi_node/srt-slurm-recipes/vllm/agentic/dsv4-master-target.yaml" in {
-        i["name"] for i in rows[0]["inputs"]}
+    return root, sub
+
+
+def _bump_submodule(root: Path, sub: Path) -> None:
+    """The submodule's recipe takes k = 3 upstream, and the repository pulls it."""
     recipe = sub / "vllm" / "agentic" / RECIPE.name
     recipe.write_text(recipe.read_text().replace('"num_speculative_tokens":2', '"num_speculative_tokens":3'))
     _commit(sub)
     _git(root / "benchmarks" / "multi_node" / "srt-slurm-recipes", "pull", "-q", "origin", "HEAD")
+
+
+def test_changed_since_fails_a_finding_when_the_submodule_holding_its_recipe_was_bumped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    root, sub = _submodule_repo(tmp_path)
+    rc, rows = _check(root, monkeypatch, capsys, "--golden-dir", "golden", "--changed-since", "HEAD")
+    assert rc == 0
+    assert SUBMODULE_RECIPE in {i["name"] for i in rows[0]["inputs"]}
+    _bump_submodule(root, sub)
     rc, rows = _check(root, monkeypatch, capsys, "--golden-dir", "golden", "--changed-since", "HEAD")
     assert rc == 1
     assert {f for f, _, _ in _failing(rows)} == {"configs/master.yaml"}
@@ -149,8 +163,21 @@ def _recipe_touched(root: Path) -> None:
     recipe.write_text(recipe.read_text() + "# reviewed\n")
 
 
-@pytest.mark.parametrize("change", [_curve_edited, _thinking_off, _recipe_touched, _config_changed],
-                         ids=lambda c: c.__name__.strip("_"))
+#: What each change of the baseline test changes: the input a failing finding must name.
+CHANGED_INPUT: dict[Callable[[Path], None], str] = {
+    _recipe_k3: f"recipes/vllm/agentic/{RECIPE.name}", _recipe_touched: f"recipes/vllm/agentic/{RECIPE.name}",
+    _recipe_deleted: f"recipes/vllm/agentic/{RECIPE.name}", _recipe_renamed: f"recipes/vllm/agentic/{RECIPE.name}",
+    _curve_edited: "golden/deepseek_v4_mtp.yaml", _curve_added: "golden/", _thinking_off: "configs/master.yaml",
+    _config_changed: ".golden-al.toml"}
+
+
+def _failing_with_input(rows: list[dict], name: str) -> list[tuple[str, int, str]]:
+    """The failing, unwaived findings whose verdict read ``name``."""
+    return [(r["file"], r["line"], r["verdict"]) for r in rows
+            if r["verdict"] != "match" and r["waived"] is None and name in {i["name"] for i in r["inputs"]}]
+
+
+@pytest.mark.parametrize("change", list(CHANGED_INPUT), ids=lambda c: c.__name__.strip("_"))
 def test_a_baseline_entry_stops_waiving_when_anything_its_verdict_read_changed(
         change: Callable[[Path], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -161,8 +188,21 @@ def test_a_baseline_entry_stops_waiving_when_anything_its_verdict_read_changed(
     assert (rc, _failing(rows)) == (0, [])
     change(root)
     rc, rows = _check(root, monkeypatch, capsys, "--baseline", "known.json")
-    assert rc == 1  # the mismatch at line 20 keeps its file, verdict, value and k; what it was judged against moved
-    assert ("configs/master.yaml", 20, "mismatch") in _failing(rows)
+    assert rc == 1  # the known findings keep their file; what they were judged against moved
+    assert _failing_with_input(rows, CHANGED_INPUT[change]), rows
+
+
+def test_a_baseline_entry_stops_waiving_when_the_submodule_holding_its_recipe_was_bumped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    root, sub = _submodule_repo(tmp_path)
+    monkeypatch.chdir(root)
+    assert main(["check", ".", "--golden-dir", "golden", "--write-baseline", "known.json"]) == 0
+    rc, rows = _check(root, monkeypatch, capsys, "--golden-dir", "golden", "--baseline", "known.json")
+    assert (rc, _failing(rows)) == (0, [])
+    _bump_submodule(root, sub)
+    rc, rows = _check(root, monkeypatch, capsys, "--golden-dir", "golden", "--baseline", "known.json")
+    assert rc == 1
+    assert _failing_with_input(rows, SUBMODULE_RECIPE), rows
 
 
 def _names(f: object) -> list[tuple[str, str, bool]]:
