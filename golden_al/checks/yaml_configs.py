@@ -135,7 +135,7 @@ def load_yaml_docs(text: str) -> list[YamlDoc]:
         for data, node in load_yaml_documents(text):  # bounded: depth, alias budget, safe tags
             if node is None:
                 continue
-            for key, line in relevant_duplicates(repeated_keys(node), engine_prefixes=False):  # last-wins hides the first
+            for key, line in relevant_duplicates(repeated_keys(node)):  # last-wins hides the first
                 raise YamlError(f"the key {key!r} appears twice in one mapping: PyYAML (srtctl) keeps the last "
                                 "value, a reviewer reads the first, so neither is checked", line)
             lines: dict[tuple[str, ...], int] = {}

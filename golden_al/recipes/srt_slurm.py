@@ -404,22 +404,22 @@ def read_recipe(data: Any, *, engine: str | None = None) -> Recipe | None:
     return Recipe(("base",), base_view, tuple(variants), overrides)
 
 
-@lru_cache(maxsize=2)
-def _duplicate_rule(engine_prefixes: bool) -> re.Pattern[str]:
-    read = (r"speculative[-_].*|(aggregated|agg|prefill|decode)(_environment)?|backend|type|model|path|engine|"
-            r"served[-_]model[-_]name|model[-_]path|base|roles|args|env|environment|(zip_)?override_.*|"
-            + "|".join(re.escape(k) for k in sorted({*config_keys().values(), *(k for r in recipe_formats().values()
-                                                                                  for k in r.spec_keys),
-                                                      *registry.env_knobs()})))
-    prefixes = [re.escape(p) + ".*" for n in registry.engine_names() for p in registry.get_profile(n).env_prefixes]
-    return re.compile("^(" + "|".join([read, *(prefixes if engine_prefixes else [])]) + ")$")
+@lru_cache(maxsize=1)
+def _duplicate_rule() -> re.Pattern[str]:
+    return re.compile(r"^(speculative[-_].*|(aggregated|agg|prefill|decode)(_environment)?|backend|type|model|path|"
+                      r"engine|served[-_]model[-_]name|model[-_]path|base|roles|args|env|environment|(zip_)?override_.*|"
+                      + "|".join(re.escape(k) for k in sorted({*config_keys().values(),
+                                                               *(k for r in recipe_formats().values()
+                                                                 for k in r.spec_keys), *registry.env_knobs()}))
+                      + ")$")
 
 
-def relevant_duplicates(repeated: Sequence[tuple[str, int]], *, engine_prefixes: bool = True) -> list[tuple[str, int]]:
+def relevant_duplicates(repeated: Sequence[tuple[str, int]]) -> list[tuple[str, int]]:
     """The repeated keys golden-al reads or writes in a recipe (speculative settings, roles, environment blocks,
-    model names, every engine's knobs; with ``engine_prefixes`` also every variable of an engine's prefix, which
-    ``inject`` writes among): srtctl (PyYAML) keeps the last value, ruamel and a reviewer the first."""
-    rule = _duplicate_rule(engine_prefixes)
+    model names, every engine's knobs): srtctl (PyYAML) keeps the last value, ruamel and a reviewer the first. One
+    rule for check, select and inject: another key repeated (InferenceX's minimax-m3 recipes repeat
+    ``VLLM_MINIMAX_M3_MSA_DECODE_BACKEND``) is read by none of them and left as srtctl reads it."""
+    rule = _duplicate_rule()
     return [(k, line) for k, line in repeated if rule.match(k)]
 
 

@@ -14,7 +14,7 @@ import yaml
 
 from golden_al.checks.static import check_paths
 from golden_al.cli.main import main
-from golden_al.errors import UsageError
+from golden_al.errors import InputFileError, UsageError
 from golden_al.golden import load_store
 from golden_al.recipes.derive import Identity
 from golden_al.recipes.plan import SelectionError
@@ -391,3 +391,27 @@ def test_a_script_takes_no_srtctl_format_or_selector(capsys: pytest.CaptureFixtu
     assert out.splitlines()[0] == "export SGLANG_SIMULATE_ACC_LEN=2.99"
     with pytest.raises(SelectionError, match="no variants"):
         select_recipe(path, selector="base", store=STORE)
+
+
+@pytest.mark.parametrize(("key", "refused"), [("VLLM_FLOAT32_MATMUL_PRECISION", False),
+                                              ("SIMULATE_ACC_LEN", True)])
+def test_select_and_check_refuse_the_same_duplicate_keys(key: str, refused: bool, tmp_path: Path) -> None:
+    """One duplicate rule (issue 49): a repeated key golden-al reads or writes is refused by both; another repeated
+    key (InferenceX's minimax-m3 recipes repeat ``VLLM_MINIMAX_M3_MSA_DECODE_BACKEND``) by neither."""
+    src = FIX / "select" / "inferencex" / "vllm__minimax-m3__agentic__gb300-fp4__1p1d-tep4-tp4-c1-agentic.yaml"
+    text = src.read_text()
+    line = "    VLLM_FLOAT32_MATMUL_PRECISION: high\n"
+    assert line in text
+    path = tmp_path / "r.yaml"
+    twice = f"    {key}: '3.1'\n" * 2 if refused else line
+    path.write_text(text.replace(line, line + twice, 1))
+    findings = check_paths([str(path)], store=STORE).findings
+    unreadable = [f for f in findings if f.verdict == "unreadable"]
+    if refused:
+        with pytest.raises(InputFileError, match=f"duplicate key '{key}'"):
+            select_recipe(path, store=STORE)
+        assert unreadable
+        assert key in unreadable[0].message
+    else:
+        assert select_recipe(path, store=STORE).variants
+        assert not unreadable
