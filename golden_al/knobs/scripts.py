@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+from golden_al.knobs.census import _alternation
 from golden_al.knobs.names import CONFIG_KEYS, CONFIG_KNOBS, FLAG_KNOBS, env_pin_context
 from golden_al.plugin.pins import (
     AgenticInfo,
@@ -77,7 +78,7 @@ __all__ = ["extract_shell_pins"]
 #: every registered engine's environment-variable knobs (each spelling) and their companions, from the profiles
 _ENV_KNOBS = tuple(env_knobs())
 _ENV_COMPANIONS = tuple(sorted(companion_env_names()))
-_ENV_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, _ENV_KNOBS)) + ")=")
+_ENV_PIN = re.compile(r"(?<![A-Za-z0-9_])(" + _alternation(_ENV_KNOBS) + ")=")
 
 
 def _config_pin_rx(engine: str) -> re.Pattern[str]:
@@ -135,9 +136,8 @@ def _cmd_texts(cmd: Cmd) -> list[str]:
 
 
 _SITE_TEXT = re.compile("|".join([
-    _ENV_PIN.pattern, _CONFIG_PIN.pattern, *(re.escape(f) for f in (*_FLAGS, *_LLAMACPP_ENV)),
-    r"\b(?:" + "|".join(map(re.escape, _HEREDOC_KEYS)) + r")\s*:",
-    r"\b(?:" + "|".join(map(re.escape, _ENV_NAMES)) + r")=",
+    _ENV_PIN.pattern, _CONFIG_PIN.pattern, _alternation((*_FLAGS, *_LLAMACPP_ENV)),
+    r"\b(?:" + _alternation(_HEREDOC_KEYS) + r")\s*:", r"\b(?:" + _alternation(_ENV_NAMES) + r")=",
 ]))
 _SITE_NAMES = frozenset((*_ENV_NAMES, *(k for k, ek in env_knobs().items() if not ek.legacy), *_LLAMACPP_ENV))
 
