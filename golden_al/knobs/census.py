@@ -456,7 +456,7 @@ def _worth_reading(text: str) -> bool:
     stands, names one once its quotes and backslashes are gone, holds an escape (a backslash before a
     letter or digit), or holds an expansion (``$``, a backquote, an unknown part) that an assembled name
     may come from."""
-    if _pattern().search(text) is not None:
+    if _names(text):
         return True
     if _DECODING.isdisjoint(text):
         return False
@@ -482,7 +482,7 @@ def _string_census(text: str, *, line: int, end_line: int, context: str, sink: _
                     copied=copied, inert=inert)
     if depth >= MAX_DEPTH:
         return
-    named = _pattern().search(text) is not None
+    named = _names(text)
     if "$" in text or "`" in text or _ESCAPE.search(text) or _substring_rx().search(
             text.replace("'", "").replace('"', "").replace("\\", "")):
         unquoted = _shell_unquote(text)
@@ -977,7 +977,7 @@ def _assignment(dec: _ShellDecoder, n: Any, sink: _Sink) -> None:
     if not any(_WILD in x or _names(x) for x in texts):
         return
     line, end = n.start_point[0] + 1, n.end_point[0] + 1
-    copied = dec.copied_spellings(value) if value is not None else frozenset()
+    copied = dec.copied_spellings(value) if value is not None and any(map(_names, texts)) else frozenset()
     plain = dec.raw(name) in _by_spelling() and n.parent is not None and n.parent.type not in (
         "command", "declaration_command") and dec.unexported(dec.raw(name))
     for text in texts:
