@@ -880,7 +880,7 @@ def _unescape_word(text: str) -> str:
 
 def _unescape_dq(text: str) -> str:
     """Inside double quotes a backslash quotes only ``$ ` " \\`` and newline."""
-    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text)
+    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text) if "\\" in text else text
 
 
 def _product(parts: list[list[str]]) -> list[str]:
