@@ -1385,10 +1385,11 @@ def _python_string(node: Any, inner: set[int]) -> list[str] | None:
 # ------------------------------------------------------------------ Python: the shortcut
 
 
-#: A Python comment, a string literal (as Python 3.10-3.11's tokenizer ends it), or a quote that opens none.
-_PY_TOKEN = re.compile(r"""\#[^\n]*|(?P<literal>'''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''
-    |\"\"\"[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*\"\"\"|'[^'\\\n]*(?:\\.[^'\\\n]*)*'|"[^"\\\n]*(?:\\.[^"\\\n]*)*")
-    |(?P<open>['"])""", re.S | re.X)
+#: A Python comment, a string literal (``s``, ``d``: as Python 3.10-3.11's tokenizer ends it), or a quote that opens
+#: none (``so``, ``do``). Each branch starts with its character, so that the search skips to the next one.
+_PY_TOKEN = re.compile(r"""\#[^\n]*
+    |'(?:(?P<s>''[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*'''|[^'\\\n]*(?:\\.[^'\\\n]*)*')|(?P<so>))
+    |"(?:(?P<d>""[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*\"\"\"|[^"\\\n]*(?:\\.[^"\\\n]*)*")|(?P<do>))""", re.S | re.X)
 #: An escape that makes a character the text does not hold: Python's, and (in a decoded value) JSON's or ANSI-C's.
 _PY_NEW_CHAR = re.compile(r"\\[xuUN0-7]")
 _NEW_CHAR = re.compile(r"\\[xuU0-7]")
@@ -1460,9 +1461,9 @@ def _literal_chains(code: str, pattern: re.Pattern[str], subs: dict[str, frozens
     fields are code again); False when a literal cannot be read that way."""
     literals: list[tuple[int, re.Match[str]]] = []  # (where its prefix starts, the literal)
     for m in _PY_TOKEN.finditer(code):
-        if m.lastgroup == "open":
+        if m.lastgroup in ("so", "do"):
             return False
-        if m.lastgroup == "literal":
+        if m.lastgroup in ("s", "d"):
             found = _PREFIX.search(code, max(0, m.start() - 3), m.start())
             literals.append((found.start() if found else m.start(), m))
     for i, (at, m) in enumerate(literals):
