@@ -14,15 +14,13 @@ from __future__ import annotations
 import argparse
 import itertools
 import math
-import re
-from pathlib import Path
 from typing import Any
 
 from golden_al.cli._common import add_format_option, print_json
-from golden_al.errors import SchemaError, UsageError
+from golden_al.errors import UsageError
 from simulators.throughput import ASSUMED_COSTS
 
-__all__ = ["EXAMPLES", "add_arguments", "curve_of_file", "parse_curve", "run"]
+__all__ = ["EXAMPLES", "add_arguments", "parse_curve", "run"]
 
 DESCRIPTION = (
     "Throughput and speedup against draft length: from timed measurement runs (--measured: the step "
@@ -54,7 +52,6 @@ _COST_FLAGS = (("--fixed-cost", "fixed_cost", "fixed_ms", "a step's fixed time: 
                 "extra draft time per drafted token per request in the batch"),
                ("--verify-cost-per-token", "verify_cost_per_token", "verify_ms_per_token",
                 "target time per verified token, B*(k+1) tokens per step"))
-_PAIR = re.compile(r"^\s*(\d+)\s*[=:]\s*([^\s=:;]+)\s*$")
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -100,11 +97,13 @@ def parse_curve(text: str) -> dict[int, float]:
     Raises:
         UsageError: a malformed entry, a repeated draft length, or no entries.
     """
+    from golden_al.golden.store import AL_PAIR
+
     curve: dict[int, float] = {}
     for part in str(text).split(","):
         if not part.strip():
             continue
-        m = _PAIR.match(part)
+        m = AL_PAIR.match(part)
         if not m:
             raise UsageError(
                 f"--curve: malformed entry {part.strip()!r}; expected K=AL pairs separated by commas, "
@@ -117,69 +116,6 @@ def parse_curve(text: str) -> dict[int, float]:
     if not curve:
         raise UsageError("--curve is empty; expected K=AL pairs like '1=1.83,2=2.43'")
     return curve
-
-
-def _mapping_curve(mapping: dict[Any, Any], path: Path) -> dict[int, float]:
-    curve: dict[int, float] = {}
-    for key, value in mapping.items():
-        try:
-            k = int(key)
-        except (TypeError, ValueError):
-            raise SchemaError(f"draft length {key!r} is not an integer", path=path) from None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise SchemaError(f"AL for draft length {k} is {value!r}, not a number", path=path)
-        curve[k] = float(value)
-    if not curve:
-        raise SchemaError("no draft lengths found", path=path)
-    return curve
-
-
-def curve_of_file(path: str | Path, *, model: str | None = None, thinking: str | None = None) -> dict[int, float]:
-    """AL per k from a file: K=AL lines, a YAML ``{K: AL}`` mapping, or a golden curve file (ours or InferenceX's,
-    read by :func:`golden_al.golden.read_curve_file`, the one reader of curve files; ``model``/``thinking`` pick).
-
-    Raises:
-        InputFileError: the file cannot be read; SchemaError: it holds no usable curve; UsageError: the pick.
-    """
-    from golden_al import safeio
-    from golden_al.golden import read_curve_file
-
-    p = Path(path)
-    text = safeio.read_text(p)
-    lines = [ln.split("#", 1)[0] for ln in text.splitlines()]
-    if any("=" in ln for ln in lines):
-        curve: dict[int, float] = {}
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            m = _PAIR.match(line)
-            if not m:
-                raise SchemaError(f"expected a K=AL line such as '7=3.71', got {line.strip()!r}", path=p, line=number)
-            k = int(m.group(1))
-            if k in curve:
-                raise SchemaError(f"draft length {k} appears twice", path=p, line=number)
-            try:
-                curve[k] = float(m.group(2))
-            except ValueError:
-                raise SchemaError(f"AL {m.group(2)!r} is not a number", path=p, line=number) from None
-        if not curve:
-            raise SchemaError("no K=AL lines found", path=p)
-        return curve
-    data = safeio.safe_load_yaml(text, path=p)
-    if isinstance(data, dict) and data and all(not isinstance(v, dict) for v in data.values()):
-        return _mapping_curve(data, p)
-    curves = [sc.curve for sc in read_curve_file(p)]
-    picked = [c for c in curves if model in (None, c.model, *c.aliases)]
-    if len(picked) != 1:
-        raise UsageError(f"{p}: {'holds several models; pick one with --model' if picked else f'no model {model!r}'}"
-                         f" (models: {', '.join(c.model for c in curves)})")
-    modes = picked[0].modes()
-    if thinking is None and len(modes) != 1:
-        raise UsageError(f"{p}: has {', '.join(modes)}; pick one with --thinking on|off")
-    key = next(iter(modes)) if thinking is None else f"thinking_{thinking}"
-    if key not in modes:
-        raise UsageError(f"{p}: {picked[0].model} has no {key} (has: {', '.join(modes)})")
-    return {k: point.al for k, point in modes[key].points.items()}
 
 
 def _cost_model(args: argparse.Namespace) -> Any:
@@ -213,6 +149,7 @@ def _measured(args: argparse.Namespace) -> dict[str, Any]:
 def _table(args: argparse.Namespace) -> dict[str, Any]:
     from distributions import units
     from distributions.errors import DistributionError
+    from golden_al.golden import read_al_table
     from golden_al.reporting.draft_lengths import ASSUMED_NOTE
     from simulators.throughput import evaluate_draft_lengths
 
@@ -230,7 +167,7 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
         if args.curve is not None:
             curve, source = parse_curve(args.curve), "--curve"
         else:
-            curve = curve_of_file(args.curve_file, model=args.model, thinking=args.thinking)
+            curve = read_al_table(args.curve_file, model=args.model, thinking=args.thinking)
             source = str(args.curve_file)
         for k, al in sorted(curve.items()):
             try:

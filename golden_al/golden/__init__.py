@@ -8,7 +8,8 @@ Public API (what ``env``, ``inject``, ``check``, ``check-run``, ``fit`` and ``co
 * :func:`curve_method_for` (engine algorithm spelling -> curve method);
 * the schema models :class:`GoldenCurve` (``Draft``, ``Engine``, ``Dataset``,
   ``ThinkingMode``, ``Sampling``, ``Point``, ``Provenance``), :func:`parse_curve`;
-* :func:`read_curve_file`: the one reader of a curve file (ours or the legacy shape, converted);
+* :func:`read_curve_file`: the one reader of a curve file (ours or the legacy shape, converted); :func:`read_al_table`
+  also reads plain ``K=AL`` lines and ``{K: AL}`` mappings (``draft-lengths --curve-file``);
 * :func:`save_curve` / :func:`dump_curve` (our schema, atomic, stable key order);
 * :func:`read_legacy_text`, :func:`write_legacy` (InferenceX shape).
 """
@@ -37,6 +38,7 @@ from golden_al.golden.store import (
     curve_method_for,
     format_k_list,
     load_store,
+    read_al_table,
     read_curve_file,
 )
 from golden_al.golden.writer import dump_curve, save_curve
@@ -61,6 +63,7 @@ __all__ = [
     "format_k_list",
     "load_store",
     "parse_curve",
+    "read_al_table",
     "read_curve_file",
     "read_legacy_text",
     "save_curve",

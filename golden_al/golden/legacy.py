@@ -28,7 +28,7 @@ from __future__ import annotations
 import functools
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -46,6 +46,7 @@ from golden_al.prompts.thinking import THINKING_MODES
 
 __all__ = [
     "LegacyHeader",
+    "flat_values",
     "is_legacy_document",
     "legacy_name_parts",
     "parse_legacy_header",
@@ -262,8 +263,9 @@ def is_legacy_document(data: Any) -> bool:
     return isinstance(data, Mapping) and "schema_version" not in data
 
 
-def _values(block: Any, loc: list[Any], path: Path, doc: Any, model: str) -> dict[int, float]:
-    """``{k: AL}`` from a flat list or a ``{k: AL}`` mapping, validating each entry."""
+def flat_values(block: Any, path: Path, loc: Sequence[Any] = (), doc: Any = None, model: str = "") -> dict[int, float]:
+    """``{k: AL}`` from a flat list or a ``{k: AL}`` mapping, validating each entry (``loc``: where the block sits
+    in ``doc``, for line numbers)."""
     items: list[tuple[Any, Any, list[Any]]] = []
     if isinstance(block, list):
         for i, item in enumerate(block):
@@ -333,7 +335,7 @@ def read_legacy_text(text: str, *, path: str | Path = "<string>", doc: Any = Non
         flat = False
         if isinstance(block, list) or (isinstance(block, Mapping) and block
                                        and not any(str(k).startswith("thinking") for k in block)):
-            modes = {m: _values(block, loc, p, doc, str(model)) for m in THINKING_MODES}
+            modes = {m: flat_values(block, p, loc, doc, str(model)) for m in THINKING_MODES}
             flat = True
         elif isinstance(block, Mapping) and block:
             for mode, mblock in block.items():
@@ -345,7 +347,7 @@ def read_legacy_text(text: str, *, path: str | Path = "<string>", doc: Any = Non
                 if not isinstance(mblock, (Mapping, list)):
                     raise SchemaError(f"{model}.{mode}: expected {{k: AL}}, got {mblock!r}",
                                       path=p, line=node_line(doc, [*loc, mode]))
-                modes[mode] = _values(mblock, [*loc, mode], p, doc, str(model))
+                modes[mode] = flat_values(mblock, p, [*loc, mode], doc, str(model))
         else:
             raise SchemaError(
                 f"{model}: expected {{thinking_on: {{k: AL}}, thinking_off: {{k: AL}}}} or a flat [{{k: AL}}, ...], "

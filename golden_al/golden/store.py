@@ -63,6 +63,7 @@ __all__ = [
     "curve_method_for",
     "format_k_list",
     "load_store",
+    "read_al_table",
     "read_curve_file",
 ]
 
@@ -604,6 +605,68 @@ def read_curve_file(path: str | Path) -> list[StoredCurve]:
             pass  # refused: read again with line numbers, for the message
     doc = load_yaml_roundtrip(text, path=p)
     return _stored_curves(p, text, to_plain(doc), doc, digest)
+
+
+#: One ``K=AL`` entry (``7=3.71``, also ``7:3.71``): a line of a plain curve file, an entry of ``draft-lengths --curve``.
+AL_PAIR = re.compile(r"^\s*(\d+)\s*[=:]\s*([^\s=:;]+)\s*$")
+
+
+def read_al_table(path: str | Path, *, model: str | None = None, thinking: str | None = None) -> dict[int, float]:
+    """AL per k from a file: ``K=AL`` lines, a YAML ``{K: AL}`` mapping (read as a legacy flat block), or a golden
+    curve file (:func:`read_curve_file`; ``model``/``thinking`` pick).
+
+    Raises:
+        InputFileError: the file cannot be read; SchemaError: it holds no usable curve (file, line);
+        AmbiguousCurveError / NoGoldenValueError: ``model``/``thinking`` pick several curves or modes, or none.
+    """
+    from golden_al import safeio
+    from golden_al.golden.legacy import flat_values
+
+    p = Path(path)
+    text = safeio.read_text(p)
+    lines = [ln.split("#", 1)[0] for ln in text.splitlines()]
+    if any("=" in ln for ln in lines):
+        return _al_lines(lines, p)
+    data = safeio.safe_load_yaml(text, path=p)
+    if isinstance(data, dict) and data and all(not isinstance(v, dict) for v in data.values()):
+        if not (curve := flat_values({int(k) if isinstance(k, str) and k.strip().isdigit() else k: v
+                                      for k, v in data.items()}, p)):
+            raise SchemaError("no draft lengths found", path=p)
+        return curve
+    curves = [sc.curve for sc in read_curve_file(p)]
+    picked = [c for c in curves if model in (None, c.model, *c.aliases)]
+    if len(picked) != 1:
+        raise (AmbiguousCurveError if picked else NoGoldenValueError)(
+            f"{p}: {'holds several models; pick one with --model' if picked else f'no model {model!r}'}"
+            f" (models: {', '.join(c.model for c in curves)})")
+    modes = picked[0].modes()
+    if thinking is None and len(modes) != 1:
+        raise AmbiguousCurveError(f"{p}: has {', '.join(modes)}; pick one with --thinking on|off")
+    key = next(iter(modes)) if thinking is None else f"thinking_{thinking}"
+    if key not in modes:
+        raise NoGoldenValueError(f"{p}: {picked[0].model} has no {key} (has: {', '.join(modes)})")
+    return {k: point.al for k, point in modes[key].points.items()}
+
+
+def _al_lines(lines: list[str], p: Path) -> dict[int, float]:
+    """AL per k of a file's ``K=AL`` lines (comments removed); each malformed line refused with its number."""
+    curve: dict[int, float] = {}
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        m = AL_PAIR.match(line)
+        if not m:
+            raise SchemaError(f"expected a K=AL line such as '7=3.71', got {line.strip()!r}", path=p, line=number)
+        k = int(m.group(1))
+        if k in curve:
+            raise SchemaError(f"draft length {k} appears twice", path=p, line=number)
+        try:
+            curve[k] = float(m.group(2))
+        except ValueError:
+            raise SchemaError(f"AL {m.group(2)!r} is not a number", path=p, line=number) from None
+    if not curve:
+        raise SchemaError("no K=AL lines found", path=p)
+    return curve
 
 
 def _stored_curves(p: Path, text: str, plain: Any, doc: Any, digest: str) -> list[StoredCurve]:

@@ -92,14 +92,13 @@ log_text = st.lists(st.builds(lambda tpl, vals: tpl.replace("{n}", "{}").replace
 
 def readers() -> list[tuple[str, Any, Callable[[Any], object]]]:
     from golden_al.checks.static import check_paths
-    from golden_al.cli.draft_lengths import curve_of_file
     from golden_al.engines.atom.responses import parse_atom_mtp_stats
     from golden_al.engines.sglang.responses import parse_sglang_meta_info
     from golden_al.engines.vllm.responses import parse_vllm_spec_metrics
     from golden_al.formats.counters import spec_counters
     from golden_al.formats.logs import read_log_file
     from golden_al.formats.prometheus import parse_metrics_text, read_metrics_file
-    from golden_al.golden import load_store
+    from golden_al.golden import load_store, read_al_table
     from golden_al.golden.legacy import read_legacy_text
     from golden_al.golden.schema import load_yaml_roundtrip, parse_curve, to_plain
     from golden_al.measure.records import load_record, read_request_results
@@ -126,7 +125,7 @@ def readers() -> list[tuple[str, Any, Callable[[Any], object]]]:
         ("load_json", st.one_of(hostile_text, json_values.map(json.dumps)), safeio.load_json),
         ("golden curve", hostile_text, curve),
         ("legacy golden curve", hostile_text, read_legacy_text),
-        ("draft-lengths curve file", hostile_bytes, lambda b: curve_of_file(_file(b, ".yaml"))),
+        ("draft-lengths curve file", hostile_bytes, lambda b: read_al_table(_file(b, ".yaml"))),
         ("check yaml", hostile_bytes, lambda b: check_paths([_file(b, ".yaml")], store=store)),
         ("check json", hostile_bytes, lambda b: check_paths([_file(b, ".json")], store=store)),
         ("check shell", hostile_bytes, lambda b: check_paths([_file(b, ".sh")], store=store)),

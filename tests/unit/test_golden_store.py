@@ -271,3 +271,24 @@ def test_loading_the_store_needs_no_round_trip_reader() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           env={"PYTHONPATH": str(REPO), "PATH": ""})
     assert done.stdout.strip() == "False"
+
+
+def test_read_al_table_reads_plain_curves_and_raises_specific_errors(tmp_path: Path) -> None:
+    """``draft-lengths --curve-file``'s reader lives with the curve files: K=AL lines, a ``{K: AL}`` mapping (also
+    JSON's string keys), a golden file picked by model and mode; each refusal is a specific error, never UsageError."""
+    from golden_al.golden import read_al_table
+
+    (lines := tmp_path / "c.txt").write_text("# k=AL\n1=1.83\n2: 2.43\n")
+    assert read_al_table(lines) == {1: 1.83, 2: 2.43}
+    (mapping := tmp_path / "c.json").write_text('{"1": 1.83, "2": 2.43}')
+    assert read_al_table(mapping) == {1: 1.83, 2: 2.43}
+    (bad := tmp_path / "bad.txt").write_text("1=1.8\n2=abc\n")
+    with pytest.raises(SchemaError, match="not a number") as err:
+        read_al_table(bad)
+    assert err.value.line == 2
+    (both := tmp_path / "m_mtp.yaml").write_text("m:\n  thinking_on: {1: 1.8}\n  thinking_off: {1: 1.7}\n")
+    with pytest.raises(AmbiguousCurveError, match="--thinking"):
+        read_al_table(both)
+    assert read_al_table(both, thinking="off") == {1: 1.7}
+    with pytest.raises(NoGoldenValueError, match="no model 'x'"):
+        read_al_table(both, model="x")
