@@ -91,6 +91,7 @@ PROFILES = ("mixture", "decaying", "free")
 DELETION_ALPHA = 0.0025
 #: Goodness-of-fit level below which a richer profile than the decaying one is needed.
 SHAPE_ALPHA = 0.01
+_Z95 = 1.959963984540054  # the two-sided 95 % normal quantile
 
 FlagKind = Literal["drop", "jump", "residual", "shape"]
 ProfileName = Literal["mixture", "decaying", "free"]
@@ -320,6 +321,19 @@ def _per_k(values: ArrayLike | None, order: NDArray[np.int64], name: str) -> NDA
 
 
 # ---------------------------------------------------------------------------- flags
+def _points_cov(k: NDArray[np.int64], order: NDArray[np.int64], sigma: ArrayLike | None,
+                cov: ArrayLike | None) -> NDArray[np.float64]:
+    """The covariance of the points in the order of ``k``: ``cov`` reordered, else ``diag(sigma^2)`` (0: exact)."""
+    if cov is None:
+        s = np.zeros(k.size) if sigma is None else _per_k(sigma, order, "sigma")
+        assert s is not None
+        return np.diag(s**2)
+    c = np.asarray(cov, dtype=np.float64)
+    if c.shape != (k.size, k.size):
+        raise FitError(f"cov must be {k.size}x{k.size}, got shape {c.shape}")
+    return c[np.ix_(order, order)]
+
+
 def curve_flags(
     ks: ArrayLike,
     als: ArrayLike,
@@ -341,19 +355,10 @@ def curve_flags(
         noise_z: how many standard errors count as "beyond noise".
     """
     k, a, order = _prepare(ks, als)
-    if cov is not None:
-        c = np.asarray(cov, dtype=np.float64)
-        if c.shape != (k.size, k.size):
-            raise FitError(f"cov must be {k.size}x{k.size}, got shape {c.shape}")
-        c = c[np.ix_(order, order)]
-    else:
-        s = np.zeros_like(a) if sigma is None else _per_k(sigma, order, "sigma")
-        assert s is not None
-        c = np.diag(s**2)
+    c = _points_cov(k, order, sigma, cov)
     noisy = cov is not None or sigma is not None
     res = _resolution(a) if resolution is None else float(resolution)
     places = max(2, round(-math.log10(res))) if res > 0 else 4
-    z95 = 1.959963984540054
 
     def v(x: float) -> str:
         return f"{x:.{places}f}"
@@ -362,10 +367,8 @@ def curve_flags(
         return f"{x:+.{places}f}"
 
     # anchor AL(0) = 1 exactly (no drafts, only the bonus token): index 0 of the extended vectors
-    kk = np.concatenate(([0], k))
-    aa = np.concatenate(([1.0], a))
-    ext = np.zeros((kk.size, kk.size))
-    ext[1:, 1:] = c
+    kk, aa = np.concatenate(([0], k)), np.concatenate(([1.0], a))
+    ext = np.pad(c, ((1, 0), (1, 0)))
     rr = np.concatenate(([0.0], np.full(a.size, res)))
 
     def sd(weights: dict[int, float]) -> float:
@@ -375,7 +378,7 @@ def curve_flags(
         return math.sqrt(max(float(w @ ext @ w), 0.0))
 
     def interval(by: float, se: float) -> tuple[float, float] | None:
-        return (by - z95 * se, by + z95 * se) if noisy else None
+        return (by - _Z95 * se, by + _Z95 * se) if noisy else None
 
     flags: list[CurveFlag] = []
     # (increment per position, index i of its upper end, its gap, its rounding error bound)
@@ -688,15 +691,34 @@ def fit_profile(
             covariance that is not symmetric positive definite).
     """
     k, a, order = _prepare(ks, als)
-    big_k = int(k.max())
+    noise = _noise(k, order, steps, ci95, cov)
+    if profile not in PROFILES:
+        raise FitError(f"unknown profile {profile!r}", hint=f"one of {', '.join(PROFILES)}")
+    family = _fit_family(k, a, noise, profile, monotone_conditional, tolerance, noise_z, clusters)
+    return _judge(k, a, noise, family, tolerance=tolerance, noise_z=noise_z, clusters=clusters,
+                  monotone_conditional=monotone_conditional)
+
+
+@dataclass(frozen=True)
+class _Noise:
+    """The points' weights and noise, in the order of ``k`` (:func:`_noise`)."""
+
+    w: NDArray[np.float64]  #: weights, mean 1
+    weighting: str  #: what they came from: "joint", "ci", "steps" or "equal"
+    steps: NDArray[np.float64] | None
+    sigma: NDArray[np.float64] | None  #: standard error per point (None: not given)
+    cov: NDArray[np.float64] | None  #: the points' joint covariance (measured on the same prompts)
+    whiten: NDArray[np.float64] | None  #: the inverse of ``cov``'s Cholesky factor
+
+
+def _noise(k: NDArray[np.int64], order: NDArray[np.int64], steps: ArrayLike | None,
+           ci95: Sequence[tuple[float, float]] | ArrayLike | None, cov: ArrayLike | None) -> _Noise:
+    """The points' weights and noise from ``cov``, else ``ci95``, else ``steps`` (:func:`fit_profile`'s arguments)."""
     st = _per_k(steps, order, "steps")
     ci = None if ci95 is None else _per_k(np.asarray(ci95, dtype=np.float64).reshape(-1, 2), order, "ci95")
     if st is not None and (np.any(~np.isfinite(st)) or np.any(st <= 0)):
         raise FitError(f"steps must be positive counts, got {np.asarray(steps).tolist()}",
                        hint="a draft length with zero verify steps has no AL; drop it")
-    sigma: NDArray[np.float64] | None = None
-    c_mat: NDArray[np.float64] | None = None
-    whiten: NDArray[np.float64] | None = None
     if cov is not None:
         c_mat = np.asarray(cov, dtype=np.float64)
         if c_mat.shape != (k.size, k.size) or not np.all(np.isfinite(c_mat)) or not np.allclose(c_mat, c_mat.T):
@@ -706,86 +728,114 @@ def fit_profile(
             chol = np.linalg.cholesky(c_mat)
         except np.linalg.LinAlgError:
             raise FitError("cov is not positive definite", hint="add the continuity floor to its diagonal") from None
-        whiten = np.linalg.inv(chol)
         sigma = np.sqrt(np.diag(c_mat))
-        w, weighting = 1.0 / sigma**2, "joint"
-    elif ci is not None:
+        return _Noise((w := 1.0 / sigma**2) / w.mean(), "joint", st, sigma, c_mat, np.linalg.inv(chol))
+    if ci is not None:
         width = ci[:, 1] - ci[:, 0]
         if np.any(~np.isfinite(width)) or np.any(width <= 0):
             bad = int(k[np.argmax(~np.isfinite(width) | (width <= 0))])
             raise FitError(f"the 95% CI at k={bad} has zero or negative width: {ci.tolist()}",
                            hint="give (lo, hi) with lo < hi, or omit ci95")
         sigma = se_from_ci(ci[:, 0], ci[:, 1])
-        w, weighting = 1.0 / sigma**2, "ci"
-    elif st is not None:
-        w, weighting = st.copy(), "steps"
-    else:
-        w, weighting = np.ones_like(a), "equal"
-    w = w / w.mean()
+        return _Noise((w := 1.0 / sigma**2) / w.mean(), "ci", st, sigma, None, None)
+    if st is not None:
+        return _Noise(st / st.mean(), "steps", st, None, None, None)
+    return _Noise(np.ones(k.size), "equal", None, None, None, None)
 
-    if profile not in PROFILES:
-        raise FitError(f"unknown profile {profile!r}", hint=f"one of {', '.join(PROFILES)}")
-    p_free, success, message = _fit_nonincreasing_p(k, a, w, big_k, whiten)
+
+@dataclass(frozen=True)
+class _Family:
+    """One family's profile fitted to the points (:func:`_fit_family`)."""
+
+    used: str  #: the family: the one asked for, or the one that stood in for it
+    conditional: NDArray[np.float64]
+    n_params: int
+    success: bool
+    message: str
+    outliers: list[_Outlier]  #: points set aside (the others fit)
+    residual_se: NDArray[np.float64] | None  #: each residual's own standard error, where known
+    mixture: _MixtureOutcome | None
+    free_resid: NDArray[np.float64]  #: the free profile's residuals
+
+
+def _fit_family(k: NDArray[np.int64], a: NDArray[np.float64], n: _Noise, profile: str, monotone_conditional: bool,
+                tolerance: float | None, noise_z: float, clusters: int | None) -> _Family:
+    """The free profile, then the family asked for (the free one with fewer than three points, the decaying one
+    for a mixture without the points' noise)."""
+    big_k = int(k.max())
+    p_free, success, message = _fit_nonincreasing_p(k, a, n.w, big_k, n.whiten)
     if monotone_conditional:
-        p_free, success, message = _fit_monotone_c(k, a, w, big_k, p_free, whiten)
+        p_free, success, message = _fit_monotone_c(k, a, n.w, big_k, p_free, n.whiten)
     free_conditional = units.unconditional_to_conditional(np.minimum.accumulate(np.clip(p_free, 0.0, 1.0)))
     free_resid = a - units.al_curve_from_conditional(free_conditional, k)
     used = profile if (profile == "free" or k.size >= 3) else "free"
-    if used == "mixture" and sigma is None:
+    if used == "mixture" and n.sigma is None:
         used = "decaying"  # the mixture is judged in the points' noise: without it, one profile
-    residual_se: NDArray[np.float64] | None = None
-    outliers: list[_Outlier] = []
-    mixture: _MixtureOutcome | None = None
-    if used == "mixture":
-        assert sigma is not None
-        m_cov = c_mat if c_mat is not None else np.diag(sigma**2)
-        mixture = _mixture_flags(k, a, m_cov, clusters if c_mat is not None else None)
-        outliers = [mixture.outlier] if mixture.outlier is not None else []
-        pooled = mixture.fit.distribution(big_k)
-        conditional = units.unconditional_to_conditional(pooled.unconditional_rates())
-        n_params = int(np.count_nonzero(mixture.fit.weights > 1e-9))
-        residual_se = mixture.residual_se
-        success, message = True, f"mixture of {n_params} prompt profiles: {mixture.fit.summary()}"
-        if outliers:
-            message += f" (fitted without k={int(k[outliers[0].index])})"
-    elif used == "decaying":
-        keep = np.arange(k.size)
-        if c_mat is not None and tolerance is None:
-            # one point the others predict badly while the others fit: that point is the anomaly. Two or
-            # more, or the others misfit too: the shape is the problem (judged on every point below).
-            outliers = _deletion_outliers(k, a, c_mat, noise_z)
-            if len(outliers) == 1:
-                rest = np.array([i for i in range(k.size) if i != outliers[0].index])
-                if _gls_misfit_p(k[rest], a[rest], c_mat[np.ix_(rest, rest)], big_k, clusters) < SHAPE_ALPHA:
-                    outliers = []
-            else:
-                outliers = []
-            keep = np.array([i for i in range(k.size) if i not in {o.index for o in outliers}])
-        if c_mat is not None:
-            dec = _gls_decaying(k[keep], a[keep], c_mat[np.ix_(keep, keep)])
-        else:
-            dec = DecayingConditional.fit(k, a, w)
-        conditional = dec.conditional_rates(big_k)
-        success, message, n_params = True, f"decaying profile c_j = {dec.c1:.4f} * {dec.r:.4f}^(j-1)", 2
-        if outliers:
-            message += " (fitted without " + ", ".join(f"k={int(k[o.index])}" for o in outliers) + ")"
-        if c_mat is not None:
-            def curve_of(x: NDArray[np.float64]) -> NDArray[np.float64]:
-                return DecayingConditional(float(np.clip(x[0], 0, 1)), float(np.clip(x[1], 0, 1))).curve(k[keep])
+    if used == "free":
+        return _Family("free", free_conditional, int(k.size), success, message, [], None, None, free_resid)
+    if used == "decaying":
+        return _decaying_family(k, a, n, tolerance, noise_z, clusters, free_resid)
+    assert n.sigma is not None
+    mixture = _mixture_flags(k, a, n.cov if n.cov is not None else np.diag(n.sigma**2),
+                             clusters if n.cov is not None else None)
+    outliers = [mixture.outlier] if mixture.outlier is not None else []
+    conditional = units.unconditional_to_conditional(mixture.fit.distribution(big_k).unconditional_rates())
+    n_params = int(np.count_nonzero(mixture.fit.weights > 1e-9))
+    message = f"mixture of {n_params} prompt profiles: {mixture.fit.summary()}"
+    if outliers:
+        message += f" (fitted without k={int(k[outliers[0].index])})"
+    return _Family("mixture", conditional, n_params, True, message, outliers, mixture.residual_se, mixture, free_resid)
 
-            residual_se = np.sqrt(np.diag(c_mat)).copy()
-            residual_se[keep] = _residual_se(k[keep], curve_of, np.array([dec.c1, dec.r]), c_mat[np.ix_(keep, keep)])
-            for o in outliers:
-                residual_se[o.index] = o.se
+
+def _decaying_family(k: NDArray[np.int64], a: NDArray[np.float64], n: _Noise, tolerance: float | None,
+                     noise_z: float, clusters: int | None, free_resid: NDArray[np.float64]) -> _Family:
+    """The decaying profile; with a joint covariance, fitted without the one point the others predict badly."""
+    c_mat, big_k = n.cov, int(k.max())
+    keep = np.arange(k.size)
+    outliers: list[_Outlier] = []
+    if c_mat is not None and tolerance is None:
+        # one point the others predict badly while the others fit: that point is the anomaly. Two or
+        # more, or the others misfit too: the shape is the problem (judged on every point below).
+        outliers = _deletion_outliers(k, a, c_mat, noise_z)
+        if len(outliers) == 1:
+            rest = np.array([i for i in range(k.size) if i != outliers[0].index])
+            if _gls_misfit_p(k[rest], a[rest], c_mat[np.ix_(rest, rest)], big_k, clusters) < SHAPE_ALPHA:
+                outliers = []
+        else:
+            outliers = []
+        keep = np.array([i for i in range(k.size) if i not in {o.index for o in outliers}])
+    residual_se: NDArray[np.float64] | None = None
+    if c_mat is None:
+        dec = DecayingConditional.fit(k, a, n.w)
     else:
-        conditional, n_params = free_conditional, int(k.size)
-    fitted = mixture.fit.curve(k) if mixture is not None else units.al_curve_from_conditional(conditional, k)
+        dec = _gls_decaying(k[keep], a[keep], c_mat[np.ix_(keep, keep)])
+
+        def curve_of(x: NDArray[np.float64]) -> NDArray[np.float64]:
+            return DecayingConditional(float(np.clip(x[0], 0, 1)), float(np.clip(x[1], 0, 1))).curve(k[keep])
+
+        residual_se = np.sqrt(np.diag(c_mat)).copy()
+        residual_se[keep] = _residual_se(k[keep], curve_of, np.array([dec.c1, dec.r]), c_mat[np.ix_(keep, keep)])
+        for o in outliers:
+            residual_se[o.index] = o.se
+    message = f"decaying profile c_j = {dec.c1:.4f} * {dec.r:.4f}^(j-1)"
+    if outliers:
+        message += " (fitted without " + ", ".join(f"k={int(k[o.index])}" for o in outliers) + ")"
+    return _Family("decaying", dec.conditional_rates(big_k), 2, True, message, outliers, residual_se, None,
+                   free_resid)
+
+
+def _judge(k: NDArray[np.int64], a: NDArray[np.float64], n: _Noise, fam: _Family, *, tolerance: float | None,
+           noise_z: float, clusters: int | None, monotone_conditional: bool) -> FitResult:
+    """The fitted family judged against the points: tolerances, the goodness of fit (against the free profile) and
+    the flags."""
+    fitted = fam.mixture.fit.curve(k) if fam.mixture is not None else units.al_curve_from_conditional(fam.conditional, k)
     residuals = a - fitted
-    if sigma is None and st is not None:
-        var = np.array([AcceptanceDistribution.from_conditional_rates(conditional[:kk]).var() for kk in k])
-        sigma = np.sqrt(var / st)
+    sigma = n.sigma
+    if sigma is None and n.steps is not None:
+        var = np.array([AcceptanceDistribution.from_conditional_rates(fam.conditional[:kk]).var() for kk in k])
+        sigma = np.sqrt(var / n.steps)
     resolution = _resolution(a)
-    noise = residual_se if residual_se is not None else sigma
+    noise = fam.residual_se if fam.residual_se is not None else sigma
     if tolerance is not None:
         if not tolerance > 0:
             raise FitError(f"tolerance must be > 0, got {tolerance!r}")
@@ -794,59 +844,37 @@ def fit_profile(
         tol = np.maximum(noise_z * noise, resolution / 2.0 + 1e-9)
     else:
         tol = np.full_like(a, DEFAULT_TOLERANCE)
-
     chi2 = dof = p_value = None
-    if mixture is not None:
-        chi2, dof, p_value = mixture.chi2, mixture.dof, mixture.p_value
-    elif sigma is not None and used == "decaying" and k.size > n_params:
-
+    if fam.mixture is not None:
+        chi2, dof, p_value = fam.mixture.chi2, fam.mixture.dof, fam.mixture.p_value
+    elif sigma is not None and fam.used == "decaying" and k.size > fam.n_params:
         # in standard errors; the free profile's own misfit (monotonicity binding) is not the family's fault
-        if whiten is not None and c_mat is not None and outliers:  # the points not set aside
-            kept = np.array([i for i in range(k.size) if i not in {o.index for o in outliers}])
-            wk = np.linalg.inv(np.linalg.cholesky(c_mat[np.ix_(kept, kept)]))
-            p_kept, _, _ = _fit_nonincreasing_p(k[kept], a[kept], w[kept], big_k, wk)
+        if n.whiten is not None and n.cov is not None and fam.outliers:  # the points not set aside
+            kept = np.array([i for i in range(k.size) if i not in {o.index for o in fam.outliers}])
+            wk = np.linalg.inv(np.linalg.cholesky(n.cov[np.ix_(kept, kept)]))
+            p_kept, _, _ = _fit_nonincreasing_p(k[kept], a[kept], n.w[kept], int(k.max()), wk)
             free_kept = a[kept] - units.al_curve_from_unconditional(np.minimum.accumulate(np.clip(p_kept, 0, 1)), k[kept])
             chi2 = max(0.0, float(np.sum((wk @ residuals[kept]) ** 2) - np.sum((wk @ free_kept) ** 2)))
-        elif whiten is not None:
-            chi2 = max(0.0, float(np.sum((whiten @ residuals) ** 2) - np.sum((whiten @ free_resid) ** 2)))
+        elif n.whiten is not None:
+            chi2 = max(0.0, float(np.sum((n.whiten @ residuals) ** 2) - np.sum((n.whiten @ fam.free_resid) ** 2)))
         else:
-            chi2 = max(0.0, float(np.sum((residuals / sigma) ** 2) - np.sum((free_resid / sigma) ** 2)))
-        dof = int(k.size - len(outliers) - n_params)
-        p_value = _misfit_p(chi2, dof, clusters if whiten is not None else None) if dof > 0 else None
-
+            chi2 = max(0.0, float(np.sum((residuals / sigma) ** 2) - np.sum((fam.free_resid / sigma) ** 2)))
+        dof = int(k.size - len(fam.outliers) - fam.n_params)
+        p_value = _misfit_p(chi2, dof, clusters if n.whiten is not None else None) if dof > 0 else None
     flag_z = noise_z
     if tolerance is None and sigma is not None:
         # drops and jumps at a calibrated level: Bonferroni over the 2 (points - 1) comparisons at DELETION_ALPHA, in
         # Hotelling's F(1, clusters - 1) for a covariance estimated from clusters (at a flat 3 standard errors, 2 % of
         # clean homogeneous curves of 16 prompts showed a jump: experiments/fit-calibration)
-        flag_z = max(noise_z, math.sqrt(deletion_critical(2 * (k.size - 1), clusters if c_mat is not None else None)))
-    flags = curve_flags(k, a, sigma=sigma, cov=c_mat, resolution=resolution, noise_z=flag_z)
-    source = "given" if tolerance is not None else {
-        "ci": "from the CI", "steps": "from the step counts",
-        "joint": "from the joint law of the points (shared prompts)"}.get(weighting, "absolute default")
-    z95 = 1.959963984540054
-    by_outlier = {o.index: o for o in outliers}
-    for i, (kk, obs, fit, r, t) in enumerate(zip(k, a, fitted, residuals, tol, strict=True)):
-        if i in by_outlier:
-            o = by_outlier[i]
-            flags.append(CurveFlag(int(kk), "residual",
-                f"the {'mixture' if mixture is not None else 'profile'} of the other points predicts AL({kk})={o.predicted:.4g} but {obs:.4g} was observed "
-                f"({o.by:+.4f}, {abs(o.by) / o.se:.1f} standard errors of that difference {source})",
-                by=o.by, interval=(o.by - z95 * o.se, o.by + z95 * o.se)))
-        elif (c_mat is not None and tolerance is None and outliers) or (mixture is not None and tolerance is None):
-            continue  # one point set aside by the deletion search (the others fit), or none beyond its threshold
-        elif abs(r) > t:
-            se_i = None if noise is None else float(noise[i])
-            flags.append(CurveFlag(int(kk), "residual",
-                f"the fitted profile gives AL({kk})={fit:.4g} but {obs:.4g} was observed "
-                f"(residual {r:+.4f}, tolerance {t:.3g} {source})",
-                by=float(r), interval=None if se_i is None else (float(r) - z95 * se_i, float(r) + z95 * se_i)))
+        flag_z = max(noise_z, math.sqrt(deletion_critical(2 * (k.size - 1), clusters if n.cov is not None else None)))
+    flags = curve_flags(k, a, sigma=sigma, cov=n.cov, resolution=resolution, noise_z=flag_z)
+    flags += _residual_flags(k, a, fitted, residuals, tol, noise, n, fam, tolerance)
     if p_value is not None and p_value < SHAPE_ALPHA and noise is not None:
         zs = residuals / noise
         worst = int(np.argmax(np.abs(zs)))
         what, remedy = (("no mixture of prompts' chain-draft profiles explains", "the points are not of one prompt set "
                          "measured with one chain draft: check each k's settings, or fit with profile 'free'")
-                        if mixture is not None else
+                        if fam.mixture is not None else
                         ("the decaying profile misfits", "a richer profile is needed (fit with profile 'mixture' or "
                          "'free')"))
         flags.append(CurveFlag(int(k[worst]), "shape",
@@ -854,12 +882,39 @@ def fit_profile(
             f"p = {p_value:.2g}; largest residual {zs[worst]:+.1f} standard errors at "
             f"k={int(k[worst])}): {remedy}",
             by=float(residuals[worst]),
-            interval=(float(residuals[worst] - z95 * noise[worst]), float(residuals[worst] + z95 * noise[worst]))))
+            interval=(float(residuals[worst] - _Z95 * noise[worst]), float(residuals[worst] + _Z95 * noise[worst]))))
     flags.sort(key=lambda f: (f.k, ("drop", "jump", "residual", "shape").index(f.kind)))
     return FitResult(
-        ks=k, al=a, conditional=conditional, fitted=fitted, residuals=residuals, tolerance=tol, sigma=sigma,
-        weights=w, weighting=weighting, monotone_conditional=monotone_conditional, success=success,
-        message=message, flags=tuple(flags), cost=float(np.dot(w, residuals**2)), resolution=resolution,
-        profile=used, num_params=n_params, chi2=chi2, dof=dof, p_value=p_value, residual_se=residual_se,
-        cov=c_mat, mixture=None if mixture is None else mixture.fit,
+        ks=k, al=a, conditional=fam.conditional, fitted=fitted, residuals=residuals, tolerance=tol, sigma=sigma,
+        weights=n.w, weighting=n.weighting, monotone_conditional=monotone_conditional, success=fam.success,
+        message=fam.message, flags=tuple(flags), cost=float(np.dot(n.w, residuals**2)), resolution=resolution,
+        profile=fam.used, num_params=fam.n_params, chi2=chi2, dof=dof, p_value=p_value, residual_se=fam.residual_se,
+        cov=n.cov, mixture=None if fam.mixture is None else fam.mixture.fit,
     )
+
+
+def _residual_flags(k: NDArray[np.int64], a: NDArray[np.float64], fitted: NDArray[np.float64],
+                    residuals: NDArray[np.float64], tol: NDArray[np.float64], noise: NDArray[np.float64] | None,
+                    n: _Noise, fam: _Family, tolerance: float | None) -> list[CurveFlag]:
+    """A ``residual`` flag for each point set aside, and for each other one beyond its tolerance."""
+    source = "given" if tolerance is not None else {
+        "ci": "from the CI", "steps": "from the step counts",
+        "joint": "from the joint law of the points (shared prompts)"}.get(n.weighting, "absolute default")
+    by_outlier = {o.index: o for o in fam.outliers}
+    flags = []
+    for i, (kk, obs, fit, r, t) in enumerate(zip(k, a, fitted, residuals, tol, strict=True)):
+        if i in by_outlier:
+            o = by_outlier[i]
+            flags.append(CurveFlag(int(kk), "residual",
+                f"the {'mixture' if fam.mixture is not None else 'profile'} of the other points predicts AL({kk})={o.predicted:.4g} but {obs:.4g} was observed "
+                f"({o.by:+.4f}, {abs(o.by) / o.se:.1f} standard errors of that difference {source})",
+                by=o.by, interval=(o.by - _Z95 * o.se, o.by + _Z95 * o.se)))
+        elif (n.cov is not None and tolerance is None and fam.outliers) or (fam.mixture is not None and tolerance is None):
+            continue  # one point set aside by the deletion search (the others fit), or none beyond its threshold
+        elif abs(r) > t:
+            se_i = None if noise is None else float(noise[i])
+            flags.append(CurveFlag(int(kk), "residual",
+                f"the fitted profile gives AL({kk})={fit:.4g} but {obs:.4g} was observed "
+                f"(residual {r:+.4f}, tolerance {t:.3g} {source})",
+                by=float(r), interval=None if se_i is None else (float(r) - _Z95 * se_i, float(r) + _Z95 * se_i)))
+    return flags
