@@ -193,7 +193,10 @@ def test_3_fit_commit_env_synthetic_run_and_check_run(binary, pair, state, tmp_p
     store = d / "store"
     store.mkdir()
     curve = d / "curve.yaml"
-    code, out, err = cli(["fit", str(state["attached_dir"]), "--out", str(curve)], capsys)
+    # the record's target is the model as the server serves it (the GGUF file's name, issue 54 item 1): the curve
+    # takes the registry's name as the README's loop does
+    code, out, err = cli(["fit", str(state["attached_dir"]), "--out", str(curve), "--model-key",
+                          "qwen2.5-coder-1.5b-instruct"], capsys)
     assert code == 0, err
     code, out, err = cli(["commit", str(curve), "--golden-dir", str(store)], capsys)
     assert code == 0, err
