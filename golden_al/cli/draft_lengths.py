@@ -17,10 +17,10 @@ import math
 from typing import Any
 
 from golden_al.cli._common import add_format_option, print_json
-from golden_al.errors import UsageError
+from golden_al.errors import SchemaError, UsageError
 from simulators.throughput import ASSUMED_COSTS
 
-__all__ = ["EXAMPLES", "add_arguments", "parse_curve", "run"]
+__all__ = ["EXAMPLES", "add_arguments", "run"]
 
 DESCRIPTION = (
     "Throughput and speedup against draft length: from timed measurement runs (--measured: the step "
@@ -81,43 +81,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_format_option(parser, ("text", "json"), "text")
 
 
-def _al_value(text: str, where: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise UsageError(f"{where}: AL {text!r} is not a number; expected K=AL pairs like '1=1.83,2=2.43'") from None
-    if not math.isfinite(value):
-        raise UsageError(f"{where}: AL {text!r} is not a finite number; expected K=AL pairs like '1=1.83,2=2.43'")
-    return value
-
-
-def parse_curve(text: str) -> dict[int, float]:
-    """Parse ``"1=1.83,2=2.43"`` into ``{1: 1.83, 2: 2.43}``.
-
-    Raises:
-        UsageError: a malformed entry, a repeated draft length, or no entries.
-    """
-    from golden_al.golden.store import AL_PAIR
-
-    curve: dict[int, float] = {}
-    for part in str(text).split(","):
-        if not part.strip():
-            continue
-        m = AL_PAIR.match(part)
-        if not m:
-            raise UsageError(
-                f"--curve: malformed entry {part.strip()!r}; expected K=AL pairs separated by commas, "
-                "e.g. '1=1.83,2=2.43,3=2.88'"
-            )
-        k = int(m.group(1))
-        if k in curve:
-            raise UsageError(f"--curve: draft length {k} appears twice")
-        curve[k] = _al_value(m.group(2), f"--curve entry {part.strip()!r}")
-    if not curve:
-        raise UsageError("--curve is empty; expected K=AL pairs like '1=1.83,2=2.43'")
-    return curve
-
-
 def _cost_model(args: argparse.Namespace) -> Any:
     """The assumed step costs: :data:`simulators.throughput.ASSUMED_COSTS` with the terms given."""
     from distributions.errors import DistributionError
@@ -149,7 +112,7 @@ def _measured(args: argparse.Namespace) -> dict[str, Any]:
 def _table(args: argparse.Namespace) -> dict[str, Any]:
     from distributions import units
     from distributions.errors import DistributionError
-    from golden_al.golden import read_al_table
+    from golden_al.golden import parse_al_pairs, read_al_table
     from golden_al.reporting.draft_lengths import ASSUMED_NOTE
     from simulators.throughput import evaluate_draft_lengths
 
@@ -165,7 +128,10 @@ def _table(args: argparse.Namespace) -> dict[str, Any]:
         out = _measured(args)
     else:
         if args.curve is not None:
-            curve, source = parse_curve(args.curve), "--curve"
+            try:
+                curve, source = parse_al_pairs(args.curve.split(",")), "--curve"
+            except SchemaError as err:
+                raise UsageError(f"--curve: {err.message}") from None
         else:
             curve = read_al_table(args.curve_file, model=args.model, thinking=args.thinking)
             source = str(args.curve_file)

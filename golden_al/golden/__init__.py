@@ -38,6 +38,7 @@ from golden_al.golden.store import (
     curve_method_for,
     format_k_list,
     load_store,
+    parse_al_pairs,
     read_al_table,
     read_curve_file,
 )
@@ -62,6 +63,7 @@ __all__ = [
     "dump_curve",
     "format_k_list",
     "load_store",
+    "parse_al_pairs",
     "parse_curve",
     "read_al_table",
     "read_curve_file",

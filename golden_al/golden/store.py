@@ -36,6 +36,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 import hashlib
+import math
 import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -63,6 +64,7 @@ __all__ = [
     "curve_method_for",
     "format_k_list",
     "load_store",
+    "parse_al_pairs",
     "read_al_table",
     "read_curve_file",
 ]
@@ -608,7 +610,7 @@ def read_curve_file(path: str | Path) -> list[StoredCurve]:
 
 
 #: One ``K=AL`` entry (``7=3.71``, also ``7:3.71``): a line of a plain curve file, an entry of ``draft-lengths --curve``.
-AL_PAIR = re.compile(r"^\s*(\d+)\s*[=:]\s*([^\s=:;]+)\s*$")
+_AL_PAIR = re.compile(r"^\s*(\d+)\s*[=:]\s*([^\s=:;]+)\s*$")
 
 
 def read_al_table(path: str | Path, *, model: str | None = None, thinking: str | None = None) -> dict[int, float]:
@@ -626,7 +628,7 @@ def read_al_table(path: str | Path, *, model: str | None = None, thinking: str |
     text = safeio.read_text(p)
     lines = [ln.split("#", 1)[0] for ln in text.splitlines()]
     if any("=" in ln for ln in lines):
-        return _al_lines(lines, p)
+        return parse_al_pairs(lines, p)
     data = safeio.safe_load_yaml(text, path=p)
     if isinstance(data, dict) and data and all(not isinstance(v, dict) for v in data.values()):
         if not (curve := flat_values({int(k) if isinstance(k, str) and k.strip().isdigit() else k: v
@@ -648,24 +650,33 @@ def read_al_table(path: str | Path, *, model: str | None = None, thinking: str |
     return {k: point.al for k, point in modes[key].points.items()}
 
 
-def _al_lines(lines: list[str], p: Path) -> dict[int, float]:
-    """AL per k of a file's ``K=AL`` lines (comments removed); each malformed line refused with its number."""
+def parse_al_pairs(entries: Sequence[str], path: Path | None = None) -> dict[int, float]:
+    """AL per k of ``K=AL`` entries: a file's lines (numbered from 1, comments removed) or ``draft-lengths --curve``'s
+    comma-separated pairs; blank entries are skipped.
+
+    Raises:
+        SchemaError: a malformed entry, an AL that is not a finite number, a repeated k, or no entry (with the line
+            where ``path`` is a file).
+    """
     curve: dict[int, float] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
+    for number, entry in enumerate(entries, start=1):
+        if not entry.strip():
             continue
-        m = AL_PAIR.match(line)
-        if not m:
-            raise SchemaError(f"expected a K=AL line such as '7=3.71', got {line.strip()!r}", path=p, line=number)
-        k = int(m.group(1))
+        if not (m := _AL_PAIR.match(entry)):
+            raise SchemaError(f"malformed entry {entry.strip()!r}; expected K=AL pairs such as '1=1.83,2=2.43'",
+                              path=path, line=number)
+        k, al = int(m.group(1)), m.group(2)
         if k in curve:
-            raise SchemaError(f"draft length {k} appears twice", path=p, line=number)
+            raise SchemaError(f"draft length {k} appears twice", path=path, line=number)
         try:
-            curve[k] = float(m.group(2))
+            curve[k] = float(al)
         except ValueError:
-            raise SchemaError(f"AL {m.group(2)!r} is not a number", path=p, line=number) from None
+            raise SchemaError(f"AL {al!r} is not a number; expected K=AL pairs such as '1=1.83,2=2.43'", path=path,
+                              line=number) from None
+        if not math.isfinite(curve[k]):
+            raise SchemaError(f"AL {al!r} is not a finite number", path=path, line=number)
     if not curve:
-        raise SchemaError("no K=AL lines found", path=p)
+        raise SchemaError("empty: no K=AL pairs such as '1=1.83,2=2.43'", path=path)
     return curve
 
 

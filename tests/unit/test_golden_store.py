@@ -276,7 +276,7 @@ def test_loading_the_store_needs_no_round_trip_reader() -> None:
 def test_read_al_table_reads_plain_curves_and_raises_specific_errors(tmp_path: Path) -> None:
     """``draft-lengths --curve-file``'s reader lives with the curve files: K=AL lines, a ``{K: AL}`` mapping (also
     JSON's string keys), a golden file picked by model and mode; each refusal is a specific error, never UsageError."""
-    from golden_al.golden import read_al_table
+    from golden_al.golden import parse_al_pairs, read_al_table
 
     (lines := tmp_path / "c.txt").write_text("# k=AL\n1=1.83\n2: 2.43\n")
     assert read_al_table(lines) == {1: 1.83, 2: 2.43}
@@ -286,6 +286,9 @@ def test_read_al_table_reads_plain_curves_and_raises_specific_errors(tmp_path: P
     with pytest.raises(SchemaError, match="not a number") as err:
         read_al_table(bad)
     assert err.value.line == 2
+    assert parse_al_pairs("1=1.83,,2:2.43".split(",")) == {1: 1.83, 2: 2.43}  # --curve's pairs, the same parser
+    with pytest.raises(SchemaError, match=r"^malformed entry '1=1\.8;2=2'"):
+        parse_al_pairs(["1=1.8;2=2"])
     (both := tmp_path / "m_mtp.yaml").write_text("m:\n  thinking_on: {1: 1.8}\n  thinking_off: {1: 1.7}\n")
     with pytest.raises(AmbiguousCurveError, match="--thinking"):
         read_al_table(both)
