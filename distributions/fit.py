@@ -323,14 +323,15 @@ def _per_k(values: ArrayLike | None, order: NDArray[np.int64], name: str) -> NDA
 # ---------------------------------------------------------------------------- flags
 def _points_cov(k: NDArray[np.int64], order: NDArray[np.int64], sigma: ArrayLike | None,
                 cov: ArrayLike | None) -> NDArray[np.float64]:
-    """The covariance of the points in the order of ``k``: ``cov`` reordered, else ``diag(sigma^2)`` (0: exact)."""
+    """The covariance of the points in the order of ``k``: ``cov`` (finite, symmetric) reordered, else ``diag(sigma^2)``
+    (0: exact)."""
     if cov is None:
         s = np.zeros(k.size) if sigma is None else _per_k(sigma, order, "sigma")
         assert s is not None
         return np.diag(s**2)
     c = np.asarray(cov, dtype=np.float64)
-    if c.shape != (k.size, k.size):
-        raise FitError(f"cov must be {k.size}x{k.size}, got shape {c.shape}")
+    if c.shape != (k.size, k.size) or not np.all(np.isfinite(c)) or not np.allclose(c, c.T):
+        raise FitError(f"cov must be a finite symmetric {k.size}x{k.size} matrix, got shape {c.shape}")
     return c[np.ix_(order, order)]
 
 
@@ -720,10 +721,7 @@ def _noise(k: NDArray[np.int64], order: NDArray[np.int64], steps: ArrayLike | No
         raise FitError(f"steps must be positive counts, got {np.asarray(steps).tolist()}",
                        hint="a draft length with zero verify steps has no AL; drop it")
     if cov is not None:
-        c_mat = np.asarray(cov, dtype=np.float64)
-        if c_mat.shape != (k.size, k.size) or not np.all(np.isfinite(c_mat)) or not np.allclose(c_mat, c_mat.T):
-            raise FitError(f"cov must be a finite symmetric {k.size}x{k.size} matrix, got shape {c_mat.shape}")
-        c_mat = c_mat[np.ix_(order, order)]
+        c_mat = _points_cov(k, order, None, cov)
         try:
             chol = np.linalg.cholesky(c_mat)
         except np.linalg.LinAlgError:
