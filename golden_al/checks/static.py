@@ -520,6 +520,7 @@ class _Checker:
         self.refs: dict[Path, list[Any]] = {}
         self.ref_files: dict[Path, list[Path]] = {}  # recipe -> the master configs that run it
         self.recipes: dict[Path, Any] = {}
+        self.digested: dict[tuple[Path, str | None], Input] = {}
 
     def parse(self, path: Path, text: str) -> Any:
         """The YAML documents of ``path`` (or its YamlError), parsed once per run."""
@@ -566,13 +567,19 @@ class _Checker:
             else:
                 self.recipes[key] = next((c for d in docs for c in recipe_contexts(d, str(path), self.refs.get(key))),
                                          None)
-        return self.recipes[key], text_input("file", shown_path(path), text if isinstance(text, str) else None)
+        return self.recipes[key], self.file_input(path, text if isinstance(text, str) else None)
 
     def file_inputs(self, path: Path, text: str | None) -> tuple[Input, ...]:
         """A file's own input, then the master configs that run it (their model and scenario judge its pins)."""
-        masters = tuple(text_input("file", shown_path(m), t if isinstance(t := self.read(m), str) else None)
+        masters = tuple(self.file_input(m, t if isinstance(t := self.read(m), str) else None)
                         for m in self.ref_files.get(path.resolve(), ()))
-        return (text_input("file", shown_path(path), text), *masters)
+        return (self.file_input(path, text), *masters)
+
+    def file_input(self, path: Path, text: str | None) -> Input:
+        """A file's input, its digest taken once per run (a master config is an input of every file it runs)."""
+        if (path, text) not in self.digested:
+            self.digested[path, text] = text_input("file", shown_path(path), text)
+        return self.digested[path, text]
 
     def check_file(self, path: Path, kind: str) -> None:
         """One file's findings (:meth:`_check_file`), each carrying the file's inputs before its own."""
