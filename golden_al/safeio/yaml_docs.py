@@ -322,7 +322,7 @@ def yaml_depth_bound(text: str) -> int:
     at most twice the longest run of leading spaces and indicators, plus one; flow nesting
     is at most the running count of open brackets (quotes ignored, which only over-counts).
     """
-    block = max((len(m.group(0)) for m in _BLOCK_LEAD.finditer(text)), default=0)
+    block = max(map(len, _BLOCK_LEAD.findall(text)), default=0)
     flow = top = 0
     for m in _FLOW.finditer(text):
         flow = flow + 1 if m.group(0) in "[{" else max(flow - 1, 0)
