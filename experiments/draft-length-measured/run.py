@@ -71,8 +71,9 @@ def measure_reference(ks: list[int], batches: list[int], reps: int, num_prompts:
     return log
 
 
-def measure_llamacpp(ks: list[int], num_prompts: int, max_tokens: int) -> list[dict]:
-    """``golden-al measure --engine llamacpp --launch`` per k not yet on disk (one launch each)."""
+def measure_llamacpp(ks: list[int], num_prompts: int, max_tokens: int, threads: int) -> list[dict]:
+    """``golden-al measure --engine llamacpp --launch`` per k not yet on disk (one launch each, stopped after it;
+    ``threads`` for llama-server's target and draft, ``-t``/``-td``)."""
     subprocess.run(["golden-al", "engines", "build", "llamacpp"], check=True)
     log = []
     for k in ks:
@@ -82,7 +83,8 @@ def measure_llamacpp(ks: list[int], num_prompts: int, max_tokens: int) -> list[d
         before, t0 = _load(), time.monotonic()
         subprocess.run(["golden-al", "measure", "--engine", "llamacpp", "--launch", "--draft-len", str(k),
                         "--prompts", "humaneval", "--num-prompts", str(num_prompts), "--max-tokens", str(max_tokens),
-                        "--temperature", "0", "--thinking", "off", "--out", str(out)], check=True)
+                        "--temperature", "0", "--thinking", "off", "--out", str(out),
+                        *(f"--engine-arg={a}" for a in ("-t", str(threads), "-td", str(threads)))], check=True)
         log.append({"run": str(out.relative_to(HERE)), "wall_s": round(time.monotonic() - t0, 1),
                     "load1_before": before[0], "load1_after": _load()[0]})
     return log
@@ -228,27 +230,39 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="the done-when only: k 1-4, batch 1, no llama.cpp")
     ap.add_argument("--summarize-only", action="store_true", help="tables and plots from the records on disk")
+    ap.add_argument("--ks", default=None, help="draft lengths, e.g. 1-4 (default: 1-8; --quick: 1-4)")
+    ap.add_argument("--batches", default=None, help="reference batch sizes, e.g. 1,4 (default: 1,2,4; --quick: 1)")
+    ap.add_argument("--skip-llamacpp", action="store_true", help="the reference engine only")
+    ap.add_argument("--skip-reference", action="store_true", help="llama.cpp only")
     ap.add_argument("--num-prompts", type=int, default=4)
     ap.add_argument("--max-tokens", type=int, default=64)
     ap.add_argument("--reps", type=int, default=2, help="repetitions of every (batch, k) run (default: 2)")
     ap.add_argument("--threads", type=int, default=1,
-                    help="torch threads of the reference engine (default: 1: on a machine shared with other jobs no "
-                    "thread waits for a descheduled sibling, so a step's CPU time is its work)")
+                    help="torch threads of the reference engine, llama-server's -t/-td (default: 1: on a machine shared "
+                    "with other jobs no thread waits for a descheduled sibling, so a step's CPU time is its work)")
     args = ap.parse_args()
     import torch
 
     torch.set_num_threads(args.threads)
+    from golden_al.cli._common import parse_int_list
+
     ks, batches = ([1, 2, 3, 4], [1]) if args.quick else (list(range(1, 9)), [1, 2, 4])
+    ks = parse_int_list(args.ks, name="--ks") if args.ks else ks
+    batches = parse_int_list(args.batches, name="--batches") if args.batches else batches
     runs: list[dict] = []
     if not args.summarize_only:
-        runs += measure_reference(ks, batches, args.reps, args.num_prompts, args.max_tokens)
-        if not args.quick:
-            runs += measure_llamacpp(ks, args.num_prompts, args.max_tokens)
+        if not args.skip_reference:
+            runs += measure_reference(ks, batches, args.reps, args.num_prompts, args.max_tokens)
+        if not (args.quick or args.skip_llamacpp):
+            runs += measure_llamacpp(ks, args.num_prompts, args.max_tokens, args.threads)
+    for r in runs:
+        r["command"] = " ".join(["python", "experiments/draft-length-measured/run.py", *sys.argv[1:]])
     s = summarize()
     old = json.loads((HERE / "summary.json").read_text()) if (HERE / "summary.json").exists() else {}
     s["runs"] = old.get("runs", []) + runs
     s["settings"] = {"prompts": f"humaneval, first {args.num_prompts}", "max_tokens": args.max_tokens,
-                     "reps": args.reps, "sampling": "greedy, thinking off", "torch_threads": args.threads}
+                     "sampling": "greedy, thinking off", "threads": args.threads,
+                     "reps": "each run's r{rep} directory; every run's command is in runs"}
     (HERE / "summary.json").write_text(json.dumps(s, indent=2) + "\n")
     (HERE / "results.md").write_text(results_md(s))
     from golden_al.reporting.experiment import replace_section
