@@ -1,8 +1,10 @@
 """Measured draft-length choice on the Qwen2.5-Coder pair: AL(k), step costs and tokens/s, reference engine and llama.cpp.
 
-    flock /work/lead/qwen.lock python experiments/draft-length-measured/run.py           # the full experiment
-    flock /work/lead/qwen.lock python experiments/draft-length-measured/run.py --quick   # the done-when: k 1-4, batch 1
-    python experiments/draft-length-measured/run.py --summarize-only                     # from the committed records
+    python experiments/draft-length-measured/run.py                   # the full experiment
+    python experiments/draft-length-measured/run.py --quick           # the done-when: k 1-4, batch 1
+    python experiments/draft-length-measured/run.py --summarize-only  # from the committed records
+
+(on a machine shared with other jobs that load the pair, wrap it in ``flock LOCKFILE ...``: the pair takes ~10 GB)
 
 Reference engine (fp32, live speculative decoding, every step timed): the pair is loaded once; for each
 repetition, batch size and draft length in a shuffled order (so a load that drifts over minutes spreads
