@@ -46,7 +46,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, reduce
 from typing import Any, Literal
 
 from golden_al.plugin.profile import RuntimeDraftLen
@@ -195,10 +195,7 @@ def _alternation(names: Iterable[str]) -> str:
     spellings that can match lie on one path, tried deepest first, and a shared prefix is read once (3x faster)."""
     trie: dict[str, Any] = {}
     for name in names:
-        node = trie
-        for c in name:
-            node = node.setdefault(c, {})
-        node[""] = {}
+        reduce(lambda node, c: node.setdefault(c, {}), name, trie)[""] = {}
 
     def emit(node: dict[str, Any]) -> str:
         alts = [re.escape(c) + emit(child) for c, child in sorted(node.items()) if c]
@@ -220,11 +217,6 @@ def _substring_rx() -> re.Pattern[str]:
 
 
 _SPECIAL = re.compile(rb"[$\\`{]")  # what makes a shell word's value other than its text less quotes
-
-
-@lru_cache(maxsize=1)
-def _substring_rx_bytes() -> re.Pattern[bytes]:
-    return re.compile(_substring_rx().pattern.encode())
 
 
 @lru_cache(maxsize=1)
@@ -916,7 +908,7 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
     dec = _ShellDecoder(data, root, caps["a"], allexport)
     sink = _Sink()
     glued = _glued_declarations(dec, caps["d"], sink)  # these nodes are read there
-    spelled = _substring_rx_bytes()
+    spelled = re.compile(_substring_rx().pattern.encode())  # re's own cache keeps it compiled
     cover = -1  # where the last word read ends: a node before it may be one of its parts
     for n in sorted(caps["u"], key=lambda x: (x.start_byte, -x.end_byte)):
         start, stop = n.start_byte, n.end_byte
