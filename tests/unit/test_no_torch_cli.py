@@ -35,6 +35,7 @@ def no_torch(tmp_path: Path):
     (site / "sitecustomize.py").write_text(BLOCKER)
     env = {k: v for k, v in os.environ.items() if k not in ("GOLDEN_AL_CACHE", "GOLDEN_AL_GOLDEN_DIR")}
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO)])
+    env["PYTHONDONTWRITEBYTECODE"] = "1"  # sitecustomize's bytecode in tmp_path is Python's, not the command's output
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([sys.executable, "-m", "golden_al", *args], cwd=tmp_path, env=env, capture_output=True,
