@@ -46,6 +46,7 @@ from typing import Any
 from golden_al.checks.findings import VERDICTS, Finding
 from golden_al.errors import InputFileError, UsageError
 from golden_al.plugin.values import format_value
+from golden_al.safeio import yaml_docs
 from golden_al.safeio.inputs import Input, digest_of, shown_path, text_input
 
 __all__ = [
@@ -236,24 +237,9 @@ def comment_test(kind: str, text: str, yaml_nodes: Sequence[Any] = ()) -> Callab
         return lambda line, _col: 0 < line <= len(lines) and lines[line - 1].lstrip().startswith("#")
     elif kind == "yaml" and yaml_nodes:
         scalars = [((n.start_mark.line + 1, n.start_mark.column), (n.end_mark.line + 1, n.end_mark.column))
-                   for n in _scalars(yaml_nodes)]
+                   for n in yaml_docs.yaml_nodes(yaml_nodes) if isinstance(n.value, str)]
         return lambda line, col: not any(a <= (line, col) < b for a, b in scalars)
     return lambda line, col: any(a <= col < b for a, b in spans.get(line, ()))
-
-
-def _scalars(nodes: Sequence[Any]) -> list[Any]:
-    """Every scalar node of composed YAML documents (keys and values)."""
-    out, todo, seen = [], list(nodes), set()
-    while todo:
-        node = todo.pop()
-        if id(node) in seen:  # an alias: the same node again (or a cycle)
-            continue
-        seen.add(id(node))
-        if isinstance(node.value, str):
-            out.append(node)
-        elif isinstance(node.value, list):
-            todo.extend(x for item in node.value for x in (item if isinstance(item, tuple) else (item,)))
-    return out
 
 
 def read_suppressions(file: str, text: str, in_comment: Callable[[int, int], bool]) -> list[Suppression]:

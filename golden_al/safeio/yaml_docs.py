@@ -4,6 +4,7 @@ recursive aliases and unsafe tags refused (PyYAML for reading, ruamel.yaml for r
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +12,7 @@ from golden_al.errors import UnreadableInputError
 from golden_al.safeio.limits import YAML_ALIAS_BUDGET, YAML_MAX_DEPTH
 
 __all__ = ["check_node_graph", "load_yaml_as_roundtrip", "load_yaml_documents", "load_yaml_roundtrip", "may_alias",
-           "repeated_keys", "safe_load_yaml", "yaml_depth_bound"]
+           "repeated_keys", "safe_load_yaml", "yaml_depth_bound", "yaml_nodes"]
 
 
 def _yaml_error(message: str, path: str | Path | None, line: int | None, reason: str) -> UnreadableInputError:
@@ -200,6 +201,20 @@ def _construct(loader: Any, root: Any) -> Any:
         loader.state_generators = []
 
 
+def yaml_nodes(roots: Iterable[Any]) -> Iterator[Any]:
+    """Every node of composed PyYAML node graphs once (keys and values; an alias, the same node again, is not
+    visited twice, nor is a cycle followed)."""
+    stack, seen = [r for r in roots if r is not None], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        yield node
+        if isinstance(node.value, list):
+            stack.extend(x for item in node.value for x in (item if isinstance(item, tuple) else (item,)))
+
+
 def repeated_keys(root: Any) -> list[tuple[str, int]]:
     """Every scalar key repeated in one mapping of a composed PyYAML node graph, with the 1-based
     line of the repeat, in line order (``<<`` merge keys and the keys they bring excluded, also after
@@ -207,17 +222,11 @@ def repeated_keys(root: Any) -> list[tuple[str, int]]:
     import yaml
 
     out: list[tuple[str, int]] = []
-    seen: set[int] = set()
-    stack = [root] if root is not None else []
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
+    for node in yaml_nodes([root]):
         if isinstance(node, yaml.MappingNode):
             keys: set[str] = set()
             lo, hi = node.start_mark.index, node.end_mark.index
-            for k, v in node.value:
+            for k, _ in node.value:
                 # a key merged in by ``<<`` (PyYAML's construction flattens them into the mapping) sits where
                 # its anchor is, outside this mapping's text: overriding it is what a merge is for
                 own = lo <= k.start_mark.index <= hi
@@ -225,9 +234,6 @@ def repeated_keys(root: Any) -> list[tuple[str, int]]:
                     if k.value in keys:
                         out.append((k.value, k.start_mark.line + 1))
                     keys.add(k.value)
-                stack.append(v)
-        elif isinstance(node, yaml.SequenceNode):
-            stack.extend(node.value)
     return sorted(out, key=lambda kv: kv[1])
 
 
@@ -461,19 +467,8 @@ def load_yaml_as_roundtrip(text: str, *, path: str | Path | None = None) -> Any:
         return None
     import yaml
 
-    stack, seen = [docs[0][1]], set()
-    while stack:
-        node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if isinstance(node, yaml.ScalarNode):
-            if not node.style and not _read_alike(node):
-                return None
-        elif isinstance(node, yaml.MappingNode):
-            stack.extend(n for pair in node.value for n in pair)
-        else:
-            stack.extend(node.value)
+    if any(isinstance(n, yaml.ScalarNode) and not n.style and not _read_alike(n) for n in yaml_nodes([docs[0][1]])):
+        return None
     return docs[0][0]
 
 
