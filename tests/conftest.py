@@ -77,6 +77,7 @@ def no_leftovers():
 
     token = uuid.uuid4().hex
     os.environ[_leftovers.MARK] = token
+    os.environ["GOLDEN_AL_CHECK_CACHE"] = "off"  # check keeps no results between tests (test_check_cache.py does)
     before = _leftovers.shm_entries()
     yield before
     killed = _leftovers.kill_marked(token)

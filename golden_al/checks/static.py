@@ -42,6 +42,7 @@ from typing import Any
 
 from distributions.errors import DistributionError
 from golden_al import safeio
+from golden_al.checks.cache import ResultCache
 from golden_al.checks.file_kinds import (
     dockerfile_as_shell,
     file_kind,
@@ -386,7 +387,7 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
                 max_file_size: int = DEFAULT_MAX_FILE_SIZE, allow: Iterable[str] = (),
                 exclude: Sequence[str] = (), policy: str = "default",
                 baseline: Path | None = None, changed_since: str | None = None,
-                inputs: Sequence[Input] = (), strict_suppressions: bool = False) -> CheckReport:
+                inputs: Sequence[Input] = (), strict_suppressions: bool = False, cache: Path | None = None) -> CheckReport:
     """Check every file under ``paths`` against ``store`` (a :class:`GoldenStore`).
 
     Every knob occurrence the census finds (:mod:`golden_al.knobs.census`) ends as a finding:
@@ -398,6 +399,7 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
     ``policy`` ``no-pins``, inline suppressions (a stale one fails with ``strict_suppressions``), ``baseline`` and
     ``changed_since``: :mod:`golden_al.checks.adoption` (a waived finding stays, with its reason). ``inputs``: what
     every verdict read besides its files (the gate's configuration); each finding carries them after its own.
+    ``cache``: a file of per-file results kept between runs, keyed on content (:mod:`golden_al.checks.cache`).
 
     Raises:
         UsageError: a path does not exist, ``allow`` names another verdict, or nothing was
@@ -423,8 +425,13 @@ def check_paths(paths: Sequence[str | Path], *, store: Any = None, store_problem
                        store_problem)
     checker.report = CheckReport(allowed=allowed, excluded=[str(p) for p in skipped])
     checker.find_master_refs(files)
+    if cache is not None:
+        checker.cache = ResultCache(cache, run=[list(map(str, checker.roots)), max_file_size, os.getcwd(), store_problem,
+                                                store and [i.to_dict() for i in store.inputs()]])
     for path, kind in files:
         checker.check_file(path, kind)
+    if checker.cache is not None:
+        checker.cache.save()
     report = checker.report
     if report.files_scanned == 0:
         why = f" ({len(skipped)} excluded by --exclude)" if skipped else ""
@@ -521,6 +528,7 @@ class _Checker:
         self.ref_files: dict[Path, list[Path]] = {}  # recipe -> the master configs that run it
         self.recipes: dict[Path, Any] = {}
         self.digested: dict[tuple[Path, str | None], Input] = {}
+        self.cache: ResultCache | None = None
 
     def parse(self, path: Path, text: str) -> Any:
         """The YAML documents of ``path`` (or its YamlError), parsed once per run."""
@@ -582,14 +590,33 @@ class _Checker:
         return self.digested[path, text]
 
     def check_file(self, path: Path, kind: str) -> None:
-        """One file's findings (:meth:`_check_file`), each carrying the file's inputs before its own."""
-        findings = self.report.findings
-        start = len(findings)
+        """One file's findings (:meth:`_check_file`), each carrying the file's inputs before its own; the last run's
+        when :mod:`~golden_al.checks.cache` holds them for this text."""
+        r = self.report
+        text = self.read(path) if kind not in ("unreadable", "link-outside") else None
+        cache, key = self.cache, self._cache_key(path, kind, text)
+        if cache is not None and key is not None and (hit := cache.get(key)) is not None:
+            r.findings += hit["findings"]
+            r.prose += hit["prose"]
+            r.diagnostics += hit["diagnostics"]
+            r.files_scanned, r.occurrences = r.files_scanned + hit["scanned"], r.occurrences + hit["occurrences"]
+            return
+        marks = (len(r.findings), r.files_scanned, r.occurrences, len(r.prose), len(r.diagnostics))
         self._check_file(path, kind)
-        if len(findings) > start:
-            text = self.read(path) if kind not in ("unreadable", "link-outside") else None
+        start = marks[0]
+        if len(r.findings) > start:
             own = self.file_inputs(path, text if isinstance(text, str) else None)
-            findings[start:] = [dataclasses.replace(f, inputs=merge_inputs(own, f.inputs)) for f in findings[start:]]
+            r.findings[start:] = [dataclasses.replace(f, inputs=merge_inputs(own, f.inputs)) for f in r.findings[start:]]
+        if cache is not None and key is not None and all(f.verdict != "unreadable" for f in r.findings[start:]):
+            cache.put(key, r.findings[start:], scanned=r.files_scanned - marks[1], occurrences=r.occurrences - marks[2],
+                      prose=r.prose[marks[3]:], diagnostics=r.diagnostics[marks[4]:])
+
+    def _cache_key(self, path: Path, kind: str, text: Any) -> str | None:
+        """The cache key of a file whose result depends on its own text alone (:mod:`~golden_al.checks.cache`):
+        not a master config, nor a file one runs; None for any other."""
+        if self.cache is None or not isinstance(text, str) or ("CONFIG_FILE" in text and "scenarios" in text):
+            return None
+        return None if path.resolve() in self.refs else self.cache.key(str(path), kind, text)
 
     def _check_file(self, path: Path, kind: str) -> None:
         """One file: its census, its pins where the census finds settings, and the findings."""

@@ -19,10 +19,12 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from golden_al.cli._common import add_golden_dir_option, escape_control, golden_dir, parse_size
+from golden_al.cli._common import add_golden_dir_option, cache_dir, escape_control, golden_dir, parse_size
 from golden_al.knobs.names import MASTER_LENGTH_KEY
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from golden_al.checks.adoption import CheckConfig
     from golden_al.checks.findings import Finding
     from golden_al.checks.static import CheckReport
@@ -100,6 +102,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verbose", action="store_true",
                         help="text: every finding on one line with its whole reasoning (default: failing findings "
                              "first, one short line each; matches folded per file)")
+    parser.add_argument("--cache-dir", metavar="DIR",
+                        help="where per-file results are kept between runs, keyed on each file's content and on "
+                             "golden-al's code, so a re-run reads again only what changed (default: "
+                             "$GOLDEN_AL_CHECK_CACHE, else the 'check' folder of $GOLDEN_AL_CACHE or ~/.cache/golden-al)")
+    parser.add_argument("--no-cache", action="store_true",
+                        help="keep no results between runs (also GOLDEN_AL_CHECK_CACHE=off)")
     parser.add_argument("--exclude", action="append", default=[], metavar="GLOB",
                         help="skip files under the given directories whose path (relative to that directory) or "
                              "name matches GLOB, e.g. a changelog whose prose names knobs (repeatable; the "
@@ -222,6 +230,16 @@ def summary_line(r: CheckReport) -> str:
     return text
 
 
+def _cache_file(args: argparse.Namespace) -> Path | None:
+    """The results cache file (:mod:`golden_al.checks.cache`), or None with ``--no-cache``."""
+    from pathlib import Path
+
+    env = os.environ.get("GOLDEN_AL_CHECK_CACHE", "")
+    if args.no_cache or (env == "off" and not args.cache_dir):
+        return None
+    return Path(args.cache_dir or env or cache_dir() / "check").expanduser() / "results.json"
+
+
 def _config(args: argparse.Namespace) -> CheckConfig:
     """The configuration file's settings (an empty configuration with ``--no-config`` or none found)."""
     from pathlib import Path
@@ -264,7 +282,8 @@ def run(args: argparse.Namespace) -> int:
                          exclude=[*cfg.exclude, *args.exclude], policy=policy,
                          baseline=baseline, changed_since=args.changed_since,
                          inputs=[i for i in (cfg.input(),) if i is not None],
-                         strict_suppressions=args.strict_suppressions or cfg.strict_suppressions)
+                         strict_suppressions=args.strict_suppressions or cfg.strict_suppressions,
+                         cache=_cache_file(args))
     if cfg.path is not None:
         report.diagnostics.insert(0, f"configuration {cfg.path}")
     if args.write_baseline:
