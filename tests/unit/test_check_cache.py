@@ -125,3 +125,12 @@ def test_no_cache_and_the_environment_switch_write_nothing(tmp_path: Path, capsy
     assert not (tmp_path / "home").exists()
     _run(root, capsys)
     assert (tmp_path / "home" / "check" / "results.json").is_file()
+
+
+@pytest.mark.parametrize("args", [("--policy", "no-pins"), ("--format", "text", "--verbose"), ("--format", "github")])
+def test_every_policy_and_format_reads_the_same_from_the_cache(args: tuple[str, ...], tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    root, cache = _tree(tmp_path / "t"), tmp_path / "cache"
+    expected = _run(root, capsys, "--no-cache", *args)
+    assert _run(root, capsys, "--cache-dir", str(cache), *args) == expected
+    assert _run(root, capsys, "--cache-dir", str(cache), *args) == expected
