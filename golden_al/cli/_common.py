@@ -234,6 +234,11 @@ def print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, indent=2, sort_keys=False, default=str) + "\n")
 
 
+def note(line: str) -> None:
+    """One ``golden-al: ...`` line on stderr (a build's or a run's progress note)."""
+    sys.stderr.write(f"golden-al: {line}\n")
+
+
 def stderr_console() -> Any:
     """A rich Console on stderr (progress and diagnostics never go to stdout)."""
     from rich.console import Console

@@ -306,7 +306,7 @@ def _server_binary(args: argparse.Namespace, profile: Any) -> str:
     """The executable to launch (llama.cpp's ``llama-server``): ``--llama-server``, else the engine's
     cached build (:attr:`~golden_al.plugin.profile.LaunchSupport.build`, built now when missing), else its
     executable on ``PATH``."""
-    from golden_al.cli._common import cache_dir
+    from golden_al.cli._common import cache_dir, note
     from golden_al.cli.progress import progress
 
     if getattr(args, "llama_server", None):
@@ -316,10 +316,6 @@ def _server_binary(args: argparse.Namespace, profile: Any) -> str:
     if profile.launch.build is None:
         return str(profile.launch.executable)
     build = registry.load_hook(profile.launch.build.build)
-
-    def note(line: str) -> None:
-        sys.stderr.write(f"golden-al: {line}\n")
-
     with progress(f"{profile.launch.executable} (cached build)", unit="steps") as bar:
         result = build(cache_dir(getattr(args, "cache_dir", None)), progress=bar, note=note)
     return result.binary
@@ -476,6 +472,7 @@ def server_runner(args: argparse.Namespace, *, engine: str, draft_lens: list[int
                   allow_derived: bool = False) -> Any:
     """The :class:`~golden_al.measure.sweep.ServerRun` of parsed arguments, or None after ``--print-command``
     printed the launch commands."""
+    from golden_al.cli._common import note
     from golden_al.measure.schema import ModelInfo
     from golden_al.measure.sweep import ServerRun, SweepSpec, launch_commands
 
@@ -499,9 +496,6 @@ def server_runner(args: argparse.Namespace, *, engine: str, draft_lens: list[int
         for line in launch_commands(options, spec):
             sys.stdout.write(line + "\n")
         return None
-    def note(line: str) -> None:
-        sys.stderr.write(f"golden-al: {line}\n")
-
     return ServerRun(options, spec, out, note=note)
 
 

@@ -12,10 +12,9 @@ See :mod:`golden_al.curvefit.commit`.
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-from golden_al.cli._common import ENV_GOLDEN_DIR, golden_dir
+from golden_al.cli._common import ENV_GOLDEN_DIR, golden_dir, note
 from golden_al.errors import UsageError
 
 DESCRIPTION = (
@@ -81,8 +80,8 @@ def run(args: argparse.Namespace) -> int:
             print(line)
         result = apply_commit(plan, force=args.force, dry_run=args.dry_run, export_dir=export_dir,
                               export_name=args.export_name)
-    for note in result.notes:
-        sys.stderr.write(f"golden-al: {note}\n")
+    for line in result.notes:
+        note(line)
     c = plan.counts()
     summary = (f"{c['added']} added, {c['changed']} changed, {c['removed']} removed, {c['revised']} revised, "
                f"{c['completed']} completed, {c['unchanged']} unchanged, {c['settings']} setting change(s)")

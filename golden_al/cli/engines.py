@@ -127,7 +127,7 @@ def _show(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     if args.action == "show":
         return _show(args)
-    from golden_al.cli._common import cache_dir
+    from golden_al.cli._common import cache_dir, note
     from golden_al.cli.progress import progress
     from golden_al.plugin.registry import load_hook
 
@@ -137,9 +137,6 @@ def run(args: argparse.Namespace) -> int:
         path = load_hook(build.check)(args.binary)
         record: dict[str, object] = {"binary": str(path), "cached": True, "built": False, "source": "--binary"}
     else:
-        def note(line: str) -> None:
-            sys.stderr.write(f"golden-al: {line}\n")
-
         with progress(f"building {build.binary}", unit="steps") as bar:
             result = load_hook(build.build)(cache_dir(args.cache_dir), jobs=args.jobs, progress=bar, note=note)
         record = result.to_dict()

@@ -17,40 +17,13 @@ module cites the upstream file and version of the format it parses:
 
 from __future__ import annotations
 
-from golden_al.formats.counters import (
-    SpecCounters,
-    counters_delta,
-    detect_engine,
-    order_snapshots,
-    spec_counters,
-)
-from golden_al.formats.logs import (
-    LogRecord,
-    LogScan,
-    parse_log_line,
-    read_log_file,
-    scan_log_text,
-)
-from golden_al.formats.prometheus import (
-    MetricsSnapshot,
-    Sample,
-    parse_metrics_text,
-    read_metrics_file,
-)
-from golden_al.formats.responses import (
-    RequestSpecCounts,
-)
+from golden_al.formats.counters import counters_delta, detect_engine, spec_counters
+from golden_al.formats.logs import parse_log_line, read_log_file, scan_log_text
+from golden_al.formats.prometheus import parse_metrics_text, read_metrics_file
 
 __all__ = [
-    "LogRecord",
-    "LogScan",
-    "MetricsSnapshot",
-    "RequestSpecCounts",
-    "Sample",
-    "SpecCounters",
     "counters_delta",
     "detect_engine",
-    "order_snapshots",
     "parse_log_line",
     "parse_metrics_text",
     "read_log_file",

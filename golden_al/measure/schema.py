@@ -181,7 +181,12 @@ class ServerShare(_Strict):
     al: float | None = Field(default=None, description="this replica's AL (None without verify steps)")
 
 
-def _check_unknown_histogram(known: bool, histogram: Sequence[Count], per_position: Sequence[Count]) -> None:
+def _check_histogram(k: int, known: bool, histogram: Sequence[Count], per_position: Sequence[Count]) -> None:
+    """A request's or a record's histogram shape (k+1 entries, k positions), all zeros when not known."""
+    if len(histogram) != k + 1:
+        raise ValueError(f"histogram has {len(histogram)} entries, expected k+1={k + 1}")
+    if len(per_position) != k:
+        raise ValueError(f"per_position_accepted has {len(per_position)} entries, expected k={k}")
     if not known and (any(float(v) for v in histogram) or any(float(v) for v in per_position)):
         raise ValueError("histogram_known is false: histogram and per_position_accepted must be all zeros")
 
@@ -218,11 +223,7 @@ class RequestResult(_Strict):
     @model_validator(mode="after")
     def _consistent(self) -> RequestResult:
         k = self.draft_len
-        if len(self.histogram) != k + 1:
-            raise ValueError(f"histogram has {len(self.histogram)} entries, expected k+1={k + 1}")
-        if len(self.per_position_accepted) != k:
-            raise ValueError(f"per_position_accepted has {len(self.per_position_accepted)} entries, expected k={k}")
-        _check_unknown_histogram(self.histogram_known, self.histogram, self.per_position_accepted)
+        _check_histogram(k, self.histogram_known, self.histogram, self.per_position_accepted)
         from golden_al.errors import CounterSemanticsError
         from golden_al.formats.validate import check_counts
 
@@ -364,11 +365,7 @@ class MeasurementRecord(_Strict):
         k = self.draft_len
         if self.al > k + 1 + 1e-9:
             raise ValueError(f"al {self.al} exceeds k+1={k + 1}")
-        if len(self.histogram) != k + 1:
-            raise ValueError(f"histogram has {len(self.histogram)} entries, expected k+1={k + 1}")
-        if len(self.per_position_accepted) != k:
-            raise ValueError(f"per_position_accepted has {len(self.per_position_accepted)} entries, expected k={k}")
-        _check_unknown_histogram(self.histogram_known, self.histogram, self.per_position_accepted)
+        _check_histogram(k, self.histogram_known, self.histogram, self.per_position_accepted)
         if self.draft_len_observed not in (None, k):
             raise ValueError(f"draft_len_observed {self.draft_len_observed} is not draft_len {k}")
         lo, hi = self.al_ci95

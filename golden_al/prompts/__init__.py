@@ -24,10 +24,8 @@ from golden_al.prompts.render import (
     render_all,
 )
 from golden_al.prompts.thinking import (
-    ThinkingPreset,
     family_for,
     load_presets,
-    normalize_thinking,
     preset_for,
 )
 
@@ -51,14 +49,12 @@ __all__ = [
     "Conversation",
     "PromptSet",
     "RenderedPrompt",
-    "ThinkingPreset",
     "chat_template_hash",
     "check_thinking_switch",
     "dataset_hash",
     "family_for",
     "load_presets",
     "load_prompts",
-    "normalize_thinking",
     "preset_for",
     "prompt_hash",
     "render",

@@ -7,37 +7,23 @@ Public API:
 
 * :class:`ReferenceEngine` (``generate``, ``iter_generate``, ``replay``,
   ``iter_replay``, ``target_generate``) and :func:`make_generator`;
-* :class:`SamplingParams`; results :class:`RequestOutput` (live),
-  :class:`ReplayOutput` (replay), :class:`TargetOutput`;
-* the counting rules of :mod:`.accounting` (:class:`StepCounts`,
-  :func:`greedy_accept_counts`, :func:`expected_step_counts`);
+* :class:`SamplingParams`; results :class:`.live.RequestOutput` (live),
+  :class:`.replay.ReplayOutput` (replay), :class:`.replay.TargetOutput`;
+* the counting rules of :mod:`.accounting` (:class:`.accounting.StepCounts`,
+  :func:`greedy_accept_counts`, :func:`.accounting.expected_step_counts`);
 * :func:`assisted_generate` (transformers' own assisted generation, for comparison).
 """
 
 from __future__ import annotations
 
-from golden_al.reference.accounting import (
-    StepCounts,
-    counts_from_accept_counts,
-    expected_step_counts,
-    first_step,
-    greedy_accept_counts,
-)
+from golden_al.reference.accounting import counts_from_accept_counts, greedy_accept_counts
 from golden_al.reference.engine import ReferenceEngine, make_generator
-from golden_al.reference.live import RequestOutput
-from golden_al.reference.replay import ReplayOutput, TargetOutput
 from golden_al.reference.sampling import SamplingParams
 
 __all__ = [
     "ReferenceEngine",
-    "ReplayOutput",
-    "RequestOutput",
     "SamplingParams",
-    "StepCounts",
-    "TargetOutput",
     "counts_from_accept_counts",
-    "expected_step_counts",
-    "first_step",
     "greedy_accept_counts",
     "make_generator",
     "quiet_transformers",

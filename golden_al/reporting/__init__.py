@@ -1,6 +1,6 @@
 """Reports: ``report.md`` and PNG plots (each beside its JSON data) for records and curves.
 
-* :func:`load_sources` (RECORD_OR_CURVE arguments -> :class:`Series` + inputs);
+* :func:`load_sources` (RECORD_OR_CURVE arguments -> :class:`.data.Series` + inputs);
 * :func:`write_report` (the plots, their JSON and ``report.md``);
 * :mod:`golden_al.reporting.data` computes every plot's numbers without matplotlib;
   :mod:`golden_al.reporting.plots` draws them (matplotlib imported lazily).
@@ -8,15 +8,9 @@
 
 from __future__ import annotations
 
-from golden_al.reporting.data import Series, series_from_curve, series_from_fit
-from golden_al.reporting.report import ReportInput, ReportResult, load_sources, write_report
+from golden_al.reporting.report import load_sources, write_report
 
 __all__ = [
-    "ReportInput",
-    "ReportResult",
-    "Series",
     "load_sources",
-    "series_from_curve",
-    "series_from_fit",
     "write_report",
 ]

@@ -30,21 +30,16 @@ symlinks, read-only targets and hard links). Locks of folders that several proce
 
 from __future__ import annotations
 
-from golden_al.safeio.json_docs import check_depth, duplicate_key_of, load_json, no_duplicate_keys, read_json
+from golden_al.safeio.json_docs import duplicate_key_of, load_json, no_duplicate_keys, read_json
 from golden_al.safeio.limits import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_LOG_BYTES,
     DEFAULT_MAX_RECORD_BYTES,
-    JSON_MAX_DEPTH,
-    MAX_LINE_BYTES,
     ROUNDTRIP_MAX_BYTES,
-    YAML_ALIAS_BUDGET,
-    YAML_MAX_DEPTH,
 )
 from golden_al.safeio.read import (
     LineStats,
     decode_text,
-    file_kind,
     iter_lines,
     open_regular,
     read_bytes,
@@ -53,32 +48,23 @@ from golden_al.safeio.read import (
 )
 from golden_al.safeio.write import atomic_write_bytes, atomic_write_text
 from golden_al.safeio.yaml_docs import (
-    check_node_graph,
     load_yaml_as_roundtrip,
     load_yaml_documents,
     load_yaml_roundtrip,
     repeated_keys,
     safe_load_yaml,
-    yaml_depth_bound,
 )
 
 __all__ = [
     "DEFAULT_MAX_BYTES",
     "DEFAULT_MAX_LOG_BYTES",
     "DEFAULT_MAX_RECORD_BYTES",
-    "JSON_MAX_DEPTH",
-    "MAX_LINE_BYTES",
     "ROUNDTRIP_MAX_BYTES",
-    "YAML_ALIAS_BUDGET",
-    "YAML_MAX_DEPTH",
     "LineStats",
     "atomic_write_bytes",
     "atomic_write_text",
-    "check_depth",
-    "check_node_graph",
     "decode_text",
     "duplicate_key_of",
-    "file_kind",
     "iter_lines",
     "load_json",
     "load_yaml_as_roundtrip",
@@ -92,5 +78,4 @@ __all__ = [
     "repeated_keys",
     "run_budget",
     "safe_load_yaml",
-    "yaml_depth_bound",
 ]

@@ -35,19 +35,16 @@ from golden_al.shell.nodes import (
     Cmd,
     FuncDef,
     Group,
-    Heredoc,
     If,
     Loop,
     Node,
-    Word,
     iter_cmds,
 )
-from golden_al.shell.parse import MAX_NESTING, MAX_PARSE_SECONDS, ShellSyntaxError, parse_script
+from golden_al.shell.parse import MAX_NESTING, ShellSyntaxError, parse_script
 from golden_al.shell.walk import MAX_STATES, Walker, origin_of
 
 __all__ = [
     "MAX_NESTING",
-    "MAX_PARSE_SECONDS",
     "MAX_STATES",
     "UNKNOWN_MARK",
     "AndOr",
@@ -57,14 +54,12 @@ __all__ = [
     "Expander",
     "FuncDef",
     "Group",
-    "Heredoc",
     "If",
     "Loop",
     "Node",
     "ShellSyntaxError",
     "State",
     "Walker",
-    "Word",
     "expand_word",
     "harden",
     "has_unknown",
