@@ -15,13 +15,11 @@ Errors are one line on stderr; ``--debug`` (anywhere on the line) shows the trac
 from __future__ import annotations
 
 import argparse
-import difflib
 import gc
 import importlib
 import os
 import re
 import sys
-import traceback
 from collections.abc import Sequence
 from typing import NoReturn
 
@@ -87,6 +85,8 @@ class _OneLineErrorParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         m = re.search(r"invalid choice: '([^']*)' \(choose from ", message)
         if m and self.prog == "golden-al":
+            import difflib
+
             close = difflib.get_close_matches(m.group(1), list(COMMANDS), n=1, cutoff=0.6)
             if close:
                 message = f"unknown command {m.group(1)!r}; did you mean {close[0]!r}?"
@@ -232,26 +232,26 @@ def _main(argv: Sequence[str] | None = None) -> int:
             require_extra(extra, what)
         return int(args._run(args))
     except Error as err:  # the one root: golden-al's errors and the math layer's
-        if debug:
-            traceback.print_exc()
-        _print_error(str(err))
-        return err.exit_code
+        return _failed(str(err), err.exit_code, debug)
     except KeyboardInterrupt:
-        _print_error("interrupted")
-        return 130
+        return _failed("interrupted", 130, False)
     except BrokenPipeError:
         return 0
     except (OSError, UnicodeError, RecursionError, OverflowError, MemoryError) as err:
         # Bad input that a reader did not name itself: still exit 2 with the file, never "internal".
-        if debug:
-            traceback.print_exc()
-        _print_error(_input_problem(err))
-        return 2
+        return _failed(_input_problem(err), 2, debug)
     except Exception as err:  # last-resort handler: the CLI only
-        if debug:
-            traceback.print_exc()
-        _print_error(f"internal error: {type(err).__name__}: {err} (run with --debug for the traceback)")
-        return 1
+        return _failed(f"internal error: {type(err).__name__}: {err} (run with --debug for the traceback)", 1, debug)
+
+
+def _failed(message: str, code: int, debug: bool) -> int:
+    """The error's one line on stderr (after the traceback with ``--debug``); returns the exit code."""
+    if debug:
+        import traceback
+
+        traceback.print_exc()
+    _print_error(message)
+    return code
 
 
 def console_main() -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from golden_al.golden.schema import GoldenCurve, parse_curve
-from golden_al.provenance import atomic_write_text
+from golden_al.safeio import atomic_write_text
 
 __all__ = ["dump_curve", "save_curve"]
 

@@ -164,8 +164,6 @@ def profile_or_usage(name: str, *, among: tuple[str, ...] | None = None) -> Engi
 
     ``among`` restricts the engines accepted (e.g. those with synthetic settings).
     """
-    import difflib
-
     from golden_al.errors import UsageError
 
     names = among if among is not None else engine_names()
@@ -174,6 +172,8 @@ def profile_or_usage(name: str, *, among: tuple[str, ...] | None = None) -> Engi
         raise UsageError(skipped.sentence(), hint=f"fix or reinstall {skipped.package or 'the plugin package'}; "
                          "golden_al.plugin.conformance.profile_problems lists the same problems")
     if name not in names:
+        import difflib
+
         close = difflib.get_close_matches(str(name), list(names), n=1, cutoff=0.5)
         hint = (f"did you mean {close[0]!r}? " if close else "") + "one of " + ", ".join(names)
         raise UsageError(f"unknown engine {name!r}", hint=hint)

@@ -177,7 +177,7 @@ SELECT_MODULES = frozenset({
     "golden_al.golden", "golden_al.golden.legacy", "golden_al.golden.schema", "golden_al.golden.store",
     "golden_al.golden.writer", "golden_al.plugin", "golden_al.plugin.profile", "golden_al.plugin.registry",
     "golden_al.plugin.values", "golden_al.prompts", "golden_al.prompts.conversation", "golden_al.prompts.render",
-    "golden_al.prompts.thinking", "golden_al.provenance", "golden_al.recipes", "golden_al.recipes.derive",
+    "golden_al.prompts.thinking", "golden_al.recipes", "golden_al.recipes.derive",
     "golden_al.recipes.srt_slurm", "golden_al.recipes.srtctl", "golden_al.safeio", "golden_al.safeio.inputs",
     "golden_al.safeio.json_docs", "golden_al.safeio.limits", "golden_al.safeio.read", "golden_al.safeio.write",
     "golden_al.safeio.yaml_docs", "golden_al.selection", "golden_al.recipes.plan",
@@ -218,3 +218,5 @@ def test_a_select_run_imports_only_what_select_needs(recipe: str) -> None:
     others = {m.split(".")[0] for m in modules if not m.startswith("_")} - set(sys.stdlib_module_names) - {
         "golden_al", "distributions", "simulators", "cython_runtime", "sitecustomize", "usercustomize"}
     assert others <= SELECT_THIRD_PARTY, sorted(others - SELECT_THIRD_PARTY)
+    late = {"traceback", "difflib", "subprocess"}  # wanted only on an error (--debug, "did you mean") or a write
+    assert not modules & late, sorted(modules & late)
