@@ -87,10 +87,18 @@ class YamlDoc:
     """One parsed document and the line of every mapping key / sequence item path."""
 
     data: Any
-    lines: dict[tuple[str, ...], int] = field(default_factory=dict)
+    _lines: dict[tuple[str, ...], int] | None = field(default=None, repr=False)
     _walked: list[tuple[tuple[str, ...], Any]] | None = field(default=None, repr=False, compare=False)
     #: PyYAML's node graph of the document (decoded keys and scalars with their marks), for the census
     node: Any = field(default=None, repr=False, compare=False)
+
+    @property
+    def lines(self) -> dict[tuple[str, ...], int]:
+        """The line of every mapping key / sequence item path, indexed from :attr:`node` when first asked for
+        (most documents of a check never are)."""
+        if self._lines is None:
+            self._lines = _index_lines(self.node, (), {}) if self.node is not None else {}
+        return self._lines
 
     def walk(self) -> list[tuple[tuple[str, ...], Any]]:
         """:func:`_walk` of the document, computed once (every rule walks the same tree)."""
@@ -106,9 +114,10 @@ class YamlDoc:
         return default
 
 
-def _index_lines(node: yaml.Node, path: tuple[str, ...], out: dict[tuple[str, ...], int], depth: int = 0) -> None:
+def _index_lines(node: yaml.Node, path: tuple[str, ...], out: dict[tuple[str, ...], int],
+                 depth: int = 0) -> dict[tuple[str, ...], int]:
     if depth > 200:
-        return
+        return out
     if isinstance(node, yaml.MappingNode):
         for k, v in node.value:
             key = str(k.value) if isinstance(k, yaml.ScalarNode) else "?"
@@ -120,6 +129,7 @@ def _index_lines(node: yaml.Node, path: tuple[str, ...], out: dict[tuple[str, ..
             p = (*path, str(i))
             out.setdefault(p, item.start_mark.line + 1)
             _index_lines(item, p, out, depth + 1)
+    return out
 
 
 def load_yaml_docs(text: str) -> list[YamlDoc]:
@@ -138,20 +148,12 @@ def load_yaml_docs(text: str) -> list[YamlDoc]:
             for key, line in relevant_duplicates(repeated_keys(node)):  # last-wins hides the first
                 raise YamlError(f"the key {key!r} appears twice in one mapping: PyYAML (srtctl) keeps the last "
                                 "value, a reviewer reads the first, so neither is checked", line)
-            lines: dict[tuple[str, ...], int] = {}
-            _index_lines(node, (), lines)
-            docs.append(YamlDoc(data, lines, node=node))
+            docs.append(YamlDoc(data, node=node))
         return docs
     except UnreadableInputError as exc:
         raise YamlError(exc.problem, exc.line) from None
     except (RecursionError, ValueError, TypeError) as exc:
         raise YamlError(f"not valid YAML ({type(exc).__name__})", None) from None
-
-
-# ------------------------------------------------------------------------ helpers
-
-
-_scalar = scalar_text
 
 
 # ------------------------------------------------------------------------ recipes
@@ -207,7 +209,7 @@ def _env_pins(ctx: RecipeFacts) -> list[Pin]:
         for spelling, env_knob in env_knobs().items():
             if spelling not in env or (env_knob.legacy and env_knob.knob.name in env):
                 continue
-            raw = _scalar(env[spelling])
+            raw = scalar_text(env[spelling])
             pin = _settle(Pin(file=ctx.path, line=ctx.loc_line((*block.loc, spelling)), engine=env_knob.engine,
                               knob=spelling, raw_value=raw,
                               unresolved=None if raw is not None else f"{spelling} has no scalar value"),
@@ -262,7 +264,7 @@ def _arg_pins(ctx: RecipeFacts) -> list[Pin]:
             found = next((k for k in dict.fromkeys((key, key.replace("-", "_"))) if k in rc.args), None)
             if knob.kind != "flag" or found is None:
                 continue
-            raw = _scalar(rc.args[found])
+            raw = scalar_text(rc.args[found])
             pin = _settle(Pin(file=ctx.path, line=ctx.loc_line((*rc.loc, found)), engine=rc.engine, knob=knob.name,
                               raw_value=raw, unresolved=None if raw is not None else f"{found} has no scalar value"),
                           role_settings(ctx, rc.engine, rc.role, own=True))
@@ -273,7 +275,7 @@ def _arg_pins(ctx: RecipeFacts) -> list[Pin]:
 
 def _env_value(env: Mapping[str, Any], name: str) -> str | None:
     """The scalar text of ``name`` in an environment block (None: unset or not a scalar)."""
-    return _scalar(env[name]) if name in env else None
+    return scalar_text(env[name]) if name in env else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -360,7 +362,7 @@ def recipe_path_candidates(config_file: str, master_path: str, roots: list[Path]
     rel = config_file.split(":", 1)[0].strip().strip("'\"")
     if not rel:
         return ()
-    return _candidates(rel, os.path.dirname(os.path.realpath(master_path)), tuple(map(str, roots)))
+    return _candidates(rel, os.path.dirname(_real(master_path)), tuple(map(str, roots)))
 
 
 @functools.lru_cache(maxsize=8192)
@@ -384,10 +386,14 @@ def _is_file(path: str) -> bool:
     return os.path.isfile(path)
 
 
+_real = functools.lru_cache(maxsize=8192)(os.path.realpath)  # links resolved, as at the run's start
+
+
 def clear_path_cache() -> None:
     """Forget resolved ``CONFIG_FILE`` paths (the tree may have changed since the last run)."""
     _candidates.cache_clear()
     _is_file.cache_clear()
+    _real.cache_clear()
 
 
 def master_refs(doc: YamlDoc, path: str, roots: list[Path]) -> dict[Path, list[MasterRef]]:
@@ -407,7 +413,7 @@ def master_refs(doc: YamlDoc, path: str, roots: list[Path]) -> dict[Path, list[M
                         entry.get("model") if isinstance(entry.get("model"), str) else None,
                         entry.get("model-prefix") if isinstance(entry.get("model-prefix"), str) else None,
                         point.scenario, agentic_from_scenario(point.scenario))
-        lst = out.setdefault(rp.resolve(), [])
+        lst = out.setdefault(Path(_real(str(rp))), [])
         if ref not in lst:
             lst.append(ref)
     return out
@@ -527,7 +533,7 @@ def _generic_pins(doc: YamlDoc, path: str, skip_paths: set[tuple[str, ...]]) -> 
                 ek = env_knobs().get(name)
                 if ek is None or (ek.legacy and ek.knob.name in v):
                     continue
-                pins.append(_bare_env_pin(doc, path, name, _scalar(val), doc.line(lp), v, thinking, agentic))
+                pins.append(_bare_env_pin(doc, path, name, scalar_text(val), doc.line(lp), v, thinking, agentic))
         elif isinstance(v, str) and p and p[-1].isdigit() and (m := _SETTING.match(v)) and m.group(1) in env_knobs():
             siblings = {}
             parent = _get(doc.data, p[:-1])
@@ -640,8 +646,8 @@ def extract_json_pins(text: str, path: str) -> list[Pin]:
         data = load_json(text)
     except UnreadableInputError as exc:
         raise YamlError(exc.problem, exc.line) from None
-    doc = YamlDoc(data)
-    doc.lines = _json_lines(text, doc.walk())
+    walked = walk(data)
+    doc = YamlDoc(data, _json_lines(text, walked), walked)
     thinking: list[ThinkingSignal] = []
     for p, v in doc.walk():
         if p and is_thinking_setting(p[-1]):

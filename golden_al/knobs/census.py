@@ -277,21 +277,10 @@ def _names(text: str) -> bool:
     return _pattern().search(text) is not None
 
 
-def _terms_in(text: str) -> Iterator[tuple[re.Match[str], Term]]:
-    if not _names(text):
-        return
-    for m in _pattern().finditer(text):
-        for term in _by_spelling()[m.group(1)]:
-            yield m, term
-
-
 def _switch_on(term: Term, value: Any, known: bool) -> bool:
     """Whether a switch occurrence turns synthetic acceptance on (unknown values count as on)."""
-    if term.role != "switch":
-        return True
-    if not known:
-        return True
-    return str(value).strip().strip("'\"").lower() == str(term.switch_value).lower()
+    return term.role != "switch" or not known or str(value).strip().strip("'\"").lower() == str(
+        term.switch_value).lower()
 
 
 def census_text(text: str, *, line: int, end_line: int, context: str, sink: _Sink, how: str = "",
@@ -300,24 +289,17 @@ def census_text(text: str, *, line: int, end_line: int, context: str, sink: _Sin
     """Occurrences in one decoded unit of text (a key, a scalar, a word, a body). ``copied``: spellings
     the unit holds only as copies of variables' values (:attr:`Occurrence.derived`); ``inert``: why the
     whole unit sets nothing, or ``inert_names``: spellings that are inert here (:attr:`Occurrence.inert`)."""
-    for m, term in _terms_in(text):
+    for m in _pattern().finditer(text) if _names(text) else ():
         value, known = _value_after(text, m.end())
-        if not _switch_on(term, value, known):
-            continue
-        at = line + text.count("\n", 0, m.start()) if end_line > line else line
-        why = inert or ("a shell variable the script never exports (no child process sees it)"
-                        if term.spelling in inert_names and m.start() == 0 else None)
-        sink.add(Occurrence(at, max(at, end_line), term, context, _shorten(text), value, known, certain, how,
-                            key_line, derived=term.spelling in copied, inert=why))
-    if _WILD in text:
-        _possible(text, line=line, end_line=end_line, context=context, sink=sink, how=how, key_line=key_line,
-                  inert=inert)
-
-
-def _possible(text: str, *, line: int, end_line: int, context: str, sink: _Sink, how: str,
-              key_line: int | None, inert: str | None = None) -> None:
-    """Tokens with unknown parts that can spell a knob (module docstring: assembled names)."""
-    for tok, term in _assembled(text):
+        for term in _by_spelling()[m.group(1)]:
+            if not _switch_on(term, value, known):
+                continue
+            at = line + text.count("\n", 0, m.start()) if end_line > line else line
+            why = inert or ("a shell variable the script never exports (no child process sees it)"
+                            if term.spelling in inert_names and m.start() == 0 else None)
+            sink.add(Occurrence(at, max(at, end_line), term, context, _shorten(text), value, known, certain, how,
+                                key_line, derived=term.spelling in copied, inert=why))
+    for tok, term in _assembled(text) if _WILD in text else ():  # unknown parts (module docstring: assembled names)
         sink.add(Occurrence(line, end_line, term, context, _shorten(text), None, False, False,
                             (how + "; " if how else "") + f"{_shorten(tok, 60)} can spell it "
                             "with its parts set outside the file", key_line, inert=inert))
@@ -630,6 +612,7 @@ def _plain(node: Any) -> Any:
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\\n]|\\.)*"')
+_COLON = re.compile(r"[ \t\r\n]*:[ \t\r\n]*")  # after a JSON string: it is a key
 
 
 def census_json(text: str) -> list[Occurrence]:
@@ -652,13 +635,9 @@ def census_json(text: str) -> list[Occurrence]:
             continue
         line = bisect.bisect_right(newlines, m.start()) + 1
         end = bisect.bisect_right(newlines, m.end() - 1) + 1
-        colon = m.end()
-        while colon < len(text) and text[colon] in " \t\r\n":
-            colon += 1
-        if colon < len(text) and text[colon] == ":":
-            after = colon + 1
-            while after < len(text) and text[after] in " \t\r\n":
-                after += 1
+        colon = _COLON.match(text, m.end())
+        if colon is not None:
+            after = colon.end()
             entry = None
             if value in _by_spelling():
                 try:
@@ -795,15 +774,15 @@ class _ShellDecoder:
         if t == "ansi_c_string":
             return [ansi_c(self.raw(node)[2:-1])]
         if t == "word" or t == "number":
-            return [_unescape_word(self.raw(node))]
+            return [_unescape(self.raw(node))]
         if t in ("string", "translated_string"):
             parts: list[list[str]] = []
             pos = node.start_byte + (2 if t == "translated_string" else 1)
             for child in node.children:
                 if child.start_byte > pos:
-                    parts.append([_unescape_dq(self.data[pos:child.start_byte].decode("utf-8", "replace"))])
+                    parts.append([_unescape(self.data[pos:child.start_byte].decode("utf-8", "replace"), dq=True)])
                 if child.type == "string_content":
-                    parts.append([_unescape_dq(self.raw(child))])
+                    parts.append([_unescape(self.raw(child), dq=True)])
                 elif child.is_named:
                     parts.append(self.word(child, depth))
                 pos = max(pos, child.end_byte)
@@ -812,7 +791,7 @@ class _ShellDecoder:
             items: list[str | list[str]] = []
             for c in node.children:
                 if c.type == "word":
-                    items.extend(x if x in "{,}" else [_unescape_word(x)]
+                    items.extend(x if x in "{,}" else [_unescape(x)]
                                  for x in re.split(r"(?<!\\)([{,}])", self.raw(c)) if x)
                 elif c.type != "comment":
                     items.append(self.word(c, depth))
@@ -863,16 +842,13 @@ def _braces(items: list[str | list[str]], i: int, stop: str) -> tuple[list[str],
     return _product(parts), i
 
 
-def _unescape_word(text: str) -> str:
-    """An unquoted word segment: backslashes quote the next character (a backslash-newline is removed)."""
-    if "\\" not in text:
-        return text
-    return re.sub(r"\\(.)", lambda m: "" if m.group(1) == "\n" else m.group(1), text, flags=re.S)
+_UNESCAPE = {False: re.compile(r"\\(.)", re.S), True: re.compile(r'\\([$`"\\\n])')}
 
 
-def _unescape_dq(text: str) -> str:
-    """Inside double quotes a backslash quotes only ``$ ` " \\`` and newline."""
-    return re.sub(r'\\([$`"\\\n])', lambda m: "" if m.group(1) == "\n" else m.group(1), text) if "\\" in text else text
+def _unescape(text: str, dq: bool = False) -> str:
+    """A backslash quotes the next character (inside double quotes, ``dq``: only ``$ ` " \\`` and newline); a
+    backslash-newline is removed."""
+    return _UNESCAPE[dq].sub(lambda m: "" if m.group(1) == "\n" else m.group(1), text) if "\\" in text else text
 
 
 def _product(parts: list[list[str]]) -> list[str]:
@@ -918,13 +894,13 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
         if t == "heredoc_body":
             _heredoc(dec, n, sink)
             continue
+        chunk = data[start:stop]
+        if not _SPECIAL.search(chunk) and (t != "variable_assignment" or b"(" not in chunk) and spelled.search(
+                chunk.replace(b"'", b"").replace(b'"', b"") if b"'" in chunk or b'"' in chunk else chunk) is None:
+            continue  # no expansion, escape or array: its value is its text less some quotes, and names no knob
         if t == "variable_assignment":
             _assignment(dec, n, sink)
             continue
-        chunk = data[start:stop]
-        if not _SPECIAL.search(chunk) and spelled.search(
-                chunk.replace(b"'", b"").replace(b'"', b"") if b"'" in chunk or b'"' in chunk else chunk) is None:
-            continue  # no expansion and no escape: its value is its text less some quotes, and names no knob
         parent = n.parent if stop <= cover else None  # a word part lies inside the word that holds it
         if parent is not None and parent.type in _WORD_PARTS:
             continue  # a part of a larger word: read with it
@@ -942,6 +918,8 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
             sink.add(Occurrence(line, end, ANY_KNOB, "shell word", _shorten(raw), None, False, False,
                                 "an exported name set outside this file: it can be any engine's knob"))
             continue
+        if all(map(_silent, values)):
+            continue
         named = any(_names(v) for v in values) or "\\" in raw
         copied = dec.copied_spellings(n) if named else frozenset()
         inert = _inert_word(dec, n) if named else None
@@ -958,6 +936,18 @@ def census_shell(text: str, *, allexport: bool = False) -> list[Occurrence]:
     return sink.result()
 
 
+@lru_cache(maxsize=65536)
+def _silent(value: str) -> bool:
+    """Whether :func:`census_shell` adds nothing for a word with this value. Its readings (:func:`census_text`, and
+    :func:`_string_census` where the value looks like data) are pure functions of the value: where and how the
+    word was found only annotate what they add. So they run once here, into a scratch sink."""
+    sink = _Sink()
+    census_text(value, line=1, end_line=1, context="", sink=sink)
+    if _looks_like_data(value):
+        _string_census(value, line=1, end_line=1, context="", sink=sink, key_line=None, depth=1, itself=False)
+    return not sink.found
+
+
 def _assignment(dec: _ShellDecoder, n: Any, sink: _Sink) -> None:
     """``NAME=value``: the name with each value; a plain variable's name, never exported, sets nothing."""
     name = n.child_by_field_name("name")
@@ -966,7 +956,7 @@ def _assignment(dec: _ShellDecoder, n: Any, sink: _Sink) -> None:
         return
     texts = [dec.raw(name) + "=" + v for v in (dec.word(value) if value is not None and value.type != "array"
                                                else [""])]
-    if not any(_WILD in x or _names(x) for x in texts):
+    if all(map(_silent, texts)):
         return
     line, end = n.start_point[0] + 1, n.end_point[0] + 1
     copied = dec.copied_spellings(value) if value is not None and any(map(_names, texts)) else frozenset()

@@ -201,18 +201,22 @@ def _construct(loader: Any, root: Any) -> Any:
         loader.state_generators = []
 
 
-def yaml_nodes(roots: Iterable[Any]) -> Iterator[Any]:
+def yaml_nodes(roots: Iterable[Any], *, scalars: bool = True) -> Iterator[Any]:
     """Every node of composed PyYAML node graphs once (keys and values; an alias, the same node again, is not
-    visited twice, nor is a cycle followed)."""
+    visited twice, nor is a cycle followed); ``scalars=False``: the mappings and sequences only."""
     stack, seen = [r for r in roots if r is not None], set()
     while stack:
         node = stack.pop()
         if id(node) in seen:
             continue
         seen.add(id(node))
+        if not isinstance(node.value, list):
+            if scalars:
+                yield node
+            continue
         yield node
-        if isinstance(node.value, list):
-            stack.extend(x for item in node.value for x in (item if isinstance(item, tuple) else (item,)))
+        stack.extend(x for item in node.value for x in (item if isinstance(item, tuple) else (item,))
+                     if scalars or isinstance(x.value, list))
 
 
 def repeated_keys(root: Any) -> list[tuple[str, int]]:
@@ -222,8 +226,12 @@ def repeated_keys(root: Any) -> list[tuple[str, int]]:
     import yaml
 
     out: list[tuple[str, int]] = []
-    for node in yaml_nodes([root]):
+    scalar = yaml.ScalarNode
+    for node in yaml_nodes([root], scalars=False):
         if isinstance(node, yaml.MappingNode):
+            names = [k.value for k, _ in node.value if isinstance(k, scalar)]
+            if len(set(names)) == len(names):
+                continue  # no scalar key twice: no repeat
             keys: set[str] = set()
             lo, hi = node.start_mark.index, node.end_mark.index
             for k, _ in node.value:
@@ -328,12 +336,7 @@ def yaml_depth_bound(text: str) -> int:
     at most twice the longest run of leading spaces and indicators, plus one; flow nesting
     is at most the running count of open brackets (quotes ignored, which only over-counts).
     """
-    block = max(map(len, _BLOCK_LEAD.findall(text)), default=0)
-    flow = top = 0
-    for m in _FLOW.finditer(text):
-        flow = flow + 1 if m.group(0) in "[{" else max(flow - 1, 0)
-        top = max(top, flow)
-    return 2 * block + 2 + top
+    return 2 * max(map(len, _BLOCK_LEAD.findall(text)), default=0) + 2 + _flow_depth(text)
 
 
 #: Flow collections ('{...}', '[...]') nested deeper than this are refused before ruamel.yaml
