@@ -22,11 +22,10 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from golden_al.safeio import atomic_write_bytes, atomic_write_text  # the one atomic writer (re-exported)
+from golden_al.safeio import atomic_write_text  # the one atomic writer (re-exported)
 
 __all__ = [
     "TRACKED_PACKAGES",
-    "atomic_write_bytes",
     "atomic_write_text",
     "collect",
     "cpu_info",

@@ -18,10 +18,9 @@ from typing import Any
 
 from golden_al.errors import UsageError
 from golden_al.plugin import registry
-from golden_al.servers.launch import MEASURABLE_ENGINES, SERVER_ENGINES
+from golden_al.servers.launch import MEASURABLE_ENGINES
 
 __all__ = [
-    "SERVER_ENGINES",
     "add_prompt_arguments",
     "add_server_arguments",
     "build_modes",

@@ -46,7 +46,6 @@ from golden_al.errors import (
 )
 from golden_al.httpclient import RequestFailedError, ServerClient
 from golden_al.measure.cell import (
-    CELL_FILE,
     SESSION_FILE,
     CellPlan,
     ChatPrompt,
@@ -63,7 +62,6 @@ from golden_al.measure.cell_rows import (
     record_from_results,
     reported_al,
     result_row,
-    split_draft_len_rows,
     usage_tokens,
     write_draft_len_records,
 )
@@ -76,7 +74,6 @@ from golden_al.provenance import now_iso
 from golden_al.servers.pipeline import PipelineStats, run_pipeline, run_waves
 
 __all__ = [
-    "CELL_FILE",
     "SESSION_FILE",
     "CellPlan",
     "ChatPrompt",
@@ -84,9 +81,7 @@ __all__ = [
     "batch_windows",
     "cell_lock",
     "measure_cell",
-    "record_from_results",
     "request_body",
-    "split_draft_len_rows",
     "validate_cell_dir",
 ]
 

@@ -32,8 +32,6 @@ __all__ = [
     "TransposedLinear",
     "onednn_available",
     "use_cpu_kernels",
-    "use_torch_linear",
-    "use_transposed_linear",
 ]
 
 #: The forms :func:`use_cpu_kernels` knows, fastest first on the CPUs measured.
@@ -105,13 +103,3 @@ def use_cpu_kernels(model: Any, kind: str) -> int:
             module.__class__ = cls
             switched += 1
     return switched
-
-
-def use_transposed_linear(model: Any) -> int:
-    """Switch each float32 CPU linear layer of ``model`` to :class:`TransposedLinear`; returns how many."""
-    return use_cpu_kernels(model, "transposed")
-
-
-def use_torch_linear(model: Any) -> int:
-    """Switch every float32 CPU linear layer back to ``nn.Linear``; returns how many were switched."""
-    return use_cpu_kernels(model, "torch")

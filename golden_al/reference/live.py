@@ -39,7 +39,7 @@ from golden_al.reference.sampling import (
 )
 
 __all__ = ["ProgressFn", "RequestOutput", "StepFn", "admission_group", "commit_step", "iter_generate", "prefill_budget", "remaining_steps",
-           "target_generate_step"]
+           "target_generate_step", "token_list"]
 
 #: Tokens per admission prefill (prompt tokens x prompts, padding included). On a CPU one
 #: prompt or a few at a time keeps progress moving every few seconds; a GPU takes many.
@@ -208,7 +208,8 @@ def _choose(logits: torch.Tensor, sampling: SamplingParams, generator: torch.Gen
     return sample(warp(logits, sampling), generator)
 
 
-def _tokens(t: torch.Tensor) -> list[int]:
+def token_list(t: torch.Tensor) -> list[int]:
+    """A 1-D tensor of token ids as Python ints."""
     return [int(v) for v in t.tolist()]
 
 
@@ -331,7 +332,7 @@ class _LiveBatch:
             logits = _prefill(tkv, rows)
             assert logits is not None
             _prefill(dkv, rows)
-            ys = _tokens(_choose(logits, self.sampling, self.generator))
+            ys = token_list(_choose(logits, self.sampling, self.generator))
             for r, y in zip(new, ys, strict=True):
                 r.output_token_ids.append(y)
                 self._finish_rules(r, y)
@@ -440,8 +441,8 @@ class _LiveBatch:
             ver = greedy_verification(x, p_logits, gamma_eff)
         else:
             ver = speculative_sampling(x, torch.stack(qs, dim=1), warp(p_logits, sampling), gamma_eff, generator)
-        n_list = _tokens(ver.n)
-        t_list = _tokens(ver.t)
+        n_list = token_list(ver.n)
+        t_list = token_list(ver.t)
         x_rows = x.tolist()
 
         # 4. commit tokens, apply the end-of-request rules (accounting.py)

@@ -44,6 +44,7 @@ from golden_al.reference.live import (
     iter_generate,
     prefill_budget,
     target_generate_step,
+    token_list,
 )
 from golden_al.reference.prefix import SharedPrefix
 from golden_al.reference.sampling import SamplingParams, sample, warp
@@ -173,17 +174,13 @@ def iter_target_generate(
                 return
             last = [r.output_token_ids[-1] for r in rows]
             tok_t, logits = target_generate_step(kv, last, sampling, generator)
-            commit(rows, _tokens(tok_t), logits)
+            commit(rows, token_list(tok_t), logits)
             kv.maybe_compact()
 
 
 def _choose_tokens(logits: torch.Tensor, sampling: SamplingParams, generator: torch.Generator) -> list[int]:
     tok = logits.argmax(dim=-1) if sampling.greedy else sample(warp(logits, sampling), generator)
-    return _tokens(tok)
-
-
-def _tokens(t: torch.Tensor) -> list[int]:
-    return [int(v) for v in t.tolist()]
+    return token_list(tok)
 
 
 def draft_agreement(draft: Any, out: TargetOutput, sampling: SamplingParams,

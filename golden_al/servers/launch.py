@@ -35,7 +35,6 @@ from golden_al.provenance import now_iso
 from golden_al.servers import synthetic
 
 __all__ = [
-    "ENGINE_MODULES",
     "MEASURABLE_ENGINES",
     "SERVER_ENGINES",
     "LaunchSpec",
@@ -53,9 +52,6 @@ SERVER_ENGINES: tuple[str, ...] = tuple(n for n in registry.engine_names() if re
 #: Engines golden-al can measure over HTTP: the profile names an AL source and a server probe (attach
 #: with ``--server``), or builds a server command (``--launch``); in registration order.
 MEASURABLE_ENGINES: tuple[str, ...] = tuple(n for n in registry.engine_names() if registry.get_profile(n).has("server"))
-#: ``--engine`` -> the Python module the server runs as (engines run as an executable are absent).
-ENGINE_MODULES: dict[str, str] = {name: registry.get_profile(name).launch.launch_command[-1] for name in SERVER_ENGINES
-                                  if registry.get_profile(name).launch.executable is None}
 # Environment variables worth recording (never secrets: no tokens or keys).
 _ENV_PREFIXES = (*dict.fromkeys(p for name in registry.engine_names() for p in registry.get_profile(name).env_prefixes),
                  "CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES", "NCCL_", "HF_HUB_OFFLINE",

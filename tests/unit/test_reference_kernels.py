@@ -3,7 +3,7 @@
 Tiny models built from a config, in float32 (the dtype the switch applies to). Each form must
 cover every linear layer, keep outputs to float32 rounding (with and without bias, on both
 sides of the row bounds, for 2D and 3D inputs), leave other dtypes alone, be undone by
-``use_torch_linear``, and keep greedy live decoding equal to replay. ``onednn`` (the default)
+``use_cpu_kernels(model, "torch")``, and keep greedy live decoding equal to replay. ``onednn`` (the default)
 falls back to ``transposed`` on a torch without oneDNN, and the run records what it used.
 """
 
@@ -25,8 +25,6 @@ from golden_al.reference.kernels import (  # noqa: E402
     TransposedLinear,
     onednn_available,
     use_cpu_kernels,
-    use_torch_linear,
-    use_transposed_linear,
 )
 from golden_al.reference.tiny import tiny_pair  # noqa: E402
 
@@ -115,7 +113,7 @@ def test_every_float32_linear_switches_to_each_form_and_back(pair32, kind):
         other = "transposed" if kind == "onednn" else "onednn"
         if onednn_available():
             assert use_cpu_kernels(model, other) == n  # one form to another directly
-        assert use_torch_linear(model) == n
+        assert use_cpu_kernels(model, "torch") == n
         assert _count(model, torch.nn.Linear) == n
     assert torch.allclose(got, want, rtol=1e-4, atol=1e-5), float((got - want).abs().max())
 
@@ -142,11 +140,11 @@ def test_every_float32_linear_switches_and_back(pair32):
     ids = torch.tensor([[5, 9, 17, 33, 2, 40, 41]])
     with torch.inference_mode():
         want = model(input_ids=ids).logits
-        assert use_transposed_linear(model) == n
+        assert use_cpu_kernels(model, "transposed") == n
         assert _count(model, torch.nn.Linear) == 0
         assert _count(model, TransposedLinear) == n
         got = model(input_ids=ids).logits
-        assert use_torch_linear(model) == n
+        assert use_cpu_kernels(model, "torch") == n
         assert _count(model, torch.nn.Linear) == n
     assert torch.allclose(got, want, rtol=1e-4, atol=1e-5), float((got - want).abs().max())
 
@@ -155,7 +153,7 @@ def test_other_dtypes_are_left_alone(pair32):
     target, _ = pair32
     t64 = copy.deepcopy(target).double()
     n = _count(t64, torch.nn.Linear)
-    assert use_transposed_linear(t64) == 0
+    assert use_cpu_kernels(t64, "transposed") == 0
     assert _count(t64, torch.nn.Linear) == n
 
 
