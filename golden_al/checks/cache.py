@@ -4,9 +4,9 @@ A file's result (its findings before the adoption layer, the knob occurrences it
 names, its diagnostics) is a function of its text, path and kind, of the run (the checked roots, the byte cap,
 the working directory, the curve store's files) and of the code that reads it (golden-al, the engine plugins, the
 YAML and tree-sitter libraries, Python). An entry is found by the SHA-256 of all of these, so it cannot go stale:
-any change gives another key. A master config and a file a master config runs read *other* files (the recipes it
-resolves on disk, the entries that run it), and a file that could not be read or analysed has no stable text:
-those are never kept (``static._Checker._cache_key``). The cache is one JSON file, read bounded; an unreadable or
+any change gives another key. A recipe's key adds the master-config entries that run it and those files' digests
+(they judge its pins). A result whose verdicts read any other file (a master config's pin reads the recipe it
+resolves on disk: its findings name it, :attr:`Finding.inputs`), and an unreadable file's, are never kept. The cache is one JSON file, read bounded; an unreadable or
 foreign one, or a foreign entry, is ignored (computed again), never trusted in part.
 """
 
@@ -75,9 +75,10 @@ class ResultCache:
         if isinstance(doc, dict) and doc.get("format") == FORMAT and isinstance(doc.get("entries"), dict):
             self.old = doc["entries"]
 
-    def key(self, shown: str, kind: str, text: str) -> str:
+    def key(self, shown: str, kind: str, text: str, context: str = "") -> str:
+        """A file's key; ``context``: what else its result depends on (the master-config entries that run it)."""
         digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
-        return hashlib.sha256(f"{self.run_key}\0{shown}\0{kind}\0{digest}".encode()).hexdigest()
+        return hashlib.sha256(f"{self.run_key}\0{shown}\0{kind}\0{digest}\0{context}".encode()).hexdigest()
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The kept result (``findings`` as :class:`Finding`), or None."""

@@ -604,19 +604,22 @@ class _Checker:
         marks = (len(r.findings), r.files_scanned, r.occurrences, len(r.prose), len(r.diagnostics))
         self._check_file(path, kind)
         start = marks[0]
+        own = self.file_inputs(path, text if isinstance(text, str) else None)
         if len(r.findings) > start:
-            own = self.file_inputs(path, text if isinstance(text, str) else None)
             r.findings[start:] = [dataclasses.replace(f, inputs=merge_inputs(own, f.inputs)) for f in r.findings[start:]]
-        if cache is not None and key is not None and all(f.verdict != "unreadable" for f in r.findings[start:]):
+        names = {i.name for i in own}  # a verdict that read another file (a master config's recipe) is not kept
+        if cache is not None and key is not None and all(f.verdict != "unreadable" and all(
+                i.kind != "file" or i.name in names for i in f.inputs) for f in r.findings[start:]):
             cache.put(key, r.findings[start:], scanned=r.files_scanned - marks[1], occurrences=r.occurrences - marks[2],
                       prose=r.prose[marks[3]:], diagnostics=r.diagnostics[marks[4]:])
 
     def _cache_key(self, path: Path, kind: str, text: Any) -> str | None:
-        """The cache key of a file whose result depends on its own text alone (:mod:`~golden_al.checks.cache`):
-        not a master config, nor a file one runs; None for any other."""
-        if self.cache is None or not isinstance(text, str) or ("CONFIG_FILE" in text and "scenarios" in text):
+        """The cache key of a file (:mod:`~golden_al.checks.cache`): its text, and for a recipe master configs run,
+        those entries and the masters' digests (they judge its pins); None when there is no text."""
+        if self.cache is None or not isinstance(text, str):
             return None
-        return None if path.resolve() in self.refs else self.cache.key(str(path), kind, text)
+        runs = self.refs.get(path.resolve())
+        return self.cache.key(str(path), kind, text, repr(runs) + repr(self.file_inputs(path, text)[1:]) if runs else "")
 
     def _check_file(self, path: Path, kind: str) -> None:
         """One file: its census, its pins where the census finds settings, and the findings."""

@@ -82,7 +82,58 @@ def test_a_cached_run_reports_what_an_uncached_run_reports_whatever_changed(
     assert _run(root, capsys, "--cache-dir", str(cache)) == fresh
 
 
-def test_a_rerun_analyses_only_master_configs_and_the_files_they_run(
+PINNED = """name: dsv4-agentic-pinned
+model: {path: deepseek-ai/DeepSeek-V4-Pro}
+backend:
+  type: vllm
+  vllm_config:
+    aggregated:
+      speculative-config: '{"method":"mtp","num_speculative_tokens":2,"rejection_sample_method":"synthetic","synthetic_acceptance_length":2.27}'
+benchmark: {type: custom, command: bash agentic_srt.sh}
+"""
+RUNS = """dsv4-vllm:
+  image: vllm/vllm-openai:v0.20.1
+  model: deepseek-ai/DeepSeek-V4-Pro
+  framework: dynamo-vllm
+  scenarios:
+    agentic-coding:
+    - search-space:
+      - conc-list: [1]
+        prefill:
+          additional-settings: ["CONFIG_FILE=recipes/vllm/agentic/pinned.yaml"]
+"""
+
+
+def _runs_edited(root: Path) -> None:
+    _edit(root / "configs" / "runs.yaml", "conc-list: [1]", "conc-list: [1, 2]")
+
+
+def _runs_removed(root: Path) -> None:
+    (root / "configs" / "runs.yaml").unlink()
+
+
+def _runs_added(root: Path) -> None:
+    (root / "configs" / "more.yaml").write_text(RUNS.replace("dsv4-vllm:", "dsv4-more:"))
+
+
+@pytest.mark.parametrize("change", [_runs_edited, _runs_removed, _runs_added], ids=lambda c: c.__name__.strip("_"))
+def test_a_recipe_a_master_config_runs_is_kept_with_the_entries_that_run_it(
+        change: Callable[[Path], None], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A recipe's verdicts name the master configs that run it: their entries and digests are part of its key."""
+    root, cache = _tree(tmp_path / "t"), tmp_path / "cache"
+    (root / "recipes" / "vllm" / "agentic" / "pinned.yaml").write_text(PINNED)
+    (root / "configs" / "runs.yaml").write_text(RUNS)
+    first = _run(root, capsys, "--cache-dir", str(cache))
+    assert any(i["name"].endswith("configs/runs.yaml") for f in json.loads(first[1]) if f["file"].endswith("pinned.yaml")
+               for i in f["inputs"])  # the recipe's verdict names the master config that runs it
+    assert _run(root, capsys, "--cache-dir", str(cache)) == first
+    change(root)
+    fresh = _run(root, capsys, "--no-cache")
+    assert fresh != first
+    assert _run(root, capsys, "--cache-dir", str(cache)) == fresh
+
+
+def test_a_rerun_analyses_only_files_whose_verdicts_read_other_files(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     root, cache = _tree(tmp_path / "t"), tmp_path / "cache"
     seen: list[str] = []
@@ -92,9 +143,9 @@ def test_a_rerun_analyses_only_master_configs_and_the_files_they_run(
     assert sorted(seen) == sorted(["run.sh", RECIPE.name, "master.yaml"])
     seen.clear()
     assert _run(root, capsys, "--cache-dir", str(cache)) == first
-    assert sorted(seen) == sorted([RECIPE.name, "master.yaml"])  # they read other files: never kept
+    assert seen == ["master.yaml"]  # its verdicts read the recipes it runs: never kept
     doc = json.loads((cache / "results.json").read_text())
-    assert len(doc["entries"]) == 1
+    assert len(doc["entries"]) == 2
 
 
 @pytest.mark.hostile
