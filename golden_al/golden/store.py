@@ -51,6 +51,7 @@ from golden_al.golden.schema import (
     parse_curve,
     to_plain,
 )
+from golden_al.plugin.profile import Record
 from golden_al.plugin.values import format_value
 from golden_al.prompts.thinking import mode_key
 from golden_al.safeio.inputs import Input, shown_path, text_input
@@ -75,8 +76,8 @@ SHIPPED_CURVES_DIR = Path(__file__).resolve().parent / "curves"
 CurveFormat = Literal["golden-al", "inferencex-legacy"]
 
 
-@dataclass(frozen=True)
-class StoredCurve:
+@dataclass(frozen=True, eq=False, repr=False)
+class StoredCurve(Record):
     """A curve in the store, with the file it came from."""
 
     name: str  #: file stem (``<stem>:<model>`` for a legacy file holding several models)
@@ -109,8 +110,8 @@ class StoredCurve:
         return f"{self.name} ({', '.join(bits)})"
 
 
-@dataclass(frozen=True)
-class GoldenPoint:
+@dataclass(frozen=True, eq=False, repr=False)
+class GoldenPoint(Record):
     """One committed golden value and where it comes from."""
 
     model: str

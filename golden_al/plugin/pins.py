@@ -15,14 +15,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from golden_al.plugin.profile import VersionChoice
+from golden_al.plugin.profile import Record, VersionChoice
 from golden_al.safeio.inputs import Input
 
 __all__ = ["AgenticInfo", "DraftInfo", "ModelName", "Pin", "PinSite", "ThinkingSignal", "clean", "value_of"]
 
 
-@dataclass(frozen=True)
-class PinSite:
+@dataclass(frozen=True, eq=False, repr=False)
+class PinSite(Record):
     """One occurrence of a knob in a script, and what its path says around it."""
 
     knob: str
@@ -61,8 +61,8 @@ def clean(value: Any) -> str | None:
     return show(value).strip().strip("'\"")
 
 
-@dataclass(frozen=True)
-class ThinkingSignal:
+@dataclass(frozen=True, eq=False, repr=False)
+class ThinkingSignal(Record):
     """One setting that says thinking is on or off, and how strongly.
 
     ``priority``: 4 (:data:`REQUEST`) per-request kwargs sent by the benchmark client; 3 server default chat-template
@@ -75,8 +75,8 @@ class ThinkingSignal:
     priority: int
 
 
-@dataclass(frozen=True)
-class AgenticInfo:
+@dataclass(frozen=True, eq=False, repr=False)
+class AgenticInfo(Record):
     """Whether the config is an agentic benchmark (None: the files do not say)."""
 
     agentic: bool | None
@@ -94,8 +94,8 @@ class DraftInfo:
     two_model: bool | None = None  # TensorRT-LLM only
 
 
-@dataclass(frozen=True)
-class ModelName:
+@dataclass(frozen=True, eq=False, repr=False)
+class ModelName(Record):
     """A name a config or the run gives the served model (tried against the store in order).
 
     ``pattern``: ``name`` is a shell glob (a ``case`` arm such as ``*DeepSeek-V4*``) that the model's name matches on

@@ -17,8 +17,10 @@ callables: no I/O, no torch, fast to import.
 from __future__ import annotations
 
 import re
+import reprlib
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Literal
 
 from golden_al.errors import UsageError
@@ -29,14 +31,51 @@ if TYPE_CHECKING:  # the hooks' protocols are types only (the conformance kit re
 __all__ = ["CAPABILITIES", "GROUPS", "LOG_NUMBER", "Capability", "Caveat", "CheckSupport", "CommandLine",
            "CommandLineReading", "DraftLen", "DraftLenRule", "EngineBuild", "EngineProfile", "EngineVersion",
            "EnvOption", "LaunchRequest", "LaunchSupport", "Limit", "LogPattern", "LogReader", "Metric",
-           "PinContext", "PinReview", "RecipeFormat", "ResponseField", "RunLogSupport", "RuntimeDraftLen",
+           "PinContext", "PinReview", "RecipeFormat", "Record", "ResponseField", "RunLogSupport", "RuntimeDraftLen",
            "ServerSupport", "SimulateOption", "SimulateSupport", "Source", "Speculation", "SyntheticKnob",
            "VersionChoice", "group_of", "reads_off"]
 
 
+_Getter = Callable[[Any], tuple[Any, ...]]
+_FIELDS: dict[type, tuple[_Getter, _Getter, tuple[str, ...]]] = {}
 
-@dataclass(frozen=True)
-class Lazy:
+
+def _fields(cls: type) -> tuple[_Getter, _Getter, tuple[str, ...]]:
+    """A :class:`Record` class's compared values, hashed values and shown field names, by ``dataclasses``' rules."""
+    def values(names: list[str]) -> _Getter:
+        return attrgetter(*names) if len(names) > 1 else lambda obj: tuple(getattr(obj, n) for n in names)
+
+    if cls not in _FIELDS:
+        fs = fields(cls)
+        _FIELDS[cls] = (values([f.name for f in fs if f.compare]),
+                        values([f.name for f in fs if (f.compare if f.hash is None else f.hash)]),
+                        tuple(f.name for f in fs if f.repr))
+    return _FIELDS[cls]
+
+
+class Record:
+    """The base of the contract's frozen dataclasses, declared ``@dataclass(frozen=True, eq=False, repr=False)``:
+    ``__eq__``, ``__hash__`` and ``__repr__`` as ``@dataclass(frozen=True)`` makes them, written once. Python 3.11
+    compiles each generated method of each class at import (~0.1 ms apiece): on ``select``'s path these were ~10 ms
+    (issue 52)."""
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        compared = _fields(self.__class__)[0]
+        return compared(self) == compared(other) if other.__class__ is self.__class__ else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(_fields(self.__class__)[1](self))
+
+    @reprlib.recursive_repr()
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in _fields(self.__class__)[2])
+        return f"{self.__class__.__qualname__}({shown})"
+
+
+@dataclass(frozen=True, eq=False, repr=False)
+class Lazy(Record):
     """A profile hook whose module is imported on its first use (:func:`lazy`): calling it calls the target.
 
     Every hook of a profile is a Python object, usually a callable; a hook whose module is heavy (a server client,
@@ -77,8 +116,8 @@ def lazy(ref: str) -> Lazy:
 
 
 
-@dataclass(frozen=True)
-class Source:
+@dataclass(frozen=True, eq=False, repr=False)
+class Source(Record):
     """Where a fact comes from: an upstream file at a version."""
 
     repo: str  #: e.g. ``sgl-project/sglang``
@@ -99,8 +138,8 @@ def reads_off(value: Any) -> bool:
         return False
 
 
-@dataclass(frozen=True)
-class SyntheticKnob:
+@dataclass(frozen=True, eq=False, repr=False)
+class SyntheticKnob(Record):
     """One synthetic-acceptance setting an engine reads.
 
     ``kind``: where it is set (an environment variable, a command-line flag, or a key inside
@@ -157,8 +196,8 @@ def _truthy(value: Any) -> bool | None:
     return True
 
 
-@dataclass(frozen=True)
-class RuntimeDraftLen:
+@dataclass(frozen=True, eq=False, repr=False)
+class RuntimeDraftLen(Record):
     """A setting that lets the engine change the draft length at run time (adaptive or scheduled k).
 
     A golden AL belongs to one fixed k: such a setting beside a synthetic pin makes the pin
@@ -174,8 +213,8 @@ class RuntimeDraftLen:
     flag_takes_value: bool = True  #: False for a switch flag (``--speculative-adaptive``): present = on
 
 
-@dataclass(frozen=True)
-class EngineVersion:
+@dataclass(frozen=True, eq=False, repr=False)
+class EngineVersion(Record):
     """The facts of one engine release (or source tree) golden-al has read; a profile lists them oldest first.
 
     ``refused_algorithms``: algorithm spellings (lower case) that version refuses to start with; ``facts``:
@@ -190,8 +229,8 @@ class EngineVersion:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class VersionChoice:
+@dataclass(frozen=True, eq=False, repr=False)
+class VersionChoice(Record):
     """Which version's facts a file is judged by, and why (``check`` says it beside each finding)."""
 
     version: EngineVersion | None  #: None: the profile lists no versions
@@ -211,8 +250,8 @@ def _release_key(text: str) -> tuple[int, ...] | None:
     return tuple(int(x) for x in m.group(1).split(".")) if m else None
 
 
-@dataclass(frozen=True)
-class DraftLenRule:
+@dataclass(frozen=True, eq=False, repr=False)
+class DraftLenRule(Record):
     """How ``k`` (draft tokens per verify step) follows from an algorithm's flags."""
 
     algorithm: str  #: the engine's own spelling (``EAGLE3``, ``mtp``, ``draft``, ...)
@@ -221,8 +260,8 @@ class DraftLenRule:
     source: Source | None = None
 
 
-@dataclass(frozen=True)
-class DraftLen:
+@dataclass(frozen=True, eq=False, repr=False)
+class DraftLen(Record):
     """A draft length derived from an engine's flags, with the rule that gave it."""
 
     k: int
@@ -236,8 +275,8 @@ class DraftLen:
     two_model: bool | None = None
 
 
-@dataclass(frozen=True)
-class Speculation:
+@dataclass(frozen=True, eq=False, repr=False)
+class Speculation(Record):
     """One worker role's speculative settings as its engine reads them from a config's engine
     arguments (:attr:`RecipeFormat.read`)."""
 
@@ -262,8 +301,8 @@ class Speculation:
     review_spec: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class RecipeFormat:
+@dataclass(frozen=True, eq=False, repr=False)
+class RecipeFormat(Record):
     """How an engine's settings sit in an srt-slurm recipe (NVIDIA srt-slurm ``srtctl`` schema)."""
 
     #: the ``backend`` key holding per-role engine arguments (``sglang_config``); None: the engine's recipes are
@@ -284,8 +323,8 @@ class RecipeFormat:
     config_pin: hooks.ConfigPin | None = None
 
 
-@dataclass(frozen=True)
-class LaunchRequest:
+@dataclass(frozen=True, eq=False, repr=False)
+class LaunchRequest(Record):
     """What ``measure --launch`` asks a server for (engine-neutral)."""
 
     target: str
@@ -299,8 +338,8 @@ class LaunchRequest:
     per_request_metrics: str | None = None
 
 
-@dataclass(frozen=True)
-class PinContext:
+@dataclass(frozen=True, eq=False, repr=False)
+class PinContext(Record):
     """One pinned synthetic-acceptance value with what the gate saw around it, as an engine's
     :attr:`CheckSupport.review_pin` reads it.
 
@@ -335,8 +374,8 @@ class PinReview:
     notes: list[str] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class Limit:
+@dataclass(frozen=True, eq=False, repr=False)
+class Limit(Record):
     """A limit the engine enforces (or silently applies), e.g. ATOM's ``k <= 4`` for mtp."""
 
     what: str
@@ -346,8 +385,8 @@ class Limit:
     source: Source | None = None
 
 
-@dataclass(frozen=True)
-class Caveat:
+@dataclass(frozen=True, eq=False, repr=False)
+class Caveat(Record):
     """Something true of the engine that a user must be told (e.g. greedy-only forcing)."""
 
     text: str
@@ -356,8 +395,8 @@ class Caveat:
     source: Source | None = None
 
 
-@dataclass(frozen=True)
-class Metric:
+@dataclass(frozen=True, eq=False, repr=False)
+class Metric(Record):
     """A Prometheus metric (name as exposed, with ``_total`` for counters)."""
 
     name: str
@@ -367,8 +406,8 @@ class Metric:
     source: Source | None = None
 
 
-@dataclass(frozen=True)
-class EnvOption:
+@dataclass(frozen=True, eq=False, repr=False)
+class EnvOption(Record):
     """An option of ``golden-al env`` that spells k the engine's way (SGLang ``--num-steps``)."""
 
     flag: str  #: ``--num-steps``
@@ -381,8 +420,8 @@ class EnvOption:
         return self.flag.lstrip("-").replace("-", "_")
 
 
-@dataclass(frozen=True)
-class LogReader:
+@dataclass(frozen=True, eq=False, repr=False)
+class LogReader(Record):
     """How the general log reader (:func:`golden_al.formats.logs.read_log_file`) reads the engine's acceptance lines."""
 
     parse: hooks.LineParser
@@ -392,8 +431,8 @@ class LogReader:
     server_args: hooks.LineParser | None = None
 
 
-@dataclass(frozen=True)
-class EngineBuild:
+@dataclass(frozen=True, eq=False, repr=False)
+class EngineBuild(Record):
     """How ``golden-al engines build ENGINE`` gets the engine's server binary (llama.cpp's ``llama-server``)."""
 
     binary: str  #: what is built (``llama-server``)
@@ -402,8 +441,8 @@ class EngineBuild:
     check: hooks.CheckBinary  #: checks a binary the user gives instead
 
 
-@dataclass(frozen=True)
-class ResponseField:
+@dataclass(frozen=True, eq=False, repr=False)
+class ResponseField(Record):
     """A per-request response field and its names across versions (newest first)."""
 
     meaning: str
@@ -416,8 +455,8 @@ class ResponseField:
 LOG_NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf|-inf"
 
 
-@dataclass(frozen=True)
-class LogPattern:
+@dataclass(frozen=True, eq=False, repr=False)
+class LogPattern(Record):
     """A log line the engine prints about acceptance, as a regular expression."""
 
     name: str
@@ -427,8 +466,8 @@ class LogPattern:
     marker: str = ""  #: a substring every matching line holds (a cheap pre-filter), or ""
 
 
-@dataclass(frozen=True)
-class CommandLineReading:
+@dataclass(frozen=True, eq=False, repr=False)
+class CommandLineReading(Record):
     """What an engine makes of one command line and its environment, around a pinned value.
 
     ``draft``: the draft length (None, with ``draft_problem`` saying why, when the
@@ -445,8 +484,8 @@ class CommandLineReading:
     problems: tuple[tuple[str, str], ...] = ()
 
 
-@dataclass(frozen=True)
-class CommandLine:
+@dataclass(frozen=True, eq=False, repr=False)
+class CommandLine(Record):
     """How an engine configured by flags and environment variables shows its pins in a config.
 
     A config that holds the server's command line as data (a compose ``command:`` or
@@ -459,8 +498,8 @@ class CommandLine:
     read: hooks.ReadCommandLine  #: the engine's reading of the settings around a pin
 
 
-@dataclass(frozen=True)
-class SimulateOption:
+@dataclass(frozen=True, eq=False, repr=False)
+class SimulateOption(Record):
     """A ``golden-al simulate`` option this engine's samplers take (the CLI builds its flags from these)."""
 
     flag: str  #: e.g. ``--rates``
@@ -475,8 +514,8 @@ class SimulateOption:
     gives_al: Callable[..., float] | None = None
 
 
-@dataclass(frozen=True)
-class CheckSupport:
+@dataclass(frozen=True, eq=False, repr=False)
+class CheckSupport(Record):
     """What ``check``, ``env``, ``select`` and ``inject`` need: the engine's synthetic-acceptance knobs, how to
     write them, and how to read its speculative settings (launch flags, configs, scripts) to prove a pin.
     Every engine has this group: an engine golden-al knows at all is one whose synthetic acceptance it judges."""
@@ -544,8 +583,8 @@ class CheckSupport:
     forced_in_log_line: hooks.ForcedInLogLine | None = None
 
 
-@dataclass(frozen=True)
-class ServerSupport:
+@dataclass(frozen=True, eq=False, repr=False)
+class ServerSupport(Record):
     """What ``measure``/``sweep`` need against a running server (the group "measurable" means): its AL sources
     and their implementations, its probe, its metrics and response fields. Left out: not measurable."""
 
@@ -580,8 +619,8 @@ class ServerSupport:
     reference_flavor: hooks.ReferenceFlavor | None = None
 
 
-@dataclass(frozen=True)
-class LaunchSupport:
+@dataclass(frozen=True, eq=False, repr=False)
+class LaunchSupport(Record):
     """What ``measure --launch`` and ``sweep`` need to start the engine's server. Left out: golden-al measures
     only a server someone else started."""
 
@@ -608,8 +647,8 @@ class LaunchSupport:
     build: EngineBuild | None = None
 
 
-@dataclass(frozen=True)
-class SimulateSupport:
+@dataclass(frozen=True, eq=False, repr=False)
+class SimulateSupport(Record):
     """What ``simulate`` and ``check-run`` need: the engine's sampler (:mod:`simulators`) and how to show its
     settings. Left out: nothing to simulate, and ``check-run`` needs ``--method``."""
 
@@ -626,8 +665,8 @@ class SimulateSupport:
     simulate_report: hooks.SimulateReport | None = None
 
 
-@dataclass(frozen=True)
-class RunLogSupport:
+@dataclass(frozen=True, eq=False, repr=False)
+class RunLogSupport(Record):
     """What a run's logs give: ``check-run``'s evidence reader, the acceptance log lines, ``import`` formats.
     Left out: ``check-run`` reads only Prometheus snapshots for the engine."""
 
@@ -641,8 +680,8 @@ class RunLogSupport:
     importers: Mapping[str, hooks.Importer] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Capability:
+@dataclass(frozen=True, eq=False, repr=False)
+class Capability(Record):
     """A group of the profile (one of the ``*Support`` dataclasses, or :class:`RecipeFormat`) that lets golden-al do
     one thing with an engine. A group is optional as a whole: left out, it is its conservative default (nothing
     declared), and a command that needs it refuses naming it (:meth:`EngineProfile.require`). ``fields`` are the
@@ -687,16 +726,14 @@ GROUPS: dict[str, type] = {c.group: c.cls for c in CAPABILITIES}
 def group_of(field_name: str) -> str | None:
     """Where a field of a capability group is written in a profile (``server=ServerSupport(al_sources=...)``), or
     None for a top-level field or an unknown name: the hint for a profile written for the flat shape."""
-    from dataclasses import fields
-
     for cap in CAPABILITIES:
         if field_name in {f.name for f in fields(cap.cls)}:
             return f"{cap.group}={cap.cls.__name__}({field_name}=...)"
     return None
 
 
-@dataclass(frozen=True)
-class EngineProfile:
+@dataclass(frozen=True, eq=False, repr=False)
+class EngineProfile(Record):
     """Everything golden-al knows about one engine, as capability groups (:data:`CAPABILITIES`). One instance per
     engine package: its identity here, what each command needs in its group."""
 

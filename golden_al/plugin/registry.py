@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
+from golden_al.plugin.profile import Record
 from simulators.registry import Registry, Skipped
 
 if TYPE_CHECKING:
@@ -201,8 +202,8 @@ def synthetic_settings(engine: str, al: float, k: int, **options: Any) -> dict[s
     return settings
 
 
-@dataclass(frozen=True)
-class EnvKnob:
+@dataclass(frozen=True, eq=False, repr=False)
+class EnvKnob(Record):
     """One spelling of an engine's synthetic knob that is an environment variable."""
 
     engine: str

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from golden_al.errors import UsageError
+from golden_al.plugin.profile import Record
 from golden_al.prompts.conversation import Conversation
 from golden_al.prompts.thinking import ThinkingPreset, family_for, normalize_thinking, preset_for
 
@@ -38,8 +39,8 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RenderedPrompt:
+@dataclass(frozen=True, eq=False, repr=False)
+class RenderedPrompt(Record):
     """A conversation rendered for one model: token ids, text, hash, and the kwargs that made it."""
 
     token_ids: list[int]

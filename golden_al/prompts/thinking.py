@@ -27,6 +27,7 @@ from typing import Any
 
 from golden_al.errors import InputFileError, UsageError
 from golden_al.plugin.pins import ThinkingSignal
+from golden_al.plugin.profile import Record
 
 __all__ = [
     "LEVEL_RE",
@@ -52,16 +53,16 @@ __all__ = [
 PRESETS_FILE = Path(__file__).with_name("thinking_presets.yaml")
 
 
-@dataclass(frozen=True)
-class ThinkingMode:
+@dataclass(frozen=True, eq=False, repr=False)
+class ThinkingMode(Record):
     """One mode of a family: the template kwargs and the recommended sampling (may be empty)."""
 
     chat_template_kwargs: Mapping[str, Any]
     sampling: Mapping[str, Any] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class ThinkingPreset:
+@dataclass(frozen=True, eq=False, repr=False)
+class ThinkingPreset(Record):
     """A model family's thinking switch: ``on``/``off`` and any named levels (``reasoning_effort_high``)."""
 
     family: str

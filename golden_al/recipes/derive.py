@@ -17,7 +17,7 @@ from typing import Any, Literal, Protocol
 from golden_al.errors import AmbiguousCurveError, NoGoldenValueError, UsageError
 from golden_al.plugin import registry
 from golden_al.plugin.pins import AgenticInfo, DraftInfo, ModelName, ThinkingSignal
-from golden_al.plugin.profile import PinContext
+from golden_al.plugin.profile import PinContext, Record
 from golden_al.plugin.spec import draft_from_settings
 from golden_al.plugin.values import format_value, parse_number
 from golden_al.prompts.thinking import (
@@ -62,8 +62,8 @@ Mode = Literal["throughput", "eval-only"]
 # ------------------------------------------------------------------------------ the run
 
 
-@dataclass(frozen=True)
-class Identity:
+@dataclass(frozen=True, eq=False, repr=False)
+class Identity(Record):
     """Who the run is: what ``select`` takes from flags or the harness environment (never an AL).
 
     ``agentic`` None: the recipe's own signals decide; ``spec_decoding`` ``"none"`` turns speculative decoding off
@@ -449,8 +449,8 @@ def resolve_model(models: Sequence[ModelName], store: Any, methods: Sequence[str
     return run_key, run_shown, run_how
 
 
-@dataclass(frozen=True)
-class Derivation:
+@dataclass(frozen=True, eq=False, repr=False)
+class Derivation(Record):
     """The golden point of one set of speculative settings for one run, or why there is none."""
 
     k: int | None

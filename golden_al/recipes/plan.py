@@ -19,7 +19,7 @@ from typing import Any
 
 from golden_al.errors import GoldenALError, UsageError
 from golden_al.plugin import registry
-from golden_al.plugin.profile import EngineProfile
+from golden_al.plugin.profile import EngineProfile, Record
 from golden_al.plugin.values import format_value
 from golden_al.recipes.derive import (
     Derivation,
@@ -47,8 +47,8 @@ class SelectionError(UsageError):
     """A recipe (or one of its variants) for which no golden AL can be selected: exit 2."""
 
 
-@dataclass(frozen=True)
-class VariantPlan:
+@dataclass(frozen=True, eq=False, repr=False)
+class VariantPlan(Record):
     """What one config srtctl runs must be launched with."""
 
     selector: str | None  #: None (a flat recipe), ``base``, ``override_x`` or ``zip_override_y[2]``
@@ -78,8 +78,8 @@ class VariantPlan:
                 "inputs": inputs}
 
 
-@dataclass(frozen=True)
-class SelectionPlan:
+@dataclass(frozen=True, eq=False, repr=False)
+class SelectionPlan(Record):
     """Every variant of one recipe, planned (:func:`select_recipe`)."""
 
     recipe: str

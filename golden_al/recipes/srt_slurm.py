@@ -32,7 +32,7 @@ from typing import Any
 
 from golden_al.plugin import registry
 from golden_al.plugin.pins import ModelName
-from golden_al.plugin.profile import RecipeFormat, Speculation
+from golden_al.plugin.profile import RecipeFormat, Record, Speculation
 from golden_al.recipes.srtctl import expand_variants
 
 __all__ = [
@@ -177,8 +177,8 @@ def curve_rejection_method(value: Any) -> str | None:
 # ---------------------------------------------------------------------------- recipes
 
 
-@dataclass(frozen=True)
-class RoleConfig:
+@dataclass(frozen=True, eq=False, repr=False)
+class RoleConfig(Record):
     """One worker role's engine arguments (``backend.<engine>_config.<role>``, or ``roles.<role>.args``)."""
 
     role: str  #: canonical role (decode, aggregated, prefill), else the key as written
@@ -192,8 +192,8 @@ class RoleConfig:
     engine_source: str = ""
 
 
-@dataclass(frozen=True)
-class EnvBlock:
+@dataclass(frozen=True, eq=False, repr=False)
+class EnvBlock(Record):
     """One environment block: ``<role>_environment`` (or ``roles.<r>.env``), another key of ``backend`` ending in
     ``environment`` (backend-wide, ``role`` None), or the recipe-wide :data:`WIDE_ENV` (``wide``)."""
 
@@ -208,8 +208,8 @@ class EnvBlock:
         return self.loc[-1:] == (WIDE_ENV,) and self.key == WIDE_ENV
 
 
-@dataclass(frozen=True)
-class RecipeView:
+@dataclass(frozen=True, eq=False, repr=False)
+class RecipeView(Record):
     """A recipe as srtctl runs it: the flat recipe, ``base``, or ``base`` with one override
     section merged in."""
 
@@ -253,8 +253,8 @@ class RecipeView:
         return None
 
 
-@dataclass(frozen=True)
-class Recipe:
+@dataclass(frozen=True, eq=False, repr=False)
+class Recipe(Record):
     """An srt-slurm recipe: its base view and one view per variant srtctl runs."""
 
     #: ``()`` for a flat recipe, ``("base",)`` for the sweep format
@@ -466,8 +466,8 @@ FRAMEWORK_ENGINES: dict[str, str] = {f: p.name for p in map(registry.get_profile
 INJECTOR_FRAMEWORKS: tuple[str, ...] = ("dynamo-sglang", "dynamo-vllm")
 
 
-@dataclass(frozen=True)
-class MasterSetting:
+@dataclass(frozen=True, eq=False, repr=False)
+class MasterSetting(Record):
     """One search-space point of a master-config entry and its ``additional-settings``."""
 
     entry: str

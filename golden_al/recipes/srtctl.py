@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from golden_al.errors import UsageError
+from golden_al.plugin.profile import Record
 
 __all__ = [
     "MAX_VARIANTS",
@@ -97,8 +98,8 @@ def _zip_slice(node: Mapping[str, Any], index: int) -> dict[str, Any]:
     return out
 
 
-@dataclass(frozen=True)
-class Variant:
+@dataclass(frozen=True, eq=False, repr=False)
+class Variant(Record):
     """One config srtctl runs: its selector (None: a flat recipe) and the resolved data."""
 
     selector: str | None
@@ -194,8 +195,8 @@ _SHELL_UNSAFE = {" ": "\\x20", "\t": "\\t", "\n": "\\n", "*": "\\x2a", "?": "\\x
 _SAFE_KEY = re.compile(r"^[A-Za-z0-9_@%+,:/^~-]+$")
 
 
-@dataclass(frozen=True)
-class Override:
+@dataclass(frozen=True, eq=False, repr=False)
+class Override(Record):
     """One srtctl override: ``--set PATH=VALUE`` or ``--unset PATH`` (``path`` in the recipe's own schema)."""
 
     op: Literal["set", "unset"]
