@@ -64,12 +64,18 @@ def _recipe_k(root: Path) -> None:
           '"num_speculative_tokens":3')
 
 
+def _recipe_shadowed(root: Path) -> None:  # where the master config looks first: now the recipe it runs
+    first = root / "configs" / "recipes" / "vllm" / "agentic" / RECIPE.name
+    first.parent.mkdir(parents=True)
+    first.write_text(RECIPE.read_text().replace('"num_speculative_tokens":2', '"num_speculative_tokens":3'))
+
+
 def _master_removed(root: Path) -> None:
     (root / "configs" / "master.yaml").write_text("# no master config any more\n")
 
 
 @pytest.mark.parametrize("change", [_script_value, _script_moved, _curve_edited, _curve_removed, _recipe_k,
-                                    _master_removed], ids=lambda c: c.__name__.strip("_"))
+                                    _recipe_shadowed, _master_removed], ids=lambda c: c.__name__.strip("_"))
 def test_a_cached_run_reports_what_an_uncached_run_reports_whatever_changed(
         change: Callable[[Path], None], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     root, cache = _tree(tmp_path / "t"), tmp_path / "cache"

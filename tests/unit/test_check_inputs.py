@@ -82,6 +82,14 @@ def _recipe_renamed(root: Path) -> None:
     _git(root, "mv", f"recipes/vllm/agentic/{RECIPE.name}", "recipes/vllm/agentic/renamed.yaml")
 
 
+def _recipe_shadowed(root: Path) -> None:
+    """A recipe with k = 3 where CONFIG_FILE is looked for first (beside the master config): it is now the one run,
+    and the re-judged finding names it."""
+    first = root / "configs" / "recipes" / "vllm" / "agentic" / RECIPE.name
+    first.parent.mkdir(parents=True)
+    first.write_text(RECIPE.read_text().replace('"num_speculative_tokens":2', '"num_speculative_tokens":3'))
+
+
 def _curve_edited(root: Path) -> None:
     curve = root / "golden" / "deepseek_v4_mtp.yaml"
     curve.write_text(curve.read_text().replace("2: {al: 2.27}", "2: {al: 2.31}"))
@@ -95,8 +103,8 @@ def _config_changed(root: Path) -> None:
     (root / ".golden-al.toml").write_text('golden-dir = "golden"\npolicy = "no-pins"\n')
 
 
-@pytest.mark.parametrize("change", [_recipe_k3, _recipe_deleted, _recipe_renamed, _curve_edited, _curve_added,
-                                    _config_changed], ids=lambda c: c.__name__.strip("_"))
+@pytest.mark.parametrize("change", [_recipe_k3, _recipe_deleted, _recipe_renamed, _recipe_shadowed, _curve_edited,
+                                    _curve_added, _config_changed], ids=lambda c: c.__name__.strip("_"))
 def test_changed_since_fails_a_finding_when_an_input_of_its_verdict_changed(
         change: Callable[[Path], None], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -167,6 +175,7 @@ def _recipe_touched(root: Path) -> None:
 CHANGED_INPUT: dict[Callable[[Path], None], str] = {
     _recipe_k3: f"recipes/vllm/agentic/{RECIPE.name}", _recipe_touched: f"recipes/vllm/agentic/{RECIPE.name}",
     _recipe_deleted: f"recipes/vllm/agentic/{RECIPE.name}", _recipe_renamed: f"recipes/vllm/agentic/{RECIPE.name}",
+    _recipe_shadowed: f"configs/recipes/vllm/agentic/{RECIPE.name}",
     _curve_edited: "golden/deepseek_v4_mtp.yaml", _curve_added: "golden/", _thinking_off: "configs/master.yaml",
     _config_changed: ".golden-al.toml"}
 
