@@ -6,8 +6,9 @@ the working directory, the curve store's files) and of the code that reads it (g
 YAML and tree-sitter libraries, Python). An entry is found by the SHA-256 of all of these, so it cannot go stale:
 any change gives another key. A recipe's key adds the master-config entries that run it and those files' digests
 (they judge its pins). A result whose verdicts read any other file (a master config's pin reads the recipe it
-resolves on disk: its findings name it, :attr:`Finding.inputs`), and an unreadable file's, are never kept. The cache is one JSON file, read bounded; an unreadable or
-foreign one, or a foreign entry, is ignored (computed again), never trusted in part.
+resolves on disk: its findings name it, :attr:`Finding.inputs`), and an unreadable file's, are never kept. The
+cache is one JSON file, read bounded; an unreadable or foreign one, or a foreign entry, is ignored (computed
+again), never trusted in part.
 """
 
 from __future__ import annotations
@@ -47,7 +48,7 @@ def _code_digest() -> str:
     for top in sorted(tops):
         spec = importlib.util.find_spec(top)
         for base in (spec.submodule_search_locations or []) if spec else []:
-            for folder, dirs, names in sorted(os.walk(base)):
+            for folder, dirs, names in os.walk(base):  # top-down, folders in name order: one order everywhere
                 dirs[:] = sorted(d for d in dirs if d != "__pycache__")
                 for name in sorted(n for n in names if not n.endswith(".pyc")):
                     path = os.path.join(folder, name)
@@ -75,9 +76,9 @@ class ResultCache:
         if isinstance(doc, dict) and doc.get("format") == FORMAT and isinstance(doc.get("entries"), dict):
             self.old = doc["entries"]
 
-    def key(self, shown: str, kind: str, text: str, context: str = "") -> str:
-        """A file's key; ``context``: what else its result depends on (the master-config entries that run it)."""
-        digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    def key(self, shown: str, kind: str, digest: str, context: str = "") -> str:
+        """A file's key from its text's ``digest``; ``context``: what else its result depends on (the master-config
+        entries that run it)."""
         return hashlib.sha256(f"{self.run_key}\0{shown}\0{kind}\0{digest}\0{context}".encode()).hexdigest()
 
     def get(self, key: str) -> dict[str, Any] | None:

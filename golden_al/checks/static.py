@@ -604,9 +604,10 @@ class _Checker:
         marks = (len(r.findings), r.files_scanned, r.occurrences, len(r.prose), len(r.diagnostics))
         self._check_file(path, kind)
         start = marks[0]
+        if len(r.findings) == start and key is None:
+            return
         own = self.file_inputs(path, text if isinstance(text, str) else None)
-        if len(r.findings) > start:
-            r.findings[start:] = [dataclasses.replace(f, inputs=merge_inputs(own, f.inputs)) for f in r.findings[start:]]
+        r.findings[start:] = [dataclasses.replace(f, inputs=merge_inputs(own, f.inputs)) for f in r.findings[start:]]
         names = {i.name for i in own}  # a verdict that read another file (a master config's recipe) is not kept
         if cache is not None and key is not None and all(f.verdict != "unreadable" and all(
                 i.kind != "file" or i.name in names for i in f.inputs) for f in r.findings[start:]):
@@ -619,7 +620,8 @@ class _Checker:
         if self.cache is None or not isinstance(text, str):
             return None
         runs = self.refs.get(path.resolve())
-        return self.cache.key(str(path), kind, text, repr(runs) + repr(self.file_inputs(path, text)[1:]) if runs else "")
+        own, *masters = self.file_inputs(path, text)
+        return self.cache.key(str(path), kind, str(own.digest), repr(runs) + repr(masters) if runs else "")
 
     def _check_file(self, path: Path, kind: str) -> None:
         """One file: its census, its pins where the census finds settings, and the findings."""
